@@ -1,0 +1,97 @@
+// memkv/client.h: the C++ client library.
+//
+// A Client talks to one or more MemKV servers over the TCP inline-bulk
+// protocol (docs/wire-protocol.md). Keys are placed on servers by rendezvous
+// hashing over the server list, so adding a server to N moves about 1/(N+1)
+// of the keys and no server has to know about the others.
+//
+// Every operation has a deadline (ClientOptions::timeout_ms): a dead, stalled
+// or unreachable server yields DeadlineExceeded or Unavailable within it,
+// never a hang, and operations on other servers are unaffected. A server that
+// failed is skipped (fails fast with Unavailable) for a short backoff before
+// it is tried again.
+//
+// Data read back is verified against its checksum; a mismatch is reported as
+// NotFound (a miss), never returned as data.
+//
+// Thread-safety: a Client is safe to use from many threads at once; each
+// server has a pool of up to num_connections connections, and a call holds
+// the connections it uses for its duration, pipelining its requests on them.
+#ifndef MEMKV_CLIENT_H_
+#define MEMKV_CLIENT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memkv/status.h"
+
+namespace memkv {
+
+struct ClientOptions {
+  std::vector<std::string> servers;  // "host:port" data addresses
+  std::string auth_key_hex;          // 64 hex characters
+  std::string transport = "auto";    // auto | tcp | rdma (rdma: not yet available)
+  uint32_t num_connections = 4;      // per server
+  uint32_t timeout_ms = 5000;        // deadline of every operation
+  uint32_t connect_timeout_ms = 2000;
+};
+
+// Per-key outcome of a batch call.
+struct BatchResult {
+  std::vector<Status> statuses;  // one per key, in order
+  size_t present_prefix = 0;     // leading keys whose status is Ok
+};
+
+struct ClientStats {
+  uint64_t ops = 0;
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+  uint64_t checksum_failures = 0;
+  uint64_t timeouts = 0;
+  uint64_t connections_opened = 0;
+};
+
+class Client {
+ public:
+  // InvalidArgument naming the bad option (bad address, key not 64 hex, ...).
+  // Connects lazily: Create does not contact the servers.
+  static Result<std::unique_ptr<Client>> Create(const ClientOptions& options);
+  // Options from MEMKV_CONFIG, then MEMKV_SERVERS / MEMKV_AUTH_KEY /
+  // MEMKV_TRANSPORT / ... (SPEC §4).
+  static Result<std::unique_ptr<Client>> CreateFromEnvironment();
+
+  virtual ~Client() = default;
+
+  virtual Status Put(std::string_view key, std::span<const uint8_t> value) = 0;
+  // NotFound on a miss.
+  virtual Result<std::vector<uint8_t>> Get(std::string_view key) = 0;
+  // Reads the value straight into `buffer` (no intermediate copy) and returns
+  // its size. TooLarge, naming both sizes, when the buffer is too small.
+  virtual Result<size_t> GetInto(std::string_view key, std::span<uint8_t> buffer) = 0;
+  // NotFound if the key was absent.
+  virtual Status Delete(std::string_view key) = 0;
+  virtual Result<bool> Exists(std::string_view key) = 0;
+
+  // Batches: keys may live on different servers; the call fans out and
+  // pipelines. keys.size() == values.size() (== buffers.size()).
+  virtual BatchResult BatchPut(std::span<const std::string_view> keys,
+                               std::span<const std::span<const uint8_t>> values) = 0;
+  // On an Ok status, (*sizes)[i] is the size of the value written into buffers[i].
+  virtual BatchResult BatchGetInto(std::span<const std::string_view> keys,
+                                   std::span<const std::span<uint8_t>> buffers,
+                                   std::vector<size_t>* sizes) = 0;
+  virtual BatchResult BatchExists(std::span<const std::string_view> keys) = 0;
+
+  // Index into options.servers of the server that owns `key`.
+  virtual size_t ServerFor(std::string_view key) const = 0;
+  virtual ClientStats Stats() const = 0;
+};
+
+}  // namespace memkv
+
+#endif  // MEMKV_CLIENT_H_

@@ -1,0 +1,124 @@
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "base/bytes.h"
+#include "base/checksum.h"
+#include "base/hmac.h"
+#include "base/units.h"
+#include "memkv/status.h"
+
+namespace memkv {
+namespace {
+
+TEST(StatusTest, OkAndErrorsFormat) {
+  EXPECT_TRUE(Status::Ok().ok());
+  EXPECT_EQ(Status::Ok().ToString(), "Ok");
+  Status s = NotFound("key 'a'");
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.ToString(), "NotFound: key 'a'");
+  EXPECT_EQ(s.WithContext("get").message(), "get: key 'a'");
+}
+
+TEST(StatusTest, CodesAreStable) {
+  // The wire, the C API and Python share these numbers; they must never move.
+  EXPECT_EQ(static_cast<int>(StatusCode::kNotFound), 1);
+  EXPECT_EQ(static_cast<int>(StatusCode::kAuthFailed), 5);
+  EXPECT_EQ(static_cast<int>(StatusCode::kUnsupportedVersion), 6);
+  EXPECT_EQ(static_cast<int>(StatusCode::kFailedPrecondition), 13);
+}
+
+Result<int> Half(int v) {
+  if (v % 2 != 0) return InvalidArgument("odd");
+  return v / 2;
+}
+
+Status UseAssign(int v, int* out) {
+  MEMKV_ASSIGN_OR_RETURN(int h, Half(v));
+  *out = h;
+  return Status::Ok();
+}
+
+TEST(ResultTest, AssignOrReturnPropagates) {
+  int out = 0;
+  EXPECT_TRUE(UseAssign(8, &out).ok());
+  EXPECT_EQ(out, 4);
+  EXPECT_EQ(UseAssign(3, &out).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(UnitsTest, ParsesHumanSizes) {
+  EXPECT_EQ(*ParseSize("2 MiB"), 2 * kMiB);
+  EXPECT_EQ(*ParseSize("2MiB"), 2 * kMiB);
+  EXPECT_EQ(*ParseSize("247 GiB"), 247 * kGiB);
+  EXPECT_EQ(*ParseSize("4096"), 4096u);
+  EXPECT_EQ(*ParseSize("1.5 KiB"), 1536u);
+  EXPECT_EQ(*ParseSize("10 KB"), 10000u);
+  EXPECT_EQ(*ParseSize("3g"), 3 * kGiB);
+  EXPECT_FALSE(ParseSize("").ok());
+  EXPECT_FALSE(ParseSize("MiB").ok());
+  EXPECT_FALSE(ParseSize("2 XB").ok());
+  EXPECT_FALSE(ParseSize("2 MiB extra").ok());
+  EXPECT_FALSE(ParseSize("0.3 B").ok());
+  EXPECT_FALSE(ParseSize("99999999999 TiB").ok());
+  EXPECT_NE(ParseSize("2 XB").status().message().find("MiB"), std::string::npos);
+}
+
+TEST(UnitsTest, FormatsExactUnits) {
+  EXPECT_EQ(FormatSize(2 * kMiB), "2 MiB");
+  EXPECT_EQ(FormatSize(1536), "1536 B");
+  EXPECT_EQ(FormatSize(3 * kKiB), "3 KiB");
+  EXPECT_EQ(FormatSize(0), "0 B");
+}
+
+TEST(BytesTest, LittleEndianRoundTrip) {
+  uint8_t buf[8];
+  StoreLe64(buf, 0x0102030405060708ULL);
+  EXPECT_EQ(buf[0], 0x08);
+  EXPECT_EQ(LoadLe64(buf), 0x0102030405060708ULL);
+  StoreLe32(buf, 0xdeadbeef);
+  EXPECT_EQ(LoadLe32(buf), 0xdeadbeefu);
+  StoreLe16(buf, 0xbeef);
+  EXPECT_EQ(LoadLe16(buf), 0xbeef);
+}
+
+TEST(BytesTest, Hex) {
+  const uint8_t data[] = {0x00, 0xab, 0xff};
+  EXPECT_EQ(HexEncode(data, 3), "00abff");
+  auto back = HexDecode("00ABff");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, std::vector<uint8_t>(data, data + 3));
+  EXPECT_FALSE(HexDecode("abc").has_value());
+  EXPECT_FALSE(HexDecode("zz").has_value());
+}
+
+TEST(ChecksumTest, IovMatchesFlat) {
+  std::vector<uint8_t> data(10000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = uint8_t(i * 7);
+  iovec parts[3] = {{data.data(), 1}, {data.data() + 1, 4999}, {data.data() + 5000, 5000}};
+  EXPECT_EQ(ChecksumIov(parts), Checksum(data.data(), data.size()));
+  data[9999] ^= 1;
+  EXPECT_NE(ChecksumIov(parts), Checksum(data.data(), data.size() - 1));
+}
+
+TEST(HmacTest, Rfc4231Case2) {
+  // RFC 4231 test case 2: key "Jefe", data "what do ya want for nothing?".
+  const std::string key = "Jefe";
+  const std::string data = "what do ya want for nothing?";
+  auto mac = HmacSha256::Create(std::span(reinterpret_cast<const uint8_t*>(key.data()), key.size()));
+  ASSERT_TRUE(mac.ok());
+  Tag tag = (*mac)->Compute(data.data(), data.size());
+  EXPECT_EQ(HexEncode(tag.data(), tag.size()),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  // The keyed state is reusable.
+  EXPECT_TRUE(TagsEqual(tag, (*mac)->Compute(data.data(), data.size())));
+}
+
+TEST(RandomTest, FillsBytes) {
+  uint8_t a[32] = {}, b[32] = {};
+  ASSERT_TRUE(RandomBytes(a, sizeof(a)).ok());
+  ASSERT_TRUE(RandomBytes(b, sizeof(b)).ok());
+  EXPECT_NE(std::memcmp(a, b, sizeof(a)), 0);
+}
+
+}  // namespace
+}  // namespace memkv

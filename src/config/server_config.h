@@ -1,0 +1,83 @@
+// Server configuration (SPEC §3): the YAML of /etc/memkv/config.yaml as typed
+// structs, with defaults, parsing and whole-config validation.
+//
+// Loading never stops at the first problem: every unknown key, unparsable
+// value and rule violation is collected, each as one line naming the field,
+// the value and what is allowed, and returned together in one
+// InvalidArgument status (lines joined with "\n"). Pure functions; no I/O
+// except LoadServerConfigFile reading its file.
+#ifndef MEMKV_CONFIG_SERVER_CONFIG_H_
+#define MEMKV_CONFIG_SERVER_CONFIG_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memkv/status.h"
+
+namespace memkv {
+
+enum class StorageMode { kDirect, kFile, kMemory };
+std::string_view StorageModeName(StorageMode mode);
+
+struct NetworkConfig {
+  std::string host = "0.0.0.0";          // network.address, split
+  uint16_t port = 9900;                  // 0 = any free port (tests); admin is then any free port too
+  std::optional<std::vector<uint8_t>> auth_key;  // 32 bytes when set
+  std::string tls_cert;                  // path or empty
+  std::string tls_key;                   // path or empty
+};
+
+struct MemoryConfig {
+  uint64_t block_size_bytes = 2ULL << 20;
+  uint64_t max_size_bytes = 0;           // 0 = sized to the box (DefaultMemoryPoolBytes)
+};
+
+struct RdmaConfig {
+  std::string device = "mlx5_0";
+  uint32_t gid_index = 0;                // 0 = auto
+  uint32_t traffic_class = 0;            // 0 = auto; ToS byte, DSCP << 2
+  uint32_t service_level = 0;            // 0 = auto; 0..15
+  uint32_t mtu = 4096;                   // 256/512/1024/2048/4096
+  uint32_t num_dcis = 16;                // DC initiator pool size
+};
+
+struct DriveConfig {
+  std::string media;
+};
+
+struct StorageConfig {
+  StorageMode mode = StorageMode::kDirect;
+  uint64_t block_size_bytes = 4ULL << 20;
+  std::vector<DriveConfig> drives;
+};
+
+struct ServerConfig {
+  NetworkConfig network;
+  MemoryConfig memory;
+  RdmaConfig rdma;
+  StorageConfig storage;
+};
+
+// The embedded default: what `memkv start` runs with no config file.
+// Loopback 127.0.0.1:9900, memory mode, pool sized to the box, no drives.
+ServerConfig EmbeddedDefaultConfig();
+
+// A pool size that suits a machine with `physical_memory_bytes` of RAM:
+// one eighth of it, at least 256 MiB and at most 16 GiB.
+uint64_t DefaultMemoryPoolBytes(uint64_t physical_memory_bytes);
+
+// Parses YAML text; missing fields keep the defaults of ServerConfig{}.
+// `source` names the text in messages (a path or "<string>").
+Result<ServerConfig> ParseServerConfig(std::string_view yaml_text, std::string_view source);
+Result<ServerConfig> LoadServerConfigFile(const std::string& path);
+
+// Rules that span fields (also called by ParseServerConfig). Each violation
+// is one line in the returned InvalidArgument; Ok when there are none.
+Status ValidateServerConfig(const ServerConfig& config);
+
+}  // namespace memkv
+
+#endif  // MEMKV_CONFIG_SERVER_CONFIG_H_
