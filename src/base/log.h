@@ -32,14 +32,20 @@ class LogMessage {
   LogLevel level_;
   std::ostringstream stream_;
 };
+// Turns the stream expression into void so MEMKV_LOG can sit in a ?: and
+// needs no dangling `if`.
+struct LogVoidify {
+  void operator&(std::ostream&) {}
+};
 }  // namespace internal
 
 }  // namespace memkv
 
-#define MEMKV_LOG(level)                                            \
-  if (::memkv::LogLevel::level < ::memkv::GetLogLevel()) {          \
-  } else                                                            \
-    ::memkv::internal::LogMessage(::memkv::LogLevel::level).stream()
+#define MEMKV_LOG(level)                                  \
+  (::memkv::LogLevel::level < ::memkv::GetLogLevel())     \
+      ? (void)0                                           \
+      : ::memkv::internal::LogVoidify() &                 \
+            ::memkv::internal::LogMessage(::memkv::LogLevel::level).stream()
 
 #define LOG_DEBUG MEMKV_LOG(kDebug)
 #define LOG_INFO MEMKV_LOG(kInfo)

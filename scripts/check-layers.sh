@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Keeps the layering of docs/organization.md true: a layer includes headers
+# only from itself and the layers listed as its dependencies.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+declare -A allowed=(
+  [base]="base"
+  [proto]="base proto"
+  [config]="base config"
+  [io]="base io"
+  [storage]="base storage"
+  [server]="base proto config io storage server"
+  [client]="base proto config io client"
+  [cli]="base config server storage client cli"
+)
+
+status=0
+for layer in "${!allowed[@]}"; do
+  [ -d "src/$layer" ] || continue
+  while IFS=: read -r file line include; do
+    dep="$(sed -E 's/.*#include "([a-z_]+)\/.*/\1/' <<<"$include")"
+    [ "$dep" = "memkv" ] && continue   # public headers, include/memkv
+    if ! grep -qw "$dep" <<<"${allowed[$layer]}"; then
+      echo "layering: $file:$line: src/$layer must not include $dep/ (allowed: ${allowed[$layer]})" >&2
+      status=1
+    fi
+  done < <(grep -Hn '^#include "[a-z_]*/' -r "src/$layer" --include='*.h' --include='*.cc' || true)
+done
+exit $status

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The two quick-start commands (README):
+#   scripts/dev.sh start [memkv start options]   build, then run a server
+#   scripts/dev.sh test                          build, then run every test
+# Both install missing Debian packages first (scripts/install-deps.sh).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+jobs="$(nproc)"
+
+configure_and_build() {  # dir, extra cmake args...
+  local dir="$1"; shift
+  cmake -S . -B "$dir" -G Ninja -DMEMKV_WERROR=ON "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+}
+
+cmd="${1:-}"
+shift || true
+case "$cmd" in
+  start)
+    bash scripts/install-deps.sh
+    configure_and_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    exec build/memkv start "$@"
+    ;;
+  test)
+    bash scripts/install-deps.sh
+    bash scripts/check-layers.sh
+    configure_and_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    (cd build && ctest --output-on-failure -j "$jobs")
+    if [ "${MEMKV_SKIP_SANITIZERS:-0}" != "1" ]; then
+      echo "== tests again under AddressSanitizer + UndefinedBehaviorSanitizer"
+      configure_and_build build-asan -DCMAKE_BUILD_TYPE=Debug -DMEMKV_SANITIZE=address,undefined
+      (cd build-asan && ctest --output-on-failure -j "$jobs" -LE slow)
+    fi
+    ;;
+  *)
+    echo "usage: scripts/dev.sh start [options] | scripts/dev.sh test" >&2
+    exit 2
+    ;;
+esac

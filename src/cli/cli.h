@@ -1,0 +1,46 @@
+// The `memkv` command: one binary, one sub-command per verb (docs/cli.md).
+//
+// Exit codes (stable, scripts rely on them):
+//   0 success            1 key not found / absent   2 usage error
+//   3 configuration error 4 server unavailable or timed out
+//   5 authentication failed  6 request refused or failed (other)
+#ifndef MEMKV_CLI_CLI_H_
+#define MEMKV_CLI_CLI_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memkv/status.h"
+
+namespace memkv::cli {
+
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitNotFound = 1,
+  kExitUsage = 2,
+  kExitConfig = 3,
+  kExitUnavailable = 4,
+  kExitAuth = 5,
+  kExitFailed = 6,
+};
+
+// The exit code that reports a failed request with this status.
+int ExitCodeFor(const Status& status);
+
+// Process environment as seen by the CLI; main() fills it from getenv.
+struct Environment {
+  std::optional<std::string> Get(std::string_view name) const;
+  std::vector<std::pair<std::string, std::string>> vars;
+};
+
+// The default data directory: $HOME/.memkv, else ./memkv-data.
+std::string DefaultDataDir(const Environment& env);
+
+int RunStart(const std::vector<std::string>& args, const Environment& env);
+int RunClientVerb(const std::string& verb, const std::vector<std::string>& args, const Environment& env);
+
+}  // namespace memkv::cli
+
+#endif  // MEMKV_CLI_CLI_H_

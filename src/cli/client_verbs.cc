@@ -1,0 +1,206 @@
+// memkv put / get / del / exists: the client library from the shell.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "base/bytes.h"
+#include "cli/cli.h"
+#include "config/client_config.h"
+#include "memkv/client.h"
+
+namespace memkv::cli {
+namespace {
+
+constexpr const char* kDefaultServer = "127.0.0.1:9900";
+
+constexpr const char* kVerbUsage = R"(Usage:
+  memkv put KEY [FILE|-]     store FILE (default: standard input) under KEY
+  memkv get KEY [-o FILE]    write the value to standard output or FILE
+  memkv del KEY              delete KEY
+  memkv exists KEY...        print "present KEY" or "absent KEY" per key
+
+Servers and key: the YAML named by MEMKV_CONFIG, then MEMKV_SERVERS,
+MEMKV_AUTH_KEY, MEMKV_TRANSPORT, MEMKV_TIMEOUT_MS. With neither set, the local
+embedded default: 127.0.0.1:9900 and the key in ~/.memkv/auth.key.
+Exit codes: 0 ok, 1 not found / absent, 2 usage, 3 configuration,
+4 unavailable or timed out, 5 authentication failed, 6 request failed.
+)";
+
+// The client's view of the environment: the real one, plus the local
+// defaults when neither a config file nor the variable provides a value.
+EnvLookup LookupWithDefaults(const Environment& env) {
+  return [env](std::string_view name) -> std::optional<std::string> {
+    if (auto v = env.Get(name)) return v;
+    if (env.Get("MEMKV_CONFIG")) return std::nullopt;
+    if (name == "MEMKV_SERVERS") return std::string(kDefaultServer);
+    if (name == "MEMKV_AUTH_KEY") {
+      std::ifstream in(DefaultDataDir(env) + "/auth.key");
+      std::string key;
+      if (in >> key) return key;
+    }
+    return std::nullopt;
+  };
+}
+
+Result<std::unique_ptr<Client>> MakeClient(const Environment& env) {
+  MEMKV_ASSIGN_OR_RETURN(ClientConfig config, LoadClientConfig(LookupWithDefaults(env)));
+  ClientOptions options;
+  for (const ServerAddress& s : config.servers) options.servers.push_back(s.ToString());
+  options.auth_key_hex = HexEncode(config.auth_key.data(), config.auth_key.size());
+  options.transport = std::string(TransportModeName(config.transport));
+  options.num_connections = config.num_connections;
+  options.timeout_ms = config.timeout_ms;
+  options.connect_timeout_ms = config.connect_timeout_ms;
+  return Client::Create(options);
+}
+
+// One line on stderr that says what failed and what to do about it.
+int Report(const std::string& verb, const Status& status) {
+  std::string hint;
+  switch (status.code()) {
+    case StatusCode::kUnavailable:
+    case StatusCode::kDeadlineExceeded:
+      hint = " (is the server running? check MEMKV_SERVERS, or start one with 'memkv start')";
+      break;
+    case StatusCode::kAuthFailed:
+      hint = " (MEMKV_AUTH_KEY must equal the server's key: its network.auth_key or the auth.key file in its data directory)";
+      break;
+    default:
+      break;
+  }
+  std::fprintf(stderr, "memkv %s: %s%s\n", verb.c_str(), status.ToString().c_str(), hint.c_str());
+  return ExitCodeFor(status);
+}
+
+Result<std::vector<uint8_t>> ReadInput(const std::string& path) {
+  int fd = STDIN_FILENO;
+  if (path != "-") {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return InvalidArgument("cannot open " + path + ": " + std::strerror(errno));
+  }
+  std::vector<uint8_t> data;
+  uint8_t buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Status s = IoError("cannot read " + path + ": " + std::strerror(errno));
+      if (fd != STDIN_FILENO) ::close(fd);
+      return s;
+    }
+    data.insert(data.end(), buf, buf + n);
+  }
+  if (fd != STDIN_FILENO) ::close(fd);
+  return data;
+}
+
+Status WriteOutput(const std::string& path, const std::vector<uint8_t>& data) {
+  int fd = STDOUT_FILENO;
+  if (!path.empty()) {
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return IoError("cannot create " + path + ": " + std::strerror(errno));
+  }
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Status s = IoError("cannot write " + (path.empty() ? std::string("standard output") : path) + ": " +
+                         std::strerror(errno));
+      if (fd != STDOUT_FILENO) ::close(fd);
+      return s;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (fd != STDOUT_FILENO && ::close(fd) != 0) return IoError("cannot close " + path + ": " + std::strerror(errno));
+  return Status::Ok();
+}
+
+int Usage(const std::string& verb, const std::string& problem) {
+  std::fprintf(stderr, "memkv %s: %s; see 'memkv %s --help'\n", verb.c_str(), problem.c_str(), verb.c_str());
+  return kExitUsage;
+}
+
+}  // namespace
+
+int RunClientVerb(const std::string& verb, const std::vector<std::string>& args, const Environment& env) {
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::fputs(kVerbUsage, stdout);
+      return kExitOk;
+    }
+  }
+  std::vector<std::string> positional;
+  std::string out_path;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (verb == "get" && (args[i] == "-o" || args[i] == "--output")) {
+      if (i + 1 >= args.size()) return Usage(verb, "-o needs a file name");
+      out_path = args[++i];
+    } else if (args[i].size() > 1 && args[i][0] == '-' && args[i] != "-") {
+      return Usage(verb, "unknown option '" + args[i] + "'");
+    } else {
+      positional.push_back(args[i]);
+    }
+  }
+  if (positional.empty()) return Usage(verb, "missing KEY");
+  const bool one_key = verb == "get" || verb == "del";
+  if (one_key && positional.size() != 1) return Usage(verb, "takes exactly one KEY");
+  if (verb == "put" && positional.size() > 2) return Usage(verb, "takes KEY and at most one FILE");
+
+  Result<std::unique_ptr<Client>> client = MakeClient(env);
+  if (!client.ok()) {
+    std::fprintf(stderr, "memkv %s: client configuration: %s\n", verb.c_str(), client.status().message().c_str());
+    return kExitConfig;
+  }
+  const std::string& key = positional[0];
+  if (verb == "put") {
+    Result<std::vector<uint8_t>> data = ReadInput(positional.size() == 2 ? positional[1] : "-");
+    if (!data.ok()) return Report(verb, data.status());
+    Status s = (*client)->Put(key, *data);
+    return s.ok() ? kExitOk : Report(verb, s);
+  }
+  if (verb == "get") {
+    Result<std::vector<uint8_t>> value = (*client)->Get(key);
+    if (!value.ok()) {
+      if (value.status().code() == StatusCode::kNotFound) {
+        std::fprintf(stderr, "memkv get: key '%s' not found\n", key.c_str());
+        return kExitNotFound;
+      }
+      return Report(verb, value.status());
+    }
+    Status s = WriteOutput(out_path, *value);
+    return s.ok() ? kExitOk : Report(verb, s);
+  }
+  if (verb == "del") {
+    Status s = (*client)->Delete(key);
+    if (s.code() == StatusCode::kNotFound) {
+      std::fprintf(stderr, "memkv del: key '%s' not found\n", key.c_str());
+      return kExitNotFound;
+    }
+    return s.ok() ? kExitOk : Report(verb, s);
+  }
+  // exists
+  std::vector<std::string_view> keys(positional.begin(), positional.end());
+  BatchResult result = (*client)->BatchExists(keys);
+  int code = kExitOk;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const Status& s = result.statuses[i];
+    if (s.ok()) {
+      std::printf("present %s\n", positional[i].c_str());
+    } else if (s.code() == StatusCode::kNotFound) {
+      std::printf("absent %s\n", positional[i].c_str());
+      if (code == kExitOk) code = kExitNotFound;
+    } else {
+      code = Report(verb, s.WithContext("key '" + positional[i] + "'"));
+    }
+  }
+  return code;
+}
+
+}  // namespace memkv::cli

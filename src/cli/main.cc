@@ -1,0 +1,73 @@
+// memkv: entry point. Dispatches to the sub-commands.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/cli.h"
+
+extern char** environ;
+
+namespace memkv::cli {
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+constexpr const char* kUsage = R"(memkv: a store for LLM KV-cache blocks
+
+Usage: memkv <command> [options]
+
+Server:
+  start [--config PATH]       run a server (default config /etc/memkv/config.yaml
+                              if present, else the embedded single-node default)
+
+Client (servers from MEMKV_CONFIG / MEMKV_SERVERS, key from MEMKV_AUTH_KEY;
+without them: 127.0.0.1:9900 and the key in ~/.memkv/auth.key):
+  put KEY [FILE|-]            store FILE (or standard input) under KEY
+  get KEY [-o FILE]           write the value of KEY to standard output or FILE
+  del KEY                     delete KEY
+  exists KEY...               print which keys are present
+
+  memkv <command> --help      options of one command
+  memkv --version             print the version
+
+Exit codes: 0 ok, 1 not found, 2 usage, 3 configuration, 4 unavailable or
+timed out, 5 authentication failed, 6 request failed.
+)";
+
+Environment ReadEnvironment() {
+  Environment env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq == nullptr) continue;
+    env.vars.emplace_back(std::string(*e, eq), std::string(eq + 1));
+  }
+  return env;
+}
+
+}  // namespace
+}  // namespace memkv::cli
+
+int main(int argc, char** argv) {
+  using namespace memkv::cli;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  if (args[0] == "--version" || args[0] == "-V" || args[0] == "version") {
+    std::printf("memkv %s (wire protocol 1)\n", kVersion);
+    return kExitOk;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  Environment env = ReadEnvironment();
+  if (command == "start") return RunStart(args, env);
+  if (command == "put" || command == "get" || command == "del" || command == "exists") {
+    return RunClientVerb(command, args, env);
+  }
+  std::fprintf(stderr, "memkv: unknown command '%s'; run 'memkv --help' for the list\n", command.c_str());
+  return kExitUsage;
+}

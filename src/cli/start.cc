@@ -1,0 +1,232 @@
+// memkv start: load and validate the config, build the store, serve until a
+// signal, drain, exit 0.
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <thread>
+
+#include "base/bytes.h"
+#include "base/log.h"
+#include "base/units.h"
+#include "cli/cli.h"
+#include "config/server_config.h"
+#include "server/key_file.h"
+#include "server/server.h"
+#include "storage/memory_store.h"
+
+namespace memkv::cli {
+namespace {
+
+constexpr const char* kStartUsage = R"(Usage: memkv start [options]
+
+Runs a MemKV server in the foreground until SIGINT or SIGTERM.
+
+Options:
+  --config PATH          server config (YAML, docs/configuration.md); default
+                         /etc/memkv/config.yaml if it exists, else the embedded
+                         default: 127.0.0.1:9900, memory store sized to the box
+  --data-dir DIR         where the generated auth key lives (default ~/.memkv)
+  --log-level LEVEL      debug, info, warn, error (default info)
+  --workers N            event-loop threads (default: one per core, at most 8)
+  --handshake-timeout-ms N  close connections that do not authenticate in time
+                         (default 10000)
+  --check                validate the config, print the effective settings, exit
+
+When ready it prints one line on standard output: "ready HOST:PORT".
+)";
+
+constexpr const char* kSystemConfig = "/etc/memkv/config.yaml";
+
+struct StartFlags {
+  std::string config_path;
+  std::string data_dir;
+  int workers = 0;
+  uint32_t handshake_timeout_ms = 10000;
+  bool check_only = false;
+};
+
+bool ParseUint(const std::string& text, uint64_t max, uint64_t* out) {
+  if (text.empty() || text.size() > 19) return false;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+  }
+  *out = std::stoull(text);
+  return *out <= max;
+}
+
+// Returns an exit code when parsing ends the command (help, usage error).
+std::optional<int> ParseFlags(const std::vector<std::string>& args, StartFlags* flags) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kStartUsage, stdout);
+      return kExitOk;
+    }
+    if (a == "--check") {
+      flags->check_only = true;
+      continue;
+    }
+    const std::string* v = value();
+    if (v == nullptr) {
+      std::fprintf(stderr, "memkv start: %s needs a value; see 'memkv start --help'\n", a.c_str());
+      return kExitUsage;
+    }
+    uint64_t n = 0;
+    if (a == "--config") {
+      flags->config_path = *v;
+    } else if (a == "--data-dir") {
+      flags->data_dir = *v;
+    } else if (a == "--log-level") {
+      LogLevel level;
+      if (!ParseLogLevel(*v, &level)) {
+        std::fprintf(stderr, "memkv start: --log-level '%s' is not one of debug, info, warn, error\n", v->c_str());
+        return kExitUsage;
+      }
+      SetLogLevel(level);
+    } else if (a == "--workers" && ParseUint(*v, 64, &n) && n > 0) {
+      flags->workers = static_cast<int>(n);
+    } else if (a == "--handshake-timeout-ms" && ParseUint(*v, 3600000, &n) && n > 0) {
+      flags->handshake_timeout_ms = static_cast<uint32_t>(n);
+    } else {
+      std::fprintf(stderr, "memkv start: bad option '%s %s'; see 'memkv start --help'\n", a.c_str(), v->c_str());
+      return kExitUsage;
+    }
+  }
+  return std::nullopt;
+}
+
+Result<ServerConfig> ResolveConfig(const StartFlags& flags) {
+  if (!flags.config_path.empty()) return LoadServerConfigFile(flags.config_path);
+  struct stat st{};
+  if (::stat(kSystemConfig, &st) == 0) {
+    LOG_INFO << "using " << kSystemConfig;
+    return LoadServerConfigFile(kSystemConfig);
+  }
+  LOG_INFO << "no config file: using the embedded single-node default";
+  return EmbeddedDefaultConfig();
+}
+
+uint64_t PhysicalMemoryBytes() {
+  long pages = ::sysconf(_SC_PHYS_PAGES);
+  long page_size = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
+}
+
+void PrintEffective(const ServerConfig& c, const std::string& key_source) {
+  std::printf("network.address: %s:%u\n", c.network.host.c_str(), c.network.port);
+  std::printf("network.auth_key: %s\n", key_source.c_str());
+  std::printf("memory.block_size: %s\n", FormatSize(c.memory.block_size_bytes).c_str());
+  std::printf("memory.max_size: %s\n", FormatSize(c.memory.max_size_bytes).c_str());
+  std::printf("storage.mode: %s\n", std::string(StorageModeName(c.storage.mode)).c_str());
+}
+
+}  // namespace
+
+int RunStart(const std::vector<std::string>& args, const Environment& env) {
+  StartFlags flags;
+  if (auto code = ParseFlags(args, &flags)) return *code;
+  if (flags.data_dir.empty()) flags.data_dir = DefaultDataDir(env);
+
+  Result<ServerConfig> config = ResolveConfig(flags);
+  if (!config.ok()) {
+    std::fprintf(stderr, "memkv start: invalid configuration:\n%s\n", config.status().message().c_str());
+    return kExitConfig;
+  }
+  ServerConfig& c = *config;
+  if (c.storage.mode != StorageMode::kMemory) {
+    std::fprintf(stderr,
+                 "memkv start: storage.mode '%s' needs the drive tier, which this release does not have "
+                 "yet; set storage.mode: memory\n",
+                 std::string(StorageModeName(c.storage.mode)).c_str());
+    return kExitConfig;
+  }
+  if (c.memory.max_size_bytes == 0) c.memory.max_size_bytes = DefaultMemoryPoolBytes(PhysicalMemoryBytes());
+
+  std::vector<uint8_t> key;
+  std::string key_source = "from the config";
+  if (c.network.auth_key) {
+    key = *c.network.auth_key;
+  } else {
+    Result<AuthKeyFile> file = LoadOrCreateAuthKey(flags.data_dir);
+    if (!file.ok()) {
+      std::fprintf(stderr, "memkv start: %s\n", file.status().message().c_str());
+      return kExitConfig;
+    }
+    key = file->key;
+    key_source = file->path;
+    LOG_INFO << (file->created ? "generated a new auth key in " : "using the auth key in ") << file->path
+             << " (mode 0600)";
+  }
+  if (flags.check_only) {
+    PrintEffective(c, key_source);
+    return kExitOk;
+  }
+
+  MemoryStoreOptions store_options;
+  store_options.max_size_bytes = c.memory.max_size_bytes;
+  store_options.chunk_size_bytes = c.memory.block_size_bytes;
+  Result<std::unique_ptr<MemoryStore>> store = MemoryStore::Create(store_options);
+  if (!store.ok()) {
+    std::fprintf(stderr, "memkv start: %s\n", store.status().ToString().c_str());
+    return kExitConfig;
+  }
+
+  // Signals are taken by one thread with sigwait; every other thread
+  // inherits the blocked mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  ServerOptions options;
+  options.host = c.network.host;
+  options.port = c.network.port;
+  options.auth_key = key;
+  options.workers = flags.workers;
+  options.handshake_timeout_ms = flags.handshake_timeout_ms;
+  Result<std::unique_ptr<Server>> server = Server::Create(options, store->get());
+  if (!server.ok()) {
+    std::fprintf(stderr, "memkv start: cannot listen on %s:%u: %s\n", c.network.host.c_str(), c.network.port,
+                 server.status().message().c_str());
+    return kExitUnavailable;
+  }
+  Server* srv = server->get();
+  const std::string address = c.network.host + ":" + std::to_string(srv->port());
+  LOG_INFO << "memory store: " << FormatSize((*store)->pool_bytes()) << " pool in "
+           << FormatSize(c.memory.block_size_bytes) << " chunks";
+  LOG_INFO << "RDMA transport is not part of this release; serving inline-bulk TCP only";
+  LOG_INFO << "serving on " << address << " (admin port " << (srv->port() + 1) << " reserved)";
+  if (key_source != "from the config") {
+    LOG_INFO << "clients: export MEMKV_SERVERS=" << address << " MEMKV_AUTH_KEY=$(cat " << key_source << ")";
+  }
+  std::printf("ready %s\n", address.c_str());
+  std::fflush(stdout);
+
+  std::atomic<bool> signalled{false};
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    signalled.store(true);
+    LOG_INFO << "received " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ": draining and stopping";
+    srv->Stop();
+  });
+  Status run = srv->Run();
+  // Run failed on its own: release the signal thread from its sigwait.
+  if (!signalled.load()) pthread_kill(signal_thread.native_handle(), SIGTERM);
+  signal_thread.join();
+  if (!run.ok()) {
+    LOG_ERROR << run.ToString();
+    return kExitFailed;
+  }
+  LOG_INFO << "stopped";
+  return kExitOk;
+}
+
+}  // namespace memkv::cli

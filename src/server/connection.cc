@@ -1,0 +1,324 @@
+#include "server/connection.h"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "base/log.h"
+#include "io/socket.h"
+
+namespace memkv {
+namespace {
+
+constexpr size_t kInputBufferBytes = 256 * 1024;
+constexpr size_t kDiscardBytes = 1 << 20;
+// Work done per readiness event before yielding to other connections.
+constexpr int kMaxFramesPerEvent = 64;
+constexpr size_t kMaxErrorMessageBytes = 1024;
+
+}  // namespace
+
+Connection::Connection(UniqueFd fd, std::string peer, const ConnectionContext& ctx, Nanos now)
+    : fd_(std::move(fd)), peer_(std::move(peer)), ctx_(ctx), accepted_at_(now), in_(kInputBufferBytes) {
+  ctx_.metrics->connections_accepted.fetch_add(1, std::memory_order_relaxed);
+  ctx_.metrics->connections_active.fetch_add(1, std::memory_order_relaxed);
+}
+
+Connection::~Connection() { ctx_.metrics->connections_active.fetch_sub(1, std::memory_order_relaxed); }
+
+bool Connection::WantsRead() const {
+  return !closing_ && out_.size() < proto::kMaxInflightPerConnection;
+}
+
+bool Connection::OnReadable() {
+  for (int i = 0; i < kMaxFramesPerEvent && WantsRead(); ++i) {
+    if (state_ == ReadState::kPayload) {
+      if (!ReceivePayload()) return false;
+      if (state_ == ReadState::kPayload) break;  // socket drained
+      continue;
+    }
+    ParseFrames();
+    if (state_ == ReadState::kPayload) continue;
+    if (!WantsRead()) break;
+    size_t before = in_end_ - in_start_;
+    if (!FillInput()) return false;
+    if (in_end_ - in_start_ == before) break;  // socket drained
+  }
+  return Flush();
+}
+
+bool Connection::OnWritable() { return Flush(); }
+
+// Reads what the socket has into the input buffer. False on EOF or error.
+bool Connection::FillInput() {
+  if (in_start_ == in_end_) in_start_ = in_end_ = 0;
+  if (in_end_ == in_.size() && in_start_ > 0) {
+    std::memmove(in_.data(), in_.data() + in_start_, in_end_ - in_start_);
+    in_end_ -= in_start_;
+    in_start_ = 0;
+  }
+  if (in_end_ == in_.size()) return true;  // full; parser consumes first
+  ssize_t n = ::recv(fd_.get(), in_.data() + in_end_, in_.size() - in_end_, 0);
+  if (n > 0) {
+    in_end_ += static_cast<size_t>(n);
+    ctx_.metrics->bytes_received.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    return true;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
+  if (state_ != ReadState::kHeader || in_end_ != in_start_) {
+    LOG_INFO << "connection " << peer_ << " closed mid-frame";
+  }
+  return false;
+}
+
+// Consumes complete headers and metas from the input buffer.
+void Connection::ParseFrames() {
+  while (!closing_ && out_.size() < proto::kMaxInflightPerConnection) {
+    size_t avail = in_end_ - in_start_;
+    if (state_ == ReadState::kHeader) {
+      if (avail < proto::kHeaderSize) return;
+      std::memcpy(cur_raw_.data(), in_.data() + in_start_, proto::kHeaderSize);
+      in_start_ += proto::kHeaderSize;
+      if (!OnHeader()) return;  // Fail() queued a response and set closing_
+      continue;
+    }
+    if (state_ == ReadState::kMeta) {
+      size_t need = cur_.meta_len - meta_.size();
+      size_t take = std::min(need, avail);
+      meta_.insert(meta_.end(), in_.data() + in_start_, in_.data() + in_start_ + take);
+      in_start_ += take;
+      if (meta_.size() < cur_.meta_len) return;
+      OnMeta();
+      if (state_ == ReadState::kPayload) return;
+      continue;
+    }
+    return;  // kPayload handled by ReceivePayload
+  }
+  return;
+}
+
+bool Connection::OnHeader() {
+  Status s = proto::DecodeFields(cur_raw_.data(), &cur_);
+  ctx_.metrics->requests_by_opcode[cur_.opcode].fetch_add(1, std::memory_order_relaxed);
+  if (!s.ok()) {
+    if (s.code() == StatusCode::kUnsupportedVersion) {
+      ctx_.metrics->unsupported_version.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      ctx_.metrics->protocol_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+    Fail(s);
+    return false;
+  }
+  if (cur_.is_response()) {
+    ctx_.metrics->protocol_errors.fetch_add(1, std::memory_order_relaxed);
+    Fail(ProtocolError("a client sent a frame flagged as a response"));
+    return false;
+  }
+  if (!authenticated()) {
+    // Nothing but a well-shaped Connect is read from an unauthenticated peer,
+    // so it cannot make us buffer a large meta or payload.
+    if (cur_.opcode != static_cast<uint8_t>(proto::Opcode::kConnect)) {
+      ctx_.metrics->auth_failures.fetch_add(1, std::memory_order_relaxed);
+      Fail(AuthFailed("connection not authenticated: the first frame must be Connect (0x06), got " +
+                      proto::OpcodeName(cur_.opcode)));
+      return false;
+    }
+    if (cur_.meta_len != proto::kNonceSize || cur_.payload_len != 0) {
+      ctx_.metrics->protocol_errors.fetch_add(1, std::memory_order_relaxed);
+      Fail(ProtocolError("Connect must carry a 32-byte nonce as meta and no payload"));
+      return false;
+    }
+  }
+  meta_.clear();
+  meta_.reserve(cur_.meta_len);
+  state_ = ReadState::kMeta;
+  return true;
+}
+
+void Connection::OnMeta() {
+  state_ = ReadState::kHeader;
+  if (!authenticated()) {
+    HandleConnect();
+    return;
+  }
+  Tag tag;
+  std::memcpy(tag.data(), cur_raw_.data() + proto::kFieldsSize, proto::kTagSize);
+  if (!auth_->VerifyNext(cur_raw_.data(), meta_, tag)) {
+    ctx_.metrics->auth_failures.fetch_add(1, std::memory_order_relaxed);
+    Fail(AuthFailed("frame tag does not verify (tampered, replayed or signed with another key)"));
+    return;
+  }
+  DispatchAuthenticated();
+}
+
+void Connection::StartPayload(PayloadSink sink) {
+  sink_ = std::move(sink);
+  payload_iov_.clear();
+  payload_first_ = 0;
+  payload_left_ = cur_.payload_len;
+  if (!sink_.frame_error.ok()) {
+    AddDiscard(cur_.payload_len);
+  } else {
+    for (PayloadSink::Item& item : sink_.items) {
+      if (item.status.ok()) {
+        for (const iovec& v : item.put.iov()) payload_iov_.push_back(v);
+      } else {
+        AddDiscard(item.size);
+      }
+    }
+  }
+  state_ = ReadState::kPayload;
+}
+
+// Adds iovecs that read `bytes` into the scratch buffer (bytes we must
+// consume to stay in sync but will not keep).
+void Connection::AddDiscard(uint64_t bytes) {
+  if (bytes == 0) return;
+  if (!discard_) discard_ = std::make_unique<uint8_t[]>(kDiscardBytes);
+  while (bytes > 0) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, kDiscardBytes));
+    payload_iov_.push_back({discard_.get(), n});
+    bytes -= n;
+  }
+}
+
+// Moves payload bytes (buffered first, then straight from the socket) into
+// their destinations. False on EOF or error.
+bool Connection::ReceivePayload() {
+  size_t buffered = in_end_ - in_start_;
+  while (buffered > 0 && payload_first_ < payload_iov_.size()) {
+    iovec& v = payload_iov_[payload_first_];
+    size_t take = std::min(buffered, v.iov_len);
+    std::memcpy(v.iov_base, in_.data() + in_start_, take);
+    in_start_ += take;
+    buffered -= take;
+    payload_left_ -= take;
+    payload_first_ = AdvanceIov(payload_iov_, payload_first_, take);
+  }
+  while (payload_first_ < payload_iov_.size()) {
+    int count = static_cast<int>(std::min<size_t>(payload_iov_.size() - payload_first_, IOV_MAX));
+    ssize_t n = ::readv(fd_.get(), payload_iov_.data() + payload_first_, count);
+    if (n > 0) {
+      ctx_.metrics->bytes_received.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+      payload_left_ -= static_cast<uint64_t>(n);
+      payload_first_ = AdvanceIov(payload_iov_, payload_first_, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
+    LOG_INFO << "connection " << peer_ << " closed mid-payload (" << payload_left_ << " bytes missing)";
+    return false;
+  }
+  state_ = ReadState::kHeader;
+  FinishPayload();
+  return true;
+}
+
+void Connection::Queue(OutFrame frame) {
+  frame.iov.insert(frame.iov.begin(), iovec{frame.head.data(), frame.head.size()});
+  out_.push_back(std::move(frame));
+}
+
+namespace {
+std::vector<uint8_t> ResponseHead(const proto::FrameHeader& request, StatusCode status,
+                                  const std::string& meta, uint64_t payload_len, uint64_t checksum) {
+  proto::FrameHeader h;
+  h.opcode = request.opcode;
+  h.flags = proto::kFlagResponse;
+  h.request_id = request.request_id;
+  h.status = status;
+  h.meta_len = static_cast<uint32_t>(meta.size());
+  h.payload_len = payload_len;
+  h.payload_checksum = checksum;
+  std::vector<uint8_t> head(proto::kHeaderSize + meta.size());
+  proto::EncodeFields(h, head.data());
+  std::memcpy(head.data() + proto::kHeaderSize, meta.data(), meta.size());
+  return head;
+}
+
+void SetTag(std::vector<uint8_t>& head, const Tag& tag) {
+  std::memcpy(head.data() + proto::kFieldsSize, tag.data(), tag.size());
+}
+
+std::span<const uint8_t> MetaOf(const std::vector<uint8_t>& head) {
+  return {head.data() + proto::kHeaderSize, head.size() - proto::kHeaderSize};
+}
+}  // namespace
+
+void Connection::Respond(StatusCode status, std::string meta, std::vector<iovec> payload,
+                         std::vector<ReadHandle> pins, uint64_t checksum) {
+  if (status != StatusCode::kOk && status != StatusCode::kNotFound) {
+    ctx_.metrics->errors_by_opcode[cur_.opcode].fetch_add(1, std::memory_order_relaxed);
+  }
+  uint64_t payload_len = 0;
+  for (const iovec& v : payload) payload_len += v.iov_len;
+  OutFrame frame;
+  frame.head = ResponseHead(cur_, status, meta, payload_len, checksum);
+  // Before the handshake there is no session key: errors go out with a zero tag.
+  if (auth_ != nullptr) SetTag(frame.head, auth_->SignNext(frame.head.data(), MetaOf(frame.head)));
+  frame.iov = std::move(payload);
+  frame.pins = std::move(pins);
+  Queue(std::move(frame));
+}
+
+void Connection::RespondConnect(std::string meta, std::span<const uint8_t> client_nonce) {
+  OutFrame frame;
+  frame.head = ResponseHead(cur_, StatusCode::kOk, meta, 0, 0);
+  SetTag(frame.head, proto::ConnectTag(*ctx_.master_mac, frame.head.data(), MetaOf(frame.head), client_nonce));
+  Queue(std::move(frame));
+}
+
+void Connection::RespondError(const Status& status) {
+  std::string message = status.message().substr(0, kMaxErrorMessageBytes);
+  Respond(status.code(), std::move(message));
+}
+
+void Connection::Fail(const Status& status) {
+  if (!logged_error_) {
+    LOG_WARN << "closing connection " << peer_ << ": " << status.ToString();
+    logged_error_ = true;
+  }
+  RespondError(status);
+  closing_ = true;
+  state_ = ReadState::kHeader;
+}
+
+bool Connection::Flush() {
+  while (!out_.empty()) {
+    iovec iov[IOV_MAX];
+    int count = 0;
+    for (OutFrame& f : out_) {
+      for (size_t i = f.first; i < f.iov.size() && count < IOV_MAX; ++i) iov[count++] = f.iov[i];
+      if (count == IOV_MAX) break;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(count);
+    ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return true;
+      return false;  // peer gone; nothing more to deliver
+    }
+    ctx_.metrics->bytes_sent.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    size_t left = static_cast<size_t>(n);
+    while (!out_.empty()) {
+      OutFrame& f = out_.front();
+      while (f.first < f.iov.size() && left > 0) {
+        iovec& v = f.iov[f.first];
+        size_t take = std::min(left, v.iov_len);
+        v.iov_base = static_cast<char*>(v.iov_base) + take;
+        v.iov_len -= take;
+        left -= take;
+        if (v.iov_len == 0) ++f.first;
+      }
+      while (f.first < f.iov.size() && f.iov[f.first].iov_len == 0) ++f.first;
+      if (f.first < f.iov.size()) break;
+      out_.pop_front();  // releases the pins: value bytes are in the kernel now
+    }
+  }
+  return true;
+}
+
+}  // namespace memkv

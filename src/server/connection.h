@@ -1,0 +1,153 @@
+// Connection: one client connection on the server, a non-blocking state
+// machine driven by its worker's event loop.
+//
+// Reading: 72-byte header, then meta (verified against the tag before
+// anything is done with it), then the payload, which goes straight into
+// memory-pool chunks reserved for it (PendingPut) with no intermediate copy.
+// Writing: responses are queued with their value bytes referenced in place
+// (pinned ReadHandles) and gathered into sendmsg(2) calls.
+//
+// Requests on one connection run to completion in order, so responses leave
+// in request order. While kMaxInflightPerConnection responses are unsent the
+// connection stops reading (backpressure). A fatal problem (bad auth, bad
+// framing) queues an error response, stops reading and closes once it is
+// flushed.
+//
+// Owned by one Worker and touched only by that worker's thread.
+#ifndef MEMKV_SERVER_CONNECTION_H_
+#define MEMKV_SERVER_CONNECTION_H_
+
+#include <sys/uio.h>
+
+#include <array>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/hmac.h"
+#include "base/unique_fd.h"
+#include "proto/frame.h"
+#include "server/metrics.h"
+#include "storage/memory_store.h"
+
+namespace memkv {
+
+// What every connection of a worker shares. The HMAC under the master key is
+// per worker (HmacSha256 is not thread-safe).
+struct ConnectionContext {
+  MemoryStore* store = nullptr;
+  ServerMetrics* metrics = nullptr;
+  HmacSha256* master_mac = nullptr;
+  std::span<const uint8_t> master_key;
+};
+
+class Connection {
+ public:
+  Connection(UniqueFd fd, std::string peer, const ConnectionContext& ctx, Nanos now);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  int fd() const { return fd_.get(); }
+  const std::string& peer() const { return peer_; }
+  bool authenticated() const { return auth_ != nullptr; }
+  Nanos accepted_at() const { return accepted_at_; }
+
+  // Event handlers; false means "close me now".
+  bool OnReadable();
+  bool OnWritable();
+
+  bool WantsRead() const;
+  bool WantsWrite() const { return !out_.empty(); }
+  // No more requests will be read; close once the queued output is flushed.
+  bool closing() const { return closing_; }
+  // Stop reading (server shutdown); responses already queued still go out.
+  void BeginClose() { closing_ = true; }
+  bool Finished() const { return closing_ && out_.empty(); }
+
+ private:
+  enum class ReadState { kHeader, kMeta, kPayload };
+
+  struct OutFrame {
+    std::vector<uint8_t> head;      // fields | tag | meta
+    std::vector<iovec> iov;         // head, then payload pieces
+    std::vector<ReadHandle> pins;   // keep value bytes alive until sent
+    size_t first = 0;               // first unsent iov
+  };
+
+  // What a payload being received turns into once it is complete. Items
+  // whose status is not Ok (and the whole payload when frame_error is set)
+  // are read into scratch and dropped, which keeps the stream in sync.
+  struct PayloadSink {
+    struct Item {
+      std::string key;
+      uint64_t size = 0;
+      uint64_t checksum = 0;
+      PendingPut put;
+      Status status;
+    };
+    std::vector<Item> items;
+    bool batch = false;
+    Status frame_error;
+  };
+
+  // connection.cc: I/O and framing.
+  bool FillInput();
+  void ParseFrames();
+  bool OnHeader();
+  void OnMeta();
+  bool ReceivePayload();
+  void StartPayload(PayloadSink sink);
+  void AddDiscard(uint64_t bytes);
+  bool Flush();
+  void Queue(OutFrame frame);
+  void Respond(StatusCode status, std::string meta, std::vector<iovec> payload = {},
+               std::vector<ReadHandle> pins = {}, uint64_t checksum = 0);
+  // The Connect answer: tagged under the shared key and bound to the client nonce.
+  void RespondConnect(std::string meta, std::span<const uint8_t> client_nonce);
+  void RespondError(const Status& status);
+  void Fail(const Status& status);  // respond, then close
+
+  // connection_ops.cc: the opcodes.
+  void HandleConnect();
+  void DispatchAuthenticated();
+  void HandlePut(std::string_view key);
+  void HandleBatchPut();
+  void FinishPayload();
+  void HandleGet(std::string_view key);
+  void HandleBatchGet();
+  void HandleDelete(std::string_view key);
+  void HandleExists(std::string_view key);
+  void HandleBatchExists();
+
+  UniqueFd fd_;
+  std::string peer_;
+  ConnectionContext ctx_;
+  Nanos accepted_at_;
+  std::unique_ptr<proto::FrameAuth> auth_;
+  bool closing_ = false;
+  bool logged_error_ = false;
+
+  // Input buffer for headers and metas; payloads bypass it when large.
+  std::vector<uint8_t> in_;
+  size_t in_start_ = 0;
+  size_t in_end_ = 0;
+
+  ReadState state_ = ReadState::kHeader;
+  proto::FrameHeader cur_;
+  std::array<uint8_t, proto::kHeaderSize> cur_raw_{};
+  std::vector<uint8_t> meta_;
+  PayloadSink sink_;
+  std::vector<iovec> payload_iov_;
+  size_t payload_first_ = 0;
+  uint64_t payload_left_ = 0;
+  std::unique_ptr<uint8_t[]> discard_;  // scratch for bytes we must read but not keep
+
+  std::deque<OutFrame> out_;
+};
+
+}  // namespace memkv
+
+#endif  // MEMKV_SERVER_CONNECTION_H_

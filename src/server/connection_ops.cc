@@ -1,0 +1,251 @@
+// Connection, part two: what each opcode does to the store.
+#include <cstring>
+#include <string>
+
+#include "base/checksum.h"
+#include "base/log.h"
+#include "proto/messages.h"
+#include "server/connection.h"
+
+namespace memkv {
+namespace {
+
+std::string_view AsView(const std::vector<uint8_t>& bytes) {
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+// Value-size rules shared by Put and BatchPut items; Ok or the reason.
+Status CheckValueSize(uint64_t size) {
+  if (size > proto::kMaxValueBytes) {
+    return TooLarge("value of " + std::to_string(size) + " bytes exceeds the limit of " +
+                    std::to_string(proto::kMaxValueBytes) + " bytes");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void Connection::HandleConnect() {
+  Tag tag;
+  std::memcpy(tag.data(), cur_raw_.data() + proto::kFieldsSize, proto::kTagSize);
+  if (!TagsEqual(proto::ConnectTag(*ctx_.master_mac, cur_raw_.data(), meta_, {}), tag)) {
+    ctx_.metrics->auth_failures.fetch_add(1, std::memory_order_relaxed);
+    Fail(AuthFailed("Connect tag does not verify: the client's auth key differs from the server's"));
+    return;
+  }
+  proto::ConnectResponse response;
+  Status s = RandomBytes(response.server_nonce.data(), response.server_nonce.size());
+  std::array<uint8_t, proto::kNonceSize> client_nonce{};
+  std::memcpy(client_nonce.data(), meta_.data(), proto::kNonceSize);
+  Result<proto::SessionKeys> keys = s.ok() ? proto::DeriveSessionKeys(ctx_.master_key, client_nonce,
+                                                                      response.server_nonce)
+                                           : Result<proto::SessionKeys>(s);
+  Result<std::unique_ptr<proto::FrameAuth>> auth =
+      keys.ok() ? proto::FrameAuth::Create(keys->server_to_client, keys->client_to_server)
+                : Result<std::unique_ptr<proto::FrameAuth>>(keys.status());
+  if (!auth.ok()) {
+    Fail(auth.status());
+    return;
+  }
+  RespondConnect(proto::EncodeConnectResponse(response), client_nonce);
+  auth_ = std::move(auth).value();
+}
+
+void Connection::DispatchAuthenticated() {
+  const auto op = static_cast<proto::Opcode>(cur_.opcode);
+  const bool carries_payload = op == proto::Opcode::kPut || op == proto::Opcode::kBatchPut;
+  if (cur_.payload_len != 0 && !carries_payload && proto::IsKnownOpcode(cur_.opcode)) {
+    ctx_.metrics->protocol_errors.fetch_add(1, std::memory_order_relaxed);
+    Fail(ProtocolError(proto::OpcodeName(cur_.opcode) + " carries no payload, got payload_len " +
+                       std::to_string(cur_.payload_len)));
+    return;
+  }
+  std::string_view key = AsView(meta_);
+  switch (op) {
+    case proto::Opcode::kPing: Respond(StatusCode::kOk, ""); return;
+    case proto::Opcode::kConnect:
+      ctx_.metrics->protocol_errors.fetch_add(1, std::memory_order_relaxed);
+      RespondError(ProtocolError("Connect sent twice on one connection"));
+      return;
+    case proto::Opcode::kPut: HandlePut(key); return;
+    case proto::Opcode::kGet: HandleGet(key); return;
+    case proto::Opcode::kDelete: HandleDelete(key); return;
+    case proto::Opcode::kExists: HandleExists(key); return;
+    case proto::Opcode::kBatchPut: HandleBatchPut(); return;
+    case proto::Opcode::kBatchGet: HandleBatchGet(); return;
+    case proto::Opcode::kBatchExists: HandleBatchExists(); return;
+  }
+  // Unknown opcode in a well-formed, authenticated frame: answer it and
+  // stay in sync by consuming its payload.
+  ctx_.metrics->protocol_errors.fetch_add(1, std::memory_order_relaxed);
+  PayloadSink sink;
+  sink.frame_error = ProtocolError("unknown opcode " + proto::OpcodeName(cur_.opcode) +
+                                   "; this server speaks protocol version " +
+                                   std::to_string(proto::kProtocolVersion));
+  StartPayload(std::move(sink));
+}
+
+void Connection::HandlePut(std::string_view key) {
+  PayloadSink sink;
+  PayloadSink::Item item;
+  item.key = std::string(key);
+  item.size = cur_.payload_len;
+  item.checksum = cur_.payload_checksum;
+  sink.frame_error = proto::CheckKey(key);
+  if (sink.frame_error.ok()) sink.frame_error = CheckValueSize(item.size);
+  if (sink.frame_error.ok()) {
+    Result<PendingPut> put = ctx_.store->BeginPut(item.size);
+    if (put.ok()) {
+      item.put = std::move(put).value();
+    } else {
+      sink.frame_error = put.status();
+    }
+  }
+  sink.items.push_back(std::move(item));
+  StartPayload(std::move(sink));
+}
+
+void Connection::HandleBatchPut() {
+  PayloadSink sink;
+  sink.batch = true;
+  std::vector<proto::PutItem> items;
+  sink.frame_error = proto::DecodeBatchPutRequest(meta_, cur_.payload_len, &items);
+  if (sink.frame_error.ok()) {
+    for (const proto::PutItem& in : items) {
+      PayloadSink::Item item;
+      item.key = std::string(in.key);
+      item.size = in.value_len;
+      item.checksum = in.checksum;
+      Result<PendingPut> put = ctx_.store->BeginPut(in.value_len);
+      if (put.ok()) {
+        item.put = std::move(put).value();
+      } else {
+        item.status = put.status();
+      }
+      sink.items.push_back(std::move(item));
+    }
+  }
+  StartPayload(std::move(sink));
+}
+
+void Connection::FinishPayload() {
+  PayloadSink sink = std::move(sink_);
+  sink_ = PayloadSink();
+  if (!sink.frame_error.ok()) {
+    RespondError(sink.frame_error);
+    return;
+  }
+  // Verify every item before committing any: a payload that does not match
+  // its checksum means the stream cannot be trusted at all.
+  for (PayloadSink::Item& item : sink.items) {
+    if (!item.status.ok()) continue;
+    if (ChecksumIov(item.put.iov()) != item.checksum) {
+      ctx_.metrics->payload_checksum_failures.fetch_add(1, std::memory_order_relaxed);
+      Fail(Corruption("payload of key '" + item.key.substr(0, 64) +
+                      "' does not match its checksum; nothing was stored"));
+      return;
+    }
+  }
+  std::vector<StatusCode> statuses;
+  Status last_error;
+  for (PayloadSink::Item& item : sink.items) {
+    if (item.status.ok()) item.status = ctx_.store->CommitPut(std::move(item.put), item.key, item.checksum);
+    statuses.push_back(item.status.code());
+    if (!item.status.ok()) last_error = item.status;
+  }
+  if (sink.batch) {
+    Respond(StatusCode::kOk, proto::EncodeStatusList(statuses));
+  } else if (last_error.ok()) {
+    Respond(StatusCode::kOk, "");
+  } else {
+    RespondError(last_error);
+  }
+}
+
+void Connection::HandleGet(std::string_view key) {
+  Status valid = proto::CheckKey(key);
+  if (!valid.ok()) {
+    RespondError(valid);
+    return;
+  }
+  Result<ReadHandle> handle = ctx_.store->Get(key);
+  if (!handle.ok()) {
+    if (handle.status().code() == StatusCode::kNotFound) {
+      Respond(StatusCode::kNotFound, "");
+    } else {
+      RespondError(handle.status());
+    }
+    return;
+  }
+  std::vector<iovec> iov(handle->iov().begin(), handle->iov().end());
+  uint64_t checksum = handle->checksum();
+  std::vector<ReadHandle> pins;
+  pins.push_back(std::move(handle).value());
+  Respond(StatusCode::kOk, "", std::move(iov), std::move(pins), checksum);
+}
+
+void Connection::HandleBatchGet() {
+  std::vector<std::string_view> keys;
+  Status valid = proto::DecodeKeyList(meta_, &keys);
+  if (!valid.ok()) {
+    RespondError(valid);
+    return;
+  }
+  std::vector<proto::GetItem> items(keys.size());
+  std::vector<iovec> iov;
+  std::vector<ReadHandle> pins;
+  uint64_t total = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    Result<ReadHandle> handle = ctx_.store->Get(keys[i]);
+    if (!handle.ok()) {
+      items[i].status = handle.status().code();
+      continue;
+    }
+    if (total + handle->size() > proto::kMaxPayloadBytes) {
+      // The answer would exceed one frame; the client fetches this one alone.
+      items[i].status = StatusCode::kTooLarge;
+      continue;
+    }
+    total += handle->size();
+    items[i] = {StatusCode::kOk, handle->size(), handle->checksum()};
+    iov.insert(iov.end(), handle->iov().begin(), handle->iov().end());
+    pins.push_back(std::move(handle).value());
+  }
+  Respond(StatusCode::kOk, proto::EncodeBatchGetResponse(items), std::move(iov), std::move(pins));
+}
+
+void Connection::HandleDelete(std::string_view key) {
+  Status s = proto::CheckKey(key);
+  if (s.ok()) s = ctx_.store->Delete(key);
+  if (s.code() == StatusCode::kNotFound) {
+    Respond(StatusCode::kNotFound, "");
+  } else {
+    RespondError(s);
+  }
+}
+
+void Connection::HandleExists(std::string_view key) {
+  Status s = proto::CheckKey(key);
+  if (!s.ok()) {
+    RespondError(s);
+    return;
+  }
+  Respond(ctx_.store->Exists(key) ? StatusCode::kOk : StatusCode::kNotFound, "");
+}
+
+void Connection::HandleBatchExists() {
+  std::vector<std::string_view> keys;
+  Status valid = proto::DecodeKeyList(meta_, &keys);
+  if (!valid.ok()) {
+    RespondError(valid);
+    return;
+  }
+  std::vector<StatusCode> statuses;
+  statuses.reserve(keys.size());
+  for (std::string_view key : keys) {
+    statuses.push_back(ctx_.store->Exists(key) ? StatusCode::kOk : StatusCode::kNotFound);
+  }
+  Respond(StatusCode::kOk, proto::EncodeStatusList(statuses));
+}
+
+}  // namespace memkv

@@ -1,0 +1,253 @@
+#include "server/server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "base/clock.h"
+#include "base/hmac.h"
+#include "base/log.h"
+#include "io/socket.h"
+#include "server/connection.h"
+
+namespace memkv {
+namespace {
+
+std::string PeerName(const sockaddr_storage& ss) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  uint16_t port = 0;
+  if (ss.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+    port = ntohs(in->sin_port);
+    return std::string(host) + ":" + std::to_string(port);
+  }
+  const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+  inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+  port = ntohs(in6->sin6_port);
+  return "[" + std::string(host) + "]:" + std::to_string(port);
+}
+
+void Wake(int event_fd) {
+  uint64_t one = 1;
+  ssize_t ignored = ::write(event_fd, &one, sizeof(one));
+  (void)ignored;
+}
+
+}  // namespace
+
+// One event loop thread and the connections it owns.
+class Server::Worker {
+ public:
+  Worker(Server* server, int index) : server_(server), index_(index) {}
+
+  Status Start() {
+    epoll_.Reset(::epoll_create1(EPOLL_CLOEXEC));
+    wake_.Reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (!epoll_.valid() || !wake_.valid()) return Internal(std::string("epoll/eventfd: ") + std::strerror(errno));
+    MEMKV_ASSIGN_OR_RETURN(master_mac_, HmacSha256::Create(server_->options_.auth_key));
+    ctx_.store = server_->store_;
+    ctx_.metrics = &server_->metrics_;
+    ctx_.master_mac = master_mac_.get();
+    ctx_.master_key = server_->options_.auth_key;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = wake_.get();
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_.get(), &ev);
+    thread_ = std::thread([this] { Loop(); });
+    return Status::Ok();
+  }
+
+  // Called by the acceptor thread.
+  void Adopt(UniqueFd fd, std::string peer) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      incoming_.emplace_back(std::move(fd), std::move(peer));
+    }
+    Wake(wake_.get());
+  }
+
+  void Join() {
+    Wake(wake_.get());
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Loop() {
+    epoll_event events[128];
+    Nanos drain_deadline = 0;
+    for (;;) {
+      bool stopping = server_->stopping_.load(std::memory_order_acquire);
+      if (stopping && drain_deadline == 0) {
+        drain_deadline = MonotonicNanos() + Nanos(server_->options_.drain_timeout_ms) * 1'000'000;
+        for (auto& [fd, conn] : conns_) {
+          conn->BeginClose();
+          UpdateInterest(*conn);
+        }
+      }
+      ReapFinished(stopping, drain_deadline);
+      if (stopping && conns_.empty()) return;
+      int n = ::epoll_wait(epoll_.get(), events, 128, 250);
+      for (int i = 0; i < n; ++i) {
+        int fd = events[i].data.fd;
+        if (fd == wake_.get()) {
+          uint64_t v;
+          ssize_t ignored = ::read(wake_.get(), &v, sizeof(v));
+          (void)ignored;
+          TakeIncoming();
+          continue;
+        }
+        auto it = conns_.find(fd);
+        if (it == conns_.end()) continue;
+        Connection& conn = *it->second;
+        bool keep = true;
+        if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) keep = conn.OnReadable();
+        if (keep && (events[i].events & EPOLLOUT)) keep = conn.OnWritable();
+        if (!keep || conn.Finished()) {
+          Close(fd);
+        } else {
+          UpdateInterest(conn);
+        }
+      }
+    }
+  }
+
+  void TakeIncoming() {
+    std::vector<std::pair<UniqueFd, std::string>> incoming;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      incoming.swap(incoming_);
+    }
+    for (auto& [fd, peer] : incoming) {
+      int raw = fd.get();
+      auto conn = std::make_unique<Connection>(std::move(fd), std::move(peer), ctx_, MonotonicNanos());
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.fd = raw;
+      if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, raw, &ev) != 0) {
+        LOG_ERROR << "epoll_ctl(ADD) for " << conn->peer() << ": " << std::strerror(errno);
+        continue;
+      }
+      interest_[raw] = EPOLLIN;
+      conns_.emplace(raw, std::move(conn));
+    }
+  }
+
+  void UpdateInterest(Connection& conn) {
+    uint32_t want = (conn.WantsRead() ? EPOLLIN : 0u) | (conn.WantsWrite() ? EPOLLOUT : 0u);
+    uint32_t& have = interest_[conn.fd()];
+    if (want == have) return;
+    epoll_event ev{};
+    ev.events = want;
+    ev.data.fd = conn.fd();
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, conn.fd(), &ev);
+    have = want;
+  }
+
+  // Closes connections that never authenticated in time, and during a drain
+  // those that are done or out of time.
+  void ReapFinished(bool stopping, Nanos drain_deadline) {
+    const Nanos now = MonotonicNanos();
+    const Nanos handshake_ns = Nanos(server_->options_.handshake_timeout_ms) * 1'000'000;
+    std::vector<int> to_close;
+    for (auto& [fd, conn] : conns_) {
+      bool idle = !conn->authenticated() && now - conn->accepted_at() > handshake_ns;
+      bool drained = stopping && (conn->Finished() || now > drain_deadline);
+      if (idle || drained) {
+        if (idle) {
+          LOG_INFO << "closing " << conn->peer() << ": no Connect within "
+                   << server_->options_.handshake_timeout_ms << " ms";
+          server_->metrics_.connections_closed_idle.fetch_add(1, std::memory_order_relaxed);
+        }
+        to_close.push_back(fd);
+      }
+    }
+    for (int fd : to_close) Close(fd);
+  }
+
+  void Close(int fd) {
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+    interest_.erase(fd);
+    conns_.erase(fd);
+  }
+
+  Server* server_;
+  int index_;
+  UniqueFd epoll_;
+  UniqueFd wake_;
+  std::unique_ptr<HmacSha256> master_mac_;
+  ConnectionContext ctx_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::pair<UniqueFd, std::string>> incoming_;  // guarded by mu_
+  // Owned by the worker thread only.
+  std::unordered_map<int, std::unique_ptr<Connection>> conns_;
+  std::unordered_map<int, uint32_t> interest_;
+};
+
+Server::Server(const ServerOptions& options, MemoryStore* store, UniqueFd listener, uint16_t port)
+    : options_(options), store_(store), listener_(std::move(listener)), port_(port) {}
+
+Server::~Server() {
+  Stop();
+  for (auto& w : workers_) w->Join();
+}
+
+Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, MemoryStore* store) {
+  if (options.auth_key.size() != 32) return InvalidArgument("auth key must be 32 bytes");
+  MEMKV_ASSIGN_OR_RETURN(UniqueFd listener, ListenTcp(options.host, options.port, 1024));
+  MEMKV_ASSIGN_OR_RETURN(uint16_t port, LocalPort(listener.get()));
+  std::unique_ptr<Server> server(new Server(options, store, std::move(listener), port));
+  server->stop_event_.Reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!server->stop_event_.valid()) return Internal(std::string("eventfd: ") + std::strerror(errno));
+  int workers = options.workers;
+  if (workers <= 0) workers = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  for (int i = 0; i < workers; ++i) server->workers_.push_back(std::make_unique<Worker>(server.get(), i));
+  return server;
+}
+
+Status Server::Run() {
+  for (auto& w : workers_) MEMKV_RETURN_IF_ERROR(w->Start());
+  size_t next = 0;
+  while (!stopping_.load(std::memory_order_acquire)) {
+    pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {stop_event_.get(), POLLIN, 0}};
+    int rc = ::poll(fds, 2, -1);
+    if (rc < 0 && errno != EINTR) return Internal(std::string("poll(listener): ") + std::strerror(errno));
+    if (!(fds[0].revents & POLLIN)) continue;
+    for (;;) {
+      sockaddr_storage ss{};
+      socklen_t len = sizeof(ss);
+      int fd = ::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EMFILE || errno == ENFILE) {
+          LOG_ERROR << "accept: " << std::strerror(errno) << " (raise the open-files limit, ulimit -n)";
+        }
+        break;
+      }
+      UniqueFd conn(fd);
+      Status nodelay = SetNoDelay(conn.get());
+      if (!nodelay.ok()) LOG_WARN << nodelay.ToString();
+      workers_[next++ % workers_.size()]->Adopt(std::move(conn), PeerName(ss));
+    }
+  }
+  listener_.Reset();
+  for (auto& w : workers_) w->Join();
+  return Status::Ok();
+}
+
+void Server::Stop() {
+  if (stopping_.exchange(true, std::memory_order_acq_rel)) return;
+  if (stop_event_.valid()) Wake(stop_event_.get());
+}
+
+}  // namespace memkv

@@ -1,0 +1,67 @@
+// Server: the TCP data listener and its worker threads.
+//
+// One acceptor (the thread that calls Run) hands each accepted connection to
+// one of `workers` event-loop threads, round robin. A worker owns its
+// connections outright (epoll, no locks on the data path); the only shared
+// state is the MemoryStore (internally locked) and the metrics (atomics).
+//
+// Stop() may be called from any thread: the listener closes, workers stop
+// reading new requests, flush what is queued for up to `drain_timeout_ms`,
+// then close every connection; Run() returns after that.
+#ifndef MEMKV_SERVER_SERVER_H_
+#define MEMKV_SERVER_SERVER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "memkv/status.h"
+#include "server/metrics.h"
+#include "storage/memory_store.h"
+
+namespace memkv {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 9900;                 // 0 = any free port
+  std::vector<uint8_t> auth_key;        // 32 bytes
+  int workers = 0;                      // 0 = one per core, at most 8
+  uint32_t handshake_timeout_ms = 10000;  // close connections that never authenticate
+  uint32_t drain_timeout_ms = 5000;     // on Stop, time to flush queued responses
+};
+
+class Server {
+ public:
+  // Binds the listener (so the port is known and in use on return).
+  static Result<std::unique_ptr<Server>> Create(const ServerOptions& options, MemoryStore* store);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  uint16_t port() const { return port_; }
+  // Serves until Stop(); then drains and returns.
+  Status Run();
+  void Stop();
+
+  ServerMetrics& metrics() { return metrics_; }
+
+ private:
+  class Worker;
+  Server(const ServerOptions& options, MemoryStore* store, UniqueFd listener, uint16_t port);
+
+  ServerOptions options_;
+  MemoryStore* store_;
+  UniqueFd listener_;
+  UniqueFd stop_event_;  // eventfd that wakes the acceptor
+  uint16_t port_;
+  std::atomic<bool> stopping_{false};
+  ServerMetrics metrics_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+};
+
+}  // namespace memkv
+
+#endif  // MEMKV_SERVER_SERVER_H_
