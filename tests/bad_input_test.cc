@@ -1,0 +1,255 @@
+// Bad input against a real server: each gets a clear error or a closed
+// connection, while other clients keep being served and stored data stays
+// intact.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include "proto/messages.h"
+#include "tests/harness.h"
+#include "tests/raw_connection.h"
+
+namespace memkv::testing {
+namespace {
+
+constexpr char kWrongKeyHex[] = "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff";
+
+class BadInputTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new ServerProcess();
+    ServerSpec spec;
+    spec.extra_args = {"--handshake-timeout-ms", "500"};
+    Status s = server_->Start(spec);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    auto client = ClientFor({server_});
+    ASSERT_NE(client, nullptr);
+    ASSERT_TRUE(client->Put("sentinel", Pattern(3 << 20, 42)).ok());
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+
+  // The server still answers other clients and the stored data is intact.
+  static void ExpectHealthy() {
+    auto client = ClientFor({server_});
+    ASSERT_NE(client, nullptr);
+    auto value = client->Get("sentinel");
+    ASSERT_TRUE(value.ok()) << value.status().ToString() << "\n" << server_->Stderr();
+    EXPECT_EQ(*value, Pattern(3 << 20, 42));
+  }
+
+  static std::unique_ptr<RawConnection> Authenticated() {
+    auto c = RawConnection::Open(server_->port());
+    EXPECT_TRUE(c.ok());
+    auto hello = (*c)->Handshake(kTestKeyHex);
+    EXPECT_TRUE(hello.ok() && hello->header.status == StatusCode::kOk);
+    return std::move(c).value();
+  }
+
+  static ServerProcess* server_;
+};
+ServerProcess* BadInputTest::server_ = nullptr;
+
+TEST_F(BadInputTest, GarbageBytesGetProtocolErrorAndClose) {
+  auto c = RawConnection::Open(server_->port());
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->SendBytes(Pattern(500, 7)).ok());
+  auto r = (*c)->Read();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->header.status, StatusCode::kProtocolError);
+  EXPECT_NE(r->message().find("magic"), std::string::npos) << r->message();
+  EXPECT_TRUE((*c)->ClosedByPeer());
+  ExpectHealthy();
+}
+
+TEST_F(BadInputTest, TruncatedFrameThenCloseLeavesServerHealthy) {
+  auto c = RawConnection::Open(server_->port());
+  ASSERT_TRUE(c.ok());
+  std::vector<uint8_t> frame = (*c)->BuildFrame(proto::Opcode::kConnect, std::string(32, 'n'), {}, 1);
+  frame.resize(30);
+  ASSERT_TRUE((*c)->SendBytes(frame).ok());
+  c->reset();
+  ExpectHealthy();
+}
+
+TEST_F(BadInputTest, HugeLengthPrefixIsRefusedWithoutReadingIt) {
+  auto c = Authenticated();
+  auto frame = c->BuildRawFrame(0x20, "k", {}, 2, 1ULL << 63);
+  ASSERT_TRUE(c->SendBytes(frame).ok());
+  auto r = c->Read();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->header.status, StatusCode::kTooLarge);
+  EXPECT_NE(r->message().find("payload_len"), std::string::npos) << r->message();
+  EXPECT_TRUE(c->ClosedByPeer());
+  ExpectHealthy();
+}
+
+TEST_F(BadInputTest, UnknownOpcodeIsAnsweredAndConnectionStaysUsable) {
+  auto c = Authenticated();
+  ASSERT_TRUE(c->SendBytes(c->BuildRawFrame(0x7f, "", {1, 2, 3}, 5)).ok());
+  auto r = c->Read();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->header.status, StatusCode::kProtocolError);
+  EXPECT_EQ(r->header.request_id, 5u);
+  EXPECT_NE(r->message().find("0x7f"), std::string::npos) << r->message();
+  ASSERT_TRUE(c->SendBytes(c->BuildFrame(proto::Opcode::kPing, "", {}, 6)).ok());
+  auto pong = c->Read();
+  ASSERT_TRUE(pong.ok()) << pong.status().ToString();
+  EXPECT_EQ(pong->header.status, StatusCode::kOk);
+  EXPECT_EQ(pong->header.request_id, 6u);
+}
+
+TEST_F(BadInputTest, NewerVersionIsUnsupported) {
+  auto c = RawConnection::Open(server_->port());
+  ASSERT_TRUE(c.ok());
+  auto r = (*c)->Handshake(kTestKeyHex, proto::kProtocolVersion + 1);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->header.status, StatusCode::kUnsupportedVersion);
+  EXPECT_EQ(r->header.version, proto::kProtocolVersion);
+  EXPECT_NE(r->message().find("newer"), std::string::npos) << r->message();
+  EXPECT_TRUE((*c)->ClosedByPeer());
+  ExpectHealthy();
+}
+
+TEST_F(BadInputTest, WrongKeyIsRejected) {
+  auto c = RawConnection::Open(server_->port());
+  ASSERT_TRUE(c.ok());
+  auto r = (*c)->Handshake(kWrongKeyHex);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->header.status, StatusCode::kAuthFailed);
+  EXPECT_TRUE((*c)->ClosedByPeer());
+  // The library reports it the same way.
+  ClientOptions o = OptionsFor({server_});
+  o.auth_key_hex = kWrongKeyHex;
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok());
+  EXPECT_EQ((*client)->Get("sentinel").status().code(), StatusCode::kAuthFailed);
+  ExpectHealthy();
+}
+
+TEST_F(BadInputTest, FrameBeforeConnectIsRejected) {
+  auto c = RawConnection::Open(server_->port());
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->SendBytes((*c)->BuildFrame(proto::Opcode::kGet, "sentinel", {}, 3)).ok());
+  auto r = (*c)->Read();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->header.status, StatusCode::kAuthFailed);
+  EXPECT_TRUE((*c)->ClosedByPeer());
+}
+
+TEST_F(BadInputTest, TamperedKeyFailsAuthentication) {
+  auto c = Authenticated();
+  auto frame = c->BuildFrame(proto::Opcode::kPut, "tampered-key", Pattern(1000, 1), 9);
+  frame[proto::kHeaderSize] ^= 0x01;  // first byte of the key
+  ASSERT_TRUE(c->SendBytes(frame).ok());
+  auto r = c->Read();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->header.status, StatusCode::kAuthFailed);
+  EXPECT_TRUE(c->ClosedByPeer());
+  auto client = ClientFor({server_});
+  EXPECT_EQ(client->Get("tampered-key").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(client->Get("uampered-key").status().code(), StatusCode::kNotFound);
+  ExpectHealthy();
+}
+
+TEST_F(BadInputTest, TamperedPayloadIsNeverStored) {
+  auto c = Authenticated();
+  auto frame = c->BuildFrame(proto::Opcode::kPut, "tampered-value", Pattern(100000, 2), 10);
+  frame.back() ^= 0x80;
+  ASSERT_TRUE(c->SendBytes(frame).ok());
+  auto r = c->Read();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->header.status, StatusCode::kCorruption);
+  EXPECT_TRUE(c->ClosedByPeer());
+  auto client = ClientFor({server_});
+  EXPECT_EQ(client->Get("tampered-value").status().code(), StatusCode::kNotFound);
+  ExpectHealthy();
+}
+
+TEST_F(BadInputTest, ReplayedFrameIsRejectedOnAnotherConnectionAndTheSame) {
+  auto a = Authenticated();
+  auto frame = a->BuildFrame(proto::Opcode::kDelete, "sentinel", {}, 11);
+  // Replay on a new connection: its session keys differ.
+  auto b = Authenticated();
+  ASSERT_TRUE(b->SendBytes(frame).ok());
+  auto rb = b->Read();
+  ASSERT_TRUE(rb.ok());
+  EXPECT_EQ(rb->header.status, StatusCode::kAuthFailed);
+  EXPECT_TRUE(b->ClosedByPeer());
+  // Deliver once on its own connection, then replay it there.
+  auto ping = a->BuildFrame(proto::Opcode::kPing, "", {}, 12);
+  ASSERT_TRUE(a->SendBytes(ping).ok());
+  ASSERT_TRUE(a->Read().ok());
+  ASSERT_TRUE(a->SendBytes(ping).ok());
+  auto ra = a->Read();
+  ASSERT_TRUE(ra.ok());
+  EXPECT_EQ(ra->header.status, StatusCode::kAuthFailed);
+  ExpectHealthy();  // the captured Delete of "sentinel" never ran
+}
+
+TEST_F(BadInputTest, OversizedKeyAndValueAreRefusedClearly) {
+  auto c = Authenticated();
+  std::string long_key(proto::kMaxKeyBytes + 1, 'k');
+  ASSERT_TRUE(c->SendBytes(c->BuildFrame(proto::Opcode::kGet, long_key, {}, 13)).ok());
+  auto r = c->Read();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->header.status, StatusCode::kTooLarge);
+  EXPECT_NE(r->message().find("1024"), std::string::npos) << r->message();
+  // A value over the pool (256 MiB here) is read, dropped and refused; the
+  // connection stays in sync.
+  std::vector<uint8_t> big(proto::kMaxValueBytes + 1, 0x5a);
+  ASSERT_TRUE(c->SendBytes(c->BuildFrame(proto::Opcode::kPut, "big", big, 14)).ok());
+  auto rv = c->Read(20000);
+  ASSERT_TRUE(rv.ok()) << rv.status().ToString();
+  EXPECT_EQ(rv->header.status, StatusCode::kTooLarge);
+  EXPECT_NE(rv->message().find("exceeds"), std::string::npos) << rv->message();
+  ASSERT_TRUE(c->SendBytes(c->BuildFrame(proto::Opcode::kPing, "", {}, 15)).ok());
+  EXPECT_TRUE(c->Read().ok());
+  // The library refuses both before sending anything.
+  auto client = ClientFor({server_});
+  EXPECT_EQ(client->Get(long_key).status().code(), StatusCode::kTooLarge);
+  EXPECT_EQ(client->Put("big", big).code(), StatusCode::kTooLarge);
+  ExpectHealthy();
+}
+
+TEST_F(BadInputTest, SilentClientIsClosedAfterHandshakeTimeout) {
+  auto c = RawConnection::Open(server_->port());
+  ASSERT_TRUE(c.ok());
+  ExpectHealthy();  // served while the silent one waits
+  EXPECT_TRUE((*c)->ClosedByPeer(10000));
+}
+
+TEST_F(BadInputTest, DisconnectMidFrameStoresNothing) {
+  auto c = Authenticated();
+  auto frame = c->BuildFrame(proto::Opcode::kPut, "half-sent", Pattern(1 << 20, 3), 16);
+  frame.resize(frame.size() / 2);
+  ASSERT_TRUE(c->SendBytes(frame).ok());
+  c.reset();
+  auto client = ClientFor({server_});
+  EXPECT_EQ(client->Get("half-sent").status().code(), StatusCode::kNotFound);
+  ExpectHealthy();
+}
+
+TEST_F(BadInputTest, ThousandIdleConnectionsDoNotStarveOthers) {
+  rlimit lim{};
+  getrlimit(RLIMIT_NOFILE, &lim);
+  if (lim.rlim_cur < 1200) {
+    lim.rlim_cur = std::min<rlim_t>(lim.rlim_max, 4096);
+    setrlimit(RLIMIT_NOFILE, &lim);
+  }
+  ASSERT_GE(lim.rlim_cur, 1100u) << "open-files limit too low for this test";
+  std::vector<std::unique_ptr<RawConnection>> idle;
+  for (int i = 0; i < 1000; ++i) {
+    auto c = RawConnection::Open(server_->port());
+    ASSERT_TRUE(c.ok()) << i << ": " << c.status().ToString();
+    idle.push_back(std::move(c).value());
+  }
+  ExpectHealthy();
+  auto client = ClientFor({server_});
+  ASSERT_TRUE(client->Put("during-idle", Pattern(4096, 5)).ok());
+  EXPECT_EQ(*client->Get("during-idle"), Pattern(4096, 5));
+}
+
+}  // namespace
+}  // namespace memkv::testing

@@ -1,0 +1,222 @@
+#include "tests/harness.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "base/clock.h"
+
+namespace memkv::testing {
+namespace {
+
+Nanos DeadlineIn(int ms) { return MonotonicNanos() + Nanos(ms) * 1'000'000; }
+
+int MsLeft(Nanos deadline) {
+  Nanos left = deadline - MonotonicNanos();
+  return left <= 0 ? 0 : static_cast<int>(left / 1'000'000) + 1;
+}
+
+// Waits for pid until the deadline; returns its wait status or -1.
+int WaitPid(pid_t pid, Nanos deadline) {
+  for (;;) {
+    int status = 0;
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    if (r < 0) return -1;
+    if (MonotonicNanos() > deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // poll interval, not a wait for an event
+  }
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+bool PollUntilImpl(const std::function<bool()>& condition, int timeout_ms) {
+  Nanos deadline = DeadlineIn(timeout_ms);
+  while (!condition()) {
+    if (MonotonicNanos() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // poll interval
+  }
+  return true;
+}
+
+std::string MemkvBinary() { return MEMKV_BINARY; }
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/memkv-test-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  char* made = ::mkdtemp(buf.data());
+  path_ = made ? made : "";
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+}
+
+std::string TempDir::Write(const std::string& name, const std::string& content) const {
+  std::string p = path_ + "/" + name;
+  std::ofstream(p, std::ios::binary) << content;
+  return p;
+}
+
+ServerProcess::~ServerProcess() { Kill(); }
+
+Status ServerProcess::Start(const ServerSpec& spec) {
+  std::string config = "network:\n  address: 127.0.0.1:0\n";
+  if (!spec.auth_key_hex.empty()) config += "  auth_key: " + spec.auth_key_hex + "\n";
+  config += "memory:\n  max_size: " + spec.memory_max_size + "\n  block_size: " + spec.memory_block_size +
+            "\nstorage:\n  mode: memory\n";
+  std::string config_path = dir_.Write("config.yaml", config);
+  stderr_path_ = dir_.path() + "/stderr.log";
+
+  int out_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Internal("pipe");
+  std::vector<std::string> args = {MemkvBinary(), "start", "--config", config_path, "--data-dir",
+                                   dir_.path() + "/data"};
+  args.insert(args.end(), spec.extra_args.begin(), spec.extra_args.end());
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    ::dup2(out_pipe[1], STDOUT_FILENO);
+    int err = ::open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(err, STDERR_FILENO);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(out_pipe[1]);
+  Nanos deadline = DeadlineIn(20000);
+  std::string line;
+  char c;
+  while (line.find('\n') == std::string::npos) {
+    pollfd p{out_pipe[0], POLLIN, 0};
+    if (::poll(&p, 1, MsLeft(deadline)) <= 0) break;
+    if (::read(out_pipe[0], &c, 1) != 1) break;
+    line += c;
+  }
+  ::close(out_pipe[0]);
+  if (line.rfind("ready ", 0) != 0) {
+    Kill();
+    return Unavailable("server did not become ready; stdout '" + line + "', stderr:\n" + Stderr());
+  }
+  port_ = static_cast<uint16_t>(std::stoi(line.substr(line.rfind(':') + 1)));
+  return Status::Ok();
+}
+
+int ServerProcess::Stop() {
+  if (pid_ <= 0) return -1;
+  ::kill(pid_, SIGCONT);
+  ::kill(pid_, SIGTERM);
+  int status = WaitPid(pid_, DeadlineIn(20000));
+  if (status == -1) {
+    Kill();
+    return -1;
+  }
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void ServerProcess::Kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+void ServerProcess::Pause() { ::kill(pid_, SIGSTOP); }
+void ServerProcess::Resume() { ::kill(pid_, SIGCONT); }
+
+std::string ServerProcess::Stderr() const { return ReadFile(stderr_path_); }
+
+ClientOptions OptionsFor(const std::vector<const ServerProcess*>& servers, uint32_t timeout_ms) {
+  ClientOptions o;
+  for (const ServerProcess* s : servers) o.servers.push_back(s->address());
+  o.auth_key_hex = kTestKeyHex;
+  o.transport = "tcp";
+  o.timeout_ms = timeout_ms;
+  o.connect_timeout_ms = std::min<uint32_t>(timeout_ms, 2000);
+  return o;
+}
+
+std::unique_ptr<Client> ClientFor(const std::vector<const ServerProcess*>& servers, uint32_t timeout_ms) {
+  auto c = Client::Create(OptionsFor(servers, timeout_ms));
+  return c.ok() ? std::move(c).value() : nullptr;
+}
+
+CommandResult RunMemkv(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+                       const std::string& stdin_data, int timeout_ms) {
+  TempDir dir;
+  std::string in_path = dir.Write("stdin", stdin_data);
+  std::string out_path = dir.path() + "/stdout";
+  std::string err_path = dir.path() + "/stderr";
+  CommandResult result;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int in = ::open(in_path.c_str(), O_RDONLY);
+    int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(in, STDIN_FILENO);
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(err, STDERR_FILENO);
+    std::vector<std::string> argv_s = {MemkvBinary()};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_s = {"PATH=/usr/bin:/bin"};
+    for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
+    std::vector<char*> envp;
+    for (auto& e : env_s) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  int status = WaitPid(pid, DeadlineIn(timeout_ms));
+  if (status == -1) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    result.exit_code = -1;
+  } else {
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  result.out = ReadFile(out_path);
+  result.err = ReadFile(err_path);
+  return result;
+}
+
+std::vector<uint8_t> Pattern(size_t size, uint64_t seed) {
+  std::vector<uint8_t> v(size);
+  uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
+  for (size_t i = 0; i < size; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    v[i] = static_cast<uint8_t>(x);
+  }
+  return v;
+}
+
+}  // namespace memkv::testing
