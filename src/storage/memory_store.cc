@@ -342,8 +342,8 @@ MemoryStore::~MemoryStore() {
     // A PendingPut or ReadHandle outlives the store: its pointers into the
     // pool are about to dangle. That is a caller bug; say so loudly.
     LOG_WARN << "MemoryStore destroyed with " << outstanding
-             << " chunks still held by PendingPuts or ReadHandles ("
-             << impl_->draining_chunks << " by handles of unlinked values)";
+             << " chunks still held by PendingPuts or ReadHandles (" << impl_->draining_chunks
+             << " by handles of unlinked values)";
   }
 }
 
@@ -369,15 +369,15 @@ Result<PendingPut> MemoryStore::BeginPut(uint64_t size) {
         // fails anyway would only turn future hits into misses.
         put.store_ = nullptr;
         uint64_t pinned = s.pinned_linked_chunks + s.draining_chunks;
-        uint64_t pending = s.chunks_total - s.free_chunks.size() - s.linked_chunks -
-                           s.draining_chunks;
+        uint64_t pending =
+            s.chunks_total - s.free_chunks.size() - s.linked_chunks - s.draining_chunks;
         return ResourceExhausted(
             "BeginPut: value of " + FormatSize(size) + " needs " + std::to_string(needed) +
-            " chunks of " + FormatSize(s.chunk_size) + " but only " +
-            std::to_string(s.free_chunks.size()) + " are free and " + std::to_string(evictable) +
-            " evictable; " + std::to_string(pinned) + " are pinned by readers and " +
-            std::to_string(pending) + " reserved by uncommitted puts (pool " +
-            std::to_string(s.chunks_total) + " chunks, " + FormatSize(s.pool_bytes()) + ")");
+            " chunks of " + FormatSize(s.chunk_size) + "; free " +
+            std::to_string(s.free_chunks.size()) + ", evictable " + std::to_string(evictable) +
+            ", pinned by readers " + std::to_string(pinned) + ", reserved by uncommitted puts " +
+            std::to_string(pending) + " (pool: " + std::to_string(s.chunks_total) + " chunks, " +
+            FormatSize(s.pool_bytes()) + ")");
       }
       LruNode* node = s.lru.prev;
       while (s.free_chunks.size() < needed && node != &s.lru) {
