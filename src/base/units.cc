@@ -1,6 +1,7 @@
 #include "base/units.h"
 
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 

@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <system_error>
 
+#include "base/bytes.h"
 #include "base/unique_fd.h"
 
 namespace memkv::config_internal {
@@ -45,14 +47,18 @@ void Diagnostics::NoteLocation(const std::string& field, int line, int column) {
 
 void Diagnostics::Fail(const std::string& field, std::string text) {
   failed_.insert(field);
-  lines_.push_back(Prefix({field}) + text);
+  Add({field}, std::move(text));
 }
 
 void Diagnostics::Violation(const std::vector<std::string>& fields, std::string text) {
   for (const std::string& field : fields) {
     if (IsFailed(field)) return;
   }
-  lines_.push_back(Prefix(fields) + text);
+  Add(fields, std::move(text));
+}
+
+void Diagnostics::Add(const std::vector<std::string>& fields, std::string text) {
+  problems_.push_back(Problem{Locate(fields), std::move(text)});
 }
 
 bool Diagnostics::IsFailed(std::string_view field) const {
@@ -80,16 +86,30 @@ std::optional<Diagnostics::Location> Diagnostics::Locate(
   return std::nullopt;
 }
 
-std::string Diagnostics::Prefix(const std::vector<std::string>& fields) const {
-  if (source_.empty()) return "";
-  std::string out = source_;
-  if (std::optional<Location> loc = Locate(fields)) {
-    out += ":" + std::to_string(loc->line + 1) + ":" + std::to_string(loc->column + 1);
+std::vector<std::string> Diagnostics::lines() const {
+  std::vector<const Problem*> order;
+  for (const Problem& p : problems_) order.push_back(&p);
+  std::stable_sort(order.begin(), order.end(), [](const Problem* a, const Problem* b) {
+    if (!a->location || !b->location) return a->location.has_value() && !b->location;
+    return *a->location < *b->location;
+  });
+  std::vector<std::string> out;
+  for (const Problem* p : order) {
+    std::string line;
+    if (!source_.empty()) {
+      line = source_;
+      if (p->location) {
+        line += ":" + std::to_string(p->location->line + 1) + ":" +
+                std::to_string(p->location->column + 1);
+      }
+      line += ": ";
+    }
+    out.push_back(line + p->text);
   }
-  return out + ": ";
+  return out;
 }
 
-Status Diagnostics::ToStatus() const { return JoinProblems(lines_); }
+Status Diagnostics::ToStatus() const { return JoinProblems(lines()); }
 
 Status JoinProblems(const std::vector<std::string>& lines) {
   if (lines.empty()) return Status::Ok();
@@ -138,6 +158,24 @@ std::optional<uint64_t> ParseDecimal(std::string_view text) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return value;
+}
+
+Result<std::vector<uint8_t>> ParseAuthKeyHex(std::string_view text) {
+  constexpr std::string_view kAllowed =
+      "; allowed: exactly 64 hex characters (a 32-byte key, e.g. from `openssl rand -hex 32`)";
+  if (text.size() != 2 * kAuthKeyBytes) {
+    return InvalidArgument("a key of " + std::to_string(text.size()) + " characters" +
+                           std::string(kAllowed));
+  }
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!std::isxdigit(static_cast<unsigned char>(text[i]))) {
+      return InvalidArgument("not hex at character " + std::to_string(i + 1) +
+                             std::string(kAllowed));
+    }
+  }
+  std::optional<std::vector<uint8_t>> key = HexDecode(text);
+  if (!key) return InvalidArgument("not hex" + std::string(kAllowed));
+  return std::move(*key);
 }
 
 Result<std::string> ReadConfigFile(const std::string& path) {

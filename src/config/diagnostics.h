@@ -44,24 +44,32 @@ class Diagnostics {
   void Violation(const std::vector<std::string>& fields, std::string text);
 
   bool IsFailed(std::string_view field) const;
-  bool empty() const { return lines_.empty(); }
-  const std::vector<std::string>& lines() const { return lines_; }
+  bool empty() const { return problems_.empty(); }
 
-  // Ok when no problems; else InvalidArgument with the lines joined by "\n".
+  // The problem lines in text order (those without a location last), so
+  // they read top to bottom alongside the file.
+  std::vector<std::string> lines() const;
+
+  // Ok when no problems; else InvalidArgument with lines() joined by "\n".
   Status ToStatus() const;
 
  private:
   struct Location {
     int line;
     int column;
+    auto operator<=>(const Location&) const = default;
   };
+  struct Problem {
+    std::optional<Location> location;
+    std::string text;
+  };
+  void Add(const std::vector<std::string>& fields, std::string text);
   std::optional<Location> Locate(const std::vector<std::string>& fields) const;
-  std::string Prefix(const std::vector<std::string>& fields) const;
 
   std::string source_;
   std::map<std::string, Location, std::less<>> locations_;
   std::set<std::string, std::less<>> failed_;
-  std::vector<std::string> lines_;
+  std::vector<Problem> problems_;
 };
 
 // InvalidArgument with `lines` joined by "\n"; Ok when empty.
@@ -79,6 +87,12 @@ std::string JoinNames(std::span<const std::string_view> names);
 
 // A whole decimal number with no sign or spaces; nullopt otherwise or on overflow.
 std::optional<uint64_t> ParseDecimal(std::string_view text);
+
+// The 32-byte authentication key from its 64-hex form. The error names the
+// length or the first bad character's position but never echoes the text:
+// a near-miss key is still a secret and messages end up in logs.
+inline constexpr size_t kAuthKeyBytes = 32;
+Result<std::vector<uint8_t>> ParseAuthKeyHex(std::string_view text);
 
 // Reads a small text file; IoError naming the path and the errno text.
 Result<std::string> ReadConfigFile(const std::string& path);

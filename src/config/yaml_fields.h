@@ -45,6 +45,12 @@ struct FieldSpec {
 void ReadMap(const YAML::Node& node, const std::string& path, const std::vector<FieldSpec>& fields,
              Diagnostics* d);
 
+// FieldSpecs for the plain kinds; `out` and `d` must outlive the ReadMap call.
+FieldSpec StringField(std::string_view name, Diagnostics* d, std::string* out);
+FieldSpec SizeField(std::string_view name, Diagnostics* d, uint64_t* out);
+FieldSpec Uint32Field(std::string_view name, std::string_view allowed, Diagnostics* d,
+                      uint32_t* out);
+
 // A scalar as text.
 bool ReadString(const YAML::Node& node, const std::string& path, Diagnostics* d, std::string* out);
 

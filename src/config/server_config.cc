@@ -1,0 +1,224 @@
+#include "config/server_config.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "base/units.h"
+#include "config/diagnostics.h"
+#include "config/host_port.h"
+#include "config/server_rules.h"
+#include "config/yaml_fields.h"
+
+namespace memkv {
+namespace {
+
+using config_internal::Diagnostics;
+using config_internal::ReadMap;
+using config_internal::ReadString;
+using config_internal::SizeField;
+using config_internal::StringField;
+using config_internal::Uint32Field;
+
+using config_internal::kAddressAllowed;
+using config_internal::kGidIndexAllowed;
+using config_internal::kMtuAllowed;
+using config_internal::kNumDcisAllowed;
+using config_internal::kServiceLevelAllowed;
+using config_internal::kTrafficClassAllowed;
+
+void ReadAddress(const YAML::Node& node, const std::string& path, Diagnostics* d,
+                 NetworkConfig* out) {
+  std::string text;
+  if (!ReadString(node, path, d, &text)) return;
+  Result<config_internal::HostPort> split = config_internal::SplitHostPort(text);
+  if (!split.ok()) {
+    d->Fail(path, path + ": " + split.status().message() + "; " + std::string(kAddressAllowed));
+    return;
+  }
+  if (split->port > UINT16_MAX) {
+    d->Fail(path, path + ": port " + std::to_string(split->port) + " in '" + text +
+                      "' is out of range; " + std::string(kAddressAllowed));
+    return;
+  }
+  out->host = split->host;
+  out->port = static_cast<uint16_t>(split->port);
+}
+
+void ReadAuthKey(const YAML::Node& node, const std::string& path, Diagnostics* d,
+                 std::optional<std::vector<uint8_t>>* out) {
+  std::string text;
+  if (!ReadString(node, path, d, &text)) return;
+  Result<std::vector<uint8_t>> key = config_internal::ParseAuthKeyHex(text);
+  if (!key.ok()) {
+    d->Fail(path, path + ": " + key.status().message());
+    return;
+  }
+  *out = std::move(*key);
+}
+
+void ReadNetwork(const YAML::Node& node, Diagnostics* d, NetworkConfig* out) {
+  auto address = [d, out](const YAML::Node& v, const std::string& p) { ReadAddress(v, p, d, out); };
+  auto auth_key = [d, out](const YAML::Node& v, const std::string& p) {
+    ReadAuthKey(v, p, d, &out->auth_key);
+  };
+  ReadMap(node, "network",
+          {{"address", address},
+           {"auth_key", auth_key},
+           StringField("tls_cert", d, &out->tls_cert),
+           StringField("tls_key", d, &out->tls_key)},
+          d);
+}
+
+void ReadMemory(const YAML::Node& node, Diagnostics* d, MemoryConfig* out) {
+  ReadMap(node, "memory",
+          {SizeField("block_size", d, &out->block_size_bytes),
+           SizeField("max_size", d, &out->max_size_bytes)},
+          d);
+}
+
+void ReadRdma(const YAML::Node& node, Diagnostics* d, RdmaConfig* out) {
+  ReadMap(node, "rdma",
+          {StringField("device", d, &out->device),
+           Uint32Field("gid_index", kGidIndexAllowed, d, &out->gid_index),
+           Uint32Field("traffic_class", kTrafficClassAllowed, d, &out->traffic_class),
+           Uint32Field("service_level", kServiceLevelAllowed, d, &out->service_level),
+           Uint32Field("mtu", kMtuAllowed, d, &out->mtu),
+           Uint32Field("num_dcis", kNumDcisAllowed, d, &out->num_dcis)},
+          d);
+}
+
+void ReadStorageMode(const YAML::Node& node, const std::string& path, Diagnostics* d,
+                     StorageMode* out) {
+  std::string text;
+  if (!ReadString(node, path, d, &text)) return;
+  for (StorageMode mode : {StorageMode::kDirect, StorageMode::kFile, StorageMode::kMemory}) {
+    if (text == StorageModeName(mode)) {
+      *out = mode;
+      return;
+    }
+  }
+  d->Fail(path, path + ": '" + text + "' is not a storage mode; allowed: direct, file, memory");
+}
+
+void ReadDrives(const YAML::Node& node, const std::string& path, Diagnostics* d,
+                std::vector<DriveConfig>* out) {
+  if (node.IsNull()) return;
+  if (!node.IsSequence()) {
+    d->Fail(path, path + ": expected a list of {media: PATH}, got " +
+                      std::string(config_internal::NodeKind(node)));
+    return;
+  }
+  out->clear();
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string drive_path = path + "[" + std::to_string(i) + "]";
+    const std::string media_path = drive_path + ".media";
+    const YAML::Node item = node[i];
+    d->NoteLocation(drive_path, item.Mark().line, item.Mark().column);
+    if (item.IsScalar()) {
+      // The usual slip: "- /dev/nvme0n1" instead of "- media: /dev/nvme0n1".
+      d->Fail(drive_path,
+              drive_path + ": '" + item.Scalar() +
+                  "' is a bare path; allowed: a map, written '- media: " + item.Scalar() + "'");
+      out->emplace_back();
+      continue;
+    }
+    DriveConfig& drive = out->emplace_back();
+    bool has_media = false;
+    auto media = [&](const YAML::Node& v, const std::string& p) {
+      has_media = ReadString(v, p, d, &drive.media);
+    };
+    ReadMap(item, drive_path, {{"media", media}}, d);
+    if (!has_media && !d->IsFailed(media_path)) {
+      d->Fail(media_path, media_path +
+                              ": missing; each drive is {media: PATH} (a block "
+                              "device for mode direct, a file for mode file)");
+    }
+  }
+}
+
+void ReadStorage(const YAML::Node& node, Diagnostics* d, StorageConfig* out) {
+  auto mode = [d, out](const YAML::Node& v, const std::string& p) {
+    ReadStorageMode(v, p, d, &out->mode);
+  };
+  auto drives = [d, out](const YAML::Node& v, const std::string& p) {
+    ReadDrives(v, p, d, &out->drives);
+  };
+  ReadMap(node, "storage",
+          {{"mode", mode}, SizeField("block_size", d, &out->block_size_bytes), {"drives", drives}},
+          d);
+}
+
+// Each section's reader knows its own path, so the one given here is unused.
+void ReadServerConfig(const YAML::Node& root, Diagnostics* d, ServerConfig* out) {
+  auto section = [](auto read) {
+    return [read](const YAML::Node& v, const std::string&) { read(v); };
+  };
+  ReadMap(root, "",
+          {{"network", section([=](const YAML::Node& v) { ReadNetwork(v, d, &out->network); })},
+           {"memory", section([=](const YAML::Node& v) { ReadMemory(v, d, &out->memory); })},
+           {"rdma", section([=](const YAML::Node& v) { ReadRdma(v, d, &out->rdma); })},
+           {"storage", section([=](const YAML::Node& v) { ReadStorage(v, d, &out->storage); })}},
+          d);
+}
+
+}  // namespace
+
+std::string_view StorageModeName(StorageMode mode) {
+  switch (mode) {
+    case StorageMode::kDirect: return "direct";
+    case StorageMode::kFile: return "file";
+    case StorageMode::kMemory: return "memory";
+  }
+  return "unknown";
+}
+
+ServerConfig EmbeddedDefaultConfig() {
+  ServerConfig config;
+  // Loopback: a config-less start must not expose the store to the network.
+  config.network.host = "127.0.0.1";
+  config.network.port = 9900;
+  config.storage.mode = StorageMode::kMemory;
+  config.storage.drives.clear();
+  config.memory.max_size_bytes = 0;
+  return config;
+}
+
+uint64_t DefaultMemoryPoolBytes(uint64_t physical_memory_bytes) {
+  constexpr uint64_t kMin = 256 * kMiB;
+  constexpr uint64_t kMax = 16 * kGiB;
+  // Rounded down to 2 MiB: the pool is backed by 2 MiB hugepages and carved
+  // into blocks, so a ragged tail would be wasted (or need one more page).
+  constexpr uint64_t kGranule = 2 * kMiB;
+  uint64_t eighth = std::clamp(physical_memory_bytes / 8, kMin, kMax);
+  return eighth / kGranule * kGranule;
+}
+
+Result<ServerConfig> ParseServerConfig(std::string_view yaml_text, std::string_view source) {
+  Diagnostics d{std::string(source)};
+  ServerConfig config;
+  try {
+    std::optional<YAML::Node> root = config_internal::LoadYamlDocument(yaml_text, &d);
+    if (root) ReadServerConfig(*root, &d, &config);
+  } catch (const std::exception& e) {
+    // The readers check node kinds first; this is a backstop so yaml-cpp
+    // never throws past the config layer.
+    d.Fail("", std::string("reading the YAML failed: ") + e.what());
+  }
+  config_internal::CheckServerRules(config, &d);
+  if (!d.empty()) return d.ToStatus();
+  return config;
+}
+
+Result<ServerConfig> LoadServerConfigFile(const std::string& path) {
+  Result<std::string> text = config_internal::ReadConfigFile(path);
+  if (!text.ok()) return text.status();
+  return ParseServerConfig(*text, path);
+}
+
+Status ValidateServerConfig(const ServerConfig& config) {
+  Diagnostics d("");
+  config_internal::CheckServerRules(config, &d);
+  return d.ToStatus();
+}
+
+}  // namespace memkv

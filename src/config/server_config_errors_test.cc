@@ -1,0 +1,243 @@
+// How ParseServerConfig reports problems: RDMA and storage rules, unknown
+// keys, wrong types, YAML syntax, all-at-once collection, locations, and
+// the programmatic ValidateServerConfig / file-loading entry points.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "config/config_test_util.h"
+#include "config/server_config.h"
+
+namespace memkv {
+namespace {
+
+using config_test::CountLinesWith;
+using config_test::HasLineWith;
+using config_test::ProblemLines;
+using config_test::TempFile;
+
+constexpr char kMemoryMode[] = "storage:\n  mode: memory\n";
+
+Result<ServerConfig> Parse(const std::string& yaml) { return ParseServerConfig(yaml, "test.yaml"); }
+
+std::vector<std::string> RdmaProblems(const std::string& field, const std::string& value) {
+  return ProblemLines(Parse(std::string(kMemoryMode) + "rdma:\n  " + field + ": " + value + "\n"));
+}
+
+bool RdmaOk(const std::string& field, const std::string& value) {
+  return Parse(std::string(kMemoryMode) + "rdma:\n  " + field + ": " + value + "\n").ok();
+}
+
+TEST(ServerConfigRdmaTest, Ranges) {
+  EXPECT_TRUE(RdmaOk("gid_index", "255"));
+  EXPECT_TRUE(HasLineWith(RdmaProblems("gid_index", "256"), {"rdma.gid_index", "256", "0..255"}));
+  EXPECT_TRUE(RdmaOk("service_level", "15"));
+  EXPECT_TRUE(HasLineWith(RdmaProblems("service_level", "16"), {"rdma.service_level", "0..15"}));
+  EXPECT_TRUE(RdmaOk("num_dcis", "1"));
+  EXPECT_TRUE(RdmaOk("num_dcis", "1024"));
+  EXPECT_TRUE(HasLineWith(RdmaProblems("num_dcis", "0"), {"rdma.num_dcis", "0 is", "1..1024"}));
+  EXPECT_TRUE(HasLineWith(RdmaProblems("num_dcis", "1025"), {"rdma.num_dcis", "1025", "1..1024"}));
+}
+
+TEST(ServerConfigRdmaTest, MtuIsOneOfTheIbSizes) {
+  for (const char* mtu : {"256", "512", "1024", "2048", "4096"}) EXPECT_TRUE(RdmaOk("mtu", mtu));
+  for (const char* mtu : {"0", "128", "1500", "4000", "8192", "9000"}) {
+    EXPECT_TRUE(
+        HasLineWith(RdmaProblems("mtu", mtu), {"rdma.mtu", mtu, "256, 512, 1024, 2048, 4096"}))
+        << mtu;
+  }
+}
+
+TEST(ServerConfigRdmaTest, TrafficClassIsDscpShiftedLeftTwo) {
+  EXPECT_TRUE(RdmaOk("traffic_class", "0"));
+  EXPECT_TRUE(RdmaOk("traffic_class", "104"));
+  EXPECT_TRUE(RdmaOk("traffic_class", "252"));
+  // The DSCP written where the ToS byte belongs: suggest the shifted form.
+  EXPECT_TRUE(
+      HasLineWith(RdmaProblems("traffic_class", "26"),
+                  {"rdma.traffic_class: 26 is not a multiple of 4", "104 (= DSCP 26 << 2)"}));
+  EXPECT_TRUE(HasLineWith(RdmaProblems("traffic_class", "105"),
+                          {"rdma.traffic_class: 105", "nearest is 104 (= DSCP 26 << 2)"}));
+  EXPECT_TRUE(HasLineWith(RdmaProblems("traffic_class", "256"),
+                          {"rdma.traffic_class: 256 is out of range", "DSCP << 2"}));
+}
+
+TEST(ServerConfigStorageTest, ModeAndDrivesMustAgree) {
+  EXPECT_TRUE(Parse("storage:\n  mode: direct\n  drives:\n    - media: /dev/nvme0n1\n").ok());
+  std::vector<std::string> lines = ProblemLines(Parse("storage:\n  mode: file\n"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(HasLineWith(
+      lines, {"storage.drives: mode 'file' needs at least one drive", "set storage.mode: memory"}));
+  lines = ProblemLines(Parse("storage:\n  mode: memory\n  drives:\n    - media: /a\n"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(HasLineWith(lines, {"storage.drives", "mode 'memory'", "1 drive(s)"}));
+  lines = ProblemLines(Parse("storage:\n  mode: disk\n"));
+  ASSERT_EQ(lines.size(), 1u) << "a bad mode must not also trigger the drive rule";
+  EXPECT_TRUE(HasLineWith(lines, {"storage.mode", "'disk'", "direct, file, memory"}));
+}
+
+TEST(ServerConfigStorageTest, EachDriveNeedsADistinctMedia) {
+  std::vector<std::string> lines = ProblemLines(Parse(R"(storage:
+  mode: direct
+  block_size: 5000
+  drives:
+    - media: /dev/a
+    - {}
+    - media: ""
+    - media: /dev/a
+    - /dev/b
+    - media: /dev/c
+      path: /dev/d
+)"));
+  EXPECT_EQ(lines.size(), 6u);
+  EXPECT_TRUE(HasLineWith(lines, {"storage.block_size", "5000 B", "power of two"}));
+  EXPECT_TRUE(HasLineWith(lines, {"storage.drives[1].media: missing"}));
+  EXPECT_TRUE(HasLineWith(lines, {"storage.drives[2].media: empty"}));
+  EXPECT_TRUE(HasLineWith(lines, {"storage.drives[3].media", "'/dev/a'", "storage.drives[0]"}));
+  EXPECT_TRUE(HasLineWith(lines, {"storage.drives[4]", "'/dev/b'", "- media: /dev/b"}));
+  EXPECT_TRUE(HasLineWith(lines, {"unknown field 'storage.drives[5].path'", "allowed: media"}));
+}
+
+TEST(ServerConfigErrorsTest, UnknownFieldsAtEveryLevelSuggestTheClosest) {
+  std::vector<std::string> lines = ProblemLines(
+      Parse(std::string(kMemoryMode) + "network:\n  adress: 1.2.3.4:5\nrdam:\n  mtu: 1024\n"
+                                       "memory:\n  blocksize: 4 KiB\n  colour: blue\n"));
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_TRUE(HasLineWith(lines, {"unknown field 'network.adress' (did you mean 'address'?); "
+                                  "allowed: address, auth_key, tls_cert, tls_key"}));
+  EXPECT_TRUE(HasLineWith(lines, {"unknown field 'rdam' (did you mean 'rdma'?)",
+                                  "allowed: network, memory, rdma, storage"}));
+  EXPECT_TRUE(HasLineWith(lines, {"'memory.blocksize' (did you mean 'block_size'?)"}));
+  EXPECT_TRUE(HasLineWith(lines, {"unknown field 'memory.colour'; allowed: block_size, max_size"}));
+}
+
+TEST(ServerConfigErrorsTest, DuplicateFieldIsRefused) {
+  std::vector<std::string> lines =
+      ProblemLines(Parse(std::string(kMemoryMode) + "rdma:\n  mtu: 1024\n  mtu: 2048\n"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(HasLineWith(lines, {"duplicate field 'rdma.mtu'"}));
+}
+
+TEST(ServerConfigErrorsTest, WrongTypesAreReportedPerField) {
+  std::vector<std::string> lines = ProblemLines(Parse(std::string(kMemoryMode) + R"(network:
+  address: {host: a, port: 1}
+  tls_cert: [a, b]
+rdma:
+  mtu: abc
+  gid_index: -1
+  num_dcis: [1]
+  device: {x: 1}
+memory: 12
+)"));
+  ASSERT_EQ(lines.size(), 7u);
+  EXPECT_TRUE(HasLineWith(lines, {"network.address: expected a string, got a map"}));
+  EXPECT_TRUE(HasLineWith(lines, {"network.tls_cert: expected a string, got a list"}));
+  EXPECT_TRUE(HasLineWith(lines, {"rdma.mtu: 'abc' is not a non-negative integer", "4096"}));
+  EXPECT_TRUE(HasLineWith(lines, {"rdma.gid_index: '-1'", "0..255"}));
+  EXPECT_TRUE(HasLineWith(lines, {"rdma.num_dcis: expected an integer, got a list", "1..1024"}));
+  EXPECT_TRUE(HasLineWith(lines, {"rdma.device: expected a string, got a map"}));
+  EXPECT_TRUE(HasLineWith(lines, {"memory: expected a map of block_size, max_size; got a string"}));
+}
+
+TEST(ServerConfigErrorsTest, DocumentMustBeOneMap) {
+  std::vector<std::string> lines = ProblemLines(Parse("- a\n- b\n"));
+  ASSERT_EQ(lines.size(), 1u) << "no rule lines about defaults the user never wrote";
+  EXPECT_TRUE(
+      HasLineWith(lines, {"the document: expected a map of network, memory, rdma, storage"}));
+  lines = ProblemLines(Parse("storage: {mode: memory}\n---\nrdma: {}\n"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(HasLineWith(lines, {"test.yaml:3:1:", "2 YAML documents"}));
+}
+
+TEST(ServerConfigErrorsTest, SyntaxErrorNamesSourceLineAndColumn) {
+  std::vector<std::string> lines =
+      ProblemLines(Parse("storage:\n  mode: memory\nrdma:\n  mtu: [1024\n"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(HasLineWith(lines, {"test.yaml:", "YAML syntax error"}));
+  lines = ProblemLines(Parse("network:\n  address: a: b\n"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(HasLineWith(lines, {"test.yaml:2:", "YAML syntax error"}));
+}
+
+TEST(ServerConfigErrorsTest, AllProblemsAtOnceOneLineEach) {
+  Result<ServerConfig> r = Parse(R"(network:
+  address: 0.0.0.0:65535
+rdma:
+  mtu: 1500
+storage:
+  mode: direct
+  drives:
+    - media: /dev/nvme0n1
+memory:
+  block_size: 3 MiB
+)");
+  std::vector<std::string> lines = ProblemLines(r);
+  ASSERT_EQ(lines.size(), 3u);
+  // Each line points at its value: file:line:column.
+  EXPECT_TRUE(HasLineWith(lines, {"test.yaml:2:12: network.address: port 65535"}));
+  EXPECT_TRUE(HasLineWith(lines, {"test.yaml:4:8: rdma.mtu: 1500"}));
+  EXPECT_TRUE(HasLineWith(lines, {"test.yaml:10:15: memory.block_size: 3 MiB"}));
+}
+
+TEST(ServerConfigErrorsTest, LinesFollowTheTextOrder) {
+  // Rule lines (block size) are found after parse lines (mtu) but read in
+  // file order.
+  std::vector<std::string> lines = ProblemLines(
+      Parse("memory:\n  block_size: 3 MiB\nrdma:\n  mtu: x\nstorage:\n  mode: memory\n"));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("test.yaml:2:"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("test.yaml:4:"), std::string::npos) << lines[1];
+}
+
+TEST(ServerConfigErrorsTest, RuleLinesPointAtTheFieldEvenWhenAbsent) {
+  std::vector<std::string> lines = ProblemLines(Parse("rdma: {}\nstorage:\n  mode: file\n"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(HasLineWith(lines, {"test.yaml:3:9: storage.drives"}));
+}
+
+TEST(ServerConfigValidateTest, AppliesRulesToConfigsBuiltInCode) {
+  ServerConfig c = EmbeddedDefaultConfig();
+  c.network.port = 65535;
+  c.network.host = "no spaces allowed";
+  c.network.auth_key = std::vector<uint8_t>(16, 0);
+  c.rdma.traffic_class = 3;
+  Status s = ValidateServerConfig(c);
+  ASSERT_EQ(s.code(), StatusCode::kInvalidArgument);
+  std::vector<std::string> lines = ProblemLines(Result<int>(s));
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(CountLinesWith(lines, {"network.address"}), 2u);
+  EXPECT_TRUE(HasLineWith(lines, {"network.auth_key: a key of 16 bytes", "32 bytes"}));
+  EXPECT_TRUE(HasLineWith(lines, {"rdma.traffic_class: 3"}));
+  // No source to name: lines start with the field.
+  EXPECT_EQ(lines[0].rfind("network.address", 0), 0u) << lines[0];
+}
+
+TEST(ServerConfigFileTest, LoadsAFileAndNamesItInProblems) {
+  TempFile good("storage:\n  mode: memory\nrdma:\n  mtu: 2048\n");
+  Result<ServerConfig> r = LoadServerConfigFile(good.path());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->rdma.mtu, 2048u);
+
+  TempFile bad("storage:\n  mode: memory\nrdma:\n  mtu: 2000\n");
+  std::vector<std::string> lines = ProblemLines(LoadServerConfigFile(bad.path()));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(HasLineWith(lines, {bad.path() + ":4:8: rdma.mtu: 2000"}));
+}
+
+TEST(ServerConfigFileTest, MissingFileIsAnIoErrorNamingPathAndErrno) {
+  const std::string path = ::testing::TempDir() + "memkv_no_such_config.yaml";
+  Result<ServerConfig> r = LoadServerConfigFile(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kIoError);
+  EXPECT_NE(r.status().message().find(path), std::string::npos);
+  EXPECT_NE(r.status().message().find("No such file or directory"), std::string::npos);
+
+  Result<ServerConfig> dir = LoadServerConfigFile(::testing::TempDir());
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.status().message().find("Is a directory"), std::string::npos)
+      << dir.status().ToString();
+}
+
+}  // namespace
+}  // namespace memkv

@@ -1,0 +1,158 @@
+#include "config/server_rules.h"
+
+#include <bit>
+#include <map>
+#include <string>
+
+#include "base/units.h"
+#include "config/host_port.h"
+
+namespace memkv::config_internal {
+namespace {
+
+constexpr uint64_t kMinBlockBytes = 4 * kKiB;
+constexpr uint64_t kMaxBlockBytes = 1 * kGiB;
+// Port+1 is the admin endpoint, so the data port cannot be the last one.
+constexpr uint32_t kMaxDataPort = 65534;
+constexpr uint32_t kMaxGidIndex = 255;
+constexpr uint32_t kMaxTrafficClass = 255;
+constexpr uint32_t kMaxServiceLevel = 15;
+constexpr uint32_t kMinDcis = 1;
+constexpr uint32_t kMaxDcis = 1024;
+
+std::string OutOfRange(const std::string& path, uint64_t value, std::string_view allowed) {
+  return path + ": " + std::to_string(value) + " is out of range; allowed: " + std::string(allowed);
+}
+
+void CheckNetwork(const NetworkConfig& n, Diagnostics* d) {
+  const std::string address = JoinHostPort(n.host, n.port);
+  if (std::optional<std::string> why = CheckHost(n.host)) {
+    d->Violation({"network.address"}, "network.address: " + *why + " in '" + address + "'; " +
+                                          std::string(kAddressAllowed));
+  }
+  if (n.port > kMaxDataPort) {
+    d->Violation({"network.address"}, "network.address: port " + std::to_string(n.port) + " in '" +
+                                          address + "' is out of range; " +
+                                          std::string(kAddressAllowed));
+  }
+  if (n.auth_key && n.auth_key->size() != kAuthKeyBytes) {
+    d->Violation({"network.auth_key"}, "network.auth_key: a key of " +
+                                           std::to_string(n.auth_key->size()) +
+                                           " bytes; allowed: exactly 32 bytes (64 hex characters)");
+  }
+  if (n.tls_cert.empty() != n.tls_key.empty()) {
+    const bool has_cert = !n.tls_cert.empty();
+    const std::string missing = has_cert ? "network.tls_key" : "network.tls_cert";
+    const std::string present = has_cert ? "network.tls_cert" : "network.tls_key";
+    const std::string& value = has_cert ? n.tls_cert : n.tls_key;
+    d->Violation({present, missing}, missing + ": missing while " + present + " is set ('" + value +
+                                         "'); HTTPS on the admin endpoint needs both; set " +
+                                         missing + " or remove " + present);
+  }
+}
+
+void CheckBlockSize(const std::string& path, uint64_t bytes, Diagnostics* d) {
+  const std::string allowed = "; allowed: a power of two from 4 KiB to 1 GiB";
+  if (!std::has_single_bit(bytes)) {
+    d->Violation({path}, path + ": " + FormatSize(bytes) + " is not a power of two" + allowed);
+  } else if (bytes < kMinBlockBytes || bytes > kMaxBlockBytes) {
+    d->Violation({path}, path + ": " + FormatSize(bytes) + " is out of range" + allowed);
+  }
+}
+
+void CheckMemory(const MemoryConfig& m, Diagnostics* d) {
+  CheckBlockSize("memory.block_size", m.block_size_bytes, d);
+  if (m.max_size_bytes != 0 && m.max_size_bytes < m.block_size_bytes) {
+    d->Violation({"memory.max_size", "memory.block_size"},
+                 "memory.max_size: " + FormatSize(m.max_size_bytes) +
+                     " is smaller than memory.block_size (" + FormatSize(m.block_size_bytes) +
+                     "); allowed: 0 (sized to the machine) or at least one block");
+  }
+}
+
+std::string TrafficClassHint(uint32_t tc) {
+  // People often write the DSCP itself (26) where the ToS byte (104) is meant.
+  if (tc <= 63) {
+    return "if " + std::to_string(tc) + " is the DSCP, write " + std::to_string(tc << 2) +
+           " (= DSCP " + std::to_string(tc) + " << 2); ";
+  }
+  const uint32_t lower = tc & ~3u;
+  return "the nearest is " + std::to_string(lower) + " (= DSCP " + std::to_string(lower >> 2) +
+         " << 2); ";
+}
+
+void CheckRdma(const RdmaConfig& r, Diagnostics* d) {
+  if (r.gid_index > kMaxGidIndex) {
+    d->Violation({"rdma.gid_index"}, OutOfRange("rdma.gid_index", r.gid_index, kGidIndexAllowed));
+  }
+  if (r.traffic_class > kMaxTrafficClass) {
+    d->Violation({"rdma.traffic_class"},
+                 OutOfRange("rdma.traffic_class", r.traffic_class, kTrafficClassAllowed));
+  } else if (r.traffic_class % 4 != 0) {
+    d->Violation({"rdma.traffic_class"},
+                 "rdma.traffic_class: " + std::to_string(r.traffic_class) +
+                     " is not a multiple of 4; it is the ToS byte DSCP << 2; " +
+                     TrafficClassHint(r.traffic_class) +
+                     "allowed: " + std::string(kTrafficClassAllowed));
+  }
+  if (r.service_level > kMaxServiceLevel) {
+    d->Violation({"rdma.service_level"},
+                 OutOfRange("rdma.service_level", r.service_level, kServiceLevelAllowed));
+  }
+  if (r.mtu < 256 || r.mtu > 4096 || !std::has_single_bit(r.mtu)) {
+    d->Violation({"rdma.mtu"},
+                 "rdma.mtu: " + std::to_string(r.mtu) +
+                     " is not an RDMA path MTU; allowed: " + std::string(kMtuAllowed));
+  }
+  if (r.num_dcis < kMinDcis || r.num_dcis > kMaxDcis) {
+    d->Violation({"rdma.num_dcis"}, OutOfRange("rdma.num_dcis", r.num_dcis, kNumDcisAllowed));
+  }
+}
+
+void CheckDrives(const StorageConfig& s, Diagnostics* d) {
+  std::map<std::string, size_t> first_index;
+  for (size_t i = 0; i < s.drives.size(); ++i) {
+    const std::string path = "storage.drives[" + std::to_string(i) + "].media";
+    const std::string& media = s.drives[i].media;
+    if (media.empty()) {
+      d->Violation({path}, path +
+                               ": empty; allowed: the path of a block device (mode direct) "
+                               "or a file (mode file)");
+      continue;
+    }
+    auto [it, inserted] = first_index.emplace(media, i);
+    if (!inserted) {
+      d->Violation({path}, path + ": '" + media + "' is already storage.drives[" +
+                               std::to_string(it->second) + "]; allowed: each drive listed once");
+    }
+  }
+}
+
+void CheckStorage(const StorageConfig& s, Diagnostics* d) {
+  CheckBlockSize("storage.block_size", s.block_size_bytes, d);
+  CheckDrives(s, d);
+  const std::string mode(StorageModeName(s.mode));
+  if (s.mode != StorageMode::kMemory && s.drives.empty()) {
+    d->Violation({"storage.drives", "storage.mode"},
+                 "storage.drives: mode '" + mode +
+                     "' needs at least one drive; add drives or set storage.mode: memory");
+  }
+  if (s.mode == StorageMode::kMemory && !s.drives.empty()) {
+    d->Violation({"storage.drives", "storage.mode"},
+                 "storage.drives: mode 'memory' keeps blocks in RAM only, but " +
+                     std::to_string(s.drives.size()) +
+                     " drive(s) are listed; remove storage.drives or set storage.mode: direct "
+                     "or file");
+  }
+}
+
+}  // namespace
+
+void CheckServerRules(const ServerConfig& config, Diagnostics* d) {
+  CheckNetwork(config.network, d);
+  CheckMemory(config.memory, d);
+  CheckRdma(config.rdma, d);
+  CheckStorage(config.storage, d);
+}
+
+}  // namespace memkv::config_internal

@@ -1,0 +1,33 @@
+// The rules of SPEC §3 over a typed ServerConfig (internal to src/config).
+//
+// Kept apart from the YAML reading so a config built in code (the embedded
+// default plus command-line overrides) is held to exactly the same rules as
+// one read from a file. The "allowed" texts are shared with the readers so
+// a value is described the same way whether it failed to parse or broke a
+// rule.
+#ifndef MEMKV_CONFIG_SERVER_RULES_H_
+#define MEMKV_CONFIG_SERVER_RULES_H_
+
+#include <string_view>
+
+#include "config/diagnostics.h"
+#include "config/server_config.h"
+
+namespace memkv::config_internal {
+
+inline constexpr std::string_view kAddressAllowed =
+    "allowed: host:port with an IPv4 address, a hostname or a [bracketed] IPv6 address, "
+    "port 0..65534 (the admin endpoint uses port+1)";
+inline constexpr std::string_view kGidIndexAllowed = "0..255 (0 = auto)";
+inline constexpr std::string_view kTrafficClassAllowed =
+    "0 (auto) or a ToS byte DSCP << 2, a multiple of 4 up to 252 (e.g. 104 = DSCP 26 << 2)";
+inline constexpr std::string_view kServiceLevelAllowed = "0..15 (0 = auto)";
+inline constexpr std::string_view kMtuAllowed = "256, 512, 1024, 2048, 4096";
+inline constexpr std::string_view kNumDcisAllowed = "1..1024";
+
+// Adds one Violation line to `d` per broken rule.
+void CheckServerRules(const ServerConfig& config, Diagnostics* d);
+
+}  // namespace memkv::config_internal
+
+#endif  // MEMKV_CONFIG_SERVER_RULES_H_
