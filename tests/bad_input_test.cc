@@ -177,14 +177,18 @@ TEST_F(BadInputTest, ReplayedFrameIsRejectedOnAnotherConnectionAndTheSame) {
   ASSERT_TRUE(rb.ok());
   EXPECT_EQ(rb->header.status, StatusCode::kAuthFailed);
   EXPECT_TRUE(b->ClosedByPeer());
-  // Deliver once on its own connection, then replay it there.
-  auto ping = a->BuildFrame(proto::Opcode::kPing, "", {}, 12);
-  ASSERT_TRUE(a->SendBytes(ping).ok());
-  ASSERT_TRUE(a->Read().ok());
-  ASSERT_TRUE(a->SendBytes(ping).ok());
-  auto ra = a->Read();
-  ASSERT_TRUE(ra.ok());
-  EXPECT_EQ(ra->header.status, StatusCode::kAuthFailed);
+  // Deliver a frame once on its own connection, then replay it there.
+  auto c = Authenticated();
+  auto ping = c->BuildFrame(proto::Opcode::kPing, "", {}, 12);
+  ASSERT_TRUE(c->SendBytes(ping).ok());
+  auto first = c->Read();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->header.status, StatusCode::kOk);
+  ASSERT_TRUE(c->SendBytes(ping).ok());
+  auto again = c->Read();
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->header.status, StatusCode::kAuthFailed);
+  EXPECT_TRUE(c->ClosedByPeer());
   ExpectHealthy();  // the captured Delete of "sentinel" never ran
 }
 

@@ -42,7 +42,7 @@ Environment ReadEnvironment() {
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const char* eq = std::strchr(*e, '=');
     if (eq == nullptr) continue;
-    env.vars.emplace_back(std::string(*e, eq), std::string(eq + 1));
+    env.vars.emplace_back(std::string(*e, static_cast<size_t>(eq - *e)), std::string(eq + 1));
   }
   return env;
 }
