@@ -1,0 +1,333 @@
+// Client::Create and the Client implementation: validation, placement, and
+// fanning calls out over the server pools.
+#include "memkv/client.h"
+
+#include <algorithm>
+#include <memory>
+#include <set>
+
+#include "base/bytes.h"
+#include "client/connection.h"
+#include "client/counters.h"
+#include "client/ops.h"
+#include "client/placement.h"
+#include "client/pool.h"
+#include "config/client_config.h"
+#include "proto/messages.h"
+
+namespace memkv {
+namespace {
+
+using client::BatchCall;
+using client::BatchExchange;
+using client::ClientCounters;
+using client::Connection;
+using client::Endpoint;
+using client::Placement;
+using client::ServerPool;
+using client::SingleExchange;
+
+constexpr uint32_t kMaxConnectionsPerServer = 256;
+// A server's share of a batch is spread over several connections (so several
+// server threads) once it carries this many bytes per connection.
+constexpr uint64_t kSpreadBytesPerFrame = 1 << 20;
+
+Status CheckValueSize(uint64_t size) {
+  if (size > proto::kMaxValueBytes) {
+    return TooLarge("value of " + std::to_string(size) + " bytes exceeds the limit of " +
+                    std::to_string(proto::kMaxValueBytes) + " bytes");
+  }
+  return Status::Ok();
+}
+
+// Splits one server's share of a batch into frames: at most kMaxBatchItems
+// items and kMaxPayloadBytes of values each (`bytes_of(i)` is what item i
+// adds to the frame's payload), and into up to `spread` frames of similar
+// size when there are enough bytes to keep several connections busy.
+template <typename BytesOf>
+std::vector<std::vector<uint32_t>> SplitFrames(const std::vector<uint32_t>& items, uint32_t spread,
+                                               BytesOf bytes_of) {
+  uint64_t total = 0;
+  for (uint32_t i : items) total += bytes_of(i);
+  const uint64_t wanted_frames = std::clamp<uint64_t>(total / kSpreadBytesPerFrame, 1, spread);
+  const uint64_t soft_bytes = wanted_frames > 1 ? (total + wanted_frames - 1) / wanted_frames : UINT64_MAX;
+  std::vector<std::vector<uint32_t>> frames(1);
+  uint64_t bytes = 0;
+  for (uint32_t i : items) {
+    const uint64_t b = bytes_of(i);
+    std::vector<uint32_t>& cur = frames.back();
+    if (!cur.empty() && (cur.size() >= proto::kMaxBatchItems || bytes + b > proto::kMaxPayloadBytes ||
+                         bytes >= soft_bytes)) {
+      frames.emplace_back();
+      bytes = 0;
+    }
+    frames.back().push_back(i);
+    bytes += b;
+  }
+  return frames;
+}
+
+class ClientImpl final : public Client {
+ public:
+  ClientImpl(const ClientOptions& options, Placement placement, std::vector<Endpoint> endpoints,
+             const Key32& key)
+      : options_(options), placement_(std::move(placement)) {
+    for (Endpoint& endpoint : endpoints) {
+      pools_.push_back(std::make_unique<ServerPool>(std::move(endpoint), key, options.num_connections,
+                                                    &counters_, &clock_));
+    }
+  }
+
+  Status Put(std::string_view key, std::span<const uint8_t> value) override {
+    MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("Put"));
+    MEMKV_RETURN_IF_ERROR(CheckValueSize(value.size()).WithContext("Put " + client::KeyForMessage(key)));
+    const size_t server = placement_.ServerFor(key);
+    SingleExchange x(proto::Opcode::kPut, key, placement_.name(server), value);
+    RunSingle(server, &x);
+    return x.status();
+  }
+
+  Result<std::vector<uint8_t>> Get(std::string_view key) override {
+    MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("Get"));
+    const size_t server = placement_.ServerFor(key);
+    SingleExchange x(proto::Opcode::kGet, key, placement_.name(server));
+    RunSingle(server, &x);
+    if (!x.status().ok()) return x.status();
+    return std::move(x.value());
+  }
+
+  Result<size_t> GetInto(std::string_view key, std::span<uint8_t> buffer) override {
+    MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("GetInto"));
+    const size_t server = placement_.ServerFor(key);
+    SingleExchange x(proto::Opcode::kGet, key, placement_.name(server), {}, buffer);
+    RunSingle(server, &x);
+    if (!x.status().ok()) return x.status();
+    return static_cast<size_t>(x.value_size());
+  }
+
+  Status Delete(std::string_view key) override {
+    MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("Delete"));
+    const size_t server = placement_.ServerFor(key);
+    SingleExchange x(proto::Opcode::kDelete, key, placement_.name(server));
+    RunSingle(server, &x);
+    return x.status();
+  }
+
+  Result<bool> Exists(std::string_view key) override {
+    MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("Exists"));
+    const size_t server = placement_.ServerFor(key);
+    SingleExchange x(proto::Opcode::kExists, key, placement_.name(server));
+    RunSingle(server, &x);
+    if (x.status().ok()) return true;
+    if (x.status().code() == StatusCode::kNotFound) return false;
+    return x.status();
+  }
+
+  BatchResult BatchPut(std::span<const std::string_view> keys,
+                       std::span<const std::span<const uint8_t>> values) override {
+    BatchResult result;
+    BatchCall call;
+    call.opcode = proto::Opcode::kBatchPut;
+    call.keys = keys;
+    call.values = values;
+    call.statuses = &result.statuses;
+    if (keys.size() != values.size()) {
+      return Mismatch("BatchPut", keys.size(), "values", values.size());
+    }
+    RunBatch(&call, [&](size_t i) { return values[i].size(); });
+    return Finish(std::move(result));
+  }
+
+  BatchResult BatchGetInto(std::span<const std::string_view> keys,
+                           std::span<const std::span<uint8_t>> buffers,
+                           std::vector<size_t>* sizes) override {
+    BatchResult result;
+    if (sizes != nullptr) sizes->assign(keys.size(), 0);
+    BatchCall call;
+    call.opcode = proto::Opcode::kBatchGet;
+    call.keys = keys;
+    call.buffers = buffers;
+    call.statuses = &result.statuses;
+    call.sizes = sizes;
+    if (keys.size() != buffers.size()) {
+      return Mismatch("BatchGetInto", keys.size(), "buffers", buffers.size());
+    }
+    // A response carries at most kMaxPayloadBytes, so frames are sized by the
+    // room the caller gave each value.
+    RunBatch(&call, [&](size_t i) {
+      return std::min<uint64_t>(buffers[i].size(), proto::kMaxValueBytes);
+    });
+    return Finish(std::move(result));
+  }
+
+  BatchResult BatchExists(std::span<const std::string_view> keys) override {
+    BatchResult result;
+    BatchCall call;
+    call.opcode = proto::Opcode::kBatchExists;
+    call.keys = keys;
+    call.statuses = &result.statuses;
+    RunBatch(&call, [](size_t) { return uint64_t{0}; });
+    return Finish(std::move(result));
+  }
+
+  size_t ServerFor(std::string_view key) const override { return placement_.ServerFor(key); }
+  ClientStats Stats() const override { return counters_.Snapshot(); }
+
+ private:
+  struct Deadlines {
+    Nanos op;
+    Nanos connect;
+  };
+
+  Deadlines StartDeadlines() const {
+    const Nanos now = MonotonicNanos();
+    const Nanos op = now + Nanos{options_.timeout_ms} * 1'000'000;
+    return {op, std::min(op, now + Nanos{options_.connect_timeout_ms} * 1'000'000)};
+  }
+
+  void RunSingle(size_t server, SingleExchange* x) {
+    ClientCounters::Add(counters_.ops, 1);
+    const Deadlines d = StartDeadlines();
+    auto conns = pools_[server]->Acquire(1, d.op, d.connect);
+    if (!conns.ok()) {
+      x->OnFailure(conns.status());
+      return;
+    }
+    Connection* c = conns->front().get();
+    c->Enqueue(x);
+    client::DriveConnections(std::span<Connection* const>(&c, 1), d.op);
+    pools_[server]->Release(std::move(conns).value());
+  }
+
+  // Validates the keys (and values), groups them by server, sends each group
+  // as frames spread over that server's connections, and drives every
+  // server's connections in one poll loop.
+  template <typename BytesOf>
+  void RunBatch(BatchCall* call, BytesOf bytes_of) {
+    const size_t n = call->keys.size();
+    call->statuses->assign(n, Internal("key was not processed (client bug)"));
+    ClientCounters::Add(counters_.ops, n);
+    const char* op = call->opcode == proto::Opcode::kBatchPut   ? "BatchPut"
+                     : call->opcode == proto::Opcode::kBatchGet ? "BatchGetInto"
+                                                                : "BatchExists";
+    std::vector<std::vector<uint32_t>> groups(pools_.size());
+    for (size_t i = 0; i < n; ++i) {
+      Status valid = proto::CheckKey(call->keys[i]);
+      if (valid.ok() && call->opcode == proto::Opcode::kBatchPut) valid = CheckValueSize(call->values[i].size());
+      if (!valid.ok()) {
+        (*call->statuses)[i] = valid.WithContext(std::string(op) + " item " + std::to_string(i));
+        continue;
+      }
+      groups[placement_.ServerFor(call->keys[i])].push_back(static_cast<uint32_t>(i));
+    }
+
+    const Deadlines d = StartDeadlines();
+    struct Lease {
+      size_t server;
+      std::vector<std::unique_ptr<Connection>> conns;
+    };
+    std::vector<Lease> leases;
+    std::vector<std::unique_ptr<BatchExchange>> exchanges;
+    std::vector<Connection*> driven;
+    // Servers in index order: a call waits for a busy server's connection
+    // only while holding connections of lower-indexed servers, so calls
+    // never wait on each other in a cycle.
+    for (size_t server = 0; server < groups.size(); ++server) {
+      if (groups[server].empty()) continue;
+      std::vector<std::vector<uint32_t>> frames =
+          SplitFrames(groups[server], options_.num_connections, bytes_of);
+      auto conns = pools_[server]->Acquire(std::min<size_t>(frames.size(), options_.num_connections),
+                                           d.op, d.connect);
+      if (!conns.ok()) {
+        for (uint32_t i : groups[server]) {
+          (*call->statuses)[i] = conns.status().WithContext(std::string(op) + " key " +
+                                                            client::KeyForMessage(call->keys[i]));
+        }
+        continue;
+      }
+      for (size_t f = 0; f < frames.size(); ++f) {
+        exchanges.push_back(std::make_unique<BatchExchange>(call, std::move(frames[f]),
+                                                            placement_.name(server)));
+        (*conns)[f % conns->size()]->Enqueue(exchanges.back().get());
+      }
+      for (auto& c : *conns) driven.push_back(c.get());
+      leases.push_back(Lease{server, std::move(conns).value()});
+    }
+    client::DriveConnections(driven, d.op);
+    for (Lease& lease : leases) pools_[lease.server]->Release(std::move(lease.conns));
+  }
+
+  static BatchResult Mismatch(const char* op, size_t keys, const char* what, size_t count) {
+    BatchResult result;
+    result.statuses.assign(keys, InvalidArgument(std::string(op) + ": " + std::to_string(keys) +
+                                                 " keys but " + std::to_string(count) + " " + what));
+    return result;
+  }
+
+  static BatchResult Finish(BatchResult result) {
+    while (result.present_prefix < result.statuses.size() && result.statuses[result.present_prefix].ok()) {
+      ++result.present_prefix;
+    }
+    return result;
+  }
+
+  const ClientOptions options_;
+  const Placement placement_;
+  SteadyClock clock_;
+  ClientCounters counters_;
+  std::vector<std::unique_ptr<ServerPool>> pools_;  // one per server, in options_.servers order
+};
+
+Result<Key32> ParseAuthKey(const std::string& hex) {
+  const std::string rule = "ClientOptions.auth_key_hex must be 64 hex characters (a 32-byte key)";
+  if (hex.size() != 64) return InvalidArgument(rule + ", got " + std::to_string(hex.size()) + " characters");
+  std::optional<std::vector<uint8_t>> bytes = HexDecode(hex);
+  if (!bytes) return InvalidArgument(rule + "; it contains a non-hex character");
+  Key32 key{};
+  std::copy(bytes->begin(), bytes->end(), key.begin());
+  return key;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Client>> Client::Create(const ClientOptions& options) {
+  if (options.transport == "rdma") {
+    return FailedPrecondition(
+        "ClientOptions.transport 'rdma': RDMA transport is not available in this build; use auto or tcp");
+  }
+  if (options.transport != "auto" && options.transport != "tcp") {
+    return InvalidArgument("ClientOptions.transport '" + options.transport +
+                           "' is not a transport; allowed: auto, tcp, rdma");
+  }
+  if (options.servers.empty()) {
+    return InvalidArgument("ClientOptions.servers is empty; list at least one host:port");
+  }
+  std::vector<Endpoint> endpoints;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < options.servers.size(); ++i) {
+    Result<ServerAddress> address = ParseServerAddress(options.servers[i]);
+    if (!address.ok()) {
+      return InvalidArgument("ClientOptions.servers[" + std::to_string(i) + "]: " + address.status().message());
+    }
+    std::string name = address->ToString();
+    if (std::find(names.begin(), names.end(), name) != names.end()) {
+      return InvalidArgument("ClientOptions.servers[" + std::to_string(i) + "]: '" + options.servers[i] +
+                             "' is listed twice; list each server once");
+    }
+    names.push_back(name);
+    endpoints.push_back(Endpoint{address->host, address->port, std::move(name)});
+  }
+  MEMKV_ASSIGN_OR_RETURN(Key32 key, ParseAuthKey(options.auth_key_hex));
+  if (options.num_connections < 1 || options.num_connections > kMaxConnectionsPerServer) {
+    return InvalidArgument("ClientOptions.num_connections " + std::to_string(options.num_connections) +
+                           " is out of range; allowed: 1.." + std::to_string(kMaxConnectionsPerServer));
+  }
+  if (options.timeout_ms == 0) return InvalidArgument("ClientOptions.timeout_ms must be at least 1");
+  if (options.connect_timeout_ms == 0) {
+    return InvalidArgument("ClientOptions.connect_timeout_ms must be at least 1");
+  }
+  MEMKV_ASSIGN_OR_RETURN(Placement placement, Placement::Create(std::move(names)));
+  return std::unique_ptr<Client>(new ClientImpl(options, std::move(placement), std::move(endpoints), key));
+}
+
+}  // namespace memkv

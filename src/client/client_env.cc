@@ -1,0 +1,29 @@
+// Client::CreateFromEnvironment: the one place the client reads the process
+// environment (SPEC §4), through the config loader. Kept apart from
+// client.cc so the rest of the library never touches getenv.
+#include <cstdlib>
+
+#include "base/bytes.h"
+#include "config/client_config.h"
+#include "memkv/client.h"
+
+namespace memkv {
+
+Result<std::unique_ptr<Client>> Client::CreateFromEnvironment() {
+  EnvLookup env = [](std::string_view name) -> std::optional<std::string> {
+    const char* value = std::getenv(std::string(name).c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  };
+  MEMKV_ASSIGN_OR_RETURN(ClientConfig config, LoadClientConfig(env));
+  ClientOptions options;
+  for (const ServerAddress& server : config.servers) options.servers.push_back(server.ToString());
+  options.auth_key_hex = HexEncode(config.auth_key.data(), config.auth_key.size());
+  options.transport = std::string(TransportModeName(config.transport));
+  options.num_connections = config.num_connections;
+  options.timeout_ms = config.timeout_ms;
+  options.connect_timeout_ms = config.connect_timeout_ms;
+  return Client::Create(options);
+}
+
+}  // namespace memkv

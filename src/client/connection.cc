@@ -1,0 +1,332 @@
+// Connection, part one: establishing (TCP connect and the Connect
+// handshake), failure, and the poll loop that drives connections.
+// Part two, connection_io.cc: request and response framing.
+#include "client/connection.h"
+
+#include <netdb.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "io/socket.h"
+#include "proto/messages.h"
+
+namespace memkv::client {
+namespace {
+
+std::string ErrnoText(int err) { return std::strerror(err); }
+
+}  // namespace
+
+Connection::Connection(std::string name, ClientCounters* counters)
+    : name_(std::move(name)), counters_(counters) {}
+
+Connection::~Connection() { std::fill(master_key_.begin(), master_key_.end(), 0); }
+
+// Not io/socket.h's ConnectTcp: that one waits for the connect, and a
+// call fanning out to several servers must not wait on one server (possibly
+// a black hole) before it even starts talking to the others. The connect
+// and the handshake therefore run in DriveConnections' poll loop, bounded by
+// the connect deadline there.
+Result<std::unique_ptr<Connection>> Connection::Start(const Endpoint& endpoint,
+                                                      std::span<const uint8_t> master_key,
+                                                      Nanos connect_deadline,
+                                                      ClientCounters* counters) {
+  if (master_key.size() != Key32().size()) {
+    return InvalidArgument("auth key must be 32 bytes, got " + std::to_string(master_key.size()));
+  }
+  std::unique_ptr<Connection> conn(new Connection(endpoint.name, counters));
+  std::copy(master_key.begin(), master_key.end(), conn->master_key_.begin());
+  conn->connect_deadline_ = connect_deadline;
+
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  int gai = ::getaddrinfo(endpoint.host.c_str(), std::to_string(endpoint.port).c_str(), &hints, &found);
+  if (gai != 0) return Unavailable("cannot resolve " + endpoint.name + ": " + gai_strerror(gai));
+  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    Address address;
+    std::memcpy(&address.addr, ai->ai_addr, ai->ai_addrlen);
+    address.len = ai->ai_addrlen;
+    conn->addresses_.push_back(address);
+  }
+  ::freeaddrinfo(found);
+  MEMKV_RETURN_IF_ERROR(conn->ConnectNext(Unavailable("no address for " + endpoint.name)));
+  return conn;
+}
+
+std::unique_ptr<Connection> Connection::Adopt(UniqueFd fd, std::string name,
+                                              std::unique_ptr<proto::FrameAuth> auth,
+                                              uint32_t max_inflight, ClientCounters* counters) {
+  std::unique_ptr<Connection> conn(new Connection(std::move(name), counters));
+  conn->fd_ = std::move(fd);
+  conn->auth_ = std::move(auth);
+  conn->max_inflight_ = std::clamp<uint32_t>(max_inflight, 1, proto::kMaxInflightPerConnection);
+  conn->state_ = State::kReady;
+  conn->was_ready_ = true;
+  return conn;
+}
+
+Status Connection::ConnectNext(Status last) {
+  while (next_address_ < addresses_.size()) {
+    const Address& address = addresses_[next_address_++];
+    UniqueFd fd(::socket(address.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd.valid()) {
+      last = Unavailable("socket() for " + name_ + ": " + ErrnoText(errno));
+      continue;
+    }
+    MEMKV_RETURN_IF_ERROR(SetNoDelay(fd.get()));
+    int rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address.addr), address.len);
+    if (rc == 0) {  // loopback can connect at once
+      fd_ = std::move(fd);
+      return QueueHello();
+    }
+    if (errno == EINPROGRESS) {
+      fd_ = std::move(fd);
+      state_ = State::kConnecting;
+      return Status::Ok();
+    }
+    last = Unavailable("connect to " + name_ + ": " + ErrnoText(errno));
+  }
+  return last;
+}
+
+Status Connection::OnConnectWritable() {
+  int err = 0;
+  socklen_t len = sizeof(err);
+  if (::getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
+  if (err == 0) return QueueHello();
+  fd_.Reset();
+  return ConnectNext(Unavailable("connect to " + name_ + ": " + ErrnoText(err)));
+}
+
+Status Connection::QueueHello() {
+  MEMKV_RETURN_IF_ERROR(RandomBytes(client_nonce_.data(), client_nonce_.size()));
+  MEMKV_ASSIGN_OR_RETURN(master_mac_, HmacSha256::Create(master_key_));
+  proto::FrameHeader header;
+  header.opcode = static_cast<uint8_t>(proto::Opcode::kConnect);
+  header.request_id = 0;
+  header.meta_len = proto::kNonceSize;
+  hello_.assign(proto::kHeaderSize + proto::kNonceSize, '\0');
+  auto* bytes = reinterpret_cast<uint8_t*>(hello_.data());
+  proto::EncodeFields(header, bytes);
+  std::memcpy(bytes + proto::kHeaderSize, client_nonce_.data(), client_nonce_.size());
+  // The request's tag covers "memkv v1 connect" | fields | meta (no nonce suffix).
+  Tag tag = proto::ConnectTag(*master_mac_, bytes, client_nonce_, {});
+  std::memcpy(bytes + proto::kFieldsSize, tag.data(), tag.size());
+  send_iov_.assign(1, iovec{hello_.data(), hello_.size()});
+  send_first_ = 0;
+  state_ = State::kHandshake;
+  return Status::Ok();
+}
+
+Status Connection::OnConnectResponse(const Tag& tag) {
+  const std::string text(meta_.begin(), meta_.end());
+  if (rx_.status != StatusCode::kOk) {
+    // Refusals come before any session key exists, so they are untagged and
+    // cannot be authenticated; they are shown as the server's word.
+    server_closing_ = StatusFromWire(rx_.status, text);
+    return StatusFromWire(rx_.status, "server " + name_ + " refused the connection: " +
+                                          (text.empty() ? "no reason given" : text));
+  }
+  if (rx_.payload_len != 0) {
+    return ProtocolError("server " + name_ + ": Connect response carries a payload");
+  }
+  Tag expected = proto::ConnectTag(*master_mac_, header_.data(), meta_, client_nonce_);
+  if (!TagsEqual(expected, tag)) {
+    return AuthFailed("server " + name_ +
+                      " did not prove it holds the auth key (Connect response tag mismatch): "
+                      "the client's and the server's auth keys differ, or something on the path "
+                      "altered the answer");
+  }
+  proto::ConnectResponse response;
+  MEMKV_RETURN_IF_ERROR(
+      proto::DecodeConnectResponse(meta_, &response).WithContext("server " + name_));
+  MEMKV_ASSIGN_OR_RETURN(
+      proto::SessionKeys keys,
+      proto::DeriveSessionKeys(master_key_, client_nonce_, response.server_nonce));
+  MEMKV_ASSIGN_OR_RETURN(auth_, proto::FrameAuth::Create(keys.client_to_server, keys.server_to_client));
+  // The server's window, but never above the protocol's: we promise both.
+  max_inflight_ = std::clamp<uint32_t>(response.max_inflight, 1, proto::kMaxInflightPerConnection);
+  state_ = State::kReady;
+  was_ready_ = true;
+  hello_.clear();
+  master_mac_.reset();
+  std::fill(master_key_.begin(), master_key_.end(), 0);
+  ClientCounters::Add(counters_->connections_opened, 1);
+  return Status::Ok();
+}
+
+bool Connection::Reusable() const {
+  return state_ == State::kReady && server_closing_.ok() && pending_.empty() && inflight_.empty() &&
+         send_first_ == send_iov_.size() && phase_ == RecvPhase::kHeader && header_got_ == 0;
+}
+
+bool Connection::IsStale() const {
+  // An idle connection has nothing to read: readable means EOF, an error, or
+  // bytes nobody asked for. Any of them makes the stream useless.
+  pollfd p{fd_.get(), POLLIN | POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) != 0;
+}
+
+bool Connection::HasWork() const {
+  if (state_ == State::kFailed) return false;
+  return Establishing() || !pending_.empty() || !inflight_.empty() || send_first_ < send_iov_.size();
+}
+
+bool Connection::CanSend() const {
+  if (send_first_ < send_iov_.size()) return state_ == State::kHandshake || state_ == State::kReady;
+  return state_ == State::kReady && !pending_.empty() && inflight_.size() < max_inflight_;
+}
+
+short Connection::PollEvents() const {
+  switch (state_) {
+    case State::kConnecting: return POLLOUT;
+    case State::kHandshake: return static_cast<short>(POLLIN | (CanSend() ? POLLOUT : 0));
+    case State::kReady: {
+      bool reading = !inflight_.empty() || phase_ != RecvPhase::kHeader || header_got_ != 0;
+      return static_cast<short>((reading ? POLLIN : 0) | (CanSend() ? POLLOUT : 0));
+    }
+    case State::kFailed: return 0;
+  }
+  return 0;
+}
+
+void Connection::OnEvents(short revents) {
+  if (state_ == State::kFailed) return;
+  if ((revents & POLLNVAL) != 0) {
+    Fail(Internal("poll on the connection to " + name_ + ": invalid descriptor"));
+    return;
+  }
+  if (state_ == State::kConnecting) {
+    if ((revents & (POLLOUT | POLLERR | POLLHUP)) == 0) return;
+    Status s = OnConnectWritable();
+    if (!s.ok()) {
+      Fail(s);
+      return;
+    }
+    if (state_ == State::kConnecting) return;  // trying the next address
+  }
+  bool expecting = state_ == State::kHandshake || !inflight_.empty() || phase_ != RecvPhase::kHeader;
+  if ((revents & (POLLIN | POLLERR | POLLHUP)) != 0 && expecting) {
+    Status s = Receive();
+    if (!s.ok()) {
+      Fail(s);
+      return;
+    }
+  }
+  if (CanSend()) {
+    Status s = Send();
+    if (!s.ok()) {
+      // The server may have said why before it hung up; read it so the
+      // failure names the server's reason rather than EPIPE.
+      if (state_ != State::kFailed && (!inflight_.empty() || state_ == State::kHandshake)) {
+        Status r = Receive();
+        if (!r.ok() && !server_closing_.ok()) s = r;
+      }
+      Fail(s);
+    }
+  }
+}
+
+void Connection::Expire(bool connect_deadline) {
+  if (state_ == State::kFailed) return;
+  const char* which = connect_deadline ? "the connect deadline (connect_timeout_ms)"
+                                       : "the operation's deadline (timeout_ms)";
+  if (state_ == State::kConnecting) {
+    ClientCounters::Add(counters_->timeouts, 1);
+    Fail(DeadlineExceeded("TCP connect to " + name_ + " did not complete before " + which));
+    return;
+  }
+  if (state_ == State::kHandshake) {
+    ClientCounters::Add(counters_->timeouts, 1);
+    Fail(DeadlineExceeded("server " + name_ + " accepted the connection but did not answer the "
+                          "Connect handshake before " + which));
+    return;
+  }
+  if (!inflight_.empty() || send_first_ < send_iov_.size()) {
+    ClientCounters::Add(counters_->timeouts, 1);
+    Fail(DeadlineExceeded("server " + name_ + " did not answer " + std::to_string(inflight_.size()) +
+                          " outstanding request(s) before " + which));
+    return;
+  }
+  // Only exchanges that never started: the stream is still in sync, so the
+  // connection stays usable.
+  Status status = DeadlineExceeded("request to " + name_ + " was not sent before " + which);
+  for (Exchange* x : pending_) x->OnFailure(status);
+  pending_.clear();
+}
+
+void Connection::Fail(const Status& status) {
+  if (state_ == State::kFailed) return;
+  state_ = State::kFailed;
+  error_ = status;
+  const bool transport = status.code() == StatusCode::kUnavailable ||
+                         status.code() == StatusCode::kDeadlineExceeded;
+  if (transport && !server_closing_.ok()) {
+    // The server announced it would close (and why); its hang-up is that.
+    error_ = Status(server_closing_.code(), "server " + name_ + " closed the connection after "
+                                                "answering " + server_closing_.ToString());
+  }
+  lost_ = transport && server_closing_.ok();
+  fd_.Reset();
+  std::deque<Exchange*> failed;
+  failed.swap(inflight_);
+  for (Exchange* x : pending_) failed.push_back(x);
+  pending_.clear();
+  send_iov_.clear();
+  send_first_ = 0;
+  segments_.clear();
+  for (Exchange* x : failed) x->OnFailure(error_);
+}
+
+void DriveConnections(std::span<Connection* const> connections, Nanos deadline) {
+  // Write what can be written before the first poll: a fresh request on an
+  // idle connection almost always fits the socket buffer.
+  for (Connection* c : connections) {
+    if (c->HasWork()) c->OnEvents(0);
+  }
+  std::vector<pollfd> fds;
+  std::vector<Connection*> polled;
+  for (;;) {
+    fds.clear();
+    polled.clear();
+    const Nanos now = MonotonicNanos();
+    Nanos wake = deadline;
+    for (Connection* c : connections) {
+      if (!c->HasWork()) continue;
+      if (now >= deadline) {
+        c->Expire(/*connect_deadline=*/false);
+        continue;
+      }
+      if (c->Establishing()) {
+        if (now >= c->connect_deadline()) {
+          c->Expire(/*connect_deadline=*/true);
+          continue;
+        }
+        wake = std::min(wake, c->connect_deadline());
+      }
+      fds.push_back(pollfd{c->fd(), c->PollEvents(), 0});
+      polled.push_back(c);
+    }
+    if (polled.empty()) return;
+    const Nanos wait = wake - now;
+    timespec ts{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
+    int rc = ::ppoll(fds.data(), fds.size(), &ts, nullptr);
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      Status status = Internal("ppoll over " + std::to_string(fds.size()) + " connections: " + ErrnoText(errno));
+      for (Connection* c : polled) c->Abort(status);
+      return;
+    }
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) polled[i]->OnEvents(fds[i].revents);
+    }
+  }
+}
+
+}  // namespace memkv::client

@@ -1,0 +1,179 @@
+// Connection: one authenticated TCP connection to one server, pipelining many
+// exchanges (docs/wire-protocol.md).
+//
+// Life: Start() opens a non-blocking socket and begins the TCP connect; the
+// Connect handshake then runs inside DriveConnections() like any other I/O,
+// so one poll loop can establish several connections, and a server that
+// never answers delays nothing but its own keys. Once ready, the connection
+// writes request frames (fields | tag | meta as one buffer, value bytes
+// straight from the caller's memory) while reading responses (header, meta,
+// then the payload straight into the caller's buffers) for as long as
+// requests are outstanding, never more than the server's max_inflight.
+//
+// Failure: any error mid-frame, a deadline with work outstanding, or a
+// protocol or authentication error fails every exchange on the connection
+// and leaves it unusable (Reusable() false); its stream state is unknown.
+//
+// Ownership and threads: owned by a ServerPool while idle and by one calling
+// thread while checked out; not thread-safe.
+#ifndef MEMKV_CLIENT_CONNECTION_H_
+#define MEMKV_CLIENT_CONNECTION_H_
+
+#include <sys/socket.h>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/hmac.h"
+#include "base/unique_fd.h"
+#include "client/counters.h"
+#include "client/exchange.h"
+#include "memkv/status.h"
+#include "proto/frame.h"
+
+namespace memkv::client {
+
+// A server as the client knows it.
+struct Endpoint {
+  std::string host;  // for getaddrinfo (no brackets)
+  uint16_t port = 0;
+  std::string name;  // "host:port" as placement and messages use it
+};
+
+class Connection {
+ public:
+  // Resolves the endpoint and starts a non-blocking connect. Unavailable when
+  // the name does not resolve or every address refuses at once. `counters`
+  // must outlive the connection.
+  static Result<std::unique_ptr<Connection>> Start(const Endpoint& endpoint,
+                                                   std::span<const uint8_t> master_key,
+                                                   Nanos connect_deadline, ClientCounters* counters);
+
+  // Wraps a socket that already finished the handshake (tests, tools).
+  static std::unique_ptr<Connection> Adopt(UniqueFd fd, std::string name,
+                                           std::unique_ptr<proto::FrameAuth> auth,
+                                           uint32_t max_inflight, ClientCounters* counters);
+
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  const std::string& name() const { return name_; }
+
+  // Queues an exchange; it is sent by DriveConnections().
+  void Enqueue(Exchange* exchange) { pending_.push_back(exchange); }
+
+  // Handshake done, nothing outstanding, stream in sync, server not closing:
+  // safe to hand to the next call.
+  bool Reusable() const;
+  // The handshake completed at some point (the server was reachable).
+  bool WasReady() const { return was_ready_; }
+  // Why the connection failed (Ok while it has not).
+  const Status& error() const { return error_; }
+  // The failure says the server is unreachable or unresponsive (connect
+  // failure, timeout, connection lost), as opposed to refusing us.
+  bool Lost() const { return lost_; }
+  // An idle connection the server has closed (or written to unasked).
+  bool IsStale() const;
+
+  // ---- Used by DriveConnections() ----
+  bool HasWork() const;
+  bool Establishing() const { return state_ == State::kConnecting || state_ == State::kHandshake; }
+  Nanos connect_deadline() const { return connect_deadline_; }
+  int fd() const { return fd_.get(); }
+  short PollEvents() const;
+  // Non-blocking I/O after poll reported `revents` (or 0: just try to write).
+  void OnEvents(short revents);
+  // The operation's deadline (or, while establishing, the connect deadline) passed.
+  void Expire(bool connect_deadline);
+  // Gives up on everything (poll itself failed).
+  void Abort(const Status& status) { Fail(status); }
+
+ private:
+  enum class State { kConnecting, kHandshake, kReady, kFailed };
+  enum class RecvPhase { kHeader, kMeta, kPayload };
+
+  struct Address {
+    sockaddr_storage addr{};
+    socklen_t len = 0;
+  };
+
+  Connection(std::string name, ClientCounters* counters);
+
+  Status ConnectNext(Status last);  // tries addresses_ from next_address_
+  Status OnConnectWritable();       // TCP connect finished (or failed)
+  Status QueueHello();              // the Connect request
+  Status OnConnectResponse(const Tag& tag);
+  bool CanSend() const;
+  bool Refill();
+  Status Send();
+  Status Receive();
+  Status OnHeader();
+  Status OnMeta();
+  Status StartPayload();
+  void AdvancePayload(uint64_t n);
+  void FinishResponse();
+  void Fail(const Status& status);
+
+  const std::string name_;
+  ClientCounters* const counters_;
+  UniqueFd fd_;
+  State state_ = State::kConnecting;
+  bool was_ready_ = false;
+  bool lost_ = false;
+  Status error_;
+  // Set when the server answered with a status after which it closes the
+  // connection (AuthFailed, ProtocolError, ...): its EOF is then expected,
+  // not a sign the server is down.
+  Status server_closing_;
+
+  // Establishing.
+  std::vector<Address> addresses_;
+  size_t next_address_ = 0;
+  Nanos connect_deadline_ = 0;
+  Key32 master_key_{};
+  std::array<uint8_t, proto::kNonceSize> client_nonce_{};
+  std::unique_ptr<HmacSha256> master_mac_;  // tags the Connect exchange
+  std::string hello_;  // the Connect frame while it is being sent
+
+  // Session.
+  std::unique_ptr<proto::FrameAuth> auth_;
+  uint32_t max_inflight_ = proto::kMaxInflightPerConnection;
+  uint64_t next_request_id_ = 1;
+
+  // Send side: exchanges not yet started, and the iovecs being written.
+  std::deque<Exchange*> pending_;
+  std::vector<iovec> send_iov_;
+  size_t send_first_ = 0;
+  // Started (some or all bytes written), awaiting their responses in order.
+  std::deque<Exchange*> inflight_;
+
+  // Receive side: the response being read.
+  RecvPhase phase_ = RecvPhase::kHeader;
+  std::array<uint8_t, proto::kHeaderSize> header_{};
+  size_t header_got_ = 0;
+  proto::FrameHeader rx_;
+  std::vector<uint8_t> meta_;
+  size_t meta_got_ = 0;
+  std::vector<PayloadSegment> segments_;
+  size_t segment_index_ = 0;
+  uint64_t segment_offset_ = 0;
+  std::unique_ptr<uint8_t[]> discard_;  // sink for dropped payload bytes
+};
+
+// Runs the queued exchanges of `connections` (establishing them first where
+// needed) until each connection is idle or failed. Returns by `deadline` plus
+// scheduling slack: whatever is still outstanding then fails with
+// DeadlineExceeded. Connections still establishing also fail at their own
+// connect deadline.
+void DriveConnections(std::span<Connection* const> connections, Nanos deadline);
+
+}  // namespace memkv::client
+
+#endif  // MEMKV_CLIENT_CONNECTION_H_

@@ -1,0 +1,251 @@
+// Connection, part two: request and response framing on a ready connection.
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "base/checksum.h"
+#include "client/connection.h"
+#include "io/socket.h"
+
+namespace memkv::client {
+namespace {
+
+// iovecs gathered per refill: several small frames go out in one sendmsg.
+constexpr size_t kRefillIov = 512;
+// Bytes read per readiness event before yielding to the other connections
+// of the poll loop, so one fast server cannot starve the rest's pipelines.
+constexpr size_t kReadBudgetBytes = 16 << 20;
+constexpr size_t kDiscardBytes = 256 << 10;
+constexpr int kReadIov = 64;
+constexpr size_t kShownErrorBytes = 256;
+
+bool ServerClosesAfter(StatusCode code) {
+  // docs/wire-protocol.md "What the server does with a bad frame".
+  return code == StatusCode::kAuthFailed || code == StatusCode::kProtocolError ||
+         code == StatusCode::kCorruption || code == StatusCode::kUnsupportedVersion;
+}
+
+}  // namespace
+
+bool Connection::Refill() {
+  if (state_ != State::kReady) return false;
+  send_iov_.clear();
+  send_first_ = 0;
+  while (!pending_.empty() && inflight_.size() < max_inflight_ && send_iov_.size() < kRefillIov) {
+    Exchange* x = pending_.front();
+    pending_.pop_front();
+    RequestFrame frame = x->BuildRequest();
+    proto::FrameHeader header;
+    header.opcode = static_cast<uint8_t>(frame.opcode);
+    header.request_id = next_request_id_++;
+    header.meta_len = static_cast<uint32_t>(frame.meta.size());
+    header.payload_len = frame.payload_len;
+    header.payload_checksum = frame.payload_checksum;
+    x->request_id_ = header.request_id;
+    x->sent_opcode_ = frame.opcode;
+    x->head_.assign(proto::kHeaderSize + frame.meta.size(), '\0');
+    auto* head = reinterpret_cast<uint8_t*>(x->head_.data());
+    proto::EncodeFields(header, head);
+    std::memcpy(head + proto::kHeaderSize, frame.meta.data(), frame.meta.size());
+    Tag tag = auth_->SignNext(head, {head + proto::kHeaderSize, frame.meta.size()});
+    std::memcpy(head + proto::kFieldsSize, tag.data(), tag.size());
+    send_iov_.push_back(iovec{head, x->head_.size()});
+    for (const iovec& v : frame.payload) {
+      if (v.iov_len > 0) send_iov_.push_back(v);
+    }
+    // In flight from its first byte on: the window counts what the server
+    // may be holding, and a response (even an early error) may follow.
+    inflight_.push_back(x);
+  }
+  return !send_iov_.empty();
+}
+
+Status Connection::Send() {
+  for (;;) {
+    if (send_first_ == send_iov_.size() && !Refill()) return Status::Ok();
+    msghdr msg{};
+    msg.msg_iov = send_iov_.data() + send_first_;
+    msg.msg_iovlen = std::min<size_t>(send_iov_.size() - send_first_, IOV_MAX);
+    ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL);
+    if (n >= 0) {
+      ClientCounters::Add(counters_->bytes_sent, static_cast<uint64_t>(n));
+      send_first_ = AdvanceIov(send_iov_, send_first_, static_cast<size_t>(n));
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::Ok();
+    return Unavailable("send to " + name_ + ": " + std::strerror(errno));
+  }
+}
+
+Status Connection::Receive() {
+  size_t budget = kReadBudgetBytes;
+  while (budget > 0 && state_ != State::kFailed &&
+         (state_ == State::kHandshake || !inflight_.empty() || phase_ != RecvPhase::kHeader)) {
+    ssize_t n = 0;
+    switch (phase_) {
+      case RecvPhase::kHeader:
+        n = ::recv(fd_.get(), header_.data() + header_got_, header_.size() - header_got_, 0);
+        break;
+      case RecvPhase::kMeta:
+        n = ::recv(fd_.get(), meta_.data() + meta_got_, meta_.size() - meta_got_, 0);
+        break;
+      case RecvPhase::kPayload: {
+        // Straight into the destinations: no staging buffer, no copy.
+        iovec iov[kReadIov];
+        int count = 0;
+        for (size_t i = segment_index_; i < segments_.size() && count < kReadIov; ++i) {
+          const PayloadSegment& s = segments_[i];
+          const uint64_t left = s.size - (i == segment_index_ ? segment_offset_ : 0);
+          if (left == 0) continue;
+          if (s.discard) {
+            if (!discard_) discard_ = std::make_unique<uint8_t[]>(kDiscardBytes);
+            const size_t take = static_cast<size_t>(std::min<uint64_t>(left, kDiscardBytes));
+            iov[count++] = iovec{discard_.get(), take};
+            if (take < left) break;  // the next iovec must start where this segment ends
+          } else {
+            iov[count++] = iovec{s.dst + (s.size - left), static_cast<size_t>(left)};
+          }
+        }
+        n = ::readv(fd_.get(), iov, count);
+        break;
+      }
+    }
+    if (n == 0) {
+      if (state_ == State::kHandshake) {
+        return Unavailable("server " + name_ + " closed the connection during the Connect handshake");
+      }
+      return Unavailable("server " + name_ + " closed the connection with " +
+                         std::to_string(inflight_.size()) + " request(s) outstanding" +
+                         (phase_ != RecvPhase::kHeader || header_got_ != 0 ? ", mid-frame" : ""));
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::Ok();
+      return Unavailable("receive from " + name_ + ": " + std::strerror(errno));
+    }
+    const auto got = static_cast<size_t>(n);
+    ClientCounters::Add(counters_->bytes_received, got);
+    budget -= std::min(budget, got);
+    switch (phase_) {
+      case RecvPhase::kHeader:
+        header_got_ += got;
+        if (header_got_ == header_.size()) MEMKV_RETURN_IF_ERROR(OnHeader());
+        break;
+      case RecvPhase::kMeta:
+        meta_got_ += got;
+        if (meta_got_ == meta_.size()) MEMKV_RETURN_IF_ERROR(OnMeta());
+        break;
+      case RecvPhase::kPayload:
+        AdvancePayload(got);
+        break;
+    }
+  }
+  return Status::Ok();
+}
+
+Status Connection::OnHeader() {
+  header_got_ = 0;
+  Status decoded = proto::DecodeFields(header_.data(), &rx_);
+  if (!decoded.ok()) {
+    if (decoded.code() == StatusCode::kUnsupportedVersion) {
+      return UnsupportedVersion("server " + name_ + " answered in protocol version " +
+                                std::to_string(rx_.version) + "; this client speaks 1.." +
+                                std::to_string(proto::kProtocolVersion));
+    }
+    // Whatever DecodeFields called it, a malformed answer is a protocol error.
+    return ProtocolError("malformed response from " + name_ + ": " + decoded.message());
+  }
+  if (!rx_.is_response()) {
+    return ProtocolError("server " + name_ + " sent a frame without the response flag");
+  }
+  uint64_t expected_id = 0;
+  auto expected_opcode = proto::Opcode::kConnect;
+  if (state_ != State::kHandshake) {
+    if (inflight_.empty()) return ProtocolError("server " + name_ + " sent an unsolicited response");
+    expected_id = inflight_.front()->request_id_;
+    expected_opcode = inflight_.front()->sent_opcode_;
+  }
+  if (rx_.request_id != expected_id || rx_.opcode != static_cast<uint8_t>(expected_opcode)) {
+    return ProtocolError("server " + name_ + " answered request " + std::to_string(rx_.request_id) +
+                         " (" + proto::OpcodeName(rx_.opcode) + ") where request " +
+                         std::to_string(expected_id) + " (" +
+                         proto::OpcodeName(static_cast<uint8_t>(expected_opcode)) +
+                         ") was next; responses must come in request order");
+  }
+  meta_.resize(rx_.meta_len);
+  meta_got_ = 0;
+  if (rx_.meta_len == 0) return OnMeta();
+  phase_ = RecvPhase::kMeta;
+  return Status::Ok();
+}
+
+Status Connection::OnMeta() {
+  phase_ = RecvPhase::kHeader;
+  Tag tag;
+  std::memcpy(tag.data(), header_.data() + proto::kFieldsSize, tag.size());
+  if (state_ == State::kHandshake) return OnConnectResponse(tag);
+  if (!auth_->VerifyNext(header_.data(), meta_, tag)) {
+    std::string message = "response from " + name_ +
+                          " failed tag verification (tampered, replayed, or tagged with another key)";
+    if (rx_.status != StatusCode::kOk && !meta_.empty()) {
+      // Unauthenticated, but usually the real reason (e.g. the server's own
+      // error path); worth showing, marked as such.
+      size_t n = std::min(meta_.size(), kShownErrorBytes);
+      message += "; unauthenticated text: " + std::string(meta_.begin(), meta_.begin() + n);
+    }
+    return AuthFailed(message);
+  }
+  return StartPayload();
+}
+
+Status Connection::StartPayload() {
+  segments_.clear();
+  segment_index_ = 0;
+  segment_offset_ = 0;
+  MEMKV_RETURN_IF_ERROR(inflight_.front()->OnResponse(rx_, meta_, &segments_));
+  uint64_t planned = 0;
+  for (const PayloadSegment& s : segments_) planned += s.size;
+  if (planned != rx_.payload_len) {
+    return ProtocolError("response from " + name_ + " has payload_len " + std::to_string(rx_.payload_len) +
+                         " but its items account for " + std::to_string(planned) + " bytes");
+  }
+  if (rx_.status != StatusCode::kOk && ServerClosesAfter(rx_.status)) {
+    server_closing_ = Status(rx_.status, std::string(meta_.begin(), meta_.end()));
+  }
+  phase_ = RecvPhase::kPayload;
+  AdvancePayload(0);
+  return Status::Ok();
+}
+
+void Connection::AdvancePayload(uint64_t n) {
+  while (segment_index_ < segments_.size()) {
+    const PayloadSegment& s = segments_[segment_index_];
+    const uint64_t take = std::min(n, s.size - segment_offset_);
+    segment_offset_ += take;
+    n -= take;
+    if (segment_offset_ < s.size) return;
+    if (!s.discard) {
+      // Verified while the bytes are still warm in cache.
+      const bool ok = Checksum(s.dst, s.size) == s.checksum;
+      if (!ok) ClientCounters::Add(counters_->checksum_failures, 1);
+      inflight_.front()->OnSegment(s, ok);
+    }
+    ++segment_index_;
+    segment_offset_ = 0;
+  }
+  FinishResponse();
+}
+
+void Connection::FinishResponse() {
+  inflight_.pop_front();
+  segments_.clear();
+  segment_index_ = 0;
+  segment_offset_ = 0;
+  phase_ = RecvPhase::kHeader;
+}
+
+}  // namespace memkv::client

@@ -1,0 +1,221 @@
+// Connection framing against a scripted peer on a socketpair: the window,
+// request order, and tags on later frames.
+#include "client/connection.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <thread>
+
+#include "base/checksum.h"
+#include "client/ops.h"
+#include "io/socket.h"
+#include "proto/frame.h"
+
+namespace memkv::client {
+namespace {
+
+constexpr Nanos kMs = 1'000'000;
+
+struct Pair {
+  std::unique_ptr<Connection> conn;
+  UniqueFd peer;
+  std::unique_ptr<proto::FrameAuth> peer_auth;  // signs server->client, verifies client->server
+};
+
+Pair MakePair(uint32_t max_inflight, ClientCounters* counters) {
+  int sv[2];
+  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+  Key32 c2s{}, s2c{};
+  c2s.fill(1);
+  s2c.fill(2);
+  Pair p;
+  p.conn = Connection::Adopt(UniqueFd(sv[0]), "peer", proto::FrameAuth::Create(c2s, s2c).value(),
+                             max_inflight, counters);
+  p.peer = UniqueFd(sv[1]);
+  p.peer_auth = proto::FrameAuth::Create(s2c, c2s).value();
+  return p;
+}
+
+struct ReadFrame {
+  uint8_t raw[proto::kHeaderSize];
+  proto::FrameHeader header;
+  std::vector<uint8_t> meta;
+};
+
+Status ReadOne(int fd, ReadFrame* f) {
+  const Nanos deadline = MonotonicNanos() + 5000 * kMs;
+  MEMKV_RETURN_IF_ERROR(RecvAll(fd, f->raw, sizeof(f->raw), deadline));
+  MEMKV_RETURN_IF_ERROR(proto::DecodeFields(f->raw, &f->header));
+  f->meta.resize(f->header.meta_len);
+  if (!f->meta.empty()) MEMKV_RETURN_IF_ERROR(RecvAll(fd, f->meta.data(), f->meta.size(), deadline));
+  return Status::Ok();
+}
+
+Status Answer(int fd, proto::FrameAuth& auth, const proto::FrameHeader& request, StatusCode status,
+              const std::vector<uint8_t>& payload = {}, uint64_t checksum = 0) {
+  proto::FrameHeader h;
+  h.opcode = request.opcode;
+  h.flags = proto::kFlagResponse;
+  h.request_id = request.request_id;
+  h.status = status;
+  h.payload_len = payload.size();
+  h.payload_checksum = checksum;
+  uint8_t head[proto::kHeaderSize];
+  proto::EncodeFields(h, head);
+  Tag tag = auth.SignNext(head, {});
+  std::memcpy(head + proto::kFieldsSize, tag.data(), tag.size());
+  iovec iov[2] = {{head, sizeof(head)}, {const_cast<uint8_t*>(payload.data()), payload.size()}};
+  return SendAll(fd, std::span<iovec>(iov, payload.empty() ? 1 : 2), MonotonicNanos() + 5000 * kMs);
+}
+
+TEST(ConnectionTest, NeverPutsMoreThanMaxInflightRequestsOnTheWire) {
+  ClientCounters counters;
+  Pair p = MakePair(3, &counters);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 10; ++i) keys.push_back("key-" + std::to_string(i));
+  std::vector<std::unique_ptr<SingleExchange>> xs;
+  for (const std::string& key : keys) {
+    xs.push_back(std::make_unique<SingleExchange>(proto::Opcode::kExists, key, "peer"));
+    p.conn->Enqueue(xs.back().get());
+  }
+  Connection* c = p.conn.get();
+  const Nanos start = MonotonicNanos();
+  DriveConnections(std::span<Connection* const>(&c, 1), start + 100 * kMs);
+  EXPECT_LT(MonotonicNanos() - start, 1000 * kMs);
+
+  int frames = 0;
+  ReadFrame f;
+  pollfd pfd{p.peer.get(), POLLIN, 0};
+  while (::poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN) != 0 && ReadOne(p.peer.get(), &f).ok()) {
+    EXPECT_TRUE(p.peer_auth->VerifyNext(f.raw, f.meta, *reinterpret_cast<Tag*>(f.raw + proto::kFieldsSize)));
+    ++frames;
+  }
+  EXPECT_EQ(frames, 3);
+  for (auto& x : xs) EXPECT_EQ(x->status().code(), StatusCode::kDeadlineExceeded) << x->status().ToString();
+  EXPECT_FALSE(c->Reusable());
+  EXPECT_TRUE(c->Lost());
+  EXPECT_EQ(counters.timeouts.load(), 1u);
+}
+
+TEST(ConnectionTest, PipelinesManyRequestsThroughASmallWindow) {
+  ClientCounters counters;
+  Pair p = MakePair(4, &counters);
+  constexpr int kRequests = 300;
+  int max_unanswered = 0;
+  std::thread peer([&] {
+    std::vector<proto::FrameHeader> unanswered;
+    int answered = 0;
+    while (answered < kRequests) {
+      pollfd pfd{p.peer.get(), POLLIN, 0};
+      bool readable = ::poll(&pfd, 1, unanswered.empty() ? 5000 : 0) > 0;
+      if (readable) {
+        ReadFrame f;
+        if (!ReadOne(p.peer.get(), &f).ok()) return;
+        Tag tag;
+        std::memcpy(tag.data(), f.raw + proto::kFieldsSize, tag.size());
+        if (!p.peer_auth->VerifyNext(f.raw, f.meta, tag)) return;
+        unanswered.push_back(f.header);
+        max_unanswered = std::max<int>(max_unanswered, static_cast<int>(unanswered.size()));
+        continue;
+      }
+      if (unanswered.empty()) return;
+      const proto::FrameHeader h = unanswered.front();
+      unanswered.erase(unanswered.begin());
+      StatusCode status = h.request_id % 2 == 0 ? StatusCode::kOk : StatusCode::kNotFound;
+      if (!Answer(p.peer.get(), *p.peer_auth, h, status).ok()) return;
+      ++answered;
+    }
+  });
+  std::vector<std::string> keys;
+  for (int i = 0; i < kRequests; ++i) keys.push_back("key-" + std::to_string(i));
+  std::vector<std::unique_ptr<SingleExchange>> xs;
+  for (const std::string& key : keys) {
+    xs.push_back(std::make_unique<SingleExchange>(proto::Opcode::kExists, key, "peer"));
+    p.conn->Enqueue(xs.back().get());
+  }
+  Connection* c = p.conn.get();
+  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 10'000 * kMs);
+  peer.join();
+  for (int i = 0; i < kRequests; ++i) {
+    // Request ids start at 1: odd ids were answered NotFound.
+    StatusCode want = (i + 1) % 2 == 0 ? StatusCode::kOk : StatusCode::kNotFound;
+    EXPECT_EQ(xs[i]->status().code(), want) << i << ": " << xs[i]->status().ToString();
+  }
+  EXPECT_LE(max_unanswered, 4);
+  EXPECT_TRUE(c->Reusable());
+}
+
+// The peer reads one request, then writes its whole response before reading
+// the next, like a server under backpressure. A client that finished writing
+// before it started reading would deadlock: it would block writing a big put
+// while the peer blocks writing a big get's value.
+TEST(ConnectionTest, BigPutsAndGetsInOnePipelineDoNotDeadlock) {
+  ClientCounters counters;
+  Pair p = MakePair(16, &counters);
+  constexpr int kPairs = 6;
+  constexpr size_t kValueBytes = 4 << 20;
+  std::vector<uint8_t> value(kValueBytes);
+  for (size_t i = 0; i < value.size(); ++i) value[i] = static_cast<uint8_t>(i * 13);
+  const uint64_t sum = Checksum(value.data(), value.size());
+  std::thread peer([&] {
+    std::vector<uint8_t> sink(kValueBytes);
+    for (int i = 0; i < 2 * kPairs; ++i) {
+      ReadFrame f;
+      if (!ReadOne(p.peer.get(), &f).ok()) return;
+      Tag tag;
+      std::memcpy(tag.data(), f.raw + proto::kFieldsSize, tag.size());
+      if (!p.peer_auth->VerifyNext(f.raw, f.meta, tag)) return;
+      if (f.header.payload_len > 0 &&
+          !RecvAll(p.peer.get(), sink.data(), f.header.payload_len, MonotonicNanos() + 5000 * kMs).ok()) {
+        return;
+      }
+      bool get = f.header.opcode == static_cast<uint8_t>(proto::Opcode::kGet);
+      if (!Answer(p.peer.get(), *p.peer_auth, f.header, StatusCode::kOk, get ? value : std::vector<uint8_t>{},
+                  sum)
+               .ok()) {
+        return;
+      }
+    }
+  });
+  std::vector<std::vector<uint8_t>> buffers(kPairs, std::vector<uint8_t>(kValueBytes));
+  std::vector<std::unique_ptr<SingleExchange>> xs;
+  for (int i = 0; i < kPairs; ++i) {
+    xs.push_back(std::make_unique<SingleExchange>(proto::Opcode::kPut, "k", "peer", value));
+    xs.push_back(std::make_unique<SingleExchange>(proto::Opcode::kGet, "k", "peer", std::span<const uint8_t>{},
+                                                  std::span<uint8_t>(buffers[i])));
+  }
+  for (auto& x : xs) p.conn->Enqueue(x.get());
+  Connection* c = p.conn.get();
+  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 10'000 * kMs);
+  peer.join();
+  for (auto& x : xs) EXPECT_TRUE(x->status().ok()) << x->status().ToString();
+  for (auto& b : buffers) EXPECT_TRUE(b == value);
+  EXPECT_TRUE(c->Reusable());
+}
+
+TEST(ConnectionTest, ResponseTaggedWithAnotherKeyIsAuthFailed) {
+  ClientCounters counters;
+  Pair p = MakePair(8, &counters);
+  std::thread peer([&] {
+    ReadFrame f;
+    if (!ReadOne(p.peer.get(), &f).ok()) return;
+    Key32 other{};
+    other.fill(9);
+    auto wrong = proto::FrameAuth::Create(other, other).value();
+    (void)Answer(p.peer.get(), *wrong, f.header, StatusCode::kOk);
+  });
+  SingleExchange x(proto::Opcode::kExists, "k", "peer");
+  p.conn->Enqueue(&x);
+  Connection* c = p.conn.get();
+  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 5000 * kMs);
+  peer.join();
+  EXPECT_EQ(x.status().code(), StatusCode::kAuthFailed) << x.status().ToString();
+  EXPECT_FALSE(c->Reusable());
+  EXPECT_FALSE(c->Lost());
+}
+
+}  // namespace
+}  // namespace memkv::client

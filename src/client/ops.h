@@ -1,0 +1,89 @@
+// The exchanges behind the Client's calls: SingleExchange for the one-key
+// opcodes (TcpPut, TcpGet, TcpDelete, Exists) and BatchExchange for one frame
+// of a BatchPut / BatchGet / BatchExists. They turn responses into the
+// caller-visible Status of each key; see exchange.h for the lifecycle.
+//
+// Checksum mismatches become NotFound (a miss): the bytes may already sit in
+// the caller's buffer, but they are never reported as a value.
+#ifndef MEMKV_CLIENT_OPS_H_
+#define MEMKV_CLIENT_OPS_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "client/exchange.h"
+
+namespace memkv::client {
+
+class SingleExchange final : public Exchange {
+ public:
+  // Put sends `value`; Get reads into `get_buffer` when given (GetInto), else
+  // into value(); Delete and Exists carry only the key. `server` names the
+  // server in messages.
+  SingleExchange(proto::Opcode opcode, std::string_view key, std::string_view server,
+                 std::span<const uint8_t> value = {},
+                 std::optional<std::span<uint8_t>> get_buffer = std::nullopt);
+
+  // Ok, the server's answer (NotFound on a miss), or why there was none.
+  const Status& status() const { return status_; }
+  uint64_t value_size() const { return value_size_; }
+  std::vector<uint8_t>& value() { return value_; }
+
+  RequestFrame BuildRequest() override;
+  Status OnResponse(const proto::FrameHeader& header, std::span<const uint8_t> meta,
+                    std::vector<PayloadSegment>* payload) override;
+  void OnSegment(const PayloadSegment& segment, bool checksum_ok) override;
+  void OnFailure(const Status& status) override;
+
+ private:
+  std::string Context() const;
+
+  proto::Opcode opcode_;
+  std::string_view key_;
+  std::string_view server_;
+  std::span<const uint8_t> put_value_;
+  std::optional<std::span<uint8_t>> get_buffer_;
+  std::vector<uint8_t> value_;
+  uint64_t value_size_ = 0;
+  Status status_ = Internal("request was never answered (client bug)");
+};
+
+// The caller's side of one batch call, shared by all its frames. Results are
+// written at the caller's key indices.
+struct BatchCall {
+  proto::Opcode opcode = proto::Opcode::kBatchExists;
+  std::span<const std::string_view> keys;
+  std::span<const std::span<const uint8_t>> values;  // BatchPut
+  std::span<const std::span<uint8_t>> buffers;       // BatchGet
+  std::vector<Status>* statuses = nullptr;           // one per key
+  std::vector<size_t>* sizes = nullptr;              // BatchGet; may be null
+};
+
+class BatchExchange final : public Exchange {
+ public:
+  // One frame carrying the keys at `items` (indices into call->keys).
+  BatchExchange(BatchCall* call, std::vector<uint32_t> items, std::string_view server)
+      : call_(call), items_(std::move(items)), server_(server) {}
+
+  RequestFrame BuildRequest() override;
+  Status OnResponse(const proto::FrameHeader& header, std::span<const uint8_t> meta,
+                    std::vector<PayloadSegment>* payload) override;
+  void OnSegment(const PayloadSegment& segment, bool checksum_ok) override;
+  void OnFailure(const Status& status) override;
+
+ private:
+  Status& StatusOf(size_t i) { return (*call_->statuses)[items_[i]]; }
+  Status ItemStatus(StatusCode code, size_t i) const;
+
+  BatchCall* call_;
+  std::vector<uint32_t> items_;
+  std::string_view server_;
+};
+
+}  // namespace memkv::client
+
+#endif  // MEMKV_CLIENT_OPS_H_

@@ -1,0 +1,120 @@
+#include "client/pool.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace memkv::client {
+
+Status ServerHealth::Check(Nanos now, const std::string& server) const {
+  if (backoff_ == 0 || now >= down_until_) return Status::Ok();
+  const Nanos left_ms = (down_until_ - now + 999'999) / 1'000'000;
+  return Unavailable("server " + server + " is marked down after '" + cause_.ToString() +
+                     "'; it will be retried in " + std::to_string(left_ms) + " ms");
+}
+
+void ServerHealth::OnFailure(Nanos now, const Status& cause) {
+  backoff_ = backoff_ == 0 ? kInitialBackoffNanos : std::min(backoff_ * 2, kMaxBackoffNanos);
+  down_until_ = now + backoff_;
+  cause_ = cause;
+}
+
+void ServerHealth::OnSuccess() {
+  backoff_ = 0;
+  down_until_ = 0;
+  cause_ = Status::Ok();
+}
+
+ServerPool::ServerPool(Endpoint endpoint, const Key32& auth_key, uint32_t max_connections,
+                       ClientCounters* counters, const Clock* clock)
+    : endpoint_(std::move(endpoint)),
+      auth_key_(auth_key),
+      max_connections_(std::max<uint32_t>(max_connections, 1)),
+      counters_(counters),
+      clock_(clock) {}
+
+Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want, Nanos deadline,
+                                                                     Nanos connect_deadline) {
+  want = std::max<size_t>(want, 1);
+  std::vector<std::unique_ptr<Connection>> got;
+  std::vector<std::unique_ptr<Connection>> stale;  // closed outside the lock
+  size_t to_open = 0;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      MEMKV_RETURN_IF_ERROR(health_.Check(clock_->NowNanos(), endpoint_.name));
+      while (got.size() < want && !idle_.empty()) {
+        std::unique_ptr<Connection> c = std::move(idle_.back());
+        idle_.pop_back();
+        if (c->IsStale()) {
+          --open_;
+          stale.push_back(std::move(c));
+          continue;
+        }
+        got.push_back(std::move(c));
+      }
+      to_open = std::min<size_t>(want - got.size(), max_connections_ - open_);
+      if (!got.empty() || to_open > 0) break;
+      // Every connection is busy with another call: wait for one, but only
+      // for the first; a call proceeds with what it has rather than queue.
+      auto left = std::chrono::nanoseconds(deadline - MonotonicNanos());
+      if (left.count() <= 0 || freed_.wait_for(lock, left) == std::cv_status::timeout) {
+        if (idle_.empty() && open_ >= max_connections_) {
+          ClientCounters::Add(counters_->timeouts, 1);
+          return DeadlineExceeded("all " + std::to_string(max_connections_) + " connections to " +
+                                  endpoint_.name + " stayed busy until the deadline");
+        }
+      }
+    }
+    open_ += static_cast<uint32_t>(to_open);
+  }
+  Status failure;
+  for (size_t i = 0; i < to_open; ++i) {
+    Result<std::unique_ptr<Connection>> c =
+        Connection::Start(endpoint_, auth_key_, connect_deadline, counters_);
+    if (c.ok()) {
+      got.push_back(std::move(c).value());
+    } else {
+      failure = c.status();
+      std::lock_guard<std::mutex> lock(mu_);
+      --open_;
+      health_.OnFailure(clock_->NowNanos(), failure);
+      freed_.notify_one();
+    }
+  }
+  if (got.empty()) return failure;
+  return got;
+}
+
+void ServerPool::Release(std::vector<std::unique_ptr<Connection>> connections) {
+  std::vector<std::unique_ptr<Connection>> closing;  // closed outside the lock
+  bool lost = false;
+  bool reached = false;
+  Status cause;
+  for (std::unique_ptr<Connection>& c : connections) {
+    if (c->Lost()) {
+      lost = true;
+      cause = c->error();
+    } else if (c->WasReady()) {
+      reached = true;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (std::unique_ptr<Connection>& c : connections) {
+      if (c->Reusable()) {
+        idle_.push_back(std::move(c));
+      } else {
+        --open_;
+        closing.push_back(std::move(c));
+      }
+    }
+    if (lost) {
+      health_.OnFailure(clock_->NowNanos(), cause);
+    } else if (reached) {
+      health_.OnSuccess();
+    }
+  }
+  freed_.notify_all();
+}
+
+}  // namespace memkv::client

@@ -1,0 +1,93 @@
+// ServerPool: the connections to one server and what the client knows of its
+// health.
+//
+// Connections: up to `max_connections`, opened lazily. A call checks out what
+// it needs (at least one, waiting up to its deadline when every connection is
+// busy), drives them, and releases them; healthy ones go back to the idle
+// list, failed ones are closed. A connection the server closed while it was
+// idle is noticed at checkout and replaced.
+//
+// Health: a connect failure, a timeout or a lost connection marks the server
+// down for a backoff (200 ms, doubling to 10 s, reset by the next success).
+// While down, Acquire fails at once with Unavailable naming the server, the
+// failure and when it will be tried again, so a dead server costs its keys a
+// fast miss rather than a timeout each. Refusals (wrong key, newer protocol)
+// do not mark it down: retrying cannot be fast-failed into a fix, and the
+// caller should see the server's reason every time.
+//
+// Thread-safety: all methods may be called from any thread; one mutex per
+// server, never held while connecting or doing I/O on a connection.
+#ifndef MEMKV_CLIENT_POOL_H_
+#define MEMKV_CLIENT_POOL_H_
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/hmac.h"
+#include "client/connection.h"
+#include "client/counters.h"
+
+namespace memkv::client {
+
+// Backoff bookkeeping, separated from the clock so it is testable as is.
+class ServerHealth {
+ public:
+  static constexpr Nanos kInitialBackoffNanos = 200'000'000;
+  static constexpr Nanos kMaxBackoffNanos = 10'000'000'000;
+
+  // Ok while the server may be tried; else Unavailable naming it.
+  Status Check(Nanos now, const std::string& server) const;
+  void OnFailure(Nanos now, const Status& cause);
+  void OnSuccess();
+  Nanos backoff() const { return backoff_; }
+
+ private:
+  Nanos backoff_ = 0;     // 0: healthy
+  Nanos down_until_ = 0;
+  Status cause_;
+};
+
+class ServerPool {
+ public:
+  // `counters` must outlive the pool; `clock` drives the health backoff.
+  ServerPool(Endpoint endpoint, const Key32& auth_key, uint32_t max_connections,
+             ClientCounters* counters, const Clock* clock);
+  ServerPool(const ServerPool&) = delete;
+  ServerPool& operator=(const ServerPool&) = delete;
+
+  const Endpoint& endpoint() const { return endpoint_; }
+
+  // Between 1 and `want` connections for the caller's exclusive use; new ones
+  // may still be establishing (DriveConnections finishes them, by
+  // `connect_deadline`). Unavailable while the server is down or when it
+  // cannot be reached; DeadlineExceeded when all connections stay busy past
+  // `deadline`.
+  Result<std::vector<std::unique_ptr<Connection>>> Acquire(size_t want, Nanos deadline,
+                                                           Nanos connect_deadline);
+
+  // Returns what Acquire handed out, after DriveConnections. Keeps the
+  // reusable ones and updates the server's health from how they fared.
+  void Release(std::vector<std::unique_ptr<Connection>> connections);
+
+ private:
+  const Endpoint endpoint_;
+  const Key32 auth_key_;
+  const uint32_t max_connections_;
+  ClientCounters* const counters_;
+  const Clock* const clock_;
+
+  std::mutex mu_;
+  std::condition_variable freed_;  // signalled when a connection or slot frees up
+  // Guarded by mu_: idle connections, the number open (idle + checked out +
+  // establishing), and the server's health.
+  std::vector<std::unique_ptr<Connection>> idle_;
+  uint32_t open_ = 0;
+  ServerHealth health_;
+};
+
+}  // namespace memkv::client
+
+#endif  // MEMKV_CLIENT_POOL_H_
