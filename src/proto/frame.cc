@@ -58,7 +58,8 @@ Status DecodeFields(const uint8_t* in, FrameHeader* out) {
   if (out->version == 0) return ProtocolError("frame version 0 is invalid");
   if (out->version > kProtocolVersion) {
     return UnsupportedVersion("frame version " + std::to_string(out->version) +
-                              " is newer than this server's " + std::to_string(kProtocolVersion));
+                              " is newer than the newest this side speaks (" +
+                              std::to_string(kProtocolVersion) + ")");
   }
   if ((out->flags & ~kKnownFlags) != 0) {
     return ProtocolError("unknown flag bits 0x" + HexEncode(in + 6, 2) + " in frame header");
