@@ -2,6 +2,7 @@
 // signal, drain, exit 0.
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -125,6 +126,15 @@ void PrintEffective(const ServerConfig& c, const std::string& key_source) {
   std::printf("storage.mode: %s\n", std::string(StorageModeName(c.storage.mode)).c_str());
 }
 
+// Every connection is a descriptor; the default soft limit (1024) would cap
+// a cache server far below what its clients open.
+void RaiseOpenFilesLimit() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max) return;
+  lim.rlim_cur = lim.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) LOG_WARN << "cannot raise the open-files limit";
+}
+
 }  // namespace
 
 int RunStart(const std::vector<std::string>& args, const Environment& env) {
@@ -175,6 +185,8 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
     std::fprintf(stderr, "memkv start: %s\n", store.status().ToString().c_str());
     return kExitConfig;
   }
+
+  RaiseOpenFilesLimit();
 
   // Signals are taken by one thread with sigwait; every other thread
   // inherits the blocked mask.
