@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "config/client_config.h"
 #include "config/config_test_util.h"
 #include "config/server_config.h"
 
@@ -147,7 +148,16 @@ TEST(ServerConfigErrorsTest, DocumentMustBeOneMap) {
       HasLineWith(lines, {"the document: expected a map of network, memory, rdma, storage"}));
   lines = ProblemLines(Parse("storage: {mode: memory}\n---\nrdma: {}\n"));
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_TRUE(HasLineWith(lines, {"test.yaml:3:1:", "2 YAML documents"}));
+  EXPECT_TRUE(HasLineWith(lines, {"test.yaml:2:1:", "2 YAML documents"}));
+}
+
+// yaml-cpp 0.7's LoadAll never returns on a lone ","; found by fuzz/FuzzConfig.
+TEST(ServerConfigErrorsTest, LoneCommaDoesNotHangTheParser) {
+  for (const char* text : {",", ",,", "a: ,", "- ,\n"}) {
+    Result<ServerConfig> r = ParseServerConfig(text, "test.yaml");
+    EXPECT_FALSE(r.ok()) << text;
+  }
+  EXPECT_FALSE(ParseClientConfigYaml(",", "client.yaml").ok());
 }
 
 TEST(ServerConfigErrorsTest, SyntaxErrorNamesSourceLineAndColumn) {

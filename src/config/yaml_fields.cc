@@ -4,6 +4,9 @@
 #include <exception>
 #include <limits>
 #include <set>
+#include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
 
 #include "base/units.h"
 
@@ -33,12 +36,58 @@ void ReportUnknownKey(const std::string& path, const std::vector<FieldSpec>& fie
   d->Fail(path, text + "; allowed: " + JoinNames(names));
 }
 
+// Counts the YAML documents in a stream that hold any node. Used instead of
+// YAML::LoadAll, which in yaml-cpp 0.7 never returns on some inputs (a lone
+// ",": the parser keeps reporting empty documents without consuming input).
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    has_node_ = false;
+    start_ = mark;
+  }
+  void OnDocumentEnd() override {
+    if (!has_node_) return;
+    if (++documents_ == 2) second_ = start_;
+  }
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override { has_node_ = true; }
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override { has_node_ = true; }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {
+    has_node_ = true;
+  }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    has_node_ = true;
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    has_node_ = true;
+  }
+  void OnMapEnd() override {}
+  int documents() const { return documents_; }
+  const YAML::Mark& second_start() const { return second_; }
+
+ private:
+  YAML::Mark start_;
+  YAML::Mark second_;
+  bool has_node_ = false;
+  int documents_ = 0;
+};
+
+// Counts non-empty documents, taking at most `limit` parser steps.
+void CountDocuments(std::string_view text, int limit, DocumentCounter* counter) {
+  std::istringstream in{std::string(text)};
+  YAML::Parser parser(in);
+  for (int i = 0; i < limit && parser.HandleNextDocument(*counter); ++i) {
+  }
+}
+
 }  // namespace
 
 std::optional<YAML::Node> LoadYamlDocument(std::string_view text, Diagnostics* d) {
-  std::vector<YAML::Node> documents;
+  YAML::Node document;
+  DocumentCounter counter;
   try {
-    documents = YAML::LoadAll(std::string(text));
+    CountDocuments(text, 64, &counter);
+    document = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     d->NoteLocation("", e.mark.line, e.mark.column);
     d->Fail("", "YAML syntax error: " + e.msg);
@@ -47,15 +96,13 @@ std::optional<YAML::Node> LoadYamlDocument(std::string_view text, Diagnostics* d
     d->Fail("", std::string("YAML parser failed: ") + e.what());
     return std::nullopt;
   }
-  if (documents.empty()) return YAML::Node();
-  if (documents.size() > 1) {
-    const YAML::Mark mark = documents[1].Mark();
-    d->NoteLocation("", mark.line, mark.column);
-    d->Fail("", "found " + std::to_string(documents.size()) +
+  if (counter.documents() > 1) {
+    d->NoteLocation("", counter.second_start().line, counter.second_start().column);
+    d->Fail("", "found " + std::to_string(counter.documents()) +
                     " YAML documents; a config is one document (remove the extra '---')");
     return std::nullopt;
   }
-  return documents.front();
+  return document;
 }
 
 std::string_view NodeKind(const YAML::Node& node) {
