@@ -1,0 +1,72 @@
+// The memkv side of a cell: one memkv::Client with num_connections = N shared
+// by N threads, each doing synchronous Put, then GetInto into its own
+// preallocated buffer.
+//
+// One size x connections cell runs, in order:
+//   put   timed; thread keys cycle over the working set (Payloads::keys())
+//         (with --ops get only: an untimed fill of the whole working set)
+//   verify untimed; the first get of every key written, compared byte-exact
+//   get   timed; every value's length and edges checked
+//   delete untimed; frees the pool for the next cell
+// Keys are unique per run, size and connection count, so every timed put is
+// a fresh insert rather than an overwrite of another cell's key (until the
+// put cycles round its working set).
+//
+// Thread-safety: Run() is called by one thread at a time; it starts its own.
+#ifndef MEMKV_BENCH_MEMKV_TARGET_H_
+#define MEMKV_BENCH_MEMKV_TARGET_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/measure.h"
+#include "bench/payload.h"
+#include "memkv/client.h"
+
+namespace memkv::bench {
+
+struct MemkvCells {
+  std::optional<CellResult> put;  // absent when put was not asked for
+  std::optional<CellResult> get;  // absent when get was not asked for
+  uint64_t keys_verified = 0;     // keys whose first get was compared byte-exact
+  uint64_t verify_errors = 0;     // misses, failures and wrong bytes in that pass
+  uint64_t other_errors = 0;      // fill and delete failures
+  uint64_t connections_opened = 0;
+};
+
+struct CellPlan {
+  uint32_t conns = 1;
+  double seconds = 1.0;
+  bool put = true;
+  bool get = true;
+};
+
+class MemkvTarget {
+ public:
+  // `run_tag` makes this run's keys distinct from any other run's on shared servers.
+  MemkvTarget(std::vector<std::string> servers, std::string auth_key_hex, std::string run_tag);
+
+  // Touches every block of a fresh server's pool once, untimed: fills
+  // `pool_bytes` with 2 MiB values (the oldest are evicted as it fills) and
+  // deletes them. A server that has been serving for a while has touched its
+  // pool; without this the first pass over each block pays the kernel's
+  // first-touch page faults inside the timed puts (see --cold).
+  Status WarmPool(uint64_t pool_bytes, uint32_t threads) const;
+
+  // Runs one cell against `payloads` (whose buffers cover plan.conns threads).
+  Result<MemkvCells> Run(const CellPlan& plan, const Payloads& payloads) const;
+
+ private:
+  std::vector<std::string> MakeKeys(const std::string& cell, uint64_t count) const;
+  Result<std::unique_ptr<Client>> Connect(uint32_t conns) const;
+
+  std::vector<std::string> servers_;
+  std::string auth_key_hex_;
+  std::string run_tag_;
+};
+
+}  // namespace memkv::bench
+
+#endif  // MEMKV_BENCH_MEMKV_TARGET_H_

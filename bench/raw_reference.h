@@ -1,0 +1,56 @@
+// The reference: the plainest request/response stream TCP allows, in the
+// same shape as memkv's synchronous ops, so the ratio memkv/raw says what
+// memkv's framing, authentication, checksums, event loop and store cost over
+// the kernel's own loopback TCP path.
+//
+// Protocol, per connection: the client first sends one mode byte ('P' or 'G').
+//   put: client sends an 8-byte length L and L bytes; the server reads them
+//        into a per-connection buffer and answers 1 byte.
+//   get: client sends an 8-byte length L; the server answers L bytes from a
+//        buffer.
+// Both ends: blocking sockets, TCP_NODELAY, one thread per connection.
+//
+// The server is a forked child process (a separate process, as memkv is):
+// RawReferenceServer::Start must run before the benchmark starts any thread,
+// because only the forking thread exists in the child.
+#ifndef MEMKV_BENCH_RAW_REFERENCE_H_
+#define MEMKV_BENCH_RAW_REFERENCE_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "bench/measure.h"
+#include "bench/payload.h"
+#include "memkv/status.h"
+
+namespace memkv::bench {
+
+class RawReferenceServer {
+ public:
+  // Forks the server, listening on 127.0.0.1 port 0; requests longer than
+  // `max_value_bytes` close the connection.
+  static Result<std::unique_ptr<RawReferenceServer>> Start(uint64_t max_value_bytes);
+  ~RawReferenceServer();  // SIGTERM and wait
+  RawReferenceServer(const RawReferenceServer&) = delete;
+  RawReferenceServer& operator=(const RawReferenceServer&) = delete;
+
+  uint16_t port() const { return port_; }
+
+ private:
+  RawReferenceServer(pid_t pid, uint16_t port) : pid_(pid), port_(port) {}
+  pid_t pid_;
+  uint16_t port_;
+};
+
+enum class RawOp { kPut, kGet };
+
+// One timed cell against the reference on `port`, measured by Drive() like
+// the memkv cells: `conns` threads, one connection each (opened before the
+// clock starts), values from and into `payloads`.
+CellResult RunRawCell(uint16_t port, RawOp op, uint32_t conns, double seconds, const Payloads& payloads);
+
+}  // namespace memkv::bench
+
+#endif  // MEMKV_BENCH_RAW_REFERENCE_H_

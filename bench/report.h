@@ -1,0 +1,65 @@
+// What memkv-bench prints and writes: the facts of the run (commit, build,
+// machine), one table per op with memkv beside the raw reference, progress
+// lines on a terminal, and the JSON file with every cell.
+//
+// Plain functions over plain structs; called from main's thread only.
+#ifndef MEMKV_BENCH_REPORT_H_
+#define MEMKV_BENCH_REPORT_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/measure.h"
+#include "memkv/status.h"
+
+namespace memkv::bench {
+
+// The run's facts, printed first and recorded in the JSON.
+struct RunFacts {
+  std::string commit;      // git rev-parse --short HEAD, or "unknown"
+  std::string build_type;  // CMAKE_BUILD_TYPE of this binary
+  std::string cpu_model;
+  unsigned cores = 0;
+  std::string kernel;  // uname: sysname release machine
+  std::string transport = "tcp";
+  std::string target;  // "spawned <binary>" or the --servers list
+  std::string started_utc;
+  double seconds_per_cell = 0;
+  uint32_t repeat = 1;
+  uint64_t pool_bytes = 0;
+  bool pool_warmed = false;
+};
+
+// Gathers commit (from `source_dir`), CPU, cores, kernel and the time.
+RunFacts GatherFacts(const std::string& source_dir, const std::string& build_type);
+
+// One row of a table: one op at one size and connection count.
+struct Row {
+  std::string op;  // "put" or "get"
+  uint64_t size_bytes = 0;
+  uint32_t conns = 0;
+  std::optional<CellResult> memkv;  // the median repetition
+  std::optional<CellResult> raw;
+  std::vector<double> memkv_mibs;  // every repetition's MiB/s
+  std::vector<double> raw_mibs;
+  uint64_t working_set_keys = 0;
+  uint64_t keys_verified = 0;  // the verify pass after the put (or fill)
+  uint64_t verify_errors = 0;
+  uint64_t connections_opened = 0;  // by the memkv client of this cell
+};
+
+void PrintFacts(std::FILE* out, const RunFacts& facts);
+// One table per op present in `rows`, in the order of first appearance.
+void PrintTables(std::FILE* out, const std::vector<Row>& rows);
+// "[3/28] put 2 MiB x4: memkv 1234 MiB/s, raw 2345 MiB/s (0.53x)"
+void PrintProgress(std::FILE* out, size_t done, size_t total, const Row& row);
+
+Status WriteJson(const std::string& path, const RunFacts& facts, const std::vector<Row>& rows,
+                 uint64_t total_errors);
+
+}  // namespace memkv::bench
+
+#endif  // MEMKV_BENCH_REPORT_H_
