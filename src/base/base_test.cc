@@ -112,6 +112,21 @@ TEST(ChecksumTest, IsXxh3AsTheLibraryComputesIt) {
   }
 }
 
+TEST(ChecksumTest, StreamMatchesOneShot) {
+  std::vector<uint8_t> data(5 << 20);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = uint8_t(i * 31 + (i >> 12));
+  ChecksumStream stream;
+  size_t at = 0;
+  for (size_t piece : {0ul, 1ul, 63ul, 4096ul, 100000ul, 2ul << 20}) {
+    stream.Update(data.data() + at, piece);
+    at += piece;
+  }
+  stream.Update(data.data() + at, data.size() - at);
+  EXPECT_EQ(stream.Digest(), Checksum(data.data(), data.size()));
+  stream.Reset();
+  EXPECT_EQ(stream.Digest(), Checksum(nullptr, 0));
+}
+
 TEST(HmacTest, Rfc4231Case2) {
   // RFC 4231 test case 2: key "Jefe", data "what do ya want for nothing?".
   const std::string key = "Jefe";

@@ -8,6 +8,7 @@
 namespace memkv {
 namespace internal {
 uint64_t ChecksumIovAvx2(const iovec* iov, size_t count);
+void ChecksumUpdateAvx2(void* state, const void* data, size_t size);
 }  // namespace internal
 
 namespace {
@@ -33,6 +34,17 @@ ChecksumFn Implementation() {
   return fn;
 }
 
+void ChecksumUpdatePortable(void* state, const void* data, size_t size) {
+  XXH3_64bits_update(static_cast<XXH3_state_t*>(state), data, size);
+}
+
+using UpdateFn = void (*)(void*, const void*, size_t);
+UpdateFn UpdateImplementation() {
+  static const UpdateFn fn =
+      Implementation() == &ChecksumIovPortable ? &ChecksumUpdatePortable : &internal::ChecksumUpdateAvx2;
+  return fn;
+}
+
 }  // namespace
 
 uint64_t Checksum(const void* data, size_t size) {
@@ -41,5 +53,15 @@ uint64_t Checksum(const void* data, size_t size) {
 }
 
 uint64_t ChecksumIov(std::span<const iovec> iov) { return Implementation()(iov.data(), iov.size()); }
+
+}  // namespace memkv
+
+namespace memkv {
+
+ChecksumStream::ChecksumStream() : state_(XXH3_createState()) { Reset(); }
+ChecksumStream::~ChecksumStream() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+void ChecksumStream::Reset() { XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_)); }
+void ChecksumStream::Update(const void* data, size_t size) { UpdateImplementation()(state_, data, size); }
+uint64_t ChecksumStream::Digest() const { return XXH3_64bits_digest(static_cast<XXH3_state_t*>(state_)); }
 
 }  // namespace memkv

@@ -16,6 +16,24 @@ uint64_t Checksum(const void* data, size_t size);
 // Checksum of the concatenation of the iovecs; equals Checksum() of the same bytes.
 uint64_t ChecksumIov(std::span<const iovec> iov);
 
+// Incremental checksum: Update() over consecutive pieces, then Digest() equals
+// Checksum() of their concatenation. Lets a receiver hash bytes as they
+// arrive, while they are still in cache. Not thread-safe; reusable after Reset().
+class ChecksumStream {
+ public:
+  ChecksumStream();
+  ~ChecksumStream();
+  ChecksumStream(const ChecksumStream&) = delete;
+  ChecksumStream& operator=(const ChecksumStream&) = delete;
+
+  void Reset();
+  void Update(const void* data, size_t size);
+  uint64_t Digest() const;
+
+ private:
+  void* state_;  // XXH3_state_t, 64-byte aligned
+};
+
 }  // namespace memkv
 
 #endif  // MEMKV_BASE_CHECKSUM_H_

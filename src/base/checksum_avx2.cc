@@ -20,4 +20,8 @@ uint64_t ChecksumIovAvx2(const iovec* iov, size_t count) {
   return XXH3_64bits_digest(&state);
 }
 
+void ChecksumUpdateAvx2(void* state, const void* data, size_t size) {
+  XXH3_64bits_update(static_cast<XXH3_state_t*>(state), data, size);
+}
+
 }  // namespace memkv::internal

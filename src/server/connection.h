@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "base/checksum.h"
 #include "base/clock.h"
 #include "base/hmac.h"
 #include "base/unique_fd.h"
@@ -84,7 +85,8 @@ class Connection {
     struct Item {
       std::string key;
       uint64_t size = 0;
-      uint64_t checksum = 0;
+      uint64_t checksum = 0;           // what the client says the bytes hash to
+      uint64_t received_checksum = 0;  // what they hash to, computed as they arrive
       PendingPut put;
       Status status;
     };
@@ -99,6 +101,7 @@ class Connection {
   bool OnHeader();
   void OnMeta();
   bool ReceivePayload();
+  void HashArrived(uint64_t n);
   void StartPayload(PayloadSink sink);
   void AddDiscard(uint64_t bytes);
   bool Flush();
@@ -143,6 +146,9 @@ class Connection {
   std::vector<iovec> payload_iov_;
   size_t payload_first_ = 0;
   uint64_t payload_left_ = 0;
+  ChecksumStream hash_;            // of the item being received
+  size_t hash_item_ = 0;
+  uint64_t hash_offset_ = 0;       // bytes of items[hash_item_] hashed so far
   std::unique_ptr<uint8_t[]> discard_;  // scratch for bytes we must read but not keep
 
   std::deque<OutFrame> out_;

@@ -2,7 +2,6 @@
 #include <cstring>
 #include <string>
 
-#include "base/checksum.h"
 #include "base/log.h"
 #include "proto/messages.h"
 #include "server/connection.h"
@@ -139,7 +138,7 @@ void Connection::FinishPayload() {
   // its checksum means the stream cannot be trusted at all.
   for (PayloadSink::Item& item : sink.items) {
     if (!item.status.ok()) continue;
-    if (ChecksumIov(item.put.iov()) != item.checksum) {
+    if (item.received_checksum != item.checksum) {
       ctx_.metrics->payload_checksum_failures.fetch_add(1, std::memory_order_relaxed);
       Fail(Corruption("payload of key '" + item.key.substr(0, 64) +
                       "' does not match its checksum; nothing was stored"));
