@@ -93,8 +93,8 @@ Status ServerProcess::Start(const ServerSpec& spec) {
 
   int out_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Internal("pipe");
-  std::vector<std::string> args = {MemkvBinary(), "start", "--config", config_path, "--data-dir",
-                                   dir_.path() + "/data"};
+  const std::string data_dir = spec.data_dir.empty() ? dir_.path() + "/data" : spec.data_dir;
+  std::vector<std::string> args = {MemkvBinary(), "start", "--config", config_path, "--data-dir", data_dir};
   args.insert(args.end(), spec.extra_args.begin(), spec.extra_args.end());
   pid_ = ::fork();
   if (pid_ == 0) {
@@ -146,7 +146,20 @@ void ServerProcess::Kill() {
   pid_ = -1;
 }
 
-void ServerProcess::Pause() { ::kill(pid_, SIGSTOP); }
+void ServerProcess::Pause() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGSTOP);
+  // SIGSTOP is asynchronous: wait until every thread has stopped, so a
+  // request sent after Pause() returns is never answered.
+  Nanos deadline = DeadlineIn(20000);
+  for (;;) {
+    int status = 0;
+    pid_t r = ::waitpid(pid_, &status, WNOHANG | WUNTRACED);
+    if (r == pid_ && WIFSTOPPED(status)) return;
+    if (r < 0 || MonotonicNanos() > deadline) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // poll interval
+  }
+}
 void ServerProcess::Resume() { ::kill(pid_, SIGCONT); }
 
 std::string ServerProcess::Stderr() const { return ReadFile(stderr_path_); }

@@ -40,7 +40,11 @@ inline constexpr char kTestKeyHex[] =
 struct ServerSpec {
   std::string memory_max_size = "256 MiB";
   std::string memory_block_size = "1 MiB";
+  // Empty: the config has no network.auth_key, so the server uses (and on
+  // first start generates) <data_dir>/auth.key.
   std::string auth_key_hex = kTestKeyHex;
+  // Passed as --data-dir; empty: a fresh directory owned by the ServerProcess.
+  std::string data_dir;
   std::vector<std::string> extra_args;
 };
 
@@ -57,7 +61,8 @@ class ServerProcess {
   int Stop();
   // SIGKILL, no drain.
   void Kill();
-  // SIGSTOP / SIGCONT: a server that is alive but does not answer.
+  // SIGSTOP / SIGCONT: a server that is alive but does not answer. Pause
+  // returns once the process has stopped.
   void Pause();
   void Resume();
 
@@ -74,6 +79,7 @@ class ServerProcess {
   std::string stderr_path_;
 };
 
+// Options for a TCP client of `servers` (in that order) holding kTestKeyHex.
 ClientOptions OptionsFor(const std::vector<const ServerProcess*>& servers, uint32_t timeout_ms = 5000);
 std::unique_ptr<Client> ClientFor(const std::vector<const ServerProcess*>& servers, uint32_t timeout_ms = 5000);
 

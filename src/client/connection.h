@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "base/checksum.h"
 #include "base/clock.h"
 #include "base/hmac.h"
 #include "base/unique_fd.h"
@@ -118,6 +119,7 @@ class Connection {
   Status OnMeta();
   Status StartPayload();
   void AdvancePayload(uint64_t n);
+  ChecksumStream rx_hash_;  // of the payload segment being received
   void FinishResponse();
   void Fail(const Status& status);
 

@@ -204,6 +204,7 @@ Status Connection::OnMeta() {
 
 Status Connection::StartPayload() {
   segments_.clear();
+  rx_hash_.Reset();
   segment_index_ = 0;
   segment_offset_ = 0;
   MEMKV_RETURN_IF_ERROR(inflight_.front()->OnResponse(rx_, meta_, &segments_));
@@ -225,15 +226,17 @@ void Connection::AdvancePayload(uint64_t n) {
   while (segment_index_ < segments_.size()) {
     const PayloadSegment& s = segments_[segment_index_];
     const uint64_t take = std::min(n, s.size - segment_offset_);
+    // Hashed piece by piece as the bytes land, while they are still in cache.
+    if (!s.discard && take > 0) rx_hash_.Update(s.dst + segment_offset_, take);
     segment_offset_ += take;
     n -= take;
     if (segment_offset_ < s.size) return;
     if (!s.discard) {
-      // Verified while the bytes are still warm in cache.
-      const bool ok = Checksum(s.dst, s.size) == s.checksum;
+      const bool ok = rx_hash_.Digest() == s.checksum;
       if (!ok) ClientCounters::Add(counters_->checksum_failures, 1);
       inflight_.front()->OnSegment(s, ok);
     }
+    rx_hash_.Reset();
     ++segment_index_;
     segment_offset_ = 0;
   }
