@@ -392,6 +392,16 @@ TEST_F(CliTest, CheckPrintsTheEffectiveSettingsAndNeverTheKey) {
   EXPECT_EQ(r.out.find("ready"), std::string::npos) << "--check started serving";
 }
 
+TEST_F(CliTest, CheckWithoutAKeyCreatesNothing) {
+  const std::string config = dir_.Write("nokey.yaml", "network:\n  address: 127.0.0.1:0\nstorage:\n  mode: memory\n");
+  const std::string data_dir = dir_.path() + "/check-only";
+  CommandResult r = RunMemkv({"start", "--config", config, "--check", "--data-dir", data_dir}, {});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(data_dir + "/auth.key (generated on first start)"), std::string::npos) << r.out;
+  struct stat st{};
+  EXPECT_NE(::stat(data_dir.c_str(), &st), 0) << "--check created " << data_dir;
+}
+
 TEST_F(CliTest, StartWithoutAKeyGeneratesOneAndReusesIt) {
   const std::string data_dir = dir_.path() + "/fresh/data";
   const std::string key_path = data_dir + "/auth.key";

@@ -157,6 +157,18 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   }
   if (c.memory.max_size_bytes == 0) c.memory.max_size_bytes = DefaultMemoryPoolBytes(PhysicalMemoryBytes());
 
+  if (flags.check_only) {
+    // Validation only: report where the key would come from, create nothing.
+    std::string source = "from the config";
+    if (!c.network.auth_key) {
+      std::string path = flags.data_dir + "/auth.key";
+      struct stat st{};
+      source = path + (::stat(path.c_str(), &st) == 0 ? "" : " (generated on first start)");
+    }
+    PrintEffective(c, source);
+    return kExitOk;
+  }
+
   std::vector<uint8_t> key;
   std::string key_source = "from the config";
   if (c.network.auth_key) {
@@ -171,10 +183,6 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
     key_source = file->path;
     LOG_INFO << (file->created ? "generated a new auth key in " : "using the auth key in ") << file->path
              << " (mode 0600)";
-  }
-  if (flags.check_only) {
-    PrintEffective(c, key_source);
-    return kExitOk;
   }
 
   MemoryStoreOptions store_options;
