@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "base/units.h"
+#include "bench/auth_cost.h"
 #include "bench/memkv_server.h"
 #include "bench/memkv_target.h"
 #include "bench/options.h"
@@ -88,7 +89,8 @@ Result<Target> SetUpTarget(const BenchOptions& o) {
 
 int Run(const BenchOptions& o) {
   ::signal(SIGPIPE, SIG_IGN);
-  const uint64_t max_size = *std::max_element(o.sizes_bytes.begin(), o.sizes_bytes.end());
+  uint64_t max_size = *std::max_element(o.sizes_bytes.begin(), o.sizes_bytes.end());
+  if (o.auth_cost) max_size = std::max(max_size, kAuthCostSizeBytes);
   // First, while this process has one thread: the reference server forks.
   Result<std::unique_ptr<RawReferenceServer>> raw = RawReferenceServer::Start(max_size);
   Result<Target> target = raw.ok() ? SetUpTarget(o) : Result<Target>(raw.status());
@@ -112,13 +114,18 @@ int Run(const BenchOptions& o) {
   Sweep sweep = RunSweep(o, memkv, (*raw)->port());
   sweep.errors += warm_errors;
   PrintTables(stdout, sweep.rows);
+  std::vector<AuthCostRow> auth_cost;
+  if (o.auth_cost) {
+    auth_cost = RunAuthCost(o, (*raw)->port(), &sweep.errors);
+    PrintAuthCost(stdout, auth_cost);
+  }
   if (target->spawned) {
     if (int rc = target->spawned->Stop(); rc != 0) {
       std::fprintf(stderr, "error: memkv server exited with status %d after SIGTERM\n", rc);
       ++sweep.errors;
     }
   }
-  Status written = WriteJson(o.json_path, facts, sweep.rows, sweep.errors);
+  Status written = WriteJson(o.json_path, facts, sweep.rows, AuthCostJson(auth_cost), sweep.errors);
   if (!written.ok()) std::fprintf(stderr, "memkv-bench: %s\n", written.ToString().c_str());
   std::printf("\n%s; results in %s\n",
               sweep.errors == 0 ? "no errors, every value read back byte-exact" : "ERRORS: see stderr",

@@ -151,6 +151,10 @@ std::optional<BenchOptions> ParseOptions(const std::vector<std::string>& args, b
       o.warm_pool = false;
       continue;
     }
+    if (flag == "--no-auth-cost") {
+      o.auth_cost = false;
+      continue;
+    }
     if (size_t eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
       value = flag.substr(eq + 1);
       flag.resize(eq);

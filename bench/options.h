@@ -24,6 +24,7 @@ struct BenchOptions {
   bool put = true;                               // --ops
   bool get = true;
   bool warm_pool = true;                         // touch a spawned server's pool before the sweep
+  bool auth_cost = true;                         // measure authentication's cost (auth_cost.h)
 };
 
 inline constexpr const char* kUsage = R"(Usage: memkv-bench [options]
@@ -53,6 +54,9 @@ Options:
   --servers LIST    host:port,... of running servers instead of spawning one
                     (never warmed); the key comes from MEMKV_AUTH_KEY; --pool
                     is then taken as their pool size when sizing working sets
+  --no-auth-cost    skip the authentication-cost cells (2 MiB at 1 and 4
+                    connections: the raw stream with and without memkv's
+                    per-request header HMAC and payload checksums)
   --help            this text
 
 Exit status: 0 when every operation succeeded and every value read back was

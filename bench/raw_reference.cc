@@ -10,12 +10,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <thread>
 #include <vector>
 
+#include "base/bytes.h"
+#include "base/checksum.h"
+#include "base/hmac.h"
 #include "base/unique_fd.h"
 #include "base/units.h"
 #include "bench/process.h"
@@ -75,11 +79,71 @@ bool RecvAll(int fd, void* data, size_t size) {
   return true;
 }
 
+// ---- Authenticated variant: a header, its tag, checks on both ends ----
+
+constexpr size_t kAuthHeaderBytes = 40;
+constexpr size_t kAuthFrameBytes = kAuthHeaderBytes + 32;
+
+// A per-connection signer/verifier under a fixed benchmark key.
+std::unique_ptr<HmacSha256> NewMac() {
+  static const std::vector<uint8_t> kKey(32, 0x5a);
+  return std::move(HmacSha256::Create(kKey).value());
+}
+
+// Header (length, payload checksum) followed by its tag.
+std::array<uint8_t, kAuthFrameBytes> SignedHeader(HmacSha256& mac, uint64_t len, uint64_t checksum) {
+  std::array<uint8_t, kAuthFrameBytes> frame{};
+  StoreLe64(frame.data(), len);
+  StoreLe64(frame.data() + 8, checksum);
+  Tag tag = mac.Compute(frame.data(), kAuthHeaderBytes);
+  std::memcpy(frame.data() + kAuthHeaderBytes, tag.data(), tag.size());
+  return frame;
+}
+
+// Receives a signed header; false on EOF or a tag that does not verify.
+bool RecvSignedHeader(int fd, HmacSha256& mac, uint64_t* len, uint64_t* checksum) {
+  std::array<uint8_t, kAuthFrameBytes> frame{};
+  if (!RecvAll(fd, frame.data(), frame.size())) return false;
+  Tag tag;
+  std::memcpy(tag.data(), frame.data() + kAuthHeaderBytes, tag.size());
+  if (!TagsEqual(mac.Compute(frame.data(), kAuthHeaderBytes), tag)) return false;
+  *len = LoadLe64(frame.data());
+  *checksum = LoadLe64(frame.data() + 8);
+  return true;
+}
+
+void ServeAuthenticated(int fd, char mode, uint64_t max_value_bytes, const std::vector<uint8_t>& reply) {
+  const bool sums = mode == 's' || mode == 'h';
+  const bool put = mode == 'p' || mode == 's';
+  auto mac = NewMac();
+  std::vector<uint8_t> buffer;
+  uint64_t len = 0, checksum = 0, reply_len = UINT64_MAX, reply_checksum = 0;
+  while (RecvSignedHeader(fd, *mac, &len, &checksum) && len <= max_value_bytes) {
+    if (put) {
+      if (buffer.size() < len) buffer.resize(len);
+      if (!RecvAll(fd, buffer.data(), len)) return;
+      if (sums && Checksum(buffer.data(), len) != checksum) return;
+      auto ack = SignedHeader(*mac, 0, 0);
+      if (!SendAll(fd, ack.data(), ack.size())) return;
+      continue;
+    }
+    // A stored value's checksum is known, not computed per read.
+    if (sums && len != reply_len) reply_checksum = Checksum(reply.data(), reply_len = len);
+    auto head = SignedHeader(*mac, len, reply_checksum);
+    iovec iov[2] = {{head.data(), head.size()}, {const_cast<uint8_t*>(reply.data()), len}};
+    if (!SendAll(fd, iov, 2)) return;
+  }
+}
+
 // ---- The server child ----
 
 void ServeConnection(UniqueFd fd, uint64_t max_value_bytes, const std::vector<uint8_t>* reply) {
   char mode = 0;
   if (!RecvAll(fd.get(), &mode, 1)) return;
+  if (mode == 'p' || mode == 'g' || mode == 's' || mode == 'h') {
+    ServeAuthenticated(fd.get(), mode, max_value_bytes, *reply);
+    return;
+  }
   std::vector<uint8_t> buffer;
   uint64_t len = 0;
   while (RecvAll(fd.get(), &len, sizeof(len)) && len <= max_value_bytes) {
@@ -133,7 +197,8 @@ Result<UniqueFd> ConnectRaw(uint16_t port, RawOp op) {
     return Unavailable(ErrnoText("raw reference: connect 127.0.0.1:" + std::to_string(port)));
   }
   SetNoDelay(fd.get());
-  const char mode = op == RawOp::kPut ? 'P' : 'G';
+  static constexpr char kModes[] = {'P', 'G', 'p', 'g', 's', 'h'};
+  const char mode = kModes[static_cast<int>(op)];
   if (!SendAll(fd.get(), &mode, 1)) return Unavailable(ErrnoText("raw reference: send mode"));
   return fd;
 }
@@ -150,6 +215,29 @@ Status RawGet(int fd, std::span<uint8_t> buffer) {
   uint64_t len = buffer.size();
   if (!SendAll(fd, &len, sizeof(len)) || !RecvAll(fd, buffer.data(), buffer.size())) {
     return Unavailable(ErrnoText("raw get"));
+  }
+  return Status::Ok();
+}
+
+Status RawPutAuth(int fd, HmacSha256& mac, bool sums, std::span<const uint8_t> value) {
+  auto head = SignedHeader(mac, value.size(), sums ? Checksum(value.data(), value.size()) : 0);
+  iovec iov[2] = {{head.data(), head.size()}, {const_cast<uint8_t*>(value.data()), value.size()}};
+  uint64_t len = 0, checksum = 0;
+  if (!SendAll(fd, iov, 2) || !RecvSignedHeader(fd, mac, &len, &checksum)) {
+    return Unavailable(ErrnoText("raw authenticated put"));
+  }
+  return Status::Ok();
+}
+
+Status RawGetAuth(int fd, HmacSha256& mac, bool sums, std::span<uint8_t> buffer) {
+  auto head = SignedHeader(mac, buffer.size(), 0);
+  uint64_t len = 0, checksum = 0;
+  if (!SendAll(fd, head.data(), head.size()) || !RecvSignedHeader(fd, mac, &len, &checksum) ||
+      len != buffer.size() || !RecvAll(fd, buffer.data(), len)) {
+    return Unavailable(ErrnoText("raw authenticated get"));
+  }
+  if (sums && Checksum(buffer.data(), len) != checksum) {
+    return Corruption("raw authenticated get: checksum mismatch");
   }
   return Status::Ok();
 }
@@ -173,7 +261,10 @@ Result<std::unique_ptr<RawReferenceServer>> RawReferenceServer::Start(uint64_t m
 RawReferenceServer::~RawReferenceServer() { TerminateChild(pid_, kStopGraceMs); }
 
 CellResult RunRawCell(uint16_t port, RawOp op, uint32_t conns, double seconds, const Payloads& payloads) {
-  const std::string what = std::string("raw ") + (op == RawOp::kPut ? "put " : "get ") +
+  const bool auth = op != RawOp::kPut && op != RawOp::kGet;
+  const bool sums = op == RawOp::kPutTagSum || op == RawOp::kGetTagSum;
+  const bool put = op == RawOp::kPut || op == RawOp::kPutTag || op == RawOp::kPutTagSum;
+  const std::string what = std::string(auth ? "raw+auth " : "raw ") + (put ? "put " : "get ") +
                            FormatSize(payloads.size_bytes()) + " x" + std::to_string(conns);
   std::vector<UniqueFd> fds;
   for (uint32_t t = 0; t < conns; ++t) {
@@ -186,11 +277,15 @@ CellResult RunRawCell(uint16_t port, RawOp op, uint32_t conns, double seconds, c
     }
     fds.push_back(std::move(fd).value());
   }
+  std::vector<std::unique_ptr<HmacSha256>> macs;
+  for (uint32_t t = 0; t < conns; ++t) macs.push_back(NewMac());
   std::atomic<uint64_t> next{0};
   return Drive(DriveSpec{conns, seconds, payloads.size_bytes(), what}, nullptr, [&](uint32_t t) {
-    if (op == RawOp::kGet) return RawGet(fds[t].get(), payloads.Buffer(t));
+    if (!put) {
+      return auth ? RawGetAuth(fds[t].get(), *macs[t], sums, payloads.Buffer(t)) : RawGet(fds[t].get(), payloads.Buffer(t));
+    }
     const uint64_t i = next.fetch_add(1, std::memory_order_relaxed) % payloads.keys();
-    return RawPut(fds[t].get(), payloads.Value(i));
+    return auth ? RawPutAuth(fds[t].get(), *macs[t], sums, payloads.Value(i)) : RawPut(fds[t].get(), payloads.Value(i));
   });
 }
 

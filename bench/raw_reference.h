@@ -3,7 +3,8 @@
 // memkv's framing, authentication, checksums, event loop and store cost over
 // the kernel's own loopback TCP path.
 //
-// Protocol, per connection: the client first sends one mode byte ('P' or 'G').
+// Protocol, per connection: the client first sends one mode byte ('P', 'G';
+// 'p', 'g' tag only; 's', 'h' tag and payload checksums; see RawOp).
 //   put: client sends an 8-byte length L and L bytes; the server reads them
 //        into a per-connection buffer and answers 1 byte.
 //   get: client sends an 8-byte length L; the server answers L bytes from a
@@ -44,7 +45,13 @@ class RawReferenceServer {
   uint16_t port_;
 };
 
-enum class RawOp { kPut, kGet };
+// The authenticated variants do memkv's per-request authentication work and
+// nothing else: every message starts with a 40-byte header (length and the
+// payload's XXH3-64) and an HMAC-SHA256 tag over it, which the receiver
+// checks. kPutTag / kGetTag stop there (the tag alone); kPutTagSum /
+// kGetTagSum also hash the payload on both ends, as memkv does to bind the
+// payload to the tag. Run beside kPut / kGet they measure what each costs.
+enum class RawOp { kPut, kGet, kPutTag, kGetTag, kPutTagSum, kGetTagSum };
 
 // One timed cell against the reference on `port`, measured by Drive() like
 // the memkv cells: `conns` threads, one connection each (opened before the

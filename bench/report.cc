@@ -188,7 +188,7 @@ void PrintProgress(std::FILE* out, size_t done, size_t total, const Row& row) {
 }
 
 Status WriteJson(const std::string& path, const RunFacts& f, const std::vector<Row>& rows,
-                 uint64_t total_errors) {
+                 const std::string& auth_cost_json, uint64_t total_errors) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return IoError("cannot open '" + path + "' for writing");
   out << "{\n  \"commit\": " << JsonString(f.commit) << ",\n  \"build_type\": " << JsonString(f.build_type)
@@ -200,7 +200,8 @@ Status WriteJson(const std::string& path, const RunFacts& f, const std::vector<R
       << ",\n  \"pool_warmed\": " << (f.pool_warmed ? "true" : "false")
       << ",\n  \"reference\": \"raw TCP request/response, blocking sockets, TCP_NODELAY, thread per "
          "connection\""
-      << ",\n  \"total_errors\": " << total_errors << ",\n  \"cells\": [\n";
+      << ",\n  \"total_errors\": " << total_errors << ",\n  \"auth_cost\": " << auth_cost_json
+      << ",\n  \"cells\": [\n";
   for (size_t i = 0; i < rows.size(); ++i) out << JsonRow(rows[i]) << (i + 1 < rows.size() ? ",\n" : "\n");
   out << "  ]\n}\n";
   out.close();

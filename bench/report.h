@@ -57,8 +57,9 @@ void PrintTables(std::FILE* out, const std::vector<Row>& rows);
 // "[3/28] put 2 MiB x4: memkv 1234 MiB/s, raw 2345 MiB/s (0.53x)"
 void PrintProgress(std::FILE* out, size_t done, size_t total, const Row& row);
 
+// `auth_cost_json` is a JSON array (auth_cost.h), written as "auth_cost".
 Status WriteJson(const std::string& path, const RunFacts& facts, const std::vector<Row>& rows,
-                 uint64_t total_errors);
+                 const std::string& auth_cost_json, uint64_t total_errors);
 
 }  // namespace memkv::bench
 
