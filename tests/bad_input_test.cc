@@ -18,7 +18,7 @@ class BadInputTest : public ::testing::Test {
   static void SetUpTestSuite() {
     server_ = new ServerProcess();
     ServerSpec spec;
-    spec.extra_args = {"--handshake-timeout-ms", "500"};
+    spec.extra_args = {"--handshake-timeout-ms", "500", "--write-stall-timeout-ms", "500"};
     Status s = server_->Start(spec);
     ASSERT_TRUE(s.ok()) << s.ToString();
     auto client = ClientFor({server_});
@@ -232,6 +232,28 @@ TEST_F(BadInputTest, DisconnectMidFrameStoresNothing) {
   c.reset();
   auto client = ClientFor({server_});
   EXPECT_EQ(client->Get("half-sent").status().code(), StatusCode::kNotFound);
+  ExpectHealthy();
+}
+
+TEST_F(BadInputTest, ClientThatStopsReadingIsClosedAndReleasesItsPins) {
+  auto client = ClientFor({server_});
+  ASSERT_TRUE(client->Put("pinned-big", Pattern(64 << 20, 8)).ok());
+  auto c = Authenticated();
+  // Ask for the value over and over and never read: the answers stay queued,
+  // holding the value pinned, until the server gives up on this client.
+  for (uint64_t id = 100; id < 110; ++id) {
+    ASSERT_TRUE(c->SendBytes(c->BuildFrame(proto::Opcode::kGet, "pinned-big", {}, id)).ok());
+  }
+  EXPECT_TRUE(PollUntil([&] { return server_->Stderr().find("has not read its responses") != std::string::npos; },
+                        10000))
+      << server_->Stderr();
+  // With the pins gone the pool can be filled again: 256 MiB of new values
+  // evict everything unpinned, including "pinned-big".
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(client->Put("filler-" + std::to_string(i), Pattern(32 << 20, 9)).ok()) << i;
+  }
+  EXPECT_EQ(client->Get("pinned-big").status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(client->Put("sentinel", Pattern(3 << 20, 42)).ok());
   ExpectHealthy();
 }
 

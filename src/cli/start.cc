@@ -35,6 +35,8 @@ Options:
   --workers N            event-loop threads (default: one per core, at most 8)
   --handshake-timeout-ms N  close connections that do not authenticate in time
                          (default 10000)
+  --write-stall-timeout-ms N  close connections that stop reading their
+                         responses for this long (default 30000)
   --check                validate the config, print the effective settings, exit
 
 When ready it prints one line on standard output: "ready HOST:PORT".
@@ -47,6 +49,7 @@ struct StartFlags {
   std::string data_dir;
   int workers = 0;
   uint32_t handshake_timeout_ms = 10000;
+  uint32_t write_stall_timeout_ms = 30000;
   bool check_only = false;
 };
 
@@ -93,6 +96,8 @@ std::optional<int> ParseFlags(const std::vector<std::string>& args, StartFlags* 
       flags->workers = static_cast<int>(n);
     } else if (a == "--handshake-timeout-ms" && ParseUint(*v, 3600000, &n) && n > 0) {
       flags->handshake_timeout_ms = static_cast<uint32_t>(n);
+    } else if (a == "--write-stall-timeout-ms" && ParseUint(*v, 3600000, &n) && n > 0) {
+      flags->write_stall_timeout_ms = static_cast<uint32_t>(n);
     } else {
       std::fprintf(stderr, "memkv start: bad option '%s %s'; see 'memkv start --help'\n", a.c_str(), v->c_str());
       return kExitUsage;
@@ -211,6 +216,7 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   options.auth_key = key;
   options.workers = flags.workers;
   options.handshake_timeout_ms = flags.handshake_timeout_ms;
+  options.write_stall_timeout_ms = flags.write_stall_timeout_ms;
   Result<std::unique_ptr<Server>> server = Server::Create(options, store->get());
   if (!server.ok()) {
     std::fprintf(stderr, "memkv start: cannot listen on %s:%u: %s\n", c.network.host.c_str(), c.network.port,

@@ -22,7 +22,12 @@ constexpr size_t kMaxErrorMessageBytes = 1024;
 }  // namespace
 
 Connection::Connection(UniqueFd fd, std::string peer, const ConnectionContext& ctx, Nanos now)
-    : fd_(std::move(fd)), peer_(std::move(peer)), ctx_(ctx), accepted_at_(now), in_(kInputBufferBytes) {
+    : fd_(std::move(fd)),
+      peer_(std::move(peer)),
+      ctx_(ctx),
+      accepted_at_(now),
+      last_write_progress_(now),
+      in_(kInputBufferBytes) {
   ctx_.metrics->connections_accepted.fetch_add(1, std::memory_order_relaxed);
   ctx_.metrics->connections_active.fetch_add(1, std::memory_order_relaxed);
 }
@@ -257,6 +262,7 @@ bool Connection::ReceivePayload() {
 }
 
 void Connection::Queue(OutFrame frame) {
+  if (out_.empty()) last_write_progress_ = MonotonicNanos();
   frame.iov.insert(frame.iov.begin(), iovec{frame.head.data(), frame.head.size()});
   out_.push_back(std::move(frame));
 }
@@ -342,6 +348,7 @@ bool Connection::Flush() {
       return false;  // peer gone; nothing more to deliver
     }
     ctx_.metrics->bytes_sent.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    last_write_progress_ = MonotonicNanos();
     size_t left = static_cast<size_t>(n);
     while (!out_.empty()) {
       OutFrame& f = out_.front();

@@ -55,6 +55,8 @@ class Connection {
   const std::string& peer() const { return peer_; }
   bool authenticated() const { return auth_ != nullptr; }
   Nanos accepted_at() const { return accepted_at_; }
+  // When queued output last made progress (or was queued on an idle socket).
+  Nanos last_write_progress() const { return last_write_progress_; }
 
   // Event handlers; false means "close me now".
   bool OnReadable();
@@ -129,6 +131,7 @@ class Connection {
   std::string peer_;
   ConnectionContext ctx_;
   Nanos accepted_at_;
+  Nanos last_write_progress_;
   std::unique_ptr<proto::FrameAuth> auth_;
   bool closing_ = false;
   bool logged_error_ = false;

@@ -15,6 +15,7 @@ struct ServerMetrics {
   Counter connections_accepted{0};
   Counter connections_active{0};
   Counter connections_closed_idle{0};    // handshake or drain timeout
+  Counter connections_closed_stalled{0}; // stopped reading its responses
   Counter auth_failures{0};              // wrong key, tampered, replayed, unauthenticated
   Counter protocol_errors{0};            // malformed frames, unknown opcodes, bad checksums
   Counter unsupported_version{0};

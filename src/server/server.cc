@@ -159,18 +159,22 @@ class Server::Worker {
   void ReapFinished(bool stopping, Nanos drain_deadline) {
     const Nanos now = MonotonicNanos();
     const Nanos handshake_ns = Nanos(server_->options_.handshake_timeout_ms) * 1'000'000;
+    const Nanos stall_ns = Nanos(server_->options_.write_stall_timeout_ms) * 1'000'000;
     std::vector<int> to_close;
     for (auto& [fd, conn] : conns_) {
       bool idle = !conn->authenticated() && now - conn->accepted_at() > handshake_ns;
+      bool stalled = conn->WantsWrite() && now - conn->last_write_progress() > stall_ns;
       bool drained = stopping && (conn->Finished() || now > drain_deadline);
-      if (idle || drained) {
-        if (idle) {
-          LOG_INFO << "closing " << conn->peer() << ": no Connect within "
-                   << server_->options_.handshake_timeout_ms << " ms";
-          server_->metrics_.connections_closed_idle.fetch_add(1, std::memory_order_relaxed);
-        }
-        to_close.push_back(fd);
+      if (idle) {
+        LOG_INFO << "closing " << conn->peer() << ": no Connect within "
+                 << server_->options_.handshake_timeout_ms << " ms";
+        server_->metrics_.connections_closed_idle.fetch_add(1, std::memory_order_relaxed);
+      } else if (stalled && !drained) {
+        LOG_WARN << "closing " << conn->peer() << ": it has not read its responses for "
+                 << server_->options_.write_stall_timeout_ms << " ms";
+        server_->metrics_.connections_closed_stalled.fetch_add(1, std::memory_order_relaxed);
       }
+      if (idle || stalled || drained) to_close.push_back(fd);
     }
     for (int fd : to_close) Close(fd);
   }

@@ -31,6 +31,9 @@ struct ServerOptions {
   int workers = 0;                      // 0 = one per core, at most 8
   uint32_t handshake_timeout_ms = 10000;  // close connections that never authenticate
   uint32_t drain_timeout_ms = 5000;     // on Stop, time to flush queued responses
+  // A client that stops reading while responses are queued holds their
+  // values pinned (unevictable); after this long without progress it is closed.
+  uint32_t write_stall_timeout_ms = 30000;
 };
 
 class Server {
