@@ -12,6 +12,7 @@ declare -A allowed=(
   [storage]="base storage"
   [server]="base proto config io storage server"
   [client]="base proto config io client"
+  [capi]="base client capi"
   [cli]="base config server storage client cli"
 )
 
