@@ -8,8 +8,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "base/bytes.h"
 #include "cli/cli.h"
+#include "client/client_from_config.h"
 #include "config/client_config.h"
 #include "memkv/client.h"
 
@@ -49,14 +49,7 @@ EnvLookup LookupWithDefaults(const Environment& env) {
 
 Result<std::unique_ptr<Client>> MakeClient(const Environment& env) {
   MEMKV_ASSIGN_OR_RETURN(ClientConfig config, LoadClientConfig(LookupWithDefaults(env)));
-  ClientOptions options;
-  for (const ServerAddress& s : config.servers) options.servers.push_back(s.ToString());
-  options.auth_key_hex = HexEncode(config.auth_key.data(), config.auth_key.size());
-  options.transport = std::string(TransportModeName(config.transport));
-  options.num_connections = config.num_connections;
-  options.timeout_ms = config.timeout_ms;
-  options.connect_timeout_ms = config.connect_timeout_ms;
-  return Client::Create(options);
+  return CreateClient(config);
 }
 
 // One line on stderr that says what failed and what to do about it.

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "base/bytes.h"
+#include "client/client_from_config.h"
 #include "config/client_config.h"
 #include "memkv/client.h"
 
@@ -16,6 +17,10 @@ Result<std::unique_ptr<Client>> Client::CreateFromEnvironment() {
     return std::string(value);
   };
   MEMKV_ASSIGN_OR_RETURN(ClientConfig config, LoadClientConfig(env));
+  return CreateClient(config);
+}
+
+Result<std::unique_ptr<Client>> CreateClient(const ClientConfig& config) {
   ClientOptions options;
   for (const ServerAddress& server : config.servers) options.servers.push_back(server.ToString());
   options.auth_key_hex = HexEncode(config.auth_key.data(), config.auth_key.size());
