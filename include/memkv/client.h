@@ -15,8 +15,10 @@
 // NotFound (a miss), never returned as data.
 //
 // Thread-safety: a Client is safe to use from many threads at once; each
-// server has a pool of up to num_connections connections, and a call holds
-// the connections it uses for its duration, pipelining its requests on them.
+// server has a pool of up to num_connections connections. A call pipelines its
+// requests on the connections it takes and hands each server's back as soon
+// as its requests there are answered; it never waits for one server's
+// connection while holding another's.
 #ifndef MEMKV_CLIENT_H_
 #define MEMKV_CLIENT_H_
 

@@ -74,6 +74,7 @@ class ClientImpl final : public Client {
       : options_(options), placement_(std::move(placement)) {
     for (Endpoint& endpoint : endpoints) {
       pools_.push_back(std::make_unique<ServerPool>(std::move(endpoint), key, options.num_connections,
+                                                    Nanos{options.connect_timeout_ms} * 1'000'000,
                                                     &counters_, &clock_));
     }
   }
@@ -174,87 +175,136 @@ class ClientImpl final : public Client {
   ClientStats Stats() const override { return counters_.Snapshot(); }
 
  private:
-  struct Deadlines {
-    Nanos op;
-    Nanos connect;
+  // One server's share of a batch: the connections checked out for it.
+  struct Lease {
+    size_t server;
+    std::vector<std::unique_ptr<Connection>> conns;
   };
 
-  Deadlines StartDeadlines() const {
-    const Nanos now = MonotonicNanos();
-    const Nanos op = now + Nanos{options_.timeout_ms} * 1'000'000;
-    return {op, std::min(op, now + Nanos{options_.connect_timeout_ms} * 1'000'000)};
-  }
+  Nanos Deadline() const { return MonotonicNanos() + Nanos{options_.timeout_ms} * 1'000'000; }
 
   void RunSingle(size_t server, SingleExchange* x) {
     ClientCounters::Add(counters_.ops, 1);
-    const Deadlines d = StartDeadlines();
-    auto conns = pools_[server]->Acquire(1, d.op, d.connect);
+    const Nanos deadline = Deadline();
+    auto conns = pools_[server]->Acquire(1, deadline, /*wait=*/true);
     if (!conns.ok()) {
       x->OnFailure(conns.status());
       return;
     }
     Connection* c = conns->front().get();
     c->Enqueue(x);
-    client::DriveConnections(std::span<Connection* const>(&c, 1), d.op);
+    client::DriveConnections(std::span<Connection* const>(&c, 1), deadline);
     pools_[server]->Release(std::move(conns).value());
   }
 
-  // Validates the keys (and values), groups them by server, sends each group
-  // as frames spread over that server's connections, and drives every
-  // server's connections in one poll loop.
+  // Validates the keys (and values), groups them by server, splits each
+  // group into frames, and runs them (RunGroups).
   template <typename BytesOf>
   void RunBatch(BatchCall* call, BytesOf bytes_of) {
     const size_t n = call->keys.size();
     call->statuses->assign(n, Internal("key was not processed (client bug)"));
     ClientCounters::Add(counters_.ops, n);
-    const char* op = call->opcode == proto::Opcode::kBatchPut   ? "BatchPut"
-                     : call->opcode == proto::Opcode::kBatchGet ? "BatchGetInto"
-                                                                : "BatchExists";
     std::vector<std::vector<uint32_t>> groups(pools_.size());
     for (size_t i = 0; i < n; ++i) {
       Status valid = proto::CheckKey(call->keys[i]);
       if (valid.ok() && call->opcode == proto::Opcode::kBatchPut) valid = CheckValueSize(call->values[i].size());
       if (!valid.ok()) {
-        (*call->statuses)[i] = valid.WithContext(std::string(op) + " item " + std::to_string(i));
+        (*call->statuses)[i] = valid.WithContext(std::string(BatchOpName(call)) + " item " + std::to_string(i));
         continue;
       }
       groups[placement_.ServerFor(call->keys[i])].push_back(static_cast<uint32_t>(i));
     }
-
-    const Deadlines d = StartDeadlines();
-    struct Lease {
-      size_t server;
-      std::vector<std::unique_ptr<Connection>> conns;
-    };
-    std::vector<Lease> leases;
-    std::vector<std::unique_ptr<BatchExchange>> exchanges;
-    std::vector<Connection*> driven;
-    // Servers in index order: a call waits for a busy server's connection
-    // only while holding connections of lower-indexed servers, so calls
-    // never wait on each other in a cycle.
+    std::vector<std::vector<std::vector<uint32_t>>> frames(pools_.size());
     for (size_t server = 0; server < groups.size(); ++server) {
-      if (groups[server].empty()) continue;
-      std::vector<std::vector<uint32_t>> frames =
-          SplitFrames(groups[server], options_.num_connections, bytes_of);
-      auto conns = pools_[server]->Acquire(std::min<size_t>(frames.size(), options_.num_connections),
-                                           d.op, d.connect);
+      if (!groups[server].empty()) frames[server] = SplitFrames(groups[server], options_.num_connections, bytes_of);
+    }
+    RunGroups(call, groups, frames);
+  }
+
+  // Sends each server's frames spread over that server's connections, in
+  // rounds: a round checks out what it can of every server left without
+  // waiting, and drives those servers together in one poll loop, handing
+  // each server's connections back as soon as its part is done. Only when
+  // every server left is busy does the call wait, for one of them, holding
+  // no connection at all. So a call never sits on a server's connection
+  // while it waits for another server (a stalled server costs its own keys
+  // their deadline and nobody else's calls a connection), and calls cannot
+  // wait on each other in a cycle.
+  void RunGroups(BatchCall* call, const std::vector<std::vector<uint32_t>>& groups,
+                 std::vector<std::vector<std::vector<uint32_t>>>& frames) {
+    const Nanos deadline = Deadline();
+    std::vector<std::unique_ptr<BatchExchange>> exchanges;  // live until the call returns
+    std::vector<size_t> todo;  // servers not yet leased or failed
+    for (size_t server = 0; server < groups.size(); ++server) {
+      if (!groups[server].empty()) todo.push_back(server);
+    }
+    // Checks out `server`'s connections and queues its frames on them; false
+    // when its pool is busy (only without `wait`). A failure is final: its
+    // keys' statuses say why.
+    std::vector<Lease> leases;
+    auto take = [&](size_t server, bool wait) {
+      std::vector<std::vector<uint32_t>>& server_frames = frames[server];
+      auto conns = pools_[server]->Acquire(std::min<size_t>(server_frames.size(), options_.num_connections),
+                                           deadline, wait);
       if (!conns.ok()) {
         for (uint32_t i : groups[server]) {
-          (*call->statuses)[i] = conns.status().WithContext(std::string(op) + " key " +
+          (*call->statuses)[i] = conns.status().WithContext(std::string(BatchOpName(call)) + " key " +
                                                             client::KeyForMessage(call->keys[i]));
         }
-        continue;
+        return true;
       }
-      for (size_t f = 0; f < frames.size(); ++f) {
-        exchanges.push_back(std::make_unique<BatchExchange>(call, std::move(frames[f]),
+      if (conns->empty()) return false;
+      for (size_t f = 0; f < server_frames.size(); ++f) {
+        exchanges.push_back(std::make_unique<BatchExchange>(call, std::move(server_frames[f]),
                                                             placement_.name(server)));
         (*conns)[f % conns->size()]->Enqueue(exchanges.back().get());
       }
-      for (auto& c : *conns) driven.push_back(c.get());
       leases.push_back(Lease{server, std::move(conns).value()});
+      return true;
+    };
+    while (!todo.empty()) {
+      leases.clear();
+      std::vector<size_t> busy;
+      for (size_t server : todo) {
+        if (!take(server, /*wait=*/false)) busy.push_back(server);
+      }
+      if (leases.empty() && !busy.empty()) {
+        // Everything left is busy and nothing is held: wait for the first,
+        // then take whatever of the others freed up meanwhile.
+        std::vector<size_t> still_busy;
+        for (size_t k = 0; k < busy.size(); ++k) {
+          if (!take(busy[k], /*wait=*/k == 0)) still_busy.push_back(busy[k]);
+        }
+        busy = std::move(still_busy);
+      }
+      DriveAndRelease(leases, deadline);
+      todo = std::move(busy);  // each round settles at least one server
     }
-    client::DriveConnections(driven, d.op);
-    for (Lease& lease : leases) pools_[lease.server]->Release(std::move(lease.conns));
+  }
+
+  // Drives every leased connection in one poll loop, releasing each
+  // server's connections to its pool as soon as all of them are done.
+  void DriveAndRelease(std::vector<Lease>& leases, Nanos deadline) {
+    std::vector<Connection*> driven;
+    std::vector<size_t> lease_of;              // per driven connection
+    std::vector<size_t> working(leases.size());  // per lease: connections not done
+    for (size_t l = 0; l < leases.size(); ++l) {
+      for (auto& c : leases[l].conns) {
+        driven.push_back(c.get());
+        lease_of.push_back(l);
+      }
+      working[l] = leases[l].conns.size();
+    }
+    client::DriveConnections(driven, deadline, [&](size_t i) {
+      Lease& lease = leases[lease_of[i]];
+      if (--working[lease_of[i]] == 0) pools_[lease.server]->Release(std::move(lease.conns));
+    });
+  }
+
+  static const char* BatchOpName(const BatchCall* call) {
+    return call->opcode == proto::Opcode::kBatchPut   ? "BatchPut"
+           : call->opcode == proto::Opcode::kBatchGet ? "BatchGetInto"
+                                                      : "BatchExists";
   }
 
   static BatchResult Mismatch(const char* op, size_t keys, const char* what, size_t count) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include <functional>
 #include <thread>
 
 #include "base/bytes.h"
@@ -488,6 +489,104 @@ TEST(ClientTest, ConcurrentCallsShareAPool) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
   EXPECT_LE(c->Stats().connections_opened, 2u);
+}
+
+// ---- A stalled server must not hold up calls on a live one ----
+
+// The first key (by name) placed on server `index`.
+std::string KeyOn(const Client& c, size_t index) {
+  for (int i = 0;; ++i) {
+    std::string key = "key-" + std::to_string(i);
+    if (c.ServerFor(key) == index) return key;
+  }
+}
+
+bool PollFor(const std::function<bool()>& condition, Nanos timeout) {
+  const Nanos deadline = MonotonicNanos() + timeout;
+  while (!condition()) {
+    if (MonotonicNanos() >= deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// Single calls on the live server, each well within the time a stalled
+// batch would have held its connection.
+void ExpectLiveCallsAreFast(Client& c, const std::string& key) {
+  for (int i = 0; i < 5; ++i) {
+    const Nanos start = MonotonicNanos();
+    Result<bool> e = c.Exists(key);
+    EXPECT_LT(ElapsedSince(start), 500 * kMs) << "call " << i << " on the live server waited";
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    EXPECT_TRUE(*e);
+  }
+}
+
+bool IsOutage(const Status& s) {
+  return s.code() == StatusCode::kDeadlineExceeded || s.code() == StatusCode::kUnavailable;
+}
+
+// Regression: a batch held every connection it used until its slowest
+// server was done, so the live server's only connection sat idle for the
+// whole deadline while the batch waited on a silent server.
+TEST(ClientFailureTest, BatchHandsBackTheLiveServersConnectionWhileAnotherStaysSilent) {
+  auto live = FakeServer::Start(TestKey());
+  auto silent = FakeServer::Start(TestKey(), Mode::kSilentAfterHandshake);
+  ClientOptions o = Options({live->address(), silent->address()});
+  o.num_connections = 1;
+  o.timeout_ms = 2000;
+  auto c = MakeClient(o);
+  ASSERT_NE(c, nullptr);
+  const std::string on_live = KeyOn(*c, 0);
+  const std::string on_silent = KeyOn(*c, 1);
+  ASSERT_TRUE(c->Put(on_live, AsSpan("v")).ok());
+
+  BatchResult batch;
+  std::thread batcher([&] {
+    std::vector<std::string_view> keys = {on_live, on_silent};
+    batch = c->BatchExists(keys);
+  });
+  // The batch has sent to both servers; the silent one will not answer.
+  ASSERT_TRUE(PollFor([&] { return silent->requests_seen() >= 1; }, 5000 * kMs));
+  ExpectLiveCallsAreFast(*c, on_live);
+  batcher.join();
+  ASSERT_EQ(batch.statuses.size(), 2u);
+  EXPECT_TRUE(batch.statuses[0].ok()) << batch.statuses[0].ToString();
+  EXPECT_EQ(batch.statuses[1].code(), StatusCode::kDeadlineExceeded) << batch.statuses[1].ToString();
+  ExpectLiveCallsAreFast(*c, on_live);
+}
+
+// Regression: a batch took the live server's connection and then blocked
+// waiting for the silent server's (held by another call) until its deadline.
+TEST(ClientFailureTest, BatchWaitingForABusyServerHoldsNoOtherServersConnection) {
+  auto live = FakeServer::Start(TestKey());
+  auto silent = FakeServer::Start(TestKey(), Mode::kSilentAfterHandshake);
+  ClientOptions o = Options({live->address(), silent->address()});
+  o.num_connections = 1;
+  o.timeout_ms = 2000;
+  auto c = MakeClient(o);
+  ASSERT_NE(c, nullptr);
+  const std::string on_live = KeyOn(*c, 0);
+  const std::string on_silent = KeyOn(*c, 1);
+  ASSERT_TRUE(c->Put(on_live, AsSpan("v")).ok());
+
+  // H holds the silent server's only connection until its deadline.
+  std::thread holder([&] { (void)c->Get(on_silent); });
+  ASSERT_TRUE(PollFor([&] { return silent->requests_seen() >= 1; }, 5000 * kMs));
+  const uint64_t ops = c->Stats().ops;
+  BatchResult batch;
+  std::thread batcher([&] {
+    std::vector<std::string_view> keys = {on_live, on_silent};
+    batch = c->BatchExists(keys);
+  });
+  ASSERT_TRUE(PollFor([&] { return c->Stats().ops >= ops + 2; }, 5000 * kMs));  // the batch has begun
+  ExpectLiveCallsAreFast(*c, on_live);
+  batcher.join();
+  holder.join();
+  ASSERT_EQ(batch.statuses.size(), 2u);
+  EXPECT_TRUE(batch.statuses[0].ok()) << batch.statuses[0].ToString();
+  EXPECT_TRUE(IsOutage(batch.statuses[1])) << batch.statuses[1].ToString();
+  ExpectLiveCallsAreFast(*c, on_live);
 }
 
 }  // namespace

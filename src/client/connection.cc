@@ -120,6 +120,7 @@ Status Connection::QueueHello() {
   std::memcpy(bytes + proto::kFieldsSize, tag.data(), tag.size());
   send_iov_.assign(1, iovec{hello_.data(), hello_.size()});
   send_first_ = 0;
+  bytes_queued_ = bytes_written_ + hello_.size();
   state_ = State::kHandshake;
   return Status::Ok();
 }
@@ -196,7 +197,7 @@ short Connection::PollEvents() const {
   return 0;
 }
 
-void Connection::OnEvents(short revents) {
+void Connection::OnEvents(short revents, bool may_send) {
   if (state_ == State::kFailed) return;
   if ((revents & POLLNVAL) != 0) {
     Fail(Internal("poll on the connection to " + name_ + ": invalid descriptor"));
@@ -219,7 +220,7 @@ void Connection::OnEvents(short revents) {
       return;
     }
   }
-  if (CanSend()) {
+  if (may_send && CanSend()) {
     Status s = Send();
     if (!s.ok()) {
       // The server may have said why before it hung up; read it so the
@@ -243,25 +244,48 @@ void Connection::Expire(bool connect_deadline) {
     return;
   }
   if (state_ == State::kHandshake) {
+    if (bytes_written_ == 0) {
+      // The deadline passed before the Connect request went out.
+      Fail(DeadlineExceeded("the Connect handshake with " + name_ + " was not sent before " + which),
+           /*server_at_fault=*/false);
+      return;
+    }
     ClientCounters::Add(counters_->timeouts, 1);
     Fail(DeadlineExceeded("server " + name_ + " accepted the connection but did not answer the "
                           "Connect handshake before " + which));
     return;
   }
-  if (!inflight_.empty() || send_first_ < send_iov_.size()) {
+  Status not_sent = DeadlineExceeded("request to " + name_ + " was not sent before " + which);
+  if (const size_t unanswered = Unanswered(); unanswered > 0) {
     ClientCounters::Add(counters_->timeouts, 1);
-    Fail(DeadlineExceeded("server " + name_ + " did not answer " + std::to_string(inflight_.size()) +
+    Fail(DeadlineExceeded("server " + name_ + " did not answer " + std::to_string(unanswered) +
                           " outstanding request(s) before " + which));
+    return;
+  }
+  if (!inflight_.empty() || send_first_ < send_iov_.size()) {
+    // Frames tagged and queued, but not one byte of them written: the server
+    // answered everything it was sent, yet the session's tag sequence has
+    // moved past these frames, so the stream cannot carry the next call.
+    Fail(not_sent, /*server_at_fault=*/false);
     return;
   }
   // Only exchanges that never started: the stream is still in sync, so the
   // connection stays usable.
-  Status status = DeadlineExceeded("request to " + name_ + " was not sent before " + which);
-  for (Exchange* x : pending_) x->OnFailure(status);
+  for (Exchange* x : pending_) x->OnFailure(not_sent);
   pending_.clear();
 }
 
-void Connection::Fail(const Status& status) {
+size_t Connection::Unanswered() const {
+  // inflight_ is in stream order, so the started ones come first.
+  size_t n = 0;
+  for (const Exchange* x : inflight_) {
+    if (x->stream_offset_ >= bytes_written_) break;
+    ++n;
+  }
+  return n;
+}
+
+void Connection::Fail(const Status& status, bool server_at_fault) {
   if (state_ == State::kFailed) return;
   state_ = State::kFailed;
   error_ = status;
@@ -272,7 +296,7 @@ void Connection::Fail(const Status& status) {
     error_ = Status(server_closing_.code(), "server " + name_ + " closed the connection after "
                                                 "answering " + server_closing_.ToString());
   }
-  lost_ = transport && server_closing_.ok();
+  lost_ = server_at_fault && transport && server_closing_.ok();
   fd_.Reset();
   std::deque<Exchange*> failed;
   failed.swap(inflight_);
@@ -284,34 +308,41 @@ void Connection::Fail(const Status& status) {
   for (Exchange* x : failed) x->OnFailure(error_);
 }
 
-void DriveConnections(std::span<Connection* const> connections, Nanos deadline) {
+void DriveConnections(std::span<Connection* const> connections, Nanos deadline,
+                      const std::function<void(size_t)>& on_done) {
+  std::vector<bool> done(connections.size(), false);
   // Write what can be written before the first poll: a fresh request on an
-  // idle connection almost always fits the socket buffer.
-  for (Connection* c : connections) {
-    if (c->HasWork()) c->OnEvents(0);
+  // idle connection almost always fits the socket buffer. Not after the
+  // deadline, though: a request sent then could only time out, and would be
+  // counted against a server that did nothing wrong.
+  if (MonotonicNanos() < deadline) {
+    for (Connection* c : connections) {
+      if (c->HasWork()) c->OnEvents(0, /*may_send=*/true);
+    }
   }
   std::vector<pollfd> fds;
-  std::vector<Connection*> polled;
+  std::vector<size_t> polled;  // indices into connections
   for (;;) {
     fds.clear();
     polled.clear();
     const Nanos now = MonotonicNanos();
     Nanos wake = deadline;
-    for (Connection* c : connections) {
-      if (!c->HasWork()) continue;
-      if (now >= deadline) {
+    for (size_t i = 0; i < connections.size(); ++i) {
+      if (done[i]) continue;
+      Connection* c = connections[i];
+      if (c->HasWork() && now >= deadline) {
         c->Expire(/*connect_deadline=*/false);
+      } else if (c->HasWork() && c->Establishing() && now >= c->connect_deadline()) {
+        c->Expire(/*connect_deadline=*/true);
+      }
+      if (!c->HasWork()) {
+        done[i] = true;
+        if (on_done) on_done(i);  // may hand c back to its pool: not touched again
         continue;
       }
-      if (c->Establishing()) {
-        if (now >= c->connect_deadline()) {
-          c->Expire(/*connect_deadline=*/true);
-          continue;
-        }
-        wake = std::min(wake, c->connect_deadline());
-      }
+      if (c->Establishing()) wake = std::min(wake, c->connect_deadline());
       fds.push_back(pollfd{c->fd(), c->PollEvents(), 0});
-      polled.push_back(c);
+      polled.push_back(i);
     }
     if (polled.empty()) return;
     const Nanos wait = wake - now;
@@ -320,11 +351,12 @@ void DriveConnections(std::span<Connection* const> connections, Nanos deadline) 
     if (rc < 0) {
       if (errno == EINTR) continue;
       Status status = Internal("ppoll over " + std::to_string(fds.size()) + " connections: " + ErrnoText(errno));
-      for (Connection* c : polled) c->Abort(status);
-      return;
+      for (size_t i : polled) connections[i]->Abort(status);
+      continue;  // the next pass reports them done
     }
-    for (size_t i = 0; i < fds.size(); ++i) {
-      if (fds[i].revents != 0) polled[i]->OnEvents(fds[i].revents);
+    const bool may_send = MonotonicNanos() < deadline;
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (fds[k].revents != 0) connections[polled[k]]->OnEvents(fds[k].revents, may_send);
     }
   }
 }

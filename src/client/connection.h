@@ -10,9 +10,14 @@
 // then the payload straight into the caller's buffers) for as long as
 // requests are outstanding, never more than the server's max_inflight.
 //
-// Failure: any error mid-frame, a deadline with work outstanding, or a
+// Failure: any error mid-frame, a deadline with requests outstanding, or a
 // protocol or authentication error fails every exchange on the connection
 // and leaves it unusable (Reusable() false); its stream state is unknown.
+// Nothing is sent once the operation's deadline has passed: requests not yet
+// started then fail as "not sent", and the server is blamed (Lost()) only for
+// a request it was actually sent and did not answer, or a connect or
+// handshake it did not complete: a deadline spent elsewhere (say, waiting
+// for another server's connection) is not this server's failure.
 //
 // Ownership and threads: owned by a ServerPool while idle and by one calling
 // thread while checked out; not thread-safe.
@@ -24,6 +29,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -90,7 +96,8 @@ class Connection {
   int fd() const { return fd_.get(); }
   short PollEvents() const;
   // Non-blocking I/O after poll reported `revents` (or 0: just try to write).
-  void OnEvents(short revents);
+  // Reads what arrived; writes only when `may_send` (the deadline is ahead).
+  void OnEvents(short revents, bool may_send);
   // The operation's deadline (or, while establishing, the connect deadline) passed.
   void Expire(bool connect_deadline);
   // Gives up on everything (poll itself failed).
@@ -121,7 +128,12 @@ class Connection {
   void AdvancePayload(uint64_t n);
   ChecksumStream rx_hash_;  // of the payload segment being received
   void FinishResponse();
-  void Fail(const Status& status);
+  // Requests the server was sent (at least their first byte) and has not
+  // answered; it is to blame for a deadline only when there are some.
+  size_t Unanswered() const;
+  // `server_at_fault` false: the failure is no sign that the server is down
+  // (Lost() stays false), e.g. the deadline passed before we sent anything.
+  void Fail(const Status& status, bool server_at_fault = true);
 
   const std::string name_;
   ClientCounters* const counters_;
@@ -153,6 +165,10 @@ class Connection {
   std::deque<Exchange*> pending_;
   std::vector<iovec> send_iov_;
   size_t send_first_ = 0;
+  // Bytes ever put into send_iov_ and ever written: Exchange::stream_offset_
+  // against bytes_written_ tells which requests reached the server.
+  uint64_t bytes_queued_ = 0;
+  uint64_t bytes_written_ = 0;
   // Started (some or all bytes written), awaiting their responses in order.
   std::deque<Exchange*> inflight_;
 
@@ -173,8 +189,15 @@ class Connection {
 // needed) until each connection is idle or failed. Returns by `deadline` plus
 // scheduling slack: whatever is still outstanding then fails with
 // DeadlineExceeded. Connections still establishing also fail at their own
-// connect deadline.
-void DriveConnections(std::span<Connection* const> connections, Nanos deadline);
+// connect deadline. Sends nothing once `deadline` has passed.
+//
+// `on_done(i)`, when given, is called exactly once for each connections[i],
+// on the calling thread, as soon as that connection has no work left (every
+// exchange on it answered or failed). DriveConnections never touches the
+// connection again afterwards, so the callback may hand it back to its pool
+// while the loop goes on with the others.
+void DriveConnections(std::span<Connection* const> connections, Nanos deadline,
+                      const std::function<void(size_t)>& on_done = nullptr);
 
 }  // namespace memkv::client
 

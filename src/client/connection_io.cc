@@ -46,6 +46,7 @@ bool Connection::Refill() {
     header.payload_checksum = frame.payload_checksum;
     x->request_id_ = header.request_id;
     x->sent_opcode_ = frame.opcode;
+    x->stream_offset_ = bytes_queued_;
     x->head_.assign(proto::kHeaderSize + frame.meta.size(), '\0');
     auto* head = reinterpret_cast<uint8_t*>(x->head_.data());
     proto::EncodeFields(header, head);
@@ -53,8 +54,10 @@ bool Connection::Refill() {
     Tag tag = auth_->SignNext(head, {head + proto::kHeaderSize, frame.meta.size()});
     std::memcpy(head + proto::kFieldsSize, tag.data(), tag.size());
     send_iov_.push_back(iovec{head, x->head_.size()});
+    bytes_queued_ += x->head_.size();
     for (const iovec& v : frame.payload) {
       if (v.iov_len > 0) send_iov_.push_back(v);
+      bytes_queued_ += v.iov_len;
     }
     // In flight from its first byte on: the window counts what the server
     // may be holding, and a response (even an early error) may follow.
@@ -72,6 +75,7 @@ Status Connection::Send() {
     ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL);
     if (n >= 0) {
       ClientCounters::Add(counters_->bytes_sent, static_cast<uint64_t>(n));
+      bytes_written_ += static_cast<uint64_t>(n);
       send_first_ = AdvanceIov(send_iov_, send_first_, static_cast<size_t>(n));
       continue;
     }

@@ -217,5 +217,94 @@ TEST(ConnectionTest, ResponseTaggedWithAnotherKeyIsAuthFailed) {
   EXPECT_FALSE(c->Lost());
 }
 
+// Regression: a call that reached a connection with its deadline already
+// spent (waiting for another server) sent its request anyway, then timed it
+// out, and the connection counted as lost: a live server was marked down.
+TEST(ConnectionTest, PastDeadlineSendsNothingAndLeavesTheConnectionUsable) {
+  ClientCounters counters;
+  Pair p = MakePair(8, &counters);
+  SingleExchange x(proto::Opcode::kExists, "k", "peer");
+  p.conn->Enqueue(&x);
+  Connection* c = p.conn.get();
+  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() - 1);
+
+  EXPECT_EQ(x.status().code(), StatusCode::kDeadlineExceeded) << x.status().ToString();
+  EXPECT_NE(x.status().message().find("not sent"), std::string::npos) << x.status().ToString();
+  EXPECT_TRUE(c->Reusable());
+  EXPECT_FALSE(c->Lost());
+  EXPECT_EQ(counters.bytes_sent.load(), 0u);
+  pollfd pfd{p.peer.get(), POLLIN, 0};
+  EXPECT_EQ(::poll(&pfd, 1, 0), 0) << "the peer was sent something";
+
+  // Still in sync: the next call on it works.
+  SingleExchange next(proto::Opcode::kExists, "k", "peer");
+  c->Enqueue(&next);
+  std::thread peer([&] {
+    ReadFrame f;
+    ASSERT_TRUE(ReadOne(p.peer.get(), &f).ok());
+    EXPECT_TRUE(p.peer_auth->VerifyNext(f.raw, f.meta, *reinterpret_cast<Tag*>(f.raw + proto::kFieldsSize)));
+    ASSERT_TRUE(Answer(p.peer.get(), *p.peer_auth, f.header, StatusCode::kOk).ok());
+  });
+  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 5000 * kMs);
+  peer.join();
+  EXPECT_TRUE(next.status().ok()) << next.status().ToString();
+  EXPECT_TRUE(c->Reusable());
+}
+
+// The other side of that rule: a request the server was sent and did not
+// answer is the server's failure.
+TEST(ConnectionTest, RequestSentAndUnansweredByTheDeadlineIsLost) {
+  ClientCounters counters;
+  Pair p = MakePair(8, &counters);
+  SingleExchange x(proto::Opcode::kExists, "k", "peer");
+  p.conn->Enqueue(&x);
+  Connection* c = p.conn.get();
+  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 50 * kMs);
+  EXPECT_EQ(x.status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(x.status().message().find("did not answer 1 outstanding"), std::string::npos)
+      << x.status().ToString();
+  EXPECT_FALSE(c->Reusable());
+  EXPECT_TRUE(c->Lost());
+  EXPECT_EQ(counters.timeouts.load(), 1u);
+}
+
+// Regression: a batch held every connection until its slowest server was
+// done. on_done reports each connection once, as soon as it has finished,
+// while the loop goes on for the others.
+TEST(ConnectionTest, OnDoneReportsEachConnectionOnceAsSoonAsItFinishes) {
+  ClientCounters counters;
+  Pair fast = MakePair(8, &counters);
+  Pair silent = MakePair(8, &counters);
+  SingleExchange answered(proto::Opcode::kExists, "a", "fast");
+  SingleExchange unanswered(proto::Opcode::kExists, "b", "silent");
+  fast.conn->Enqueue(&answered);
+  silent.conn->Enqueue(&unanswered);
+  std::thread peer([&] {
+    ReadFrame f;
+    ASSERT_TRUE(ReadOne(fast.peer.get(), &f).ok());
+    EXPECT_TRUE(fast.peer_auth->VerifyNext(f.raw, f.meta, *reinterpret_cast<Tag*>(f.raw + proto::kFieldsSize)));
+    ASSERT_TRUE(Answer(fast.peer.get(), *fast.peer_auth, f.header, StatusCode::kOk).ok());
+  });
+  Connection* conns[] = {fast.conn.get(), silent.conn.get()};
+  const Nanos start = MonotonicNanos();
+  const Nanos deadline = start + 300 * kMs;
+  std::vector<std::pair<size_t, Nanos>> done;
+  DriveConnections(conns, deadline, [&](size_t i) {
+    done.emplace_back(i, MonotonicNanos());
+    if (i == 0) {
+      // Done means done: its exchange has its outcome and it can go back.
+      EXPECT_TRUE(answered.status().ok()) << answered.status().ToString();
+      EXPECT_TRUE(conns[0]->Reusable());
+    }
+  });
+  peer.join();
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0].first, 0u);
+  EXPECT_LT(done[0].second, deadline - 100 * kMs) << "the answered connection waited for the silent one";
+  EXPECT_EQ(done[1].first, 1u);
+  EXPECT_GE(done[1].second, deadline);
+  EXPECT_EQ(unanswered.status().code(), StatusCode::kDeadlineExceeded);
+}
+
 }  // namespace
 }  // namespace memkv::client

@@ -15,8 +15,8 @@ struct ClientCounters {
   std::atomic<uint64_t> bytes_sent{0};          // wire bytes, headers included
   std::atomic<uint64_t> bytes_received{0};
   std::atomic<uint64_t> checksum_failures{0};   // values dropped as misses
-  std::atomic<uint64_t> timeouts{0};            // deadlines hit: by a connection with work outstanding,
-                                                // or by a call waiting for a busy pool
+  std::atomic<uint64_t> timeouts{0};            // deadlines hit: by a connection with requests outstanding,
+                                                // or by a call waiting for (or reaching too late) a pool
   std::atomic<uint64_t> connections_opened{0};  // handshakes completed
 
   static void Add(std::atomic<uint64_t>& counter, uint64_t n) {

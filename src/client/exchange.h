@@ -68,6 +68,9 @@ class Exchange {
   // Set by the connection: the request's id and opcode, and its
   // fields | tag | meta, which must live until the frame is written.
   uint64_t request_id_ = 0;
+  // Where the frame starts in the connection's outgoing byte stream: the
+  // request reached the server's side once more bytes than this were written.
+  uint64_t stream_offset_ = 0;
   proto::Opcode sent_opcode_ = proto::Opcode::kPing;
   std::string head_;
 };

@@ -25,23 +25,39 @@ void ServerHealth::OnSuccess() {
 }
 
 ServerPool::ServerPool(Endpoint endpoint, const Key32& auth_key, uint32_t max_connections,
-                       ClientCounters* counters, const Clock* clock)
+                       Nanos connect_timeout_nanos, ClientCounters* counters, const Clock* clock)
     : endpoint_(std::move(endpoint)),
       auth_key_(auth_key),
       max_connections_(std::max<uint32_t>(max_connections, 1)),
+      connect_timeout_nanos_(connect_timeout_nanos),
       counters_(counters),
       clock_(clock) {}
 
 Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want, Nanos deadline,
-                                                                     Nanos connect_deadline) {
+                                                                     bool wait) {
   want = std::max<size_t>(want, 1);
   std::vector<std::unique_ptr<Connection>> got;
   std::vector<std::unique_ptr<Connection>> stale;  // closed outside the lock
   size_t to_open = 0;
   {
     std::unique_lock<std::mutex> lock(mu_);
+    bool waited = false;
     for (;;) {
       MEMKV_RETURN_IF_ERROR(health_.Check(clock_->NowNanos(), endpoint_.name));
+      // Checked before taking anything, after a wait too: a connection
+      // handed out past the deadline could only time out, and a connect
+      // started then would fail at once, blaming this server for time spent
+      // elsewhere.
+      const Nanos left = deadline - MonotonicNanos();
+      if (left <= 0) {
+        ClientCounters::Add(counters_->timeouts, 1);
+        if (waited) {
+          return DeadlineExceeded("all " + std::to_string(max_connections_) + " connections to " +
+                                  endpoint_.name + " stayed busy until the deadline");
+        }
+        return DeadlineExceeded("the operation's deadline (timeout_ms) passed before the call "
+                                "got to " + endpoint_.name);
+      }
       while (got.size() < want && !idle_.empty()) {
         std::unique_ptr<Connection> c = std::move(idle_.back());
         idle_.pop_back();
@@ -54,20 +70,16 @@ Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want
       }
       to_open = std::min<size_t>(want - got.size(), max_connections_ - open_);
       if (!got.empty() || to_open > 0) break;
+      if (!wait) return got;  // none: every connection is busy
       // Every connection is busy with another call: wait for one, but only
       // for the first; a call proceeds with what it has rather than queue.
-      auto left = std::chrono::nanoseconds(deadline - MonotonicNanos());
-      if (left.count() <= 0 || freed_.wait_for(lock, left) == std::cv_status::timeout) {
-        if (idle_.empty() && open_ >= max_connections_) {
-          ClientCounters::Add(counters_->timeouts, 1);
-          return DeadlineExceeded("all " + std::to_string(max_connections_) + " connections to " +
-                                  endpoint_.name + " stayed busy until the deadline");
-        }
-      }
+      waited = true;
+      freed_.wait_for(lock, std::chrono::nanoseconds(left));
     }
     open_ += static_cast<uint32_t>(to_open);
   }
   Status failure;
+  const Nanos connect_deadline = std::min(deadline, MonotonicNanos() + connect_timeout_nanos_);
   for (size_t i = 0; i < to_open; ++i) {
     Result<std::unique_ptr<Connection>> c =
         Connection::Start(endpoint_, auth_key_, connect_deadline, counters_);

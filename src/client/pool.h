@@ -3,12 +3,15 @@
 //
 // Connections: up to `max_connections`, opened lazily. A call checks out what
 // it needs (at least one, waiting up to its deadline when every connection is
-// busy), drives them, and releases them; healthy ones go back to the idle
-// list, failed ones are closed. A connection the server closed while it was
-// idle is noticed at checkout and replaced.
+// busy, if it asks to wait), drives them, and releases them; healthy ones go
+// back to the idle list, failed ones are closed. A connection the server
+// closed while it was idle is noticed at checkout and replaced.
 //
-// Health: a connect failure, a timeout or a lost connection marks the server
-// down for a backoff (200 ms, doubling to 10 s, reset by the next success).
+// Health: a connect failure, a timeout of a request the server was sent, or
+// a lost connection marks the server down for a backoff (200 ms, doubling to
+// 10 s, reset by the next success). A call whose deadline ran out before it
+// got to this server (waiting for this pool or for another server) is no
+// sign of this server's health and leaves it alone.
 // While down, Acquire fails at once with Unavailable naming the server, the
 // failure and when it will be tried again, so a dead server costs its keys a
 // fast miss rather than a timeout each. Refusals (wrong key, newer protocol)
@@ -52,21 +55,25 @@ class ServerHealth {
 
 class ServerPool {
  public:
-  // `counters` must outlive the pool; `clock` drives the health backoff.
+  // `counters` must outlive the pool; `clock` drives the health backoff. A
+  // new connection gets `connect_timeout_nanos` from when it is opened (but
+  // never past the call's deadline) to finish its connect and handshake.
   ServerPool(Endpoint endpoint, const Key32& auth_key, uint32_t max_connections,
-             ClientCounters* counters, const Clock* clock);
+             Nanos connect_timeout_nanos, ClientCounters* counters, const Clock* clock);
   ServerPool(const ServerPool&) = delete;
   ServerPool& operator=(const ServerPool&) = delete;
 
   const Endpoint& endpoint() const { return endpoint_; }
 
   // Between 1 and `want` connections for the caller's exclusive use; new ones
-  // may still be establishing (DriveConnections finishes them, by
-  // `connect_deadline`). Unavailable while the server is down or when it
-  // cannot be reached; DeadlineExceeded when all connections stay busy past
-  // `deadline`.
-  Result<std::vector<std::unique_ptr<Connection>>> Acquire(size_t want, Nanos deadline,
-                                                           Nanos connect_deadline);
+  // may still be establishing (DriveConnections finishes them, by their
+  // connect deadline). When every connection is busy: with `wait`, waits for
+  // one until `deadline`; without, returns none at once (an empty vector), so
+  // a caller holding other servers' connections never blocks on this one.
+  // Unavailable while the server is down or when it cannot be reached;
+  // DeadlineExceeded when `deadline` has passed (on entry or while waiting),
+  // which does not count against the server's health.
+  Result<std::vector<std::unique_ptr<Connection>>> Acquire(size_t want, Nanos deadline, bool wait);
 
   // Returns what Acquire handed out, after DriveConnections. Keeps the
   // reusable ones and updates the server's health from how they fared.
@@ -76,6 +83,7 @@ class ServerPool {
   const Endpoint endpoint_;
   const Key32 auth_key_;
   const uint32_t max_connections_;
+  const Nanos connect_timeout_nanos_;
   ClientCounters* const counters_;
   const Clock* const clock_;
 

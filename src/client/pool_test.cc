@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
+#include "client/fake_server.h"
+
 namespace memkv::client {
 namespace {
 
@@ -36,6 +40,114 @@ TEST(ServerHealthTest, BackoffDoublesToTenSecondsAndResetsOnSuccess) {
   EXPECT_TRUE(h.Check(1, "s:1").ok());
   h.OnFailure(0, Unavailable("x"));
   EXPECT_EQ(h.backoff(), 200 * kMs);
+}
+
+// ---- ServerPool against a FakeServer ----
+
+Key32 PoolKey() {
+  Key32 key;
+  for (size_t i = 0; i < key.size(); ++i) key[i] = static_cast<uint8_t>(i * 7);
+  return key;
+}
+
+Endpoint EndpointOf(const testing::FakeServer& server) {
+  const std::string address = server.address();  // "127.0.0.1:port"
+  const size_t colon = address.rfind(':');
+  return Endpoint{address.substr(0, colon), static_cast<uint16_t>(std::stoi(address.substr(colon + 1))),
+                  address};
+}
+
+// Checks out one connection, completes its handshake, and returns it.
+std::vector<std::unique_ptr<Connection>> AcquireReady(ServerPool& pool) {
+  auto got = pool.Acquire(1, MonotonicNanos() + 5000 * kMs, /*wait=*/true);
+  EXPECT_TRUE(got.ok()) << got.status().ToString();
+  if (!got.ok()) return {};
+  Connection* c = got->front().get();
+  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 5000 * kMs);
+  EXPECT_TRUE(c->Reusable()) << c->error().ToString();
+  return std::move(got).value();
+}
+
+// Regression: a call whose deadline was spent waiting for another server
+// still opened (or took) a connection to this one; the connect failed at
+// once and marked this healthy server down.
+TEST(ServerPoolTest, PastDeadlineIsDeadlineExceededWithoutConnectingOrMarkingDown) {
+  auto server = testing::FakeServer::Start(PoolKey());
+  ClientCounters counters;
+  SteadyClock clock;
+  ServerPool pool(EndpointOf(*server), PoolKey(), 1, 2000 * kMs, &counters, &clock);
+  for (bool wait : {true, false}) {
+    auto got = pool.Acquire(1, MonotonicNanos() - 1, wait);
+    ASSERT_FALSE(got.ok());
+    EXPECT_EQ(got.status().code(), StatusCode::kDeadlineExceeded) << got.status().ToString();
+    EXPECT_NE(got.status().message().find(server->address()), std::string::npos) << got.status().ToString();
+  }
+  EXPECT_EQ(server->connections_accepted(), 0);
+  // Not marked down: the next call with time left gets a working connection.
+  pool.Release(AcquireReady(pool));
+  EXPECT_EQ(server->connections_accepted(), 1);
+}
+
+TEST(ServerPoolTest, BusyPoolWithoutWaitGivesNoneAndWithWaitTimesOutLeavingHealthAlone) {
+  auto server = testing::FakeServer::Start(PoolKey());
+  ClientCounters counters;
+  SteadyClock clock;
+  ServerPool pool(EndpointOf(*server), PoolKey(), 1, 2000 * kMs, &counters, &clock);
+  std::vector<std::unique_ptr<Connection>> held = AcquireReady(pool);
+
+  const Nanos start = MonotonicNanos();
+  auto none = pool.Acquire(1, start + 5000 * kMs, /*wait=*/false);
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->empty());
+  EXPECT_LT(MonotonicNanos() - start, 1000 * kMs);
+
+  auto timed_out = pool.Acquire(1, MonotonicNanos() + 50 * kMs, /*wait=*/true);
+  ASSERT_FALSE(timed_out.ok());
+  EXPECT_EQ(timed_out.status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(timed_out.status().message().find("stayed busy"), std::string::npos) << timed_out.status().ToString();
+
+  pool.Release(std::move(held));
+  auto again = pool.Acquire(1, MonotonicNanos() + 5000 * kMs, /*wait=*/false);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_EQ(again->size(), 1u);
+  EXPECT_EQ(server->connections_accepted(), 1);  // the same connection, reused
+  pool.Release(std::move(again).value());
+}
+
+// A connection opened after the call waited longer than connect_timeout
+// still gets its full connect timeout (up to the call's deadline), not a
+// connect deadline that passed while the call waited.
+TEST(ServerPoolTest, ConnectTimeoutRunsFromWhenTheConnectionIsOpened) {
+  auto server = testing::FakeServer::Start(PoolKey());
+  ClientCounters counters;
+  SteadyClock clock;
+  constexpr Nanos kConnectTimeout = 100 * kMs;
+  ServerPool pool(EndpointOf(*server), PoolKey(), 1, kConnectTimeout, &counters, &clock);
+  std::vector<std::unique_ptr<Connection>> held = AcquireReady(pool);
+
+  Result<std::vector<std::unique_ptr<Connection>>> waited = Internal("not run");
+  Nanos returned_at = 0;
+  const Nanos wait_start = MonotonicNanos();
+  std::thread waiter([&] {
+    waited = pool.Acquire(1, wait_start + 5000 * kMs, /*wait=*/true);
+    returned_at = MonotonicNanos();
+  });
+  // Long enough that a connect deadline taken when the call started is over.
+  while (MonotonicNanos() - wait_start < 2 * kConnectTimeout) std::this_thread::yield();
+  // Give the slot back as a failed connection that is not the server's fault,
+  // so the waiter opens a fresh one.
+  held.front()->Abort(Internal("test drops the connection"));
+  pool.Release(std::move(held));
+  waiter.join();
+  ASSERT_TRUE(waited.ok()) << waited.status().ToString();
+  ASSERT_EQ(waited->size(), 1u);
+  Connection* c = waited->front().get();
+  EXPECT_TRUE(c->Establishing());
+  EXPECT_GE(c->connect_deadline(), returned_at);
+  EXPECT_LE(c->connect_deadline(), returned_at + kConnectTimeout);
+  DriveConnections(std::span<Connection* const>(&c, 1), wait_start + 5000 * kMs);
+  EXPECT_TRUE(c->Reusable()) << c->error().ToString();
+  pool.Release(std::move(waited).value());
 }
 
 }  // namespace
