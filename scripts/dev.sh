@@ -9,10 +9,14 @@ cd "$root"
 
 jobs="$(nproc)"
 
-configure_and_build() {  # dir, extra cmake args...
+configure() {  # dir, extra cmake args...
   local dir="$1"; shift
   cmake -S . -B "$dir" -G Ninja -DMEMKV_WERROR=ON "$@" >/dev/null
-  cmake --build "$dir" -j "$jobs"
+}
+
+configure_and_build() {  # dir, extra cmake args...
+  configure "$@"
+  cmake --build "$1" -j "$jobs"
 }
 
 cmd="${1:-}"
@@ -20,7 +24,8 @@ shift || true
 case "$cmd" in
   start)
     bash scripts/install-deps.sh
-    configure_and_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    cmake --build build -j "$jobs" --target memkv
     exec build/memkv start "$@"
     ;;
   test)
