@@ -34,9 +34,18 @@ struct AuthCostRow {
   double TagSumCost() const;
 };
 
+// CPU time of the per-request work itself, timed in a tight loop: far less
+// noisy than throughput on a shared machine. One request/response pair signs
+// and verifies two frames (four HMACs) and hashes the payload twice.
+struct AuthCpuCost {
+  double tags_us = 0;       // sign + verify of a request and of its response
+  double checksums_us = 0;  // XXH3-64 of a 2 MiB payload, sender and receiver
+};
+
+AuthCpuCost MeasureAuthCpuCost();
 std::vector<AuthCostRow> RunAuthCost(const BenchOptions& options, uint16_t raw_port, uint64_t* errors);
-void PrintAuthCost(std::FILE* out, const std::vector<AuthCostRow>& rows);
-std::string AuthCostJson(const std::vector<AuthCostRow>& rows);
+void PrintAuthCost(std::FILE* out, const std::vector<AuthCostRow>& rows, const AuthCpuCost& cpu);
+std::string AuthCostJson(const std::vector<AuthCostRow>& rows, const AuthCpuCost& cpu);
 
 }  // namespace memkv::bench
 

@@ -115,9 +115,11 @@ int Run(const BenchOptions& o) {
   sweep.errors += warm_errors;
   PrintTables(stdout, sweep.rows);
   std::vector<AuthCostRow> auth_cost;
+  AuthCpuCost auth_cpu;
   if (o.auth_cost) {
     auth_cost = RunAuthCost(o, (*raw)->port(), &sweep.errors);
-    PrintAuthCost(stdout, auth_cost);
+    auth_cpu = MeasureAuthCpuCost();
+    PrintAuthCost(stdout, auth_cost, auth_cpu);
   }
   if (target->spawned) {
     if (int rc = target->spawned->Stop(); rc != 0) {
@@ -125,7 +127,7 @@ int Run(const BenchOptions& o) {
       ++sweep.errors;
     }
   }
-  Status written = WriteJson(o.json_path, facts, sweep.rows, AuthCostJson(auth_cost), sweep.errors);
+  Status written = WriteJson(o.json_path, facts, sweep.rows, AuthCostJson(auth_cost, auth_cpu), sweep.errors);
   if (!written.ok()) std::fprintf(stderr, "memkv-bench: %s\n", written.ToString().c_str());
   std::printf("\n%s; results in %s\n",
               sweep.errors == 0 ? "no errors, every value read back byte-exact" : "ERRORS: see stderr",
