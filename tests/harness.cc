@@ -139,6 +139,14 @@ int ServerProcess::Stop() {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+int ServerProcess::WaitExit(int ms) {
+  if (pid_ <= 0) return -1;
+  int status = WaitPid(pid_, DeadlineIn(ms));
+  if (status == -1) return -1;
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 void ServerProcess::Kill() {
   if (pid_ <= 0) return;
   ::kill(pid_, SIGKILL);

@@ -59,6 +59,9 @@ class ServerProcess {
   Status Start(const ServerSpec& spec = {});
   // SIGTERM, then waits for exit; returns the exit status (or -1).
   int Stop();
+  // Waits up to `ms` for the server to exit on its own (no signal sent):
+  // its exit code, or -1 if it is still running then.
+  int WaitExit(int ms);
   // SIGKILL, no drain.
   void Kill();
   // SIGSTOP / SIGCONT: a server that is alive but does not answer. Pause
