@@ -10,10 +10,11 @@ declare -A allowed=(
   [config]="base config"
   [io]="base io"
   [storage]="base storage"
-  [server]="base proto config io storage server"
-  [client]="base proto config io client"
+  [verbs]="base verbs"
+  [server]="base proto config io storage verbs server"
+  [client]="base proto config io verbs client"
   [capi]="base client capi"
-  [cli]="base config server storage client cli"
+  [cli]="base config server storage verbs client cli"
 )
 
 status=0
