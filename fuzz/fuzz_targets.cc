@@ -26,7 +26,8 @@ void FuzzFrame(const uint8_t* data, size_t size) {
   std::vector<proto::GetItem> gets;
   (void)proto::DecodeBatchGetResponse(meta, size > 1 ? data[1] : 0, payload_len, &gets);
   proto::ConnectResponse cr;
-  (void)proto::DecodeConnectResponse(meta, &cr);
+  std::span<const uint8_t> rest;
+  (void)proto::DecodeConnectResponse(meta, &cr, &rest);
 }
 
 void FuzzConfig(const uint8_t* data, size_t size) {

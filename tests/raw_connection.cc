@@ -44,7 +44,8 @@ Result<RawResponse> RawConnection::Handshake(const std::string& key_hex, uint8_t
   MEMKV_ASSIGN_OR_RETURN(RawResponse r, Read());
   if (r.header.status != StatusCode::kOk) return r;
   proto::ConnectResponse cr;
-  MEMKV_RETURN_IF_ERROR(proto::DecodeConnectResponse(r.meta, &cr));
+  std::span<const uint8_t> rest;
+  MEMKV_RETURN_IF_ERROR(proto::DecodeConnectResponse(r.meta, &cr, &rest));
   MEMKV_ASSIGN_OR_RETURN(auto keys, proto::DeriveSessionKeys(*key, nonce, cr.server_nonce));
   MEMKV_ASSIGN_OR_RETURN(auth_, proto::FrameAuth::Create(keys.client_to_server, keys.server_to_client));
   return r;

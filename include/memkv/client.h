@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,10 +38,16 @@ namespace memkv {
 struct ClientOptions {
   std::vector<std::string> servers;  // "host:port" data addresses
   std::string auth_key_hex;          // 64 hex characters
-  std::string transport = "auto";    // auto | tcp | rdma (rdma: not yet available)
+  std::string transport = "auto";    // auto | tcp | rdma (SPEC §4)
   uint32_t num_connections = 4;      // per server
   uint32_t timeout_ms = 5000;        // deadline of every operation
   uint32_t connect_timeout_ms = 2000;
+  // RDMA (transport auto or rdma; docs/rdma.md).
+  std::vector<std::string> rdma_devices;  // local HCAs to use; empty = the first one present
+  uint32_t rdma_mtu = 4096;               // path MTU; must equal the server's rdma.mtu
+  uint32_t rdma_retry_count = 6;          // 0..7 transport retries before IBV_WC_RETRY_EXC_ERR
+  uint32_t rdma_timeout = 14;             // local ACK timeout exponent: 4.096 us * 2^n
+  uint32_t rdma_qps = 2;                  // QPs per server connection, 1..16
 };
 
 // Per-key outcome of a batch call.
@@ -56,6 +63,22 @@ struct ClientStats {
   uint64_t checksum_failures = 0;
   uint64_t timeouts = 0;
   uint64_t connections_opened = 0;
+
+  // Per transport. An operation counts under the transport that carried its
+  // value bytes: RDMA for a put or get whose bytes moved by RDMA WRITE / READ,
+  // TCP for everything that rode inline (including re-issues after a
+  // fallback). Exists, Delete and batch exists are control only (TCP).
+  std::string transport = "tcp";   // what new operations use now: "rdma" or "tcp"
+  uint64_t rdma_ops = 0;
+  uint64_t rdma_bytes = 0;         // value bytes moved by RDMA WRITE / READ
+  uint64_t tcp_ops = 0;
+  uint64_t tcp_bytes = 0;          // value bytes carried inline over TCP
+  uint64_t rdma_reissued = 0;      // operations re-issued over TCP after an RDMA failure
+  uint64_t fallbacks = 0;          // 0 or 1: the engine downgraded to TCP for good
+  std::string fallback_reason;     // why, as the WARN line said it
+  // Work completions that came back in error, by ibv_wc_status value
+  // (12 = IBV_WC_RETRY_EXC_ERR, 5 = IBV_WC_WR_FLUSH_ERR, ...).
+  std::map<int, uint64_t> completion_errors;
 };
 
 class Client {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "base/log.h"
 #include "cli/cli.h"
 #include "client/client_from_config.h"
 #include "config/client_config.h"
@@ -48,6 +49,9 @@ EnvLookup LookupWithDefaults(const Environment& env) {
 }
 
 Result<std::unique_ptr<Client>> MakeClient(const Environment& env) {
+  // A shell verb speaks only when something is wrong: warnings (such as an
+  // RDMA downgrade) and the one error line.
+  SetLogLevel(LogLevel::kWarn);
   MEMKV_ASSIGN_OR_RETURN(ClientConfig config, LoadClientConfig(LookupWithDefaults(env)));
   return CreateClient(config);
 }

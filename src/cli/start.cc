@@ -16,8 +16,10 @@
 #include "cli/cli.h"
 #include "config/server_config.h"
 #include "server/key_file.h"
+#include "server/rdma_endpoint.h"
 #include "server/server.h"
 #include "storage/memory_store.h"
+#include "verbs/verbs.h"
 
 namespace memkv::cli {
 namespace {
@@ -201,6 +203,14 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
 
   RaiseOpenFilesLimit();
 
+  // RDMA: no device is a normal state (TCP only); a configured MTU above the
+  // port's active MTU is refused here, before anything listens.
+  Result<std::unique_ptr<RdmaEndpoint>> rdma = RdmaEndpoint::Create(c.rdma, store->get(), verbs::SystemProvider());
+  if (!rdma.ok()) {
+    std::fprintf(stderr, "memkv start: %s\n", rdma.status().message().c_str());
+    return kExitConfig;
+  }
+
   // Signals are taken by one thread with sigwait; every other thread
   // inherits the blocked mask.
   sigset_t signals;
@@ -217,6 +227,7 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   options.workers = flags.workers;
   options.handshake_timeout_ms = flags.handshake_timeout_ms;
   options.write_stall_timeout_ms = flags.write_stall_timeout_ms;
+  options.rdma = rdma->get();
   Result<std::unique_ptr<Server>> server = Server::Create(options, store->get());
   if (!server.ok()) {
     std::fprintf(stderr, "memkv start: cannot listen on %s:%u: %s\n", c.network.host.c_str(), c.network.port,
@@ -227,7 +238,7 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   const std::string address = c.network.host + ":" + std::to_string(srv->port());
   LOG_INFO << "memory store: " << FormatSize((*store)->pool_bytes()) << " pool in "
            << FormatSize(c.memory.block_size_bytes) << " chunks";
-  LOG_INFO << "RDMA transport is not part of this release; serving inline-bulk TCP only";
+  if (*rdma != nullptr) LOG_INFO << (*rdma)->Describe();
   LOG_INFO << "serving on " << address << " (admin port " << (srv->port() + 1) << " reserved)";
   if (key_source != "from the config") {
     LOG_INFO << "clients: export MEMKV_SERVERS=" << address << " MEMKV_AUTH_KEY=$(cat " << key_source << ")";

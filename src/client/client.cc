@@ -12,6 +12,9 @@
 #include "client/ops.h"
 #include "client/placement.h"
 #include "client/pool.h"
+#include "client/rdma.h"
+#include "client/rdma_ops.h"
+#include "client/client_from_config.h"
 #include "config/client_config.h"
 #include "proto/messages.h"
 
@@ -24,6 +27,8 @@ using client::ClientCounters;
 using client::Connection;
 using client::Endpoint;
 using client::Placement;
+using client::RdmaEngine;
+using client::RdmaExchange;
 using client::ServerPool;
 using client::SingleExchange;
 
@@ -70,39 +75,81 @@ std::vector<std::vector<uint32_t>> SplitFrames(const std::vector<uint32_t>& item
 class ClientImpl final : public Client {
  public:
   ClientImpl(const ClientOptions& options, Placement placement, std::vector<Endpoint> endpoints,
-             const Key32& key)
+             const Key32& key, verbs::Provider* provider)
       : options_(options), placement_(std::move(placement)) {
     for (Endpoint& endpoint : endpoints) {
       pools_.push_back(std::make_unique<ServerPool>(std::move(endpoint), key, options.num_connections,
                                                     Nanos{options.connect_timeout_ms} * 1'000'000,
                                                     &counters_, &clock_));
     }
+    provider_ = provider;
+  }
+
+  // The RDMA engine is made after the pools' counters exist (it reports
+  // fallbacks into them); the pools then offer RDMA on new connections.
+  Status StartRdma(const ClientOptions& options) {
+    client::RdmaSettings settings;
+    settings.mode = options.transport == "rdma"  ? TransportMode::kRdma
+                    : options.transport == "tcp" ? TransportMode::kTcp
+                                                 : TransportMode::kAuto;
+    settings.devices = options.rdma_devices;
+    settings.mtu = options.rdma_mtu;
+    settings.retry_count = static_cast<uint8_t>(options.rdma_retry_count);
+    settings.timeout = static_cast<uint8_t>(options.rdma_timeout);
+    settings.qps = options.rdma_qps;
+    if (settings.mode == TransportMode::kTcp) return Status::Ok();
+    MEMKV_ASSIGN_OR_RETURN(rdma_, RdmaEngine::Create(settings, *provider_, &counters_));
+    for (auto& pool : pools_) pool->set_rdma(rdma_.get());
+    return Status::Ok();
   }
 
   Status Put(std::string_view key, std::span<const uint8_t> value) override {
     MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("Put"));
     MEMKV_RETURN_IF_ERROR(CheckValueSize(value.size()).WithContext("Put " + client::KeyForMessage(key)));
     const size_t server = placement_.ServerFor(key);
+    if (rdma_ != nullptr) {
+      RdmaExchange x(rdma_.get(), &counters_, proto::Opcode::kPut, key, placement_.name(server), value);
+      RunSingle(server, &x);
+      CountTransport(x, value.size());
+      return x.status();
+    }
     SingleExchange x(proto::Opcode::kPut, key, placement_.name(server), value);
     RunSingle(server, &x);
+    if (x.status().ok()) CountTcp(value.size());
     return x.status();
   }
 
   Result<std::vector<uint8_t>> Get(std::string_view key) override {
     MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("Get"));
     const size_t server = placement_.ServerFor(key);
+    if (rdma_ != nullptr) {
+      RdmaExchange x(rdma_.get(), &counters_, proto::Opcode::kGet, key, placement_.name(server));
+      RunSingle(server, &x);
+      if (!x.status().ok()) return x.status();
+      CountTransport(x, x.value_size());
+      return std::move(x.value());
+    }
     SingleExchange x(proto::Opcode::kGet, key, placement_.name(server));
     RunSingle(server, &x);
     if (!x.status().ok()) return x.status();
+    CountTcp(x.value_size());
     return std::move(x.value());
   }
 
   Result<size_t> GetInto(std::string_view key, std::span<uint8_t> buffer) override {
     MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("GetInto"));
     const size_t server = placement_.ServerFor(key);
+    if (rdma_ != nullptr) {
+      RdmaExchange x(rdma_.get(), &counters_, proto::Opcode::kGet, key, placement_.name(server), {}, buffer);
+      RunSingle(server, &x);
+      if (!x.status().ok()) return x.status();
+      CountTransport(x, x.value_size());
+      return static_cast<size_t>(x.value_size());
+    }
     SingleExchange x(proto::Opcode::kGet, key, placement_.name(server), {}, buffer);
     RunSingle(server, &x);
     if (!x.status().ok()) return x.status();
+    CountTcp(x.value_size());
     return static_cast<size_t>(x.value_size());
   }
 
@@ -172,7 +219,11 @@ class ClientImpl final : public Client {
   }
 
   size_t ServerFor(std::string_view key) const override { return placement_.ServerFor(key); }
-  ClientStats Stats() const override { return counters_.Snapshot(); }
+  ClientStats Stats() const override {
+    ClientStats stats = counters_.Snapshot();
+    stats.transport = rdma_ != nullptr && rdma_->active() ? "rdma" : "tcp";
+    return stats;
+  }
 
  private:
   // One server's share of a batch: the connections checked out for it.
@@ -181,9 +232,24 @@ class ClientImpl final : public Client {
     std::vector<std::unique_ptr<Connection>> conns;
   };
 
+  void CountTcp(uint64_t bytes) {
+    ClientCounters::Add(counters_.tcp_ops, 1);
+    ClientCounters::Add(counters_.tcp_bytes, bytes);
+  }
+
+  void CountTransport(const RdmaExchange& x, uint64_t bytes) {
+    if (!x.status().ok()) return;
+    if (x.carried_by_rdma()) {
+      ClientCounters::Add(counters_.rdma_ops, 1);
+      ClientCounters::Add(counters_.rdma_bytes, bytes);
+    } else {
+      CountTcp(bytes);
+    }
+  }
+
   Nanos Deadline() const { return MonotonicNanos() + Nanos{options_.timeout_ms} * 1'000'000; }
 
-  void RunSingle(size_t server, SingleExchange* x) {
+  void RunSingle(size_t server, client::Exchange* x) {
     ClientCounters::Add(counters_.ops, 1);
     const Nanos deadline = Deadline();
     auto conns = pools_[server]->Acquire(1, deadline, /*wait=*/true);
@@ -323,6 +389,8 @@ class ClientImpl final : public Client {
 
   const ClientOptions options_;
   const Placement placement_;
+  verbs::Provider* provider_ = nullptr;
+  std::unique_ptr<RdmaEngine> rdma_;  // null: MEMKV_TRANSPORT=tcp
   SteadyClock clock_;
   ClientCounters counters_;
   std::vector<std::unique_ptr<ServerPool>> pools_;  // one per server, in options_.servers order
@@ -341,11 +409,11 @@ Result<Key32> ParseAuthKey(const std::string& hex) {
 }  // namespace
 
 Result<std::unique_ptr<Client>> Client::Create(const ClientOptions& options) {
-  if (options.transport == "rdma") {
-    return FailedPrecondition(
-        "ClientOptions.transport 'rdma': RDMA transport is not available in this build; use auto or tcp");
-  }
-  if (options.transport != "auto" && options.transport != "tcp") {
+  return CreateClientWithVerbs(options, verbs::SystemProvider());
+}
+
+Result<std::unique_ptr<Client>> CreateClientWithVerbs(const ClientOptions& options, verbs::Provider& provider) {
+  if (options.transport != "auto" && options.transport != "tcp" && options.transport != "rdma") {
     return InvalidArgument("ClientOptions.transport '" + options.transport +
                            "' is not a transport; allowed: auto, tcp, rdma");
   }
@@ -376,8 +444,21 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientOptions& options) {
   if (options.connect_timeout_ms == 0) {
     return InvalidArgument("ClientOptions.connect_timeout_ms must be at least 1");
   }
+  if (!verbs::IsValidMtu(options.rdma_mtu)) {
+    return InvalidArgument("ClientOptions.rdma_mtu " + std::to_string(options.rdma_mtu) +
+                           " is not an RDMA path MTU; allowed: 256, 512, 1024, 2048, 4096");
+  }
+  if (options.rdma_retry_count > 7 || options.rdma_timeout < 1 || options.rdma_timeout > 31 ||
+      options.rdma_qps < 1 || options.rdma_qps > proto::kMaxRdmaQps) {
+    return InvalidArgument("ClientOptions RDMA settings out of range: rdma_retry_count " +
+                           std::to_string(options.rdma_retry_count) + " (0..7), rdma_timeout " +
+                           std::to_string(options.rdma_timeout) + " (1..31), rdma_qps " +
+                           std::to_string(options.rdma_qps) + " (1.." + std::to_string(proto::kMaxRdmaQps) + ")");
+  }
   MEMKV_ASSIGN_OR_RETURN(Placement placement, Placement::Create(std::move(names)));
-  return std::unique_ptr<Client>(new ClientImpl(options, std::move(placement), std::move(endpoints), key));
+  auto client = std::make_unique<ClientImpl>(options, std::move(placement), std::move(endpoints), key, &provider);
+  MEMKV_RETURN_IF_ERROR(client->StartRdma(options));
+  return std::unique_ptr<Client>(std::move(client));
 }
 
 }  // namespace memkv

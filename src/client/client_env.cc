@@ -28,6 +28,11 @@ Result<std::unique_ptr<Client>> CreateClient(const ClientConfig& config) {
   options.num_connections = config.num_connections;
   options.timeout_ms = config.timeout_ms;
   options.connect_timeout_ms = config.connect_timeout_ms;
+  options.rdma_devices = config.rdma_devices;
+  options.rdma_mtu = config.rdma_mtu;
+  options.rdma_retry_count = config.rdma_retry_count;
+  options.rdma_timeout = config.rdma_timeout;
+  options.rdma_qps = config.rdma_qps;
   return Client::Create(options);
 }
 

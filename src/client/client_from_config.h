@@ -8,10 +8,15 @@
 
 #include "config/client_config.h"
 #include "memkv/client.h"
+#include "verbs/verbs.h"
 
 namespace memkv {
 
 Result<std::unique_ptr<Client>> CreateClient(const ClientConfig& config);
+
+// Client::Create with the verbs implementation to use (tests pass a
+// verbs::FakeFabric; Client::Create uses verbs::SystemProvider()).
+Result<std::unique_ptr<Client>> CreateClientWithVerbs(const ClientOptions& options, verbs::Provider& provider);
 
 }  // namespace memkv
 

@@ -10,7 +10,9 @@
 #include <thread>
 
 #include "base/bytes.h"
+#include "client/client_from_config.h"
 #include "client/fake_server.h"
+#include "verbs/fake.h"
 #include "io/socket.h"
 #include "proto/frame.h"
 
@@ -103,23 +105,23 @@ TEST(ClientCreateTest, RejectsBadOptionsNamingThem) {
   EXPECT_EQ(Client::Create(o).status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST(ClientCreateTest, RdmaTransportIsAFailedPrecondition) {
+TEST(ClientCreateTest, RdmaTransportWithoutADeviceIsAFailedPrecondition) {
   ClientOptions o = Options({"127.0.0.1:9900"});
   o.transport = "rdma";
-  Status s = Client::Create(o).status();
+  verbs::FakeFabric no_devices;
+  Status s = CreateClientWithVerbs(o, no_devices).status();
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(Contains(s, "RDMA transport is not available in this build")) << s.ToString();
+  EXPECT_TRUE(Contains(s, "no RDMA device")) << s.ToString();
   EXPECT_TRUE(Contains(s, "auto or tcp")) << s.ToString();
   for (const char* t : {"auto", "tcp"}) {
     o.transport = t;
-    EXPECT_TRUE(Client::Create(o).ok()) << t;
+    EXPECT_TRUE(CreateClientWithVerbs(o, no_devices).ok()) << t;
   }
-}
-
-TEST(ClientCreateTest, CreatesWithoutContactingServers) {
-  auto c = MakeClient(Options({ClosedAddress()}));
-  ASSERT_NE(c, nullptr);
-  EXPECT_EQ(c->Stats().connections_opened, 0u);
+  o.transport = "auto";
+  ClientStats stats = (*CreateClientWithVerbs(o, no_devices))->Stats();
+  EXPECT_EQ(stats.transport, "tcp");
+  EXPECT_EQ(stats.fallbacks, 1u);
+  EXPECT_NE(stats.fallback_reason.find("no RDMA device"), std::string::npos) << stats.fallback_reason;
 }
 
 TEST(ClientCreateTest, FromEnvironment) {
@@ -131,8 +133,8 @@ TEST(ClientCreateTest, FromEnvironment) {
   auto c = Client::CreateFromEnvironment();
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_TRUE((*c)->Put("k", AsSpan("v")).ok());
-  ::setenv("MEMKV_TRANSPORT", "rdma", 1);
-  EXPECT_EQ(Client::CreateFromEnvironment().status().code(), StatusCode::kFailedPrecondition);
+  ::setenv("MEMKV_TRANSPORT", "bogus", 1);
+  EXPECT_EQ(Client::CreateFromEnvironment().status().code(), StatusCode::kInvalidArgument);
   ::unsetenv("MEMKV_SERVERS");
   ::unsetenv("MEMKV_AUTH_KEY");
   ::unsetenv("MEMKV_TRANSPORT");

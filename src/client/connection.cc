@@ -33,13 +33,22 @@ Connection::~Connection() { std::fill(master_key_.begin(), master_key_.end(), 0)
 Result<std::unique_ptr<Connection>> Connection::Start(const Endpoint& endpoint,
                                                       std::span<const uint8_t> master_key,
                                                       Nanos connect_deadline,
-                                                      ClientCounters* counters) {
+                                                      ClientCounters* counters, RdmaEngine* rdma) {
   if (master_key.size() != Key32().size()) {
     return InvalidArgument("auth key must be 32 bytes, got " + std::to_string(master_key.size()));
   }
   std::unique_ptr<Connection> conn(new Connection(endpoint.name, counters));
   std::copy(master_key.begin(), master_key.end(), conn->master_key_.begin());
   conn->connect_deadline_ = connect_deadline;
+  if (rdma != nullptr && rdma->active()) {
+    conn->engine_ = rdma;
+    Result<std::unique_ptr<RdmaChannel>> channel = rdma->NewChannel();
+    if (channel.ok()) {
+      conn->rdma_ = std::move(channel).value();
+    } else if (!rdma->OnFailure("creating RDMA queue pairs: " + channel.status().message())) {
+      return channel.status().WithContext("MEMKV_TRANSPORT=rdma");
+    }
+  }
 
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -110,13 +119,15 @@ Status Connection::QueueHello() {
   proto::FrameHeader header;
   header.opcode = static_cast<uint8_t>(proto::Opcode::kConnect);
   header.request_id = 0;
-  header.meta_len = proto::kNonceSize;
-  hello_.assign(proto::kHeaderSize + proto::kNonceSize, '\0');
+  std::string meta(reinterpret_cast<const char*>(client_nonce_.data()), client_nonce_.size());
+  if (rdma_ != nullptr) meta += proto::EncodeRdmaOffer(rdma_->Offer());
+  header.meta_len = static_cast<uint32_t>(meta.size());
+  hello_.assign(proto::kHeaderSize + meta.size(), '\0');
   auto* bytes = reinterpret_cast<uint8_t*>(hello_.data());
   proto::EncodeFields(header, bytes);
-  std::memcpy(bytes + proto::kHeaderSize, client_nonce_.data(), client_nonce_.size());
+  std::memcpy(bytes + proto::kHeaderSize, meta.data(), meta.size());
   // The request's tag covers "memkv v1 connect" | fields | meta (no nonce suffix).
-  Tag tag = proto::ConnectTag(*master_mac_, bytes, client_nonce_, {});
+  Tag tag = proto::ConnectTag(*master_mac_, bytes, {bytes + proto::kHeaderSize, meta.size()}, {});
   std::memcpy(bytes + proto::kFieldsSize, tag.data(), tag.size());
   send_iov_.assign(1, iovec{hello_.data(), hello_.size()});
   send_first_ = 0;
@@ -145,8 +156,10 @@ Status Connection::OnConnectResponse(const Tag& tag) {
                       "altered the answer");
   }
   proto::ConnectResponse response;
+  std::span<const uint8_t> rest;
   MEMKV_RETURN_IF_ERROR(
-      proto::DecodeConnectResponse(meta_, &response).WithContext("server " + name_));
+      proto::DecodeConnectResponse(meta_, &response, &rest).WithContext("server " + name_));
+  MEMKV_RETURN_IF_ERROR(OnRdmaAnswer(rest));
   MEMKV_ASSIGN_OR_RETURN(
       proto::SessionKeys keys,
       proto::DeriveSessionKeys(master_key_, client_nonce_, response.server_nonce));
@@ -162,7 +175,33 @@ Status Connection::OnConnectResponse(const Tag& tag) {
   return Status::Ok();
 }
 
+Status Connection::OnRdmaAnswer(std::span<const uint8_t> rest) {
+  if (rdma_ == nullptr) {
+    if (!rest.empty()) return ProtocolError("server " + name_ + " answered an RDMA offer that was not made");
+    return Status::Ok();
+  }
+  proto::RdmaAnswer answer;
+  Status failure;
+  if (rest.empty()) {
+    failure = Unavailable("server " + name_ + " did not answer the RDMA offer (it serves TCP only)");
+  } else {
+    MEMKV_RETURN_IF_ERROR(proto::DecodeRdmaAnswer(rest, &answer).WithContext("server " + name_));
+    if (answer.result == proto::RdmaAnswerResult::kAccepted) {
+      failure = rdma_->Connect(answer, name_);
+    } else {
+      failure = (answer.result == proto::RdmaAnswerResult::kRefused ? FailedPrecondition(answer.message)
+                                                                     : Unavailable(answer.message))
+                    .WithContext("server " + name_ + " refused RDMA");
+    }
+  }
+  if (failure.ok()) return Status::Ok();
+  rdma_.reset();
+  if (engine_->OnFailure(failure.message())) return Status::Ok();  // auto: this connection is TCP
+  return failure.WithContext("MEMKV_TRANSPORT=rdma (which never falls back to TCP)");
+}
+
 bool Connection::Reusable() const {
+  if (rdma_ != nullptr && (rdma_->broken() || rdma_->outstanding() > 0)) return false;
   return state_ == State::kReady && server_closing_.ok() && pending_.empty() && inflight_.empty() &&
          send_first_ == send_iov_.size() && phase_ == RecvPhase::kHeader && header_got_ == 0;
 }
@@ -176,7 +215,8 @@ bool Connection::IsStale() const {
 
 bool Connection::HasWork() const {
   if (state_ == State::kFailed) return false;
-  return Establishing() || !pending_.empty() || !inflight_.empty() || send_first_ < send_iov_.size();
+  return Establishing() || !pending_.empty() || !inflight_.empty() || send_first_ < send_iov_.size() ||
+         RdmaBusy();
 }
 
 bool Connection::CanSend() const {
@@ -255,6 +295,12 @@ void Connection::Expire(bool connect_deadline) {
                           "Connect handshake before " + which));
     return;
   }
+  if (RdmaBusy()) {
+    ClientCounters::Add(counters_->timeouts, 1);
+    Fail(DeadlineExceeded("RDMA transfer(s) with " + name_ + " did not complete before " + which +
+                          " (a lossy or MTU-limited path retries until the QP gives up; docs/rdma.md)"));
+    return;
+  }
   Status not_sent = DeadlineExceeded("request to " + name_ + " was not sent before " + which);
   if (const size_t unanswered = Unanswered(); unanswered > 0) {
     ClientCounters::Add(counters_->timeouts, 1);
@@ -305,6 +351,8 @@ void Connection::Fail(const Status& status, bool server_at_fault) {
   send_iov_.clear();
   send_first_ = 0;
   segments_.clear();
+  // QPs first: once they are destroyed no transfer touches caller memory.
+  if (rdma_ != nullptr) rdma_->Abort(error_);
   for (Exchange* x : failed) x->OnFailure(error_);
 }
 
@@ -321,15 +369,22 @@ void DriveConnections(std::span<Connection* const> connections, Nanos deadline,
     }
   }
   std::vector<pollfd> fds;
-  std::vector<size_t> polled;  // indices into connections
+  std::vector<size_t> polled;  // indices into connections, one per entry of fds
+  std::vector<bool> is_cq;     // per entry of fds: the connection's RDMA completion channel
   for (;;) {
     fds.clear();
     polled.clear();
+    is_cq.clear();
+    bool busy = false;  // RDMA completions were found while arming: do not block
     const Nanos now = MonotonicNanos();
     Nanos wake = deadline;
     for (size_t i = 0; i < connections.size(); ++i) {
       if (done[i]) continue;
       Connection* c = connections[i];
+      if (c->RdmaBusy() && now < deadline) {
+        c->RdmaProgress();
+        if (c->CanSendNow()) c->OnEvents(0, /*may_send=*/true);  // e.g. a commit after its WRITE
+      }
       if (c->HasWork() && now >= deadline) {
         c->Expire(/*connect_deadline=*/false);
       } else if (c->HasWork() && c->Establishing() && now >= c->connect_deadline()) {
@@ -343,8 +398,19 @@ void DriveConnections(std::span<Connection* const> connections, Nanos deadline,
       if (c->Establishing()) wake = std::min(wake, c->connect_deadline());
       fds.push_back(pollfd{c->fd(), c->PollEvents(), 0});
       polled.push_back(i);
+      is_cq.push_back(false);
+      if (c->RdmaBusy()) {
+        if (c->RdmaArm()) {
+          busy = true;
+        } else {
+          fds.push_back(pollfd{c->RdmaFd(), POLLIN, 0});
+          polled.push_back(i);
+          is_cq.push_back(true);
+        }
+      }
     }
     if (polled.empty()) return;
+    if (busy) continue;
     const Nanos wait = wake - now;
     timespec ts{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
     int rc = ::ppoll(fds.data(), fds.size(), &ts, nullptr);
@@ -356,7 +422,14 @@ void DriveConnections(std::span<Connection* const> connections, Nanos deadline,
     }
     const bool may_send = MonotonicNanos() < deadline;
     for (size_t k = 0; k < fds.size(); ++k) {
-      if (fds[k].revents != 0) connections[polled[k]]->OnEvents(fds[k].revents, may_send);
+      if (fds[k].revents == 0) continue;
+      Connection* c = connections[polled[k]];
+      if (is_cq[k]) {
+        if (c->RdmaBusy()) c->RdmaProgress();
+        if (c->CanSendNow()) c->OnEvents(0, may_send);
+      } else {
+        c->OnEvents(fds[k].revents, may_send);
+      }
     }
   }
 }

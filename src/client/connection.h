@@ -41,6 +41,7 @@
 #include "base/unique_fd.h"
 #include "client/counters.h"
 #include "client/exchange.h"
+#include "client/rdma.h"
 #include "memkv/status.h"
 #include "proto/frame.h"
 
@@ -58,9 +59,12 @@ class Connection {
   // Resolves the endpoint and starts a non-blocking connect. Unavailable when
   // the name does not resolve or every address refuses at once. `counters`
   // must outlive the connection.
+  // With an active `rdma` engine the Connect request offers RDMA QPs
+  // (docs/rdma.md); the engine must outlive the connection.
   static Result<std::unique_ptr<Connection>> Start(const Endpoint& endpoint,
                                                    std::span<const uint8_t> master_key,
-                                                   Nanos connect_deadline, ClientCounters* counters);
+                                                   Nanos connect_deadline, ClientCounters* counters,
+                                                   RdmaEngine* rdma = nullptr);
 
   // Wraps a socket that already finished the handshake (tests, tools).
   static std::unique_ptr<Connection> Adopt(UniqueFd fd, std::string name,
@@ -74,7 +78,13 @@ class Connection {
   const std::string& name() const { return name_; }
 
   // Queues an exchange; it is sent by DriveConnections().
-  void Enqueue(Exchange* exchange) { pending_.push_back(exchange); }
+  void Enqueue(Exchange* exchange) {
+    exchange->connection_ = this;
+    pending_.push_back(exchange);
+  }
+  // The RDMA channel when the server accepted RDMA and it still works; null
+  // otherwise (exchanges then go inline over TCP).
+  RdmaChannel* rdma_channel() const { return rdma_ != nullptr && rdma_->ready() ? rdma_.get() : nullptr; }
 
   // Handshake done, nothing outstanding, stream in sync, server not closing:
   // safe to hand to the next call.
@@ -102,6 +112,14 @@ class Connection {
   void Expire(bool connect_deadline);
   // Gives up on everything (poll itself failed).
   void Abort(const Status& status) { Fail(status); }
+  // RDMA transfers in flight: DriveConnections polls the channel's CQ.
+  bool RdmaBusy() const { return rdma_ != nullptr && rdma_->outstanding() > 0; }
+  int RdmaFd() const { return rdma_->fd(); }
+  // Arms the CQ; true when completions arrived meanwhile (do not block).
+  bool RdmaArm() { return rdma_->Arm(); }
+  void RdmaProgress() { rdma_->Progress(); }
+  // Anything queued for sending (e.g. an RDMA commit after its WRITE).
+  bool CanSendNow() const { return CanSend(); }
 
  private:
   enum class State { kConnecting, kHandshake, kReady, kFailed };
@@ -118,6 +136,8 @@ class Connection {
   Status OnConnectWritable();       // TCP connect finished (or failed)
   Status QueueHello();              // the Connect request
   Status OnConnectResponse(const Tag& tag);
+  // The RDMA part of the Connect answer (`rest` of its meta).
+  Status OnRdmaAnswer(std::span<const uint8_t> rest);
   bool CanSend() const;
   bool Refill();
   Status Send();
@@ -155,6 +175,10 @@ class Connection {
   std::array<uint8_t, proto::kNonceSize> client_nonce_{};
   std::unique_ptr<HmacSha256> master_mac_;  // tags the Connect exchange
   std::string hello_;  // the Connect frame while it is being sent
+
+  // RDMA (null when not offered or given up on this connection).
+  RdmaEngine* engine_ = nullptr;
+  std::unique_ptr<RdmaChannel> rdma_;
 
   // Session.
   std::unique_ptr<proto::FrameAuth> auth_;

@@ -3,8 +3,12 @@
 #ifndef MEMKV_CLIENT_COUNTERS_H_
 #define MEMKV_CLIENT_COUNTERS_H_
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <string>
 
 #include "memkv/client.h"
 
@@ -18,6 +22,25 @@ struct ClientCounters {
   std::atomic<uint64_t> timeouts{0};            // deadlines hit: by a connection with requests outstanding,
                                                 // or by a call waiting for (or reaching too late) a pool
   std::atomic<uint64_t> connections_opened{0};  // handshakes completed
+  // Per transport (see ClientStats).
+  std::atomic<uint64_t> rdma_ops{0};
+  std::atomic<uint64_t> rdma_bytes{0};
+  std::atomic<uint64_t> tcp_ops{0};
+  std::atomic<uint64_t> tcp_bytes{0};
+  std::atomic<uint64_t> rdma_reissued{0};
+  std::atomic<uint64_t> fallbacks{0};
+  std::array<std::atomic<uint64_t>, 32> completion_errors{};  // by ibv_wc_status (last: 31 and above)
+  mutable std::mutex fallback_mu;
+  std::string fallback_reason;  // guarded by fallback_mu
+
+  void CountCompletionError(int status) {
+    const size_t i = status < 0 ? 31 : std::min<size_t>(static_cast<size_t>(status), 31);
+    completion_errors[i].fetch_add(1, std::memory_order_relaxed);
+  }
+  void SetFallbackReason(const std::string& reason) {
+    std::lock_guard<std::mutex> lock(fallback_mu);
+    fallback_reason = reason;
+  }
 
   static void Add(std::atomic<uint64_t>& counter, uint64_t n) {
     counter.fetch_add(n, std::memory_order_relaxed);
@@ -31,6 +54,20 @@ struct ClientCounters {
     s.checksum_failures = checksum_failures.load(std::memory_order_relaxed);
     s.timeouts = timeouts.load(std::memory_order_relaxed);
     s.connections_opened = connections_opened.load(std::memory_order_relaxed);
+    s.rdma_ops = rdma_ops.load(std::memory_order_relaxed);
+    s.rdma_bytes = rdma_bytes.load(std::memory_order_relaxed);
+    s.tcp_ops = tcp_ops.load(std::memory_order_relaxed);
+    s.tcp_bytes = tcp_bytes.load(std::memory_order_relaxed);
+    s.rdma_reissued = rdma_reissued.load(std::memory_order_relaxed);
+    s.fallbacks = fallbacks.load(std::memory_order_relaxed);
+    for (size_t i = 0; i < completion_errors.size(); ++i) {
+      uint64_t n = completion_errors[i].load(std::memory_order_relaxed);
+      if (n != 0) s.completion_errors[static_cast<int>(i)] = n;
+    }
+    {
+      std::lock_guard<std::mutex> lock(fallback_mu);
+      s.fallback_reason = fallback_reason;
+    }
     return s;
   }
 };

@@ -23,6 +23,8 @@
 
 namespace memkv::client {
 
+class Connection;
+
 // Where consecutive bytes of a response payload go.
 struct PayloadSegment {
   uint8_t* dst = nullptr;  // caller memory (may be null when size is 0)
@@ -63,8 +65,14 @@ class Exchange {
   // The exchange cannot complete (connection lost, deadline, protocol error).
   virtual void OnFailure(const Status& status) = 0;
 
+ protected:
+  // The connection the exchange was last queued on (multi-frame exchanges
+  // queue themselves again for their next frame).
+  Connection* connection() const { return connection_; }
+
  private:
   friend class Connection;
+  Connection* connection_ = nullptr;
   // Set by the connection: the request's id and opcode, and its
   // fields | tag | meta, which must live until the frame is written.
   uint64_t request_id_ = 0;

@@ -25,13 +25,15 @@ void ServerHealth::OnSuccess() {
 }
 
 ServerPool::ServerPool(Endpoint endpoint, const Key32& auth_key, uint32_t max_connections,
-                       Nanos connect_timeout_nanos, ClientCounters* counters, const Clock* clock)
+                       Nanos connect_timeout_nanos, ClientCounters* counters, const Clock* clock,
+                       RdmaEngine* rdma)
     : endpoint_(std::move(endpoint)),
       auth_key_(auth_key),
       max_connections_(std::max<uint32_t>(max_connections, 1)),
       connect_timeout_nanos_(connect_timeout_nanos),
       counters_(counters),
-      clock_(clock) {}
+      clock_(clock),
+      rdma_(rdma) {}
 
 Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want, Nanos deadline,
                                                                      bool wait) {
@@ -82,7 +84,7 @@ Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want
   const Nanos connect_deadline = std::min(deadline, MonotonicNanos() + connect_timeout_nanos_);
   for (size_t i = 0; i < to_open; ++i) {
     Result<std::unique_ptr<Connection>> c =
-        Connection::Start(endpoint_, auth_key_, connect_deadline, counters_);
+        Connection::Start(endpoint_, auth_key_, connect_deadline, counters_, rdma_);
     if (c.ok()) {
       got.push_back(std::move(c).value());
     } else {

@@ -31,6 +31,7 @@
 #include "base/clock.h"
 #include "base/hmac.h"
 #include "client/connection.h"
+#include "client/rdma.h"
 #include "client/counters.h"
 
 namespace memkv::client {
@@ -59,11 +60,14 @@ class ServerPool {
   // new connection gets `connect_timeout_nanos` from when it is opened (but
   // never past the call's deadline) to finish its connect and handshake.
   ServerPool(Endpoint endpoint, const Key32& auth_key, uint32_t max_connections,
-             Nanos connect_timeout_nanos, ClientCounters* counters, const Clock* clock);
+             Nanos connect_timeout_nanos, ClientCounters* counters, const Clock* clock,
+             RdmaEngine* rdma = nullptr);
   ServerPool(const ServerPool&) = delete;
   ServerPool& operator=(const ServerPool&) = delete;
 
   const Endpoint& endpoint() const { return endpoint_; }
+  // Set once, before the pool is used.
+  void set_rdma(RdmaEngine* rdma) { rdma_ = rdma; }
 
   // Between 1 and `want` connections for the caller's exclusive use; new ones
   // may still be establishing (DriveConnections finishes them, by their
@@ -86,6 +90,7 @@ class ServerPool {
   const Nanos connect_timeout_nanos_;
   ClientCounters* const counters_;
   const Clock* const clock_;
+  RdmaEngine* rdma_;  // new connections offer RDMA while it is active
 
   std::mutex mu_;
   std::condition_variable freed_;  // signalled when a connection or slot frees up

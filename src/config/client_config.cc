@@ -114,6 +114,22 @@ void SetRdmaMtu(const std::vector<std::string>& values, const std::string& field
   c->rdma_mtu = static_cast<uint32_t>(*mtu);
 }
 
+void SetRdmaRetryCount(const std::vector<std::string>& values, const std::string& field, Diagnostics* d,
+                       ClientConfig* c) {
+  // 7 is "retry forever" on Soft-RoCE (rxe): a dropped path would hang.
+  ParseInRange(values.front(), field, 0, 7, d, &c->rdma_retry_count);
+}
+
+void SetRdmaTimeout(const std::vector<std::string>& values, const std::string& field, Diagnostics* d,
+                    ClientConfig* c) {
+  ParseInRange(values.front(), field, 1, 31, d, &c->rdma_timeout);
+}
+
+void SetRdmaQps(const std::vector<std::string>& values, const std::string& field, Diagnostics* d,
+                ClientConfig* c) {
+  ParseInRange(values.front(), field, 1, 16, d, &c->rdma_qps);
+}
+
 void SetRdmaDevices(const std::vector<std::string>& values, const std::string& field,
                     Diagnostics* d, ClientConfig* c) {
   std::set<std::string> seen;
@@ -156,6 +172,9 @@ constexpr ClientField kFields[] = {
     {"connect_timeout_ms", "", false, SetConnectTimeout},  // no variable in the header's list
     {"rdma_devices", "MEMKV_RDMA_DEVICES", true, SetRdmaDevices},
     {"rdma_mtu", "MEMKV_RDMA_MTU", false, SetRdmaMtu},
+    {"rdma_retry_count", "MEMKV_RDMA_RETRY_COUNT", false, SetRdmaRetryCount},
+    {"rdma_timeout", "MEMKV_RDMA_TIMEOUT", false, SetRdmaTimeout},
+    {"rdma_qps", "MEMKV_RDMA_QPS", false, SetRdmaQps},
     {"prometheus_bind", "MEMKV_PROMETHEUS_BIND", false, SetPrometheusBind},
 };
 

@@ -38,6 +38,9 @@ struct ClientConfig {
   uint32_t connect_timeout_ms = 2000;     // 1..3600000
   std::vector<std::string> rdma_devices;  // MEMKV_RDMA_DEVICES
   uint32_t rdma_mtu = 4096;               // MEMKV_RDMA_MTU: 256..4096, power of two
+  uint32_t rdma_retry_count = 6;          // MEMKV_RDMA_RETRY_COUNT: 0..7 (7 = forever on rxe)
+  uint32_t rdma_timeout = 14;             // MEMKV_RDMA_TIMEOUT: ACK timeout exponent 1..31
+  uint32_t rdma_qps = 2;                  // MEMKV_RDMA_QPS: QPs per connection, 1..16
   std::string prometheus_bind;            // MEMKV_PROMETHEUS_BIND, optional
 };
 

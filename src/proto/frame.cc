@@ -18,6 +18,10 @@ std::string OpcodeName(uint8_t opcode) {
     case Opcode::kBatchPut: return "BatchPut";
     case Opcode::kBatchGet: return "BatchGet";
     case Opcode::kBatchExists: return "BatchExists";
+    case Opcode::kRdmaPut: return "RdmaPut";
+    case Opcode::kRdmaCommit: return "RdmaCommit";
+    case Opcode::kRdmaGet: return "RdmaGet";
+    case Opcode::kRdmaRelease: return "RdmaRelease";
   }
   char buf[8];
   std::snprintf(buf, sizeof(buf), "0x%02x", opcode);

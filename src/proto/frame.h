@@ -50,6 +50,11 @@ enum class Opcode : uint8_t {
   kBatchPut = 0x24,
   kBatchGet = 0x25,
   kBatchExists = 0x26,
+  // RDMA control (bulk bytes move by one-sided RDMA; docs/rdma.md).
+  kRdmaPut = 0x30,      // allocate a landing slot in the pool
+  kRdmaCommit = 0x31,   // publish what landed, after checking its checksum
+  kRdmaGet = 0x32,      // look up and pin a value for RDMA READ
+  kRdmaRelease = 0x33,  // unpin a value or drop an uncommitted slot
 };
 // Name of a known opcode, or "0x7f" style hex for an unknown one.
 std::string OpcodeName(uint8_t opcode);

@@ -82,14 +82,195 @@ std::string EncodeConnectResponse(const ConnectResponse& r) {
   return w.Take();
 }
 
-Status DecodeConnectResponse(std::span<const uint8_t> meta, ConnectResponse* out) {
+Status DecodeConnectResponse(std::span<const uint8_t> meta, ConnectResponse* out,
+                             std::span<const uint8_t>* rest) {
   Reader r(meta);
   std::string_view nonce;
   if (!r.Bytes(kNonceSize, &nonce) || !r.U32(&out->max_key_bytes) || !r.U64(&out->max_value_bytes) ||
-      !r.U32(&out->max_batch_items) || !r.U32(&out->max_inflight) || !r.AtEnd()) {
+      !r.U32(&out->max_batch_items) || !r.U32(&out->max_inflight)) {
     return Truncated("Connect response");
   }
   std::memcpy(out->server_nonce.data(), nonce.data(), kNonceSize);
+  *rest = meta.subspan(kNonceSize + 20);
+  return Status::Ok();
+}
+
+namespace {
+
+void PutGid(Writer& w, const RdmaGid& gid) {
+  w.Bytes(std::string_view(reinterpret_cast<const char*>(gid.data()), gid.size()));
+}
+
+bool GetGid(Reader& r, RdmaGid* gid) {
+  std::string_view bytes;
+  if (!r.Bytes(gid->size(), &bytes)) return false;
+  std::memcpy(gid->data(), bytes.data(), gid->size());
+  return true;
+}
+
+void PutQps(Writer& w, const std::vector<RdmaQp>& qps) {
+  for (const RdmaQp& qp : qps) {
+    w.U32(qp.qpn);
+    w.U32(qp.psn);
+  }
+}
+
+bool GetQps(Reader& r, uint32_t count, std::vector<RdmaQp>* qps) {
+  qps->resize(count);
+  for (RdmaQp& qp : *qps) {
+    if (!r.U32(&qp.qpn) || !r.U32(&qp.psn)) return false;
+  }
+  return true;
+}
+
+constexpr uint8_t kRdmaOfferVersion = 1;
+
+}  // namespace
+
+std::string EncodeRdmaOffer(const RdmaOffer& offer) {
+  Writer w;
+  w.U16(kRdmaOfferVersion);
+  w.U16(static_cast<uint16_t>(offer.qps.size()));
+  w.U32(offer.mtu);
+  PutGid(w, offer.gid);
+  PutQps(w, offer.qps);
+  return w.Take();
+}
+
+Status DecodeRdmaOffer(std::span<const uint8_t> meta, bool* has_offer, RdmaOffer* out) {
+  *has_offer = !meta.empty();
+  if (meta.empty()) return Status::Ok();
+  Reader r(meta);
+  uint16_t version = 0, count = 0;
+  if (!r.U16(&version) || !r.U16(&count) || !r.U32(&out->mtu) || !GetGid(r, &out->gid)) {
+    return Truncated("Connect RDMA offer");
+  }
+  if (version != kRdmaOfferVersion) {
+    return ProtocolError("Connect RDMA offer version " + std::to_string(version) + " is not " +
+                         std::to_string(kRdmaOfferVersion));
+  }
+  if (count == 0 || count > kMaxRdmaQps) {
+    return InvalidArgument("Connect RDMA offer has " + std::to_string(count) + " QPs; allowed 1.." +
+                           std::to_string(kMaxRdmaQps));
+  }
+  if (!GetQps(r, count, &out->qps) || !r.AtEnd()) return Truncated("Connect RDMA offer");
+  return Status::Ok();
+}
+
+std::string EncodeRdmaAnswer(const RdmaAnswer& a) {
+  Writer w;
+  w.U16(static_cast<uint16_t>(a.result));
+  w.U16(static_cast<uint16_t>(a.message.size()));
+  w.Bytes(a.message);
+  if (a.result != RdmaAnswerResult::kAccepted) return w.Take();
+  w.U32(a.mtu);
+  w.U16(a.traffic_class);
+  w.U16(a.service_level);
+  w.U32(a.rkey);
+  PutGid(w, a.gid);
+  w.U32(static_cast<uint32_t>(a.qps.size()));
+  PutQps(w, a.qps);
+  return w.Take();
+}
+
+Status DecodeRdmaAnswer(std::span<const uint8_t> meta, RdmaAnswer* out) {
+  Reader r(meta);
+  uint16_t result = 0, message_len = 0;
+  std::string_view message;
+  if (!r.U16(&result) || !r.U16(&message_len) || !r.Bytes(message_len, &message)) {
+    return Truncated("Connect RDMA answer");
+  }
+  if (result > static_cast<uint16_t>(RdmaAnswerResult::kUnavailable)) {
+    return ProtocolError("Connect RDMA answer has unknown result " + std::to_string(result));
+  }
+  out->result = static_cast<RdmaAnswerResult>(result);
+  out->message.assign(message);
+  if (out->result != RdmaAnswerResult::kAccepted) {
+    return r.AtEnd() ? Status::Ok() : Truncated("Connect RDMA answer");
+  }
+  uint16_t tc = 0, sl = 0;
+  uint32_t count = 0;
+  if (!r.U32(&out->mtu) || !r.U16(&tc) || !r.U16(&sl) || !r.U32(&out->rkey) || !GetGid(r, &out->gid) ||
+      !r.U32(&count)) {
+    return Truncated("Connect RDMA answer");
+  }
+  if (count == 0 || count > kMaxRdmaQps || tc > 255 || sl > 15) {
+    return ProtocolError("Connect RDMA answer is out of range (" + std::to_string(count) + " QPs, traffic class " +
+                         std::to_string(tc) + ", service level " + std::to_string(sl) + ")");
+  }
+  out->traffic_class = static_cast<uint8_t>(tc);
+  out->service_level = static_cast<uint8_t>(sl);
+  if (!GetQps(r, count, &out->qps) || !r.AtEnd()) return Truncated("Connect RDMA answer");
+  return Status::Ok();
+}
+
+std::string EncodeRdmaPutRequest(std::string_view key, uint64_t value_len, uint64_t checksum) {
+  Writer w;
+  w.U64(value_len);
+  w.U64(checksum);
+  w.Bytes(key);
+  return w.Take();
+}
+
+Status DecodeRdmaPutRequest(std::span<const uint8_t> meta, std::string_view* key, uint64_t* value_len,
+                            uint64_t* checksum) {
+  Reader r(meta);
+  if (!r.U64(value_len) || !r.U64(checksum)) return Truncated("RdmaPut request");
+  if (!r.Bytes(meta.size() - 16, key)) return Truncated("RdmaPut request");
+  MEMKV_RETURN_IF_ERROR(CheckKey(*key));
+  if (*value_len > kMaxValueBytes) {
+    return TooLarge("value of " + std::to_string(*value_len) + " bytes exceeds the limit of " +
+                    std::to_string(kMaxValueBytes) + " bytes");
+  }
+  return Status::Ok();
+}
+
+std::string EncodeRdmaGrant(const RdmaGrant& g) {
+  Writer w;
+  w.U64(g.token);
+  w.U64(g.value_len);
+  w.U64(g.checksum);
+  w.U32(static_cast<uint32_t>(g.segments.size()));
+  for (const RemoteSegment& s : g.segments) {
+    w.U64(s.addr);
+    w.U32(s.len);
+  }
+  return w.Take();
+}
+
+Status DecodeRdmaGrant(std::span<const uint8_t> meta, RdmaGrant* out) {
+  Reader r(meta);
+  uint32_t count = 0;
+  if (!r.U64(&out->token) || !r.U64(&out->value_len) || !r.U64(&out->checksum) || !r.U32(&count)) {
+    return Truncated("RDMA grant");
+  }
+  if (out->value_len > kMaxValueBytes || count > (meta.size() / 12)) {
+    return ProtocolError("RDMA grant is out of range (" + std::to_string(out->value_len) + " bytes in " +
+                         std::to_string(count) + " segments)");
+  }
+  out->segments.resize(count);
+  uint64_t total = 0;
+  for (RemoteSegment& s : out->segments) {
+    if (!r.U64(&s.addr) || !r.U32(&s.len)) return Truncated("RDMA grant");
+    total += s.len;
+  }
+  if (!r.AtEnd()) return Truncated("RDMA grant");
+  if (total != out->value_len) {
+    return ProtocolError("RDMA grant segments add up to " + std::to_string(total) + " bytes, not the " +
+                         std::to_string(out->value_len) + " of the value");
+  }
+  return Status::Ok();
+}
+
+std::string EncodeToken(uint64_t token) {
+  Writer w;
+  w.U64(token);
+  return w.Take();
+}
+
+Status DecodeToken(std::span<const uint8_t> meta, uint64_t* token) {
+  Reader r(meta);
+  if (!r.U64(token) || !r.AtEnd()) return Truncated("RDMA token");
   return Status::Ok();
 }
 

@@ -24,7 +24,79 @@ struct ConnectResponse {
   uint32_t max_inflight = kMaxInflightPerConnection;
 };
 std::string EncodeConnectResponse(const ConnectResponse& response);
-Status DecodeConnectResponse(std::span<const uint8_t> meta, ConnectResponse* out);
+// `rest` receives what follows the limits (the RDMA answer, or nothing).
+Status DecodeConnectResponse(std::span<const uint8_t> meta, ConnectResponse* out,
+                             std::span<const uint8_t>* rest);
+
+
+// ---- RDMA bootstrap (rides on Connect; docs/rdma.md) ----
+
+using RdmaGid = std::array<uint8_t, 16>;
+struct RdmaQp {
+  uint32_t qpn = 0;
+  uint32_t psn = 0;
+};
+inline constexpr uint32_t kMaxRdmaQps = 16;
+// Longest Connect request meta: the nonce and an offer of kMaxRdmaQps QPs.
+inline constexpr size_t kMaxConnectMeta = kNonceSize + 24 + kMaxRdmaQps * 8;
+
+// Appended by a client that wants RDMA to its Connect request meta, after the
+// nonce: its QPs, source GID and path MTU.
+struct RdmaOffer {
+  uint32_t mtu = 4096;
+  RdmaGid gid{};
+  std::vector<RdmaQp> qps;
+};
+std::string EncodeRdmaOffer(const RdmaOffer& offer);
+// `meta` is what follows the nonce (empty: no offer, *has_offer false).
+Status DecodeRdmaOffer(std::span<const uint8_t> meta, bool* has_offer, RdmaOffer* out);
+
+// Appended by the server to its Connect response when the request carried an
+// offer.
+enum class RdmaAnswerResult : uint8_t {
+  kAccepted = 0,
+  kRefused = 1,      // e.g. MTU mismatch; `message` says why, naming both values
+  kUnavailable = 2,  // the server serves TCP only (no device); `message` says why
+};
+struct RdmaAnswer {
+  RdmaAnswerResult result = RdmaAnswerResult::kUnavailable;
+  std::string message;
+  uint32_t mtu = 0;
+  uint8_t traffic_class = 0;  // the server's resolved marking, applied by the client too
+  uint8_t service_level = 0;
+  RdmaGid gid{};
+  uint32_t rkey = 0;          // of the server's registered pool
+  std::vector<RdmaQp> qps;    // one per offered QP, in order
+};
+std::string EncodeRdmaAnswer(const RdmaAnswer& answer);
+Status DecodeRdmaAnswer(std::span<const uint8_t> meta, RdmaAnswer* out);
+
+// ---- RDMA control ops ----
+
+// Where a value's bytes sit in the server's registered pool.
+struct RemoteSegment {
+  uint64_t addr = 0;
+  uint32_t len = 0;
+};
+
+// RdmaPut request: the value's length and checksum, then the key.
+std::string EncodeRdmaPutRequest(std::string_view key, uint64_t value_len, uint64_t checksum);
+Status DecodeRdmaPutRequest(std::span<const uint8_t> meta, std::string_view* key, uint64_t* value_len,
+                            uint64_t* checksum);
+
+// RdmaPut response (a landing slot) and RdmaGet response (a pinned value).
+struct RdmaGrant {
+  uint64_t token = 0;
+  uint64_t value_len = 0;
+  uint64_t checksum = 0;
+  std::vector<RemoteSegment> segments;  // lengths add up to value_len
+};
+std::string EncodeRdmaGrant(const RdmaGrant& grant);
+Status DecodeRdmaGrant(std::span<const uint8_t> meta, RdmaGrant* out);
+
+// RdmaCommit and RdmaRelease requests: the token alone.
+std::string EncodeToken(uint64_t token);
+Status DecodeToken(std::span<const uint8_t> meta, uint64_t* token);
 
 // Single-key ops carry the key as the whole meta. Checks 1..kMaxKeyBytes.
 Status CheckKey(std::string_view key);

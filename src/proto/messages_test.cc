@@ -68,10 +68,81 @@ TEST(MessagesTest, ConnectResponseRoundTrip) {
   r.max_inflight = 77;
   std::string meta = EncodeConnectResponse(r);
   ConnectResponse back;
-  ASSERT_TRUE(DecodeConnectResponse(Bytes(meta), &back).ok());
+  std::span<const uint8_t> rest;
+  ASSERT_TRUE(DecodeConnectResponse(Bytes(meta), &back, &rest).ok());
+  EXPECT_TRUE(rest.empty());
   EXPECT_EQ(back.server_nonce, r.server_nonce);
   EXPECT_EQ(back.max_inflight, 77u);
-  EXPECT_FALSE(DecodeConnectResponse(Bytes(meta.substr(1)), &back).ok());
+  EXPECT_FALSE(DecodeConnectResponse(Bytes(meta.substr(1)), &back, &rest).ok());
+}
+
+TEST(MessagesTest, RdmaOfferRoundTripAndLimits) {
+  RdmaOffer offer;
+  offer.mtu = 1024;
+  offer.gid.fill(7);
+  offer.qps = {{11, 0x123456}, {12, 0xabcdef}};
+  std::string meta = EncodeRdmaOffer(offer);
+  bool has = false;
+  RdmaOffer back;
+  ASSERT_TRUE(DecodeRdmaOffer(Bytes(meta), &has, &back).ok());
+  EXPECT_TRUE(has);
+  EXPECT_EQ(back.mtu, 1024u);
+  EXPECT_EQ(back.gid, offer.gid);
+  ASSERT_EQ(back.qps.size(), 2u);
+  EXPECT_EQ(back.qps[1].psn, 0xabcdefu);
+  EXPECT_LE(meta.size() + kNonceSize, kMaxConnectMeta);
+  ASSERT_TRUE(DecodeRdmaOffer({}, &has, &back).ok());
+  EXPECT_FALSE(has);
+  EXPECT_FALSE(DecodeRdmaOffer(Bytes(meta.substr(0, meta.size() - 1)), &has, &back).ok());
+  offer.qps.clear();
+  EXPECT_FALSE(DecodeRdmaOffer(Bytes(EncodeRdmaOffer(offer)), &has, &back).ok());
+}
+
+TEST(MessagesTest, RdmaAnswerRoundTrip) {
+  RdmaAnswer a;
+  a.result = RdmaAnswerResult::kAccepted;
+  a.mtu = 4096;
+  a.traffic_class = 104;
+  a.service_level = 3;
+  a.rkey = 0xdeadbeef;
+  a.qps = {{5, 6}};
+  RdmaAnswer back;
+  ASSERT_TRUE(DecodeRdmaAnswer(Bytes(EncodeRdmaAnswer(a)), &back).ok());
+  EXPECT_EQ(back.traffic_class, 104);
+  EXPECT_EQ(back.service_level, 3);
+  EXPECT_EQ(back.rkey, 0xdeadbeefu);
+  ASSERT_EQ(back.qps.size(), 1u);
+
+  RdmaAnswer refused;
+  refused.result = RdmaAnswerResult::kRefused;
+  refused.message = "MTU mismatch: 1024 vs 4096";
+  ASSERT_TRUE(DecodeRdmaAnswer(Bytes(EncodeRdmaAnswer(refused)), &back).ok());
+  EXPECT_EQ(back.result, RdmaAnswerResult::kRefused);
+  EXPECT_EQ(back.message, refused.message);
+}
+
+TEST(MessagesTest, RdmaGrantChecksSegmentsAddUp) {
+  RdmaGrant g;
+  g.token = 9;
+  g.value_len = 30;
+  g.checksum = 77;
+  g.segments = {{0x1000, 20}, {0x9000, 10}};
+  RdmaGrant back;
+  ASSERT_TRUE(DecodeRdmaGrant(Bytes(EncodeRdmaGrant(g)), &back).ok());
+  EXPECT_EQ(back.segments.size(), 2u);
+  EXPECT_EQ(back.segments[1].addr, 0x9000u);
+  g.value_len = 31;
+  EXPECT_EQ(DecodeRdmaGrant(Bytes(EncodeRdmaGrant(g)), &back).code(), StatusCode::kProtocolError);
+
+  std::string_view key;
+  uint64_t len = 0, sum = 0;
+  ASSERT_TRUE(DecodeRdmaPutRequest(Bytes(EncodeRdmaPutRequest("k1", 5, 6)), &key, &len, &sum).ok());
+  EXPECT_EQ(key, "k1");
+  EXPECT_EQ(len, 5u);
+  EXPECT_FALSE(DecodeRdmaPutRequest(Bytes(EncodeRdmaPutRequest("", 5, 6)), &key, &len, &sum).ok());
+  uint64_t token = 0;
+  ASSERT_TRUE(DecodeToken(Bytes(EncodeToken(42)), &token).ok());
+  EXPECT_EQ(token, 42u);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "server/connection.h"
 
+#include "proto/messages.h"
+
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -131,9 +133,10 @@ bool Connection::OnHeader() {
                       proto::OpcodeName(cur_.opcode)));
       return false;
     }
-    if (cur_.meta_len != proto::kNonceSize || cur_.payload_len != 0) {
+    if (cur_.meta_len < proto::kNonceSize || cur_.meta_len > proto::kMaxConnectMeta || cur_.payload_len != 0) {
       ctx_.metrics->protocol_errors.fetch_add(1, std::memory_order_relaxed);
-      Fail(ProtocolError("Connect must carry a 32-byte nonce as meta and no payload"));
+      Fail(ProtocolError("Connect must carry a 32-byte nonce (and optionally an RDMA offer, at most " +
+                         std::to_string(proto::kMaxConnectMeta) + " bytes in all) as meta and no payload"));
       return false;
     }
   }

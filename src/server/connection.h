@@ -23,6 +23,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/checksum.h"
@@ -31,7 +32,9 @@
 #include "base/unique_fd.h"
 #include "proto/frame.h"
 #include "server/metrics.h"
+#include "server/rdma_endpoint.h"
 #include "storage/memory_store.h"
+#include "verbs/verbs.h"
 
 namespace memkv {
 
@@ -39,6 +42,8 @@ namespace memkv {
 // per worker (HmacSha256 is not thread-safe).
 struct ConnectionContext {
   MemoryStore* store = nullptr;
+  RdmaEndpoint* rdma = nullptr;  // null: TCP only
+  Nanos rdma_grant_lease_ns = 30'000'000'000;  // a slot or pin held longer closes the connection
   ServerMetrics* metrics = nullptr;
   HmacSha256* master_mac = nullptr;
   std::span<const uint8_t> master_key;
@@ -69,6 +74,12 @@ class Connection {
   // Stop reading (server shutdown); responses already queued still go out.
   void BeginClose() { closing_ = true; }
   bool Finished() const { return closing_ && out_.empty(); }
+  // RDMA slots and pins handed out and not yet committed or released.
+  size_t rdma_grants() const { return grants_.size(); }
+  // False when a grant outlived its lease (the client is gone or stuck
+  // mid-transfer): the caller closes the connection, which cuts its QPs off
+  // from the pool before the memory is reused.
+  bool CheckGrantLeases(Nanos now);
 
  private:
   enum class ReadState { kHeader, kMeta, kPayload };
@@ -126,6 +137,12 @@ class Connection {
   void HandleDelete(std::string_view key);
   void HandleExists(std::string_view key);
   void HandleBatchExists();
+  void HandleRdmaPut();
+  void HandleRdmaCommit();
+  void HandleRdmaGet(std::string_view key);
+  void HandleRdmaRelease();
+  // An RDMA control op on a connection without accepted QPs.
+  bool RequireRdma();
 
   UniqueFd fd_;
   std::string peer_;
@@ -155,6 +172,21 @@ class Connection {
   std::unique_ptr<uint8_t[]> discard_;  // scratch for bytes we must read but not keep
 
   std::deque<OutFrame> out_;
+
+  // RDMA: what a client may touch in the pool, by token. A put slot is a
+  // PendingPut the client WRITEs into; a pin is a ReadHandle it READs from.
+  struct Grant {
+    PendingPut put;      // slot (until RdmaCommit)
+    ReadHandle pin;      // pinned value (until RdmaRelease)
+    std::string key;     // slot: where it is published
+    uint64_t checksum = 0;  // slot: what the client says the bytes hash to
+    Nanos expires = 0;
+  };
+  std::unordered_map<uint64_t, Grant> grants_;
+  uint64_t next_token_ = 1;
+  // Declared after grants_ so that they are destroyed first: once the QPs
+  // are gone, the client can no longer reach the granted memory.
+  std::vector<std::unique_ptr<verbs::QueuePair>> qps_;
 };
 
 }  // namespace memkv

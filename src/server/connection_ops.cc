@@ -2,12 +2,18 @@
 #include <cstring>
 #include <string>
 
+#include "base/checksum.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "proto/messages.h"
 #include "server/connection.h"
 
 namespace memkv {
 namespace {
+
+// Slots and pins one connection may hold at once: enough for a full pipeline
+// of puts and gets, bounded so one client cannot pin the whole pool.
+constexpr size_t kMaxGrantsPerConnection = 2 * proto::kMaxInflightPerConnection;
 
 std::string_view AsView(const std::vector<uint8_t>& bytes) {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
@@ -46,8 +52,164 @@ void Connection::HandleConnect() {
     Fail(auth.status());
     return;
   }
-  RespondConnect(proto::EncodeConnectResponse(response), client_nonce);
+  std::string meta = proto::EncodeConnectResponse(response);
+  bool has_offer = false;
+  proto::RdmaOffer offer;
+  Status offer_ok = proto::DecodeRdmaOffer(std::span<const uint8_t>(meta_).subspan(proto::kNonceSize),
+                                           &has_offer, &offer);
+  if (!offer_ok.ok()) {
+    ctx_.metrics->protocol_errors.fetch_add(1, std::memory_order_relaxed);
+    Fail(offer_ok);
+    return;
+  }
+  if (has_offer) {
+    proto::RdmaAnswer answer;
+    if (ctx_.rdma == nullptr) {
+      answer.result = proto::RdmaAnswerResult::kUnavailable;
+      answer.message = "this server has no RDMA device configured; it serves inline-bulk TCP only";
+    } else {
+      answer = ctx_.rdma->Accept(offer, peer_, &qps_);
+    }
+    auto& counter = answer.result == proto::RdmaAnswerResult::kAccepted ? ctx_.metrics->rdma_connections
+                                                                          : ctx_.metrics->rdma_refused;
+    counter.fetch_add(1, std::memory_order_relaxed);
+    meta += proto::EncodeRdmaAnswer(answer);
+  }
+  RespondConnect(std::move(meta), client_nonce);
   auth_ = std::move(auth).value();
+}
+
+bool Connection::RequireRdma() {
+  if (!qps_.empty()) return true;
+  RespondError(FailedPrecondition(proto::OpcodeName(cur_.opcode) +
+                                  " needs RDMA, which this connection did not set up at Connect"));
+  return false;
+}
+
+namespace {
+
+std::vector<proto::RemoteSegment> Segments(std::span<const iovec> iov) {
+  std::vector<proto::RemoteSegment> out;
+  out.reserve(iov.size());
+  for (const iovec& v : iov) {
+    out.push_back({reinterpret_cast<uint64_t>(v.iov_base), static_cast<uint32_t>(v.iov_len)});
+  }
+  return out;
+}
+
+uint64_t ChecksumOf(std::span<const iovec> iov) {
+  ChecksumStream hash;
+  for (const iovec& v : iov) hash.Update(v.iov_base, v.iov_len);
+  return hash.Digest();
+}
+
+}  // namespace
+
+void Connection::HandleRdmaPut() {
+  if (!RequireRdma()) return;
+  std::string_view key;
+  uint64_t size = 0, checksum = 0;
+  Status s = proto::DecodeRdmaPutRequest(meta_, &key, &size, &checksum);
+  if (s.ok() && grants_.size() >= kMaxGrantsPerConnection) {
+    s = ResourceExhausted("this connection already holds " + std::to_string(grants_.size()) +
+                          " RDMA slots and pins; commit or release some first");
+  }
+  Result<PendingPut> put = s.ok() ? ctx_.store->BeginPut(size) : Result<PendingPut>(s);
+  if (!put.ok()) {
+    RespondError(put.status());
+    return;
+  }
+  proto::RdmaGrant grant;
+  grant.token = next_token_++;
+  grant.value_len = size;
+  grant.checksum = checksum;
+  grant.segments = Segments(put->iov());
+  Grant& g = grants_[grant.token];
+  g.put = std::move(put).value();
+  g.key = std::string(key);
+  g.checksum = checksum;
+  g.expires = MonotonicNanos() + ctx_.rdma_grant_lease_ns;
+  Respond(StatusCode::kOk, proto::EncodeRdmaGrant(grant));
+}
+
+void Connection::HandleRdmaCommit() {
+  if (!RequireRdma()) return;
+  uint64_t token = 0;
+  Status s = proto::DecodeToken(meta_, &token);
+  auto it = s.ok() ? grants_.find(token) : grants_.end();
+  if (s.ok() && (it == grants_.end() || it->second.key.empty())) {  // unknown, or a pin
+    s = NotFound("no RDMA slot with token " + std::to_string(token) + " on this connection");
+  }
+  if (!s.ok()) {
+    RespondError(s);
+    return;
+  }
+  Grant g = std::move(it->second);
+  grants_.erase(it);
+  // RC delivered every byte the client's WRITEs carried, but the bytes are
+  // checked anyway: a value is stored only if it is what the client hashed.
+  const uint64_t landed = ChecksumOf(g.put.iov());
+  if (landed != g.checksum) {
+    ctx_.metrics->rdma_commit_checksum_failures.fetch_add(1, std::memory_order_relaxed);
+    RespondError(Corruption("the " + std::to_string(g.put.size()) +
+                          " bytes written by RDMA do not match their checksum; the put was dropped"));
+    return;
+  }
+  const uint64_t size = g.put.size();
+  s = ctx_.store->CommitPut(std::move(g.put), g.key, g.checksum);
+  if (s.ok()) ctx_.metrics->rdma_put_bytes.fetch_add(size, std::memory_order_relaxed);
+  RespondError(s);
+}
+
+void Connection::HandleRdmaGet(std::string_view key) {
+  if (!RequireRdma()) return;
+  Status s = proto::CheckKey(key);
+  if (s.ok() && grants_.size() >= kMaxGrantsPerConnection) {
+    s = ResourceExhausted("this connection already holds " + std::to_string(grants_.size()) +
+                          " RDMA slots and pins; release some first");
+  }
+  Result<ReadHandle> handle = s.ok() ? ctx_.store->Get(key) : Result<ReadHandle>(s);
+  if (!handle.ok()) {
+    if (handle.status().code() == StatusCode::kNotFound) {
+      Respond(StatusCode::kNotFound, "");
+    } else {
+      RespondError(handle.status());
+    }
+    return;
+  }
+  proto::RdmaGrant grant;
+  grant.token = next_token_++;
+  grant.value_len = handle->size();
+  grant.checksum = handle->checksum();
+  grant.segments = Segments(handle->iov());
+  ctx_.metrics->rdma_get_bytes.fetch_add(handle->size(), std::memory_order_relaxed);
+  Grant& g = grants_[grant.token];
+  g.pin = std::move(handle).value();
+  g.expires = MonotonicNanos() + ctx_.rdma_grant_lease_ns;
+  Respond(StatusCode::kOk, proto::EncodeRdmaGrant(grant));
+}
+
+void Connection::HandleRdmaRelease() {
+  if (!RequireRdma()) return;
+  uint64_t token = 0;
+  Status s = proto::DecodeToken(meta_, &token);
+  if (s.ok() && grants_.erase(token) == 0) {
+    s = NotFound("no RDMA slot or pin with token " + std::to_string(token) + " on this connection");
+  }
+  RespondError(s);
+}
+
+bool Connection::CheckGrantLeases(Nanos now) {
+  for (const auto& [token, g] : grants_) {
+    if (now > g.expires) {
+      ctx_.metrics->rdma_leases_expired.fetch_add(1, std::memory_order_relaxed);
+      LOG_WARN << "closing " << peer_ << ": it held RDMA " << (g.key.empty() ? "pin" : "slot") << " "
+               << token << " past its " << ctx_.rdma_grant_lease_ns / 1'000'000'000
+               << " s lease (client gone or stuck mid-transfer)";
+      return false;
+    }
+  }
+  return true;
 }
 
 void Connection::DispatchAuthenticated() {
@@ -73,6 +235,10 @@ void Connection::DispatchAuthenticated() {
     case proto::Opcode::kBatchPut: HandleBatchPut(); return;
     case proto::Opcode::kBatchGet: HandleBatchGet(); return;
     case proto::Opcode::kBatchExists: HandleBatchExists(); return;
+    case proto::Opcode::kRdmaPut: HandleRdmaPut(); return;
+    case proto::Opcode::kRdmaCommit: HandleRdmaCommit(); return;
+    case proto::Opcode::kRdmaGet: HandleRdmaGet(key); return;
+    case proto::Opcode::kRdmaRelease: HandleRdmaRelease(); return;
   }
   // Unknown opcode in a well-formed, authenticated frame: answer it and
   // stay in sync by consuming its payload.

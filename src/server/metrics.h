@@ -22,6 +22,13 @@ struct ServerMetrics {
   Counter bytes_received{0};
   Counter bytes_sent{0};
   Counter payload_checksum_failures{0};  // payload did not match the checksum it came with
+  // RDMA (bytes moved by the clients' one-sided WRITE / READ, as granted).
+  Counter rdma_connections{0};           // connections whose RDMA offer was accepted
+  Counter rdma_refused{0};               // offers refused (MTU mismatch, QP setup) or without a device
+  Counter rdma_put_bytes{0};             // committed through RdmaPut / RdmaCommit
+  Counter rdma_get_bytes{0};             // pinned for RdmaGet
+  Counter rdma_commit_checksum_failures{0};  // landed bytes did not match the declared checksum
+  Counter rdma_leases_expired{0};        // connections closed for holding a grant too long
   std::array<Counter, 256> requests_by_opcode{};
   std::array<Counter, 256> errors_by_opcode{};  // responses with a status other than Ok/NotFound
 };

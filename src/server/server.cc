@@ -59,6 +59,8 @@ class Server::Worker {
     if (!epoll_.valid() || !wake_.valid()) return Internal(std::string("epoll/eventfd: ") + std::strerror(errno));
     MEMKV_ASSIGN_OR_RETURN(master_mac_, HmacSha256::Create(server_->options_.auth_key));
     ctx_.store = server_->store_;
+    ctx_.rdma = server_->options_.rdma;
+    ctx_.rdma_grant_lease_ns = Nanos(server_->options_.rdma_grant_lease_ms) * 1'000'000;
     ctx_.metrics = &server_->metrics_;
     ctx_.master_mac = master_mac_.get();
     ctx_.master_key = server_->options_.auth_key;
@@ -173,6 +175,7 @@ class Server::Worker {
       bool idle = !conn->authenticated() && now - conn->accepted_at() > handshake_ns;
       bool stalled = conn->WantsWrite() && now - conn->last_write_progress() > stall_ns;
       bool drained = stopping && (conn->Finished() || now > drain_deadline);
+      bool lease_expired = conn->rdma_grants() != 0 && !conn->CheckGrantLeases(now);
       if (idle) {
         LOG_INFO << "closing " << conn->peer() << ": no Connect within "
                  << server_->options_.handshake_timeout_ms << " ms";
@@ -182,7 +185,7 @@ class Server::Worker {
                  << server_->options_.write_stall_timeout_ms << " ms";
         server_->metrics_.connections_closed_stalled.fetch_add(1, std::memory_order_relaxed);
       }
-      if (idle || stalled || drained) to_close.push_back(fd);
+      if (idle || stalled || drained || lease_expired) to_close.push_back(fd);
     }
     for (int fd : to_close) Close(fd);
   }

@@ -20,6 +20,7 @@
 #include "base/unique_fd.h"
 #include "memkv/status.h"
 #include "server/metrics.h"
+#include "server/rdma_endpoint.h"
 #include "storage/memory_store.h"
 
 namespace memkv {
@@ -34,6 +35,10 @@ struct ServerOptions {
   // A client that stops reading while responses are queued holds their
   // values pinned (unevictable); after this long without progress it is closed.
   uint32_t write_stall_timeout_ms = 30000;
+  // RDMA (null: TCP only). A slot or pin held longer than the lease closes
+  // the connection that holds it.
+  RdmaEndpoint* rdma = nullptr;
+  uint32_t rdma_grant_lease_ms = 30000;
 };
 
 class Server {

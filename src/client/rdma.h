@@ -1,0 +1,198 @@
+// The client's side of the RDMA transport (docs/rdma.md).
+//
+// RdmaEngine (one per Client): the opened device(s), the registered bounce
+// pool, and the transport policy of MEMKV_TRANSPORT:
+//   auto  RDMA while it works; the first RDMA failure (no device, MTU above
+//         the port's, the server refusing, a completion error in flight)
+//         downgrades the engine to inline-bulk TCP for good, with one WARN
+//   rdma  never falls back; the failure reaches the caller, naming the verbs
+//         status
+//   tcp   no engine at all: no verbs device is ever opened
+//
+// RdmaChannel (one per TCP connection): a CQ and several RC QPs connected to
+// the server's responder QPs at Connect. Operations hand it their work
+// requests; it spreads them over the QPs (queueing what does not fit a send
+// queue), polls completions on the calling thread (no lock per operation),
+// and tells each operation once when all its WRs are done. The first
+// completion error moves every QP to error, so everything outstanding
+// flushes and every operation hears of the failure; Abort() destroys the QPs
+// so that no WR touches memory after it returns.
+#ifndef MEMKV_CLIENT_RDMA_H_
+#define MEMKV_CLIENT_RDMA_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "client/counters.h"
+#include "config/client_config.h"
+#include "memkv/status.h"
+#include "proto/messages.h"
+#include "verbs/verbs.h"
+
+namespace memkv::client {
+
+struct RdmaSettings {
+  TransportMode mode = TransportMode::kAuto;
+  std::vector<std::string> devices;  // empty: the first device present
+  uint32_t mtu = 4096;
+  uint8_t retry_count = 6;
+  uint8_t timeout = 14;
+  uint32_t qps = 2;
+};
+
+// A registered buffer from the bounce pool.
+struct BounceBuffer {
+  uint8_t* data = nullptr;
+  uint64_t capacity = 0;
+  uint32_t lkey = 0;
+  int size_class = -1;
+};
+
+// Registered buffers for callers whose memory is not registered: power-of-two
+// size classes, each buffer registered once when first made and reused.
+class BouncePool {
+ public:
+  explicit BouncePool(verbs::Context* context) : context_(context) {}
+  ~BouncePool();
+  Result<BounceBuffer> Acquire(uint64_t size);
+  void Release(BounceBuffer buffer);
+  size_t registered_buffers() const;
+  size_t buffers_in_use() const;
+
+ private:
+  struct Slab {
+    std::unique_ptr<uint8_t, void (*)(void*)> memory{nullptr, nullptr};
+    std::unique_ptr<verbs::Registration> registration;
+  };
+  verbs::Context* context_;
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Slab>> slabs_;
+  std::map<int, std::vector<BounceBuffer>> free_;  // by size class
+  size_t in_use_ = 0;
+};
+
+// Told once when every WR of one submitted operation is done.
+class RdmaSink {
+ public:
+  virtual ~RdmaSink() = default;
+  // `status` Ok, or the first failure among the WRs (naming the verbs
+  // status); `connection_lost`: the connection itself is failing (deadline,
+  // server gone), so nothing more can be sent on it.
+  virtual void OnRdmaDone(const Status& status, bool connection_lost) = 0;
+};
+
+class RdmaChannel {
+ public:
+  RdmaChannel(std::unique_ptr<verbs::CompletionQueue> cq, std::vector<std::unique_ptr<verbs::QueuePair>> qps,
+              const verbs::Gid& gid, const RdmaSettings& settings, uint32_t gid_index, BouncePool* bounce,
+              ClientCounters* counters);
+  ~RdmaChannel();
+
+  proto::RdmaOffer Offer() const;
+  // Connects every QP to the server's, with the server's marking.
+  Status Connect(const proto::RdmaAnswer& answer, const std::string& server);
+  uint32_t rkey() const { return rkey_; }
+  // Registered staging memory on this channel's device.
+  BouncePool& bounce() { return *bounce_; }
+  bool ready() const { return connected_ && !broken_; }
+  bool broken() const { return broken_; }
+
+  // Posts `wrs` for `sink` (which must stay alive until told). No WRs: the
+  // sink is told at once.
+  void Submit(RdmaSink* sink, std::vector<verbs::WorkRequest> wrs, const std::string& what);
+  // Operations with WRs not yet completed (posted or queued).
+  size_t outstanding() const { return ops_.size(); }
+
+  int fd() const { return cq_->fd(); }
+  // Arms the CQ, then polls once more (completions that arrived before the
+  // arm raise no event): true when that found any, so the caller must not
+  // block.
+  bool Arm();
+  // Polls completions and tells the sinks whose operations finished; how
+  // many completions there were.
+  size_t Progress();
+  // The connection is failing: destroys the QPs (no WR touches memory after
+  // this returns) and tells every outstanding sink `status`.
+  void Abort(const Status& status);
+
+ private:
+  struct Op {
+    RdmaSink* sink = nullptr;
+    size_t remaining = 0;
+    Status error;
+    std::string what;
+  };
+  struct Queued {
+    uint64_t op;
+    verbs::WorkRequest wr;
+  };
+
+  void PostOrQueue(uint64_t op, verbs::WorkRequest wr);
+  void PostQueued();
+  void Break(const Status& why);  // every QP to error: the rest flushes
+  void OnCompletion(const verbs::Completion& wc);
+  void WrDone(uint64_t op, const Status& error);
+
+  std::unique_ptr<verbs::CompletionQueue> cq_;
+  std::vector<std::unique_ptr<verbs::QueuePair>> qps_;
+  std::vector<uint32_t> posted_;  // per QP: WRs in its send queue
+  verbs::Gid gid_;
+  RdmaSettings settings_;
+  uint32_t gid_index_;
+  BouncePool* bounce_;
+  ClientCounters* counters_;
+  bool connected_ = false;
+  bool broken_ = false;
+  Status break_reason_;
+  uint32_t rkey_ = 0;
+  std::unordered_map<uint32_t, size_t> qp_index_;  // qpn -> index
+  size_t next_qp_ = 0;
+  uint64_t next_op_ = 1;
+  std::unordered_map<uint64_t, Op> ops_;
+  std::deque<Queued> queue_;
+};
+
+class RdmaEngine {
+ public:
+  // Null for MEMKV_TRANSPORT=tcp. In auto, a device that cannot be used
+  // gives an engine that is already downgraded (one WARN); in rdma, an error.
+  static Result<std::unique_ptr<RdmaEngine>> Create(const RdmaSettings& settings, verbs::Provider& provider,
+                                                    ClientCounters* counters);
+  ~RdmaEngine();
+
+  // New operations use RDMA.
+  bool active() const { return active_.load(std::memory_order_acquire); }
+  TransportMode mode() const { return settings_.mode; }
+  // An RDMA failure. auto: downgrade for good (WARN once, counted) and true
+  // ("re-issue over TCP"); rdma: false (the caller reports the error).
+  // `normal_state` (no device at all): the line is INFO, not WARN.
+  bool OnFailure(const std::string& reason, bool normal_state = false);
+
+  // A channel for a new connection (null once downgraded). Its QPs are
+  // connected when the server's answer arrives.
+  Result<std::unique_ptr<RdmaChannel>> NewChannel();
+
+ private:
+  RdmaEngine(const RdmaSettings& settings, ClientCounters* counters) : settings_(settings), counters_(counters) {}
+  Status Open(verbs::Provider& provider);
+
+  RdmaSettings settings_;
+  ClientCounters* counters_;
+  std::atomic<bool> active_{false};
+  std::atomic<bool> downgraded_{false};  // the WARN went out
+  std::vector<std::unique_ptr<verbs::Context>> contexts_;  // one per device used
+  std::vector<uint32_t> gid_index_;                        // per context
+  std::vector<std::unique_ptr<BouncePool>> bounce_;        // per context
+  std::atomic<size_t> next_context_{0};
+};
+
+}  // namespace memkv::client
+
+#endif  // MEMKV_CLIENT_RDMA_H_

@@ -1,0 +1,232 @@
+#include "client/rdma_ops.h"
+
+#include <cstring>
+
+#include "base/checksum.h"
+#include "client/connection.h"
+#include "proto/messages.h"
+
+namespace memkv::client {
+
+RdmaExchange::RdmaExchange(RdmaEngine* engine, ClientCounters* counters, proto::Opcode opcode, std::string_view key,
+                           std::string_view server, std::span<const uint8_t> value,
+                           std::optional<std::span<uint8_t>> get_buffer)
+    : engine_(engine),
+      counters_(counters),
+      opcode_(opcode),
+      key_(key),
+      server_(server),
+      put_value_(value),
+      get_buffer_(get_buffer),
+      tcp_(opcode, key, server, value, get_buffer) {}
+
+RdmaExchange::~RdmaExchange() { ReleaseBounce(); }
+
+std::string RdmaExchange::Context() const {
+  return std::string(is_put() ? "Put " : "Get ") + KeyForMessage(key_) + " on " + std::string(server_);
+}
+
+void RdmaExchange::ReleaseBounce() {
+  if (bounce_.data != nullptr && channel_ != nullptr) channel_->bounce().Release(bounce_);
+  bounce_ = BounceBuffer{};
+}
+
+void RdmaExchange::Then(Phase next) {
+  phase_ = next;
+  connection()->Enqueue(this);
+}
+
+RequestFrame RdmaExchange::BuildRequest() {
+  RequestFrame frame;
+  switch (phase_) {
+    case Phase::kStart: {
+      channel_ = connection()->rdma_channel();
+      if (channel_ == nullptr || !engine_->active()) {
+        phase_ = Phase::kTcp;
+        via_tcp_ = true;
+        return tcp_.BuildRequest();
+      }
+      phase_ = Phase::kGrant;
+      if (is_put()) {
+        checksum_ = Checksum(put_value_.data(), put_value_.size());
+        frame.opcode = proto::Opcode::kRdmaPut;
+        frame.meta = proto::EncodeRdmaPutRequest(key_, put_value_.size(), checksum_);
+      } else {
+        frame.opcode = proto::Opcode::kRdmaGet;
+        frame.meta.assign(key_);
+      }
+      return frame;
+    }
+    case Phase::kCommit:
+      frame.opcode = proto::Opcode::kRdmaCommit;
+      frame.meta = proto::EncodeToken(token_);
+      return frame;
+    case Phase::kRelease:
+    case Phase::kReleaseThenTcp:
+      frame.opcode = proto::Opcode::kRdmaRelease;
+      frame.meta = proto::EncodeToken(token_);
+      return frame;
+    case Phase::kTcp:
+      via_tcp_ = true;
+      return tcp_.BuildRequest();
+    case Phase::kGrant:
+    case Phase::kTransfer:
+    case Phase::kDone:
+      break;
+  }
+  // Not reachable: the exchange is queued only in the phases above.
+  frame.opcode = proto::Opcode::kPing;
+  return frame;
+}
+
+Status RdmaExchange::OnResponse(const proto::FrameHeader& header, std::span<const uint8_t> meta,
+                                std::vector<PayloadSegment>* payload) {
+  switch (phase_) {
+    case Phase::kTcp:
+      return tcp_.OnResponse(header, meta, payload);
+    case Phase::kGrant: {
+      if (header.status == StatusCode::kOk) return StartTransfer(meta);
+      if (header.payload_len != 0) return ProtocolError(Context() + ": error response carries a payload");
+      std::string text(meta.begin(), meta.end());
+      status_ = header.status == StatusCode::kNotFound
+                    ? NotFound(Context() + ": not found")
+                    : StatusFromWire(header.status, Context() + ": " + (text.empty() ? "no reason given" : text));
+      phase_ = Phase::kDone;
+      return Status::Ok();
+    }
+    case Phase::kCommit: {
+      if (header.status == StatusCode::kOk) {
+        status_ = Status::Ok();
+        carried_by_rdma_ = true;
+      } else {
+        std::string text(meta.begin(), meta.end());
+        status_ = StatusFromWire(header.status, Context() + ": commit refused: " + text);
+      }
+      phase_ = Phase::kDone;
+      return Status::Ok();
+    }
+    case Phase::kRelease:
+      // The value (or the error) is already decided; an unknown token only
+      // means the server let go first.
+      phase_ = Phase::kDone;
+      return Status::Ok();
+    case Phase::kReleaseThenTcp:
+      reissued_ = true;
+      ClientCounters::Add(counters_->rdma_reissued, 1);
+      Then(Phase::kTcp);
+      return Status::Ok();
+    case Phase::kStart:
+    case Phase::kTransfer:
+    case Phase::kDone:
+      break;
+  }
+  return ProtocolError(Context() + ": response to a request that was not sent");
+}
+
+Status RdmaExchange::StartTransfer(std::span<const uint8_t> meta) {
+  proto::RdmaGrant grant;
+  MEMKV_RETURN_IF_ERROR(proto::DecodeRdmaGrant(meta, &grant).WithContext(Context()));
+  token_ = grant.token;
+  if (is_put() && grant.value_len != put_value_.size()) {
+    return ProtocolError(Context() + ": slot of " + std::to_string(grant.value_len) + " bytes for a " +
+                         std::to_string(put_value_.size()) + "-byte value");
+  }
+  value_size_ = grant.value_len;
+  checksum_ = is_put() ? checksum_ : grant.checksum;
+  if (!is_put() && get_buffer_.has_value() && grant.value_len > get_buffer_->size()) {
+    status_ = TooLarge(Context() + ": value of " + std::to_string(grant.value_len) +
+                       " bytes does not fit the buffer of " + std::to_string(get_buffer_->size()) + " bytes");
+    Then(Phase::kRelease);
+    return Status::Ok();
+  }
+  if (grant.value_len > 0) {
+    Result<BounceBuffer> bounce = channel_->bounce().Acquire(grant.value_len);
+    if (!bounce.ok()) {
+      status_ = bounce.status().WithContext(Context());
+      Then(Phase::kRelease);
+      return Status::Ok();
+    }
+    bounce_ = *bounce;
+    if (is_put()) std::memcpy(bounce_.data, put_value_.data(), put_value_.size());
+  }
+  std::vector<verbs::WorkRequest> wrs;
+  uint64_t offset = 0;
+  for (const proto::RemoteSegment& s : grant.segments) {
+    if (s.len == 0) continue;
+    verbs::WorkRequest wr;
+    wr.opcode = is_put() ? verbs::WrOpcode::kWrite : verbs::WrOpcode::kRead;
+    wr.local = bounce_.data + offset;
+    wr.length = s.len;
+    wr.lkey = bounce_.lkey;
+    wr.remote_addr = s.addr;
+    wr.rkey = channel_->rkey();
+    wrs.push_back(wr);
+    offset += s.len;
+  }
+  phase_ = Phase::kTransfer;
+  channel_->Submit(this, std::move(wrs), std::string(is_put() ? "RDMA WRITE of " : "RDMA READ of ") + Context());
+  return Status::Ok();
+}
+
+void RdmaExchange::FinishGet() {
+  uint8_t* dst = nullptr;
+  if (get_buffer_.has_value()) {
+    dst = get_buffer_->data();
+  } else {
+    value_.resize(value_size_);
+    dst = value_.data();
+  }
+  if (value_size_ > 0) std::memcpy(dst, bounce_.data, value_size_);
+  if (Checksum(dst, value_size_) == checksum_) {
+    status_ = Status::Ok();
+    carried_by_rdma_ = true;
+  } else {
+    value_.clear();
+    ClientCounters::Add(counters_->checksum_failures, 1);
+    status_ = NotFound(Context() + ": value read by RDMA failed its checksum (XXH3-64 mismatch); treated as a miss");
+  }
+}
+
+void RdmaExchange::OnRdmaDone(const Status& status, bool connection_lost) {
+  if (status.ok()) {
+    if (is_put()) {
+      ReleaseBounce();
+      Then(Phase::kCommit);
+    } else {
+      FinishGet();
+      ReleaseBounce();
+      Then(Phase::kRelease);
+    }
+    return;
+  }
+  ReleaseBounce();
+  if (connection_lost) {
+    status_ = status;
+    phase_ = Phase::kDone;
+    return;
+  }
+  if (engine_->OnFailure(status.message())) {
+    Then(Phase::kReleaseThenTcp);  // auto: drop the slot or pin, then the same request inline
+    return;
+  }
+  status_ = Unavailable(status.message() +
+                        " (MEMKV_TRANSPORT=rdma does not fall back to TCP; docs/rdma.md, troubleshooting)");
+  Then(Phase::kRelease);
+}
+
+void RdmaExchange::OnSegment(const PayloadSegment& segment, bool checksum_ok) {
+  tcp_.OnSegment(segment, checksum_ok);
+}
+
+void RdmaExchange::OnFailure(const Status& status) {
+  ReleaseBounce();
+  if (phase_ == Phase::kTcp) {
+    tcp_.OnFailure(status);
+    return;
+  }
+  if (phase_ != Phase::kRelease) status_ = status.WithContext(Context());
+  // kRelease: the outcome was decided before the release; only the release was lost.
+  phase_ = Phase::kDone;
+}
+
+}  // namespace memkv::client
