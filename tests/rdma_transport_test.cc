@@ -327,5 +327,37 @@ TEST_F(RdmaTransportTest, ManyThreadsPipelineOverSeveralQps) {
   EXPECT_EQ(client->Stats().rdma_ops, 320u);
 }
 
+TEST_F(RdmaTransportTest, LargeCallerBuffersAreRegisteredOnceAndUsedWithoutACopy) {
+  InProcessServer server(fabric_, ServerRdma());
+  auto client = MakeClient(server, "rdma");
+  ASSERT_TRUE(client->Put("warm", Pattern(10, 1)).ok());  // small: copied through the bounce pool
+  EXPECT_EQ(client->Stats().rdma_zero_copy_ops, 0u);
+  const size_t base = fabric_.LiveRegistrations();
+  std::vector<uint8_t> value = Pattern(1 << 20, 5);
+  ASSERT_TRUE(client->Put("z", value).ok());
+  EXPECT_EQ(fabric_.LiveRegistrations(), base + 1);  // the caller's buffer itself, no bounce copy
+  ASSERT_TRUE(client->Put("z2", value).ok());
+  EXPECT_EQ(fabric_.LiveRegistrations(), base + 1);  // cached
+  std::vector<uint8_t> out(1 << 20);
+  ASSERT_TRUE(client->GetInto("z", out).ok());
+  EXPECT_EQ(out, value);
+  EXPECT_EQ(fabric_.LiveRegistrations(), base + 2);
+  EXPECT_EQ(client->Stats().rdma_zero_copy_ops, 3u);
+
+  // Explicit registration: any slice of the region moves without a new one.
+  std::vector<uint8_t> region(4 << 20);
+  ASSERT_TRUE(client->RegisterMemory(region).ok());
+  const size_t pinned = fabric_.LiveRegistrations();
+  std::span<uint8_t> slice = std::span<uint8_t>(region).subspan(4096 + 17, 1 << 20);
+  auto n = client->GetInto("z", slice);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_TRUE(std::equal(value.begin(), value.end(), slice.begin()));
+  EXPECT_EQ(fabric_.LiveRegistrations(), pinned);
+  EXPECT_TRUE(client->UnregisterMemory(region.data()).ok());
+  EXPECT_EQ(client->UnregisterMemory(region.data()).code(), StatusCode::kNotFound);
+  EXPECT_EQ(client->Stats().rdma_ops, 5u);
+  EXPECT_EQ(client->Stats().rdma_zero_copy_ops, 4u);
+}
+
 }  // namespace
 }  // namespace memkv

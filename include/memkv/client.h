@@ -71,6 +71,7 @@ struct ClientStats {
   std::string transport = "tcp";   // what new operations use now: "rdma" or "tcp"
   uint64_t rdma_ops = 0;
   uint64_t rdma_bytes = 0;         // value bytes moved by RDMA WRITE / READ
+  uint64_t rdma_zero_copy_ops = 0; // of rdma_ops: straight from / into registered caller memory
   uint64_t tcp_ops = 0;
   uint64_t tcp_bytes = 0;          // value bytes carried inline over TCP
   uint64_t rdma_reissued = 0;      // operations re-issued over TCP after an RDMA failure
@@ -115,6 +116,16 @@ class Client {
   // Index into options.servers of the server that owns `key`.
   virtual size_t ServerFor(std::string_view key) const = 0;
   virtual ClientStats Stats() const = 0;
+
+  // RDMA: registers `region` with the client's RDMA device(s) once, so that
+  // puts from it and GetInto / BatchGetInto into it move with no copy (the
+  // NIC reads and writes it directly). Buffers of 256 KiB and more are also
+  // registered on first use and cached; this makes it explicit and keeps the
+  // registration until UnregisterMemory. The region must stay mapped until
+  // then. Ok and nothing done when the client does not use RDMA.
+  virtual Status RegisterMemory(std::span<uint8_t> region) = 0;
+  // NotFound when `base` is not the start of a registered region.
+  virtual Status UnregisterMemory(void* base) = 0;
 };
 
 }  // namespace memkv

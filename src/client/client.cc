@@ -219,6 +219,16 @@ class ClientImpl final : public Client {
   }
 
   size_t ServerFor(std::string_view key) const override { return placement_.ServerFor(key); }
+  Status RegisterMemory(std::span<uint8_t> region) override {
+    if (rdma_ == nullptr) return Status::Ok();
+    return rdma_->Pin(region.data(), region.size());
+  }
+
+  Status UnregisterMemory(void* base) override {
+    if (rdma_ == nullptr) return Status::Ok();
+    return rdma_->Unpin(base);
+  }
+
   ClientStats Stats() const override {
     ClientStats stats = counters_.Snapshot();
     stats.transport = rdma_ != nullptr && rdma_->active() ? "rdma" : "tcp";
@@ -242,6 +252,7 @@ class ClientImpl final : public Client {
     if (x.carried_by_rdma()) {
       ClientCounters::Add(counters_.rdma_ops, 1);
       ClientCounters::Add(counters_.rdma_bytes, bytes);
+      if (x.zero_copy()) ClientCounters::Add(counters_.rdma_zero_copy_ops, 1);
     } else {
       CountTcp(bytes);
     }

@@ -25,6 +25,7 @@ struct ClientCounters {
   // Per transport (see ClientStats).
   std::atomic<uint64_t> rdma_ops{0};
   std::atomic<uint64_t> rdma_bytes{0};
+  std::atomic<uint64_t> rdma_zero_copy_ops{0};
   std::atomic<uint64_t> tcp_ops{0};
   std::atomic<uint64_t> tcp_bytes{0};
   std::atomic<uint64_t> rdma_reissued{0};
@@ -56,6 +57,7 @@ struct ClientCounters {
     s.connections_opened = connections_opened.load(std::memory_order_relaxed);
     s.rdma_ops = rdma_ops.load(std::memory_order_relaxed);
     s.rdma_bytes = rdma_bytes.load(std::memory_order_relaxed);
+    s.rdma_zero_copy_ops = rdma_zero_copy_ops.load(std::memory_order_relaxed);
     s.tcp_ops = tcp_ops.load(std::memory_order_relaxed);
     s.tcp_bytes = tcp_bytes.load(std::memory_order_relaxed);
     s.rdma_reissued = rdma_reissued.load(std::memory_order_relaxed);

@@ -66,12 +66,141 @@ size_t BouncePool::buffers_in_use() const {
   return in_use_;
 }
 
+// ---- RegistrationCache ----
+
+namespace {
+
+constexpr uintptr_t kPage = 4096;
+// Caller registrations kept per device beyond the explicitly pinned ones.
+constexpr uint64_t kCachedRegistrationBytes = 8ULL << 30;
+
+}  // namespace
+
+RegistrationCache::~RegistrationCache() = default;
+
+RegistrationCache::Entry* RegistrationCache::Find(uint64_t id) {
+  auto it = entries_.find(id);
+  return it == entries_.end() ? nullptr : it->second.get();
+}
+
+void RegistrationCache::Drop(Entry* e) {
+  bytes_ -= e->end - e->begin;
+  entries_.erase(e->id);
+}
+
+Result<RegistrationCache::Entry*> RegistrationCache::Register(uintptr_t begin, uintptr_t end, bool pinned) {
+  MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<verbs::Registration> r,
+                         context_->Register(reinterpret_cast<void*>(begin), end - begin, /*remote=*/false));
+  auto e = std::make_unique<Entry>();
+  e->begin = begin;
+  e->end = end;
+  e->registration = std::move(r);
+  e->id = next_id_++;
+  e->pinned = pinned;
+  e->last_use = ++tick_;
+  Entry* raw = e.get();
+  bytes_ += end - begin;
+  entries_[raw->id] = std::move(e);
+  return raw;
+}
+
+void RegistrationCache::Trim() {
+  while (bytes_ > max_bytes_) {
+    Entry* oldest = nullptr;
+    for (auto& [id, e] : entries_) {
+      if (e->users == 0 && !e->pinned && (oldest == nullptr || e->last_use < oldest->last_use)) oldest = e.get();
+    }
+    if (oldest == nullptr) return;
+    Drop(oldest);
+  }
+}
+
+std::optional<RegistrationCache::Lease> RegistrationCache::Acquire(const void* p, uint64_t n) {
+  if (n < kMinBytes) return std::nullopt;
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(mu_);
+  // Registrations may overlap (two buffers sharing a page each get their
+  // own); any valid one that covers the range serves.
+  for (auto& [id, e] : entries_) {
+    if (!e->invalid && e->begin <= addr && addr + n <= e->end) {
+      ++e->users;
+      e->last_use = ++tick_;
+      return Lease{e->registration->lkey(), e->id};
+    }
+  }
+  const uintptr_t begin = addr & ~(kPage - 1);
+  const uintptr_t end = (addr + n + kPage - 1) & ~(kPage - 1);
+  Result<Entry*> e = Register(begin, end, /*pinned=*/false);
+  if (!e.ok()) return std::nullopt;  // memlock limit, say: the bounce pool still works
+  ++(*e)->users;
+  Trim();
+  return Lease{(*e)->registration->lkey(), (*e)->id};
+}
+
+void RegistrationCache::Release(const Lease& lease) {
+  if (lease.id == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry* e = Find(lease.id);
+  if (e == nullptr) return;
+  --e->users;
+  if (e->users == 0 && e->invalid) {
+    Drop(e);
+    return;
+  }
+  Trim();
+}
+
+void RegistrationCache::Invalidate(const Lease& lease) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry* e = Find(lease.id);
+  if (e != nullptr) e->invalid = true;
+}
+
+Status RegistrationCache::Pin(void* p, uint64_t n) {
+  if (p == nullptr || n == 0) return InvalidArgument("RegisterMemory: empty region");
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t begin = addr & ~(kPage - 1);
+  const uintptr_t end = (addr + n + kPage - 1) & ~(kPage - 1);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, e] : entries_) {
+    if (e->pinned && e->begin == begin) {
+      return FailedPrecondition("RegisterMemory: a region starting at this address is already registered");
+    }
+  }
+  return Register(begin, end, /*pinned=*/true).status();
+}
+
+Status RegistrationCache::Unpin(void* p) {
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(kPage - 1);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, e] : entries_) {
+    if (!e->pinned || e->begin != begin) continue;
+    e->pinned = false;
+    e->invalid = true;  // no new transfers; dropped once unused
+    if (e->users == 0) Drop(e.get());
+    return Status::Ok();
+  }
+  return NotFound("UnregisterMemory: no region registered at this address");
+}
+
+uint64_t RegistrationCache::registered_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
+}
+
+size_t RegistrationCache::leases() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, e] : entries_) n += static_cast<size_t>(e->users);
+  return n;
+}
+
 // ---- RdmaChannel ----
 
 RdmaChannel::RdmaChannel(std::unique_ptr<verbs::CompletionQueue> cq,
                          std::vector<std::unique_ptr<verbs::QueuePair>> qps, const verbs::Gid& gid,
                          const RdmaSettings& settings, uint32_t gid_index, BouncePool* bounce,
-                         ClientCounters* counters)
+                         RegistrationCache* registrations, ClientCounters* counters)
     : cq_(std::move(cq)),
       qps_(std::move(qps)),
       posted_(qps_.size(), 0),
@@ -79,6 +208,7 @@ RdmaChannel::RdmaChannel(std::unique_ptr<verbs::CompletionQueue> cq,
       settings_(settings),
       gid_index_(gid_index),
       bounce_(bounce),
+      registrations_(registrations),
       counters_(counters) {
   for (size_t i = 0; i < qps_.size(); ++i) qp_index_[qps_[i]->local().qpn] = i;
 }
@@ -299,6 +429,7 @@ Status RdmaEngine::Open(verbs::Provider& provider) {
     }
     gid_index_.push_back(gid.value_or(0));
     bounce_.push_back(std::make_unique<BouncePool>(context.get()));
+    registrations_.push_back(std::make_unique<RegistrationCache>(context.get(), kCachedRegistrationBytes));
     contexts_.push_back(std::move(context));
   }
   return Status::Ok();
@@ -336,7 +467,17 @@ Result<std::unique_ptr<RdmaChannel>> RdmaEngine::NewChannel() {
     if (g.index == gid_index_[c]) gid = g.gid;
   }
   return std::make_unique<RdmaChannel>(std::move(cq), std::move(qps), gid, settings_, gid_index_[c],
-                                       bounce_[c].get(), counters_);
+                                       bounce_[c].get(), registrations_[c].get(), counters_);
+}
+
+Status RdmaEngine::Pin(void* p, uint64_t n) {
+  for (auto& r : registrations_) MEMKV_RETURN_IF_ERROR(r->Pin(p, n));
+  return Status::Ok();
+}
+
+Status RdmaEngine::Unpin(void* p) {
+  for (auto& r : registrations_) MEMKV_RETURN_IF_ERROR(r->Unpin(p));
+  return Status::Ok();
 }
 
 }  // namespace memkv::client

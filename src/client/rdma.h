@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -78,6 +79,66 @@ class BouncePool {
   size_t in_use_ = 0;
 };
 
+// Caller memory registered on first use and cached, so a large value moves
+// between the caller's buffer and the NIC with no copy. Registrations cover
+// whole pages and are reused by every later transfer inside them; the least
+// recently used unused ones are dropped beyond `max_bytes`. Regions the
+// caller registers explicitly (Client::RegisterMemory) are never dropped.
+// Lookups scan the entries: a client keeps few, large registrations.
+//
+// Memory freed and mapped again at the same address would leave a cached
+// registration pointing at the old pages. The checksums catch it (the server
+// checks what a WRITE landed, the client what a READ brought); the operation
+// then calls Invalidate() and repeats through the bounce pool.
+class RegistrationCache {
+ public:
+  static constexpr uint64_t kMinBytes = 256 << 10;  // smaller values are copied through the bounce pool
+
+  RegistrationCache(verbs::Context* context, uint64_t max_bytes) : context_(context), max_bytes_(max_bytes) {}
+  ~RegistrationCache();
+
+  struct Lease {
+    uint32_t lkey = 0;
+    uint64_t id = 0;  // 0: no lease
+  };
+  // A registration covering [p, p + n), made now if none does; nullopt when
+  // n < kMinBytes or registering fails (the caller uses the bounce pool).
+  std::optional<Lease> Acquire(const void* p, uint64_t n);
+  void Release(const Lease& lease);
+  // The registration no longer maps the caller's bytes: drop it once unused.
+  void Invalidate(const Lease& lease);
+  // Explicit registration of a caller region, kept until Unpin.
+  Status Pin(void* p, uint64_t n);
+  Status Unpin(void* p);
+
+  uint64_t registered_bytes() const;
+  size_t leases() const;
+
+ private:
+  struct Entry {
+    uintptr_t begin = 0;
+    uintptr_t end = 0;
+    std::unique_ptr<verbs::Registration> registration;
+    uint64_t id = 0;
+    int users = 0;
+    bool pinned = false;
+    bool invalid = false;
+    uint64_t last_use = 0;
+  };
+  Result<Entry*> Register(uintptr_t begin, uintptr_t end, bool pinned);  // mu_ held
+  void Trim();                                                          // mu_ held
+  Entry* Find(uint64_t id);                                             // mu_ held
+  void Drop(Entry* e);                                                  // mu_ held
+
+  verbs::Context* context_;
+  const uint64_t max_bytes_;
+  mutable std::mutex mu_;
+  std::map<uint64_t, std::unique_ptr<Entry>> entries_;  // by id; ranges may overlap
+  uint64_t bytes_ = 0;
+  uint64_t next_id_ = 1;
+  uint64_t tick_ = 0;
+};
+
 // Told once when every WR of one submitted operation is done.
 class RdmaSink {
  public:
@@ -92,15 +153,17 @@ class RdmaChannel {
  public:
   RdmaChannel(std::unique_ptr<verbs::CompletionQueue> cq, std::vector<std::unique_ptr<verbs::QueuePair>> qps,
               const verbs::Gid& gid, const RdmaSettings& settings, uint32_t gid_index, BouncePool* bounce,
-              ClientCounters* counters);
+              RegistrationCache* registrations, ClientCounters* counters);
   ~RdmaChannel();
 
   proto::RdmaOffer Offer() const;
   // Connects every QP to the server's, with the server's marking.
   Status Connect(const proto::RdmaAnswer& answer, const std::string& server);
   uint32_t rkey() const { return rkey_; }
-  // Registered staging memory on this channel's device.
+  // Registered staging memory on this channel's device, and the cache of
+  // caller registrations on it.
   BouncePool& bounce() { return *bounce_; }
+  RegistrationCache& registrations() { return *registrations_; }
   bool ready() const { return connected_ && !broken_; }
   bool broken() const { return broken_; }
 
@@ -147,6 +210,7 @@ class RdmaChannel {
   RdmaSettings settings_;
   uint32_t gid_index_;
   BouncePool* bounce_;
+  RegistrationCache* registrations_;
   ClientCounters* counters_;
   bool connected_ = false;
   bool broken_ = false;
@@ -178,6 +242,9 @@ class RdmaEngine {
   // A channel for a new connection (null once downgraded). Its QPs are
   // connected when the server's answer arrives.
   Result<std::unique_ptr<RdmaChannel>> NewChannel();
+  // Client::RegisterMemory / UnregisterMemory: on every device in use.
+  Status Pin(void* p, uint64_t n);
+  Status Unpin(void* p);
 
  private:
   RdmaEngine(const RdmaSettings& settings, ClientCounters* counters) : settings_(settings), counters_(counters) {}
@@ -190,6 +257,7 @@ class RdmaEngine {
   std::vector<std::unique_ptr<verbs::Context>> contexts_;  // one per device used
   std::vector<uint32_t> gid_index_;                        // per context
   std::vector<std::unique_ptr<BouncePool>> bounce_;        // per context
+  std::vector<std::unique_ptr<RegistrationCache>> registrations_;  // per context
   std::atomic<size_t> next_context_{0};
 };
 

@@ -20,15 +20,23 @@ RdmaExchange::RdmaExchange(RdmaEngine* engine, ClientCounters* counters, proto::
       get_buffer_(get_buffer),
       tcp_(opcode, key, server, value, get_buffer) {}
 
-RdmaExchange::~RdmaExchange() { ReleaseBounce(); }
+RdmaExchange::~RdmaExchange() { ReleaseBuffers(); }
 
 std::string RdmaExchange::Context() const {
   return std::string(is_put() ? "Put " : "Get ") + KeyForMessage(key_) + " on " + std::string(server_);
 }
 
-void RdmaExchange::ReleaseBounce() {
+void RdmaExchange::ReleaseBuffers() {
   if (bounce_.data != nullptr && channel_ != nullptr) channel_->bounce().Release(bounce_);
   bounce_ = BounceBuffer{};
+  if (lease_.has_value() && channel_ != nullptr) channel_->registrations().Release(*lease_);
+  lease_.reset();
+}
+
+void RdmaExchange::DropRegistration() {
+  if (lease_.has_value() && channel_ != nullptr) channel_->registrations().Invalidate(*lease_);
+  ReleaseBuffers();
+  bounce_only_ = true;
 }
 
 void RdmaExchange::Then(Phase next) {
@@ -95,6 +103,15 @@ Status RdmaExchange::OnResponse(const proto::FrameHeader& header, std::span<cons
       return Status::Ok();
     }
     case Phase::kCommit: {
+      if (header.status == StatusCode::kCorruption && lease_.has_value()) {
+        // What landed is not what the caller's buffer holds: its cached
+        // registration is stale. The server dropped the slot; start over,
+        // copying through the bounce pool.
+        DropRegistration();
+        Then(Phase::kStart);
+        return Status::Ok();
+      }
+      ReleaseBuffers();
       if (header.status == StatusCode::kOk) {
         status_ = Status::Ok();
         carried_by_rdma_ = true;
@@ -124,40 +141,56 @@ Status RdmaExchange::OnResponse(const proto::FrameHeader& header, std::span<cons
 }
 
 Status RdmaExchange::StartTransfer(std::span<const uint8_t> meta) {
-  proto::RdmaGrant grant;
-  MEMKV_RETURN_IF_ERROR(proto::DecodeRdmaGrant(meta, &grant).WithContext(Context()));
-  token_ = grant.token;
-  if (is_put() && grant.value_len != put_value_.size()) {
-    return ProtocolError(Context() + ": slot of " + std::to_string(grant.value_len) + " bytes for a " +
+  MEMKV_RETURN_IF_ERROR(proto::DecodeRdmaGrant(meta, &grant_).WithContext(Context()));
+  token_ = grant_.token;
+  if (is_put() && grant_.value_len != put_value_.size()) {
+    return ProtocolError(Context() + ": slot of " + std::to_string(grant_.value_len) + " bytes for a " +
                          std::to_string(put_value_.size()) + "-byte value");
   }
-  value_size_ = grant.value_len;
-  checksum_ = is_put() ? checksum_ : grant.checksum;
-  if (!is_put() && get_buffer_.has_value() && grant.value_len > get_buffer_->size()) {
-    status_ = TooLarge(Context() + ": value of " + std::to_string(grant.value_len) +
+  value_size_ = grant_.value_len;
+  if (!is_put()) checksum_ = grant_.checksum;
+  if (!is_put() && get_buffer_.has_value() && grant_.value_len > get_buffer_->size()) {
+    status_ = TooLarge(Context() + ": value of " + std::to_string(grant_.value_len) +
                        " bytes does not fit the buffer of " + std::to_string(get_buffer_->size()) + " bytes");
     Then(Phase::kRelease);
     return Status::Ok();
   }
-  if (grant.value_len > 0) {
-    Result<BounceBuffer> bounce = channel_->bounce().Acquire(grant.value_len);
+  PostTransfer();
+  return Status::Ok();
+}
+
+void RdmaExchange::PostTransfer() {
+  const uint64_t size = grant_.value_len;
+  uint8_t* local = nullptr;
+  uint32_t lkey = 0;
+  uint8_t* caller = is_put() ? const_cast<uint8_t*>(put_value_.data())  // only read from (WRITE source)
+                             : (get_buffer_.has_value() ? get_buffer_->data() : nullptr);
+  if (size > 0 && caller != nullptr && !bounce_only_) lease_ = channel_->registrations().Acquire(caller, size);
+  zero_copy_ = lease_.has_value();
+  if (lease_.has_value()) {
+    local = caller;
+    lkey = lease_->lkey;
+  } else if (size > 0) {
+    Result<BounceBuffer> bounce = channel_->bounce().Acquire(size);
     if (!bounce.ok()) {
       status_ = bounce.status().WithContext(Context());
       Then(Phase::kRelease);
-      return Status::Ok();
+      return;
     }
     bounce_ = *bounce;
-    if (is_put()) std::memcpy(bounce_.data, put_value_.data(), put_value_.size());
+    if (is_put()) std::memcpy(bounce_.data, put_value_.data(), size);
+    local = bounce_.data;
+    lkey = bounce_.lkey;
   }
   std::vector<verbs::WorkRequest> wrs;
   uint64_t offset = 0;
-  for (const proto::RemoteSegment& s : grant.segments) {
+  for (const proto::RemoteSegment& s : grant_.segments) {
     if (s.len == 0) continue;
     verbs::WorkRequest wr;
     wr.opcode = is_put() ? verbs::WrOpcode::kWrite : verbs::WrOpcode::kRead;
-    wr.local = bounce_.data + offset;
+    wr.local = local + offset;
     wr.length = s.len;
-    wr.lkey = bounce_.lkey;
+    wr.lkey = lkey;
     wr.remote_addr = s.addr;
     wr.rkey = channel_->rkey();
     wrs.push_back(wr);
@@ -165,10 +198,9 @@ Status RdmaExchange::StartTransfer(std::span<const uint8_t> meta) {
   }
   phase_ = Phase::kTransfer;
   channel_->Submit(this, std::move(wrs), std::string(is_put() ? "RDMA WRITE of " : "RDMA READ of ") + Context());
-  return Status::Ok();
 }
 
-void RdmaExchange::FinishGet() {
+bool RdmaExchange::FinishGet() {
   uint8_t* dst = nullptr;
   if (get_buffer_.has_value()) {
     dst = get_buffer_->data();
@@ -176,30 +208,41 @@ void RdmaExchange::FinishGet() {
     value_.resize(value_size_);
     dst = value_.data();
   }
-  if (value_size_ > 0) std::memcpy(dst, bounce_.data, value_size_);
+  if (value_size_ > 0 && !lease_.has_value()) std::memcpy(dst, bounce_.data, value_size_);
   if (Checksum(dst, value_size_) == checksum_) {
     status_ = Status::Ok();
     carried_by_rdma_ = true;
-  } else {
-    value_.clear();
-    ClientCounters::Add(counters_->checksum_failures, 1);
-    status_ = NotFound(Context() + ": value read by RDMA failed its checksum (XXH3-64 mismatch); treated as a miss");
+    return true;
   }
+  value_.clear();
+  return false;
 }
 
 void RdmaExchange::OnRdmaDone(const Status& status, bool connection_lost) {
   if (status.ok()) {
     if (is_put()) {
-      ReleaseBounce();
-      Then(Phase::kCommit);
-    } else {
-      FinishGet();
-      ReleaseBounce();
-      Then(Phase::kRelease);
+      Then(Phase::kCommit);  // the registration lease is held until the commit's verdict
+      return;
     }
+    if (FinishGet()) {
+      ReleaseBuffers();
+      Then(Phase::kRelease);
+      return;
+    }
+    if (lease_.has_value()) {
+      // The caller's cached registration no longer maps its buffer (freed and
+      // mapped again): read once more, through the bounce pool.
+      DropRegistration();
+      PostTransfer();
+      return;
+    }
+    ReleaseBuffers();
+    ClientCounters::Add(counters_->checksum_failures, 1);
+    status_ = NotFound(Context() + ": value read by RDMA failed its checksum (XXH3-64 mismatch); treated as a miss");
+    Then(Phase::kRelease);
     return;
   }
-  ReleaseBounce();
+  ReleaseBuffers();
   if (connection_lost) {
     status_ = status;
     phase_ = Phase::kDone;
@@ -219,7 +262,7 @@ void RdmaExchange::OnSegment(const PayloadSegment& segment, bool checksum_ok) {
 }
 
 void RdmaExchange::OnFailure(const Status& status) {
-  ReleaseBounce();
+  ReleaseBuffers();
   if (phase_ == Phase::kTcp) {
     tcp_.OnFailure(status);
     return;

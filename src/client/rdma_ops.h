@@ -6,7 +6,9 @@
 //   Get  RdmaGet(key) -> pinned value  |  RDMA READ  |  verify the checksum  |
 //        RdmaRelease(token)
 //
-// The bytes are staged through a registered bounce buffer. When the
+// Large values move straight between the caller's buffer (registered on
+// first use and cached, RegistrationCache) and the server's pool; small ones,
+// and Get() without a caller buffer, are staged through the bounce pool. When the
 // connection has no RDMA (the server refused it, the engine downgraded) the
 // exchange is a plain TcpPut / TcpGet. When a transfer fails with the
 // connection still up (a completion error such as IBV_WC_RETRY_EXC_ERR):
@@ -44,6 +46,8 @@ class RdmaExchange final : public Exchange, public RdmaSink {
   // The value bytes moved by RDMA (false: inline TCP, or no value moved).
   bool carried_by_rdma() const { return !via_tcp_ && carried_by_rdma_; }
   bool reissued() const { return reissued_; }
+  // ... straight from / into the caller's registered memory.
+  bool zero_copy() const { return carried_by_rdma() && zero_copy_; }
 
   RequestFrame BuildRequest() override;
   Status OnResponse(const proto::FrameHeader& header, std::span<const uint8_t> meta,
@@ -58,9 +62,14 @@ class RdmaExchange final : public Exchange, public RdmaSink {
   bool is_put() const { return opcode_ == proto::Opcode::kPut; }
   std::string Context() const;
   Status StartTransfer(std::span<const uint8_t> meta);
-  void FinishGet();
+  void PostTransfer();
+  // A get's bytes arrived: true when they verify (else the caller retries or misses).
+  bool FinishGet();
   void Then(Phase next);  // re-enqueue on the connection for the next frame
-  void ReleaseBounce();
+  // Gives back the bounce buffer and the registration lease, if any.
+  void ReleaseBuffers();
+  // The caller's registration turned out stale: drop it, go through the bounce pool.
+  void DropRegistration();
 
   RdmaEngine* engine_;
   ClientCounters* counters_;
@@ -73,10 +82,14 @@ class RdmaExchange final : public Exchange, public RdmaSink {
   bool via_tcp_ = false;
   bool carried_by_rdma_ = false;
   bool reissued_ = false;
+  bool zero_copy_ = false;
 
   Phase phase_ = Phase::kStart;
   RdmaChannel* channel_ = nullptr;
   BounceBuffer bounce_;
+  std::optional<RegistrationCache::Lease> lease_;  // the caller's own buffer, registered
+  bool bounce_only_ = false;  // a cached registration was stale once: copy from now on
+  proto::RdmaGrant grant_;
   uint64_t checksum_ = 0;
   uint64_t token_ = 0;
   uint64_t value_size_ = 0;

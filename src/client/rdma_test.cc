@@ -1,0 +1,267 @@
+// RdmaChannel and the registration cache against the fault-injecting fake:
+// what the layers above the NIC do with completions, errors and memory.
+#include "client/rdma.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "verbs/fake.h"
+
+namespace memkv::client {
+namespace {
+
+class RegistrationCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fabric_.AddDevice("dev0");
+    context_ = std::move(fabric_.Open("dev0", 1)).value();
+  }
+  void TearDown() override {
+    context_.reset();
+    EXPECT_EQ(fabric_.LiveRegistrations(), 0u);
+  }
+  verbs::FakeFabric fabric_;
+  std::unique_ptr<verbs::Context> context_;
+};
+
+TEST_F(RegistrationCacheTest, SmallBuffersAreLeftToTheBouncePool) {
+  RegistrationCache cache(context_.get(), 1 << 30);
+  std::vector<uint8_t> small(RegistrationCache::kMinBytes - 1);
+  EXPECT_FALSE(cache.Acquire(small.data(), small.size()).has_value());
+  EXPECT_EQ(fabric_.LiveRegistrations(), 0u);
+}
+
+TEST_F(RegistrationCacheTest, ReusesARegistrationForAnySliceInside) {
+  RegistrationCache cache(context_.get(), 1 << 30);
+  std::vector<uint8_t> buf(4 << 20);
+  auto a = cache.Acquire(buf.data(), buf.size());
+  ASSERT_TRUE(a.has_value());
+  auto b = cache.Acquire(buf.data() + 100, 1 << 20);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(a->id, b->id);
+  EXPECT_EQ(fabric_.LiveRegistrations(), 1u);
+  EXPECT_EQ(cache.leases(), 2u);
+  cache.Release(*a);
+  cache.Release(*b);
+  EXPECT_EQ(cache.leases(), 0u);
+  EXPECT_EQ(fabric_.LiveRegistrations(), 1u);  // cached
+}
+
+TEST_F(RegistrationCacheTest, InvalidatedRegistrationsAreReplacedOnceUnused) {
+  RegistrationCache cache(context_.get(), 1 << 30);
+  std::vector<uint8_t> buf(1 << 20);
+  auto a = cache.Acquire(buf.data(), buf.size());
+  ASSERT_TRUE(a.has_value());
+  cache.Invalidate(*a);
+  cache.Release(*a);
+  EXPECT_EQ(fabric_.LiveRegistrations(), 0u);  // dropped, not reused
+  auto b = cache.Acquire(buf.data(), buf.size());
+  ASSERT_TRUE(b.has_value());
+  EXPECT_NE(a->id, b->id);
+  cache.Release(*b);
+}
+
+TEST_F(RegistrationCacheTest, TrimsLeastRecentlyUsedButNeverOneInUseOrPinned) {
+  RegistrationCache cache(context_.get(), 3 << 20);  // room for about three 1 MiB buffers
+  std::vector<std::vector<uint8_t>> bufs(5, std::vector<uint8_t>(1 << 20));
+  std::vector<uint8_t> pinned(1 << 20);
+  ASSERT_TRUE(cache.Pin(pinned.data(), pinned.size()).ok());
+  auto held = cache.Acquire(bufs[0].data(), bufs[0].size());
+  ASSERT_TRUE(held.has_value());
+  for (size_t i = 1; i < bufs.size(); ++i) {
+    auto l = cache.Acquire(bufs[i].data(), bufs[i].size());
+    ASSERT_TRUE(l.has_value());
+    cache.Release(*l);
+  }
+  EXPECT_LE(cache.registered_bytes(), (3u << 20) + 3 * 4096u);
+  // The held and the pinned ones survived the trimming.
+  auto again = cache.Acquire(bufs[0].data(), bufs[0].size());
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->id, held->id);
+  cache.Release(*again);
+  cache.Release(*held);
+  EXPECT_FALSE(cache.Pin(pinned.data(), pinned.size()).ok());  // already pinned
+  EXPECT_TRUE(cache.Unpin(pinned.data()).ok());
+  EXPECT_EQ(cache.Unpin(pinned.data()).code(), StatusCode::kNotFound);
+}
+
+// A channel whose QPs are connected to a peer context's QPs.
+class RdmaChannelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fabric_.AddDevice("a");
+    fabric_.AddDevice("b");
+    local_ = std::move(fabric_.Open("a", 1)).value();
+    remote_ = std::move(fabric_.Open("b", 1)).value();
+    remote_cq_ = std::move(remote_->CreateCq(8)).value();
+    bounce_ = std::make_unique<BouncePool>(local_.get());
+    registrations_ = std::make_unique<RegistrationCache>(local_.get(), 1 << 30);
+    auto cq = std::move(local_->CreateCq(256)).value();
+    std::vector<std::unique_ptr<verbs::QueuePair>> qps;
+    for (int i = 0; i < 2; ++i) qps.push_back(std::move(local_->CreateQp(cq.get(), 128)).value());
+    RdmaSettings settings;
+    channel_ = std::make_unique<RdmaChannel>(std::move(cq), std::move(qps), verbs::Gid{}, settings, 1, bounce_.get(),
+                                             registrations_.get(), &counters_);
+    proto::RdmaOffer offer = channel_->Offer();
+    proto::RdmaAnswer answer;
+    answer.result = proto::RdmaAnswerResult::kAccepted;
+    answer.mtu = 4096;
+    remote_memory_.resize(8 << 20);
+    remote_mr_ = std::move(remote_->Register(remote_memory_.data(), remote_memory_.size(), true)).value();
+    answer.rkey = remote_mr_->rkey();
+    for (const proto::RdmaQp& q : offer.qps) {
+      auto qp = std::move(remote_->CreateQp(remote_cq_.get(), 4)).value();
+      verbs::QpAddress to{q.qpn, q.psn, {}};
+      verbs::PathOptions path;
+      path.gid_index = 1;
+      ASSERT_TRUE(qp->Connect(to, path).ok());
+      answer.qps.push_back({qp->local().qpn, qp->local().psn});
+      remote_qps_.push_back(std::move(qp));
+    }
+    ASSERT_TRUE(channel_->Connect(answer, "peer").ok());
+  }
+
+  void TearDown() override {
+    channel_.reset();
+    remote_qps_.clear();
+    remote_mr_.reset();
+    EXPECT_EQ(bounce_->buffers_in_use(), 0u);
+    registrations_.reset();
+    bounce_.reset();
+    remote_cq_.reset();
+    local_.reset();
+    remote_.reset();
+    EXPECT_EQ(fabric_.LiveRegistrations(), 0u);
+    EXPECT_EQ(fabric_.LiveQps(), 0u);
+    EXPECT_EQ(fabric_.OutstandingWrs(), 0u);
+  }
+
+  struct Sink : RdmaSink {
+    int calls = 0;
+    Status status;
+    bool lost = false;
+    void OnRdmaDone(const Status& s, bool connection_lost) override {
+      ++calls;
+      status = s;
+      lost = connection_lost;
+    }
+  };
+
+  std::vector<verbs::WorkRequest> Writes(const BounceBuffer& b, int n, uint32_t len) {
+    std::vector<verbs::WorkRequest> wrs;
+    for (int i = 0; i < n; ++i) {
+      verbs::WorkRequest wr;
+      wr.opcode = verbs::WrOpcode::kWrite;
+      wr.local = b.data + i * len;
+      wr.length = len;
+      wr.lkey = b.lkey;
+      wr.remote_addr = reinterpret_cast<uint64_t>(remote_memory_.data()) + static_cast<uint64_t>(i) * len;
+      wr.rkey = remote_mr_->rkey();
+      wrs.push_back(wr);
+    }
+    return wrs;
+  }
+
+  void DrainUntilIdle() {
+    for (int i = 0; i < 1000 && channel_->outstanding() > 0; ++i) channel_->Progress();
+  }
+
+  verbs::FakeFabric fabric_;
+  ClientCounters counters_;
+  std::unique_ptr<verbs::Context> local_, remote_;
+  std::unique_ptr<verbs::CompletionQueue> remote_cq_;
+  std::unique_ptr<BouncePool> bounce_;
+  std::unique_ptr<RegistrationCache> registrations_;
+  std::unique_ptr<RdmaChannel> channel_;
+  std::vector<uint8_t> remote_memory_;
+  std::unique_ptr<verbs::Registration> remote_mr_;
+  std::vector<std::unique_ptr<verbs::QueuePair>> remote_qps_;
+};
+
+TEST_F(RdmaChannelTest, TellsEachOperationOnceWhenAllItsWrsAreDone) {
+  BounceBuffer b = std::move(bounce_->Acquire(1 << 20)).value();
+  std::fill(b.data, b.data + (1 << 20), 0x5a);
+  Sink sink;
+  channel_->Submit(&sink, Writes(b, 16, 64 << 10), "write");
+  EXPECT_EQ(sink.calls, 0);
+  DrainUntilIdle();
+  EXPECT_EQ(sink.calls, 1);
+  EXPECT_TRUE(sink.status.ok()) << sink.status.ToString();
+  EXPECT_EQ(remote_memory_[(1 << 20) - 1], 0x5a);
+  EXPECT_TRUE(channel_->ready());
+  bounce_->Release(b);
+}
+
+TEST_F(RdmaChannelTest, MoreWrsThanTheSendQueuesHoldAreQueuedNotFailed) {
+  BounceBuffer b = std::move(bounce_->Acquire(1 << 20)).value();
+  Sink sink;
+  channel_->Submit(&sink, Writes(b, 400, 1024), "many");  // 2 QPs x 128 slots
+  DrainUntilIdle();
+  EXPECT_EQ(sink.calls, 1);
+  EXPECT_TRUE(sink.status.ok()) << sink.status.ToString();
+  bounce_->Release(b);
+}
+
+TEST_F(RdmaChannelTest, ACompletionErrorFailsEveryOperationAndBreaksTheChannel) {
+  BounceBuffer b = std::move(bounce_->Acquire(1 << 20)).value();
+  fabric_.HoldCompletions(true);
+  Sink first, second;
+  channel_->Submit(&first, Writes(b, 4, 1024), "first");
+  fabric_.FailCompletions(1, verbs::kWcRetryExcErr);
+  channel_->Submit(&second, Writes(b, 4, 1024), "second");
+  fabric_.HoldCompletions(false);
+  DrainUntilIdle();
+  EXPECT_EQ(first.calls, 1);
+  EXPECT_EQ(second.calls, 1);
+  EXPECT_FALSE(second.status.ok());
+  EXPECT_NE(second.status.message().find("IBV_WC_RETRY_EXC_ERR (status 12)"), std::string::npos)
+      << second.status.ToString();
+  EXPECT_FALSE(second.lost);
+  EXPECT_TRUE(channel_->broken());
+  EXPECT_EQ(counters_.completion_errors[verbs::kWcRetryExcErr].load(), 1u);
+  // Work submitted to a broken channel fails at once, naming the first failure.
+  Sink third;
+  channel_->Submit(&third, Writes(b, 2, 1024), "third");
+  DrainUntilIdle();
+  EXPECT_EQ(third.calls, 1);
+  EXPECT_NE(third.status.message().find("IBV_WC_RETRY_EXC_ERR"), std::string::npos);
+  bounce_->Release(b);
+}
+
+TEST_F(RdmaChannelTest, AFailedPostFailsItsOperation) {
+  BounceBuffer b = std::move(bounce_->Acquire(1 << 20)).value();
+  fabric_.FailPosts(1, ENOMEM);
+  Sink sink;
+  channel_->Submit(&sink, Writes(b, 3, 1024), "post");
+  DrainUntilIdle();
+  EXPECT_EQ(sink.calls, 1);
+  EXPECT_NE(sink.status.message().find("post"), std::string::npos) << sink.status.ToString();
+  EXPECT_TRUE(channel_->broken());
+  bounce_->Release(b);
+}
+
+TEST_F(RdmaChannelTest, AbortTellsOutstandingOperationsAndIgnoresLateCompletions) {
+  BounceBuffer b = std::move(bounce_->Acquire(1 << 20)).value();
+  fabric_.HoldCompletions(true);
+  Sink sink;
+  channel_->Submit(&sink, Writes(b, 4, 1024), "held");
+  EXPECT_EQ(channel_->outstanding(), 1u);
+  channel_->Abort(DeadlineExceeded("deadline"));
+  EXPECT_EQ(sink.calls, 1);
+  EXPECT_TRUE(sink.lost);
+  EXPECT_EQ(sink.status.code(), StatusCode::kDeadlineExceeded);
+  fabric_.HoldCompletions(false);  // late: their QP is gone
+  EXPECT_EQ(channel_->outstanding(), 0u);
+  EXPECT_EQ(sink.calls, 1);
+  bounce_->Release(b);
+}
+
+TEST_F(RdmaChannelTest, OfferCarriesEveryQpAndTheMtu) {
+  proto::RdmaOffer offer = channel_->Offer();
+  EXPECT_EQ(offer.qps.size(), 2u);
+  EXPECT_EQ(offer.mtu, 4096u);
+}
+
+}  // namespace
+}  // namespace memkv::client
