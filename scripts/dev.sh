@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The two quick-start commands (README):
 #   scripts/dev.sh start [memkv start options]   build, then run a server
-#   scripts/dev.sh test                          build, then run every test
+#   scripts/dev.sh test                          build, then run every test (unit and
+#                                                integration, the Soft-RoCE stage, then
+#                                                again under ASan+UBSan)
 # Both install missing Debian packages first (scripts/install-deps.sh).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -33,6 +35,10 @@ case "$cmd" in
     bash scripts/check-layers.sh
     configure_and_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
     (cd build && ctest --output-on-failure -j "$jobs")
+    if [ "${MEMKV_SKIP_RDMA_STAGE:-0}" != "1" ]; then
+      echo "== RDMA on real Soft-RoCE: two QEMU guests joined by a frame switch (tests/rdma/README.md)"
+      bash tests/rdma/stage.sh build
+    fi
     if [ "${MEMKV_SKIP_SANITIZERS:-0}" != "1" ]; then
       echo "== tests again under AddressSanitizer + UndefinedBehaviorSanitizer"
       configure_and_build build-asan -DCMAKE_BUILD_TYPE=Debug -DMEMKV_SANITIZE=address,undefined

@@ -8,6 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libssl-dev libxxhash-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev
+  libibverbs-dev ibverbs-providers
   python3
 )
 

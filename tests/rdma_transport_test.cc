@@ -359,5 +359,66 @@ TEST_F(RdmaTransportTest, LargeCallerBuffersAreRegisteredOnceAndUsedWithoutACopy
   EXPECT_EQ(client->Stats().rdma_zero_copy_ops, 4u);
 }
 
+// BatchPut / BatchGetInto of `count` keys; true when every value came back byte-exact.
+bool BatchRoundTrip(Client& client, const std::string& prefix, size_t count, BatchResult* put_result,
+                    BatchResult* get_result) {
+  std::vector<std::string> names;
+  std::vector<std::vector<uint8_t>> values;
+  for (size_t i = 0; i < count; ++i) {
+    names.push_back(prefix + std::to_string(i));
+    values.push_back(Pattern(1 + 37000 * (i % 9), static_cast<uint32_t>(i)));
+  }
+  std::vector<std::string_view> keys(names.begin(), names.end());
+  std::vector<std::span<const uint8_t>> spans(values.begin(), values.end());
+  *put_result = client.BatchPut(keys, spans);
+  std::vector<std::vector<uint8_t>> out(count, std::vector<uint8_t>(400000));
+  std::vector<std::span<uint8_t>> buffers(out.begin(), out.end());
+  std::vector<size_t> sizes;
+  *get_result = client.BatchGetInto(keys, buffers, &sizes);
+  for (size_t i = 0; i < count; ++i) {
+    if (!get_result->statuses[i].ok() || sizes[i] != values[i].size() ||
+        !std::equal(values[i].begin(), values[i].end(), out[i].begin())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST_F(RdmaTransportTest, BatchesMoveEveryValueByRdma) {
+  InProcessServer server(fabric_, ServerRdma(), 256 << 20);
+  auto client = MakeClient(server, "rdma");
+  BatchResult put, get;
+  ASSERT_TRUE(BatchRoundTrip(*client, "b", 60, &put, &get));
+  EXPECT_EQ(put.present_prefix, 60u);
+  EXPECT_EQ(get.present_prefix, 60u);
+  ClientStats stats = client->Stats();
+  EXPECT_EQ(stats.rdma_ops, 120u);
+  EXPECT_EQ(stats.tcp_ops, 0u);
+  // Misses keep their place; the prefix stops at the first one.
+  std::vector<std::string_view> keys = {"b0", "b1", "nope", "b3"};
+  std::vector<std::vector<uint8_t>> out(4, std::vector<uint8_t>(400000));
+  std::vector<std::span<uint8_t>> buffers(out.begin(), out.end());
+  BatchResult r = client->BatchGetInto(keys, buffers, nullptr);
+  EXPECT_EQ(r.present_prefix, 2u);
+  EXPECT_EQ(r.statuses[2].code(), StatusCode::kNotFound);
+  EXPECT_TRUE(r.statuses[3].ok());
+  EXPECT_EQ(client->BatchExists(keys).present_prefix, 2u);
+}
+
+TEST_F(RdmaTransportTest, ABatchCaughtByAnRdmaFailureCompletesOverTcpInAuto) {
+  InProcessServer server(fabric_, ServerRdma(), 256 << 20);
+  auto client = MakeClient(server, "auto");
+  ASSERT_TRUE(client->Put("warm", Pattern(10, 1)).ok());
+  fabric_.FailCompletions(1, verbs::kWcRetryExcErr);
+  BatchResult put, get;
+  ASSERT_TRUE(BatchRoundTrip(*client, "f", 40, &put, &get));
+  EXPECT_EQ(put.present_prefix, 40u);
+  ClientStats stats = client->Stats();
+  EXPECT_EQ(stats.fallbacks, 1u);
+  EXPECT_GE(stats.rdma_reissued, 1u);
+  EXPECT_EQ(stats.rdma_ops + stats.tcp_ops, 81u);
+  EXPECT_EQ(server.store().Stats().keys, 41u);  // each put applied once
+}
+
 }  // namespace
 }  // namespace memkv

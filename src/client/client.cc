@@ -292,10 +292,57 @@ class ClientImpl final : public Client {
       groups[placement_.ServerFor(call->keys[i])].push_back(static_cast<uint32_t>(i));
     }
     std::vector<std::vector<std::vector<uint32_t>>> frames(pools_.size());
+    const bool rdma = rdma_ != nullptr && rdma_->active() && call->opcode != proto::Opcode::kBatchExists;
     for (size_t server = 0; server < groups.size(); ++server) {
-      if (!groups[server].empty()) frames[server] = SplitFrames(groups[server], options_.num_connections, bytes_of);
+      if (groups[server].empty()) continue;
+      if (rdma) {
+        // Over RDMA every value is its own pipelined RdmaPut / RdmaGet.
+        for (uint32_t i : groups[server]) frames[server].push_back({i});
+      } else {
+        frames[server] = SplitFrames(groups[server], options_.num_connections, bytes_of);
+      }
     }
-    RunGroups(call, groups, frames);
+    if (!rdma) {
+      std::vector<std::unique_ptr<client::Exchange>> keep;
+      RunGroups(call, groups, frames, &keep, [&](std::vector<uint32_t> items, size_t server) {
+        return std::make_unique<BatchExchange>(call, std::move(items), placement_.name(server));
+      });
+      if (call->opcode != proto::Opcode::kBatchExists) CountTcpBatch(call);
+      return;
+    }
+    std::vector<RdmaExchange*> by_key(n, nullptr);
+    std::vector<std::unique_ptr<client::Exchange>> keep;  // read after the run
+    RunGroups(call, groups, frames, &keep, [&](std::vector<uint32_t> items, size_t server) {
+      const uint32_t i = items.front();
+      std::unique_ptr<RdmaExchange> x;
+      if (call->opcode == proto::Opcode::kBatchPut) {
+        x = std::make_unique<RdmaExchange>(rdma_.get(), &counters_, proto::Opcode::kPut, call->keys[i],
+                                           placement_.name(server), call->values[i]);
+      } else {
+        x = std::make_unique<RdmaExchange>(rdma_.get(), &counters_, proto::Opcode::kGet, call->keys[i],
+                                           placement_.name(server), std::span<const uint8_t>(), call->buffers[i]);
+      }
+      by_key[i] = x.get();
+      return x;
+    });
+    for (size_t i = 0; i < n; ++i) {
+      RdmaExchange* x = by_key[i];
+      if (x == nullptr) continue;  // invalid key, or its server's pool failed: status already set
+      const uint64_t bytes = call->opcode == proto::Opcode::kBatchPut ? call->values[i].size() : x->value_size();
+      Status s = x->status();
+      if (s.code() == StatusCode::kNotFound) s = NotFound("not found");
+      (*call->statuses)[i] = s;
+      if (s.ok() && call->sizes != nullptr) (*call->sizes)[i] = static_cast<size_t>(x->value_size());
+      CountTransport(*x, bytes);
+    }
+  }
+
+  void CountTcpBatch(const BatchCall* call) {
+    for (size_t i = 0; i < call->keys.size(); ++i) {
+      if (!(*call->statuses)[i].ok()) continue;
+      CountTcp(call->opcode == proto::Opcode::kBatchPut ? call->values[i].size()
+                                                        : (call->sizes != nullptr ? (*call->sizes)[i] : 0));
+    }
   }
 
   // Sends each server's frames spread over that server's connections, in
@@ -307,10 +354,14 @@ class ClientImpl final : public Client {
   // while it waits for another server (a stalled server costs its own keys
   // their deadline and nobody else's calls a connection), and calls cannot
   // wait on each other in a cycle.
+  // `make(items, server)` builds the exchange carrying one frame's items;
+  // they are kept in `exchanges`, which must outlive the run.
+  template <typename Make>
   void RunGroups(BatchCall* call, const std::vector<std::vector<uint32_t>>& groups,
-                 std::vector<std::vector<std::vector<uint32_t>>>& frames) {
+                 std::vector<std::vector<std::vector<uint32_t>>>& frames,
+                 std::vector<std::unique_ptr<client::Exchange>>* kept, Make make) {
     const Nanos deadline = Deadline();
-    std::vector<std::unique_ptr<BatchExchange>> exchanges;  // live until the call returns
+    std::vector<std::unique_ptr<client::Exchange>>& exchanges = *kept;
     std::vector<size_t> todo;  // servers not yet leased or failed
     for (size_t server = 0; server < groups.size(); ++server) {
       if (!groups[server].empty()) todo.push_back(server);
@@ -332,8 +383,7 @@ class ClientImpl final : public Client {
       }
       if (conns->empty()) return false;
       for (size_t f = 0; f < server_frames.size(); ++f) {
-        exchanges.push_back(std::make_unique<BatchExchange>(call, std::move(server_frames[f]),
-                                                            placement_.name(server)));
+        exchanges.push_back(make(std::move(server_frames[f]), server));
         (*conns)[f % conns->size()]->Enqueue(exchanges.back().get());
       }
       leases.push_back(Lease{server, std::move(conns).value()});
