@@ -396,7 +396,7 @@ Status CheckMtu(uint32_t mtu, const PortInfo& port, const std::string& setting_n
                               std::to_string(port.port_num) + " (netdev " + NetdevOr(port.netdev, "unknown") +
                               "): enable jumbo frames end to end (ip link set " + nd +
                               " mtu 9000) so the port negotiates " + std::to_string(mtu) + ", or set " + setting_name +
-                              ": " + std::to_string(port.active_mtu));
+                              (setting_name.rfind("MEMKV_", 0) == 0 ? "=" : ": ") + std::to_string(port.active_mtu));
   }
   return Status::Ok();
 }

@@ -302,7 +302,7 @@ TEST(CheckMtuTest, RefusesAnMtuAboveTheActiveOne) {
   Status client = CheckMtu(2048, p, "MEMKV_RDMA_MTU");
   EXPECT_EQ(client.message(),
             "MEMKV_RDMA_MTU 2048 exceeds the active MTU 1024 of rxe0 port 1 (netdev eth0): enable jumbo frames end "
-            "to end (ip link set eth0 mtu 9000) so the port negotiates 2048, or set MEMKV_RDMA_MTU: 1024");
+            "to end (ip link set eth0 mtu 9000) so the port negotiates 2048, or set MEMKV_RDMA_MTU=1024");
 }
 
 TEST(CheckMtuTest, AcceptsAnMtuUpToTheActiveOne) {
