@@ -63,6 +63,14 @@ memkv_status_t memkv_exists(memkv_client_t* client, const void* key, size_t key_
 memkv_status_t memkv_batch_exists(memkv_client_t* client, const void* const* keys, const size_t* key_lens,
                                   size_t count, memkv_status_t* statuses, size_t* prefix);
 
+/* RDMA: registers [base, base+len) once so puts from it and gets into it
+ * move with no copy (docs/rdma.md). MEMKV_OK and nothing done when the client
+ * does not use RDMA. The region must stay mapped until unregistered. */
+memkv_status_t memkv_register_memory(memkv_client_t* client, void* base, size_t len);
+memkv_status_t memkv_unregister_memory(memkv_client_t* client, void* base);
+/* "rdma" or "tcp": what the client's new operations use now. */
+const char* memkv_transport(memkv_client_t* client);
+
 /* The calling thread's message for its last failed call ("" if none). */
 const char* memkv_last_error(void);
 /* Stable name of a code: "NotFound", ... */

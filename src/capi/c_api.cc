@@ -98,6 +98,23 @@ memkv_status_t memkv_exists(memkv_client_t* c, const void* key, size_t key_len, 
   return MEMKV_OK;
 }
 
+memkv_status_t memkv_register_memory(memkv_client_t* c, void* base, size_t len) {
+  if (c == nullptr || base == nullptr || len == 0) {
+    return Fail(memkv::InvalidArgument("memkv_register_memory: NULL client or base, or len 0"));
+  }
+  return Report(c->client->RegisterMemory(std::span<uint8_t>(static_cast<uint8_t*>(base), len)));
+}
+
+memkv_status_t memkv_unregister_memory(memkv_client_t* c, void* base) {
+  if (c == nullptr || base == nullptr) return Fail(memkv::InvalidArgument("memkv_unregister_memory: NULL client or base"));
+  return Report(c->client->UnregisterMemory(base));
+}
+
+const char* memkv_transport(memkv_client_t* c) {
+  if (c == nullptr) return "";
+  return c->client->Stats().transport == "rdma" ? "rdma" : "tcp";
+}
+
 memkv_status_t memkv_batch_exists(memkv_client_t* c, const void* const* keys, const size_t* key_lens,
                                   size_t count, memkv_status_t* statuses, size_t* prefix) {
   if (c == nullptr || (count > 0 && (keys == nullptr || key_lens == nullptr || statuses == nullptr))) {
