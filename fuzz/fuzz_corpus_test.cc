@@ -1,7 +1,8 @@
 // Runs each fuzz target over its checked-in corpus and over inputs derived
 // from it (truncations, bit flips, random bytes), so every build exercises
 // the parsers with hostile input even without libFuzzer. The targets must
-// neither crash nor trip a sanitizer; results are not checked here (the
+// neither crash, trip a sanitizer nor break the invariants they check on
+// what a decoder accepts (fuzz_targets.h); results are not checked here (the
 // parsers' own unit tests do that).
 #include <gtest/gtest.h>
 
@@ -56,6 +57,42 @@ TEST(FuzzCorpusTest, Config) {
   auto corpus = LoadCorpus("server_config");
   ASSERT_FALSE(corpus.empty());
   Exercise(&FuzzConfig, corpus);
+}
+
+TEST(FuzzCorpusTest, RdmaOffer) {
+  auto corpus = LoadCorpus("rdma_offer");
+  ASSERT_FALSE(corpus.empty());
+  Exercise(&FuzzRdmaOffer, corpus);
+}
+
+TEST(FuzzCorpusTest, RdmaAnswer) {
+  auto corpus = LoadCorpus("rdma_answer");
+  ASSERT_FALSE(corpus.empty());
+  Exercise(&FuzzRdmaAnswer, corpus);
+}
+
+TEST(FuzzCorpusTest, RdmaPutRequest) {
+  auto corpus = LoadCorpus("rdma_put_request");
+  ASSERT_FALSE(corpus.empty());
+  Exercise(&FuzzRdmaPutRequest, corpus);
+}
+
+TEST(FuzzCorpusTest, RdmaGrant) {
+  auto corpus = LoadCorpus("rdma_grant");
+  ASSERT_FALSE(corpus.empty());
+  Exercise(&FuzzRdmaGrant, corpus);
+}
+
+TEST(FuzzCorpusTest, Token) {
+  auto corpus = LoadCorpus("token");
+  ASSERT_FALSE(corpus.empty());
+  Exercise(&FuzzToken, corpus);
+}
+
+TEST(FuzzCorpusTest, DcbReply) {
+  auto corpus = LoadCorpus("dcb_reply");
+  ASSERT_FALSE(corpus.empty());
+  Exercise(&FuzzDcbReply, corpus);
 }
 
 }  // namespace

@@ -2,6 +2,10 @@
 // function so that it runs under libFuzzer (fuzz/libfuzzer_main.cc, built
 // with clang -fsanitize=fuzzer) and, with its corpus plus generated inputs,
 // as an ordinary unit test (fuzz/fuzz_corpus_test.cc) in every build.
+//
+// Beyond not crashing, a target checks what must hold of whatever a decoder
+// accepts (re-encoding reproduces the input, counts and lengths agree, values
+// are in range) and aborts, naming the broken invariant, when it does not.
 #ifndef MEMKV_FUZZ_FUZZ_TARGETS_H_
 #define MEMKV_FUZZ_FUZZ_TARGETS_H_
 
@@ -14,6 +18,26 @@ namespace memkv::fuzz {
 void FuzzFrame(const uint8_t* data, size_t size);
 // Server YAML and client YAML parsing and validation.
 void FuzzConfig(const uint8_t* data, size_t size);
+
+// ---- RDMA bootstrap and control ops (corpus/<name> per target) ----
+
+// Connect request meta after the nonce: the client's RDMA offer (rdma_offer).
+void FuzzRdmaOffer(const uint8_t* data, size_t size);
+// A whole Connect response meta: the limits, then what follows them (`rest`)
+// through the RDMA answer decoder (rdma_answer).
+void FuzzRdmaAnswer(const uint8_t* data, size_t size);
+// RdmaPut request meta (rdma_put_request).
+void FuzzRdmaPutRequest(const uint8_t* data, size_t size);
+// RdmaPut / RdmaGet response meta: a grant of remote segments (rdma_grant).
+void FuzzRdmaGrant(const uint8_t* data, size_t size);
+// RdmaCommit / RdmaRelease request meta: a token (token).
+void FuzzToken(const uint8_t* data, size_t size);
+
+// ---- verbs auto-detection ----
+
+// One RTM_GETDCB / DCB_CMD_IEEE_GET netlink reply, then the traffic class /
+// service level resolution over what it parsed to (dcb_reply).
+void FuzzDcbReply(const uint8_t* data, size_t size);
 
 }  // namespace memkv::fuzz
 

@@ -213,6 +213,11 @@ Result<DcbConfig> ParseDcbReply(std::span<const uint8_t> message) {
     int error = 0;
     std::memcpy(&error, body.data(), sizeof(error));
     if (error == 0) return ProtocolError("no DCB reply: the kernel only acknowledged the request");
+    // The kernel sends a negated errno; anything else (positive, or too
+    // negative to negate) is a malformed reply.
+    if (error > 0 || error < -4095) {
+      return ProtocolError("malformed dcbnl reply: NLMSG_ERROR code " + std::to_string(error));
+    }
     return Unavailable(ErrnoText(-error));
   }
   if (nlh.nlmsg_type != RTM_GETDCB) {
