@@ -136,7 +136,8 @@ TEST(MessagesTest, RdmaGrantChecksSegmentsAddUp) {
 
   std::string_view key;
   uint64_t len = 0, sum = 0;
-  ASSERT_TRUE(DecodeRdmaPutRequest(Bytes(EncodeRdmaPutRequest("k1", 5, 6)), &key, &len, &sum).ok());
+  const std::string put = EncodeRdmaPutRequest("k1", 5, 6);  // the decoded key points into it
+  ASSERT_TRUE(DecodeRdmaPutRequest(Bytes(put), &key, &len, &sum).ok());
   EXPECT_EQ(key, "k1");
   EXPECT_EQ(len, 5u);
   EXPECT_FALSE(DecodeRdmaPutRequest(Bytes(EncodeRdmaPutRequest("", 5, 6)), &key, &len, &sum).ok());
