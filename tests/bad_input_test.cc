@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <cstring>
+
+#include "base/bytes.h"
+#include "base/hmac.h"
 #include "proto/messages.h"
 #include "tests/harness.h"
 #include "tests/raw_connection.h"
@@ -98,6 +102,54 @@ TEST_F(BadInputTest, UnknownOpcodeIsAnsweredAndConnectionStaysUsable) {
   ASSERT_TRUE(pong.ok()) << pong.status().ToString();
   EXPECT_EQ(pong->header.status, StatusCode::kOk);
   EXPECT_EQ(pong->header.request_id, 6u);
+}
+
+TEST_F(BadInputTest, RdmaControlOpsWithoutRdmaAreRefusedAndTheConnectionStaysUsable) {
+  // A TCP-only session (no RDMA offer at Connect) asking for RDMA grants.
+  auto c = Authenticated();
+  uint64_t id = 10;
+  for (proto::Opcode op : {proto::Opcode::kRdmaPut, proto::Opcode::kRdmaGet, proto::Opcode::kRdmaCommit,
+                           proto::Opcode::kRdmaRelease}) {
+    const std::string meta = op == proto::Opcode::kRdmaPut   ? proto::EncodeRdmaPutRequest("sentinel", 10, 0)
+                             : op == proto::Opcode::kRdmaGet ? std::string("sentinel")
+                                                             : proto::EncodeToken(1);
+    ASSERT_TRUE(c->SendBytes(c->BuildFrame(op, meta, {}, id)).ok());
+    auto r = c->Read();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->header.status, StatusCode::kFailedPrecondition) << proto::OpcodeName(static_cast<uint8_t>(op));
+    EXPECT_NE(r->message().find("needs RDMA"), std::string::npos) << r->message();
+    EXPECT_EQ(r->header.request_id, id++);
+  }
+  ASSERT_TRUE(c->SendBytes(c->BuildFrame(proto::Opcode::kPing, "", {}, id)).ok());
+  auto pong = c->Read();
+  ASSERT_TRUE(pong.ok()) << pong.status().ToString();
+  EXPECT_EQ(pong->header.status, StatusCode::kOk);
+  ExpectHealthy();
+}
+
+TEST_F(BadInputTest, MalformedRdmaOfferAtConnectIsAProtocolError) {
+  // A Connect meta longer than the nonce but not a valid offer: refused as
+  // malformed, and nobody else is affected.
+  auto c = RawConnection::Open(server_->port());
+  ASSERT_TRUE(c.ok());
+  std::vector<uint8_t> meta(proto::kNonceSize + 5, 0x42);
+  auto mac = HmacSha256::Create(*HexDecode(kTestKeyHex));
+  ASSERT_TRUE(mac.ok());
+  std::vector<uint8_t> frame(proto::kHeaderSize + meta.size());
+  proto::FrameHeader h;
+  h.opcode = static_cast<uint8_t>(proto::Opcode::kConnect);
+  h.meta_len = static_cast<uint32_t>(meta.size());
+  proto::EncodeFields(h, frame.data());
+  std::memcpy(frame.data() + proto::kHeaderSize, meta.data(), meta.size());
+  Tag tag = proto::ConnectTag(**mac, frame.data(), meta, {});
+  std::memcpy(frame.data() + proto::kFieldsSize, tag.data(), tag.size());
+  ASSERT_TRUE((*c)->SendBytes(frame).ok());
+  auto r = (*c)->Read();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->header.status, StatusCode::kProtocolError) << r->message();
+  EXPECT_NE(r->message().find("RDMA offer"), std::string::npos) << r->message();
+  EXPECT_TRUE((*c)->ClosedByPeer());
+  ExpectHealthy();
 }
 
 TEST_F(BadInputTest, NewerVersionIsUnsupported) {
