@@ -77,6 +77,9 @@ struct ClientStats {
   uint64_t rdma_reissued = 0;      // operations re-issued over TCP after an RDMA failure
   uint64_t fallbacks = 0;          // 0 or 1: the engine downgraded to TCP for good
   std::string fallback_reason;     // why, as the WARN line said it
+  // The attributes of the last RDMA connection set up: device, source GID
+  // index, traffic class (DSCP), service level, MTU, QPs and server.
+  std::string rdma_path;
   // Work completions that came back in error, by ibv_wc_status value
   // (12 = IBV_WC_RETRY_EXC_ERR, 5 = IBV_WC_WR_FLUSH_ERR, ...).
   std::map<int, uint64_t> completion_errors;

@@ -33,6 +33,7 @@ struct ClientCounters {
   std::array<std::atomic<uint64_t>, 32> completion_errors{};  // by ibv_wc_status (last: 31 and above)
   mutable std::mutex fallback_mu;
   std::string fallback_reason;  // guarded by fallback_mu
+  std::string rdma_path;        // guarded by fallback_mu
 
   void CountCompletionError(int status) {
     const size_t i = status < 0 ? 31 : std::min<size_t>(static_cast<size_t>(status), 31);
@@ -41,6 +42,10 @@ struct ClientCounters {
   void SetFallbackReason(const std::string& reason) {
     std::lock_guard<std::mutex> lock(fallback_mu);
     fallback_reason = reason;
+  }
+  void SetRdmaPath(const std::string& path) {
+    std::lock_guard<std::mutex> lock(fallback_mu);
+    rdma_path = path;
   }
 
   static void Add(std::atomic<uint64_t>& counter, uint64_t n) {
@@ -69,6 +74,7 @@ struct ClientCounters {
     {
       std::lock_guard<std::mutex> lock(fallback_mu);
       s.fallback_reason = fallback_reason;
+      s.rdma_path = rdma_path;
     }
     return s;
   }

@@ -252,6 +252,10 @@ Status RdmaChannel::Connect(const proto::RdmaAnswer& answer, const std::string& 
   }
   rkey_ = answer.rkey;
   connected_ = true;
+  counters_->SetRdmaPath(device_ + " gid_index " + std::to_string(gid_index_) + ", traffic_class " +
+                         std::to_string(path.traffic_class) + " (DSCP " + std::to_string(path.traffic_class >> 2) +
+                         "), service_level " + std::to_string(path.service_level) + ", mtu " +
+                         std::to_string(path.mtu) + ", " + std::to_string(qps_.size()) + " QPs to " + server);
   return Status::Ok();
 }
 
@@ -466,8 +470,10 @@ Result<std::unique_ptr<RdmaChannel>> RdmaEngine::NewChannel() {
   for (const verbs::GidEntry& g : context.port().gids) {
     if (g.index == gid_index_[c]) gid = g.gid;
   }
-  return std::make_unique<RdmaChannel>(std::move(cq), std::move(qps), gid, settings_, gid_index_[c],
-                                       bounce_[c].get(), registrations_[c].get(), counters_);
+  auto channel = std::make_unique<RdmaChannel>(std::move(cq), std::move(qps), gid, settings_, gid_index_[c],
+                                               bounce_[c].get(), registrations_[c].get(), counters_);
+  channel->set_device(context.port().device);
+  return channel;
 }
 
 Status RdmaEngine::Pin(void* p, uint64_t n) {

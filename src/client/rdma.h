@@ -160,6 +160,8 @@ class RdmaChannel {
   // Connects every QP to the server's, with the server's marking.
   Status Connect(const proto::RdmaAnswer& answer, const std::string& server);
   uint32_t rkey() const { return rkey_; }
+  // The local device, for messages and ClientStats::rdma_path.
+  void set_device(std::string device) { device_ = std::move(device); }
   // Registered staging memory on this channel's device, and the cache of
   // caller registrations on it.
   BouncePool& bounce() { return *bounce_; }
@@ -212,6 +214,7 @@ class RdmaChannel {
   BouncePool* bounce_;
   RegistrationCache* registrations_;
   ClientCounters* counters_;
+  std::string device_;
   bool connected_ = false;
   bool broken_ = false;
   Status break_reason_;
