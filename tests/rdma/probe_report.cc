@@ -39,7 +39,8 @@ std::string StatsJson(const ClientStats& s) {
          ",\"rdma_ops\":" + n(s.rdma_ops) + ",\"rdma_bytes\":" + n(s.rdma_bytes) +
          ",\"tcp_ops\":" + n(s.tcp_ops) + ",\"tcp_bytes\":" + n(s.tcp_bytes) +
          ",\"rdma_reissued\":" + n(s.rdma_reissued) + ",\"fallbacks\":" + n(s.fallbacks) +
-         ",\"fallback_reason\":" + JsonString(s.fallback_reason) +
+         ",\"fallback_reason\":" + JsonString(s.fallback_reason) + ",\"rdma_path\":" + JsonString(s.rdma_path) +
+         ",\"rdma_zero_copy_ops\":" + n(s.rdma_zero_copy_ops) +
          ",\"completion_errors\":" + errors + ",\"timeouts\":" + n(s.timeouts) +
          ",\"checksum_failures\":" + n(s.checksum_failures) + ",\"bytes_sent\":" + n(s.bytes_sent) +
          ",\"bytes_received\":" + n(s.bytes_received) +
