@@ -18,9 +18,7 @@
 #include "client/client_from_config.h"
 #include "config/server_config.h"
 #include "memkv/client.h"
-#include "server/rdma_endpoint.h"
-#include "server/server.h"
-#include "storage/memory_store.h"
+#include "tests/in_process_server.h"
 #include "verbs/fake.h"
 
 namespace memkv {
@@ -39,49 +37,6 @@ std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
 }
 
 bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// One server with its pool on fake device "srv0", serving on loopback.
-class InProcessServer {
- public:
-  InProcessServer(verbs::FakeFabric& fabric, const RdmaConfig& rdma, uint64_t pool_bytes = 64 << 20) {
-    MemoryStoreOptions so;
-    so.max_size_bytes = pool_bytes;
-    so.chunk_size_bytes = 1 << 20;
-    store_ = std::move(MemoryStore::Create(so)).value();
-    auto ep = RdmaEndpoint::Create(rdma, store_.get(), fabric);
-    status_ = ep.status();
-    if (!ep.ok()) return;
-    rdma_ = std::move(ep).value();
-    ServerOptions o;
-    o.host = "127.0.0.1";
-    o.port = 0;
-    o.auth_key.assign(32, 0xaa);
-    o.workers = 2;
-    o.rdma = rdma_.get();
-    server_ = std::move(Server::Create(o, store_.get())).value();
-    thread_ = std::thread([this] { (void)server_->Run(); });
-  }
-  ~InProcessServer() {
-    if (server_ != nullptr) {
-      server_->Stop();
-      thread_.join();
-    }
-    server_.reset();
-    rdma_.reset();
-  }
-  const Status& status() const { return status_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(server_->port()); }
-  MemoryStore& store() { return *store_; }
-  ServerMetrics& metrics() { return server_->metrics(); }
-  bool rdma() const { return rdma_ != nullptr; }
-
- private:
-  Status status_;
-  std::unique_ptr<MemoryStore> store_;
-  std::unique_ptr<RdmaEndpoint> rdma_;
-  std::unique_ptr<Server> server_;
-  std::thread thread_;
-};
 
 RdmaConfig ServerRdma(uint32_t mtu = 4096) {
   RdmaConfig c;
@@ -160,6 +115,8 @@ TEST_F(RdmaTransportTest, RoundTripsOfEveryBlockSizeMoveTheBytesByRdma) {
   EXPECT_EQ(fabric_.LastPath().service_level, 3);
   EXPECT_EQ(fabric_.LastPath().mtu, 4096u);
   EXPECT_LE(fabric_.LastPath().retry_count, 6);
+  EXPECT_TRUE(Contains(stats.rdma_path, "cli0 gid_index 1, traffic_class 104 (DSCP 26), service_level 3, mtu 4096"))
+      << stats.rdma_path;
   // Misses and a value that does not fit the caller's buffer.
   EXPECT_EQ(client->Get("absent").status().code(), StatusCode::kNotFound);
   std::vector<uint8_t> small(10);
