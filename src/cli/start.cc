@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <thread>
@@ -133,6 +134,14 @@ void PrintEffective(const ServerConfig& c, const std::string& key_source) {
   std::printf("storage.mode: %s\n", std::string(StorageModeName(c.storage.mode)).c_str());
 }
 
+// Whether the RDMA endpoint will register the pool: exactly when the
+// configured device is on this host (RdmaEndpoint::Create's rule, asked here
+// because a registered pool must be mapped with hugetlb before registration).
+Result<bool> RdmaDeviceInUse(const RdmaConfig& config, verbs::Provider& provider) {
+  MEMKV_ASSIGN_OR_RETURN(std::vector<std::string> devices, provider.Devices());
+  return std::find(devices.begin(), devices.end(), config.device) != devices.end();
+}
+
 // Every connection is a descriptor; the default soft limit (1024) would cap
 // a cache server far below what its clients open.
 void RaiseOpenFilesLimit() {
@@ -192,12 +201,30 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
              << " (mode 0600)";
   }
 
+  // The pool is mapped before RDMA registers it. Pinned (registered, or the
+  // source of O_DIRECT I/O) it must be hugetlb-backed, and start refuses here
+  // when free hugepages do not cover it (docs/configuration.md).
+  Result<bool> rdma_in_use = RdmaDeviceInUse(c.rdma, verbs::SystemProvider());
+  if (!rdma_in_use.ok()) {
+    std::fprintf(stderr, "memkv start: %s\n", rdma_in_use.status().message().c_str());
+    return kExitConfig;
+  }
+  const bool direct_io = c.storage.mode == StorageMode::kDirect;
   MemoryStoreOptions store_options;
   store_options.max_size_bytes = c.memory.max_size_bytes;
   store_options.chunk_size_bytes = c.memory.block_size_bytes;
+  store_options.hugepages = PoolPolicyFor(*rdma_in_use, direct_io);
   Result<std::unique_ptr<MemoryStore>> store = MemoryStore::Create(store_options);
   if (!store.ok()) {
-    std::fprintf(stderr, "memkv start: %s\n", store.status().ToString().c_str());
+    if (store_options.hugepages == HugePagePolicy::kRequire &&
+        store.status().code() == StatusCode::kFailedPrecondition) {
+      const std::string why = *rdma_in_use ? "RDMA device " + c.rdma.device + " registers it"
+                                           : "storage.mode direct does O_DIRECT I/O from it";
+      std::fprintf(stderr, "memkv start: the memory pool is pinned (%s), so it must be 2 MiB hugepages: %s\n",
+                   why.c_str(), store.status().message().c_str());
+    } else {
+      std::fprintf(stderr, "memkv start: %s\n", store.status().ToString().c_str());
+    }
     return kExitConfig;
   }
 
@@ -237,7 +264,7 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   Server* srv = server->get();
   const std::string address = c.network.host + ":" + std::to_string(srv->port());
   LOG_INFO << "memory store: " << FormatSize((*store)->pool_bytes()) << " pool in "
-           << FormatSize(c.memory.block_size_bytes) << " chunks";
+           << FormatSize(c.memory.block_size_bytes) << " chunks, " << (*store)->backing().detail;
   if (*rdma != nullptr) LOG_INFO << (*rdma)->Describe();
   LOG_INFO << "serving on " << address << " (admin port " << (srv->port() + 1) << " reserved)";
   if (key_source != "from the config") {

@@ -73,6 +73,99 @@ uint64_t ChunksFor(uint64_t size_bytes, uint64_t chunk_size_bytes) {
   return size_bytes / chunk_size_bytes + (size_bytes % chunk_size_bytes != 0 ? 1 : 0);
 }
 
+#ifndef MAP_HUGE_2MB
+#define MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)  // log2(2 MiB); older libc headers lack it
+#endif
+
+struct MappedPool {
+  uint8_t* base = nullptr;
+  PoolBacking backing;
+};
+
+// Explicit 2 MiB pages for `bytes`, rounded up to whole pages. On failure the
+// status message is the failed call, for the caller to word.
+Result<MappedPool> MapHugetlb(uint64_t bytes, const HugePageCounts& counts) {
+  const uint64_t pages = HugePagesFor(bytes);
+  const uint64_t length = pages * kHugePageBytes;
+  // No MAP_NORESERVE: the kernel reserves every page now, so a shortfall
+  // fails this call instead of raising SIGBUS at the first touch.
+  void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB, -1, 0);
+  if (base == MAP_FAILED) {
+    int err = errno;
+    return Internal("mmap(" + FormatSize(length) + ", MAP_HUGETLB|MAP_HUGE_2MB) for " + std::to_string(pages) +
+                    " 2 MiB hugepages: " + std::strerror(err) + " (errno " + std::to_string(err) + ")");
+  }
+  MappedPool pool{static_cast<uint8_t*>(base), {PageKind::kHugetlb2MiB, length, ""}};
+  pool.backing.detail = std::string(PageKindName(PageKind::kHugetlb2MiB)) + " (" + std::to_string(pages) +
+                        " pages reserved of " + std::to_string(counts.available()) + " free)";
+  return pool;
+}
+
+// An ordinary mapping: THP advised (4 KiB pages where THP is off), or THP
+// refused under kNever. `why_not_hugetlb` goes into the detail line.
+Result<MappedPool> MapOrdinary(uint64_t bytes, HugePagePolicy policy, const std::string& why_not_hugetlb,
+                               const HugePageReader& reader) {
+  // NORESERVE: the pool is sized to the box and touched lazily; do not make
+  // the kernel account it all as committed up front.
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) {
+    int err = errno;
+    return Internal("MemoryStore: mmap(" + FormatSize(bytes) + " = " + std::to_string(bytes) +
+                    " bytes, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE) for the memory pool: " +
+                    std::strerror(err) + " (errno " + std::to_string(err) + ")");
+  }
+  MappedPool pool{static_cast<uint8_t*>(base), {PageKind::kSmall, bytes, ""}};
+  const std::string small(PageKindName(PageKind::kSmall));
+  if (policy == HugePagePolicy::kNever) {
+    // Keeps THP "always" off this mapping too, so "4 KiB pages" is the truth.
+    if (madvise(base, bytes, MADV_NOHUGEPAGE) != 0) {
+      LOG_DEBUG << "madvise(MADV_NOHUGEPAGE) on the memory pool: " << std::strerror(errno);
+    }
+    pool.backing.detail = small + " (" + why_not_hugetlb + ")";
+    return pool;
+  }
+  // Transparent huge pages: a first write into a 2 MiB chunk then costs one
+  // fault instead of 512, and the TLB covers the pool. Best effort: the
+  // kernel may still hand out 4 KiB pages when it cannot find 2 MiB ones.
+  if (madvise(base, bytes, MADV_HUGEPAGE) != 0) {
+    int err = errno;
+    pool.backing.detail = small + " (madvise(MADV_HUGEPAGE): " + std::strerror(err) + "; hugetlb not used: " +
+                          why_not_hugetlb + ")";
+    return pool;
+  }
+  const ThpMode thp = reader.ReadThp();
+  const std::string thp_name(ThpModeName(thp));
+  if (thp == ThpMode::kAlways || thp == ThpMode::kMadvise) {
+    pool.backing.kind = PageKind::kTransparent;
+    pool.backing.detail = std::string(PageKindName(PageKind::kTransparent)) + " (THP enabled: " + thp_name +
+                          "; hugetlb not used: " + why_not_hugetlb + ")";
+  } else {
+    pool.backing.detail = small + " (THP " + thp_name + "; hugetlb not used: " + why_not_hugetlb + ")";
+  }
+  return pool;
+}
+
+// Maps `bytes` for the pool as `plan` says: hugetlb, else (unless the policy
+// requires it) an ordinary mapping. See PoolBacking::detail.
+Result<MappedPool> MapPool(uint64_t bytes, HugePagePolicy policy, const BackingPlan& plan,
+                           const Result<HugePageCounts>& counts, const HugePageReader& reader) {
+  if (!plan.try_hugetlb) return MapOrdinary(bytes, policy, plan.why_not_hugetlb, reader);
+  Result<MappedPool> huge = MapHugetlb(bytes, *counts);
+  if (huge.ok()) return huge;
+  if (policy == HugePagePolicy::kRequire) {
+    // The counts said enough were free: another process took them since, or
+    // a hugetlb cgroup limit stands in the way.
+    return FailedPrecondition("memory.max_size " + FormatSize(bytes) + ": " + huge.status().message() +
+                              " although " + std::to_string(counts->available()) + " were free per " +
+                              counts->source + " (taken meanwhile, or a hugetlb cgroup limit); free more with "
+                              "sysctl -w vm.nr_hugepages=" + std::to_string(counts->total + HugePagesFor(bytes)) +
+                              " (or lower memory.max_size)");
+  }
+  LOG_WARN << "memory pool: " << huge.status().message() << "; falling back to transparent hugepages";
+  return MapOrdinary(bytes, policy, huge.status().message(), reader);
+}
+
 }  // namespace
 
 struct StoreEntry : LruNode {
@@ -89,11 +182,14 @@ struct StoreEntry : LruNode {
 };
 
 struct MemoryStore::Impl {
-  Impl(uint8_t* base_in, uint64_t chunk_size_in, uint32_t chunks_total_in)
-      : base(base_in), chunk_size(chunk_size_in), chunks_total(chunks_total_in) {}
+  Impl(MappedPool pool, uint64_t chunk_size_in, uint32_t chunks_total_in)
+      : base(pool.base),
+        chunk_size(chunk_size_in),
+        chunks_total(chunks_total_in),
+        backing(std::move(pool.backing)) {}
   ~Impl() {
-    if (munmap(base, pool_bytes()) != 0) {
-      LOG_WARN << "MemoryStore: munmap of the " << FormatSize(pool_bytes())
+    if (munmap(base, backing.mapping_bytes) != 0) {
+      LOG_WARN << "MemoryStore: munmap of the " << FormatSize(backing.mapping_bytes)
                << " pool failed: " << std::strerror(errno);
     }
   }
@@ -123,6 +219,7 @@ struct MemoryStore::Impl {
   uint8_t* const base;
   const uint64_t chunk_size;
   const uint32_t chunks_total;
+  const PoolBacking backing;
 
   mutable std::mutex mu;
   // Guarded by mu: index, lru, free_chunks, the *_chunks tallies below, and
@@ -313,24 +410,13 @@ Result<std::unique_ptr<MemoryStore>> MemoryStore::Create(const MemoryStoreOption
                            std::to_string(UINT32_MAX) + "; use a larger chunk");
   }
   uint64_t bytes = chunks * options.chunk_size_bytes;
-  // NORESERVE: the pool is sized to the box and touched lazily; do not make
-  // the kernel account it all as committed up front.
-  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (base == MAP_FAILED) {
-    int err = errno;
-    return Internal("MemoryStore: mmap(" + FormatSize(bytes) + " = " + std::to_string(bytes) +
-                    " bytes, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE) for the memory pool: " +
-                    std::strerror(err) + " (errno " + std::to_string(err) + ")");
-  }
-  // Transparent huge pages: a first write into a 2 MiB chunk then costs one
-  // fault instead of 512, and the TLB covers the pool. Advisory; a kernel
-  // without THP simply ignores it.
-  if (madvise(base, bytes, MADV_HUGEPAGE) != 0) {
-    LOG_DEBUG << "madvise(MADV_HUGEPAGE) on the memory pool: " << std::strerror(errno);
-  }
-  auto impl = std::make_unique<Impl>(static_cast<uint8_t*>(base), options.chunk_size_bytes,
-                                     static_cast<uint32_t>(chunks));
+  HugePageReader reader(options.host_root);
+  Result<HugePageCounts> counts = options.hugepages == HugePagePolicy::kNever
+                                      ? Result<HugePageCounts>(Unavailable("not read (policy never)"))
+                                      : reader.Read2MiB();
+  MEMKV_ASSIGN_OR_RETURN(BackingPlan plan, PlanPoolBacking(options.hugepages, bytes, counts));
+  MEMKV_ASSIGN_OR_RETURN(MappedPool pool, MapPool(bytes, options.hugepages, plan, counts, reader));
+  auto impl = std::make_unique<Impl>(std::move(pool), options.chunk_size_bytes, static_cast<uint32_t>(chunks));
   impl->free_chunks.reserve(chunks);
   // Pushed in reverse so allocation starts at chunk 0 and fresh values come
   // out contiguous (one iovec).
@@ -509,11 +595,13 @@ MemoryStoreStats MemoryStore::Stats() const {
   out.misses = s.misses.load(std::memory_order_relaxed);
   out.evictions = s.evictions.load(std::memory_order_relaxed);
   out.checksum_failures = s.checksum_failures.load(std::memory_order_relaxed);
+  out.page_kind = s.backing.kind;
   return out;
 }
 
 void* MemoryStore::pool_base() const { return impl_->base; }
 uint64_t MemoryStore::pool_bytes() const { return impl_->pool_bytes(); }
+const PoolBacking& MemoryStore::backing() const { return impl_->backing; }
 
 Status MemoryStore::CorruptForTesting(std::string_view key) {
   std::lock_guard<std::mutex> lock(impl_->mu);

@@ -5,6 +5,11 @@
 // region the RDMA transport registers. A value occupies ceil(size / chunk)
 // chunks (zero for an empty value); the chunks need not be contiguous.
 //
+// Page backing (MemoryStoreOptions::hugepages, hugepages.h): explicit 2 MiB
+// hugetlb pages when the policy asks for them or enough are free, else
+// transparent hugepages (madvise), else 4 KiB pages. backing() says which the
+// pool got and why; start logs it.
+//
 // Writing is two-phase so the network layer can receive straight into the pool
 // with no intermediate copy:
 //   auto w = store.BeginPut(size);          // reserves chunks, may evict LRU
@@ -46,12 +51,31 @@
 #include <vector>
 
 #include "memkv/status.h"
+#include "storage/hugepages.h"
 
 namespace memkv {
 
 struct MemoryStoreOptions {
   uint64_t max_size_bytes = 256ULL << 20;   // pool size; rounded down to whole chunks
   uint64_t chunk_size_bytes = 2ULL << 20;   // memory.block_size
+  // kAuto: hugetlb if enough 2 MiB pages are free, else THP, else 4 KiB.
+  // kRequire: Create fails (FailedPrecondition, NotEnoughHugePages) unless
+  // the pool is hugetlb-backed. kNever: 4 KiB pages, THP refused too.
+  HugePagePolicy hugepages = HugePagePolicy::kAuto;
+  // Root under which the hugepage counters and the THP setting are read
+  // (HugePageReader); tests point it at a fixture tree. The mapping itself is
+  // always the real kernel's.
+  std::string host_root = "/";
+};
+
+// How the pool is mapped; fixed at Create().
+struct PoolBacking {
+  PageKind kind = PageKind::kSmall;
+  uint64_t mapping_bytes = 0;  // the mmap length: the pool, rounded up to 2 MiB for hugetlb
+  // One line for the start-up log: the kind, and why not a better one
+  // ("transparent hugepages (THP enabled: madvise; hugetlb not used: 0 free
+  // 2 MiB hugepages, 128 needed)").
+  std::string detail;
 };
 
 // Counters, readable at any time (relaxed atomics; a snapshot may be skewed).
@@ -66,6 +90,7 @@ struct MemoryStoreStats {
   uint64_t misses = 0;
   uint64_t evictions = 0;          // values evicted to make room
   uint64_t checksum_failures = 0;  // reads whose bytes did not match
+  PageKind page_kind = PageKind::kSmall;  // PageKindName(): "hugetlb 2MiB", ...
 };
 
 class MemoryStore;
@@ -119,7 +144,10 @@ class ReadHandle {
 class MemoryStore {
  public:
   // InvalidArgument when the chunk size is 0 or the pool holds no whole chunk;
-  // Internal when the mapping fails (naming the size and errno).
+  // FailedPrecondition when options.hugepages is kRequire and the pool cannot
+  // be hugetlb-backed (too few free 2 MiB pages: NotEnoughHugePages's
+  // message; or the hugetlb mmap fails); Internal when the mapping fails
+  // (naming the size and errno).
   static Result<std::unique_ptr<MemoryStore>> Create(const MemoryStoreOptions& options);
   ~MemoryStore();
   MemoryStore(const MemoryStore&) = delete;
@@ -146,6 +174,7 @@ class MemoryStore {
   // The pool mapping (for RDMA registration).
   void* pool_base() const;
   uint64_t pool_bytes() const;
+  const PoolBacking& backing() const;
 
   // TEST ONLY: flips one byte of the stored value of `key` in the pool so that
   // tests can provoke a checksum mismatch. NotFound if absent,

@@ -13,6 +13,9 @@
 # "step ..." in the guest's log.
 
 PAIR=/run/pair
+# memkv start needs the pinned (RDMA-registered) pool on 2 MiB hugepages:
+# two 64 MiB servers at once in lossy-hop.
+echo 64 > /proc/sys/vm/nr_hugepages
 HW=/sys/class/infiniband/rxe0/ports/1/hw_counters
 
 now() { cut -d' ' -f1 /proc/uptime; }
