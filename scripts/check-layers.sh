@@ -14,7 +14,8 @@ declare -A allowed=(
   [server]="base proto config io storage verbs server"
   [client]="base proto config io verbs client"
   [capi]="base client capi"
-  [cli]="base config server storage verbs client cli"
+  [doctor]="base config verbs client doctor"
+  [cli]="base config server storage verbs client doctor cli"
 )
 
 status=0

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/client_config.h"
 #include "memkv/status.h"
 
 namespace memkv::cli {
@@ -38,8 +39,15 @@ struct Environment {
 // The default data directory: $HOME/.memkv, else ./memkv-data.
 std::string DefaultDataDir(const Environment& env);
 
+// The client's view of the environment: the real one, plus the local
+// defaults (127.0.0.1:9900 and the key in the default data directory) when
+// neither a config file nor the variable provides a value.
+EnvLookup ClientLookupWithDefaults(const Environment& env);
+
 int RunStart(const std::vector<std::string>& args, const Environment& env);
 int RunClientVerb(const std::string& verb, const std::vector<std::string>& args, const Environment& env);
+// memkv doctor: exits 0 clean, 1 warnings only, 2 errors (docs/doctor.md).
+int RunDoctor(const std::vector<std::string>& args, const Environment& env);
 
 }  // namespace memkv::cli
 

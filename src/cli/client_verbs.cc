@@ -32,27 +32,11 @@ Exit codes: 0 ok, 1 not found / absent, 2 usage, 3 configuration,
 4 unavailable or timed out, 5 authentication failed, 6 request failed.
 )";
 
-// The client's view of the environment: the real one, plus the local
-// defaults when neither a config file nor the variable provides a value.
-EnvLookup LookupWithDefaults(const Environment& env) {
-  return [env](std::string_view name) -> std::optional<std::string> {
-    if (auto v = env.Get(name)) return v;
-    if (env.Get("MEMKV_CONFIG")) return std::nullopt;
-    if (name == "MEMKV_SERVERS") return std::string(kDefaultServer);
-    if (name == "MEMKV_AUTH_KEY") {
-      std::ifstream in(DefaultDataDir(env) + "/auth.key");
-      std::string key;
-      if (in >> key) return key;
-    }
-    return std::nullopt;
-  };
-}
-
 Result<std::unique_ptr<Client>> MakeClient(const Environment& env) {
   // A shell verb speaks only when something is wrong: warnings (such as an
   // RDMA downgrade) and the one error line.
   SetLogLevel(LogLevel::kWarn);
-  MEMKV_ASSIGN_OR_RETURN(ClientConfig config, LoadClientConfig(LookupWithDefaults(env)));
+  MEMKV_ASSIGN_OR_RETURN(ClientConfig config, LoadClientConfig(ClientLookupWithDefaults(env)));
   return CreateClient(config);
 }
 
@@ -198,6 +182,22 @@ int RunClientVerb(const std::string& verb, const std::vector<std::string>& args,
     }
   }
   return code;
+}
+
+// The client's view of the environment: the real one, plus the local
+// defaults when neither a config file nor the variable provides a value.
+EnvLookup ClientLookupWithDefaults(const Environment& env) {
+  return [env](std::string_view name) -> std::optional<std::string> {
+    if (auto v = env.Get(name)) return v;
+    if (env.Get("MEMKV_CONFIG")) return std::nullopt;
+    if (name == "MEMKV_SERVERS") return std::string(kDefaultServer);
+    if (name == "MEMKV_AUTH_KEY") {
+      std::ifstream in(DefaultDataDir(env) + "/auth.key");
+      std::string key;
+      if (in >> key) return key;
+    }
+    return std::nullopt;
+  };
 }
 
 }  // namespace memkv::cli

@@ -23,6 +23,12 @@ Server:
   start [--config PATH]       run a server (default config /etc/memkv/config.yaml
                               if present, else the embedded single-node default)
 
+Diagnostics:
+  doctor [--config PATH] [--device DEV] [--json]
+                              check this host against the RoCEv2 runbook and
+                              name the fix of each problem (exit 0 clean,
+                              1 warnings, 2 errors)
+
 Client (servers from MEMKV_CONFIG / MEMKV_SERVERS, key from MEMKV_AUTH_KEY;
 without them: 127.0.0.1:9900 and the key in ~/.memkv/auth.key):
   put KEY [FILE|-]            store FILE (or standard input) under KEY
@@ -65,6 +71,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   Environment env = ReadEnvironment();
   if (command == "start") return RunStart(args, env);
+  if (command == "doctor") return RunDoctor(args, env);
   if (command == "put" || command == "get" || command == "del" || command == "exists") {
     return RunClientVerb(command, args, env);
   }
