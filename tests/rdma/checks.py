@@ -120,6 +120,44 @@ def check_probe_ok(boot, step):
     return s, st
 
 
+def doctor_report(boot, step):
+    """memkv doctor --json's object, or {}."""
+    try:
+        return json.loads(boot.text("b", step + ".out") or "{}")
+    except ValueError:
+        return {}
+
+
+def finding(report, fid):
+    for f in report.get("findings", []):
+        if f.get("id") == fid:
+            return f
+    return {}
+
+
+def healthy_doctor(boot):
+    # Host checks against the real rxe0: the port and the MTU are right, a
+    # RoCEv2 GID is picked, DCB cannot be read on virtio (a warning), no errors.
+    r = doctor_report(boot, "doctor-host")
+    rc = boot.rc("b", "doctor-host")
+    ids = {f.get("id"): f.get("severity") for f in r.get("findings", [])}
+    check(boot, "doctor/host", rc == 1 and r.get("device") == "rxe0" and ids.get("mtu.active") == "ok"
+          and ids.get("dcb.read") == "warning" and r.get("summary", {}).get("errors") == 0,
+          "rc=%s (want 1) device=%s mtu.active=%s dcb.read=%s errors=%s"
+          % (rc, r.get("device"), ids.get("mtu.active"), ids.get("dcb.read"), r.get("summary", {}).get("errors")),
+          boot.excerpt("b", "doctor-host.out", "doctor-host.err", lines=20))
+    # The path check to guest a's server: RDMA carries every block with the
+    # server's marking, and the switch saw that DSCP on every RoCE packet.
+    r = doctor_report(boot, "doctor-peer")
+    rdma, marking = finding(r, "path.rdma"), finding(r, "path.marking")
+    dscps = set(boot.switch.get("roce_v2_by_dscp", {}))
+    check(boot, "doctor/peer", rdma.get("severity") == "ok" and finding(r, "path.mtu").get("severity") == "ok"
+          and "DSCP 26" in marking.get("observed", "") and dscps == {"26"},
+          "path.rdma=%s (%s); marking %r; switch DSCPs %s"
+          % (rdma.get("severity"), rdma.get("observed"), marking.get("observed"), sorted(dscps)),
+          boot.excerpt("b", "doctor-peer.out", "doctor-peer.err", lines=20))
+
+
 def healthy(boot):
     check_boot(boot)
     check_server_ready(boot, "s4096")
@@ -185,6 +223,17 @@ def healthy(boot):
           boot.excerpt("b", *step_files("stall")) + boot.excerpt("a", "log"))
 
 
+def lossy_hop_doctor(boot):
+    # Across the 1514-byte hop at mtu 4096, doctor names the MTU problem.
+    r = doctor_report(boot, "doctor-hop")
+    rc = boot.rc("b", "doctor-hop")
+    mtu = finding(r, "path.mtu")
+    check(boot, "doctor/mtu-hop", rc == 2 and mtu.get("severity") == "error"
+          and "IBV_WC_RETRY_EXC_ERR" in mtu.get("observed", "") and finding(r, "path.tcp").get("severity") == "ok",
+          "rc=%s (want 2) path.mtu=%s: %s" % (rc, mtu.get("severity"), mtu.get("observed")),
+          boot.excerpt("b", "doctor-hop.out", "doctor-hop.err", lines=20))
+
+
 def lossy_hop(boot):
     check_boot(boot)
     check_server_ready(boot, "s4096")
@@ -236,6 +285,7 @@ for name in BOOTS:
     b = Boot(name)
     print("== %s (%s)" % (name, b.dir))
     {"healthy": healthy, "lossy-hop": lossy_hop}[name](b)
+    {"healthy": healthy_doctor, "lossy-hop": lossy_hop_doctor}[name](b)
 
 print("checks: %d failed%s" % (len(failures), (": " + " ".join(failures)) if failures else ""))
 sys.exit(1 if failures else 0)

@@ -4,6 +4,8 @@
 #   tcp        the same over MEMKV_TRANSPORT=tcp (plumbing, no verbs)
 #   refusal    guest b at netdev MTU 1500 (active 1024): memkv start with
 #              rdma.mtu 4096 refuses, with 1024 it starts; then back to 9000
+#   doctor     memkv doctor on rxe0, then with --peer across the switch: the
+#              path works and carries MemKV's marking (DSCP 26)
 #   stall      the server dies (kill -9) under a put+get loop: errors within
 #              the deadline, never a hang
 # Guest a serves, guest b is the client. Sourced with lib.sh.
@@ -46,6 +48,9 @@ step roundtrip 150 MEMKV_TRANSPORT="$RDMA" MEMKV_RDMA_MTU=4096 -- roundtrip
 counters b_after_roundtrip
 step tcp 120 MEMKV_TRANSPORT=tcp -- roundtrip
 counters b_after_tcp
+doctor_step doctor-host 120 -- --device rxe0 --json --interval-ms 200
+doctor_step doctor-peer 150 MEMKV_RDMA_MTU=4096 -- --device rxe0 --json --interval-ms 200 \
+  --peer "$PEER:9900" --peer-blocks 8
 signal b-stall
 step stall 60 MEMKV_TRANSPORT="$RDMA" MEMKV_RDMA_MTU=4096 MEMKV_TIMEOUT_MS=5000 -- \
   stall --size 4m --seconds 40 --after-error 8

@@ -94,17 +94,24 @@ start_server() {
   say "server $1: $(cat "$1.out")"
 }
 
-# step NAME TIMEOUT_S ENV... -- ARGS...: one probe run with the client
-# environment for server $SERVERS; records NAME.{out,err,rc}.
-step() {
-  n=$1; t=$2; shift 2
+# run_step NAME TIMEOUT_S BINARY... ENV... -- ARGS...: one client-side run
+# with the client environment (servers, key, rxe0), bounded by TIMEOUT_S;
+# NAME.out / NAME.err / NAME.rc in the cwd.
+run_step() {
+  n=$1; t=$2; bin=$3; shift 3
   envs=""
   while [ $# -gt 0 ] && [ "$1" != -- ]; do envs="$envs $1"; shift; done
   shift
   say "step $n:$envs $*"
-  # shellcheck disable=SC2086  # envs is a list of VAR=value words
+  # shellcheck disable=SC2086  # envs is a list of VAR=value words, bin may carry a sub-command
   env MEMKV_SERVERS="$SERVERS" MEMKV_AUTH_KEY="$AUTH_KEY" MEMKV_RDMA_DEVICES=rxe0 $envs \
-    timeout -s KILL "$t" "$PROBE" "$@" > "$n.out" 2> "$n.err"
+    timeout -s KILL "$t" $bin "$@" > "$n.out" 2> "$n.err"
   echo $? > "$n.rc"
   say "step $n: rc=$(cat "$n.rc"); $(tail -n 1 "$n.out" | cut -c1-300)"
 }
+
+# step NAME TIMEOUT_S ENV... -- ARGS...: one probe run.
+step() { n=$1; t=$2; shift 2; run_step "$n" "$t" "$PROBE" "$@"; }
+
+# doctor_step NAME TIMEOUT_S ENV... -- ARGS...: one `memkv doctor` run.
+doctor_step() { n=$1; t=$2; shift 2; run_step "$n" "$t" "$MEMKV doctor" "$@"; }

@@ -7,6 +7,7 @@
 #              request lost
 #   rdma       both at 4096, MEMKV_TRANSPORT=rdma: the error reaches the
 #              caller naming IBV_WC_RETRY_EXC_ERR
+#   doctor-hop memkv doctor --peer across the hop names the MTU problem
 # Guest a serves (9900 at mtu 4096, 9910 at mtu 1024), guest b is the client.
 set -u
 # shellcheck source=lib.sh
@@ -39,4 +40,6 @@ step auto 150 MEMKV_TRANSPORT=auto MEMKV_RDMA_MTU=4096 MEMKV_TIMEOUT_MS=10000 --
 counters b_after_auto
 step rdma 90 MEMKV_TRANSPORT="$RDMA" MEMKV_RDMA_MTU=4096 MEMKV_TIMEOUT_MS=10000 -- load --count 4 --size 1m
 counters b_after_rdma
+doctor_step doctor-hop 120 MEMKV_RDMA_MTU=4096 MEMKV_TIMEOUT_MS=10000 -- --device rxe0 --json \
+  --interval-ms 200 --peer "$PEER:9900" --peer-blocks 4
 exit 0
