@@ -8,13 +8,6 @@ namespace {
 
 constexpr uint64_t kHugePage = 2ull << 20;
 
-// "[madvise]" out of "always [madvise] never".
-std::string Bracketed(const std::string& line) {
-  size_t open = line.find('['), close = line.find(']');
-  if (open == std::string::npos || close == std::string::npos || close < open) return line;
-  return line.substr(open + 1, close - open - 1);
-}
-
 // Free 2 MiB hugetlb pages a new mapping can still reserve: free minus the
 // ones promised to other mappings (HugePages_Rsvd).
 std::optional<uint64_t> FreeHugePages(HostProbe& probe) {
@@ -64,29 +57,28 @@ void CheckMemlock(Ctx& ctx) {
 }
 
 void CheckHugePages(Ctx& ctx) {
+  // With an RDMA device the pool is registered (pinned), so `memkv start`
+  // maps it on 2 MiB hugetlb pages and refuses when too few are free
+  // (docs/configuration.md, "Memory backing"); transparent hugepages do not
+  // count.
   const uint64_t pool = ctx.state.pool_bytes;
-  Finding f = MakeFinding("mem.hugepages", Layer::kMemkv, Severity::kOk, "2 MiB pages for the pool");
-  f.expected = "free hugepages >= " + Bytes(pool) + ", or transparent hugepages madvise/always";
+  const uint64_t needed = (pool + kHugePage - 1) / kHugePage;
+  Finding f = MakeFinding("mem.hugepages", Layer::kMemkv, Severity::kOk, "2 MiB hugepages for the pinned pool");
+  f.expected = ">= " + std::to_string(needed) + " free 2 MiB hugepages (memory.max_size " + Bytes(pool) + ")";
   std::optional<uint64_t> free_pages = FreeHugePages(ctx.probe);
-  Result<std::string> thp_text = ctx.probe.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string thp = thp_text.ok() ? Bracketed(FirstLine(*thp_text)) : "";
-  f.observed = (free_pages ? std::to_string(*free_pages) + " free 2 MiB hugepages (" + Bytes(*free_pages * kHugePage) + ")"
-                          : "free hugepages unknown") +
-               ", transparent hugepages " + (thp.empty() ? "unknown" : thp);
-  const bool reserved = free_pages && *free_pages * kHugePage >= pool;
-  const bool transparent = thp == "madvise" || thp == "always";
-  if (!reserved && !transparent) {
-    if (!free_pages && thp.empty()) {
-      f.severity = Severity::kInfo;
-      f.message = "doctor cannot see the hugepage settings.";
-    } else {
-      f.severity = Severity::kWarning;
-      f.message = "Neither enough free hugepages nor transparent hugepages: the pool falls back to 4 KiB pages, " +
-                  std::to_string(pool / 4096) + " pages for the NIC to translate instead of " +
-                  std::to_string(pool / kHugePage) + ".";
-      f.fix = {"echo madvise > /sys/kernel/mm/transparent_hugepage/enabled",
-               "sysctl -w vm.nr_hugepages=" + std::to_string((pool + kHugePage - 1) / kHugePage)};
-    }
+  f.observed = free_pages ? std::to_string(*free_pages) + " free 2 MiB hugepages (" + Bytes(*free_pages * kHugePage) + ")"
+                          : "free hugepages unknown";
+  if (!free_pages) {
+    f.severity = Severity::kInfo;
+    f.message = "doctor cannot see the hugepage counts (/sys/kernel/mm/hugepages, /proc/meminfo).";
+  } else if (*free_pages < needed) {
+    f.severity = Severity::kError;
+    f.message = "memkv start refuses: the pool is registered with the RDMA device, so it must be 2 MiB hugepages, "
+                "and memory.max_size " + Bytes(pool) + " needs " + std::to_string(needed) + " free but only " +
+                std::to_string(*free_pages) + " are free.";
+    f.fix = {"sysctl -w vm.nr_hugepages=" + std::to_string(needed) + "  # plus what other programs hold",
+             "echo 'vm.nr_hugepages = " + std::to_string(needed) + "' > /etc/sysctl.d/90-memkv.conf",
+             "or lower memory.max_size"};
   }
   ctx.report.Add(std::move(f));
 }

@@ -452,22 +452,24 @@ TEST(CheckTest, MemoryLimitsAgainstThePool) {
   size_t at = limits.find("Max locked memory");
   limits.replace(at, limits.find('\n', at) - at, "Max locked memory         8388608              8388608              bytes     ");
   ScratchDir::Write(dir, "/proc/self/limits", limits);
-  ScratchDir::Write(dir, "/sys/kernel/mm/transparent_hugepage/enabled", "always madvise [never]\n");
+  ScratchDir::Write(dir, "/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "512\n");
   ScratchDir::Write(dir, "/verbs/mlx5_0/1", "active_mtu 4096\nmax_mtu 4096\nmax_mr_size 17179869184\n");
   Outcome r = Check(dir);
   ExpectExactly(r.report,
-                With(Healthy(), {{"mem.memlock", "error"}, {"mem.hugepages", "warning"}, {"mem.max_mr", "error"}}));
+                With(Healthy(), {{"mem.memlock", "error"}, {"mem.hugepages", "error"}, {"mem.max_mr", "error"}}));
   EXPECT_EQ(Get(r.report, "mem.memlock").observed, "8 MiB");
   EXPECT_EQ(Get(r.report, "mem.memlock").fix,
             (std::vector<std::string>{"ulimit -l unlimited", "LimitMEMLOCK=infinity  # in the memkv systemd unit"}));
   EXPECT_EQ(Get(r.report, "mem.max_mr").fix, (std::vector<std::string>{"memory.max_size: 16 GiB"}));
+  EXPECT_EQ(Get(r.report, "mem.hugepages").observed, "512 free 2 MiB hugepages (1 GiB)");
   EXPECT_EQ(Get(r.report, "mem.hugepages").fix,
-            (std::vector<std::string>{"echo madvise > /sys/kernel/mm/transparent_hugepage/enabled",
-                                      "sysctl -w vm.nr_hugepages=32768"}));
+            (std::vector<std::string>{"sysctl -w vm.nr_hugepages=32768  # plus what other programs hold",
+                                      "echo 'vm.nr_hugepages = 32768' > /etc/sysctl.d/90-memkv.conf",
+                                      "or lower memory.max_size"}));
 
   // CAP_IPC_LOCK lifts the limit; reserved hugepages cover the pool.
   ScratchDir::Write(dir, "/proc/self/status", "Name:\tmemkv\nCapEff:\t0000000000004000\n");
-  ScratchDir::Write(dir, "/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "32768\n");
+  ScratchDir::Write(dir, "/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "8192\n");
   Outcome fixed = Check(dir, [](DoctorOptions& o) { o.config.memory.max_size_bytes = 16ull << 30; });
   ExpectExactly(fixed.report, Healthy());
 }

@@ -131,12 +131,12 @@ CapBnd:\t000001ffffffffff
 MEMINFO = """MemTotal:       528157492 kB
 MemFree:        412339876 kB
 MemAvailable:   498823412 kB
-HugePages_Total:       0
-HugePages_Free:        0
+HugePages_Total:   32768
+HugePages_Free:    32768
 HugePages_Rsvd:        0
 HugePages_Surp:        0
 Hugepagesize:       2048 kB
-Hugetlb:               0 kB
+Hugetlb:        67108864 kB
 """
 
 CONFIG = """# The MemKV server config of this recorded host.
@@ -184,8 +184,9 @@ def host(name, hostname, *, netdev_mtu=9000, active_mtu=4096, dcb=None, ecn_prio
     for side in ("roce_np", "roce_rp"):
         for p in range(8):
             write(root, f"/sys/class/net/{nd}/ecn/{side}/enable/{p}", "1\n" if p in ecn_prios else "0\n")
-    write(root, "/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "0\n")
-    write(root, "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "0\n")
+    # The 64 GiB pool's 2 MiB hugepages, reserved at boot (vm.nr_hugepages).
+    write(root, "/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "32768\n")
+    write(root, "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "32768\n")
     write(root, "/sys/kernel/mm/transparent_hugepage/enabled", "always [madvise] never\n")
     write(root, f"/verbs/{dev}/1",
           f"# what only verbs reports (ibv_query_port, ibv_query_device)\nactive_mtu {active_mtu}\n"
