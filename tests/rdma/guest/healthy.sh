@@ -48,8 +48,11 @@ step roundtrip 150 MEMKV_TRANSPORT="$RDMA" MEMKV_RDMA_MTU=4096 -- roundtrip
 counters b_after_roundtrip
 step tcp 120 MEMKV_TRANSPORT=tcp -- roundtrip
 counters b_after_tcp
-doctor_step doctor-host 120 -- --device rxe0 --json --interval-ms 200
-doctor_step doctor-peer 150 MEMKV_RDMA_MTU=4096 -- --device rxe0 --json --interval-ms 200 \
+# The server config this host would run (rxe0, mtu 4096, a 64 MiB pool that
+# the reserved hugepages cover).
+server_config doctor.yaml 9940 4096
+doctor_step doctor-host 120 -- --config doctor.yaml --json --interval-ms 200
+doctor_step doctor-peer 150 MEMKV_RDMA_MTU=4096 -- --config doctor.yaml --json --interval-ms 200 \
   --peer "$PEER:9900" --peer-blocks 8
 signal b-stall
 step stall 60 MEMKV_TRANSPORT="$RDMA" MEMKV_RDMA_MTU=4096 MEMKV_TIMEOUT_MS=5000 -- \

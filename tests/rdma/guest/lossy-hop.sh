@@ -40,6 +40,7 @@ step auto 150 MEMKV_TRANSPORT=auto MEMKV_RDMA_MTU=4096 MEMKV_TIMEOUT_MS=10000 --
 counters b_after_auto
 step rdma 90 MEMKV_TRANSPORT="$RDMA" MEMKV_RDMA_MTU=4096 MEMKV_TIMEOUT_MS=10000 -- load --count 4 --size 1m
 counters b_after_rdma
-doctor_step doctor-hop 120 MEMKV_RDMA_MTU=4096 MEMKV_TIMEOUT_MS=10000 -- --device rxe0 --json \
+server_config doctor.yaml 9940 4096
+doctor_step doctor-hop 120 MEMKV_RDMA_MTU=4096 MEMKV_TIMEOUT_MS=10000 -- --config doctor.yaml --json \
   --interval-ms 200 --peer "$PEER:9900" --peer-blocks 4
 exit 0
