@@ -9,18 +9,11 @@
 #include <cstring>
 #include <filesystem>
 
+#include "base/errno_text.h"
 #include "base/unique_fd.h"
 
 namespace memkv::doctor {
 namespace {
-
-// "Invalid argument (EINVAL)".
-std::string ErrnoText(int err) {
-  const char* name = strerrorname_np(err);
-  std::string text = std::strerror(err);
-  if (name != nullptr) text += std::string(" (") + name + ")";
-  return text;
-}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);

@@ -13,17 +13,11 @@
 #include <cstring>
 #include <thread>
 
+#include "base/errno_text.h"
 #include "base/unique_fd.h"
 
 namespace memkv::doctor {
 namespace {
-
-std::string ErrnoText(int err) {
-  const char* name = strerrorname_np(err);
-  std::string text = std::strerror(err);
-  if (name != nullptr) text += std::string(" (") + name + ")";
-  return text;
-}
 
 // ioctl buffers with a flexible array at the end: 8-byte aligned storage.
 class IoctlBuffer {

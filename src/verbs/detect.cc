@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/errno_text.h"
 #include "base/unique_fd.h"
 
 namespace memkv::verbs {
@@ -29,13 +30,6 @@ constexpr uint8_t kPreferredDscp = 26;
 constexpr uint8_t kPreferredPriority = 3;
 
 // "Operation not supported (EOPNOTSUPP)".
-std::string ErrnoText(int err) {
-  const char* name = strerrorname_np(err);
-  std::string text = std::strerror(err);
-  if (name != nullptr) text += std::string(" (") + name + ")";
-  return text;
-}
-
 std::string Hex8(uint8_t v) {
   char buf[8];
   std::snprintf(buf, sizeof(buf), "0x%02x", v);

@@ -42,6 +42,7 @@
 #include <mutex>
 #include <utility>
 
+#include "base/errno_text.h"
 #include "base/log.h"
 #include "base/unique_fd.h"
 
@@ -59,16 +60,6 @@ std::string Hex(uint64_t value) {
 }
 
 // "Cannot allocate memory (ENOMEM)", as the real seam names errno.
-std::string ErrnoText(int err) {
-  const char* desc = strerrordesc_np(err);
-  const char* name = strerrorname_np(err);
-  std::string out = desc != nullptr ? desc : "Unknown error " + std::to_string(err);
-  out += " (";
-  out += name != nullptr ? name : "errno " + std::to_string(err);
-  out += ")";
-  return out;
-}
-
 Status ErrnoStatus(int err, const std::string& call) {
   std::string message = call + ": " + ErrnoText(err);
   switch (err) {

@@ -20,6 +20,7 @@
 #include <fstream>
 #include <random>
 
+#include "base/errno_text.h"
 #include "base/log.h"
 #include "verbs/verbs.h"
 
@@ -34,14 +35,6 @@ static_assert(kWcSuccess == IBV_WC_SUCCESS && kWcLocLenErr == IBV_WC_LOC_LEN_ERR
               kWcGeneralErr == IBV_WC_GENERAL_ERR && IBV_WC_TM_RNDV_INCOMPLETE == 23);
 
 namespace {
-
-// "Invalid argument (EINVAL)".
-std::string ErrnoText(int err) {
-  const char* name = strerrorname_np(err);
-  std::string text = std::strerror(err);
-  if (name != nullptr) text += std::string(" (") + name + ")";
-  return text;
-}
 
 // Most verbs calls return the errno value; a few return -1 and set errno.
 int ErrOf(int ret) { return ret > 0 ? ret : (errno != 0 ? errno : EIO); }
