@@ -15,6 +15,12 @@ namespace {
 // of puts and gets, bounded so one client cannot pin the whole pool.
 constexpr size_t kMaxGrantsPerConnection = 2 * proto::kMaxInflightPerConnection;
 
+Status GrantRoom(size_t held) {
+  if (held < kMaxGrantsPerConnection) return Status::Ok();
+  return ResourceExhausted("this connection already holds " + std::to_string(held) +
+                           " RDMA slots and pins; commit or release some first");
+}
+
 std::string_view AsView(const std::vector<uint8_t>& bytes) {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
@@ -110,10 +116,7 @@ void Connection::HandleRdmaPut() {
   std::string_view key;
   uint64_t size = 0, checksum = 0;
   Status s = proto::DecodeRdmaPutRequest(meta_, &key, &size, &checksum);
-  if (s.ok() && grants_.size() >= kMaxGrantsPerConnection) {
-    s = ResourceExhausted("this connection already holds " + std::to_string(grants_.size()) +
-                          " RDMA slots and pins; commit or release some first");
-  }
+  if (s.ok()) s = GrantRoom(grants_.size());
   Result<PendingPut> put = s.ok() ? ctx_.store->BeginPut(size) : Result<PendingPut>(s);
   if (!put.ok()) {
     RespondError(put.status());
@@ -164,10 +167,7 @@ void Connection::HandleRdmaCommit() {
 void Connection::HandleRdmaGet(std::string_view key) {
   if (!RequireRdma()) return;
   Status s = proto::CheckKey(key);
-  if (s.ok() && grants_.size() >= kMaxGrantsPerConnection) {
-    s = ResourceExhausted("this connection already holds " + std::to_string(grants_.size()) +
-                          " RDMA slots and pins; release some first");
-  }
+  if (s.ok()) s = GrantRoom(grants_.size());
   Result<ReadHandle> handle = s.ok() ? ctx_.store->Get(key) : Result<ReadHandle>(s);
   if (!handle.ok()) {
     if (handle.status().code() == StatusCode::kNotFound) {
