@@ -10,12 +10,13 @@ declare -A allowed=(
   [config]="base config"
   [io]="base io"
   [storage]="base storage"
+  [drive]="base drive"
   [verbs]="base verbs"
   [server]="base proto config io storage verbs server"
   [client]="base proto config io verbs client"
   [capi]="base client capi"
   [doctor]="base config verbs client doctor"
-  [cli]="base config server storage verbs client doctor cli"
+  [cli]="base config server storage drive verbs client doctor cli"
 )
 
 status=0

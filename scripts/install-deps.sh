@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libssl-dev libxxhash-dev libyaml-cpp-dev
+  libssl-dev libxxhash-dev libyaml-cpp-dev liburing-dev
   libgtest-dev libgmock-dev
   libibverbs-dev ibverbs-providers
   python3

@@ -1,0 +1,37 @@
+#include "drive/aligned_buffer.h"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "base/log.h"
+
+namespace memkv {
+
+Result<AlignedBuffer> AlignedBuffer::Allocate(size_t size) {
+  if (size == 0) return AlignedBuffer();
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    return Internal("mmap(" + std::to_string(size) + " bytes) for an I/O buffer: " + std::strerror(errno));
+  }
+  return AlignedBuffer(static_cast<uint8_t*>(p), size);
+}
+
+AlignedBuffer::~AlignedBuffer() {
+  if (data_ != nullptr && ::munmap(data_, size_) != 0) {
+    LOG_ERROR << "munmap of a " << size_ << "-byte I/O buffer: " << std::strerror(errno);
+  }
+}
+
+AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& other) noexcept {
+  if (this != &other) {
+    AlignedBuffer dying(std::move(*this));
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+}  // namespace memkv

@@ -1,0 +1,398 @@
+// ExtentStore: the commit queue, journal appends and checkpoints.
+//
+// Group commit (as in leveldb's writer queue): each operation enqueues itself
+// and waits; the thread whose operation is at the front becomes the leader,
+// takes a batch from the front (at most one operation per key, so that a
+// batch never has to order two changes of one key), and for the whole batch:
+//   1. fdatasyncs every drive that received extents of a Put in the batch,
+//   2. decides each operation against the index (a Delete of an absent key
+//      is NotFound; a Put whose drive went offline fails) and assigns
+//      sequence numbers,
+//   3. appends the records to the journal of every online drive and
+//      fdatasyncs them (all drives in one I/O batch),
+//   4. applies the records to the index.
+// Only then are the batch's operations acknowledged. Because the leader
+// applies before it hands over, a checkpoint (which runs in the leader) sees
+// every record ever journaled in the index.
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "base/log.h"
+#include "drive/extent_store_impl.h"
+
+namespace memkv {
+namespace {
+
+constexpr size_t kMaxBatchOps = 256;
+constexpr int kMaxDepth = 4;  // nesting of checkpoint <-> append on failures
+
+std::string DriveName(const Drive& d) {
+  return "drive " + std::to_string(d.index) + (d.path.empty() ? "" : " (" + d.path + ")");
+}
+
+JournalRecord OfflineRecordLocked(ExtentStore::Impl& s, uint32_t drive) {
+  JournalRecord r;
+  r.type = RecordType::kDriveOffline;
+  r.sequence = s.next_sequence++;
+  r.drive_index = drive;
+  r.drive_uuid = s.drives[drive].sb.drive_uuid;  // zero for a drive that never opened
+  return r;
+}
+
+bool HasKey(CommitOp::Kind k) { return k == CommitOp::Kind::kPut || k == CommitOp::Kind::kDelete; }
+
+}  // namespace
+
+void ExtentStore::Impl::Commit(std::span<CommitOp* const> ops) {
+  std::unique_lock<std::mutex> lock(commit_mu);
+  for (CommitOp* op : ops) commit_queue.push_back(op);
+  auto all_done = [&] { return std::all_of(ops.begin(), ops.end(), [](const CommitOp* o) { return o->done; }); };
+  auto mine = [&](const CommitOp* o) { return std::find(ops.begin(), ops.end(), o) != ops.end(); };
+  for (;;) {
+    commit_cv.wait(lock, [&] { return all_done() || mine(commit_queue.front()); });
+    if (all_done()) return;
+    std::vector<CommitOp*> batch;
+    std::set<std::string_view> keys;
+    for (CommitOp* op : commit_queue) {
+      if (batch.size() >= kMaxBatchOps) break;
+      if (op->kind == CommitOp::Kind::kCheckpoint) {
+        if (batch.empty()) batch.push_back(op);
+        break;
+      }
+      if (HasKey(op->kind) && !keys.insert(op->key).second) break;
+      batch.push_back(op);
+    }
+    lock.unlock();
+    ProcessBatch(batch);
+    lock.lock();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      commit_queue.front()->done = true;
+      commit_queue.pop_front();
+    }
+    commit_cv.notify_all();
+  }
+}
+
+void ExtentStore::Impl::ProcessBatch(std::span<CommitOp*> batch) {
+  if (batch.size() == 1 && batch[0]->kind == CommitOp::Kind::kCheckpoint) {
+    batch[0]->status = CheckpointAll({});
+    return;
+  }
+  // 1. Make the batch's extents durable before any record names them.
+  std::vector<uint32_t> data_drives;
+  for (const CommitOp* op : batch) {
+    if (op->kind != CommitOp::Kind::kPut) continue;
+    for (const ExtentRef& e : op->extents) data_drives.push_back(e.drive);
+  }
+  std::sort(data_drives.begin(), data_drives.end());
+  data_drives.erase(std::unique(data_drives.begin(), data_drives.end()), data_drives.end());
+  std::vector<uint32_t> sync_failed = SyncDrives(data_drives);
+
+  // 2. Decide, and assign sequence numbers.
+  std::vector<JournalRecord> records;
+  std::vector<bool> has_record(batch.size(), false);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    std::vector<uint32_t> newly_offline;
+    for (uint32_t d : sync_failed) {
+      counters.io_errors++;
+      if (MarkOfflineLocked(d, "fdatasync failed")) newly_offline.push_back(d);
+    }
+    for (size_t i = 0; i < batch.size(); ++i) {
+      CommitOp& op = *batch[i];
+      JournalRecord r;
+      switch (op.kind) {
+        case CommitOp::Kind::kPut: {
+          auto down = std::find_if(op.extents.begin(), op.extents.end(), [&](const ExtentRef& e) {
+            return drives[e.drive].state == DriveState::kOffline;
+          });
+          if (down != op.extents.end()) {
+            const Drive& d = drives[down->drive];
+            op.status = IoError("put " + KeyForLog(op.key) + ": " + DriveName(d) + " went offline: " + d.reason);
+            op.drive_failed = true;
+            continue;
+          }
+          r.type = RecordType::kPut;
+          r.key = std::string(op.key);
+          r.generation = op.generation;
+          r.value_bytes = op.value_bytes;
+          r.value_checksum = op.value_checksum;
+          r.extents = op.extents;
+          break;
+        }
+        case CommitOp::Kind::kDelete: {
+          auto it = index.find(op.key);
+          if (it == index.end() || (op.expect_generation != 0 && it->second->generation != op.expect_generation)) {
+            op.status = NotFound("key " + KeyForLog(op.key) + " not present");
+            continue;
+          }
+          r.type = RecordType::kDelete;
+          r.key = std::string(op.key);
+          break;
+        }
+        case CommitOp::Kind::kOffline:
+          if (drives[op.drive].marked_offline) continue;  // already durable
+          r = OfflineRecordLocked(*this, op.drive);
+          records.push_back(std::move(r));
+          has_record[i] = true;
+          continue;
+        case CommitOp::Kind::kCheckpoint:
+          continue;  // batched alone, above
+      }
+      r.sequence = next_sequence++;
+      op.sequence = r.sequence;
+      records.push_back(std::move(r));
+      has_record[i] = true;
+    }
+    for (uint32_t d : newly_offline) records.push_back(OfflineRecordLocked(*this, d));
+  }
+
+  // 3. Journal.
+  Status journaled = records.empty() ? Status::Ok() : AppendToJournals(std::move(records));
+
+  // 4. Apply.
+  std::lock_guard<std::mutex> lock(mu);
+  if (journaled.ok()) counters.journal_commits++;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!has_record[i]) continue;
+    CommitOp& op = *batch[i];
+    if (!journaled.ok()) {
+      op.status = journaled;
+      continue;
+    }
+    switch (op.kind) {
+      case CommitOp::Kind::kPut: {
+        auto down = std::find_if(op.extents.begin(), op.extents.end(), [&](const ExtentRef& e) {
+          return drives[e.drive].state == DriveState::kOffline;
+        });
+        if (down != op.extents.end()) {
+          // The record is durable, but a later offline record supersedes it.
+          const Drive& d = drives[down->drive];
+          op.status = IoError("put " + KeyForLog(op.key) + ": " + DriveName(d) + " went offline: " + d.reason);
+          op.drive_failed = true;
+          continue;
+        }
+        auto old = index.find(op.key);
+        if (old != index.end()) UnlinkLocked(old->second.get());
+        auto e = std::make_shared<Entry>();
+        e->key = std::string(op.key);
+        e->sequence = op.sequence;
+        e->generation = op.generation;
+        e->value_bytes = op.value_bytes;
+        e->value_checksum = op.value_checksum;
+        e->extents = op.extents;
+        LinkLocked(std::move(e));
+        op.adopted = true;
+        op.status = Status::Ok();
+        break;
+      }
+      case CommitOp::Kind::kDelete: {
+        auto it = index.find(op.key);
+        if (it != index.end() && (op.expect_generation == 0 || it->second->generation == op.expect_generation)) {
+          UnlinkLocked(it->second.get());
+        }
+        op.status = Status::Ok();
+        break;
+      }
+      default:
+        op.status = Status::Ok();
+        break;
+    }
+  }
+}
+
+void ExtentStore::Impl::MarkJournaledLocked(uint32_t drive) {
+  Drive& d = drives[drive];
+  d.marked_offline = true;
+  std::vector<ExtentRef> release;
+  for (const ExtentRef& e : d.orphans) {
+    if (drives[e.drive].state != DriveState::kOffline) release.push_back(e);  // nothing to give back there
+  }
+  FreeSlotsLocked(release);
+  d.orphans.clear();
+}
+
+Status ExtentStore::Impl::AppendToJournals(std::vector<JournalRecord> records, int depth) {
+  bool checkpointed = false;
+  for (;;) {
+    std::vector<uint32_t> targets;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const Drive& d : drives) {
+        if (d.state != DriveState::kOffline && d.journal.appendable()) targets.push_back(d.index);
+      }
+    }
+    if (targets.empty()) return Unavailable("no online drive left to write the journal to");
+    std::vector<IoOp> writes;
+    Status prepared;
+    for (uint32_t t : targets) {
+      IoOp op;
+      prepared = drives[t].journal.PrepareAppend(records, &op);
+      if (!prepared.ok()) break;
+      writes.push_back(op);
+    }
+    if (prepared.code() == StatusCode::kResourceExhausted && !checkpointed && depth < kMaxDepth) {
+      // The active area is full: checkpoint into the other one, then append there.
+      MEMKV_RETURN_IF_ERROR(CheckpointAll({}, depth + 1));
+      checkpointed = true;
+      continue;
+    }
+    if (prepared.code() == StatusCode::kResourceExhausted) {
+      return ResourceExhausted("the journal is full: the live index and this batch do not fit one journal area (" +
+                               std::to_string(drives[targets[0]].journal.area_bytes()) +
+                               " bytes); evict values or format with a larger journal");
+    }
+    MEMKV_RETURN_IF_ERROR(prepared);
+    io->Run(writes);
+    std::vector<uint32_t> written;
+    std::vector<std::pair<uint32_t, std::string>> failed;
+    for (const IoOp& op : writes) {
+      if (op.ok()) written.push_back(op.drive);
+      else failed.emplace_back(op.drive, "journal write failed: " + ErrnoName(op.error()));
+    }
+    std::vector<uint32_t> sync_failed = SyncDrives(written);
+    std::vector<uint32_t> durable;
+    for (uint32_t d : written) {
+      if (std::find(sync_failed.begin(), sync_failed.end(), d) != sync_failed.end()) {
+        failed.emplace_back(d, "journal fdatasync failed");
+      } else {
+        durable.push_back(d);
+        drives[d].journal.FinishAppend();
+      }
+    }
+    std::vector<JournalRecord> more;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (uint32_t d : durable) drives[d].journal_used = drives[d].journal.used_bytes();
+      if (!durable.empty()) {
+        for (const JournalRecord& r : records) {
+          if (r.type == RecordType::kDriveOffline) MarkJournaledLocked(r.drive_index);
+        }
+      }
+      for (auto& [d, why] : failed) {
+        counters.io_errors++;
+        if (MarkOfflineLocked(d, why)) more.push_back(OfflineRecordLocked(*this, d));
+      }
+    }
+    if (durable.empty()) {
+      return IoError("journal write failed on every online drive: " +
+                     (failed.empty() ? std::string("none left") : failed[0].second));
+    }
+    if (more.empty()) return Status::Ok();
+    // The batch is durable on the drives that are left; now they must also
+    // say that the failed drives' journals are stale.
+    records = std::move(more);
+  }
+}
+
+std::vector<JournalRecord> ExtentStore::Impl::LiveRecordsLocked() {
+  std::vector<JournalRecord> out;
+  out.reserve(index.size() + drives.size());
+  for (const Drive& d : drives) {
+    if (d.state == DriveState::kOffline) out.push_back(OfflineRecordLocked(*this, d.index));
+  }
+  // Coldest first: replay rebuilds the LRU list in journal order. Each record
+  // keeps its sequence: a checkpoint taken in the middle of a batch is
+  // followed by that batch's records, whose sequences must stay the higher
+  // (a Delete of a value the checkpoint still holds must win at replay).
+  for (auto it = lru.rbegin(); it != lru.rend(); ++it) {
+    const Entry& e = **it;
+    JournalRecord r;
+    r.type = RecordType::kPut;
+    r.sequence = e.sequence;
+    r.key = e.key;
+    r.generation = e.generation;
+    r.value_bytes = e.value_bytes;
+    r.value_checksum = e.value_checksum;
+    r.extents = e.extents;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Status ExtentStore::Impl::CheckpointAll(const std::vector<uint32_t>& first, int depth) {
+  std::vector<JournalRecord> records;
+  uint64_t base_sequence = 0;
+  uint64_t base_generation = 0;
+  std::vector<uint32_t> groups[2];
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    records = LiveRecordsLocked();
+    base_sequence = next_sequence;
+    base_generation = next_generation;
+    for (const Drive& d : drives) {
+      if (d.state == DriveState::kOffline) continue;
+      bool early = std::find(first.begin(), first.end(), d.index) != first.end();
+      groups[early ? 0 : 1].push_back(d.index);
+    }
+  }
+  if (groups[0].empty() && groups[1].empty()) return Unavailable("no online drive left to checkpoint the journal to");
+
+  std::vector<std::pair<uint32_t, std::string>> failed;
+  size_t done_drives = 0;
+  // Readmitted drives first: until their journals hold the checkpoint, the
+  // other drives must keep saying they are stale.
+  for (const std::vector<uint32_t>& group : groups) {
+    if (group.empty()) continue;
+    std::vector<IoOp> record_writes;
+    std::vector<IoOp> header_writes;
+    for (uint32_t d : group) {
+      std::vector<IoOp> rw;
+      IoOp hw;
+      MEMKV_RETURN_IF_ERROR(drives[d].journal.PrepareCheckpoint(records, base_sequence, base_generation, &rw, &hw));
+      record_writes.insert(record_writes.end(), rw.begin(), rw.end());
+      header_writes.push_back(hw);
+    }
+    std::vector<uint32_t> alive = group;
+    auto drop = [&](uint32_t d, std::string why) {
+      if (std::find(alive.begin(), alive.end(), d) == alive.end()) return;
+      alive.erase(std::find(alive.begin(), alive.end(), d));
+      failed.emplace_back(d, std::move(why));
+    };
+    io->Run(record_writes);
+    for (const IoOp& op : record_writes) {
+      if (!op.ok()) drop(op.drive, "checkpoint write failed: " + ErrnoName(op.error()));
+    }
+    for (uint32_t d : SyncDrives(alive)) drop(d, "checkpoint fdatasync failed");
+    std::vector<IoOp> headers;
+    for (const IoOp& op : header_writes) {
+      if (std::find(alive.begin(), alive.end(), op.drive) != alive.end()) headers.push_back(op);
+    }
+    io->Run(headers);
+    for (const IoOp& op : headers) {
+      if (!op.ok()) drop(op.drive, "checkpoint header write failed: " + ErrnoName(op.error()));
+    }
+    for (uint32_t d : SyncDrives(alive)) drop(d, "checkpoint header fdatasync failed");
+    for (uint32_t d : alive) drives[d].journal.FinishCheckpoint();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (uint32_t d : alive) drives[d].journal_used = drives[d].journal.used_bytes();
+    }
+    done_drives += alive.size();
+  }
+
+  std::vector<JournalRecord> more;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (done_drives > 0) {
+      counters.checkpoints++;
+      for (const JournalRecord& r : records) {
+        if (r.type == RecordType::kDriveOffline) MarkJournaledLocked(r.drive_index);
+      }
+    }
+    for (auto& [d, why] : failed) {
+      counters.io_errors++;
+      if (MarkOfflineLocked(d, why)) more.push_back(OfflineRecordLocked(*this, d));
+    }
+  }
+  if (done_drives == 0) return IoError("checkpoint failed on every online drive: " + failed[0].second);
+  if (!more.empty()) {
+    if (depth >= kMaxDepth) return IoError("checkpoint: drives kept failing: " + failed[0].second);
+    return AppendToJournals(std::move(more), depth + 1);
+  }
+  LOG_DEBUG << "extent store: checkpointed " << records.size() << " records";
+  return Status::Ok();
+}
+
+}  // namespace memkv

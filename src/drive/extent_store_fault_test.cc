@@ -1,0 +1,148 @@
+// The extent store through the fault-injecting engine: drives that fail,
+// fill up or lie.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include "drive/extent_store.h"
+#include "drive/store_fixture.h"
+
+namespace memkv {
+namespace {
+
+constexpr uint64_t kBlock = 64 << 10;
+
+// Puts v0..v{n-1}, one extent each; with 2 drives v_even land on drive 0.
+void PutSpread(StoreFixture& t, int n) {
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(t.store->Put("v" + std::to_string(i), Pattern(5000, uint64_t(i))).ok());
+}
+
+TEST(ExtentStoreFaults, AWriteErrorTakesTheDriveOfflineAndThePutGoesElsewhere) {
+  StoreFixture t(2);
+  ASSERT_TRUE(t.Format().ok());
+  ASSERT_TRUE(t.OpenFaulty().ok());
+  PutSpread(t, 4);
+  t.faults->FailNth(1, IoKind::kWrite, 1, EIO, /*sticky=*/true);
+  ASSERT_TRUE(t.store->Put("after", Pattern(3 * kBlock, 50)).ok()) << "retried on drive 0";
+  ExtentStoreStats st = t.store->Stats();
+  EXPECT_TRUE(st.degraded);
+  EXPECT_EQ(st.drives[1].state, DriveState::kOffline);
+  EXPECT_NE(st.drives[1].reason.find("EIO"), std::string::npos) << st.drives[1].reason;
+  EXPECT_EQ(st.drives[0].state, DriveState::kOnline);
+  EXPECT_GT(st.io_errors, 0u);
+  EXPECT_EQ(t.Get("v1").status().code(), StatusCode::kNotFound) << "its values are misses";
+  EXPECT_EQ(*t.Get("v0"), Pattern(5000, 0)) << "the other drive keeps serving";
+  EXPECT_EQ(*t.Get("after"), Pattern(3 * kBlock, 50));
+
+  ASSERT_TRUE(t.Open().ok());  // clean engine: drive 1 is back, readmitted empty
+  EXPECT_FALSE(t.store->Stats().degraded);
+  EXPECT_EQ(*t.Get("v2"), Pattern(5000, 2));
+  EXPECT_EQ(*t.Get("after"), Pattern(3 * kBlock, 50));
+  EXPECT_FALSE(t.store->Exists("v1"));
+}
+
+TEST(ExtentStoreFaults, AReadErrorIsAMissAndTheOtherDrivesServe) {
+  StoreFixture t(2);
+  ASSERT_TRUE(t.Format().ok());
+  ASSERT_TRUE(t.OpenFaulty().ok());
+  PutSpread(t, 6);
+  t.faults->FailNth(0, IoKind::kRead, 1, EIO, /*sticky=*/true);
+  auto miss = t.Get("v0");
+  EXPECT_EQ(miss.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(miss.status().message().find("EIO"), std::string::npos) << miss.status().message();
+  EXPECT_TRUE(t.store->Stats().degraded);
+  EXPECT_FALSE(t.store->Exists("v2")) << "every value on the failed drive is gone from the index";
+  EXPECT_EQ(*t.Get("v1"), Pattern(5000, 1));
+  EXPECT_EQ(*t.Get("v5"), Pattern(5000, 5));
+  ASSERT_TRUE(t.store->Put("new", Pattern(2 * kBlock, 9)).ok());
+  EXPECT_EQ(*t.Get("new"), Pattern(2 * kBlock, 9));
+}
+
+TEST(ExtentStoreFaults, DiskFullIsACleanResourceExhausted) {
+  StoreFixture t(2);
+  ASSERT_TRUE(t.Format().ok());
+  ASSERT_TRUE(t.OpenFaulty().ok());
+  const uint64_t data_offset = [&] {
+    auto sb = DecodeSuperblock(ReadRaw(t.paths[0], 0, kDriveHeaderBytes), "d0");
+    return sb->data_offset;
+  }();
+  // Drive 0's filesystem fills after its third slot, drive 1's after its fifth.
+  t.faults->LimitWrites(0, data_offset + 3 * (kBlock + 4096));
+  t.faults->LimitWrites(1, data_offset + 5 * (kBlock + 4096));
+  int stored = 0;
+  Status s;
+  for (int i = 0; i < 100 && s.ok(); ++i) {
+    s = t.store->Put("k" + std::to_string(i), Pattern(kBlock, uint64_t(i)));
+    if (s.ok()) stored++;
+  }
+  ASSERT_EQ(s.code(), StatusCode::kResourceExhausted) << s.ToString();
+  EXPECT_EQ(stored, 8);
+  EXPECT_NE(s.message().find(t.paths[0]), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(t.paths[1]), std::string::npos) << s.message();
+  ExtentStoreStats st = t.store->Stats();
+  EXPECT_EQ(st.drives[0].state, DriveState::kFull);
+  EXPECT_EQ(st.drives[1].state, DriveState::kFull);
+  EXPECT_NE(st.drives[0].reason.find("ENOSPC"), std::string::npos) << st.drives[0].reason;
+  EXPECT_FALSE(st.degraded) << "full is not failed";
+  for (int i = 0; i < stored; ++i) EXPECT_EQ(*t.Get("k" + std::to_string(i)), Pattern(kBlock, uint64_t(i)));
+  ASSERT_TRUE(t.store->Delete("k0").ok()) << "the journal still takes records";
+  ASSERT_TRUE(t.Open().ok());
+  EXPECT_EQ(t.store->Stats().keys, uint64_t(stored - 1));
+}
+
+TEST(ExtentStoreFaults, AJournalWriteErrorOnOneDriveStillAcknowledgesDurably) {
+  StoreFixture t(2);
+  ASSERT_TRUE(t.Format().ok());
+  ASSERT_TRUE(t.OpenFaulty().ok());
+  // The first put's extent goes to drive 0; drive 1 only sees the journal write.
+  t.faults->FailNth(1, IoKind::kWrite, 1, EIO, /*sticky=*/true);
+  ASSERT_TRUE(t.store->Put("k", Pattern(1000, 1)).ok());
+  EXPECT_EQ(t.store->Stats().drives[1].state, DriveState::kOffline);
+  EXPECT_NE(t.store->Stats().drives[1].reason.find("journal"), std::string::npos);
+  ASSERT_TRUE(t.Open().ok());
+  EXPECT_EQ(*t.Get("k"), Pattern(1000, 1));
+}
+
+TEST(ExtentStoreFaults, ASyncErrorTakesTheDriveOfflineAndThePutRetries) {
+  StoreFixture t(2);
+  ASSERT_TRUE(t.Format().ok());
+  ASSERT_TRUE(t.OpenFaulty().ok());
+  t.faults->FailNth(0, IoKind::kSync, 1, EIO);
+  ASSERT_TRUE(t.store->Put("k", Pattern(1000, 1)).ok());
+  EXPECT_EQ(t.store->Stats().drives[0].state, DriveState::kOffline);
+  EXPECT_EQ(*t.Get("k"), Pattern(1000, 1));
+  ASSERT_TRUE(t.Open().ok());
+  EXPECT_EQ(*t.Get("k"), Pattern(1000, 1));
+}
+
+TEST(ExtentStoreFaults, EveryDriveFailingIsAnErrorNotACrash) {
+  StoreFixture t(2);
+  ASSERT_TRUE(t.Format().ok());
+  ASSERT_TRUE(t.OpenFaulty().ok());
+  PutSpread(t, 2);
+  for (uint32_t d = 0; d < 2; ++d) {
+    t.faults->FailNth(d, IoKind::kWrite, 1, EIO, true);
+    t.faults->FailNth(d, IoKind::kRead, 1, EIO, true);
+  }
+  Status s = t.store->Put("k", Pattern(1000, 1));
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(s.code() == StatusCode::kIoError || s.code() == StatusCode::kUnavailable) << s.ToString();
+  EXPECT_EQ(t.Get("v0").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(t.store->Put("k2", Pattern(10, 1)).code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(t.store->Stats().degraded);
+  ASSERT_TRUE(t.Open().ok()) << "the files are fine; a clean reopen works";
+}
+
+TEST(ExtentStoreFaults, ADriveThatLiesAboutAWriteIsCaughtOnRead) {
+  StoreFixture t(1);
+  ASSERT_TRUE(t.Format().ok());
+  ASSERT_TRUE(t.OpenFaulty().ok());
+  t.faults->TearNthWrite(0, 1, 4096);  // the extent's header lands, its data does not
+  ASSERT_TRUE(t.store->Put("k", Pattern(kBlock, 3)).ok());
+  auto got = t.Get("k");
+  EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(t.store->Stats().checksum_failures, 1u);
+}
+
+}  // namespace
+}  // namespace memkv

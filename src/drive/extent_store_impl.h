@@ -1,0 +1,162 @@
+// Internals of ExtentStore, shared by its three implementation files:
+//   extent_store.cc         Put/Get/Delete/Evict, staging buffers, drive faults
+//   extent_store_commit.cc  the commit queue (group commit), journal appends, checkpoints
+//   extent_store_open.cc    Format, Open: superblocks, journal replay and merge
+//
+// Locking: `mu` guards the index, LRU list, allocators, drive states, the
+// sequence/generation counters and the counters. `commit_mu` guards only the
+// commit queue; the thread at its front (the leader) owns every DriveJournal
+// while it writes. Order: commit_mu is never held while taking mu, and mu is
+// never held during I/O.
+#ifndef MEMKV_DRIVE_EXTENT_STORE_IMPL_H_
+#define MEMKV_DRIVE_EXTENT_STORE_IMPL_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "drive/aligned_buffer.h"
+#include "drive/drive_file.h"
+#include "drive/drive_journal.h"
+#include "drive/extent_allocator.h"
+#include "drive/extent_store.h"
+#include "drive/format.h"
+#include "drive/io_engine.h"
+
+namespace memkv {
+
+// One value in the index. Immutable once published, except the pin count,
+// the LRU position and `linked`, which change under Impl::mu.
+struct Entry {
+  std::string key;  // the index's string_view key points into this string
+  uint64_t sequence = 0;         // of the record that wrote it; kept by checkpoints
+  uint64_t generation = 0;
+  uint64_t value_bytes = 0;
+  uint64_t value_checksum = 0;
+  std::vector<ExtentRef> extents;
+  uint32_t pins = 0;             // readers copying it out right now
+  bool linked = false;           // in the index and the LRU list
+  bool slots_owned = true;       // its slots go back to the allocators when unlinked and unpinned
+  std::list<Entry*>::iterator lru;
+};
+
+struct Drive {
+  uint32_t index = 0;
+  std::string path;              // empty when the drive was not given or did not open
+  bool present = false;          // opened, superblock valid
+  DriveFile file;
+  Superblock sb;
+  DriveState state = DriveState::kOffline;
+  std::string reason;
+  bool marked_offline = false;   // a durable journal record says so
+  // Slots (on any drive) of the values dropped when this drive went offline.
+  // Freed once its offline record is durable: before that, a crash would
+  // replay their records, so their extents must not be reused yet.
+  std::vector<ExtentRef> orphans;
+  ExtentAllocator alloc;
+  uint64_t value_bytes = 0;
+  DriveJournal journal;          // touched only by the commit leader (and Open)
+  uint64_t journal_used = 0;     // journal.used_bytes(), copied under mu for Stats
+  uint32_t lbs = 4096;           // the device's logical block size
+};
+
+// A unit of work for the commit queue.
+struct CommitOp {
+  enum class Kind { kPut, kDelete, kOffline, kCheckpoint };
+  Kind kind = Kind::kPut;
+  std::string_view key;
+  // kPut
+  uint64_t generation = 0;
+  uint64_t value_bytes = 0;
+  uint64_t value_checksum = 0;
+  std::vector<ExtentRef> extents;
+  // kDelete: 0 deletes any version; else only that generation (eviction)
+  uint64_t expect_generation = 0;
+  // kOffline
+  uint32_t drive = 0;
+
+  // Set by the leader.
+  uint64_t sequence = 0;         // of its journal record
+  Status status;
+  bool adopted = false;          // kPut: the index owns its slots now
+  bool drive_failed = false;     // failed because a drive went offline or full: retry elsewhere
+  bool done = false;
+};
+
+struct ExtentStore::Impl {
+  ExtentStoreOptions options;
+  Uuid store_uuid;
+  uint64_t block_bytes = 0;
+  uint64_t slot_bytes = 0;
+  std::vector<Drive> drives;     // by drive index; fixed after Open
+  std::unique_ptr<IoEngine> io;
+  uint64_t open_nanos = 0;
+
+  // Staging buffers: one slot each, carved from one registered region.
+  AlignedBuffer staging;
+  std::mutex buf_mu;
+  std::condition_variable buf_cv;
+  std::vector<uint32_t> free_bufs;  // guarded by buf_mu
+
+  mutable std::mutex mu;
+  std::unordered_map<std::string_view, std::shared_ptr<Entry>> index;
+  std::list<Entry*> lru;          // front: most recently used
+  uint64_t next_sequence = 1;
+  uint64_t next_generation = 1;
+  uint32_t stripe_cursor = 0;
+  ExtentStoreStats counters;      // the counter fields only
+
+  std::mutex commit_mu;
+  std::condition_variable commit_cv;
+  std::deque<CommitOp*> commit_queue;  // guarded by commit_mu
+
+  // --- extent_store.cc
+  uint8_t* buffer(uint32_t i) const { return staging.data() + uint64_t(i) * slot_bytes; }
+  std::vector<uint32_t> AcquireBuffers(size_t want);
+  void ReleaseBuffers(const std::vector<uint32_t>& bufs);
+  uint64_t IoBytes(const Drive& d, uint64_t data_bytes) const;
+  // Unlinks from the index and LRU; frees the slots now or at the last unpin.
+  void UnlinkLocked(Entry* e);
+  void FreeSlotsLocked(const std::vector<ExtentRef>& extents);
+  void LinkLocked(std::shared_ptr<Entry> e);
+  // Takes a drive offline in memory. True when it was online: the caller
+  // must then get a kOffline record into the journal.
+  bool MarkOfflineLocked(uint32_t drive, const std::string& reason);
+  // MarkOfflineLocked + journal the record (not for the commit leader).
+  void TakeOffline(uint32_t drive, const std::string& reason);
+  void MarkFullLocked(uint32_t drive, const std::string& reason);
+  // Handles the failed ops of a batch: ENOSPC marks full, others offline.
+  // Returns a message describing the first failure.
+  std::string HandleFailures(std::span<const IoOp> ops, const char* what);
+
+  // --- extent_store_commit.cc
+  // Enqueues the ops and returns when all are done (this thread may lead).
+  void Commit(std::span<CommitOp* const> ops);
+  void ProcessBatch(std::span<CommitOp*> batch);
+  // Writes records to every online drive's journal and syncs. Handles drive
+  // failures by marking them offline and appending their records too.
+  Status AppendToJournals(std::vector<JournalRecord> records, int depth = 0);
+  // Checkpoints the live index into every online journal. `first`: drives
+  // whose journals must be rewritten before any other (readmitted drives).
+  Status CheckpointAll(const std::vector<uint32_t>& first, int depth = 0);
+  std::vector<JournalRecord> LiveRecordsLocked();
+  // The drive's offline record is durable: mark it and free its orphans.
+  void MarkJournaledLocked(uint32_t drive);
+
+  // Sync (fdatasync) each drive in `drives` in one batch; returns those that failed.
+  std::vector<uint32_t> SyncDrives(const std::vector<uint32_t>& drives);
+};
+
+// Keys may be binary; log them readably and bounded.
+std::string KeyForLog(std::string_view key);
+
+}  // namespace memkv
+
+#endif  // MEMKV_DRIVE_EXTENT_STORE_IMPL_H_

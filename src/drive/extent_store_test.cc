@@ -1,0 +1,401 @@
+#include "drive/extent_store.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <thread>
+
+#include "base/bytes.h"
+#include "base/checksum.h"
+#include "drive/aligned_buffer.h"
+#include "drive/store_fixture.h"
+
+namespace memkv {
+namespace {
+
+constexpr uint64_t kBlock = 64 << 10;
+
+Superblock ReadSuperblock(const std::string& path) {
+  auto raw = ReadRaw(path, 0, kDriveHeaderBytes);
+  auto sb = DecodeSuperblock(raw, path);
+  EXPECT_TRUE(sb.ok()) << sb.status().ToString();
+  return sb.ok() ? *sb : Superblock{};
+}
+
+TEST(ExtentStore, SmallEmptyAndStripedValuesRoundTrip) {
+  StoreFixture t(3);
+  t.FormatAndOpen();
+  auto small = Pattern(100, 1);
+  auto big = Pattern(5 * kBlock + 123, 2);  // 6 extents over 3 drives
+  ASSERT_TRUE(t.store->Put("small", small).ok());
+  ASSERT_TRUE(t.store->Put("empty", {}).ok());
+  ASSERT_TRUE(t.store->Put("big", big).ok());
+  EXPECT_EQ(*t.Get("small"), small);
+  EXPECT_TRUE(t.Get("empty")->empty());
+  EXPECT_EQ(*t.Get("big"), big);
+  EXPECT_TRUE(t.store->Exists("big"));
+  EXPECT_FALSE(t.store->Exists("nope"));
+  EXPECT_EQ(t.Get("nope").status().code(), StatusCode::kNotFound);
+
+  auto info = t.store->Stat("big");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->size_bytes, big.size());
+  EXPECT_EQ(info->checksum, Checksum(big.data(), big.size()));
+
+  ExtentStoreStats st = t.store->Stats();
+  EXPECT_EQ(st.keys, 3u);
+  EXPECT_EQ(st.value_bytes, small.size() + big.size());
+  EXPECT_FALSE(st.degraded);
+  ASSERT_EQ(st.drives.size(), 3u);
+  uint64_t used = 0;
+  for (const DriveStats& d : st.drives) {
+    EXPECT_GE(d.used_bytes, 2 * kBlock) << "the big value is striped over every drive";
+    EXPECT_EQ(d.raw_bytes, 8u << 20);
+    EXPECT_EQ(d.usable_bytes, d.slots_total * kBlock);
+    EXPECT_EQ(d.state, DriveState::kOnline);
+    used += d.slots_total - d.slots_free;
+  }
+  EXPECT_EQ(used, 7u) << "6 extents for big, 1 for small, none for empty";
+
+  std::vector<uint8_t> buf(big.size() + 10);
+  auto n = t.store->GetInto("big", buf);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, big.size());
+  EXPECT_TRUE(std::equal(big.begin(), big.end(), buf.begin()));
+  std::vector<uint8_t> tiny(10);
+  auto too = t.store->GetInto("big", tiny);
+  EXPECT_EQ(too.status().code(), StatusCode::kTooLarge);
+  EXPECT_NE(too.status().message().find(std::to_string(big.size())), std::string::npos);
+}
+
+TEST(ExtentStore, OverwriteAndDeleteFreeTheirExtents) {
+  StoreFixture t(2);
+  t.FormatAndOpen();
+  ASSERT_TRUE(t.store->Put("k", Pattern(3 * kBlock, 1)).ok());
+  ASSERT_TRUE(t.store->Put("k", Pattern(kBlock / 2, 2)).ok());
+  EXPECT_EQ(*t.Get("k"), Pattern(kBlock / 2, 2));
+  auto used = [&] {
+    uint64_t n = 0;
+    for (const DriveStats& d : t.store->Stats().drives) n += d.slots_total - d.slots_free;
+    return n;
+  };
+  EXPECT_EQ(used(), 1u);
+  ASSERT_TRUE(t.store->Delete("k").ok());
+  EXPECT_EQ(used(), 0u);
+  EXPECT_EQ(t.Get("k").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(t.store->Delete("k").code(), StatusCode::kNotFound);
+}
+
+TEST(ExtentStore, KeysOutsideTheLimitsAreRefused) {
+  StoreFixture t(1);
+  t.FormatAndOpen();
+  EXPECT_EQ(t.store->Put("", Pattern(1, 1)).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(t.store->Put(std::string(kMaxDriveKeyBytes + 1, 'k'), Pattern(1, 1)).code(), StatusCode::kInvalidArgument);
+  std::string longest(kMaxDriveKeyBytes, 'k');
+  ASSERT_TRUE(t.store->Put(longest, Pattern(10, 1)).ok());
+  Status reopened = t.Open();
+  ASSERT_TRUE(reopened.ok()) << reopened.ToString();
+  EXPECT_EQ(*t.Get(longest), Pattern(10, 1));
+}
+
+TEST(ExtentStore, EverythingAcknowledgedSurvivesReopen) {
+  StoreFixture t(3);
+  t.FormatAndOpen();
+  std::map<std::string, std::vector<uint8_t>> want;
+  for (int i = 0; i < 60; ++i) {
+    std::string key = "key-" + std::to_string(i % 40);
+    auto v = Pattern(size_t(i * 7919) % (3 * kBlock), uint64_t(i));
+    ASSERT_TRUE(t.store->Put(key, v).ok());
+    want[key] = v;
+    if (i % 9 == 0) {
+      ASSERT_TRUE(t.store->Delete(key).ok());
+      want.erase(key);
+    }
+  }
+  ASSERT_TRUE(t.Open().ok());
+  EXPECT_EQ(t.store->Stats().keys, want.size());
+  for (int i = 0; i < 40; ++i) {
+    std::string key = "key-" + std::to_string(i);
+    auto got = t.Get(key);
+    if (want.count(key)) {
+      ASSERT_TRUE(got.ok()) << key << ": " << got.status().ToString();
+      EXPECT_EQ(*got, want[key]) << key;
+    } else {
+      EXPECT_EQ(got.status().code(), StatusCode::kNotFound) << key;
+    }
+  }
+  // The allocator was rebuilt from the index: new values do not land on old ones.
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(t.store->Put("new-" + std::to_string(i), Pattern(kBlock, 1000 + i)).ok());
+  for (auto& [key, v] : want) EXPECT_EQ(*t.Get(key), v) << key;
+}
+
+TEST(ExtentStore, DrivesMayBeGivenInAnyOrder) {
+  StoreFixture t(3);
+  t.FormatAndOpen();
+  ASSERT_TRUE(t.store->Put("k", Pattern(4 * kBlock, 5)).ok());
+  ASSERT_TRUE(t.Open({t.paths[2], t.paths[0], t.paths[1]}).ok());
+  EXPECT_EQ(*t.Get("k"), Pattern(4 * kBlock, 5));
+  EXPECT_EQ(t.store->Stats().drives[2].path, t.paths[2]);
+}
+
+TEST(ExtentStore, FullStoreIsResourceExhaustedNamingDrivesAndEvictColdestMakesRoom) {
+  StoreFixture t(2, kBlock, 4 << 20);  // 2 x 1 MiB of journal, then 15 slots per drive
+  t.FormatAndOpen();
+  const uint64_t slots = t.store->Stats().drives[0].slots_total + t.store->Stats().drives[1].slots_total;
+  ASSERT_GT(slots, 4u);
+  for (uint64_t i = 0; i < slots; ++i) ASSERT_TRUE(t.store->Put("v" + std::to_string(i), Pattern(kBlock, i)).ok());
+  Status full = t.store->Put("one-more", Pattern(kBlock, 99));
+  ASSERT_EQ(full.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(full.message().find(t.paths[0]), std::string::npos) << full.message();
+  EXPECT_NE(full.message().find(t.paths[1]), std::string::npos) << full.message();
+  EXPECT_NE(full.message().find("0 of"), std::string::npos) << full.message();
+
+  // v0 is the coldest; reading it makes v1 the coldest.
+  ASSERT_TRUE(t.Get("v0").ok());
+  auto evicted = t.store->EvictColdest(2);
+  ASSERT_TRUE(evicted.ok());
+  EXPECT_EQ(*evicted, (std::vector<std::string>{"v1", "v2"}));
+  EXPECT_FALSE(t.store->Exists("v1"));
+  EXPECT_TRUE(t.store->Exists("v0"));
+  EXPECT_EQ(t.store->Stats().evictions, 2u);
+  ASSERT_TRUE(t.store->Put("one-more", Pattern(kBlock, 99)).ok());
+  // Evictions are journaled like deletes.
+  ASSERT_TRUE(t.Open().ok());
+  EXPECT_FALSE(t.store->Exists("v1"));
+  EXPECT_TRUE(t.store->Exists("one-more"));
+  EXPECT_EQ(t.store->EvictColdest(0).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ExtentStore, ValuesBeyondTheExtentLimitAreTooLarge) {
+  StoreFixture t(1, 4096, 4 << 20);
+  t.FormatAndOpen();
+  // Mapped, never touched: the size is refused before any byte is read.
+  auto huge = AlignedBuffer::Allocate(size_t(kMaxExtentsPerValue) * 4096 + 1);
+  ASSERT_TRUE(huge.ok());
+  EXPECT_EQ(t.store->Put("huge", huge->span()).code(), StatusCode::kTooLarge);
+}
+
+TEST(ExtentStoreFormat, RefusesMemKvDrivesWithoutForce) {
+  StoreFixture t(2);
+  t.FormatAndOpen();
+  ASSERT_TRUE(t.store->Put("k", Pattern(10, 1)).ok());
+  t.store.reset();
+  Status again = t.Format();
+  EXPECT_EQ(again.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(again.message().find("already holds store"), std::string::npos) << again.message();
+  EXPECT_NE(again.message().find("force"), std::string::npos);
+  t.format.force = true;
+  ASSERT_TRUE(t.Format().ok());
+  ASSERT_TRUE(t.Open().ok());
+  EXPECT_FALSE(t.store->Exists("k")) << "a reformatted store is empty";
+}
+
+TEST(ExtentStoreFormat, TooSmallDriveIsNamedWithSizes) {
+  StoreFixture t(1, 1 << 20, 2 << 20);
+  Status s = t.Format();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find(t.paths[0]), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("needs at least"), std::string::npos) << s.message();
+}
+
+TEST(ExtentStoreOpen, RefusesANewerFormatNamingBothVersions) {
+  StoreFixture t(2);
+  t.FormatAndOpen();
+  t.store.reset();
+  auto raw = ReadRaw(t.paths[1], 0, kDriveHeaderBytes);
+  StoreLe32(raw.data() + 8, kDriveFormatVersion + 1);
+  WriteRaw(t.paths[1], 0, raw);
+  Status s = t.Open();
+  ASSERT_EQ(s.code(), StatusCode::kUnsupportedVersion) << s.ToString();
+  EXPECT_NE(s.message().find("version " + std::to_string(kDriveFormatVersion + 1)), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("format version " + std::to_string(kDriveFormatVersion)), std::string::npos);
+  EXPECT_NE(s.message().find(t.paths[1]), std::string::npos);
+}
+
+TEST(ExtentStoreOpen, RefusesUnformattedAndForeignDrives) {
+  StoreFixture t(1);
+  StoreFixture other(1);
+  ASSERT_TRUE(t.Format().ok());
+  ASSERT_TRUE(other.Format().ok());
+  Status mixed = t.Open({t.paths[0], other.paths[0]});
+  EXPECT_EQ(mixed.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(mixed.message().find("belongs to store"), std::string::npos) << mixed.message();
+
+  std::string blank = t.dir.File("blank");
+  WriteRaw(blank, 0, {});
+  ASSERT_EQ(truncate(blank.c_str(), 4 << 20), 0);
+  Status unformatted = t.Open({blank});
+  EXPECT_EQ(unformatted.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(unformatted.message().find("not formatted"), std::string::npos) << unformatted.message();
+  EXPECT_EQ(t.Open({t.dir.File("missing")}).code(), StatusCode::kUnavailable);
+}
+
+TEST(ExtentStore, ACorruptExtentIsAMissNeverWrongBytes) {
+  StoreFixture t(1);
+  t.FormatAndOpen();
+  ASSERT_TRUE(t.store->Put("k", Pattern(3000, 1)).ok());
+  Superblock sb = ReadSuperblock(t.paths[0]);
+  auto byte = ReadRaw(t.paths[0], sb.slot_offset(0) + kDriveHeaderBytes + 1000, 1);
+  byte[0] ^= 0x01;  // bit rot in the data
+  WriteRaw(t.paths[0], sb.slot_offset(0) + kDriveHeaderBytes + 1000, byte);
+  auto got = t.Get("k");
+  EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(got.status().message().find("checksum"), std::string::npos) << got.status().message();
+  EXPECT_EQ(t.store->Stats().checksum_failures, 1u);
+  EXPECT_FALSE(t.store->Exists("k")) << "a corrupt value is dropped";
+}
+
+TEST(ExtentStore, AStaleExtentIsNeverReturned) {
+  // A drive that silently kept an old extent where a new one was written
+  // (a lost write): the key matches, the generation does not.
+  StoreFixture t(1);
+  t.FormatAndOpen();
+  Superblock sb = ReadSuperblock(t.paths[0]);
+  ASSERT_TRUE(t.store->Put("k", Pattern(5000, 1)).ok());  // slot 0
+  auto old_extent = ReadRaw(t.paths[0], sb.slot_offset(0), kDriveHeaderBytes + 8192);
+  ASSERT_TRUE(t.store->Put("k", Pattern(5000, 2)).ok());  // slot 1
+  WriteRaw(t.paths[0], sb.slot_offset(1), old_extent);
+  auto got = t.Get("k");
+  EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(got.status().message().find("stale"), std::string::npos) << got.status().message();
+}
+
+TEST(ExtentStore, ConcurrentWritersShareJournalCommitsAndAllSurvive) {
+  StoreFixture t(2, 16 << 10, 32 << 20);
+  t.FormatAndOpen();
+  constexpr int kThreads = 8;
+  constexpr int kOps = 40;
+  std::vector<std::thread> threads;
+  for (int th = 0; th < kThreads; ++th) {
+    threads.emplace_back([&, th] {
+      for (int i = 0; i < kOps; ++i) {
+        std::string key = "t" + std::to_string(th) + "-" + std::to_string(i % 10);
+        EXPECT_TRUE(t.store->Put(key, Pattern(size_t(i * 997 % 40000), uint64_t(th * 1000 + i))).ok());
+        auto got = t.store->Get(key);
+        EXPECT_TRUE(got.ok());
+        if (got.ok()) {
+          EXPECT_EQ(*got, Pattern(size_t(i * 997 % 40000), uint64_t(th * 1000 + i)));
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ExtentStoreStats st = t.store->Stats();
+  EXPECT_EQ(st.puts, uint64_t(kThreads * kOps));
+  EXPECT_LE(st.journal_commits, st.puts);
+  ASSERT_TRUE(t.Open().ok());
+  for (int th = 0; th < kThreads; ++th) {
+    for (int k = 0; k < 10; ++k) {
+      int last = kOps - 10 + k;
+      auto got = t.Get("t" + std::to_string(th) + "-" + std::to_string(k));
+      ASSERT_TRUE(got.ok());
+      EXPECT_EQ(*got, Pattern(size_t(last * 997 % 40000), uint64_t(th * 1000 + last)));
+    }
+  }
+}
+
+TEST(ExtentStore, AFullJournalAreaIsCheckpointedAndNothingIsLost) {
+  StoreFixture t(2, 16 << 10, 8 << 20, 16 << 10);  // 16 KiB journal areas: a checkpoint every ~100 records
+  t.FormatAndOpen();
+  std::map<std::string, uint64_t> want;
+  for (int i = 0; i < 600; ++i) {
+    std::string key = "k" + std::to_string(i % 23);
+    ASSERT_TRUE(t.store->Put(key, Pattern(100 + i, uint64_t(i))).ok()) << i;
+    want[key] = uint64_t(i);
+  }
+  EXPECT_GT(t.store->Stats().checkpoints, 2u);
+  ASSERT_TRUE(t.Open().ok());
+  for (auto& [key, i] : want) EXPECT_EQ(*t.Get(key), Pattern(100 + i, i)) << key;
+  ASSERT_TRUE(t.store->Checkpoint().ok());
+  ASSERT_TRUE(t.Open().ok());
+  EXPECT_EQ(t.store->Stats().keys, want.size());
+}
+
+TEST(ExtentStore, AJournalTooSmallForTheLiveIndexIsResourceExhausted) {
+  StoreFixture t(1, 4096, 8 << 20, 8 << 10);  // one 4 KiB block of records
+  t.FormatAndOpen();
+  Status s;
+  int stored = 0;
+  for (int i = 0; i < 200 && s.ok(); ++i) {
+    s = t.store->Put("key-number-" + std::to_string(i), Pattern(10, uint64_t(i)));
+    if (s.ok()) stored++;
+  }
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.ToString();
+  EXPECT_NE(s.message().find("journal"), std::string::npos) << s.message();
+  EXPECT_GT(stored, 10);
+  ASSERT_TRUE(t.Open().ok());
+  EXPECT_EQ(t.store->Stats().keys, uint64_t(stored));
+}
+
+TEST(ExtentStore, AMissingDriveDegradesTheStoreAndIsReadmittedEmpty) {
+  StoreFixture t(3);
+  t.FormatAndOpen();
+  // One extent each, round-robin: v0 on drive 0, v1 on drive 1, ...
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(t.store->Put("v" + std::to_string(i), Pattern(1000, uint64_t(i))).ok());
+  ASSERT_TRUE(t.Open({t.paths[0], t.paths[2]}).ok());
+  ExtentStoreStats st = t.store->Stats();
+  EXPECT_TRUE(st.degraded);
+  EXPECT_EQ(st.drives[1].state, DriveState::kOffline);
+  EXPECT_FALSE(st.drives[1].reason.empty());
+  EXPECT_EQ(t.Get("v1").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(t.Get("v4").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(*t.Get("v0"), Pattern(1000, 0));
+  EXPECT_EQ(*t.Get("v5"), Pattern(1000, 5));
+  // While drive 1 is away, v1 gets a new value and v4 is deleted elsewhere.
+  ASSERT_TRUE(t.store->Put("v1", Pattern(1000, 101)).ok());
+  ASSERT_TRUE(t.store->Put("big", Pattern(4 * kBlock, 7)).ok());
+  ASSERT_TRUE(t.store->Checkpoint().ok());
+
+  // Drive 1 comes back: its journal is stale, so it is readmitted empty and
+  // nothing it holds comes back (v1's old value, v4).
+  ASSERT_TRUE(t.Open().ok());
+  st = t.store->Stats();
+  EXPECT_FALSE(st.degraded);
+  EXPECT_EQ(*t.Get("v1"), Pattern(1000, 101));
+  EXPECT_EQ(t.Get("v4").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(*t.Get("big"), Pattern(4 * kBlock, 7));
+  EXPECT_EQ(st.drives[1].slots_free, st.drives[1].slots_total);
+  // And it takes new extents again.
+  ASSERT_TRUE(t.store->Put("after", Pattern(3 * kBlock, 8)).ok());
+  EXPECT_LT(t.store->Stats().drives[1].slots_free, st.drives[1].slots_total);
+  ASSERT_TRUE(t.Open().ok());
+  EXPECT_EQ(*t.Get("after"), Pattern(3 * kBlock, 8));
+  EXPECT_EQ(*t.Get("v1"), Pattern(1000, 101));
+}
+
+// Regression: a checkpoint taken because a Delete's record did not fit gave
+// the checkpointed (still live) value a sequence above the Delete's, so the
+// value came back at the next open (found by PowerCut.EveryCutPoint...).
+TEST(ExtentStore, ADeleteThatForcesACheckpointStaysDeletedAfterReopen) {
+  StoreFixture t(1, 4096, 4 << 20, 8 << 10);
+  t.FormatAndOpen();
+  const std::string victim(100, 'v');  // its Delete record (168 bytes) is longer than a filler's Put (80)
+  ASSERT_TRUE(t.store->Put(victim, Pattern(10, 1)).ok());
+  auto room = [&] {
+    DriveStats d = t.store->Stats().drives[0];
+    return d.journal_area_bytes - d.journal_used_bytes;
+  };
+  for (int i = 0; room() >= 80; ++i) ASSERT_TRUE(t.store->Put("f", Pattern(10, uint64_t(i))).ok());
+  const uint64_t checkpoints = t.store->Stats().checkpoints;
+  ASSERT_TRUE(t.store->Delete(victim).ok());
+  EXPECT_EQ(t.store->Stats().checkpoints, checkpoints + 1) << "the Delete did not fit: the area was checkpointed";
+  ASSERT_TRUE(t.Open().ok());
+  EXPECT_FALSE(t.store->Exists(victim));
+  EXPECT_TRUE(t.store->Exists("f"));
+}
+
+TEST(ExtentStore, ClosingReleasesTheDrivesAtOnce) {
+  // Regression: io_uring rings tear down asynchronously and their registered
+  // files held the drive's flock for a moment after the store was gone.
+  StoreFixture t(2);
+  t.FormatAndOpen();
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(t.store->Put("k", Pattern(100, uint64_t(i))).ok());
+    Status s = t.Open();
+    ASSERT_TRUE(s.ok()) << "reopen " << i << ": " << s.ToString();
+  }
+}
+
+}  // namespace
+}  // namespace memkv

@@ -1,0 +1,344 @@
+// Encoders and decoders of the on-drive structures. The byte layouts are
+// documented in docs/storage.md; keep the two in step.
+#include "drive/format.h"
+
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "base/bytes.h"
+#include "base/checksum.h"
+
+namespace memkv {
+namespace {
+
+constexpr char kSuperblockMagic[8] = {'M', 'E', 'M', 'K', 'V', 'D', 'R', 'V'};
+constexpr char kAreaMagic[4] = {'M', 'K', 'J', 'A'};
+constexpr char kRecordMagic[4] = {'M', 'K', 'J', 'R'};
+constexpr char kExtentMagic[4] = {'M', 'K', 'E', 'X'};
+// The checksum of every 4 KiB header block sits in its last 8 bytes.
+constexpr size_t kBlockChecksumAt = kDriveHeaderBytes - 8;
+
+uint64_t Pad8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
+
+void PutUuid(uint8_t* p, const Uuid& u) { std::memcpy(p, u.bytes.data(), 16); }
+Uuid GetUuid(const uint8_t* p) {
+  Uuid u;
+  std::memcpy(u.bytes.data(), p, 16);
+  return u;
+}
+
+void SealBlock(std::span<uint8_t, kDriveHeaderBytes> block) {
+  StoreLe64(block.data() + kBlockChecksumAt, Checksum(block.data(), kBlockChecksumAt));
+}
+bool BlockSealed(std::span<const uint8_t> block) {
+  return LoadLe64(block.data() + kBlockChecksumAt) == Checksum(block.data(), kBlockChecksumAt);
+}
+
+uint64_t EncodeExtentRef(const ExtentRef& e) { return (uint64_t(e.drive) << 48) | e.slot; }
+ExtentRef DecodeExtentRef(uint64_t v) {
+  return ExtentRef{.drive = uint32_t(v >> 48), .slot = v & 0xFFFFFFFFFFFFull};
+}
+
+size_t BodyBytes(RecordType type, size_t key_bytes, size_t extent_count) {
+  switch (type) {
+    case RecordType::kPut: return Pad8(key_bytes) + 8 * extent_count;
+    case RecordType::kDelete: return Pad8(key_bytes);
+    case RecordType::kDriveOffline: return 24;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Uuid Uuid::Random() {
+  Uuid u;
+  size_t got = 0;
+  while (got < u.bytes.size()) {
+    ssize_t n = getrandom(u.bytes.data() + got, u.bytes.size() - got, 0);
+    if (n > 0) got += size_t(n);
+    else if (n < 0 && errno != EINTR) break;  // never on Linux >= 3.17; the bytes stay zero
+  }
+  u.bytes[6] = uint8_t((u.bytes[6] & 0x0F) | 0x40);  // RFC 4122 version 4
+  u.bytes[8] = uint8_t((u.bytes[8] & 0x3F) | 0x80);
+  return u;
+}
+
+bool Uuid::IsZero() const {
+  for (uint8_t b : bytes) {
+    if (b != 0) return false;
+  }
+  return true;
+}
+
+std::string Uuid::ToString() const {
+  std::string hex = HexEncode(bytes.data(), bytes.size());
+  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" + hex.substr(16, 4) +
+         "-" + hex.substr(20);
+}
+
+// ---------------------------------------------------------------- superblock
+
+void EncodeSuperblock(const Superblock& sb, std::span<uint8_t, kDriveHeaderBytes> out) {
+  uint8_t* p = out.data();
+  std::memset(p, 0, kDriveHeaderBytes);
+  std::memcpy(p, kSuperblockMagic, 8);
+  StoreLe32(p + 8, sb.format_version);
+  StoreLe32(p + 12, kDriveHeaderBytes);
+  PutUuid(p + 16, sb.store_uuid);
+  PutUuid(p + 32, sb.drive_uuid);
+  StoreLe32(p + 48, sb.drive_index);
+  StoreLe32(p + 52, sb.drive_count);
+  StoreLe32(p + 56, sb.logical_block_bytes);
+  StoreLe64(p + 64, sb.extent_bytes);
+  StoreLe64(p + 72, sb.slot_bytes);
+  StoreLe64(p + 80, sb.created_unix_ns);
+  StoreLe64(p + 88, sb.device_bytes);
+  StoreLe64(p + 96, sb.journal_offset);
+  StoreLe64(p + 104, sb.journal_area_bytes);
+  StoreLe64(p + 112, sb.data_offset);
+  StoreLe64(p + 120, sb.slot_count);
+  SealBlock(out);
+}
+
+Result<Superblock> DecodeSuperblock(std::span<const uint8_t> block, std::string_view where) {
+  const std::string at(where);
+  if (block.size() < kDriveHeaderBytes || std::memcmp(block.data(), kSuperblockMagic, 8) != 0) {
+    return NotFound(at + ": no MemKV superblock (not formatted for MemKV)");
+  }
+  const uint8_t* p = block.data();
+  Superblock sb;
+  sb.format_version = LoadLe32(p + 8);
+  // The version is checked before anything else: a newer layout may put the
+  // checksum and every field elsewhere.
+  if (sb.format_version > kDriveFormatVersion) {
+    return UnsupportedVersion(at + ": on-drive format version " + std::to_string(sb.format_version) +
+                              " is newer than this binary's format version " +
+                              std::to_string(kDriveFormatVersion) + "; use a newer memkv");
+  }
+  if (sb.format_version < kMinReadableDriveFormatVersion) {
+    return UnsupportedVersion(at + ": on-drive format version " + std::to_string(sb.format_version) +
+                              " is older than the oldest this binary reads (" +
+                              std::to_string(kMinReadableDriveFormatVersion) + ")");
+  }
+  if (!BlockSealed(block)) return Corruption(at + ": superblock checksum mismatch");
+  if (LoadLe32(p + 12) != kDriveHeaderBytes) return Corruption(at + ": superblock header size is not 4096");
+  sb.store_uuid = GetUuid(p + 16);
+  sb.drive_uuid = GetUuid(p + 32);
+  sb.drive_index = LoadLe32(p + 48);
+  sb.drive_count = LoadLe32(p + 52);
+  sb.logical_block_bytes = LoadLe32(p + 56);
+  sb.extent_bytes = LoadLe64(p + 64);
+  sb.slot_bytes = LoadLe64(p + 72);
+  sb.created_unix_ns = LoadLe64(p + 80);
+  sb.device_bytes = LoadLe64(p + 88);
+  sb.journal_offset = LoadLe64(p + 96);
+  sb.journal_area_bytes = LoadLe64(p + 104);
+  sb.data_offset = LoadLe64(p + 112);
+  sb.slot_count = LoadLe64(p + 120);
+
+  const uint32_t lbs = sb.logical_block_bytes;
+  bool sane = sb.drive_count >= 1 && sb.drive_count <= 65535 && sb.drive_index < sb.drive_count &&
+              lbs >= 512 && lbs <= kDriveHeaderBytes && (lbs & (lbs - 1)) == 0 && sb.extent_bytes > 0 &&
+              sb.extent_bytes % kDriveHeaderBytes == 0 && sb.extent_bytes <= (1ull << 30) &&
+              sb.slot_bytes == sb.extent_bytes + kDriveHeaderBytes &&
+              sb.journal_offset >= kDriveHeaderBytes && sb.journal_offset % kDriveHeaderBytes == 0 &&
+              sb.journal_area_bytes >= 2 * kDriveHeaderBytes &&
+              sb.journal_area_bytes % kDriveHeaderBytes == 0 && sb.journal_area_bytes <= (1ull << 40) &&
+              sb.data_offset >= sb.journal_offset + 2 * sb.journal_area_bytes &&
+              sb.data_offset % kDriveHeaderBytes == 0 && sb.slot_count <= kMaxSlotsPerDrive &&
+              sb.data_offset <= sb.device_bytes &&
+              sb.slot_count <= (sb.device_bytes - sb.data_offset) / sb.slot_bytes;
+  if (!sane) return Corruption(at + ": superblock geometry is inconsistent");
+  return sb;
+}
+
+// ------------------------------------------------------------ journal areas
+
+void EncodeJournalAreaHeader(const JournalAreaHeader& h, std::span<uint8_t, kDriveHeaderBytes> out) {
+  uint8_t* p = out.data();
+  std::memset(p, 0, kDriveHeaderBytes);
+  std::memcpy(p, kAreaMagic, 4);
+  StoreLe32(p + 4, h.format_version);
+  StoreLe64(p + 8, h.epoch);
+  StoreLe64(p + 16, h.nonce);
+  PutUuid(p + 24, h.store_uuid);
+  PutUuid(p + 40, h.drive_uuid);
+  StoreLe64(p + 56, h.base_sequence);
+  StoreLe64(p + 64, h.base_generation);
+  SealBlock(out);
+}
+
+Result<JournalAreaHeader> DecodeJournalAreaHeader(std::span<const uint8_t> block) {
+  if (block.size() < kDriveHeaderBytes || std::memcmp(block.data(), kAreaMagic, 4) != 0) {
+    return Corruption("no journal area header");
+  }
+  const uint8_t* p = block.data();
+  JournalAreaHeader h;
+  h.format_version = LoadLe32(p + 4);
+  if (h.format_version > kDriveFormatVersion) {
+    return UnsupportedVersion("journal format version " + std::to_string(h.format_version) +
+                              " is newer than this binary's format version " +
+                              std::to_string(kDriveFormatVersion));
+  }
+  if (!BlockSealed(block)) return Corruption("journal area header checksum mismatch");
+  h.epoch = LoadLe64(p + 8);
+  h.nonce = LoadLe64(p + 16);
+  h.store_uuid = GetUuid(p + 24);
+  h.drive_uuid = GetUuid(p + 40);
+  h.base_sequence = LoadLe64(p + 56);
+  h.base_generation = LoadLe64(p + 64);
+  return h;
+}
+
+// ------------------------------------------------------------------ records
+
+size_t EncodedRecordBytes(const JournalRecord& r) {
+  return kRecordHeadBytes + BodyBytes(r.type, r.key.size(), r.extents.size()) + 8;
+}
+
+uint64_t EncodeRecord(const JournalRecord& r, uint64_t link, std::vector<uint8_t>* out) {
+  const size_t n = EncodedRecordBytes(r);
+  const size_t start = out->size();
+  out->resize(start + n, 0);
+  uint8_t* p = out->data() + start;
+  std::memcpy(p, kRecordMagic, 4);
+  p[4] = uint8_t(r.type);
+  const bool has_key = r.type != RecordType::kDriveOffline;
+  StoreLe16(p + 6, has_key ? uint16_t(r.key.size()) : 0);
+  StoreLe32(p + 8, uint32_t(n));
+  StoreLe32(p + 12, r.type == RecordType::kPut ? uint32_t(r.extents.size()) : 0);
+  StoreLe64(p + 16, link);
+  StoreLe64(p + 24, r.sequence);
+  if (r.type == RecordType::kPut) {
+    StoreLe64(p + 32, r.generation);
+    StoreLe64(p + 40, r.value_bytes);
+    StoreLe64(p + 48, r.value_checksum);
+  }
+  uint8_t* body = p + kRecordHeadBytes;
+  if (has_key) {
+    std::memcpy(body, r.key.data(), r.key.size());
+    body += Pad8(r.key.size());
+  }
+  if (r.type == RecordType::kPut) {
+    for (const ExtentRef& e : r.extents) {
+      StoreLe64(body, EncodeExtentRef(e));
+      body += 8;
+    }
+  } else if (r.type == RecordType::kDriveOffline) {
+    PutUuid(body, r.drive_uuid);
+    StoreLe32(body + 16, r.drive_index);
+  }
+  const uint64_t sum = Checksum(p, n - 8);
+  StoreLe64(p + n - 8, sum);
+  return sum;
+}
+
+bool DecodeRecord(std::span<const uint8_t> bytes, uint64_t link, JournalRecord* out, size_t* consumed,
+                  uint64_t* checksum) {
+  if (bytes.size() < kRecordHeadBytes + 8) return false;
+  const uint8_t* p = bytes.data();
+  if (std::memcmp(p, kRecordMagic, 4) != 0) return false;
+  const uint32_t n = LoadLe32(p + 8);
+  if (n < kRecordHeadBytes + 8 || n % 8 != 0 || n > bytes.size()) return false;
+  if (LoadLe64(p + 16) != link) return false;
+  const uint64_t sum = Checksum(p, n - 8);
+  if (LoadLe64(p + n - 8) != sum) return false;
+  const uint8_t type = p[4];
+  if (type < uint8_t(RecordType::kPut) || type > uint8_t(RecordType::kDriveOffline) || p[5] != 0) {
+    return false;
+  }
+  const size_t key_bytes = LoadLe16(p + 6);
+  const uint32_t extent_count = LoadLe32(p + 12);
+  out->type = RecordType(type);
+  const bool has_key = out->type != RecordType::kDriveOffline;
+  if (has_key ? (key_bytes == 0 || key_bytes > kMaxDriveKeyBytes) : key_bytes != 0) return false;
+  if (out->type == RecordType::kPut ? extent_count > kMaxExtentsPerValue : extent_count != 0) return false;
+  if (n != kRecordHeadBytes + BodyBytes(out->type, key_bytes, extent_count) + 8) return false;
+
+  out->sequence = LoadLe64(p + 24);
+  out->generation = LoadLe64(p + 32);
+  out->value_bytes = LoadLe64(p + 40);
+  out->value_checksum = LoadLe64(p + 48);
+  const uint8_t* body = p + kRecordHeadBytes;
+  out->key.assign(reinterpret_cast<const char*>(body), key_bytes);
+  body += Pad8(key_bytes);
+  out->extents.clear();
+  out->drive_uuid = Uuid{};
+  out->drive_index = 0;
+  if (out->type == RecordType::kPut) {
+    out->extents.reserve(extent_count);
+    for (uint32_t i = 0; i < extent_count; ++i, body += 8) out->extents.push_back(DecodeExtentRef(LoadLe64(body)));
+  } else if (out->type == RecordType::kDriveOffline) {
+    out->drive_uuid = GetUuid(body);
+    out->drive_index = LoadLe32(body + 16);
+  }
+  *consumed = n;
+  *checksum = sum;
+  return true;
+}
+
+// ------------------------------------------------------------------ extents
+
+namespace {
+constexpr size_t kExtentKeyAt = 56;
+}  // namespace
+
+void EncodeExtentHeader(const ExtentHeader& h, std::span<const uint8_t> data,
+                        std::span<uint8_t, kDriveHeaderBytes> block) {
+  uint8_t* p = block.data();
+  std::memset(p, 0, kDriveHeaderBytes);
+  std::memcpy(p, kExtentMagic, 4);
+  StoreLe16(p + 4, uint16_t(kDriveFormatVersion));
+  StoreLe16(p + 6, uint16_t(h.key.size()));
+  PutUuid(p + 8, h.store_uuid);
+  StoreLe64(p + 24, h.generation);
+  StoreLe64(p + 32, h.value_bytes);
+  StoreLe32(p + 40, h.extent_index);
+  StoreLe32(p + 44, h.extent_count);
+  StoreLe32(p + 48, h.data_bytes);
+  std::memcpy(p + kExtentKeyAt, h.key.data(), h.key.size());
+  ChecksumStream sum;
+  sum.Update(p, kBlockChecksumAt);
+  sum.Update(data.data(), h.data_bytes);
+  StoreLe64(p + kBlockChecksumAt, sum.Digest());
+}
+
+Status VerifyExtent(std::span<const uint8_t> block, std::span<const uint8_t> data,
+                    const ExtentHeader& expected) {
+  if (block.size() < kDriveHeaderBytes || std::memcmp(block.data(), kExtentMagic, 4) != 0) {
+    return Corruption("no extent header (never written, or overwritten)");
+  }
+  const uint8_t* p = block.data();
+  const uint16_t version = LoadLe16(p + 4);
+  if (version > kDriveFormatVersion || version < kMinReadableDriveFormatVersion) {
+    return Corruption("extent format version " + std::to_string(version) + " unexpected");
+  }
+  const size_t key_bytes = LoadLe16(p + 6);
+  const uint32_t data_bytes = LoadLe32(p + 48);
+  if (GetUuid(p + 8) != expected.store_uuid) return Corruption("extent of another store");
+  if (key_bytes != expected.key.size() ||
+      std::memcmp(p + kExtentKeyAt, expected.key.data(), key_bytes) != 0) {
+    return Corruption("extent belongs to another key (stale)");
+  }
+  if (LoadLe64(p + 24) != expected.generation) {
+    return Corruption("extent generation " + std::to_string(LoadLe64(p + 24)) + ", expected " +
+                      std::to_string(expected.generation) + " (stale)");
+  }
+  if (LoadLe64(p + 32) != expected.value_bytes || LoadLe32(p + 40) != expected.extent_index ||
+      LoadLe32(p + 44) != expected.extent_count || data_bytes != expected.data_bytes ||
+      data.size() < data_bytes) {
+    return Corruption("extent header fields differ from the index");
+  }
+  ChecksumStream sum;
+  sum.Update(p, kBlockChecksumAt);
+  sum.Update(data.data(), data_bytes);
+  if (sum.Digest() != LoadLe64(p + kBlockChecksumAt)) {
+    return Corruption("extent checksum mismatch (torn write or bit rot)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace memkv

@@ -1,0 +1,152 @@
+// On-drive structures of the extent store, byte by byte in docs/storage.md.
+//
+// Every structure is little-endian, versioned and ends in an XXH3-64 checksum,
+// so a torn, stale or foreign block is recognised and never taken as data:
+//   Superblock      4 KiB at offset 0 of each drive; written once, by Format.
+//   JournalArea     4 KiB header of each of the two journal areas.
+//   JournalRecord   variable length, 8-byte aligned, appended inside an area.
+//   ExtentHeader    4 KiB in front of each extent's data (one "slot").
+// Pure functions: no I/O, no allocation beyond the returned values; safe from
+// any thread. The decoders accept arbitrary bytes (fuzzable).
+#ifndef MEMKV_DRIVE_FORMAT_H_
+#define MEMKV_DRIVE_FORMAT_H_
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memkv/status.h"
+
+namespace memkv {
+
+// The format this binary writes, and the oldest it still reads. A binary
+// refuses a drive whose version is newer than kDriveFormatVersion.
+inline constexpr uint32_t kDriveFormatVersion = 1;
+inline constexpr uint32_t kMinReadableDriveFormatVersion = 1;
+
+// Superblock, journal area header and extent header are each one 4 KiB block,
+// so every data offset stays aligned for O_DIRECT on 512- and 4096-byte devices.
+inline constexpr uint32_t kDriveHeaderBytes = 4096;
+// Keys are 1..kMaxDriveKeyBytes bytes (the wire's limit, proto/frame.h).
+inline constexpr size_t kMaxDriveKeyBytes = 1024;
+// A value spans at most this many extents (its journal record must fit in an area).
+inline constexpr uint32_t kMaxExtentsPerValue = 65536;
+// Slot numbers are stored in 48 bits; the allocator uses 32.
+inline constexpr uint64_t kMaxSlotsPerDrive = 0xFFFFFFFFull;
+
+struct Uuid {
+  std::array<uint8_t, 16> bytes{};
+
+  static Uuid Random();  // from getrandom(2)
+  bool IsZero() const;
+  std::string ToString() const;  // 8-4-4-4-12 hex
+  bool operator==(const Uuid&) const = default;
+};
+
+struct Superblock {
+  uint32_t format_version = kDriveFormatVersion;
+  Uuid store_uuid;
+  Uuid drive_uuid;
+  uint32_t drive_index = 0;
+  uint32_t drive_count = 1;
+  uint32_t logical_block_bytes = 0;   // the device's, at format time
+  uint64_t extent_bytes = 0;          // storage.block_size: data bytes per extent
+  uint64_t slot_bytes = 0;            // kDriveHeaderBytes + extent_bytes
+  uint64_t created_unix_ns = 0;
+  uint64_t device_bytes = 0;          // size of the file or device at format time
+  uint64_t journal_offset = 0;        // area 0; area 1 follows it
+  uint64_t journal_area_bytes = 0;    // each area, header included
+  uint64_t data_offset = 0;           // slot 0
+  uint64_t slot_count = 0;
+
+  uint64_t journal_area_offset(int area) const { return journal_offset + uint64_t(area) * journal_area_bytes; }
+  uint64_t slot_offset(uint64_t slot) const { return data_offset + slot * slot_bytes; }
+};
+
+// Writes exactly kDriveHeaderBytes into `out`.
+void EncodeSuperblock(const Superblock& sb, std::span<uint8_t, kDriveHeaderBytes> out);
+// NotFound when the block holds no MemKV magic (not formatted); UnsupportedVersion
+// naming both versions when it is newer than this binary; Corruption on a bad
+// checksum or an impossible geometry. `where` names the drive in messages.
+Result<Superblock> DecodeSuperblock(std::span<const uint8_t> block, std::string_view where);
+
+struct JournalAreaHeader {
+  uint32_t format_version = kDriveFormatVersion;
+  uint64_t epoch = 0;            // the area with the higher valid epoch is active
+  uint64_t nonce = 0;            // random per start of an area; the first record links to it
+  Uuid store_uuid;
+  Uuid drive_uuid;
+  uint64_t base_sequence = 0;    // the store's next sequence when the area was started
+  uint64_t base_generation = 0;  // likewise for generations
+};
+
+void EncodeJournalAreaHeader(const JournalAreaHeader& h, std::span<uint8_t, kDriveHeaderBytes> out);
+// Corruption (or UnsupportedVersion) when the block is not a valid area header.
+Result<JournalAreaHeader> DecodeJournalAreaHeader(std::span<const uint8_t> block);
+
+enum class RecordType : uint8_t { kPut = 1, kDelete = 2, kDriveOffline = 3 };
+
+struct ExtentRef {
+  uint32_t drive = 0;  // drive index
+  uint64_t slot = 0;
+  bool operator==(const ExtentRef&) const = default;
+};
+
+struct JournalRecord {
+  RecordType type = RecordType::kPut;
+  uint64_t sequence = 0;        // commit order, store-wide; the highest wins per key
+  // kPut
+  uint64_t generation = 0;      // the write's id, also in each extent header
+  uint64_t value_bytes = 0;
+  uint64_t value_checksum = 0;  // Checksum() of the whole value
+  std::vector<ExtentRef> extents;
+  // kPut, kDelete
+  std::string key;
+  // kDriveOffline: the drive whose journal and extents are stale from here on
+  Uuid drive_uuid;
+  uint32_t drive_index = 0;
+};
+
+inline constexpr size_t kRecordHeadBytes = 56;
+// Encoded size of a record (a multiple of 8).
+size_t EncodedRecordBytes(const JournalRecord& r);
+// Appends the encoding of `r` and returns its checksum. Records form a chain:
+// each carries a `link`, the checksum of the record before it in the area (the
+// area's nonce for the first one), so bytes left over from an earlier use of
+// the area, or from a batch cut short by a crash, never pass for records.
+uint64_t EncodeRecord(const JournalRecord& r, uint64_t link, std::vector<uint8_t>* out);
+// Decodes one record at the front of `bytes`. Returns false (and leaves *out
+// unspecified) when the bytes there are not a complete, valid record with
+// this link: wrong magic, link or checksum, truncated, or malformed. Replay
+// stops at the first false: that is the end of the log. On success *consumed
+// is its length and *checksum the link for the next record.
+bool DecodeRecord(std::span<const uint8_t> bytes, uint64_t link, JournalRecord* out, size_t* consumed,
+                  uint64_t* checksum);
+
+// What an extent header states; Verify compares a read-back extent against it.
+struct ExtentHeader {
+  Uuid store_uuid;
+  uint64_t generation = 0;
+  uint64_t value_bytes = 0;
+  uint32_t extent_index = 0;
+  uint32_t extent_count = 0;
+  uint32_t data_bytes = 0;
+  std::string_view key;
+};
+
+// Fills block[0, kDriveHeaderBytes) with the header and a checksum that covers
+// the header and the extent's `data` bytes.
+void EncodeExtentHeader(const ExtentHeader& h, std::span<const uint8_t> data,
+                        std::span<uint8_t, kDriveHeaderBytes> block);
+// Ok when `block` (the extent's header) and `data` are exactly what `expected`
+// describes and the checksum matches; Corruption saying what differs otherwise
+// (a torn write, a stale extent of another key or generation, bit rot).
+Status VerifyExtent(std::span<const uint8_t> block, std::span<const uint8_t> data,
+                    const ExtentHeader& expected);
+
+}  // namespace memkv
+
+#endif  // MEMKV_DRIVE_FORMAT_H_
