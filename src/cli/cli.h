@@ -15,6 +15,10 @@
 #include "config/client_config.h"
 #include "memkv/status.h"
 
+namespace memkv::verbs {
+class Provider;
+}  // namespace memkv::verbs
+
 namespace memkv::cli {
 
 enum ExitCode : int {
@@ -48,6 +52,12 @@ int RunStart(const std::vector<std::string>& args, const Environment& env);
 int RunClientVerb(const std::string& verb, const std::vector<std::string>& args, const Environment& env);
 // memkv doctor: exits 0 clean, 1 warnings only, 2 errors (docs/doctor.md).
 int RunDoctor(const std::vector<std::string>& args, const Environment& env);
+// memkv setup: formats drives and prints a config (setup.cc; exit codes in
+// docs/cli.md). RDMA devices are detected through `rdma` (main passes
+// verbs::SystemProvider(); tests a FakeFabric).
+int RunSetup(const std::vector<std::string>& args, const Environment& env, verbs::Provider& rdma);
+// memkv drive list|inspect|verify on a stopped server's drives (drive_cmd.cc).
+int RunDrive(const std::vector<std::string>& args, const Environment& env);
 
 }  // namespace memkv::cli
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/cli.h"
+#include "verbs/verbs.h"
 
 extern char** environ;
 
@@ -22,6 +23,15 @@ Usage: memkv <command> [options]
 Server:
   start [--config PATH]       run a server (default config /etc/memkv/config.yaml
                               if present, else the embedded single-node default)
+
+Drives:
+  setup --drives PATH... [--rdma DEV] [--block-size SIZE] [--file-size SIZE]
+        [--force] [--idempotent]
+                              format drives for MemKV and print a working
+                              config.yaml on standard output
+  drive list|inspect|verify [--config PATH | --drives PATH...] [--json]
+                              examine a stopped server's drives; verify reads
+                              every value back and checks its checksums
 
 Diagnostics:
   doctor [--config PATH] [--device DEV] [--json]
@@ -72,6 +82,8 @@ int main(int argc, char** argv) {
   Environment env = ReadEnvironment();
   if (command == "start") return RunStart(args, env);
   if (command == "doctor") return RunDoctor(args, env);
+  if (command == "setup") return RunSetup(args, env, memkv::verbs::SystemProvider());
+  if (command == "drive") return RunDrive(args, env);
   if (command == "put" || command == "get" || command == "del" || command == "exists") {
     return RunClientVerb(command, args, env);
   }
