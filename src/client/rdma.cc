@@ -56,11 +56,6 @@ void BouncePool::Release(BounceBuffer buffer) {
   --in_use_;
 }
 
-size_t BouncePool::registered_buffers() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return slabs_.size();
-}
-
 size_t BouncePool::buffers_in_use() const {
   std::lock_guard<std::mutex> lock(mu_);
   return in_use_;

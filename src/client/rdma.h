@@ -64,7 +64,6 @@ class BouncePool {
   ~BouncePool();
   Result<BounceBuffer> Acquire(uint64_t size);
   void Release(BounceBuffer buffer);
-  size_t registered_buffers() const;
   size_t buffers_in_use() const;
 
  private:

@@ -128,7 +128,6 @@ Status RdmaExchange::OnResponse(const proto::FrameHeader& header, std::span<cons
       phase_ = Phase::kDone;
       return Status::Ok();
     case Phase::kReleaseThenTcp:
-      reissued_ = true;
       ClientCounters::Add(counters_->rdma_reissued, 1);
       Then(Phase::kTcp);
       return Status::Ok();

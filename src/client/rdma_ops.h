@@ -45,7 +45,6 @@ class RdmaExchange final : public Exchange, public RdmaSink {
   std::vector<uint8_t>& value() { return via_tcp_ ? tcp_.value() : value_; }
   // The value bytes moved by RDMA (false: inline TCP, or no value moved).
   bool carried_by_rdma() const { return !via_tcp_ && carried_by_rdma_; }
-  bool reissued() const { return reissued_; }
   // ... straight from / into the caller's registered memory.
   bool zero_copy() const { return carried_by_rdma() && zero_copy_; }
 
@@ -81,7 +80,6 @@ class RdmaExchange final : public Exchange, public RdmaSink {
   SingleExchange tcp_;  // the inline-bulk form of the same request
   bool via_tcp_ = false;
   bool carried_by_rdma_ = false;
-  bool reissued_ = false;
   bool zero_copy_ = false;
 
   Phase phase_ = Phase::kStart;

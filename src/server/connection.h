@@ -74,8 +74,6 @@ class Connection {
   // Stop reading (server shutdown); responses already queued still go out.
   void BeginClose() { closing_ = true; }
   bool Finished() const { return closing_ && out_.empty(); }
-  // RDMA slots and pins handed out and not yet committed or released.
-  size_t rdma_grants() const { return grants_.size(); }
   // False when a grant outlived its lease (the client is gone or stuck
   // mid-transfer): the caller closes the connection, which cuts its QPs off
   // from the pool before the memory is reused.

@@ -46,8 +46,6 @@ class RdmaEndpoint {
                            std::vector<std::unique_ptr<verbs::QueuePair>>* qps);
 
   const verbs::PortInfo& port() const { return context_->port(); }
-  const verbs::ResolvedPath& path() const { return path_; }
-  uint32_t mtu() const { return mtu_; }
   // One line for the start-up log: device, port, MTU, GID, marking.
   std::string Describe() const;
 

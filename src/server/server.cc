@@ -175,7 +175,7 @@ class Server::Worker {
       bool idle = !conn->authenticated() && now - conn->accepted_at() > handshake_ns;
       bool stalled = conn->WantsWrite() && now - conn->last_write_progress() > stall_ns;
       bool drained = stopping && (conn->Finished() || now > drain_deadline);
-      bool lease_expired = conn->rdma_grants() != 0 && !conn->CheckGrantLeases(now);
+      bool lease_expired = !conn->CheckGrantLeases(now);
       if (idle) {
         LOG_INFO << "closing " << conn->peer() << ": no Connect within "
                  << server_->options_.handshake_timeout_ms << " ms";
