@@ -23,6 +23,7 @@
 #include "drive/drive_file.h"
 #include "drive/extent_store.h"
 #include "drive/format.h"
+#include "drive/test_util.h"
 #include "tests/harness.h"
 #include "verbs/fake.h"
 
@@ -32,16 +33,6 @@ namespace {
 constexpr uint64_t kMiB = 1 << 20;
 
 // Runs a shell command; its exit status and output (trimmed).
-std::pair<int, std::string> Shell(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return {-1, ""};
-  std::array<char, 256> buf;
-  while (std::fgets(buf.data(), int(buf.size()), p) != nullptr) out += buf.data();
-  int rc = ::pclose(p);
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
-}
 
 void MakeFile(const std::string& path, uint64_t bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc).flush();
@@ -102,33 +93,6 @@ Superblock SuperblockOf(const std::string& drive) {
 
 std::string Describe(const CommandResult& r) { return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err; }
 
-// A loop device over a sparse image; detached on destruction.
-class LoopDevice {
- public:
-  LoopDevice(const std::string& image, uint64_t bytes) {
-    MakeFile(image, bytes);
-    auto [rc, out] = Shell("losetup -f --show " + image);
-    if (rc != 0 || out.rfind("/dev/", 0) != 0) {
-      error_ = "losetup failed (" + out + ")";
-      return;
-    }
-    device_ = out;
-  }
-  ~LoopDevice() {
-    if (!device_.empty()) Shell("losetup -d " + device_);
-  }
-  const std::string& device() const { return device_; }
-  const std::string& error() const { return error_; }
-
- private:
-  std::string device_;
-  std::string error_;
-};
-
-#define REQUIRE_LOOP(loop)                                                                     \
-  if (::geteuid() != 0) GTEST_SKIP() << "loop devices need root; skipping the direct-mode test"; \
-  if (Shell("command -v losetup").first != 0) GTEST_SKIP() << "losetup is not installed";      \
-  if ((loop).device().empty()) GTEST_SKIP() << "no loop device: " << (loop).error()
 
 CommandResult MemkvSetup(std::vector<std::string> args) {
   args.insert(args.begin(), "setup");

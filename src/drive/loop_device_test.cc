@@ -17,49 +17,6 @@ namespace memkv {
 namespace {
 
 // Runs a shell command; its stdout (trimmed) and exit status.
-std::pair<int, std::string> Shell(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return {-1, ""};
-  std::array<char, 256> buf;
-  while (fgets(buf.data(), int(buf.size()), p) != nullptr) out += buf.data();
-  int rc = pclose(p);
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
-}
-
-// A loop device over a sparse image; detached on destruction.
-class LoopDevice {
- public:
-  LoopDevice(const std::string& image, uint64_t bytes, int sector_bytes) {
-    WriteRaw(image, 0, {});
-    if (truncate(image.c_str(), off_t(bytes)) != 0) {
-      error_ = "cannot create " + image;
-      return;
-    }
-    auto [rc, out] = Shell("losetup -f --show --direct-io=on --sector-size " + std::to_string(sector_bytes) + " " + image);
-    if (rc != 0) std::tie(rc, out) = Shell("losetup -f --show " + image);
-    if (rc != 0 || out.rfind("/dev/", 0) != 0) {
-      error_ = "losetup failed (" + out + ")";
-      return;
-    }
-    device_ = out;
-  }
-  ~LoopDevice() {
-    if (!device_.empty()) Shell("losetup -d " + device_);
-  }
-  const std::string& device() const { return device_; }
-  const std::string& error() const { return error_; }
-
- private:
-  std::string device_;
-  std::string error_;
-};
-
-#define REQUIRE_LOOP(loop)                                                                        \
-  if (geteuid() != 0) GTEST_SKIP() << "loop devices need root; skipping the direct-mode test";    \
-  if (Shell("command -v losetup").first != 0) GTEST_SKIP() << "losetup is not installed";         \
-  if ((loop).device().empty()) GTEST_SKIP() << "no loop device: " << (loop).error()
 
 TEST(LoopDevice, DirectModeOnBlockDevicesFormatsStoresAndReopens) {
   TempDir dir;

@@ -1,9 +1,12 @@
 #include "drive/test_util.h"
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -62,6 +65,39 @@ std::vector<uint8_t> Pattern(size_t size, uint64_t seed) {
     v[i] = static_cast<uint8_t>(x >> 32);
   }
   return v;
+}
+
+std::pair<int, std::string> Shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {-1, ""};
+  std::array<char, 256> buf;
+  while (fgets(buf.data(), int(buf.size()), p) != nullptr) out += buf.data();
+  int rc = pclose(p);
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
+}
+
+LoopDevice::LoopDevice(const std::string& image, uint64_t bytes, int sector_bytes) {
+  WriteRaw(image, 0, {});
+  if (truncate(image.c_str(), off_t(bytes)) != 0) {
+    error_ = "cannot create " + image;
+    return;
+  }
+  std::pair<int, std::string> r{1, ""};
+  if (sector_bytes != 0) {
+    r = Shell("losetup -f --show --direct-io=on --sector-size " + std::to_string(sector_bytes) + " " + image);
+  }
+  if (r.first != 0) r = Shell("losetup -f --show " + image);
+  if (r.first != 0 || r.second.rfind("/dev/", 0) != 0) {
+    error_ = "losetup failed (" + r.second + ")";
+    return;
+  }
+  device_ = r.second;
+}
+
+LoopDevice::~LoopDevice() {
+  if (!device_.empty()) Shell("losetup -d " + device_);
 }
 
 }  // namespace memkv

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace memkv {
@@ -35,6 +36,34 @@ void WriteRaw(const std::string& path, uint64_t offset, const std::vector<uint8_
 // Bytes that differ per position and per seed, so a value read back from the
 // wrong extent, offset or version does not compare equal by accident.
 std::vector<uint8_t> Pattern(size_t size, uint64_t seed);
+
+// Runs `cmd` through the shell: its exit code and its output (stderr
+// included), trailing whitespace trimmed.
+std::pair<int, std::string> Shell(const std::string& cmd);
+
+// A loop device over a sparse image of `bytes`; detached on destruction.
+// `sector_bytes` non-zero asks for direct I/O and that logical sector size
+// (falling back to a plain device when losetup cannot). device() is empty
+// when no device could be made, and error() says why.
+class LoopDevice {
+ public:
+  LoopDevice(const std::string& image, uint64_t bytes, int sector_bytes = 0);
+  ~LoopDevice();
+  LoopDevice(const LoopDevice&) = delete;
+  LoopDevice& operator=(const LoopDevice&) = delete;
+  const std::string& device() const { return device_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string device_;
+  std::string error_;
+};
+
+// Skips the test (with the reason) when loop devices cannot be used here.
+#define REQUIRE_LOOP(loop)                                                                         \
+  if (::geteuid() != 0) GTEST_SKIP() << "loop devices need root; skipping the direct-mode test";   \
+  if (::memkv::Shell("command -v losetup").first != 0) GTEST_SKIP() << "losetup is not installed"; \
+  if ((loop).device().empty()) GTEST_SKIP() << "no loop device: " << (loop).error()
 
 }  // namespace memkv
 
