@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev
   libibverbs-dev ibverbs-providers
   python3
+  prometheus
 )
 
 missing=()

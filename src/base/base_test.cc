@@ -7,6 +7,7 @@
 #include "base/bytes.h"
 #include "base/checksum.h"
 #include "base/hmac.h"
+#include "base/log.h"
 #include "base/units.h"
 #include "memkv/status.h"
 
@@ -145,6 +146,77 @@ TEST(RandomTest, FillsBytes) {
   ASSERT_TRUE(RandomBytes(a, sizeof(a)).ok());
   ASSERT_TRUE(RandomBytes(b, sizeof(b)).ok());
   EXPECT_NE(std::memcmp(a, b, sizeof(a)), 0);
+}
+
+// A LogLevel threshold and captured stderr for one test.
+class LogCapture {
+ public:
+  LogCapture() : saved_(GetLogLevel()) {
+    SetLogLevel(LogLevel::kInfo);
+    testing::internal::CaptureStderr();
+  }
+  ~LogCapture() { SetLogLevel(saved_); }
+  std::string Take() { return testing::internal::GetCapturedStderr(); }
+
+ private:
+  LogLevel saved_;
+};
+
+int CountOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(LogTest, LineCarriesAnOptionalComponent) {
+  const int64_t t = 1795341600'123'456'789;  // 2026-11-22T10:00:00.123456789Z
+  EXPECT_EQ(FormatLogLine(t, LogLevel::kWarn, "", "disk slow"), "2026-11-22T10:00:00.123Z WARN  disk slow\n");
+  EXPECT_EQ(FormatLogLine(t, LogLevel::kWarn, "drive", "disk slow"),
+            "2026-11-22T10:00:00.123Z WARN  [drive] disk slow\n");
+  EXPECT_EQ(FormatLogLine(t, LogLevel::kError, "server", "x"), "2026-11-22T10:00:00.123Z ERROR [server] x\n");
+
+  LogCapture capture;
+  LOG_WARN << "untagged " << 1;
+  LOG_INFO_C("drive") << "tagged " << 2;
+  LOG_DEBUG_C("drive") << "below the threshold";
+  std::string out = capture.Take();
+  EXPECT_NE(out.find("Z WARN  untagged 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("Z INFO  [drive] tagged 2\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("below the threshold"), std::string::npos) << out;
+}
+
+TEST(LogRateLimiterTest, OneLinePerIntervalThenReportsWhatItSuppressed) {
+  constexpr Nanos kSecond = 1'000'000'000;
+  LogRateLimiter limiter;
+  EXPECT_EQ(limiter.Allow(100 * kSecond, 10 * kSecond), 0);  // the first line always goes
+  EXPECT_EQ(limiter.Allow(101 * kSecond, 10 * kSecond), LogRateLimiter::kNotAllowed);
+  EXPECT_EQ(limiter.Allow(110 * kSecond - 1, 10 * kSecond), LogRateLimiter::kNotAllowed);
+  EXPECT_EQ(limiter.Allow(110 * kSecond, 10 * kSecond), 2);  // interval over: 2 were held back
+  EXPECT_EQ(limiter.Allow(111 * kSecond, 10 * kSecond), LogRateLimiter::kNotAllowed);
+  EXPECT_EQ(limiter.Allow(500 * kSecond, 10 * kSecond), 1);
+  EXPECT_EQ(limiter.Allow(600 * kSecond, 10 * kSecond), 0);  // nothing suppressed since
+}
+
+TEST(LogRateLimiterTest, MacroLimitsEachCallSiteAndAppendsTheSuppressedCount) {
+  LogCapture capture;
+  for (int i = 0; i < 5; ++i) {
+    LOG_WARN_EVERY(3600) << "site one " << i;
+    LOG_WARN_EVERY_C("drive", 3600) << "site two " << i;
+  }
+  LOG_EVERY_N_SEC(kDebug, 0) << "below the threshold";
+  bool else_taken = false;
+  if (else_taken) LOG_WARN_EVERY(1) << "never";  // the macro must not swallow this else
+  else else_taken = true;
+  // What the macro writes once the interval has passed with lines held back.
+  internal::LogMessage(LogLevel::kWarn, "drive", 4).stream() << "site two 5";
+  std::string out = capture.Take();
+  EXPECT_TRUE(else_taken);
+  EXPECT_EQ(CountOf(out, "site one"), 1) << out;
+  EXPECT_NE(out.find("WARN  site one 0\n"), std::string::npos) << out;
+  EXPECT_EQ(CountOf(out, "site two"), 2) << out;
+  EXPECT_NE(out.find("WARN  [drive] site two 0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("WARN  [drive] site two 5 (4 similar messages suppressed)\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("below the threshold"), std::string::npos) << out;
 }
 
 }  // namespace
