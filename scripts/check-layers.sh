@@ -6,17 +6,18 @@ cd "$(dirname "$0")/.."
 
 declare -A allowed=(
   [base]="base"
+  [metrics]="base metrics"
   [proto]="base proto"
   [config]="base config"
   [io]="base io"
   [storage]="base storage"
   [drive]="base drive"
   [verbs]="base verbs"
-  [server]="base proto config io storage verbs server"
-  [client]="base proto config io verbs client"
+  [server]="base proto config io storage drive verbs metrics server"
+  [client]="base proto config io verbs metrics client"
   [capi]="base client capi"
   [doctor]="base config verbs client doctor"
-  [cli]="base config server storage drive verbs client doctor cli"
+  [cli]="base config server storage drive verbs metrics client doctor cli"
 )
 
 status=0

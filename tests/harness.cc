@@ -87,7 +87,7 @@ Status ServerProcess::Start(const ServerSpec& spec) {
   std::string config = "network:\n  address: 127.0.0.1:0\n";
   if (!spec.auth_key_hex.empty()) config += "  auth_key: " + spec.auth_key_hex + "\n";
   config += "memory:\n  max_size: " + spec.memory_max_size + "\n  block_size: " + spec.memory_block_size +
-            "\nstorage:\n  mode: memory\n";
+            "\nstorage:\n" + (spec.storage_yaml.empty() ? std::string("  mode: memory\n") : spec.storage_yaml);
   std::string config_path = dir_.Write("config.yaml", config);
   stderr_path_ = dir_.path() + "/stderr.log";
 

@@ -46,6 +46,9 @@ struct ServerSpec {
   // Passed as --data-dir; empty: a fresh directory owned by the ServerProcess.
   std::string data_dir;
   std::vector<std::string> extra_args;
+  // The config's storage section, indented two spaces per line (e.g.
+  // "  mode: file\n  drives:\n    - media: /tmp/x/d0\n"); empty: memory mode.
+  std::string storage_yaml;
 };
 
 class ServerProcess {

@@ -173,7 +173,7 @@ int RunDoctor(const std::vector<std::string>& args, const Environment& env) {
     if (FileExists(system)) path = system;
   }
   doctor::DoctorOptions& options = flags.options;
-  options.config = EmbeddedDefaultConfig();
+  options.config = EmbeddedDefaultConfig(DefaultDataDir(env));
   if (!path.empty()) {
     Result<ServerConfig> config = LoadServerConfigFile(path);
     if (!config.ok()) {

@@ -15,10 +15,12 @@
 #include "base/log.h"
 #include "base/units.h"
 #include "cli/cli.h"
+#include "cli/start_drives.h"
 #include "config/server_config.h"
 #include "server/key_file.h"
 #include "server/rdma_endpoint.h"
 #include "server/server.h"
+#include "server/tier.h"
 #include "storage/memory_store.h"
 #include "verbs/verbs.h"
 
@@ -32,8 +34,10 @@ Runs a MemKV server in the foreground until SIGINT or SIGTERM.
 Options:
   --config PATH          server config (YAML, docs/configuration.md); default
                          /etc/memkv/config.yaml if it exists, else the embedded
-                         default: 127.0.0.1:9900, memory store sized to the box
-  --data-dir DIR         where the generated auth key lives (default ~/.memkv)
+                         default: 127.0.0.1:9900, memory pool sized to the box,
+                         values kept in DATA_DIR/drive0.memkv (file mode)
+  --data-dir DIR         where the generated auth key and the embedded
+                         default's drive file live (default ~/.memkv)
   --log-level LEVEL      debug, info, warn, error (default info)
   --workers N            event-loop threads (default: one per core, at most 8)
   --handshake-timeout-ms N  close connections that do not authenticate in time
@@ -117,7 +121,7 @@ Result<ServerConfig> ResolveConfig(const StartFlags& flags) {
     return LoadServerConfigFile(kSystemConfig);
   }
   LOG_INFO << "no config file: using the embedded single-node default";
-  return EmbeddedDefaultConfig();
+  return EmbeddedDefaultConfig(flags.data_dir);
 }
 
 uint64_t PhysicalMemoryBytes() {
@@ -132,6 +136,7 @@ void PrintEffective(const ServerConfig& c, const std::string& key_source) {
   std::printf("memory.block_size: %s\n", FormatSize(c.memory.block_size_bytes).c_str());
   std::printf("memory.max_size: %s\n", FormatSize(c.memory.max_size_bytes).c_str());
   std::printf("storage.mode: %s\n", std::string(StorageModeName(c.storage.mode)).c_str());
+  for (const DriveConfig& d : c.storage.drives) std::printf("storage.drive: %s\n", d.media.c_str());
 }
 
 // Whether the RDMA endpoint will register the pool: exactly when the
@@ -164,13 +169,6 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
     return kExitConfig;
   }
   ServerConfig& c = *config;
-  if (c.storage.mode != StorageMode::kMemory) {
-    std::fprintf(stderr,
-                 "memkv start: storage.mode '%s' needs the drive tier, which this release does not have "
-                 "yet; set storage.mode: memory\n",
-                 std::string(StorageModeName(c.storage.mode)).c_str());
-    return kExitConfig;
-  }
   if (c.memory.max_size_bytes == 0) c.memory.max_size_bytes = DefaultMemoryPoolBytes(PhysicalMemoryBytes());
 
   if (flags.check_only) {
@@ -230,6 +228,29 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
 
   RaiseOpenFilesLimit();
 
+  // Signals are taken by one thread with sigwait; every other thread (the
+  // drive tier's start here) inherits the blocked mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  std::unique_ptr<ExtentStore> drives;
+  if (c.storage.mode != StorageMode::kMemory) {
+    Result<std::unique_ptr<ExtentStore>> opened = OpenDrives(c.storage);
+    if (!opened.ok()) {
+      std::fprintf(stderr, "memkv start: %s\n", opened.status().message().c_str());
+      return kExitConfig;
+    }
+    drives = std::move(opened).value();
+  }
+  TierOptions tier_options;
+  tier_options.io_threads = static_cast<int>(c.storage.io_threads);
+  tier_options.promote_on_read = c.storage.promote_on_read;
+  Tier tier(store->get(), drives.get(), tier_options);
+
   // RDMA: no device is a normal state (TCP only); a configured MTU above the
   // port's active MTU is refused here, before anything listens.
   Result<std::unique_ptr<RdmaEndpoint>> rdma = RdmaEndpoint::Create(c.rdma, store->get(), verbs::SystemProvider());
@@ -237,15 +258,6 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
     std::fprintf(stderr, "memkv start: %s\n", rdma.status().message().c_str());
     return kExitConfig;
   }
-
-  // Signals are taken by one thread with sigwait; every other thread
-  // inherits the blocked mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
 
   ServerOptions options;
   options.host = c.network.host;
@@ -255,6 +267,7 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   options.handshake_timeout_ms = flags.handshake_timeout_ms;
   options.write_stall_timeout_ms = flags.write_stall_timeout_ms;
   options.rdma = rdma->get();
+  options.tier = &tier;
   Result<std::unique_ptr<Server>> server = Server::Create(options, store->get());
   if (!server.ok()) {
     std::fprintf(stderr, "memkv start: cannot listen on %s:%u: %s\n", c.network.host.c_str(), c.network.port,

@@ -15,6 +15,7 @@ namespace {
 using config_internal::Diagnostics;
 using config_internal::ReadMap;
 using config_internal::ReadString;
+using config_internal::BoolField;
 using config_internal::SizeField;
 using config_internal::StringField;
 using config_internal::Uint32Field;
@@ -23,6 +24,7 @@ using config_internal::kAddressAllowed;
 using config_internal::kGidIndexAllowed;
 using config_internal::kMtuAllowed;
 using config_internal::kNumDcisAllowed;
+using config_internal::kIoThreadsAllowed;
 using config_internal::kServiceLevelAllowed;
 using config_internal::kTrafficClassAllowed;
 
@@ -127,7 +129,7 @@ void ReadDrives(const YAML::Node& node, const std::string& path, Diagnostics* d,
     auto media = [&](const YAML::Node& v, const std::string& p) {
       has_media = ReadString(v, p, d, &drive.media);
     };
-    ReadMap(item, drive_path, {{"media", media}}, d);
+    ReadMap(item, drive_path, {{"media", media}, SizeField("size", d, &drive.size_bytes)}, d);
     if (!has_media && !d->IsFailed(media_path)) {
       d->Fail(media_path, media_path +
                               ": missing; each drive is {media: PATH} (a block "
@@ -144,7 +146,11 @@ void ReadStorage(const YAML::Node& node, Diagnostics* d, StorageConfig* out) {
     ReadDrives(v, p, d, &out->drives);
   };
   ReadMap(node, "storage",
-          {{"mode", mode}, SizeField("block_size", d, &out->block_size_bytes), {"drives", drives}},
+          {{"mode", mode},
+           SizeField("block_size", d, &out->block_size_bytes),
+           {"drives", drives},
+           BoolField("promote_on_read", d, &out->promote_on_read),
+           Uint32Field("io_threads", kIoThreadsAllowed, d, &out->io_threads)},
           d);
 }
 
@@ -172,13 +178,13 @@ std::string_view StorageModeName(StorageMode mode) {
   return "unknown";
 }
 
-ServerConfig EmbeddedDefaultConfig() {
+ServerConfig EmbeddedDefaultConfig(const std::string& data_dir) {
   ServerConfig config;
   // Loopback: a config-less start must not expose the store to the network.
   config.network.host = "127.0.0.1";
   config.network.port = 9900;
-  config.storage.mode = StorageMode::kMemory;
-  config.storage.drives.clear();
+  config.storage.mode = StorageMode::kFile;
+  config.storage.drives = {DriveConfig{.media = data_dir + "/drive0.memkv"}};
   config.memory.max_size_bytes = 0;
   return config;
 }

@@ -46,12 +46,19 @@ struct RdmaConfig {
 
 struct DriveConfig {
   std::string media;
+  // Mode file only: the size a missing drive file is created with on the
+  // first start (0 = kDefaultDriveFileBytes, at most half the free space).
+  uint64_t size_bytes = 0;
 };
+
+inline constexpr uint64_t kDefaultDriveFileBytes = 4ULL << 30;
 
 struct StorageConfig {
   StorageMode mode = StorageMode::kDirect;
   uint64_t block_size_bytes = 4ULL << 20;
   std::vector<DriveConfig> drives;
+  bool promote_on_read = true;   // copy values read from a drive back into DRAM
+  uint32_t io_threads = 4;       // drive I/O threads, 1..64
 };
 
 struct ServerConfig {
@@ -62,8 +69,9 @@ struct ServerConfig {
 };
 
 // The embedded default: what `memkv start` runs with no config file.
-// Loopback 127.0.0.1:9900, memory mode, pool sized to the box, no drives.
-ServerConfig EmbeddedDefaultConfig();
+// Loopback 127.0.0.1:9900, pool sized to the box, file mode with one drive
+// file, `data_dir`/drive0.memkv, created on the first start.
+ServerConfig EmbeddedDefaultConfig(const std::string& data_dir);
 
 // A pool size that suits a machine with `physical_memory_bytes` of RAM:
 // one eighth of it, at least 256 MiB and at most 16 GiB.

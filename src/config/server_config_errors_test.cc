@@ -8,6 +8,7 @@
 
 #include "config/client_config.h"
 #include "config/config_test_util.h"
+#include "base/units.h"
 #include "config/server_config.h"
 
 namespace memkv {
@@ -76,6 +77,26 @@ TEST(ServerConfigStorageTest, ModeAndDrivesMustAgree) {
   lines = ProblemLines(Parse("storage:\n  mode: disk\n"));
   ASSERT_EQ(lines.size(), 1u) << "a bad mode must not also trigger the drive rule";
   EXPECT_TRUE(HasLineWith(lines, {"storage.mode", "'disk'", "direct, file, memory"}));
+}
+
+TEST(ServerConfigStorageTest, TierFieldsParseAndAreChecked) {
+  Result<ServerConfig> ok = Parse(
+      "storage:\n  mode: file\n  promote_on_read: false\n  io_threads: 8\n  drives:\n"
+      "    - {media: /srv/a.memkv, size: 2 GiB}\n");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_FALSE(ok->storage.promote_on_read);
+  EXPECT_EQ(ok->storage.io_threads, 8u);
+  EXPECT_EQ(ok->storage.drives[0].size_bytes, 2 * kGiB);
+  std::vector<std::string> lines = ProblemLines(Parse(
+      "storage:\n  mode: direct\n  promote_on_read: maybe\n  io_threads: 0\n  drives:\n"
+      "    - {media: /dev/nvme0n1, size: 2 GiB}\n    - {media: /dev/nvme1n1}\n"));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_TRUE(HasLineWith(lines, {"storage.promote_on_read", "'maybe'", "true, false"}));
+  EXPECT_TRUE(HasLineWith(lines, {"storage.io_threads: 0 is out of range", "1..64"}));
+  EXPECT_TRUE(HasLineWith(lines, {"storage.drives[0].size", "storage.mode file"}));
+  lines = ProblemLines(Parse("storage:\n  mode: file\n  drives:\n    - {media: /a, size: 1 MiB}\n"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(HasLineWith(lines, {"storage.drives[0].size", "1 MiB", "at least 64 MiB"}));
 }
 
 TEST(ServerConfigStorageTest, EachDriveNeedsADistinctMedia) {
@@ -207,7 +228,7 @@ TEST(ServerConfigErrorsTest, RuleLinesPointAtTheFieldEvenWhenAbsent) {
 }
 
 TEST(ServerConfigValidateTest, AppliesRulesToConfigsBuiltInCode) {
-  ServerConfig c = EmbeddedDefaultConfig();
+  ServerConfig c = EmbeddedDefaultConfig("/var/lib/memkv");
   c.network.port = 65535;
   c.network.host = "no spaces allowed";
   c.network.auth_key = std::vector<uint8_t>(16, 0);

@@ -43,12 +43,15 @@ TEST(ServerConfigDefaultsTest, StructDefaultsMatchSpec) {
   EXPECT_EQ(c.storage.block_size_bytes, 4 * kMiB);
 }
 
-TEST(ServerConfigDefaultsTest, EmbeddedDefaultIsLoopbackMemoryAndValid) {
-  ServerConfig c = EmbeddedDefaultConfig();
+TEST(ServerConfigDefaultsTest, EmbeddedDefaultIsLoopbackFileModeAndValid) {
+  ServerConfig c = EmbeddedDefaultConfig("/home/u/.memkv");
   EXPECT_EQ(c.network.host, "127.0.0.1");
   EXPECT_EQ(c.network.port, 9900);
-  EXPECT_EQ(c.storage.mode, StorageMode::kMemory);
-  EXPECT_TRUE(c.storage.drives.empty());
+  EXPECT_EQ(c.storage.mode, StorageMode::kFile);
+  ASSERT_EQ(c.storage.drives.size(), 1u);
+  EXPECT_EQ(c.storage.drives[0].media, "/home/u/.memkv/drive0.memkv");
+  EXPECT_TRUE(c.storage.promote_on_read);
+  EXPECT_EQ(c.storage.io_threads, 4u);
   EXPECT_EQ(c.memory.max_size_bytes, 0u);
   EXPECT_TRUE(ValidateServerConfig(c).ok()) << ValidateServerConfig(c).ToString();
 }

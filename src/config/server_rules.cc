@@ -131,6 +131,20 @@ void CheckDrives(const StorageConfig& s, Diagnostics* d) {
 void CheckStorage(const StorageConfig& s, Diagnostics* d) {
   CheckBlockSize("storage.block_size", s.block_size_bytes, d);
   CheckDrives(s, d);
+  if (s.io_threads < 1 || s.io_threads > 64) {
+    d->Violation({"storage.io_threads"}, OutOfRange("storage.io_threads", s.io_threads, kIoThreadsAllowed));
+  }
+  for (size_t i = 0; i < s.drives.size(); ++i) {
+    const DriveConfig& drive = s.drives[i];
+    const std::string path = "storage.drives[" + std::to_string(i) + "].size";
+    if (drive.size_bytes != 0 && s.mode != StorageMode::kFile) {
+      d->Violation({path, "storage.mode"},
+                   path + ": only drive files (storage.mode file) are created with a size; a block device "
+                          "has its own; remove it");
+    } else if (drive.size_bytes != 0 && drive.size_bytes < 64 * kMiB) {
+      d->Violation({path}, path + ": " + FormatSize(drive.size_bytes) + " is too small; allowed: at least 64 MiB");
+    }
+  }
   const std::string mode(StorageModeName(s.mode));
   if (s.mode != StorageMode::kMemory && s.drives.empty()) {
     d->Violation({"storage.drives", "storage.mode"},

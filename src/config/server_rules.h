@@ -24,6 +24,7 @@ inline constexpr std::string_view kTrafficClassAllowed =
 inline constexpr std::string_view kServiceLevelAllowed = "0..15 (0 = auto)";
 inline constexpr std::string_view kMtuAllowed = "256, 512, 1024, 2048, 4096";
 inline constexpr std::string_view kNumDcisAllowed = "1..1024";
+inline constexpr std::string_view kIoThreadsAllowed = "1..64";
 
 // Adds one Violation line to `d` per broken rule.
 void CheckServerRules(const ServerConfig& config, Diagnostics* d);

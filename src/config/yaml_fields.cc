@@ -164,6 +164,17 @@ bool ReadString(const YAML::Node& node, const std::string& path, Diagnostics* d,
   return true;
 }
 
+bool ReadBool(const YAML::Node& node, const std::string& path, Diagnostics* d, bool* out) {
+  std::string text;
+  if (!ReadString(node, path, d, &text)) return false;
+  if (text == "true" || text == "false") {
+    *out = text == "true";
+    return true;
+  }
+  d->Fail(path, path + ": '" + text + "' is not a boolean; allowed: true, false");
+  return false;
+}
+
 bool ReadStringList(const YAML::Node& node, const std::string& path, Diagnostics* d,
                     std::vector<std::string>* out) {
   if (node.IsNull()) return false;
@@ -241,6 +252,10 @@ FieldSpec StringField(std::string_view name, Diagnostics* d, std::string* out) {
 
 FieldSpec SizeField(std::string_view name, Diagnostics* d, uint64_t* out) {
   return {name, [d, out](const YAML::Node& v, const std::string& p) { ReadSize(v, p, d, out); }};
+}
+
+FieldSpec BoolField(std::string_view name, Diagnostics* d, bool* out) {
+  return {name, [d, out](const YAML::Node& v, const std::string& p) { ReadBool(v, p, d, out); }};
 }
 
 FieldSpec Uint32Field(std::string_view name, std::string_view allowed, Diagnostics* d,

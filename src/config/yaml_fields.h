@@ -48,11 +48,15 @@ void ReadMap(const YAML::Node& node, const std::string& path, const std::vector<
 // FieldSpecs for the plain kinds; `out` and `d` must outlive the ReadMap call.
 FieldSpec StringField(std::string_view name, Diagnostics* d, std::string* out);
 FieldSpec SizeField(std::string_view name, Diagnostics* d, uint64_t* out);
+FieldSpec BoolField(std::string_view name, Diagnostics* d, bool* out);
 FieldSpec Uint32Field(std::string_view name, std::string_view allowed, Diagnostics* d,
                       uint32_t* out);
 
 // A scalar as text.
 bool ReadString(const YAML::Node& node, const std::string& path, Diagnostics* d, std::string* out);
+
+// "true" or "false".
+bool ReadBool(const YAML::Node& node, const std::string& path, Diagnostics* d, bool* out);
 
 // A list of scalars; each entry as text.
 bool ReadStringList(const YAML::Node& node, const std::string& path, Diagnostics* d,

@@ -511,7 +511,7 @@ TEST(DeviceTest, FlagBeatsConfigAndNoConfigTakesTheFirstDevice) {
   EXPECT_EQ(Get(flag.report, "device.present").observed, "mlx5_0 (--device; present: mlx5_0)");
 
   Outcome none = Check(Fixture("healthy-mlx5"), [](DoctorOptions& o) {
-    o.config = EmbeddedDefaultConfig();
+    o.config = EmbeddedDefaultConfig("/var/lib/memkv");
     o.config.memory.max_size_bytes = 1ull << 30;
     o.config_path.clear();
   });

@@ -11,6 +11,7 @@
 
 #include "base/bytes.h"
 #include "base/checksum.h"
+#include "base/iov.h"
 #include "base/log.h"
 #include "drive/extent_store_impl.h"
 
@@ -264,8 +265,8 @@ Result<Allocation> AllocateLocked(ExtentStore::Impl& s, uint64_t count, std::str
 
 // Writes every extent of the value (in waves of staging buffers). No sync:
 // the commit leader syncs all drives of a batch at once.
-Status WriteExtents(ExtentStore::Impl& s, std::string_view key, std::span<const uint8_t> value,
-                    const Allocation& a, bool* drive_failed) {
+Status WriteExtents(ExtentStore::Impl& s, std::string_view key, std::span<const iovec> value,
+                    uint64_t value_bytes, const Allocation& a, bool* drive_failed) {
   const size_t n = a.extents.size();
   for (size_t start = 0; start < n;) {
     std::vector<uint32_t> bufs = s.AcquireBuffers(n - start);
@@ -275,12 +276,12 @@ Status WriteExtents(ExtentStore::Impl& s, std::string_view key, std::span<const 
       const size_t i = start + j;
       const ExtentRef& e = a.extents[i];
       const Drive& d = s.drives[e.drive];
-      const uint64_t data_bytes = DataBytes(value.size(), s.block_bytes, i);
+      const uint64_t data_bytes = DataBytes(value_bytes, s.block_bytes, i);
       const uint64_t io_bytes = s.IoBytes(d, data_bytes);
       uint8_t* b = s.buffer(bufs[j]);
-      std::memcpy(b + kDriveHeaderBytes, value.data() + i * s.block_bytes, data_bytes);
+      CopyFromIov(value, i * s.block_bytes, b + kDriveHeaderBytes, data_bytes);
       std::memset(b + kDriveHeaderBytes + data_bytes, 0, io_bytes - kDriveHeaderBytes - data_bytes);
-      ExtentHeader h{.store_uuid = s.store_uuid, .generation = a.generation, .value_bytes = value.size(),
+      ExtentHeader h{.store_uuid = s.store_uuid, .generation = a.generation, .value_bytes = value_bytes,
                      .extent_index = uint32_t(i), .extent_count = uint32_t(n), .data_bytes = uint32_t(data_bytes),
                      .key = key};
       EncodeExtentHeader(h, std::span<const uint8_t>(b + kDriveHeaderBytes, data_bytes),
@@ -304,14 +305,19 @@ Status WriteExtents(ExtentStore::Impl& s, std::string_view key, std::span<const 
 }  // namespace
 
 Status ExtentStore::Put(std::string_view key, std::span<const uint8_t> value) {
+  const iovec one{const_cast<uint8_t*>(value.data()), value.size()};
+  return PutIov(key, std::span<const iovec>(&one, 1), Checksum(value.data(), value.size()));
+}
+
+Status ExtentStore::PutIov(std::string_view key, std::span<const iovec> value, uint64_t checksum) {
   MEMKV_RETURN_IF_ERROR(CheckKey(key));
   Impl& s = *impl_;
-  const uint64_t extents = (value.size() + s.block_bytes - 1) / s.block_bytes;
+  const uint64_t value_bytes = IovBytes(value);
+  const uint64_t extents = (value_bytes + s.block_bytes - 1) / s.block_bytes;
   if (extents > kMaxExtentsPerValue) {
-    return TooLarge("put " + KeyForLog(key) + ": value of " + std::to_string(value.size()) + " bytes needs " +
+    return TooLarge("put " + KeyForLog(key) + ": value of " + std::to_string(value_bytes) + " bytes needs " +
                     std::to_string(extents) + " extents, more than " + std::to_string(kMaxExtentsPerValue));
   }
-  const uint64_t checksum = Checksum(value.data(), value.size());
   {
     std::lock_guard<std::mutex> lock(s.mu);
     s.counters.puts++;
@@ -326,7 +332,7 @@ Status ExtentStore::Put(std::string_view key, std::span<const uint8_t> value) {
       MEMKV_ASSIGN_OR_RETURN(a, AllocateLocked(s, extents, key));
     }
     bool drive_failed = false;
-    Status w = WriteExtents(s, key, value, a, &drive_failed);
+    Status w = WriteExtents(s, key, value, value_bytes, a, &drive_failed);
     if (!w.ok()) {
       std::lock_guard<std::mutex> lock(s.mu);
       s.FreeSlotsLocked(a.extents);
@@ -338,7 +344,7 @@ Status ExtentStore::Put(std::string_view key, std::span<const uint8_t> value) {
     op.kind = CommitOp::Kind::kPut;
     op.key = key;
     op.generation = a.generation;
-    op.value_bytes = value.size();
+    op.value_bytes = value_bytes;
     op.value_checksum = checksum;
     op.extents = a.extents;
     CommitOp* ops[] = {&op};
@@ -359,7 +365,7 @@ Status ExtentStore::Put(std::string_view key, std::span<const uint8_t> value) {
 namespace {
 
 // Reads and verifies every extent of `e` into dst (e.value_bytes long).
-Status ReadExtents(ExtentStore::Impl& s, const Entry& e, uint8_t* dst) {
+Status ReadExtents(ExtentStore::Impl& s, const Entry& e, std::span<const iovec> dst) {
   const size_t n = e.extents.size();
   for (size_t start = 0; start < n;) {
     std::vector<uint32_t> bufs = s.AcquireBuffers(n - start);
@@ -390,7 +396,7 @@ Status ReadExtents(ExtentStore::Impl& s, const Entry& e, uint8_t* dst) {
                             std::to_string(e.extents[i].drive) + " slot " + std::to_string(e.extents[i].slot));
         continue;
       }
-      std::memcpy(dst + i * s.block_bytes, b + kDriveHeaderBytes, data_bytes);
+      CopyToIov(dst, i * s.block_bytes, b + kDriveHeaderBytes, data_bytes);
     }
     s.ReleaseBuffers(bufs);
     if (!std::all_of(ops.begin(), ops.end(), [](const IoOp& op) { return op.ok(); })) {
@@ -453,23 +459,31 @@ Result<std::vector<uint8_t>> ExtentStore::Get(std::string_view key) {
   MEMKV_RETURN_IF_ERROR(CheckKey(key));
   MEMKV_ASSIGN_OR_RETURN(std::shared_ptr<Entry> e, PinForRead(*impl_, key));
   std::vector<uint8_t> out(e->value_bytes);
-  Status read = ReadExtents(*impl_, *e, out.data());
+  const iovec one{out.data(), out.size()};
+  Status read = ReadExtents(*impl_, *e, std::span<const iovec>(&one, 1));
   MEMKV_RETURN_IF_ERROR(FinishRead(*impl_, e, read));
   return out;
 }
 
 Result<size_t> ExtentStore::GetInto(std::string_view key, std::span<uint8_t> buffer) {
+  const iovec one{buffer.data(), buffer.size()};
+  MEMKV_ASSIGN_OR_RETURN(ValueInfo info, GetIov(key, std::span<const iovec>(&one, 1)));
+  return size_t(info.size_bytes);
+}
+
+Result<ValueInfo> ExtentStore::GetIov(std::string_view key, std::span<const iovec> buffer) {
   MEMKV_RETURN_IF_ERROR(CheckKey(key));
   MEMKV_ASSIGN_OR_RETURN(std::shared_ptr<Entry> e, PinForRead(*impl_, key));
-  if (buffer.size() < e->value_bytes) {
+  const uint64_t room = IovBytes(buffer);
+  if (room < e->value_bytes) {
     Status too = TooLarge("get " + KeyForLog(key) + ": value of " + std::to_string(e->value_bytes) +
-                          " bytes does not fit the " + std::to_string(buffer.size()) + "-byte buffer");
+                          " bytes does not fit the " + std::to_string(room) + "-byte buffer");
     FinishRead(*impl_, e, Status::Ok(), /*counted=*/false);
     return too;
   }
-  Status read = ReadExtents(*impl_, *e, buffer.data());
+  Status read = ReadExtents(*impl_, *e, buffer);
   MEMKV_RETURN_IF_ERROR(FinishRead(*impl_, e, read));
-  return size_t(e->value_bytes);
+  return ValueInfo{.size_bytes = e->value_bytes, .checksum = e->value_checksum, .generation = e->generation};
 }
 
 Result<ValueInfo> ExtentStore::Stat(std::string_view key) {

@@ -36,6 +36,8 @@
 #ifndef MEMKV_DRIVE_EXTENT_STORE_H_
 #define MEMKV_DRIVE_EXTENT_STORE_H_
 
+#include <sys/uio.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -145,12 +147,19 @@ class ExtentStore {
   // drives when no room; IoError when a drive failed (it is then offline and
   // a retry goes to the others); Unavailable when no drive is online.
   Status Put(std::string_view key, std::span<const uint8_t> value);
+  // As Put, gathering the value from `value` (read as one byte string) whose
+  // Checksum() the caller already knows: the tier writes straight from DRAM
+  // pool chunks. `checksum` is stored, not recomputed.
+  Status PutIov(std::string_view key, std::span<const iovec> value, uint64_t checksum);
   // NotFound on a miss, including a value whose extent fails its checksum or
   // whose drive failed (both counted; the value is dropped).
   Result<std::vector<uint8_t>> Get(std::string_view key);
   // As Get, into `buffer`; returns the size. TooLarge naming both sizes when
   // the buffer is too small.
   Result<size_t> GetInto(std::string_view key, std::span<uint8_t> buffer);
+  // As GetInto, scattering into `buffer` (its iovecs read as one byte
+  // string); returns the value's size, checksum and generation.
+  Result<ValueInfo> GetIov(std::string_view key, std::span<const iovec> buffer);
   // Size, checksum and generation from the index (no I/O, no LRU touch).
   Result<ValueInfo> Stat(std::string_view key);
   bool Exists(std::string_view key);

@@ -23,8 +23,9 @@ constexpr size_t kMaxErrorMessageBytes = 1024;
 
 }  // namespace
 
-Connection::Connection(UniqueFd fd, std::string peer, const ConnectionContext& ctx, Nanos now)
-    : fd_(std::move(fd)),
+Connection::Connection(uint64_t id, UniqueFd fd, std::string peer, const ConnectionContext& ctx, Nanos now)
+    : id_(id),
+      fd_(std::move(fd)),
       peer_(std::move(peer)),
       ctx_(ctx),
       accepted_at_(now),
@@ -37,7 +38,7 @@ Connection::Connection(UniqueFd fd, std::string peer, const ConnectionContext& c
 Connection::~Connection() { ctx_.metrics->connections_active.fetch_sub(1, std::memory_order_relaxed); }
 
 bool Connection::WantsRead() const {
-  return !closing_ && out_.size() < proto::kMaxInflightPerConnection;
+  return !closing_ && !drive_wait_ && out_.size() < proto::kMaxInflightPerConnection;
 }
 
 bool Connection::OnReadable() {
@@ -58,6 +59,12 @@ bool Connection::OnReadable() {
 }
 
 bool Connection::OnWritable() { return Flush(); }
+
+bool Connection::OnDriveDone(const DriveDone& done) {
+  drive_wait_ = false;
+  done(*this);
+  return OnReadable();
+}
 
 // Reads what the socket has into the input buffer. False on EOF or error.
 bool Connection::FillInput() {
@@ -83,7 +90,7 @@ bool Connection::FillInput() {
 
 // Consumes complete headers and metas from the input buffer.
 void Connection::ParseFrames() {
-  while (!closing_ && out_.size() < proto::kMaxInflightPerConnection) {
+  while (WantsRead()) {
     size_t avail = in_end_ - in_start_;
     if (state_ == ReadState::kHeader) {
       if (avail < proto::kHeaderSize) return;
@@ -297,7 +304,8 @@ std::span<const uint8_t> MetaOf(const std::vector<uint8_t>& head) {
 }  // namespace
 
 void Connection::Respond(StatusCode status, std::string meta, std::vector<iovec> payload,
-                         std::vector<ReadHandle> pins, uint64_t checksum) {
+                         std::vector<ReadHandle> pins, uint64_t checksum,
+                         std::vector<std::vector<uint8_t>> owned) {
   if (status != StatusCode::kOk && status != StatusCode::kNotFound) {
     ctx_.metrics->errors_by_opcode[cur_.opcode].fetch_add(1, std::memory_order_relaxed);
   }
@@ -309,6 +317,7 @@ void Connection::Respond(StatusCode status, std::string meta, std::vector<iovec>
   if (auth_ != nullptr) SetTag(frame.head, auth_->SignNext(frame.head.data(), MetaOf(frame.head)));
   frame.iov = std::move(payload);
   frame.pins = std::move(pins);
+  frame.owned = std::move(owned);
   Queue(std::move(frame));
 }
 

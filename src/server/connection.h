@@ -13,6 +13,12 @@
 // framing) queues an error response, stops reading and closes once it is
 // flushed.
 //
+// With drives (ctx.tier->has_drives()), requests that need drive I/O (a put's
+// write-through, a get that misses DRAM, a delete) run on the tier's I/O
+// threads: the connection parks (reads no further requests, so responses
+// still leave in order), and the worker resumes it when the work's result
+// arrives through its DriveMailbox. Other connections are served meanwhile.
+//
 // Owned by one Worker and touched only by that worker's thread.
 #ifndef MEMKV_SERVER_CONNECTION_H_
 #define MEMKV_SERVER_CONNECTION_H_
@@ -21,7 +27,9 @@
 
 #include <array>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -33,15 +41,41 @@
 #include "proto/frame.h"
 #include "server/metrics.h"
 #include "server/rdma_endpoint.h"
+#include "server/tier.h"
 #include "storage/memory_store.h"
 #include "verbs/verbs.h"
 
 namespace memkv {
 
+class Connection;
+
+// What finished drive work hands back: run on the worker, with the connection
+// (if it still exists) that asked for it.
+using DriveDone = std::function<void(Connection&)>;
+
+// A worker's inbox for finished drive work. Post may be called from any
+// thread and wakes the worker (writes `wake_fd`); after Close, posts are
+// dropped (the closure is destroyed on the posting thread).
+class DriveMailbox {
+ public:
+  explicit DriveMailbox(int wake_fd) : wake_fd_(wake_fd) {}
+  void Post(uint64_t connection_id, DriveDone done);
+  std::vector<std::pair<uint64_t, DriveDone>> Take();
+  void Close();
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<uint64_t, DriveDone>> done_;  // guarded by mu_
+  bool closed_ = false;                               // guarded by mu_
+  int wake_fd_;
+};
+
 // What every connection of a worker shares. The HMAC under the master key is
 // per worker (HmacSha256 is not thread-safe).
 struct ConnectionContext {
   MemoryStore* store = nullptr;
+  Tier* tier = nullptr;                       // store plus drives; drive work only when tier->has_drives()
+  std::shared_ptr<DriveMailbox> mailbox;      // where drive work reports back
   RdmaEndpoint* rdma = nullptr;  // null: TCP only
   Nanos rdma_grant_lease_ns = 30'000'000'000;  // a slot or pin held longer closes the connection
   ServerMetrics* metrics = nullptr;
@@ -51,11 +85,13 @@ struct ConnectionContext {
 
 class Connection {
  public:
-  Connection(UniqueFd fd, std::string peer, const ConnectionContext& ctx, Nanos now);
+  // `id` is unique for the worker's lifetime (fds are reused, ids are not).
+  Connection(uint64_t id, UniqueFd fd, std::string peer, const ConnectionContext& ctx, Nanos now);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
+  uint64_t id() const { return id_; }
   int fd() const { return fd_.get(); }
   const std::string& peer() const { return peer_; }
   bool authenticated() const { return auth_ != nullptr; }
@@ -66,6 +102,9 @@ class Connection {
   // Event handlers; false means "close me now".
   bool OnReadable();
   bool OnWritable();
+  // The drive work this connection waits for has finished: runs `done`
+  // (which queues the response) and resumes reading requests.
+  bool OnDriveDone(const DriveDone& done);
 
   bool WantsRead() const;
   bool WantsWrite() const { return !out_.empty(); }
@@ -73,7 +112,7 @@ class Connection {
   bool closing() const { return closing_; }
   // Stop reading (server shutdown); responses already queued still go out.
   void BeginClose() { closing_ = true; }
-  bool Finished() const { return closing_ && out_.empty(); }
+  bool Finished() const { return closing_ && out_.empty() && !drive_wait_; }
   // False when a grant outlived its lease (the client is gone or stuck
   // mid-transfer): the caller closes the connection, which cuts its QPs off
   // from the pool before the memory is reused.
@@ -86,6 +125,7 @@ class Connection {
     std::vector<uint8_t> head;      // fields | tag | meta
     std::vector<iovec> iov;         // head, then payload pieces
     std::vector<ReadHandle> pins;   // keep value bytes alive until sent
+    std::vector<std::vector<uint8_t>> owned;  // value bytes read from a drive, not in DRAM
     size_t first = 0;               // first unsent iov
   };
 
@@ -118,7 +158,8 @@ class Connection {
   bool Flush();
   void Queue(OutFrame frame);
   void Respond(StatusCode status, std::string meta, std::vector<iovec> payload = {},
-               std::vector<ReadHandle> pins = {}, uint64_t checksum = 0);
+               std::vector<ReadHandle> pins = {}, uint64_t checksum = 0,
+               std::vector<std::vector<uint8_t>> owned = {});
   // The Connect answer: tagged under the shared key and bound to the client nonce.
   void RespondConnect(std::string meta, std::span<const uint8_t> client_nonce);
   void RespondError(const Status& status);
@@ -142,6 +183,31 @@ class Connection {
   // An RDMA control op on a connection without accepted QPs.
   bool RequireRdma();
 
+  // connection_tier.cc: requests that touch the drives.
+  bool Tiered() const { return ctx_.tier != nullptr && ctx_.tier->has_drives(); }
+  // Runs part(0) .. part(parts - 1) on the tier's I/O threads, then (on the
+  // thread of the last part) finish(), whose result runs on this worker via
+  // OnDriveDone. The connection is parked until then. Both functions must
+  // own what they touch: the connection may be gone when they run.
+  void RunOnDrive(size_t parts, std::function<void(size_t)> part, std::function<DriveDone()> finish);
+  // Write-through for verified put items (status Ok), then the response.
+  void WriteThroughAndRespond(std::vector<PayloadSink::Item> items, bool batch);
+  void RespondPuts(std::vector<PayloadSink::Item>& items, bool batch);
+  // Get / BatchGet / RdmaGet misses that are on a drive.
+  void FetchAndRespondGet(std::string key);
+  void FetchAndGrant(std::string key);
+  void RdmaCommitThrough(PendingPut put, std::string key, uint64_t checksum);
+  void DeleteThrough(std::string key);
+  // A Get response from DRAM (pinned) or drive bytes.
+  void RespondValue(FetchedValue value);
+  struct BatchGetSlot {
+    StatusCode status = StatusCode::kNotFound;
+    FetchedValue value;
+  };
+  void RespondBatchGet(std::vector<BatchGetSlot>& slots);
+  void GrantPin(ReadHandle handle);
+
+  uint64_t id_;
   UniqueFd fd_;
   std::string peer_;
   ConnectionContext ctx_;
@@ -150,6 +216,7 @@ class Connection {
   std::unique_ptr<proto::FrameAuth> auth_;
   bool closing_ = false;
   bool logged_error_ = false;
+  bool drive_wait_ = false;  // parked until drive work reports back
 
   // Input buffer for headers and metas; payloads bypass it when large.
   std::vector<uint8_t> in_;

@@ -158,6 +158,10 @@ void Connection::HandleRdmaCommit() {
                           " bytes written by RDMA do not match their checksum; the put was dropped"));
     return;
   }
+  if (Tiered()) {
+    RdmaCommitThrough(std::move(g.put), std::move(g.key), g.checksum);
+    return;
+  }
   const uint64_t size = g.put.size();
   s = ctx_.store->CommitPut(std::move(g.put), g.key, g.checksum);
   if (s.ok()) ctx_.metrics->rdma_put_bytes.fetch_add(size, std::memory_order_relaxed);
@@ -170,21 +174,27 @@ void Connection::HandleRdmaGet(std::string_view key) {
   if (s.ok()) s = GrantRoom(grants_.size());
   Result<ReadHandle> handle = s.ok() ? ctx_.store->Get(key) : Result<ReadHandle>(s);
   if (!handle.ok()) {
-    if (handle.status().code() == StatusCode::kNotFound) {
+    if (handle.status().code() == StatusCode::kNotFound && Tiered() && ctx_.tier->OnDriveOnly(key)) {
+      FetchAndGrant(std::string(key));
+    } else if (handle.status().code() == StatusCode::kNotFound) {
       Respond(StatusCode::kNotFound, "");
     } else {
       RespondError(handle.status());
     }
     return;
   }
+  GrantPin(std::move(handle).value());
+}
+
+void Connection::GrantPin(ReadHandle handle) {
   proto::RdmaGrant grant;
   grant.token = next_token_++;
-  grant.value_len = handle->size();
-  grant.checksum = handle->checksum();
-  grant.segments = Segments(handle->iov());
-  ctx_.metrics->rdma_get_bytes.fetch_add(handle->size(), std::memory_order_relaxed);
+  grant.value_len = handle.size();
+  grant.checksum = handle.checksum();
+  grant.segments = Segments(handle.iov());
+  ctx_.metrics->rdma_get_bytes.fetch_add(handle.size(), std::memory_order_relaxed);
   Grant& g = grants_[grant.token];
-  g.pin = std::move(handle).value();
+  g.pin = std::move(handle);
   g.expires = MonotonicNanos() + ctx_.rdma_grant_lease_ns;
   Respond(StatusCode::kOk, proto::EncodeRdmaGrant(grant));
 }
@@ -311,14 +321,24 @@ void Connection::FinishPayload() {
       return;
     }
   }
-  std::vector<StatusCode> statuses;
-  Status last_error;
+  if (Tiered()) {
+    WriteThroughAndRespond(std::move(sink.items), sink.batch);
+    return;
+  }
   for (PayloadSink::Item& item : sink.items) {
     if (item.status.ok()) item.status = ctx_.store->CommitPut(std::move(item.put), item.key, item.checksum);
+  }
+  RespondPuts(sink.items, sink.batch);
+}
+
+void Connection::RespondPuts(std::vector<PayloadSink::Item>& items, bool batch) {
+  std::vector<StatusCode> statuses;
+  Status last_error;
+  for (const PayloadSink::Item& item : items) {
     statuses.push_back(item.status.code());
     if (!item.status.ok()) last_error = item.status;
   }
-  if (sink.batch) {
+  if (batch) {
     Respond(StatusCode::kOk, proto::EncodeStatusList(statuses));
   } else if (last_error.ok()) {
     Respond(StatusCode::kOk, "");
@@ -335,18 +355,36 @@ void Connection::HandleGet(std::string_view key) {
   }
   Result<ReadHandle> handle = ctx_.store->Get(key);
   if (!handle.ok()) {
-    if (handle.status().code() == StatusCode::kNotFound) {
+    if (handle.status().code() == StatusCode::kNotFound && Tiered() && ctx_.tier->OnDriveOnly(key)) {
+      FetchAndRespondGet(std::string(key));
+    } else if (handle.status().code() == StatusCode::kNotFound) {
       Respond(StatusCode::kNotFound, "");
     } else {
       RespondError(handle.status());
     }
     return;
   }
-  std::vector<iovec> iov(handle->iov().begin(), handle->iov().end());
-  uint64_t checksum = handle->checksum();
+  FetchedValue value;
+  value.in_dram = true;
+  value.handle = std::move(handle).value();
+  RespondValue(std::move(value));
+}
+
+void Connection::RespondValue(FetchedValue value) {
   std::vector<ReadHandle> pins;
-  pins.push_back(std::move(handle).value());
-  Respond(StatusCode::kOk, "", std::move(iov), std::move(pins), checksum);
+  std::vector<std::vector<uint8_t>> owned;
+  std::vector<iovec> iov;
+  uint64_t checksum = 0;
+  if (value.in_dram) {
+    iov.assign(value.handle.iov().begin(), value.handle.iov().end());
+    checksum = value.handle.checksum();
+    pins.push_back(std::move(value.handle));
+  } else {
+    checksum = value.checksum;
+    if (!value.bytes.empty()) iov.push_back({value.bytes.data(), value.bytes.size()});
+    owned.push_back(std::move(value.bytes));
+  }
+  Respond(StatusCode::kOk, "", std::move(iov), std::move(pins), checksum, std::move(owned));
 }
 
 void Connection::HandleBatchGet() {
@@ -356,31 +394,76 @@ void Connection::HandleBatchGet() {
     RespondError(valid);
     return;
   }
-  std::vector<proto::GetItem> items(keys.size());
-  std::vector<iovec> iov;
-  std::vector<ReadHandle> pins;
-  uint64_t total = 0;
+  auto slots = std::make_shared<std::vector<BatchGetSlot>>(keys.size());
+  auto drive_keys = std::make_shared<std::vector<std::pair<size_t, std::string>>>();
   for (size_t i = 0; i < keys.size(); ++i) {
     Result<ReadHandle> handle = ctx_.store->Get(keys[i]);
-    if (!handle.ok()) {
-      items[i].status = handle.status().code();
-      continue;
+    BatchGetSlot& slot = (*slots)[i];
+    if (handle.ok()) {
+      slot.status = StatusCode::kOk;
+      slot.value.in_dram = true;
+      slot.value.handle = std::move(handle).value();
+    } else if (handle.status().code() == StatusCode::kNotFound && Tiered() && ctx_.tier->OnDriveOnly(keys[i])) {
+      drive_keys->emplace_back(i, std::string(keys[i]));
+    } else {
+      slot.status = handle.status().code();
     }
-    if (total + handle->size() > proto::kMaxPayloadBytes) {
+  }
+  if (drive_keys->empty()) {
+    RespondBatchGet(*slots);
+    return;
+  }
+  Tier* tier = ctx_.tier;
+  RunOnDrive(
+      drive_keys->size(),
+      [tier, slots, drive_keys](size_t j) {
+        const auto& [i, key] = (*drive_keys)[j];
+        Result<FetchedValue> value = tier->Fetch(key, /*need_dram=*/false);
+        BatchGetSlot& slot = (*slots)[i];
+        slot.status = value.ok() ? StatusCode::kOk : value.status().code();
+        if (value.ok()) slot.value = std::move(value).value();
+      },
+      [slots]() -> DriveDone { return [slots](Connection& c) { c.RespondBatchGet(*slots); }; });
+}
+
+void Connection::RespondBatchGet(std::vector<BatchGetSlot>& slots) {
+  std::vector<proto::GetItem> items(slots.size());
+  std::vector<iovec> iov;
+  std::vector<ReadHandle> pins;
+  std::vector<std::vector<uint8_t>> owned;
+  uint64_t total = 0;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    BatchGetSlot& slot = slots[i];
+    items[i].status = slot.status;
+    if (slot.status != StatusCode::kOk) continue;
+    FetchedValue& v = slot.value;
+    const uint64_t size = v.in_dram ? v.handle.size() : v.size;
+    if (total + size > proto::kMaxPayloadBytes) {
       // The answer would exceed one frame; the client fetches this one alone.
       items[i].status = StatusCode::kTooLarge;
       continue;
     }
-    total += handle->size();
-    items[i] = {StatusCode::kOk, handle->size(), handle->checksum()};
-    iov.insert(iov.end(), handle->iov().begin(), handle->iov().end());
-    pins.push_back(std::move(handle).value());
+    total += size;
+    if (v.in_dram) {
+      items[i] = {StatusCode::kOk, size, v.handle.checksum()};
+      iov.insert(iov.end(), v.handle.iov().begin(), v.handle.iov().end());
+      pins.push_back(std::move(v.handle));
+    } else {
+      items[i] = {StatusCode::kOk, size, v.checksum};
+      if (size > 0) iov.push_back({v.bytes.data(), v.bytes.size()});
+      owned.push_back(std::move(v.bytes));
+    }
   }
-  Respond(StatusCode::kOk, proto::EncodeBatchGetResponse(items), std::move(iov), std::move(pins));
+  Respond(StatusCode::kOk, proto::EncodeBatchGetResponse(items), std::move(iov), std::move(pins), 0,
+          std::move(owned));
 }
 
 void Connection::HandleDelete(std::string_view key) {
   Status s = proto::CheckKey(key);
+  if (s.ok() && Tiered()) {
+    DeleteThrough(std::string(key));
+    return;
+  }
   if (s.ok()) s = ctx_.store->Delete(key);
   if (s.code() == StatusCode::kNotFound) {
     Respond(StatusCode::kNotFound, "");
@@ -395,7 +478,7 @@ void Connection::HandleExists(std::string_view key) {
     RespondError(s);
     return;
   }
-  Respond(ctx_.store->Exists(key) ? StatusCode::kOk : StatusCode::kNotFound, "");
+  Respond(ctx_.tier->Exists(key) ? StatusCode::kOk : StatusCode::kNotFound, "");
 }
 
 void Connection::HandleBatchExists() {
@@ -408,7 +491,7 @@ void Connection::HandleBatchExists() {
   std::vector<StatusCode> statuses;
   statuses.reserve(keys.size());
   for (std::string_view key : keys) {
-    statuses.push_back(ctx_.store->Exists(key) ? StatusCode::kOk : StatusCode::kNotFound);
+    statuses.push_back(ctx_.tier->Exists(key) ? StatusCode::kOk : StatusCode::kNotFound);
   }
   Respond(StatusCode::kOk, proto::EncodeStatusList(statuses));
 }

@@ -59,6 +59,9 @@ class Server::Worker {
     if (!epoll_.valid() || !wake_.valid()) return Internal(std::string("epoll/eventfd: ") + std::strerror(errno));
     MEMKV_ASSIGN_OR_RETURN(master_mac_, HmacSha256::Create(server_->options_.auth_key));
     ctx_.store = server_->store_;
+    ctx_.tier = server_->tier_;
+    mailbox_ = std::make_shared<DriveMailbox>(wake_.get());
+    ctx_.mailbox = mailbox_;
     ctx_.rdma = server_->options_.rdma;
     ctx_.rdma_grant_lease_ns = Nanos(server_->options_.rdma_grant_lease_ms) * 1'000'000;
     ctx_.metrics = &server_->metrics_;
@@ -106,7 +109,10 @@ class Server::Worker {
         ReapFinished(stopping, drain_deadline);
         next_reap_ = now + kReapIntervalNs;
       }
-      if (stopping && conns_.empty()) return;
+      if (stopping && conns_.empty()) {
+        mailbox_->Close();
+        return;
+      }
       int n = ::epoll_wait(epoll_.get(), events, 128, 250);
       for (int i = 0; i < n; ++i) {
         int fd = events[i].data.fd;
@@ -115,6 +121,7 @@ class Server::Worker {
           ssize_t ignored = ::read(wake_.get(), &v, sizeof(v));
           (void)ignored;
           TakeIncoming();
+          DeliverDriveResults();
           continue;
         }
         auto it = conns_.find(fd);
@@ -140,7 +147,7 @@ class Server::Worker {
     }
     for (auto& [fd, peer] : incoming) {
       int raw = fd.get();
-      auto conn = std::make_unique<Connection>(std::move(fd), std::move(peer), ctx_, MonotonicNanos());
+      auto conn = std::make_unique<Connection>(next_id_++, std::move(fd), std::move(peer), ctx_, MonotonicNanos());
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.fd = raw;
@@ -149,7 +156,23 @@ class Server::Worker {
         continue;
       }
       interest_[raw] = EPOLLIN;
+      by_id_[conn->id()] = conn.get();
       conns_.emplace(raw, std::move(conn));
+    }
+  }
+
+  // Drive work finished for connections of this worker: answer and resume
+  // them. Results for connections closed meanwhile are dropped.
+  void DeliverDriveResults() {
+    for (auto& [id, done] : mailbox_->Take()) {
+      auto it = by_id_.find(id);
+      if (it == by_id_.end()) continue;
+      Connection& conn = *it->second;
+      if (!conn.OnDriveDone(done) || conn.Finished()) {
+        Close(conn.fd());
+      } else {
+        UpdateInterest(conn);
+      }
     }
   }
 
@@ -193,7 +216,10 @@ class Server::Worker {
   void Close(int fd) {
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
     interest_.erase(fd);
-    conns_.erase(fd);
+    auto it = conns_.find(fd);
+    if (it == conns_.end()) return;
+    by_id_.erase(it->second->id());
+    conns_.erase(it);
   }
 
   Server* server_;
@@ -208,11 +234,19 @@ class Server::Worker {
   // Owned by the worker thread only.
   std::unordered_map<int, std::unique_ptr<Connection>> conns_;
   std::unordered_map<int, uint32_t> interest_;
+  std::unordered_map<uint64_t, Connection*> by_id_;
+  uint64_t next_id_ = 1;
+  std::shared_ptr<DriveMailbox> mailbox_;
   Nanos next_reap_ = 0;
 };
 
 Server::Server(const ServerOptions& options, MemoryStore* store, UniqueFd listener, uint16_t port)
-    : options_(options), store_(store), listener_(std::move(listener)), port_(port) {}
+    : options_(options),
+      store_(store),
+      own_tier_(options.tier == nullptr ? std::make_unique<Tier>(store, nullptr, TierOptions{}) : nullptr),
+      tier_(options.tier != nullptr ? options.tier : own_tier_.get()),
+      listener_(std::move(listener)),
+      port_(port) {}
 
 Server::~Server() {
   Stop();

@@ -3,7 +3,8 @@
 // One acceptor (the thread that calls Run) hands each accepted connection to
 // one of `workers` event-loop threads, round robin. A worker owns its
 // connections outright (epoll, no locks on the data path); the only shared
-// state is the MemoryStore (internally locked) and the metrics (atomics).
+// state is the store (MemoryStore and Tier, internally locked) and the metrics
+// (atomics). Drive work runs on the Tier's I/O threads, never on a worker.
 //
 // Stop() may be called from any thread: the listener closes, workers stop
 // reading new requests, flush what is queued for up to `drain_timeout_ms`,
@@ -21,6 +22,7 @@
 #include "memkv/status.h"
 #include "server/metrics.h"
 #include "server/rdma_endpoint.h"
+#include "server/tier.h"
 #include "storage/memory_store.h"
 
 namespace memkv {
@@ -39,6 +41,9 @@ struct ServerOptions {
   // the connection that holds it.
   RdmaEndpoint* rdma = nullptr;
   uint32_t rdma_grant_lease_ms = 30000;
+  // The drive tier in front of which `store` sits (its memory() must be
+  // `store`). Null: memory only.
+  Tier* tier = nullptr;
 };
 
 class Server {
@@ -62,6 +67,8 @@ class Server {
 
   ServerOptions options_;
   MemoryStore* store_;
+  std::unique_ptr<Tier> own_tier_;  // memory only, when options.tier is null
+  Tier* tier_;
   UniqueFd listener_;
   UniqueFd stop_event_;  // eventfd that wakes the acceptor
   uint16_t port_;

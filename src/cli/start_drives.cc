@@ -1,0 +1,133 @@
+// memkv start, storage modes file and direct: open the drives (creating and
+// formatting missing drive files in file mode), or say exactly why not.
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <cstring>
+
+#include "base/errno_text.h"
+#include "base/log.h"
+#include "base/units.h"
+#include "cli/start_drives.h"
+
+namespace memkv::cli {
+namespace {
+
+// What is at a drive file's path before the first start.
+enum class FileState { kMissing, kEmpty, kPresent };
+
+Result<FileState> Examine(const std::string& path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return FileState::kMissing;
+    return IoError("storage.drives: cannot stat " + path + ": " + ErrnoText(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return InvalidArgument("storage.drives: " + path +
+                           " is not a regular file; storage.mode file keeps drives in files (block devices are "
+                           "storage.mode direct)");
+  }
+  return st.st_size == 0 ? FileState::kEmpty : FileState::kPresent;
+}
+
+std::string Parent(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// The size a new drive file gets: its configured size, else the default
+// capped at half the free space of its filesystem, in whole blocks.
+Result<uint64_t> NewFileSize(const DriveConfig& drive, uint64_t block_bytes) {
+  if (drive.size_bytes != 0) return drive.size_bytes;
+  struct statvfs vfs{};
+  const std::string dir = Parent(drive.media);
+  if (::statvfs(dir.c_str(), &vfs) != 0) {
+    return IoError("storage.drives: cannot read the free space of " + dir + ": " + ErrnoText(errno));
+  }
+  const uint64_t free_bytes = uint64_t(vfs.f_bavail) * vfs.f_frsize;
+  uint64_t size = std::min(kDefaultDriveFileBytes, free_bytes / 2);
+  size -= size % block_bytes;
+  constexpr uint64_t kMinimum = 64 * kMiB;
+  if (size < kMinimum) {
+    return ResourceExhausted("storage.drives: " + dir + " has " + FormatSize(free_bytes) +
+                             " free; a drive file needs at least " + FormatSize(kMinimum) +
+                             " and MemKV takes at most half the free space by itself; free some space or set "
+                             "storage.drives[].size");
+  }
+  return size;
+}
+
+// File mode: formats the drive files when none of them exists yet (the first
+// start). Files missing from an existing store are left missing (degraded).
+Status CreateMissingDriveFiles(const StorageConfig& storage) {
+  std::vector<FileState> states;
+  for (const DriveConfig& d : storage.drives) {
+    MEMKV_ASSIGN_OR_RETURN(FileState state, Examine(d.media));
+    states.push_back(state);
+  }
+  const size_t fresh = std::count_if(states.begin(), states.end(), [](FileState s) { return s != FileState::kPresent; });
+  if (fresh == 0) return Status::Ok();
+  if (fresh != states.size()) {
+    // A lost drive of an existing store: it opens degraded without it (its
+    // values are misses), rather than refusing to serve the others.
+    for (size_t i = 0; i < states.size(); ++i) {
+      if (states[i] != FileState::kPresent) {
+        LOG_WARN << "drive file " << storage.drives[i].media
+                 << " is missing or empty while the store's other drive files exist; it is not recreated "
+                    "(a drive cannot join a store in place), so the store opens degraded without it";
+      }
+    }
+    return Status::Ok();
+  }
+  uint64_t size = UINT64_MAX;
+  for (const DriveConfig& d : storage.drives) {
+    const std::string dir = Parent(d.media);
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      return IoError("storage.drives: cannot create the directory " + dir + ": " + ErrnoText(errno));
+    }
+    MEMKV_ASSIGN_OR_RETURN(uint64_t want, NewFileSize(d, storage.block_size_bytes));
+    size = std::min(size, want);
+  }
+  DriveFormatOptions format;
+  for (const DriveConfig& d : storage.drives) format.drives.push_back(d.media);
+  format.block_size_bytes = storage.block_size_bytes;
+  format.file_size_bytes = size;
+  LOG_INFO << "creating " << storage.drives.size() << " drive file(s) of " << FormatSize(size) << " ("
+           << storage.drives[0].media << (storage.drives.size() > 1 ? ", ..." : "") << ")";
+  return ExtentStore::Format(format);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ExtentStore>> OpenDrives(const StorageConfig& storage) {
+  if (storage.mode == StorageMode::kFile) MEMKV_RETURN_IF_ERROR(CreateMissingDriveFiles(storage));
+  ExtentStoreOptions options;
+  for (const DriveConfig& d : storage.drives) options.drives.push_back(d.media);
+  Result<std::unique_ptr<ExtentStore>> store = ExtentStore::Open(options);
+  if (!store.ok()) return store.status();
+  const ExtentStoreStats stats = (*store)->Stats();
+  if (stats.block_size_bytes != storage.block_size_bytes) {
+    LOG_WARN << "storage.block_size is " << FormatSize(storage.block_size_bytes) << " but the drives were formatted with "
+             << FormatSize(stats.block_size_bytes) << "; the drives' size is used (reformat to change it)";
+  }
+  uint64_t usable = 0, used = 0;
+  for (const DriveStats& d : stats.drives) {
+    usable += d.usable_bytes;
+    used += d.used_bytes;
+  }
+  LOG_INFO << "drive tier: " << stats.drives.size() << " drive(s) via " << stats.io_engine << ", "
+           << FormatSize(stats.block_size_bytes) << " extents, " << stats.keys << " value(s) re-adopted in "
+           << stats.open_nanos / 1'000'000 << " ms, " << FormatSize(used) << " of " << FormatSize(usable) << " used";
+  for (const DriveStats& d : stats.drives) {
+    if (d.state != DriveState::kOnline) {
+      LOG_WARN << "drive " << d.index << " (" << (d.path.empty() ? "not given" : d.path)
+               << ") is " << DriveStateName(d.state) << ": " << d.reason << "; serving degraded";
+    }
+  }
+  return store;
+}
+
+}  // namespace memkv::cli
