@@ -4,13 +4,20 @@
 // and waits; the thread whose operation is at the front becomes the leader,
 // takes a batch from the front (at most one operation per key, so that a
 // batch never has to order two changes of one key), and for the whole batch:
-//   1. fdatasyncs every drive that received extents of a Put in the batch,
+//   1. notes every drive that received extents of a Put in the batch,
 //   2. decides each operation against the index (a Delete of an absent key
 //      is NotFound; a Put whose drive went offline fails) and assigns
 //      sequence numbers,
-//   3. appends the records to the journal of every online drive and
-//      fdatasyncs them (all drives in one I/O batch),
+//   3. appends the records to the journal of every online drive, then
+//      fdatasyncs those drives and the drives of step 1, all in one I/O
+//      batch: one flush per drive makes both the extents and the records
+//      durable,
 //   4. applies the records to the index.
+// The extents are not flushed before their record is written: after a crash
+// in between, a record may name extents that never reached the drive. Each
+// extent's checksum (over its header, key, generation and data) catches that
+// on read, and the value is then absent, never wrong; that put had not been
+// acknowledged. The key's previous value is gone then too (docs/storage.md).
 // Only then are the batch's operations acknowledged. Because the leader
 // applies before it hands over, a checkpoint (which runs in the leader) sees
 // every record ever journaled in the index.
@@ -79,7 +86,7 @@ void ExtentStore::Impl::ProcessBatch(std::span<CommitOp*> batch) {
     batch[0]->status = CheckpointAll({});
     return;
   }
-  // 1. Make the batch's extents durable before any record names them.
+  // 1. The drives whose new extents the journal's flush must cover.
   std::vector<uint32_t> data_drives;
   for (const CommitOp* op : batch) {
     if (op->kind != CommitOp::Kind::kPut) continue;
@@ -87,18 +94,12 @@ void ExtentStore::Impl::ProcessBatch(std::span<CommitOp*> batch) {
   }
   std::sort(data_drives.begin(), data_drives.end());
   data_drives.erase(std::unique(data_drives.begin(), data_drives.end()), data_drives.end());
-  std::vector<uint32_t> sync_failed = SyncDrives(data_drives);
 
   // 2. Decide, and assign sequence numbers.
   std::vector<JournalRecord> records;
   std::vector<bool> has_record(batch.size(), false);
   {
     std::lock_guard<std::mutex> lock(mu);
-    std::vector<uint32_t> newly_offline;
-    for (uint32_t d : sync_failed) {
-      counters.io_errors++;
-      if (MarkOfflineLocked(d, "fdatasync failed")) newly_offline.push_back(d);
-    }
     for (size_t i = 0; i < batch.size(); ++i) {
       CommitOp& op = *batch[i];
       JournalRecord r;
@@ -145,11 +146,10 @@ void ExtentStore::Impl::ProcessBatch(std::span<CommitOp*> batch) {
       records.push_back(std::move(r));
       has_record[i] = true;
     }
-    for (uint32_t d : newly_offline) records.push_back(OfflineRecordLocked(*this, d));
   }
 
   // 3. Journal.
-  Status journaled = records.empty() ? Status::Ok() : AppendToJournals(std::move(records));
+  Status journaled = records.empty() ? Status::Ok() : AppendToJournals(std::move(records), 0, data_drives);
 
   // 4. Apply.
   std::lock_guard<std::mutex> lock(mu);
@@ -213,7 +213,8 @@ void ExtentStore::Impl::MarkJournaledLocked(uint32_t drive) {
   d.orphans.clear();
 }
 
-Status ExtentStore::Impl::AppendToJournals(std::vector<JournalRecord> records, int depth) {
+Status ExtentStore::Impl::AppendToJournals(std::vector<JournalRecord> records, int depth,
+                                           std::span<const uint32_t> data_drives) {
   bool checkpointed = false;
   for (;;) {
     std::vector<uint32_t> targets;
@@ -251,7 +252,15 @@ Status ExtentStore::Impl::AppendToJournals(std::vector<JournalRecord> records, i
       if (op.ok()) written.push_back(op.drive);
       else failed.emplace_back(op.drive, "journal write failed: " + ErrnoName(op.error()));
     }
-    std::vector<uint32_t> sync_failed = SyncDrives(written);
+    std::vector<uint32_t> to_sync = written;
+    for (uint32_t d : data_drives) {
+      if (std::find(to_sync.begin(), to_sync.end(), d) == to_sync.end()) to_sync.push_back(d);
+    }
+    std::vector<uint32_t> sync_failed = SyncDrives(to_sync);
+    for (uint32_t d : sync_failed) {
+      if (std::find(written.begin(), written.end(), d) == written.end()) failed.emplace_back(d, "fdatasync failed");
+    }
+    data_drives = {};  // flushed; a retry below only appends offline records
     std::vector<uint32_t> durable;
     for (uint32_t d : written) {
       if (std::find(sync_failed.begin(), sync_failed.end(), d) != sync_failed.end()) {

@@ -142,7 +142,11 @@ struct ExtentStore::Impl {
   void ProcessBatch(std::span<CommitOp*> batch);
   // Writes records to every online drive's journal and syncs. Handles drive
   // failures by marking them offline and appending their records too.
-  Status AppendToJournals(std::vector<JournalRecord> records, int depth = 0);
+  // Writes `records` to the journal of every online drive, then fdatasyncs
+  // those drives and the `data_drives` (which hold the batch's new extents)
+  // in one batch: one flush per drive covers both the extents and the record.
+  Status AppendToJournals(std::vector<JournalRecord> records, int depth = 0,
+                          std::span<const uint32_t> data_drives = {});
   // Checkpoints the live index into every online journal. `first`: drives
   // whose journals must be rewritten before any other (readmitted drives).
   Status CheckpointAll(const std::vector<uint32_t>& first, int depth = 0);
