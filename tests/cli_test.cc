@@ -392,6 +392,17 @@ TEST_F(CliTest, CheckPrintsTheEffectiveSettingsAndNeverTheKey) {
   EXPECT_EQ(r.out.find("ready"), std::string::npos) << "--check started serving";
 }
 
+TEST_F(CliTest, EmbeddedDefaultIsFileModeUnderTheDataDir) {
+  if (::access("/etc/memkv/config.yaml", F_OK) == 0) GTEST_SKIP() << "/etc/memkv/config.yaml exists on this host";
+  const std::string data_dir = dir_.path() + "/embedded";
+  CommandResult r = RunMemkv({"start", "--check", "--data-dir", data_dir}, {});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("network.address: 127.0.0.1:9900"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("storage.mode: file"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("storage.drive: " + data_dir + "/drive0.memkv"), std::string::npos) << r.out;
+  EXPECT_NE(::access(data_dir.c_str(), F_OK), 0) << "--check created the data directory";
+}
+
 TEST_F(CliTest, CheckWithoutAKeyCreatesNothing) {
   const std::string config = dir_.Write("nokey.yaml", "network:\n  address: 127.0.0.1:0\nstorage:\n  mode: memory\n");
   const std::string data_dir = dir_.path() + "/check-only";
