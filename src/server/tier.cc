@@ -80,7 +80,7 @@ Status Tier::WriteThrough(PendingPut put, const std::string& key, uint64_t check
   Status s;
   for (int attempt = 0; attempt < kMaxRoomAttempts; ++attempt) {
     s = drives_->PutIov(key, put.iov(), checksum);
-    if (s.code() != StatusCode::kResourceExhausted) break;
+    if (s.code() != StatusCode::kResourceExhausted || !EvictionCanHelp(extents)) break;
     Result<std::vector<std::string>> evicted = drives_->EvictColdest(extents);
     if (!evicted.ok()) break;
     drive_evictions_.fetch_add(evicted->size(), std::memory_order_relaxed);
@@ -90,6 +90,17 @@ Status Tier::WriteThrough(PendingPut put, const std::string& key, uint64_t check
     return s;
   }
   return memory_->CommitPut(std::move(put), key, checksum);
+}
+
+// Evicting makes room only on drives that take new extents (not full after
+// ENOSPC, not offline), and only for a value that fits them at all.
+bool Tier::EvictionCanHelp(uint64_t extents) const {
+  const ExtentStoreStats stats = drives_->Stats();
+  uint64_t slots = 0;
+  for (const DriveStats& d : stats.drives) {
+    if (d.state == DriveState::kOnline) slots += d.slots_total;
+  }
+  return extents <= slots;
 }
 
 Result<FetchedValue> Tier::Fetch(const std::string& key, bool need_dram) {

@@ -100,6 +100,7 @@ class Tier {
 
  private:
   std::mutex& StripeFor(std::string_view key);
+  bool EvictionCanHelp(uint64_t extents) const;
   void Loop();
 
   MemoryStore* memory_;
