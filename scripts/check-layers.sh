@@ -10,14 +10,15 @@ declare -A allowed=(
   [proto]="base proto"
   [config]="base config"
   [io]="base io"
+  [http]="base io http"
   [storage]="base storage"
   [drive]="base drive"
   [verbs]="base verbs"
-  [server]="base proto config io storage drive verbs metrics server"
+  [server]="base proto config io http storage drive verbs metrics server"
   [client]="base proto config io verbs metrics client"
   [capi]="base client capi"
   [doctor]="base config verbs client doctor"
-  [cli]="base config server storage drive verbs metrics client doctor cli"
+  [cli]="base config http server storage drive verbs metrics client doctor cli"
 )
 
 status=0

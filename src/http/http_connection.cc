@@ -1,0 +1,275 @@
+#include "http/http_connection.h"
+
+#include <openssl/err.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <ctime>
+
+#include "base/log.h"
+
+namespace memkv {
+
+HttpConnection::HttpConnection(UniqueFd fd, SslPtr ssl, std::string peer, Mode mode,
+                               const HttpConnectionLimits& limits, Nanos now)
+    : fd_(std::move(fd)),
+      ssl_(std::move(ssl)),
+      peer_(std::move(peer)),
+      mode_(mode),
+      limits_(limits),
+      state_(ssl_ ? State::kHandshake : State::kReading),
+      events_(POLLIN),
+      deadline_(now + limits.read_timeout_ns) {}
+
+void HttpConnection::Step(Nanos now, const HttpRouter& router, HttpCounters& counters) {
+  Advance(now, router, counters);
+  if (state_ != State::kDone && now >= deadline_) {
+    Expire(now, counters);
+    Advance(now, router, counters);
+  }
+}
+
+void HttpConnection::Advance(Nanos now, const HttpRouter& router, HttpCounters& counters) {
+  for (bool more = true; more;) {
+    switch (state_) {
+      case State::kHandshake: more = DoHandshake(now, counters); break;
+      case State::kReading: more = DoRead(now, router, counters); break;
+      case State::kWriting: more = DoWrite(now); break;
+      case State::kLingering: more = DoLinger(); break;
+      case State::kDone: more = false; break;
+    }
+  }
+}
+
+void HttpConnection::Expire(Nanos now, HttpCounters& counters) {
+  switch (state_) {
+    case State::kHandshake:
+      HttpCounters::Bump(counters.timeouts);
+      LOG_DEBUG << "http: TLS handshake with " << peer_ << " timed out";
+      state_ = State::kDone;
+      break;
+    case State::kReading:
+      HttpCounters::Bump(counters.timeouts);
+      LOG_DEBUG << "http: no complete request from " << peer_ << " in time";
+      RespondError(now, 408, "no complete request in time");
+      break;
+    case State::kWriting:
+      HttpCounters::Bump(counters.timeouts);
+      LOG_DEBUG << "http: " << peer_ << " did not take the response in time";
+      state_ = State::kDone;
+      break;
+    case State::kLingering:
+    case State::kDone:
+      state_ = State::kDone;
+      break;
+  }
+}
+
+bool HttpConnection::DoHandshake(Nanos now, HttpCounters& counters) {
+  ERR_clear_error();
+  int rc = SSL_accept(ssl_.get());
+  if (rc == 1) {
+    state_ = State::kReading;
+    return true;
+  }
+  int err = SSL_get_error(ssl_.get(), rc);
+  if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+    events_ = err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+    return false;
+  }
+  HttpCounters::Bump(counters.tls_handshake_failures);
+  unsigned long first = ERR_peek_error();
+  bool plain_http = ERR_GET_LIB(first) == ERR_LIB_SSL &&
+                    (ERR_GET_REASON(first) == SSL_R_HTTP_REQUEST || ERR_GET_REASON(first) == SSL_R_HTTPS_PROXY_REQUEST);
+  std::string why = err == SSL_ERROR_SYSCALL ? std::string("connection closed or reset") : DrainOpenSslErrors();
+  ERR_clear_error();
+  LOG_DEBUG << "http: TLS handshake with " << peer_ << " failed: " << why;
+  if (plain_http) {
+    // OpenSSL sent no alert for this; answer in the client's own language.
+    ssl_.reset();
+    RespondError(now, 400, "this port speaks HTTPS; use an https:// URL");
+    return true;
+  }
+  state_ = State::kDone;
+  return false;
+}
+
+bool HttpConnection::DoRead(Nanos now, const HttpRouter& router, HttpCounters& counters) {
+  if (mode_ == Mode::kRejectBusy) {
+    HttpResponse busy = HttpResponse::Text(503, "503 Service Unavailable: too many admin connections open\n");
+    busy.headers.push_back({"Retry-After", "1"});
+    Respond(now, busy, false);
+    return true;
+  }
+  char buf[4096];
+  for (;;) {
+    size_t room = limits_.max_header_bytes - in_.size();
+    if (room == 0) {
+      HttpCounters::Bump(counters.bad_requests);
+      RespondError(now, 431, "request line and headers exceed " + std::to_string(limits_.max_header_bytes) + " bytes");
+      return true;
+    }
+    size_t n = 0;
+    Io io = Receive(buf, std::min(room, sizeof(buf)), &n);
+    if (io == Io::kWait) return false;
+    if (io != Io::kProgress) {  // gone before a complete request: nobody to answer
+      state_ = State::kDone;
+      return false;
+    }
+    size_t from = in_.size();
+    in_.append(buf, n);
+    size_t end = FindHeadEnd(in_, from);
+    if (end != 0) {
+      HandleHead(now, std::string_view(in_).substr(0, end), router, counters);
+      return true;
+    }
+  }
+}
+
+void HttpConnection::HandleHead(Nanos now, std::string_view head, const HttpRouter& router,
+                                HttpCounters& counters) {
+  Result<HttpRequest> request = ParseRequestHead(head);
+  if (!request.ok()) {
+    HttpCounters::Bump(counters.bad_requests);
+    LOG_DEBUG << "http: bad request from " << peer_ << ": " << request.status().message();
+    RespondError(now, HttpStatusForParseError(request.status()), request.status().message());
+    return;
+  }
+  request->peer = peer_;
+  HttpCounters::Bump(counters.requests);
+  HttpRouter::Outcome outcome = router.Dispatch(*request);
+  if (outcome.handler_failed) HttpCounters::Bump(counters.handler_errors);
+  // No HEAD response carries a body, not even a 404's or a 405's.
+  Respond(now, outcome.response, outcome.head_only || request->method == "HEAD");
+}
+
+void HttpConnection::RespondError(Nanos now, int status, std::string_view detail) {
+  std::string body = std::to_string(status) + " " + std::string(ReasonPhrase(status)) + ": ";
+  body += detail;
+  body += "\n";
+  Respond(now, HttpResponse::Text(status, std::move(body)), false);
+}
+
+void HttpConnection::Respond(Nanos now, const HttpResponse& response, bool head_only) {
+  out_ = SerializeResponse(response, head_only, HttpDate(std::time(nullptr)));
+  out_offset_ = 0;
+  std::string().swap(in_);
+  state_ = State::kWriting;
+  events_ = POLLOUT;
+  deadline_ = now + limits_.write_timeout_ns;
+}
+
+bool HttpConnection::DoWrite(Nanos now) {
+  while (out_offset_ < out_.size()) {
+    size_t n = 0;
+    Io io = Send(out_.data() + out_offset_, out_.size() - out_offset_, &n);
+    if (io == Io::kWait) return false;
+    if (io != Io::kProgress) {
+      state_ = State::kDone;
+      return false;
+    }
+    out_offset_ += n;
+  }
+  StartLinger(now);
+  return true;
+}
+
+void HttpConnection::StartLinger(Nanos now) {
+  std::string().swap(out_);
+  if (ssl_) {
+    // Best effort: close_notify tells a TLS client the response is complete.
+    ERR_clear_error();
+    SSL_shutdown(ssl_.get());
+    ERR_clear_error();
+  }
+  ::shutdown(fd_.get(), SHUT_WR);
+  state_ = State::kLingering;
+  events_ = POLLIN;
+  deadline_ = std::min(deadline_, now + kLingerNs);
+}
+
+bool HttpConnection::DoLinger() {
+  // Raw reads, TLS or not: nothing the client sends now is looked at.
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::recv(fd_.get(), buf, sizeof(buf), 0);
+    if (n > 0) {
+      lingered_bytes_ += static_cast<size_t>(n);
+      if (lingered_bytes_ <= kMaxLingerBytes) continue;
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      events_ = POLLIN;
+      return false;
+    }
+    state_ = State::kDone;  // EOF, error, or enough discarded
+    return false;
+  }
+}
+
+HttpConnection::Io HttpConnection::Receive(char* buf, size_t len, size_t* n) {
+  if (ssl_) {
+    ERR_clear_error();
+    return SslOutcome(SSL_read(ssl_.get(), buf, static_cast<int>(std::min<size_t>(len, INT_MAX))), n);
+  }
+  for (;;) {
+    ssize_t rc = ::recv(fd_.get(), buf, len, 0);
+    if (rc > 0) {
+      *n = static_cast<size_t>(rc);
+      return Io::kProgress;
+    }
+    if (rc == 0) return Io::kEof;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      events_ = POLLIN;
+      return Io::kWait;
+    }
+    return Io::kError;
+  }
+}
+
+HttpConnection::Io HttpConnection::Send(const char* buf, size_t len, size_t* n) {
+  if (ssl_) {
+    ERR_clear_error();
+    return SslOutcome(SSL_write(ssl_.get(), buf, static_cast<int>(std::min<size_t>(len, INT_MAX))), n);
+  }
+  for (;;) {
+    ssize_t rc = ::send(fd_.get(), buf, len, MSG_NOSIGNAL);
+    if (rc >= 0) {
+      *n = static_cast<size_t>(rc);
+      return Io::kProgress;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      events_ = POLLOUT;
+      return Io::kWait;
+    }
+    return Io::kError;
+  }
+}
+
+HttpConnection::Io HttpConnection::SslOutcome(int rc, size_t* n) {
+  if (rc > 0) {
+    *n = static_cast<size_t>(rc);
+    return Io::kProgress;
+  }
+  int err = SSL_get_error(ssl_.get(), rc);
+  ERR_clear_error();
+  switch (err) {
+    case SSL_ERROR_WANT_READ:
+      events_ = POLLIN;
+      return Io::kWait;
+    case SSL_ERROR_WANT_WRITE:
+      events_ = POLLOUT;
+      return Io::kWait;
+    case SSL_ERROR_ZERO_RETURN:
+      return Io::kEof;
+    default:
+      return Io::kError;
+  }
+}
+
+}  // namespace memkv

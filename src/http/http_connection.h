@@ -1,0 +1,113 @@
+// HttpConnection: one accepted admin connection, stepped by the server thread.
+//
+// A non-blocking state machine that never waits by itself: the server polls
+// the socket for events() and calls Step() when it is ready or when
+// deadline() has passed.
+//
+//   [TLS handshake] -> read the request head -> write the response
+//                   -> lingering close -> done
+//
+// One request per connection; every response says "Connection: close".
+//
+// Deadlines and limits, the defences against slow or hostile clients:
+//   - the TLS handshake and the whole request head must arrive within
+//     read_timeout of accept. The deadline is absolute, so trickling a byte at
+//     a time does not extend it; a late head is answered 408, a late
+//     handshake just closed;
+//   - at most max_header_bytes of head are buffered; more is answered 431;
+//   - the response must be taken within write_timeout;
+//   - then the server shuts down its sending side and discards what the
+//     client still sends, for at most kLingerNs and kMaxLingerBytes. Closing
+//     with unread input would send a reset that can destroy the response
+//     before the client reads it (e.g. after a 413 for an unread body).
+// A connection in Mode::kRejectBusy (over max_connections) skips reading and
+// answers 503 (after the handshake, for TLS).
+//
+// Plain HTTP sent to a TLS port is answered with a plain-text 400 naming
+// HTTPS, instead of a silent close.
+//
+// Owned by HttpServer's connection list; used only by its thread.
+#ifndef MEMKV_HTTP_HTTP_CONNECTION_H_
+#define MEMKV_HTTP_HTTP_CONNECTION_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "base/clock.h"
+#include "base/unique_fd.h"
+#include "http/http_message.h"
+#include "http/http_router.h"
+#include "http/http_stats.h"
+#include "http/tls_context.h"
+
+namespace memkv {
+
+struct HttpConnectionLimits {
+  size_t max_header_bytes = 8192;
+  Nanos read_timeout_ns = 5'000'000'000;
+  Nanos write_timeout_ns = 5'000'000'000;
+};
+
+class HttpConnection {
+ public:
+  enum class Mode { kServe, kRejectBusy };
+
+  static constexpr Nanos kLingerNs = 1'000'000'000;
+  static constexpr size_t kMaxLingerBytes = 64 * 1024;
+
+  // `fd` is a connected non-blocking socket; `ssl` is its TLS session, or
+  // null for plain HTTP. `now` starts the read deadline.
+  HttpConnection(UniqueFd fd, SslPtr ssl, std::string peer, Mode mode, const HttpConnectionLimits& limits,
+                 Nanos now);
+  HttpConnection(const HttpConnection&) = delete;
+  HttpConnection& operator=(const HttpConnection&) = delete;
+
+  // Makes all the progress the socket allows without blocking, then acts on
+  // an expired deadline. Never throws.
+  void Step(Nanos now, const HttpRouter& router, HttpCounters& counters);
+
+  bool done() const { return state_ == State::kDone; }
+  int fd() const { return fd_.get(); }
+  short events() const { return events_; }  // POLLIN or POLLOUT
+  Nanos deadline() const { return deadline_; }
+  Mode mode() const { return mode_; }
+
+ private:
+  enum class State { kHandshake, kReading, kWriting, kLingering, kDone };
+  enum class Io { kProgress, kWait, kEof, kError };
+
+  void Advance(Nanos now, const HttpRouter& router, HttpCounters& counters);
+  // Each returns true when the state changed and Advance should go on.
+  bool DoHandshake(Nanos now, HttpCounters& counters);
+  bool DoRead(Nanos now, const HttpRouter& router, HttpCounters& counters);
+  bool DoWrite(Nanos now);
+  bool DoLinger();
+  void Expire(Nanos now, HttpCounters& counters);
+
+  void HandleHead(Nanos now, std::string_view head, const HttpRouter& router, HttpCounters& counters);
+  void Respond(Nanos now, const HttpResponse& response, bool head_only);
+  void RespondError(Nanos now, int status, std::string_view detail);
+  void StartLinger(Nanos now);
+
+  Io Receive(char* buf, size_t len, size_t* n);
+  Io Send(const char* buf, size_t len, size_t* n);
+  Io SslOutcome(int rc, size_t* n);
+
+  UniqueFd fd_;
+  SslPtr ssl_;  // declared after fd_, so freed before the socket closes
+  std::string peer_;
+  Mode mode_;
+  HttpConnectionLimits limits_;
+  State state_;
+  short events_;
+  Nanos deadline_;
+  std::string in_;   // request head bytes so far
+  std::string out_;  // the serialized response
+  size_t out_offset_ = 0;
+  size_t lingered_bytes_ = 0;
+};
+
+}  // namespace memkv
+
+#endif  // MEMKV_HTTP_HTTP_CONNECTION_H_

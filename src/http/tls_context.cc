@@ -1,0 +1,80 @@
+#include "http/tls_context.h"
+
+#include <openssl/err.h>
+#include <openssl/x509.h>
+
+#include "base/errno_text.h"
+
+namespace memkv {
+
+std::string DrainOpenSslErrors() {
+  std::string out;
+  const char* data = nullptr;
+  int flags = 0;
+  while (unsigned long e = ERR_get_error_all(nullptr, nullptr, nullptr, &data, &flags)) {
+    // "system lib" entries only point back at the system error already listed.
+    if (ERR_GET_REASON(e) == ERR_R_SYS_LIB) continue;
+    if (!out.empty()) out += "; ";
+    if (ERR_SYSTEM_ERROR(e)) {
+      out += ErrnoText(static_cast<int>(ERR_GET_REASON(e)));
+    } else {
+      const char* lib = ERR_lib_error_string(e);
+      const char* reason = ERR_reason_error_string(e);
+      if (lib != nullptr) {
+        out += lib;
+        out += ": ";
+      }
+      out += reason != nullptr ? reason : "error " + std::to_string(ERR_GET_REASON(e));
+    }
+    if ((flags & ERR_TXT_STRING) != 0 && data != nullptr && *data != '\0') {
+      out += " (";
+      out += data;
+      out += ")";
+    }
+  }
+  return out.empty() ? "unknown error" : out;
+}
+
+Result<TlsContext> TlsContext::Create(const std::string& cert_path, const std::string& key_path) {
+  ERR_clear_error();
+  SSL_CTX* raw = SSL_CTX_new(TLS_server_method());
+  if (raw == nullptr) return Internal("SSL_CTX_new: " + DrainOpenSslErrors());
+  TlsContext tls(raw);
+  if (SSL_CTX_set_min_proto_version(raw, TLS1_2_VERSION) != 1) {
+    return Internal("SSL_CTX_set_min_proto_version(TLS1_2): " + DrainOpenSslErrors());
+  }
+  SSL_CTX_set_options(raw, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  // Non-blocking sockets: a write may finish in parts and be retried from a
+  // moved buffer; idle connections give their buffers back.
+  SSL_CTX_set_mode(raw, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                            SSL_MODE_RELEASE_BUFFERS);
+  if (SSL_CTX_use_certificate_chain_file(raw, cert_path.c_str()) != 1) {
+    return InvalidArgument("tls_cert_path " + cert_path + ": cannot load the PEM certificate: " +
+                           DrainOpenSslErrors());
+  }
+  if (SSL_CTX_use_PrivateKey_file(raw, key_path.c_str(), SSL_FILETYPE_PEM) != 1) {
+    unsigned long first = ERR_peek_error();
+    if (ERR_GET_LIB(first) == ERR_LIB_X509 && ERR_GET_REASON(first) == X509_R_KEY_VALUES_MISMATCH) {
+      return InvalidArgument("tls_key_path " + key_path + " does not match the certificate in tls_cert_path " +
+                             cert_path + ": " + DrainOpenSslErrors());
+    }
+    return InvalidArgument("tls_key_path " + key_path + ": cannot load the PEM private key: " +
+                           DrainOpenSslErrors());
+  }
+  if (SSL_CTX_check_private_key(raw) != 1) {
+    return InvalidArgument("tls_key_path " + key_path + " does not match the certificate in tls_cert_path " +
+                           cert_path + ": " + DrainOpenSslErrors());
+  }
+  return tls;
+}
+
+Result<SslPtr> TlsContext::NewSession(int fd) const {
+  ERR_clear_error();
+  SslPtr ssl(SSL_new(ctx_.get()));
+  if (!ssl) return Unavailable("SSL_new: " + DrainOpenSslErrors());
+  if (SSL_set_fd(ssl.get(), fd) != 1) return Unavailable("SSL_set_fd: " + DrainOpenSslErrors());
+  SSL_set_accept_state(ssl.get());
+  return ssl;
+}
+
+}  // namespace memkv
