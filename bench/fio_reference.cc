@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "bench/json_lite.h"
+#include "base/json.h"
 
 namespace memkv::bench {
 namespace {

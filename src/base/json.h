@@ -1,13 +1,16 @@
-// A small JSON reader for the benchmark's reference tools (fio's
-// --output-format=json). It builds a plain tree; enough for reading a few
-// numbers out of a trusted tool's report, not a general-purpose library:
+// JSON for MemKV's own documents: a small reader (fio's reports, the admin
+// endpoint's answers read back by `memkv admin status`) and a writer.
+//
+// The reader builds a plain tree; enough for reading a few numbers and
+// strings out of a trusted peer's document, not a general-purpose library:
 // numbers are doubles, \u escapes outside ASCII become '?', and nesting is
-// limited to kMaxDepth.
+// limited to kMaxJsonDepth.
 //
 // Pure functions and values; thread-compatible.
-#ifndef MEMKV_BENCH_JSON_LITE_H_
-#define MEMKV_BENCH_JSON_LITE_H_
+#ifndef MEMKV_BASE_JSON_H_
+#define MEMKV_BASE_JSON_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -15,7 +18,7 @@
 
 #include "memkv/status.h"
 
-namespace memkv::bench {
+namespace memkv {
 
 struct JsonValue {
   enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
@@ -42,6 +45,34 @@ inline constexpr int kMaxJsonDepth = 64;
 // naming the byte offset on malformed input.
 Result<JsonValue> ParseJson(std::string_view text);
 
-}  // namespace memkv::bench
+// `text` as a JSON string literal, quotes included; control characters,
+// quotes and backslashes escaped (bytes >= 0x80 are passed through).
+std::string JsonQuote(std::string_view text);
 
-#endif  // MEMKV_BENCH_JSON_LITE_H_
+// Builds one JSON document with commas and nesting handled:
+//   JsonWriter w; w.BeginObject().Key("a").Number(1).Key("b").String("x").EndObject();
+// Misuse (a value where a key is due, unbalanced ends) is a programming error.
+class JsonWriter {
+ public:
+  JsonWriter& BeginObject();
+  JsonWriter& EndObject();
+  JsonWriter& BeginArray();
+  JsonWriter& EndArray();
+  JsonWriter& Key(std::string_view key);
+  JsonWriter& String(std::string_view value);
+  JsonWriter& Number(uint64_t value);
+  JsonWriter& Number(int64_t value);
+  JsonWriter& Number(double value);  // non-finite values are written as null
+  JsonWriter& Bool(bool value);
+  JsonWriter& Null();
+  const std::string& text() const { return out_; }
+
+ private:
+  void BeforeValue();
+  std::string out_;
+  bool need_comma_ = false;
+};
+
+}  // namespace memkv
+
+#endif  // MEMKV_BASE_JSON_H_
