@@ -109,7 +109,7 @@ TEST_F(RdmaTransportTest, RoundTripsOfEveryBlockSizeMoveTheBytesByRdma) {
   EXPECT_GT(fabric_.WritesCompleted(), 0u);
   EXPECT_GT(fabric_.ReadsCompleted(), 0u);
   EXPECT_EQ(fabric_.BytesMoved(), total);
-  EXPECT_GT(server.metrics().rdma_connections.load(), 0u);
+  EXPECT_GT(server.metrics().rdma_connections.Value(), 0u);
   // The server's marking reached the client's QPs.
   EXPECT_EQ(fabric_.LastPath().traffic_class, 104);
   EXPECT_EQ(fabric_.LastPath().service_level, 3);
@@ -143,7 +143,7 @@ TEST_F(RdmaTransportTest, AutoDowngradesOnRetryExhaustionAndReissuesOverTcpExact
   EXPECT_EQ(stats.completion_errors[verbs::kWcRetryExcErr], 1u);
   // Applied once: the RDMA slot was dropped, the TCP put committed.
   EXPECT_EQ(server.store().Stats().keys, 2u);
-  EXPECT_EQ(server.metrics().rdma_put_bytes.load(), 100u);
+  EXPECT_EQ(server.metrics().rdma_put_bytes.Value(), 100u);
   auto got = client->Get("big");
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(*got, value);
@@ -227,7 +227,7 @@ TEST_F(RdmaTransportTest, MtuMismatchIsRefusedAtConnectNamingBothValues) {
   Status s = strict->Put("m", Pattern(10, 1));
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
   EXPECT_TRUE(Contains(s.message(), "1024") && Contains(s.message(), "4096")) << s.ToString();
-  EXPECT_GE(server.metrics().rdma_refused.load(), 1u);
+  EXPECT_GE(server.metrics().rdma_refused.Value(), 1u);
 
   auto flexible = MakeClient(server, "auto", /*mtu=*/1024);
   ASSERT_TRUE(flexible->Put("m", Pattern(10, 1)).ok());

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/version.h"
 #include "cli/cli.h"
 #include "verbs/verbs.h"
 
@@ -14,7 +15,6 @@ extern char** environ;
 namespace memkv::cli {
 namespace {
 
-constexpr const char* kVersion = "0.1.0";
 
 constexpr const char* kUsage = R"(memkv: a store for LLM KV-cache blocks
 
@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     return args.empty() ? kExitUsage : kExitOk;
   }
   if (args[0] == "--version" || args[0] == "-V" || args[0] == "version") {
-    std::printf("memkv %s (wire protocol 1)\n", kVersion);
+    std::printf("memkv %s (wire protocol 1)\n", memkv::kMemkvVersion);
     return kExitOk;
   }
   const std::string command = args[0];

@@ -17,6 +17,8 @@
 #include "cli/cli.h"
 #include "cli/start_drives.h"
 #include "config/server_config.h"
+#include "base/version.h"
+#include "server/admin.h"
 #include "server/key_file.h"
 #include "server/rdma_endpoint.h"
 #include "server/server.h"
@@ -276,10 +278,31 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   }
   Server* srv = server->get();
   const std::string address = c.network.host + ":" + std::to_string(srv->port());
+
+  AdminOptions admin_options;
+  admin_options.host = c.network.host;
+  admin_options.port = c.network.port == 0 ? 0 : static_cast<uint16_t>(srv->port() + 1);
+  admin_options.tls_cert_path = c.network.tls_cert;
+  admin_options.tls_key_path = c.network.tls_key;
+  AdminSources sources;
+  sources.metrics = &srv->metrics();
+  sources.tier = &tier;
+  sources.rdma = rdma->get();
+  sources.storage_mode = std::string(StorageModeName(c.storage.mode));
+  sources.version = kMemkvVersion;
+  sources.data_address = address;
+  sources.serving = [srv] { return srv->serving(); };
+  Result<std::unique_ptr<AdminService>> admin = AdminService::Start(admin_options, sources);
+  if (!admin.ok()) {
+    std::fprintf(stderr, "memkv start: cannot start the admin endpoint on %s:%u: %s\n", c.network.host.c_str(),
+                 admin_options.port, admin.status().message().c_str());
+    return admin.status().code() == StatusCode::kInvalidArgument ? kExitConfig : kExitUnavailable;
+  }
   LOG_INFO << "memory store: " << FormatSize((*store)->pool_bytes()) << " pool in "
            << FormatSize(c.memory.block_size_bytes) << " chunks, " << (*store)->backing().detail;
   if (*rdma != nullptr) LOG_INFO << (*rdma)->Describe();
-  LOG_INFO << "serving on " << address << " (admin port " << (srv->port() + 1) << " reserved)";
+  LOG_INFO << "serving on " << address << "; admin endpoint on " << (*admin)->scheme() << "://"
+           << c.network.host << ":" << (*admin)->port();
   if (key_source != "from the config") {
     LOG_INFO << "clients: export MEMKV_SERVERS=" << address << " MEMKV_AUTH_KEY=$(cat " << key_source << ")";
   }

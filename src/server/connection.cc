@@ -31,7 +31,7 @@ Connection::Connection(uint64_t id, UniqueFd fd, std::string peer, const Connect
       accepted_at_(now),
       last_write_progress_(now),
       in_(kInputBufferBytes) {
-  ctx_.metrics->connections_accepted.fetch_add(1, std::memory_order_relaxed);
+  ctx_.metrics->connections_accepted.Add(1);
   ctx_.metrics->connections_active.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -78,7 +78,7 @@ bool Connection::FillInput() {
   ssize_t n = ::recv(fd_.get(), in_.data() + in_end_, in_.size() - in_end_, 0);
   if (n > 0) {
     in_end_ += static_cast<size_t>(n);
-    ctx_.metrics->bytes_received.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    ctx_.metrics->bytes_received.Add(static_cast<uint64_t>(n));
     return true;
   }
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
@@ -116,18 +116,18 @@ void Connection::ParseFrames() {
 
 bool Connection::OnHeader() {
   Status s = proto::DecodeFields(cur_raw_.data(), &cur_);
-  ctx_.metrics->requests_by_opcode[cur_.opcode].fetch_add(1, std::memory_order_relaxed);
+  request_start_ = MonotonicNanos();
   if (!s.ok()) {
     if (s.code() == StatusCode::kUnsupportedVersion) {
-      ctx_.metrics->unsupported_version.fetch_add(1, std::memory_order_relaxed);
+      ctx_.metrics->unsupported_version.Add(1);
     } else {
-      ctx_.metrics->protocol_errors.fetch_add(1, std::memory_order_relaxed);
+      ctx_.metrics->protocol_errors.Add(1);
     }
     Fail(s);
     return false;
   }
   if (cur_.is_response()) {
-    ctx_.metrics->protocol_errors.fetch_add(1, std::memory_order_relaxed);
+    ctx_.metrics->protocol_errors.Add(1);
     Fail(ProtocolError("a client sent a frame flagged as a response"));
     return false;
   }
@@ -135,13 +135,13 @@ bool Connection::OnHeader() {
     // Nothing but a well-shaped Connect is read from an unauthenticated peer,
     // so it cannot make us buffer a large meta or payload.
     if (cur_.opcode != static_cast<uint8_t>(proto::Opcode::kConnect)) {
-      ctx_.metrics->auth_failures.fetch_add(1, std::memory_order_relaxed);
+      ctx_.metrics->auth_failures.Add(1);
       Fail(AuthFailed("connection not authenticated: the first frame must be Connect (0x06), got " +
                       proto::OpcodeName(cur_.opcode)));
       return false;
     }
     if (cur_.meta_len < proto::kNonceSize || cur_.meta_len > proto::kMaxConnectMeta || cur_.payload_len != 0) {
-      ctx_.metrics->protocol_errors.fetch_add(1, std::memory_order_relaxed);
+      ctx_.metrics->protocol_errors.Add(1);
       Fail(ProtocolError("Connect must carry a 32-byte nonce (and optionally an RDMA offer, at most " +
                          std::to_string(proto::kMaxConnectMeta) + " bytes in all) as meta and no payload"));
       return false;
@@ -162,7 +162,7 @@ void Connection::OnMeta() {
   Tag tag;
   std::memcpy(tag.data(), cur_raw_.data() + proto::kFieldsSize, proto::kTagSize);
   if (!auth_->VerifyNext(cur_raw_.data(), meta_, tag)) {
-    ctx_.metrics->auth_failures.fetch_add(1, std::memory_order_relaxed);
+    ctx_.metrics->auth_failures.Add(1);
     Fail(AuthFailed("frame tag does not verify (tampered, replayed or signed with another key)"));
     return;
   }
@@ -256,7 +256,7 @@ bool Connection::ReceivePayload() {
     int count = static_cast<int>(std::min<size_t>(payload_iov_.size() - payload_first_, IOV_MAX));
     ssize_t n = ::readv(fd_.get(), payload_iov_.data() + payload_first_, count);
     if (n > 0) {
-      ctx_.metrics->bytes_received.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+      ctx_.metrics->bytes_received.Add(static_cast<uint64_t>(n));
       payload_left_ -= static_cast<uint64_t>(n);
       payload_first_ = AdvanceIov(payload_iov_, payload_first_, static_cast<size_t>(n));
       HashArrived(static_cast<uint64_t>(n));
@@ -306,11 +306,13 @@ std::span<const uint8_t> MetaOf(const std::vector<uint8_t>& head) {
 void Connection::Respond(StatusCode status, std::string meta, std::vector<iovec> payload,
                          std::vector<ReadHandle> pins, uint64_t checksum,
                          std::vector<std::vector<uint8_t>> owned) {
-  if (status != StatusCode::kOk && status != StatusCode::kNotFound) {
-    ctx_.metrics->errors_by_opcode[cur_.opcode].fetch_add(1, std::memory_order_relaxed);
-  }
   uint64_t payload_len = 0;
   for (const iovec& v : payload) payload_len += v.iov_len;
+  OpMetrics& op = ctx_.metrics->op(cur_.opcode);
+  op.requests.Add();
+  if (status != StatusCode::kOk && status != StatusCode::kNotFound) op.errors.Add();
+  if (payload_len > 0) op.value_bytes.Add(payload_len);  // gets; puts count in RespondPuts
+  op.latency.Observe(static_cast<uint64_t>(MonotonicNanos() - request_start_));
   OutFrame frame;
   frame.head = ResponseHead(cur_, status, meta, payload_len, checksum);
   // Before the handshake there is no session key: errors go out with a zero tag.
@@ -359,7 +361,7 @@ bool Connection::Flush() {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return true;
       return false;  // peer gone; nothing more to deliver
     }
-    ctx_.metrics->bytes_sent.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    ctx_.metrics->bytes_sent.Add(static_cast<uint64_t>(n));
     last_write_progress_ = MonotonicNanos();
     size_t left = static_cast<size_t>(n);
     while (!out_.empty()) {

@@ -224,6 +224,7 @@ class Connection {
   size_t in_end_ = 0;
 
   ReadState state_ = ReadState::kHeader;
+  Nanos request_start_ = 0;        // when the current request's header arrived
   proto::FrameHeader cur_;
   std::array<uint8_t, proto::kHeaderSize> cur_raw_{};
   std::vector<uint8_t> meta_;

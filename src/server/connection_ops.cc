@@ -40,7 +40,7 @@ void Connection::HandleConnect() {
   Tag tag;
   std::memcpy(tag.data(), cur_raw_.data() + proto::kFieldsSize, proto::kTagSize);
   if (!TagsEqual(proto::ConnectTag(*ctx_.master_mac, cur_raw_.data(), meta_, {}), tag)) {
-    ctx_.metrics->auth_failures.fetch_add(1, std::memory_order_relaxed);
+    ctx_.metrics->auth_failures.Add(1);
     Fail(AuthFailed("Connect tag does not verify: the client's auth key differs from the server's"));
     return;
   }
@@ -64,7 +64,7 @@ void Connection::HandleConnect() {
   Status offer_ok = proto::DecodeRdmaOffer(std::span<const uint8_t>(meta_).subspan(proto::kNonceSize),
                                            &has_offer, &offer);
   if (!offer_ok.ok()) {
-    ctx_.metrics->protocol_errors.fetch_add(1, std::memory_order_relaxed);
+    ctx_.metrics->protocol_errors.Add(1);
     Fail(offer_ok);
     return;
   }
@@ -78,7 +78,7 @@ void Connection::HandleConnect() {
     }
     auto& counter = answer.result == proto::RdmaAnswerResult::kAccepted ? ctx_.metrics->rdma_connections
                                                                           : ctx_.metrics->rdma_refused;
-    counter.fetch_add(1, std::memory_order_relaxed);
+    counter.Add();
     meta += proto::EncodeRdmaAnswer(answer);
   }
   RespondConnect(std::move(meta), client_nonce);
@@ -153,7 +153,7 @@ void Connection::HandleRdmaCommit() {
   // checked anyway: a value is stored only if it is what the client hashed.
   const uint64_t landed = ChecksumOf(g.put.iov());
   if (landed != g.checksum) {
-    ctx_.metrics->rdma_commit_checksum_failures.fetch_add(1, std::memory_order_relaxed);
+    ctx_.metrics->rdma_commit_checksum_failures.Add(1);
     RespondError(Corruption("the " + std::to_string(g.put.size()) +
                           " bytes written by RDMA do not match their checksum; the put was dropped"));
     return;
@@ -164,7 +164,10 @@ void Connection::HandleRdmaCommit() {
   }
   const uint64_t size = g.put.size();
   s = ctx_.store->CommitPut(std::move(g.put), g.key, g.checksum);
-  if (s.ok()) ctx_.metrics->rdma_put_bytes.fetch_add(size, std::memory_order_relaxed);
+  if (s.ok()) {
+    ctx_.metrics->rdma_put_bytes.Add(size);
+    ctx_.metrics->op(cur_.opcode).value_bytes.Add(size);
+  }
   RespondError(s);
 }
 
@@ -192,7 +195,8 @@ void Connection::GrantPin(ReadHandle handle) {
   grant.value_len = handle.size();
   grant.checksum = handle.checksum();
   grant.segments = Segments(handle.iov());
-  ctx_.metrics->rdma_get_bytes.fetch_add(handle.size(), std::memory_order_relaxed);
+  ctx_.metrics->rdma_get_bytes.Add(handle.size());
+  ctx_.metrics->op(cur_.opcode).value_bytes.Add(handle.size());
   Grant& g = grants_[grant.token];
   g.pin = std::move(handle);
   g.expires = MonotonicNanos() + ctx_.rdma_grant_lease_ns;
@@ -212,7 +216,7 @@ void Connection::HandleRdmaRelease() {
 bool Connection::CheckGrantLeases(Nanos now) {
   for (const auto& [token, g] : grants_) {
     if (now > g.expires) {
-      ctx_.metrics->rdma_leases_expired.fetch_add(1, std::memory_order_relaxed);
+      ctx_.metrics->rdma_leases_expired.Add(1);
       LOG_WARN << "closing " << peer_ << ": it held RDMA " << (g.key.empty() ? "pin" : "slot") << " "
                << token << " past its " << ctx_.rdma_grant_lease_ns / 1'000'000'000
                << " s lease (client gone or stuck mid-transfer)";
@@ -226,7 +230,7 @@ void Connection::DispatchAuthenticated() {
   const auto op = static_cast<proto::Opcode>(cur_.opcode);
   const bool carries_payload = op == proto::Opcode::kPut || op == proto::Opcode::kBatchPut;
   if (cur_.payload_len != 0 && !carries_payload && proto::IsKnownOpcode(cur_.opcode)) {
-    ctx_.metrics->protocol_errors.fetch_add(1, std::memory_order_relaxed);
+    ctx_.metrics->protocol_errors.Add(1);
     Fail(ProtocolError(proto::OpcodeName(cur_.opcode) + " carries no payload, got payload_len " +
                        std::to_string(cur_.payload_len)));
     return;
@@ -235,7 +239,7 @@ void Connection::DispatchAuthenticated() {
   switch (op) {
     case proto::Opcode::kPing: Respond(StatusCode::kOk, ""); return;
     case proto::Opcode::kConnect:
-      ctx_.metrics->protocol_errors.fetch_add(1, std::memory_order_relaxed);
+      ctx_.metrics->protocol_errors.Add(1);
       RespondError(ProtocolError("Connect sent twice on one connection"));
       return;
     case proto::Opcode::kPut: HandlePut(key); return;
@@ -252,7 +256,7 @@ void Connection::DispatchAuthenticated() {
   }
   // Unknown opcode in a well-formed, authenticated frame: answer it and
   // stay in sync by consuming its payload.
-  ctx_.metrics->protocol_errors.fetch_add(1, std::memory_order_relaxed);
+  ctx_.metrics->protocol_errors.Add(1);
   PayloadSink sink;
   sink.frame_error = ProtocolError("unknown opcode " + proto::OpcodeName(cur_.opcode) +
                                    "; this server speaks protocol version " +
@@ -315,7 +319,7 @@ void Connection::FinishPayload() {
   for (PayloadSink::Item& item : sink.items) {
     if (!item.status.ok()) continue;
     if (item.received_checksum != item.checksum) {
-      ctx_.metrics->payload_checksum_failures.fetch_add(1, std::memory_order_relaxed);
+      ctx_.metrics->payload_checksum_failures.Add(1);
       Fail(Corruption("payload of key '" + item.key.substr(0, 64) +
                       "' does not match its checksum; nothing was stored"));
       return;
@@ -334,10 +338,13 @@ void Connection::FinishPayload() {
 void Connection::RespondPuts(std::vector<PayloadSink::Item>& items, bool batch) {
   std::vector<StatusCode> statuses;
   Status last_error;
+  uint64_t stored = 0;
   for (const PayloadSink::Item& item : items) {
     statuses.push_back(item.status.code());
     if (!item.status.ok()) last_error = item.status;
+    if (item.status.ok()) stored += item.size;
   }
+  ctx_.metrics->op(cur_.opcode).value_bytes.Add(stored);
   if (batch) {
     Respond(StatusCode::kOk, proto::EncodeStatusList(statuses));
   } else if (last_error.ok()) {

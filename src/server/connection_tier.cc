@@ -85,7 +85,10 @@ void Connection::RdmaCommitThrough(PendingPut put, std::string key, uint64_t che
       1, [tier, commit](size_t) { commit->status = tier->WriteThrough(std::move(commit->put), commit->key, commit->checksum); },
       [commit]() -> DriveDone {
         return [commit](Connection& c) {
-          if (commit->status.ok()) c.ctx_.metrics->rdma_put_bytes.fetch_add(commit->size, std::memory_order_relaxed);
+          if (commit->status.ok()) {
+            c.ctx_.metrics->rdma_put_bytes.Add(commit->size);
+            c.ctx_.metrics->op(c.cur_.opcode).value_bytes.Add(commit->size);
+          }
           c.RespondError(commit->status);
         };
       });

@@ -1,36 +1,67 @@
-// ServerMetrics: the server's counters, shared by all worker threads.
-// Relaxed atomics: each counter is exact, a set read together may be skewed.
-// The admin endpoint (Prometheus text) reads these.
+// ServerMetrics: the server's counters, shared by all worker and I/O threads.
+//
+// Counters and histograms are the lock-free sharded cells of src/metrics: a
+// worker counting a request touches a cache line no other thread writes, and
+// no lock is ever taken to count. Each value is exact; a set read together
+// (a scrape) may be skewed by the requests in flight. The admin endpoint
+// (admin.h) turns them into Prometheus text; docs/metrics.md lists the names.
 #ifndef MEMKV_SERVER_METRICS_H_
 #define MEMKV_SERVER_METRICS_H_
 
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <string_view>
+
+#include "metrics/histogram.h"
 
 namespace memkv {
 
+// The operations the server counts separately (one per known opcode, plus
+// one for everything else).
+enum class OpSlot : uint8_t {
+  kPing, kConnect, kPut, kGet, kDelete, kExists, kBatchPut, kBatchGet, kBatchExists,
+  kRdmaPut, kRdmaCommit, kRdmaGet, kRdmaRelease, kOther,
+};
+inline constexpr size_t kOpSlots = 14;
+OpSlot OpSlotFor(uint8_t opcode);
+// "put", "rdma_get", ...: the `op` label.
+std::string_view OpSlotName(OpSlot slot);
+// "tcp" for the inline-bulk opcodes, "rdma" for the RDMA control opcodes
+// (whose value bytes move by RDMA): the `transport` label.
+std::string_view OpSlotTransport(OpSlot slot);
+
+struct OpMetrics {
+  metrics::Counter requests;
+  metrics::Counter errors;        // answered with a status other than Ok / NotFound
+  metrics::Counter value_bytes;   // value bytes stored (puts) or served (gets)
+  // From the request's header arriving to its response being queued (drive
+  // work included), in nanoseconds.
+  metrics::Histogram latency = metrics::Histogram::ForLatencyNanos();
+};
+
 struct ServerMetrics {
-  using Counter = std::atomic<uint64_t>;
-  Counter connections_accepted{0};
-  Counter connections_active{0};
-  Counter connections_closed_idle{0};    // handshake or drain timeout
-  Counter connections_closed_stalled{0}; // stopped reading its responses
-  Counter auth_failures{0};              // wrong key, tampered, replayed, unauthenticated
-  Counter protocol_errors{0};            // malformed frames, unknown opcodes, bad checksums
-  Counter unsupported_version{0};
-  Counter bytes_received{0};
-  Counter bytes_sent{0};
-  Counter payload_checksum_failures{0};  // payload did not match the checksum it came with
+  using Counter = metrics::Counter;
+  Counter connections_accepted;
+  std::atomic<int64_t> connections_active{0};  // a gauge: up and down
+  Counter connections_closed_idle;     // no Connect within the handshake timeout
+  Counter connections_closed_stalled;  // stopped reading its responses
+  Counter auth_failures;               // wrong key, tampered, replayed, unauthenticated
+  Counter protocol_errors;             // malformed frames, unknown opcodes, bad checksums
+  Counter unsupported_version;
+  Counter bytes_received;
+  Counter bytes_sent;
+  Counter payload_checksum_failures;   // payload did not match the checksum it came with
   // RDMA (bytes moved by the clients' one-sided WRITE / READ, as granted).
-  Counter rdma_connections{0};           // connections whose RDMA offer was accepted
-  Counter rdma_refused{0};               // offers refused (MTU mismatch, QP setup) or without a device
-  Counter rdma_put_bytes{0};             // committed through RdmaPut / RdmaCommit
-  Counter rdma_get_bytes{0};             // pinned for RdmaGet
-  Counter rdma_commit_checksum_failures{0};  // landed bytes did not match the declared checksum
-  Counter rdma_leases_expired{0};        // connections closed for holding a grant too long
-  std::array<Counter, 256> requests_by_opcode{};
-  std::array<Counter, 256> errors_by_opcode{};  // responses with a status other than Ok/NotFound
+  Counter rdma_connections;            // connections whose RDMA offer was accepted
+  Counter rdma_refused;                // offers refused (MTU mismatch, QP setup) or without a device
+  Counter rdma_put_bytes;              // committed through RdmaPut / RdmaCommit
+  Counter rdma_get_bytes;              // pinned for RdmaGet
+  Counter rdma_commit_checksum_failures;  // landed bytes did not match the declared checksum
+  Counter rdma_leases_expired;         // connections closed for holding a grant too long
+  std::array<OpMetrics, kOpSlots> ops;
+
+  OpMetrics& op(uint8_t opcode) { return ops[static_cast<size_t>(OpSlotFor(opcode))]; }
 };
 
 }  // namespace memkv

@@ -202,11 +202,11 @@ class Server::Worker {
       if (idle) {
         LOG_INFO << "closing " << conn->peer() << ": no Connect within "
                  << server_->options_.handshake_timeout_ms << " ms";
-        server_->metrics_.connections_closed_idle.fetch_add(1, std::memory_order_relaxed);
+        server_->metrics_.connections_closed_idle.Add(1);
       } else if (stalled && !drained) {
         LOG_WARN << "closing " << conn->peer() << ": it has not read its responses for "
                  << server_->options_.write_stall_timeout_ms << " ms";
-        server_->metrics_.connections_closed_stalled.fetch_add(1, std::memory_order_relaxed);
+        server_->metrics_.connections_closed_stalled.Add(1);
       }
       if (idle || stalled || drained || lease_expired) to_close.push_back(fd);
     }
@@ -268,6 +268,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, Mem
 
 Status Server::Run() {
   for (auto& w : workers_) MEMKV_RETURN_IF_ERROR(w->Start());
+  serving_.store(!stopping_.load(std::memory_order_acquire), std::memory_order_release);
   size_t next = 0;
   while (!stopping_.load(std::memory_order_acquire)) {
     pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {stop_event_.get(), POLLIN, 0}};
@@ -296,6 +297,7 @@ Status Server::Run() {
 }
 
 void Server::Stop() {
+  serving_.store(false, std::memory_order_release);
   if (stopping_.exchange(true, std::memory_order_acq_rel)) return;
   if (stop_event_.valid()) Wake(stop_event_.get());
 }

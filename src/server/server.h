@@ -60,6 +60,8 @@ class Server {
   void Stop();
 
   ServerMetrics& metrics() { return metrics_; }
+  // True from the moment Run accepts connections until Stop.
+  bool serving() const { return serving_.load(std::memory_order_acquire); }
 
  private:
   class Worker;
@@ -73,6 +75,7 @@ class Server {
   UniqueFd stop_event_;  // eventfd that wakes the acceptor
   uint16_t port_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> serving_{false};
   ServerMetrics metrics_;
   std::vector<std::unique_ptr<Worker>> workers_;
 };

@@ -1,0 +1,106 @@
+// AdminService: the admin endpoint (SPEC §8) on the data IP, port + 1.
+//
+//   GET /v1/health   JSON {status, reason, rdma_active, drives_online,
+//                    drives_offline, drives_total}; status healthy, degraded
+//                    (some drive offline) or unhealthy (no drive left in a
+//                    drive mode, or the server is stopping); 503 when unhealthy
+//   GET /v1/ready    "ok" (200) while serving; 503 while starting or draining
+//   GET /v1/status   JSON: memory, storage and RDMA figures, raw / usable /
+//                    used bytes in total and per device, connections, request
+//                    totals, hit ratio and ops/s (docs/admin.md)
+//   GET /v1/metrics  Prometheus text (docs/metrics.md)
+//
+// HTTPS when network.tls_cert and tls_key are set. The HTTP server runs on its
+// own thread (src/http): a slow or hostile admin client never touches the
+// data plane, whose figures it only reads (relaxed atomics, store stats).
+//
+// Thread-safety: the renderers may be called from any thread; the service's
+// own thread calls them per request. Every source must outlive the service.
+#ifndef MEMKV_SERVER_ADMIN_H_
+#define MEMKV_SERVER_ADMIN_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "http/http_server.h"
+#include "memkv/status.h"
+#include "server/metrics.h"
+#include "server/rdma_endpoint.h"
+#include "server/tier.h"
+
+namespace memkv {
+
+struct AdminSources {
+  ServerMetrics* metrics = nullptr;
+  Tier* tier = nullptr;                  // memory pool, and the drives when tier->has_drives()
+  RdmaEndpoint* rdma = nullptr;          // null: TCP only
+  std::string storage_mode;              // "memory", "file", "direct"
+  std::string version;
+  std::string data_address;              // "HOST:PORT" of the data listener
+  // True while the data listener serves (false before Run and while draining).
+  std::function<bool()> serving;
+};
+
+struct AdminOptions {
+  std::string host;
+  uint16_t port = 0;                     // 0: any free port
+  std::string tls_cert_path;
+  std::string tls_key_path;
+  uint32_t sample_interval_ms = 1000;    // ops/s is the rate over the last 10 samples
+};
+
+struct HealthReport {
+  std::string status;                    // "healthy", "degraded", "unhealthy"
+  std::string reason;                    // empty when healthy
+  bool rdma_active = false;
+  uint32_t drives_online = 0;            // online or full (still readable)
+  uint32_t drives_offline = 0;
+  uint32_t drives_total = 0;
+};
+
+class AdminService {
+ public:
+  // Binds (the port is known on return) and starts serving. Errors name the
+  // address (bind) or the TLS file and OpenSSL's reason.
+  static Result<std::unique_ptr<AdminService>> Start(const AdminOptions& options, const AdminSources& sources);
+  ~AdminService();  // stops the HTTP server and the sampler
+  AdminService(const AdminService&) = delete;
+  AdminService& operator=(const AdminService&) = delete;
+
+  uint16_t port() const { return http_->port(); }
+  std::string_view scheme() const { return http_->scheme(); }
+
+  HealthReport Health() const;
+  std::string HealthJson() const;
+  std::string StatusJson() const;
+  std::string MetricsText() const;
+
+ private:
+  AdminService(const AdminOptions& options, const AdminSources& sources);
+  uint64_t RequestsTotal() const;
+  double OpsPerSecond() const;
+  void Sample();
+
+  AdminOptions options_;
+  AdminSources sources_;
+  Nanos started_ = 0;
+  std::unique_ptr<HttpServer> http_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;                              // guarded by mu_
+  std::vector<std::pair<Nanos, uint64_t>> samples_;    // guarded by mu_; (time, requests), oldest first
+  std::thread sampler_;
+};
+
+}  // namespace memkv
+
+#endif  // MEMKV_SERVER_ADMIN_H_

@@ -1,0 +1,45 @@
+#include "server/metrics.h"
+
+#include "proto/frame.h"
+
+namespace memkv {
+
+OpSlot OpSlotFor(uint8_t opcode) {
+  switch (static_cast<proto::Opcode>(opcode)) {
+    case proto::Opcode::kPing: return OpSlot::kPing;
+    case proto::Opcode::kConnect: return OpSlot::kConnect;
+    case proto::Opcode::kPut: return OpSlot::kPut;
+    case proto::Opcode::kGet: return OpSlot::kGet;
+    case proto::Opcode::kDelete: return OpSlot::kDelete;
+    case proto::Opcode::kExists: return OpSlot::kExists;
+    case proto::Opcode::kBatchPut: return OpSlot::kBatchPut;
+    case proto::Opcode::kBatchGet: return OpSlot::kBatchGet;
+    case proto::Opcode::kBatchExists: return OpSlot::kBatchExists;
+    case proto::Opcode::kRdmaPut: return OpSlot::kRdmaPut;
+    case proto::Opcode::kRdmaCommit: return OpSlot::kRdmaCommit;
+    case proto::Opcode::kRdmaGet: return OpSlot::kRdmaGet;
+    case proto::Opcode::kRdmaRelease: return OpSlot::kRdmaRelease;
+  }
+  return OpSlot::kOther;
+}
+
+std::string_view OpSlotName(OpSlot slot) {
+  static constexpr std::string_view kNames[kOpSlots] = {
+      "ping",    "connect",   "put",      "get",        "delete",   "exists",       "batch_put",
+      "batch_get", "batch_exists", "rdma_put", "rdma_commit", "rdma_get", "rdma_release", "other"};
+  return kNames[static_cast<size_t>(slot)];
+}
+
+std::string_view OpSlotTransport(OpSlot slot) {
+  switch (slot) {
+    case OpSlot::kRdmaPut:
+    case OpSlot::kRdmaCommit:
+    case OpSlot::kRdmaGet:
+    case OpSlot::kRdmaRelease:
+      return "rdma";
+    default:
+      return "tcp";
+  }
+}
+
+}  // namespace memkv
