@@ -95,5 +95,11 @@ TEST(FuzzCorpusTest, DcbReply) {
   Exercise(&FuzzDcbReply, corpus);
 }
 
+TEST(FuzzCorpusTest, DriveFormat) {
+  auto corpus = LoadCorpus("drive_format");
+  ASSERT_FALSE(corpus.empty());
+  Exercise(&FuzzDriveFormat, corpus);
+}
+
 }  // namespace
 }  // namespace memkv::fuzz

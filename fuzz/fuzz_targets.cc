@@ -1,5 +1,7 @@
 #include "fuzz/fuzz_targets.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -8,8 +10,11 @@
 #include <string_view>
 #include <vector>
 
+#include "base/bytes.h"
+#include "base/checksum.h"
 #include "config/client_config.h"
 #include "config/server_config.h"
+#include "drive/format.h"
 #include "proto/frame.h"
 #include "proto/messages.h"
 #include "verbs/detect.h"
@@ -140,6 +145,302 @@ verbs::PortInfo HealthyPort() {
   return port;
 }
 
+
+// ---- drive tier (src/drive/format.h; byte layouts in docs/storage.md) ----
+//
+// The drive formats are not canonical the way the wire's are: the decoders
+// skip reserved fields, key padding and (for delete and drive-offline
+// records) the put-only fields, which the encoders write as zeros; the
+// checksum covers those bytes, so only a writer other than ours can put
+// anything else there. Re-encoding what a decoder accepted therefore
+// reproduces every field byte, writes zeros where it skipped, and reproduces
+// the whole structure, checksum included, exactly when the skipped bytes were
+// zero. Where the decoded struct carries a skipped field (a delete record's
+// generation), decode(encode(x)) == x holds for the fields its type uses.
+
+constexpr uint8_t kDriveSuperblock = 0;
+constexpr uint8_t kDriveAreaHeader = 1;
+constexpr uint8_t kDriveRecords = 2;
+constexpr uint8_t kDriveExtent = 3;
+constexpr uint8_t kDriveReseal = 0x04;
+constexpr size_t kBlockChecksumAt = kDriveHeaderBytes - 8;  // every 4 KiB block ends in its checksum
+
+using Block = std::array<uint8_t, kDriveHeaderBytes>;
+
+// Bytes [begin, end) of a structure that its decoder skips.
+struct Skipped {
+  size_t begin;
+  size_t end;
+};
+constexpr Skipped kSuperblockSkipped[] = {{60, 64}, {128, kBlockChecksumAt}};
+constexpr Skipped kAreaHeaderSkipped[] = {{72, kBlockChecksumAt}};
+
+bool SameSpan(Bytes a, Bytes b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
+}
+
+Block ToBlock(Bytes in) {
+  Block b{};
+  std::memcpy(b.data(), in.data(), std::min(in.size(), b.size()));
+  return b;
+}
+
+void SealBlock(Block* b) { StoreLe64(b->data() + kBlockChecksumAt, Checksum(b->data(), kBlockChecksumAt)); }
+
+// `encoded` is an encoder's output for what a decoder made of `input`, a
+// structure whose last 8 bytes are its checksum (see the note above).
+void CheckReencoding(Bytes encoded, Bytes input, std::span<const Skipped> skipped) {
+  MEMKV_FUZZ_CHECK(encoded.size() == input.size() && input.size() >= 8);
+  const size_t checksum_at = input.size() - 8;
+  bool skipped_all_zero = true;
+  for (size_t i = 0; i < checksum_at; ++i) {
+    const bool is_skipped =
+        std::any_of(skipped.begin(), skipped.end(), [i](const Skipped& s) { return i >= s.begin && i < s.end; });
+    if (is_skipped) {
+      MEMKV_FUZZ_CHECK(encoded[i] == 0);  // the encoder zeroes what the decoder skips
+      skipped_all_zero &= input[i] == 0;
+    } else if (encoded[i] != input[i]) {
+      std::fprintf(stderr, "re-encoding differs at byte %zu: 0x%02x, input 0x%02x\n", i, encoded[i], input[i]);
+      MEMKV_FUZZ_CHECK(encoded[i] == input[i]);  // every field re-encodes as it was read
+    }
+  }
+  if (skipped_all_zero) MEMKV_FUZZ_CHECK(SameSpan(encoded.subspan(checksum_at), input.subspan(checksum_at)));
+}
+
+bool SameSuperblock(const Superblock& a, const Superblock& b) {
+  return a.format_version == b.format_version && a.store_uuid == b.store_uuid && a.drive_uuid == b.drive_uuid &&
+         a.drive_index == b.drive_index && a.drive_count == b.drive_count &&
+         a.logical_block_bytes == b.logical_block_bytes && a.extent_bytes == b.extent_bytes &&
+         a.slot_bytes == b.slot_bytes && a.created_unix_ns == b.created_unix_ns && a.device_bytes == b.device_bytes &&
+         a.journal_offset == b.journal_offset && a.journal_area_bytes == b.journal_area_bytes &&
+         a.data_offset == b.data_offset && a.slot_count == b.slot_count;
+}
+
+bool SameAreaHeader(const JournalAreaHeader& a, const JournalAreaHeader& b) {
+  return a.format_version == b.format_version && a.epoch == b.epoch && a.nonce == b.nonce &&
+         a.store_uuid == b.store_uuid && a.drive_uuid == b.drive_uuid && a.base_sequence == b.base_sequence &&
+         a.base_generation == b.base_generation;
+}
+
+// Equal in the fields that a record of that type carries.
+bool SameRecord(const JournalRecord& a, const JournalRecord& b) {
+  if (a.type != b.type || a.sequence != b.sequence) return false;
+  switch (a.type) {
+    case RecordType::kPut:
+      return a.generation == b.generation && a.value_bytes == b.value_bytes &&
+             a.value_checksum == b.value_checksum && a.extents == b.extents && a.key == b.key;
+    case RecordType::kDelete: return a.key == b.key;
+    case RecordType::kDriveOffline: return a.drive_uuid == b.drive_uuid && a.drive_index == b.drive_index;
+  }
+  return false;
+}
+
+void CheckSuperblock(const Block& block) {
+  constexpr std::string_view kWhere = "fuzz-drive";
+  Result<Superblock> decoded = DecodeSuperblock(block, kWhere);
+  if (!decoded.ok()) {
+    const Status& s = decoded.status();
+    MEMKV_FUZZ_CHECK(s.message().find(kWhere) != std::string::npos);  // the message names the drive
+    // Checked in the documented order: no magic is "not formatted", never damage.
+    const bool has_magic = std::memcmp(block.data(), "MEMKVDRV", 8) == 0;
+    const uint32_t version = LoadLe32(block.data() + 8);
+    const bool version_readable = version >= kMinReadableDriveFormatVersion && version <= kDriveFormatVersion;
+    MEMKV_FUZZ_CHECK((s.code() == StatusCode::kNotFound) == !has_magic);
+    MEMKV_FUZZ_CHECK((s.code() == StatusCode::kUnsupportedVersion) == (has_magic && !version_readable));
+    MEMKV_FUZZ_CHECK(s.code() == StatusCode::kNotFound || s.code() == StatusCode::kUnsupportedVersion ||
+                     s.code() == StatusCode::kCorruption);
+    return;
+  }
+  const Superblock& sb = *decoded;
+  MEMKV_FUZZ_CHECK(sb.format_version >= kMinReadableDriveFormatVersion && sb.format_version <= kDriveFormatVersion);
+  // An extent ref keeps the drive index in 16 bits.
+  MEMKV_FUZZ_CHECK(sb.drive_count >= 1 && sb.drive_count <= 65535 && sb.drive_index < sb.drive_count);
+  const uint32_t lbs = sb.logical_block_bytes;
+  MEMKV_FUZZ_CHECK(lbs >= 512 && lbs <= kDriveHeaderBytes && (lbs & (lbs - 1)) == 0);
+  MEMKV_FUZZ_CHECK(sb.extent_bytes > 0 && sb.extent_bytes % kDriveHeaderBytes == 0 && sb.extent_bytes <= (1ull << 30));
+  MEMKV_FUZZ_CHECK(sb.slot_bytes == sb.extent_bytes + kDriveHeaderBytes);
+  MEMKV_FUZZ_CHECK(sb.journal_area_bytes >= 2 * kDriveHeaderBytes && sb.journal_area_bytes % kDriveHeaderBytes == 0 &&
+                   sb.journal_area_bytes <= (1ull << 40));
+  // The regions follow each other without overlap or wrap-around: superblock,
+  // the two journal areas, the slots, all inside the device. Computed so that
+  // nothing here can overflow (journal_area_bytes <= 2^40 is checked above).
+  MEMKV_FUZZ_CHECK(sb.journal_offset >= kDriveHeaderBytes && sb.journal_offset % kDriveHeaderBytes == 0);
+  MEMKV_FUZZ_CHECK(sb.journal_offset <= UINT64_MAX - 2 * sb.journal_area_bytes);  // journal end does not wrap
+  MEMKV_FUZZ_CHECK(sb.journal_area_offset(1) + sb.journal_area_bytes <= sb.data_offset);
+  MEMKV_FUZZ_CHECK(sb.data_offset % kDriveHeaderBytes == 0 && sb.data_offset <= sb.device_bytes);
+  MEMKV_FUZZ_CHECK(sb.slot_count <= kMaxSlotsPerDrive);
+  MEMKV_FUZZ_CHECK(sb.slot_count <= (sb.device_bytes - sb.data_offset) / sb.slot_bytes);  // slots inside the device
+
+  Block reencoded;
+  EncodeSuperblock(sb, reencoded);
+  CheckReencoding(reencoded, block, kSuperblockSkipped);
+  Result<Superblock> again = DecodeSuperblock(reencoded, kWhere);
+  MEMKV_FUZZ_CHECK(again.ok() && SameSuperblock(*again, sb));
+}
+
+void CheckAreaHeader(const Block& block) {
+  Result<JournalAreaHeader> decoded = DecodeJournalAreaHeader(block);
+  if (!decoded.ok()) {
+    const Status& s = decoded.status();
+    MEMKV_FUZZ_CHECK(!s.message().empty());
+    MEMKV_FUZZ_CHECK(s.code() == StatusCode::kCorruption || s.code() == StatusCode::kUnsupportedVersion);
+    return;
+  }
+  const JournalAreaHeader& h = *decoded;
+  // The oldest format this binary reads, as for the superblock and extents.
+  MEMKV_FUZZ_CHECK(h.format_version >= kMinReadableDriveFormatVersion && h.format_version <= kDriveFormatVersion);
+  Block reencoded;
+  EncodeJournalAreaHeader(h, reencoded);
+  CheckReencoding(reencoded, block, kAreaHeaderSkipped);
+  Result<JournalAreaHeader> again = DecodeJournalAreaHeader(reencoded);
+  MEMKV_FUZZ_CHECK(again.ok() && SameAreaHeader(*again, h));
+}
+
+// Where a record puts its length and link, and how it is checksummed
+// (docs/storage.md, "Journal record"): what EncodeRecord would write there.
+void ResealRecord(std::span<uint8_t> rec, uint64_t link) {
+  if (rec.size() < kRecordHeadBytes + 8) return;
+  const uint32_t n = LoadLe32(rec.data() + 8);
+  if (n < kRecordHeadBytes + 8 || n % 8 != 0 || n > rec.size()) return;
+  StoreLe64(rec.data() + 16, link);
+  StoreLe64(rec.data() + n - 8, Checksum(rec.data(), n - 8));
+}
+
+// A record's skipped bytes: the key's padding to 8; in delete and
+// drive-offline records the put-only fields (generation, value length and
+// checksum at 32..55); after a drive-offline record's drive index, 4 zeros.
+std::vector<Skipped> RecordSkipped(const JournalRecord& r) {
+  const size_t key_end = kRecordHeadBytes + r.key.size();
+  const size_t padded_key_end = kRecordHeadBytes + ((r.key.size() + 7) & ~size_t{7});
+  switch (r.type) {
+    case RecordType::kPut: return {{key_end, padded_key_end}};
+    case RecordType::kDelete: return {{32, kRecordHeadBytes}, {key_end, padded_key_end}};
+    case RecordType::kDriveOffline: return {{32, kRecordHeadBytes}, {kRecordHeadBytes + 20, kRecordHeadBytes + 24}};
+  }
+  return {};
+}
+
+// One accepted record at the front of `rest`, decoded with `link`.
+void CheckRecord(Bytes rest, uint64_t link, const JournalRecord& r, size_t consumed, uint64_t checksum) {
+  MEMKV_FUZZ_CHECK(consumed > 0 && consumed <= rest.size());  // replay moves forward, inside the area
+  MEMKV_FUZZ_CHECK(consumed % 8 == 0 && consumed >= kRecordHeadBytes + 8);
+  MEMKV_FUZZ_CHECK(consumed == EncodedRecordBytes(r));
+  MEMKV_FUZZ_CHECK(consumed == LoadLe32(rest.data() + 8));  // the record's own length field
+  MEMKV_FUZZ_CHECK(checksum == LoadLe64(rest.data() + consumed - 8));  // the next link is this record's checksum
+  MEMKV_FUZZ_CHECK(r.type == RecordType::kPut || r.type == RecordType::kDelete || r.type == RecordType::kDriveOffline);
+  switch (r.type) {
+    case RecordType::kPut:
+      MEMKV_FUZZ_CHECK(!r.key.empty() && r.key.size() <= kMaxDriveKeyBytes);
+      MEMKV_FUZZ_CHECK(r.extents.size() == LoadLe32(rest.data() + 12) && r.extents.size() <= kMaxExtentsPerValue);
+      for (const ExtentRef& e : r.extents) MEMKV_FUZZ_CHECK(e.drive <= 0xFFFF && e.slot <= 0xFFFFFFFFFFFFull);
+      break;
+    case RecordType::kDelete:
+      MEMKV_FUZZ_CHECK(!r.key.empty() && r.key.size() <= kMaxDriveKeyBytes);
+      MEMKV_FUZZ_CHECK(r.extents.empty() && r.drive_uuid.IsZero() && r.drive_index == 0);
+      break;
+    case RecordType::kDriveOffline:
+      MEMKV_FUZZ_CHECK(r.key.empty() && r.extents.empty());
+      break;
+  }
+  const Bytes record = rest.first(consumed);
+  // The chain: the same bytes after any other record, or cut short, are not a record.
+  JournalRecord ignored;
+  size_t ignored_consumed = 0;
+  uint64_t ignored_checksum = 0;
+  MEMKV_FUZZ_CHECK(!DecodeRecord(record, link ^ 1, &ignored, &ignored_consumed, &ignored_checksum));
+  MEMKV_FUZZ_CHECK(!DecodeRecord(record.first(consumed - 8), link, &ignored, &ignored_consumed, &ignored_checksum));
+
+  std::vector<uint8_t> reencoded;
+  const uint64_t reencoded_checksum = EncodeRecord(r, link, &reencoded);
+  const std::vector<Skipped> skipped = RecordSkipped(r);
+  CheckReencoding(reencoded, record, skipped);
+  MEMKV_FUZZ_CHECK(SameSpan(reencoded, record) == (reencoded_checksum == checksum));
+  JournalRecord again;
+  size_t again_consumed = 0;
+  uint64_t again_checksum = 0;
+  MEMKV_FUZZ_CHECK(DecodeRecord(reencoded, link, &again, &again_consumed, &again_checksum));
+  MEMKV_FUZZ_CHECK(again_consumed == reencoded.size() && again_checksum == reencoded_checksum);
+  MEMKV_FUZZ_CHECK(SameRecord(again, r));
+}
+
+void CheckRecords(Bytes area, bool reseal) {
+  if (area.size() < 8) return;
+  uint64_t link = LoadLe64(area.data());
+  std::vector<uint8_t> log(area.begin() + 8, area.end());
+  size_t pos = 0;
+  size_t records = 0;
+  while (pos < log.size()) {
+    const std::span<uint8_t> rest(log.data() + pos, log.size() - pos);
+    if (reseal) ResealRecord(rest, link);
+    JournalRecord r;
+    size_t consumed = 0;
+    uint64_t checksum = 0;
+    if (!DecodeRecord(rest, link, &r, &consumed, &checksum)) break;
+    CheckRecord(rest, link, r, consumed, checksum);
+    pos += consumed;
+    link = checksum;
+    ++records;
+  }
+  MEMKV_FUZZ_CHECK(pos <= log.size() && records * (kRecordHeadBytes + 8) <= log.size());
+}
+
+// The extent that every input is verified against: the second of two
+// extents of a 5000-byte value stored in 4096-byte extents.
+constexpr std::string_view kFuzzExtentKey = "fuzz/extent-key";
+ExtentHeader FuzzExpectedExtent() {
+  ExtentHeader h;
+  for (size_t i = 0; i < h.store_uuid.bytes.size(); ++i) h.store_uuid.bytes[i] = uint8_t(0xA0 + i);
+  h.generation = 42;
+  h.value_bytes = 5000;
+  h.extent_index = 1;
+  h.extent_count = 2;
+  h.data_bytes = 5000 - 4096;
+  h.key = kFuzzExtentKey;
+  return h;
+}
+
+// What EncodeExtentHeader would write as the checksum: header, then data bytes.
+void ResealExtent(Block* block, Bytes data) {
+  const uint32_t data_bytes = LoadLe32(block->data() + 48);
+  if (data_bytes > data.size()) return;
+  ChecksumStream sum;
+  sum.Update(block->data(), kBlockChecksumAt);
+  sum.Update(data.data(), data_bytes);
+  StoreLe64(block->data() + kBlockChecksumAt, sum.Digest());
+}
+
+void CheckExtent(const Block& block, Bytes data) {
+  const ExtentHeader expected = FuzzExpectedExtent();
+  Status s = VerifyExtent(block, data, expected);
+  if (!s.ok()) {
+    MEMKV_FUZZ_CHECK(s.code() == StatusCode::kCorruption && !s.message().empty());
+    return;
+  }
+  MEMKV_FUZZ_CHECK(data.size() >= expected.data_bytes);
+  // Only the data bytes count: what follows them (the padding to the logical block) does not.
+  MEMKV_FUZZ_CHECK(VerifyExtent(block, data.first(expected.data_bytes), expected).ok());
+  // An extent verifies for one write of one key only: a stale one is refused.
+  ExtentHeader other = expected;
+  ++other.generation;
+  MEMKV_FUZZ_CHECK(VerifyExtent(block, data, other).code() == StatusCode::kCorruption);
+  other = expected;
+  other.key = "fuzz/extent-kez";
+  MEMKV_FUZZ_CHECK(VerifyExtent(block, data, other).code() == StatusCode::kCorruption);
+  other = expected;
+  other.store_uuid.bytes[0] ^= 1;
+  MEMKV_FUZZ_CHECK(VerifyExtent(block, data, other).code() == StatusCode::kCorruption);
+  // The checksum covers the data, not only the header.
+  std::vector<uint8_t> flipped(data.begin(), data.begin() + expected.data_bytes);
+  flipped[flipped.size() / 2] ^= 1;
+  MEMKV_FUZZ_CHECK(VerifyExtent(block, flipped, expected).code() == StatusCode::kCorruption);
+
+  Block reencoded;
+  EncodeExtentHeader(expected, data, reencoded);
+  const Skipped skipped[] = {{52, 56}, {56 + expected.key.size(), kBlockChecksumAt}};
+  CheckReencoding(reencoded, block, skipped);
+  MEMKV_FUZZ_CHECK(VerifyExtent(reencoded, data, expected).ok());
+}
+
 }  // namespace
 
 void FuzzFrame(const uint8_t* data, size_t size) {
@@ -238,6 +539,38 @@ void FuzzDcbReply(const uint8_t* data, size_t size) {
     MEMKV_FUZZ_CHECK(Maps(*dcb, pinned_sl.dscp, 3) && pinned_sl.warnings.empty());
   } else {
     MEMKV_FUZZ_CHECK(pinned_sl.traffic_class == 0 && pinned_sl.warnings.size() == 1);
+  }
+}
+
+void FuzzDriveFormat(const uint8_t* data, size_t size) {
+  if (size == 0) return;
+  const bool reseal = (data[0] & kDriveReseal) != 0;
+  const Bytes rest(data + 1, size - 1);
+  // Short blocks are refused by size, before a byte is read.
+  if (rest.size() < kDriveHeaderBytes) {
+    MEMKV_FUZZ_CHECK(DecodeSuperblock(rest, "fuzz-drive").status().code() == StatusCode::kNotFound);
+    MEMKV_FUZZ_CHECK(!DecodeJournalAreaHeader(rest).ok());
+    MEMKV_FUZZ_CHECK(!VerifyExtent(rest, {}, FuzzExpectedExtent()).ok());
+  }
+  Block block = ToBlock(rest);
+  switch (data[0] & 3) {
+    case kDriveSuperblock:
+      if (reseal) SealBlock(&block);
+      CheckSuperblock(block);
+      break;
+    case kDriveAreaHeader:
+      if (reseal) SealBlock(&block);
+      CheckAreaHeader(block);
+      break;
+    case kDriveRecords:
+      CheckRecords(rest, reseal);
+      break;
+    case kDriveExtent: {
+      const Bytes extent_data = rest.size() > kDriveHeaderBytes ? rest.subspan(kDriveHeaderBytes) : Bytes();
+      if (reseal) ResealExtent(&block, extent_data);
+      CheckExtent(block, extent_data);
+      break;
+    }
   }
 }
 

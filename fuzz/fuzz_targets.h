@@ -39,6 +39,23 @@ void FuzzToken(const uint8_t* data, size_t size);
 // service level resolution over what it parsed to (dcb_reply).
 void FuzzDcbReply(const uint8_t* data, size_t size);
 
+// ---- drive tier ----
+
+// The on-drive decoders of src/drive/format.h (drive_format). The first byte
+// picks one, by its low two bits:
+//   0  DecodeSuperblock over one 4096-byte block: the rest of the input,
+//      zero-padded or truncated to 4096 bytes;
+//   1  DecodeJournalAreaHeader over such a block;
+//   2  DecodeRecord over the records of a journal area, back to back: an
+//      8-byte little-endian link (the area's nonce), then the records;
+//   3  VerifyExtent against a fixed expected header: a 4096-byte header block
+//      as above, then the extent's data bytes.
+// With bit 2 (0x04) set, the target first writes the checksums (and, for
+// records, the links) the way the encoders would, so that mutations get past
+// the checksum to the checks behind it; without it, the bytes go to the
+// decoders as they are.
+void FuzzDriveFormat(const uint8_t* data, size_t size);
+
 }  // namespace memkv::fuzz
 
 #endif  // MEMKV_FUZZ_FUZZ_TARGETS_H_

@@ -353,7 +353,7 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
   for (auto& [key, w] : winners) {
     const JournalRecord* rec = w.rec;
     if (rec->type != RecordType::kPut) continue;
-    uint64_t want = (rec->value_bytes + s.block_bytes - 1) / s.block_bytes;
+    const uint64_t want = rec->value_bytes / s.block_bytes + (rec->value_bytes % s.block_bytes != 0);  // no wrap
     bool ok = rec->extents.size() == want &&
               std::all_of(rec->extents.begin(), rec->extents.end(), [&](const ExtentRef& e) {
                 return usable(e.drive) && e.slot < s.drives[e.drive].sb.slot_count;

@@ -147,6 +147,7 @@ Result<Superblock> DecodeSuperblock(std::span<const uint8_t> block, std::string_
               sb.journal_offset >= kDriveHeaderBytes && sb.journal_offset % kDriveHeaderBytes == 0 &&
               sb.journal_area_bytes >= 2 * kDriveHeaderBytes &&
               sb.journal_area_bytes % kDriveHeaderBytes == 0 && sb.journal_area_bytes <= (1ull << 40) &&
+              sb.journal_offset <= UINT64_MAX - 2 * sb.journal_area_bytes &&  // the sum below must not wrap
               sb.data_offset >= sb.journal_offset + 2 * sb.journal_area_bytes &&
               sb.data_offset % kDriveHeaderBytes == 0 && sb.slot_count <= kMaxSlotsPerDrive &&
               sb.data_offset <= sb.device_bytes &&
@@ -184,6 +185,11 @@ Result<JournalAreaHeader> DecodeJournalAreaHeader(std::span<const uint8_t> block
                               std::to_string(kDriveFormatVersion));
   }
   if (!BlockSealed(block)) return Corruption("journal area header checksum mismatch");
+  if (h.format_version < kMinReadableDriveFormatVersion) {
+    return UnsupportedVersion("journal format version " + std::to_string(h.format_version) +
+                              " is older than the oldest this binary reads (" +
+                              std::to_string(kMinReadableDriveFormatVersion) + ")");
+  }
   h.epoch = LoadLe64(p + 8);
   h.nonce = LoadLe64(p + 16);
   h.store_uuid = GetUuid(p + 24);
