@@ -10,7 +10,9 @@ packages=(
   libgtest-dev libgmock-dev
   libibverbs-dev ibverbs-providers
   python3
-  prometheus
+  prometheus  # promtool checks the admin endpoint's metrics
+  curl openssl  # the admin endpoint's HTTPS test
+  file  # cpack -G DEB runs it to find the ELF files it hands to dpkg-shlibdeps
 )
 
 missing=()
