@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,8 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/unique_fd.h"
+#include "io/socket.h"
 
 namespace memkv::testing {
 namespace {
@@ -86,6 +89,7 @@ ServerProcess::~ServerProcess() { Kill(); }
 Status ServerProcess::Start(const ServerSpec& spec) {
   std::string config = "network:\n  address: 127.0.0.1:0\n";
   if (!spec.auth_key_hex.empty()) config += "  auth_key: " + spec.auth_key_hex + "\n";
+  config += spec.network_yaml;
   config += "memory:\n  max_size: " + spec.memory_max_size + "\n  block_size: " + spec.memory_block_size +
             "\nstorage:\n" + (spec.storage_yaml.empty() ? std::string("  mode: memory\n") : spec.storage_yaml);
   std::string config_path = dir_.Write("config.yaml", config);
@@ -171,6 +175,55 @@ void ServerProcess::Pause() {
 void ServerProcess::Resume() { ::kill(pid_, SIGCONT); }
 
 std::string ServerProcess::Stderr() const { return ReadFile(stderr_path_); }
+
+uint16_t ServerProcess::AdminPort() const {
+  const std::string err = Stderr();
+  const std::string marker = "admin endpoint on ";
+  const size_t at = err.find(marker);
+  if (at == std::string::npos) return 0;
+  const size_t end = err.find('\n', at);
+  const std::string url = err.substr(at + marker.size(), end - at - marker.size());
+  return static_cast<uint16_t>(std::atoi(url.substr(url.rfind(':') + 1).c_str()));
+}
+
+HttpResult HttpRequestTo(uint16_t port, const std::string& method, const std::string& path, int timeout_ms,
+                         const std::string& raw_request) {
+  HttpResult result;
+  const Nanos deadline = DeadlineIn(timeout_ms);
+  Result<UniqueFd> fd = ConnectTcp("127.0.0.1", port, deadline);
+  if (!fd.ok()) return result;
+  const std::string request = raw_request.empty()
+                                  ? method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+                                  : raw_request;
+  if (::send(fd->get(), request.data(), request.size(), MSG_NOSIGNAL) != ssize_t(request.size())) return result;
+  std::string in;
+  char buf[16384];
+  for (;;) {
+    pollfd p{fd->get(), POLLIN, 0};
+    if (::poll(&p, 1, MsLeft(deadline)) <= 0) break;
+    ssize_t n = ::recv(fd->get(), buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    in.append(buf, size_t(n));
+  }
+  const size_t head_end = in.find("\r\n\r\n");
+  if (in.rfind("HTTP/1.", 0) != 0 || head_end == std::string::npos) return result;
+  result.status = std::atoi(in.c_str() + 9);
+  result.headers = in.substr(0, head_end);
+  result.body = in.substr(head_end + 4);
+  return result;
+}
+
+CommandResult RunShell(const std::string& command) {
+  CommandResult r;
+  FILE* f = ::popen(command.c_str(), "r");
+  if (f == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) r.out.append(buf, n);
+  const int status = ::pclose(f);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
 
 ClientOptions OptionsFor(const std::vector<const ServerProcess*>& servers, uint32_t timeout_ms) {
   ClientOptions o;

@@ -49,6 +49,8 @@ struct ServerSpec {
   // The config's storage section, indented two spaces per line (e.g.
   // "  mode: file\n  drives:\n    - media: /tmp/x/d0\n"); empty: memory mode.
   std::string storage_yaml;
+  // More lines for the network section (e.g. "  tls_cert: /x\n").
+  std::string network_yaml;
 };
 
 class ServerProcess {
@@ -77,6 +79,8 @@ class ServerProcess {
   pid_t pid() const { return pid_; }
   // Everything the server wrote on stderr so far.
   std::string Stderr() const;
+  // The admin endpoint's port, from the start-up log line; 0 if not found.
+  uint16_t AdminPort() const;
 
  private:
   TempDir dir_;
@@ -98,6 +102,20 @@ struct CommandResult {
 // `stdin_data` is piped to it. Bounded by `timeout_ms` (killed after).
 CommandResult RunMemkv(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
                        const std::string& stdin_data = "", int timeout_ms = 30000);
+
+// One HTTP/1.1 GET (or any method) to 127.0.0.1:port over plain TCP; the
+// status (0 when there was no parsable answer) and the body. Bounded by
+// `timeout_ms`.
+struct HttpResult {
+  int status = 0;
+  std::string headers;
+  std::string body;
+};
+HttpResult HttpRequestTo(uint16_t port, const std::string& method, const std::string& path, int timeout_ms = 5000,
+                         const std::string& raw_request = "");
+
+// Runs a shell command; its exit code and standard output.
+CommandResult RunShell(const std::string& command);
 
 // Deterministic test bytes: value `i` of `size` bytes, seeded by `seed`.
 std::vector<uint8_t> Pattern(size_t size, uint64_t seed);

@@ -268,7 +268,6 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, Mem
 
 Status Server::Run() {
   for (auto& w : workers_) MEMKV_RETURN_IF_ERROR(w->Start());
-  serving_.store(!stopping_.load(std::memory_order_acquire), std::memory_order_release);
   size_t next = 0;
   while (!stopping_.load(std::memory_order_acquire)) {
     pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {stop_event_.get(), POLLIN, 0}};
@@ -297,7 +296,6 @@ Status Server::Run() {
 }
 
 void Server::Stop() {
-  serving_.store(false, std::memory_order_release);
   if (stopping_.exchange(true, std::memory_order_acq_rel)) return;
   if (stop_event_.valid()) Wake(stop_event_.get());
 }

@@ -60,8 +60,9 @@ class Server {
   void Stop();
 
   ServerMetrics& metrics() { return metrics_; }
-  // True from the moment Run accepts connections until Stop.
-  bool serving() const { return serving_.load(std::memory_order_acquire); }
+  // True from Create (the listener is bound: connections queue until Run
+  // accepts them) until Stop.
+  bool serving() const { return !stopping_.load(std::memory_order_acquire); }
 
  private:
   class Worker;
@@ -75,7 +76,6 @@ class Server {
   UniqueFd stop_event_;  // eventfd that wakes the acceptor
   uint16_t port_;
   std::atomic<bool> stopping_{false};
-  std::atomic<bool> serving_{false};
   ServerMetrics metrics_;
   std::vector<std::unique_ptr<Worker>> workers_;
 };

@@ -1,0 +1,246 @@
+// The admin endpoint of a real `memkv start` (docs/admin.md, docs/metrics.md):
+// health, readiness and status as JSON, Prometheus text that promtool
+// accepts, counters that move exactly as a workload predicts, bad HTTP
+// requests refused without disturbing the data plane, HTTPS with a
+// self-signed certificate, and degraded health when a drive is lost.
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/json.h"
+#include "io/socket.h"
+#include "tests/harness.h"
+
+namespace memkv::testing {
+namespace {
+
+ServerSpec FileSpec(const std::string& dir, int drives) {
+  ServerSpec spec;
+  spec.memory_max_size = "32 MiB";
+  spec.memory_block_size = "1 MiB";
+  spec.storage_yaml = "  mode: file\n  block_size: 1 MiB\n  drives:\n";
+  for (int i = 0; i < drives; ++i) {
+    spec.storage_yaml += "    - {media: " + dir + "/d" + std::to_string(i) + ".memkv, size: 128 MiB}\n";
+  }
+  return spec;
+}
+
+JsonValue ParseOk(const std::string& text) {
+  Result<JsonValue> j = ParseJson(text);
+  EXPECT_TRUE(j.ok()) << j.status().ToString() << "\n" << text;
+  return j.ok() ? *j : JsonValue{};
+}
+
+double Num(const JsonValue& j, std::initializer_list<std::string_view> path) {
+  const JsonValue* v = j.Path(path);
+  EXPECT_NE(v, nullptr) << "missing " << *path.begin();
+  return v == nullptr ? -1 : v->NumberOr(-1);
+}
+
+std::string Str(const JsonValue& j, std::initializer_list<std::string_view> path) {
+  const JsonValue* v = j.Path(path);
+  return v == nullptr ? "<missing>" : v->string;
+}
+
+// Sample values of one scrape, keyed by the sample's text before the value
+// ("memkv_requests_total{op=\"put\",transport=\"tcp\"}").
+std::map<std::string, double> Samples(const std::string& text) {
+  std::map<std::string, double> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.rfind(' ');
+    out[line.substr(0, space)] = std::strtod(line.c_str() + space + 1, nullptr);
+  }
+  return out;
+}
+
+class AdminTest : public ::testing::Test {
+ protected:
+  void Start(const ServerSpec& spec) {
+    Status s = server_.Start(spec);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    admin_ = server_.AdminPort();
+    ASSERT_NE(admin_, 0) << server_.Stderr();
+    client_ = ClientFor({&server_}, 10000);
+  }
+  std::map<std::string, double> Scrape() {
+    HttpResult r = HttpRequestTo(admin_, "GET", "/v1/metrics");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_NE(r.headers.find("text/plain; version=0.0.4"), std::string::npos) << r.headers;
+    return Samples(r.body);
+  }
+
+  TempDir dir_;
+  ServerProcess server_;
+  uint16_t admin_ = 0;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(AdminTest, HealthReadyAndStatusDescribeAFileModeServer) {
+  Start(FileSpec(dir_.path(), 2));
+  ASSERT_TRUE(client_->Put("a", Pattern(3 << 20, 1)).ok());
+
+  HttpResult health = HttpRequestTo(admin_, "GET", "/v1/health");
+  ASSERT_EQ(health.status, 200) << health.body;
+  EXPECT_NE(health.headers.find("application/json"), std::string::npos);
+  JsonValue h = ParseOk(health.body);
+  EXPECT_EQ(Str(h, {"status"}), "healthy");
+  EXPECT_EQ(h.Find("rdma_active")->boolean, false);
+  EXPECT_EQ(Num(h, {"drives_online"}), 2);
+  EXPECT_EQ(Num(h, {"drives_offline"}), 0);
+  EXPECT_EQ(Num(h, {"drives_total"}), 2);
+
+  HttpResult ready = HttpRequestTo(admin_, "GET", "/v1/ready");
+  EXPECT_EQ(ready.status, 200);
+  EXPECT_EQ(ready.body, "ok\n");
+
+  HttpResult status = HttpRequestTo(admin_, "GET", "/v1/status");
+  ASSERT_EQ(status.status, 200);
+  JsonValue st = ParseOk(status.body);
+  EXPECT_EQ(Str(st, {"address"}), server_.address());
+  EXPECT_EQ(Str(st, {"storage", "mode"}), "file");
+  EXPECT_EQ(Num(st, {"raw_bytes_total"}), 2.0 * (128 << 20));
+  EXPECT_GT(Num(st, {"usable_bytes_total"}), 0);
+  EXPECT_LE(Num(st, {"usable_bytes_total"}), Num(st, {"raw_bytes_total"}));
+  EXPECT_EQ(Num(st, {"used_bytes_total"}), 3.0 * (1 << 20)) << "3 extents of 1 MiB";
+  EXPECT_EQ(Num(st, {"memory", "pool_bytes"}), 32.0 * (1 << 20));
+  EXPECT_EQ(Num(st, {"memory", "used_bytes"}), 3.0 * (1 << 20));
+  const JsonValue* devices = st.Find("devices");
+  ASSERT_NE(devices, nullptr);
+  ASSERT_EQ(devices->array.size(), 3u) << "the DRAM pool and two drives";
+  EXPECT_EQ(Str(devices->array[0], {"name"}), "dram");
+  EXPECT_EQ(Str(devices->array[1], {"path"}), dir_.path() + "/d0.memkv");
+  EXPECT_EQ(Str(devices->array[2], {"state"}), "online");
+  EXPECT_EQ(Num(st, {"connections", "active"}), 1);
+  EXPECT_EQ(st.Find("rdma")->Find("active")->boolean, false);
+}
+
+TEST_F(AdminTest, CountersMoveExactlyAsTheWorkloadPredicts) {
+  Start(FileSpec(dir_.path(), 1));
+  std::map<std::string, double> before = Scrape();
+  for (int i = 0; i < 7; ++i) ASSERT_TRUE(client_->Put("k" + std::to_string(i), Pattern(1000, i)).ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(client_->Get("k" + std::to_string(i)).ok());
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(client_->Get("absent" + std::to_string(i)).status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(client_->Delete("k6").ok());
+  EXPECT_EQ(client_->Delete("k6").code(), StatusCode::kNotFound);
+  // A client with the wrong key fails to authenticate.
+  ClientOptions wrong = OptionsFor({&server_});
+  wrong.auth_key_hex = std::string(64, 'f');
+  auto intruder = std::move(Client::Create(wrong)).value();
+  EXPECT_EQ(intruder->Put("x", Pattern(10, 1)).code(), StatusCode::kAuthFailed);
+
+  std::map<std::string, double> after = Scrape();
+  auto delta = [&](const std::string& sample) { return after[sample] - before[sample]; };
+  const std::string put = "{op=\"put\",transport=\"tcp\"}";
+  const std::string get = "{op=\"get\",transport=\"tcp\"}";
+  const std::string del = "{op=\"delete\",transport=\"tcp\"}";
+  EXPECT_EQ(delta("memkv_requests_total" + put), 7);
+  EXPECT_EQ(delta("memkv_requests_total" + get), 5);
+  EXPECT_EQ(delta("memkv_requests_total" + del), 2);
+  EXPECT_EQ(delta("memkv_request_errors_total" + get), 0) << "a miss is not an error";
+  EXPECT_EQ(delta("memkv_value_bytes_total" + put), 7000);
+  EXPECT_EQ(delta("memkv_value_bytes_total" + get), 3000);
+  EXPECT_EQ(delta("memkv_request_duration_seconds_count" + put), 7);
+  EXPECT_EQ(delta("memkv_request_duration_seconds_bucket{op=\"put\",transport=\"tcp\",le=\"+Inf\"}"), 7);
+  EXPECT_EQ(delta("memkv_cache_hits_total{tier=\"dram\"}"), 3);
+  EXPECT_EQ(delta("memkv_cache_misses_total"), 2);
+  EXPECT_EQ(delta("memkv_auth_failures_total"), 1);
+  EXPECT_EQ(after["memkv_keys{tier=\"drive\"}"], 6);
+  EXPECT_EQ(after["memkv_health{status=\"healthy\"}"], 1);
+  EXPECT_EQ(after["memkv_drive_state{device=\"drive0\",state=\"online\"}"], 1);
+  EXPECT_EQ(after["memkv_capacity_used_bytes{device=\"drive0\"}"], 6.0 * (1 << 20));
+}
+
+TEST_F(AdminTest, PromtoolAcceptsALiveScrape) {
+  Start(FileSpec(dir_.path(), 1));
+  ASSERT_TRUE(client_->Put("p", Pattern(5000, 3)).ok());
+  ASSERT_TRUE(client_->Get("p").ok());
+  HttpResult r = HttpRequestTo(admin_, "GET", "/v1/metrics");
+  ASSERT_EQ(r.status, 200);
+  if (RunShell("command -v promtool").exit_code != 0) {
+    const char* require = std::getenv("MEMKV_REQUIRE_PROMTOOL");
+    if (require != nullptr && std::string(require) == "1") FAIL() << "promtool is required (package prometheus)";
+    GTEST_SKIP() << "promtool not installed (Debian package prometheus)";
+  }
+  const std::string file = dir_.Write("scrape.txt", r.body);
+  CommandResult check = RunShell("promtool check metrics < " + file + " 2>&1");
+  EXPECT_EQ(check.exit_code, 0) << check.out;
+  EXPECT_EQ(check.out, "") << "promtool lint findings:\n" << check.out;
+}
+
+TEST_F(AdminTest, BadRequestsAreRefusedAndTheDataPlaneKeepsServing) {
+  Start(FileSpec(dir_.path(), 1));
+  EXPECT_EQ(HttpRequestTo(admin_, "GET", "/v1/nope").status, 404);
+  HttpResult post = HttpRequestTo(admin_, "POST", "/v1/status");
+  EXPECT_EQ(post.status, 405);
+  EXPECT_NE(post.headers.find("Allow: GET"), std::string::npos) << post.headers;
+  EXPECT_EQ(HttpRequestTo(admin_, "", "", 5000, "GARBAGE\r\n\r\n").status, 400);
+  EXPECT_EQ(HttpRequestTo(admin_, "", "", 5000,
+                          "GET /v1/health HTTP/1.1\r\nX-Big: " + std::string(64 * 1024, 'x') + "\r\n\r\n")
+                .status,
+            431);
+  // A client that opens the admin port and never finishes its request does
+  // not hold up the data plane.
+  Result<UniqueFd> stuck = ConnectTcp("127.0.0.1", admin_, MonotonicNanos() + 2'000'000'000);
+  ASSERT_TRUE(stuck.ok());
+  ASSERT_EQ(::send(stuck->get(), "GET /v1/he", 10, MSG_NOSIGNAL), 10);
+  ASSERT_TRUE(client_->Put("still", Pattern(2 << 20, 9)).ok());
+  Result<std::vector<uint8_t>> got = client_->Get("still");
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(*got == Pattern(2 << 20, 9));
+  EXPECT_EQ(HttpRequestTo(admin_, "GET", "/v1/health").status, 200) << "the admin endpoint serves others meanwhile";
+}
+
+TEST_F(AdminTest, HttpsWithASelfSignedCertificate) {
+  if (RunShell("command -v openssl && command -v curl").exit_code != 0) {
+    GTEST_SKIP() << "openssl and curl are needed (scripts/install-deps.sh installs them)";
+  }
+  const std::string cert = dir_.path() + "/admin.crt", key = dir_.path() + "/admin.key";
+  CommandResult made = RunShell("openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -days 1 -keyout " +
+                                key + " -out " + cert + " 2>&1");
+  ASSERT_EQ(made.exit_code, 0) << made.out;
+  ServerSpec spec = FileSpec(dir_.path(), 1);
+  spec.network_yaml = "  tls_cert: " + cert + "\n  tls_key: " + key + "\n";
+  Start(spec);
+  EXPECT_NE(server_.Stderr().find("admin endpoint on https://"), std::string::npos) << server_.Stderr();
+  CommandResult https = RunShell("curl -s --max-time 5 --cacert " + cert + " https://127.0.0.1:" +
+                                 std::to_string(admin_) + "/v1/health");
+  ASSERT_EQ(https.exit_code, 0) << https.out;
+  EXPECT_EQ(Str(ParseOk(https.out), {"status"}), "healthy");
+  EXPECT_NE(HttpRequestTo(admin_, "GET", "/v1/health").status, 200) << "plain HTTP on the HTTPS port";
+  ASSERT_TRUE(client_->Put("tls", Pattern(100, 1)).ok());
+}
+
+TEST_F(AdminTest, ALostDriveMakesHealthDegradedNamingIt) {
+  ServerSpec spec = FileSpec(dir_.path(), 2);
+  {
+    ServerProcess first;
+    ASSERT_TRUE(first.Start(spec).ok());
+    EXPECT_EQ(first.Stop(), 0);
+  }
+  ASSERT_EQ(::unlink((dir_.path() + "/d1.memkv").c_str()), 0);
+  Start(spec);
+  HttpResult health = HttpRequestTo(admin_, "GET", "/v1/health");
+  EXPECT_EQ(health.status, 200) << "degraded still serves";
+  JsonValue h = ParseOk(health.body);
+  EXPECT_EQ(Str(h, {"status"}), "degraded");
+  EXPECT_EQ(Num(h, {"drives_offline"}), 1);
+  EXPECT_EQ(Num(h, {"drives_online"}), 1);
+  EXPECT_NE(Str(h, {"reason"}).find("drive 1"), std::string::npos) << Str(h, {"reason"});
+  EXPECT_EQ(Scrape()["memkv_health{status=\"degraded\"}"], 1);
+}
+
+}  // namespace
+}  // namespace memkv::testing
