@@ -48,6 +48,10 @@ struct ClientOptions {
   uint32_t rdma_retry_count = 6;          // 0..7 transport retries before IBV_WC_RETRY_EXC_ERR
   uint32_t rdma_timeout = 14;             // local ACK timeout exponent: 4.096 us * 2^n
   uint32_t rdma_qps = 2;                  // QPs per server connection, 1..16
+  // "host:port": serve this client's metrics as Prometheus text on
+  // http://host:port/metrics (MEMKV_PROMETHEUS_BIND). Empty: off. Create
+  // fails, naming the address, when it cannot bind.
+  std::string prometheus_bind;
 };
 
 // Per-key outcome of a batch call.

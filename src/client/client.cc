@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <memory>
 #include <set>
+#include <type_traits>
 
 #include "base/bytes.h"
+#include "base/clock.h"
 #include "client/connection.h"
 #include "client/counters.h"
 #include "client/ops.h"
@@ -15,6 +17,9 @@
 #include "client/rdma.h"
 #include "client/rdma_ops.h"
 #include "client/client_from_config.h"
+#include "client/client_metrics.h"
+#include "http/http_server.h"
+#include "metrics/prometheus.h"
 #include "config/client_config.h"
 #include "proto/messages.h"
 
@@ -24,6 +29,8 @@ namespace {
 using client::BatchCall;
 using client::BatchExchange;
 using client::ClientCounters;
+using client::ClientMetrics;
+using client::ClientOp;
 using client::Connection;
 using client::Endpoint;
 using client::Placement;
@@ -103,7 +110,60 @@ class ClientImpl final : public Client {
     return Status::Ok();
   }
 
+  // The public calls: each is timed and counted (client_metrics.h), then
+  // done by its *Impl below.
   Status Put(std::string_view key, std::span<const uint8_t> value) override {
+    return Timed(ClientOp::kPut, [&] { return PutImpl(key, value); });
+  }
+  Result<std::vector<uint8_t>> Get(std::string_view key) override {
+    return Timed(ClientOp::kGet, [&] { return GetImpl(key); });
+  }
+  Result<size_t> GetInto(std::string_view key, std::span<uint8_t> buffer) override {
+    return Timed(ClientOp::kGet, [&] { return GetIntoImpl(key, buffer); });
+  }
+  Status Delete(std::string_view key) override {
+    return Timed(ClientOp::kDelete, [&] { return DeleteImpl(key); });
+  }
+  Result<bool> Exists(std::string_view key) override {
+    return Timed(ClientOp::kExists, [&] { return ExistsImpl(key); });
+  }
+  BatchResult BatchPut(std::span<const std::string_view> keys,
+                       std::span<const std::span<const uint8_t>> values) override {
+    metrics_.RecordBatch(ClientOp::kBatchPut, keys.size());
+    return Timed(ClientOp::kBatchPut, [&] { return BatchPutImpl(keys, values); });
+  }
+  BatchResult BatchGetInto(std::span<const std::string_view> keys, std::span<const std::span<uint8_t>> buffers,
+                           std::vector<size_t>* sizes) override {
+    metrics_.RecordBatch(ClientOp::kBatchGet, keys.size());
+    return Timed(ClientOp::kBatchGet, [&] { return BatchGetIntoImpl(keys, buffers, sizes); });
+  }
+  BatchResult BatchExists(std::span<const std::string_view> keys) override {
+    metrics_.RecordBatch(ClientOp::kBatchExists, keys.size());
+    return Timed(ClientOp::kBatchExists, [&] { return BatchExistsImpl(keys); });
+  }
+
+  // Serves GET /metrics on `bind` (MEMKV_PROMETHEUS_BIND) until destroyed.
+  Status StartExporter(const std::string& bind) {
+    MEMKV_ASSIGN_OR_RETURN(ServerAddress address, ParseServerAddress(bind));
+    HttpServerOptions http;
+    http.host = address.host;
+    http.port = address.port;
+    Result<std::unique_ptr<HttpServer>> server = HttpServer::Create(http);
+    if (!server.ok()) return server.status().WithContext("MEMKV_PROMETHEUS_BIND " + bind);
+    auto text = [this](const HttpRequest&) {
+      HttpResponse r;
+      r.content_type = std::string(metrics::kPrometheusContentType);
+      r.body = metrics_.Text(Stats());
+      return r;
+    };
+    MEMKV_RETURN_IF_ERROR((*server)->Handle("GET", "/metrics", text));
+    MEMKV_RETURN_IF_ERROR((*server)->Handle("GET", "/v1/metrics", text));
+    MEMKV_RETURN_IF_ERROR((*server)->Start());
+    exporter_ = std::move(server).value();
+    return Status::Ok();
+  }
+
+  Status PutImpl(std::string_view key, std::span<const uint8_t> value) {
     MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("Put"));
     MEMKV_RETURN_IF_ERROR(CheckValueSize(value.size()).WithContext("Put " + client::KeyForMessage(key)));
     const size_t server = placement_.ServerFor(key);
@@ -119,7 +179,7 @@ class ClientImpl final : public Client {
     return x.status();
   }
 
-  Result<std::vector<uint8_t>> Get(std::string_view key) override {
+  Result<std::vector<uint8_t>> GetImpl(std::string_view key) {
     MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("Get"));
     const size_t server = placement_.ServerFor(key);
     if (rdma_ != nullptr) {
@@ -136,7 +196,7 @@ class ClientImpl final : public Client {
     return std::move(x.value());
   }
 
-  Result<size_t> GetInto(std::string_view key, std::span<uint8_t> buffer) override {
+  Result<size_t> GetIntoImpl(std::string_view key, std::span<uint8_t> buffer) {
     MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("GetInto"));
     const size_t server = placement_.ServerFor(key);
     if (rdma_ != nullptr) {
@@ -153,7 +213,7 @@ class ClientImpl final : public Client {
     return static_cast<size_t>(x.value_size());
   }
 
-  Status Delete(std::string_view key) override {
+  Status DeleteImpl(std::string_view key) {
     MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("Delete"));
     const size_t server = placement_.ServerFor(key);
     SingleExchange x(proto::Opcode::kDelete, key, placement_.name(server));
@@ -161,7 +221,7 @@ class ClientImpl final : public Client {
     return x.status();
   }
 
-  Result<bool> Exists(std::string_view key) override {
+  Result<bool> ExistsImpl(std::string_view key) {
     MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("Exists"));
     const size_t server = placement_.ServerFor(key);
     SingleExchange x(proto::Opcode::kExists, key, placement_.name(server));
@@ -171,8 +231,8 @@ class ClientImpl final : public Client {
     return x.status();
   }
 
-  BatchResult BatchPut(std::span<const std::string_view> keys,
-                       std::span<const std::span<const uint8_t>> values) override {
+  BatchResult BatchPutImpl(std::span<const std::string_view> keys,
+                           std::span<const std::span<const uint8_t>> values) {
     BatchResult result;
     BatchCall call;
     call.opcode = proto::Opcode::kBatchPut;
@@ -186,9 +246,8 @@ class ClientImpl final : public Client {
     return Finish(std::move(result));
   }
 
-  BatchResult BatchGetInto(std::span<const std::string_view> keys,
-                           std::span<const std::span<uint8_t>> buffers,
-                           std::vector<size_t>* sizes) override {
+  BatchResult BatchGetIntoImpl(std::span<const std::string_view> keys,
+                               std::span<const std::span<uint8_t>> buffers, std::vector<size_t>* sizes) {
     BatchResult result;
     if (sizes != nullptr) sizes->assign(keys.size(), 0);
     BatchCall call;
@@ -208,7 +267,7 @@ class ClientImpl final : public Client {
     return Finish(std::move(result));
   }
 
-  BatchResult BatchExists(std::span<const std::string_view> keys) override {
+  BatchResult BatchExistsImpl(std::span<const std::string_view> keys) {
     BatchResult result;
     BatchCall call;
     call.opcode = proto::Opcode::kBatchExists;
@@ -236,6 +295,23 @@ class ClientImpl final : public Client {
   }
 
  private:
+  static bool Failed(const Status& s) { return !s.ok() && s.code() != StatusCode::kNotFound; }
+  template <typename T>
+  static bool Failed(const Result<T>& r) { return Failed(r.status()); }
+  static bool Failed(const BatchResult& r) {
+    return std::any_of(r.statuses.begin(), r.statuses.end(), [](const Status& s) { return Failed(s); });
+  }
+  // Runs `call`, recording its latency and outcome under the transport in
+  // use when it began.
+  template <typename F>
+  std::invoke_result_t<F> Timed(ClientOp op, F call) {
+    const bool rdma = rdma_ != nullptr && rdma_->active();
+    const Nanos start = MonotonicNanos();
+    auto result = call();
+    metrics_.Record(op, rdma, MonotonicNanos() - start, Failed(result));
+    return result;
+  }
+
   // One server's share of a batch: the connections checked out for it.
   struct Lease {
     size_t server;
@@ -455,6 +531,9 @@ class ClientImpl final : public Client {
   SteadyClock clock_;
   ClientCounters counters_;
   std::vector<std::unique_ptr<ServerPool>> pools_;  // one per server, in options_.servers order
+  ClientMetrics metrics_;
+  // Last: stopped first, as its handler reads the members above.
+  std::unique_ptr<HttpServer> exporter_;
 };
 
 Result<Key32> ParseAuthKey(const std::string& hex) {
@@ -519,6 +598,7 @@ Result<std::unique_ptr<Client>> CreateClientWithVerbs(const ClientOptions& optio
   MEMKV_ASSIGN_OR_RETURN(Placement placement, Placement::Create(std::move(names)));
   auto client = std::make_unique<ClientImpl>(options, std::move(placement), std::move(endpoints), key, &provider);
   MEMKV_RETURN_IF_ERROR(client->StartRdma(options));
+  if (!options.prometheus_bind.empty()) MEMKV_RETURN_IF_ERROR(client->StartExporter(options.prometheus_bind));
   return std::unique_ptr<Client>(std::move(client));
 }
 

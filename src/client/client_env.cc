@@ -33,6 +33,7 @@ Result<std::unique_ptr<Client>> CreateClient(const ClientConfig& config) {
   options.rdma_retry_count = config.rdma_retry_count;
   options.rdma_timeout = config.rdma_timeout;
   options.rdma_qps = config.rdma_qps;
+  options.prometheus_bind = config.prometheus_bind;
   return Client::Create(options);
 }
 
