@@ -477,6 +477,60 @@ TEST_F(CliTest, StartRefusesAKeyFileReadableByOthers) {
   EXPECT_NE(r.err.find("chmod 600"), std::string::npos) << r.err;
 }
 
+TEST_F(CliTest, LogLinesCarryLevelTimeAndComponentAndNeverTheKey) {
+  ServerProcess server;
+  ServerSpec spec;
+  spec.extra_args = {"--log-level", "debug"};
+  spec.storage_yaml = "  mode: file\n  block_size: 1 MiB\n  drives:\n    - {media: " + dir_.path() +
+                      "/log-d0.memkv, size: 64 MiB}\n";
+  ASSERT_TRUE(server.Start(spec).ok());
+  auto client = ClientFor({&server});
+  ASSERT_TRUE(client->Put("k", Pattern(10, 1)).ok());
+  ClientOptions wrong = OptionsFor({&server});
+  wrong.auth_key_hex = std::string(64, 'e');
+  auto intruder = std::move(Client::Create(wrong)).value();
+  EXPECT_EQ(intruder->Put("x", Pattern(10, 1)).code(), StatusCode::kAuthFailed);
+  EXPECT_EQ(server.Stop(), 0);
+  const std::string err = server.Stderr();
+  EXPECT_EQ(err.find(kTestKeyHex), std::string::npos) << "the auth key was logged:\n" << err;
+  EXPECT_EQ(err.find(std::string(64, 'e')), std::string::npos) << "a client's key was logged";
+  // Every line: 2026-11-23T16:57:03.271Z LEVEL [component] message.
+  size_t start = 0, lines = 0, tagged = 0;
+  while (start < err.size()) {
+    size_t end = err.find('\n', start);
+    const std::string line = err.substr(start, end - start);
+    start = end == std::string::npos ? err.size() : end + 1;
+    if (line.empty()) continue;
+    ++lines;
+    ASSERT_GE(line.size(), 31u) << line;
+    EXPECT_EQ(line[4], '-') << line;
+    EXPECT_EQ(line[10], 'T') << line;
+    EXPECT_EQ(line[23], 'Z') << line;
+    const std::string level = line.substr(25, 5);
+    EXPECT_TRUE(level == "DEBUG" || level == "INFO " || level == "WARN " || level == "ERROR") << line;
+    tagged += line.find(" [drive] ") != std::string::npos || line.find(" [start] ") != std::string::npos ||
+              line.find(" [server] ") != std::string::npos;
+  }
+  EXPECT_GT(lines, 5u);
+  EXPECT_GT(tagged, 3u) << err;
+  EXPECT_NE(err.find("WARN  [server] closing connection"), std::string::npos) << err;
+}
+
+TEST_F(CliTest, LogLevelComesFromTheConfigUnlessTheFlagSaysOtherwise) {
+  ServerProcess quiet;
+  ServerSpec spec;
+  spec.network_yaml = "";
+  spec.storage_yaml = "  mode: memory\nlog:\n  level: warn\n";
+  ASSERT_TRUE(quiet.Start(spec).ok());
+  EXPECT_EQ(quiet.Stop(), 0);
+  EXPECT_EQ(quiet.Stderr().find("INFO"), std::string::npos) << quiet.Stderr();
+  ServerProcess loud;
+  spec.extra_args = {"--log-level", "info"};
+  ASSERT_TRUE(loud.Start(spec).ok());
+  EXPECT_EQ(loud.Stop(), 0);
+  EXPECT_NE(loud.Stderr().find("INFO"), std::string::npos) << loud.Stderr();
+}
+
 TEST_F(CliTest, SigtermStopsAnIdleServerWithExitZero) {
   ServerProcess server;
   Status s = server.Start();

@@ -16,9 +16,11 @@
 
 #include "drive/store_fixture.h"
 #include "memkv/client.h"
+#include "server/admin.h"
 #include "server/server.h"
 #include "server/tier.h"
 #include "storage/memory_store.h"
+#include "tests/harness.h"
 
 namespace memkv {
 namespace {
@@ -117,6 +119,39 @@ TEST_F(TierFaultsTest, AFailingDriveGoesOfflineAndTheOtherKeepsServing) {
     EXPECT_TRUE(*got == ValueOf(100 + i));
   }
   EXPECT_EQ(ReadAll(), hits) << "the misses stay misses; the hits stay hits";
+}
+
+TEST_F(TierFaultsTest, HealthGoesDegradedThenUnhealthyWith503) {
+  AdminSources sources;
+  sources.metrics = &server_->metrics();
+  sources.tier = tier_.get();
+  sources.storage_mode = "file";
+  sources.serving = [this] { return server_->serving(); };
+  AdminOptions options;
+  options.host = "127.0.0.1";
+  auto admin = AdminService::Start(options, sources);
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  const uint16_t port = (*admin)->port();
+  EXPECT_EQ(testing::HttpRequestTo(port, "GET", "/v1/health").status, 200);
+  EXPECT_EQ((*admin)->Health().status, "healthy");
+
+  drives_.faults->FailNth(1, IoKind::kRead, 1, EIO, /*sticky=*/true);
+  ReadAll();
+  EXPECT_EQ((*admin)->Health().status, "degraded");
+  EXPECT_EQ(testing::HttpRequestTo(port, "GET", "/v1/health").status, 200);
+
+  drives_.faults->FailNth(0, IoKind::kRead, 1, EIO, /*sticky=*/true);
+  EXPECT_LE(ReadAll(), 4) << "only what DRAM still holds (4 chunks)";
+  const HealthReport h = (*admin)->Health();
+  EXPECT_EQ(h.status, "unhealthy");
+  EXPECT_EQ(h.drives_online, 0u);
+  EXPECT_EQ(h.drives_offline, 2u);
+  EXPECT_NE(h.reason.find("no drive is online"), std::string::npos) << h.reason;
+  testing::HttpResult r = testing::HttpRequestTo(port, "GET", "/v1/health");
+  EXPECT_EQ(r.status, 503);
+  EXPECT_NE(r.body.find("\"unhealthy\""), std::string::npos) << r.body;
+  EXPECT_EQ(client_->Put("fault/after", ValueOf(5)).code(), StatusCode::kUnavailable)
+      << "no drive to write through to";
 }
 
 TEST_F(TierFaultsTest, FullDrivesFailPutsCleanlyAndKeepServingReads) {

@@ -40,7 +40,8 @@ Options:
                          values kept in DATA_DIR/drive0.memkv (file mode)
   --data-dir DIR         where the generated auth key and the embedded
                          default's drive file live (default ~/.memkv)
-  --log-level LEVEL      debug, info, warn, error (default info)
+  --log-level LEVEL      debug, info, warn, error (default: log.level of the
+                         config, info)
   --workers N            event-loop threads (default: one per core, at most 8)
   --handshake-timeout-ms N  close connections that do not authenticate in time
                          (default 10000)
@@ -60,6 +61,7 @@ struct StartFlags {
   uint32_t handshake_timeout_ms = 10000;
   uint32_t write_stall_timeout_ms = 30000;
   bool check_only = false;
+  bool log_level_set = false;  // --log-level given: it wins over log.level
 };
 
 bool ParseUint(const std::string& text, uint64_t max, uint64_t* out) {
@@ -101,6 +103,7 @@ std::optional<int> ParseFlags(const std::vector<std::string>& args, StartFlags* 
         return kExitUsage;
       }
       SetLogLevel(level);
+      flags->log_level_set = true;
     } else if (a == "--workers" && ParseUint(*v, 64, &n) && n > 0) {
       flags->workers = static_cast<int>(n);
     } else if (a == "--handshake-timeout-ms" && ParseUint(*v, 3600000, &n) && n > 0) {
@@ -119,10 +122,10 @@ Result<ServerConfig> ResolveConfig(const StartFlags& flags) {
   if (!flags.config_path.empty()) return LoadServerConfigFile(flags.config_path);
   struct stat st{};
   if (::stat(kSystemConfig, &st) == 0) {
-    LOG_INFO << "using " << kSystemConfig;
+    LOG_INFO_C("start") << "using " << kSystemConfig;
     return LoadServerConfigFile(kSystemConfig);
   }
-  LOG_INFO << "no config file: using the embedded single-node default";
+  LOG_INFO_C("start") << "no config file: using the embedded single-node default";
   return EmbeddedDefaultConfig(flags.data_dir);
 }
 
@@ -155,7 +158,7 @@ void RaiseOpenFilesLimit() {
   rlimit lim{};
   if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max) return;
   lim.rlim_cur = lim.rlim_max;
-  if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) LOG_WARN << "cannot raise the open-files limit";
+  if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) LOG_WARN_C("start") << "cannot raise the open-files limit";
 }
 
 }  // namespace
@@ -171,6 +174,7 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
     return kExitConfig;
   }
   ServerConfig& c = *config;
+  if (LogLevel level; !flags.log_level_set && ParseLogLevel(c.log.level, &level)) SetLogLevel(level);
   if (c.memory.max_size_bytes == 0) c.memory.max_size_bytes = DefaultMemoryPoolBytes(PhysicalMemoryBytes());
 
   if (flags.check_only) {
@@ -197,7 +201,7 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
     }
     key = file->key;
     key_source = file->path;
-    LOG_INFO << (file->created ? "generated a new auth key in " : "using the auth key in ") << file->path
+    LOG_INFO_C("start") << (file->created ? "generated a new auth key in " : "using the auth key in ") << file->path
              << " (mode 0600)";
   }
 
@@ -298,13 +302,13 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
                  admin_options.port, admin.status().message().c_str());
     return admin.status().code() == StatusCode::kInvalidArgument ? kExitConfig : kExitUnavailable;
   }
-  LOG_INFO << "memory store: " << FormatSize((*store)->pool_bytes()) << " pool in "
+  LOG_INFO_C("start") << "memory store: " << FormatSize((*store)->pool_bytes()) << " pool in "
            << FormatSize(c.memory.block_size_bytes) << " chunks, " << (*store)->backing().detail;
-  if (*rdma != nullptr) LOG_INFO << (*rdma)->Describe();
-  LOG_INFO << "serving on " << address << "; admin endpoint on " << (*admin)->scheme() << "://"
+  if (*rdma != nullptr) LOG_INFO_C("start") << (*rdma)->Describe();
+  LOG_INFO_C("start") << "serving on " << address << "; admin endpoint on " << (*admin)->scheme() << "://"
            << c.network.host << ":" << (*admin)->port();
   if (key_source != "from the config") {
-    LOG_INFO << "clients: export MEMKV_SERVERS=" << address << " MEMKV_AUTH_KEY=$(cat " << key_source << ")";
+    LOG_INFO_C("start") << "clients: export MEMKV_SERVERS=" << address << " MEMKV_AUTH_KEY=$(cat " << key_source << ")";
   }
   std::printf("ready %s\n", address.c_str());
   std::fflush(stdout);
@@ -314,7 +318,7 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
     int sig = 0;
     sigwait(&signals, &sig);
     signalled.store(true);
-    LOG_INFO << "received " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ": draining and stopping";
+    LOG_INFO_C("start") << "received " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ": draining and stopping";
     srv->Stop();
   });
   Status run = srv->Run();
@@ -322,10 +326,10 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   if (!signalled.load()) pthread_kill(signal_thread.native_handle(), SIGTERM);
   signal_thread.join();
   if (!run.ok()) {
-    LOG_ERROR << run.ToString();
+    LOG_ERROR_C("start") << run.ToString();
     return kExitFailed;
   }
-  LOG_INFO << "stopped";
+  LOG_INFO_C("start") << "stopped";
   return kExitOk;
 }
 

@@ -75,7 +75,7 @@ Status CreateMissingDriveFiles(const StorageConfig& storage) {
     // values are misses), rather than refusing to serve the others.
     for (size_t i = 0; i < states.size(); ++i) {
       if (states[i] != FileState::kPresent) {
-        LOG_WARN << "drive file " << storage.drives[i].media
+        LOG_WARN_C("start") << "drive file " << storage.drives[i].media
                  << " is missing or empty while the store's other drive files exist; it is not recreated "
                     "(a drive cannot join a store in place), so the store opens degraded without it";
       }
@@ -95,7 +95,7 @@ Status CreateMissingDriveFiles(const StorageConfig& storage) {
   for (const DriveConfig& d : storage.drives) format.drives.push_back(d.media);
   format.block_size_bytes = storage.block_size_bytes;
   format.file_size_bytes = size;
-  LOG_INFO << "creating " << storage.drives.size() << " drive file(s) of " << FormatSize(size) << " ("
+  LOG_INFO_C("start") << "creating " << storage.drives.size() << " drive file(s) of " << FormatSize(size) << " ("
            << storage.drives[0].media << (storage.drives.size() > 1 ? ", ..." : "") << ")";
   return ExtentStore::Format(format);
 }
@@ -110,7 +110,7 @@ Result<std::unique_ptr<ExtentStore>> OpenDrives(const StorageConfig& storage) {
   if (!store.ok()) return store.status();
   const ExtentStoreStats stats = (*store)->Stats();
   if (stats.block_size_bytes != storage.block_size_bytes) {
-    LOG_WARN << "storage.block_size is " << FormatSize(storage.block_size_bytes) << " but the drives were formatted with "
+    LOG_WARN_C("start") << "storage.block_size is " << FormatSize(storage.block_size_bytes) << " but the drives were formatted with "
              << FormatSize(stats.block_size_bytes) << "; the drives' size is used (reformat to change it)";
   }
   uint64_t usable = 0, used = 0;
@@ -118,12 +118,12 @@ Result<std::unique_ptr<ExtentStore>> OpenDrives(const StorageConfig& storage) {
     usable += d.usable_bytes;
     used += d.used_bytes;
   }
-  LOG_INFO << "drive tier: " << stats.drives.size() << " drive(s) via " << stats.io_engine << ", "
+  LOG_INFO_C("start") << "drive tier: " << stats.drives.size() << " drive(s) via " << stats.io_engine << ", "
            << FormatSize(stats.block_size_bytes) << " extents, " << stats.keys << " value(s) re-adopted in "
            << stats.open_nanos / 1'000'000 << " ms, " << FormatSize(used) << " of " << FormatSize(usable) << " used";
   for (const DriveStats& d : stats.drives) {
     if (d.state != DriveState::kOnline) {
-      LOG_WARN << "drive " << d.index << " (" << (d.path.empty() ? "not given" : d.path)
+      LOG_WARN_C("start") << "drive " << d.index << " (" << (d.path.empty() ? "not given" : d.path)
                << ") is " << DriveStateName(d.state) << ": " << d.reason << "; serving degraded";
     }
   }

@@ -423,7 +423,7 @@ Status RdmaEngine::Open(verbs::Provider& provider) {
     }
     std::optional<uint32_t> gid = verbs::PickRoceV2Gid(port);
     if (!gid.has_value()) {
-      LOG_WARN << "no RoCEv2 GID found on " << name << " port " << int{port.port_num} << " (netdev "
+      LOG_WARN_C("client") << "no RoCEv2 GID found on " << name << " port " << int{port.port_num} << " (netdev "
                << port.netdev << "); using gid_index 0. Give " << port.netdev << " an IPv4 address";
     }
     gid_index_.push_back(gid.value_or(0));
@@ -442,9 +442,9 @@ bool RdmaEngine::OnFailure(const std::string& reason, bool normal_state) {
     ClientCounters::Add(counters_->fallbacks, 1);
     counters_->SetFallbackReason(reason);
     if (normal_state) {
-      LOG_INFO << reason << ": using inline-bulk TCP";
+      LOG_INFO_C("client") << reason << ": using inline-bulk TCP";
     } else {
-      LOG_WARN << "RDMA failed (" << reason << "); downgrading engine to inline-bulk TCP for good";
+      LOG_WARN_C("client") << "RDMA failed (" << reason << "); downgrading engine to inline-bulk TCP for good";
     }
   }
   return true;

@@ -163,7 +163,10 @@ void ReadServerConfig(const YAML::Node& root, Diagnostics* d, ServerConfig* out)
           {{"network", section([=](const YAML::Node& v) { ReadNetwork(v, d, &out->network); })},
            {"memory", section([=](const YAML::Node& v) { ReadMemory(v, d, &out->memory); })},
            {"rdma", section([=](const YAML::Node& v) { ReadRdma(v, d, &out->rdma); })},
-           {"storage", section([=](const YAML::Node& v) { ReadStorage(v, d, &out->storage); })}},
+           {"storage", section([=](const YAML::Node& v) { ReadStorage(v, d, &out->storage); })},
+           {"log", section([=](const YAML::Node& v) {
+              ReadMap(v, "log", {StringField("level", d, &out->log.level)}, d);
+            })}},
           d);
 }
 

@@ -61,11 +61,16 @@ struct StorageConfig {
   uint32_t io_threads = 4;       // drive I/O threads, 1..64
 };
 
+struct LogConfig {
+  std::string level = "info";            // debug, info, warn, error; --log-level overrides it
+};
+
 struct ServerConfig {
   NetworkConfig network;
   MemoryConfig memory;
   RdmaConfig rdma;
   StorageConfig storage;
+  LogConfig log;
 };
 
 // The embedded default: what `memkv start` runs with no config file.

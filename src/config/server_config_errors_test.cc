@@ -99,6 +99,16 @@ TEST(ServerConfigStorageTest, TierFieldsParseAndAreChecked) {
   EXPECT_TRUE(HasLineWith(lines, {"storage.drives[0].size", "1 MiB", "at least 64 MiB"}));
 }
 
+TEST(ServerConfigLogTest, LevelIsOneOfTheFour) {
+  Result<ServerConfig> ok = Parse("storage:\n  mode: memory\nlog:\n  level: debug\n");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->log.level, "debug");
+  std::vector<std::string> lines = ProblemLines(Parse("storage:\n  mode: memory\nlog:\n  level: loud\n  colour: red\n"));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_TRUE(HasLineWith(lines, {"log.level: 'loud'", "debug, info, warn, error"}));
+  EXPECT_TRUE(HasLineWith(lines, {"unknown field 'log.colour'"}));
+}
+
 TEST(ServerConfigStorageTest, EachDriveNeedsADistinctMedia) {
   std::vector<std::string> lines = ProblemLines(Parse(R"(storage:
   mode: direct

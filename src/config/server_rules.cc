@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "base/log.h"
 #include "base/units.h"
 #include "config/host_port.h"
 
@@ -163,6 +164,10 @@ void CheckStorage(const StorageConfig& s, Diagnostics* d) {
 }  // namespace
 
 void CheckServerRules(const ServerConfig& config, Diagnostics* d) {
+  LogLevel level;
+  if (!ParseLogLevel(config.log.level, &level) || level == LogLevel::kOff) {
+    d->Violation({"log.level"}, "log.level: '" + config.log.level + "' is not a log level; allowed: debug, info, warn, error");
+  }
   CheckNetwork(config.network, d);
   CheckMemory(config.memory, d);
   CheckRdma(config.rdma, d);

@@ -21,7 +21,7 @@ Result<AlignedBuffer> AlignedBuffer::Allocate(size_t size) {
 
 AlignedBuffer::~AlignedBuffer() {
   if (data_ != nullptr && ::munmap(data_, size_) != 0) {
-    LOG_ERROR << "munmap of a " << size_ << "-byte I/O buffer: " << std::strerror(errno);
+    LOG_ERROR_C("drive") << "munmap of a " << size_ << "-byte I/O buffer: " << std::strerror(errno);
   }
 }
 

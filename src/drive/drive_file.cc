@@ -66,7 +66,7 @@ Result<DriveFile> DriveFile::Open(const std::string& path, const DriveFileOption
     f.size_bytes_ = bytes;
   } else if (S_ISREG(st.st_mode)) {
     if (!f.direct_io_) {
-      LOG_WARN << path << ": the filesystem refuses O_DIRECT; using buffered I/O with fdatasync (slower, "
+      LOG_WARN_C("drive") << path << ": the filesystem refuses O_DIRECT; using buffered I/O with fdatasync (slower, "
                << "same durability)";
     }
     if (options.create_bytes > 0 && uint64_t(st.st_size) != options.create_bytes) {
@@ -80,7 +80,7 @@ Result<DriveFile> DriveFile::Open(const std::string& path, const DriveFileOption
         return IoError(Describe("fallocate(" + std::to_string(options.create_bytes) + ")", path, ENOSPC));
       }
       if (rc != 0) {
-        LOG_WARN << path << ": fallocate failed (" << ErrnoName(errno)
+        LOG_WARN_C("drive") << path << ": fallocate failed (" << ErrnoName(errno)
                  << "); the file stays sparse, so a full filesystem shows up as ENOSPC on writes";
       }
       st.st_size = off_t(options.create_bytes);

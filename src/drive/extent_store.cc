@@ -99,7 +99,7 @@ void ExtentStore::Impl::FreeSlotsLocked(const std::vector<ExtentRef>& extents) {
   for (const ExtentRef& e : extents) {
     if (e.drive < drives.size() && !drives[e.drive].alloc.Free(e.slot) &&
         drives[e.drive].state != DriveState::kOffline) {
-      LOG_ERROR << "extent store: freeing slot " << e.slot << " of drive " << e.drive << " that is not in use";
+      LOG_ERROR_C("drive") << "extent store: freeing slot " << e.slot << " of drive " << e.drive << " that is not in use";
     }
   }
 }
@@ -159,7 +159,7 @@ bool ExtentStore::Impl::MarkOfflineLocked(uint32_t drive, const std::string& rea
     e->slots_owned = false;
     UnlinkLocked(e);
   }
-  LOG_ERROR << "extent store: " << DriveName(d) << " is offline: " << reason << "; " << victims.size()
+  LOG_ERROR_C("drive") << "extent store: " << DriveName(d) << " is offline: " << reason << "; " << victims.size()
             << " values on it are now misses and the store is degraded";
   return true;
 }
@@ -169,7 +169,7 @@ void ExtentStore::Impl::MarkFullLocked(uint32_t drive, const std::string& reason
   if (d.state != DriveState::kOnline) return;
   d.state = DriveState::kFull;
   d.reason = reason;
-  LOG_WARN << "extent store: " << DriveName(d) << " is full: " << reason << "; it serves reads but takes no new extents";
+  LOG_WARN_C("drive") << "extent store: " << DriveName(d) << " is full: " << reason << "; it serves reads but takes no new extents";
 }
 
 void ExtentStore::Impl::TakeOffline(uint32_t drive, const std::string& reason) {
@@ -184,7 +184,7 @@ void ExtentStore::Impl::TakeOffline(uint32_t drive, const std::string& reason) {
   op.drive = drive;
   CommitOp* ops[] = {&op};
   Commit(ops);
-  if (!op.status.ok()) LOG_ERROR << "extent store: journaling that drive " << drive << " is offline: " << op.status.ToString();
+  if (!op.status.ok()) LOG_ERROR_C("drive") << "extent store: journaling that drive " << drive << " is offline: " << op.status.ToString();
 }
 
 std::string ExtentStore::Impl::HandleFailures(std::span<const IoOp> ops, const char* what) {
@@ -441,7 +441,7 @@ Status FinishRead(ExtentStore::Impl& s, const std::shared_ptr<Entry>& e, const S
     s.counters.misses++;
     if (read.code() == StatusCode::kCorruption) {
       s.counters.checksum_failures++;
-      LOG_WARN << "extent store: " << read.message() << "; the value is dropped";
+      LOG_WARN_EVERY_C("drive", 10) << "extent store: " << read.message() << "; the value is dropped";
       s.UnlinkLocked(e.get());
     }
   }

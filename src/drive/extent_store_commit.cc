@@ -400,7 +400,7 @@ Status ExtentStore::Impl::CheckpointAll(const std::vector<uint32_t>& first, int 
     if (depth >= kMaxDepth) return IoError("checkpoint: drives kept failing: " + failed[0].second);
     return AppendToJournals(std::move(more), depth + 1);
   }
-  LOG_DEBUG << "extent store: checkpointed " << records.size() << " records";
+  LOG_DEBUG_C("drive") << "extent store: checkpointed " << records.size() << " records";
   return Status::Ok();
 }
 

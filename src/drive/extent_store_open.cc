@@ -128,7 +128,7 @@ Status ExtentStore::Format(const DriveFormatOptions& o) {
     EncodeSuperblock(sb, Block(buf, 0));
     MEMKV_RETURN_IF_ERROR(f.WriteAt(0, std::span<const uint8_t>(buf.data(), kDriveHeaderBytes)));
     MEMKV_RETURN_IF_ERROR(f.Sync());
-    LOG_INFO << "format: " << f.path() << ": drive " << i << " of store " << store_uuid.ToString() << ", "
+    LOG_INFO_C("drive") << "format: " << f.path() << ": drive " << i << " of store " << store_uuid.ToString() << ", "
              << sb.slot_count << " extents of " << FormatSize(o.block_size_bytes) << ", journal 2 x "
              << FormatSize(area) << (f.direct_io() ? "" : " (buffered I/O)");
   }
@@ -187,7 +187,7 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
     }
     opened.push_back({path, std::move(f).value(), *sb});
   }
-  for (const std::string& f : failed) LOG_ERROR << "extent store: " << f << "; that drive is offline";
+  for (const std::string& f : failed) LOG_ERROR_C("drive") << "extent store: " << f << "; that drive is offline";
   if (opened.empty()) {
     std::string all;
     for (const std::string& f : failed) all += (all.empty() ? "" : "; ") + f;
@@ -271,7 +271,7 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
     Result<ReplayedJournal>& r = *results[d.index];
     if (r.status().code() == StatusCode::kUnsupportedVersion) return r.status().WithContext(d.path);
     if (r.status().code() == StatusCode::kCorruption) {
-      LOG_WARN << "extent store: " << d.path << ": journal unreadable (" << r.status().message()
+      LOG_WARN_C("drive") << "extent store: " << d.path << ": journal unreadable (" << r.status().message()
                << "); the drive is readmitted empty";
       readmit.push_back(d.index);
       continue;
@@ -279,7 +279,7 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
     if (!r.ok()) {
       d.state = DriveState::kOffline;
       d.reason = r.status().message();
-      LOG_ERROR << "extent store: " << d.path << ": " << d.reason << "; that drive is offline";
+      LOG_ERROR_C("drive") << "extent store: " << d.path << ": " << d.reason << "; that drive is offline";
       continue;
     }
     max_sequence = std::max(max_sequence, r->base_sequence);
@@ -305,7 +305,7 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
     const Drive& d = s.drives[idx];
     bool stale = std::any_of(marks.begin(), marks.end(), [&](const Mark& m) { return MarkNames(m, d); });
     if (stale) {
-      LOG_WARN << "extent store: " << d.path << " was offline and missed updates; it is readmitted empty";
+      LOG_WARN_C("drive") << "extent store: " << d.path << " was offline and missed updates; it is readmitted empty";
       readmit.push_back(idx);
       continue;
     }
@@ -410,7 +410,7 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
     if (!d.marked_offline) unmarked = true;
   }
   if (!readmit.empty() || diverged || unmarked) {
-    LOG_INFO << "extent store: rewriting the journals (" << (readmit.empty() ? "" : "readmitted drives, ")
+    LOG_INFO_C("drive") << "extent store: rewriting the journals (" << (readmit.empty() ? "" : "readmitted drives, ")
              << (diverged ? "copies differ after a crash, " : "") << (unmarked ? "offline drives to record" : "")
              << ")";
     MEMKV_RETURN_IF_ERROR(s.CheckpointAll(readmit));
@@ -420,7 +420,7 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
   s.open_nanos = uint64_t(MonotonicNanos() - start);
   size_t online = size_t(std::count_if(s.drives.begin(), s.drives.end(),
                                        [](const Drive& d) { return d.state != DriveState::kOffline; }));
-  LOG_INFO << "extent store " << s.store_uuid.ToString() << ": " << s.index.size() << " values on " << online << " of "
+  LOG_INFO_C("drive") << "extent store " << s.store_uuid.ToString() << ": " << s.index.size() << " values on " << online << " of "
            << s.drives.size() << " drives (" << s.io->name() << "), " << dropped << " dropped, opened in "
            << s.open_nanos / 1000000 << " ms";
   return std::unique_ptr<ExtentStore>(new ExtentStore(std::move(impl)));

@@ -67,7 +67,7 @@ Result<std::unique_ptr<IoEngine>> CreateIoEngine(const IoEngineOptions& options)
   if (options.kind == IoEngineKind::kSync) return CreateSyncIoEngine(options.fds);
   auto uring = CreateUringEngine(options);
   if (uring.ok() || options.kind == IoEngineKind::kUring) return uring;
-  LOG_WARN << "io_uring unavailable (" << uring.status().message()
+  LOG_WARN_C("drive") << "io_uring unavailable (" << uring.status().message()
            << "); drive I/O falls back to pread/pwrite, one operation at a time";
   return CreateSyncIoEngine(options.fds);
 }

@@ -66,7 +66,7 @@ class UringEngine final : public IoEngine {
       return Unavailable("io_uring_queue_init(" + std::to_string(options_.queue_depth) + "): " + ErrnoName(err));
     }
     if (!ring->fixed_buffers && !options_.fixed_buffers.empty()) {
-      LOG_INFO << "io_uring: buffer registration refused; staging buffers are used unregistered";
+      LOG_INFO_C("drive") << "io_uring: buffer registration refused; staging buffers are used unregistered";
     }
     idle_.push_back(std::move(ring));
     return Status::Ok();
@@ -114,7 +114,7 @@ class UringEngine final : public IoEngine {
     int err = 0;
     auto r = NewRing(&err);
     if (r == nullptr && !warned_no_ring_.exchange(true)) {
-      LOG_WARN << "io_uring: another ring could not be created (" << ErrnoName(err)
+      LOG_WARN_C("drive") << "io_uring: another ring could not be created (" << ErrnoName(err)
                << "); I/O beyond the existing rings runs with pread/pwrite";
     }
     return r;
@@ -185,7 +185,7 @@ class UringEngine final : public IoEngine {
       }
       int rc = io_uring_submit_and_wait(&r.ring, 1);
       if (rc < 0 && !RetryableEnterError(rc)) {
-        LOG_ERROR << "io_uring_enter: " << ErrnoName(-rc) << "; aborting: I/O may be in flight into freed memory";
+        LOG_ERROR_C("drive") << "io_uring_enter: " << ErrnoName(-rc) << "; aborting: I/O may be in flight into freed memory";
         std::abort();
       }
       unsigned head = 0;

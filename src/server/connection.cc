@@ -83,7 +83,7 @@ bool Connection::FillInput() {
   }
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
   if (state_ != ReadState::kHeader || in_end_ != in_start_) {
-    LOG_INFO << "connection " << peer_ << " closed mid-frame";
+    LOG_INFO_C("server") << "connection " << peer_ << " closed mid-frame";
   }
   return false;
 }
@@ -263,7 +263,7 @@ bool Connection::ReceivePayload() {
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
-    LOG_INFO << "connection " << peer_ << " closed mid-payload (" << payload_left_ << " bytes missing)";
+    LOG_INFO_C("server") << "connection " << peer_ << " closed mid-payload (" << payload_left_ << " bytes missing)";
     return false;
   }
   state_ = ReadState::kHeader;
@@ -337,7 +337,7 @@ void Connection::RespondError(const Status& status) {
 
 void Connection::Fail(const Status& status) {
   if (!logged_error_) {
-    LOG_WARN << "closing connection " << peer_ << ": " << status.ToString();
+    LOG_WARN_EVERY_C("server", 10) << "closing connection " << peer_ << ": " << status.ToString();
     logged_error_ = true;
   }
   RespondError(status);

@@ -217,7 +217,7 @@ bool Connection::CheckGrantLeases(Nanos now) {
   for (const auto& [token, g] : grants_) {
     if (now > g.expires) {
       ctx_.metrics->rdma_leases_expired.Add(1);
-      LOG_WARN << "closing " << peer_ << ": it held RDMA " << (g.key.empty() ? "pin" : "slot") << " "
+      LOG_WARN_EVERY_C("server", 10) << "closing " << peer_ << ": it held RDMA " << (g.key.empty() ? "pin" : "slot") << " "
                << token << " past its " << ctx_.rdma_grant_lease_ns / 1'000'000'000
                << " s lease (client gone or stuck mid-transfer)";
       return false;

@@ -23,11 +23,11 @@ Result<std::unique_ptr<RdmaEndpoint>> RdmaEndpoint::Create(const RdmaConfig& con
                                                            verbs::Provider& provider) {
   MEMKV_ASSIGN_OR_RETURN(std::vector<std::string> devices, provider.Devices());
   if (devices.empty()) {
-    LOG_INFO << "no RDMA device on this host (ibv_get_device_list found none): serving inline-bulk TCP only";
+    LOG_INFO_C("rdma") << "no RDMA device on this host (ibv_get_device_list found none): serving inline-bulk TCP only";
     return std::unique_ptr<RdmaEndpoint>();
   }
   if (std::find(devices.begin(), devices.end(), config.device) == devices.end()) {
-    LOG_WARN << "rdma.device " << config.device << " is not on this host (RDMA devices: " << Join(devices)
+    LOG_WARN_C("rdma") << "rdma.device " << config.device << " is not on this host (RDMA devices: " << Join(devices)
              << "): serving inline-bulk TCP only; set rdma.device to one of them";
     return std::unique_ptr<RdmaEndpoint>();
   }
@@ -44,8 +44,8 @@ Result<std::unique_ptr<RdmaEndpoint>> RdmaEndpoint::Create(const RdmaConfig& con
   Result<verbs::DcbConfig> dcb = Unavailable("DCB not read: traffic_class and service_level are pinned");
   if (config.traffic_class == 0 || config.service_level == 0) dcb = verbs::ReadDcb(port.netdev);
   ep->path_ = verbs::ResolvePath(port, dcb, config.gid_index, config.traffic_class, config.service_level);
-  for (const std::string& w : ep->path_.warnings) LOG_WARN << w;
-  for (const std::string& n : ep->path_.notes) LOG_INFO << n;
+  for (const std::string& w : ep->path_.warnings) LOG_WARN_C("rdma") << w;
+  for (const std::string& n : ep->path_.notes) LOG_INFO_C("rdma") << n;
   for (const verbs::GidEntry& g : port.gids) {
     if (g.index == ep->path_.gid_index) ep->gid_ = g.gid;
   }
@@ -84,7 +84,7 @@ proto::RdmaAnswer RdmaEndpoint::Accept(const proto::RdmaOffer& offer, const std:
     answer.message = "RDMA MTU mismatch: the client uses MEMKV_RDMA_MTU " + std::to_string(offer.mtu) +
                      " but this server's rdma.mtu is " + std::to_string(mtu_) +
                      "; set both ends (and the fabric) to the same value";
-    LOG_WARN << "refusing RDMA from " << peer << ": " << answer.message;
+    LOG_WARN_C("rdma") << "refusing RDMA from " << peer << ": " << answer.message;
     return answer;
   }
   verbs::PathOptions path;
@@ -107,7 +107,7 @@ proto::RdmaAnswer RdmaEndpoint::Accept(const proto::RdmaOffer& offer, const std:
     if (!s.ok()) {
       answer.result = proto::RdmaAnswerResult::kRefused;
       answer.message = "the server could not set up its RDMA queue pair: " + s.ToString();
-      LOG_WARN << "RDMA setup for " << peer << " failed: " << s.ToString();
+      LOG_WARN_C("rdma") << "RDMA setup for " << peer << " failed: " << s.ToString();
       return answer;
     }
     answer.qps.push_back({(*qp)->local().qpn, (*qp)->local().psn});

@@ -152,7 +152,7 @@ class Server::Worker {
       ev.events = EPOLLIN;
       ev.data.fd = raw;
       if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, raw, &ev) != 0) {
-        LOG_ERROR << "epoll_ctl(ADD) for " << conn->peer() << ": " << std::strerror(errno);
+        LOG_ERROR_C("server") << "epoll_ctl(ADD) for " << conn->peer() << ": " << std::strerror(errno);
         continue;
       }
       interest_[raw] = EPOLLIN;
@@ -200,11 +200,11 @@ class Server::Worker {
       bool drained = stopping && (conn->Finished() || now > drain_deadline);
       bool lease_expired = !conn->CheckGrantLeases(now);
       if (idle) {
-        LOG_INFO << "closing " << conn->peer() << ": no Connect within "
+        MEMKV_LOG_EVERY_C(kInfo, 10, "server") << "closing " << conn->peer() << ": no Connect within "
                  << server_->options_.handshake_timeout_ms << " ms";
         server_->metrics_.connections_closed_idle.Add(1);
       } else if (stalled && !drained) {
-        LOG_WARN << "closing " << conn->peer() << ": it has not read its responses for "
+        LOG_WARN_EVERY_C("server", 10) << "closing " << conn->peer() << ": it has not read its responses for "
                  << server_->options_.write_stall_timeout_ms << " ms";
         server_->metrics_.connections_closed_stalled.Add(1);
       }
@@ -280,13 +280,13 @@ Status Server::Run() {
       int fd = ::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EMFILE || errno == ENFILE) {
-          LOG_ERROR << "accept: " << std::strerror(errno) << " (raise the open-files limit, ulimit -n)";
+          MEMKV_LOG_EVERY_C(kError, 10, "server") << "accept: " << std::strerror(errno) << " (raise the open-files limit, ulimit -n)";
         }
         break;
       }
       UniqueFd conn(fd);
       Status nodelay = SetNoDelay(conn.get());
-      if (!nodelay.ok()) LOG_WARN << nodelay.ToString();
+      if (!nodelay.ok()) LOG_WARN_C("server") << nodelay.ToString();
       workers_[next++ % workers_.size()]->Adopt(std::move(conn), PeerName(ss));
     }
   }

@@ -120,7 +120,7 @@ Result<MappedPool> MapOrdinary(uint64_t bytes, HugePagePolicy policy, const std:
   if (policy == HugePagePolicy::kNever) {
     // Keeps THP "always" off this mapping too, so "4 KiB pages" is the truth.
     if (madvise(base, bytes, MADV_NOHUGEPAGE) != 0) {
-      LOG_DEBUG << "madvise(MADV_NOHUGEPAGE) on the memory pool: " << std::strerror(errno);
+      LOG_DEBUG_C("memory") << "madvise(MADV_NOHUGEPAGE) on the memory pool: " << std::strerror(errno);
     }
     pool.backing.detail = small + " (" + why_not_hugetlb + ")";
     return pool;
@@ -162,7 +162,7 @@ Result<MappedPool> MapPool(uint64_t bytes, HugePagePolicy policy, const BackingP
                               "sysctl -w vm.nr_hugepages=" + std::to_string(counts->total + HugePagesFor(bytes)) +
                               " (or lower memory.max_size)");
   }
-  LOG_WARN << "memory pool: " << huge.status().message() << "; falling back to transparent hugepages";
+  LOG_WARN_C("memory") << "memory pool: " << huge.status().message() << "; falling back to transparent hugepages";
   return MapOrdinary(bytes, policy, huge.status().message(), reader);
 }
 
@@ -189,7 +189,7 @@ struct MemoryStore::Impl {
         backing(std::move(pool.backing)) {}
   ~Impl() {
     if (munmap(base, backing.mapping_bytes) != 0) {
-      LOG_WARN << "MemoryStore: munmap of the " << FormatSize(backing.mapping_bytes)
+      LOG_WARN_C("memory") << "MemoryStore: munmap of the " << FormatSize(backing.mapping_bytes)
                << " pool failed: " << std::strerror(errno);
     }
   }
@@ -433,7 +433,7 @@ MemoryStore::~MemoryStore() {
   if (outstanding != 0) {
     // A PendingPut or ReadHandle outlives the store: its pointers into the
     // pool are about to dangle. That is a caller bug; say so loudly.
-    LOG_WARN << "MemoryStore destroyed with " << outstanding
+    LOG_WARN_C("memory") << "MemoryStore destroyed with " << outstanding
              << " chunks still held by PendingPuts or ReadHandles (" << impl_->draining_chunks
              << " by handles of unlinked values)";
   }
@@ -545,7 +545,7 @@ Result<ReadHandle> MemoryStore::Get(std::string_view key) {
     }
     s.checksum_failures.fetch_add(1, std::memory_order_relaxed);
     s.misses.fetch_add(1, std::memory_order_relaxed);
-    LOG_WARN << "MemoryStore: checksum mismatch on key " << KeyForLog(key) << " ("
+    LOG_WARN_C("memory") << "MemoryStore: checksum mismatch on key " << KeyForLog(key) << " ("
              << FormatSize(entry->size) << "): stored " << std::hex << entry->checksum
              << ", computed " << actual << std::dec << "; value dropped";
     return NotFound("Get: key " + KeyForLog(key) + " dropped: checksum mismatch");

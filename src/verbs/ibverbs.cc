@@ -96,11 +96,11 @@ struct DeviceHandle {
   ~DeviceHandle() {
     if (pd != nullptr) {
       int rc = ibv_dealloc_pd(pd);
-      if (rc != 0) LOG_WARN << "ibv_dealloc_pd on " << port.device << ": " << ErrnoText(ErrOf(rc));
+      if (rc != 0) LOG_WARN_C("verbs") << "ibv_dealloc_pd on " << port.device << ": " << ErrnoText(ErrOf(rc));
     }
     if (ctx != nullptr) {
       int rc = ibv_close_device(ctx);
-      if (rc != 0) LOG_WARN << "ibv_close_device(" << port.device << "): " << ErrnoText(ErrOf(rc));
+      if (rc != 0) LOG_WARN_C("verbs") << "ibv_close_device(" << port.device << "): " << ErrnoText(ErrOf(rc));
     }
   }
 };
@@ -110,7 +110,7 @@ class SysRegistration final : public Registration {
   SysRegistration(std::shared_ptr<DeviceHandle> dev, ibv_mr* mr) : dev_(std::move(dev)), mr_(mr) {}
   ~SysRegistration() override {
     int rc = ibv_dereg_mr(mr_);
-    if (rc != 0) LOG_WARN << "ibv_dereg_mr on " << dev_->port.device << ": " << ErrnoText(ErrOf(rc));
+    if (rc != 0) LOG_WARN_C("verbs") << "ibv_dereg_mr on " << dev_->port.device << ": " << ErrnoText(ErrOf(rc));
   }
   SysRegistration(const SysRegistration&) = delete;
   SysRegistration& operator=(const SysRegistration&) = delete;
@@ -134,11 +134,11 @@ class SysCompletionQueue final : public CompletionQueue {
     DrainEvents();
     int rc = ibv_destroy_cq(cq_);
     if (rc != 0) {
-      LOG_WARN << "ibv_destroy_cq on " << dev_->port.device << ": " << ErrnoText(ErrOf(rc))
+      LOG_WARN_C("verbs") << "ibv_destroy_cq on " << dev_->port.device << ": " << ErrnoText(ErrOf(rc))
                << " (a QueuePair still uses it?)";
     }
     rc = ibv_destroy_comp_channel(channel_);
-    if (rc != 0) LOG_WARN << "ibv_destroy_comp_channel on " << dev_->port.device << ": " << ErrnoText(ErrOf(rc));
+    if (rc != 0) LOG_WARN_C("verbs") << "ibv_destroy_comp_channel on " << dev_->port.device << ": " << ErrnoText(ErrOf(rc));
   }
   SysCompletionQueue(const SysCompletionQueue&) = delete;
   SysCompletionQueue& operator=(const SysCompletionQueue&) = delete;
@@ -158,7 +158,7 @@ class SysCompletionQueue final : public CompletionQueue {
       void* ev_ctx = nullptr;
       if (ibv_get_cq_event(channel_, &ev_cq, &ev_ctx) != 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK) {
-          LOG_WARN << "ibv_get_cq_event on " << dev_->port.device << ": " << ErrnoText(errno);
+          LOG_WARN_C("verbs") << "ibv_get_cq_event on " << dev_->port.device << ": " << ErrnoText(errno);
         }
         break;
       }
@@ -203,7 +203,7 @@ class SysQueuePair final : public QueuePair {
   ~SysQueuePair() override {
     // After ibv_destroy_qp returns the NIC no longer touches our buffers.
     int rc = ibv_destroy_qp(qp_);
-    if (rc != 0) LOG_WARN << "ibv_destroy_qp on " << Where() << ": " << ErrnoText(ErrOf(rc));
+    if (rc != 0) LOG_WARN_C("verbs") << "ibv_destroy_qp on " << Where() << ": " << ErrnoText(ErrOf(rc));
   }
   SysQueuePair(const SysQueuePair&) = delete;
   SysQueuePair& operator=(const SysQueuePair&) = delete;
@@ -392,7 +392,7 @@ void ReadGids(ibv_context* ctx, uint8_t port, int gid_tbl_len, PortInfo* info) {
       int err = ErrOf(rc);
       // ENODATA / EINVAL: an empty slot, the normal case for most indices.
       if (err != ENODATA && err != EINVAL && err != ENOENT) {
-        LOG_DEBUG << "ibv_query_gid_ex(" << info->device << " port " << int(port) << " index " << i
+        LOG_DEBUG_C("verbs") << "ibv_query_gid_ex(" << info->device << " port " << int(port) << " index " << i
                   << "): " << ErrnoText(err);
       }
       continue;
