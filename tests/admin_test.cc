@@ -21,17 +21,6 @@
 namespace memkv::testing {
 namespace {
 
-ServerSpec FileSpec(const std::string& dir, int drives) {
-  ServerSpec spec;
-  spec.memory_max_size = "32 MiB";
-  spec.memory_block_size = "1 MiB";
-  spec.storage_yaml = "  mode: file\n  block_size: 1 MiB\n  drives:\n";
-  for (int i = 0; i < drives; ++i) {
-    spec.storage_yaml += "    - {media: " + dir + "/d" + std::to_string(i) + ".memkv, size: 128 MiB}\n";
-  }
-  return spec;
-}
-
 JsonValue ParseOk(const std::string& text) {
   Result<JsonValue> j = ParseJson(text);
   EXPECT_TRUE(j.ok()) << j.status().ToString() << "\n" << text;
@@ -49,23 +38,6 @@ std::string Str(const JsonValue& j, std::initializer_list<std::string_view> path
   return v == nullptr ? "<missing>" : v->string;
 }
 
-// Sample values of one scrape, keyed by the sample's text before the value
-// ("memkv_requests_total{op=\"put\",transport=\"tcp\"}").
-std::map<std::string, double> Samples(const std::string& text) {
-  std::map<std::string, double> out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string line = text.substr(start, end - start);
-    start = end + 1;
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    out[line.substr(0, space)] = std::strtod(line.c_str() + space + 1, nullptr);
-  }
-  return out;
-}
-
 class AdminTest : public ::testing::Test {
  protected:
   void Start(const ServerSpec& spec) {
@@ -79,7 +51,7 @@ class AdminTest : public ::testing::Test {
     HttpResult r = HttpRequestTo(admin_, "GET", "/v1/metrics");
     EXPECT_EQ(r.status, 200);
     EXPECT_NE(r.headers.find("text/plain; version=0.0.4"), std::string::npos) << r.headers;
-    return Samples(r.body);
+    return PrometheusSamples(r.body);
   }
 
   TempDir dir_;
@@ -89,7 +61,7 @@ class AdminTest : public ::testing::Test {
 };
 
 TEST_F(AdminTest, HealthReadyAndStatusDescribeAFileModeServer) {
-  Start(FileSpec(dir_.path(), 2));
+  Start(FileModeSpec(dir_.path(), 2));
   ASSERT_TRUE(client_->Put("a", Pattern(3 << 20, 1)).ok());
 
   HttpResult health = HttpRequestTo(admin_, "GET", "/v1/health");
@@ -128,7 +100,7 @@ TEST_F(AdminTest, HealthReadyAndStatusDescribeAFileModeServer) {
 }
 
 TEST_F(AdminTest, CountersMoveExactlyAsTheWorkloadPredicts) {
-  Start(FileSpec(dir_.path(), 1));
+  Start(FileModeSpec(dir_.path(), 1));
   std::map<std::string, double> before = Scrape();
   for (int i = 0; i < 7; ++i) ASSERT_TRUE(client_->Put("k" + std::to_string(i), Pattern(1000, i)).ok());
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(client_->Get("k" + std::to_string(i)).ok());
@@ -164,7 +136,7 @@ TEST_F(AdminTest, CountersMoveExactlyAsTheWorkloadPredicts) {
 }
 
 TEST_F(AdminTest, PromtoolAcceptsALiveScrape) {
-  Start(FileSpec(dir_.path(), 1));
+  Start(FileModeSpec(dir_.path(), 1));
   ASSERT_TRUE(client_->Put("p", Pattern(5000, 3)).ok());
   ASSERT_TRUE(client_->Get("p").ok());
   HttpResult r = HttpRequestTo(admin_, "GET", "/v1/metrics");
@@ -181,7 +153,7 @@ TEST_F(AdminTest, PromtoolAcceptsALiveScrape) {
 }
 
 TEST_F(AdminTest, BadRequestsAreRefusedAndTheDataPlaneKeepsServing) {
-  Start(FileSpec(dir_.path(), 1));
+  Start(FileModeSpec(dir_.path(), 1));
   EXPECT_EQ(HttpRequestTo(admin_, "GET", "/v1/nope").status, 404);
   HttpResult post = HttpRequestTo(admin_, "POST", "/v1/status");
   EXPECT_EQ(post.status, 405);
@@ -211,7 +183,7 @@ TEST_F(AdminTest, HttpsWithASelfSignedCertificate) {
   CommandResult made = RunShell("openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -days 1 -keyout " +
                                 key + " -out " + cert + " 2>&1");
   ASSERT_EQ(made.exit_code, 0) << made.out;
-  ServerSpec spec = FileSpec(dir_.path(), 1);
+  ServerSpec spec = FileModeSpec(dir_.path(), 1);
   spec.network_yaml = "  tls_cert: " + cert + "\n  tls_key: " + key + "\n";
   Start(spec);
   EXPECT_NE(server_.Stderr().find("admin endpoint on https://"), std::string::npos) << server_.Stderr();
@@ -224,7 +196,7 @@ TEST_F(AdminTest, HttpsWithASelfSignedCertificate) {
 }
 
 TEST_F(AdminTest, ALostDriveMakesHealthDegradedNamingIt) {
-  ServerSpec spec = FileSpec(dir_.path(), 2);
+  ServerSpec spec = FileModeSpec(dir_.path(), 2);
   {
     ServerProcess first;
     ASSERT_TRUE(first.Start(spec).ok());

@@ -22,21 +22,6 @@ uint16_t FreePort() {
   return fd.ok() ? *LocalPort(fd->get()) : 0;
 }
 
-std::map<std::string, double> Samples(const std::string& text) {
-  std::map<std::string, double> out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string line = text.substr(start, end - start);
-    start = end + 1;
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    out[line.substr(0, space)] = std::strtod(line.c_str() + space + 1, nullptr);
-  }
-  return out;
-}
-
 TEST(ClientMetricsTest, AClientServesItsOwnMetricsThatFollowItsCalls) {
   ServerProcess server;
   ASSERT_TRUE(server.Start().ok());
@@ -58,7 +43,7 @@ TEST(ClientMetricsTest, AClientServesItsOwnMetricsThatFollowItsCalls) {
 
   HttpResult r = HttpRequestTo(port, "GET", "/metrics");
   ASSERT_EQ(r.status, 200);
-  std::map<std::string, double> m = Samples(r.body);
+  std::map<std::string, double> m = PrometheusSamples(r.body);
   EXPECT_EQ(m["memkv_client_requests_total{op=\"put\",transport=\"tcp\"}"], 3);
   EXPECT_EQ(m["memkv_client_requests_total{op=\"get\",transport=\"tcp\"}"], 3);
   EXPECT_EQ(m["memkv_client_request_errors_total{op=\"get\",transport=\"tcp\"}"], 1) << "the timeout; a miss is not an error";
@@ -108,7 +93,7 @@ TEST(ClientMetricsTest, TheEnvironmentVariableTurnsItOn) {
   ASSERT_TRUE((*created)->Put("env", Pattern(10, 1)).ok());
   HttpResult r = HttpRequestTo(port, "GET", "/metrics");
   ASSERT_EQ(r.status, 200);
-  EXPECT_EQ(Samples(r.body)["memkv_client_requests_total{op=\"put\",transport=\"tcp\"}"], 1);
+  EXPECT_EQ(PrometheusSamples(r.body)["memkv_client_requests_total{op=\"put\",transport=\"tcp\"}"], 1);
 }
 
 }  // namespace

@@ -213,6 +213,34 @@ HttpResult HttpRequestTo(uint16_t port, const std::string& method, const std::st
   return result;
 }
 
+ServerSpec FileModeSpec(const std::string& dir, int drives, const std::string& drive_size, const std::string& pool,
+                        const std::string& extra_storage) {
+  ServerSpec spec;
+  spec.memory_max_size = pool;
+  spec.memory_block_size = "1 MiB";
+  spec.storage_yaml = "  mode: file\n  block_size: 1 MiB\n" + extra_storage + "  drives:\n";
+  for (int i = 0; i < drives; ++i) {
+    spec.storage_yaml += "    - {media: " + dir + "/d" + std::to_string(i) + ".memkv, size: " + drive_size + "}\n";
+  }
+  return spec;
+}
+
+std::map<std::string, double> PrometheusSamples(const std::string& text) {
+  std::map<std::string, double> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.rfind(' ');
+    if (space == std::string::npos) continue;
+    out[line.substr(0, space)] = std::strtod(line.c_str() + space + 1, nullptr);
+  }
+  return out;
+}
+
 CommandResult RunShell(const std::string& command) {
   CommandResult r;
   FILE* f = ::popen(command.c_str(), "r");

@@ -117,6 +117,17 @@ HttpResult HttpRequestTo(uint16_t port, const std::string& method, const std::st
 // Runs a shell command; its exit code and standard output.
 CommandResult RunShell(const std::string& command);
 
+// A storage.mode file spec: `drives` drive files d0.memkv, d1.memkv, ...
+// under `dir` of `drive_size` each (created on the first start), extents and
+// pool chunks of 1 MiB, a pool of `pool`; `extra_storage` adds lines to the
+// storage section.
+ServerSpec FileModeSpec(const std::string& dir, int drives, const std::string& drive_size = "128 MiB",
+                        const std::string& pool = "32 MiB", const std::string& extra_storage = "");
+
+// The samples of a Prometheus text exposition, keyed by what precedes the
+// value ("memkv_requests_total{op=\"put\",transport=\"tcp\"}").
+std::map<std::string, double> PrometheusSamples(const std::string& text);
+
 // Deterministic test bytes: value `i` of `size` bytes, seeded by `seed`.
 std::vector<uint8_t> Pattern(size_t size, uint64_t seed);
 

@@ -41,15 +41,6 @@ std::vector<uint8_t> Bytes(const std::string& key, uint64_t version) {
   return Pattern(SizeFor(version), std::hash<std::string>{}(key) ^ (version * 0x9e3779b97f4a7c15ull));
 }
 
-ServerSpec CrashSpec(const std::string& dir) {
-  ServerSpec spec;
-  spec.memory_max_size = "24 MiB";
-  spec.memory_block_size = "1 MiB";
-  spec.storage_yaml = "  mode: file\n  block_size: 1 MiB\n  drives:\n    - {media: " + dir +
-                      "/d0.memkv, size: 256 MiB}\n    - {media: " + dir + "/d1.memkv, size: 256 MiB}\n";
-  return spec;
-}
-
 class Workload {
  public:
   explicit Workload(uint64_t seed) : seed_(seed) {
@@ -123,7 +114,7 @@ class Workload {
 
 TEST(TierCrashTest, KillNineAtRandomMomentsNeverLosesAcknowledgedWritesOrReturnsWrongBytes) {
   TempDir dir;
-  const ServerSpec spec = CrashSpec(dir.path());
+  const ServerSpec spec = FileModeSpec(dir.path(), 2, "256 MiB", "24 MiB");
   std::mt19937_64 rng(20261123);
   Workload workload(rng());
   for (int round = 0; round < kRounds; ++round) {

@@ -19,19 +19,6 @@ namespace {
 
 constexpr size_t kMiB = 1 << 20;
 
-// A file-mode spec: `drives` files under `dir`, created on the first start.
-ServerSpec FileSpec(const std::string& dir, int drives, const std::string& drive_size = "256 MiB",
-                    const std::string& pool = "16 MiB", const std::string& extra_storage = "") {
-  ServerSpec spec;
-  spec.memory_max_size = pool;
-  spec.memory_block_size = "1 MiB";
-  spec.storage_yaml = "  mode: file\n  block_size: 1 MiB\n" + extra_storage + "  drives:\n";
-  for (int i = 0; i < drives; ++i) {
-    spec.storage_yaml += "    - {media: " + dir + "/d" + std::to_string(i) + ".memkv, size: " + drive_size + "}\n";
-  }
-  return spec;
-}
-
 std::string Key(int i) { return "tier/" + std::to_string(i); }
 // Sizes from empty to 2.5 extents, so values stripe over drives.
 size_t SizeOf(int i) {
@@ -48,7 +35,7 @@ void ExpectValue(Client& client, const std::string& key, const std::vector<uint8
 
 TEST(TierTest, ValuesSurviveARestartAndAreReadFromTheDrivesAfterDramEviction) {
   TempDir dir;
-  ServerSpec spec = FileSpec(dir.path(), 2);
+  ServerSpec spec = FileModeSpec(dir.path(), 2, "256 MiB", "16 MiB");
   constexpr int kValues = 40;  // ~36 MiB through a 16 MiB pool
   {
     ServerProcess server;
@@ -81,7 +68,7 @@ TEST(TierTest, ValuesSurviveARestartAndAreReadFromTheDrivesAfterDramEviction) {
 TEST(TierTest, BatchGetMixesDramAndDriveHitsInKeyOrder) {
   TempDir dir;
   ServerProcess server;
-  ASSERT_TRUE(server.Start(FileSpec(dir.path(), 1)).ok());
+  ASSERT_TRUE(server.Start(FileModeSpec(dir.path(), 1, "256 MiB", "16 MiB")).ok());
   auto client = ClientFor({&server}, 20000);
   constexpr int kValues = 24;  // 24 MiB of 1 MiB values: the first ones leave the 16 MiB pool
   std::vector<std::string> names;
@@ -109,7 +96,7 @@ TEST(TierTest, FullDrivesEvictTheirColdestValuesAndPutsKeepSucceeding) {
   TempDir dir;
   ServerProcess server;
   // 64 MiB drive (about 60 extents after the journal) behind a 16 MiB pool.
-  ASSERT_TRUE(server.Start(FileSpec(dir.path(), 1, "64 MiB")).ok());
+  ASSERT_TRUE(server.Start(FileModeSpec(dir.path(), 1, "64 MiB", "16 MiB")).ok());
   auto client = ClientFor({&server}, 20000);
   constexpr int kValues = 150;
   for (int i = 0; i < kValues; ++i) {
@@ -133,7 +120,7 @@ TEST(TierTest, FullDrivesEvictTheirColdestValuesAndPutsKeepSucceeding) {
 
 TEST(TierTest, ALostDriveFileLeavesTheStoreServingDegraded) {
   TempDir dir;
-  ServerSpec spec = FileSpec(dir.path(), 2);
+  ServerSpec spec = FileModeSpec(dir.path(), 2, "256 MiB", "16 MiB");
   constexpr int kValues = 16;
   {
     ServerProcess server;
@@ -169,7 +156,7 @@ TEST(TierTest, ALostDriveFileLeavesTheStoreServingDegraded) {
 TEST(TierTest, WithoutPromotionDriveHitsAreServedWithoutTouchingDram) {
   TempDir dir;
   ServerProcess server;
-  ASSERT_TRUE(server.Start(FileSpec(dir.path(), 1, "256 MiB", "16 MiB", "  promote_on_read: false\n")).ok());
+  ASSERT_TRUE(server.Start(FileModeSpec(dir.path(), 1, "256 MiB", "16 MiB", "  promote_on_read: false\n")).ok());
   auto client = ClientFor({&server}, 20000);
   for (int i = 0; i < 32; ++i) ASSERT_TRUE(client->Put(Key(i), Pattern(kMiB, i)).ok());
   for (int round = 0; round < 2; ++round) {
@@ -181,7 +168,7 @@ TEST(TierTest, UnformattedOrForeignDrivesAreRefusedWithTheFix) {
   TempDir dir;
   const std::string foreign = dir.Write("d0.memkv", std::string(1 << 20, 'x'));
   ServerProcess server;
-  Status s = server.Start(FileSpec(dir.path(), 1));
+  Status s = server.Start(FileModeSpec(dir.path(), 1, "256 MiB", "16 MiB"));
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("d0.memkv"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("memkv setup"), std::string::npos) << s.message();

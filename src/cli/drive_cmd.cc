@@ -25,11 +25,11 @@
 
 #include "base/checksum.h"
 #include "base/clock.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/units.h"
 #include "cli/cli.h"
 #include "config/server_config.h"
-#include "doctor/render.h"
 #include "drive/aligned_buffer.h"
 #include "drive/drive_file.h"
 #include "drive/drive_journal.h"
@@ -290,7 +290,6 @@ std::string Iso8601(uint64_t unix_ns) {
   return buf;
 }
 
-using doctor::JsonString;
 
 // Row of `list`, merged from the first pass and (when the store opened) Stats.
 struct Row {
@@ -393,15 +392,15 @@ std::string RenderListText(const std::vector<Row>& rows, const ExtentStoreStats*
 }
 
 std::string RenderListJson(const std::vector<Row>& rows, const ExtentStoreStats* st, const std::string& open_error) {
-  std::string out = "{\n  \"store_uuid\": " + (st ? JsonString(st->store_uuid.ToString()) : "null") + ",\n";
-  out += "  \"store_error\": " + (open_error.empty() ? "null" : JsonString(open_error)) + ",\n";
+  std::string out = "{\n  \"store_uuid\": " + (st ? JsonQuote(st->store_uuid.ToString()) : "null") + ",\n";
+  out += "  \"store_error\": " + (open_error.empty() ? "null" : JsonQuote(open_error)) + ",\n";
   out += "  \"drives\": [";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
-    out += (i ? ",\n" : "\n") + std::string("    {\"path\": ") + JsonString(r.path) +
+    out += (i ? ",\n" : "\n") + std::string("    {\"path\": ") + JsonQuote(r.path) +
            ", \"index\": " + (r.index == "-" ? "null" : r.index) +
-           ", \"uuid\": " + (r.uuid == "-" ? "null" : JsonString(r.uuid)) + ", \"state\": " + JsonString(r.state) +
-           ", \"reason\": " + JsonString(r.reason) + ", \"raw_bytes\": " + std::to_string(r.raw) +
+           ", \"uuid\": " + (r.uuid == "-" ? "null" : JsonQuote(r.uuid)) + ", \"state\": " + JsonQuote(r.state) +
+           ", \"reason\": " + JsonQuote(r.reason) + ", \"raw_bytes\": " + std::to_string(r.raw) +
            ", \"usable_bytes\": " + std::to_string(r.usable) + ", \"used_bytes\": " + std::to_string(r.used) +
            ", \"format_version\": " + (r.version == "-" ? "null" : r.version) + "}";
   }
@@ -465,17 +464,17 @@ std::string RenderInspectText(const std::vector<Peek>& peeks, const ExtentStoreS
 
 std::string RenderInspectJson(const std::vector<Peek>& peeks, const ExtentStoreStats& st) {
   auto n = [](uint64_t v) { return std::to_string(v); };
-  std::string out = "{\n  \"store_uuid\": " + JsonString(st.store_uuid.ToString()) + ",\n";
+  std::string out = "{\n  \"store_uuid\": " + JsonQuote(st.store_uuid.ToString()) + ",\n";
   out += "  \"block_size_bytes\": " + n(st.block_size_bytes) + ",\n";
   out += "  \"degraded\": " + std::string(st.degraded ? "true" : "false") + ",\n";
   out += "  \"keys\": " + n(st.keys) + ",\n  \"value_bytes\": " + n(st.value_bytes) + ",\n";
-  out += "  \"io_engine\": " + JsonString(st.io_engine) + ",\n  \"open_nanos\": " + n(st.open_nanos) + ",\n";
+  out += "  \"io_engine\": " + JsonQuote(st.io_engine) + ",\n  \"open_nanos\": " + n(st.open_nanos) + ",\n";
   out += "  \"drives\": [";
   for (size_t i = 0; i < st.drives.size(); ++i) {
     const DriveStats& d = st.drives[i];
     out += std::string(i ? ",\n" : "\n") + "    {\"index\": " + n(d.index) + ", \"path\": " +
-           (d.path.empty() ? "null" : JsonString(d.path)) + ", \"state\": " + JsonString(DriveStateName(d.state)) +
-           ", \"reason\": " + JsonString(d.reason) + ",\n     \"raw_bytes\": " + n(d.raw_bytes) +
+           (d.path.empty() ? "null" : JsonQuote(d.path)) + ", \"state\": " + JsonQuote(DriveStateName(d.state)) +
+           ", \"reason\": " + JsonQuote(d.reason) + ",\n     \"raw_bytes\": " + n(d.raw_bytes) +
            ", \"usable_bytes\": " + n(d.usable_bytes) + ", \"used_bytes\": " + n(d.used_bytes) +
            ", \"value_bytes\": " + n(d.value_bytes) + ", \"slots_total\": " + n(d.slots_total) +
            ", \"slots_free\": " + n(d.slots_free) + ",\n     \"journal_used_bytes\": " + n(d.journal_used_bytes) +
@@ -484,8 +483,8 @@ std::string RenderInspectJson(const std::vector<Peek>& peeks, const ExtentStoreS
     if (p != nullptr && p->has_sb) {
       const Superblock& sb = p->sb;
       out += ",\n     \"superblock\": {\"format_version\": " + n(sb.format_version) +
-             ", \"store_uuid\": " + JsonString(sb.store_uuid.ToString()) +
-             ", \"drive_uuid\": " + JsonString(sb.drive_uuid.ToString()) + ", \"drive_index\": " + n(sb.drive_index) +
+             ", \"store_uuid\": " + JsonQuote(sb.store_uuid.ToString()) +
+             ", \"drive_uuid\": " + JsonQuote(sb.drive_uuid.ToString()) + ", \"drive_index\": " + n(sb.drive_index) +
              ", \"drive_count\": " + n(sb.drive_count) + ", \"logical_block_bytes\": " + n(sb.logical_block_bytes) +
              ", \"extent_bytes\": " + n(sb.extent_bytes) + ", \"slot_bytes\": " + n(sb.slot_bytes) +
              ", \"created_unix_ns\": " + n(sb.created_unix_ns) + ", \"device_bytes\": " + n(sb.device_bytes) +
@@ -593,19 +592,19 @@ std::string RenderVerifyText(const VerifyReport& r, const ExtentStoreStats& st) 
 
 std::string RenderVerifyJson(const VerifyReport& r, const ExtentStoreStats& st) {
   auto n = [](uint64_t v) { return std::to_string(v); };
-  std::string out = "{\n  \"store_uuid\": " + JsonString(st.store_uuid.ToString()) + ",\n";
+  std::string out = "{\n  \"store_uuid\": " + JsonQuote(st.store_uuid.ToString()) + ",\n";
   out += "  \"values\": " + n(r.values) + ",\n  \"ok\": " + n(r.ok) + ",\n  \"bad\": " + n(r.bad) +
          ",\n  \"unreadable\": " + n(r.unreadable) + ",\n  \"bytes_scanned\": " + n(r.bytes_scanned) +
          ",\n  \"nanos\": " + n(r.nanos) + ",\n  \"offline\": [";
-  for (size_t i = 0; i < r.offline.size(); ++i) out += (i ? ", " : "") + JsonString(r.offline[i]);
+  for (size_t i = 0; i < r.offline.size(); ++i) out += (i ? ", " : "") + JsonQuote(r.offline[i]);
   out += "],\n  \"problems\": [";
   for (size_t i = 0; i < r.problems.size(); ++i) {
     const BadValue& b = r.problems[i];
-    out += std::string(i ? ",\n" : "\n") + "    {\"key\": " + JsonString(PrintableKey(b.key)) +
-           ", \"size_bytes\": " + n(b.size_bytes) + ", \"problem\": " + JsonString(b.problem) +
-           ", \"detail\": " + JsonString(b.detail) + "}";
+    out += std::string(i ? ",\n" : "\n") + "    {\"key\": " + JsonQuote(PrintableKey(b.key)) +
+           ", \"size_bytes\": " + n(b.size_bytes) + ", \"problem\": " + JsonQuote(b.problem) +
+           ", \"detail\": " + JsonQuote(b.detail) + "}";
   }
-  out += std::string(r.problems.empty() ? "" : "\n  ") + "],\n  \"result\": " + JsonString(Passed(r) ? "ok" : "failed") +
+  out += std::string(r.problems.empty() ? "" : "\n  ") + "],\n  \"result\": " + JsonQuote(Passed(r) ? "ok" : "failed") +
          "\n}\n";
   return out;
 }

@@ -1,5 +1,7 @@
 #include "doctor/render.h"
 
+#include "base/json.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -29,28 +31,6 @@ std::string Pad(const std::string& s, size_t width) {
 }
 
 }  // namespace
-
-std::string JsonString(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string RenderTable(const Report& report) {
   std::string out = "memkv doctor on " + (report.host.empty() ? std::string("this host") : report.host);
@@ -97,24 +77,24 @@ std::string RenderTable(const Report& report) {
 }
 
 std::string RenderJson(const Report& report) {
-  auto str_or_null = [](const std::string& s) { return s.empty() ? std::string("null") : JsonString(s); };
+  auto str_or_null = [](const std::string& s) { return s.empty() ? std::string("null") : JsonQuote(s); };
   const bool has_device = !report.device.empty();
   std::string out = "{\n";
-  out += "  \"host\": " + JsonString(report.host) + ",\n";
+  out += "  \"host\": " + JsonQuote(report.host) + ",\n";
   out += "  \"device\": " + str_or_null(report.device) + ",\n";
   out += "  \"port\": " + (has_device ? std::to_string(report.port) : std::string("null")) + ",\n";
   out += "  \"netdev\": " + str_or_null(report.netdev) + ",\n";
-  out += "  \"config\": " + JsonString(report.config) + ",\n";
+  out += "  \"config\": " + JsonQuote(report.config) + ",\n";
   out += "  \"interval_ms\": " + std::to_string(report.interval_ms) + ",\n";
   out += "  \"findings\": [";
   for (size_t i = 0; i < report.findings.size(); ++i) {
     const Finding& f = report.findings[i];
     out += i == 0 ? "\n" : ",\n";
-    out += "    {\"id\": " + JsonString(f.id) + ", \"layer\": " + JsonString(LayerKey(f.layer)) +
-           ", \"severity\": " + JsonString(SeverityName(f.severity)) + ", \"check\": " + JsonString(f.check) +
-           ", \"observed\": " + JsonString(f.observed) + ", \"expected\": " + JsonString(f.expected) +
-           ", \"message\": " + JsonString(f.message) + ", \"fix\": [";
-    for (size_t k = 0; k < f.fix.size(); ++k) out += (k == 0 ? "" : ", ") + JsonString(f.fix[k]);
+    out += "    {\"id\": " + JsonQuote(f.id) + ", \"layer\": " + JsonQuote(LayerKey(f.layer)) +
+           ", \"severity\": " + JsonQuote(SeverityName(f.severity)) + ", \"check\": " + JsonQuote(f.check) +
+           ", \"observed\": " + JsonQuote(f.observed) + ", \"expected\": " + JsonQuote(f.expected) +
+           ", \"message\": " + JsonQuote(f.message) + ", \"fix\": [";
+    for (size_t k = 0; k < f.fix.size(); ++k) out += (k == 0 ? "" : ", ") + JsonQuote(f.fix[k]);
     out += "]}";
   }
   out += report.findings.empty() ? "],\n" : "\n  ],\n";

@@ -21,10 +21,6 @@ std::string RenderTable(const Report& report);
 // no device was examined.
 std::string RenderJson(const Report& report);
 
-// `text` as a JSON string literal, quotes included (control characters
-// escaped; bytes >= 0x80 passed through, so UTF-8 stays UTF-8).
-std::string JsonString(std::string_view text);
-
 }  // namespace memkv::doctor
 
 #endif  // MEMKV_DOCTOR_RENDER_H_

@@ -1,6 +1,7 @@
 // The table and the JSON a user or a tool reads.
 #include <gtest/gtest.h>
 
+#include "base/json.h"
 #include "doctor/render.h"
 #include "doctor/test_util.h"
 
@@ -118,7 +119,7 @@ TEST(RenderJsonTest, NoDeviceIsNullAndStringsAreEscaped) {
   EXPECT_TRUE((*j)["port"].is_null());
   EXPECT_TRUE((*j)["netdev"].is_null());
   EXPECT_TRUE((*j)["findings"].array.empty());
-  EXPECT_EQ(JsonString("a\tb"), "\"a\\tb\"");
+  EXPECT_EQ(JsonQuote("a\tb"), "\"a\\tb\"");
 }
 
 TEST(JsonReaderTest, RejectsWhatIsNotJson) {

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/json.h"
 #include "memkv/client.h"
 #include "tests/rdma/probe_report.h"
 
@@ -288,7 +289,7 @@ int Load(Client& client, const Flags& f) {
               static_cast<unsigned long long>(f.count), static_cast<unsigned long long>(f.size), put_ms,
               get_ms);
   PrintSummary(tally, client.Stats(),
-               {{"first_error", JsonString(errors.first())},
+               {{"first_error", JsonQuote(errors.first())},
                 {"put_ms", std::to_string(static_cast<int64_t>(put_ms))},
                 {"get_ms", std::to_string(static_cast<int64_t>(get_ms))}});
   return tally.failed == 0 && tally.mismatched == 0 ? kExitOk : kExitFailed;
@@ -388,7 +389,7 @@ int Stall(Client& client, const Flags& f, int64_t deadline_ms) {
   std::string by_code = "{";
   for (const auto& [code, n] : outcomes) {
     if (by_code.size() > 1) by_code += ",";
-    by_code += JsonString(code) + ":" + std::to_string(n);
+    by_code += JsonQuote(code) + ":" + std::to_string(n);
   }
   by_code += "}";
   std::printf("stall: max latency %.0f ms, %llu op(s) over the %lld ms deadline + %lld ms\n",
@@ -401,7 +402,7 @@ int Stall(Client& client, const Flags& f, int64_t deadline_ms) {
                 {"over_deadline", std::to_string(over_deadline)},
                 {"ok_before_error", std::to_string(ok_before_error)},
                 {"first_error_at_ms", std::to_string(first_error_ms)},
-                {"first_error", JsonString(errors.first())},
+                {"first_error", JsonQuote(errors.first())},
                 {"outcomes", by_code}});
   return over_deadline == 0 && tally.mismatched == 0 ? kExitOk : kExitFailed;
 }

@@ -2,28 +2,9 @@
 
 #include <cstdio>
 
-namespace memkv::probe {
+#include "base/json.h"
 
-std::string JsonString(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
+namespace memkv::probe {
 
 namespace {
 
@@ -35,11 +16,11 @@ std::string StatsJson(const ClientStats& s) {
     errors += "\"" + std::to_string(status) + "\":" + n(count);
   }
   errors += "}";
-  return "{\"ops\":" + n(s.ops) + ",\"transport\":" + JsonString(s.transport) +
+  return "{\"ops\":" + n(s.ops) + ",\"transport\":" + JsonQuote(s.transport) +
          ",\"rdma_ops\":" + n(s.rdma_ops) + ",\"rdma_bytes\":" + n(s.rdma_bytes) +
          ",\"tcp_ops\":" + n(s.tcp_ops) + ",\"tcp_bytes\":" + n(s.tcp_bytes) +
          ",\"rdma_reissued\":" + n(s.rdma_reissued) + ",\"fallbacks\":" + n(s.fallbacks) +
-         ",\"fallback_reason\":" + JsonString(s.fallback_reason) + ",\"rdma_path\":" + JsonString(s.rdma_path) +
+         ",\"fallback_reason\":" + JsonQuote(s.fallback_reason) + ",\"rdma_path\":" + JsonQuote(s.rdma_path) +
          ",\"rdma_zero_copy_ops\":" + n(s.rdma_zero_copy_ops) +
          ",\"completion_errors\":" + errors + ",\"timeouts\":" + n(s.timeouts) +
          ",\"checksum_failures\":" + n(s.checksum_failures) + ",\"bytes_sent\":" + n(s.bytes_sent) +
@@ -53,7 +34,7 @@ void PrintSummary(const Tally& tally, const ClientStats& stats,
                   const std::vector<std::pair<std::string, std::string>>& extra) {
   std::string line = "{\"ok\":" + std::to_string(tally.ok) + ",\"failed\":" + std::to_string(tally.failed) +
                      ",\"mismatched\":" + std::to_string(tally.mismatched);
-  for (const auto& [name, value] : extra) line += "," + JsonString(name) + ":" + value;
+  for (const auto& [name, value] : extra) line += "," + JsonQuote(name) + ":" + value;
   line += ",\"stats\":" + StatsJson(stats) + "}";
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);

@@ -20,9 +20,6 @@ struct Tally {
   uint64_t mismatched = 0;  // reads that returned wrong bytes or a wrong size
 };
 
-// `text` as a JSON string literal, quotes included.
-std::string JsonString(std::string_view text);
-
 // {"ok":..,"failed":..,"mismatched":..,<extra...>,"stats":{...}}. Each extra
 // is (name, JSON value text). Flushes stdout.
 void PrintSummary(const Tally& tally, const ClientStats& stats,
