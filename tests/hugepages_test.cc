@@ -315,6 +315,59 @@ TEST_F(HostHugePages, StartBacksThePoolWithFreeHugepages) {
   EXPECT_EQ(HostCounts().reserved, before.reserved);
 }
 
+// storage.mode direct end to end: a loop device formatted by `memkv setup`,
+// served by `memkv start` (whose pool must then be hugetlb), values survive a
+// restart; a regular file is refused as a direct-mode drive.
+TEST_F(HostHugePages, DirectModeServesFromALoopDeviceAcrossARestart) {
+  if (::geteuid() != 0 || testing::RunShell("command -v losetup").exit_code != 0) {
+    GTEST_SKIP() << "loop devices need root and losetup";
+  }
+  PROVIDE_OR_SKIP(32);
+  TempDir dir;
+  const std::string image = dir.path() + "/nvme.img";
+  testing::CommandResult made = testing::RunShell("truncate -s 96M " + image + " && losetup --find --show " + image);
+  if (made.exit_code != 0) GTEST_SKIP() << "no loop device: " << made.out;
+  const std::string device = made.out.substr(0, made.out.find('\n'));
+  struct Detach {
+    std::string device;
+    ~Detach() { testing::RunShell("losetup -d " + device); }
+  } detach{device};
+
+  testing::CommandResult setup =
+      testing::RunMemkv({"setup", "--drives", device, "--block-size", "1MiB"}, {}, "", 60000);
+  ASSERT_EQ(setup.exit_code, 0) << setup.err;
+  auto config = [&](const std::string& media) {
+    return "network:\n  address: 127.0.0.1:0\n  auth_key: " + std::string(testing::kTestKeyHex) +
+           "\nmemory:\n  max_size: 64 MiB\n  block_size: 2 MiB\nrdma:\n  device: " + kNoSuchDevice +
+           "\nstorage:\n  mode: direct\n  block_size: 1 MiB\n  drives:\n    - media: " + media + "\n";
+  };
+  const std::string config_path = dir.Write("direct.yaml", config(device));
+  const std::vector<uint8_t> value = testing::Pattern(3 << 20, 42);
+  for (int round = 0; round < 2; ++round) {
+    TempDir run;
+    StartedServer server(run, config_path);
+    ASSERT_TRUE(server.WaitReady()) << server.Err();
+    EXPECT_NE(server.Err().find("hugetlb 2MiB"), std::string::npos) << server.Err();
+    const std::string out = server.Out();
+    ClientOptions options;
+    options.servers = {out.substr(6, out.find('\n') - 6)};
+    options.auth_key_hex = testing::kTestKeyHex;
+    options.transport = "tcp";
+    auto client = std::move(Client::Create(options)).value();
+    if (round == 0) {
+      ASSERT_TRUE(client->Put("direct", value).ok()) << server.Err();
+    }
+    Result<std::vector<uint8_t>> got = client->Get("direct");
+    ASSERT_TRUE(got.ok()) << "round " << round << ": " << got.status().ToString() << "\n" << server.Err();
+    EXPECT_TRUE(*got == value);
+  }
+
+  TempDir run;
+  StartedServer refused(run, dir.Write("file.yaml", config(image)));
+  EXPECT_EQ(refused.WaitExit(), 3) << refused.Err();
+  EXPECT_NE(refused.Err().find("is not a block device"), std::string::npos) << refused.Err();
+}
+
 TEST_F(HostHugePages, StartWithoutRdmaServesWhenHugepagesAreShort) {
   // The embedded-default shape (no RDMA device in use): too few hugepages is
   // not a refusal, the pool takes transparent hugepages or 4 KiB pages.

@@ -100,10 +100,26 @@ Status CreateMissingDriveFiles(const StorageConfig& storage) {
   return ExtentStore::Format(format);
 }
 
+// Direct mode: every drive that exists must be a block device (a missing one
+// leaves the store degraded, as in file mode).
+Status CheckBlockDevices(const StorageConfig& storage) {
+  for (size_t i = 0; i < storage.drives.size(); ++i) {
+    const std::string& path = storage.drives[i].media;
+    struct stat st{};
+    if (::stat(path.c_str(), &st) == 0 && !S_ISBLK(st.st_mode)) {
+      return InvalidArgument("storage.drives[" + std::to_string(i) + "]: " + path +
+                             " is not a block device; storage.mode direct takes whole devices (e.g. /dev/nvme1n1). "
+                             "For drive files set storage.mode: file");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ExtentStore>> OpenDrives(const StorageConfig& storage) {
   if (storage.mode == StorageMode::kFile) MEMKV_RETURN_IF_ERROR(CreateMissingDriveFiles(storage));
+  if (storage.mode == StorageMode::kDirect) MEMKV_RETURN_IF_ERROR(CheckBlockDevices(storage));
   ExtentStoreOptions options;
   for (const DriveConfig& d : storage.drives) options.drives.push_back(d.media);
   Result<std::unique_ptr<ExtentStore>> store = ExtentStore::Open(options);
