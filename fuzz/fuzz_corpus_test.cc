@@ -101,5 +101,11 @@ TEST(FuzzCorpusTest, DriveFormat) {
   Exercise(&FuzzDriveFormat, corpus);
 }
 
+TEST(FuzzCorpusTest, HttpResponse) {
+  auto corpus = LoadCorpus("http_response");
+  ASSERT_FALSE(corpus.empty());
+  Exercise(&FuzzHttpResponse, corpus);
+}
+
 }  // namespace
 }  // namespace memkv::fuzz

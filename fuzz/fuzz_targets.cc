@@ -15,6 +15,7 @@
 #include "config/client_config.h"
 #include "config/server_config.h"
 #include "drive/format.h"
+#include "http/http_client.h"
 #include "proto/frame.h"
 #include "proto/messages.h"
 #include "verbs/detect.h"
@@ -572,6 +573,26 @@ void FuzzDriveFormat(const uint8_t* data, size_t size) {
       break;
     }
   }
+}
+
+void FuzzHttpResponse(const uint8_t* data, size_t size) {
+  const std::string_view in(reinterpret_cast<const char*>(data), size);
+  const size_t end = FindHeadEnd(in);
+  Result<HttpResponseHead> head = ParseResponseHead(end == 0 ? in : in.substr(0, end));
+  if (head.ok()) {
+    MEMKV_FUZZ_CHECK(end != 0);  // only a complete head parses
+    MEMKV_FUZZ_CHECK(head->response.status >= 100 && head->response.status <= 599);
+    MEMKV_FUZZ_CHECK(!(head->chunked && head->content_length.has_value()));
+    for (const HttpHeader& h : head->response.headers) {
+      MEMKV_FUZZ_CHECK(!h.name.empty());
+      MEMKV_FUZZ_CHECK(std::none_of(h.name.begin(), h.name.end(), [](char c) { return c >= 'A' && c <= 'Z'; }));
+      MEMKV_FUZZ_CHECK(h.value.find_first_of("\r\n") == std::string::npos);
+    }
+  }
+  const std::string_view body = end == 0 ? in : in.substr(end);
+  Result<std::string> decoded = DecodeChunked(body);
+  MEMKV_FUZZ_CHECK(decoded.ok() == ChunkedComplete(body));
+  if (decoded.ok()) MEMKV_FUZZ_CHECK(decoded->size() <= body.size());
 }
 
 }  // namespace memkv::fuzz

@@ -56,6 +56,13 @@ void FuzzDcbReply(const uint8_t* data, size_t size);
 // decoders as they are.
 void FuzzDriveFormat(const uint8_t* data, size_t size);
 
+// ---- admin HTTP client ----
+
+// An HTTP response as HttpGet reads it (src/http/http_client.h): the head up
+// to its blank line through ParseResponseHead, the rest through the chunked
+// decoder (http_response).
+void FuzzHttpResponse(const uint8_t* data, size_t size);
+
 }  // namespace memkv::fuzz
 
 #endif  // MEMKV_FUZZ_FUZZ_TARGETS_H_

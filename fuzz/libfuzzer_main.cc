@@ -15,7 +15,8 @@
 // Target -> corpus: FuzzFrame frame, FuzzConfig server_config, FuzzRdmaOffer
 // rdma_offer, FuzzRdmaAnswer rdma_answer, FuzzRdmaPutRequest rdma_put_request,
 // FuzzRdmaGrant rdma_grant, FuzzToken token, FuzzDcbReply dcb_reply,
-// FuzzDriveFormat drive_format.
+// FuzzDriveFormat drive_format, FuzzHttpResponse http_response (which needs
+// src/http/http_response.cc and http_message.cc, and nothing of OpenSSL).
 #include "fuzz/fuzz_targets.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -87,7 +87,7 @@ std::string TempDir::Write(const std::string& name, const std::string& content) 
 ServerProcess::~ServerProcess() { Kill(); }
 
 Status ServerProcess::Start(const ServerSpec& spec) {
-  std::string config = "network:\n  address: 127.0.0.1:0\n";
+  std::string config = "network:\n  address: 127.0.0.1:" + std::to_string(spec.port) + "\n";
   if (!spec.auth_key_hex.empty()) config += "  auth_key: " + spec.auth_key_hex + "\n";
   config += spec.network_yaml;
   config += "memory:\n  max_size: " + spec.memory_max_size + "\n  block_size: " + spec.memory_block_size +

@@ -49,6 +49,9 @@ struct ServerSpec {
   // The config's storage section, indented two spaces per line (e.g.
   // "  mode: file\n  drives:\n    - media: /tmp/x/d0\n"); empty: memory mode.
   std::string storage_yaml;
+  // The data port (the admin endpoint is then port + 1); 0: any free port
+  // (and any free admin port).
+  uint16_t port = 0;
   // More lines for the network section (e.g. "  tls_cert: /x\n").
   std::string network_yaml;
 };

@@ -4,6 +4,7 @@
 
 #include <xxhash.h>
 
+#include "base/json.h"
 #include "base/bytes.h"
 #include "base/checksum.h"
 #include "base/hmac.h"
@@ -217,6 +218,32 @@ TEST(LogRateLimiterTest, MacroLimitsEachCallSiteAndAppendsTheSuppressedCount) {
   EXPECT_NE(out.find("WARN  [drive] site two 0\n"), std::string::npos) << out;
   EXPECT_NE(out.find("WARN  [drive] site two 5 (4 similar messages suppressed)\n"), std::string::npos) << out;
   EXPECT_EQ(out.find("below the threshold"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace memkv
+
+namespace memkv {
+namespace {
+
+TEST(JsonWriterTest, NestsCommasAndEscapesAndReadsBack) {
+  JsonWriter w;
+  w.BeginObject()
+      .Key("name").String("a\"b\\c\n\x01")
+      .Key("n").Number(uint64_t{18446744073709551615ull})
+      .Key("neg").Number(int64_t{-3})
+      .Key("x").Number(0.1)
+      .Key("inf").Number(1.0 / 0.0)
+      .Key("list").BeginArray().Bool(true).Null().BeginObject().EndObject().BeginArray().EndArray().EndArray()
+      .EndObject();
+  EXPECT_EQ(w.text(),
+            "{\"name\":\"a\\\"b\\\\c\\n\\u0001\",\"n\":18446744073709551615,\"neg\":-3,\"x\":0.1,\"inf\":null,"
+            "\"list\":[true,null,{},[]]}");
+  Result<JsonValue> back = ParseJson(w.text());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->Find("name")->string, "a\"b\\c\n\x01");
+  EXPECT_EQ(back->Find("x")->number, 0.1);
+  EXPECT_EQ(back->Find("list")->array.size(), 4u);
 }
 
 }  // namespace

@@ -280,7 +280,7 @@ JsonWriter& JsonWriter::Number(double value) {
     return *this;
   }
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.17g", value);
+  std::snprintf(buf, sizeof(buf), "%.15g", value);  // 15 significant digits: exact enough, and 0.1 stays 0.1
   out_ += buf;
   return *this;
 }

@@ -1,8 +1,9 @@
 // The `memkv` command: one binary, one sub-command per verb (docs/cli.md).
 //
 // Exit codes (stable, scripts rely on them):
-//   0 success            1 key not found / absent   2 usage error
-//   3 configuration error 4 server unavailable or timed out
+//   0 success            1 key not found / absent (admin status: a server unhealthy)
+//   2 usage error        3 configuration error
+//   4 server unavailable or timed out (admin status: a server could not be asked)
 //   5 authentication failed  6 request refused or failed (other)
 #ifndef MEMKV_CLI_CLI_H_
 #define MEMKV_CLI_CLI_H_
@@ -58,6 +59,9 @@ int RunDoctor(const std::vector<std::string>& args, const Environment& env);
 int RunSetup(const std::vector<std::string>& args, const Environment& env, verbs::Provider& rdma);
 // memkv drive list|inspect|verify on a stopped server's drives (drive_cmd.cc).
 int RunDrive(const std::vector<std::string>& args, const Environment& env);
+// memkv admin status: running servers' /v1/status over their admin endpoints
+// (admin_cmd.cc; exit codes in docs/cli.md).
+int RunAdmin(const std::vector<std::string>& args, const Environment& env);
 
 }  // namespace memkv::cli
 

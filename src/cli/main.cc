@@ -34,6 +34,11 @@ Drives:
                               every value back and checks its checksums
 
 Diagnostics:
+  admin status [--json] [--timeout-ms N] [--insecure | --cacert FILE] [ADDR...]
+                              health, uptime, capacity, hit ratio, ops/s and
+                              transport of running servers, from their admin
+                              endpoints (exit 1 a server unhealthy,
+                              4 a server unreachable)
   doctor [--config PATH] [--device DEV] [--json]
                               check this host against the RoCEv2 runbook and
                               name the fix of each problem (exit 0 clean,
@@ -84,6 +89,7 @@ int main(int argc, char** argv) {
   if (command == "doctor") return RunDoctor(args, env);
   if (command == "setup") return RunSetup(args, env, memkv::verbs::SystemProvider());
   if (command == "drive") return RunDrive(args, env);
+  if (command == "admin") return RunAdmin(args, env);
   if (command == "put" || command == "get" || command == "del" || command == "exists") {
     return RunClientVerb(command, args, env);
   }

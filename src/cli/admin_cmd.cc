@@ -1,0 +1,431 @@
+// memkv admin status: asks running servers' admin endpoints (GET /v1/status,
+// docs/admin.md) how they are, all at once, and prints one row per server or
+// a JSON array (docs/cli.md, "memkv admin status").
+//
+// Each server is asked on a thread of its own with HttpGet (src/http), whose
+// deadline covers connect, TLS and the answer; the command waits for all of
+// them up to that deadline (plus a little grace for name resolution, which
+// poll cannot bound) and reports a server still unanswered then as timed out.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/errno_text.h"
+#include "base/json.h"
+#include "base/units.h"
+#include "cli/cli.h"
+#include "config/client_config.h"
+#include "http/http_client.h"
+
+namespace memkv::cli {
+namespace {
+
+constexpr const char* kAdminUsage = R"(Usage: memkv admin status [--json] [--timeout-ms N] [--insecure | --cacert FILE] [ADDR...]
+
+Asks each server's admin endpoint (GET /v1/status) for its health, uptime,
+capacity, hit ratio, load and transport; all servers at once.
+
+ADDR is a server's data address HOST:PORT, the one clients use; its admin
+endpoint is on PORT+1 of the same host. An admin URL, http://HOST:PORT or
+https://HOST:PORT (as 'memkv start' logs it), names the endpoint itself.
+Without ADDR: the client's servers (MEMKV_CONFIG, MEMKV_SERVERS; with
+neither set, 127.0.0.1:9900).
+
+Options:
+  --json            a JSON array on standard output, one object per server:
+                    {"address", "reachable", "error", "status"}, where status
+                    is the server's /v1/status document as it sent it
+  --timeout-ms N    deadline per server for connect, TLS handshake and answer
+                    (default 3000)
+  --cacert FILE     HTTPS, verifying the servers' certificates against the PEM
+                    CA certificate(s) in FILE
+  --insecure        HTTPS without verifying the servers' certificates
+Without --cacert or --insecure, data addresses are asked over plain HTTP.
+
+Exit codes: 0 every server answered healthy or degraded, 1 a server answered
+unhealthy, 2 usage error, 3 configuration error (client configuration,
+--cacert file), 4 a server could not be asked (unreachable, timed out, TLS
+or HTTP error, not a MemKV status document).
+)";
+
+constexpr int kDefaultTimeoutMs = 3000;
+constexpr int kMaxTimeoutMs = 3600000;
+// getaddrinfo is not bounded by the per-server deadline; this is how much
+// longer the command waits before it gives up on a server.
+constexpr int kResolveGraceMs = 500;
+// Like `exists` and "some key absent": the question was answered, and the
+// answer is bad.
+constexpr int kExitSomeUnhealthy = 1;
+// A syntactically valid key: admin status talks to no data port, but the
+// client configuration insists on a key.
+constexpr const char* kUnusedAuthKey = "0000000000000000000000000000000000000000000000000000000000000000";
+
+struct AdminFlags {
+  bool json = false;
+  int timeout_ms = kDefaultTimeoutMs;
+  bool insecure = false;
+  std::string ca_file;
+  std::vector<std::string> addresses;
+};
+
+int Usage(const std::string& what) {
+  std::fprintf(stderr, "memkv admin: %s; see 'memkv admin --help'\n", what.c_str());
+  return kExitUsage;
+}
+
+std::optional<int> ParseAdminFlags(const std::vector<std::string>& args, AdminFlags* flags) {
+  if (args.empty()) return Usage("name an action: status");
+  if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::fputs(kAdminUsage, stdout);
+    return kExitOk;
+  }
+  if (args[0] != "status") return Usage("unknown action '" + args[0] + "' (status)");
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kAdminUsage, stdout);
+      return kExitOk;
+    }
+    if (a == "--json") {
+      flags->json = true;
+    } else if (a == "--insecure") {
+      flags->insecure = true;
+    } else if (a == "--cacert") {
+      if (i + 1 >= args.size()) return Usage("--cacert needs a file");
+      flags->ca_file = args[++i];
+      if (flags->ca_file.empty()) return Usage("--cacert needs a file");
+    } else if (a == "--timeout-ms") {
+      if (i + 1 >= args.size()) return Usage("--timeout-ms needs a value");
+      const std::string& v = args[++i];
+      char* end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 1 || n > kMaxTimeoutMs) {
+        return Usage("--timeout-ms '" + v + "': expected milliseconds, 1.." + std::to_string(kMaxTimeoutMs));
+      }
+      flags->timeout_ms = static_cast<int>(n);
+    } else if (a.size() > 1 && a[0] == '-') {
+      return Usage("unknown option '" + a + "'");
+    } else {
+      flags->addresses.push_back(a);
+    }
+  }
+  if (flags->insecure && !flags->ca_file.empty()) return Usage("give --cacert or --insecure, not both");
+  return std::nullopt;
+}
+
+// One server to ask: the address as the user gave it, and where its admin
+// endpoint is.
+struct Target {
+  std::string address;
+  HttpGetOptions get;
+};
+
+// HOST:PORT (a data address: admin on PORT+1) or an admin URL.
+Result<Target> ResolveTarget(const std::string& text, const AdminFlags& flags) {
+  Target t;
+  t.address = text;
+  t.get.path = "/v1/status";
+  t.get.timeout_ms = flags.timeout_ms;
+  t.get.ca_file = flags.ca_file;
+  t.get.insecure = flags.insecure;
+  std::string_view rest = text;
+  std::optional<bool> https;
+  for (std::string_view scheme : {"http://", "https://"}) {
+    if (rest.substr(0, scheme.size()) == scheme) {
+      https = scheme == "https://";
+      rest.remove_prefix(scheme.size());
+      if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+      if (rest.find('/') != std::string_view::npos) {
+        return InvalidArgument("'" + text + "': give the admin URL without a path (the command asks /v1/status)");
+      }
+    }
+  }
+  Result<ServerAddress> parsed = ParseServerAddress(rest);
+  if (!parsed.ok()) return InvalidArgument("address " + parsed.status().message());
+  t.get.host = parsed->host;
+  if (https) {
+    t.get.port = parsed->port;
+    t.get.https = *https;
+    return t;
+  }
+  if (parsed->port == 65535) {
+    return InvalidArgument("'" + text + "': a data port of 65535 leaves no port for the admin endpoint (PORT+1); "
+                           "give its admin URL instead");
+  }
+  t.get.port = static_cast<uint16_t>(parsed->port + 1);
+  t.get.https = flags.insecure || !flags.ca_file.empty();
+  return t;
+}
+
+// What one server said, or why it said nothing useful.
+struct Answer {
+  std::string address;
+  std::string url;
+  bool reachable = false;
+  bool config_error = false;  // the CA file did not load: no server could be asked
+  std::string error;
+  std::string status_text;    // the /v1/status document as sent (trailing newline dropped)
+  JsonValue status;
+};
+
+// Why an HTTPS attempt may have met a plain HTTP endpoint.
+bool LooksLikePlainHttpPeer(const Status& s) {
+  const std::string& m = s.message();
+  if (m.find("TLS handshake") == std::string::npos) return false;
+  return s.code() == StatusCode::kDeadlineExceeded || m.find("wrong version number") != std::string::npos ||
+         m.find("packet length too long") != std::string::npos || m.find("record layer failure") != std::string::npos;
+}
+
+Answer Ask(const Target& target) {
+  Answer a;
+  a.address = target.address;
+  a.url = HttpUrl(target.get);
+  Result<HttpClientResponse> r = HttpGet(target.get);
+  if (!r.ok()) {
+    a.error = r.status().message();
+    a.config_error = r.status().code() == StatusCode::kInvalidArgument;
+    if (target.get.https && LooksLikePlainHttpPeer(r.status())) {
+      a.error += " (is the admin endpoint plain HTTP? then leave out --cacert and --insecure)";
+    }
+    return a;
+  }
+  if (r->status == 400 && r->body.find("speaks HTTPS") != std::string::npos) {
+    a.error = a.url + ": the admin endpoint speaks HTTPS (the server has network.tls_cert): pass --cacert FILE "
+                      "to verify it, or --insecure";
+    return a;
+  }
+  if (r->status != 200) {
+    std::string first_line = r->body.substr(0, r->body.find('\n'));
+    if (first_line.size() > 200) first_line = first_line.substr(0, 200) + "...";
+    a.error = a.url + ": HTTP " + std::to_string(r->status) + " " + r->reason +
+              (first_line.empty() ? "" : ": " + first_line);
+    return a;
+  }
+  Result<JsonValue> doc = ParseJson(r->body);
+  if (!doc.ok() || doc->type != JsonValue::Type::kObject || doc->Path({"health", "status"}) == nullptr) {
+    a.error = a.url + ": the answer is not a MemKV status document" +
+              (doc.ok() ? std::string(" (no health.status)") : ": " + doc.status().message());
+    return a;
+  }
+  a.reachable = true;
+  a.status_text = r->body;
+  while (!a.status_text.empty() && (a.status_text.back() == '\n' || a.status_text.back() == '\r')) {
+    a.status_text.pop_back();
+  }
+  a.status = std::move(doc).value();
+  return a;
+}
+
+// Asks every target on a thread of its own; waits up to the deadline.
+std::vector<Answer> AskAll(const std::vector<Target>& targets, int timeout_ms) {
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<std::optional<Answer>> answers;  // guarded by mu
+    size_t done = 0;                             // guarded by mu
+  };
+  auto shared = std::make_shared<Shared>();
+  shared->answers.resize(targets.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    threads.emplace_back([shared, target = targets[i], i] {
+      Answer a = Ask(target);
+      std::lock_guard<std::mutex> lock(shared->mu);
+      shared->answers[i] = std::move(a);
+      ++shared->done;
+      shared->cv.notify_all();
+    });
+  }
+  std::vector<Answer> out;
+  std::vector<bool> finished(targets.size(), false);
+  {
+    std::unique_lock<std::mutex> lock(shared->mu);
+    shared->cv.wait_for(lock, std::chrono::milliseconds(timeout_ms + kResolveGraceMs),
+                        [&] { return shared->done == targets.size(); });
+    for (size_t i = 0; i < targets.size(); ++i) {
+      if (shared->answers[i]) {
+        finished[i] = true;
+        out.push_back(*shared->answers[i]);
+        continue;
+      }
+      Answer late;
+      late.address = targets[i].address;
+      late.url = HttpUrl(targets[i].get);
+      late.error = late.url + ": no answer within " + std::to_string(timeout_ms) + " ms (name resolution?)";
+      out.push_back(std::move(late));
+    }
+  }
+  // A thread still resolving a name holds only `shared` and its own copy of
+  // the target; it may finish after the command has.
+  for (size_t i = 0; i < threads.size(); ++i) {
+    if (finished[i]) {
+      threads[i].join();
+    } else {
+      threads[i].detach();
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- output
+
+// "42s", "5m02s", "3h12m", "2d03h".
+std::string HumanUptime(double seconds) {
+  const uint64_t s = seconds > 0 ? uint64_t(seconds) : 0;
+  char buf[32];
+  if (s < 60) std::snprintf(buf, sizeof(buf), "%llus", (unsigned long long)s);
+  else if (s < 3600) std::snprintf(buf, sizeof(buf), "%llum%02llus", (unsigned long long)(s / 60), (unsigned long long)(s % 60));
+  else if (s < 86400) std::snprintf(buf, sizeof(buf), "%lluh%02llum", (unsigned long long)(s / 3600), (unsigned long long)(s % 3600 / 60));
+  else std::snprintf(buf, sizeof(buf), "%llud%02lluh", (unsigned long long)(s / 86400), (unsigned long long)(s % 86400 / 3600));
+  return buf;
+}
+
+std::string Percent(double ratio) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f%%", ratio * 100);
+  return buf;
+}
+
+const JsonValue* Number(const JsonValue& doc, std::initializer_list<std::string_view> path) {
+  const JsonValue* v = doc.Path(path);
+  return v != nullptr && v->type == JsonValue::Type::kNumber ? v : nullptr;
+}
+
+std::string HealthOf(const Answer& a) {
+  if (!a.reachable) return "unreachable";
+  const JsonValue* h = a.status.Path({"health", "status"});
+  return h != nullptr && h->type == JsonValue::Type::kString && !h->string.empty() ? h->string : "unknown";
+}
+
+std::vector<std::string> Cells(const Answer& a) {
+  if (!a.reachable) return {a.address, "unreachable", "-", "-", "-", "-", "-"};
+  const JsonValue& d = a.status;
+  auto or_dash = [](const JsonValue* v, auto render) { return v == nullptr ? std::string("-") : render(v->number); };
+  std::string used = "-";
+  const JsonValue* used_bytes = Number(d, {"used_bytes_total"});
+  const JsonValue* usable_bytes = Number(d, {"usable_bytes_total"});
+  if (used_bytes != nullptr && usable_bytes != nullptr) {
+    used = FormatSize(uint64_t(used_bytes->number)) + " / " + FormatSize(uint64_t(usable_bytes->number));
+    if (usable_bytes->number > 0) used += " (" + Percent(used_bytes->number / usable_bytes->number) + ")";
+  }
+  const JsonValue* rdma = d.Path({"rdma", "active"});
+  std::string transport = rdma == nullptr || rdma->type != JsonValue::Type::kBool ? "-" : rdma->boolean ? "rdma" : "tcp";
+  return {a.address,
+          HealthOf(a),
+          or_dash(Number(d, {"uptime_seconds"}), HumanUptime),
+          used,
+          or_dash(Number(d, {"hit_ratio"}), Percent),
+          or_dash(Number(d, {"ops_per_second"}),
+                  [](double v) {
+                    char buf[32];
+                    std::snprintf(buf, sizeof(buf), v < 10 ? "%.1f" : "%.0f", v);
+                    return std::string(buf);
+                  }),
+          transport};
+}
+
+std::string RenderText(const std::vector<Answer>& answers) {
+  std::vector<std::vector<std::string>> rows = {{"ADDRESS", "HEALTH", "UPTIME", "USED", "HIT RATIO", "OPS/S", "TRANSPORT"}};
+  for (const Answer& a : answers) rows.push_back(Cells(a));
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::string line;
+    for (size_t i = 0; i < rows[r].size(); ++i) {
+      line += rows[r][i];
+      if (i + 1 < rows[r].size()) line += std::string(width[i] - rows[r][i].size() + 2, ' ');
+    }
+    out += line + "\n";
+    if (r == 0) continue;
+    const Answer& a = answers[r - 1];
+    if (!a.reachable) {
+      out += "  error: " + a.error + "\n";
+      continue;
+    }
+    const std::string health = HealthOf(a);
+    const JsonValue* reason = a.status.Path({"health", "reason"});
+    if (health != "healthy" && reason != nullptr && !reason->string.empty()) {
+      out += "  reason: " + reason->string + "\n";
+    }
+  }
+  return out;
+}
+
+std::string RenderJson(const std::vector<Answer>& answers) {
+  std::string out = "[";
+  for (size_t i = 0; i < answers.size(); ++i) {
+    const Answer& a = answers[i];
+    out += std::string(i ? ",\n" : "\n") + "  {\"address\": " + JsonQuote(a.address) +
+           ", \"reachable\": " + (a.reachable ? "true" : "false") +
+           ", \"error\": " + (a.reachable ? "null" : JsonQuote(a.error)) +
+           ", \"status\": " + (a.reachable ? a.status_text : "null") + "}";
+  }
+  return out + (answers.empty() ? "]\n" : "\n]\n");
+}
+
+int ExitCodeOf(const std::vector<Answer>& answers) {
+  bool config = false, unreachable = false, unhealthy = false;
+  for (const Answer& a : answers) {
+    config |= a.config_error;
+    unreachable |= !a.reachable;
+    const std::string h = HealthOf(a);
+    unhealthy |= a.reachable && h != "healthy" && h != "degraded";
+  }
+  if (config) return kExitConfig;
+  if (unreachable) return kExitUnavailable;
+  return unhealthy ? kExitSomeUnhealthy : kExitOk;
+}
+
+}  // namespace
+
+int RunAdmin(const std::vector<std::string>& args, const Environment& env) {
+  AdminFlags flags;
+  if (auto code = ParseAdminFlags(args, &flags)) return *code;
+
+  std::vector<std::string> addresses = flags.addresses;
+  if (addresses.empty()) {
+    EnvLookup base = ClientLookupWithDefaults(env);
+    EnvLookup lookup = [base](std::string_view name) -> std::optional<std::string> {
+      if (name == "MEMKV_AUTH_KEY") return std::string(kUnusedAuthKey);
+      return base(name);
+    };
+    Result<ClientConfig> config = LoadClientConfig(lookup);
+    if (!config.ok()) {
+      std::fprintf(stderr, "memkv admin status: client configuration: %s\n", config.status().message().c_str());
+      return kExitConfig;
+    }
+    for (const ServerAddress& s : config->servers) addresses.push_back(s.ToString());
+  }
+  std::vector<Target> targets;
+  for (const std::string& text : addresses) {
+    Result<Target> t = ResolveTarget(text, flags);
+    if (!t.ok()) return Usage(t.status().message());
+    targets.push_back(std::move(t).value());
+  }
+  if (!flags.ca_file.empty() && ::access(flags.ca_file.c_str(), R_OK) != 0) {
+    std::fprintf(stderr, "memkv admin status: --cacert %s: %s\n", flags.ca_file.c_str(), ErrnoText(errno).c_str());
+    return kExitConfig;
+  }
+
+  std::vector<Answer> answers = AskAll(targets, flags.timeout_ms);
+  const std::string out = flags.json ? RenderJson(answers) : RenderText(answers);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
+  return ExitCodeOf(answers);
+}
+
+}  // namespace memkv::cli
