@@ -14,10 +14,10 @@
 #include "base/bytes.h"
 #include "base/log.h"
 #include "base/units.h"
+#include "base/version.h"
 #include "cli/cli.h"
 #include "cli/start_drives.h"
 #include "config/server_config.h"
-#include "base/version.h"
 #include "server/admin.h"
 #include "server/key_file.h"
 #include "server/rdma_endpoint.h"
@@ -201,8 +201,8 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
     }
     key = file->key;
     key_source = file->path;
-    LOG_INFO_C("start") << (file->created ? "generated a new auth key in " : "using the auth key in ") << file->path
-             << " (mode 0600)";
+    LOG_INFO_C("start") << (file->created ? "generated a new auth key in " : "using the auth key in ")
+                        << file->path << " (mode 0600)";
   }
 
   // The pool is mapped before RDMA registers it. Pinned (registered, or the
