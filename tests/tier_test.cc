@@ -118,6 +118,30 @@ TEST(TierTest, FullDrivesEvictTheirColdestValuesAndPutsKeepSucceeding) {
   EXPECT_GE(absent, kValues - 64);
 }
 
+TEST(TierTest, AValueHotInDramIsTheLastToLeaveTheDrives) {
+  TempDir dir;
+  const ServerSpec spec = FileModeSpec(dir.path(), 1, "64 MiB", "16 MiB");
+  {
+    ServerProcess server;
+    ASSERT_TRUE(server.Start(spec).ok());
+    auto client = ClientFor({&server}, 20000);
+    ASSERT_TRUE(client->Put("tier/hot", Pattern(kMiB, 1)).ok());
+    // Fill the drive twice over; the hot value is read all along, so it
+    // stays in DRAM, and its drive copy is the oldest on the drive's LRU.
+    for (int i = 0; i < 120; ++i) {
+      ASSERT_TRUE(client->Put(Key(i), Pattern(kMiB, 700 + i)).ok()) << i;
+      ASSERT_TRUE(client->Get("tier/hot").ok()) << i;
+    }
+    EXPECT_EQ(client->Get(Key(0)).status().code(), StatusCode::kNotFound) << "the drive did fill and evict";
+    EXPECT_EQ(server.Stop(), 0);
+  }
+  // After a restart DRAM is empty: the hot value must have kept its drive copy.
+  ServerProcess server;
+  ASSERT_TRUE(server.Start(spec).ok());
+  auto client = ClientFor({&server}, 20000);
+  ExpectValue(*client, "tier/hot", Pattern(kMiB, 1), server);
+}
+
 TEST(TierTest, ALostDriveFileLeavesTheStoreServingDegraded) {
   TempDir dir;
   ServerSpec spec = FileModeSpec(dir.path(), 2, "256 MiB", "16 MiB");

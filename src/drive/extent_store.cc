@@ -513,7 +513,8 @@ Status ExtentStore::Delete(std::string_view key) {
   return op.status;
 }
 
-Result<std::vector<std::string>> ExtentStore::EvictColdest(uint64_t extents) {
+Result<std::vector<std::string>> ExtentStore::EvictColdest(uint64_t extents,
+                                                          const std::function<bool(std::string_view)>& spare) {
   if (extents == 0) return InvalidArgument("EvictColdest(0): ask for at least one extent");
   Impl& s = *impl_;
   std::vector<std::string> keys;
@@ -521,12 +522,22 @@ Result<std::vector<std::string>> ExtentStore::EvictColdest(uint64_t extents) {
   {
     std::lock_guard<std::mutex> lock(s.mu);
     uint64_t freed = 0;
+    std::vector<const Entry*> spared;
     for (auto it = s.lru.rbegin(); it != s.lru.rend() && freed < extents; ++it) {
       const Entry* e = *it;
       if (e->pins > 0) continue;  // being read: evicting it frees nothing now
+      if (spare && spare(e->key)) {
+        spared.push_back(e);
+        continue;
+      }
       keys.push_back(e->key);
       generations.push_back(e->generation);
       freed += e->extents.size();
+    }
+    for (size_t i = 0; i < spared.size() && freed < extents; ++i) {  // coldest of the spared first
+      keys.push_back(spared[i]->key);
+      generations.push_back(spared[i]->generation);
+      freed += spared[i]->extents.size();
     }
   }
   if (keys.empty()) {

@@ -169,8 +169,12 @@ class ExtentStore {
   // Deletes the least recently used values (Put and Get count as use; values
   // being read are skipped) until at least `extents` extents are free, and
   // returns their keys, coldest first. ResourceExhausted when nothing can be
-  // evicted.
-  Result<std::vector<std::string>> EvictColdest(uint64_t extents);
+  // evicted. Values for which `spare(key)` is true are taken only when the
+  // others do not free enough (the tier spares what DRAM holds: it is hot
+  // even though the drives never saw it read). `spare` runs under the store's
+  // lock: it must be quick and must not call into this store.
+  Result<std::vector<std::string>> EvictColdest(uint64_t extents,
+                                                const std::function<bool(std::string_view)>& spare = {});
   // Writes the live index into the other journal area of every drive (the
   // store does this by itself when an area fills).
   Status Checkpoint();

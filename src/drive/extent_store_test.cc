@@ -167,6 +167,19 @@ TEST(ExtentStore, FullStoreIsResourceExhaustedNamingDrivesAndEvictColdestMakesRo
   EXPECT_EQ(t.store->EvictColdest(0).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(ExtentStore, EvictColdestTakesSparedValuesOnlyWhenTheOthersDoNotSuffice) {
+  StoreFixture t(1, kBlock, 4 << 20);
+  t.FormatAndOpen();
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(t.store->Put("v" + std::to_string(i), Pattern(kBlock, i)).ok());
+  auto spare = [](std::string_view key) { return key == "v0" || key == "v2"; };
+  auto evicted = t.store->EvictColdest(1, spare);
+  ASSERT_TRUE(evicted.ok());
+  EXPECT_EQ(*evicted, (std::vector<std::string>{"v1"})) << "v0 is colder but spared";
+  evicted = t.store->EvictColdest(3, spare);
+  ASSERT_TRUE(evicted.ok());
+  EXPECT_EQ(*evicted, (std::vector<std::string>{"v3", "v0", "v2"})) << "then the spared, coldest first";
+}
+
 TEST(ExtentStore, ValuesBeyondTheExtentLimitAreTooLarge) {
   StoreFixture t(1, 4096, 4 << 20);
   t.FormatAndOpen();

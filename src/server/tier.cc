@@ -81,7 +81,10 @@ Status Tier::WriteThrough(PendingPut put, const std::string& key, uint64_t check
   for (int attempt = 0; attempt < kMaxRoomAttempts; ++attempt) {
     s = drives_->PutIov(key, put.iov(), checksum);
     if (s.code() != StatusCode::kResourceExhausted || !EvictionCanHelp(extents)) break;
-    Result<std::vector<std::string>> evicted = drives_->EvictColdest(extents);
+    // Values DRAM holds are hot (their reads never reach the drives' LRU):
+    // evict them from the drives last.
+    Result<std::vector<std::string>> evicted =
+        drives_->EvictColdest(extents, [this](std::string_view k) { return memory_->Exists(k); });
     if (!evicted.ok()) break;
     drive_evictions_.fetch_add(evicted->size(), std::memory_order_relaxed);
   }
