@@ -41,8 +41,8 @@ once by its fio cells. Prints the machine, a table per op with the memkv/fio
 ratio, and writes every cell as JSON.
 
 Queue depth N = N threads calling Put (or GetInto) at once on one store; fio
-gets --iodepth=N on one job. Put is durable when it returns (extents written
-and fdatasync'ed, then a journal record written and fdatasync'ed), so put is
+gets --iodepth=N on one job. Put is durable when it returns (extents written,
+then a journal record written, then one fdatasync covering both), so put is
 compared with both a plain fio write and fio --fdatasync=1.
 
 Options:

@@ -164,7 +164,7 @@ void PrintDriveFacts(std::FILE* out, const DriveFacts& f) {
                FormatSize(f.file_size_bytes).c_str(), f.initial_write_mib_per_s);
   std::fprintf(out,
                "memkv: ExtentStore, file mode, 1 drive, block size %s, io engine %s, engine queue depth %u, "
-               "%u staging buffers; put = extents written + fdatasync + journal record + fdatasync\n",
+               "%u staging buffers; put = extents written + journal record written + one fdatasync\n",
                FormatSize(f.block_size_bytes).c_str(), f.io_engine.c_str(), f.tuning.queue_depth, f.tuning.io_buffers);
   if (f.io_engine != "io_uring") {
     std::fprintf(out, "WARNING: the store did not get io_uring; memkv and fio's io_uring are not like for like\n");
