@@ -21,16 +21,6 @@ bool IsToken(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), IsTchar);
 }
 
-char ToLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (ToLower(a[i]) != ToLower(b[i])) return false;
-  }
-  return true;
-}
-
 // A field value may hold visible ASCII, SP, HT and obs-text (bytes >= 0x80).
 bool IsFieldValue(std::string_view v) {
   for (char ch : v) {
@@ -109,7 +99,7 @@ Status ParseHeaderLine(std::string_view line, HttpRequest* request) {
   if (!IsFieldValue(value)) return ProtocolError("control character in header value");
   HttpHeader header;
   header.name.resize(name.size());
-  std::transform(name.begin(), name.end(), header.name.begin(), ToLower);
+  std::transform(name.begin(), name.end(), header.name.begin(), AsciiToLower);
   header.value = std::string(value);
   request->headers.push_back(std::move(header));
   return Status::Ok();
@@ -271,6 +261,16 @@ std::string SerializeResponse(const HttpResponse& response, bool head_only, std:
   out += "\r\n";
   if (!head_only && !no_body) out += response.body;
   return out;
+}
+
+char AsciiToLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (AsciiToLower(a[i]) != AsciiToLower(b[i])) return false;
+  }
+  return true;
 }
 
 }  // namespace memkv

@@ -94,6 +94,10 @@ std::string HttpDate(std::time_t unix_seconds);
 // ValidateResponse.
 std::string SerializeResponse(const HttpResponse& response, bool head_only, std::string_view date);
 
+// ASCII case folding, as header names and tokens compare.
+char AsciiToLower(char c);
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+
 }  // namespace memkv
 
 #endif  // MEMKV_HTTP_HTTP_MESSAGE_H_

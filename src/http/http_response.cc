@@ -13,16 +13,6 @@ constexpr size_t kMaxLengthDigits = 18;
 // A chunk size line is hex digits, maybe extensions; 16 digits fill 64 bits.
 constexpr size_t kMaxChunkSizeDigits = 15;
 
-char ToLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (ToLower(a[i]) != ToLower(b[i])) return false;
-  }
-  return true;
-}
-
 bool IsTchar(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
   return c != '\0' && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
@@ -84,7 +74,7 @@ Status ParseHeaderLine(std::string_view line, HttpClientResponse* response) {
   if (!IsFieldValue(value)) return ProtocolError("control character in header value");
   HttpHeader header;
   header.name.resize(name.size());
-  std::transform(name.begin(), name.end(), header.name.begin(), ToLower);
+  std::transform(name.begin(), name.end(), header.name.begin(), AsciiToLower);
   header.value = std::string(value);
   response->headers.push_back(std::move(header));
   return Status::Ok();
