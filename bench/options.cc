@@ -1,29 +1,17 @@
 #include "bench/options.h"
 
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <string_view>
 
 #include "base/units.h"
+#include "bench/flags.h"
 
 namespace memkv::bench {
 namespace {
 
 constexpr uint64_t kMaxValueBytes = 256ULL << 20;  // the protocol's value limit
 constexpr uint32_t kMaxConns = 1024;
-
-std::vector<std::string> SplitComma(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    if (end > start) out.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
 
 bool ParseSizes(const std::string& text, BenchOptions* o, std::string* error) {
   o->sizes_bytes.clear();
@@ -39,32 +27,6 @@ bool ParseSizes(const std::string& text, BenchOptions* o, std::string* error) {
   return !o->sizes_bytes.empty();
 }
 
-bool ParseConns(const std::string& text, BenchOptions* o, std::string* error) {
-  o->conns.clear();
-  for (const std::string& item : SplitComma(text)) {
-    uint32_t n = 0;
-    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
-    if (ec != std::errc() || ptr != item.data() + item.size() || n == 0 || n > kMaxConns) {
-      *error = "--conns: '" + item + "' is not a count between 1 and " + std::to_string(kMaxConns);
-      return false;
-    }
-    o->conns.push_back(n);
-  }
-  if (o->conns.empty()) *error = "--conns: empty list";
-  return !o->conns.empty();
-}
-
-bool ParseRepeat(const std::string& text, BenchOptions* o, std::string* error) {
-  uint32_t n = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc() || ptr != text.data() + text.size() || n == 0 || n > 100) {
-    *error = "--repeat: '" + text + "' is not a count between 1 and 100";
-    return false;
-  }
-  o->repeat = n;
-  return true;
-}
-
 bool ParseSeconds(const std::string& text, BenchOptions* o, std::string* error) {
   char* end = nullptr;
   double s = std::strtod(text.c_str(), &end);
@@ -74,22 +36,6 @@ bool ParseSeconds(const std::string& text, BenchOptions* o, std::string* error) 
   }
   o->seconds = s;
   return true;
-}
-
-bool ParseOps(const std::string& text, BenchOptions* o, std::string* error) {
-  o->put = o->get = false;
-  for (const std::string& item : SplitComma(text)) {
-    if (item == "put") {
-      o->put = true;
-    } else if (item == "get") {
-      o->get = true;
-    } else {
-      *error = "--ops: '" + item + "' is not put or get";
-      return false;
-    }
-  }
-  if (!o->put && !o->get) *error = "--ops: empty list";
-  return o->put || o->get;
 }
 
 bool ParsePool(const std::string& text, BenchOptions* o, std::string* error) {
@@ -112,10 +58,10 @@ bool IsKnownFlag(std::string_view flag) {
 
 bool ApplyFlag(const std::string& flag, const std::string& value, BenchOptions* o, std::string* error) {
   if (flag == "--sizes") return ParseSizes(value, o, error);
-  if (flag == "--conns") return ParseConns(value, o, error);
+  if (flag == "--conns") return ParseCountList(flag, value, kMaxConns, "count", &o->conns, error);
   if (flag == "--seconds") return ParseSeconds(value, o, error);
-  if (flag == "--repeat") return ParseRepeat(value, o, error);
-  if (flag == "--ops") return ParseOps(value, o, error);
+  if (flag == "--repeat") return ParseCount(flag, value, 100, "count", &o->repeat, error);
+  if (flag == "--ops") return ParseOpList(value, &o->put, &o->get, error);
   if (flag == "--pool") return ParsePool(value, o, error);
   if (flag == "--json") {
     o->json_path = value;
@@ -139,33 +85,16 @@ std::optional<BenchOptions> ParseOptions(const std::vector<std::string>& args, b
   BenchOptions o;
   o.sizes_bytes = {4 * kKiB, 64 * kKiB, 256 * kKiB, kMiB, 2 * kMiB, 4 * kMiB, 16 * kMiB};
   o.conns = {1, 4, 16, 64};
-  *help = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::string value;
-    if (flag == "--help" || flag == "-h") {
-      *help = true;
-      return o;
-    }
-    if (flag == "--cold") {
-      o.warm_pool = false;
-      continue;
-    }
-    if (flag == "--no-auth-cost") {
-      o.auth_cost = false;
-      continue;
-    }
-    if (size_t eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag.resize(eq);
-    } else if (i + 1 < args.size()) {
-      value = args[++i];
-    } else {
-      *error = IsKnownFlag(flag) ? flag + " needs a value" : "unknown option '" + flag + "'";
-      return std::nullopt;
-    }
-    if (!ApplyFlag(flag, value, &o, error)) return std::nullopt;
-  }
+  auto toggle = [&o](const std::string& flag) {
+    if (flag == "--cold") o.warm_pool = false;
+    else if (flag == "--no-auth-cost") o.auth_cost = false;
+    else return false;
+    return true;
+  };
+  auto apply = [&o](const std::string& flag, const std::string& value, std::string* err) {
+    return ApplyFlag(flag, value, &o, err);
+  };
+  if (!WalkFlags(args, toggle, IsKnownFlag, apply, help, error)) return std::nullopt;
   return o;
 }
 
