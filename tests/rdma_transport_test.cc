@@ -101,6 +101,7 @@ TEST_F(RdmaTransportTest, RoundTripsOfEveryBlockSizeMoveTheBytesByRdma) {
   }
   ClientStats stats = client->Stats();
   EXPECT_EQ(stats.transport, "rdma");
+  EXPECT_EQ(stats.rdma_state, "active");
   EXPECT_EQ(stats.rdma_ops, 15u);
   EXPECT_EQ(stats.rdma_bytes, total);
   EXPECT_EQ(stats.tcp_ops, 0u);
@@ -151,6 +152,7 @@ TEST_F(RdmaTransportTest, AutoDowngradesOnRetryExhaustionAndReissuesOverTcpExact
   EXPECT_TRUE(client->Put("after", Pattern(10, 2)).ok());
   EXPECT_EQ(client->Stats().rdma_ops, 1u);
   EXPECT_EQ(client->Stats().fallbacks, 1u);
+  EXPECT_EQ(client->Stats().rdma_state, "fallback");
 }
 
 TEST_F(RdmaTransportTest, AutoReissuesAGetWhoseReadFailed) {

@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <map>
 #include <span>
@@ -34,6 +35,23 @@
 #include "memkv/status.h"
 
 namespace memkv {
+
+// The library's version, "MAJOR.MINOR.PATCH" (the Debian package's too).
+std::string_view LibraryVersion();
+
+// Severity of a client log line. The numbers are those of MEMKV_LOG_* in
+// memkv.h and of memkv.LOG_* in Python.
+enum class ClientLogLevel : int { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3, kOff = 4 };
+// Short lower-case name: "debug", "info", "warn", "error", "off".
+std::string_view ClientLogLevelName(ClientLogLevel level);
+
+// Receives the client's log lines at or above ClientOptions::log_level:
+// the severity, the component ("client", "rdma", ...; may be empty) and the
+// message, without timestamp or newline. Called on the thread of the call
+// that logs (any thread that uses the Client), possibly from several at once;
+// it must not call back into the Client.
+using ClientLogCallback =
+    std::function<void(ClientLogLevel level, std::string_view component, std::string_view message)>;
 
 struct ClientOptions {
   std::vector<std::string> servers;  // "host:port" data addresses
@@ -52,6 +70,12 @@ struct ClientOptions {
   // http://host:port/metrics (MEMKV_PROMETHEUS_BIND). Empty: off. Create
   // fails, naming the address, when it cannot bind.
   std::string prometheus_bind;
+  // Logging (MEMKV_LOG_LEVEL): lines below log_level are dropped. Without a
+  // callback the rest go to stderr, one line each with a timestamp; with one,
+  // only to the callback. The default writes nothing below WARN into the
+  // host program's stderr.
+  ClientLogLevel log_level = ClientLogLevel::kWarn;
+  ClientLogCallback log_callback;
 };
 
 // Per-key outcome of a batch call.
@@ -79,8 +103,13 @@ struct ClientStats {
   uint64_t tcp_ops = 0;
   uint64_t tcp_bytes = 0;          // value bytes carried inline over TCP
   uint64_t rdma_reissued = 0;      // operations re-issued over TCP after an RDMA failure
-  uint64_t fallbacks = 0;          // 0 or 1: the engine downgraded to TCP for good
-  std::string fallback_reason;     // why, as the WARN line said it
+  // Where RDMA stands: "active" (new operations use it), "fallback" (it
+  // failed and the client downgraded to TCP for good), "no_device" (auto, and
+  // the host has no RDMA device: a normal state, not a fallback) or "off"
+  // (transport tcp).
+  std::string rdma_state = "off";
+  uint64_t fallbacks = 0;          // 0 or 1: the engine downgraded to TCP for good (never for no_device)
+  std::string fallback_reason;     // why, as the WARN line said it (or, for no_device, the INFO line)
   // The attributes of the last RDMA connection set up: device, source GID
   // index, traffic class (DSCP), service level, MTU, QPs and server.
   std::string rdma_path;

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <string>
+#include <thread>
 #include <vector>
 
 #include <xxhash.h>
@@ -184,6 +186,37 @@ TEST(LogTest, LineCarriesAnOptionalComponent) {
   EXPECT_NE(out.find("Z WARN  untagged 1\n"), std::string::npos) << out;
   EXPECT_NE(out.find("Z INFO  [drive] tagged 2\n"), std::string::npos) << out;
   EXPECT_EQ(out.find("below the threshold"), std::string::npos) << out;
+}
+
+TEST(LogTest, ScopedTargetTakesTheThreadsLinesAtItsOwnLevelAndNests) {
+  std::vector<std::string> got;
+  LogTarget quiet;  // WARN and up, to a sink
+  quiet.sink = [&](LogLevel level, std::string_view component, std::string_view message) {
+    got.push_back(std::to_string(static_cast<int>(level)) + "|" + std::string(component) + "|" +
+                  std::string(message));
+  };
+  LogTarget chatty = quiet;
+  chatty.level = LogLevel::kDebug;
+  LogCapture capture;
+  {
+    ScopedLogTarget scope(&quiet);
+    LOG_INFO_C("client") << "dropped";
+    LOG_WARN_C("client") << "kept " << 1;
+    {
+      ScopedLogTarget inner(&chatty);
+      EXPECT_EQ(GetLogLevel(), LogLevel::kDebug);
+      LOG_DEBUG << "inner debug";
+    }
+    EXPECT_EQ(GetLogLevel(), LogLevel::kWarn);
+    // Another thread is not under this thread's target.
+    std::thread([] { LOG_INFO << "other thread"; }).join();
+  }
+  LOG_INFO << "after the scope";
+  EXPECT_EQ(got, (std::vector<std::string>{"2|client|kept 1", "0||inner debug"}));
+  std::string out = capture.Take();
+  EXPECT_EQ(out.find("kept"), std::string::npos) << out;
+  EXPECT_NE(out.find("INFO  other thread\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("INFO  after the scope\n"), std::string::npos) << out;
 }
 
 TEST(LogRateLimiterTest, OneLinePerIntervalThenReportsWhatItSuppressed) {

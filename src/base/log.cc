@@ -10,6 +10,7 @@
 namespace memkv {
 namespace {
 std::atomic<LogLevel> g_level{LogLevel::kInfo};
+thread_local const LogTarget* t_target = nullptr;
 
 const char* LevelName(LogLevel level) {
   switch (level) {
@@ -24,7 +25,12 @@ const char* LevelName(LogLevel level) {
 }  // namespace
 
 void SetLogLevel(LogLevel level) { g_level.store(level, std::memory_order_relaxed); }
-LogLevel GetLogLevel() { return g_level.load(std::memory_order_relaxed); }
+LogLevel GetLogLevel() {
+  return t_target != nullptr ? t_target->level : g_level.load(std::memory_order_relaxed);
+}
+
+ScopedLogTarget::ScopedLogTarget(const LogTarget* target) : previous_(t_target) { t_target = target; }
+ScopedLogTarget::~ScopedLogTarget() { t_target = previous_; }
 
 bool ParseLogLevel(std::string_view text, LogLevel* out) {
   if (text == "debug") *out = LogLevel::kDebug;
@@ -69,6 +75,10 @@ std::string FormatLogLine(int64_t unix_nanos, LogLevel level, std::string_view c
 void LogLine(LogLevel level, std::string_view message) { LogLine(level, {}, message); }
 
 void LogLine(LogLevel level, std::string_view component, std::string_view message) {
+  if (t_target != nullptr && t_target->sink) {
+    t_target->sink(level, component, message);
+    return;
+  }
   timespec now{};
   clock_gettime(CLOCK_REALTIME, &now);
   int64_t unix_nanos = int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;

@@ -16,11 +16,19 @@
 // The threshold is process-wide and set once by main (from --log-level); the
 // write itself is a single write(2) so lines from different threads never
 // interleave. Thread-safe.
+//
+// Code that runs on behalf of a library user (a memkv::Client inside someone
+// else's program) installs a LogTarget for the calling thread with
+// ScopedLogTarget: while it is installed, that target's threshold replaces
+// the process-wide one and its sink, when set, takes the lines instead of
+// stderr. So each Client logs at its own level to its own callback, and the
+// server's threads are unaffected.
 #ifndef MEMKV_BASE_LOG_H_
 #define MEMKV_BASE_LOG_H_
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -33,6 +41,7 @@ namespace memkv {
 enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3, kOff = 4 };
 
 void SetLogLevel(LogLevel level);
+// The calling thread's threshold: its LogTarget's, else the process-wide one.
 LogLevel GetLogLevel();
 // Parses "debug", "info", "warn", "error", "off"; false on anything else.
 bool ParseLogLevel(std::string_view text, LogLevel* out);
@@ -42,6 +51,26 @@ void LogLine(LogLevel level, std::string_view component, std::string_view messag
 // The line LogLine writes at `unix_nanos` (since the epoch, UTC), '\n' included.
 std::string FormatLogLine(int64_t unix_nanos, LogLevel level, std::string_view component,
                           std::string_view message);
+
+// Where the lines of one thread go while a ScopedLogTarget installs it.
+struct LogTarget {
+  using Sink = std::function<void(LogLevel level, std::string_view component, std::string_view message)>;
+  LogLevel level = LogLevel::kWarn;
+  Sink sink;  // empty: stderr, formatted as FormatLogLine does
+};
+
+// Installs `target` (which must outlive the scope) for the calling thread and
+// puts back the previous one on destruction; scopes nest.
+class ScopedLogTarget {
+ public:
+  explicit ScopedLogTarget(const LogTarget* target);
+  ~ScopedLogTarget();
+  ScopedLogTarget(const ScopedLogTarget&) = delete;
+  ScopedLogTarget& operator=(const ScopedLogTarget&) = delete;
+
+ private:
+  const LogTarget* previous_;
+};
 
 // Lets through at most one line per interval; one per call site (see the
 // macros). Thread-safe and lock-free.

@@ -9,6 +9,8 @@
 
 #include "base/bytes.h"
 #include "base/clock.h"
+#include "base/log.h"
+#include "base/version.h"
 #include "client/connection.h"
 #include "client/counters.h"
 #include "client/ops.h"
@@ -83,13 +85,22 @@ class ClientImpl final : public Client {
  public:
   ClientImpl(const ClientOptions& options, Placement placement, std::vector<Endpoint> endpoints,
              const Key32& key, verbs::Provider* provider)
-      : options_(options), placement_(std::move(placement)) {
+      : options_(options), placement_(std::move(placement)), log_target_(MakeLogTarget(options)) {
     for (Endpoint& endpoint : endpoints) {
       pools_.push_back(std::make_unique<ServerPool>(std::move(endpoint), key, options.num_connections,
                                                     Nanos{options.connect_timeout_ms} * 1'000'000,
                                                     &counters_, &clock_));
     }
     provider_ = provider;
+  }
+
+  // Torn down under the client's log target: closing connections and
+  // deregistering memory may log.
+  ~ClientImpl() override {
+    ScopedLogTarget log_scope(&log_target_);
+    exporter_.reset();
+    pools_.clear();
+    rdma_.reset();
   }
 
   // The RDMA engine is made after the pools' counters exist (it reports
@@ -105,6 +116,7 @@ class ClientImpl final : public Client {
     settings.timeout = static_cast<uint8_t>(options.rdma_timeout);
     settings.qps = options.rdma_qps;
     if (settings.mode == TransportMode::kTcp) return Status::Ok();
+    ScopedLogTarget log_scope(&log_target_);
     MEMKV_ASSIGN_OR_RETURN(rdma_, RdmaEngine::Create(settings, *provider_, &counters_));
     for (auto& pool : pools_) pool->set_rdma(rdma_.get());
     return Status::Ok();
@@ -148,6 +160,7 @@ class ClientImpl final : public Client {
     HttpServerOptions http;
     http.host = address.host;
     http.port = address.port;
+    http.log_target = &log_target_;
     Result<std::unique_ptr<HttpServer>> server = HttpServer::Create(http);
     if (!server.ok()) return server.status().WithContext("MEMKV_PROMETHEUS_BIND " + bind);
     auto text = [this](const HttpRequest&) {
@@ -280,17 +293,23 @@ class ClientImpl final : public Client {
   size_t ServerFor(std::string_view key) const override { return placement_.ServerFor(key); }
   Status RegisterMemory(std::span<uint8_t> region) override {
     if (rdma_ == nullptr) return Status::Ok();
+    ScopedLogTarget log_scope(&log_target_);
     return rdma_->Pin(region.data(), region.size());
   }
 
   Status UnregisterMemory(void* base) override {
     if (rdma_ == nullptr) return Status::Ok();
+    ScopedLogTarget log_scope(&log_target_);
     return rdma_->Unpin(base);
   }
 
   ClientStats Stats() const override {
     ClientStats stats = counters_.Snapshot();
     stats.transport = rdma_ != nullptr && rdma_->active() ? "rdma" : "tcp";
+    stats.rdma_state = rdma_ == nullptr     ? "off"
+                       : rdma_->active()    ? "active"
+                       : rdma_->no_device() ? "no_device"
+                                            : "fallback";
     return stats;
   }
 
@@ -305,6 +324,7 @@ class ClientImpl final : public Client {
   // use when it began.
   template <typename F>
   std::invoke_result_t<F> Timed(ClientOp op, F call) {
+    ScopedLogTarget log_scope(&log_target_);
     const bool rdma = rdma_ != nullptr && rdma_->active();
     const Nanos start = MonotonicNanos();
     auto result = call();
@@ -524,8 +544,23 @@ class ClientImpl final : public Client {
     return result;
   }
 
+  // The client's own log threshold and sink (ClientOptions::log_level and
+  // log_callback), installed on the calling thread by every public call.
+  static LogTarget MakeLogTarget(const ClientOptions& options) {
+    LogTarget target;
+    target.level = static_cast<LogLevel>(options.log_level);
+    if (options.log_callback) {
+      target.sink = [callback = options.log_callback](LogLevel level, std::string_view component,
+                                                      std::string_view message) {
+        callback(static_cast<ClientLogLevel>(level), component, message);
+      };
+    }
+    return target;
+  }
+
   const ClientOptions options_;
   const Placement placement_;
+  const LogTarget log_target_;
   verbs::Provider* provider_ = nullptr;
   std::unique_ptr<RdmaEngine> rdma_;  // null: MEMKV_TRANSPORT=tcp
   SteadyClock clock_;
@@ -547,6 +582,23 @@ Result<Key32> ParseAuthKey(const std::string& hex) {
 }
 
 }  // namespace
+
+std::string_view LibraryVersion() { return kMemkvVersion; }
+
+static_assert(static_cast<int>(ClientLogLevel::kDebug) == static_cast<int>(LogLevel::kDebug) &&
+              static_cast<int>(ClientLogLevel::kWarn) == static_cast<int>(LogLevel::kWarn) &&
+              static_cast<int>(ClientLogLevel::kOff) == static_cast<int>(LogLevel::kOff));
+
+std::string_view ClientLogLevelName(ClientLogLevel level) {
+  switch (level) {
+    case ClientLogLevel::kDebug: return "debug";
+    case ClientLogLevel::kInfo: return "info";
+    case ClientLogLevel::kWarn: return "warn";
+    case ClientLogLevel::kError: return "error";
+    case ClientLogLevel::kOff: return "off";
+  }
+  return "unknown";
+}
 
 Result<std::unique_ptr<Client>> Client::Create(const ClientOptions& options) {
   return CreateClientWithVerbs(options, verbs::SystemProvider());
@@ -594,6 +646,10 @@ Result<std::unique_ptr<Client>> CreateClientWithVerbs(const ClientOptions& optio
                            std::to_string(options.rdma_retry_count) + " (0..7), rdma_timeout " +
                            std::to_string(options.rdma_timeout) + " (1..31), rdma_qps " +
                            std::to_string(options.rdma_qps) + " (1.." + std::to_string(proto::kMaxRdmaQps) + ")");
+  }
+  if (options.log_level < ClientLogLevel::kDebug || options.log_level > ClientLogLevel::kOff) {
+    return InvalidArgument("ClientOptions.log_level " + std::to_string(static_cast<int>(options.log_level)) +
+                           " is not a level; allowed: 0 (debug) .. 4 (off)");
   }
   MEMKV_ASSIGN_OR_RETURN(Placement placement, Placement::Create(std::move(names)));
   auto client = std::make_unique<ClientImpl>(options, std::move(placement), std::move(endpoints), key, &provider);

@@ -34,6 +34,7 @@ Result<std::unique_ptr<Client>> CreateClient(const ClientConfig& config) {
   options.rdma_timeout = config.rdma_timeout;
   options.rdma_qps = config.rdma_qps;
   options.prometheus_bind = config.prometheus_bind;
+  options.log_level = static_cast<ClientLogLevel>(config.log_level);
   return Client::Create(options);
 }
 

@@ -63,8 +63,16 @@ std::string ClientMetrics::Text(const ClientStats& stats) const {
                stats.rdma_bytes);
   p.AddCounter("memkv_client_value_bytes_total", "Value bytes moved, by transport.", {{"transport", "tcp"}},
                stats.tcp_bytes);
-  p.AddCounter("memkv_client_rdma_fallbacks_total", "Downgrades from RDMA to TCP (0 or 1 per client).", {},
-               stats.fallbacks);
+  p.AddCounter("memkv_client_rdma_fallbacks_total",
+               "Downgrades from RDMA to TCP after an RDMA failure (0 or 1 per client; a host without any RDMA "
+               "device is not one: see memkv_client_rdma_state).",
+               {}, stats.fallbacks);
+  for (std::string_view state : {"active", "fallback", "no_device", "off"}) {
+    p.AddGauge("memkv_client_rdma_state",
+               "1 for where RDMA stands: active, fallback (failed, downgraded to TCP), no_device (no RDMA device "
+               "on this host), off (transport tcp).",
+               {{"state", state}}, stats.rdma_state == state ? 1 : 0);
+  }
   p.AddCounter("memkv_client_rdma_reissued_total", "Calls re-issued over TCP after an RDMA failure.", {},
                stats.rdma_reissued);
   for (const auto& [status, n] : stats.completion_errors) {

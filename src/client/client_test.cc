@@ -120,8 +120,43 @@ TEST(ClientCreateTest, RdmaTransportWithoutADeviceIsAFailedPrecondition) {
   o.transport = "auto";
   ClientStats stats = (*CreateClientWithVerbs(o, no_devices))->Stats();
   EXPECT_EQ(stats.transport, "tcp");
-  EXPECT_EQ(stats.fallbacks, 1u);
+  // A host without a NIC is a normal state with its own name, not a fallback:
+  // an alert on fallbacks must not fire on every such host.
+  EXPECT_EQ(stats.rdma_state, "no_device");
+  EXPECT_EQ(stats.fallbacks, 0u);
   EXPECT_NE(stats.fallback_reason.find("no RDMA device"), std::string::npos) << stats.fallback_reason;
+  o.transport = "tcp";
+  EXPECT_EQ((*CreateClientWithVerbs(o, no_devices))->Stats().rdma_state, "off");
+}
+
+TEST(ClientLogTest, NothingBelowWarnReachesStderrByDefaultAndTheCallbackGetsItsLevel) {
+  ClientOptions o = Options({"127.0.0.1:9900"});
+  verbs::FakeFabric no_devices;  // auto on a host without a NIC logs one INFO line
+  ::testing::internal::CaptureStderr();
+  EXPECT_TRUE(CreateClientWithVerbs(o, no_devices).ok());
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+
+  std::vector<std::string> lines;
+  o.log_level = ClientLogLevel::kInfo;
+  o.log_callback = [&](ClientLogLevel level, std::string_view component, std::string_view message) {
+    lines.push_back(std::string(ClientLogLevelName(level)) + " [" + std::string(component) + "] " +
+                    std::string(message));
+  };
+  ::testing::internal::CaptureStderr();
+  EXPECT_TRUE(CreateClientWithVerbs(o, no_devices).ok());
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");  // the callback took it
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(lines[0].starts_with("info [client] no RDMA device")) << lines[0];
+
+  lines.clear();
+  o.log_level = ClientLogLevel::kWarn;
+  EXPECT_TRUE(CreateClientWithVerbs(o, no_devices).ok());
+  EXPECT_TRUE(lines.empty());
+
+  o.log_level = static_cast<ClientLogLevel>(9);
+  Status bad = CreateClientWithVerbs(o, no_devices).status();
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(bad, "log_level")) << bad.ToString();
 }
 
 TEST(ClientCreateTest, FromEnvironment) {

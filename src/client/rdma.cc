@@ -439,11 +439,14 @@ bool RdmaEngine::OnFailure(const std::string& reason, bool normal_state) {
   active_.store(false, std::memory_order_release);
   bool first = false;
   if (downgraded_.compare_exchange_strong(first, true)) {
-    ClientCounters::Add(counters_->fallbacks, 1);
     counters_->SetFallbackReason(reason);
     if (normal_state) {
+      // Not a fallback: nothing failed, and an alert on fallbacks must not
+      // fire on every host without a NIC.
+      no_device_.store(true, std::memory_order_release);
       LOG_INFO_C("client") << reason << ": using inline-bulk TCP";
     } else {
+      ClientCounters::Add(counters_->fallbacks, 1);
       LOG_WARN_C("client") << "RDMA failed (" << reason << "); downgrading engine to inline-bulk TCP for good";
     }
   }

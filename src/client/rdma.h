@@ -235,10 +235,14 @@ class RdmaEngine {
 
   // New operations use RDMA.
   bool active() const { return active_.load(std::memory_order_acquire); }
+  // auto on a host without any RDMA device: TCP from the start, a normal
+  // state rather than a fallback (not counted in ClientStats::fallbacks).
+  bool no_device() const { return no_device_.load(std::memory_order_acquire); }
   TransportMode mode() const { return settings_.mode; }
   // An RDMA failure. auto: downgrade for good (WARN once, counted) and true
   // ("re-issue over TCP"); rdma: false (the caller reports the error).
-  // `normal_state` (no device at all): the line is INFO, not WARN.
+  // `normal_state` (no device at all): the line is INFO, not WARN, and it
+  // is not counted as a fallback (no_device()).
   bool OnFailure(const std::string& reason, bool normal_state = false);
 
   // A channel for a new connection (null once downgraded). Its QPs are
@@ -256,6 +260,7 @@ class RdmaEngine {
   ClientCounters* counters_;
   std::atomic<bool> active_{false};
   std::atomic<bool> downgraded_{false};  // the WARN went out
+  std::atomic<bool> no_device_{false};
   std::vector<std::unique_ptr<verbs::Context>> contexts_;  // one per device used
   std::vector<uint32_t> gid_index_;                        // per context
   std::vector<std::unique_ptr<BouncePool>> bounce_;        // per context

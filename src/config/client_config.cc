@@ -4,6 +4,7 @@
 #include <exception>
 #include <set>
 
+#include "base/log.h"
 #include "config/diagnostics.h"
 #include "config/host_port.h"
 #include "config/yaml_fields.h"
@@ -163,6 +164,13 @@ void SetPrometheusBind(const std::vector<std::string>& values, const std::string
   c->prometheus_bind = text;
 }
 
+void SetClientLogLevel(const std::vector<std::string>& values, const std::string& field, Diagnostics* d,
+                       ClientConfig* c) {
+  if (!ParseLogLevel(values.front(), &c->log_level)) {
+    d->Fail(field, field + ": '" + values.front() + "' is not a log level; allowed: debug, info, warn, error, off");
+  }
+}
+
 constexpr ClientField kFields[] = {
     {"servers", "MEMKV_SERVERS", true, SetServers},
     {"auth_key", "MEMKV_AUTH_KEY", false, SetAuthKey},
@@ -176,6 +184,7 @@ constexpr ClientField kFields[] = {
     {"rdma_timeout", "MEMKV_RDMA_TIMEOUT", false, SetRdmaTimeout},
     {"rdma_qps", "MEMKV_RDMA_QPS", false, SetRdmaQps},
     {"prometheus_bind", "MEMKV_PROMETHEUS_BIND", false, SetPrometheusBind},
+    {"log_level", "MEMKV_LOG_LEVEL", false, SetClientLogLevel},
 };
 
 // A YAML value as the setter's input: one string, or the list's strings.

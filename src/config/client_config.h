@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/log.h"
 #include "memkv/status.h"
 
 namespace memkv {
@@ -42,16 +43,19 @@ struct ClientConfig {
   uint32_t rdma_timeout = 14;             // MEMKV_RDMA_TIMEOUT: ACK timeout exponent 1..31
   uint32_t rdma_qps = 2;                  // MEMKV_RDMA_QPS: QPs per connection, 1..16
   std::string prometheus_bind;            // MEMKV_PROMETHEUS_BIND, optional
+  LogLevel log_level = LogLevel::kWarn;   // MEMKV_LOG_LEVEL: debug, info, warn, error, off
 };
 
 using EnvLookup = std::function<std::optional<std::string>(std::string_view name)>;
 
 // YAML keys (all optional): servers (list of "host:port"), auth_key (64 hex),
 // transport, num_connections, timeout_ms, connect_timeout_ms, rdma_devices
-// (list), rdma_mtu, prometheus_bind. Unknown keys are an error.
+// (list), rdma_mtu, rdma_retry_count, rdma_timeout, rdma_qps,
+// prometheus_bind, log_level. Unknown keys are an error.
 // Environment: MEMKV_CONFIG (path of that YAML), MEMKV_SERVERS (comma list),
 // MEMKV_AUTH_KEY, MEMKV_TRANSPORT, MEMKV_NUM_CONNECTIONS, MEMKV_TIMEOUT_MS,
-// MEMKV_RDMA_DEVICES, MEMKV_RDMA_MTU, MEMKV_PROMETHEUS_BIND.
+// MEMKV_RDMA_DEVICES, MEMKV_RDMA_MTU, MEMKV_RDMA_RETRY_COUNT,
+// MEMKV_RDMA_TIMEOUT, MEMKV_RDMA_QPS, MEMKV_PROMETHEUS_BIND, MEMKV_LOG_LEVEL.
 // Every problem is reported at once, as in ParseServerConfig. Missing servers
 // or auth key is an error naming the variable to set.
 Result<ClientConfig> LoadClientConfig(const EnvLookup& env);

@@ -157,7 +157,8 @@ TEST(ClientConfigLoadTest, FromEnvironmentOnly) {
                                                     {"MEMKV_TIMEOUT_MS", "900"},
                                                     {"MEMKV_RDMA_DEVICES", "mlx5_0,mlx5_1"},
                                                     {"MEMKV_RDMA_MTU", "2048"},
-                                                    {"MEMKV_PROMETHEUS_BIND", "0.0.0.0:9101"}}));
+                                                    {"MEMKV_PROMETHEUS_BIND", "0.0.0.0:9101"},
+                                                    {"MEMKV_LOG_LEVEL", "debug"}}));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->servers.size(), 2u);
   EXPECT_EQ(r->servers[0].ToString(), "10.0.0.1:9900");
@@ -169,6 +170,7 @@ TEST(ClientConfigLoadTest, FromEnvironmentOnly) {
   EXPECT_EQ(r->rdma_devices, (std::vector<std::string>{"mlx5_0", "mlx5_1"}));
   EXPECT_EQ(r->rdma_mtu, 2048u);
   EXPECT_EQ(r->prometheus_bind, "0.0.0.0:9101");
+  EXPECT_EQ(r->log_level, LogLevel::kDebug);
 }
 
 TEST(ClientConfigLoadTest, MissingServersAndKeySayWhatToSet) {
@@ -230,8 +232,10 @@ TEST(ClientConfigLoadTest, RdmaDevicesAndMetricsBindAreChecked) {
       ProblemLines(LoadClientConfig(MapEnv({{"MEMKV_SERVERS", "a:1"},
                                             {"MEMKV_AUTH_KEY", kKey},
                                             {"MEMKV_RDMA_DEVICES", "mlx5_0, mlx5_0"},
-                                            {"MEMKV_PROMETHEUS_BIND", "0.0.0.0:70000"}})));
-  ASSERT_EQ(lines.size(), 2u);
+                                            {"MEMKV_PROMETHEUS_BIND", "0.0.0.0:70000"},
+                                            {"MEMKV_LOG_LEVEL", "loud"}})));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_TRUE(HasLineWith(lines, {"MEMKV_LOG_LEVEL: 'loud' is not a log level", "debug, info, warn, error, off"}));
   EXPECT_TRUE(HasLineWith(lines, {"MEMKV_RDMA_DEVICES: 'mlx5_0' is listed twice"}));
   EXPECT_TRUE(
       HasLineWith(lines, {"MEMKV_PROMETHEUS_BIND: port 70000 is out of range", "0..65535"}));

@@ -136,6 +136,7 @@ void HttpServer::Stop() {
 
 void HttpServer::Run() {
   running_here = this;
+  ScopedLogTarget log_scope(options_.log_target);
   // Writes to a peer that went away raise SIGPIPE; OpenSSL writes with
   // write(2), which cannot say MSG_NOSIGNAL. Blocked here, it stays pending on
   // this thread and never reaches the process.

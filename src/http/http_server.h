@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/log.h"
 #include "base/unique_fd.h"
 #include "http/http_message.h"
 #include "http/http_router.h"
@@ -67,6 +68,9 @@ struct HttpServerOptions {
   uint32_t read_timeout_ms = 5000;   // accept -> complete request head (and TLS handshake)
   uint32_t write_timeout_ms = 5000;  // response written -> taken by the client
   int max_connections = 64;          // open at once; 1 .. 4096
+  // Where the server thread's log lines go (a library client's own target);
+  // null: the process-wide logging. Must outlive the server.
+  const LogTarget* log_target = nullptr;
 };
 
 class HttpServer {
