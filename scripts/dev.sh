@@ -42,9 +42,11 @@ case "$cmd" in
       bash tests/rdma/stage.sh build
     fi
     if [ "${MEMKV_SKIP_SANITIZERS:-0}" != "1" ]; then
+      # Not the Python tests: Debian's python3 cannot load an ASan-built module
+      # unless the ASan runtime is preloaded into the interpreter.
       echo "== tests again under AddressSanitizer + UndefinedBehaviorSanitizer"
       configure_and_build build-asan -DCMAKE_BUILD_TYPE=Debug -DMEMKV_SANITIZE=address,undefined
-      (cd build-asan && ctest --output-on-failure -j "$jobs" -LE 'slow|package')
+      (cd build-asan && ctest --output-on-failure -j "$jobs" -LE 'slow|package|python')
     fi
     ;;
   *)

@@ -10,6 +10,8 @@ packages=(
   libgtest-dev libgmock-dev
   libibverbs-dev ibverbs-providers
   python3
+  python3-dev pybind11-dev  # the Python package (python/)
+  python3-numpy python3-pytest  # its tests and benchmark
   prometheus  # promtool checks the admin endpoint's metrics
   curl openssl  # the admin endpoint's HTTPS test
   file  # cpack -G DEB runs it to find the ELF files it hands to dpkg-shlibdeps

@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# The memkv Debian package, end to end (docs/packaging.md):
-#   1. cpack -G DEB from BUILD_DIR into a scratch directory;
-#   2. the package's metadata (dpkg-deb --info), control files (conffiles,
-#      maintainer scripts) and exact file list (dpkg-deb --contents): the
-#      binary, unit, config and docs, nothing else (no test, bench or fuzz
-#      binaries); the binary stripped, its debug info in the -dbgsym .ddeb;
+# The Debian packages, end to end (docs/packaging.md):
+#   1. cpack -G DEB from BUILD_DIR into a scratch directory: memkv,
+#      libmemkv0, libmemkv-dev and python3-memkv, and the -dbgsym .ddeb of
+#      each package with ELF files;
+#   2. memkv's metadata (dpkg-deb --info), control files (conffiles,
+#      maintainer scripts) and every package's exact file list (dpkg-deb
+#      --contents): no test, bench or fuzz binaries; the binary stripped, its
+#      debug info in the -dbgsym .ddeb; the library packages' dependencies;
 #   3. dpkg -x into a scratch root; the packaged binary's --version, and
 #      --check of the packaged config as shipped;
 #   4. systemd-analyze verify of the packaged unit (skipped without it);
 #   5. the packaged binary started with the packaged config rewritten to
 #      scratch paths, a put and a get through its client verbs, SIGTERM ->
 #      exit 0; the drive file and auth.key created; a second start re-adopts
-#      both and still serves the value.
+#      both and still serves the value; meanwhile a C program built against
+#      the unpacked libmemkv-dev and the unpacked python3-memkv read it too.
 #
 # Usage: tests/package/package_test.sh BUILD_DIR   (memkv built in it)
-# Needs cpack, dpkg-deb, dpkg-shlibdeps (dpkg-dev), file, readelf.
+# Needs cpack, dpkg-deb, dpkg-shlibdeps (dpkg-dev), file, readelf, pkg-config, cc.
 set -euo pipefail
 
 if [ $# -ne 1 ]; then
@@ -54,15 +57,22 @@ if ! cpack -G DEB --config "$build_dir/CPackConfig.cmake" -B "$scratch/out" >"$s
   cat "$scratch/cpack.log" >&2
   fail "cpack failed"
 fi
-shopt -s nullglob
-debs=("$scratch"/out/memkv_*.deb)
-ddebs=("$scratch"/out/memkv-dbgsym_*.ddeb)
-shopt -u nullglob
-[ ${#debs[@]} -eq 1 ] || fail "expected one memkv_*.deb in $scratch/out, found ${#debs[@]}"
-[ ${#ddebs[@]} -eq 1 ] || fail "expected one memkv-dbgsym_*.ddeb in $scratch/out, found ${#ddebs[@]}"
-deb=${debs[0]}
-ddeb=${ddebs[0]}
-log "built $(basename "$deb") ($(du -h "$deb" | cut -f1)) and $(basename "$ddeb") ($(du -h "$ddeb" | cut -f1))"
+# one_file GLOB: the one file in $scratch/out matching GLOB.
+one_file() {
+  shopt -s nullglob
+  local found=("$scratch"/out/$1)
+  shopt -u nullglob
+  [ ${#found[@]} -eq 1 ] || fail "expected one $1 in $scratch/out, found ${#found[@]}: $(ls "$scratch/out")"
+  echo "${found[0]}"
+}
+deb=$(one_file 'memkv_*.deb')
+ddeb=$(one_file 'memkv-dbgsym_*.ddeb')
+lib_deb=$(one_file 'libmemkv0_*.deb')
+dev_deb=$(one_file 'libmemkv-dev_*.deb')
+py_deb=$(one_file 'python3-memkv_*.deb')
+one_file 'libmemkv0-dbgsym_*.ddeb' >/dev/null
+one_file 'python3-memkv-dbgsym_*.ddeb' >/dev/null
+for f in "$scratch"/out/*.deb "$scratch"/out/*.ddeb; do log "built $(basename "$f") ($(du -h "$f" | cut -f1))"; done
 
 # --- 2. Metadata, control files, contents ------------------------------------
 dpkg-deb --info "$deb" >"$scratch/info"
@@ -89,23 +99,62 @@ for script in postinst prerm postrm; do
   sh -n "$scratch/control/$script" || fail "$script: syntax error"
 done
 
-# The exact file list: what is expected and nothing else.
+# expect_files DEB: DEB holds exactly the paths on standard input (files and
+# links; directories aside) and no test, benchmark or fuzz binary.
+expect_files() {
+  local name
+  name=$(basename "$1")
+  sort >"$scratch/$name.expected"
+  dpkg-deb --contents "$1" | awk '$1 !~ /^d/ { sub(/^\.\//, "/", $6); print $6 }' | sort >"$scratch/$name.actual"
+  if ! diff -u "$scratch/$name.expected" "$scratch/$name.actual" >"$scratch/$name.diff"; then
+    cat "$scratch/$name.diff" >&2
+    fail "$name contents differ from the expected list (+ unexpected, - missing)"
+  fi
+  if grep -Ei '_test|test_|bench|fuzz|crashtest' "$scratch/$name.actual" | grep -v '^/usr/share/doc/'; then
+    fail "a test, benchmark or fuzz binary is packaged in $name"
+  fi
+}
 dpkg-deb --contents "$deb" >"$scratch/contents"
-awk '$1 !~ /^d/ { sub(/^\.\//, "/", $6); print $6 }' "$scratch/contents" | sort >"$scratch/files.actual"
 {
   echo /usr/bin/memkv
   echo /lib/systemd/system/memkv.service
   echo /etc/memkv/config.yaml
   echo /usr/share/doc/memkv/README.md
   for doc in "$source_dir"/docs/*.md; do echo "/usr/share/doc/memkv/$(basename "$doc")"; done
-} | sort >"$scratch/files.expected"
-if ! diff -u "$scratch/files.expected" "$scratch/files.actual" >"$scratch/files.diff"; then
-  cat "$scratch/files.diff" >&2
-  fail "package contents differ from the expected list (+ unexpected, - missing)"
+} | expect_files "$deb"
+libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$build_dir/CMakeCache.txt")
+printf '%s\n' "/usr/$libdir/libmemkv.so.$version" "/usr/$libdir/libmemkv.so.0" | expect_files "$lib_deb"
+{
+  for h in client.h memkv.h status.h; do echo "/usr/include/memkv/$h"; done
+  echo "/usr/$libdir/libmemkv.so"
+  echo "/usr/$libdir/pkgconfig/memkv.pc"
+  for f in memkvConfig.cmake memkvConfigVersion.cmake memkvTargets.cmake memkvTargets-relwithdebinfo.cmake; do
+    echo "/usr/$libdir/cmake/memkv/$f"
+  done
+} | expect_files "$dev_deb"
+dpkg-deb --contents "$py_deb" | awk '$1 !~ /^d/ { print $6 }' >"$scratch/python.contents"
+for want in __init__.py __init__.pyi py.typed; do
+  grep -qx "./usr/lib/python3/dist-packages/memkv/$want" "$scratch/python.contents" ||
+    fail "python3-memkv lacks /usr/lib/python3/dist-packages/memkv/$want"
+done
+grep -q '^\./usr/lib/python3/dist-packages/memkv/_memkv.*\.so$' "$scratch/python.contents" ||
+  fail "python3-memkv lacks the extension module"
+if grep -v '^\./usr/lib/python3/dist-packages/memkv/' "$scratch/python.contents"; then
+  fail "python3-memkv holds the files above, outside its package directory"
 fi
-if grep -Ei '_test|test_|bench|fuzz|crashtest' "$scratch/files.actual" | grep -v '^/usr/share/doc/'; then
-  fail "a test, benchmark or fuzz binary is packaged"
-fi
+# The library packages' relations.
+lib_depends=$(dpkg-deb --field "$lib_deb" Depends)
+for lib in libc6 libstdc++6 libssl3 libyaml-cpp libibverbs1; do
+  case "$lib_depends" in *"$lib"*) ;; *) fail "libmemkv0 Depends lacks $lib: $lib_depends" ;; esac
+done
+dpkg-deb --control "$lib_deb" "$scratch/lib-control"
+grep -q "^libmemkv 0 libmemkv0 (= $version)" "$scratch/lib-control/shlibs" || fail "libmemkv0 has no shlibs entry"
+for pkg in "$dev_deb" "$py_deb"; do
+  case "$(dpkg-deb --field "$pkg" Depends)" in
+    *"libmemkv0 (= $version)"*) ;;
+    *) fail "$(basename "$pkg") does not depend on libmemkv0 (= $version)" ;;
+  esac
+done
 grep -q '^-rwxr-xr-x root/root .* \./usr/bin/memkv$' "$scratch/contents" || fail "/usr/bin/memkv is not root-owned 0755"
 grep -q '^-rw-r--r-- root/root .* \./etc/memkv/config.yaml$' "$scratch/contents" ||
   fail "/etc/memkv/config.yaml is not root-owned 0644"
@@ -253,6 +302,27 @@ start_server second
 grep -q 'creating 1 drive file' "$scratch/second.stderr" && fail "the second start created the drive file again"
 client get package-test-key -o "$scratch/value.again" || fail "memkv get after restart failed (exit $?)"
 cmp -s "$scratch/value.in" "$scratch/value.again" || fail "the value read after a restart differs"
+
+# The library packages, unpacked beside the server's: a C program built with
+# the -dev package's pkg-config file, and the Python package, read the value.
+for pkg in "$lib_deb" "$dev_deb" "$py_deb"; do dpkg -x "$pkg" "$root"; done
+key_hex=$(cat "$data/auth.key")
+flags=$(PKG_CONFIG_PATH="$root/usr/$libdir/pkgconfig" pkg-config --cflags --libs memkv) ||
+  fail "pkg-config cannot read the packaged memkv.pc"
+# shellcheck disable=SC2086  # the flags are words
+cc -std=c11 -Wall -Werror "$source_dir/tests/install/app.c" $flags -Wl,-rpath,"$root/usr/$libdir" \
+  -o "$scratch/c-app" || fail "building a C program against libmemkv-dev failed"
+"$scratch/c-app" "127.0.0.1:$port" "$key_hex" >/dev/null || fail "the C program built against libmemkv-dev failed"
+PYTHONPATH="$root/usr/lib/python3/dist-packages" /usr/bin/python3 - "127.0.0.1:$port" "$key_hex" \
+  "$scratch/value.in" "$root" <<'EOF' || fail "python3-memkv could not read the value"
+import sys
+import memkv
+assert memkv.__file__.startswith(sys.argv[4]), memkv.__file__
+with memkv.Client(servers=[sys.argv[1]], auth_key=sys.argv[2], transport="tcp") as c:
+    with open(sys.argv[3], "rb") as f:
+        assert c.get("package-test-key") == f.read()
+EOF
+log "libmemkv-dev (C, pkg-config) and python3-memkv read the value"
 stop_server second
 
 log "PASS in $((SECONDS - started)) s"
