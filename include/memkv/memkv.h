@@ -1,15 +1,60 @@
 /* memkv/memkv.h: the stable C API of the MemKV client.
  *
  * Conventions (they hold for every function here):
- * - Every function returns a memkv_status_t: 0 is success, any other value is
- *   one of the MEMKV_* codes below, the same numbers the wire protocol, the C++
- *   API (memkv::StatusCode) and Python use. They never change.
+ *
+ * Errors
+ * - Every function that can fail returns a memkv_status_t: 0 (MEMKV_OK) is
+ *   success, any other value is one of the MEMKV_* codes below, the same
+ *   numbers the wire protocol, the C++ API (memkv::StatusCode) and Python use.
+ *   They never change; new codes are only ever appended.
  * - On failure, memkv_last_error() returns a message for the calling thread
- *   that names what failed; it stays valid until that thread's next call.
- * - A memkv_client_t is safe to use from many threads at once. Create it with
- *   memkv_client_open or memkv_client_open_env; free it with memkv_client_close.
- * - Keys are byte strings (pointer + length), 1..1024 bytes. Values are bytes.
- * - Nothing here allocates memory the caller must free, except the client.
+ *   that names the function and what failed ("InvalidArgument: memkv_put:
+ *   key is NULL", "InvalidArgument: ClientOptions.transport 'x' is not a
+ *   transport; ...").
+ *   It is per thread, so threads never see each other's messages, and it is
+ *   left alone by calls that succeed. A batch call returns MEMKV_OK when the
+ *   call itself ran; its per-key codes are in the caller's statuses array and
+ *   the message of its first key that failed with something other than
+ *   MEMKV_NOT_FOUND (a miss is an answer, not a failure) becomes the last error.
+ * - A NULL pointer where an argument is required gives MEMKV_INVALID_ARGUMENT
+ *   and a message naming that argument. A pointer with a length may be NULL
+ *   when the length is 0 (an empty value); the key of a single-key call never
+ *   (in a batch, a NULL key of length 0 is an empty key, refused for that
+ *   key alone).
+ * - No C++ exception ever leaves this library: running out of memory gives
+ *   MEMKV_RESOURCE_EXHAUSTED, anything else unexpected MEMKV_INTERNAL.
+ *
+ * Ownership and lifetime
+ * - The library copies every string and every array an argument points to
+ *   before the call returns (options setters included); the caller may free
+ *   or reuse them at once. The exception is memory passed to
+ *   memkv_register_memory, which stays in use until unregistered.
+ * - Objects the caller creates, the caller frees, each with its own function:
+ *   memkv_client_t (memkv_client_close), memkv_options_t
+ *   (memkv_options_destroy, at any time after memkv_client_open_options:
+ *   the client keeps its own copy), and the value buffers of memkv_get_alloc
+ *   (memkv_free). Nothing else returned needs freeing.
+ * - Returned `const char*` strings belong to the library: memkv_version,
+ *   memkv_status_name and memkv_log_level_name return static strings;
+ *   memkv_transport's is static too; memkv_last_error's stays valid until the
+ *   calling thread's next call into this library. The component and message
+ *   given to a log callback are valid only during that callback.
+ *
+ * Threads
+ * - A memkv_client_t is safe to use from many threads at once, including
+ *   memkv_client_stats. memkv_client_close must not race with other calls on
+ *   the same client.
+ * - A memkv_options_t is a plain value: one thread at a time may set it; once
+ *   set, several threads may open clients from it at once.
+ * - A log callback is called on the thread of the call that logs (any thread
+ *   using the client, or the client's metrics thread), possibly from several
+ *   threads at once. It must not call back into this library's client
+ *   functions, must not unwind (throw or longjmp) through it, and its ctx
+ *   must stay valid until the client is closed.
+ *
+ * Keys and values
+ * - Keys are byte strings (pointer + length), 1..1024 bytes. Values are bytes,
+ *   0..256 MiB.
  */
 #ifndef MEMKV_MEMKV_H_
 #define MEMKV_MEMKV_H_
@@ -20,6 +65,29 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---- Version ---------------------------------------------------------- */
+
+/* The version of this header. memkv_version() says which library is loaded;
+ * with a shared library the two can differ (same major: compatible). */
+#define MEMKV_VERSION_MAJOR 0
+#define MEMKV_VERSION_MINOR 1
+#define MEMKV_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH: 0.1.0 is 100, 1.2.3 is 10203. */
+#define MEMKV_VERSION_NUMBER (MEMKV_VERSION_MAJOR * 10000 + MEMKV_VERSION_MINOR * 100 + MEMKV_VERSION_PATCH)
+#define MEMKV_STRINGIFY_(x) #x
+#define MEMKV_XSTRINGIFY_(x) MEMKV_STRINGIFY_(x)
+/* "MAJOR.MINOR.PATCH". */
+#define MEMKV_VERSION_STRING                                                    \
+  MEMKV_XSTRINGIFY_(MEMKV_VERSION_MAJOR) "." MEMKV_XSTRINGIFY_(MEMKV_VERSION_MINOR) "." \
+  MEMKV_XSTRINGIFY_(MEMKV_VERSION_PATCH)
+
+/* The loaded library's version, "MAJOR.MINOR.PATCH" (static string). */
+const char* memkv_version(void);
+/* The same as a number, encoded as MEMKV_VERSION_NUMBER. */
+uint32_t memkv_version_number(void);
+
+/* ---- Status codes ----------------------------------------------------- */
 
 typedef int memkv_status_t;
 
@@ -38,15 +106,96 @@ typedef int memkv_status_t;
 #define MEMKV_IO_ERROR 12
 #define MEMKV_FAILED_PRECONDITION 13
 
+/* The calling thread's message for its last failed call ("" if none). */
+const char* memkv_last_error(void);
+/* Stable name of a code: "NotFound", ... ("Unknown" outside 0..13). */
+const char* memkv_status_name(memkv_status_t status);
+
+/* ---- Options ---------------------------------------------------------- */
+
+/* Log levels: a client passes on lines at or above its level. */
+#define MEMKV_LOG_DEBUG 0
+#define MEMKV_LOG_INFO 1
+#define MEMKV_LOG_WARN 2
+#define MEMKV_LOG_ERROR 3
+#define MEMKV_LOG_OFF 4
+
+/* "debug", "info", "warn", "error", "off" ("unknown" outside 0..4). */
+const char* memkv_log_level_name(int level);
+
+/* Receives one log line: its level (MEMKV_LOG_*), the component that wrote
+ * it ("client", "rdma", ...; may be ""), and the message without timestamp
+ * or newline. Both strings are valid only during the call. */
+typedef void (*memkv_log_fn)(void* ctx, int level, const char* component, const char* message);
+
+/* Every setting of a client. A fresh object holds the defaults: no servers,
+ * no key, transport "auto", 4 connections per server, timeout 5000 ms,
+ * connect timeout 2000 ms, RDMA on the first device with MTU 4096, retry
+ * count 6, timeout exponent 14, 2 QPs, no metrics endpoint, log level WARN
+ * to stderr (docs/configuration.md describes each setting). No environment
+ * variable is read. Setters copy their strings and do not check values
+ * against the rules: memkv_client_open_options does, naming the setting. */
+typedef struct memkv_options memkv_options_t;
+
+/* NULL only when out of memory. */
+memkv_options_t* memkv_options_create(void);
+/* NULL is ignored. */
+void memkv_options_destroy(memkv_options_t* options);
+
+/* Replaces the server list with a comma list "host:port,host:port"; blanks
+ * around entries and empty entries are dropped. */
+memkv_status_t memkv_options_set_servers(memkv_options_t* options, const char* servers);
+/* Appends one "host:port". */
+memkv_status_t memkv_options_add_server(memkv_options_t* options, const char* server);
+/* 64 hex characters: the servers' 32-byte key. */
+memkv_status_t memkv_options_set_auth_key(memkv_options_t* options, const char* auth_key_hex);
+/* "auto" (RDMA where it works, else TCP), "tcp" or "rdma" (never falls back). */
+memkv_status_t memkv_options_set_transport(memkv_options_t* options, const char* transport);
+/* Connections per server, 1..256. */
+memkv_status_t memkv_options_set_num_connections(memkv_options_t* options, uint32_t num_connections);
+/* Deadline of every operation, at least 1. */
+memkv_status_t memkv_options_set_timeout_ms(memkv_options_t* options, uint32_t timeout_ms);
+memkv_status_t memkv_options_set_connect_timeout_ms(memkv_options_t* options, uint32_t connect_timeout_ms);
+/* Replaces the local RDMA devices to use with a comma list ("mlx5_0,mlx5_1");
+ * "" means the first one present. */
+memkv_status_t memkv_options_set_rdma_devices(memkv_options_t* options, const char* devices);
+/* RDMA path MTU (256, 512, 1024, 2048 or 4096; the server's rdma.mtu). */
+memkv_status_t memkv_options_set_rdma_mtu(memkv_options_t* options, uint32_t mtu);
+/* RDMA transport retries, 0..7. */
+memkv_status_t memkv_options_set_rdma_retry_count(memkv_options_t* options, uint32_t retry_count);
+/* RDMA local ACK timeout exponent, 1..31: 4.096 us * 2^timeout. */
+memkv_status_t memkv_options_set_rdma_timeout(memkv_options_t* options, uint32_t timeout);
+/* RDMA QPs per server connection, 1..16. */
+memkv_status_t memkv_options_set_rdma_qps(memkv_options_t* options, uint32_t qps);
+/* "host:port": the client serves its metrics as Prometheus text on
+ * http://host:port/metrics; "" (the default) turns that off. Opening fails,
+ * naming the address, when it cannot be bound. */
+memkv_status_t memkv_options_set_prometheus_bind(memkv_options_t* options, const char* host_port);
+/* MEMKV_LOG_DEBUG .. MEMKV_LOG_OFF; MEMKV_INVALID_ARGUMENT for anything else. */
+memkv_status_t memkv_options_set_log_level(memkv_options_t* options, int level);
+/* Lines at or above the log level go to fn(ctx, ...) instead of stderr;
+ * fn NULL puts stderr back. ctx must outlive every client opened with it. */
+memkv_status_t memkv_options_set_log_callback(memkv_options_t* options, memkv_log_fn fn, void* ctx);
+
+/* ---- Clients ---------------------------------------------------------- */
+
 typedef struct memkv_client memkv_client_t;
 
+/* Opens a client with every setting of `options` (which the client copies).
+ * MEMKV_INVALID_ARGUMENT naming the bad setting; *out is left alone on
+ * failure. Clients connect lazily: opening contacts no server. */
+memkv_status_t memkv_client_open_options(const memkv_options_t* options, memkv_client_t** out);
 /* servers: comma list "host:port,..."; auth_key_hex: 64 hex characters;
- * timeout_ms: deadline of every operation (0 = 5000). */
+ * timeout_ms: deadline of every operation (0 = 5000). Other settings are
+ * their defaults. */
 memkv_status_t memkv_client_open(const char* servers, const char* auth_key_hex, uint32_t timeout_ms,
                                  memkv_client_t** out);
 /* From MEMKV_CONFIG, then MEMKV_SERVERS, MEMKV_AUTH_KEY, ... (docs/configuration.md). */
 memkv_status_t memkv_client_open_env(memkv_client_t** out);
+/* NULL is ignored. */
 void memkv_client_close(memkv_client_t* client);
+
+/* ---- Single keys ------------------------------------------------------ */
 
 memkv_status_t memkv_put(memkv_client_t* client, const void* key, size_t key_len, const void* value,
                          size_t value_len);
@@ -55,26 +204,110 @@ memkv_status_t memkv_put(memkv_client_t* client, const void* key, size_t key_len
  * too small; MEMKV_NOT_FOUND on a miss. */
 memkv_status_t memkv_get(memkv_client_t* client, const void* key, size_t key_len, void* buf, size_t buf_len,
                          size_t* value_len);
+/* For a value whose size is not known in advance: on success *value is a
+ * buffer the library allocated holding the *value_len bytes, which the
+ * caller frees with memkv_free. *value is never NULL on success, also for a
+ * 0-byte value. On failure *value is NULL and *value_len 0. It costs one
+ * copy more than memkv_get. */
+memkv_status_t memkv_get_alloc(memkv_client_t* client, const void* key, size_t key_len, void** value,
+                               size_t* value_len);
+/* Frees a buffer from memkv_get_alloc; NULL is ignored. */
+void memkv_free(void* ptr);
 memkv_status_t memkv_delete(memkv_client_t* client, const void* key, size_t key_len);
 /* *present is set to 1 or 0. */
 memkv_status_t memkv_exists(memkv_client_t* client, const void* key, size_t key_len, int* present);
-/* Per-key results in statuses[count]; *prefix (may be NULL) is the number of
- * leading keys present. Returns MEMKV_OK when the call itself ran. */
+
+/* ---- Batches ----------------------------------------------------------
+ * Key i is keys[i] of key_lens[i] bytes, for i < count. Keys may live on
+ * different servers: the call fans out and pipelines. Each call returns
+ * MEMKV_OK when it ran, with the code of key i in statuses[i]; *prefix (prefix
+ * may be NULL) is the number of leading keys whose code is MEMKV_OK, which is
+ * what a prefix-cache lookup wants. At most 1024 keys per call. */
+
+/* Stores values[i] (value_lens[i] bytes) under key i. */
+memkv_status_t memkv_batch_put(memkv_client_t* client, const void* const* keys, const size_t* key_lens,
+                               const void* const* values, const size_t* value_lens, size_t count,
+                               memkv_status_t* statuses, size_t* prefix);
+/* Reads the value of key i into bufs[i] (capacity buf_lens[i]) and sets
+ * value_lens[i] to its size, or to 0 when statuses[i] is not MEMKV_OK.
+ * MEMKV_TOO_LARGE for a key whose buffer is too small, MEMKV_NOT_FOUND for a
+ * miss. */
+memkv_status_t memkv_batch_get(memkv_client_t* client, const void* const* keys, const size_t* key_lens,
+                               void* const* bufs, const size_t* buf_lens, size_t count, size_t* value_lens,
+                               memkv_status_t* statuses, size_t* prefix);
+/* statuses[i] is MEMKV_OK when key i is present, MEMKV_NOT_FOUND when not. */
 memkv_status_t memkv_batch_exists(memkv_client_t* client, const void* const* keys, const size_t* key_lens,
                                   size_t count, memkv_status_t* statuses, size_t* prefix);
 
-/* RDMA: registers [base, base+len) once so puts from it and gets into it
+/* ---- RDMA memory ------------------------------------------------------ */
+
+/* Registers [base, base+len) once so puts from it and gets into it
  * move with no copy (docs/rdma.md). MEMKV_OK and nothing done when the client
  * does not use RDMA. The region must stay mapped until unregistered. */
 memkv_status_t memkv_register_memory(memkv_client_t* client, void* base, size_t len);
+/* MEMKV_NOT_FOUND when base does not start a registered region. */
 memkv_status_t memkv_unregister_memory(memkv_client_t* client, void* base);
-/* "rdma" or "tcp": what the client's new operations use now. */
-const char* memkv_transport(memkv_client_t* client);
 
-/* The calling thread's message for its last failed call ("" if none). */
-const char* memkv_last_error(void);
-/* Stable name of a code: "NotFound", ... */
-const char* memkv_status_name(memkv_status_t status);
+/* ---- Statistics ------------------------------------------------------- */
+
+/* memkv_stats_t.transport: what the client's new operations use now. */
+#define MEMKV_TRANSPORT_TCP 0
+#define MEMKV_TRANSPORT_RDMA 1
+
+/* memkv_stats_t.rdma_state. */
+#define MEMKV_RDMA_OFF 0       /* transport "tcp" */
+#define MEMKV_RDMA_ACTIVE 1    /* new operations use RDMA */
+#define MEMKV_RDMA_FALLBACK 2  /* RDMA failed; the client moved to TCP for good */
+#define MEMKV_RDMA_NO_DEVICE 3 /* transport "auto" on a host with no RDMA device: normal, on TCP */
+
+/* completion_errors has one slot per ibv_wc_status value below this; the
+ * last slot also counts any larger value. */
+#define MEMKV_STATS_COMPLETION_STATUSES 32
+/* Room for the text fields, NUL included; longer texts are cut. */
+#define MEMKV_STATS_TEXT_BYTES 256
+
+/* The client's counters since it was opened. The struct only ever grows at
+ * its end: set struct_size to sizeof(memkv_stats_t) before the call. The
+ * library fills the fields that fit in both its struct and yours, zeroes any
+ * rest of yours, and sets struct_size to the number of bytes it filled, so a
+ * program built with a newer header can tell which fields an older library
+ * knew. */
+typedef struct memkv_stats {
+  size_t struct_size;
+  uint64_t ops;                /* keys operated on (a batch of n counts n) */
+  uint64_t bytes_sent;
+  uint64_t bytes_received;
+  uint64_t checksum_failures;  /* values dropped for a checksum mismatch */
+  uint64_t timeouts;           /* deadlines hit */
+  uint64_t connections_opened; /* server connections set up */
+  int32_t transport;           /* MEMKV_TRANSPORT_* */
+  int32_t rdma_state;          /* MEMKV_RDMA_* */
+  /* An operation counts under the transport that carried its value bytes;
+   * exists and delete are control only (TCP). */
+  uint64_t rdma_ops;
+  uint64_t rdma_bytes;         /* value bytes moved by RDMA WRITE / READ */
+  uint64_t rdma_zero_copy_ops; /* of rdma_ops: straight from / into registered memory */
+  uint64_t tcp_ops;
+  uint64_t tcp_bytes;          /* value bytes carried inline over TCP */
+  uint64_t rdma_reissued;      /* operations re-issued over TCP after an RDMA failure */
+  uint64_t fallbacks;          /* 0 or 1: the client moved from RDMA to TCP for good */
+  /* RDMA work completions in error, by ibv_wc_status value
+   * (12 = IBV_WC_RETRY_EXC_ERR, 5 = IBV_WC_WR_FLUSH_ERR, ...). */
+  uint64_t completion_errors[MEMKV_STATS_COMPLETION_STATUSES];
+  /* Why the client fell back (or, for MEMKV_RDMA_NO_DEVICE, why it is on
+   * TCP); "" otherwise. */
+  char fallback_reason[MEMKV_STATS_TEXT_BYTES];
+  /* The last RDMA connection set up: device, GID index, traffic class,
+   * service level, MTU, QPs and server; "" if none. */
+  char rdma_path[MEMKV_STATS_TEXT_BYTES];
+} memkv_stats_t;
+
+/* MEMKV_INVALID_ARGUMENT when struct_size is below MEMKV_STATS_MIN_SIZE, the
+ * size of the struct's first version (every header's struct is at least that). */
+#define MEMKV_STATS_MIN_SIZE (offsetof(memkv_stats_t, rdma_path) + MEMKV_STATS_TEXT_BYTES)
+memkv_status_t memkv_client_stats(memkv_client_t* client, memkv_stats_t* stats);
+/* "rdma" or "tcp": what the client's new operations use now ("" for NULL). */
+const char* memkv_transport(memkv_client_t* client);
 
 #ifdef __cplusplus
 }

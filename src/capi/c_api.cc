@@ -1,139 +1,131 @@
-// The C API (include/memkv/memkv.h) over memkv::Client. No exception or C++
-// type crosses this boundary; errors become codes plus a per-thread message.
-#include "memkv/memkv.h"
-
-#include <memory>
-#include <sstream>
-#include <string>
-#include <string_view>
+// The C API (include/memkv/memkv.h) over memkv::Client: errors and the
+// single-key calls. No exception or C++ type crosses this boundary; errors
+// become codes plus a per-thread message. Options and opening live in
+// c_api_options.cc, batches in c_api_batch.cc, statistics and version in
+// c_api_stats.cc.
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
 #include <vector>
 
-#include "memkv/client.h"
+#include "capi/c_api_internal.h"
 
-struct memkv_client {
-  std::unique_ptr<memkv::Client> client;
-};
-
+namespace memkv::capi {
 namespace {
 
-thread_local std::string g_last_error;
+thread_local std::string t_last_error;
+// Set when even the message could not be stored (out of memory).
+thread_local bool t_last_error_lost = false;
 
-memkv_status_t Fail(const memkv::Status& status) {
-  g_last_error = status.ToString();
-  return static_cast<memkv_status_t>(status.code());
-}
-
-memkv_status_t Report(const memkv::Status& status) {
-  if (status.ok()) return MEMKV_OK;
-  return Fail(status);
-}
-
-std::string_view Key(const void* key, size_t key_len) {
-  return {static_cast<const char*>(key), key_len};
-}
-
-memkv_status_t Adopt(memkv::Result<std::unique_ptr<memkv::Client>> client, memkv_client_t** out) {
-  if (out == nullptr) return Fail(memkv::InvalidArgument("out is NULL"));
-  if (!client.ok()) return Fail(client.status());
-  *out = new memkv_client{std::move(client).value()};
-  return MEMKV_OK;
+// Keeps the string's capacity between calls, so recording an error seldom
+// allocates; when it cannot, memkv_last_error says so instead.
+void SetLastError(std::initializer_list<std::string_view> parts) noexcept {
+  try {
+    t_last_error.clear();
+    for (std::string_view part : parts) t_last_error.append(part);
+    t_last_error_lost = false;
+  } catch (...) {
+    t_last_error.clear();
+    t_last_error_lost = true;
+  }
 }
 
 }  // namespace
 
+memkv_status_t Fail(const Status& status) noexcept {
+  SetLastError({StatusCodeName(status.code()), status.message().empty() ? "" : ": ", status.message()});
+  return static_cast<memkv_status_t>(status.code());
+}
+
+memkv_status_t Report(const Status& status) noexcept { return status.ok() ? MEMKV_OK : Fail(status); }
+
+memkv_status_t Fail(StatusCode code, const char* fn, const char* what) noexcept {
+  SetLastError({StatusCodeName(code), ": ", fn, ": ", what});
+  return static_cast<memkv_status_t>(code);
+}
+
+}  // namespace memkv::capi
+
+using memkv::capi::Call;
+using memkv::capi::Fail;
+using memkv::capi::Key;
+using memkv::capi::Report;
+
 extern "C" {
 
-memkv_status_t memkv_client_open(const char* servers, const char* auth_key_hex, uint32_t timeout_ms,
-                                 memkv_client_t** out) {
-  if (servers == nullptr || auth_key_hex == nullptr) {
-    return Fail(memkv::InvalidArgument("servers and auth_key_hex must not be NULL"));
-  }
-  memkv::ClientOptions options;
-  std::stringstream list(servers);
-  for (std::string item; std::getline(list, item, ',');) {
-    if (!item.empty()) options.servers.push_back(item);
-  }
-  options.auth_key_hex = auth_key_hex;
-  if (timeout_ms != 0) options.timeout_ms = timeout_ms;
-  return Adopt(memkv::Client::Create(options), out);
+const char* memkv_last_error(void) {
+  return memkv::capi::t_last_error_lost ? "ResourceExhausted: out of memory while recording the error"
+                                        : memkv::capi::t_last_error.c_str();
 }
 
-memkv_status_t memkv_client_open_env(memkv_client_t** out) {
-  return Adopt(memkv::Client::CreateFromEnvironment(), out);
+const char* memkv_status_name(memkv_status_t status) {
+  if (status < 0 || status > std::numeric_limits<uint16_t>::max()) return "Unknown";
+  // StatusCodeName returns views of string literals: NUL-terminated.
+  return memkv::StatusCodeName(static_cast<memkv::StatusCode>(status)).data();
 }
 
-void memkv_client_close(memkv_client_t* client) { delete client; }
-
-memkv_status_t memkv_put(memkv_client_t* c, const void* key, size_t key_len, const void* value,
-                         size_t value_len) {
-  if (c == nullptr || key == nullptr || (value == nullptr && value_len > 0)) {
-    return Fail(memkv::InvalidArgument("memkv_put: NULL client, key or value"));
-  }
-  return Report(c->client->Put(Key(key, key_len), {static_cast<const uint8_t*>(value), value_len}));
+memkv_status_t memkv_put(memkv_client_t* c, const void* key, size_t key_len, const void* value, size_t value_len) {
+  return Call(__func__, {{"client", c}, {"key", key}, {"value", value, value_len > 0}}, [&] {
+    return Report(c->client->Put(Key(key, key_len), {static_cast<const uint8_t*>(value), value_len}));
+  });
 }
 
 memkv_status_t memkv_get(memkv_client_t* c, const void* key, size_t key_len, void* buf, size_t buf_len,
                          size_t* value_len) {
-  if (c == nullptr || key == nullptr || value_len == nullptr || (buf == nullptr && buf_len > 0)) {
-    return Fail(memkv::InvalidArgument("memkv_get: NULL client, key, buffer or value_len"));
-  }
-  memkv::Result<size_t> size = c->client->GetInto(Key(key, key_len), {static_cast<uint8_t*>(buf), buf_len});
-  if (!size.ok()) return Fail(size.status());
-  *value_len = *size;
-  return MEMKV_OK;
+  return Call(__func__, {{"client", c}, {"key", key}, {"buf", buf, buf_len > 0}, {"value_len", value_len}}, [&] {
+    memkv::Result<size_t> size = c->client->GetInto(Key(key, key_len), {static_cast<uint8_t*>(buf), buf_len});
+    if (!size.ok()) return Fail(size.status());
+    *value_len = *size;
+    return MEMKV_OK;
+  });
 }
 
+memkv_status_t memkv_get_alloc(memkv_client_t* c, const void* key, size_t key_len, void** value, size_t* value_len) {
+  return Call(__func__, {{"client", c}, {"key", key}, {"value", value}, {"value_len", value_len}}, [&] {
+    *value = nullptr;
+    *value_len = 0;
+    memkv::Result<std::vector<uint8_t>> got = c->client->Get(Key(key, key_len));
+    if (!got.ok()) return Fail(got.status());
+    // malloc(0) may return NULL; the header promises non-NULL on success.
+    void* copy = std::malloc(std::max<size_t>(got->size(), 1));
+    if (copy == nullptr) {
+      return Fail(
+          memkv::ResourceExhausted("memkv_get_alloc: malloc of " + std::to_string(got->size()) + " bytes failed"));
+    }
+    if (!got->empty()) std::memcpy(copy, got->data(), got->size());
+    *value = copy;
+    *value_len = got->size();
+    return MEMKV_OK;
+  });
+}
+
+void memkv_free(void* ptr) { std::free(ptr); }
+
 memkv_status_t memkv_delete(memkv_client_t* c, const void* key, size_t key_len) {
-  if (c == nullptr || key == nullptr) return Fail(memkv::InvalidArgument("memkv_delete: NULL client or key"));
-  return Report(c->client->Delete(Key(key, key_len)));
+  return Call(__func__, {{"client", c}, {"key", key}}, [&] { return Report(c->client->Delete(Key(key, key_len))); });
 }
 
 memkv_status_t memkv_exists(memkv_client_t* c, const void* key, size_t key_len, int* present) {
-  if (c == nullptr || key == nullptr || present == nullptr) {
-    return Fail(memkv::InvalidArgument("memkv_exists: NULL client, key or present"));
-  }
-  memkv::Result<bool> r = c->client->Exists(Key(key, key_len));
-  if (!r.ok()) return Fail(r.status());
-  *present = *r ? 1 : 0;
-  return MEMKV_OK;
+  return Call(__func__, {{"client", c}, {"key", key}, {"present", present}}, [&] {
+    memkv::Result<bool> r = c->client->Exists(Key(key, key_len));
+    if (!r.ok()) return Fail(r.status());
+    *present = *r ? 1 : 0;
+    return MEMKV_OK;
+  });
 }
 
 memkv_status_t memkv_register_memory(memkv_client_t* c, void* base, size_t len) {
-  if (c == nullptr || base == nullptr || len == 0) {
-    return Fail(memkv::InvalidArgument("memkv_register_memory: NULL client or base, or len 0"));
-  }
-  return Report(c->client->RegisterMemory(std::span<uint8_t>(static_cast<uint8_t*>(base), len)));
+  return Call(__func__, {{"client", c}, {"base", base}}, [&] {
+    if (len == 0) return Fail(memkv::InvalidArgument("memkv_register_memory: len is 0"));
+    return Report(c->client->RegisterMemory(std::span<uint8_t>(static_cast<uint8_t*>(base), len)));
+  });
 }
 
 memkv_status_t memkv_unregister_memory(memkv_client_t* c, void* base) {
-  if (c == nullptr || base == nullptr) return Fail(memkv::InvalidArgument("memkv_unregister_memory: NULL client or base"));
-  return Report(c->client->UnregisterMemory(base));
-}
-
-const char* memkv_transport(memkv_client_t* c) {
-  if (c == nullptr) return "";
-  return c->client->Stats().transport == "rdma" ? "rdma" : "tcp";
-}
-
-memkv_status_t memkv_batch_exists(memkv_client_t* c, const void* const* keys, const size_t* key_lens,
-                                  size_t count, memkv_status_t* statuses, size_t* prefix) {
-  if (c == nullptr || (count > 0 && (keys == nullptr || key_lens == nullptr || statuses == nullptr))) {
-    return Fail(memkv::InvalidArgument("memkv_batch_exists: NULL client, keys, key_lens or statuses"));
-  }
-  std::vector<std::string_view> views;
-  views.reserve(count);
-  for (size_t i = 0; i < count; ++i) views.push_back(Key(keys[i], key_lens[i]));
-  memkv::BatchResult r = c->client->BatchExists(views);
-  for (size_t i = 0; i < count; ++i) statuses[i] = static_cast<memkv_status_t>(r.statuses[i].code());
-  if (prefix != nullptr) *prefix = r.present_prefix;
-  return MEMKV_OK;
-}
-
-const char* memkv_last_error(void) { return g_last_error.c_str(); }
-
-const char* memkv_status_name(memkv_status_t status) {
-  // StatusCodeName returns views of string literals: NUL-terminated.
-  return memkv::StatusCodeName(static_cast<memkv::StatusCode>(status)).data();
+  return Call(__func__, {{"client", c}, {"base", base}}, [&] { return Report(c->client->UnregisterMemory(base)); });
 }
 
 }  // extern "C"
