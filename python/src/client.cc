@@ -1,0 +1,187 @@
+// memkv.Client: construction, single-key calls, stats, memory registration
+// and close. Batches are in batch.cc.
+#include "client.h"
+
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "errors.h"
+#include "options.h"
+
+namespace memkv::python {
+namespace {
+
+// Runs a Client factory without the GIL (opening RDMA devices or the
+// Prometheus listener may take a while) and wraps what it made.
+template <typename Factory>
+std::unique_ptr<PyClient> Created(Factory factory, std::string_view call) {
+  Result<std::unique_ptr<Client>> client = [&] {
+    py::gil_scoped_release nogil;
+    return factory();
+  }();
+  if (!client.ok()) ThrowStatus(client.status(), call);
+  return std::make_unique<PyClient>(std::move(client).value());
+}
+
+}  // namespace
+
+std::unique_ptr<PyClient> PyClient::Create(py::handle servers, py::handle auth_key, const py::kwargs& options) {
+  const ClientOptions parsed = OptionsFromPython(servers, auth_key, options);
+  return Created([&] { return Client::Create(parsed); }, "memkv.Client");
+}
+
+std::unique_ptr<PyClient> PyClient::FromEnvironment() {
+  return Created([] { return Client::CreateFromEnvironment(); }, "memkv.Client.from_env");
+}
+
+void PyClient::PutSpan(py::handle key, std::span<const uint8_t> value, std::string_view call) {
+  const std::string_view k = KeyView(key, call, {"key"});
+  Check(Call([&](Client& c) { return c.Put(k, value); }), call);
+}
+
+void PyClient::Put(py::handle key, py::handle value) {
+  constexpr std::string_view kCall = "memkv.Client.put";
+  HeldBuffers held(1);
+  PutSpan(key, held.Acquire(value, Access::kRead, kCall, {"value"}), kCall);
+}
+
+void PyClient::PutPtr(py::handle key, py::handle address, py::handle length) {
+  constexpr std::string_view kCall = "memkv.Client.put_ptr";
+  PutSpan(key, RawSpan(SizeArg(address, kCall, {"address"}), SizeArg(length, kCall, {"length"}), kCall, {"address"}),
+          kCall);
+}
+
+py::object PyClient::Get(py::handle key) {
+  constexpr std::string_view kCall = "memkv.Client.get";
+  const std::string_view k = KeyView(key, kCall, {"key"});
+  Result<std::vector<uint8_t>> value = Call([&](Client& c) { return c.Get(k); });
+  if (value.status().code() == StatusCode::kNotFound) return py::none();
+  Check(value.status(), kCall);
+  return py::bytes(reinterpret_cast<const char*>(value->data()), value->size());
+}
+
+py::object PyClient::GetIntoSpan(py::handle key, std::span<uint8_t> buffer, std::string_view call) {
+  const std::string_view k = KeyView(key, call, {"key"});
+  Result<size_t> size = Call([&](Client& c) { return c.GetInto(k, buffer); });
+  if (size.status().code() == StatusCode::kNotFound) return py::none();
+  Check(size.status(), call);
+  return py::int_(*size);
+}
+
+py::object PyClient::GetInto(py::handle key, py::handle buffer) {
+  constexpr std::string_view kCall = "memkv.Client.get_into";
+  HeldBuffers held(1);
+  return GetIntoSpan(key, held.Acquire(buffer, Access::kWrite, kCall, {"buffer"}), kCall);
+}
+
+py::object PyClient::GetIntoPtr(py::handle key, py::handle address, py::handle length) {
+  constexpr std::string_view kCall = "memkv.Client.get_into_ptr";
+  return GetIntoSpan(
+      key, RawSpan(SizeArg(address, kCall, {"address"}), SizeArg(length, kCall, {"length"}), kCall, {"address"}),
+      kCall);
+}
+
+bool PyClient::Delete(py::handle key) {
+  constexpr std::string_view kCall = "memkv.Client.delete";
+  const std::string_view k = KeyView(key, kCall, {"key"});
+  const Status status = Call([&](Client& c) { return c.Delete(k); });
+  if (status.code() == StatusCode::kNotFound) return false;
+  Check(status, kCall);
+  return true;
+}
+
+bool PyClient::Exists(py::handle key) {
+  constexpr std::string_view kCall = "memkv.Client.exists";
+  const std::string_view k = KeyView(key, kCall, {"key"});
+  Result<bool> present = Call([&](Client& c) { return c.Exists(k); });
+  Check(present.status(), kCall);
+  return *present;
+}
+
+size_t PyClient::ServerFor(py::handle key) {
+  constexpr std::string_view kCall = "memkv.Client.server_for";
+  const std::string_view k = KeyView(key, kCall, {"key"});
+  Result<size_t> server = Call([&](Client& c) -> Result<size_t> { return c.ServerFor(k); });
+  Check(server.status(), kCall);
+  return *server;
+}
+
+py::dict PyClient::Stats() {
+  // Every ClientStats field, by its C++ name.
+  static constexpr std::pair<const char*, uint64_t ClientStats::*> kCounters[] = {
+      {"ops", &ClientStats::ops},
+      {"bytes_sent", &ClientStats::bytes_sent},
+      {"bytes_received", &ClientStats::bytes_received},
+      {"checksum_failures", &ClientStats::checksum_failures},
+      {"timeouts", &ClientStats::timeouts},
+      {"connections_opened", &ClientStats::connections_opened},
+      {"rdma_ops", &ClientStats::rdma_ops},
+      {"rdma_bytes", &ClientStats::rdma_bytes},
+      {"rdma_zero_copy_ops", &ClientStats::rdma_zero_copy_ops},
+      {"tcp_ops", &ClientStats::tcp_ops},
+      {"tcp_bytes", &ClientStats::tcp_bytes},
+      {"rdma_reissued", &ClientStats::rdma_reissued},
+      {"fallbacks", &ClientStats::fallbacks},
+  };
+  static constexpr std::pair<const char*, std::string ClientStats::*> kTexts[] = {
+      {"transport", &ClientStats::transport},
+      {"rdma_state", &ClientStats::rdma_state},
+      {"fallback_reason", &ClientStats::fallback_reason},
+      {"rdma_path", &ClientStats::rdma_path},
+  };
+  Result<ClientStats> stats = Call([](Client& c) -> Result<ClientStats> { return c.Stats(); });
+  Check(stats.status(), "memkv.Client.stats");
+  py::dict d;
+  for (const auto& [name, field] : kCounters) d[name] = (*stats).*field;
+  for (const auto& [name, field] : kTexts) d[name] = Utf8Lossy((*stats).*field);
+  py::dict errors;  // by ibv_wc_status value
+  for (const auto& [wc_status, count] : stats->completion_errors) errors[py::int_(wc_status)] = count;
+  d["completion_errors"] = errors;
+  return d;
+}
+
+uintptr_t PyClient::RegisterMemory(py::handle region, py::handle length) {
+  constexpr std::string_view kCall = "memkv.Client.register_memory";
+  std::unique_ptr<HeldBuffers> held;
+  std::span<uint8_t> span;
+  if (length.is_none()) {
+    held = std::make_unique<HeldBuffers>(1);
+    span = held->Acquire(region, Access::kRead, kCall, {"region"});
+  } else {
+    span = RawSpan(SizeArg(region, kCall, {"region"}), SizeArg(length, kCall, {"length"}), kCall, {"region"});
+  }
+  Check(Call([&](Client& c) { return c.RegisterMemory(span); }), kCall);
+  const uintptr_t base = reinterpret_cast<uintptr_t>(span.data());
+  if (held != nullptr) registered_[base] = std::move(held);
+  return base;
+}
+
+void PyClient::UnregisterMemory(py::handle region) {
+  constexpr std::string_view kCall = "memkv.Client.unregister_memory";
+  uintptr_t base = 0;
+  if (PyObject_CheckBuffer(region.ptr())) {
+    HeldBuffers held(1);
+    base = reinterpret_cast<uintptr_t>(held.Acquire(region, Access::kRead, kCall, {"region"}).data());
+  } else {
+    base = SizeArg(region, kCall, {"region"});
+  }
+  Check(Call([&](Client& c) { return c.UnregisterMemory(reinterpret_cast<void*>(base)); }), kCall);
+  registered_.erase(base);
+}
+
+void PyClient::Close() {
+  closed_.store(true);
+  {
+    // Without the GIL: calls in flight may need it (a log callback) to finish,
+    // and the client may log while it is torn down.
+    py::gil_scoped_release nogil;
+    std::unique_lock lock(mu_);
+    client_.reset();
+  }
+  registered_.clear();  // after the client: its NIC no longer touches them
+}
+
+bool PyClient::closed() const { return closed_.load(); }
+
+}  // namespace memkv::python

@@ -1,0 +1,113 @@
+// python/src/client.h: memkv.Client, the Python face of memkv::Client.
+//
+// Thread-safety: one PyClient may be used by many Python threads at once.
+// Every call releases the GIL for the whole time it talks to servers (so
+// other threads run, and a log callback can take the GIL back) and holds mu_
+// shared meanwhile; close() takes mu_ exclusively, so it waits for the calls
+// in flight and destroys the client with none inside it. Calls after close()
+// raise memkv.FailedPrecondition.
+//
+// Keys and buffers are converted with the GIL held (convert.h) into views of
+// the caller's objects, which are kept alive and in place until the call
+// returns: values are sent from, and read into, the caller's memory.
+#ifndef MEMKV_PYTHON_CLIENT_H_
+#define MEMKV_PYTHON_CLIENT_H_
+
+#include <pybind11/pybind11.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <span>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "convert.h"
+#include "memkv/client.h"
+
+namespace memkv::python {
+
+namespace py = pybind11;
+
+// What a batch call returns (memkv.BatchResult): per-key statuses, in order,
+// the leading run of Ok keys and, for batch_get_into, the value sizes.
+struct BatchOutcome {
+  std::vector<Status> statuses;
+  size_t present_prefix = 0;
+  bool has_sizes = false;
+  std::vector<size_t> sizes;  // has_sizes: the size of each value read (0 unless Ok)
+};
+
+class PyClient {
+ public:
+  explicit PyClient(std::unique_ptr<Client> client) : client_(std::move(client)) {}
+  ~PyClient() { Close(); }
+  PyClient(const PyClient&) = delete;
+  PyClient& operator=(const PyClient&) = delete;
+
+  static std::unique_ptr<PyClient> Create(py::handle servers, py::handle auth_key, const py::kwargs& options);
+  static std::unique_ptr<PyClient> FromEnvironment();
+
+  // One key (client.cc). A miss is not an error: get and get_into return
+  // None, delete returns False, exists returns False.
+  void Put(py::handle key, py::handle value);
+  void PutPtr(py::handle key, py::handle address, py::handle length);
+  py::object Get(py::handle key);
+  py::object GetInto(py::handle key, py::handle buffer);
+  py::object GetIntoPtr(py::handle key, py::handle address, py::handle length);
+  bool Delete(py::handle key);
+  bool Exists(py::handle key);
+
+  // Batches (batch.cc).
+  BatchOutcome BatchPut(py::handle keys, py::handle values);
+  BatchOutcome BatchPutPtr(py::handle keys, py::handle addresses, py::handle lengths);
+  BatchOutcome BatchGetInto(py::handle keys, py::handle buffers);
+  BatchOutcome BatchGetIntoPtr(py::handle keys, py::handle addresses, py::handle lengths);
+  BatchOutcome BatchExists(py::handle keys);
+
+  // The rest (client.cc).
+  size_t ServerFor(py::handle key);
+  py::dict Stats();
+  // `region` is an object with the buffer protocol (held until unregistered
+  // or closed, so its memory stays mapped), or an int address with `length`.
+  // Returns the region's base address.
+  uintptr_t RegisterMemory(py::handle region, py::handle length);
+  // `region`: the base address, or the object registered.
+  void UnregisterMemory(py::handle region);
+  void Close();
+  bool closed() const;
+
+ private:
+  // Runs fn(client) without the GIL and with mu_ held shared. fn returns a
+  // Status or a Result<T>; FailedPrecondition once the client is closed.
+  template <typename F>
+  std::invoke_result_t<F, Client&> Call(F&& fn) {
+    py::gil_scoped_release nogil;
+    std::shared_lock lock(mu_);
+    if (client_ == nullptr) return FailedPrecondition("the client is closed");
+    return fn(*client_);
+  }
+
+  void PutSpan(py::handle key, std::span<const uint8_t> value, std::string_view call);
+  py::object GetIntoSpan(py::handle key, std::span<uint8_t> buffer, std::string_view call);
+  BatchOutcome BatchPutSpans(const KeyList& keys, std::span<const std::span<const uint8_t>> values,
+                             std::string_view call);
+  BatchOutcome BatchGetIntoSpans(const KeyList& keys, std::span<const std::span<uint8_t>> buffers,
+                                 std::string_view call);
+
+  std::shared_mutex mu_;
+  std::unique_ptr<Client> client_;  // guarded by mu_; null once closed
+  // Set when close() begins, so `closed` never waits for mu_ (which close()
+  // holds while calls in flight finish).
+  std::atomic<bool> closed_{false};
+  // Objects registered by register_memory, by base address; guarded by the GIL.
+  std::map<uintptr_t, std::unique_ptr<HeldBuffers>> registered_;
+};
+
+}  // namespace memkv::python
+
+#endif  // MEMKV_PYTHON_CLIENT_H_

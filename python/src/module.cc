@@ -1,0 +1,194 @@
+// memkv._memkv: the extension module behind the `memkv` package. It binds
+// memkv.Client (client.h) and memkv.BatchResult; the exceptions, the
+// constants and the stubs are pure Python (memkv/*.py, *.pyi).
+//
+// Every exception pybind11 can see stops here: C++ exceptions thrown by the
+// bindings become Python exceptions at this boundary, and a Python exception
+// raised by a log callback never reaches the C++ client (options.cc).
+#include <pybind11/pybind11.h>
+
+#include "client.h"
+#include "convert.h"
+#include "errors.h"
+
+namespace py = pybind11;
+using memkv::python::BatchOutcome;
+using memkv::python::PyClient;
+
+namespace {
+
+constexpr const char kClientDoc[] = R"(A thread-safe client of one or more MemKV servers.
+
+Client(servers, auth_key, *, transport="auto", num_connections=4,
+       timeout_ms=5000, connect_timeout_ms=2000, rdma_devices=None,
+       rdma_mtu=4096, rdma_retry_count=6, rdma_timeout=14, rdma_qps=2,
+       prometheus_bind="", log_level="warn", log_callback=None)
+
+Every field of the C++ ClientOptions, by name (auth_key is the 64-hex-character
+key). servers and rdma_devices take a list of str or one comma-separated str;
+log_level takes "debug", "info", "warn", "error", "off" or memkv.LOG_*;
+log_callback is called as log_callback(level: int, component: str, message: str)
+for each line at or above log_level (without it lines go to stderr). None keeps
+an option's default. A bad option raises memkv.InvalidArgument naming it (a
+wrong type: TypeError). The client connects lazily, on the first call.
+
+Keys are str (sent as UTF-8) or bytes, 1..1024 bytes. Values are read from,
+and read into, any C-contiguous object with the buffer protocol, with no copy.
+A miss is not an exception: get and get_into return None, delete and exists
+return False. Other failures raise the memkv.Error subclass of their status.
+
+Use it as a context manager, or call close(); calls after close() raise
+memkv.FailedPrecondition. Calls release the GIL while they wait on the network,
+so threads sharing one client run in parallel.)";
+
+constexpr const char kBatchResultDoc[] = R"(The outcome of a batch call, key by key, in the order of the keys.
+
+statuses       list of int status codes (memkv.StatusCode; 0 = OK, 1 = NOT_FOUND)
+messages       list of str, "" where OK
+present_prefix number of leading keys whose status is OK
+sizes          batch_get_into*: the size of each value read (0 where not OK); else None
+ok             True when every key is OK
+
+len(r), r[i] (the code of key i) and iteration over the codes work too;
+r.error(i) is the memkv.Error of key i, or None where it is OK.)";
+
+// A Python list of item(0) .. item(n - 1).
+template <typename F>
+py::list ListOf(size_t n, F item) {
+  py::list out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = item(i);
+  return out;
+}
+
+py::list CodesOf(const BatchOutcome& r) {
+  return ListOf(r.statuses.size(), [&](size_t i) { return py::int_(static_cast<int>(r.statuses[i].code())); });
+}
+
+py::list MessagesOf(const BatchOutcome& r) {
+  return ListOf(r.statuses.size(), [&](size_t i) { return memkv::python::Utf8Lossy(r.statuses[i].message()); });
+}
+
+py::object SizesOf(const BatchOutcome& r) {
+  if (!r.has_sizes) return py::none();
+  return ListOf(r.sizes.size(), [&](size_t i) { return py::int_(r.sizes[i]); });
+}
+
+const memkv::Status& StatusAt(const BatchOutcome& r, Py_ssize_t i) {
+  const auto n = static_cast<Py_ssize_t>(r.statuses.size());
+  if (i < 0) i += n;
+  if (i < 0 || i >= n) throw py::index_error("BatchResult index out of range");
+  return r.statuses[static_cast<size_t>(i)];
+}
+
+void BindBatchResult(py::module_& m) {
+  py::class_<BatchOutcome>(m, "BatchResult", kBatchResultDoc)
+      .def_property_readonly("statuses", &CodesOf, "Status code of each key (int; 0 = OK).")
+      .def_property_readonly("messages", &MessagesOf, "Error message of each key; \"\" where OK.")
+      .def_readonly("present_prefix", &BatchOutcome::present_prefix, "Number of leading keys whose status is OK.")
+      .def_property_readonly("sizes", &SizesOf,
+                             "batch_get_into*: size of each value read (0 where not OK). Other batches: None.")
+      .def_property_readonly(
+          "ok", [](const BatchOutcome& r) { return r.present_prefix == r.statuses.size(); },
+          "True when every key's status is OK.")
+      .def("__len__", [](const BatchOutcome& r) { return r.statuses.size(); }, "Number of keys.")
+      .def(
+          "__getitem__", [](const BatchOutcome& r, Py_ssize_t i) { return static_cast<int>(StatusAt(r, i).code()); },
+          "__getitem__(i: int) -> int\n\nStatus code of key i.")
+      .def("__iter__", [](const BatchOutcome& r) { return py::iter(CodesOf(r)); }, "Iterates over the status codes.")
+      .def(
+          "error",
+          [](const BatchOutcome& r, Py_ssize_t i) -> py::object {
+            const memkv::Status& s = StatusAt(r, i);
+            return s.ok() ? py::none() : memkv::python::ErrorFor(s, "key " + std::to_string(i));
+          },
+          py::arg("i"),
+          "error(i: int) -> memkv.Error | None\n\nThe memkv.Error (not raised) of key i, or None where it is OK.")
+      .def("__repr__", [](const BatchOutcome& r) {
+        return "BatchResult(statuses=" + py::repr(CodesOf(r)).cast<std::string>() +
+               ", present_prefix=" + std::to_string(r.present_prefix) +
+               (r.has_sizes ? ", sizes=" + py::repr(SizesOf(r)).cast<std::string>() : std::string()) + ")";
+      });
+}
+
+void BindClient(py::module_& m) {
+  const auto key = py::arg("key");
+  py::class_<PyClient>(m, "Client", kClientDoc)
+      .def(py::init(&PyClient::Create), py::arg("servers") = py::none(), py::arg("auth_key") = py::none(),
+           "__init__(servers: str | list[str], auth_key: str, **options) -> None\n\n"
+           "A client of servers (\"host:port\", as a list or one comma-separated str) holding auth_key\n"
+           "(64 hex characters); options are the other ClientOptions fields (see the class).")
+      .def_static("from_env", &PyClient::FromEnvironment,
+                  "from_env() -> Client\n\n"
+                  "A client configured from the environment: MEMKV_CONFIG (a YAML file), then MEMKV_SERVERS,\n"
+                  "MEMKV_AUTH_KEY, MEMKV_TRANSPORT, MEMKV_TIMEOUT_MS, ... (docs/configuration.md).")
+      .def("put", &PyClient::Put, key, py::arg("value"),
+           "put(key: str | bytes, value: Buffer) -> None\n\n"
+           "Stores value (any C-contiguous object with the buffer protocol, sent from its own memory) under key.")
+      .def("put_ptr", &PyClient::PutPtr, key, py::arg("address"), py::arg("length"),
+           "put_ptr(key: str | bytes, address: int, length: int) -> None\n\n"
+           "Stores the length bytes at the raw address under key. The memory must stay valid during the call.")
+      .def("get", &PyClient::Get, key,
+           "get(key: str | bytes) -> bytes | None\n\n"
+           "The value of key as a new bytes object (one copy; get_into has none), or None on a miss.")
+      .def("get_into", &PyClient::GetInto, key, py::arg("buffer"),
+           "get_into(key: str | bytes, buffer: Buffer) -> int | None\n\n"
+           "Reads the value of key straight into buffer (writable, C-contiguous) and returns its size,\n"
+           "or None on a miss. memkv.TooLarge when the buffer is smaller than the value.")
+      .def("get_into_ptr", &PyClient::GetIntoPtr, key, py::arg("address"), py::arg("length"),
+           "get_into_ptr(key: str | bytes, address: int, length: int) -> int | None\n\n"
+           "get_into for raw memory: the length bytes at address. Returns the value's size, or None on a miss.")
+      .def("delete", &PyClient::Delete, key,
+           "delete(key: str | bytes) -> bool\n\nRemoves key. True if it was present, False on a miss.")
+      .def("exists", &PyClient::Exists, key, "exists(key: str | bytes) -> bool\n\nTrue if key is present.")
+      .def("batch_put", &PyClient::BatchPut, py::arg("keys"), py::arg("values"),
+           "batch_put(keys: Sequence[str | bytes], values: Sequence[Buffer]) -> BatchResult\n\n"
+           "Stores values[i] under keys[i]; keys may live on different servers.")
+      .def("batch_put_ptr", &PyClient::BatchPutPtr, py::arg("keys"), py::arg("addresses"), py::arg("lengths"),
+           "batch_put_ptr(keys: Sequence[str | bytes], addresses: Sequence[int], lengths: int | Sequence[int])"
+           " -> BatchResult\n\n"
+           "batch_put from raw memory; lengths is one int for every key, or one per key.")
+      .def("batch_get_into", &PyClient::BatchGetInto, py::arg("keys"), py::arg("buffers"),
+           "batch_get_into(keys: Sequence[str | bytes], buffers: Sequence[Buffer]) -> BatchResult\n\n"
+           "Reads the value of keys[i] straight into buffers[i]. The result has the sizes; a miss is\n"
+           "status NOT_FOUND (1).")
+      .def("batch_get_into_ptr", &PyClient::BatchGetIntoPtr, py::arg("keys"), py::arg("addresses"),
+           py::arg("lengths"),
+           "batch_get_into_ptr(keys: Sequence[str | bytes], addresses: Sequence[int], lengths: int | "
+           "Sequence[int]) -> BatchResult\n\n"
+           "batch_get_into for raw memory; lengths is one int for every key, or one per key.")
+      .def("batch_exists", &PyClient::BatchExists, py::arg("keys"),
+           "batch_exists(keys: Sequence[str | bytes]) -> BatchResult\n\n"
+           "Which keys are present: status OK (0) where present, NOT_FOUND (1) where absent.")
+      .def("server_for", &PyClient::ServerFor, key,
+           "server_for(key: str | bytes) -> int\n\nIndex into servers of the server that owns key.")
+      .def("stats", &PyClient::Stats,
+           "stats() -> dict\n\nThe client's counters: every field of the C++ ClientStats, by name.")
+      .def("register_memory", &PyClient::RegisterMemory, py::arg("region"), py::arg("length") = py::none(),
+           "register_memory(region: Buffer | int, length: int | None = None) -> int\n\n"
+           "Registers memory with the RDMA device once, so transfers from and into it need no copy.\n"
+           "region: an object with the buffer protocol (kept alive until unregistered or closed), or an\n"
+           "int address with length. Returns the base address. Under TCP it does nothing else.")
+      .def("unregister_memory", &PyClient::UnregisterMemory, py::arg("region"),
+           "unregister_memory(region: Buffer | int) -> None\n\n"
+           "Undoes register_memory; region is the base address or the registered object.")
+      .def("close", &PyClient::Close,
+           "close() -> None\n\n"
+           "Waits for calls in flight, then closes the connections. Later calls raise memkv.FailedPrecondition.")
+      .def_property_readonly("closed", &PyClient::closed, "True once close() was called.")
+      .def("__enter__", [](py::object self) { return self; }, "__enter__() -> Client")
+      .def("__exit__", [](PyClient& c, py::args) { c.Close(); }, "__exit__(*exc) -> None\n\nCalls close().");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_memkv, m) {
+  // Signatures are written in the docstrings: pybind11's would show the
+  // py::handle parameters as "handle".
+  py::options options;
+  options.disable_function_signatures();
+  m.doc() = "The C++ core of the memkv package; import memkv instead.";
+  memkv::python::InitErrors(py::module_::import("memkv._errors"));
+  m.attr("__version__") = std::string(memkv::LibraryVersion());
+  BindBatchResult(m);
+  BindClient(m);
+}

@@ -1,0 +1,152 @@
+#include "options.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "convert.h"
+#include "errors.h"
+
+namespace memkv::python {
+namespace {
+
+constexpr std::string_view kCall = "memkv.Client";
+
+std::string StringOption(py::handle value, const char* name) {
+  if (!PyUnicode_Check(value.ptr())) throw py::type_error(std::string(kCall) + ": " + name + " must be a str");
+  return value.cast<std::string>();
+}
+
+uint32_t U32Option(py::handle value, const char* name) {
+  if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr())) {
+    throw py::type_error(std::string(kCall) + ": " + name + " must be an int");
+  }
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (overflow != 0 || v < 0 || v > UINT32_MAX) {
+    ThrowInvalidArgument(kCall, std::string(name) + " " + py::str(value).cast<std::string>() +
+                                    " is out of range 0..4294967295");
+  }
+  return static_cast<uint32_t>(v);
+}
+
+std::string_view Trim(std::string_view text) {
+  const size_t first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+// A list of str, or one str of comma-separated items (as MEMKV_SERVERS is).
+std::vector<std::string> ListOption(py::handle value, const char* name) {
+  std::vector<std::string> out;
+  if (PyUnicode_Check(value.ptr())) {
+    const std::string text = value.cast<std::string>();
+    for (size_t start = 0; start <= text.size();) {
+      const size_t end = std::min(text.find(',', start), text.size());
+      const std::string_view item = Trim(std::string_view(text).substr(start, end - start));
+      if (!item.empty()) out.emplace_back(item);
+      start = end + 1;
+    }
+    return out;
+  }
+  if (PyBytes_Check(value.ptr()) || !PySequence_Check(value.ptr())) {
+    throw py::type_error(std::string(kCall) + ": " + name + " must be a list of str or a comma-separated str");
+  }
+  for (py::handle item : py::reinterpret_borrow<py::sequence>(value)) out.push_back(StringOption(item, name));
+  return out;
+}
+
+ClientLogLevel LevelOption(py::handle value) {
+  if (PyUnicode_Check(value.ptr())) {
+    const std::string text = value.cast<std::string>();
+    for (int i = static_cast<int>(ClientLogLevel::kDebug); i <= static_cast<int>(ClientLogLevel::kOff); ++i) {
+      if (ClientLogLevelName(static_cast<ClientLogLevel>(i)) == text) return static_cast<ClientLogLevel>(i);
+    }
+    ThrowInvalidArgument(kCall, "log_level '" + text + "' is not a level; allowed: debug, info, warn, error, off");
+  }
+  // An int goes through as is: Client::Create checks its range, naming log_level.
+  return static_cast<ClientLogLevel>(U32Option(value, "log_level"));
+}
+
+// The options by their Python names, per type of field.
+template <typename T>
+struct NamedField {
+  const char* name;
+  T ClientOptions::*field;
+};
+
+constexpr NamedField<uint32_t> kU32Options[] = {
+    {"num_connections", &ClientOptions::num_connections},
+    {"timeout_ms", &ClientOptions::timeout_ms},
+    {"connect_timeout_ms", &ClientOptions::connect_timeout_ms},
+    {"rdma_mtu", &ClientOptions::rdma_mtu},
+    {"rdma_retry_count", &ClientOptions::rdma_retry_count},
+    {"rdma_timeout", &ClientOptions::rdma_timeout},
+    {"rdma_qps", &ClientOptions::rdma_qps},
+};
+constexpr NamedField<std::string> kStringOptions[] = {
+    {"auth_key", &ClientOptions::auth_key_hex},
+    {"transport", &ClientOptions::transport},
+    {"prometheus_bind", &ClientOptions::prometheus_bind},
+};
+constexpr NamedField<std::vector<std::string>> kListOptions[] = {
+    {"servers", &ClientOptions::servers},
+    {"rdma_devices", &ClientOptions::rdma_devices},
+};
+
+void SetOption(ClientOptions& options, std::string_view name, py::handle value) {
+  if (value.is_none()) return;
+  for (const auto& o : kU32Options) {
+    if (name == o.name) return void(options.*o.field = U32Option(value, o.name));
+  }
+  for (const auto& o : kStringOptions) {
+    if (name == o.name) return void(options.*o.field = StringOption(value, o.name));
+  }
+  for (const auto& o : kListOptions) {
+    if (name == o.name) return void(options.*o.field = ListOption(value, o.name));
+  }
+  if (name == "log_level") return void(options.log_level = LevelOption(value));
+  if (name == "log_callback") return void(options.log_callback = LogCallbackFromPython(value));
+  throw py::type_error(std::string(kCall) + ": unknown option '" + std::string(name) +
+                       "'; allowed: servers, auth_key, transport, num_connections, timeout_ms, "
+                       "connect_timeout_ms, rdma_devices, rdma_mtu, rdma_retry_count, rdma_timeout, rdma_qps, "
+                       "prometheus_bind, log_level, log_callback");
+}
+
+}  // namespace
+
+ClientOptions OptionsFromPython(py::handle servers, py::handle auth_key, const py::kwargs& options) {
+  ClientOptions out;
+  SetOption(out, "servers", servers);
+  SetOption(out, "auth_key", auth_key);
+  for (auto [name, value] : options) SetOption(out, py::str(name).cast<std::string>(), value);
+  return out;
+}
+
+ClientLogCallback LogCallbackFromPython(py::handle callable) {
+  if (!PyCallable_Check(callable.ptr())) throw py::type_error(std::string(kCall) + ": log_callback must be callable");
+  // The client copies and destroys its std::function on threads that may not
+  // hold the GIL, so the callable's reference is shared by a shared_ptr whose
+  // last owner takes the GIL to drop it.
+  std::shared_ptr<py::object> fn(new py::object(py::reinterpret_borrow<py::object>(callable)), [](py::object* p) {
+    py::gil_scoped_acquire gil;
+    delete p;
+  });
+  return [fn](ClientLogLevel level, std::string_view component, std::string_view message) {
+    py::gil_scoped_acquire gil;
+    // Nothing may unwind into the client's code.
+    try {
+      (*fn)(static_cast<int>(level), Utf8Lossy(component), Utf8Lossy(message));
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("memkv log_callback");
+    } catch (...) {
+      PyErr_SetString(PyExc_RuntimeError, "memkv log_callback: C++ exception while calling it");
+      PyErr_WriteUnraisable(fn->ptr());
+    }
+  };
+}
+
+}  // namespace memkv::python
