@@ -289,6 +289,9 @@ std::string AdminService::MetricsText() const {
   p.AddGauge("memkv_connections_active", "Client connections open now.", {},
              double(m.connections_active.load(std::memory_order_relaxed)));
   p.AddCounter("memkv_connections_accepted_total", "Client connections accepted.", {}, m.connections_accepted.Value());
+  p.AddCounter("memkv_accept_failures_total",
+               "accept(2) failures for lack of descriptors or memory; each pauses accepts for 100 ms.", {},
+               m.accept_failures.Value());
   p.AddCounter("memkv_connections_closed_total", "Connections the server closed, by reason.",
                {{"reason", "handshake_timeout"}}, m.connections_closed_idle.Value());
   p.AddCounter("memkv_connections_closed_total", "Connections the server closed, by reason.",

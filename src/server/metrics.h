@@ -43,6 +43,7 @@ struct OpMetrics {
 struct ServerMetrics {
   using Counter = metrics::Counter;
   Counter connections_accepted;
+  Counter accept_failures;             // accept(2) out of descriptors or memory: accepts paused 100 ms
   std::atomic<int64_t> connections_active{0};  // a gauge: up and down
   Counter connections_closed_idle;     // no Connect within the handshake timeout
   Counter connections_closed_stalled;  // stopped reading its responses

@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
@@ -44,6 +45,16 @@ void Wake(int event_fd) {
   uint64_t one = 1;
   ssize_t ignored = ::write(event_fd, &one, sizeof(one));
   (void)ignored;
+}
+
+// How long accepts pause after accept(2) ran out of descriptors or memory
+// (the admin endpoint pauses as long).
+constexpr Nanos kAcceptPauseNs = 100'000'000;
+
+uint64_t OpenFilesLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+  return limit.rlim_cur;
 }
 
 }  // namespace
@@ -269,18 +280,31 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, Mem
 Status Server::Run() {
   for (auto& w : workers_) MEMKV_RETURN_IF_ERROR(w->Start());
   size_t next = 0;
+  Nanos paused_until = 0;  // accepts paused after running out of descriptors or memory
   while (!stopping_.load(std::memory_order_acquire)) {
-    pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {stop_event_.get(), POLLIN, 0}};
-    int rc = ::poll(fds, 2, -1);
+    // While paused only the stop event is watched: the listener stays
+    // readable with the connection accept(2) could not take, and polling it
+    // would spin.
+    const Nanos pause_left = paused_until - MonotonicNanos();
+    const bool paused = pause_left > 0;
+    pollfd fds[2] = {{stop_event_.get(), POLLIN, 0}, {listener_.get(), POLLIN, 0}};
+    int rc = ::poll(fds, paused ? 1 : 2, paused ? static_cast<int>(pause_left / 1'000'000) + 1 : -1);
     if (rc < 0 && errno != EINTR) return Internal(std::string("poll(listener): ") + std::strerror(errno));
-    if (!(fds[0].revents & POLLIN)) continue;
+    if (paused || !(fds[1].revents & POLLIN)) continue;
     for (;;) {
       sockaddr_storage ss{};
       socklen_t len = sizeof(ss);
       int fd = ::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
-        if (errno == EMFILE || errno == ENFILE) {
-          MEMKV_LOG_EVERY_C(kError, 10, "server") << "accept: " << std::strerror(errno) << " (raise the open-files limit, ulimit -n)";
+        const int err = errno;
+        if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+          // Open connections are served meanwhile; new ones wait in the backlog.
+          metrics_.accept_failures.Add(1);
+          paused_until = MonotonicNanos() + kAcceptPauseNs;
+          MEMKV_LOG_EVERY_C(kWarn, 10, "server")
+              << "accept on port " << port_ << ": " << std::strerror(err) << "; pausing accepts for "
+              << kAcceptPauseNs / 1'000'000 << " ms at a time (open-files limit " << OpenFilesLimit()
+              << ": raise LimitNOFILE / ulimit -n, or close idle clients)";
         }
         break;
       }
