@@ -36,15 +36,26 @@ BUILD="$(cd "$BUILD" 2>/dev/null && pwd)" || { echo "memkv-scenarios: no build d
 for b in memkv memkv-rdma-probe; do
   [ -x "$BUILD/$b" ] || { echo "memkv-scenarios: $BUILD/$b is missing; build it: cmake --build $BUILD --target memkv memkv-rdma-probe" >&2; exit 2; }
 done
-case "$BUILD/" in
-  /tmp/*|/run/*|/dev/*|/proc/*|/sys/*)
-    echo "memkv-scenarios: the guests mount their own /tmp, /run, /dev, /proc and /sys; put the build elsewhere than $BUILD" >&2; exit 2;;
-esac
+# The guests mount their own /tmp, /run, /dev, /proc and /sys: a build under
+# one of them (a checkout cloned into /tmp) is invisible there, so the two
+# binaries the guests run are copied to a directory of the cache they see.
+guest_visible() { case "$1/" in /tmp/*|/run/*|/dev/*|/proc/*|/sys/*) return 1;; esac; }
+BIN="$BUILD"
+if ! guest_visible "$BUILD"; then
+  CACHE="${MEMKV_RDMA_CACHE:-$HOME/.cache/memkv-rdma}"
+  mkdir -p "$CACHE" && CACHE="$(cd "$CACHE" && pwd)"
+  guest_visible "$CACHE" || CACHE=/var/tmp/memkv-rdma
+  mkdir -p "$CACHE"
+  BIN="$(mktemp -d "$CACHE/bin.XXXXXX")" || { echo "memkv-scenarios: cannot make a directory under $CACHE" >&2; exit 2; }
+  trap 'rm -rf "$BIN"' EXIT
+  cp "$BUILD/memkv" "$BUILD/memkv-rdma-probe" "$BIN/"
+  echo "memkv-scenarios: $BUILD is not visible in the guests; running copies from $BIN"
+fi
 mkdir -p "$R"; R="$(cd "$R" && pwd)"
 
 # One key per run; the guests see it in their environment only.
 KEY="$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')"
-GUEST="MEMKV=$BUILD/memkv PROBE=$BUILD/memkv-rdma-probe AUTH_KEY=$KEY RDMA=$TRANSPORT"
+GUEST="MEMKV=$BIN/memkv PROBE=$BIN/memkv-rdma-probe AUTH_KEY=$KEY RDMA=$TRANSPORT"
 # Two servers with 64 MiB pools each in guest a, registered with rxe.
 export MEMKV_RDMA_MEM="${MEMKV_RDMA_MEM:-1024}"
 
