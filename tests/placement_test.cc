@@ -93,6 +93,30 @@ TEST_F(PlacementTest, ClientsAgreeWhateverTheOrderOfTheirServerList) {
   EXPECT_EQ(*got, Pattern(10, 1));
 }
 
+TEST_F(PlacementTest, SpellingAServerAsLocalhostInsteadOf127001DoesNotMoveKeys) {
+  ClientOptions numeric = OptionsFor(All());
+  ClientOptions named = numeric;
+  for (std::string& server : named.servers) server = "localhost:" + server.substr(server.rfind(':') + 1);
+  auto a = Client::Create(numeric);
+  auto b = Client::Create(named);
+  ASSERT_TRUE(a.ok() && b.ok()) << b.status().ToString();
+  std::vector<std::string> keys = KeyNames("spelling/", 60);
+  for (const std::string& key : keys) ASSERT_TRUE((*a)->Put(key, Pattern(10, 7)).ok()) << key;
+  int found = 0;
+  for (const std::string& key : keys) {
+    EXPECT_EQ((*a)->ServerFor(key), (*b)->ServerFor(key)) << key;
+    Result<bool> present = (*b)->Exists(key);
+    found += present.ok() && *present ? 1 : 0;
+  }
+  EXPECT_EQ(found, 60) << "keys written through 127.0.0.1:PORT must be found through localhost:PORT";
+  // Both spellings of one server in one list are the same server, listed twice.
+  ClientOptions both = numeric;
+  both.servers.push_back(named.servers[0]);
+  Status twice = Client::Create(both).status();
+  EXPECT_EQ(twice.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(twice.message().find("listed twice"), std::string::npos) << twice.ToString();
+}
+
 TEST_F(PlacementTest, AddingAFourthServerMovesAboutAQuarterOfTheKeysAllToIt) {
   ClientOptions three = OptionsFor(All());
   ClientOptions four = three;

@@ -614,17 +614,15 @@ Result<std::unique_ptr<Client>> CreateClientWithVerbs(const ClientOptions& optio
   }
   std::vector<Endpoint> endpoints;
   std::vector<std::string> names;
+  std::vector<std::string> ids;  // what keys are placed by: the spelling of a server does not move them
   for (size_t i = 0; i < options.servers.size(); ++i) {
     Result<ServerAddress> address = ParseServerAddress(options.servers[i]);
     if (!address.ok()) {
       return InvalidArgument("ClientOptions.servers[" + std::to_string(i) + "]: " + address.status().message());
     }
     std::string name = address->ToString();
-    if (std::find(names.begin(), names.end(), name) != names.end()) {
-      return InvalidArgument("ClientOptions.servers[" + std::to_string(i) + "]: '" + options.servers[i] +
-                             "' is listed twice; list each server once");
-    }
     names.push_back(name);
+    ids.push_back(client::CanonicalServerId(address->host, address->port));
     endpoints.push_back(Endpoint{address->host, address->port, std::move(name)});
   }
   MEMKV_ASSIGN_OR_RETURN(Key32 key, ParseAuthKey(options.auth_key_hex));
@@ -651,8 +649,10 @@ Result<std::unique_ptr<Client>> CreateClientWithVerbs(const ClientOptions& optio
     return InvalidArgument("ClientOptions.log_level " + std::to_string(static_cast<int>(options.log_level)) +
                            " is not a level; allowed: 0 (debug) .. 4 (off)");
   }
-  MEMKV_ASSIGN_OR_RETURN(Placement placement, Placement::Create(std::move(names)));
-  auto client = std::make_unique<ClientImpl>(options, std::move(placement), std::move(endpoints), key, &provider);
+  Result<Placement> placement = Placement::Create(std::move(names), ids);
+  if (!placement.ok()) return placement.status().WithContext("ClientOptions.servers");
+  auto client =
+      std::make_unique<ClientImpl>(options, std::move(placement).value(), std::move(endpoints), key, &provider);
   MEMKV_RETURN_IF_ERROR(client->StartRdma(options));
   if (!options.prometheus_bind.empty()) MEMKV_RETURN_IF_ERROR(client->StartExporter(options.prometheus_bind));
   return std::unique_ptr<Client>(std::move(client));

@@ -87,5 +87,24 @@ TEST(PlacementTest, RemovingAServerMovesOnlyItsKeys) {
   EXPECT_GT(moved, 0);
 }
 
+TEST(CanonicalServerIdTest, NamesAndNumericSpellingsOfOneAddressAgree) {
+  bool resolved = false;
+  EXPECT_EQ(CanonicalServerId("127.0.0.1", 9900, &resolved), "127.0.0.1:9900");
+  EXPECT_TRUE(resolved);
+  EXPECT_EQ(CanonicalServerId("localhost", 9900), "127.0.0.1:9900");  // IPv4 preferred over ::1
+  EXPECT_EQ(CanonicalServerId("LocalHost", 9900), "127.0.0.1:9900");
+  EXPECT_EQ(CanonicalServerId("::1", 1), "[::1]:1");
+  EXPECT_EQ(CanonicalServerId("0:0:0:0:0:0:0:1", 1), "[::1]:1");
+  EXPECT_EQ(CanonicalServerId("Host-That-Does-Not-Exist.invalid", 7, &resolved), "host-that-does-not-exist.invalid:7");
+  EXPECT_FALSE(resolved);
+}
+
+TEST(PlacementTest, TwoSpellingsOfOneServerAreListedTwice) {
+  auto p = Placement::Create({"localhost:1", "127.0.0.1:1"}, {"127.0.0.1:1", "127.0.0.1:1"});
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("'127.0.0.1:1' is listed twice (as 'localhost:1'"), std::string::npos)
+      << p.status().ToString();
+}
+
 }  // namespace
 }  // namespace memkv::client
