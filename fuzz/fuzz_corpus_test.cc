@@ -107,5 +107,11 @@ TEST(FuzzCorpusTest, HttpResponse) {
   Exercise(&FuzzHttpResponse, corpus);
 }
 
+TEST(FuzzCorpusTest, HttpRequest) {
+  auto corpus = LoadCorpus("http_request");
+  ASSERT_FALSE(corpus.empty());
+  Exercise(&FuzzHttpRequest, corpus);
+}
+
 }  // namespace
 }  // namespace memkv::fuzz

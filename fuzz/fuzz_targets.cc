@@ -6,16 +6,21 @@
 #include <cstdlib>
 #include <cstring>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/bytes.h"
 #include "base/checksum.h"
+#include "base/log.h"
 #include "config/client_config.h"
 #include "config/server_config.h"
 #include "drive/format.h"
 #include "http/http_client.h"
+#include "http/http_connection.h"
+#include "http/http_message.h"
+#include "http/http_router.h"
 #include "proto/frame.h"
 #include "proto/messages.h"
 #include "verbs/detect.h"
@@ -442,6 +447,179 @@ void CheckExtent(const Block& block, Bytes data) {
   MEMKV_FUZZ_CHECK(VerifyExtent(reencoded, data, expected).ok());
 }
 
+// ---- admin HTTP server: request head, router, response ----
+
+// How HttpConnection::DoRead gathers a head: reads of `next_read()` bytes
+// (clamped to the room left under `max_head_bytes`), FindHeadEnd resumed
+// where the new bytes begin. The offset past the head; 0 when the limit was
+// reached first (the connection answers 431) or the input ended first.
+template <typename NextRead>
+size_t GatherHead(std::string_view in, size_t max_head_bytes, NextRead next_read) {
+  std::string buffered;
+  while (buffered.size() < max_head_bytes && buffered.size() < in.size()) {
+    const size_t room = max_head_bytes - buffered.size();
+    const size_t n = std::min({next_read(), room, in.size() - buffered.size()});
+    const size_t from = buffered.size();
+    buffered.append(in.substr(from, n));
+    if (size_t end = FindHeadEnd(buffered, from); end != 0) return end;
+  }
+  return 0;
+}
+
+bool IsTcharForCheck(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         (c != '\0' && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr);
+}
+
+bool IsVisibleAscii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char ch) {
+    auto c = static_cast<unsigned char>(ch);
+    return c > 0x20 && c < 0x7f;
+  });
+}
+
+// What ParseRequestHead promises of a request it accepts (http_message.h).
+void CheckParsedRequest(const HttpRequest& r) {
+  MEMKV_FUZZ_CHECK(!r.method.empty() && r.method.size() <= 32);
+  MEMKV_FUZZ_CHECK(std::all_of(r.method.begin(), r.method.end(), IsTcharForCheck));
+  MEMKV_FUZZ_CHECK(r.path == "*" || (!r.path.empty() && r.path.front() == '/'));
+  MEMKV_FUZZ_CHECK(IsVisibleAscii(r.path) && r.path.find('?') == std::string::npos);
+  MEMKV_FUZZ_CHECK(IsVisibleAscii(r.query));
+  MEMKV_FUZZ_CHECK(r.version_minor >= 0 && r.version_minor <= 9);
+  for (const HttpHeader& h : r.headers) {
+    MEMKV_FUZZ_CHECK(!h.name.empty() && std::all_of(h.name.begin(), h.name.end(), IsTcharForCheck));
+    MEMKV_FUZZ_CHECK(std::none_of(h.name.begin(), h.name.end(), [](char c) { return c >= 'A' && c <= 'Z'; }));
+    for (char ch : h.value) {
+      auto c = static_cast<unsigned char>(ch);
+      MEMKV_FUZZ_CHECK((c >= 0x20 || c == '\t') && c != 0x7f);  // no CR, LF, NUL: no header injection
+    }
+    MEMKV_FUZZ_CHECK(h.value.empty() || (h.value.front() != ' ' && h.value.front() != '\t' &&
+                                         h.value.back() != ' ' && h.value.back() != '\t'));
+    // No body gets past the parser: the admin endpoints take none.
+    MEMKV_FUZZ_CHECK(h.name != "transfer-encoding");
+    if (h.name == "content-length") MEMKV_FUZZ_CHECK(h.value.find_first_not_of('0') == std::string::npos);
+  }
+  if (!r.headers.empty()) MEMKV_FUZZ_CHECK(r.Header(r.headers.front().name) == r.headers.front().value);
+}
+
+// The routes the request target dispatches to: one of each kind of outcome.
+// `failing` is set on the routes whose handler fails (a throw, an invalid
+// response), which the router must turn into a 500.
+struct FuzzRoute {
+  const char* method;
+  const char* path;
+  bool failing;
+};
+constexpr FuzzRoute kFuzzRoutes[] = {
+    {"GET", "/v1/health", false},   {"GET", "/v1/status", false},   {"POST", "/v1/drain", false},
+    {"OPTIONS", "/v1/status", false}, {"DELETE", "/v1/a%20b", false}, {"GET", "/v1/throw", true},
+    {"GET", "/v1/invalid", true},
+};
+
+const HttpRouter& FuzzRouter() {
+  static const HttpRouter* router = [] {
+    auto* r = new HttpRouter;
+    auto add = [r](const char* method, const char* path, HttpHandler h) {
+      MEMKV_FUZZ_CHECK(r->Add(method, path, std::move(h)).ok());
+    };
+    add("GET", "/v1/health", [](const HttpRequest&) { return HttpResponse::Text(200, "ok\n"); });
+    add("GET", "/v1/status", [](const HttpRequest& q) {
+      // Echoes what the client sent into a response header and the body: a
+      // value the parser let through must never break the response.
+      HttpResponse out = HttpResponse::Text(200, "{\"query\":\"" + q.query + "\"}");
+      out.content_type = "application/json";
+      out.headers.push_back({"Cache-Control", "no-store"});
+      if (auto echo = q.Header("x-echo")) out.headers.push_back({"X-Echo", std::string(*echo)});
+      return out;
+    });
+    add("POST", "/v1/drain", [](const HttpRequest&) { return HttpResponse::Text(202, "draining\n"); });
+    add("OPTIONS", "/v1/status", [](const HttpRequest&) {
+      HttpResponse out = HttpResponse::Text(204, "");
+      out.headers.push_back({"Allow", "GET, HEAD, OPTIONS"});
+      return out;
+    });
+    add("DELETE", "/v1/a%20b", [](const HttpRequest& q) { return HttpResponse::Text(200, q.path); });
+    add("GET", "/v1/throw", [](const HttpRequest&) -> HttpResponse { throw std::runtime_error("fuzz"); });
+    add("GET", "/v1/invalid", [](const HttpRequest&) {
+      HttpResponse out = HttpResponse::Text(200, "");
+      out.headers.push_back({"Content-Length", "1"});  // the server's to write: refused
+      return out;
+    });
+    return r;
+  }();
+  return *router;
+}
+
+// The bytes the connection writes for `response` read back by our own client
+// parser (ParseResponseHead): status, length and body agree.
+void CheckWrittenResponse(const HttpResponse& response, bool head_only) {
+  const std::string wire = SerializeResponse(response, head_only, HttpDate(784111777));
+  const size_t end = FindHeadEnd(wire);
+  MEMKV_FUZZ_CHECK(end != 0);
+  Result<HttpResponseHead> head = ParseResponseHead(std::string_view(wire).substr(0, end));
+  MEMKV_FUZZ_CHECK(head.ok());
+  MEMKV_FUZZ_CHECK(head->response.status == response.status);
+  MEMKV_FUZZ_CHECK(!head->chunked);
+  const bool no_body = response.status == 204 || response.status == 304;
+  MEMKV_FUZZ_CHECK(head->no_body == no_body);
+  if (!no_body) MEMKV_FUZZ_CHECK(head->content_length == response.body.size());
+  const std::string_view body = std::string_view(wire).substr(end);
+  MEMKV_FUZZ_CHECK(body == (head_only || no_body ? std::string_view() : std::string_view(response.body)));
+  for (const HttpHeader& h : response.headers) {
+    std::string name(h.name.size(), '\0');
+    std::transform(h.name.begin(), h.name.end(), name.begin(), AsciiToLower);
+    MEMKV_FUZZ_CHECK(head->response.Header(name).has_value());
+  }
+}
+
+// One head as HttpConnection::HandleHead treats it: parse, route, write.
+void CheckRequestHead(std::string_view head) {
+  Result<HttpRequest> request = ParseRequestHead(head);
+  if (!request.ok()) {
+    const int status = HttpStatusForParseError(request.status());
+    MEMKV_FUZZ_CHECK(status == 400 || status == 413);
+    MEMKV_FUZZ_CHECK(!request.status().message().empty());
+    CheckWrittenResponse(HttpResponse::Text(status, std::string(request.status().message()) + "\n"), false);
+    return;
+  }
+  CheckParsedRequest(*request);
+
+  const FuzzRoute* exact = nullptr;
+  bool path_known = false;
+  bool get_known = false;
+  for (const FuzzRoute& r : kFuzzRoutes) {
+    if (request->path != r.path) continue;
+    path_known = true;
+    if (request->method == r.method) exact = &r;
+    if (std::string_view(r.method) == "GET") get_known = true;
+  }
+  const bool is_head = request->method == "HEAD";
+  const bool runs_get = exact == nullptr && is_head && get_known;
+  int failures_logged = 0;
+  LogTarget count_errors;
+  count_errors.level = LogLevel::kError;
+  count_errors.sink = [&failures_logged](LogLevel, std::string_view, std::string_view) { ++failures_logged; };
+  HttpRouter::Outcome outcome;
+  {
+    ScopedLogTarget scope(&count_errors);
+    outcome = FuzzRouter().Dispatch(*request);
+  }
+  MEMKV_FUZZ_CHECK(ValidateResponse(outcome.response).ok());
+  MEMKV_FUZZ_CHECK(outcome.head_only == runs_get);
+  if (!path_known) {
+    MEMKV_FUZZ_CHECK(outcome.response.status == 404 && !outcome.handler_failed);
+  } else if (exact == nullptr && !runs_get) {
+    MEMKV_FUZZ_CHECK(outcome.response.status == 405 && !outcome.handler_failed);
+    MEMKV_FUZZ_CHECK(!outcome.response.headers.empty() && outcome.response.headers.front().name == "Allow");
+  } else {
+    bool failing = exact != nullptr ? exact->failing : request->path == "/v1/throw" || request->path == "/v1/invalid";
+    MEMKV_FUZZ_CHECK(outcome.handler_failed == failing);
+    MEMKV_FUZZ_CHECK(failing ? outcome.response.status == 500 : outcome.response.status < 300);
+  }
+  MEMKV_FUZZ_CHECK(failures_logged == (outcome.handler_failed ? 1 : 0));
+  CheckWrittenResponse(outcome.response, outcome.head_only || is_head);
+}
+
 }  // namespace
 
 void FuzzFrame(const uint8_t* data, size_t size) {
@@ -593,6 +771,30 @@ void FuzzHttpResponse(const uint8_t* data, size_t size) {
   Result<std::string> decoded = DecodeChunked(body);
   MEMKV_FUZZ_CHECK(decoded.ok() == ChunkedComplete(body));
   if (decoded.ok()) MEMKV_FUZZ_CHECK(decoded->size() <= body.size());
+}
+
+void FuzzHttpRequest(const uint8_t* data, size_t size) {
+  const std::string_view in(reinterpret_cast<const char*>(data), size);
+  const size_t limit = HttpConnectionLimits{}.max_header_bytes;
+  // The head ends at the same place however the bytes trickle in: whole,
+  // one at a time, and in reads of uneven sizes.
+  const size_t whole = FindHeadEnd(in.substr(0, limit));
+  MEMKV_FUZZ_CHECK(GatherHead(in, limit, [] { return size_t{1}; }) == whole);
+  uint32_t x = static_cast<uint32_t>(size) * 2654435761u + 1;
+  MEMKV_FUZZ_CHECK(GatherHead(in, limit, [&x] {
+                     x = x * 1103515245u + 12345u;
+                     return size_t{1} + (x >> 16) % 97;
+                   }) == whole);
+  if (whole != 0) CheckRequestHead(in.substr(0, whole));
+  // What follows the first head (a pipelining client's next requests, or a
+  // body) the server discards unread; the parser must hold up on it all the
+  // same, heads of any length included.
+  std::string_view rest = whole != 0 ? in.substr(whole) : in;
+  for (size_t end = FindHeadEnd(rest); end != 0; end = FindHeadEnd(rest)) {
+    CheckRequestHead(rest.substr(0, end));
+    rest.remove_prefix(end);
+  }
+  if (!rest.empty()) CheckRequestHead(rest);  // an unterminated tail: parsed as if it were a head
 }
 
 }  // namespace memkv::fuzz

@@ -63,6 +63,17 @@ void FuzzDriveFormat(const uint8_t* data, size_t size);
 // decoder (http_response).
 void FuzzHttpResponse(const uint8_t* data, size_t size);
 
+// ---- admin HTTP server ----
+
+// Bytes from a client as HttpConnection reads them (http_request): the head
+// gathered under the 8 KiB limit whole, a byte at a time and in uneven reads
+// (all must end it at the same place), then ParseRequestHead, a router with a
+// handler of each kind (GET, POST, OPTIONS, a percent-encoded path, one that
+// throws, one that answers something invalid) and SerializeResponse, read
+// back through ParseResponseHead. What follows the first head (pipelined
+// requests) is split into heads and parsed the same way.
+void FuzzHttpRequest(const uint8_t* data, size_t size);
+
 }  // namespace memkv::fuzz
 
 #endif  // MEMKV_FUZZ_FUZZ_TARGETS_H_

@@ -2,6 +2,7 @@
 
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <xxhash.h>
@@ -67,6 +68,115 @@ TEST(UnitsTest, ParsesHumanSizes) {
   EXPECT_FALSE(ParseSize("0.3 B").ok());
   EXPECT_FALSE(ParseSize("99999999999 TiB").ok());
   EXPECT_NE(ParseSize("2 XB").status().message().find("MiB"), std::string::npos);
+}
+
+// The size-string rules of units.h, one behaviour each.
+
+TEST(SizeTest, IecSuffixMiIsAccepted) {
+  EXPECT_EQ(*ParseSize("2Mi"), 2 * kMiB);
+  EXPECT_EQ(*ParseSize("2 Mi"), 2 * kMiB);
+  EXPECT_EQ(*ParseSize("1Ki"), kKiB);
+  EXPECT_EQ(*ParseSize("3 Gi"), 3 * kGiB);
+  EXPECT_EQ(*ParseSize("1Ti"), kTiB);
+}
+
+TEST(SizeTest, EveryIecFormIsAPowerOf1024) {
+  const std::pair<const char*, uint64_t> prefixes[] = {{"K", kKiB}, {"M", kMiB}, {"G", kGiB}, {"T", kTiB}};
+  for (const auto& [prefix, unit] : prefixes) {
+    for (const char* suffix : {"", "i", "iB"}) {
+      const std::string text = "7" + std::string(prefix) + suffix;
+      Result<uint64_t> r = ParseSize(text);
+      ASSERT_TRUE(r.ok()) << text << ": " << r.status().message();
+      EXPECT_EQ(*r, 7 * unit) << text;
+    }
+  }
+}
+
+TEST(SizeTest, BareLetterStaysBinarySoExistingConfigsKeepTheirSize) {
+  EXPECT_EQ(*ParseSize("2M"), 2 * kMiB);
+  EXPECT_EQ(*ParseSize("64K"), 64 * kKiB);
+  EXPECT_EQ(*ParseSize("16G"), 16 * kGiB);
+  EXPECT_EQ(*ParseSize("1T"), kTiB);
+}
+
+TEST(SizeTest, SiSuffixesArePowersOf1000) {
+  EXPECT_EQ(*ParseSize("2KB"), 2'000u);
+  EXPECT_EQ(*ParseSize("2MB"), 2'000'000u);
+  EXPECT_EQ(*ParseSize("2 GB"), 2'000'000'000u);
+  EXPECT_EQ(*ParseSize("2 TB"), 2'000'000'000'000u);
+}
+
+TEST(SizeTest, UnitsIgnoreCase) {
+  EXPECT_EQ(*ParseSize("2mib"), 2 * kMiB);
+  EXPECT_EQ(*ParseSize("2MIB"), 2 * kMiB);
+  EXPECT_EQ(*ParseSize("2mi"), 2 * kMiB);
+  EXPECT_EQ(*ParseSize("2k"), 2 * kKiB);
+  EXPECT_EQ(*ParseSize("2kb"), 2'000u);
+  EXPECT_EQ(*ParseSize("2b"), 2u);
+}
+
+TEST(SizeTest, SpaceBetweenNumberAndUnitIsOptional) {
+  EXPECT_EQ(*ParseSize("2MiB"), 2 * kMiB);
+  EXPECT_EQ(*ParseSize("2 MiB"), 2 * kMiB);
+  EXPECT_EQ(*ParseSize("  2\tMiB  "), 2 * kMiB);
+  EXPECT_EQ(*ParseSize("4096 B"), 4096u);
+}
+
+TEST(SizeTest, PlainNumberIsBytes) {
+  EXPECT_EQ(*ParseSize("1048576"), kMiB);
+  EXPECT_EQ(*ParseSize("0"), 0u);
+  EXPECT_EQ(*ParseSize("18446744073709551615"), UINT64_MAX);
+}
+
+TEST(SizeTest, FractionsAreExactNotFloatingPoint) {
+  EXPECT_EQ(*ParseSize("1.5 KiB"), 1536u);
+  EXPECT_EQ(*ParseSize("0.1 KB"), 100u);
+  EXPECT_EQ(*ParseSize("2.50 GB"), 2'500'000'000u);
+  EXPECT_EQ(*ParseSize("0.5Ti"), kTiB / 2);
+  EXPECT_EQ(*ParseSize("1.0"), 1u);
+  EXPECT_EQ(*ParseSize(".5 KiB"), 512u);
+  // Within one byte of the limit, where a double has no precision left.
+  EXPECT_EQ(*ParseSize("18446744073.709551615 GB"), UINT64_MAX);
+  Result<uint64_t> r = ParseSize("0.3 B");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("whole number of bytes"), std::string::npos) << r.status().message();
+  EXPECT_FALSE(ParseSize("1.0000001 KiB").ok());
+}
+
+TEST(SizeTest, LoneDotIsNotZeroBytes) {
+  EXPECT_FALSE(ParseSize(".").ok());
+  EXPECT_FALSE(ParseSize(". MiB").ok());
+}
+
+TEST(SizeTest, OverflowIsRefusedNotWrapped) {
+  for (const char* text : {"18446744073709551616", "16777216 TiB", "16777216Ti", "99999999999 TiB",
+                           "18446744073.709551616 GB", "99999999999999999999999999999999999999999 B",
+                           "18446744073709551615.5 KiB"}) {
+    Result<uint64_t> r = ParseSize(text);
+    ASSERT_FALSE(r.ok()) << text << " = " << *r;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("too large"), std::string::npos) << r.status().message();
+  }
+  EXPECT_EQ(*ParseSize("16777215 TiB"), 16777215 * kTiB);
+}
+
+TEST(SizeTest, MalformedTextIsRefused) {
+  for (const char* text : {"", "   ", "MiB", "-1", "+1", "1e6", "1,024", "1_000", "0x10", "2 M B", "2 MiB extra",
+                           "2 PiB", "2 XB", "2 MiBs", "2..5 MiB", "1.2.3", "2 Mib/s"}) {
+    Result<uint64_t> r = ParseSize(text);
+    EXPECT_FALSE(r.ok()) << "'" << text << "' = " << *r;
+  }
+  EXPECT_FALSE(ParseSize("0.0000000000000000000000001 TiB").ok());  // more fraction digits than are kept
+}
+
+TEST(SizeTest, ErrorNamesTheTextAndListsTheUnits) {
+  const std::string message = ParseSize("2 XB").status().message();
+  EXPECT_NE(message.find("'2 XB'"), std::string::npos) << message;
+  EXPECT_NE(message.find("unknown unit 'XB'"), std::string::npos) << message;
+  for (const char* unit : {"B", "KiB", "MiB", "GiB", "TiB", "Mi", "KB", "MB", "GB", "TB", "1024", "1000"}) {
+    EXPECT_NE(message.find(unit), std::string::npos) << unit << " missing from: " << message;
+  }
+  EXPECT_NE(ParseSize("").status().message().find("empty"), std::string::npos);
 }
 
 TEST(UnitsTest, FormatsExactUnits) {
