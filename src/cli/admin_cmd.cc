@@ -24,6 +24,7 @@
 #include "base/errno_text.h"
 #include "base/json.h"
 #include "base/units.h"
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "config/client_config.h"
 #include "http/http_client.h"
@@ -84,7 +85,10 @@ int Usage(const std::string& what) {
   return kExitUsage;
 }
 
-std::optional<int> ParseAdminFlags(const std::vector<std::string>& args, AdminFlags* flags) {
+std::optional<int> ParseAdminFlags(const std::vector<std::string>& raw_args, AdminFlags* flags) {
+  Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, {"--json", "--insecure"});
+  if (!expanded.ok()) return Usage(expanded.status().message());
+  const std::vector<std::string>& args = *expanded;
   if (args.empty()) return Usage("name an action: status");
   if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::fputs(kAdminUsage, stdout);
@@ -93,7 +97,11 @@ std::optional<int> ParseAdminFlags(const std::vector<std::string>& args, AdminFl
   if (args[0] != "status") return Usage("unknown action '" + args[0] + "' (status)");
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
+    if (a == kEndOfOptions) {
+      flags->addresses.insert(flags->addresses.end(), args.begin() + static_cast<long>(i) + 1, args.end());
+      break;
+    }
+    if (IsHelp(a)) {
       std::fputs(kAdminUsage, stdout);
       return kExitOk;
     }

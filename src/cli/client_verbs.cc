@@ -5,14 +5,18 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
 #include "base/log.h"
+#include "base/units.h"
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "client/client_from_config.h"
 #include "config/client_config.h"
 #include "memkv/client.h"
+#include "proto/frame.h"
 
 namespace memkv::cli {
 namespace {
@@ -24,6 +28,10 @@ constexpr const char* kVerbUsage = R"(Usage:
   memkv get KEY [-o FILE]    write the value to standard output or FILE
   memkv del KEY              delete KEY
   memkv exists KEY...        print "present KEY" or "absent KEY" per key
+
+"--" ends the options: memkv put -- -key file, memkv get -- -key.
+-o FILE and --output=FILE are the same. put stops reading past 256 MiB, the
+largest value a server takes (exit 6).
 
 Servers and key: the YAML named by MEMKV_CONFIG, then MEMKV_SERVERS,
 MEMKV_AUTH_KEY, MEMKV_TRANSPORT, MEMKV_TIMEOUT_MS. With neither set, the local
@@ -58,26 +66,41 @@ int Report(const std::string& verb, const Status& status) {
   return ExitCodeFor(status);
 }
 
+// Reads the value to put, stopping at one byte past the largest value a
+// server takes: an endless stream (`yes | memkv put K -`) must fail, not eat
+// the host's memory.
 Result<std::vector<uint8_t>> ReadInput(const std::string& path) {
+  const std::string name = path == "-" ? std::string("standard input") : path;
   int fd = STDIN_FILENO;
   if (path != "-") {
     fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return InvalidArgument("cannot open " + path + ": " + std::strerror(errno));
   }
+  auto too_large = [&name] {
+    return TooLarge(name + " holds more than the largest value a server takes (" +
+                    FormatSize(proto::kMaxValueBytes) + "); stopped reading there and stored nothing");
+  };
   std::vector<uint8_t> data;
-  uint8_t buf[1 << 16];
+  Status status = Status::Ok();
+  constexpr size_t kChunk = 1 << 16;
   for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (data.size() > proto::kMaxValueBytes) {
+      status = too_large();
+      break;
+    }
+    const size_t old_size = data.size();
+    data.resize(old_size + kChunk);
+    ssize_t n = ::read(fd, data.data() + old_size, kChunk);
+    data.resize(old_size + static_cast<size_t>(std::max<ssize_t>(n, 0)));
     if (n == 0) break;
     if (n < 0) {
       if (errno == EINTR) continue;
-      Status s = IoError("cannot read " + path + ": " + std::strerror(errno));
-      if (fd != STDIN_FILENO) ::close(fd);
-      return s;
+      status = IoError("cannot read " + name + ": " + std::strerror(errno));
+      break;
     }
-    data.insert(data.end(), buf, buf + n);
   }
   if (fd != STDIN_FILENO) ::close(fd);
+  if (!status.ok()) return status;
   return data;
 }
 
@@ -111,23 +134,32 @@ int Usage(const std::string& verb, const std::string& problem) {
 }  // namespace
 
 int RunClientVerb(const std::string& verb, const std::vector<std::string>& args, const Environment& env) {
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") {
-      std::fputs(kVerbUsage, stdout);
-      return kExitOk;
-    }
-  }
+  Result<std::vector<std::string>> expanded = ExpandOptions(args, {});
+  if (!expanded.ok()) return Usage(verb, expanded.status().message());
   std::vector<std::string> positional;
   std::string out_path;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (verb == "get" && (args[i] == "-o" || args[i] == "--output")) {
-      if (i + 1 >= args.size()) return Usage(verb, "-o needs a file name");
-      out_path = args[++i];
-    } else if (args[i].size() > 1 && args[i][0] == '-' && args[i] != "-") {
-      return Usage(verb, "unknown option '" + args[i] + "'");
-    } else {
-      positional.push_back(args[i]);
+  bool options_done = false;
+  for (size_t i = 0; i < expanded->size(); ++i) {
+    const std::string& a = (*expanded)[i];
+    if (!options_done) {
+      if (a == kEndOfOptions) {
+        options_done = true;
+        continue;
+      }
+      if (IsHelp(a)) {
+        std::fputs(kVerbUsage, stdout);
+        return kExitOk;
+      }
+      if (verb == "get" && (a == "-o" || a == "--output")) {
+        if (i + 1 >= expanded->size()) return Usage(verb, "-o needs a file name");
+        out_path = (*expanded)[++i];
+        continue;
+      }
+      if (a.size() > 1 && a[0] == '-') {
+        return Usage(verb, "unknown option '" + a + "' (a key that begins with '-' goes after '--')");
+      }
     }
+    positional.push_back(a);
   }
   if (positional.empty()) return Usage(verb, "missing KEY");
   const bool one_key = verb == "get" || verb == "del";

@@ -8,6 +8,7 @@
 
 #include "base/bytes.h"
 #include "base/log.h"
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "config/client_config.h"
 #include "config/server_config.h"
@@ -77,10 +78,17 @@ bool ParseNumber(const std::string& text, uint64_t max, uint64_t* out) {
   return *out <= max;
 }
 
-std::optional<int> ParseFlags(const std::vector<std::string>& args, DoctorFlags* flags) {
+std::optional<int> ParseFlags(const std::vector<std::string>& raw_args, DoctorFlags* flags) {
+  Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, {"--json"});
+  if (!expanded.ok()) {
+    std::fprintf(stderr, "memkv doctor: %s; see 'memkv doctor --help'\n", expanded.status().message().c_str());
+    return kExitUsage;
+  }
+  const std::vector<std::string>& args = *expanded;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
+    if (a == kEndOfOptions && i + 1 == args.size()) break;
+    if (IsHelp(a)) {
       std::fputs(kDoctorUsage, stdout);
       return kExitOk;
     }

@@ -28,6 +28,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/units.h"
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "config/server_config.h"
 #include "drive/aligned_buffer.h"
@@ -85,7 +86,10 @@ int Usage(const std::string& what) {
   return kExitUsage;
 }
 
-std::optional<int> ParseDriveFlags(const std::vector<std::string>& args, DriveFlags* flags) {
+std::optional<int> ParseDriveFlags(const std::vector<std::string>& raw_args, DriveFlags* flags) {
+  Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, {"--json", "--allow-degraded"});
+  if (!expanded.ok()) return Usage(expanded.status().message());
+  const std::vector<std::string>& args = *expanded;
   if (args.empty()) return Usage("name an action: list, inspect or verify");
   if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::fputs(kDriveUsage, stdout);
@@ -97,7 +101,11 @@ std::optional<int> ParseDriveFlags(const std::vector<std::string>& args, DriveFl
   else return Usage("unknown action '" + args[0] + "' (list, inspect, verify)");
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
+    if (a == kEndOfOptions) {  // drives named after "--" may begin with '-'
+      flags->drives.insert(flags->drives.end(), args.begin() + static_cast<long>(i) + 1, args.end());
+      break;
+    }
+    if (IsHelp(a)) {
       std::fputs(kDriveUsage, stdout);
       return kExitOk;
     }

@@ -21,8 +21,10 @@ constexpr const char* kUsage = R"(memkv: a store for LLM KV-cache blocks
 Usage: memkv <command> [options]
 
 Server:
-  start [--config PATH]       run a server (default config /etc/memkv/config.yaml
-                              if present, else the embedded single-node default)
+  start [--config PATH] [--address HOST:PORT | --port N] [--check]
+                              run a server (default config /etc/memkv/config.yaml
+                              if present, else the embedded single-node default);
+                              SIGINT, SIGTERM and SIGHUP drain and stop it
 
 Drives:
   setup --drives PATH... [--rdma DEV] [--block-size SIZE] [--file-size SIZE]
@@ -52,6 +54,8 @@ without them: 127.0.0.1:9900 and the key in ~/.memkv/auth.key):
   exists KEY...               print which keys are present
 
   memkv <command> --help      options of one command
+  "--name=value" equals "--name value"; "--" ends the options (keys that
+  begin with '-': memkv get -- -key)
   memkv --version             print the version
 
 Exit codes: 0 ok, 1 not found, 2 usage, 3 configuration, 4 unavailable or

@@ -24,6 +24,7 @@
 #include "base/bytes.h"
 #include "base/log.h"
 #include "base/units.h"
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "config/server_config.h"
 #include "drive/aligned_buffer.h"
@@ -85,14 +86,21 @@ Result<uint64_t> ParseSizeFlag(const std::string& flag, const std::string& text)
   return n;
 }
 
-std::optional<int> ParseSetupFlags(const std::vector<std::string>& args, SetupFlags* flags) {
+std::optional<int> ParseSetupFlags(const std::vector<std::string>& raw_args, SetupFlags* flags) {
   auto usage = [](const std::string& what) {
     std::fprintf(stderr, "memkv setup: %s; see 'memkv setup --help'\n", what.c_str());
     return kExitUsage;
   };
+  Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, {"--force", "--idempotent"});
+  if (!expanded.ok()) return usage(expanded.status().message());
+  const std::vector<std::string>& args = *expanded;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
+    if (a == kEndOfOptions) {  // drives named after "--" may begin with '-'
+      flags->drives.insert(flags->drives.end(), args.begin() + static_cast<long>(i) + 1, args.end());
+      break;
+    }
+    if (IsHelp(a)) {
       std::fputs(kSetupUsage, stdout);
       return kExitOk;
     }

@@ -15,8 +15,11 @@
 #include "base/log.h"
 #include "base/units.h"
 #include "base/version.h"
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/start_drives.h"
+#include "cli/start_preflight.h"
+#include "config/host_port.h"
 #include "config/server_config.h"
 #include "server/admin.h"
 #include "server/key_file.h"
@@ -31,7 +34,8 @@ namespace {
 
 constexpr const char* kStartUsage = R"(Usage: memkv start [options]
 
-Runs a MemKV server in the foreground until SIGINT or SIGTERM.
+Runs a MemKV server in the foreground until SIGINT, SIGTERM or SIGHUP
+(each drains: queued responses are flushed, then it exits 0).
 
 Options:
   --config PATH          server config (YAML, docs/configuration.md); default
@@ -47,7 +51,14 @@ Options:
                          (default 10000)
   --write-stall-timeout-ms N  close connections that stop reading their
                          responses for this long (default 30000)
-  --check                validate the config, print the effective settings, exit
+  --address HOST:PORT    serve here instead of network.address (admin: PORT+1)
+  --port N               serve on port N of network.address's host
+  --check                validate the config and run every check start makes
+                         before it serves (files, drives, memory); print the
+                         effective settings; create nothing; exit 3 if start
+                         would refuse
+
+"--name=value" is the same as "--name value".
 
 When ready it prints one line on standard output: "ready HOST:PORT".
 )";
@@ -62,6 +73,8 @@ struct StartFlags {
   uint32_t write_stall_timeout_ms = 30000;
   bool check_only = false;
   bool log_level_set = false;  // --log-level given: it wins over log.level
+  std::optional<std::string> host;  // --address: overrides network.address
+  std::optional<uint16_t> port;     // --address or --port
 };
 
 bool ParseUint(const std::string& text, uint64_t max, uint64_t* out) {
@@ -74,11 +87,22 @@ bool ParseUint(const std::string& text, uint64_t max, uint64_t* out) {
 }
 
 // Returns an exit code when parsing ends the command (help, usage error).
-std::optional<int> ParseFlags(const std::vector<std::string>& args, StartFlags* flags) {
+std::optional<int> ParseFlags(const std::vector<std::string>& raw_args, StartFlags* flags) {
+  Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, {"--check"});
+  if (!expanded.ok()) {
+    std::fprintf(stderr, "memkv start: %s; see 'memkv start --help'\n", expanded.status().message().c_str());
+    return kExitUsage;
+  }
+  const std::vector<std::string>& args = *expanded;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
-    if (a == "--help" || a == "-h") {
+    if (a == kEndOfOptions) {
+      if (i + 1 == args.size()) break;
+      std::fprintf(stderr, "memkv start: unexpected argument '%s'; start takes options only\n", args[i + 1].c_str());
+      return kExitUsage;
+    }
+    if (IsHelp(a)) {
       std::fputs(kStartUsage, stdout);
       return kExitOk;
     }
@@ -96,6 +120,18 @@ std::optional<int> ParseFlags(const std::vector<std::string>& args, StartFlags* 
       flags->config_path = *v;
     } else if (a == "--data-dir") {
       flags->data_dir = *v;
+    } else if (a == "--address") {
+      Result<config_internal::HostPort> split = config_internal::SplitHostPort(*v);
+      if (!split.ok() || split->port > 65534) {
+        std::fprintf(stderr, "memkv start: --address '%s': %s\n", v->c_str(),
+                     split.ok() ? "port out of range; allowed: 0..65534 (port+1 is the admin port)"
+                                : split.status().message().c_str());
+        return kExitUsage;
+      }
+      flags->host = split->host;
+      flags->port = static_cast<uint16_t>(split->port);
+    } else if (a == "--port" && ParseUint(*v, 65534, &n)) {
+      flags->port = static_cast<uint16_t>(n);
     } else if (a == "--log-level") {
       LogLevel level;
       if (!ParseLogLevel(*v, &level)) {
@@ -129,10 +165,14 @@ Result<ServerConfig> ResolveConfig(const StartFlags& flags) {
   return EmbeddedDefaultConfig(flags.data_dir);
 }
 
-uint64_t PhysicalMemoryBytes() {
-  long pages = ::sysconf(_SC_PHYS_PAGES);
-  long page_size = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
+// The config start serves: the file (or the embedded default) with the
+// data directory's default drive filled in and --address / --port applied.
+Result<ServerConfig> EffectiveConfig(const StartFlags& flags) {
+  MEMKV_ASSIGN_OR_RETURN(ServerConfig c, ResolveConfig(flags));
+  ResolveDataDir(flags.data_dir, &c);
+  if (flags.host) c.network.host = *flags.host;
+  if (flags.port) c.network.port = *flags.port;
+  return c;
 }
 
 void PrintEffective(const ServerConfig& c, const std::string& key_source) {
@@ -168,7 +208,7 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   if (auto code = ParseFlags(args, &flags)) return *code;
   if (flags.data_dir.empty()) flags.data_dir = DefaultDataDir(env);
 
-  Result<ServerConfig> config = ResolveConfig(flags);
+  Result<ServerConfig> config = EffectiveConfig(flags);
   if (!config.ok()) {
     std::fprintf(stderr, "memkv start: invalid configuration:\n%s\n", config.status().message().c_str());
     return kExitConfig;
@@ -177,6 +217,25 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   if (LogLevel level; !flags.log_level_set && ParseLogLevel(c.log.level, &level)) SetLogLevel(level);
   if (c.memory.max_size_bytes == 0) c.memory.max_size_bytes = DefaultMemoryPoolBytes(PhysicalMemoryBytes());
 
+  // RDMA registers the pool exactly when the configured device is on this
+  // host; registered, or the source of O_DIRECT I/O, the pool must be hugetlb.
+  Result<bool> rdma_in_use = RdmaDeviceInUse(c.rdma, verbs::SystemProvider());
+  if (!rdma_in_use.ok()) {
+    std::fprintf(stderr, "memkv start: %s\n", rdma_in_use.status().message().c_str());
+    return kExitConfig;
+  }
+  const bool direct_io = c.storage.mode == StorageMode::kDirect;
+  const std::string pin_reason = *rdma_in_use ? "RDMA device " + c.rdma.device + " registers it"
+                                 : direct_io  ? "storage.mode direct does O_DIRECT I/O from it"
+                                              : "";
+
+  // Everything refusable without serving, before anything is created; the
+  // same list for --check (docs/cli.md).
+  if (Status pre = Preflight(c, {.data_dir = flags.data_dir, .pin_reason = pin_reason, .check_only = flags.check_only});
+      !pre.ok()) {
+    std::fprintf(stderr, "memkv start%s: %s\n", flags.check_only ? " --check" : "", pre.message().c_str());
+    return kExitConfig;
+  }
   if (flags.check_only) {
     // Validation only: report where the key would come from, create nothing.
     std::string source = "from the config";
@@ -205,15 +264,9 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
                         << file->path << " (mode 0600)";
   }
 
-  // The pool is mapped before RDMA registers it. Pinned (registered, or the
-  // source of O_DIRECT I/O) it must be hugetlb-backed, and start refuses here
-  // when free hugepages do not cover it (docs/configuration.md).
-  Result<bool> rdma_in_use = RdmaDeviceInUse(c.rdma, verbs::SystemProvider());
-  if (!rdma_in_use.ok()) {
-    std::fprintf(stderr, "memkv start: %s\n", rdma_in_use.status().message().c_str());
-    return kExitConfig;
-  }
-  const bool direct_io = c.storage.mode == StorageMode::kDirect;
+  // The pool is mapped before RDMA registers it. Pinned it must be
+  // hugetlb-backed, and start refuses here when free hugepages do not cover
+  // it (docs/configuration.md).
   MemoryStoreOptions store_options;
   store_options.max_size_bytes = c.memory.max_size_bytes;
   store_options.chunk_size_bytes = c.memory.block_size_bytes;
@@ -222,10 +275,8 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   if (!store.ok()) {
     if (store_options.hugepages == HugePagePolicy::kRequire &&
         store.status().code() == StatusCode::kFailedPrecondition) {
-      const std::string why = *rdma_in_use ? "RDMA device " + c.rdma.device + " registers it"
-                                           : "storage.mode direct does O_DIRECT I/O from it";
       std::fprintf(stderr, "memkv start: the memory pool is pinned (%s), so it must be 2 MiB hugepages: %s\n",
-                   why.c_str(), store.status().message().c_str());
+                   pin_reason.c_str(), store.status().message().c_str());
     } else {
       std::fprintf(stderr, "memkv start: %s\n", store.status().ToString().c_str());
     }
@@ -240,6 +291,10 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  // SIGHUP (the terminal went away, or a `kill -HUP` meant as "reload")
+  // drains like SIGTERM instead of killing the server mid-response; the
+  // config is not reloaded (docs/cli.md).
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
@@ -272,6 +327,8 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   options.workers = flags.workers;
   options.handshake_timeout_ms = flags.handshake_timeout_ms;
   options.write_stall_timeout_ms = flags.write_stall_timeout_ms;
+  options.max_connections = c.network.max_connections;
+  options.max_unauthenticated_connections = c.network.max_unauthenticated_connections;
   options.rdma = rdma->get();
   options.tier = &tier;
   Result<std::unique_ptr<Server>> server = Server::Create(options, store->get());
@@ -318,7 +375,8 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
     int sig = 0;
     sigwait(&signals, &sig);
     signalled.store(true);
-    LOG_INFO_C("start") << "received " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ": draining and stopping";
+    const char* name = sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM";
+    LOG_INFO_C("start") << "received " << name << ": draining and stopping";
     srv->Stop();
   });
   Status run = srv->Run();

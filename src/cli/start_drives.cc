@@ -2,6 +2,7 @@
 // formatting missing drive files in file mode), or say exactly why not.
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <algorithm>
@@ -38,12 +39,20 @@ std::string Parent(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+// The nearest directory at or above `dir` that exists: where the free space
+// of a directory still to be made is read.
+std::string ExistingAncestor(std::string dir) {
+  struct stat st{};
+  while (::stat(dir.c_str(), &st) != 0 && dir != "/" && dir != ".") dir = Parent(dir);
+  return dir;
+}
+
 // The size a new drive file gets: its configured size, else the default
 // capped at half the free space of its filesystem, in whole blocks.
 Result<uint64_t> NewFileSize(const DriveConfig& drive, uint64_t block_bytes) {
   if (drive.size_bytes != 0) return drive.size_bytes;
   struct statvfs vfs{};
-  const std::string dir = Parent(drive.media);
+  const std::string dir = ExistingAncestor(Parent(drive.media));
   if (::statvfs(dir.c_str(), &vfs) != 0) {
     return IoError("storage.drives: cannot read the free space of " + dir + ": " + ErrnoText(errno));
   }
@@ -60,15 +69,45 @@ Result<uint64_t> NewFileSize(const DriveConfig& drive, uint64_t block_bytes) {
   return size;
 }
 
-// File mode: formats the drive files when none of them exists yet (the first
-// start). Files missing from an existing store are left missing (degraded).
-Status CreateMissingDriveFiles(const StorageConfig& storage) {
+Result<std::vector<FileState>> ExamineAll(const StorageConfig& storage) {
   std::vector<FileState> states;
   for (const DriveConfig& d : storage.drives) {
     MEMKV_ASSIGN_OR_RETURN(FileState state, Examine(d.media));
     states.push_back(state);
   }
-  const size_t fresh = std::count_if(states.begin(), states.end(), [](FileState s) { return s != FileState::kPresent; });
+  return states;
+}
+
+size_t CountFresh(const std::vector<FileState>& states) {
+  return std::count_if(states.begin(), states.end(), [](FileState s) { return s != FileState::kPresent; });
+}
+
+// A first start's drive file directory: it exists and is writable, or its
+// parent does (start makes one level, mode 0700).
+Status CheckNewFileDirectory(const std::string& media) {
+  const std::string dir = Parent(media);
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) return InvalidArgument("storage.drives: " + dir + " (for " + media + ") is not a directory");
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+      return IoError("storage.drives: cannot create " + media + " in " + dir + ": " + ErrnoText(errno));
+    }
+    return Status::Ok();
+  }
+  const std::string parent = Parent(dir);
+  if (::stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return IoError("storage.drives: cannot create the directory " + dir + " for " + media + ": " + parent +
+                   " does not exist (start makes one directory level, not a path)");
+  }
+  if (::access(parent.c_str(), W_OK | X_OK) != 0) {
+    return IoError("storage.drives: cannot create the directory " + dir + ": " + ErrnoText(errno));
+  }
+  return Status::Ok();
+}
+
+Status CheckFileDrives(const StorageConfig& storage) {
+  MEMKV_ASSIGN_OR_RETURN(std::vector<FileState> states, ExamineAll(storage));
+  const size_t fresh = CountFresh(states);
   if (fresh == 0) return Status::Ok();
   if (fresh != states.size()) {
     // A lost drive of an existing store: it opens degraded without it (its
@@ -82,6 +121,51 @@ Status CreateMissingDriveFiles(const StorageConfig& storage) {
     }
     return Status::Ok();
   }
+  for (const DriveConfig& d : storage.drives) {
+    MEMKV_RETURN_IF_ERROR(CheckNewFileDirectory(d.media));
+    MEMKV_RETURN_IF_ERROR(NewFileSize(d, storage.block_size_bytes).status());
+  }
+  return Status::Ok();
+}
+
+// Direct mode: every drive that exists must be a block device this process
+// can read and write; a missing one leaves the store degraded, all missing
+// leaves nothing to serve from.
+Status CheckBlockDevices(const StorageConfig& storage) {
+  size_t missing = 0;
+  for (size_t i = 0; i < storage.drives.size(); ++i) {
+    const std::string& path = storage.drives[i].media;
+    const std::string where = "storage.drives[" + std::to_string(i) + "]: ";
+    struct stat st{};
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno != ENOENT) return IoError(where + "cannot stat " + path + ": " + ErrnoText(errno));
+      ++missing;
+      LOG_WARN_C("start") << where << path << " does not exist; the store opens degraded without it";
+      continue;
+    }
+    if (!S_ISBLK(st.st_mode)) {
+      return InvalidArgument(where + path +
+                             " is not a block device; storage.mode direct takes whole devices (e.g. /dev/nvme1n1). "
+                             "For drive files set storage.mode: file");
+    }
+    if (::access(path.c_str(), R_OK | W_OK) != 0) {
+      return IoError(where + "cannot open " + path + " for reading and writing: " + ErrnoText(errno) +
+                     " (the service needs group disk: docs/packaging.md)");
+    }
+  }
+  if (!storage.drives.empty() && missing == storage.drives.size()) {
+    return NotFound("storage.drives: none of the " + std::to_string(missing) +
+                    " drive(s) exists (first: " + storage.drives[0].media +
+                    "); storage.mode direct serves from block devices formatted by 'memkv setup'");
+  }
+  return Status::Ok();
+}
+
+// File mode: formats the drive files when none of them exists yet (the first
+// start). Files missing from an existing store are left missing (degraded).
+Status CreateMissingDriveFiles(const StorageConfig& storage) {
+  MEMKV_ASSIGN_OR_RETURN(std::vector<FileState> states, ExamineAll(storage));
+  if (CountFresh(states) != states.size()) return Status::Ok();
   uint64_t size = UINT64_MAX;
   for (const DriveConfig& d : storage.drives) {
     const std::string dir = Parent(d.media);
@@ -100,26 +184,17 @@ Status CreateMissingDriveFiles(const StorageConfig& storage) {
   return ExtentStore::Format(format);
 }
 
-// Direct mode: every drive that exists must be a block device (a missing one
-// leaves the store degraded, as in file mode).
-Status CheckBlockDevices(const StorageConfig& storage) {
-  for (size_t i = 0; i < storage.drives.size(); ++i) {
-    const std::string& path = storage.drives[i].media;
-    struct stat st{};
-    if (::stat(path.c_str(), &st) == 0 && !S_ISBLK(st.st_mode)) {
-      return InvalidArgument("storage.drives[" + std::to_string(i) + "]: " + path +
-                             " is not a block device; storage.mode direct takes whole devices (e.g. /dev/nvme1n1). "
-                             "For drive files set storage.mode: file");
-    }
-  }
+}  // namespace
+
+Status CheckDrivesBeforeOpen(const StorageConfig& storage) {
+  if (storage.mode == StorageMode::kFile) return CheckFileDrives(storage);
+  if (storage.mode == StorageMode::kDirect) return CheckBlockDevices(storage);
   return Status::Ok();
 }
 
-}  // namespace
-
 Result<std::unique_ptr<ExtentStore>> OpenDrives(const StorageConfig& storage) {
+  MEMKV_RETURN_IF_ERROR(CheckDrivesBeforeOpen(storage));
   if (storage.mode == StorageMode::kFile) MEMKV_RETURN_IF_ERROR(CreateMissingDriveFiles(storage));
-  if (storage.mode == StorageMode::kDirect) MEMKV_RETURN_IF_ERROR(CheckBlockDevices(storage));
   ExtentStoreOptions options;
   for (const DriveConfig& d : storage.drives) options.drives.push_back(d.media);
   Result<std::unique_ptr<ExtentStore>> store = ExtentStore::Open(options);

@@ -19,6 +19,15 @@ namespace memkv::cli {
 // different stores. Logs what it opened, and each drive that is offline.
 Result<std::unique_ptr<ExtentStore>> OpenDrives(const StorageConfig& storage);
 
+// What OpenDrives checks before it creates or opens anything, and what
+// `memkv start --check` runs: file mode: each drive file that exists is a
+// regular file, and on a first start each one's directory exists or can be
+// made and its filesystem has room; direct mode: each drive that exists is a
+// readable and writable block device, and at least one exists. A missing
+// drive of an existing store is a warning (the store opens degraded without
+// it). Creates nothing.
+Status CheckDrivesBeforeOpen(const StorageConfig& storage);
+
 }  // namespace memkv::cli
 
 #endif  // MEMKV_CLI_START_DRIVES_H_

@@ -67,7 +67,10 @@ void ReadNetwork(const YAML::Node& node, Diagnostics* d, NetworkConfig* out) {
           {{"address", address},
            {"auth_key", auth_key},
            StringField("tls_cert", d, &out->tls_cert),
-           StringField("tls_key", d, &out->tls_key)},
+           StringField("tls_key", d, &out->tls_key),
+           Uint32Field("max_connections", config_internal::kMaxConnectionsAllowed, d, &out->max_connections),
+           Uint32Field("max_unauthenticated_connections", config_internal::kMaxUnauthenticatedAllowed, d,
+                       &out->max_unauthenticated_connections)},
           d);
 }
 
@@ -138,8 +141,9 @@ void ReadDrives(const YAML::Node& node, const std::string& path, Diagnostics* d,
   }
 }
 
-void ReadStorage(const YAML::Node& node, Diagnostics* d, StorageConfig* out) {
-  auto mode = [d, out](const YAML::Node& v, const std::string& p) {
+void ReadStorage(const YAML::Node& node, Diagnostics* d, StorageConfig* out, bool* mode_given) {
+  auto mode = [d, out, mode_given](const YAML::Node& v, const std::string& p) {
+    *mode_given = true;
     ReadStorageMode(v, p, d, &out->mode);
   };
   auto drives = [d, out](const YAML::Node& v, const std::string& p) {
@@ -156,6 +160,8 @@ void ReadStorage(const YAML::Node& node, Diagnostics* d, StorageConfig* out) {
 
 // Each section's reader knows its own path, so the one given here is unused.
 void ReadServerConfig(const YAML::Node& root, Diagnostics* d, ServerConfig* out) {
+  bool mode_given = false;
+  bool* const given = &mode_given;
   auto section = [](auto read) {
     return [read](const YAML::Node& v, const std::string&) { read(v); };
   };
@@ -163,11 +169,17 @@ void ReadServerConfig(const YAML::Node& root, Diagnostics* d, ServerConfig* out)
           {{"network", section([=](const YAML::Node& v) { ReadNetwork(v, d, &out->network); })},
            {"memory", section([=](const YAML::Node& v) { ReadMemory(v, d, &out->memory); })},
            {"rdma", section([=](const YAML::Node& v) { ReadRdma(v, d, &out->rdma); })},
-           {"storage", section([=](const YAML::Node& v) { ReadStorage(v, d, &out->storage); })},
+           {"storage", section([=](const YAML::Node& v) { ReadStorage(v, d, &out->storage, given); })},
            {"log", section([=](const YAML::Node& v) {
               ReadMap(v, "log", {StringField("level", d, &out->log.level)}, d);
             })}},
           d);
+  // No storage named at all: what the embedded default does, as every field
+  // is optional (docs/configuration.md). A mode without drives stays an error.
+  if (!mode_given && out->storage.drives.empty()) {
+    out->storage.mode = StorageMode::kFile;
+    out->storage.drive_in_data_dir = true;
+  }
 }
 
 }  // namespace
@@ -187,9 +199,16 @@ ServerConfig EmbeddedDefaultConfig(const std::string& data_dir) {
   config.network.host = "127.0.0.1";
   config.network.port = 9900;
   config.storage.mode = StorageMode::kFile;
-  config.storage.drives = {DriveConfig{.media = data_dir + "/drive0.memkv"}};
+  config.storage.drive_in_data_dir = true;
+  ResolveDataDir(data_dir, &config);
   config.memory.max_size_bytes = 0;
   return config;
+}
+
+void ResolveDataDir(const std::string& data_dir, ServerConfig* config) {
+  StorageConfig& s = config->storage;
+  if (!s.drive_in_data_dir || !s.drives.empty()) return;
+  s.drives = {DriveConfig{.media = data_dir + "/drive0.memkv"}};
 }
 
 uint64_t DefaultMemoryPoolBytes(uint64_t physical_memory_bytes) {

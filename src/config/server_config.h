@@ -28,6 +28,11 @@ struct NetworkConfig {
   std::optional<std::vector<uint8_t>> auth_key;  // 32 bytes when set
   std::string tls_cert;                  // path or empty
   std::string tls_key;                   // path or empty
+  // Connections beyond these are closed at once on accept (counted in
+  // memkv_connections_refused_total): all open ones, and those that have
+  // not authenticated yet (each costs a few KiB until then).
+  uint32_t max_connections = 10000;
+  uint32_t max_unauthenticated_connections = 4096;
 };
 
 struct MemoryConfig {
@@ -59,6 +64,10 @@ struct StorageConfig {
   std::vector<DriveConfig> drives;
   bool promote_on_read = true;   // copy values read from a drive back into DRAM
   uint32_t io_threads = 4;       // drive I/O threads, 1..64
+  // Set when the file names no storage (neither storage.mode nor
+  // storage.drives): mode file with the embedded default's one drive file,
+  // <data dir>/drive0.memkv, filled in by ResolveDataDir.
+  bool drive_in_data_dir = false;
 };
 
 struct LogConfig {
@@ -78,11 +87,17 @@ struct ServerConfig {
 // file, `data_dir`/drive0.memkv, created on the first start.
 ServerConfig EmbeddedDefaultConfig(const std::string& data_dir);
 
+// Fills in what depends on `memkv start --data-dir`: the default drive file
+// when storage.drive_in_data_dir. Idempotent.
+void ResolveDataDir(const std::string& data_dir, ServerConfig* config);
+
 // A pool size that suits a machine with `physical_memory_bytes` of RAM:
 // one eighth of it, at least 256 MiB and at most 16 GiB.
 uint64_t DefaultMemoryPoolBytes(uint64_t physical_memory_bytes);
 
-// Parses YAML text; missing fields keep the defaults of ServerConfig{}.
+// Parses YAML text; missing fields keep the defaults of ServerConfig{},
+// except that a text naming no storage gets the embedded default's (file
+// mode, drive_in_data_dir).
 // `source` names the text in messages (a path or "<string>").
 Result<ServerConfig> ParseServerConfig(std::string_view yaml_text, std::string_view source);
 Result<ServerConfig> LoadServerConfigFile(const std::string& path);

@@ -74,15 +74,31 @@ TEST(ServerConfigDefaultsTest, StorageModeNames) {
   EXPECT_EQ(StorageModeName(StorageMode::kMemory), "memory");
 }
 
-TEST(ServerConfigParseTest, EmptyTextKeepsDefaultsSoOnlyTheDriveRuleFires) {
-  for (const char* text : {"", "# just a comment\n", "---\n", "\n\n"}) {
-    std::vector<std::string> lines = ProblemLines(Parse(text));
-    ASSERT_EQ(lines.size(), 1u) << "text: '" << text << "'";
-    EXPECT_NE(lines[0].find("storage.drives: mode 'direct' needs at least one drive; add drives "
-                            "or set storage.mode: memory"),
-              std::string::npos)
-        << lines[0];
+// Regression: an empty config failed with "mode 'direct' needs at least one
+// drive" although every field is optional; it now means the embedded
+// default's storage (one drive file in the data directory).
+TEST(ServerConfigParseTest, EmptyConfigGetsTheEmbeddedDefaultsStorageInsteadOfFailing) {
+  for (const char* text : {"", "# just a comment\n", "---\n", "\n\n", "network:\n  address: 127.0.0.1:9910\n",
+                           "storage:\n  promote_on_read: false\n"}) {
+    Result<ServerConfig> r = Parse(text);
+    ASSERT_TRUE(r.ok()) << "text: '" << text << "': " << r.status().ToString();
+    EXPECT_EQ(r->storage.mode, StorageMode::kFile) << text;
+    EXPECT_TRUE(r->storage.drive_in_data_dir) << text;
+    EXPECT_TRUE(r->storage.drives.empty()) << text;
+    ServerConfig c = *r;
+    ResolveDataDir("/srv/d", &c);
+    ASSERT_EQ(c.storage.drives.size(), 1u);
+    EXPECT_EQ(c.storage.drives[0].media, "/srv/d/drive0.memkv");
   }
+  // A mode named without drives is still refused: the operator meant drives.
+  std::vector<std::string> lines = ProblemLines(Parse("storage:\n  mode: direct\n"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("storage.drives: mode 'direct' needs at least one drive"), std::string::npos) << lines[0];
+  // Drives without a mode keep the documented default, direct.
+  Result<ServerConfig> r = Parse("storage:\n  drives:\n    - media: /dev/nvme0n1\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->storage.mode, StorageMode::kDirect);
+  EXPECT_FALSE(r->storage.drive_in_data_dir);
 }
 
 TEST(ServerConfigParseTest, MissingFieldsKeepDefaults) {

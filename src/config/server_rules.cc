@@ -52,6 +52,19 @@ void CheckNetwork(const NetworkConfig& n, Diagnostics* d) {
   }
 }
 
+void CheckConnectionLimits(const NetworkConfig& n, Diagnostics* d) {
+  if (n.max_connections < 1 || n.max_connections > kMaxConnectionsLimit) {
+    d->Violation({"network.max_connections"},
+                 OutOfRange("network.max_connections", n.max_connections, kMaxConnectionsAllowed));
+  }
+  if (n.max_unauthenticated_connections < 1 || n.max_unauthenticated_connections > n.max_connections) {
+    d->Violation({"network.max_unauthenticated_connections", "network.max_connections"},
+                 OutOfRange("network.max_unauthenticated_connections", n.max_unauthenticated_connections,
+                            std::string(kMaxUnauthenticatedAllowed) + " (" + std::to_string(n.max_connections) +
+                                ")"));
+  }
+}
+
 void CheckBlockSize(const std::string& path, uint64_t bytes, Diagnostics* d) {
   const std::string allowed = "; allowed: a power of two from 4 KiB to 1 GiB";
   if (!std::has_single_bit(bytes)) {
@@ -147,7 +160,7 @@ void CheckStorage(const StorageConfig& s, Diagnostics* d) {
     }
   }
   const std::string mode(StorageModeName(s.mode));
-  if (s.mode != StorageMode::kMemory && s.drives.empty()) {
+  if (s.mode != StorageMode::kMemory && s.drives.empty() && !s.drive_in_data_dir) {
     d->Violation({"storage.drives", "storage.mode"},
                  "storage.drives: mode '" + mode +
                      "' needs at least one drive; add drives or set storage.mode: memory");
@@ -169,6 +182,7 @@ void CheckServerRules(const ServerConfig& config, Diagnostics* d) {
     d->Violation({"log.level"}, "log.level: '" + config.log.level + "' is not a log level; allowed: debug, info, warn, error");
   }
   CheckNetwork(config.network, d);
+  CheckConnectionLimits(config.network, d);
   CheckMemory(config.memory, d);
   CheckRdma(config.rdma, d);
   CheckStorage(config.storage, d);

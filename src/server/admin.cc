@@ -47,12 +47,16 @@ Result<std::unique_ptr<AdminService>> AdminService::Start(const AdminOptions& op
   }));
   MEMKV_RETURN_IF_ERROR(admin->http_->Handle(
       "GET", "/v1/status", [self](const HttpRequest&) { return Json(200, self->StatusJson()); }));
-  MEMKV_RETURN_IF_ERROR(admin->http_->Handle("GET", "/v1/metrics", [self](const HttpRequest&) {
-    HttpResponse r;
-    r.content_type = std::string(metrics::kPrometheusContentType);
-    r.body = self->MetricsText();
-    return r;
-  }));
+  // Prometheus scrapes /metrics unless told otherwise, so the same text is
+  // served there too.
+  for (const char* path : {"/v1/metrics", "/metrics"}) {
+    MEMKV_RETURN_IF_ERROR(admin->http_->Handle("GET", path, [self](const HttpRequest&) {
+      HttpResponse r;
+      r.content_type = std::string(metrics::kPrometheusContentType);
+      r.body = self->MetricsText();
+      return r;
+    }));
+  }
   MEMKV_RETURN_IF_ERROR(admin->http_->Start());
   admin->Sample();
   admin->sampler_ = std::thread([self] {
@@ -298,6 +302,13 @@ std::string AdminService::MetricsText() const {
                {{"reason", "write_stall"}}, m.connections_closed_stalled.Value());
   p.AddCounter("memkv_connections_closed_total", "Connections the server closed, by reason.",
                {{"reason", "rdma_lease"}}, m.rdma_leases_expired.Value());
+  const char* kRefusedHelp =
+      "Connections closed at once on accept because a connection limit was reached, by limit "
+      "(network.max_connections, network.max_unauthenticated_connections).";
+  p.AddCounter("memkv_connections_refused_total", kRefusedHelp, {{"reason", "max_connections"}},
+               m.connections_refused_max_connections.Value());
+  p.AddCounter("memkv_connections_refused_total", kRefusedHelp, {{"reason", "max_unauthenticated"}},
+               m.connections_refused_max_unauthenticated.Value());
   p.AddCounter("memkv_auth_failures_total", "Frames or connections refused for failed authentication.", {},
                m.auth_failures.Value());
   p.AddCounter("memkv_protocol_errors_total", "Malformed frames, unknown opcodes and similar protocol errors.", {},

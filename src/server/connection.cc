@@ -2,11 +2,13 @@
 
 #include "proto/messages.h"
 
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/log.h"
@@ -15,13 +17,66 @@
 namespace memkv {
 namespace {
 
-constexpr size_t kInputBufferBytes = 256 * 1024;
 constexpr size_t kDiscardBytes = 1 << 20;
+// A connection that has read nothing for this long gives its buffers back.
+constexpr Nanos kIdleTrimNs = 1'000'000'000;
+// Meta scratch kept across requests (a batch meta can be ~1 MiB).
+constexpr size_t kKeptMetaBytes = 64 * 1024;
 // Work done per readiness event before yielding to other connections.
 constexpr int kMaxFramesPerEvent = 64;
 constexpr size_t kMaxErrorMessageBytes = 1024;
 
 }  // namespace
+
+uint8_t* InputBuffer::Space(bool grow, size_t* room) {
+  *room = 0;
+  if (start_ == end_) start_ = end_ = 0;
+  if (capacity_ == 0 && !Resize(kInitialBytes)) return nullptr;
+  if (end_ == capacity_ && start_ > 0) {
+    std::memmove(data_, data_ + start_, end_ - start_);
+    end_ -= start_;
+    start_ = 0;
+  }
+  if (end_ == capacity_ && grow && capacity_ < kMaxBytes) Resize(capacity_ * 2);
+  *room = capacity_ - end_;
+  return *room == 0 ? nullptr : data_ + end_;
+}
+
+bool InputBuffer::Release() {
+  if (start_ != end_) return false;
+  Free();
+  return true;
+}
+
+bool InputBuffer::Resize(size_t capacity) {
+  uint8_t* bigger = nullptr;
+  if (capacity <= kMaxMallocBytes) {
+    bigger = static_cast<uint8_t*>(std::malloc(capacity));
+  } else {
+    void* p = ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) bigger = static_cast<uint8_t*>(p);
+  }
+  if (bigger == nullptr) return false;  // keep the buffer we have
+  if (end_ > start_) std::memcpy(bigger, data_ + start_, end_ - start_);
+  end_ -= start_;
+  start_ = 0;
+  Free();
+  data_ = bigger;
+  capacity_ = capacity;
+  return true;
+}
+
+void InputBuffer::Free() {
+  if (data_ != nullptr) {
+    if (capacity_ <= kMaxMallocBytes) {
+      std::free(data_);
+    } else {
+      ::munmap(data_, capacity_);
+    }
+  }
+  data_ = nullptr;
+  capacity_ = 0;
+}
 
 Connection::Connection(uint64_t id, UniqueFd fd, std::string peer, const ConnectionContext& ctx, Nanos now)
     : id_(id),
@@ -30,30 +85,49 @@ Connection::Connection(uint64_t id, UniqueFd fd, std::string peer, const Connect
       ctx_(ctx),
       accepted_at_(now),
       last_write_progress_(now),
-      in_(kInputBufferBytes) {
+      last_read_(now) {
   ctx_.metrics->connections_accepted.Add(1);
   ctx_.metrics->connections_active.fetch_add(1, std::memory_order_relaxed);
 }
 
-Connection::~Connection() { ctx_.metrics->connections_active.fetch_sub(1, std::memory_order_relaxed); }
+Connection::~Connection() {
+  if (ctx_.limits != nullptr) ctx_.limits->Release(authenticated());
+  ctx_.metrics->connections_active.fetch_sub(1, std::memory_order_relaxed);
+}
 
 bool Connection::WantsRead() const {
   return !closing_ && !drive_wait_ && out_.size() < proto::kMaxInflightPerConnection;
 }
 
+bool Connection::HasBufferedRequests() const {
+  if (!WantsRead()) return false;
+  if (state_ == ReadState::kHeader) return in_.size() >= proto::kHeaderSize;
+  return !in_.empty();
+}
+
+void Connection::TrimIdle(Nanos now) {
+  if (now - last_read_ < kIdleTrimNs || state_ != ReadState::kHeader) return;
+  in_.Release();
+  if (meta_.capacity() > kKeptMetaBytes) std::vector<uint8_t>().swap(meta_);
+  discard_.reset();
+}
+
 bool Connection::OnReadable() {
-  for (int i = 0; i < kMaxFramesPerEvent && WantsRead(); ++i) {
+  for (int i = 0; i < kMaxFramesPerEvent; ++i) {
+    // At the in-flight limit, answers that leave now make room for the
+    // requests behind them (buffered or still in the socket).
+    if (out_.size() >= proto::kMaxInflightPerConnection && !Flush()) return false;
+    if (!WantsRead()) break;
     if (state_ == ReadState::kPayload) {
       if (!ReceivePayload()) return false;
       if (state_ == ReadState::kPayload) break;  // socket drained
       continue;
     }
     ParseFrames();
-    if (state_ == ReadState::kPayload) continue;
-    if (!WantsRead()) break;
-    size_t before = in_end_ - in_start_;
+    if (state_ == ReadState::kPayload || !WantsRead()) continue;
+    size_t before = in_.size();
     if (!FillInput()) return false;
-    if (in_end_ - in_start_ == before) break;  // socket drained
+    if (in_.size() == before) break;  // socket drained
   }
   return Flush();
 }
@@ -67,22 +141,20 @@ bool Connection::OnDriveDone(const DriveDone& done) {
 }
 
 // Reads what the socket has into the input buffer. False on EOF or error.
+// Only an authenticated connection that keeps filling its buffer makes it grow.
 bool Connection::FillInput() {
-  if (in_start_ == in_end_) in_start_ = in_end_ = 0;
-  if (in_end_ == in_.size() && in_start_ > 0) {
-    std::memmove(in_.data(), in_.data() + in_start_, in_end_ - in_start_);
-    in_end_ -= in_start_;
-    in_start_ = 0;
-  }
-  if (in_end_ == in_.size()) return true;  // full; parser consumes first
-  ssize_t n = ::recv(fd_.get(), in_.data() + in_end_, in_.size() - in_end_, 0);
+  size_t room = 0;
+  uint8_t* space = in_.Space(authenticated(), &room);
+  if (space == nullptr) return true;  // full (parser consumes first) or no memory (retried on the next event)
+  ssize_t n = ::recv(fd_.get(), space, room, 0);
   if (n > 0) {
-    in_end_ += static_cast<size_t>(n);
+    in_.Commit(static_cast<size_t>(n));
+    last_read_ = MonotonicNanos();
     ctx_.metrics->bytes_received.Add(static_cast<uint64_t>(n));
     return true;
   }
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
-  if (state_ != ReadState::kHeader || in_end_ != in_start_) {
+  if (state_ != ReadState::kHeader || !in_.empty()) {
     LOG_INFO_C("server") << "connection " << peer_ << " closed mid-frame";
   }
   return false;
@@ -91,19 +163,19 @@ bool Connection::FillInput() {
 // Consumes complete headers and metas from the input buffer.
 void Connection::ParseFrames() {
   while (WantsRead()) {
-    size_t avail = in_end_ - in_start_;
+    size_t avail = in_.size();
     if (state_ == ReadState::kHeader) {
       if (avail < proto::kHeaderSize) return;
-      std::memcpy(cur_raw_.data(), in_.data() + in_start_, proto::kHeaderSize);
-      in_start_ += proto::kHeaderSize;
+      std::memcpy(cur_raw_.data(), in_.data(), proto::kHeaderSize);
+      in_.Consume(proto::kHeaderSize);
       if (!OnHeader()) return;  // Fail() queued a response and set closing_
       continue;
     }
     if (state_ == ReadState::kMeta) {
       size_t need = cur_.meta_len - meta_.size();
       size_t take = std::min(need, avail);
-      meta_.insert(meta_.end(), in_.data() + in_start_, in_.data() + in_start_ + take);
-      in_start_ += take;
+      meta_.insert(meta_.end(), in_.data(), in_.data() + take);
+      in_.Consume(take);
       if (meta_.size() < cur_.meta_len) return;
       OnMeta();
       if (state_ == ReadState::kPayload) return;
@@ -230,7 +302,7 @@ void Connection::HashArrived(uint64_t n) {
 // consume to stay in sync but will not keep).
 void Connection::AddDiscard(uint64_t bytes) {
   if (bytes == 0) return;
-  if (!discard_) discard_ = std::make_unique<uint8_t[]>(kDiscardBytes);
+  if (!discard_) discard_ = std::make_unique_for_overwrite<uint8_t[]>(kDiscardBytes);
   while (bytes > 0) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, kDiscardBytes));
     payload_iov_.push_back({discard_.get(), n});
@@ -241,12 +313,12 @@ void Connection::AddDiscard(uint64_t bytes) {
 // Moves payload bytes (buffered first, then straight from the socket) into
 // their destinations. False on EOF or error.
 bool Connection::ReceivePayload() {
-  size_t buffered = in_end_ - in_start_;
+  size_t buffered = in_.size();
   while (buffered > 0 && payload_first_ < payload_iov_.size()) {
     iovec& v = payload_iov_[payload_first_];
     size_t take = std::min(buffered, v.iov_len);
-    std::memcpy(v.iov_base, in_.data() + in_start_, take);
-    in_start_ += take;
+    std::memcpy(v.iov_base, in_.data(), take);
+    in_.Consume(take);
     buffered -= take;
     payload_left_ -= take;
     HashArrived(take);

@@ -9,9 +9,15 @@
 //
 // Requests on one connection run to completion in order, so responses leave
 // in request order. While kMaxInflightPerConnection responses are unsent the
-// connection stops reading (backpressure). A fatal problem (bad auth, bad
-// framing) queues an error response, stops reading and closes once it is
-// flushed.
+// connection stops parsing and reading (backpressure); once answers leave,
+// the requests already buffered are parsed first (HasBufferedRequests: the
+// worker runs the connection again without waiting for the socket, which may
+// have nothing more to say). A fatal problem (bad auth, bad framing) queues
+// an error response, stops reading and closes once it is flushed.
+//
+// Memory: the input buffer (InputBuffer) starts at a few KiB on the first
+// read, grows only while a busy client keeps it full, and is freed, with the
+// other per-request scratch, once the connection is idle (TrimIdle).
 //
 // With drives (ctx.tier->has_drives()), requests that need drive I/O (a put's
 // write-through, a get that misses DRAM, a delete) run on the tier's I/O
@@ -39,6 +45,8 @@
 #include "base/hmac.h"
 #include "base/unique_fd.h"
 #include "proto/frame.h"
+#include "server/connection_buffer.h"
+#include "server/connection_limits.h"
 #include "server/metrics.h"
 #include "server/rdma_endpoint.h"
 #include "server/tier.h"
@@ -79,6 +87,9 @@ struct ConnectionContext {
   RdmaEndpoint* rdma = nullptr;  // null: TCP only
   Nanos rdma_grant_lease_ns = 30'000'000'000;  // a slot or pin held longer closes the connection
   ServerMetrics* metrics = nullptr;
+  // The slot each connection holds (reserved by the worker before it builds
+  // the Connection, given back by ~Connection). Null: no limits.
+  ConnectionLimits* limits = nullptr;
   HmacSha256* master_mac = nullptr;
   std::span<const uint8_t> master_key;
 };
@@ -107,6 +118,13 @@ class Connection {
   bool OnDriveDone(const DriveDone& done);
 
   bool WantsRead() const;
+  // Buffered bytes can be parsed now (room freed up below the in-flight
+  // limit, or the per-event budget ran out): the worker calls OnReadable
+  // again without waiting for the socket.
+  bool HasBufferedRequests() const;
+  // Frees the input buffer and scratch of a connection that has read
+  // nothing for a while and holds no partial frame.
+  void TrimIdle(Nanos now);
   bool WantsWrite() const { return !out_.empty(); }
   // No more requests will be read; close once the queued output is flushed.
   bool closing() const { return closing_; }
@@ -219,9 +237,8 @@ class Connection {
   bool drive_wait_ = false;  // parked until drive work reports back
 
   // Input buffer for headers and metas; payloads bypass it when large.
-  std::vector<uint8_t> in_;
-  size_t in_start_ = 0;
-  size_t in_end_ = 0;
+  InputBuffer in_;
+  Nanos last_read_ = 0;            // when bytes last arrived
 
   ReadState state_ = ReadState::kHeader;
   Nanos request_start_ = 0;        // when the current request's header arrived

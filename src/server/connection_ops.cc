@@ -83,6 +83,7 @@ void Connection::HandleConnect() {
   }
   RespondConnect(std::move(meta), client_nonce);
   auth_ = std::move(auth).value();
+  if (ctx_.limits != nullptr) ctx_.limits->Authenticated();
 }
 
 bool Connection::RequireRdma() {

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <malloc.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -40,6 +41,12 @@ std::string PeerName(const sockaddr_storage& ss) {
 }
 
 constexpr Nanos kReapIntervalNs = 100'000'000;
+// After this many connections closed, a worker hands the free memory in the
+// malloc arenas back to the kernel (at most once per kTrimIntervalNs): what a
+// crowd of connections left behind is small chunks spread between live ones,
+// which free(3) alone keeps resident.
+constexpr uint64_t kClosedBeforeTrim = 64;
+constexpr Nanos kTrimIntervalNs = 1'000'000'000;
 
 void Wake(int event_fd) {
   uint64_t one = 1;
@@ -76,6 +83,7 @@ class Server::Worker {
     ctx_.rdma = server_->options_.rdma;
     ctx_.rdma_grant_lease_ns = Nanos(server_->options_.rdma_grant_lease_ms) * 1'000'000;
     ctx_.metrics = &server_->metrics_;
+    ctx_.limits = &server_->limits_;
     ctx_.master_mac = master_mac_.get();
     ctx_.master_key = server_->options_.auth_key;
     epoll_event ev{};
@@ -119,12 +127,16 @@ class Server::Worker {
       if (stopping || now >= next_reap_) {
         ReapFinished(stopping, drain_deadline);
         next_reap_ = now + kReapIntervalNs;
+        TrimMemory(now);
       }
       if (stopping && conns_.empty()) {
         mailbox_->Close();
         return;
       }
-      int n = ::epoll_wait(epoll_.get(), events, 128, 250);
+      // Connections with parsable requests already buffered run again
+      // without waiting: their sockets may have nothing more to say.
+      int n = ::epoll_wait(epoll_.get(), events, 128, buffered_.empty() ? 250 : 0);
+      RunBuffered();
       for (int i = 0; i < n; ++i) {
         int fd = events[i].data.fd;
         if (fd == wake_.get()) {
@@ -145,7 +157,31 @@ class Server::Worker {
           Close(fd);
         } else {
           UpdateInterest(conn);
+          NoteBuffered(conn);
         }
+      }
+    }
+  }
+
+  void NoteBuffered(Connection& conn) {
+    if (conn.HasBufferedRequests()) buffered_.push_back(conn.id());
+  }
+
+  // One turn for each connection that had parsable requests buffered when
+  // it last ran (stopped at the in-flight limit, or out of budget).
+  void RunBuffered() {
+    std::vector<uint64_t> ids;
+    ids.swap(buffered_);
+    for (uint64_t id : ids) {
+      auto it = by_id_.find(id);
+      if (it == by_id_.end()) continue;
+      Connection& conn = *it->second;
+      if (!conn.HasBufferedRequests()) continue;  // a duplicate, or already run
+      if (!conn.OnReadable() || conn.Finished()) {
+        Close(conn.fd());
+      } else {
+        UpdateInterest(conn);
+        NoteBuffered(conn);
       }
     }
   }
@@ -157,6 +193,7 @@ class Server::Worker {
       incoming.swap(incoming_);
     }
     for (auto& [fd, peer] : incoming) {
+      if (!Admit(peer)) continue;  // fd closes here
       int raw = fd.get();
       auto conn = std::make_unique<Connection>(next_id_++, std::move(fd), std::move(peer), ctx_, MonotonicNanos());
       epoll_event ev{};
@@ -183,8 +220,34 @@ class Server::Worker {
         Close(conn.fd());
       } else {
         UpdateInterest(conn);
+        NoteBuffered(conn);
       }
     }
+  }
+
+  // Reserves a slot under network.max_connections and
+  // network.max_unauthenticated_connections; false (counted, logged) when
+  // one is reached and the connection must be closed at once.
+  bool Admit(const std::string& peer) {
+    ConnectionLimits& limits = server_->limits_;
+    switch (limits.TryAdmit()) {
+      case ConnectionLimits::Refusal::kNone:
+        return true;
+      case ConnectionLimits::Refusal::kMaxConnections:
+        server_->metrics_.connections_refused_max_connections.Add(1);
+        LOG_WARN_EVERY_C("server", 10) << "refusing connection from " << peer << ": " << limits.open()
+                                       << " connections are open, the limit network.max_connections is "
+                                       << limits.max_connections();
+        return false;
+      case ConnectionLimits::Refusal::kMaxUnauthenticated:
+        server_->metrics_.connections_refused_max_unauthenticated.Add(1);
+        LOG_WARN_EVERY_C("server", 10) << "refusing connection from " << peer << ": " << limits.unauthenticated()
+                                       << " connections have not authenticated yet, the limit "
+                                          "network.max_unauthenticated_connections is "
+                                       << limits.max_unauthenticated();
+        return false;
+    }
+    return false;
   }
 
   void UpdateInterest(Connection& conn) {
@@ -210,6 +273,7 @@ class Server::Worker {
       bool stalled = conn->WantsWrite() && now - conn->last_write_progress() > stall_ns;
       bool drained = stopping && (conn->Finished() || now > drain_deadline);
       bool lease_expired = !conn->CheckGrantLeases(now);
+      conn->TrimIdle(now);
       if (idle) {
         MEMKV_LOG_EVERY_C(kInfo, 10, "server") << "closing " << conn->peer() << ": no Connect within "
                  << server_->options_.handshake_timeout_ms << " ms";
@@ -231,6 +295,20 @@ class Server::Worker {
     if (it == conns_.end()) return;
     by_id_.erase(it->second->id());
     conns_.erase(it);
+    ++closed_since_trim_;
+  }
+
+  void TrimMemory(Nanos now) {
+    if (closed_since_trim_ < kClosedBeforeTrim || now - last_trim_ < kTrimIntervalNs) return;
+    closed_since_trim_ = 0;
+    last_trim_ = now;
+    if (conns_.empty()) {
+      // The tables' bucket arrays never shrink on their own.
+      std::unordered_map<int, std::unique_ptr<Connection>>().swap(conns_);
+      std::unordered_map<int, uint32_t>().swap(interest_);
+      std::unordered_map<uint64_t, Connection*>().swap(by_id_);
+    }
+    ::malloc_trim(0);
   }
 
   Server* server_;
@@ -249,6 +327,9 @@ class Server::Worker {
   uint64_t next_id_ = 1;
   std::shared_ptr<DriveMailbox> mailbox_;
   Nanos next_reap_ = 0;
+  std::vector<uint64_t> buffered_;  // connection ids for RunBuffered
+  uint64_t closed_since_trim_ = 0;
+  Nanos last_trim_ = 0;
 };
 
 Server::Server(const ServerOptions& options, MemoryStore* store, UniqueFd listener, uint16_t port)
@@ -257,7 +338,8 @@ Server::Server(const ServerOptions& options, MemoryStore* store, UniqueFd listen
       own_tier_(options.tier == nullptr ? std::make_unique<Tier>(store, nullptr, TierOptions{}) : nullptr),
       tier_(options.tier != nullptr ? options.tier : own_tier_.get()),
       listener_(std::move(listener)),
-      port_(port) {}
+      port_(port),
+      limits_(options.max_connections, options.max_unauthenticated_connections) {}
 
 Server::~Server() {
   Stop();
@@ -266,6 +348,9 @@ Server::~Server() {
 
 Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, MemoryStore* store) {
   if (options.auth_key.size() != 32) return InvalidArgument("auth key must be 32 bytes");
+  if (options.max_connections == 0 || options.max_unauthenticated_connections == 0) {
+    return InvalidArgument("max_connections and max_unauthenticated_connections must be at least 1");
+  }
   MEMKV_ASSIGN_OR_RETURN(UniqueFd listener, ListenTcp(options.host, options.port, 1024));
   MEMKV_ASSIGN_OR_RETURN(uint16_t port, LocalPort(listener.get()));
   std::unique_ptr<Server> server(new Server(options, store, std::move(listener), port));

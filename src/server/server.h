@@ -20,6 +20,7 @@
 
 #include "base/unique_fd.h"
 #include "memkv/status.h"
+#include "server/connection_limits.h"
 #include "server/metrics.h"
 #include "server/rdma_endpoint.h"
 #include "server/tier.h"
@@ -33,6 +34,10 @@ struct ServerOptions {
   std::vector<uint8_t> auth_key;        // 32 bytes
   int workers = 0;                      // 0 = one per core, at most 8
   uint32_t handshake_timeout_ms = 10000;  // close connections that never authenticate
+  // Connections beyond these (open in all; open and not yet authenticated)
+  // are closed at once on accept, counted and logged.
+  uint32_t max_connections = 10000;
+  uint32_t max_unauthenticated_connections = 4096;
   uint32_t drain_timeout_ms = 5000;     // on Stop, time to flush queued responses
   // A client that stops reading while responses are queued holds their
   // values pinned (unevictable); after this long without progress it is closed.
@@ -77,6 +82,7 @@ class Server {
   uint16_t port_;
   std::atomic<bool> stopping_{false};
   ServerMetrics metrics_;
+  ConnectionLimits limits_;
   std::vector<std::unique_ptr<Worker>> workers_;
 };
 

@@ -1,0 +1,63 @@
+// ConnectionLimits: how many client connections one Server keeps open at
+// once, in all (network.max_connections) and before they authenticate
+// (network.max_unauthenticated_connections).
+//
+// A worker reserves a slot with TryAdmit before it builds a Connection; the
+// Connection moves its slot to "authenticated" when its Connect verifies and
+// gives it back when it is destroyed. Counts are exact across workers
+// (compare-and-swap), so a limit of N admits at most N.
+//
+// Shared by the workers of one Server; every method is thread-safe.
+#ifndef MEMKV_SERVER_CONNECTION_LIMITS_H_
+#define MEMKV_SERVER_CONNECTION_LIMITS_H_
+
+#include <atomic>
+#include <cstdint>
+
+namespace memkv {
+
+class ConnectionLimits {
+ public:
+  enum class Refusal { kNone, kMaxConnections, kMaxUnauthenticated };
+
+  ConnectionLimits(uint32_t max_connections, uint32_t max_unauthenticated)
+      : max_open_(max_connections), max_unauthenticated_(max_unauthenticated) {}
+
+  // Reserves an unauthenticated slot, or says which limit is reached.
+  Refusal TryAdmit() {
+    if (!Reserve(unauthenticated_, max_unauthenticated_)) return Refusal::kMaxUnauthenticated;
+    if (!Reserve(open_, max_open_)) {
+      unauthenticated_.fetch_sub(1, std::memory_order_relaxed);
+      return Refusal::kMaxConnections;
+    }
+    return Refusal::kNone;
+  }
+  void Authenticated() { unauthenticated_.fetch_sub(1, std::memory_order_relaxed); }
+  void Release(bool authenticated) {
+    if (!authenticated) unauthenticated_.fetch_sub(1, std::memory_order_relaxed);
+    open_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  uint32_t max_connections() const { return max_open_; }
+  uint32_t max_unauthenticated() const { return max_unauthenticated_; }
+  int64_t open() const { return open_.load(std::memory_order_relaxed); }
+  int64_t unauthenticated() const { return unauthenticated_.load(std::memory_order_relaxed); }
+
+ private:
+  static bool Reserve(std::atomic<int64_t>& count, uint32_t max) {
+    int64_t n = count.load(std::memory_order_relaxed);
+    do {
+      if (n >= int64_t{max}) return false;
+    } while (!count.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
+    return true;
+  }
+
+  const uint32_t max_open_;
+  const uint32_t max_unauthenticated_;
+  std::atomic<int64_t> open_{0};
+  std::atomic<int64_t> unauthenticated_{0};
+};
+
+}  // namespace memkv
+
+#endif  // MEMKV_SERVER_CONNECTION_LIMITS_H_

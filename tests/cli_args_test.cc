@@ -1,0 +1,270 @@
+// Regressions found by an operator in the `memkv` command (docs/cli.md):
+// argument conventions ("--", "--name=value", where -h/--help counts), the
+// value limit of `put` from a stream, SIGHUP, `start --check` refusing what
+// start refuses, a config that names no storage, `start --address/--port`,
+// and Prometheus' default `/metrics` path. Real `memkv` processes throughout.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "tests/harness.h"
+
+namespace memkv::testing {
+namespace {
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool Exists(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// The shell's quoting of one word.
+std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+class CliArgsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new ServerProcess();
+    Status s = server_->Start();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  static std::map<std::string, std::string> Env() {
+    return {{"MEMKV_SERVERS", server_->address()}, {"MEMKV_AUTH_KEY", kTestKeyHex}};
+  }
+  // `memkv ARGS` run by sh in `cwd` with the client's variables.
+  static CommandResult InDir(const std::string& cwd, const std::vector<std::string>& args) {
+    std::string cmd = "cd " + Quote(cwd) + " && MEMKV_SERVERS=" + server_->address() +
+                      " MEMKV_AUTH_KEY=" + kTestKeyHex + " " + Quote(MemkvBinary());
+    for (const std::string& a : args) cmd += " " + Quote(a);
+    return RunShell(cmd + " 2>&1");
+  }
+
+  static ServerProcess* server_;
+  TempDir dir_;
+};
+ServerProcess* CliArgsTest::server_ = nullptr;
+
+TEST_F(CliArgsTest, KeysThatBeginWithADashWorkAfterDoubleDash) {
+  CommandResult r = RunMemkv({"put", "--", "-dash-key"}, Env(), "dashed");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = RunMemkv({"get", "--", "-dash-key"}, Env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "dashed");
+  r = RunMemkv({"exists", "--", "-dash-key", "--other"}, Env());
+  EXPECT_EQ(r.out, "present -dash-key\nabsent --other\n") << r.err;
+  EXPECT_EQ(RunMemkv({"del", "--", "-dash-key"}, Env()).exit_code, 0);
+  EXPECT_EQ(RunMemkv({"get", "--", "-dash-key"}, Env()).exit_code, 1);
+  // Without "--" it is still an unknown option, and the message says what to do.
+  r = RunMemkv({"get", "-dash-key"}, Env());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'--'"), std::string::npos) << r.err;
+}
+
+TEST_F(CliArgsTest, HelpAsAFileNameIsAFileNotTheUsage) {
+  dir_.Write("--help", "help-file-contents");
+  dir_.Write("-h", "h-file-contents");
+  CommandResult r = InDir(dir_.path(), {"put", "help/key", "--", "--help"});
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("Usage"), std::string::npos) << r.out;
+  r = InDir(dir_.path(), {"put", "--", "h/key", "-h"});
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(RunMemkv({"get", "help/key"}, Env()).out, "help-file-contents");
+  EXPECT_EQ(RunMemkv({"get", "h/key"}, Env()).out, "h-file-contents");
+  // -o's value is a file name even when it reads --help.
+  r = InDir(dir_.path(), {"get", "h/key", "-o", "--help"});
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(ReadAll(dir_.path() + "/--help"), "h-file-contents");
+  // In option position it is still the usage.
+  r = RunMemkv({"put", "k", "--help"}, Env());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("Usage"), std::string::npos);
+}
+
+TEST_F(CliArgsTest, OptionEqualsValueIsAcceptedEverywhere) {
+  ASSERT_EQ(RunMemkv({"put", "eq/key"}, Env(), "eq").exit_code, 0);
+  const std::string out = dir_.path() + "/eq.out";
+  CommandResult r = RunMemkv({"get", "eq/key", "--output=" + out}, Env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadAll(out), "eq");
+
+  const std::string config = dir_.Write("c.yaml", "network:\n  address: 127.0.0.1:0\nstorage:\n  mode: memory\n");
+  r = RunMemkv({"start", "--check", "--config=" + config, "--data-dir=" + dir_.path(), "--log-level=warn"}, {});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("storage.mode: memory"), std::string::npos) << r.out;
+
+  r = RunMemkv({"admin", "status", "--timeout-ms=2000", "--json",
+                "http://127.0.0.1:" + std::to_string(server_->AdminPort())}, {});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // A switch with a value is a usage error naming it, not silently taken.
+  r = RunMemkv({"start", "--check=yes", "--config", config}, {});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--check takes no value"), std::string::npos) << r.err;
+}
+
+// Runs `memkv put KEY -` reading /dev/zero (an endless stream) with its
+// address space capped, so the old unbounded read fails fast instead of
+// eating the host. Returns the exit status (-1: still running at the deadline).
+int PutFromDevZero(const std::map<std::string, std::string>& env, const std::string& stderr_path) {
+  std::vector<std::string> argv_s = {MemkvBinary(), "put", "endless/key", "-"};
+  std::vector<std::string> env_s;
+  for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int in = ::open("/dev/zero", O_RDONLY);
+    const int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(in, 0);
+    ::dup2(err, 2);
+    rlimit as{3ULL << 30, 3ULL << 30};
+    ::setrlimit(RLIMIT_AS, &as);
+    std::vector<char*> argv, envp;
+    for (auto& s : argv_s) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    for (auto& s : env_s) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  bool done = PollUntil([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, 30000);
+  if (!done) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST_F(CliArgsTest, PutFromAnEndlessStreamStopsAtTheValueLimit) {
+  const std::string err_path = dir_.path() + "/put.err";
+  const int code = PutFromDevZero(Env(), err_path);
+  const std::string err = ReadAll(err_path);
+  EXPECT_EQ(code, 6) << err;
+  EXPECT_NE(err.find("256 MiB"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_EQ(RunMemkv({"get", "endless/key"}, Env()).exit_code, 1) << "nothing is stored";
+}
+
+TEST_F(CliArgsTest, SighupDrainsTheServerInsteadOfKillingIt) {
+  ServerProcess server;
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_EQ(::kill(server.pid(), SIGHUP), 0);
+  EXPECT_EQ(server.WaitExit(15000), 0) << server.Stderr();
+  EXPECT_NE(server.Stderr().find("received SIGHUP: draining and stopping"), std::string::npos) << server.Stderr();
+}
+
+// memkv start --check with `yaml`: its exit code and stderr.
+CommandResult Check(const TempDir& dir, const std::string& yaml) {
+  const std::string config = dir.Write("check.yaml", yaml);
+  return RunMemkv({"start", "--check", "--config", config, "--data-dir", dir.path() + "/data"}, {});
+}
+
+TEST_F(CliArgsTest, CheckRefusesWhatStartRefuses) {
+  const std::string memory = "storage:\n  mode: memory\n";
+  struct Case {
+    const char* what;
+    std::string yaml;
+    const char* message;
+  };
+  const std::string missing = dir_.path() + "/missing";
+  const std::string regular = dir_.Write("not-a-device", "x");
+  const std::vector<Case> cases = {
+      {"missing TLS files",
+       "network:\n  tls_cert: " + missing + "/cert.pem\n  tls_key: " + missing + "/key.pem\n" + memory, "tls_cert"},
+      {"a pool larger than the host", "memory:\n  max_size: 100 TiB\n" + memory, "more than this host's memory"},
+      {"missing direct-mode drives",
+       "storage:\n  mode: direct\n  drives:\n    - media: " + missing + "/nvme0\n    - media: " + missing + "/nvme1\n",
+       "none of the 2 drive(s) exists"},
+      {"a direct-mode drive that is a file", "storage:\n  mode: direct\n  drives:\n    - media: " + regular + "\n",
+       "is not a block device"},
+      {"a drive file whose directory cannot be made",
+       "storage:\n  mode: file\n  drives:\n    - media: " + missing + "/deeper/d0.memkv\n", "does not exist"},
+  };
+  for (const Case& c : cases) {
+    CommandResult r = Check(dir_, c.yaml);
+    EXPECT_EQ(r.exit_code, 3) << c.what << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.what << ": " << r.err;
+  }
+  EXPECT_FALSE(Exists(missing)) << "--check creates nothing";
+  EXPECT_FALSE(Exists(dir_.path() + "/data")) << "--check creates nothing";
+  // And a good config still passes.
+  EXPECT_EQ(Check(dir_, memory).exit_code, 0);
+}
+
+TEST_F(CliArgsTest, ConfigNamingNoStorageUsesAFileDriveInTheDataDir) {
+  for (const char* yaml : {"", "network:\n  address: 127.0.0.1:9911\n"}) {
+    CommandResult r = Check(dir_, yaml);
+    ASSERT_EQ(r.exit_code, 0) << "'" << yaml << "': " << r.err;
+    EXPECT_NE(r.out.find("storage.mode: file\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("storage.drive: " + dir_.path() + "/data/drive0.memkv\n"), std::string::npos) << r.out;
+  }
+  // It really serves from that file.
+  ServerSpec spec;
+  spec.storage_yaml = "  promote_on_read: true\n";  // a storage section that names no storage
+  spec.memory_max_size = "32 MiB";
+  spec.data_dir = dir_.path() + "/served";
+  ServerProcess server;
+  Status s = server.Start(spec);
+  ASSERT_TRUE(s.ok()) << s.ToString() << server.Stderr();
+  EXPECT_TRUE(Exists(spec.data_dir + "/drive0.memkv")) << server.Stderr();
+}
+
+TEST_F(CliArgsTest, StartAddressAndPortFlagsOverrideTheConfig) {
+  CommandResult r = Check(dir_, "network:\n  address: 0.0.0.0:9900\nstorage:\n  mode: memory\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string config = dir_.path() + "/check.yaml";
+  r = RunMemkv({"start", "--check", "--config", config, "--address", "127.0.0.2:9920"}, {});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("network.address: 127.0.0.2:9920\n"), std::string::npos) << r.out;
+  r = RunMemkv({"start", "--check", "--config", config, "--port", "9930"}, {});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("network.address: 0.0.0.0:9930\n"), std::string::npos) << r.out;
+  EXPECT_EQ(RunMemkv({"start", "--check", "--config", config, "--address", "nohost"}, {}).exit_code, 2);
+  EXPECT_EQ(RunMemkv({"start", "--check", "--config", config, "--port", "65535"}, {}).exit_code, 2);
+
+  // A second local server on a port the config does not name.
+  ServerSpec spec;
+  spec.port = server_->port();  // taken: only the flag lets this one start
+  spec.extra_args = {"--address", "127.0.0.1:0"};
+  ServerProcess second;
+  Status s = second.Start(spec);
+  ASSERT_TRUE(s.ok()) << s.ToString() << second.Stderr();
+  EXPECT_NE(second.port(), server_->port());
+}
+
+TEST_F(CliArgsTest, PrometheusDefaultMetricsPathIsServed) {
+  const uint16_t admin = server_->AdminPort();
+  ASSERT_NE(admin, 0);
+  HttpResult scrape = HttpRequestTo(admin, "GET", "/metrics");
+  ASSERT_EQ(scrape.status, 200) << scrape.headers << scrape.body;
+  EXPECT_NE(scrape.headers.find("text/plain"), std::string::npos) << scrape.headers;
+  std::map<std::string, double> samples = PrometheusSamples(scrape.body);
+  EXPECT_TRUE(samples.count("memkv_connections_accepted_total")) << scrape.body;
+  // The same families as /v1/metrics.
+  std::map<std::string, double> v1 = PrometheusSamples(HttpRequestTo(admin, "GET", "/v1/metrics").body);
+  ASSERT_FALSE(v1.empty());
+  for (const auto& [name, value] : v1) EXPECT_TRUE(samples.count(name)) << name;
+}
+
+}  // namespace
+}  // namespace memkv::testing
