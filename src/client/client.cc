@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 #include <type_traits>
+#include <unordered_map>
 
 #include "base/bytes.h"
 #include "base/clock.h"
@@ -255,8 +256,38 @@ class ClientImpl final : public Client {
     if (keys.size() != values.size()) {
       return Mismatch("BatchPut", keys.size(), "values", values.size());
     }
-    RunBatch(&call, [&](size_t i) { return values[i].size(); });
+    // A key named more than once: only its last item is sent, and every item
+    // of that key gets its status. Sent together, the items could travel in
+    // different frames and land in either order.
+    std::vector<size_t> last = LastOccurrences(keys);
+    bool repeated = false;
+    for (size_t i = 0; i < keys.size(); ++i) repeated = repeated || last[i] != i;
+    if (!repeated) {
+      RunBatch(&call, [&](size_t i) { return values[i].size(); });
+      return Finish(std::move(result));
+    }
+    std::vector<std::string_view> unique_keys;
+    std::vector<std::span<const uint8_t>> unique_values;
+    std::vector<size_t> position(keys.size());  // item i's last occurrence, in the unique lists
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (last[i] != i) continue;
+      position[i] = unique_keys.size();
+      unique_keys.push_back(keys[i]);
+      unique_values.push_back(values[i]);
+    }
+    BatchResult unique = BatchPutImpl(unique_keys, unique_values);
+    for (size_t i = 0; i < keys.size(); ++i) result.statuses.push_back(unique.statuses[position[last[i]]]);
     return Finish(std::move(result));
+  }
+
+  // For each key, the index of the last item naming the same key.
+  static std::vector<size_t> LastOccurrences(std::span<const std::string_view> keys) {
+    std::unordered_map<std::string_view, size_t> last_of;
+    last_of.reserve(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) last_of[keys[i]] = i;
+    std::vector<size_t> last(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) last[i] = last_of[keys[i]];
+    return last;
   }
 
   BatchResult BatchGetIntoImpl(std::span<const std::string_view> keys,

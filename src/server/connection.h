@@ -32,6 +32,7 @@
 #include <sys/uio.h>
 
 #include <array>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -158,7 +159,11 @@ class Connection {
       uint64_t received_checksum = 0;  // what they hash to, computed as they arrive
       PendingPut put;
       Status status;
+      // A later item of the batch names the same key: this one is not
+      // stored and is answered with that item's status (SupersedeRepeats).
+      size_t superseded_by = kNotSuperseded;
     };
+    static constexpr size_t kNotSuperseded = SIZE_MAX;
     std::vector<Item> items;
     bool batch = false;
     Status frame_error;
@@ -210,6 +215,7 @@ class Connection {
   void RunOnDrive(size_t parts, std::function<void(size_t)> part, std::function<DriveDone()> finish);
   // Write-through for verified put items (status Ok), then the response.
   void WriteThroughAndRespond(std::vector<PayloadSink::Item> items, bool batch);
+  void SupersedeRepeats(std::vector<PayloadSink::Item>& items);
   void RespondPuts(std::vector<PayloadSink::Item>& items, bool batch);
   // Get / BatchGet / RdmaGet misses that are on a drive.
   void FetchAndRespondGet(std::string key);

@@ -1,6 +1,7 @@
 // Connection, part two: what each opcode does to the store.
 #include <cstring>
 #include <string>
+#include <unordered_map>
 
 #include "base/checksum.h"
 #include "base/clock.h"
@@ -326,6 +327,7 @@ void Connection::FinishPayload() {
       return;
     }
   }
+  SupersedeRepeats(sink.items);
   if (Tiered()) {
     WriteThroughAndRespond(std::move(sink.items), sink.batch);
     return;
@@ -336,11 +338,34 @@ void Connection::FinishPayload() {
   RespondPuts(sink.items, sink.batch);
 }
 
+// A batch put that names a key more than once stores only the key's last
+// item, as applying the items in order would leave it, in memory and file
+// mode alike (the drive tier writes a batch's items in parallel, so storing
+// each would leave a random one). The earlier items release their pool
+// space now and are answered with the last item's status.
+void Connection::SupersedeRepeats(std::vector<PayloadSink::Item>& items) {
+  if (items.size() < 2) return;
+  std::unordered_map<std::string_view, size_t> last;
+  for (size_t i = 0; i < items.size(); ++i) last[items[i].key] = i;
+  if (last.size() == items.size()) return;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const size_t later = last[items[i].key];
+    if (later == i) continue;
+    items[i].superseded_by = later;
+    items[i].put = PendingPut();
+    items[i].status = FailedPrecondition("superseded by a later item of the batch");  // not stored
+  }
+}
+
 void Connection::RespondPuts(std::vector<PayloadSink::Item>& items, bool batch) {
   std::vector<StatusCode> statuses;
   Status last_error;
   uint64_t stored = 0;
   for (const PayloadSink::Item& item : items) {
+    if (item.superseded_by != PayloadSink::kNotSuperseded) {
+      statuses.push_back(items[item.superseded_by].status.code());
+      continue;
+    }
     statuses.push_back(item.status.code());
     if (!item.status.ok()) last_error = item.status;
     if (item.status.ok()) stored += item.size;
