@@ -18,7 +18,7 @@ declare -A allowed=(
   [client]="base proto config io verbs http metrics client"
   [capi]="base client capi"
   [doctor]="base config verbs client doctor"
-  [cli]="base proto config http server storage drive verbs metrics client doctor cli"
+  [cli]="base proto config io http server storage drive verbs metrics client doctor cli"
 )
 
 status=0

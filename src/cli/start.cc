@@ -248,6 +248,11 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
     return kExitOk;
   }
 
+  if (Status ports = CheckPortsFree(c.network); !ports.ok()) {
+    std::fprintf(stderr, "memkv start: %s\n", ports.message().c_str());
+    return kExitUnavailable;
+  }
+
   std::vector<uint8_t> key;
   std::string key_source = "from the config";
   if (c.network.auth_key) {

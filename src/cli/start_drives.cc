@@ -4,9 +4,10 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <map>
 
 #include "base/errno_text.h"
 #include "base/log.h"
@@ -121,9 +122,28 @@ Status CheckFileDrives(const StorageConfig& storage) {
     }
     return Status::Ok();
   }
+  // A first start: the files must fit where they go, all of them together
+  // on a filesystem they share, before any is made.
+  std::map<unsigned long, std::pair<uint64_t, uint64_t>> wanted_and_free;  // by filesystem id
   for (const DriveConfig& d : storage.drives) {
     MEMKV_RETURN_IF_ERROR(CheckNewFileDirectory(d.media));
-    MEMKV_RETURN_IF_ERROR(NewFileSize(d, storage.block_size_bytes).status());
+    MEMKV_ASSIGN_OR_RETURN(uint64_t size, NewFileSize(d, storage.block_size_bytes));
+    const std::string dir = ExistingAncestor(Parent(d.media));
+    struct statvfs vfs{};
+    if (::statvfs(dir.c_str(), &vfs) != 0) {
+      return IoError("storage.drives: cannot read the free space of " + dir + ": " + ErrnoText(errno));
+    }
+    auto& [wanted, free_bytes] = wanted_and_free[vfs.f_fsid];
+    wanted += size;
+    free_bytes = uint64_t(vfs.f_bavail) * vfs.f_frsize;
+    if (wanted > free_bytes) {
+      return ResourceExhausted("storage.drives: " + d.media + " needs " + FormatSize(size) + " but " + dir +
+                               " has " + FormatSize(free_bytes) + " free" +
+                               (wanted > size ? " for this and the other drive files there (" +
+                                                    FormatSize(wanted) + " in all)"
+                                              : "") +
+                               "; free some space or set a smaller storage.drives[].size");
+    }
   }
   return Status::Ok();
 }
@@ -181,7 +201,20 @@ Status CreateMissingDriveFiles(const StorageConfig& storage) {
   format.file_size_bytes = size;
   LOG_INFO_C("start") << "creating " << storage.drives.size() << " drive file(s) of " << FormatSize(size) << " ("
            << storage.drives[0].media << (storage.drives.size() > 1 ? ", ..." : "") << ")";
-  return ExtentStore::Format(format);
+  Status formatted = ExtentStore::Format(format);
+  if (!formatted.ok()) {
+    // None of them held a store: whatever this start made of them (a
+    // fallocated file without a superblock) goes, or is emptied again if it
+    // was an empty file before, so the next start, once the cause is fixed,
+    // creates them afresh instead of refusing them.
+    for (size_t i = 0; i < storage.drives.size(); ++i) {
+      const char* path = storage.drives[i].media.c_str();
+      if (states[i] == FileState::kMissing) ::unlink(path);
+      if (states[i] == FileState::kEmpty) (void)::truncate(path, 0);
+    }
+    return formatted.WithContext("creating the drive files (removed again)");
+  }
+  return Status::Ok();
 }
 
 }  // namespace

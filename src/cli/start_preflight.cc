@@ -10,6 +10,7 @@
 #include "base/units.h"
 #include "cli/start_drives.h"
 #include "http/tls_context.h"
+#include "io/socket.h"
 #include "server/key_file.h"
 #include "storage/hugepages.h"
 
@@ -68,6 +69,22 @@ Status CheckKeyFile(const NetworkConfig& n, const std::string& data_dir) {
 }
 
 }  // namespace
+
+Status CheckPortsFree(const NetworkConfig& network) {
+  if (network.port == 0) return Status::Ok();  // any free port: nothing to collide with
+  const uint16_t ports[] = {network.port, static_cast<uint16_t>(network.port + 1)};
+  const char* what[] = {"network.address", "the admin endpoint (network.address port + 1)"};
+  for (size_t i = 0; i < 2; ++i) {
+    // Bound and closed again at once; the server binds it for good later.
+    Result<UniqueFd> probe = ListenTcp(network.host, ports[i], 1);
+    if (!probe.ok()) {
+      return Unavailable(std::string(what[i]) + " " + network.host + ":" + std::to_string(ports[i]) +
+                         " cannot be bound: " + probe.status().message() +
+                         " (another memkv start, or another program, holds it); nothing was created");
+    }
+  }
+  return Status::Ok();
+}
 
 uint64_t PhysicalMemoryBytes() {
   long pages = ::sysconf(_SC_PHYS_PAGES);
