@@ -334,6 +334,7 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   options.write_stall_timeout_ms = flags.write_stall_timeout_ms;
   options.max_connections = c.network.max_connections;
   options.max_unauthenticated_connections = c.network.max_unauthenticated_connections;
+  options.frame_timeout_ms = c.network.frame_timeout_ms;
   options.rdma = rdma->get();
   options.tier = &tier;
   Result<std::unique_ptr<Server>> server = Server::Create(options, store->get());

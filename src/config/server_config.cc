@@ -70,7 +70,8 @@ void ReadNetwork(const YAML::Node& node, Diagnostics* d, NetworkConfig* out) {
            StringField("tls_key", d, &out->tls_key),
            Uint32Field("max_connections", config_internal::kMaxConnectionsAllowed, d, &out->max_connections),
            Uint32Field("max_unauthenticated_connections", config_internal::kMaxUnauthenticatedAllowed, d,
-                       &out->max_unauthenticated_connections)},
+                       &out->max_unauthenticated_connections),
+           Uint32Field("frame_timeout_ms", config_internal::kFrameTimeoutAllowed, d, &out->frame_timeout_ms)},
           d);
 }
 

@@ -33,6 +33,10 @@ struct NetworkConfig {
   // not authenticated yet (each costs a few KiB until then).
   uint32_t max_connections = 10000;
   uint32_t max_unauthenticated_connections = 4096;
+  // An authenticated client must send each frame whole within this of its
+  // first byte; one stuck mid-frame is closed, and the pool space reserved
+  // for its put released.
+  uint32_t frame_timeout_ms = 30000;
 };
 
 struct MemoryConfig {

@@ -63,6 +63,10 @@ void CheckConnectionLimits(const NetworkConfig& n, Diagnostics* d) {
                             std::string(kMaxUnauthenticatedAllowed) + " (" + std::to_string(n.max_connections) +
                                 ")"));
   }
+  if (n.frame_timeout_ms < kMinFrameTimeoutMs || n.frame_timeout_ms > kMaxFrameTimeoutMs) {
+    d->Violation({"network.frame_timeout_ms"},
+                 OutOfRange("network.frame_timeout_ms", n.frame_timeout_ms, kFrameTimeoutAllowed));
+  }
 }
 
 void CheckBlockSize(const std::string& path, uint64_t bytes, Diagnostics* d) {

@@ -28,6 +28,9 @@ inline constexpr std::string_view kIoThreadsAllowed = "1..64";
 inline constexpr uint32_t kMaxConnectionsLimit = 1'000'000;
 inline constexpr std::string_view kMaxConnectionsAllowed = "1..1000000";
 inline constexpr std::string_view kMaxUnauthenticatedAllowed = "1..network.max_connections";
+inline constexpr uint32_t kMinFrameTimeoutMs = 100;
+inline constexpr uint32_t kMaxFrameTimeoutMs = 3'600'000;
+inline constexpr std::string_view kFrameTimeoutAllowed = "100..3600000 (milliseconds)";
 
 // Adds one Violation line to `d` per broken rule.
 void CheckServerRules(const ServerConfig& config, Diagnostics* d);

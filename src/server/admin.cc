@@ -301,6 +301,8 @@ std::string AdminService::MetricsText() const {
   p.AddCounter("memkv_connections_closed_total", "Connections the server closed, by reason.",
                {{"reason", "write_stall"}}, m.connections_closed_stalled.Value());
   p.AddCounter("memkv_connections_closed_total", "Connections the server closed, by reason.",
+               {{"reason", "frame_timeout"}}, m.connections_closed_frame_timeout.Value());
+  p.AddCounter("memkv_connections_closed_total", "Connections the server closed, by reason.",
                {{"reason", "rdma_lease"}}, m.rdma_leases_expired.Value());
   const char* kRefusedHelp =
       "Connections closed at once on accept because a connection limit was reached, by limit "

@@ -150,6 +150,7 @@ bool Connection::FillInput() {
   if (n > 0) {
     in_.Commit(static_cast<size_t>(n));
     last_read_ = MonotonicNanos();
+    if (frame_started_ == 0) frame_started_ = last_read_;
     ctx_.metrics->bytes_received.Add(static_cast<uint64_t>(n));
     return true;
   }
@@ -179,6 +180,7 @@ void Connection::ParseFrames() {
       if (meta_.size() < cur_.meta_len) return;
       OnMeta();
       if (state_ == ReadState::kPayload) return;
+      FrameDone();
       continue;
     }
     return;  // kPayload handled by ReceivePayload
@@ -339,8 +341,45 @@ bool Connection::ReceivePayload() {
     return false;
   }
   state_ = ReadState::kHeader;
+  FrameDone();
   FinishPayload();
   return true;
+}
+
+void Connection::FrameDone() { frame_started_ = in_.empty() ? 0 : MonotonicNanos(); }
+
+uint64_t Connection::FrameBytesReceived() const {
+  switch (state_) {
+    case ReadState::kHeader: return in_.size();
+    case ReadState::kMeta: return proto::kHeaderSize + meta_.size();
+    case ReadState::kPayload: return proto::kHeaderSize + cur_.meta_len + (cur_.payload_len - payload_left_);
+  }
+  return 0;
+}
+
+uint64_t Connection::FrameBytesExpected() const {
+  if (state_ == ReadState::kHeader) return 0;
+  return proto::kHeaderSize + cur_.meta_len + cur_.payload_len;
+}
+
+bool Connection::CheckFrameDeadline(Nanos now) {
+  if (frame_started_ == 0 || !authenticated()) return true;  // before Connect: the handshake timeout
+  if (!WantsRead()) {
+    frame_started_ = now;  // the server is not reading: not the client's time
+    return true;
+  }
+  if (now - frame_started_ <= ctx_.frame_timeout_ns) return true;
+  ctx_.metrics->connections_closed_frame_timeout.Add(1);
+  const uint64_t expected = FrameBytesExpected();
+  const std::string what = expected == 0 ? std::string("a frame header")
+                                         : "a " + proto::OpcodeName(cur_.opcode) + " frame";
+  const std::string of = expected == 0 ? std::to_string(proto::kHeaderSize) : std::to_string(expected);
+  LOG_WARN_EVERY_C("server", 10) << "closing " << peer_ << ": " << what << " stalled mid-way, "
+                                 << FrameBytesReceived() << " of " << of << " bytes arrived in "
+                                 << (now - frame_started_) / 1'000'000 << " ms; network.frame_timeout_ms is "
+                                 << ctx_.frame_timeout_ns / 1'000'000
+                                 << " (the client is gone or stuck; raise it only for very slow links)";
+  return false;
 }
 
 void Connection::Queue(OutFrame frame) {

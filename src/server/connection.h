@@ -15,6 +15,11 @@
 // have nothing more to say). A fatal problem (bad auth, bad framing) queues
 // an error response, stops reading and closes once it is flushed.
 //
+// Deadline: once authenticated, each frame must arrive whole within
+// frame_timeout_ns of its first byte (CheckFrameDeadline, run by the worker's
+// sweep): a client that stalls mid-put would otherwise hold the pool chunks
+// reserved for its value for as long as it stays connected.
+//
 // Memory: the input buffer (InputBuffer) starts at a few KiB on the first
 // read, grows only while a busy client keeps it full, and is freed, with the
 // other per-request scratch, once the connection is idle (TrimIdle).
@@ -87,6 +92,7 @@ struct ConnectionContext {
   std::shared_ptr<DriveMailbox> mailbox;      // where drive work reports back
   RdmaEndpoint* rdma = nullptr;  // null: TCP only
   Nanos rdma_grant_lease_ns = 30'000'000'000;  // a slot or pin held longer closes the connection
+  Nanos frame_timeout_ns = 30'000'000'000;     // a frame must arrive whole within this (CheckFrameDeadline)
   ServerMetrics* metrics = nullptr;
   // The slot each connection holds (reserved by the worker before it builds
   // the Connection, given back by ~Connection). Null: no limits.
@@ -136,6 +142,14 @@ class Connection {
   // mid-transfer): the caller closes the connection, which cuts its QPs off
   // from the pool before the memory is reused.
   bool CheckGrantLeases(Nanos now);
+  // False when an authenticated connection has had a frame in progress
+  // (part of its header, meta or payload received) for longer than
+  // ctx.frame_timeout_ns: the client is gone or stuck mid-frame. Counted and
+  // logged here; the caller closes the connection, whose pending put then
+  // gives its reserved pool chunks back. The time the server itself is not
+  // reading the connection (parked on drive work, at the in-flight limit)
+  // does not count: while it lasts, the frame's clock is moved forward.
+  bool CheckFrameDeadline(Nanos now);
 
  private:
   enum class ReadState { kHeader, kMeta, kPayload };
@@ -187,6 +201,13 @@ class Connection {
   void RespondConnect(std::string meta, std::span<const uint8_t> client_nonce);
   void RespondError(const Status& status);
   void Fail(const Status& status);  // respond, then close
+  // A frame was taken in whole: the next one's clock starts now if some of
+  // it is already buffered, else with its first byte (FillInput).
+  void FrameDone();
+  // Bytes of the frame in progress received so far, and its whole size (0
+  // while its header is incomplete).
+  uint64_t FrameBytesReceived() const;
+  uint64_t FrameBytesExpected() const;
 
   // connection_ops.cc: the opcodes.
   void HandleConnect();
@@ -248,6 +269,7 @@ class Connection {
 
   ReadState state_ = ReadState::kHeader;
   Nanos request_start_ = 0;        // when the current request's header arrived
+  Nanos frame_started_ = 0;        // when the frame in progress began; 0: none (CheckFrameDeadline)
   proto::FrameHeader cur_;
   std::array<uint8_t, proto::kHeaderSize> cur_raw_{};
   std::vector<uint8_t> meta_;

@@ -47,6 +47,7 @@ struct ServerMetrics {
   std::atomic<int64_t> connections_active{0};  // a gauge: up and down
   Counter connections_closed_idle;     // no Connect within the handshake timeout
   Counter connections_closed_stalled;  // stopped reading its responses
+  Counter connections_closed_frame_timeout;  // a frame not whole within network.frame_timeout_ms
   // Closed at once on accept: network.max_connections (all open) or
   // network.max_unauthenticated_connections (before Connect) was reached.
   Counter connections_refused_max_connections;

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <malloc.h>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -54,6 +55,28 @@ void Wake(int event_fd) {
   (void)ignored;
 }
 
+// TCP keepalive on data connections: a peer that vanished without a FIN or
+// RST (host down, cable pulled) is found after kKeepAliveIdleS of silence
+// plus kKeepAliveProbes unanswered probes kKeepAliveIntervalS apart (2 min),
+// and its connection closed with whatever it held.
+constexpr int kKeepAliveIdleS = 60;
+constexpr int kKeepAliveIntervalS = 10;
+constexpr int kKeepAliveProbes = 6;
+
+Status SetKeepAlive(int fd) {
+  const int on = 1;
+  const std::pair<int, int> options[] = {
+      {SOL_SOCKET, SO_KEEPALIVE}, {IPPROTO_TCP, TCP_KEEPIDLE}, {IPPROTO_TCP, TCP_KEEPINTVL}, {IPPROTO_TCP, TCP_KEEPCNT}};
+  const int values[] = {on, kKeepAliveIdleS, kKeepAliveIntervalS, kKeepAliveProbes};
+  const char* names[] = {"SO_KEEPALIVE", "TCP_KEEPIDLE", "TCP_KEEPINTVL", "TCP_KEEPCNT"};
+  for (size_t i = 0; i < 4; ++i) {
+    if (::setsockopt(fd, options[i].first, options[i].second, &values[i], sizeof(values[i])) != 0) {
+      return Internal(std::string("setsockopt(") + names[i] + "): " + std::strerror(errno));
+    }
+  }
+  return Status::Ok();
+}
+
 // How long accepts pause after accept(2) ran out of descriptors or memory
 // (the admin endpoint pauses as long).
 constexpr Nanos kAcceptPauseNs = 100'000'000;
@@ -82,6 +105,7 @@ class Server::Worker {
     ctx_.mailbox = mailbox_;
     ctx_.rdma = server_->options_.rdma;
     ctx_.rdma_grant_lease_ns = Nanos(server_->options_.rdma_grant_lease_ms) * 1'000'000;
+    ctx_.frame_timeout_ns = Nanos(server_->options_.frame_timeout_ms) * 1'000'000;
     ctx_.metrics = &server_->metrics_;
     ctx_.limits = &server_->limits_;
     ctx_.master_mac = master_mac_.get();
@@ -261,8 +285,9 @@ class Server::Worker {
     have = want;
   }
 
-  // Closes connections that never authenticated in time, and during a drain
-  // those that are done or out of time.
+  // Closes connections that never authenticated in time, stopped reading
+  // their answers, held a grant or a frame in progress too long, and during a
+  // drain those that are done or out of time.
   void ReapFinished(bool stopping, Nanos drain_deadline) {
     const Nanos now = MonotonicNanos();
     const Nanos handshake_ns = Nanos(server_->options_.handshake_timeout_ms) * 1'000'000;
@@ -273,6 +298,7 @@ class Server::Worker {
       bool stalled = conn->WantsWrite() && now - conn->last_write_progress() > stall_ns;
       bool drained = stopping && (conn->Finished() || now > drain_deadline);
       bool lease_expired = !conn->CheckGrantLeases(now);
+      bool frame_expired = !drained && !conn->CheckFrameDeadline(now);
       conn->TrimIdle(now);
       if (idle) {
         MEMKV_LOG_EVERY_C(kInfo, 10, "server") << "closing " << conn->peer() << ": no Connect within "
@@ -283,7 +309,7 @@ class Server::Worker {
                  << server_->options_.write_stall_timeout_ms << " ms";
         server_->metrics_.connections_closed_stalled.Add(1);
       }
-      if (idle || stalled || drained || lease_expired) to_close.push_back(fd);
+      if (idle || stalled || drained || lease_expired || frame_expired) to_close.push_back(fd);
     }
     for (int fd : to_close) Close(fd);
   }
@@ -351,6 +377,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, Mem
   if (options.max_connections == 0 || options.max_unauthenticated_connections == 0) {
     return InvalidArgument("max_connections and max_unauthenticated_connections must be at least 1");
   }
+  if (options.frame_timeout_ms == 0) return InvalidArgument("frame_timeout_ms must be at least 1");
   MEMKV_ASSIGN_OR_RETURN(UniqueFd listener, ListenTcp(options.host, options.port, 1024));
   MEMKV_ASSIGN_OR_RETURN(uint16_t port, LocalPort(listener.get()));
   std::unique_ptr<Server> server(new Server(options, store, std::move(listener), port));
@@ -396,6 +423,8 @@ Status Server::Run() {
       UniqueFd conn(fd);
       Status nodelay = SetNoDelay(conn.get());
       if (!nodelay.ok()) LOG_WARN_C("server") << nodelay.ToString();
+      Status keepalive = SetKeepAlive(conn.get());
+      if (!keepalive.ok()) LOG_WARN_C("server") << keepalive.ToString();
       workers_[next++ % workers_.size()]->Adopt(std::move(conn), PeerName(ss));
     }
   }

@@ -42,6 +42,10 @@ struct ServerOptions {
   // A client that stops reading while responses are queued holds their
   // values pinned (unevictable); after this long without progress it is closed.
   uint32_t write_stall_timeout_ms = 30000;
+  // network.frame_timeout_ms: an authenticated client must send each frame
+  // whole within this of its first byte; one stuck mid-frame (holding the
+  // pool space reserved for a put's value) is closed and the space released.
+  uint32_t frame_timeout_ms = 30000;
   // RDMA (null: TCP only). A slot or pin held longer than the lease closes
   // the connection that holds it.
   RdmaEndpoint* rdma = nullptr;
