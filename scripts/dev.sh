@@ -21,6 +21,18 @@ configure_and_build() {  # dir, extra cmake args...
   cmake --build "$1" -j "$jobs"
 }
 
+# ctest in build dir $1 (more ctest args after it). When a test fails, the
+# failed ones run again, one at a time, so that their output closes the log
+# (a failure mid-run scrolls away under the passes that follow); the stage
+# fails whatever the second run says.
+run_ctest() {  # dir, extra ctest args...
+  local dir="$1"; shift
+  if (cd "$dir" && ctest --output-on-failure -j "$jobs" "$@"); then return 0; fi
+  echo "== failed tests of $dir, again one at a time:"
+  (cd "$dir" && ctest --rerun-failed --output-on-failure -j 1) || true
+  return 1
+}
+
 cmd="${1:-}"
 shift || true
 case "$cmd" in
@@ -36,7 +48,7 @@ case "$cmd" in
     configure_and_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
     # install-deps.sh installed promtool: its checks must run, not skip.
     export MEMKV_REQUIRE_PROMTOOL=1
-    (cd build && ctest --output-on-failure -j "$jobs")
+    run_ctest build
     if [ "${MEMKV_SKIP_RDMA_STAGE:-0}" != "1" ]; then
       echo "== RDMA on real Soft-RoCE: two QEMU guests joined by a frame switch (tests/rdma/README.md)"
       bash tests/rdma/stage.sh build
@@ -46,7 +58,7 @@ case "$cmd" in
       # unless the ASan runtime is preloaded into the interpreter.
       echo "== tests again under AddressSanitizer + UndefinedBehaviorSanitizer"
       configure_and_build build-asan -DCMAKE_BUILD_TYPE=Debug -DMEMKV_SANITIZE=address,undefined
-      (cd build-asan && ctest --output-on-failure -j "$jobs" -LE 'slow|package|python')
+      run_ctest build-asan -LE 'slow|package|python'
     fi
     ;;
   *)

@@ -2,7 +2,6 @@
 // connection, while other clients keep being served and stored data stays
 // intact.
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 
 #include <cstring>
 
@@ -310,13 +309,7 @@ TEST_F(BadInputTest, ClientThatStopsReadingIsClosedAndReleasesItsPins) {
 }
 
 TEST_F(BadInputTest, ThousandIdleConnectionsDoNotStarveOthers) {
-  rlimit lim{};
-  getrlimit(RLIMIT_NOFILE, &lim);
-  if (lim.rlim_cur < 1200) {
-    lim.rlim_cur = std::min<rlim_t>(lim.rlim_max, 4096);
-    setrlimit(RLIMIT_NOFILE, &lim);
-  }
-  ASSERT_GE(lim.rlim_cur, 1100u) << "open-files limit too low for this test";
+  ASSERT_TRUE(RaiseOpenFilesLimit(1200)) << "open-files limit too low for this test";
   std::vector<std::unique_ptr<RawConnection>> idle;
   for (int i = 0; i < 1000; ++i) {
     auto c = RawConnection::Open(server_->port());

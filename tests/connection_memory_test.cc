@@ -56,6 +56,7 @@ class ConnectionMemoryTest : public ::testing::Test {
 
 TEST_F(ConnectionMemoryTest, SilentConnectionsCostFarLessThan256KiBEachAndGiveItBack) {
   constexpr int kConnections = 1000;  // under the default max_unauthenticated_connections (4096)
+  ASSERT_TRUE(RaiseOpenFilesLimit(kConnections + 200)) << "open-files limit too low for this test";
   Start("");
   const int64_t before = ResidentBytes(server_.pid());
   ASSERT_GT(before, 0);
@@ -84,8 +85,11 @@ TEST_F(ConnectionMemoryTest, SilentConnectionsCostFarLessThan256KiBEachAndGiveIt
   conns.clear();
   ASSERT_TRUE(MetricBecomes("memkv_connections_active", 0));
   int64_t after = 0;
-  EXPECT_TRUE(PollUntil([&] { return (after = ResidentBytes(server_.pid())) < before + (8 << 20); }, 5000))
+  // Given back: the worker threads trim malloc's free memory (at most once a
+  // second) once connections have closed.
+  EXPECT_TRUE(PollUntil([&] { return (after = ResidentBytes(server_.pid())) < before + (4 << 20); }, 10000))
       << "RSS " << before << " before, " << open << " with the connections open, " << after << " after they closed";
+  std::printf("server RSS: %lld KiB after they closed\n", static_cast<long long>(after >> 10));
 
   // The server still serves.
   auto client = ClientFor({&server_});

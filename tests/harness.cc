@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -63,6 +65,14 @@ bool PollUntilImpl(const std::function<bool()>& condition, int timeout_ms) {
 }
 
 std::string MemkvBinary() { return MEMKV_BINARY; }
+
+bool RaiseOpenFilesLimit(uint64_t wanted) {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return false;
+  if (lim.rlim_cur >= wanted) return true;
+  lim.rlim_cur = std::min<rlim_t>(lim.rlim_max, wanted);
+  return ::setrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur >= wanted;
+}
 
 TempDir::TempDir() {
   const char* base = std::getenv("TMPDIR");

@@ -145,6 +145,12 @@ bool PollUntil(F condition, int timeout_ms) {
 
 std::string MemkvBinary();
 
+// Raises this process's soft open-files limit to at least `wanted` (never
+// past the hard limit, never lowering it): true when it is then at least
+// `wanted`. Tests that hold many sockets call it first; a CI shell's soft
+// limit may be 1024.
+bool RaiseOpenFilesLimit(uint64_t wanted);
+
 }  // namespace memkv::testing
 
 #endif  // MEMKV_TESTS_HARNESS_H_
