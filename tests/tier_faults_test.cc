@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -152,6 +153,26 @@ TEST_F(TierFaultsTest, HealthGoesDegradedThenUnhealthyWith503) {
   EXPECT_NE(r.body.find("\"unhealthy\""), std::string::npos) << r.body;
   EXPECT_EQ(client_->Put("fault/after", ValueOf(5)).code(), StatusCode::kUnavailable)
       << "no drive to write through to";
+}
+
+// Every Unavailable once said "is the server running?", even when the
+// server was up and answered that its drives were offline.
+TEST_F(TierFaultsTest, EveryDriveOfflineIsReportedAsTheServersAnswerNotAsADownServer) {
+  for (uint32_t d = 0; d < 2; ++d) {
+    drives_.faults->FailNth(d, IoKind::kRead, 1, EIO, /*sticky=*/true);
+    drives_.faults->FailNth(d, IoKind::kWrite, 1, EIO, /*sticky=*/true);
+  }
+  ReadAll();
+  ASSERT_FALSE(drives_.store->Stats().drives[0].state == DriveState::kOnline &&
+               drives_.store->Stats().drives[1].state == DriveState::kOnline);
+  const std::map<std::string, std::string> env = {
+      {"MEMKV_SERVERS", "127.0.0.1:" + std::to_string(server_->port())}, {"MEMKV_AUTH_KEY", std::string(64, 'a')}};
+  testing::CommandResult r = testing::RunMemkv({"put", "fault/cli"}, env, "value");
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("drive"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("offline"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("is the server running"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the server is up and answered this itself"), std::string::npos) << r.err;
 }
 
 TEST_F(TierFaultsTest, FullDrivesFailPutsCleanlyAndKeepServingReads) {

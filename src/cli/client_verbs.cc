@@ -48,13 +48,38 @@ Result<std::unique_ptr<Client>> MakeClient(const Environment& env) {
   return CreateClient(config);
 }
 
+// What an Unavailable or DeadlineExceeded means for the operator, told from
+// the client's own wording (src/client/connection*.cc, pool.cc): the server
+// could not be reached, it dropped the connection, or it was reached and
+// answered the error itself (a drive offline, say), when "is the server
+// running?" would send the operator the wrong way.
+std::string UnavailableHint(const Status& status) {
+  const std::string& m = status.message();
+  auto has = [&m](std::string_view part) { return m.find(part) != std::string::npos; };
+  if (status.code() == StatusCode::kDeadlineExceeded) {
+    if (has("TCP connect to ")) {
+      return " (nothing answered the connection attempt: check MEMKV_SERVERS and the network path)";
+    }
+    return " (the server did not answer in time: it may be stopped, overloaded or unreachable; "
+           "MEMKV_TIMEOUT_MS sets the wait)";
+  }
+  if (has("connect to ") || has("cannot resolve ") || has("no address for ") || has("socket() for ") ||
+      has(" is marked down after ")) {
+    return " (is the server running? check MEMKV_SERVERS, or start one with 'memkv start')";
+  }
+  if (has("closed the connection") || has("send to ") || has("receive from ")) {
+    return " (the connection to the server broke: its log says why)";
+  }
+  return " (the server is up and answered this itself: its log and 'memkv admin status' say more)";
+}
+
 // One line on stderr that says what failed and what to do about it.
 int Report(const std::string& verb, const Status& status) {
   std::string hint;
   switch (status.code()) {
     case StatusCode::kUnavailable:
     case StatusCode::kDeadlineExceeded:
-      hint = " (is the server running? check MEMKV_SERVERS, or start one with 'memkv start')";
+      hint = UnavailableHint(status);
       break;
     case StatusCode::kAuthFailed:
       hint = " (MEMKV_AUTH_KEY must equal the server's key: its network.auth_key or the auth.key file in its data directory)";
