@@ -20,6 +20,15 @@ namespace {
 
 constexpr int64_t kOldBufferBytes = 256 * 1024;
 
+// AddressSanitizer's allocator holds freed memory in quarantine and never
+// gives it back to the kernel: under it, what closing returns cannot be seen
+// in the RSS.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kFreedMemoryStaysResident = true;
+#else
+constexpr bool kFreedMemoryStaysResident = false;
+#endif
+
 // The server's resident set (VmRSS), in bytes; 0 if unreadable.
 int64_t ResidentBytes(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -85,9 +94,11 @@ TEST_F(ConnectionMemoryTest, SilentConnectionsCostFarLessThan256KiBEachAndGiveIt
   conns.clear();
   ASSERT_TRUE(MetricBecomes("memkv_connections_active", 0));
   int64_t after = 0;
+  if (kFreedMemoryStaysResident) std::printf("built with AddressSanitizer: the RSS after closing is not checked\n");
   // Given back: the worker threads trim malloc's free memory (at most once a
   // second) once connections have closed.
-  EXPECT_TRUE(PollUntil([&] { return (after = ResidentBytes(server_.pid())) < before + (4 << 20); }, 10000))
+  EXPECT_TRUE(kFreedMemoryStaysResident ||
+              PollUntil([&] { return (after = ResidentBytes(server_.pid())) < before + (4 << 20); }, 10000))
       << "RSS " << before << " before, " << open << " with the connections open, " << after << " after they closed";
   std::printf("server RSS: %lld KiB after they closed\n", static_cast<long long>(after >> 10));
 
