@@ -15,7 +15,6 @@ A program, not a test: run it on a quiet machine.
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,7 @@ except ImportError:
     sys.path.insert(0, os.path.join(REPO, "build", "python"))
     import memkv
 import memkv.testing  # noqa: E402
+import pybench  # noqa: E402  (bench/pybench.py, beside this script)
 import numpy as np  # noqa: E402
 
 GiB = float(1 << 30)
@@ -70,24 +70,8 @@ def gib_per_s(r):
 
 
 def describe(args, server):
-    def run(cmd):
-        try:
-            return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO).stdout.strip()
-        except OSError:
-            return "?"
-    cpu = "?"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return {
-        "commit": run(["git", "rev-parse", "--short", "HEAD"]) + (" (dirty)" if run(["git", "status", "--porcelain"])
-                                                                  else ""),
-        "cpu": f"{cpu} x {os.cpu_count()}", "kernel": platform.release(), "python": platform.python_version(),
-        "memkv": memkv.__version__, "transport": args.transport, "server": server,
-        "round_ms": args.round_ms, "rounds": args.rounds,
-    }
+    return {**pybench.machine(memkv.__version__), "transport": args.transport, "server": server,
+            "round_ms": args.round_ms, "rounds": args.rounds}
 
 
 def main():

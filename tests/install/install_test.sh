@@ -142,6 +142,8 @@ with memkv.Client(servers=[sys.argv[1]], auth_key=sys.argv[2], transport="tcp") 
     c.put("install-test", b"from python")
     assert c.get("install-test") == b"from python"
     assert memkv.__file__.startswith(sys.argv[3]), memkv.__file__
+# The engine adapters import without their engines installed.
+import memkv.adapters.lmcache, memkv.adapters.sglang, memkv.adapters.vllm
 print("python ok", memkv.__version__)
 EOF
   log "Python package in $pydir: ok"

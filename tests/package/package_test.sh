@@ -133,7 +133,8 @@ printf '%s\n' "/usr/$libdir/libmemkv.so.$version" "/usr/$libdir/libmemkv.so.0" |
   done
 } | expect_files "$dev_deb"
 dpkg-deb --contents "$py_deb" | awk '$1 !~ /^d/ { print $6 }' >"$scratch/python.contents"
-for want in '__init__\.py' 'py\.typed' '[a-z_]*\.pyi' '_memkv[^/]*\.so'; do
+for want in '__init__\.py' 'py\.typed' '[a-z_]*\.pyi' '_memkv[^/]*\.so' 'adapters/_common\.py' \
+  'adapters/sglang\.py' 'adapters/vllm\.py' 'adapters/lmcache\.py'; do
   grep -qx "\./usr/lib/python3/dist-packages/memkv/$want" "$scratch/python.contents" ||
     fail "python3-memkv lacks /usr/lib/python3/dist-packages/memkv/$want"
 done

@@ -1,0 +1,818 @@
+"""vLLM KV offloading secondary tier backed by MemKV (docs/engines/vllm.md).
+
+vLLM's tiered KV offloading (``TieringOffloadingSpec``) keeps a CPU primary
+tier next to the GPU and cascades every chunk it stores there to its
+secondary tiers; on a lookup that misses the primary tier it asks the
+secondary tiers and promotes a hit back into a primary slot. This module is
+such a secondary tier:
+
+    --kv-transfer-config '{"kv_connector": "OffloadingConnector", "kv_role": "kv_both",
+      "kv_connector_extra_config": {"spec_name": "TieringOffloadingSpec",
+        "cpu_bytes_to_use": 17179869184,
+        "secondary_tiers": [{"type": "MemKVTierManager", "module_path": "memkv.adapters.vllm",
+                             "servers": ["10.0.0.5:9900"], "auth_key": "...64 hex..."}]}}'
+
+or, once a package declares the entry point below (vLLM runs every
+``vllm.general_plugins`` entry point at start-up), ``{"type": "memkv", ...}``:
+
+    [project.entry-points."vllm.general_plugins"]
+    memkv = "memkv.adapters.vllm:register"
+
+Contract implemented: ``vllm/v1/kv_offload/tiering/base.py`` of vLLM's
+tiered offloading API in the revision where ``SecondaryTierManager`` is built
+as ``cls(offloading_spec=..., primary_kv_view=..., tier_type=..., **config)``,
+``lookup()`` returns ``LookupResult`` (HIT / MISS / RETRY), jobs are
+``TransferJob`` (``keys``, ``chunk_ids`` into the primary view) and finished
+jobs come back from ``get_finished_jobs()``; ``drain_jobs()`` and
+``on_new_request()`` are abstract. The older ``JobMetadata.block_ids`` name
+of the same field is read too. An older vLLM (``lookup() -> bool | None``,
+``vllm_config`` constructors, ``get_finished()``) is refused at construction
+with IncompatibleVLLMError, which says what is missing.
+
+Every method runs on vLLM's scheduler thread and returns at once: lookups
+are answered from a verdict cache and resolved by one batched ``exists`` per
+scheduler step on the adapter's lookup thread (RETRY meanwhile); stores and
+loads are MemKV batches on the adapter's I/O threads, straight between the
+primary tier's rows and the network (their addresses; no copy in Python).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import enum
+import hashlib
+import inspect
+import logging
+import os
+import threading
+import time
+import queue
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+from ._common import (ConfigError, PageIO, RateLimitedLog, load_config, make_client, namespaced,
+                      positive_int)
+
+log = logging.getLogger("memkv.adapters")
+
+ENGINE = "vllm"
+# The name register() gives the tier in vLLM's SecondaryTierFactory.
+TIER_NAME = "memkv"
+# Keys vLLM itself may leave in a tier's config dict (the factory pops some of
+# them, depending on the release): accepted and ignored.
+ENGINE_KEYS = ("type", "module_path", "name")
+WHERE = "a secondary_tiers entry of kv_connector_extra_config"
+# Longest a lookup thread waits, after the first key of a scheduler step, for
+# on_schedule_end() to close the step's batch before it probes what it has.
+_PROBE_COALESCE_S = 0.002
+_WARNED_HASH_SEED = False
+
+
+class IncompatibleVLLMError(RuntimeError):
+    """The installed vLLM's secondary-tier API is not the one this adapter
+    implements; the message says what differs and what is needed."""
+
+
+# ---------------------------------------------------------------- vLLM types
+
+def _int_in(low: int, high: int) -> Callable[[Any, str], int]:
+    def parse(value: Any, what: str) -> int:
+        try:
+            n = positive_int(value, what)
+        except ValueError:
+            n = 0
+        if not low <= n <= high:
+            raise ValueError(f"{what} must be an integer in {low}..{high}, not {value!r}")
+        return n
+    return parse
+
+
+class _LocalLookupResult(enum.Enum):
+    """Stand-in for vllm.v1.kv_offload.base.LookupResult when vLLM is absent."""
+
+    MISS = enum.auto()
+    HIT = enum.auto()
+    HIT_PENDING = enum.auto()
+    RETRY = enum.auto()
+
+
+@dataclasses.dataclass
+class _LocalRequestOffloadingContext:
+    """Stand-in for vllm.v1.kv_offload.base.RequestOffloadingContext."""
+
+    policy: Any = "chunk_level"
+
+
+@dataclasses.dataclass
+class _LocalJobResult:
+    """Stand-in for vllm.v1.kv_offload.tiering.base.JobResult."""
+
+    job_id: int
+    success: bool
+    successful_keys: Optional[Any] = None
+    transfer_time: Optional[float] = None
+
+
+class _LocalTierBase:
+    """Stand-in for vllm.v1.kv_offload.tiering.base.SecondaryTierManager, so
+    that this module imports (and the tier runs, e.g. in tests and benchmarks)
+    without vLLM."""
+
+    medium = None
+
+    def __init__(self, offloading_spec: Any, primary_kv_view: memoryview, tier_type: str) -> None:
+        self._offloading_spec = offloading_spec
+        self._primary_kv_view = primary_kv_view
+        self.tier_type = tier_type
+        self.locality = None
+
+
+def _api_problem(base: Any, lookup_result: Any) -> Optional[str]:
+    """What makes vLLM's tier API differ from the one implemented here, or None."""
+    problems = []
+    try:
+        params = inspect.signature(base.__init__).parameters
+    except (TypeError, ValueError):
+        params = {}
+    missing = [p for p in ("offloading_spec", "primary_kv_view", "tier_type") if p not in params]
+    if missing:
+        problems.append(f"SecondaryTierManager.__init__{tuple(p for p in params if p != 'self')} lacks "
+                        f"{', '.join(missing)}")
+    for method in ("get_finished_jobs", "drain_jobs", "submit_store", "submit_load", "lookup"):
+        if not callable(getattr(base, method, None)):
+            problems.append(f"SecondaryTierManager has no {method}()")
+    if lookup_result is None:
+        problems.append("vllm.v1.kv_offload.base has no LookupResult (lookup() returned bool | None)")
+    else:
+        absent = [m for m in ("HIT", "MISS", "RETRY") if not hasattr(lookup_result, m)]
+        if absent:
+            problems.append(f"LookupResult lacks {', '.join(absent)}")
+    return "; ".join(problems) or None
+
+
+def _import_vllm() -> Tuple[Any, Any, Any, Any, Optional[str], str]:
+    """(tier base, LookupResult, RequestOffloadingContext, JobResult, problem, version)."""
+    local = (_LocalTierBase, _LocalLookupResult, _LocalRequestOffloadingContext, _LocalJobResult)
+    try:
+        from vllm.v1.kv_offload import base as offload_base
+        from vllm.v1.kv_offload.tiering import base as tiering_base
+    except Exception as e:  # ImportError, or a vLLM install that fails on import
+        try:
+            import vllm
+        except ImportError:
+            return (*local, None, "")  # no vLLM: the local stand-ins
+        except Exception:
+            vllm = None
+        version = str(getattr(vllm, "__version__", "unknown"))
+        return (*local, f"vllm.v1.kv_offload.tiering.base does not import ({e!r})", version)
+    import vllm
+    version = str(getattr(vllm, "__version__", "unknown"))
+    base = getattr(tiering_base, "SecondaryTierManager", None)
+    lookup_result = getattr(offload_base, "LookupResult", None)
+    job_result = getattr(tiering_base, "JobResult", None)
+    context = getattr(offload_base, "RequestOffloadingContext", None) or _LocalRequestOffloadingContext
+    problem = "vllm.v1.kv_offload.tiering.base has no SecondaryTierManager" if base is None else \
+        _api_problem(base, lookup_result)
+    if problem is None and job_result is None:
+        problem = "vllm.v1.kv_offload.tiering.base has no JobResult"
+    if problem is not None:
+        # The class still has to be constructible, to raise the clear error
+        # from __init__ rather than "can't instantiate abstract class".
+        return _LocalTierBase, _LocalLookupResult, context, _LocalJobResult, problem, version
+    return base, lookup_result, context, job_result, None, version
+
+
+_TierBase, LookupResult, RequestOffloadingContext, JobResult, _VLLM_PROBLEM, _VLLM_VERSION = _import_vllm()
+
+try:
+    from vllm.v1.kv_offload.base import Locality as _Locality
+    _REMOTE = getattr(_Locality, "REMOTE", None)
+except Exception:  # vLLM absent, or a release without Locality
+    _REMOTE = None
+
+
+def _result_fields(cls: Any) -> Tuple[str, ...]:
+    if dataclasses.is_dataclass(cls):
+        return tuple(f.name for f in dataclasses.fields(cls))
+    try:
+        return tuple(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):
+        return ("job_id", "success")
+
+
+_RESULT_FIELDS = _result_fields(JobResult)
+
+
+def _incompatible(problem: str) -> IncompatibleVLLMError:
+    return IncompatibleVLLMError(
+        f"memkv vllm adapter: the installed vLLM ({_VLLM_VERSION or 'unknown version'}) has another "
+        f"secondary-tier API than MemKVTierManager implements: {problem}. MemKVTierManager needs "
+        "SecondaryTierManager(offloading_spec, primary_kv_view, tier_type) with lookup() -> LookupResult "
+        "(HIT/MISS/RETRY), submit_store/submit_load(TransferJob), get_finished_jobs() and drain_jobs() "
+        "(vllm/v1/kv_offload/tiering/base.py; docs/engines/vllm.md names the revision). Use a vLLM with "
+        "that API.")
+
+
+# ------------------------------------------------------------ key and layout
+
+def _attr(obj: Any, *path: str) -> Any:
+    for name in path:
+        if obj is None:
+            return None
+        obj = getattr(obj, name, None)
+    return obj
+
+
+def _first(obj: Any, *paths: str) -> Any:
+    for path in paths:
+        value = _attr(obj, *path.split("."))
+        if value is not None:
+            return value
+    return None
+
+
+def _token(value: Any) -> str:
+    """One printable, slash-free key part."""
+    text = str(value)
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in text) or "_"
+
+
+def default_namespace(offloading_spec: Any) -> str:
+    """'vllm/<model>': the model the spec describes (OffloadingConfig.model.name,
+    or vllm_config.model_config.model on older specs), '/' turned into '-' and
+    anything outside [A-Za-z0-9._-] into '_', cut to 120 bytes with a hash of
+    the full name; 'vllm' when the spec names no model."""
+    model = _first(offloading_spec, "config.model.name", "vllm_config.model_config.model",
+                   "vllm_config.model_config.served_model_name")
+    if model is None:
+        return "vllm"
+    text = str(model)
+    name = "".join(c if (c.isascii() and c.isalnum()) or c in "._-" else "-" if c == "/" else "_" for c in text)
+    if len(name) > 120:
+        name = f"{name[:100]}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    return f"vllm/{name}"
+
+
+def layout_part(offloading_spec: Any, row_bytes: int) -> str:
+    """The parts that make one model's chunk bytes differ from another layout's:
+    parallelism, KV dtype, tokens per chunk and the primary row size."""
+    parts = []
+    for label, paths in (("tp", ("config.parallel.tp_size", "vllm_config.parallel_config.tensor_parallel_size")),
+                         ("pp", ("config.parallel.pp_size", "vllm_config.parallel_config.pipeline_parallel_size")),
+                         ("pcp", ("config.parallel.pcp_size",
+                                  "vllm_config.parallel_config.prefill_context_parallel_size")),
+                         ("dcp", ("config.parallel.dcp_size",
+                                  "vllm_config.parallel_config.decode_context_parallel_size"))):
+        value = _first(offloading_spec, *paths)
+        if value is not None:
+            parts.append(f"{label}{_token(value)}")
+    dtype = _first(offloading_spec, "config.model.dtype", "vllm_config.cache_config.cache_dtype",
+                   "vllm_config.model_config.dtype")
+    if dtype is not None:
+        parts.append(_token(dtype))
+    tokens = _first(offloading_spec, "config.cache.tokens_per_hash", "offloaded_block_size", "block_size")
+    per_chunk = _first(offloading_spec, "config.cache.blocks_per_chunk")
+    if tokens is not None:
+        parts.append(f"t{_token(tokens)}" + (f"x{_token(per_chunk)}" if per_chunk is not None else ""))
+    parts.append(f"r{row_bytes}")
+    return "-".join(parts)
+
+
+# ------------------------------------------------------------------- the tier
+
+_PENDING = object()
+
+
+class _Job:
+    __slots__ = ("job_id", "load", "keys", "mkeys", "addresses", "ok", "batches", "failed", "start", "end")
+
+    def __init__(self, job_id: Any, load: bool, keys: List[bytes], mkeys: List[bytes], addresses: List[int]):
+        self.job_id = job_id
+        self.load = load
+        self.keys = keys
+        self.mkeys = mkeys
+        self.addresses = addresses
+        self.ok = [False] * len(keys)
+        self.batches = 0
+        self.failed = False
+        self.start: Optional[float] = None
+        self.end = 0.0
+
+
+class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
+    """A vLLM secondary offloading tier that keeps chunks in MemKV.
+
+    Constructed by vLLM's SecondaryTierFactory as
+    ``MemKVTierManager(offloading_spec=..., primary_kv_view=..., tier_type=..., **config)``
+    where ``config`` is the tier's entry of ``secondary_tiers`` (the keys
+    vLLM puts there itself, ``type``, ``module_path`` and ``name``, are
+    ignored). Settings: those of every adapter (docs/engines/README.md) plus
+
+    - ``io_threads`` (1..64, default 2): threads running store and load batches;
+    - ``batch_blocks`` (1..4096, default 64): chunks per MemKV batch; a larger
+      job is split and its batches run in parallel;
+    - ``lookup_cache_entries`` (default 65536): verdicts remembered (about
+      270 bytes each), the least recently used dropped first;
+    - ``hit_ttl_ms`` (default 30000): how long "present" is trusted (set
+      by a lookup, a store or a load) before the server is asked again;
+    - ``miss_ttl_ms`` (default 1000): the same for "absent".
+
+    A bad setting is a ConfigError at construction, naming it; an
+    incompatible vLLM an IncompatibleVLLMError. No other method raises: a
+    server that is down, slow or restarted gives MISS lookups and failed
+    jobs (``JobResult(success=False)``).
+    """
+
+    locality = _REMOTE
+
+    def __init__(self, offloading_spec: Any = None, primary_kv_view: Optional[memoryview] = None,
+                 tier_type: str = TIER_NAME, **config: Any) -> None:
+        if _VLLM_PROBLEM is not None:
+            raise _incompatible(_VLLM_PROBLEM)
+        if "vllm_config" in config and offloading_spec is None:
+            raise _incompatible("the tier factory passes vllm_config= (an older constructor convention)")
+        if primary_kv_view is None:
+            raise TypeError("memkv vllm adapter: MemKVTierManager needs primary_kv_view= (the primary tier's "
+                            "memoryview of CPU chunks, shape (num_chunks, row_bytes))")
+        base_params = _base_init_params()
+        forwarded = {k: config.pop(k) for k in list(config) if k in base_params}
+        for key in ENGINE_KEYS:
+            config.pop(key, None)
+        try:
+            super().__init__(offloading_spec=offloading_spec, primary_kv_view=primary_kv_view, tier_type=tier_type,
+                             **forwarded)
+        except TypeError as e:
+            raise _incompatible(f"SecondaryTierManager.__init__ refused the arguments: {e}") from None
+        if _REMOTE is not None:
+            self.locality = _REMOTE
+
+        self.config = load_config(ENGINE, config, _where(offloading_spec, tier_type, config), extra={
+            "io_threads": (_int_in(1, 64), 2),
+            "batch_blocks": (_int_in(1, 4096), 64),
+            "lookup_cache_entries": (_int_in(16, 1 << 26), 1 << 16),
+            "hit_ttl_ms": (positive_int, 30000),
+            "miss_ttl_ms": (positive_int, 1000),
+        })
+        extra = self.config.extra
+        self._rows, self._base, self._stride, self._row_bytes = _describe_view(primary_kv_view)
+        self.namespace = self.config.namespace or default_namespace(offloading_spec)
+        self.layout = layout_part(offloading_spec, self._row_bytes)
+        self._key_head = namespaced(self.namespace, b"")
+        self._key_tail = namespaced("", b"", self.layout)
+        assert self.memkv_key(b"\x01") == namespaced(self.namespace, "01", self.layout)
+        self._batch = extra["batch_blocks"]
+        self._capacity = extra["lookup_cache_entries"]
+        self._hit_ttl = extra["hit_ttl_ms"] / 1000.0
+        self._miss_ttl = extra["miss_ttl_ms"] / 1000.0
+        global _WARNED_HASH_SEED
+        if "PYTHONHASHSEED" not in os.environ and not _WARNED_HASH_SEED:
+            _WARNED_HASH_SEED = True
+            log.warning("memkv vllm: PYTHONHASHSEED is not set, so vLLM seeds its block hashes at random and "
+                        "no other process (nor this one after a restart) can reuse the chunks stored in MemKV; "
+                        "set PYTHONHASHSEED to the same value for every engine sharing the servers")
+
+        self._client = make_client(self.config)
+        self._io = PageIO(self._client, ENGINE)
+        self._errors = RateLimitedLog()
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)      # lookup thread: a batch to probe
+        self._idle = threading.Condition(self._lock)      # drain_jobs: a job finished
+        # OffloadKey -> [True | False | _PENDING, time]; oldest first.
+        self._verdicts: "collections.OrderedDict[bytes, list]" = collections.OrderedDict()
+        self._probe_batch: List[bytes] = []
+        self._probe_flush = False
+        self._probing = 0
+        self._storing: Dict[bytes, int] = {}
+        self._finished: List[Any] = []
+        self._inflight = 0
+        self._closed = False
+        self._stopping = False
+        self._abort = False
+        self.counters = {"lookups": 0, "lookup_hits": 0, "lookup_misses": 0, "lookup_retries": 0, "probes": 0,
+                         "store_jobs": 0, "store_jobs_failed": 0, "load_jobs": 0, "load_jobs_failed": 0,
+                         "stored_chunks": 0, "loaded_chunks": 0}
+        self._batches: "queue.SimpleQueue[Optional[Tuple[_Job, int, int]]]" = queue.SimpleQueue()
+        self._workers = [threading.Thread(target=self._io_loop, name=f"memkv-vllm-io-{i}", daemon=True)
+                         for i in range(extra["io_threads"])]
+        for worker in self._workers:
+            worker.start()
+        self._prober = threading.Thread(target=self._probe_loop, name="memkv-vllm-lookup", daemon=True)
+        self._prober.start()
+        log.info("memkv vllm: tier %r on %s, namespace %r, layout %r, %d rows of %d bytes",
+                 tier_type, ",".join(self.config.servers), self.namespace, self.layout, self._rows, self._row_bytes)
+
+    # ------------------------------------------------------------ keys, rows
+
+    def memkv_key(self, key: bytes) -> bytes:
+        """The MemKV key of an OffloadKey: namespace/<key as hex>/<layout>
+        (namespaced(namespace, key.hex(), layout), its constant parts made once)."""
+        return self._key_head + bytes(key).hex().encode() + self._key_tail
+
+    def row_address(self, chunk_id: int) -> int:
+        """Address of primary_kv_view[chunk_id], the memory a transfer of that row uses."""
+        return self._base + int(chunk_id) * self._stride
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one primary row: the size of every value this tier stores."""
+        return self._row_bytes
+
+    # --------------------------------------------------------------- lookup
+
+    def lookup(self, key: Any, req_context: Any = None) -> Any:
+        """HIT if the chunk is in MemKV, MISS if not, RETRY while that is being
+        found out (or while a store of it is in flight). Never blocks: a key
+        seen for the first time is probed by the lookup thread, in one batch
+        per scheduler step, and answers RETRY until then."""
+        try:
+            k = bytes(key)
+            now = time.monotonic()
+            with self._lock:
+                self.counters["lookups"] += 1
+                if self._closed:
+                    self.counters["lookup_misses"] += 1
+                    return LookupResult.MISS
+                if k in self._storing:
+                    self.counters["lookup_retries"] += 1
+                    return LookupResult.RETRY
+                verdict = self._verdicts.get(k)
+                if verdict is not None:
+                    state, when = verdict
+                    if state is _PENDING:
+                        self.counters["lookup_retries"] += 1
+                        return LookupResult.RETRY
+                    if now - when < (self._hit_ttl if state else self._miss_ttl):
+                        if state:
+                            self._verdicts.move_to_end(k)
+                            self.counters["lookup_hits"] += 1
+                            return LookupResult.HIT
+                        self.counters["lookup_misses"] += 1
+                        return LookupResult.MISS
+                self._set_verdict(k, _PENDING, now)
+                if not self._probe_batch:
+                    self._wake.notify()
+                self._probe_batch.append(k)
+                if len(self._probe_batch) >= 1024:
+                    self._probe_flush = True
+                    self._wake.notify()
+                self.counters["lookup_retries"] += 1
+                return LookupResult.RETRY
+        except Exception as e:  # never out of a scheduler call
+            self._errors.warn("lookup", f"memkv vllm: lookup failed, answered MISS: {e!r}")
+            return LookupResult.MISS
+
+    def _set_verdict(self, key: bytes, state: Any, now: float) -> None:
+        # Under self._lock.
+        self._verdicts[key] = [state, now]
+        self._verdicts.move_to_end(key)
+        while len(self._verdicts) > self._capacity:
+            self._verdicts.popitem(last=False)
+
+    def _probe_loop(self) -> None:
+        while True:
+            with self._lock:
+                while not self._probe_batch and not self._stopping:
+                    self._wake.wait()
+                if not self._probe_batch:
+                    return
+                if not self._probe_flush and not self._stopping:
+                    self._wake.wait(_PROBE_COALESCE_S)  # the rest of this scheduler step's scan
+                batch, self._probe_batch = self._probe_batch, []
+                self._probe_flush = False
+                self._probing += 1
+            try:
+                present = [False] * len(batch)
+                if not self._abort:
+                    present = self._io.exists([self.memkv_key(k) for k in batch])
+            except Exception as e:
+                self._errors.warn("probe", f"memkv vllm: exists of {len(batch)} key(s) failed, answered MISS: {e!r}")
+                present = [False] * len(batch)
+            now = time.monotonic()
+            with self._lock:
+                self._probing -= 1
+                self.counters["probes"] += 1
+                for k, p in zip(batch, present):
+                    verdict = self._verdicts.get(k)
+                    if verdict is not None and verdict[0] is _PENDING:
+                        verdict[0], verdict[1] = bool(p), now
+
+    # ------------------------------------------------------------- transfers
+
+    def submit_store(self, job: Any) -> None:
+        """Queue a primary -> MemKV transfer of job.keys from rows job.chunk_ids;
+        returns at once. Its JobResult comes from get_finished_jobs()."""
+        self._submit(job, load=False)
+
+    def submit_load(self, job: Any) -> None:
+        """Queue a MemKV -> primary transfer of job.keys into rows job.chunk_ids;
+        returns at once. A key that is missing, of another size or corrupted
+        fails the job (partially: successful_keys names the ones loaded)."""
+        self._submit(job, load=True)
+
+    def _submit(self, job: Any, load: bool) -> None:
+        job_id = getattr(job, "job_id", None)
+        try:
+            keys = [bytes(k) for k in job.keys]
+            ids = getattr(job, "chunk_ids", None)
+            if ids is None:
+                ids = getattr(job, "block_ids", None)
+            if ids is None:
+                raise ValueError("the job has neither chunk_ids nor block_ids")
+            rows = np.asarray(ids, dtype=np.int64).reshape(-1)
+            if len(rows) != len(keys):
+                raise ValueError(f"{len(keys)} keys but {len(rows)} chunk ids")
+            if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= self._rows):
+                raise ValueError(f"chunk ids outside 0..{self._rows - 1}: {rows.min()}..{rows.max()}")
+            addresses = (rows * self._stride + self._base).tolist()
+            mkeys = [self.memkv_key(k) for k in keys]
+        except Exception as e:
+            self._errors.warn("job", f"memkv vllm: {'load' if load else 'store'} job {job_id!r} refused, "
+                                     f"reported failed: {e}")
+            self._finish_now(job_id, load)
+            return
+        work = _Job(job_id, load, keys, mkeys, addresses)
+        with self._lock:  # queued under the lock: shutdown() queues its stop marks after every batch
+            if not self._closed:
+                self._inflight += 1
+                self.counters["load_jobs" if load else "store_jobs"] += 1
+                if not load:
+                    for k in keys:
+                        self._storing[k] = self._storing.get(k, 0) + 1
+                spans = [(lo, min(lo + self._batch, len(keys))) for lo in range(0, len(keys), self._batch)]
+                work.batches = len(spans)
+                if not spans:
+                    self._complete(work)
+                for lo, hi in spans:
+                    self._batches.put((work, lo, hi))
+                return
+        self._finish_now(job_id, load)
+
+    def _io_loop(self) -> None:
+        while True:
+            item = self._batches.get()
+            if item is None:
+                return
+            try:
+                self._run_batch(*item)
+            except Exception as e:  # _run_batch reports its job itself; keep the thread
+                self._errors.warn("io", f"memkv vllm: I/O thread: {e!r}")
+
+    def _run_batch(self, job: _Job, lo: int, hi: int) -> None:
+        ok: List[bool] = [False] * (hi - lo)
+        try:
+            if not job.failed and not self._abort:
+                now = time.monotonic()
+                if job.start is None or now < job.start:
+                    job.start = now
+                keys, addresses = job.mkeys[lo:hi], job.addresses[lo:hi]
+                if job.load:
+                    ok = self._io.get(keys, addresses, self._row_bytes)
+                else:
+                    ok = self._io.put(keys, addresses, self._row_bytes)
+                job.end = max(job.end, time.monotonic())
+        except Exception as e:
+            self._errors.warn("batch", f"memkv vllm: a batch of job {job.job_id!r} failed: {e!r}")
+            ok = [False] * (hi - lo)
+        finally:
+            with self._lock:
+                job.ok[lo:hi] = ok
+                if not all(ok):
+                    job.failed = True
+                job.batches -= 1
+                if job.batches == 0:
+                    self._complete(job)
+
+    def _complete(self, job: _Job) -> None:
+        # Under self._lock: record the verdicts the job taught, queue its result.
+        try:
+            self._conclude(job)
+        except Exception as e:  # still report the job, and still count it done
+            self._errors.warn("complete", f"memkv vllm: finishing job {job.job_id!r}: {e!r}")
+            self._finished.append(self._result(job.job_id, False))
+        finally:
+            self._inflight -= 1
+            self._idle.notify_all()
+
+    def _conclude(self, job: _Job) -> None:
+        now = time.monotonic()
+        for k, ok in zip(job.keys, job.ok):
+            if not job.load:
+                left = self._storing.get(k, 1) - 1
+                if left > 0:
+                    self._storing[k] = left
+                else:
+                    self._storing.pop(k, None)
+            if ok:
+                self._set_verdict(k, True, now)
+            elif job.load:
+                self._set_verdict(k, False, now)  # stop vLLM from promoting it again
+            else:
+                verdict = self._verdicts.get(k)
+                if verdict is not None and verdict[0] is not _PENDING:
+                    del self._verdicts[k]  # unknown now: the next lookup asks the server
+        done = sum(job.ok)
+        success = done == len(job.ok)
+        if job.load:
+            self.counters["loaded_chunks"] += done
+            if not success:
+                self.counters["load_jobs_failed"] += 1
+        else:
+            self.counters["stored_chunks"] += done
+            if not success:
+                self.counters["store_jobs_failed"] += 1
+        partial = [k for k, ok in zip(job.keys, job.ok) if ok] if job.load and not success and done else None
+        elapsed = (job.end - job.start) if job.start is not None else None
+        self._finished.append(self._result(job.job_id, success, partial, elapsed))
+
+    def _result(self, job_id: Any, success: bool, successful_keys: Optional[List[bytes]] = None,
+                transfer_time: Optional[float] = None) -> Any:
+        kwargs: Dict[str, Any] = {"job_id": job_id, "success": success}
+        if successful_keys is not None and "successful_keys" in _RESULT_FIELDS:
+            kwargs["successful_keys"] = successful_keys
+        if transfer_time is not None and "transfer_time" in _RESULT_FIELDS:
+            kwargs["transfer_time"] = transfer_time
+        try:
+            return JobResult(**kwargs)
+        except TypeError:
+            return JobResult(job_id=job_id, success=success)
+
+    def _finish_now(self, job_id: Any, load: bool) -> None:
+        try:
+            with self._lock:
+                self.counters["load_jobs_failed" if load else "store_jobs_failed"] += 1
+                self._finished.append(self._result(job_id, False))
+        except Exception as e:
+            self._errors.warn("result", f"memkv vllm: could not report job {job_id!r}: {e!r}")
+
+    def get_finished_jobs(self) -> Iterable[Any]:
+        """Every job (store or load) finished since the last call, as JobResult."""
+        with self._lock:
+            done, self._finished = self._finished, []
+        return done
+
+    def drain_jobs(self) -> None:
+        """Blocks until every submitted job has finished (each MemKV batch is
+        bounded by timeout_ms); their results stay queued for get_finished_jobs()."""
+        with self._lock:
+            while self._inflight > 0:
+                self._idle.wait()
+
+    def has_pending_work(self) -> bool:
+        """True while a job or a lookup probe is in flight, so that vLLM keeps
+        stepping (and polling get_finished_jobs) even with no request scheduled."""
+        with self._lock:
+            return self._inflight > 0 or bool(self._probe_batch) or self._probing > 0
+
+    # ------------------------------------------------------ request lifecycle
+
+    def on_new_request(self, req_context: Any = None) -> Any:
+        """Chunk-level offloading (the default): only newly computed chunks are stored."""
+        return RequestOffloadingContext()
+
+    def on_request_finished(self, req_context: Any = None) -> None:
+        """Nothing is kept per request."""
+        return None
+
+    def request_finished(self, req_context: Any = None) -> None:
+        """Older name of on_request_finished()."""
+        return None
+
+    def on_schedule_end(self, context: Any = None) -> None:
+        """End of a scheduler step: probe the keys this step looked up, now."""
+        with self._lock:
+            if self._probe_batch:
+                self._probe_flush = True
+                self._wake.notify()
+
+    def touch(self, keys: Any = None, req_context: Any = None) -> None:
+        """Nothing to do: MemKV's own LRU counts every read."""
+        return None
+
+    def take_events(self) -> Iterable[Any]:
+        """No KV events are published for MemKV's contents."""
+        return ()
+
+    # ----------------------------------------------------------------- stats
+
+    def get_stats(self) -> Any:
+        """None: the tiering manager already reports this tier's read and write
+        bytes, times and failures (from JobResult); stats() has MemKV's side."""
+        return None
+
+    def stats(self) -> Dict[str, Any]:
+        """The tier's counters, with PageIO's transfer counters and the client's."""
+        with self._lock:
+            out: Dict[str, Any] = dict(self.counters)
+            out["jobs_in_flight"] = self._inflight
+            out["verdicts"] = len(self._verdicts)
+        out["io"] = self._io.stats()
+        return out
+
+    # -------------------------------------------------------------- shutdown
+
+    def shutdown(self) -> None:
+        """Lets the transfers in flight end (each bounded by timeout_ms), fails
+        those not started, stops the threads and closes the client. Calls after
+        it answer MISS and fail jobs; it may be called twice."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._stopping = True
+            self._abort = True
+            self._wake.notify_all()
+            for _ in self._workers:
+                self._batches.put(None)
+        try:
+            for worker in self._workers:
+                worker.join()
+            self._prober.join()
+            self._client.close()
+        except Exception as e:
+            self._errors.warn("shutdown", f"memkv vllm: shutdown: {e!r}")
+
+    def stop_executor(self) -> None:
+        """The adapter's threads never call back into vLLM: nothing to stop here."""
+        return None
+
+
+def _where(offloading_spec: Any, tier_type: str, settings: Mapping[str, Any]) -> str:
+    """'secondary_tiers[i] of kv_connector_extra_config': the entry of the
+    spec's secondary_tiers these settings came from, for error messages."""
+    try:
+        entries = getattr(offloading_spec, "secondary_tier_configs", None)
+        if entries is None:
+            entries = (getattr(offloading_spec, "extra_config", None) or {}).get("secondary_tiers")
+        for i, entry in enumerate(entries or ()):
+            if isinstance(entry, Mapping) and entry.get("type") == tier_type and \
+                    all(entry.get(k) == v for k, v in settings.items()):
+                return f"secondary_tiers[{i}] of kv_connector_extra_config"
+    except Exception:
+        pass
+    return WHERE
+
+
+def _base_init_params() -> Tuple[str, ...]:
+    """Constructor parameters of vLLM's base beyond the three every tier gets
+    (forwarded to it when the config carries them, e.g. a store policy)."""
+    try:
+        params = inspect.signature(_TierBase.__init__).parameters
+    except (TypeError, ValueError):
+        return ()
+    return tuple(p for p, v in params.items()
+                 if p not in ("self", "offloading_spec", "primary_kv_view", "tier_type")
+                 and v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY))
+
+
+def _describe_view(view: Any) -> Tuple[int, int, int, int]:
+    """(rows, address of row 0, row stride, row bytes) of the primary view.
+
+    The address is read through a transient numpy view that is dropped at
+    once: the adapter holds no export of the memoryview, so vLLM can
+    release() it at shutdown."""
+    try:
+        mv = view if isinstance(view, memoryview) else memoryview(view)
+    except TypeError:
+        raise TypeError(f"memkv vllm adapter: primary_kv_view must have the buffer protocol "
+                        f"(a memoryview of the CPU chunks), not {type(view).__name__}") from None
+    if mv.ndim < 2 or mv.shape[0] == 0:
+        raise ValueError(f"memkv vllm adapter: primary_kv_view must be 2-D (num_chunks, row_bytes) with at least "
+                         f"one row, not of shape {mv.shape}")
+    if mv.readonly:
+        raise ValueError("memkv vllm adapter: primary_kv_view is read-only; loads write into it")
+    arr = np.asarray(mv)
+    try:
+        row = arr[0]
+        if not row.flags.c_contiguous or row.nbytes == 0:
+            raise ValueError(f"memkv vllm adapter: the rows of primary_kv_view must be contiguous and non-empty "
+                             f"(shape {mv.shape}, strides {mv.strides})")
+        rows, base, stride, row_bytes = int(arr.shape[0]), int(arr.ctypes.data), int(arr.strides[0]), int(row.nbytes)
+    finally:
+        del arr
+    return rows, base, stride, row_bytes
+
+
+def register() -> None:
+    """vllm.general_plugins entry point: registers MemKVTierManager as the
+    secondary tier type "memkv" in vLLM's SecondaryTierFactory. Does nothing
+    without vLLM (or without the tier factory); safe to call more than once
+    (vLLM loads plugins in every process, maybe several times)."""
+    try:
+        from vllm.v1.kv_offload.tiering.factory import SecondaryTierFactory
+    except ImportError:
+        return
+    registry = getattr(SecondaryTierFactory, "_registry", None)
+    if isinstance(registry, Mapping) and TIER_NAME in registry:
+        return
+    try:
+        SecondaryTierFactory.register_tier(TIER_NAME, __name__, "MemKVTierManager")
+    except ValueError:  # registered meanwhile
+        pass
+    except Exception as e:  # a plugin must not stop vLLM from starting
+        log.warning("memkv vllm: could not register the %r secondary tier: %r", TIER_NAME, e)
+
+
+__all__ = ["ConfigError", "IncompatibleVLLMError", "MemKVTierManager", "TIER_NAME", "default_namespace",
+           "layout_part", "register"]
