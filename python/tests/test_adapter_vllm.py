@@ -434,6 +434,16 @@ def test_register_entry_point_and_the_registered_name(server, vllm_api, make_tie
     assert sched.store(offload_keys(b"r", 4), range(4), sched.request("r")).success
 
 
+def test_the_package_declares_the_vllm_general_plugins_entry_point(vllm_api):
+    # What vLLM's load_general_plugins reads: the memkv distribution's
+    # dist-info (build tree and python3-memkv alike).
+    import importlib.metadata
+    found = [ep for ep in importlib.metadata.entry_points(group="vllm.general_plugins") if ep.name == "memkv"]
+    assert len(found) == 1, found
+    assert found[0].value == "memkv.adapters.vllm:register"
+    assert found[0].load() is vllm_api.adapter.register
+
+
 def test_engine_keys_left_in_the_config_are_accepted(server, vllm_api):
     # Some releases' factories pass 'type' and 'module_path' on; a tier name too.
     _, view = primary(2)

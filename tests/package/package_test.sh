@@ -138,7 +138,9 @@ for want in '__init__\.py' 'py\.typed' '[a-z_]*\.pyi' '_memkv[^/]*\.so' 'adapter
   grep -qx "\./usr/lib/python3/dist-packages/memkv/$want" "$scratch/python.contents" ||
     fail "python3-memkv lacks /usr/lib/python3/dist-packages/memkv/$want"
 done
-if grep -v '^\./usr/lib/python3/dist-packages/memkv/' "$scratch/python.contents"; then
+grep -qx '\./usr/lib/python3/dist-packages/memkv-[0-9.]*\.dist-info/entry_points\.txt' "$scratch/python.contents" ||
+  fail "python3-memkv lacks the dist-info with the vllm.general_plugins entry point"
+if grep -v '^\./usr/lib/python3/dist-packages/\(memkv/\|memkv-[0-9.]*\.dist-info/\)' "$scratch/python.contents"; then
   fail "python3-memkv holds the files above, outside its package directory"
 fi
 # The library packages' relations.

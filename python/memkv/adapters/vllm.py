@@ -12,11 +12,9 @@ such a secondary tier:
         "secondary_tiers": [{"type": "MemKVTierManager", "module_path": "memkv.adapters.vllm",
                              "servers": ["10.0.0.5:9900"], "auth_key": "...64 hex..."}]}}'
 
-or, once a package declares the entry point below (vLLM runs every
-``vllm.general_plugins`` entry point at start-up), ``{"type": "memkv", ...}``:
-
-    [project.entry-points."vllm.general_plugins"]
-    memkv = "memkv.adapters.vllm:register"
+or ``{"type": "memkv", ...}``: the memkv package declares the
+``vllm.general_plugins`` entry point ``memkv = memkv.adapters.vllm:register``
+(in its dist-info), which vLLM runs at start-up.
 
 Contract implemented: ``vllm/v1/kv_offload/tiering/base.py`` of vLLM's
 tiered offloading API in the revision where ``SecondaryTierManager`` is built
