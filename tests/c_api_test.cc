@@ -334,6 +334,45 @@ struct Keys {
   std::vector<size_t> lens;
 };
 
+TEST_F(CApiTest, ListKeysWalksPagesWithTheCursorAndFreesThem) {
+  ClientPtr c = Open(TcpOptions(server()).get());
+  std::vector<std::string> keys;
+  for (int i = 0; i < 25; ++i) keys.push_back("capi-list/" + std::to_string(100 + i));
+  for (const std::string& k : keys) ASSERT_EQ(memkv_put(c.get(), k.data(), k.size(), "v", 1), MEMKV_OK) << LastError();
+  std::vector<std::string> listed;
+  std::string cursor;
+  int pages = 0;
+  do {
+    memkv_key_page_t* page = nullptr;
+    ASSERT_EQ(memkv_list_keys(c.get(), "capi-list/", 10, cursor.empty() ? nullptr : cursor.data(), cursor.size(), 10,
+                              &page),
+              MEMKV_OK)
+        << LastError();
+    ASSERT_LE(memkv_key_page_count(page), 10u);
+    for (size_t i = 0; i < memkv_key_page_count(page); ++i) {
+      size_t len = 0;
+      const void* k = memkv_key_page_key(page, i, &len);
+      listed.emplace_back(static_cast<const char*>(k), len);
+    }
+    size_t len = 0;
+    EXPECT_EQ(memkv_key_page_key(page, memkv_key_page_count(page), &len), nullptr);
+    EXPECT_EQ(len, 0u);
+    const void* next = memkv_key_page_cursor(page, &len);
+    cursor.assign(next == nullptr ? "" : static_cast<const char*>(next), len);
+    memkv_key_page_free(page);
+    ++pages;
+  } while (!cursor.empty());
+  EXPECT_EQ(listed, keys);
+  EXPECT_EQ(pages, 3);
+  memkv_key_page_t* page = nullptr;
+  EXPECT_EQ(memkv_list_keys(c.get(), nullptr, 0, nullptr, 0, 0, &page), MEMKV_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("page_size 0"), std::string::npos) << LastError();
+  EXPECT_EQ(memkv_list_keys(c.get(), nullptr, 3, nullptr, 0, 10, &page), MEMKV_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("prefix is NULL"), std::string::npos) << LastError();
+  EXPECT_EQ(memkv_key_page_count(nullptr), 0u);
+  memkv_key_page_free(nullptr);
+}
+
 TEST_F(CApiTest, BatchPutGetExistsGiveStatusesAndThePresentPrefix) {
   ClientPtr c = Open(TcpOptions(server()).get());
   Keys put({"b0", "b1", "b2", "b3"});

@@ -84,6 +84,14 @@ struct BatchResult {
   size_t present_prefix = 0;     // leading keys whose status is Ok
 };
 
+// One page of a key listing (Client::ListKeys).
+struct KeyListPage {
+  std::vector<std::string> keys;  // in bytewise order
+  // Pass as the cursor of the next ListKeys call; empty when the listing is
+  // complete.
+  std::string next_cursor;
+};
+
 struct ClientStats {
   uint64_t ops = 0;
   uint64_t bytes_sent = 0;
@@ -148,6 +156,16 @@ class Client {
                                    std::span<const std::span<uint8_t>> buffers,
                                    std::vector<size_t>* sizes) = 0;
   virtual BatchResult BatchExists(std::span<const std::string_view> keys) = 0;
+
+  // The keys that start with `prefix` (empty: every key), a page at a time
+  // in bytewise order: at most `page_size` (1..1024) keys that sort after
+  // `cursor` (empty: from the first; then the last page's next_cursor).
+  // Every server is asked and their pages merged, so a server that cannot be
+  // reached fails the call (Unavailable, naming it) rather than leaving holes.
+  // A key present for the whole listing appears exactly once; one put or
+  // deleted meanwhile may or may not. Each page costs each server a scan of
+  // its index (docs/wire-protocol.md, List).
+  virtual Result<KeyListPage> ListKeys(std::string_view prefix, std::string_view cursor, size_t page_size) = 0;
 
   // Index into options.servers of the server that owns `key`.
   virtual size_t ServerFor(std::string_view key) const = 0;

@@ -32,8 +32,9 @@
  * - Objects the caller creates, the caller frees, each with its own function:
  *   memkv_client_t (memkv_client_close), memkv_options_t
  *   (memkv_options_destroy, at any time after memkv_client_open_options:
- *   the client keeps its own copy), and the value buffers of memkv_get_alloc
- *   (memkv_free). Nothing else returned needs freeing.
+ *   the client keeps its own copy), the value buffers of memkv_get_alloc
+ *   (memkv_free) and key pages (memkv_key_page_free). Nothing else returned
+ *   needs freeing.
  * - Returned `const char*` strings belong to the library: memkv_version,
  *   memkv_status_name and memkv_log_level_name return static strings;
  *   memkv_transport's is static too; memkv_last_error's stays valid until the
@@ -238,6 +239,40 @@ memkv_status_t memkv_batch_get(memkv_client_t* client, const void* const* keys, 
 /* statuses[i] is MEMKV_OK when key i is present, MEMKV_NOT_FOUND when not. */
 memkv_status_t memkv_batch_exists(memkv_client_t* client, const void* const* keys, const size_t* key_lens,
                                   size_t count, memkv_status_t* statuses, size_t* prefix);
+
+/* ---- Key listing ------------------------------------------------------
+ * The keys that start with a prefix, a page at a time in bytewise order.
+ * Every server is asked and their pages merged: a server that cannot be
+ * reached fails the call (MEMKV_UNAVAILABLE naming it). A key present for the
+ * whole listing appears exactly once; one put or deleted meanwhile may or
+ * may not.
+ *
+ *   memkv_key_page_t* page = NULL;
+ *   const void* cursor = NULL; size_t cursor_len = 0;
+ *   do {
+ *     if (memkv_list_keys(c, "model/", 6, cursor, cursor_len, 1000, &page) != MEMKV_OK) break;
+ *     for (size_t i = 0; i < memkv_key_page_count(page); ++i) { size_t n; memkv_key_page_key(page, i, &n); ... }
+ *     ... copy the cursor (memkv_key_page_cursor) before freeing the page ...
+ *   } while (cursor_len > 0);
+ */
+typedef struct memkv_key_page memkv_key_page_t;
+
+/* One page: at most page_size (1..1024) keys starting with prefix
+ * (prefix_len bytes; 0: every key) that sort after cursor (cursor_len bytes;
+ * 0: from the first, then the previous page's memkv_key_page_cursor). On
+ * MEMKV_OK, *out is a page the caller frees with memkv_key_page_free. */
+memkv_status_t memkv_list_keys(memkv_client_t* client, const void* prefix, size_t prefix_len, const void* cursor,
+                               size_t cursor_len, size_t page_size, memkv_key_page_t** out);
+/* The number of keys in the page (0 for NULL). */
+size_t memkv_key_page_count(const memkv_key_page_t* page);
+/* Key i (i < count): its bytes, not NUL-terminated, valid until the page is
+ * freed, with its length in *len. NULL (and *len 0) when i is out of range. */
+const void* memkv_key_page_key(const memkv_key_page_t* page, size_t i, size_t* len);
+/* The cursor of the next page, valid until the page is freed; NULL and
+ * *len 0 when the listing is complete. */
+const void* memkv_key_page_cursor(const memkv_key_page_t* page, size_t* len);
+/* NULL is ignored. */
+void memkv_key_page_free(memkv_key_page_t* page);
 
 /* ---- RDMA memory ------------------------------------------------------ */
 

@@ -15,6 +15,23 @@ from ._errors import (
     NotFound, ProtocolError, ResourceExhausted, StatusCode, TooLarge, Unavailable, UnsupportedVersion)
 from ._memkv import BatchResult, Client, __version__
 
+
+
+def _iter_keys(self: Client, prefix: "str | bytes" = "", page_size: int = 1000):
+    """iter_keys(prefix='', page_size=1000) -> Iterator[bytes]
+
+    Every key that starts with prefix, in bytewise order, a list_keys page at
+    a time."""
+    cursor = None
+    while True:
+        keys, cursor = self.list_keys(prefix, cursor, page_size)
+        yield from keys
+        if cursor is None:
+            return
+
+
+Client.iter_keys = _iter_keys
+
 # Log levels of log_level= and of the log callback's first argument.
 LOG_DEBUG = 0
 LOG_INFO = 1

@@ -91,6 +91,19 @@ bool PyClient::Delete(py::handle key) {
   return true;
 }
 
+py::tuple PyClient::ListKeys(py::handle prefix, py::handle cursor, py::handle page_size) {
+  constexpr std::string_view kCall = "memkv.Client.list_keys";
+  const std::string_view p = KeyView(prefix, kCall, {"prefix"});
+  const std::string_view c = cursor.is_none() ? std::string_view() : KeyView(cursor, kCall, {"cursor"});
+  const size_t n = SizeArg(page_size, kCall, {"page_size"});
+  Result<KeyListPage> page = Call([&](Client& client) { return client.ListKeys(p, c, n); });
+  Check(page.status(), kCall);
+  py::list keys;
+  for (const std::string& key : page->keys) keys.append(py::bytes(key));
+  py::object next = page->next_cursor.empty() ? py::object(py::none()) : py::object(py::bytes(page->next_cursor));
+  return py::make_tuple(keys, next);
+}
+
 bool PyClient::Exists(py::handle key) {
   constexpr std::string_view kCall = "memkv.Client.exists";
   const std::string_view k = KeyView(key, kCall, {"key"});

@@ -61,6 +61,8 @@ class PyClient {
   py::object GetIntoPtr(py::handle key, py::handle address, py::handle length);
   bool Delete(py::handle key);
   bool Exists(py::handle key);
+  // list_keys: (keys as bytes, the next cursor as bytes or None when done).
+  py::tuple ListKeys(py::handle prefix, py::handle cursor, py::handle page_size);
 
   // Batches (batch.cc).
   BatchOutcome BatchPut(py::handle keys, py::handle values);

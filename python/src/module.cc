@@ -140,6 +140,13 @@ void BindClient(py::module_& m) {
       .def("delete", &PyClient::Delete, key,
            "delete(key: str | bytes) -> bool\n\nRemoves key. True if it was present, False on a miss.")
       .def("exists", &PyClient::Exists, key, "exists(key: str | bytes) -> bool\n\nTrue if key is present.")
+      .def("list_keys", &PyClient::ListKeys, py::arg("prefix") = "", py::arg("cursor") = py::none(),
+           py::arg("page_size") = 1000,
+           "list_keys(prefix: str | bytes = '', cursor: bytes | None = None, page_size: int = 1000)"
+           " -> Tuple[List[bytes], Optional[bytes]]\n\n"
+           "One page of the keys that start with prefix, in bytewise order: at most page_size (1..1024)\n"
+           "keys after cursor, and the cursor of the next page (None when the listing is complete).\n"
+           "Every server is asked; iter_keys() walks every page.")
       .def("batch_put", &PyClient::BatchPut, py::arg("keys"), py::arg("values"),
            "batch_put(keys: Sequence[str | bytes], values: Sequence[Buffer]) -> BatchResult\n\n"
            "Stores values[i] under keys[i]; keys may live on different servers.")

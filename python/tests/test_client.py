@@ -89,6 +89,23 @@ def test_batch_fans_out_over_two_servers(two_servers, key):
         assert [code == 0 for code in first.batch_exists(keys)] == [o == 0 for o in owners]
 
 
+def test_list_keys_pages_and_iter_keys_over_two_servers(two_servers, key):
+    keys = sorted(f"{key}/list/{i:03d}".encode() for i in range(40))
+    with memkv.Client([s.address for s in two_servers], two_servers[0].auth_key, transport="tcp") as c:
+        assert c.batch_put(keys, [b"v"] * len(keys)).ok
+        assert {c.server_for(k) for k in keys} == {0, 1}
+        page, cursor = c.list_keys(f"{key}/list/", page_size=15)
+        assert page == keys[:15] and cursor is not None
+        page, cursor = c.list_keys(f"{key}/list/", cursor, 15)
+        assert page == keys[15:30]
+        page, cursor = c.list_keys(f"{key}/list/".encode(), cursor, 15)
+        assert page == keys[30:] and cursor is None
+        assert list(c.iter_keys(f"{key}/list/", page_size=7)) == keys
+        assert list(c.iter_keys(f"{key}/none/")) == []
+        with pytest.raises(memkv.InvalidArgument, match="allowed: 1..1024"):
+            c.list_keys("", None, 0)
+
+
 def test_register_memory_round_trip(client, key):
     buf = np.zeros(1 << 20, dtype=np.uint8)
     base = client.register_memory(buf)

@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include "base/json.h"
+#include "base/key_page.h"
 #include "base/bytes.h"
 #include "base/checksum.h"
 #include "base/hmac.h"
@@ -387,6 +388,28 @@ TEST(JsonWriterTest, NestsCommasAndEscapesAndReadsBack) {
   EXPECT_EQ(back->Find("name")->string, "a\"b\\c\n\x01");
   EXPECT_EQ(back->Find("x")->number, 0.1);
   EXPECT_EQ(back->Find("list")->array.size(), 4u);
+}
+
+TEST(KeyPageTest, KeepsTheSmallestKeysUnderThePrefixAfterTheCursorOnce) {
+  KeyPage page("m/", "m/b", 3);
+  for (const char* k : {"m/e", "x/a", "m/a", "m/c", "m/b", "m/d", "m/c", "m/", "m/f", "m/d"}) page.Offer(k);
+  EXPECT_TRUE(page.more());
+  EXPECT_EQ(page.Take(), (std::vector<std::string>{"m/c", "m/d", "m/e"}));
+}
+
+TEST(KeyPageTest, MoreOnlyWhenAKeyWasLeftOut) {
+  KeyPage exact("", "", 2);
+  for (const char* k : {"b", "a", "b", "a"}) exact.Offer(k);  // offered twice (two stores)
+  EXPECT_FALSE(exact.more());
+  EXPECT_EQ(exact.Take(), (std::vector<std::string>{"a", "b"}));
+  KeyPage over("", "", 2);
+  for (const char* k : {"c", "a", "b"}) over.Offer(k);
+  EXPECT_TRUE(over.more());
+  EXPECT_EQ(over.Take(), (std::vector<std::string>{"a", "b"}));
+  KeyPage none("", "", 0);
+  none.Offer("a");
+  EXPECT_TRUE(none.more());
+  EXPECT_TRUE(none.Take().empty());
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// memkv put / get / del / exists: the client library from the shell.
+// memkv put / get / del / exists / ls: the client library from the shell.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -28,6 +28,8 @@ constexpr const char* kVerbUsage = R"(Usage:
   memkv get KEY [-o FILE]    write the value to standard output or FILE
   memkv del KEY              delete KEY
   memkv exists KEY...        print "present KEY" or "absent KEY" per key
+  memkv ls [PREFIX]          print every key that starts with PREFIX, one per
+                             line in bytewise order (every server is asked)
 
 "--" ends the options: memkv put -- -key file, memkv get -- -key.
 -o FILE and --output=FILE are the same. put stops reading past 256 MiB, the
@@ -158,6 +160,27 @@ int Usage(const std::string& verb, const std::string& problem) {
 
 }  // namespace
 
+// memkv ls: every key under `prefix`, a page at a time, one per line.
+int ListKeys(const std::string& prefix, const Environment& env) {
+  Result<std::unique_ptr<Client>> client = MakeClient(env);
+  if (!client.ok()) {
+    std::fprintf(stderr, "memkv ls: client configuration: %s\n", client.status().message().c_str());
+    return kExitConfig;
+  }
+  constexpr size_t kPage = 1000;
+  std::string cursor;
+  do {
+    Result<KeyListPage> page = (*client)->ListKeys(prefix, cursor, kPage);
+    if (!page.ok()) return Report("ls", page.status());
+    for (const std::string& key : page->keys) {
+      std::fwrite(key.data(), 1, key.size(), stdout);
+      std::fputc('\n', stdout);
+    }
+    cursor = std::move(page->next_cursor);
+  } while (!cursor.empty());
+  return std::fflush(stdout) == 0 ? kExitOk : Report("ls", IoError("writing standard output failed"));
+}
+
 int RunClientVerb(const std::string& verb, const std::vector<std::string>& args, const Environment& env) {
   Result<std::vector<std::string>> expanded = ExpandOptions(args, {});
   if (!expanded.ok()) return Usage(verb, expanded.status().message());
@@ -185,6 +208,10 @@ int RunClientVerb(const std::string& verb, const std::vector<std::string>& args,
       }
     }
     positional.push_back(a);
+  }
+  if (verb == "ls") {
+    if (positional.size() > 1) return Usage(verb, "takes at most one PREFIX");
+    return ListKeys(positional.empty() ? std::string() : positional[0], env);
   }
   if (positional.empty()) return Usage(verb, "missing KEY");
   const bool one_key = verb == "get" || verb == "del";

@@ -52,6 +52,7 @@ without them: 127.0.0.1:9900 and the key in ~/.memkv/auth.key):
   get KEY [-o FILE]           write the value of KEY to standard output or FILE
   del KEY                     delete KEY
   exists KEY...               print which keys are present
+  ls [PREFIX]                 list the keys that start with PREFIX
 
   memkv <command> --help      options of one command
   "--name=value" equals "--name value"; "--" ends the options (keys that
@@ -94,7 +95,7 @@ int main(int argc, char** argv) {
   if (command == "setup") return RunSetup(args, env, memkv::verbs::SystemProvider());
   if (command == "drive") return RunDrive(args, env);
   if (command == "admin") return RunAdmin(args, env);
-  if (command == "put" || command == "get" || command == "del" || command == "exists") {
+  if (command == "put" || command == "get" || command == "del" || command == "exists" || command == "ls") {
     return RunClientVerb(command, args, env);
   }
   std::fprintf(stderr, "memkv: unknown command '%s'; run 'memkv --help' for the list\n", command.c_str());

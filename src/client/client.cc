@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <set>
 #include <type_traits>
 #include <unordered_map>
@@ -14,6 +15,7 @@
 #include "base/version.h"
 #include "client/connection.h"
 #include "client/counters.h"
+#include "base/key_page.h"
 #include "client/ops.h"
 #include "client/placement.h"
 #include "client/pool.h"
@@ -153,6 +155,10 @@ class ClientImpl final : public Client {
   BatchResult BatchExists(std::span<const std::string_view> keys) override {
     metrics_.RecordBatch(ClientOp::kBatchExists, keys.size());
     return Timed(ClientOp::kBatchExists, [&] { return BatchExistsImpl(keys); });
+  }
+
+  Result<KeyListPage> ListKeys(std::string_view prefix, std::string_view cursor, size_t page_size) override {
+    return Timed(ClientOp::kList, [&] { return ListKeysImpl(prefix, cursor, page_size); });
   }
 
   // Serves GET /metrics on `bind` (MEMKV_PROMETHEUS_BIND) until destroyed.
@@ -319,6 +325,43 @@ class ClientImpl final : public Client {
     call.statuses = &result.statuses;
     RunBatch(&call, [](size_t) { return uint64_t{0}; });
     return Finish(std::move(result));
+  }
+
+  // Asks every server for a page and merges them: the keys are complete up
+  // to the smallest last key of the servers that have more, so the page is
+  // cut there (and at page_size).
+  Result<KeyListPage> ListKeysImpl(std::string_view prefix, std::string_view cursor, size_t page_size) {
+    if (page_size == 0 || page_size > proto::kMaxBatchItems) {
+      return InvalidArgument("ListKeys: page_size " + std::to_string(page_size) + " is out of range; allowed: 1.." +
+                             std::to_string(proto::kMaxBatchItems));
+    }
+    for (auto [name, part] : {std::pair{"prefix", prefix}, std::pair{"cursor", cursor}}) {
+      if (part.size() > proto::kMaxKeyBytes) {
+        return InvalidArgument(std::string("ListKeys: ") + name + " of " + std::to_string(part.size()) +
+                               " bytes is longer than a key can be (" + std::to_string(proto::kMaxKeyBytes) + ")");
+      }
+    }
+    const proto::ListRequest request{.prefix = prefix, .after = cursor, .limit = static_cast<uint32_t>(page_size)};
+    KeyPage merged("", "", page_size);
+    std::optional<std::string> bound;  // keys past it may be missing from some server's page
+    bool more = false;
+    for (size_t server = 0; server < pools_.size(); ++server) {
+      client::ListExchange x(request, placement_.name(server));
+      RunSingle(server, &x);
+      if (!x.status().ok()) return x.status();
+      if (x.more()) {
+        more = true;
+        if (!bound || x.keys().back() < *bound) bound = x.keys().back();
+      }
+      for (const std::string& key : x.keys()) {
+        if (!bound || key <= *bound) merged.Offer(key);
+      }
+    }
+    KeyListPage page;
+    page.keys = merged.Take();
+    if (bound) std::erase_if(page.keys, [&](const std::string& k) { return k > *bound; });
+    if ((more || merged.more()) && !page.keys.empty()) page.next_cursor = page.keys.back();
+    return page;
   }
 
   size_t ServerFor(std::string_view key) const override { return placement_.ServerFor(key); }

@@ -28,6 +28,7 @@ std::string OpName(proto::Opcode opcode) {
     case proto::Opcode::kBatchPut: return "BatchPut";
     case proto::Opcode::kBatchGet: return "BatchGetInto";
     case proto::Opcode::kBatchExists: return "BatchExists";
+    case proto::Opcode::kList: return "ListKeys";
     default: return proto::OpcodeName(static_cast<uint8_t>(opcode));
   }
 }
@@ -252,5 +253,33 @@ void BatchExchange::OnFailure(const Status& status) {
     StatusOf(i) = status.WithContext(op + " key " + KeyForMessage(call_->keys[items_[i]]));
   }
 }
+
+// ---- ListExchange ----
+
+RequestFrame ListExchange::BuildRequest() {
+  RequestFrame frame;
+  frame.opcode = proto::Opcode::kList;
+  frame.meta = proto::EncodeListRequest(request_);
+  return frame;
+}
+
+Status ListExchange::OnResponse(const proto::FrameHeader& header, std::span<const uint8_t> meta,
+                                std::vector<PayloadSegment>*) {
+  const std::string context = "ListKeys on " + std::string(server_);
+  if (header.payload_len != 0) return ProtocolError(context + ": response carries a payload");
+  if (header.status != StatusCode::kOk) {
+    std::string text = MetaText(meta);
+    status_ = StatusFromWire(header.status, context + ": " + (text.empty() ? "server gave no reason" : text));
+    return Status::Ok();
+  }
+  proto::ListResponse page;
+  MEMKV_RETURN_IF_ERROR(proto::DecodeListResponse(meta, request_.limit, &page).WithContext(context));
+  keys_.assign(page.keys.begin(), page.keys.end());
+  more_ = page.more;
+  status_ = Status::Ok();
+  return Status::Ok();
+}
+
+void ListExchange::OnFailure(const Status& status) { status_ = status.WithContext("ListKeys"); }
 
 }  // namespace memkv::client

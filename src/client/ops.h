@@ -1,6 +1,7 @@
 // The exchanges behind the Client's calls: SingleExchange for the one-key
 // opcodes (TcpPut, TcpGet, TcpDelete, Exists) and BatchExchange for one frame
-// of a BatchPut / BatchGet / BatchExists. They turn responses into the
+// of a BatchPut / BatchGet / BatchExists, ListExchange for one server's page
+// of a key listing. They turn responses into the
 // caller-visible Status of each key; see exchange.h for the lifecycle.
 //
 // Checksum mismatches become NotFound (a miss): the bytes may already sit in
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "client/exchange.h"
+#include "proto/messages.h"
 
 namespace memkv::client {
 
@@ -82,6 +84,31 @@ class BatchExchange final : public Exchange {
   BatchCall* call_;
   std::vector<uint32_t> items_;
   std::string_view server_;
+};
+
+// One List request to one server: a page of its keys under a prefix.
+class ListExchange final : public Exchange {
+ public:
+  ListExchange(const proto::ListRequest& request, std::string_view server) : request_(request), server_(server) {}
+
+  // Ok, or why there was no page.
+  const Status& status() const { return status_; }
+  // The server's page, in bytewise order, and whether it holds more after it.
+  std::vector<std::string>& keys() { return keys_; }
+  bool more() const { return more_; }
+
+  RequestFrame BuildRequest() override;
+  Status OnResponse(const proto::FrameHeader& header, std::span<const uint8_t> meta,
+                    std::vector<PayloadSegment>* payload) override;
+  void OnSegment(const PayloadSegment&, bool) override {}
+  void OnFailure(const Status& status) override;
+
+ private:
+  proto::ListRequest request_;
+  std::string_view server_;
+  std::vector<std::string> keys_;
+  bool more_ = false;
+  Status status_ = Internal("request was never answered (client bug)");
 };
 
 }  // namespace memkv::client

@@ -499,6 +499,11 @@ bool ExtentStore::Exists(std::string_view key) {
   return impl_->index.count(key) != 0;
 }
 
+void ExtentStore::OfferKeys(KeyPage* page) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (const auto& [key, entry] : impl_->index) page->Offer(key);
+}
+
 Status ExtentStore::Delete(std::string_view key) {
   MEMKV_RETURN_IF_ERROR(CheckKey(key));
   CommitOp op;

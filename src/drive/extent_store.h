@@ -46,6 +46,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/key_page.h"
 #include "drive/format.h"
 #include "drive/io_engine.h"
 #include "memkv/status.h"
@@ -163,6 +164,9 @@ class ExtentStore {
   // Size, checksum and generation from the index (no I/O, no LRU touch).
   Result<ValueInfo> Stat(std::string_view key);
   bool Exists(std::string_view key);
+  // Offers every key in the index to `page` (a List page), under the index
+  // lock: O(keys).
+  void OfferKeys(KeyPage* page) const;
   // NotFound if absent.
   Status Delete(std::string_view key);
 

@@ -18,6 +18,7 @@ std::string OpcodeName(uint8_t opcode) {
     case Opcode::kBatchPut: return "BatchPut";
     case Opcode::kBatchGet: return "BatchGet";
     case Opcode::kBatchExists: return "BatchExists";
+    case Opcode::kList: return "List";
     case Opcode::kRdmaPut: return "RdmaPut";
     case Opcode::kRdmaCommit: return "RdmaCommit";
     case Opcode::kRdmaGet: return "RdmaGet";

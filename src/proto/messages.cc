@@ -11,6 +11,7 @@ namespace {
 class Reader {
  public:
   explicit Reader(std::span<const uint8_t> data) : data_(data) {}
+  bool U8(uint8_t* v) { return Take(1, [&](const uint8_t* p) { *v = *p; }); }
   bool U16(uint16_t* v) { return Take(2, [&](const uint8_t* p) { *v = LoadLe16(p); }); }
   bool U32(uint32_t* v) { return Take(4, [&](const uint8_t* p) { *v = LoadLe32(p); }); }
   bool U64(uint64_t* v) { return Take(8, [&](const uint8_t* p) { *v = LoadLe64(p); }); }
@@ -33,6 +34,7 @@ class Reader {
 
 class Writer {
  public:
+  void U8(uint8_t v) { Put(1, [&](uint8_t* p) { *p = v; }); }
   void U16(uint16_t v) { Put(2, [&](uint8_t* p) { StoreLe16(p, v); }); }
   void U32(uint32_t v) { Put(4, [&](uint8_t* p) { StoreLe32(p, v); }); }
   void U64(uint64_t v) { Put(8, [&](uint8_t* p) { StoreLe64(p, v); }); }
@@ -352,6 +354,74 @@ Status DecodeKeyList(std::span<const uint8_t> meta, std::vector<std::string_view
     out->push_back(key);
   }
   if (!r.AtEnd()) return Truncated("key list");
+  return Status::Ok();
+}
+
+std::string EncodeListRequest(const ListRequest& request) {
+  Writer w;
+  w.U32(request.limit);
+  w.U16(static_cast<uint16_t>(request.prefix.size()));
+  w.Bytes(request.prefix);
+  w.U16(static_cast<uint16_t>(request.after.size()));
+  w.Bytes(request.after);
+  return w.Take();
+}
+
+Status DecodeListRequest(std::span<const uint8_t> meta, ListRequest* out) {
+  Reader r(meta);
+  uint16_t prefix_len = 0;
+  uint16_t after_len = 0;
+  if (!r.U32(&out->limit) || !r.U16(&prefix_len) || !r.Bytes(prefix_len, &out->prefix) || !r.U16(&after_len) ||
+      !r.Bytes(after_len, &out->after) || !r.AtEnd()) {
+    return Truncated("List request");
+  }
+  if (out->limit == 0 || out->limit > kMaxBatchItems) {
+    return InvalidArgument("List page size " + std::to_string(out->limit) + " is out of range; allowed: 1.." +
+                           std::to_string(kMaxBatchItems));
+  }
+  for (auto [name, part] : {std::pair{"prefix", out->prefix}, std::pair{"cursor", out->after}}) {
+    if (part.size() > kMaxKeyBytes) {
+      return TooLarge(std::string("List ") + name + " of " + std::to_string(part.size()) +
+                      " bytes exceeds the key limit of " + std::to_string(kMaxKeyBytes));
+    }
+  }
+  return Status::Ok();
+}
+
+std::string EncodeListResponse(std::span<const std::string_view> keys, bool more) {
+  Writer w;
+  w.U32(static_cast<uint32_t>(keys.size()));
+  for (std::string_view key : keys) {
+    w.U16(static_cast<uint16_t>(key.size()));
+    w.Bytes(key);
+  }
+  w.U8(more ? 1 : 0);
+  return w.Take();
+}
+
+Status DecodeListResponse(std::span<const uint8_t> meta, uint32_t limit, ListResponse* out) {
+  Reader r(meta);
+  uint32_t count = 0;
+  if (!r.U32(&count)) return Truncated("List response");
+  if (count > limit) {
+    return ProtocolError("List response has " + std::to_string(count) + " keys, more than the " +
+                         std::to_string(limit) + " asked for");
+  }
+  out->keys.clear();
+  out->keys.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    uint16_t key_len = 0;
+    std::string_view key;
+    if (!r.U16(&key_len) || !r.Bytes(key_len, &key)) return Truncated("List response");
+    MEMKV_RETURN_IF_ERROR(CheckKey(key).WithContext("List response key " + std::to_string(i)));
+    if (!out->keys.empty() && !(out->keys.back() < key)) {
+      return ProtocolError("List response keys are not in strictly increasing order at key " + std::to_string(i));
+    }
+    out->keys.push_back(key);
+  }
+  uint8_t more = 0;
+  if (!r.U8(&more) || more > 1 || !r.AtEnd()) return Truncated("List response");
+  out->more = more == 1;
   return Status::Ok();
 }
 

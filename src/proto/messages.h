@@ -130,6 +130,28 @@ std::string EncodeBatchGetResponse(std::span<const GetItem> items);
 Status DecodeBatchGetResponse(std::span<const uint8_t> meta, uint32_t expected_count,
                               uint64_t payload_len, std::vector<GetItem>* out);
 
+// List request: the keys that start with `prefix` and sort (bytewise) after
+// `after` (empty: from the first), at most `limit` (1..kMaxBatchItems) of them.
+// Prefix and `after` may be empty; each is at most kMaxKeyBytes.
+struct ListRequest {
+  std::string_view prefix;
+  std::string_view after;
+  uint32_t limit = kMaxBatchItems;
+};
+std::string EncodeListRequest(const ListRequest& request);
+Status DecodeListRequest(std::span<const uint8_t> meta, ListRequest* out);
+
+// List response: the keys in bytewise order, and whether the server holds
+// more after the last of them (a page cut short at `limit`).
+struct ListResponse {
+  std::vector<std::string_view> keys;
+  bool more = false;
+};
+std::string EncodeListResponse(std::span<const std::string_view> keys, bool more);
+// Checks every key's length, the order (strictly increasing) and the count
+// (at most `limit`).
+Status DecodeListResponse(std::span<const uint8_t> meta, uint32_t limit, ListResponse* out);
+
 // Length of the leading run of Ok statuses: the present prefix of a batch.
 size_t PresentPrefix(std::span<const StatusCode> statuses);
 

@@ -34,6 +34,52 @@ TEST(MessagesTest, TruncatedAndTrailingRejected) {
   EXPECT_FALSE(DecodeKeyList(Bytes(meta + "x"), &back).ok());
 }
 
+TEST(MessagesTest, ListRequestRoundTripAndLimits) {
+  std::string meta = EncodeListRequest({.prefix = "model/a", .after = "model/a/7", .limit = 100});
+  ListRequest back;
+  ASSERT_TRUE(DecodeListRequest(Bytes(meta), &back).ok());
+  EXPECT_EQ(back.prefix, "model/a");
+  EXPECT_EQ(back.after, "model/a/7");
+  EXPECT_EQ(back.limit, 100u);
+  for (size_t cut = 0; cut < meta.size(); ++cut) {
+    EXPECT_EQ(DecodeListRequest(Bytes(meta.substr(0, cut)), &back).code(), StatusCode::kProtocolError) << cut;
+  }
+  EXPECT_EQ(DecodeListRequest(Bytes(meta + "x"), &back).code(), StatusCode::kProtocolError);
+  // Empty prefix and cursor: the whole store from the first key.
+  ASSERT_TRUE(DecodeListRequest(Bytes(EncodeListRequest({.prefix = "", .after = "", .limit = 1})), &back).ok());
+  EXPECT_TRUE(back.prefix.empty() && back.after.empty());
+  Status zero = DecodeListRequest(Bytes(EncodeListRequest({.prefix = "", .after = "", .limit = 0})), &back);
+  EXPECT_EQ(zero.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(zero.message().find("allowed: 1..1024"), std::string::npos) << zero.message();
+  EXPECT_EQ(DecodeListRequest(Bytes(EncodeListRequest({.prefix = "", .after = "", .limit = 1025})), &back).code(),
+            StatusCode::kInvalidArgument);
+  const std::string long_prefix(kMaxKeyBytes + 1, 'p');
+  EXPECT_EQ(DecodeListRequest(Bytes(EncodeListRequest({.prefix = long_prefix, .after = "", .limit = 1})), &back).code(),
+            StatusCode::kTooLarge);
+}
+
+TEST(MessagesTest, ListResponseRoundTripOrderAndCount) {
+  std::vector<std::string_view> keys = {"a", "ab", "b"};
+  std::string meta = EncodeListResponse(keys, true);
+  ListResponse back;
+  ASSERT_TRUE(DecodeListResponse(Bytes(meta), 3, &back).ok());
+  EXPECT_EQ(back.keys, keys);
+  EXPECT_TRUE(back.more);
+  ASSERT_TRUE(DecodeListResponse(Bytes(EncodeListResponse({}, false)), 3, &back).ok());
+  EXPECT_TRUE(back.keys.empty());
+  EXPECT_FALSE(back.more);
+  for (size_t cut = 0; cut < meta.size(); ++cut) {
+    EXPECT_EQ(DecodeListResponse(Bytes(meta.substr(0, cut)), 3, &back).code(), StatusCode::kProtocolError) << cut;
+  }
+  EXPECT_EQ(DecodeListResponse(Bytes(meta), 2, &back).code(), StatusCode::kProtocolError) << "more than asked";
+  std::vector<std::string_view> unordered = {"b", "a"};
+  EXPECT_EQ(DecodeListResponse(Bytes(EncodeListResponse(unordered, false)), 3, &back).code(),
+            StatusCode::kProtocolError);
+  std::vector<std::string_view> repeated = {"a", "a"};
+  EXPECT_EQ(DecodeListResponse(Bytes(EncodeListResponse(repeated, false)), 3, &back).code(),
+            StatusCode::kProtocolError);
+}
+
 TEST(MessagesTest, BatchLimits) {
   std::vector<std::string_view> none;
   std::vector<std::string_view> back;

@@ -220,6 +220,7 @@ class Connection {
   void HandleDelete(std::string_view key);
   void HandleExists(std::string_view key);
   void HandleBatchExists();
+  void HandleList();
   void HandleRdmaPut();
   void HandleRdmaCommit();
   void HandleRdmaGet(std::string_view key);

@@ -251,6 +251,7 @@ void Connection::DispatchAuthenticated() {
     case proto::Opcode::kBatchPut: HandleBatchPut(); return;
     case proto::Opcode::kBatchGet: HandleBatchGet(); return;
     case proto::Opcode::kBatchExists: HandleBatchExists(); return;
+    case proto::Opcode::kList: HandleList(); return;
     case proto::Opcode::kRdmaPut: HandleRdmaPut(); return;
     case proto::Opcode::kRdmaCommit: HandleRdmaCommit(); return;
     case proto::Opcode::kRdmaGet: HandleRdmaGet(key); return;
@@ -527,6 +528,20 @@ void Connection::HandleBatchExists() {
     statuses.push_back(ctx_.tier->Exists(key) ? StatusCode::kOk : StatusCode::kNotFound);
   }
   Respond(StatusCode::kOk, proto::EncodeStatusList(statuses));
+}
+
+void Connection::HandleList() {
+  proto::ListRequest request;
+  Status valid = proto::DecodeListRequest(meta_, &request);
+  if (!valid.ok()) {
+    RespondError(valid);
+    return;
+  }
+  KeyPage page(request.prefix, request.after, request.limit);
+  ctx_.tier->OfferKeys(&page);
+  const std::vector<std::string> keys = page.Take();
+  const std::vector<std::string_view> views(keys.begin(), keys.end());
+  Respond(StatusCode::kOk, proto::EncodeListResponse(views, page.more()));
 }
 
 }  // namespace memkv

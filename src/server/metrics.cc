@@ -19,6 +19,7 @@ OpSlot OpSlotFor(uint8_t opcode) {
     case proto::Opcode::kRdmaCommit: return OpSlot::kRdmaCommit;
     case proto::Opcode::kRdmaGet: return OpSlot::kRdmaGet;
     case proto::Opcode::kRdmaRelease: return OpSlot::kRdmaRelease;
+    case proto::Opcode::kList: return OpSlot::kList;
   }
   return OpSlot::kOther;
 }
@@ -26,7 +27,8 @@ OpSlot OpSlotFor(uint8_t opcode) {
 std::string_view OpSlotName(OpSlot slot) {
   static constexpr std::string_view kNames[kOpSlots] = {
       "ping",    "connect",   "put",      "get",        "delete",   "exists",       "batch_put",
-      "batch_get", "batch_exists", "rdma_put", "rdma_commit", "rdma_get", "rdma_release", "other"};
+      "batch_get", "batch_exists", "rdma_put", "rdma_commit", "rdma_get", "rdma_release", "list",
+      "other"};
   return kNames[static_cast<size_t>(slot)];
 }
 

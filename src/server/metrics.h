@@ -21,9 +21,9 @@ namespace memkv {
 // one for everything else).
 enum class OpSlot : uint8_t {
   kPing, kConnect, kPut, kGet, kDelete, kExists, kBatchPut, kBatchGet, kBatchExists,
-  kRdmaPut, kRdmaCommit, kRdmaGet, kRdmaRelease, kOther,
+  kRdmaPut, kRdmaCommit, kRdmaGet, kRdmaRelease, kList, kOther,
 };
-inline constexpr size_t kOpSlots = 14;
+inline constexpr size_t kOpSlots = 15;
 OpSlot OpSlotFor(uint8_t opcode);
 // "put", "rdma_get", ...: the `op` label.
 std::string_view OpSlotName(OpSlot slot);

@@ -69,6 +69,11 @@ bool Tier::Exists(std::string_view key) {
   return memory_->Exists(key) || (drives_ != nullptr && drives_->Exists(key));
 }
 
+void Tier::OfferKeys(KeyPage* page) {
+  memory_->OfferKeys(page);
+  if (drives_ != nullptr) drives_->OfferKeys(page);
+}
+
 bool Tier::OnDriveOnly(std::string_view key) {
   return drives_ != nullptr && !memory_->Exists(key) && drives_->Exists(key);
 }

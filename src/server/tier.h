@@ -81,6 +81,9 @@ class Tier {
 
   // In DRAM or on a drive (index lookups only; no I/O).
   bool Exists(std::string_view key);
+  // Offers the keys in DRAM and on the drives to `page` (a List page; a key
+  // in both is kept once). Index scans only; no I/O.
+  void OfferKeys(KeyPage* page);
   // On a drive but not in DRAM: worth a Fetch.
   bool OnDriveOnly(std::string_view key);
 

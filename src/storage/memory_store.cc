@@ -562,6 +562,11 @@ bool MemoryStore::Exists(std::string_view key) {
   return impl_->index.contains(key);
 }
 
+void MemoryStore::OfferKeys(KeyPage* page) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (const auto& [key, entry] : impl_->index) page->Offer(key);
+}
+
 Status MemoryStore::Delete(std::string_view key) {
   Impl& s = *impl_;
   std::shared_ptr<StoreEntry> removed;  // dropped after the lock is released

@@ -50,6 +50,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/key_page.h"
 #include "memkv/status.h"
 #include "storage/hugepages.h"
 
@@ -164,6 +165,9 @@ class MemoryStore {
   // LRU refresh, so batch prefix probes stay cheap and do not skew the
   // counters. A later Get may still miss if the bytes turn out corrupt.
   bool Exists(std::string_view key);
+  // Offers every key in the index to `page` (a List page), under the index
+  // lock: O(keys).
+  void OfferKeys(KeyPage* page) const;
   // NotFound if absent. Safe while reads of the key are in flight.
   Status Delete(std::string_view key);
 
