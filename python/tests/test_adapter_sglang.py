@@ -797,8 +797,13 @@ def test_metrics_clear_and_close(sg, server):
     counters = storage.memkv_stats()
     assert counters["put_ok"] == 8 and counters["get_hits"] == 8 and counters["client"]["transport"] == "tcp"
 
+    other = make_backend(sg, pool, settings(server, namespace=storage.namespace + "-other"))
+    assert all(other.batch_set_v1(hashes, host_indices(pool, range(4))))
     storage.clear()
-    assert storage.batch_exists(hashes) == 4, "clear() is documented to delete nothing"
+    assert storage.batch_exists(hashes) == 0, "clear() deletes every key under the namespace"
+    assert other.batch_exists(hashes) == 4, "a namespace that merely starts the same way is left alone"
+    assert all(storage.batch_set_v1(hashes, host_indices(pool, range(4))))
+    other.close()
     storage.close()
     storage.close()
     assert storage.batch_exists(hashes) == 0

@@ -342,6 +342,24 @@ class PageIO:
                 out.append(False)
         return out
 
+    def delete_prefix(self, prefix: bytes, page_size: int = 1000) -> Tuple[int, int]:
+        """Deletes every key that starts with `prefix` (found by key listing,
+        every server asked): (keys deleted, keys that could not be). A listing
+        that fails stops the walk; what was deleted stays deleted."""
+        deleted = failed = 0
+        cursor = None
+        while True:
+            try:
+                keys, cursor = self.client.list_keys(prefix, cursor, page_size)
+            except memkv.Error as e:
+                self._failed("list", e, 0)
+                return deleted, failed + 1
+            for ok in self.delete(keys):
+                deleted += ok
+                failed += not ok
+            if cursor is None:
+                return deleted, failed
+
     def stats(self) -> Dict[str, Any]:
         with self._lock:
             out: Dict[str, Any] = dict(self.counters)

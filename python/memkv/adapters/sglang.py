@@ -225,7 +225,6 @@ class MemKVHiCacheStorage(HiCacheStorage):
         self._prefetch_bw: List[float] = []
         self._backup_bw: List[float] = []
         self._storage_metrics_cls: Any = None
-        self._clear_warned = False
         if not self.zero_copy:
             log.warning("memkv %s: %s has no \"interface_v1\": 1; SGLang will copy every page through "
                         "batch_get/batch_set instead of the zero-copy batch_get_v1/batch_set_v1", ENGINE, WHERE)
@@ -518,16 +517,24 @@ class MemKVHiCacheStorage(HiCacheStorage):
     def clear(self) -> None:
         """SGLang's "clear the L3 storage" (its /clear_hicache_storage_backend).
 
-        MemKV has no call that deletes every key under a prefix, and this
-        backend does not keep a list of what it stored, so clear() deletes
-        nothing: the pages stay readable until the servers evict them. It
-        logs a WARNING saying so (once per instance) and resets the metrics
-        windows. To stop reusing stored pages (after a weight update, say),
-        start SGLang with a different `namespace`. Never raises."""
-        if not self._clear_warned:
-            self._clear_warned = True
-            log.warning("memkv %s: clear() deletes nothing: MemKV cannot list the keys under namespace %r; the "
-                        "pages stay until evicted. Use a new 'namespace' to stop reusing them", ENGINE, self.namespace)
+        Deletes every key under this backend's namespace (namespace + "/"),
+        found by key listing over every server: the pages of every SGLang
+        instance that shares the namespace go with them. With an empty
+        namespace it deletes nothing (it would be the whole store) and logs a
+        WARNING. A server that cannot be reached leaves its keys; the count
+        of what was deleted and what was not is logged. Resets the metrics
+        windows. Never raises."""
+        try:
+            if not self.namespace:
+                log.warning("memkv %s: clear() deletes nothing when 'namespace' is empty (it would delete every key "
+                            "in the store)", ENGINE)
+            else:
+                deleted, failed = self._io.delete_prefix(self.namespace.encode() + b"/")
+                (log.warning if failed else log.info)(
+                    "memkv %s: clear() deleted %d key(s) under namespace %r%s", ENGINE, deleted, self.namespace,
+                    f"; {failed} could not be deleted (see the warnings above)" if failed else "")
+        except Exception as e:  # noqa: BLE001 - never raise on the data path
+            self._failed("clear", e)
         with self._metrics_lock:
             for window in (self._prefetch_pgs, self._backup_pgs, self._prefetch_bw, self._backup_bw):
                 window.clear()
