@@ -7,6 +7,8 @@
 #   P/etc/memkv/config.yaml              its config               (server)
 #   P/share/doc/memkv/                   README and docs          (server)
 #   P/LIBDIR/libmemkv.so.0*              the client library       (runtime)
+#   P/LIBDIR/libkv_store_memkv.so        the kv_store plugin      (runtime; src/kvstore)
+#   P/LIBDIR/libmemkv_preload.so         the LD_PRELOAD shim      (runtime; src/preload)
 #   P/include/memkv/*.h, P/LIBDIR/libmemkv.so, P/LIBDIR/pkgconfig/memkv.pc,
 #   P/LIBDIR/cmake/memkv/                for building against it  (dev)
 #   P/lib/python3/dist-packages/memkv/   the Python package       (python; python/CMakeLists.txt)
@@ -49,6 +51,10 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md ${MEMKV_DOC_FILES} DESTINATION ${C
 set(MEMKV_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/memkv)
 install(TARGETS memkv_shared EXPORT memkvTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev)
+# libmemkv_preload.so, the LD_PRELOAD shim (docs/preload.md): runtime.
+if(TARGET memkv_preload)
+  install(TARGETS memkv_preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
+endif()
 install(FILES ${PROJECT_SOURCE_DIR}/include/memkv/client.h ${PROJECT_SOURCE_DIR}/include/memkv/memkv.h
               ${PROJECT_SOURCE_DIR}/include/memkv/status.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/memkv COMPONENT dev)
@@ -124,7 +130,8 @@ set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY "=")
 memkv_deb_description(RUNTIME "MemKV client library"
   "The C and C++ client of MemKV, a store for LLM KV-cache blocks: puts,"
-  "gets and batches over RDMA or TCP, zero copy into caller buffers.")
+  "gets and batches over RDMA or TCP, zero copy into caller buffers; and"
+  "libkv_store_memkv.so, the kv_store backend llama.cpp and oMLX dlopen.")
 
 # libmemkv-dev: headers, libmemkv.so, memkv.pc and the CMake package.
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libmemkv-dev)
@@ -132,7 +139,7 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${MEMKV_DEB_LIB}")
 set(CPACK_DEBIAN_DEV_PACKAGE_SHLIBDEPS OFF)
 memkv_deb_description(DEV "MemKV client library (development files)"
-  "Headers (memkv/client.h, memkv/memkv.h, memkv/status.h), pkg-config file"
+  "Headers (memkv/client.h, memkv/memkv.h, memkv/status.h, memkv/kv_store.h), pkg-config file"
   "and CMake package (find_package(memkv), target memkv::memkv) of libmemkv.")
 
 # python3-memkv: the extension links libmemkv.so.0, which dpkg-shlibdeps

@@ -17,6 +17,8 @@ declare -A allowed=(
   [server]="base proto config io http storage drive verbs metrics server"
   [client]="base proto config io verbs http metrics client"
   [capi]="base client capi"
+  [kvstore]="kvstore"   # plugins over the public API only (include/memkv)
+  [preload]="preload"
   [doctor]="base config verbs client doctor"
   [cli]="base proto config io http server storage drive verbs metrics client doctor cli"
 )

@@ -33,16 +33,7 @@ for tool in cmake pkg-config cc c++ nm readelf; do
   command -v "$tool" >/dev/null || fail "$tool not found (scripts/install-deps.sh installs it)"
 done
 
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/memkv-install-test.XXXXXX")
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -KILL "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/../scratch.sh" install-test
 prefix="$scratch/prefix"
 
 # --- 1. Install; everything under the prefix ---------------------------------

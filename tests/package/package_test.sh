@@ -39,16 +39,7 @@ for tool in cpack dpkg-deb dpkg file readelf; do
   command -v "$tool" >/dev/null || fail "$tool not found (scripts/install-deps.sh installs it)"
 done
 
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/memkv-package-test.XXXXXX")
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -KILL "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/../scratch.sh" package-test
 started=$SECONDS
 
 # --- 1. Build the package --------------------------------------------------
@@ -123,9 +114,10 @@ dpkg-deb --contents "$deb" >"$scratch/contents"
   for doc in "$source_dir"/docs/*.md; do echo "/usr/share/doc/memkv/$(basename "$doc")"; done
 } | expect_files "$deb"
 libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$build_dir/CMakeCache.txt")
-printf '%s\n' "/usr/$libdir/libmemkv.so.$version" "/usr/$libdir/libmemkv.so.0" | expect_files "$lib_deb"
+printf '%s\n' "/usr/$libdir/libmemkv.so.$version" "/usr/$libdir/libmemkv.so.0" "/usr/$libdir/libkv_store_memkv.so" \
+  "/usr/$libdir/libmemkv_preload.so" | expect_files "$lib_deb"
 {
-  for h in client.h memkv.h status.h; do echo "/usr/include/memkv/$h"; done
+  for h in client.h kv_store.h memkv.h status.h; do echo "/usr/include/memkv/$h"; done
   echo "/usr/$libdir/libmemkv.so"
   echo "/usr/$libdir/pkgconfig/memkv.pc"
   for f in memkvConfig.cmake memkvConfigVersion.cmake memkvTargets.cmake memkvTargets-relwithdebinfo.cmake; do

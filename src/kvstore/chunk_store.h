@@ -1,0 +1,126 @@
+// ChunkStore: one kv_store handle (memkv/kv_store.h) over a memkv::Client.
+//
+// Chunks are content-addressed and immutable; manifests are named and
+// replaced whole. PutChunk only buffers (copying the caller's bytes); a
+// flush (PutManifest, or a PutChunk that fills the buffer) asks the servers
+// which buffered chunks they already hold, in one BatchExists, and sends the
+// rest with BatchPut. PutManifest waits for every flush that started before
+// it, so the chunks a manifest names are stored before the manifest is.
+// PrefetchChunks fills a bounded cache (PrefetchCache) that GetChunk takes
+// from.
+//
+// Thread-safety: every method may be called from many threads at once; the
+// destructor must not race with them. mu_ guards the buffer and the flush
+// bookkeeping only: copies of chunk bytes and all network I/O run outside
+// it, so threads' transfers overlap. Allocation failures throw
+// std::bad_alloc (the C edge maps it); nothing else throws.
+#ifndef MEMKV_KVSTORE_CHUNK_STORE_H_
+#define MEMKV_KVSTORE_CHUNK_STORE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "kvstore/malloc_buffer.h"
+#include "kvstore/prefetch_cache.h"
+#include "kvstore/settings.h"
+#include "memkv/client.h"
+#include "memkv/status.h"
+
+namespace memkv::kvstore {
+
+// A flush sends at most this many chunks; a PutChunk that makes the buffer
+// hold this many flushes it (a batch's frame limit on the wire).
+inline constexpr size_t kFlushChunks = 1024;
+
+class ChunkStore {
+ public:
+  // Parses `uri`, reads the environment, creates the client (which connects
+  // lazily: no server is contacted here).
+  static Result<std::unique_ptr<ChunkStore>> Open(std::string_view uri, const EnvLookup& env);
+  ~ChunkStore() = default;
+  ChunkStore(const ChunkStore&) = delete;
+  ChunkStore& operator=(const ChunkStore&) = delete;
+
+  Status PutChunk(std::span<const uint8_t> hash, std::span<const uint8_t> data);
+  Result<MallocBuffer> GetChunk(std::span<const uint8_t> hash);
+  Status PutManifest(std::string_view name, std::span<const uint8_t> data);
+  Result<MallocBuffer> GetManifest(std::string_view name);
+  Status DeleteManifest(std::string_view name);
+  // `hashes` holds count hashes of hash_len bytes each.
+  Status PrefetchChunks(std::span<const uint8_t> hashes, size_t hash_len, size_t count);
+
+  // Records a chunk the C edge refused before it reached PutChunk (a NULL
+  // pointer), so the next PutManifest fails as for PutChunk's own refusals.
+  Status Refuse(Status status);
+
+  const std::string& name_space() const { return name_space_; }
+
+ private:
+  // Buffered chunks by key. Shared so a GetChunk can copy one outside mu_
+  // while a flush may be sending it.
+  using ChunkBytes = std::shared_ptr<const MallocBuffer>;
+  struct Pending {
+    std::unordered_map<std::string, ChunkBytes> chunks;
+    uint64_t bytes = 0;
+  };
+
+  ChunkStore(std::unique_ptr<Client> client, std::string name_space, const StoreSettings& settings)
+      : client_(std::move(client)),
+        name_space_(std::move(name_space)),
+        buffer_bytes_(settings.buffer_bytes),
+        cache_(settings.prefetch_bytes, kMaxPrefetchEntries) {}
+
+  // chunk_store_flush.cc
+  // Sends what is buffered now (one flush), putting back what could not be
+  // stored. Does not wait for other threads' flushes. *id: the flush's
+  // number (every call takes one, also when nothing is buffered).
+  Status FlushOnce(uint64_t* id = nullptr);
+  // Flushes, then waits for every flush that started earlier; succeeds only
+  // when all of them stored their chunks (retrying theirs once if not).
+  Status FlushForManifest();
+  // BatchExists, then BatchPut of the absent ones. What is stored leaves
+  // `batch`; the first failure is returned.
+  Status SendBatch(Pending* batch);
+
+  // Reads one value from the servers into a malloc block; with `use_hint`
+  // (chunks) straight into a block of the size hint when the value fits.
+  Result<MallocBuffer> FetchOne(const std::string& key, bool use_hint);
+  void NoteSize(size_t size);
+  // Reports (and forgets) a refusal since the last PutManifest.
+  Status TakeRefusal();
+
+  const std::unique_ptr<Client> client_;
+  const std::string name_space_;
+  const uint64_t buffer_bytes_;
+  PrefetchCache cache_;
+  // The largest chunk seen on this handle: the size reads allocate first.
+  std::atomic<size_t> size_hint_{0};
+
+  std::mutex mu_;
+  std::condition_variable flush_done_;
+  Pending pending_;                          // guarded by mu_
+  std::unordered_set<std::string> in_flight_;  // guarded by mu_; keys a flush is sending
+  uint64_t next_flush_id_ = 0;               // guarded by mu_
+  std::set<uint64_t> active_flushes_;        // guarded by mu_
+  uint64_t failed_flushes_ = 0;              // guarded by mu_
+  Status last_flush_error_;                  // guarded by mu_
+  // A PutChunk refused since the last PutManifest; out_of_memory_ when for
+  // lack of memory (reported as such).
+  std::optional<Status> refused_;            // guarded by mu_
+  bool refused_out_of_memory_ = false;       // guarded by mu_
+};
+
+}  // namespace memkv::kvstore
+
+#endif  // MEMKV_KVSTORE_CHUNK_STORE_H_

@@ -1,0 +1,171 @@
+#include "kvstore/settings.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <limits>
+#include <utility>
+
+namespace memkv::kvstore {
+namespace {
+
+constexpr std::array<std::pair<std::string_view, ClientLogLevel>, 5> kLogLevels = {{
+    {"debug", ClientLogLevel::kDebug},
+    {"info", ClientLogLevel::kInfo},
+    {"warn", ClientLogLevel::kWarn},
+    {"error", ClientLogLevel::kError},
+    {"off", ClientLogLevel::kOff},
+}};
+
+std::optional<uint64_t> ParseDecimal(std::string_view text) {
+  if (text.empty() || text.size() > 19) return std::nullopt;
+  uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return value;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0) s.remove_suffix(1);
+  return s;
+}
+
+// Reads the variables into `settings`, appending one line per problem.
+class EnvReader {
+ public:
+  explicit EnvReader(const EnvLookup& env) : env_(env) {}
+
+  void Required(std::string_view name, std::string* out, std::string_view meaning) {
+    std::optional<std::string> v = env_(name);
+    if (!v.has_value() || v->empty()) {
+      problems_.push_back(std::string(name) + " is not set; set it to " + std::string(meaning));
+      return;
+    }
+    *out = *v;
+  }
+
+  void Text(std::string_view name, std::string* out) {
+    if (std::optional<std::string> v = env_(name); v.has_value() && !v->empty()) *out = *v;
+  }
+
+  void List(std::string_view name, std::vector<std::string>* out) {
+    std::optional<std::string> v = env_(name);
+    if (!v.has_value() || v->empty()) return;
+    out->clear();
+    std::string_view rest = *v;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      std::string_view item = Trim(rest.substr(0, comma));
+      if (!item.empty()) out->emplace_back(item);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+  }
+
+  void Number(std::string_view name, uint32_t* out) {
+    std::optional<std::string> v = env_(name);
+    if (!v.has_value() || v->empty()) return;
+    std::optional<uint64_t> n = ParseDecimal(Trim(*v));
+    if (!n.has_value() || *n > std::numeric_limits<uint32_t>::max()) {
+      problems_.push_back(std::string(name) + " '" + *v + "' is not a whole number in 0..4294967295");
+      return;
+    }
+    *out = static_cast<uint32_t>(*n);
+  }
+
+  void Bytes(std::string_view name, uint64_t* out, uint64_t min, uint64_t max) {
+    std::optional<std::string> v = env_(name);
+    if (!v.has_value() || v->empty()) return;
+    std::optional<uint64_t> n = ParseByteCount(*v);
+    if (!n.has_value() || *n < min || *n > max) {
+      problems_.push_back(std::string(name) + " '" + *v + "' is not a byte count in " + std::to_string(min) + ".." +
+                          std::to_string(max >> 30) + " GiB (a number, optionally followed by KiB, MiB or GiB)");
+      return;
+    }
+    *out = *n;
+  }
+
+  void LogLevel(std::string_view name, ClientLogLevel* out) {
+    std::optional<std::string> v = env_(name);
+    if (!v.has_value() || v->empty()) return;
+    for (const auto& [text, level] : kLogLevels) {
+      if (*v == text) {
+        *out = level;
+        return;
+      }
+    }
+    problems_.push_back(std::string(name) + " '" + *v + "' is not a log level; allowed: debug, info, warn, error, off");
+  }
+
+  Status Done() const {
+    if (problems_.empty()) return Status::Ok();
+    std::string text;
+    for (const std::string& p : problems_) text += (text.empty() ? "" : "; ") + p;
+    return InvalidArgument(text);
+  }
+
+ private:
+  const EnvLookup& env_;
+  std::vector<std::string> problems_;
+};
+
+}  // namespace
+
+std::optional<uint64_t> ParseByteCount(std::string_view text) {
+  text = Trim(text);
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  std::optional<uint64_t> n = ParseDecimal(text.substr(0, digits));
+  if (!n.has_value()) return std::nullopt;
+  std::string_view unit = Trim(text.substr(digits));
+  int shift = 0;
+  if (unit == "KiB") {
+    shift = 10;
+  } else if (unit == "MiB") {
+    shift = 20;
+  } else if (unit == "GiB") {
+    shift = 30;
+  } else if (!unit.empty()) {
+    return std::nullopt;
+  }
+  if (*n > (std::numeric_limits<uint64_t>::max() >> shift)) return std::nullopt;
+  return *n << shift;
+}
+
+std::optional<ClientLogLevel> LogLevelFromEnvironment(const EnvLookup& env) {
+  std::optional<std::string> v = env("MEMKV_LOG_LEVEL");
+  if (!v.has_value()) return std::nullopt;
+  for (const auto& [text, level] : kLogLevels) {
+    if (*v == text) return level;
+  }
+  return std::nullopt;
+}
+
+Result<StoreSettings> SettingsFromEnvironment(const EnvLookup& env, std::vector<std::string> servers) {
+  StoreSettings settings;
+  ClientOptions& c = settings.client;
+  c.servers = std::move(servers);
+  EnvReader read(env);
+  read.Required("MEMKV_AUTH_KEY", &c.auth_key_hex,
+                "the servers' 64-hex-character key (a kv_store backend reads the MEMKV_* variables, "
+                "not MEMKV_CONFIG)");
+  read.Text("MEMKV_TRANSPORT", &c.transport);
+  read.Number("MEMKV_NUM_CONNECTIONS", &c.num_connections);
+  read.Number("MEMKV_TIMEOUT_MS", &c.timeout_ms);
+  read.Number("MEMKV_CONNECT_TIMEOUT_MS", &c.connect_timeout_ms);
+  read.List("MEMKV_RDMA_DEVICES", &c.rdma_devices);
+  read.Number("MEMKV_RDMA_MTU", &c.rdma_mtu);
+  read.Number("MEMKV_RDMA_RETRY_COUNT", &c.rdma_retry_count);
+  read.Number("MEMKV_RDMA_TIMEOUT", &c.rdma_timeout);
+  read.Number("MEMKV_RDMA_QPS", &c.rdma_qps);
+  read.Text("MEMKV_PROMETHEUS_BIND", &c.prometheus_bind);
+  read.LogLevel("MEMKV_LOG_LEVEL", &c.log_level);
+  read.Bytes("MEMKV_KV_STORE_BUFFER_BYTES", &settings.buffer_bytes, kMinBufferBytes, kMaxBoundBytes);
+  read.Bytes("MEMKV_KV_STORE_PREFETCH_BYTES", &settings.prefetch_bytes, 0, kMaxBoundBytes);
+  MEMKV_RETURN_IF_ERROR(read.Done());
+  return settings;
+}
+
+}  // namespace memkv::kvstore

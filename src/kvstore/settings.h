@@ -1,0 +1,56 @@
+// What a kv_store handle is opened with besides its URI: the client options
+// and the handle's own bounds, from the MEMKV_* environment.
+//
+// The environment is passed in as a lookup function: the C edge (vtable.cc)
+// hands in getenv, tests a map. Pure otherwise; any thread.
+#ifndef MEMKV_KVSTORE_SETTINGS_H_
+#define MEMKV_KVSTORE_SETTINGS_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memkv/client.h"
+#include "memkv/status.h"
+
+namespace memkv::kvstore {
+
+using EnvLookup = std::function<std::optional<std::string>(std::string_view name)>;
+
+inline constexpr uint64_t kDefaultBufferBytes = 1ULL << 30;    // MEMKV_KV_STORE_BUFFER_BYTES
+inline constexpr uint64_t kDefaultPrefetchBytes = 1ULL << 30;  // MEMKV_KV_STORE_PREFETCH_BYTES
+inline constexpr uint64_t kMinBufferBytes = 1ULL << 20;
+inline constexpr uint64_t kMaxBoundBytes = 64ULL << 30;
+
+struct StoreSettings {
+  ClientOptions client;
+  // put_chunk flushes the handle's buffer once it holds this many bytes.
+  uint64_t buffer_bytes = kDefaultBufferBytes;
+  // The prefetch cache holds at most this many bytes; 0: prefetch is off.
+  uint64_t prefetch_bytes = kDefaultPrefetchBytes;
+};
+
+// The client options for `servers` from MEMKV_AUTH_KEY (required),
+// MEMKV_TRANSPORT, MEMKV_NUM_CONNECTIONS, MEMKV_TIMEOUT_MS,
+// MEMKV_CONNECT_TIMEOUT_MS (as the engine adapters read it), MEMKV_RDMA_DEVICES,
+// MEMKV_RDMA_MTU, MEMKV_RDMA_RETRY_COUNT, MEMKV_RDMA_TIMEOUT, MEMKV_RDMA_QPS,
+// MEMKV_PROMETHEUS_BIND and MEMKV_LOG_LEVEL (unset: the client's defaults),
+// and the bounds from MEMKV_KV_STORE_BUFFER_BYTES (1 MiB..64 GiB) and
+// MEMKV_KV_STORE_PREFETCH_BYTES (0..64 GiB), each a byte count with an
+// optional KiB, MiB or GiB suffix. InvalidArgument naming every variable
+// that is wrong and what it allows. Ranges the client checks itself (the
+// transport's name, the RDMA settings) are left to Client::Create.
+Result<StoreSettings> SettingsFromEnvironment(const EnvLookup& env, std::vector<std::string> servers);
+
+// MEMKV_LOG_LEVEL as a level, or nullopt when it is unset or not a level.
+std::optional<ClientLogLevel> LogLevelFromEnvironment(const EnvLookup& env);
+
+// "12", "64 MiB", "1GiB" -> bytes; nullopt when it is not one of those.
+std::optional<uint64_t> ParseByteCount(std::string_view text);
+
+}  // namespace memkv::kvstore
+
+#endif  // MEMKV_KVSTORE_SETTINGS_H_

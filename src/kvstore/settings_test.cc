@@ -1,0 +1,101 @@
+#include "kvstore/settings.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace memkv::kvstore {
+namespace {
+
+constexpr char kKey[] = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+EnvLookup EnvOf(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(StoreSettingsTest, DefaultsWithOnlyTheKey) {
+  Result<StoreSettings> s = SettingsFromEnvironment(EnvOf({{"MEMKV_AUTH_KEY", kKey}}), {"h:1"});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->client.servers, std::vector<std::string>{"h:1"});
+  EXPECT_EQ(s->client.auth_key_hex, kKey);
+  EXPECT_EQ(s->client.transport, "auto");
+  EXPECT_EQ(s->client.timeout_ms, 5000u);
+  EXPECT_EQ(s->buffer_bytes, kDefaultBufferBytes);
+  EXPECT_EQ(s->prefetch_bytes, kDefaultPrefetchBytes);
+}
+
+TEST(StoreSettingsTest, EveryVariableIsRead) {
+  Result<StoreSettings> s = SettingsFromEnvironment(EnvOf({{"MEMKV_AUTH_KEY", kKey},
+                                                           {"MEMKV_TRANSPORT", "tcp"},
+                                                           {"MEMKV_NUM_CONNECTIONS", "8"},
+                                                           {"MEMKV_TIMEOUT_MS", " 250 "},
+                                                           {"MEMKV_CONNECT_TIMEOUT_MS", "100"},
+                                                           {"MEMKV_RDMA_DEVICES", "mlx5_0, mlx5_1"},
+                                                           {"MEMKV_RDMA_MTU", "1024"},
+                                                           {"MEMKV_RDMA_RETRY_COUNT", "7"},
+                                                           {"MEMKV_RDMA_TIMEOUT", "12"},
+                                                           {"MEMKV_RDMA_QPS", "4"},
+                                                           {"MEMKV_PROMETHEUS_BIND", "127.0.0.1:0"},
+                                                           {"MEMKV_LOG_LEVEL", "error"},
+                                                           {"MEMKV_KV_STORE_BUFFER_BYTES", "64 MiB"},
+                                                           {"MEMKV_KV_STORE_PREFETCH_BYTES", "0"}}),
+                                                    {"h:1"});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->client.transport, "tcp");
+  EXPECT_EQ(s->client.num_connections, 8u);
+  EXPECT_EQ(s->client.timeout_ms, 250u);
+  EXPECT_EQ(s->client.connect_timeout_ms, 100u);
+  EXPECT_EQ(s->client.rdma_devices, (std::vector<std::string>{"mlx5_0", "mlx5_1"}));
+  EXPECT_EQ(s->client.rdma_mtu, 1024u);
+  EXPECT_EQ(s->client.rdma_retry_count, 7u);
+  EXPECT_EQ(s->client.rdma_timeout, 12u);
+  EXPECT_EQ(s->client.rdma_qps, 4u);
+  EXPECT_EQ(s->client.prometheus_bind, "127.0.0.1:0");
+  EXPECT_EQ(s->client.log_level, ClientLogLevel::kError);
+  EXPECT_EQ(s->buffer_bytes, 64u << 20);
+  EXPECT_EQ(s->prefetch_bytes, 0u);
+}
+
+// Every wrong variable is named in one message, with what it allows.
+TEST(StoreSettingsTest, EveryProblemIsNamedAtOnce) {
+  Result<StoreSettings> s = SettingsFromEnvironment(EnvOf({{"MEMKV_TIMEOUT_MS", "soon"},
+                                                           {"MEMKV_LOG_LEVEL", "loud"},
+                                                           {"MEMKV_KV_STORE_BUFFER_BYTES", "1 KiB"},
+                                                           {"MEMKV_KV_STORE_PREFETCH_BYTES", "1 TiB"}}),
+                                                    {"h:1"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  const std::string& m = s.status().message();
+  for (const char* want : {"MEMKV_AUTH_KEY is not set", "not MEMKV_CONFIG", "MEMKV_TIMEOUT_MS 'soon'",
+                           "MEMKV_LOG_LEVEL 'loud' is not a log level; allowed: debug, info, warn, error, off",
+                           "MEMKV_KV_STORE_BUFFER_BYTES '1 KiB' is not a byte count in 1048576..64 GiB",
+                           "MEMKV_KV_STORE_PREFETCH_BYTES '1 TiB'"}) {
+    EXPECT_NE(m.find(want), std::string::npos) << want << " not in: " << m;
+  }
+}
+
+TEST(StoreSettingsTest, ByteCounts) {
+  EXPECT_EQ(ParseByteCount("0"), 0u);
+  EXPECT_EQ(ParseByteCount("4096"), 4096u);
+  EXPECT_EQ(ParseByteCount("8 KiB"), 8u << 10);
+  EXPECT_EQ(ParseByteCount("2GiB"), 2ULL << 30);
+  EXPECT_FALSE(ParseByteCount("").has_value());
+  EXPECT_FALSE(ParseByteCount("MiB").has_value());
+  EXPECT_FALSE(ParseByteCount("1 MB").has_value());
+  EXPECT_FALSE(ParseByteCount("-1").has_value());
+  EXPECT_FALSE(ParseByteCount("99999999999999999999").has_value());
+  EXPECT_FALSE(ParseByteCount("17179869184 GiB").has_value());  // 2^64 bytes
+}
+
+TEST(StoreSettingsTest, LogLevel) {
+  EXPECT_EQ(LogLevelFromEnvironment(EnvOf({})), std::nullopt);
+  EXPECT_EQ(LogLevelFromEnvironment(EnvOf({{"MEMKV_LOG_LEVEL", "off"}})), ClientLogLevel::kOff);
+  EXPECT_EQ(LogLevelFromEnvironment(EnvOf({{"MEMKV_LOG_LEVEL", "nope"}})), std::nullopt);
+}
+
+}  // namespace
+}  // namespace memkv::kvstore

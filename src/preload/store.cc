@@ -1,0 +1,238 @@
+#include "preload/store.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+
+#include "memkv/memkv.h"
+#include "preload/real.h"
+
+namespace memkv::preload {
+namespace {
+
+// The process's client and the directories mkdir() made. A preload library
+// has no main() to own these, so they live here, built on first use.
+struct StoreState {
+  std::mutex mu;
+  memkv_client_t* client = nullptr;  // guarded by mu
+  bool open_failed = false;          // guarded by mu: the failure is logged once
+  std::set<std::string> directories;  // guarded by mu
+};
+
+StoreState& State() {
+  static StoreState* state = [] {
+    auto* s = new StoreState();  // never freed: used until the process exits
+    pthread_atfork([] { State().mu.lock(); }, [] { State().mu.unlock(); },
+                   [] {
+                     // The parent's client shares its connections with the
+                     // parent: leave it, open a fresh one when needed.
+                     StoreState& st = State();
+                     st.client = nullptr;
+                     st.open_failed = false;
+                     st.mu.unlock();
+                   });
+    return s;
+  }();
+  return *state;
+}
+
+int GetClient(memkv_client_t** out) {
+  StoreState& state = State();
+  std::lock_guard<std::mutex> lock(state.mu);
+  if (state.client == nullptr) {
+    memkv_client_t* client = nullptr;
+    memkv_status_t status = memkv_client_open_env(&client);
+    if (status != MEMKV_OK) {
+      if (!state.open_failed) {
+        LogLine(std::string("opening the MemKV client from the environment failed: ") + memkv_last_error());
+        state.open_failed = true;
+      }
+      return ErrnoForStatus(status) == ENOENT ? EIO : ErrnoForStatus(status);
+    }
+    state.client = client;
+  }
+  *out = state.client;
+  return 0;
+}
+
+// The errno of a failed call, logging the client's message unless a miss.
+int Failed(const char* what, const std::string& key, memkv_status_t status) {
+  if (status != MEMKV_NOT_FOUND) {
+    LogLine(std::string(what) + " '" + key + "' failed: " + memkv_last_error());
+  }
+  return ErrnoForStatus(status);
+}
+
+}  // namespace
+
+void LogLine(const std::string& text) {
+  std::string line = "memkv_preload: " + text + "\n";
+  ssize_t ignored = Real().write(2, line.data(), line.size());
+  (void)ignored;
+}
+
+int ErrnoForStatus(int status) {
+  switch (status) {
+    case MEMKV_OK: return 0;
+    case MEMKV_NOT_FOUND: return ENOENT;
+    case MEMKV_INVALID_ARGUMENT: return EINVAL;
+    case MEMKV_DEADLINE_EXCEEDED: return ETIMEDOUT;
+    case MEMKV_UNAVAILABLE: return ENOTCONN;
+    case MEMKV_AUTH_FAILED: return EACCES;
+    case MEMKV_TOO_LARGE: return EFBIG;
+    case MEMKV_RESOURCE_EXHAUSTED: return ENOSPC;
+    default: return EIO;
+  }
+}
+
+int Load(const std::string& key, int fd) {
+  memkv_client_t* client = nullptr;
+  if (int err = GetClient(&client)) return err;
+  // The memfd is sparse: room for the biggest value costs nothing until
+  // written, and the get lands in the file's own pages.
+  if (Real().ftruncate(fd, static_cast<off_t>(kMaxValueBytes)) != 0) return errno;
+  void* map = Real().mmap(nullptr, kMaxValueBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) {
+    int err = errno;
+    Real().ftruncate(fd, 0);
+    return err;
+  }
+  size_t len = 0;
+  memkv_status_t status = memkv_get(client, key.data(), key.size(), map, kMaxValueBytes, &len);
+  munmap(map, kMaxValueBytes);
+  if (Real().ftruncate(fd, status == MEMKV_OK ? static_cast<off_t>(len) : 0) != 0) return errno;
+  return status == MEMKV_OK ? 0 : Failed("get", key, status);
+}
+
+int Commit(const std::string& key, int fd) {
+  memkv_client_t* client = nullptr;
+  if (int err = GetClient(&client)) return err;
+  struct stat st {};
+  if (Real().fstat(fd, &st) != 0) return errno;
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size > kMaxValueBytes) {
+    LogLine("put '" + key + "': " + std::to_string(size) + " bytes is over the 256 MiB value limit");
+    return EFBIG;
+  }
+  void* map = nullptr;
+  if (size > 0) {
+    map = Real().mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (map == MAP_FAILED) return errno;
+  }
+  memkv_status_t status = memkv_put(client, key.data(), key.size(), map, size);
+  if (map != nullptr) munmap(map, size);
+  return status == MEMKV_OK ? 0 : Failed("put", key, status);
+}
+
+int Exists(const std::string& key, bool* present) {
+  memkv_client_t* client = nullptr;
+  if (int err = GetClient(&client)) return err;
+  int found = 0;
+  memkv_status_t status = memkv_exists(client, key.data(), key.size(), &found);
+  if (status != MEMKV_OK) return Failed("exists", key, status);
+  *present = found != 0;
+  return 0;
+}
+
+int ValueSize(const std::string& key, uint64_t* size) {
+  int fd = memfd_create("memkv-stat", MFD_CLOEXEC);
+  if (fd < 0) return errno;
+  int err = Load(key, fd);
+  struct stat st {};
+  if (err == 0 && Real().fstat(fd, &st) != 0) err = errno;
+  Real().close(fd);
+  if (err == 0) *size = static_cast<uint64_t>(st.st_size);
+  return err;
+}
+
+int Delete(const std::string& key) {
+  memkv_client_t* client = nullptr;
+  if (int err = GetClient(&client)) return err;
+  memkv_status_t status = memkv_delete(client, key.data(), key.size());
+  return status == MEMKV_OK ? 0 : Failed("delete", key, status);
+}
+
+int ListChildren(const std::string& dir_key, std::vector<DirEntry>* entries) {
+  memkv_client_t* client = nullptr;
+  if (int err = GetClient(&client)) return err;
+  std::string prefix = dir_key.empty() ? std::string() : dir_key + "/";
+  std::string cursor;
+  std::string last_dir;
+  entries->clear();
+  do {
+    memkv_key_page_t* page = nullptr;
+    memkv_status_t status = memkv_list_keys(client, prefix.data(), prefix.size(), cursor.data(), cursor.size(),
+                                            1024, &page);
+    if (status != MEMKV_OK) return Failed("list keys under", prefix, status);
+    for (size_t i = 0; i < memkv_key_page_count(page); ++i) {
+      size_t len = 0;
+      const char* key = static_cast<const char*>(memkv_key_page_key(page, i, &len));
+      std::string_view rest(key + prefix.size(), len - prefix.size());
+      size_t slash = rest.find('/');
+      if (slash == std::string_view::npos) {
+        if (!rest.empty()) entries->push_back({std::string(rest), false});
+      } else if (slash > 0 && rest.substr(0, slash) != last_dir) {
+        last_dir = std::string(rest.substr(0, slash));
+        entries->push_back({last_dir, true});
+      }
+    }
+    size_t cursor_len = 0;
+    const void* next = memkv_key_page_cursor(page, &cursor_len);
+    cursor.assign(static_cast<const char*>(next), cursor_len);
+    memkv_key_page_free(page);
+  } while (!cursor.empty());
+  RememberedChildren(dir_key, entries);
+  // A directory's keys are adjacent (they share "name/"), but mkdir()'s
+  // directories are merged in: sort, and keep one entry per name.
+  std::sort(entries->begin(), entries->end(), [](const DirEntry& a, const DirEntry& b) {
+    return a.name != b.name ? a.name < b.name : a.is_dir > b.is_dir;
+  });
+  entries->erase(std::unique(entries->begin(), entries->end(),
+                             [](const DirEntry& a, const DirEntry& b) { return a.name == b.name; }),
+                 entries->end());
+  return 0;
+}
+
+int HasChildren(const std::string& dir_key, bool* any) {
+  memkv_client_t* client = nullptr;
+  if (int err = GetClient(&client)) return err;
+  std::string prefix = dir_key.empty() ? std::string() : dir_key + "/";
+  memkv_key_page_t* page = nullptr;
+  memkv_status_t status = memkv_list_keys(client, prefix.data(), prefix.size(), nullptr, 0, 1, &page);
+  if (status != MEMKV_OK) return Failed("list keys under", prefix, status);
+  *any = memkv_key_page_count(page) > 0;
+  memkv_key_page_free(page);
+  return 0;
+}
+
+void RememberDirectory(const std::string& dir_key) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  State().directories.insert(dir_key);
+}
+
+void ForgetDirectory(const std::string& dir_key) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  State().directories.erase(dir_key);
+}
+
+bool RememberedDirectory(const std::string& dir_key) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  return State().directories.count(dir_key) > 0;
+}
+
+void RememberedChildren(const std::string& dir_key, std::vector<DirEntry>* entries) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  std::string prefix = dir_key.empty() ? std::string() : dir_key + "/";
+  for (const std::string& dir : State().directories) {
+    if (dir.size() <= prefix.size() || dir.compare(0, prefix.size(), prefix) != 0) continue;
+    std::string_view rest(dir.data() + prefix.size(), dir.size() - prefix.size());
+    if (rest.find('/') == std::string_view::npos) entries->push_back({std::string(rest), true});
+  }
+}
+
+}  // namespace memkv::preload

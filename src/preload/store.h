@@ -1,0 +1,63 @@
+// The MemKV side of the shim: one client per process, opened lazily from the
+// environment (memkv_client_open_env: MEMKV_CONFIG, MEMKV_SERVERS,
+// MEMKV_AUTH_KEY, ...) on the first operation that needs it, and every
+// operation as an errno value (0 is success).
+//
+// Values move between MemKV and a descriptor's memfd without an extra copy:
+// Load gets straight into a shared mapping of the memfd, Commit puts straight
+// from one. All functions are thread-safe; none calls an interposed function
+// except through Real(). After fork() the child opens its own client.
+#ifndef MEMKV_PRELOAD_STORE_H_
+#define MEMKV_PRELOAD_STORE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace memkv::preload {
+
+// Values are at most this big (include/memkv/memkv.h).
+inline constexpr uint64_t kMaxValueBytes = uint64_t{256} << 20;
+// Keys are at most this long.
+inline constexpr size_t kMaxKeyBytes = 1024;
+
+// The errno of a memkv_status_t (MEMKV_NOT_FOUND: ENOENT, ...).
+int ErrnoForStatus(int status);
+
+// The value of `key` into `fd` (a memfd at offset 0), which ends up exactly
+// the value's size. ENOENT on a miss.
+int Load(const std::string& key, int fd);
+// The whole content of `fd` as the value of `key` (EFBIG past kMaxValueBytes).
+int Commit(const std::string& key, int fd);
+// *present: whether `key` has a value.
+int Exists(const std::string& key, bool* present);
+// The size of the value of `key` (fetches it: MemKV has no size-only call).
+int ValueSize(const std::string& key, uint64_t* size);
+int Delete(const std::string& key);
+
+struct DirEntry {
+  std::string name;
+  bool is_dir = false;
+};
+// The immediate children of directory `dir_key` ("" is the root): a key
+// dir_key/name is a file, a key dir_key/name/... makes `name` a directory.
+// Sorted by name, each once.
+int ListChildren(const std::string& dir_key, std::vector<DirEntry>* entries);
+// *any: whether some key lies below `dir_key`.
+int HasChildren(const std::string& dir_key, bool* any);
+
+// Directories made with mkdir() in this process: MemKV directories are
+// implied by keys, so an empty one exists only here, until rmdir().
+void RememberDirectory(const std::string& dir_key);
+void ForgetDirectory(const std::string& dir_key);
+bool RememberedDirectory(const std::string& dir_key);
+// Remembered directories that are immediate children of `dir_key`.
+void RememberedChildren(const std::string& dir_key, std::vector<DirEntry>* entries);
+
+// Writes "memkv_preload: <text>\n" to stderr (through Real()).
+void LogLine(const std::string& text);
+
+}  // namespace memkv::preload
+
+#endif  // MEMKV_PRELOAD_STORE_H_

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# libmemkv_preload.so against a real `memkv start` server (docs/preload.md):
+#   1. the MLPerf-style entry loop in C and in Python (/usr/bin/python3),
+#      each leaving a file that must hold the same bytes in MemKV (memkv get)
+#      and on the real filesystem (outside the prefix: not intercepted);
+#   2. cp, cat, ls, rm, dd and sha256sum under the shim, each checked against
+#      the bytes MemKV holds (memkv get / memkv ls, without the shim).
+#
+# Usage: preload_test.sh MEMKV_BINARY PRELOAD_LIBRARY C_PROGRAM PY_PROGRAM
+set -euo pipefail
+
+[ $# -eq 4 ] || { echo "usage: $0 MEMKV PRELOAD_LIB C_PROGRAM PY_PROGRAM" >&2; exit 2; }
+memkv=$1 lib=$2 c_program=$3 py_program=$4
+
+log() { echo "preload_test: $*"; }
+fail() {
+  echo "preload_test: FAIL: $*" >&2
+  exit 1
+}
+
+. "$(dirname "$0")/../scratch.sh" preload-test
+
+export HOME="$scratch/home"
+mkdir -p "$HOME" "$scratch/real"
+key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+printf 'network:\n  address: 127.0.0.1:0\n  auth_key: %s\nmemory:\n  max_size: 512 MiB\nstorage:\n  mode: memory\n' \
+  "$key" >"$scratch/server.yaml"
+: >"$scratch/server.out"
+"$memkv" start --config "$scratch/server.yaml" --data-dir "$scratch/data" >"$scratch/server.out" 2>"$scratch/server.err" &
+server_pid=$!
+deadline=$((SECONDS + 60))
+until grep -q '^ready ' "$scratch/server.out"; do
+  kill -0 "$server_pid" 2>/dev/null || { cat "$scratch/server.err" >&2; fail "memkv start exited early"; }
+  [ $SECONDS -lt $deadline ] || { cat "$scratch/server.err" >&2; fail "memkv start not ready within 60 s"; }
+  sleep 0.1  # poll interval; the deadline above bounds the wait
+done
+export MEMKV_SERVERS
+MEMKV_SERVERS=$(sed -n 's/^ready \(127\.0\.0\.1:[0-9]*\)$/\1/p' "$scratch/server.out")
+export MEMKV_AUTH_KEY=$key MEMKV_TRANSPORT=tcp
+# The prefix is a directory that does not exist on disk: nothing under it
+# can be served by the filesystem by mistake.
+kv=$scratch/kv
+export MEMKV_PRELOAD_PREFIX=$kv
+log "server ready on $MEMKV_SERVERS; prefix $kv"
+
+shim() { LD_PRELOAD=$lib "$@"; }
+# same_as_memkv KEY FILE: MemKV's value of KEY is FILE's bytes.
+same_as_memkv() {
+  "$memkv" get "$1" -o "$scratch/got" || fail "memkv get $1 failed"
+  cmp -s "$scratch/got" "$2" || fail "MemKV's '$1' differs from $2"
+}
+
+# --- 1. The entry loop in C and Python --------------------------------------
+shim "$c_program" "$kv/c" "$scratch/real" || fail "the C entry loop failed"
+same_as_memkv c/keep.bin "$scratch/real/keep.bin"
+[ -f "$scratch/real/keep.bin" ] || fail "a path outside the prefix did not reach the filesystem"
+log "C entry loop: ok"
+shim /usr/bin/python3 "$py_program" "$kv/py" "$scratch/real" || fail "the Python entry loop failed"
+same_as_memkv py/py-keep.bin "$scratch/real/py-keep.bin"
+log "Python entry loop: ok"
+
+# --- 2. Tools ---------------------------------------------------------------
+head -c $((5 << 20)) /dev/urandom >"$scratch/src.bin"
+shim cp "$scratch/src.bin" "$kv/tools/a.bin" || fail "cp into the prefix failed"
+same_as_memkv tools/a.bin "$scratch/src.bin"
+shim cp "$kv/tools/a.bin" "$kv/tools/b.bin" || fail "cp within the prefix failed"
+same_as_memkv tools/b.bin "$scratch/src.bin"
+shim cp "$kv/tools/a.bin" "$scratch/copied.bin" || fail "cp out of the prefix failed"
+cmp -s "$scratch/copied.bin" "$scratch/src.bin" || fail "cp out of the prefix copied other bytes"
+shim cat "$kv/tools/a.bin" >"$scratch/cat.out" || fail "cat failed"
+cmp -s "$scratch/cat.out" "$scratch/src.bin" || fail "cat printed other bytes"
+shim dd if="$scratch/src.bin" of="$kv/tools/dd.bin" bs=1M status=none || fail "dd into the prefix failed"
+same_as_memkv tools/dd.bin "$scratch/src.bin"
+shim dd if="$kv/tools/dd.bin" of="$scratch/dd.out" bs=64K status=none || fail "dd out of the prefix failed"
+cmp -s "$scratch/dd.out" "$scratch/src.bin" || fail "dd read other bytes"
+want=$(sha256sum <"$scratch/src.bin" | cut -d' ' -f1)
+got=$(shim sha256sum "$kv/tools/b.bin" | cut -d' ' -f1) || fail "sha256sum failed"
+[ "$got" = "$want" ] || fail "sha256sum of the value is $got, not $want"
+listing=$(shim ls "$kv/tools" | tr '\n' ' ')
+[ "$listing" = "a.bin b.bin dd.bin " ] || fail "ls lists '$listing'"
+size=$(shim ls -l "$kv/tools/a.bin" | awk '{print $5}')
+[ "$size" = $((5 << 20)) ] || fail "ls -l shows size $size"
+top=$(shim ls "$kv" | tr '\n' ' ')
+[ "$top" = "c py tools " ] || fail "ls of the prefix lists '$top'"
+shim rm "$kv/tools/b.bin" || fail "rm failed"
+"$memkv" ls tools/ >"$scratch/ls.out" || fail "memkv ls failed"
+[ "$(tr '\n' ' ' <"$scratch/ls.out")" = "tools/a.bin tools/dd.bin " ] || fail "after rm MemKV holds: $(cat "$scratch/ls.out")"
+if shim cat "$kv/tools/b.bin" 2>"$scratch/cat.err"; then fail "cat of a removed value succeeded"; fi
+grep -q 'No such file or directory' "$scratch/cat.err" || fail "cat of a miss said: $(cat "$scratch/cat.err")"
+log "cp, cat, dd, sha256sum, ls, rm: ok"
+log "PASS"
