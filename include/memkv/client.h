@@ -146,6 +146,10 @@ class Client {
   // NotFound if the key was absent.
   virtual Status Delete(std::string_view key) = 0;
   virtual Result<bool> Exists(std::string_view key) = 0;
+  // The size of the value under `key` without its bytes (an index lookup on
+  // the server); NotFound on a miss. A server older than this call answers
+  // ProtocolError "unknown opcode".
+  virtual Result<uint64_t> ValueSize(std::string_view key) = 0;
 
   // Batches: keys may live on different servers; the call fans out and
   // pipelines. keys.size() == values.size() (== buffers.size()).

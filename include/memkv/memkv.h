@@ -217,6 +217,9 @@ void memkv_free(void* ptr);
 memkv_status_t memkv_delete(memkv_client_t* client, const void* key, size_t key_len);
 /* *present is set to 1 or 0. */
 memkv_status_t memkv_exists(memkv_client_t* client, const void* key, size_t key_len, int* present);
+/* *size is set to the size of the value under key, without reading its
+ * bytes (an index lookup on the server); MEMKV_NOT_FOUND on a miss. */
+memkv_status_t memkv_value_size(memkv_client_t* client, const void* key, size_t key_len, uint64_t* size);
 
 /* ---- Batches ----------------------------------------------------------
  * Key i is keys[i] of key_lens[i] bytes, for i < count. Keys may live on

@@ -104,6 +104,15 @@ py::tuple PyClient::ListKeys(py::handle prefix, py::handle cursor, py::handle pa
   return py::make_tuple(keys, next);
 }
 
+py::object PyClient::ValueSize(py::handle key) {
+  constexpr std::string_view kCall = "memkv.Client.value_size";
+  const std::string_view k = KeyView(key, kCall, {"key"});
+  Result<uint64_t> size = Call([&](Client& c) { return c.ValueSize(k); });
+  if (size.status().code() == StatusCode::kNotFound) return py::none();
+  Check(size.status(), kCall);
+  return py::int_(*size);
+}
+
 bool PyClient::Exists(py::handle key) {
   constexpr std::string_view kCall = "memkv.Client.exists";
   const std::string_view k = KeyView(key, kCall, {"key"});

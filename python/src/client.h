@@ -61,6 +61,8 @@ class PyClient {
   py::object GetIntoPtr(py::handle key, py::handle address, py::handle length);
   bool Delete(py::handle key);
   bool Exists(py::handle key);
+  // value_size: the value's size, or None on a miss.
+  py::object ValueSize(py::handle key);
   // list_keys: (keys as bytes, the next cursor as bytes or None when done).
   py::tuple ListKeys(py::handle prefix, py::handle cursor, py::handle page_size);
 

@@ -140,6 +140,9 @@ void BindClient(py::module_& m) {
       .def("delete", &PyClient::Delete, key,
            "delete(key: str | bytes) -> bool\n\nRemoves key. True if it was present, False on a miss.")
       .def("exists", &PyClient::Exists, key, "exists(key: str | bytes) -> bool\n\nTrue if key is present.")
+      .def("value_size", &PyClient::ValueSize, key,
+           "value_size(key: str | bytes) -> Optional[int]\n\n"
+           "The size of the value under key without reading it; None on a miss.")
       .def("list_keys", &PyClient::ListKeys, py::arg("prefix") = "", py::arg("cursor") = py::none(),
            py::arg("page_size") = 1000,
            "list_keys(prefix: str | bytes = '', cursor: bytes | None = None, page_size: int = 1000)"

@@ -89,6 +89,12 @@ def test_batch_fans_out_over_two_servers(two_servers, key):
         assert [code == 0 for code in first.batch_exists(keys)] == [o == 0 for o in owners]
 
 
+def test_value_size_without_the_bytes(client, key):
+    client.put(f"{key}/v", b"x" * 12345)
+    assert client.value_size(f"{key}/v") == 12345
+    assert client.value_size(f"{key}/absent") is None
+
+
 def test_list_keys_pages_and_iter_keys_over_two_servers(two_servers, key):
     keys = sorted(f"{key}/list/{i:03d}".encode() for i in range(40))
     with memkv.Client([s.address for s in two_servers], two_servers[0].auth_key, transport="tcp") as c:

@@ -117,6 +117,15 @@ memkv_status_t memkv_exists(memkv_client_t* c, const void* key, size_t key_len, 
   });
 }
 
+memkv_status_t memkv_value_size(memkv_client_t* c, const void* key, size_t key_len, uint64_t* size) {
+  return Call(__func__, {{"client", c}, {"key", key}, {"size", size}}, [&] {
+    memkv::Result<uint64_t> r = c->client->ValueSize(Key(key, key_len));
+    if (!r.ok()) return Fail(r.status());
+    *size = *r;
+    return MEMKV_OK;
+  });
+}
+
 memkv_status_t memkv_register_memory(memkv_client_t* c, void* base, size_t len) {
   return Call(__func__, {{"client", c}, {"base", base}}, [&] {
     if (len == 0) return Fail(memkv::InvalidArgument("memkv_register_memory: len is 0"));

@@ -142,6 +142,9 @@ class ClientImpl final : public Client {
   Result<bool> Exists(std::string_view key) override {
     return Timed(ClientOp::kExists, [&] { return ExistsImpl(key); });
   }
+  Result<uint64_t> ValueSize(std::string_view key) override {
+    return Timed(ClientOp::kStat, [&] { return ValueSizeImpl(key); });
+  }
   BatchResult BatchPut(std::span<const std::string_view> keys,
                        std::span<const std::span<const uint8_t>> values) override {
     metrics_.RecordBatch(ClientOp::kBatchPut, keys.size());
@@ -249,6 +252,15 @@ class ClientImpl final : public Client {
     if (x.status().ok()) return true;
     if (x.status().code() == StatusCode::kNotFound) return false;
     return x.status();
+  }
+
+  Result<uint64_t> ValueSizeImpl(std::string_view key) {
+    MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("ValueSize"));
+    const size_t server = placement_.ServerFor(key);
+    SingleExchange x(proto::Opcode::kStat, key, placement_.name(server));
+    RunSingle(server, &x);
+    if (!x.status().ok()) return x.status();
+    return x.value_size();
   }
 
   BatchResult BatchPutImpl(std::span<const std::string_view> keys,

@@ -8,7 +8,8 @@ namespace memkv::client {
 namespace {
 
 constexpr std::string_view kOpNames[kClientOps] = {"put",       "get",       "delete",       "exists",
-                                                   "batch_put", "batch_get", "batch_exists", "list"};
+                                                   "batch_put", "batch_get", "batch_exists", "list",
+                                                   "stat"};
 
 // 1, 2, 4, ... 4096 keys per batch.
 constexpr uint64_t kBatchBounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};

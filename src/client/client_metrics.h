@@ -25,8 +25,8 @@
 
 namespace memkv::client {
 
-enum class ClientOp : uint8_t { kPut, kGet, kDelete, kExists, kBatchPut, kBatchGet, kBatchExists, kList };
-inline constexpr size_t kClientOps = 8;
+enum class ClientOp : uint8_t { kPut, kGet, kDelete, kExists, kBatchPut, kBatchGet, kBatchExists, kList, kStat };
+inline constexpr size_t kClientOps = 9;
 
 class ClientMetrics {
  public:

@@ -29,6 +29,7 @@ std::string OpName(proto::Opcode opcode) {
     case proto::Opcode::kBatchGet: return "BatchGetInto";
     case proto::Opcode::kBatchExists: return "BatchExists";
     case proto::Opcode::kList: return "ListKeys";
+    case proto::Opcode::kStat: return "ValueSize";
     default: return proto::OpcodeName(static_cast<uint8_t>(opcode));
   }
 }
@@ -98,6 +99,12 @@ Status SingleExchange::OnResponse(const proto::FrameHeader& header, std::span<co
       status_ = StatusFromWire(header.status, Context() + ": " +
                                                   (text.empty() ? "server gave no reason" : text));
     }
+    return Status::Ok();
+  }
+  if (opcode_ == proto::Opcode::kStat) {
+    if (header.payload_len != 0) return ProtocolError(Context() + ": Stat response carries a payload");
+    MEMKV_RETURN_IF_ERROR(proto::DecodeStatResponse(meta, &value_size_).WithContext(Context()));
+    status_ = Status::Ok();
     return Status::Ok();
   }
   if (opcode_ != proto::Opcode::kGet) {

@@ -24,7 +24,8 @@ namespace memkv::client {
 class SingleExchange final : public Exchange {
  public:
   // Put sends `value`; Get reads into `get_buffer` when given (GetInto), else
-  // into value(); Delete and Exists carry only the key. `server` names the
+  // into value(); Delete, Exists and Stat carry only the key (Stat's answer
+  // is value_size()). `server` names the
   // server in messages.
   SingleExchange(proto::Opcode opcode, std::string_view key, std::string_view server,
                  std::span<const uint8_t> value = {},

@@ -499,6 +499,13 @@ bool ExtentStore::Exists(std::string_view key) {
   return impl_->index.count(key) != 0;
 }
 
+std::optional<uint64_t> ExtentStore::ValueSize(std::string_view key) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->index.find(key);
+  if (it == impl_->index.end()) return std::nullopt;
+  return it->second->value_bytes;
+}
+
 void ExtentStore::OfferKeys(KeyPage* page) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   for (const auto& [key, entry] : impl_->index) page->Offer(key);

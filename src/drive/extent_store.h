@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -164,6 +165,9 @@ class ExtentStore {
   // Size, checksum and generation from the index (no I/O, no LRU touch).
   Result<ValueInfo> Stat(std::string_view key);
   bool Exists(std::string_view key);
+  // The size of the value under `key`, if present (index lookup only, like
+  // Exists).
+  std::optional<uint64_t> ValueSize(std::string_view key);
   // Offers every key in the index to `page` (a List page), under the index
   // lock: O(keys).
   void OfferKeys(KeyPage* page) const;

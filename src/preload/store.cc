@@ -140,6 +140,12 @@ int Exists(const std::string& key, bool* present) {
 }
 
 int ValueSize(const std::string& key, uint64_t* size) {
+  memkv_client_t* client = nullptr;
+  if (int err = GetClient(&client)) return err;
+  memkv_status_t status = memkv_value_size(client, key.data(), key.size(), size);
+  if (status == MEMKV_OK) return 0;
+  if (status != MEMKV_PROTOCOL_ERROR) return Failed("size of", key, status);
+  // A server older than the Stat opcode: fetch the value to learn its size.
   int fd = memfd_create("memkv-stat", MFD_CLOEXEC);
   if (fd < 0) return errno;
   int err = Load(key, fd);

@@ -32,7 +32,8 @@ int Load(const std::string& key, int fd);
 int Commit(const std::string& key, int fd);
 // *present: whether `key` has a value.
 int Exists(const std::string& key, bool* present);
-// The size of the value of `key` (fetches it: MemKV has no size-only call).
+// The size of the value of `key`, without its bytes (memkv_value_size; a
+// server older than that call makes it fetch the value).
 int ValueSize(const std::string& key, uint64_t* size);
 int Delete(const std::string& key);
 

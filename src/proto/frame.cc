@@ -19,6 +19,7 @@ std::string OpcodeName(uint8_t opcode) {
     case Opcode::kBatchGet: return "BatchGet";
     case Opcode::kBatchExists: return "BatchExists";
     case Opcode::kList: return "List";
+    case Opcode::kStat: return "Stat";
     case Opcode::kRdmaPut: return "RdmaPut";
     case Opcode::kRdmaCommit: return "RdmaCommit";
     case Opcode::kRdmaGet: return "RdmaGet";

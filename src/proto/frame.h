@@ -51,6 +51,7 @@ enum class Opcode : uint8_t {
   kBatchGet = 0x25,
   kBatchExists = 0x26,
   kList = 0x27,  // keys under a prefix, a page at a time
+  kStat = 0x28,  // a value's size, without its bytes
   // RDMA control (bulk bytes move by one-sided RDMA; docs/rdma.md).
   kRdmaPut = 0x30,      // allocate a landing slot in the pool
   kRdmaCommit = 0x31,   // publish what landed, after checking its checksum

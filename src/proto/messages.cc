@@ -425,6 +425,18 @@ Status DecodeListResponse(std::span<const uint8_t> meta, uint32_t limit, ListRes
   return Status::Ok();
 }
 
+std::string EncodeStatResponse(uint64_t value_len) {
+  Writer w;
+  w.U64(value_len);
+  return w.Take();
+}
+
+Status DecodeStatResponse(std::span<const uint8_t> meta, uint64_t* value_len) {
+  Reader r(meta);
+  if (!r.U64(value_len) || !r.AtEnd()) return Truncated("Stat response");
+  return Status::Ok();
+}
+
 std::string EncodeStatusList(std::span<const StatusCode> statuses) {
   Writer w;
   w.U32(static_cast<uint32_t>(statuses.size()));

@@ -152,6 +152,10 @@ std::string EncodeListResponse(std::span<const std::string_view> keys, bool more
 // (at most `limit`).
 Status DecodeListResponse(std::span<const uint8_t> meta, uint32_t limit, ListResponse* out);
 
+// Stat response: the value's size (the request is the key, as for Exists).
+std::string EncodeStatResponse(uint64_t value_len);
+Status DecodeStatResponse(std::span<const uint8_t> meta, uint64_t* value_len);
+
 // Length of the leading run of Ok statuses: the present prefix of a batch.
 size_t PresentPrefix(std::span<const StatusCode> statuses);
 

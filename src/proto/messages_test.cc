@@ -80,6 +80,15 @@ TEST(MessagesTest, ListResponseRoundTripOrderAndCount) {
             StatusCode::kProtocolError);
 }
 
+TEST(MessagesTest, StatResponseRoundTrip) {
+  uint64_t size = 0;
+  const std::string meta = EncodeStatResponse(uint64_t{5} << 30);
+  ASSERT_TRUE(DecodeStatResponse(Bytes(meta), &size).ok());
+  EXPECT_EQ(size, uint64_t{5} << 30);
+  EXPECT_EQ(DecodeStatResponse(Bytes(meta.substr(0, 7)), &size).code(), StatusCode::kProtocolError);
+  EXPECT_EQ(DecodeStatResponse(Bytes(meta + "x"), &size).code(), StatusCode::kProtocolError);
+}
+
 TEST(MessagesTest, BatchLimits) {
   std::vector<std::string_view> none;
   std::vector<std::string_view> back;

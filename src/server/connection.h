@@ -221,6 +221,7 @@ class Connection {
   void HandleExists(std::string_view key);
   void HandleBatchExists();
   void HandleList();
+  void HandleStat(std::string_view key);
   void HandleRdmaPut();
   void HandleRdmaCommit();
   void HandleRdmaGet(std::string_view key);

@@ -252,6 +252,7 @@ void Connection::DispatchAuthenticated() {
     case proto::Opcode::kBatchGet: HandleBatchGet(); return;
     case proto::Opcode::kBatchExists: HandleBatchExists(); return;
     case proto::Opcode::kList: HandleList(); return;
+    case proto::Opcode::kStat: HandleStat(key); return;
     case proto::Opcode::kRdmaPut: HandleRdmaPut(); return;
     case proto::Opcode::kRdmaCommit: HandleRdmaCommit(); return;
     case proto::Opcode::kRdmaGet: HandleRdmaGet(key); return;
@@ -513,6 +514,20 @@ void Connection::HandleExists(std::string_view key) {
     return;
   }
   Respond(ctx_.tier->Exists(key) ? StatusCode::kOk : StatusCode::kNotFound, "");
+}
+
+void Connection::HandleStat(std::string_view key) {
+  Status s = proto::CheckKey(key);
+  if (!s.ok()) {
+    RespondError(s);
+    return;
+  }
+  std::optional<uint64_t> size = ctx_.tier->ValueSize(key);
+  if (!size) {
+    Respond(StatusCode::kNotFound, "");
+    return;
+  }
+  Respond(StatusCode::kOk, proto::EncodeStatResponse(*size));
 }
 
 void Connection::HandleBatchExists() {

@@ -20,6 +20,7 @@ OpSlot OpSlotFor(uint8_t opcode) {
     case proto::Opcode::kRdmaGet: return OpSlot::kRdmaGet;
     case proto::Opcode::kRdmaRelease: return OpSlot::kRdmaRelease;
     case proto::Opcode::kList: return OpSlot::kList;
+    case proto::Opcode::kStat: return OpSlot::kStat;
   }
   return OpSlot::kOther;
 }
@@ -28,7 +29,7 @@ std::string_view OpSlotName(OpSlot slot) {
   static constexpr std::string_view kNames[kOpSlots] = {
       "ping",    "connect",   "put",      "get",        "delete",   "exists",       "batch_put",
       "batch_get", "batch_exists", "rdma_put", "rdma_commit", "rdma_get", "rdma_release", "list",
-      "other"};
+      "stat",    "other"};
   return kNames[static_cast<size_t>(slot)];
 }
 

@@ -69,6 +69,12 @@ bool Tier::Exists(std::string_view key) {
   return memory_->Exists(key) || (drives_ != nullptr && drives_->Exists(key));
 }
 
+std::optional<uint64_t> Tier::ValueSize(std::string_view key) {
+  if (std::optional<uint64_t> size = memory_->ValueSize(key)) return size;
+  if (drives_ != nullptr) return drives_->ValueSize(key);
+  return std::nullopt;
+}
+
 void Tier::OfferKeys(KeyPage* page) {
   memory_->OfferKeys(page);
   if (drives_ != nullptr) drives_->OfferKeys(page);

@@ -31,6 +31,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -81,6 +82,9 @@ class Tier {
 
   // In DRAM or on a drive (index lookups only; no I/O).
   bool Exists(std::string_view key);
+  // The size of the value under `key`, in DRAM or on a drive (index lookups
+  // only; no I/O).
+  std::optional<uint64_t> ValueSize(std::string_view key);
   // Offers the keys in DRAM and on the drives to `page` (a List page; a key
   // in both is kept once). Index scans only; no I/O.
   void OfferKeys(KeyPage* page);

@@ -562,6 +562,13 @@ bool MemoryStore::Exists(std::string_view key) {
   return impl_->index.contains(key);
 }
 
+std::optional<uint64_t> MemoryStore::ValueSize(std::string_view key) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->index.find(key);
+  if (it == impl_->index.end()) return std::nullopt;
+  return it->second->size;
+}
+
 void MemoryStore::OfferKeys(KeyPage* page) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   for (const auto& [key, entry] : impl_->index) page->Offer(key);

@@ -45,6 +45,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -165,6 +166,9 @@ class MemoryStore {
   // LRU refresh, so batch prefix probes stay cheap and do not skew the
   // counters. A later Get may still miss if the bytes turn out corrupt.
   bool Exists(std::string_view key);
+  // The size of the value under `key`, if present (index lookup only, like
+  // Exists).
+  std::optional<uint64_t> ValueSize(std::string_view key);
   // Offers every key in the index to `page` (a List page), under the index
   // lock: O(keys).
   void OfferKeys(KeyPage* page) const;

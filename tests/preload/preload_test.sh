@@ -76,6 +76,15 @@ cmp -s "$scratch/dd.out" "$scratch/src.bin" || fail "dd read other bytes"
 want=$(sha256sum <"$scratch/src.bin" | cut -d' ' -f1)
 got=$(shim sha256sum "$kv/tools/b.bin" | cut -d' ' -f1) || fail "sha256sum failed"
 [ "$got" = "$want" ] || fail "sha256sum of the value is $got, not $want"
+# stat asks the server for the size alone: no value bytes move.
+admin=$(sed -n 's|.*admin endpoint on \(http://[0-9.:]*\).*|\1|p' "$scratch/server.err" | head -n 1)
+[ -n "$admin" ] || fail "no admin endpoint in the server's log"
+get_bytes() { curl -fs "$admin/metrics" | awk '/^memkv_value_bytes_total\{op="get"/ { n += $2 } END { print n + 0 }'; }
+before=$(get_bytes)
+size=$(shim stat -c %s "$kv/tools/a.bin") || fail "stat failed"
+[ "$size" = $((5 << 20)) ] || fail "stat gives size $size, not $((5 << 20))"
+after=$(get_bytes)
+[ "$after" = "$before" ] || fail "stat moved value bytes: memkv_value_bytes_total{op=get} $before -> $after"
 listing=$(shim ls "$kv/tools" | tr '\n' ' ')
 [ "$listing" = "a.bin b.bin dd.bin " ] || fail "ls lists '$listing'"
 size=$(shim ls -l "$kv/tools/a.bin" | awk '{print $5}')
