@@ -17,6 +17,7 @@
 #include "io/socket.h"
 #include "memkv/memkv.h"
 #include "tests/harness.h"
+#include "tests/shared_server.h"
 
 extern "C" int memkv_c_header_check(void);
 
@@ -85,22 +86,10 @@ class LogLines {
 };
 
 // One server for the suite; each test opens its own clients.
-class CApiTest : public ::testing::Test {
+class CApiTest : public SharedServerTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new ServerProcess();
-    ASSERT_TRUE(server_->Start().ok());
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   static ServerProcess& server() { return *server_; }
-
- private:
-  static ServerProcess* server_;
 };
-ServerProcess* CApiTest::server_ = nullptr;
 
 TEST_F(CApiTest, RoundTripMissAndErrors) {
   ASSERT_EQ(memkv_c_header_check(), 0);

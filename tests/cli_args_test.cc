@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "tests/harness.h"
+#include "tests/shared_server.h"
 
 namespace memkv::testing {
 namespace {
@@ -38,17 +39,8 @@ std::string Quote(const std::string& s) {
   return out + "'";
 }
 
-class CliArgsTest : public ::testing::Test {
+class CliArgsTest : public SharedServerTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new ServerProcess();
-    Status s = server_->Start();
-    ASSERT_TRUE(s.ok()) << s.ToString();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   static std::map<std::string, std::string> Env() {
     return {{"MEMKV_SERVERS", server_->address()}, {"MEMKV_AUTH_KEY", kTestKeyHex}};
   }
@@ -60,10 +52,8 @@ class CliArgsTest : public ::testing::Test {
     return RunShell(cmd + " 2>&1");
   }
 
-  static ServerProcess* server_;
   TempDir dir_;
 };
-ServerProcess* CliArgsTest::server_ = nullptr;
 
 TEST_F(CliArgsTest, KeysThatBeginWithADashWorkAfterDoubleDash) {
   CommandResult r = RunMemkv({"put", "--", "-dash-key"}, Env(), "dashed");

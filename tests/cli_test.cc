@@ -20,6 +20,7 @@
 #include "base/unique_fd.h"
 #include "proto/messages.h"
 #include "tests/harness.h"
+#include "tests/shared_server.h"
 #include "tests/raw_connection.h"
 
 namespace memkv::testing {
@@ -77,26 +78,14 @@ class DeadPort {
   uint16_t port_ = 0;
 };
 
-class CliTest : public ::testing::Test {
+class CliTest : public SharedServerTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new ServerProcess();
-    Status s = server_->Start();
-    ASSERT_TRUE(s.ok()) << s.ToString();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-
   static std::map<std::string, std::string> Env() {
     return {{"MEMKV_SERVERS", server_->address()}, {"MEMKV_AUTH_KEY", kTestKeyHex}};
   }
 
-  static ServerProcess* server_;
   TempDir dir_;
 };
-ServerProcess* CliTest::server_ = nullptr;
 
 TEST_F(CliTest, VersionAndHelp) {
   CommandResult r = RunMemkv({"--version"}, {});

@@ -14,23 +14,14 @@
 #include <vector>
 
 #include "tests/harness.h"
+#include "tests/shared_server.h"
 #include "tests/raw_connection.h"
 
 namespace memkv::testing {
 namespace {
 
-class PipelineBackpressureTest : public ::testing::Test {
+class PipelineBackpressureTest : public SharedServerTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new ServerProcess();
-    Status s = server_->Start();
-    ASSERT_TRUE(s.ok()) << s.ToString();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-
   static std::unique_ptr<RawConnection> Authenticated() {
     auto c = RawConnection::Open(server_->port());
     EXPECT_TRUE(c.ok());
@@ -40,9 +31,7 @@ class PipelineBackpressureTest : public ::testing::Test {
     return std::move(c).value();
   }
 
-  static ServerProcess* server_;
 };
-ServerProcess* PipelineBackpressureTest::server_ = nullptr;
 
 TEST_F(PipelineBackpressureTest, Request129InOneWriteIsAnsweredNotLost) {
   auto c = Authenticated();

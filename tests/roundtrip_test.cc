@@ -8,24 +8,15 @@
 #include <vector>
 
 #include "tests/harness.h"
+#include "tests/shared_server.h"
 
 namespace memkv::testing {
 namespace {
 
 constexpr size_t kMiB = 1 << 20;
 
-class RoundTripTest : public ::testing::Test {
+class RoundTripTest : public SharedServerTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new ServerProcess();
-    Status s = server_->Start();
-    ASSERT_TRUE(s.ok()) << s.ToString();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-
   void SetUp() override {
     client_ = ClientFor({server_}, 20000);
     ASSERT_NE(client_, nullptr);
@@ -36,10 +27,8 @@ class RoundTripTest : public ::testing::Test {
     return std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "/" + suffix;
   }
 
-  static ServerProcess* server_;
   std::unique_ptr<Client> client_;
 };
-ServerProcess* RoundTripTest::server_ = nullptr;
 
 struct SizeCase {
   const char* name;

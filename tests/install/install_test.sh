@@ -22,18 +22,12 @@ if [ $# -ne 1 ]; then
 fi
 build_dir=$(cd "$1" && pwd)
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
-
-log() { echo "install_test: $*"; }
-fail() {
-  echo "install_test: FAIL: $*" >&2
-  exit 1
-}
+. "$(dirname "$0")/../shell_test.sh" install_test
 
 for tool in cmake pkg-config cc c++ nm readelf; do
   command -v "$tool" >/dev/null || fail "$tool not found (scripts/install-deps.sh installs it)"
 done
 
-. "$(dirname "$0")/../scratch.sh" install-test
 prefix="$scratch/prefix"
 
 # --- 1. Install; everything under the prefix ---------------------------------
@@ -74,21 +68,7 @@ log "libmemkv.so.0: $(wc -l <"$scratch/exports") exported symbols, all public AP
 # --- A server from the installed binary ----------------------------------------
 export HOME="$scratch/home"  # nothing may fall back to the real ~/.memkv
 mkdir -p "$HOME"
-key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
-printf 'network:\n  address: 127.0.0.1:0\n  auth_key: %s\nmemory:\n  max_size: 64 MiB\nstorage:\n  mode: memory\n' \
-  "$key" >"$scratch/server.yaml"
-: >"$scratch/server.out"
-"$prefix/bin/memkv" start --config "$scratch/server.yaml" --data-dir "$scratch/data" \
-  >"$scratch/server.out" 2>"$scratch/server.err" &
-server_pid=$!
-deadline=$((SECONDS + 60))
-until grep -q '^ready ' "$scratch/server.out"; do
-  kill -0 "$server_pid" 2>/dev/null || { cat "$scratch/server.err" >&2; fail "memkv start exited early"; }
-  [ $SECONDS -lt $deadline ] || { cat "$scratch/server.err" >&2; fail "memkv start not ready within 60 s"; }
-  sleep 0.1  # poll interval; the deadline above bounds the wait
-done
-address=$(sed -n 's/^ready \(127\.0\.0\.1:[0-9]*\)$/\1/p' "$scratch/server.out")
-[ -n "$address" ] || fail "cannot read the address from '$(cat "$scratch/server.out")'"
+start_memory_server "$prefix/bin/memkv" "64 MiB"
 log "installed server ready on $address"
 
 # --- 3a. C with pkg-config -----------------------------------------------------

@@ -26,20 +26,13 @@ if [ $# -ne 1 ]; then
 fi
 build_dir=$(cd "$1" && pwd)
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
-
-log() { echo "package_test: $*"; }
-fail() {
-  echo "package_test: FAIL: $*" >&2
-  exit 1
-}
+. "$(dirname "$0")/../shell_test.sh" package_test
 
 [ -f "$build_dir/CPackConfig.cmake" ] || fail "$build_dir/CPackConfig.cmake missing: configure $build_dir first"
 [ -x "$build_dir/memkv" ] || fail "$build_dir/memkv missing: ninja -C $build_dir memkv"
 for tool in cpack dpkg-deb dpkg file readelf; do
   command -v "$tool" >/dev/null || fail "$tool not found (scripts/install-deps.sh installs it)"
 done
-
-. "$(dirname "$0")/../scratch.sh" package-test
 started=$SECONDS
 
 # --- 1. Build the package --------------------------------------------------

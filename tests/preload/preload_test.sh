@@ -11,31 +11,12 @@ set -euo pipefail
 
 [ $# -eq 4 ] || { echo "usage: $0 MEMKV PRELOAD_LIB C_PROGRAM PY_PROGRAM" >&2; exit 2; }
 memkv=$1 lib=$2 c_program=$3 py_program=$4
-
-log() { echo "preload_test: $*"; }
-fail() {
-  echo "preload_test: FAIL: $*" >&2
-  exit 1
-}
-
-. "$(dirname "$0")/../scratch.sh" preload-test
+. "$(dirname "$0")/../shell_test.sh" preload_test
 
 export HOME="$scratch/home"
 mkdir -p "$HOME" "$scratch/real"
-key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
-printf 'network:\n  address: 127.0.0.1:0\n  auth_key: %s\nmemory:\n  max_size: 512 MiB\nstorage:\n  mode: memory\n' \
-  "$key" >"$scratch/server.yaml"
-: >"$scratch/server.out"
-"$memkv" start --config "$scratch/server.yaml" --data-dir "$scratch/data" >"$scratch/server.out" 2>"$scratch/server.err" &
-server_pid=$!
-deadline=$((SECONDS + 60))
-until grep -q '^ready ' "$scratch/server.out"; do
-  kill -0 "$server_pid" 2>/dev/null || { cat "$scratch/server.err" >&2; fail "memkv start exited early"; }
-  [ $SECONDS -lt $deadline ] || { cat "$scratch/server.err" >&2; fail "memkv start not ready within 60 s"; }
-  sleep 0.1  # poll interval; the deadline above bounds the wait
-done
-export MEMKV_SERVERS
-MEMKV_SERVERS=$(sed -n 's/^ready \(127\.0\.0\.1:[0-9]*\)$/\1/p' "$scratch/server.out")
+start_memory_server "$memkv" "512 MiB"
+export MEMKV_SERVERS=$address
 export MEMKV_AUTH_KEY=$key MEMKV_TRANSPORT=tcp
 # The prefix is a directory that does not exist on disk: nothing under it
 # can be served by the filesystem by mistake.
