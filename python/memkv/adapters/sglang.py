@@ -378,42 +378,36 @@ class MemKVHiCacheStorage(HiCacheStorage):
         """Reads each page straight into the host pool at host_indices
         (len(keys) * page_size token indices): True per page whose every part
         was there and of the right size."""
-        n = len(keys)
-        try:
-            if n == 0:
-                return []
-            lay = self._ready("get")
-            if lay is None:
-                return [False] * n
-            ptrs, sizes = self._page_meta(lay, n, host_indices)
-            start = time.perf_counter()
-            ok = self._per_page(self._io.get(self._part_keys(lay, keys), ptrs, sizes), len(lay.parts))
-            self._record(self._prefetch_pgs, self._prefetch_bw, n, lay.page_bytes * sum(ok), start)
-            return ok
-        except Exception as e:  # noqa: BLE001 - never raise on the data path
-            self._failed("get", e)
-            return [False] * n
+        return self._move_pages("get", keys, host_indices)
 
     def batch_set_v1(self, keys: List[str], host_indices: Any, extra_info: Any = None) -> List[bool]:
         """Stores each page straight from the host pool: True per page whose
         every part was stored. On an MLA model's TP ranks other than 0, stores
         nothing and returns True (rank 0 stores the same pages)."""
+        if keys and not self.writer:
+            return [True] * len(keys)
+        return self._move_pages("put", keys, host_indices)
+
+    def _move_pages(self, op: str, keys: List[str], host_indices: Any) -> List[bool]:
+        """batch_get_v1 / batch_set_v1 ("get" / "put") between the host pool's
+        page memory and MemKV; never raises."""
         n = len(keys)
         try:
             if n == 0:
                 return []
-            if not self.writer:
-                return [True] * n
-            lay = self._ready("put")
+            lay = self._ready(op)
             if lay is None:
                 return [False] * n
             ptrs, sizes = self._page_meta(lay, n, host_indices)
             start = time.perf_counter()
-            ok = self._per_page(self._io.put(self._part_keys(lay, keys), ptrs, sizes), len(lay.parts))
-            self._record(self._backup_pgs, self._backup_bw, n, lay.page_bytes * sum(ok), start)
+            transfer = self._io.get if op == "get" else self._io.put
+            ok = self._per_page(transfer(self._part_keys(lay, keys), ptrs, sizes), len(lay.parts))
+            pgs, bandwidth = ((self._prefetch_pgs, self._prefetch_bw) if op == "get"
+                              else (self._backup_pgs, self._backup_bw))
+            self._record(pgs, bandwidth, n, lay.page_bytes * sum(ok), start)
             return ok
         except Exception as e:  # noqa: BLE001 - never raise on the data path
-            self._failed("put", e)
+            self._failed(op, e)
             return [False] * n
 
     # ------------------------------------------------------------------ flat pages (no interface_v1)
