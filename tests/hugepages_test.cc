@@ -135,7 +135,7 @@ class HostHugePages : public ::testing::Test {
 MemoryStoreOptions HostOptions(HugePagePolicy policy, uint64_t bytes, uint64_t chunk = 2 * kMiB) {
   MemoryStoreOptions o;
   o.max_size_bytes = bytes;
-  o.chunk_size_bytes = chunk;
+  o.block_size_bytes = chunk;
   o.hugepages = policy;
   return o;
 }

@@ -23,7 +23,7 @@ class InProcessServer {
   InProcessServer(verbs::FakeFabric& fabric, const RdmaConfig& rdma, uint64_t pool_bytes = 64 << 20) {
     MemoryStoreOptions so;
     so.max_size_bytes = pool_bytes;
-    so.chunk_size_bytes = 1 << 20;
+    so.block_size_bytes = 1 << 20;
     store_ = std::move(MemoryStore::Create(so)).value();
     auto ep = RdmaEndpoint::Create(rdma, store_.get(), fabric);
     status_ = ep.status();

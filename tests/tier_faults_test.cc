@@ -44,7 +44,7 @@ class TierFaultsTest : public ::testing::Test {
     ASSERT_TRUE(opened.ok()) << opened.ToString();
     MemoryStoreOptions mo;
     mo.max_size_bytes = 4 << 20;  // 4 chunks: most values live on the drives only
-    mo.chunk_size_bytes = 1 << 20;
+    mo.block_size_bytes = 1 << 20;
     mo.hugepages = HugePagePolicy::kNever;
     memory_ = std::move(MemoryStore::Create(mo)).value();
     tier_ = std::make_unique<Tier>(memory_.get(), drives_.store.get(), TierOptions{.io_threads = 2});

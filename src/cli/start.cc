@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/bytes.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/units.h"
 #include "base/version.h"
@@ -201,6 +202,40 @@ void RaiseOpenFilesLimit() {
   if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) LOG_WARN_C("start") << "cannot raise the open-files limit";
 }
 
+// "1.25 s" or "340 ms".
+std::string FormatSeconds(uint64_t ns) {
+  char buf[32];
+  if (ns >= 1000000000) {
+    std::snprintf(buf, sizeof(buf), "%.2f s", double(ns) / 1e9);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%llu ms", static_cast<unsigned long long>(ns / 1000000));
+  }
+  return buf;
+}
+
+// Progress of faulting the pool in, on a terminal, once it has taken more
+// than a second (a small pool is done before anyone would read it). Not on a
+// pipe or a journal: the log line after it says how long it took.
+class PrefaultMeter {
+ public:
+  void Update(uint64_t done, uint64_t total) {
+    if (!tty_ || MonotonicNanos() - start_ < kQuietNanos) return;
+    std::fprintf(stderr, "\rmemkv start: faulting the memory pool in: %s / %s (%d%%)   ", FormatSize(done).c_str(),
+                 FormatSize(total).c_str(), total == 0 ? 100 : int(done * 100 / total));
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  void Finish() {
+    if (shown_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  static constexpr Nanos kQuietNanos = 1000000000;
+  const bool tty_ = ::isatty(STDERR_FILENO) == 1;
+  const Nanos start_ = MonotonicNanos();
+  bool shown_ = false;
+};
+
 }  // namespace
 
 int RunStart(const std::vector<std::string>& args, const Environment& env) {
@@ -274,9 +309,13 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   // it (docs/configuration.md).
   MemoryStoreOptions store_options;
   store_options.max_size_bytes = c.memory.max_size_bytes;
-  store_options.chunk_size_bytes = c.memory.block_size_bytes;
+  store_options.block_size_bytes = c.memory.block_size_bytes;
   store_options.hugepages = PoolPolicyFor(*rdma_in_use, direct_io);
+  store_options.prefault = c.memory.prefault;
+  PrefaultMeter meter;
+  store_options.prefault_progress = [&meter](uint64_t done, uint64_t total) { meter.Update(done, total); };
   Result<std::unique_ptr<MemoryStore>> store = MemoryStore::Create(store_options);
+  meter.Finish();
   if (!store.ok()) {
     if (store_options.hugepages == HugePagePolicy::kRequire &&
         store.status().code() == StatusCode::kFailedPrecondition) {
@@ -365,8 +404,19 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
                  admin_options.port, admin.status().message().c_str());
     return admin.status().code() == StatusCode::kInvalidArgument ? kExitConfig : kExitUnavailable;
   }
-  LOG_INFO_C("start") << "memory store: " << FormatSize((*store)->pool_bytes()) << " pool in "
-           << FormatSize(c.memory.block_size_bytes) << " chunks, " << (*store)->backing().detail;
+  LOG_INFO_C("start") << "memory store: " << FormatSize((*store)->pool_bytes()) << " pool ("
+                      << FormatSize(c.memory.block_size_bytes) << " blocks, values packed in " << kPoolUnitBytes
+                      << "-byte units), " << (*store)->backing().detail;
+  const uint64_t prefault_ns = (*store)->backing().prefault_nanos;
+  if (prefault_ns > 0) {
+    LOG_INFO_C("start") << "memory pool faulted in: " << FormatSize((*store)->backing().mapping_bytes) << " in "
+                        << FormatSeconds(prefault_ns) << " ("
+                        << FormatSize(uint64_t(double((*store)->backing().mapping_bytes) * 1e9 / double(prefault_ns)))
+                        << "/s)";
+  } else {
+    LOG_INFO_C("start") << "memory pool not prefaulted (memory.prefault: false): the first values written pay "
+                           "for the page faults";
+  }
   if (*rdma != nullptr) LOG_INFO_C("start") << (*rdma)->Describe();
   LOG_INFO_C("start") << "serving on " << address << "; admin endpoint on " << (*admin)->scheme() << "://"
            << c.network.host << ":" << (*admin)->port();

@@ -78,7 +78,8 @@ void ReadNetwork(const YAML::Node& node, Diagnostics* d, NetworkConfig* out) {
 void ReadMemory(const YAML::Node& node, Diagnostics* d, MemoryConfig* out) {
   ReadMap(node, "memory",
           {SizeField("block_size", d, &out->block_size_bytes),
-           SizeField("max_size", d, &out->max_size_bytes)},
+           SizeField("max_size", d, &out->max_size_bytes),
+           BoolField("prefault", d, &out->prefault)},
           d);
 }
 

@@ -42,6 +42,9 @@ struct NetworkConfig {
 struct MemoryConfig {
   uint64_t block_size_bytes = 2ULL << 20;
   uint64_t max_size_bytes = 0;           // 0 = sized to the box (DefaultMemoryPoolBytes)
+  // Fault the whole pool in at start, so the first pass over it runs at the
+  // speed of later ones (docs/configuration.md, "Memory backing").
+  bool prefault = true;
 };
 
 struct RdmaConfig {

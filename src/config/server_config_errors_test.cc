@@ -141,7 +141,7 @@ TEST(ServerConfigErrorsTest, UnknownFieldsAtEveryLevelSuggestTheClosest) {
   EXPECT_TRUE(HasLineWith(lines, {"unknown field 'rdam' (did you mean 'rdma'?)",
                                   "allowed: network, memory, rdma, storage"}));
   EXPECT_TRUE(HasLineWith(lines, {"'memory.blocksize' (did you mean 'block_size'?)"}));
-  EXPECT_TRUE(HasLineWith(lines, {"unknown field 'memory.colour'; allowed: block_size, max_size"}));
+  EXPECT_TRUE(HasLineWith(lines, {"unknown field 'memory.colour'; allowed: block_size, max_size, prefault"}));
 }
 
 TEST(ServerConfigErrorsTest, DuplicateFieldIsRefused) {
@@ -169,7 +169,7 @@ memory: 12
   EXPECT_TRUE(HasLineWith(lines, {"rdma.gid_index: '-1'", "0..255"}));
   EXPECT_TRUE(HasLineWith(lines, {"rdma.num_dcis: expected an integer, got a list", "1..1024"}));
   EXPECT_TRUE(HasLineWith(lines, {"rdma.device: expected a string, got a map"}));
-  EXPECT_TRUE(HasLineWith(lines, {"memory: expected a map of block_size, max_size; got a string"}));
+  EXPECT_TRUE(HasLineWith(lines, {"memory: expected a map of block_size, max_size, prefault; got a string"}));
 }
 
 TEST(ServerConfigErrorsTest, DocumentMustBeOneMap) {

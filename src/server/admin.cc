@@ -210,9 +210,13 @@ std::string AdminService::StatusJson() const {
 
   w.Key("memory").BeginObject()
       .Key("pool_bytes").Number(mem.pool_bytes)
-      .Key("block_size_bytes").Number(mem.chunk_size_bytes)
+      .Key("block_size_bytes").Number(mem.block_size_bytes)
       .Key("used_bytes").Number(mem.used_bytes)
-      .Key("free_bytes").Number(mem.chunks_free * mem.chunk_size_bytes)
+      .Key("value_bytes").Number(mem.value_bytes)
+      .Key("free_bytes").Number(mem.free_bytes)
+      .Key("largest_free_bytes").Number(mem.largest_free_bytes)
+      .Key("fragmentation").Number(mem.fragmentation())
+      .Key("bytes_per_value_byte").Number(mem.bytes_per_value_byte())
       .Key("keys").Number(mem.keys)
       .Key("hits").Number(mem.hits)
       .Key("misses").Number(mem.misses)
@@ -343,8 +347,15 @@ std::string AdminService::MetricsText() const {
              {{"device", "dram"}}, double(mem.pool_bytes));
   p.AddGauge("memkv_capacity_usable_bytes", "Bytes of each device that can hold values.", {{"device", "dram"}},
              double(mem.pool_bytes));
-  p.AddGauge("memkv_capacity_used_bytes", "Bytes of each device holding values.", {{"device", "dram"}},
-             double(mem.used_bytes));
+  const char* kUsedHelp =
+      "Bytes of each device's capacity consumed: values rounded up to the allocation unit, and room reserved "
+      "by puts in flight.";
+  p.AddGauge("memkv_capacity_used_bytes", kUsedHelp, {{"device", "dram"}}, double(mem.used_bytes));
+  p.AddGauge("memkv_stored_value_bytes", "Bytes of the values held, by tier.", {{"tier", "dram"}},
+             double(mem.value_bytes));
+  p.AddGauge("memkv_fragmentation_ratio",
+             "1 - longest free run / free bytes, by tier: 0 when the free room is in one piece.", {{"tier", "dram"}},
+             mem.fragmentation());
   if (sources_.tier->has_drives()) {
     const ExtentStoreStats drives = sources_.tier->drives()->Stats();
     p.AddGauge("memkv_keys", "Values held, by tier.", {{"tier", "drive"}}, double(drives.keys));
@@ -354,8 +365,7 @@ std::string AdminService::MetricsText() const {
                  {{"device", device}}, double(d.raw_bytes));
       p.AddGauge("memkv_capacity_usable_bytes", "Bytes of each device that can hold values.", {{"device", device}},
                  double(d.usable_bytes));
-      p.AddGauge("memkv_capacity_used_bytes", "Bytes of each device holding values.", {{"device", device}},
-                 double(d.used_bytes));
+      p.AddGauge("memkv_capacity_used_bytes", kUsedHelp, {{"device", device}}, double(d.used_bytes));
       for (DriveState s : {DriveState::kOnline, DriveState::kFull, DriveState::kOffline}) {
         p.AddGauge("memkv_drive_state", "1 for each drive's current state, 0 for the others.",
                    {{"device", device}, {"state", DriveStateName(s)}}, d.state == s ? 1 : 0);

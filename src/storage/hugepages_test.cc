@@ -247,7 +247,7 @@ TEST(PlanPoolBacking, ExactlyEnoughIsEnough) {
 MemoryStoreOptions FixtureOptions(const FakeRoot& root, HugePagePolicy policy, uint64_t bytes = 8 * kMiB) {
   MemoryStoreOptions o;
   o.max_size_bytes = bytes;
-  o.chunk_size_bytes = 2 * kMiB;
+  o.block_size_bytes = 2 * kMiB;
   o.hugepages = policy;
   o.host_root = root.path();
   return o;

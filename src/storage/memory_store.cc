@@ -1,13 +1,13 @@
 // MemoryStore implementation. See memory_store.h for the contract.
 //
-// Life of a chunk: free list -> PendingPut -> StoreEntry (linked in the index)
-// -> [unlinked but pinned: "draining"] -> free list. Every transition happens
-// under Impl::mu, and an entry's chunks go back exactly once: when it is both
-// unlinked and unpinned (FreeChunksLocked is the only way back for committed
-// chunks, and it moves the entry to kFreed). So at any instant
-//   chunks_total == free + linked + draining + held by PendingPuts.
+// Life of a run of units: free (PoolAllocator) -> PendingPut -> StoreEntry
+// (linked in the index) -> [unlinked but pinned: "draining"] -> free. Every
+// transition happens under Impl::mu, and an entry's runs go back exactly once:
+// when it is both unlinked and unpinned (FreeRunsLocked is the only way back
+// for committed runs, and it moves the entry to kFreed). So at any instant
+//   unit_count == free + linked + draining + held by PendingPuts.
 //
-// The lock is never held while value bytes are touched: writers fill chunks
+// The lock is never held while value bytes are touched: writers fill runs
 // before CommitPut takes the lock, readers verify and copy after Get drops it.
 // The mutex hand-off (CommitPut unlock -> Get lock; Unpin unlock -> BeginPut
 // lock) is what orders those byte accesses between threads.
@@ -23,12 +23,14 @@
 #include <cstring>
 #include <iterator>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 
 #include "base/bytes.h"
 #include "base/checksum.h"
 #include "base/log.h"
+#include "base/clock.h"
 #include "base/units.h"
 
 namespace memkv {
@@ -43,8 +45,8 @@ struct LruNode {
 
 enum class EntryState {
   kLinked,    // in the index and the LRU list
-  kUnlinked,  // deleted, overwritten or evicted; chunks kept for its pins
-  kFreed,     // chunks back on the free list
+  kUnlinked,  // deleted, overwritten or evicted; room kept for its pins
+  kFreed,     // room back in the pool
 };
 
 // Keys may be binary (hashes of token blocks); log them readably and bounded.
@@ -69,9 +71,7 @@ std::string KeyForLog(std::string_view key) {
          (key.size() > n ? "..." : "");
 }
 
-uint64_t ChunksFor(uint64_t size_bytes, uint64_t chunk_size_bytes) {
-  return size_bytes / chunk_size_bytes + (size_bytes % chunk_size_bytes != 0 ? 1 : 0);
-}
+uint64_t UnitsFor(uint64_t size_bytes) { return (size_bytes + kPoolUnitBytes - 1) / kPoolUnitBytes; }
 
 #ifndef MAP_HUGE_2MB
 #define MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)  // log2(2 MiB); older libc headers lack it
@@ -125,7 +125,7 @@ Result<MappedPool> MapOrdinary(uint64_t bytes, HugePagePolicy policy, const std:
     pool.backing.detail = small + " (" + why_not_hugetlb + ")";
     return pool;
   }
-  // Transparent huge pages: a first write into a 2 MiB chunk then costs one
+  // Transparent huge pages: a first write into a 2 MiB page then costs one
   // fault instead of 512, and the TLB covers the pool. Best effort: the
   // kernel may still hand out 4 KiB pages when it cannot find 2 MiB ones.
   if (madvise(base, bytes, MADV_HUGEPAGE) != 0) {
@@ -166,6 +166,45 @@ Result<MappedPool> MapPool(uint64_t bytes, HugePagePolicy policy, const BackingP
   return MapOrdinary(bytes, policy, huge.status().message(), reader);
 }
 
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older libc headers lack it
+#endif
+
+// Faults [base, base + bytes) in, writable, on up to `threads` threads, in
+// slices so `progress` can be called between them. MADV_POPULATE_WRITE where
+// the kernel has it (one call per slice, no user-space loop); else a write to
+// each page, which the kernel turns into the same faults. Page faults zero the
+// pages, and zeroing is what costs: threads divide it.
+void Prefault(uint8_t* base, uint64_t bytes, uint64_t page_bytes, const PrefaultProgress& progress) {
+  constexpr uint64_t kSlice = 256ULL << 20;  // progress granule, and each thread's step
+  const unsigned threads = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
+  std::atomic<uint64_t> next{0};
+  uint64_t done = 0;  // guarded by progress_mu
+  std::atomic<bool> populate_works{true};
+  std::mutex progress_mu;  // progress is called from one thread at a time
+  auto work = [&] {
+    for (;;) {
+      const uint64_t begin = next.fetch_add(kSlice);
+      if (begin >= bytes) return;
+      const uint64_t len = std::min(kSlice, bytes - begin);
+      if (!populate_works.load(std::memory_order_relaxed) || madvise(base + begin, len, MADV_POPULATE_WRITE) != 0) {
+        populate_works.store(false, std::memory_order_relaxed);
+        for (uint64_t off = 0; off < len; off += page_bytes) {
+          reinterpret_cast<volatile uint8_t*>(base + begin)[off] = 0;
+        }
+      }
+      std::lock_guard<std::mutex> lock(progress_mu);
+      done += len;
+      if (progress) progress(done, bytes);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < threads; ++i) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+}
+
 }  // namespace
 
 struct StoreEntry : LruNode {
@@ -173,7 +212,8 @@ struct StoreEntry : LruNode {
   std::string key;  // the index's string_view key points into this string
   uint64_t size = 0;
   uint64_t checksum = 0;
-  std::vector<uint32_t> chunks;
+  uint64_t units = 0;  // the room it takes, in units
+  std::vector<PoolRun> runs;
   std::vector<iovec> iov;
 
   // Guarded by MemoryStore::Impl::mu.
@@ -182,11 +222,12 @@ struct StoreEntry : LruNode {
 };
 
 struct MemoryStore::Impl {
-  Impl(MappedPool pool, uint64_t chunk_size_in, uint32_t chunks_total_in)
+  Impl(MappedPool pool, uint64_t block_size_in, uint64_t pool_bytes_in)
       : base(pool.base),
-        chunk_size(chunk_size_in),
-        chunks_total(chunks_total_in),
-        backing(std::move(pool.backing)) {}
+        block_size(block_size_in),
+        pool_bytes(pool_bytes_in),
+        backing(std::move(pool.backing)),
+        allocator(pool_bytes_in / kPoolUnitBytes) {}
   ~Impl() {
     if (munmap(base, backing.mapping_bytes) != 0) {
       LOG_WARN_C("memory") << "MemoryStore: munmap of the " << FormatSize(backing.mapping_bytes)
@@ -196,12 +237,11 @@ struct MemoryStore::Impl {
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
-  uint64_t pool_bytes() const { return chunk_size * chunks_total; }
-  uint8_t* ChunkAddress(uint32_t chunk) const { return base + uint64_t{chunk} * chunk_size; }
+  uint8_t* UnitAddress(uint64_t unit) const { return base + unit * kPoolUnitBytes; }
 
-  // The iovec list for `size` bytes in `chunks`; runs of consecutive chunks
-  // collapse into one iovec so readv/ChecksumIov see few, large segments.
-  std::vector<iovec> BuildIov(const std::vector<uint32_t>& chunks, uint64_t size) const;
+  // The iovec list for `size` bytes in `runs`; runs that touch collapse into
+  // one iovec so readv/ChecksumIov see few, large segments.
+  std::vector<iovec> BuildIov(const std::vector<PoolRun>& runs, uint64_t size) const;
 
   // --- everything below requires mu held ---
   void LruPushFrontLocked(StoreEntry* e);
@@ -213,28 +253,35 @@ struct MemoryStore::Impl {
   std::shared_ptr<StoreEntry> UnlinkLocked(Index::iterator it);
   void PinLocked(StoreEntry* e);
   void UnpinLocked(StoreEntry* e);
-  void FreeChunksLocked(StoreEntry* e);
-  void PushFreeLocked(const std::vector<uint32_t>& chunks);
+  void FreeRunsLocked(StoreEntry* e);
+  void FreeLocked(std::span<const PoolRun> runs);
+  // Evicts LRU values until `units` fit in kMaxPiecesPerValue runs; false
+  // (having evicted nothing) when even evicting every unpinned value would
+  // not free enough units.
+  bool MakeRoomLocked(uint64_t units, std::vector<std::shared_ptr<StoreEntry>>* evicted);
+  void PublishFreeLocked();
 
   uint8_t* const base;
-  const uint64_t chunk_size;
-  const uint32_t chunks_total;
+  const uint64_t block_size;
+  const uint64_t pool_bytes;
   const PoolBacking backing;
 
   mutable std::mutex mu;
-  // Guarded by mu: index, lru, free_chunks, the *_chunks tallies below, and
+  // Guarded by mu: index, lru, allocator, the *_units tallies below, and
   // StoreEntry::{pins, state, prev, next} of every entry.
   // Invariant: index[k] == e  <=>  e->state == kLinked, and k views e->key.
   Index index;
-  LruNode lru;                        // lru.next: most recently used
-  std::vector<uint32_t> free_chunks;  // a stack; capacity == chunks_total
-  uint64_t linked_chunks = 0;         // held by entries in the index
-  uint64_t pinned_linked_chunks = 0;  // subset of linked_chunks with pins > 0
-  uint64_t draining_chunks = 0;       // held by unlinked entries with pins > 0
+  LruNode lru;  // lru.next: most recently used
+  PoolAllocator allocator;
+  uint64_t linked_units = 0;         // held by entries in the index
+  uint64_t pinned_linked_units = 0;  // subset of linked_units with pins > 0
+  uint64_t draining_units = 0;       // held by unlinked entries with pins > 0
 
   // Mirrors and counters for Stats(); written under mu or not, read lock-free.
-  std::atomic<uint64_t> chunks_free{0};
-  std::atomic<uint64_t> used_bytes{0};
+  std::atomic<uint64_t> free_units{0};
+  std::atomic<uint64_t> largest_free_units{0};
+  std::atomic<uint64_t> free_runs{0};
+  std::atomic<uint64_t> value_bytes{0};
   std::atomic<uint64_t> keys{0};
   std::atomic<uint64_t> hits{0};
   std::atomic<uint64_t> misses{0};
@@ -242,17 +289,18 @@ struct MemoryStore::Impl {
   std::atomic<uint64_t> checksum_failures{0};
 };
 
-std::vector<iovec> MemoryStore::Impl::BuildIov(const std::vector<uint32_t>& chunks,
-                                               uint64_t size) const {
+std::vector<iovec> MemoryStore::Impl::BuildIov(const std::vector<PoolRun>& runs, uint64_t size) const {
   std::vector<iovec> iov;
+  iov.reserve(runs.size());
   uint64_t left = size;
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    uint64_t len = std::min(left, chunk_size);
+  for (const PoolRun& run : runs) {
+    const uint64_t len = std::min(left, run.length * kPoolUnitBytes);
+    uint8_t* at = UnitAddress(run.offset);
     left -= len;
-    if (!iov.empty() && chunks[i] == chunks[i - 1] + 1) {
+    if (!iov.empty() && static_cast<uint8_t*>(iov.back().iov_base) + iov.back().iov_len == at) {
       iov.back().iov_len += len;
     } else {
-      iov.push_back(iovec{ChunkAddress(chunks[i]), len});
+      iov.push_back(iovec{at, len});
     }
   }
   return iov;
@@ -276,8 +324,8 @@ void MemoryStore::Impl::LinkLocked(const std::shared_ptr<StoreEntry>& e) {
   index.emplace(std::string_view(e->key), e);
   LruPushFrontLocked(e.get());
   e->state = EntryState::kLinked;
-  linked_chunks += e->chunks.size();
-  used_bytes.fetch_add(e->size, std::memory_order_relaxed);
+  linked_units += e->units;
+  value_bytes.fetch_add(e->size, std::memory_order_relaxed);
   keys.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -286,46 +334,70 @@ std::shared_ptr<StoreEntry> MemoryStore::Impl::UnlinkLocked(Index::iterator it) 
   index.erase(it);
   LruRemoveLocked(e.get());
   e->state = EntryState::kUnlinked;
-  linked_chunks -= e->chunks.size();
-  used_bytes.fetch_sub(e->size, std::memory_order_relaxed);
+  linked_units -= e->units;
+  value_bytes.fetch_sub(e->size, std::memory_order_relaxed);
   keys.fetch_sub(1, std::memory_order_relaxed);
   if (e->pins > 0) {
-    pinned_linked_chunks -= e->chunks.size();
-    draining_chunks += e->chunks.size();
+    pinned_linked_units -= e->units;
+    draining_units += e->units;
   } else {
-    FreeChunksLocked(e.get());
+    FreeRunsLocked(e.get());
   }
   return e;
 }
 
 void MemoryStore::Impl::PinLocked(StoreEntry* e) {
-  if (e->pins++ == 0 && e->state == EntryState::kLinked) {
-    pinned_linked_chunks += e->chunks.size();
-  }
+  if (e->pins++ == 0 && e->state == EntryState::kLinked) pinned_linked_units += e->units;
 }
 
 void MemoryStore::Impl::UnpinLocked(StoreEntry* e) {
   assert(e->pins > 0);
   if (--e->pins > 0) return;
   if (e->state == EntryState::kLinked) {
-    pinned_linked_chunks -= e->chunks.size();
+    pinned_linked_units -= e->units;
   } else {
-    draining_chunks -= e->chunks.size();
-    FreeChunksLocked(e);
+    draining_units -= e->units;
+    FreeRunsLocked(e);
   }
 }
 
-void MemoryStore::Impl::FreeChunksLocked(StoreEntry* e) {
+void MemoryStore::Impl::FreeRunsLocked(StoreEntry* e) {
   assert(e->state == EntryState::kUnlinked && e->pins == 0);
   e->state = EntryState::kFreed;
-  PushFreeLocked(e->chunks);
+  FreeLocked(e->runs);
 }
 
-void MemoryStore::Impl::PushFreeLocked(const std::vector<uint32_t>& chunks) {
-  // Never reallocates: capacity is chunks_total and each chunk is on the free
-  // list at most once.
-  free_chunks.insert(free_chunks.end(), chunks.begin(), chunks.end());
-  chunks_free.store(free_chunks.size(), std::memory_order_relaxed);
+void MemoryStore::Impl::FreeLocked(std::span<const PoolRun> runs) {
+  allocator.Free(runs);
+  PublishFreeLocked();
+}
+
+void MemoryStore::Impl::PublishFreeLocked() {
+  free_units.store(allocator.free_units(), std::memory_order_relaxed);
+  largest_free_units.store(allocator.largest_free_run(), std::memory_order_relaxed);
+  free_runs.store(allocator.free_runs(), std::memory_order_relaxed);
+}
+
+bool MemoryStore::Impl::MakeRoomLocked(uint64_t units, std::vector<std::shared_ptr<StoreEntry>>* evicted) {
+  if (allocator.CanAllocate(units, kMaxPiecesPerValue)) return true;
+  // Refuse before evicting anything: emptying the cache for a put that fails
+  // anyway would only turn future hits into misses.
+  if (allocator.free_units() + (linked_units - pinned_linked_units) < units) return false;
+  LruNode* node = lru.prev;
+  while (node != &lru) {
+    auto* e = static_cast<StoreEntry*>(node);
+    node = node->prev;  // before e leaves the list
+    // Pinned entries would free nothing now; empty ones never free anything.
+    if (e->pins > 0 || e->units == 0) continue;
+    evicted->push_back(UnlinkLocked(index.find(e->key)));
+    evictions.fetch_add(1, std::memory_order_relaxed);
+    // Only whole-unit counts matter until enough are free; then whether they
+    // come in few enough pieces.
+    if (allocator.free_units() >= units && allocator.CanAllocate(units, kMaxPiecesPerValue)) return true;
+  }
+  // Everything unpinned is gone and the pinned values still cut the free
+  // room into more than kMaxPiecesPerValue pieces.
+  return allocator.CanAllocate(units, kMaxPiecesPerValue);
 }
 
 // ---------------------------------------------------------------------------
@@ -334,27 +406,27 @@ void MemoryStore::Impl::PushFreeLocked(const std::vector<uint32_t>& chunks) {
 PendingPut::PendingPut(PendingPut&& other) noexcept
     : store_(std::exchange(other.store_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      chunks_(std::move(other.chunks_)),
+      runs_(std::move(other.runs_)),
       iov_(std::move(other.iov_)) {
-  other.chunks_.clear();
+  other.runs_.clear();
   other.iov_.clear();
 }
 
 PendingPut& PendingPut::operator=(PendingPut&& other) noexcept {
   if (this != &other) {
-    if (store_ != nullptr) store_->ReleaseChunks(chunks_);
+    if (store_ != nullptr) store_->ReleaseRuns(runs_);
     store_ = std::exchange(other.store_, nullptr);
     size_ = std::exchange(other.size_, 0);
-    chunks_ = std::move(other.chunks_);
+    runs_ = std::move(other.runs_);
     iov_ = std::move(other.iov_);
-    other.chunks_.clear();
+    other.runs_.clear();
     other.iov_.clear();
   }
   return *this;
 }
 
 PendingPut::~PendingPut() {
-  if (store_ != nullptr) store_->ReleaseChunks(chunks_);
+  if (store_ != nullptr) store_->ReleaseRuns(runs_);
 }
 
 // ---------------------------------------------------------------------------
@@ -391,37 +463,44 @@ void ReadHandle::CopyTo(void* dst) const {
 }
 
 // ---------------------------------------------------------------------------
+// MemoryStoreStats
+
+double MemoryStoreStats::fragmentation() const {
+  return free_bytes == 0 ? 0.0 : 1.0 - static_cast<double>(largest_free_bytes) / static_cast<double>(free_bytes);
+}
+
+double MemoryStoreStats::bytes_per_value_byte() const {
+  return value_bytes == 0 ? 0.0 : static_cast<double>(used_bytes) / static_cast<double>(value_bytes);
+}
+
+// ---------------------------------------------------------------------------
 // MemoryStore
 
 Result<std::unique_ptr<MemoryStore>> MemoryStore::Create(const MemoryStoreOptions& options) {
-  if (options.chunk_size_bytes == 0) {
-    return InvalidArgument("MemoryStore: chunk_size_bytes must be > 0");
+  if (options.block_size_bytes == 0 || options.block_size_bytes % kPoolUnitBytes != 0) {
+    return InvalidArgument("MemoryStore: block_size_bytes " + std::to_string(options.block_size_bytes) +
+                           " must be a positive multiple of " + std::to_string(kPoolUnitBytes));
   }
-  uint64_t chunks = options.max_size_bytes / options.chunk_size_bytes;
-  if (chunks == 0) {
+  const uint64_t blocks = options.max_size_bytes / options.block_size_bytes;
+  if (blocks == 0) {
     return InvalidArgument("MemoryStore: max_size_bytes " + FormatSize(options.max_size_bytes) +
-                           " holds no whole chunk of " + FormatSize(options.chunk_size_bytes));
+                           " holds no whole block of " + FormatSize(options.block_size_bytes));
   }
-  // Chunk indices are uint32 to keep per-value metadata small.
-  if (chunks > UINT32_MAX) {
-    return InvalidArgument("MemoryStore: max_size_bytes " + FormatSize(options.max_size_bytes) +
-                           " / chunk_size_bytes " + FormatSize(options.chunk_size_bytes) + " = " +
-                           std::to_string(chunks) + " chunks, more than the limit of " +
-                           std::to_string(UINT32_MAX) + "; use a larger chunk");
-  }
-  uint64_t bytes = chunks * options.chunk_size_bytes;
+  const uint64_t bytes = blocks * options.block_size_bytes;
   HugePageReader reader(options.host_root);
   Result<HugePageCounts> counts = options.hugepages == HugePagePolicy::kNever
                                       ? Result<HugePageCounts>(Unavailable("not read (policy never)"))
                                       : reader.Read2MiB();
   MEMKV_ASSIGN_OR_RETURN(BackingPlan plan, PlanPoolBacking(options.hugepages, bytes, counts));
   MEMKV_ASSIGN_OR_RETURN(MappedPool pool, MapPool(bytes, options.hugepages, plan, counts, reader));
-  auto impl = std::make_unique<Impl>(std::move(pool), options.chunk_size_bytes, static_cast<uint32_t>(chunks));
-  impl->free_chunks.reserve(chunks);
-  // Pushed in reverse so allocation starts at chunk 0 and fresh values come
-  // out contiguous (one iovec).
-  for (uint64_t i = chunks; i > 0; --i) impl->free_chunks.push_back(static_cast<uint32_t>(i - 1));
-  impl->chunks_free.store(chunks, std::memory_order_relaxed);
+  if (options.prefault) {
+    const Nanos start = MonotonicNanos();
+    const uint64_t page = pool.backing.kind == PageKind::kSmall ? 4096 : kHugePageBytes;
+    Prefault(pool.base, pool.backing.mapping_bytes, page, options.prefault_progress);
+    pool.backing.prefault_nanos = std::max<uint64_t>(1, MonotonicNanos() - start);
+  }
+  auto impl = std::make_unique<Impl>(std::move(pool), options.block_size_bytes, bytes);
+  impl->PublishFreeLocked();  // no other thread can see impl yet
   return std::unique_ptr<MemoryStore>(new MemoryStore(std::move(impl)));
 }
 
@@ -429,66 +508,50 @@ MemoryStore::MemoryStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 MemoryStore::~MemoryStore() {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  uint64_t outstanding = impl_->chunks_total - impl_->free_chunks.size() - impl_->linked_chunks;
+  const uint64_t outstanding = impl_->allocator.unit_count() - impl_->allocator.free_units() - impl_->linked_units;
   if (outstanding != 0) {
     // A PendingPut or ReadHandle outlives the store: its pointers into the
     // pool are about to dangle. That is a caller bug; say so loudly.
-    LOG_WARN_C("memory") << "MemoryStore destroyed with " << outstanding
-             << " chunks still held by PendingPuts or ReadHandles (" << impl_->draining_chunks
-             << " by handles of unlinked values)";
+    LOG_WARN_C("memory") << "MemoryStore destroyed with " << FormatSize(outstanding * kPoolUnitBytes)
+                         << " still held by PendingPuts or ReadHandles ("
+                         << FormatSize(impl_->draining_units * kPoolUnitBytes) << " by handles of unlinked values)";
   }
 }
 
 Result<PendingPut> MemoryStore::BeginPut(uint64_t size) {
   Impl& s = *impl_;
-  uint64_t needed = ChunksFor(size, s.chunk_size);
-  if (needed > s.chunks_total) {
-    return TooLarge("BeginPut: value of " + FormatSize(size) +
-                    " is larger than the whole memory pool of " + FormatSize(s.pool_bytes()));
+  if (size > s.pool_bytes) {
+    return TooLarge("BeginPut: value of " + FormatSize(size) + " is larger than the whole memory pool of " +
+                    FormatSize(s.pool_bytes));
   }
+  const uint64_t units = UnitsFor(size);
   PendingPut put;
-  put.store_ = this;
   put.size_ = size;
-  put.chunks_.reserve(needed);
   // Declared before the lock so evicted entries are destroyed after it is released.
   std::vector<std::shared_ptr<StoreEntry>> evicted;
-  if (needed > 0) {
+  if (units > 0) {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (s.free_chunks.size() < needed) {
-      uint64_t evictable = s.linked_chunks - s.pinned_linked_chunks;
-      if (s.free_chunks.size() + evictable < needed) {
-        // Refuse before evicting anything: emptying the cache for a put that
-        // fails anyway would only turn future hits into misses.
-        put.store_ = nullptr;
-        uint64_t pinned = s.pinned_linked_chunks + s.draining_chunks;
-        uint64_t pending =
-            s.chunks_total - s.free_chunks.size() - s.linked_chunks - s.draining_chunks;
-        return ResourceExhausted(
-            "BeginPut: value of " + FormatSize(size) + " needs " + std::to_string(needed) +
-            " chunks of " + FormatSize(s.chunk_size) + "; free " +
-            std::to_string(s.free_chunks.size()) + ", evictable " + std::to_string(evictable) +
-            ", pinned by readers " + std::to_string(pinned) + ", reserved by uncommitted puts " +
-            std::to_string(pending) + " (pool: " + std::to_string(s.chunks_total) + " chunks, " +
-            FormatSize(s.pool_bytes()) + ")");
-      }
-      LruNode* node = s.lru.prev;
-      while (s.free_chunks.size() < needed && node != &s.lru) {
-        auto* e = static_cast<StoreEntry*>(node);
-        node = node->prev;  // before e leaves the list
-        // Pinned entries would free nothing now; empty ones never free anything.
-        if (e->pins > 0 || e->chunks.empty()) continue;
-        evicted.push_back(s.UnlinkLocked(s.index.find(e->key)));
-        s.evictions.fetch_add(1, std::memory_order_relaxed);
-      }
-      assert(s.free_chunks.size() >= needed);
+    if (!s.MakeRoomLocked(units, &evicted)) {
+      const uint64_t pinned = s.pinned_linked_units + s.draining_units;
+      const uint64_t pending =
+          s.allocator.unit_count() - s.allocator.free_units() - s.linked_units - s.draining_units;
+      const uint64_t evictable = s.linked_units - s.pinned_linked_units;
+      return ResourceExhausted(
+          "BeginPut: value of " + FormatSize(size) + " does not fit: free " +
+          FormatSize(s.allocator.free_units() * kPoolUnitBytes) + " in " + std::to_string(s.allocator.free_runs()) +
+          " pieces (at most " + std::to_string(kMaxPiecesPerValue) + " per value), evictable " +
+          FormatSize(evictable * kPoolUnitBytes) + ", pinned by readers " + FormatSize(pinned * kPoolUnitBytes) +
+          ", reserved by uncommitted puts " + FormatSize(pending * kPoolUnitBytes) + " (pool: " +
+          FormatSize(s.pool_bytes) + ")");
     }
-    auto first = s.free_chunks.end() - static_cast<std::ptrdiff_t>(needed);
-    put.chunks_.assign(std::make_reverse_iterator(s.free_chunks.end()),
-                       std::make_reverse_iterator(first));
-    s.free_chunks.erase(first, s.free_chunks.end());
-    s.chunks_free.store(s.free_chunks.size(), std::memory_order_relaxed);
+    put.runs_.reserve(1);
+    const bool placed = s.allocator.Allocate(units, kMaxPiecesPerValue, &put.runs_);
+    assert(placed);
+    (void)placed;
+    s.PublishFreeLocked();
   }
-  put.iov_ = s.BuildIov(put.chunks_, size);
+  put.store_ = this;
+  put.iov_ = s.BuildIov(put.runs_, size);
   return put;
 }
 
@@ -503,9 +566,10 @@ Status MemoryStore::CommitPut(PendingPut put, std::string_view key, uint64_t che
   entry->key.assign(key);
   entry->size = put.size_;
   entry->checksum = checksum;
-  entry->chunks = std::move(put.chunks_);
+  entry->units = UnitsFor(put.size_);
+  entry->runs = std::move(put.runs_);
   entry->iov = std::move(put.iov_);
-  put.store_ = nullptr;  // the chunks now belong to the entry
+  put.store_ = nullptr;  // the room now belongs to the entry
 
   Impl& s = *impl_;
   std::shared_ptr<StoreEntry> replaced;  // dropped after the lock is released
@@ -532,7 +596,7 @@ Result<ReadHandle> MemoryStore::Get(std::string_view key) {
     s.LruPushFrontLocked(entry.get());
   }
 
-  // The pin keeps the chunks ours while we hash them unlocked.
+  // The pin keeps the bytes ours while we hash them unlocked.
   uint64_t actual = ChecksumIov(entry->iov);
   if (actual != entry->checksum) {
     std::shared_ptr<StoreEntry> dropped;
@@ -597,11 +661,13 @@ Status MemoryStore::Put(std::string_view key, const void* data, uint64_t size) {
 MemoryStoreStats MemoryStore::Stats() const {
   const Impl& s = *impl_;
   MemoryStoreStats out;
-  out.pool_bytes = s.pool_bytes();
-  out.chunk_size_bytes = s.chunk_size;
-  out.chunks_total = s.chunks_total;
-  out.chunks_free = s.chunks_free.load(std::memory_order_relaxed);
-  out.used_bytes = s.used_bytes.load(std::memory_order_relaxed);
+  out.pool_bytes = s.pool_bytes;
+  out.block_size_bytes = s.block_size;
+  out.free_bytes = s.free_units.load(std::memory_order_relaxed) * kPoolUnitBytes;
+  out.used_bytes = out.pool_bytes - std::min(out.pool_bytes, out.free_bytes);
+  out.largest_free_bytes = s.largest_free_units.load(std::memory_order_relaxed) * kPoolUnitBytes;
+  out.free_runs = s.free_runs.load(std::memory_order_relaxed);
+  out.value_bytes = s.value_bytes.load(std::memory_order_relaxed);
   out.keys = s.keys.load(std::memory_order_relaxed);
   out.hits = s.hits.load(std::memory_order_relaxed);
   out.misses = s.misses.load(std::memory_order_relaxed);
@@ -612,7 +678,7 @@ MemoryStoreStats MemoryStore::Stats() const {
 }
 
 void* MemoryStore::pool_base() const { return impl_->base; }
-uint64_t MemoryStore::pool_bytes() const { return impl_->pool_bytes(); }
+uint64_t MemoryStore::pool_bytes() const { return impl_->pool_bytes; }
 const PoolBacking& MemoryStore::backing() const { return impl_->backing; }
 
 Status MemoryStore::CorruptForTesting(std::string_view key) {
@@ -631,11 +697,11 @@ Status MemoryStore::CorruptForTesting(std::string_view key) {
   return Status::Ok();
 }
 
-void MemoryStore::ReleaseChunks(std::vector<uint32_t>& chunks) {
-  if (chunks.empty()) return;
+void MemoryStore::ReleaseRuns(std::vector<PoolRun>& runs) {
+  if (runs.empty()) return;
   std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->PushFreeLocked(chunks);
-  chunks.clear();
+  impl_->FreeLocked(runs);
+  runs.clear();
 }
 
 void MemoryStore::Unpin(const std::shared_ptr<StoreEntry>& entry) {

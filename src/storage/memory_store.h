@@ -1,40 +1,48 @@
-// MemoryStore: the DRAM tier. A block index over a pool of fixed-size chunks.
+// MemoryStore: the DRAM tier. A block index over one registered pool in which
+// values are packed at the granularity they need.
 //
-// The pool is one anonymous mapping of `max_size_bytes`, carved into chunks of
-// `chunk_size_bytes`, allocated once at Create() and never resized: it is the
-// region the RDMA transport registers. A value occupies ceil(size / chunk)
-// chunks (zero for an empty value); the chunks need not be contiguous.
+// The pool is one anonymous mapping of `max_size_bytes` (rounded down to whole
+// `block_size_bytes`), allocated once at Create() and never resized: it is the
+// region the RDMA transport registers, and values are addressed at their
+// offsets in it. A value takes ceil(size / kPoolUnitBytes) units of 64 bytes,
+// in one contiguous run when the pool has one (best fit), else in up to
+// kMaxPiecesPerValue runs; an empty value takes none. PoolAllocator
+// (pool_allocator.h) keeps the free runs; docs/storage.md ("The DRAM pool")
+// says why this design and not slabs.
 //
 // Page backing (MemoryStoreOptions::hugepages, hugepages.h): explicit 2 MiB
 // hugetlb pages when the policy asks for them or enough are free, else
 // transparent hugepages (madvise), else 4 KiB pages. backing() says which the
-// pool got and why; start logs it.
+// pool got and why; start logs it. With `prefault` the whole pool is faulted
+// in by Create, so the first pass over it runs at the speed of later ones.
 //
 // Writing is two-phase so the network layer can receive straight into the pool
 // with no intermediate copy:
-//   auto w = store.BeginPut(size);          // reserves chunks, may evict LRU
-//   readv(socket, w->iov())                 // fill the chunks, lock-free
+//   auto w = store.BeginPut(size);          // reserves room, may evict LRU
+//   readv(socket, w->iov())                 // fill it, lock-free
 //   store.CommitPut(std::move(*w), key, checksum);  // publish atomically
 // Until CommitPut the bytes are invisible; a dropped PendingPut returns its
-// chunks. CommitPut replaces any previous value of the key in one step, so a
+// room. CommitPut replaces any previous value of the key in one step, so a
 // reader sees the old value or the new one, never a mix.
 //
-// Reading pins the value: Get() returns a ReadHandle whose chunks stay valid
+// Reading pins the value: Get() returns a ReadHandle whose bytes stay valid
 // (not reused by eviction, overwrite or delete) until the handle is destroyed.
 // Get() verifies the checksum over the pinned bytes before returning; a
 // mismatch drops the entry, counts a checksum failure and reports a miss.
 //
-// Eviction: when BeginPut needs chunks and the free list is short, committed
-// values are evicted least-recently-used first (Get and CommitPut count as
-// use). Eviction skips pinned values: a reader is using them, and evicting one
-// would free nothing now. A value deleted or overwritten while pinned is
-// unlinked from the index at once but its chunks return to the free list only
-// when the last pin goes. A value larger than the whole pool is refused with
-// TooLarge; if not enough can be freed right now (everything pinned or
-// pending), BeginPut fails with ResourceExhausted and evicts nothing.
+// Eviction: when BeginPut cannot place a value, committed values are evicted
+// least-recently-used first (Get and CommitPut count as use) until it can:
+// until enough units are free in at most kMaxPiecesPerValue runs, so a put
+// evicts about its own size, not a fixed chunk. Eviction skips pinned values:
+// a reader is using them, and evicting one would free nothing now. A value
+// deleted or overwritten while pinned is unlinked from the index at once but
+// its units return to the pool only when the last pin goes. A value larger
+// than the whole pool is refused with TooLarge; if not enough can be freed
+// right now (everything pinned or pending), BeginPut fails with
+// ResourceExhausted and evicts nothing.
 //
 // Thread-safety: every method may be called from any thread. One mutex guards
-// the index, LRU list and free list; checksum work and data copies happen
+// the index, LRU list and allocator; checksum work and data copies happen
 // outside it. PendingPut and ReadHandle are move-only and may be destroyed on
 // any thread, but must not outlive the store.
 #ifndef MEMKV_STORAGE_MEMORY_STORE_H_
@@ -44,6 +52,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -54,12 +63,23 @@
 #include "base/key_page.h"
 #include "memkv/status.h"
 #include "storage/hugepages.h"
+#include "storage/pool_allocator.h"
 
 namespace memkv {
 
+// The pool's allocation unit: every value's room is a whole number of these,
+// and every value starts at a multiple of it (cache-line aligned).
+inline constexpr uint64_t kPoolUnitBytes = 64;
+// A value is placed in at most this many runs of the pool (iovecs, RDMA
+// segments); past that, eviction goes on until it fits in fewer. IOV_MAX.
+inline constexpr uint32_t kMaxPiecesPerValue = 1024;
+
+// Called by Create while it faults the pool in: bytes done so far and the total.
+using PrefaultProgress = std::function<void(uint64_t done_bytes, uint64_t total_bytes)>;
+
 struct MemoryStoreOptions {
-  uint64_t max_size_bytes = 256ULL << 20;   // pool size; rounded down to whole chunks
-  uint64_t chunk_size_bytes = 2ULL << 20;   // memory.block_size
+  uint64_t max_size_bytes = 256ULL << 20;   // pool size; rounded down to whole blocks
+  uint64_t block_size_bytes = 2ULL << 20;   // memory.block_size: the pool is a whole number of these
   // kAuto: hugetlb if enough 2 MiB pages are free, else THP, else 4 KiB.
   // kRequire: Create fails (FailedPrecondition, NotEnoughHugePages) unless
   // the pool is hugetlb-backed. kNever: 4 KiB pages, THP refused too.
@@ -68,6 +88,11 @@ struct MemoryStoreOptions {
   // (HugePageReader); tests point it at a fixture tree. The mapping itself is
   // always the real kernel's.
   std::string host_root = "/";
+  // Fault every page of the pool in at Create (MADV_POPULATE_WRITE, on
+  // several threads), so that no put pays for first touches. Off: pages are
+  // touched lazily, by the first value written there.
+  bool prefault = false;
+  PrefaultProgress prefault_progress = nullptr;  // optional; called every few hundred MiB
 };
 
 // How the pool is mapped; fixed at Create().
@@ -78,28 +103,40 @@ struct PoolBacking {
   // ("transparent hugepages (THP enabled: madvise; hugetlb not used: 0 free
   // 2 MiB hugepages, 128 needed)").
   std::string detail;
+  uint64_t prefault_nanos = 0;  // how long faulting the pool in took (0: not prefaulted)
 };
 
 // Counters, readable at any time (relaxed atomics; a snapshot may be skewed).
 struct MemoryStoreStats {
-  uint64_t pool_bytes = 0;         // chunks * chunk size
-  uint64_t chunk_size_bytes = 0;
-  uint64_t chunks_total = 0;
-  uint64_t chunks_free = 0;
-  uint64_t used_bytes = 0;         // sum of committed value sizes
+  uint64_t pool_bytes = 0;         // the pool's capacity
+  uint64_t block_size_bytes = 0;
+  // Capacity consumed: pool bytes not free (committed values, values still
+  // pinned by readers after a delete or overwrite, puts in flight), each
+  // rounded up to whole units.
+  uint64_t used_bytes = 0;
+  uint64_t value_bytes = 0;        // sum of committed value sizes
+  uint64_t free_bytes = 0;         // pool_bytes - used_bytes
+  uint64_t largest_free_bytes = 0; // the longest free run
+  uint64_t free_runs = 0;          // how many pieces the free bytes are in
   uint64_t keys = 0;               // committed values in the index
   uint64_t hits = 0;
   uint64_t misses = 0;
   uint64_t evictions = 0;          // values evicted to make room
   uint64_t checksum_failures = 0;  // reads whose bytes did not match
   PageKind page_kind = PageKind::kSmall;  // PageKindName(): "hugetlb 2MiB", ...
+
+  // 1 - largest_free_bytes / free_bytes: 0 when the free bytes are one run,
+  // near 1 when they are scattered in small pieces. 0 when nothing is free.
+  double fragmentation() const;
+  // used_bytes / value_bytes (0 without values): what a stored byte costs.
+  double bytes_per_value_byte() const;
 };
 
 class MemoryStore;
 struct StoreEntry;  // internal
 
-// Chunks reserved by BeginPut, not yet visible. Move-only; destroying it
-// without CommitPut gives the chunks back.
+// Room reserved by BeginPut, not yet visible. Move-only; destroying it
+// without CommitPut gives the room back.
 class PendingPut {
  public:
   PendingPut() = default;
@@ -117,7 +154,7 @@ class PendingPut {
   friend class MemoryStore;
   MemoryStore* store_ = nullptr;
   uint64_t size_ = 0;
-  std::vector<uint32_t> chunks_;
+  std::vector<PoolRun> runs_;
   std::vector<iovec> iov_;
 };
 
@@ -145,7 +182,8 @@ class ReadHandle {
 
 class MemoryStore {
  public:
-  // InvalidArgument when the chunk size is 0 or the pool holds no whole chunk;
+  // InvalidArgument when the block size is not a multiple of kPoolUnitBytes
+  // or the pool holds no whole block;
   // FailedPrecondition when options.hugepages is kRequire and the pool cannot
   // be hugetlb-backed (too few free 2 MiB pages: NotEnoughHugePages's
   // message; or the hugetlb mmap fails); Internal when the mapping fails
@@ -195,9 +233,9 @@ class MemoryStore {
   friend class ReadHandle;
   struct Impl;
   explicit MemoryStore(std::unique_ptr<Impl> impl);
-  // Back to the free list: the chunks of a PendingPut dropped uncommitted.
-  void ReleaseChunks(std::vector<uint32_t>& chunks);
-  // Drops one ReadHandle pin; frees the chunks if it was the last pin of an
+  // Back to the pool: the room of a PendingPut dropped uncommitted.
+  void ReleaseRuns(std::vector<PoolRun>& runs);
+  // Drops one ReadHandle pin; frees the room if it was the last pin of an
   // entry already unlinked from the index.
   void Unpin(const std::shared_ptr<StoreEntry>& entry);
   std::unique_ptr<Impl> impl_;

@@ -1,8 +1,11 @@
 #include "storage/memory_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <random>
 #include <string>
@@ -16,14 +19,22 @@
 namespace memkv {
 namespace {
 
+// Most tests count in blocks of this size: values that are whole blocks take
+// exactly that room, so the arithmetic stays readable.
 constexpr uint64_t kChunk = 4096;
 
 std::unique_ptr<MemoryStore> MakeStore(uint64_t chunks, uint64_t chunk_size = kChunk) {
   auto store = MemoryStore::Create(
-      MemoryStoreOptions{.max_size_bytes = chunks * chunk_size, .chunk_size_bytes = chunk_size});
+      MemoryStoreOptions{.max_size_bytes = chunks * chunk_size, .block_size_bytes = chunk_size});
   EXPECT_TRUE(store.ok()) << store.status().ToString();
   return std::move(store).value();
 }
+
+// The room a value of `size` bytes takes.
+uint64_t Room(uint64_t size) { return (size + kPoolUnitBytes - 1) / kPoolUnitBytes * kPoolUnitBytes; }
+
+// Free room, in kChunk blocks (fractions truncated).
+uint64_t FreeChunks(const MemoryStore& store) { return store.Stats().free_bytes / kChunk; }
 
 // Bytes that differ per position and per seed, so a value read back from the
 // wrong chunk, offset or version does not compare equal by accident.
@@ -55,35 +66,41 @@ std::vector<uint8_t> GetBytes(MemoryStore& store, std::string_view key) {
 
 // --- Create -----------------------------------------------------------------
 
-TEST(MemoryStoreCreate, RejectsZeroChunkSize) {
-  auto r = MemoryStore::Create({.max_size_bytes = 1 << 20, .chunk_size_bytes = 0});
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+TEST(MemoryStoreCreate, RejectsBlockSizesThatAreNotWholeUnits) {
+  for (uint64_t block : {uint64_t{0}, uint64_t{100}}) {
+    auto r = MemoryStore::Create({.max_size_bytes = 1 << 20, .block_size_bytes = block});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("multiple of 64"), std::string::npos) << r.status().message();
+  }
 }
 
 TEST(MemoryStoreCreate, RejectsPoolSmallerThanOneChunk) {
-  auto r = MemoryStore::Create({.max_size_bytes = kChunk - 1, .chunk_size_bytes = kChunk});
+  auto r = MemoryStore::Create({.max_size_bytes = kChunk - 1, .block_size_bytes = kChunk});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(MemoryStoreCreate, RoundsPoolDownToWholeChunks) {
   auto r =
-      MemoryStore::Create({.max_size_bytes = 10 * kChunk + kChunk / 2, .chunk_size_bytes = kChunk});
+      MemoryStore::Create({.max_size_bytes = 10 * kChunk + kChunk / 2, .block_size_bytes = kChunk});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   MemoryStore& store = **r;
   MemoryStoreStats s = store.Stats();
-  EXPECT_EQ(s.chunks_total, 10u);
-  EXPECT_EQ(s.chunks_free, 10u);
   EXPECT_EQ(s.pool_bytes, 10 * kChunk);
-  EXPECT_EQ(s.chunk_size_bytes, kChunk);
+  EXPECT_EQ(s.free_bytes, 10 * kChunk);
+  EXPECT_EQ(s.largest_free_bytes, 10 * kChunk);
+  EXPECT_EQ(s.free_runs, 1u);
+  EXPECT_EQ(s.used_bytes, 0u);
+  EXPECT_EQ(s.fragmentation(), 0.0);
+  EXPECT_EQ(s.block_size_bytes, kChunk);
   EXPECT_EQ(store.pool_bytes(), 10 * kChunk);
   EXPECT_NE(store.pool_base(), nullptr);
 }
 
 TEST(MemoryStoreCreate, MmapFailureIsInternalNamingTheSize) {
   // 4 EiB: beyond any x86-64/arm64 user address space, so mmap must fail.
-  auto r = MemoryStore::Create({.max_size_bytes = 1ULL << 62, .chunk_size_bytes = 1ULL << 40});
+  auto r = MemoryStore::Create({.max_size_bytes = 1ULL << 62, .block_size_bytes = 1ULL << 40});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInternal);
   EXPECT_NE(r.status().message().find("mmap"), std::string::npos) << r.status().message();
@@ -101,11 +118,11 @@ TEST_P(MemoryStoreRoundTrip, BytesComeBackExactly) {
   std::vector<uint8_t> value = Pattern(size, 7);
   ASSERT_TRUE(PutBytes(*store, "k", value).ok());
 
-  uint64_t chunks_used = (size + kChunk - 1) / kChunk;
   MemoryStoreStats s = store->Stats();
-  EXPECT_EQ(s.chunks_free, 8 - chunks_used);
+  EXPECT_EQ(s.free_bytes, 8 * kChunk - Room(size));
   EXPECT_EQ(s.keys, 1u);
-  EXPECT_EQ(s.used_bytes, size);
+  EXPECT_EQ(s.used_bytes, Room(size));
+  EXPECT_EQ(s.value_bytes, size);
 
   auto h = store->Get("k");
   ASSERT_TRUE(h.ok()) << h.status().ToString();
@@ -165,8 +182,9 @@ TEST(MemoryStore, OverwriteReplacesValueAndFreesOldChunks) {
   EXPECT_EQ(GetBytes(*store, "k"), Pattern(kChunk + 1, 2));
   MemoryStoreStats s = store->Stats();
   EXPECT_EQ(s.keys, 1u);
-  EXPECT_EQ(s.used_bytes, kChunk + 1);
-  EXPECT_EQ(s.chunks_free, 6u);
+  EXPECT_EQ(s.value_bytes, kChunk + 1);
+  EXPECT_EQ(s.used_bytes, Room(kChunk + 1));
+  EXPECT_EQ(s.free_bytes, 8 * kChunk - Room(kChunk + 1));
   EXPECT_EQ(s.evictions, 0u);
 }
 
@@ -178,9 +196,10 @@ TEST(MemoryStore, DeleteRemovesValueAndFreesChunks) {
   EXPECT_EQ(store->Get("k").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(store->Delete("k").code(), StatusCode::kNotFound);
   MemoryStoreStats s = store->Stats();
-  EXPECT_EQ(s.chunks_free, 8u);
+  EXPECT_EQ(s.free_bytes, 8 * kChunk);
   EXPECT_EQ(s.keys, 0u);
   EXPECT_EQ(s.used_bytes, 0u);
+  EXPECT_EQ(s.value_bytes, 0u);
 }
 
 TEST(MemoryStore, HitsAndMissesCountGetsButNotExists) {
@@ -198,7 +217,7 @@ TEST(MemoryStore, HitsAndMissesCountGetsButNotExists) {
 
 // --- Pins: delete / overwrite while read ------------------------------------
 
-// Fills every chunk not held by a pin, several times over, with 0xAA bytes.
+// Fills every block not held by a pin, several times over, with 0xAA bytes.
 void ChurnPool(MemoryStore& store, int rounds) {
   std::vector<uint8_t> filler(kChunk, 0xAA);
   for (int i = 0; i < rounds; ++i) {
@@ -215,19 +234,19 @@ TEST(MemoryStore, DeleteWhileReadHandleHeldKeepsBytesUntilRelease) {
 
   ASSERT_TRUE(store->Delete("k").ok());
   EXPECT_FALSE(store->Exists("k"));
-  EXPECT_EQ(store->Stats().chunks_free, 5u);  // the pinned 3 stay out
+  EXPECT_EQ(FreeChunks(*store), 5u);  // the pinned 3 stay out
 
-  // Only 5 chunks can be had while the pin lasts.
+  // Only 5 blocks can be had while the pin lasts.
   EXPECT_EQ(store->BeginPut(6 * kChunk).status().code(), StatusCode::kResourceExhausted);
   ChurnPool(*store, 20);
   EXPECT_EQ(ReadAll(*h), value);
   EXPECT_EQ(ChecksumIov(h->iov()), h->checksum());
-  EXPECT_EQ(store->Stats().chunks_free, 0u);
+  EXPECT_EQ(store->Stats().free_bytes, 0u);
 
   *h = ReadHandle();  // release the pin
   MemoryStoreStats s = store->Stats();
-  EXPECT_EQ(s.chunks_free, 3u);
-  EXPECT_EQ(s.chunks_free + s.keys, s.chunks_total);  // fillers are 1 chunk each
+  EXPECT_EQ(FreeChunks(*store), 3u);
+  EXPECT_EQ(s.free_bytes + s.keys * kChunk, s.pool_bytes);  // fillers are 1 block each
 }
 
 TEST(MemoryStore, OverwriteWhileReadHandleHeldKeepsOldBytes) {
@@ -240,16 +259,16 @@ TEST(MemoryStore, OverwriteWhileReadHandleHeldKeepsOldBytes) {
 
   ASSERT_TRUE(PutBytes(*store, "k", new_value).ok());
   EXPECT_EQ(GetBytes(*store, "k"), new_value);
-  EXPECT_EQ(store->Stats().chunks_free, 4u);
+  EXPECT_EQ(FreeChunks(*store), 4u);
   ASSERT_TRUE(store->Delete("k").ok());
   ChurnPool(*store, 20);
   EXPECT_EQ(ReadAll(*h), old_value);
 
   *h = ReadHandle();
-  EXPECT_EQ(store->Stats().chunks_free, 2u);
+  EXPECT_EQ(FreeChunks(*store), 2u);
 }
 
-TEST(MemoryStore, ChunksReturnOnlyWhenLastOfSeveralPinsGoes) {
+TEST(MemoryStore, RoomReturnsOnlyWhenLastOfSeveralPinsGoes) {
   auto store = MakeStore(4);
   ASSERT_TRUE(PutBytes(*store, "k", Pattern(2 * kChunk, 1)).ok());
   auto h1 = store->Get("k");
@@ -258,12 +277,12 @@ TEST(MemoryStore, ChunksReturnOnlyWhenLastOfSeveralPinsGoes) {
   ReadHandle moved = std::move(*h1);  // the moved-from handle must not unpin
   *h1 = ReadHandle();
   ASSERT_TRUE(store->Delete("k").ok());
-  EXPECT_EQ(store->Stats().chunks_free, 2u);
+  EXPECT_EQ(FreeChunks(*store), 2u);
   *h2 = ReadHandle();
-  EXPECT_EQ(store->Stats().chunks_free, 2u);
+  EXPECT_EQ(FreeChunks(*store), 2u);
   EXPECT_EQ(ReadAll(moved), Pattern(2 * kChunk, 1));
   moved = ReadHandle();
-  EXPECT_EQ(store->Stats().chunks_free, 4u);
+  EXPECT_EQ(FreeChunks(*store), 4u);
 }
 
 // --- Eviction ---------------------------------------------------------------
@@ -274,9 +293,9 @@ TEST(MemoryStore, EvictsLeastRecentlyUsedFirst) {
     ASSERT_TRUE(PutBytes(*store, k, Pattern(kChunk, 1)).ok());
   ASSERT_TRUE(store->Get("a").ok());                            // a: read, now recent
   ASSERT_TRUE(PutBytes(*store, "b", Pattern(kChunk, 2)).ok());  // b: overwrite counts as use
-  ASSERT_TRUE(PutBytes(*store, "e", Pattern(kChunk, 1)).ok());  // takes the last free chunk
+  ASSERT_TRUE(PutBytes(*store, "e", Pattern(kChunk, 1)).ok());  // takes the last free block
   EXPECT_EQ(store->Stats().evictions, 0u);
-  // Oldest first: c, d, a, b, e. Two chunks must go.
+  // Oldest first: c, d, a, b, e. Two blocks must go.
   ASSERT_TRUE(PutBytes(*store, "f", Pattern(2 * kChunk, 1)).ok());
   EXPECT_FALSE(store->Exists("c"));
   EXPECT_FALSE(store->Exists("d"));
@@ -290,7 +309,7 @@ TEST(MemoryStore, EvictsLeastRecentlyUsedFirst) {
   MemoryStoreStats s = store->Stats();
   EXPECT_EQ(s.evictions, 3u);
   EXPECT_EQ(s.keys, 4u);
-  EXPECT_EQ(s.chunks_free, 0u);
+  EXPECT_EQ(s.free_bytes, 0u);
   EXPECT_EQ(GetBytes(*store, "b"), Pattern(kChunk, 2));
 }
 
@@ -347,7 +366,7 @@ TEST(MemoryStore, EverythingPinnedIsResourceExhaustedAndEvictsNothing) {
   auto hb = store->Get("b");
   ASSERT_TRUE(ha.ok() && hb.ok());
 
-  // c alone is evictable: 1 chunk, so 2 cannot be had.
+  // c alone is evictable: 1 block, so 2 cannot be had.
   auto r = store->BeginPut(2 * kChunk);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
@@ -369,17 +388,19 @@ TEST(MemoryStore, PendingPutsAreNotEvictable) {
   ASSERT_TRUE(p1.ok());
   EXPECT_EQ(store->BeginPut(2 * kChunk).status().code(), StatusCode::kResourceExhausted);
   EXPECT_TRUE(store->BeginPut(kChunk).ok());  // dropped at once
-  EXPECT_EQ(store->Stats().chunks_free, 1u);
+  EXPECT_EQ(FreeChunks(*store), 1u);
 }
 
-TEST(MemoryStore, DroppedPendingPutReturnsChunks) {
+TEST(MemoryStore, DroppedPendingPutReturnsItsRoom) {
   auto store = MakeStore(8);
   {
     auto p = store->BeginPut(3 * kChunk + 1);
     ASSERT_TRUE(p.ok());
-    EXPECT_EQ(store->Stats().chunks_free, 4u);
+    EXPECT_EQ(store->Stats().free_bytes, 8 * kChunk - Room(3 * kChunk + 1));
+    EXPECT_EQ(store->Stats().used_bytes, Room(3 * kChunk + 1));  // in flight counts as consumed
+    EXPECT_EQ(store->Stats().value_bytes, 0u);
   }
-  EXPECT_EQ(store->Stats().chunks_free, 8u);
+  EXPECT_EQ(FreeChunks(*store), 8u);
 
   // Moves hand ownership over exactly once; assigning over a pending put
   // releases the one it held.
@@ -387,11 +408,11 @@ TEST(MemoryStore, DroppedPendingPutReturnsChunks) {
   auto b = store->BeginPut(kChunk);
   ASSERT_TRUE(a.ok() && b.ok());
   PendingPut moved = std::move(*a);
-  EXPECT_EQ(store->Stats().chunks_free, 5u);
+  EXPECT_EQ(FreeChunks(*store), 5u);
   moved = std::move(*b);
-  EXPECT_EQ(store->Stats().chunks_free, 7u);
+  EXPECT_EQ(FreeChunks(*store), 7u);
   moved = PendingPut();
-  EXPECT_EQ(store->Stats().chunks_free, 8u);
+  EXPECT_EQ(FreeChunks(*store), 8u);
   EXPECT_EQ(store->Stats().keys, 0u);
 }
 
@@ -403,8 +424,110 @@ TEST(MemoryStore, CommitPutRejectsPutFromElsewhere) {
   ASSERT_TRUE(foreign.ok());
   EXPECT_EQ(store->CommitPut(std::move(*foreign), "k", 0).code(), StatusCode::kInvalidArgument);
   EXPECT_FALSE(store->Exists("k"));
-  EXPECT_EQ(store->Stats().chunks_free, 4u);
-  EXPECT_EQ(other->Stats().chunks_free, 4u);  // went home when dropped
+  EXPECT_EQ(FreeChunks(*store), 4u);
+  EXPECT_EQ(FreeChunks(*other), 4u);  // went home when dropped
+}
+
+// --- Packing ----------------------------------------------------------------
+
+TEST(MemoryStorePacking, SmallValuesShareTheRoomOfOneBlock) {
+  auto store = MakeStore(16);  // 64 KiB
+  for (int i = 0; i < 400; ++i) {
+    ASSERT_TRUE(PutBytes(*store, "k" + std::to_string(i), Pattern(100, i)).ok());
+  }
+  MemoryStoreStats s = store->Stats();
+  EXPECT_EQ(s.evictions, 0u);
+  EXPECT_EQ(s.keys, 400u);
+  EXPECT_EQ(s.value_bytes, 400u * 100);
+  EXPECT_EQ(s.used_bytes, 400u * Room(100));
+  for (int i = 0; i < 400; i += 37) EXPECT_EQ(GetBytes(*store, "k" + std::to_string(i)), Pattern(100, i));
+}
+
+TEST(MemoryStorePacking, AFullPoolEvictsAboutTheSizeAskedFor) {
+  auto store = MakeStore(16);  // 64 KiB of 1 KiB values
+  for (int i = 0; i < 64; ++i) ASSERT_TRUE(PutBytes(*store, "k" + std::to_string(i), Pattern(1024, i)).ok());
+  EXPECT_EQ(store->Stats().free_bytes, 0u);
+  ASSERT_TRUE(PutBytes(*store, "big", Pattern(4096, 99)).ok());
+  MemoryStoreStats s = store->Stats();
+  EXPECT_EQ(s.evictions, 4u);  // the four oldest, no more
+  for (int i = 0; i < 4; ++i) EXPECT_FALSE(store->Exists("k" + std::to_string(i)));
+  EXPECT_TRUE(store->Exists("k4"));
+  // An 8-byte put into the full pool evicts one small value, not a block's worth.
+  ASSERT_TRUE(PutBytes(*store, "tiny", Pattern(8, 1)).ok());
+  EXPECT_EQ(store->Stats().evictions, 5u);
+  EXPECT_EQ(GetBytes(*store, "big"), Pattern(4096, 99));
+}
+
+TEST(MemoryStorePacking, FragmentedRoomStillTakesAValueInPieces) {
+  auto store = MakeStore(16);
+  for (int i = 0; i < 64; ++i) ASSERT_TRUE(PutBytes(*store, "k" + std::to_string(i), Pattern(1024, i)).ok());
+  for (int i = 0; i < 64; i += 2) ASSERT_TRUE(store->Delete("k" + std::to_string(i)).ok());
+  MemoryStoreStats s = store->Stats();
+  EXPECT_EQ(s.free_bytes, 32u * 1024);
+  EXPECT_EQ(s.free_runs, 32u);
+  EXPECT_EQ(s.largest_free_bytes, 1024u);
+  EXPECT_DOUBLE_EQ(s.fragmentation(), 1.0 - 1.0 / 32);
+  // 8 KiB fits in eight 1 KiB holes with nothing evicted, and reads back whole.
+  std::vector<uint8_t> value = Pattern(8192, 5);
+  ASSERT_TRUE(PutBytes(*store, "spread", value).ok());
+  EXPECT_EQ(store->Stats().evictions, 0u);
+  auto h = store->Get("spread");
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->iov().size(), 8u);
+  EXPECT_EQ(ReadAll(*h), value);
+}
+
+TEST(MemoryStorePacking, ValuesOfTargetSizesCostTheirOwnSizeInAFullPool) {
+  // 2 MiB + 1 is the worst case for fixed blocks (two of them); packed it
+  // costs one unit more than its bytes.
+  for (uint64_t size : {uint64_t{4096}, uint64_t{65536}, uint64_t{(2ULL << 20) + 1}}) {
+    auto store = MakeStore(16, 1ULL << 20);  // 16 MiB
+    std::vector<uint8_t> value = Pattern(size, 3);
+    int i = 0;
+    while (store->Stats().evictions == 0) ASSERT_TRUE(PutBytes(*store, "k" + std::to_string(i++), value).ok());
+    MemoryStoreStats s = store->Stats();
+    EXPECT_LE(s.bytes_per_value_byte(), 1.0 + 64.0 / static_cast<double>(size)) << size;
+    EXPECT_GE(static_cast<double>(s.value_bytes), 0.99 * static_cast<double>(s.pool_bytes) - size) << size;
+  }
+}
+
+// --- Prefault ---------------------------------------------------------------
+
+TEST(MemoryStorePrefault, EveryPageIsResidentAfterCreateAndProgressReachesTheEnd) {
+  constexpr uint64_t kPool = 64ULL << 20;
+  uint64_t last_done = 0, last_total = 0;
+  int calls = 0;
+  auto r = MemoryStore::Create({.max_size_bytes = kPool,
+                                .block_size_bytes = 2ULL << 20,
+                                .hugepages = HugePagePolicy::kNever,
+                                .prefault = true,
+                                .prefault_progress = [&](uint64_t done, uint64_t total) {
+                                  EXPECT_GE(done, last_done);
+                                  last_done = done;
+                                  last_total = total;
+                                  ++calls;
+                                }});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  MemoryStore& store = **r;
+  EXPECT_GT(store.backing().prefault_nanos, 0u);
+  EXPECT_GE(calls, 1);
+  EXPECT_EQ(last_done, kPool);
+  EXPECT_EQ(last_total, kPool);
+  const size_t pages = kPool / 4096;
+  std::vector<unsigned char> resident(pages);
+  ASSERT_EQ(mincore(store.pool_base(), kPool, resident.data()), 0) << std::strerror(errno);
+  EXPECT_EQ(static_cast<size_t>(std::count_if(resident.begin(), resident.end(), [](unsigned char c) { return c & 1; })),
+            pages);
+}
+
+TEST(MemoryStorePrefault, OffLeavesThePoolUntouched) {
+  auto r = MemoryStore::Create({.max_size_bytes = 8ULL << 20, .block_size_bytes = 2ULL << 20,
+                                .hugepages = HugePagePolicy::kNever});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)->backing().prefault_nanos, 0u);
+  std::vector<unsigned char> resident((8ULL << 20) / 4096);
+  ASSERT_EQ(mincore((*r)->pool_base(), 8ULL << 20, resident.data()), 0);
+  EXPECT_EQ(std::count_if(resident.begin(), resident.end(), [](unsigned char c) { return c & 1; }), 0);
 }
 
 // --- Corruption -------------------------------------------------------------
@@ -423,13 +546,13 @@ TEST(MemoryStore, ChecksumMismatchIsAMissNeverWrongBytes) {
   EXPECT_EQ(s.misses, 1u);
   EXPECT_EQ(s.hits, 0u);
   EXPECT_EQ(s.keys, 0u);
-  EXPECT_EQ(s.chunks_free, 8u);
+  EXPECT_EQ(s.free_bytes, 8 * kChunk);
   EXPECT_FALSE(store->Exists("k"));  // dropped, so the next read is a plain miss
   EXPECT_EQ(store->Get("k").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(store->Stats().checksum_failures, 1u);
 }
 
-TEST(MemoryStore, ChecksumMismatchWhilePinnedFreesChunksAfterRelease) {
+TEST(MemoryStore, ChecksumMismatchWhilePinnedFreesRoomAfterRelease) {
   auto store = MakeStore(4);
   ASSERT_TRUE(PutBytes(*store, "k", Pattern(kChunk, 1)).ok());
   auto h = store->Get("k");  // verified before the corruption
@@ -437,9 +560,9 @@ TEST(MemoryStore, ChecksumMismatchWhilePinnedFreesChunksAfterRelease) {
   ASSERT_TRUE(store->CorruptForTesting("k").ok());
   EXPECT_FALSE(store->Get("k").ok());
   EXPECT_EQ(store->Stats().checksum_failures, 1u);
-  EXPECT_EQ(store->Stats().chunks_free, 3u);
+  EXPECT_EQ(FreeChunks(*store), 3u);
   *h = ReadHandle();
-  EXPECT_EQ(store->Stats().chunks_free, 4u);
+  EXPECT_EQ(FreeChunks(*store), 4u);
 }
 
 TEST(MemoryStore, CorruptForTestingNeedsAByte) {
@@ -482,12 +605,12 @@ std::string Verify(uint32_t key_id, const std::vector<uint8_t>& v) {
   return "";
 }
 
-TEST(MemoryStoreStress, ConcurrentMixedOpsNeverTearAndAccountForEveryChunk) {
+TEST(MemoryStoreStress, ConcurrentMixedOpsNeverTearAndAccountForEveryUnit) {
   constexpr uint64_t kSmallChunk = 256;
   constexpr uint32_t kKeys = 24;
   constexpr int kThreads = 8;
   constexpr int kOpsPerThread = 3000;
-  // ~3.5 chunks a value, 24 keys, 40 chunks: eviction all the time.
+  // ~3.5 blocks a value, 24 keys, 40 blocks: eviction all the time.
   auto store = MakeStore(40, kSmallChunk);
 
   std::atomic<uint32_t> next_version{1};
@@ -547,22 +670,23 @@ TEST(MemoryStoreStress, ConcurrentMixedOpsNeverTearAndAccountForEveryChunk) {
   for (auto& t : threads) t.join();
 
   EXPECT_EQ(failures.load(), 0);
-  // Every chunk is either free or held by a live value; nothing leaked or
-  // was freed twice (which would push chunks_free past the total).
+  // Every unit is either free or held by a live value; nothing leaked or
+  // was freed twice (which would push free_bytes past the pool).
   uint64_t held = 0, bytes = 0, live = 0;
   for (uint32_t k = 0; k < kKeys; ++k) {
     auto h = store->Get("key" + std::to_string(k));
     gets++;
     if (!h.ok()) continue;
     EXPECT_EQ(Verify(k, ReadAll(*h)), "");
-    held += (h->size() + kSmallChunk - 1) / kSmallChunk;
+    held += Room(h->size());
     bytes += h->size();
     live++;
   }
   MemoryStoreStats s = store->Stats();
-  EXPECT_EQ(s.chunks_free + held, s.chunks_total);
+  EXPECT_EQ(s.free_bytes + held, s.pool_bytes);
+  EXPECT_EQ(s.used_bytes, held);
   EXPECT_EQ(s.keys, live);
-  EXPECT_EQ(s.used_bytes, bytes);
+  EXPECT_EQ(s.value_bytes, bytes);
   EXPECT_EQ(s.checksum_failures, 0u);
   EXPECT_EQ(s.hits + s.misses, gets.load());
   EXPECT_GT(s.evictions, 0u);  // the test exercised eviction

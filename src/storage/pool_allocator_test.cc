@@ -1,0 +1,134 @@
+#include "storage/pool_allocator.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+namespace memkv {
+namespace {
+
+uint64_t Total(const std::vector<PoolRun>& runs) {
+  uint64_t sum = 0;
+  for (const PoolRun& r : runs) sum += r.length;
+  return sum;
+}
+
+TEST(PoolAllocator, FreshPoolFillsFromTheFrontSideBySide) {
+  PoolAllocator a(100);
+  std::vector<PoolRun> runs;
+  ASSERT_TRUE(a.Allocate(10, 4, &runs));
+  ASSERT_TRUE(a.Allocate(20, 4, &runs));
+  EXPECT_EQ(runs, (std::vector<PoolRun>{{0, 10}, {10, 20}}));
+  EXPECT_EQ(a.free_units(), 70u);
+  EXPECT_EQ(a.free_runs(), 1u);
+  EXPECT_EQ(a.largest_free_run(), 70u);
+}
+
+TEST(PoolAllocator, ZeroUnitsTakesNothing) {
+  PoolAllocator a(8);
+  std::vector<PoolRun> runs;
+  EXPECT_TRUE(a.Allocate(0, 1, &runs));
+  EXPECT_TRUE(runs.empty());
+  EXPECT_EQ(a.free_units(), 8u);
+}
+
+TEST(PoolAllocator, BestFitTakesTheShortestRunThatHolds) {
+  PoolAllocator a(100);
+  std::vector<PoolRun> runs;
+  ASSERT_TRUE(a.Allocate(100, 1, &runs));
+  // Free holes of 30 at 0, 5 at 40, 10 at 60.
+  a.Free(std::vector<PoolRun>{{0, 30}, {40, 5}, {60, 10}});
+  EXPECT_EQ(a.free_runs(), 3u);
+  std::vector<PoolRun> got;
+  ASSERT_TRUE(a.Allocate(8, 1, &got));
+  EXPECT_EQ(got, (std::vector<PoolRun>{{60, 8}}));
+  got.clear();
+  ASSERT_TRUE(a.Allocate(5, 1, &got));
+  EXPECT_EQ(got, (std::vector<PoolRun>{{40, 5}}));
+}
+
+TEST(PoolAllocator, FreedNeighboursMergeIntoOneRun) {
+  PoolAllocator a(30);
+  std::vector<PoolRun> x, y, z;
+  ASSERT_TRUE(a.Allocate(10, 1, &x));
+  ASSERT_TRUE(a.Allocate(10, 1, &y));
+  ASSERT_TRUE(a.Allocate(10, 1, &z));
+  a.Free(x);
+  a.Free(z);
+  EXPECT_EQ(a.free_runs(), 2u);
+  a.Free(y);  // joins both sides
+  EXPECT_EQ(a.free_runs(), 1u);
+  EXPECT_EQ(a.largest_free_run(), 30u);
+  std::vector<PoolRun> all;
+  ASSERT_TRUE(a.Allocate(30, 1, &all));
+  EXPECT_EQ(all, (std::vector<PoolRun>{{0, 30}}));
+}
+
+TEST(PoolAllocator, SplitsAcrossTheLongestRunsInPoolOrderWhenNoneHoldsIt) {
+  PoolAllocator a(100);
+  std::vector<PoolRun> runs;
+  ASSERT_TRUE(a.Allocate(100, 1, &runs));
+  a.Free(std::vector<PoolRun>{{0, 2}, {10, 20}, {50, 15}, {80, 3}});
+  std::vector<PoolRun> got;
+  ASSERT_TRUE(a.Allocate(30, 2, &got));
+  EXPECT_EQ(got, (std::vector<PoolRun>{{10, 20}, {50, 10}}));
+  EXPECT_EQ(a.free_units(), 10u);
+}
+
+TEST(PoolAllocator, RefusesWhenThePiecesWouldBeTooMany) {
+  PoolAllocator a(100);
+  std::vector<PoolRun> runs;
+  ASSERT_TRUE(a.Allocate(100, 1, &runs));
+  a.Free(std::vector<PoolRun>{{0, 10}, {20, 10}, {40, 10}});
+  std::vector<PoolRun> got;
+  EXPECT_FALSE(a.CanAllocate(25, 2));
+  EXPECT_FALSE(a.Allocate(25, 2, &got));
+  EXPECT_TRUE(got.empty());
+  EXPECT_EQ(a.free_units(), 30u);  // nothing changed
+  EXPECT_FALSE(a.Allocate(31, 10, &got));
+  EXPECT_TRUE(a.Allocate(25, 3, &got));
+  EXPECT_EQ(Total(got), 25u);
+}
+
+// Random allocations and frees against a reference bitmap: no unit is ever
+// handed out twice, every free unit is found again, and once everything is
+// returned the pool is one run.
+TEST(PoolAllocator, RandomChurnNeverOverlapsAndCoalescesBackToOneRun) {
+  constexpr uint64_t kUnits = 4096;
+  PoolAllocator a(kUnits);
+  std::vector<bool> used(kUnits, false);
+  std::vector<std::vector<PoolRun>> live;
+  std::mt19937_64 rng(7);
+  for (int step = 0; step < 20000; ++step) {
+    if (!live.empty() && (rng() % 2 == 0 || a.free_units() < 64)) {
+      size_t i = rng() % live.size();
+      for (const PoolRun& r : live[i]) {
+        for (uint64_t u = r.offset; u < r.offset + r.length; ++u) used[u] = false;
+      }
+      a.Free(live[i]);
+      live[i] = std::move(live.back());
+      live.pop_back();
+    } else {
+      uint64_t want = 1 + rng() % 64;
+      std::vector<PoolRun> got;
+      if (!a.Allocate(want, 8, &got)) continue;
+      ASSERT_EQ(Total(got), want);
+      for (const PoolRun& r : got) {
+        for (uint64_t u = r.offset; u < r.offset + r.length; ++u) {
+          ASSERT_FALSE(used[u]) << "unit " << u << " handed out twice";
+          used[u] = true;
+        }
+      }
+      live.push_back(std::move(got));
+    }
+    ASSERT_EQ(a.free_units(), static_cast<uint64_t>(std::count(used.begin(), used.end(), false)));
+  }
+  for (const auto& runs : live) a.Free(runs);
+  EXPECT_EQ(a.free_runs(), 1u);
+  EXPECT_EQ(a.largest_free_run(), kUnits);
+}
+
+}  // namespace
+}  // namespace memkv
