@@ -307,7 +307,7 @@ TEST_F(HostHugePages, StartBacksThePoolWithFreeHugepages) {
   TempDir dir;
   StartedServer server(dir, dir.Write("config.yaml", ServerConfigYaml(64 * kMiB, kNoSuchDevice)));
   ASSERT_TRUE(server.WaitReady()) << server.Err();
-  EXPECT_NE(server.Err().find("INFO  [start] memory store: 64 MiB pool in 2 MiB chunks, hugetlb 2MiB (32 pages reserved"),
+  EXPECT_NE(server.Err().find("INFO  [start] memory store: 64 MiB pool (2 MiB blocks, values packed in 64-byte units), hugetlb 2MiB (32 pages reserved"),
             std::string::npos)
       << server.Err();
   EXPECT_EQ(HostCounts().reserved, before.reserved + 32);  // the server holds them

@@ -409,10 +409,11 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
                       << "-byte units), " << (*store)->backing().detail;
   const uint64_t prefault_ns = (*store)->backing().prefault_nanos;
   if (prefault_ns > 0) {
+    char rate[32];
+    std::snprintf(rate, sizeof(rate), "%.2f GiB/s",
+                  double((*store)->backing().mapping_bytes) / double(1ULL << 30) * 1e9 / double(prefault_ns));
     LOG_INFO_C("start") << "memory pool faulted in: " << FormatSize((*store)->backing().mapping_bytes) << " in "
-                        << FormatSeconds(prefault_ns) << " ("
-                        << FormatSize(uint64_t(double((*store)->backing().mapping_bytes) * 1e9 / double(prefault_ns)))
-                        << "/s)";
+                        << FormatSeconds(prefault_ns) << " (" << rate << ")";
   } else {
     LOG_INFO_C("start") << "memory pool not prefaulted (memory.prefault: false): the first values written pay "
                            "for the page faults";
