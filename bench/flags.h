@@ -1,6 +1,6 @@
 // Command-line pieces shared by memkv-bench and memkv-drive-bench: comma
-// lists, bounded counts, the put/get op list, and the walk over the
-// arguments ("--flag value" or "--flag=value"). Pure functions.
+// lists, bounded counts, value sizes, the put/get op list, and the walk over
+// the arguments ("--flag value" or "--flag=value"). Pure functions.
 #ifndef MEMKV_BENCH_FLAGS_H_
 #define MEMKV_BENCH_FLAGS_H_
 
@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "memkv/status.h"
 
 namespace memkv::bench {
 
@@ -22,6 +24,15 @@ bool ParseCount(std::string_view flag, const std::string& text, uint32_t max, st
 // A non-empty comma list of such numbers.
 bool ParseCountList(std::string_view flag, const std::string& text, uint32_t max, std::string_view what,
                     std::vector<uint32_t>* out, std::string* error);
+// A value size: a size as base/units.h reads it ("64KiB", "4096"), optionally
+// plus more sizes ("2MiB+1", "1MiB+4KiB"), so sizes just past a power of two
+// can be named. InvalidArgument naming the text; past 2^64-1 is refused.
+Result<uint64_t> ParseValueSize(std::string_view text);
+// The inverse for tables: FormatSize's exact unit form where there is one
+// ("2 MiB"), else the largest exact KiB multiple below plus the rest in bytes
+// ("2 MiB+1"), else bytes ("1000 B").
+std::string FormatValueSize(uint64_t bytes);
+
 // --ops: "put", "get" or both.
 bool ParseOpList(const std::string& text, bool* put, bool* get, std::string* error);
 

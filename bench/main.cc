@@ -66,6 +66,11 @@ struct Target {
   std::string description;
 };
 
+std::string TempBase() {
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp != nullptr && *tmp ? tmp : "/tmp";
+}
+
 Result<Target> SetUpTarget(const BenchOptions& o) {
   Target t;
   if (!o.servers.empty()) {
@@ -79,9 +84,8 @@ Result<Target> SetUpTarget(const BenchOptions& o) {
   }
   MEMKV_ASSIGN_OR_RETURN(t.key_hex, RandomAuthKeyHex());
   const std::string binary = ResolveMemkvBinary(o.memkv_path);
-  const char* tmp = std::getenv("TMPDIR");
-  MEMKV_ASSIGN_OR_RETURN(
-      t.spawned, MemkvServer::Start(binary, o.pool_bytes, t.key_hex, tmp != nullptr && *tmp ? tmp : "/tmp"));
+  const MemkvServerConfig config{o.pool_bytes, o.prefault};
+  MEMKV_ASSIGN_OR_RETURN(t.spawned, MemkvServer::Start(binary, config, t.key_hex, TempBase()));
   t.servers = {t.spawned->address()};
   t.description = "spawned " + binary + " at " + t.spawned->address();
   return t;
@@ -106,6 +110,7 @@ int Run(const BenchOptions& o) {
   facts.seconds_per_cell = o.seconds;
   facts.repeat = o.repeat;
   facts.pool_warmed = o.warm_pool && target->spawned != nullptr;
+  facts.prefault = o.prefault;
   PrintFacts(stdout, facts);
   std::fflush(stdout);
 

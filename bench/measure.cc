@@ -31,12 +31,14 @@ struct ThreadTally {
 // The timed loop of one thread: waits for the common start, then runs `op`
 // until the deadline.
 void TimedLoop(uint32_t thread, const DriveSpec& spec, const OpFn& op, const std::atomic<bool>& go,
-               const SteadyTime& deadline, std::atomic<uint64_t>* cell_errors, ThreadTally* tally) {
+               const SteadyTime& deadline, std::atomic<uint64_t>* started, std::atomic<uint64_t>* cell_errors,
+               ThreadTally* tally) {
   go.wait(false);
   tally->latencies_ns.reserve(kReservedSamples);
   for (;;) {
     SteadyTime start = std::chrono::steady_clock::now();
     if (start >= deadline) break;
+    if (spec.max_ops != 0 && started->fetch_add(1, std::memory_order_relaxed) >= spec.max_ops) break;
     Status s = op(thread);
     SteadyTime end = std::chrono::steady_clock::now();
     if (s.ok()) {
@@ -91,6 +93,7 @@ CellResult Drive(const DriveSpec& spec, const WarmupFn& warmup, const OpFn& op) 
   std::vector<ThreadTally> tallies(spec.threads);
   std::atomic<bool> go{false};
   std::atomic<uint64_t> cell_errors{0};
+  std::atomic<uint64_t> started{0};
   std::latch ready(spec.threads);
   SteadyTime deadline;  // written before `go` is released
   std::vector<std::thread> threads;
@@ -99,7 +102,7 @@ CellResult Drive(const DriveSpec& spec, const WarmupFn& warmup, const OpFn& op) 
     threads.emplace_back([&, i] {
       if (warmup) warmup(i);
       ready.count_down();
-      TimedLoop(i, spec, op, go, deadline, &cell_errors, &tallies[i]);
+      TimedLoop(i, spec, op, go, deadline, &started, &cell_errors, &tallies[i]);
     });
   }
   ready.wait();

@@ -1,11 +1,11 @@
 // The one timing method both memkv and the raw reference are measured with.
 //
 // A cell runs `threads` threads; each repeats one synchronous operation until
-// the time budget has passed, timing every call with steady_clock. The cell's
-// throughput is the bytes of successful operations over the wall time from
-// the common start to the last thread's end (so the last operation that
-// overruns the budget is paid for, not hidden). Latency percentiles come from
-// every operation of every thread.
+// the time budget has passed (or the cell's operation limit is reached),
+// timing every call with steady_clock. The cell's throughput is the bytes of
+// successful operations over the wall time from the common start to the last
+// thread's end (so the last operation that overruns the budget is paid for,
+// not hidden). Latency percentiles come from every operation of every thread.
 //
 // Thread-safety: Drive() owns its threads; the callbacks it is given are
 // called concurrently from them, each with its own thread index.
@@ -39,6 +39,9 @@ struct DriveSpec {
   double seconds = 1.0;
   uint64_t bytes_per_op = 0;
   std::string what;  // "memkv put 2 MiB x4", names the cell in error lines
+  // When non-zero, the cell also ends once this many operations have been
+  // started (successful or not): a pass over a fixed set of keys.
+  uint64_t max_ops = 0;
 };
 
 // Called once per thread before the clock starts (connections, buffers).

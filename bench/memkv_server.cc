@@ -2,17 +2,15 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <vector>
 
 #include "base/clock.h"
 #include "base/unique_fd.h"
@@ -35,15 +33,40 @@ std::string ReadTail(const std::string& path, size_t max_bytes) {
   return text.size() > max_bytes ? "..." + text.substr(text.size() - max_bytes) : text;
 }
 
-std::string ConfigYaml(uint64_t pool_bytes, const std::string& key_hex) {
+std::string ConfigYaml(const MemkvServerConfig& config, const std::string& key_hex) {
   return "network:\n  address: 127.0.0.1:0\n  auth_key: " + key_hex +
-         "\nmemory:\n  max_size: " + std::to_string(pool_bytes) +
-         "\n  block_size: 2 MiB\nstorage:\n  mode: memory\n";
+         "\nmemory:\n  max_size: " + std::to_string(config.pool_bytes) +
+         "\n  block_size: 2 MiB\n  prefault: " + (config.prefault ? "true" : "false") +
+         "\nstorage:\n  mode: memory\n";
 }
+
+std::string ReadAll(const std::string& path) { return ReadTail(path, SIZE_MAX); }
 
 }  // namespace
 
-Result<std::unique_ptr<MemkvServer>> MemkvServer::Start(const std::string& binary, uint64_t pool_bytes,
+Result<AdminAddress> FindAdminAddress(std::string_view log) {
+  constexpr std::string_view kMarker = "admin endpoint on http://";
+  const size_t at = log.rfind(kMarker);
+  if (at == std::string_view::npos) return NotFound("no 'admin endpoint on http://' line");
+  std::string_view rest = log.substr(at + kMarker.size());
+  rest = rest.substr(0, rest.find_first_of(" \r\n/"));
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return NotFound("admin endpoint '" + std::string(rest) + "' has no host:port");
+  }
+  std::string_view host = rest.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  unsigned port = 0;
+  for (char c : rest.substr(colon + 1)) {
+    if (c < '0' || c > '9' || (port = port * 10 + unsigned(c - '0')) > 65535) {
+      return NotFound("admin endpoint '" + std::string(rest) + "' has no valid port");
+    }
+  }
+  if (port == 0) return NotFound("admin endpoint '" + std::string(rest) + "' has no valid port");
+  return AdminAddress{std::string(host), static_cast<uint16_t>(port)};
+}
+
+Result<std::unique_ptr<MemkvServer>> MemkvServer::Start(const std::string& binary, const MemkvServerConfig& config,
                                                         const std::string& auth_key_hex,
                                                         const std::string& temp_base) {
   if (::access(binary.c_str(), X_OK) != 0) {
@@ -52,7 +75,7 @@ Result<std::unique_ptr<MemkvServer>> MemkvServer::Start(const std::string& binar
   std::unique_ptr<MemkvServer> server(new MemkvServer());
   MEMKV_ASSIGN_OR_RETURN(server->dir_, MakeTempDir(temp_base, "memkv-bench-"));
   const std::string config_path = server->dir_ + "/config.yaml";
-  std::ofstream(config_path, std::ios::binary) << ConfigYaml(pool_bytes, auth_key_hex);
+  std::ofstream(config_path, std::ios::binary) << ConfigYaml(config, auth_key_hex);
   ::chmod(config_path.c_str(), 0600);  // it holds the key
   server->stderr_path_ = server->dir_ + "/stderr.log";
   MEMKV_RETURN_IF_ERROR(server->Spawn(binary, config_path));
@@ -62,25 +85,21 @@ Result<std::unique_ptr<MemkvServer>> MemkvServer::Start(const std::string& binar
 Status MemkvServer::Spawn(const std::string& binary, const std::string& config_path) {
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return Internal(ErrnoText("pipe2"));
-  std::vector<std::string> args = {binary, "start", "--config", config_path, "--data-dir", dir_ + "/data"};
-  const pid_t parent = ::getpid();
-  pid_ = ::fork();
-  if (pid_ < 0) return Internal(ErrnoText("fork"));
-  if (pid_ == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the benchmark
-    if (::getppid() != parent) ::_exit(127);
-    ::dup2(out[1], STDOUT_FILENO);
-    int err = ::open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(err, STDERR_FILENO);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::close(out[1]);
   UniqueFd read_end(out[0]);
-  return ReadReadyLine(read_end.get());
+  UniqueFd write_end(out[1]);
+  Result<pid_t> pid = SpawnChild({binary, "start", "--config", config_path, "--data-dir", dir_ + "/data"},
+                                 write_end.get(), stderr_path_);
+  if (!pid.ok()) return pid.status();
+  pid_ = *pid;
+  write_end.Reset();  // the child holds the only write end now
+  MEMKV_RETURN_IF_ERROR(ReadReadyLine(read_end.get()));
+  // The server logs its admin endpoint before it prints "ready".
+  admin_ = FindAdminAddress(ReadAll(stderr_path_));
+  if (!admin_.ok()) {
+    admin_ = Unavailable("memkv start logged no admin endpoint (" + admin_.status().message() + "); stderr:\n" +
+                         ReadTail(stderr_path_, kStderrShownBytes));
+  }
+  return Status::Ok();
 }
 
 Status MemkvServer::ReadReadyLine(int stdout_fd) {

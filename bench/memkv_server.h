@@ -1,11 +1,13 @@
 // A `memkv start` process spawned for one benchmark run.
 //
 // Start() writes a config (127.0.0.1 port 0, the given key, a memory store of
-// `pool_bytes` in 2 MiB blocks) into a fresh temporary directory, runs the
-// binary with it, and reads the "ready HOST:PORT" line from its stdout
-// against a deadline. The server's stderr goes to a file in that directory
-// and is quoted when it fails to start. Destruction sends SIGTERM, waits
-// (SIGKILL after a grace period) and removes the directory.
+// `pool_bytes` with memory.prefault as asked) into a fresh temporary
+// directory, runs the binary with it, and reads the "ready HOST:PORT" line
+// from its stdout against a deadline. The server's stderr goes to a file in
+// that directory and is quoted when it fails to start; the admin endpoint's
+// address is read from its "serving on ...; admin endpoint on URL" line.
+// Destruction sends SIGTERM, waits (SIGKILL after a grace period) and removes
+// the directory.
 //
 // Not thread-safe; owned by main.
 #ifndef MEMKV_BENCH_MEMKV_SERVER_H_
@@ -16,15 +18,39 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "memkv/status.h"
 
 namespace memkv::bench {
 
+// What the modes that spawn their own servers need from the environment;
+// main fills it (no getenv elsewhere).
+struct SpawnEnv {
+  std::string memkv_binary;  // --memkv, else beside memkv-bench, else the build tree's
+  std::string temp_base;     // $TMPDIR, else /tmp: where the servers' directories go
+  std::string path;          // $PATH, to find peers such as redis-server
+};
+
+struct MemkvServerConfig {
+  uint64_t pool_bytes = 4ULL << 30;  // memory.max_size
+  bool prefault = true;              // memory.prefault (the server's default)
+};
+
+// Where the admin endpoint listens.
+struct AdminAddress {
+  std::string host;
+  uint16_t port = 0;
+};
+
+// The admin endpoint named in a server's log: the last line with
+// "admin endpoint on http://HOST:PORT". NotFound when there is none yet.
+Result<AdminAddress> FindAdminAddress(std::string_view log);
+
 class MemkvServer {
  public:
   // `temp_base`: where the temporary directory goes (main passes $TMPDIR).
-  static Result<std::unique_ptr<MemkvServer>> Start(const std::string& binary, uint64_t pool_bytes,
+  static Result<std::unique_ptr<MemkvServer>> Start(const std::string& binary, const MemkvServerConfig& config,
                                                     const std::string& auth_key_hex,
                                                     const std::string& temp_base);
   ~MemkvServer();
@@ -32,6 +58,10 @@ class MemkvServer {
   MemkvServer& operator=(const MemkvServer&) = delete;
 
   const std::string& address() const { return address_; }
+  pid_t pid() const { return pid_; }
+  // From the server's log; Unavailable (quoting the log's tail) when it never
+  // named one.
+  const Result<AdminAddress>& admin() const { return admin_; }
   // SIGTERM and wait; the exit status (128+signal if killed, -1 if unknown).
   int Stop();
 
@@ -44,6 +74,7 @@ class MemkvServer {
   std::string stderr_path_;
   pid_t pid_ = -1;
   std::string address_;
+  Result<AdminAddress> admin_ = Unavailable("not started");
 };
 
 }  // namespace memkv::bench

@@ -58,9 +58,13 @@ class MemkvTarget {
   // Runs one cell against `payloads` (whose buffers cover plan.conns threads).
   Result<MemkvCells> Run(const CellPlan& plan, const Payloads& payloads) const;
 
- private:
-  std::vector<std::string> MakeKeys(const std::string& cell, uint64_t count) const;
+  // A client of the servers with `conns` connections each and the bench's
+  // timeouts (--fill and --fresh drive their own passes with it).
   Result<std::unique_ptr<Client>> Connect(uint32_t conns) const;
+  // "memkv-bench/<run tag>/<cell>/<i>" for i in [0, count): unique per run and cell.
+  std::vector<std::string> MakeKeys(const std::string& cell, uint64_t count) const;
+
+ private:
 
   std::vector<std::string> servers_;
   std::string auth_key_hex_;

@@ -16,9 +16,9 @@ constexpr uint32_t kMaxConns = 1024;
 bool ParseSizes(const std::string& text, BenchOptions* o, std::string* error) {
   o->sizes_bytes.clear();
   for (const std::string& item : SplitComma(text)) {
-    Result<uint64_t> size = ParseSize(item);
+    Result<uint64_t> size = ParseValueSize(item);
     if (!size.ok() || *size == 0 || *size > kMaxValueBytes) {
-      *error = "--sizes: '" + item + "' is not a size between 1 B and 256 MiB";
+      *error = "--sizes: '" + item + "' is not a size between 1 B and 256 MiB (64KiB, 2MiB+1, ...)";
       return false;
     }
     o->sizes_bytes.push_back(*size);
@@ -88,6 +88,7 @@ std::optional<BenchOptions> ParseOptions(const std::vector<std::string>& args, b
   auto toggle = [&o](const std::string& flag) {
     if (flag == "--cold") o.warm_pool = false;
     else if (flag == "--no-auth-cost") o.auth_cost = false;
+    else if (flag == "--no-prefault") o.prefault = false;
     else return false;
     return true;
   };

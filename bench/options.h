@@ -25,6 +25,7 @@ struct BenchOptions {
   bool get = true;
   bool warm_pool = true;                         // touch a spawned server's pool before the sweep
   bool auth_cost = true;                         // measure authentication's cost (auth_cost.h)
+  bool prefault = true;                          // memory.prefault of every spawned server
 };
 
 inline constexpr const char* kUsage = R"(Usage: memkv-bench [options]
@@ -36,7 +37,8 @@ op with the memkv/raw throughput ratio and latency percentiles, and writes
 every cell as JSON.
 
 Options:
-  --sizes LIST      value sizes (default 4KiB,64KiB,256KiB,1MiB,2MiB,4MiB,16MiB)
+  --sizes LIST      value sizes; a size may add bytes: 2MiB+1 (default
+                    4KiB,64KiB,256KiB,1MiB,2MiB,4MiB,16MiB)
   --conns LIST      connection counts; N connections = N client threads sharing
                     one client with num_connections = N (default 1,4,16,64)
   --seconds S       time budget of each timed cell (default 1.0)
@@ -48,6 +50,8 @@ Options:
   --pool SIZE       memory.max_size of the spawned server (default 4GiB); the
                     keys of a cell cycle over min(pool/2/footprint, 1024) keys
   --memkv PATH      memkv binary to spawn (default: next to memkv-bench)
+  --no-prefault     spawn the server with memory.prefault: false (pages are
+                    faulted in by the first values written there)
   --cold            do not warm the spawned server's pool first (by default
                     every block is written once, untimed, so the sweep sees a
                     server in steady state rather than first-touch page faults)

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/units.h"
+#include "bench/flags.h"
 
 namespace memkv::bench {
 namespace {
@@ -93,7 +94,7 @@ void PrintTable(std::FILE* out, const std::string& op, const std::vector<Row>& r
                "memkv latency", "raw latency", "errors");
   for (const Row& r : rows) {
     if (r.op != op) continue;
-    std::fprintf(out, "%9s %5u %11s %11s %6s %24s %24s %6" PRIu64 "\n", FormatSize(r.size_bytes).c_str(),
+    std::fprintf(out, "%9s %5u %11s %11s %6s %24s %24s %6" PRIu64 "\n", FormatValueSize(r.size_bytes).c_str(),
                  r.conns, Mibs(r.memkv).c_str(), Mibs(r.raw).c_str(), Ratio(r).c_str(),
                  Latencies(r.memkv).c_str(), Latencies(r.raw).c_str(), Errors(r));
   }
@@ -160,14 +161,37 @@ RunFacts GatherFacts(const std::string& source_dir, const std::string& build_typ
   return f;
 }
 
-void PrintFacts(std::FILE* out, const RunFacts& f) {
-  std::fprintf(out, "memkv-bench  commit %s  build %s  started %s\n", f.commit.c_str(), f.build_type.c_str(),
-               f.started_utc.c_str());
+void PrintMachine(std::FILE* out, const std::string& program, const RunFacts& f) {
+  std::fprintf(out, "%s  commit %s  build %s  started %s\n", program.c_str(), f.commit.c_str(),
+               f.build_type.c_str(), f.started_utc.c_str());
   std::fprintf(out, "cpu: %s, %u cores   kernel: %s   transport: %s\n", f.cpu_model.c_str(), f.cores,
                f.kernel.c_str(), f.transport.c_str());
-  std::fprintf(out, "target: %s   pool %s (%s)   %.2f s per cell, median of %u\n", f.target.c_str(),
-               FormatSize(f.pool_bytes).c_str(), f.pool_warmed ? "warmed" : "not warmed", f.seconds_per_cell,
-               f.repeat);
+}
+
+void WriteMachineJson(JsonWriter& w, const RunFacts& f) {
+  w.Key("commit").String(f.commit)
+      .Key("build_type").String(f.build_type)
+      .Key("cpu_model").String(f.cpu_model)
+      .Key("cores").Number(uint64_t(f.cores))
+      .Key("kernel").String(f.kernel)
+      .Key("transport").String(f.transport)
+      .Key("started_utc").String(f.started_utc);
+}
+
+Status WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return IoError("cannot open '" + path + "' for writing");
+  out << text;
+  out.close();
+  if (!out) return IoError("writing '" + path + "' failed");
+  return Status::Ok();
+}
+
+void PrintFacts(std::FILE* out, const RunFacts& f) {
+  PrintMachine(out, "memkv-bench", f);
+  std::fprintf(out, "target: %s   pool %s (%s%s)   %.2f s per cell, median of %u\n", f.target.c_str(),
+               FormatSize(f.pool_bytes).c_str(), f.pool_warmed ? "warmed" : "not warmed",
+               f.prefault ? "" : ", not prefaulted", f.seconds_per_cell, f.repeat);
   std::fprintf(out,
                "reference: raw TCP request/response (8-byte length + value), blocking sockets, "
                "TCP_NODELAY, a thread per connection, separate process\n");
@@ -183,7 +207,7 @@ void PrintTables(std::FILE* out, const std::vector<Row>& rows) {
 
 void PrintProgress(std::FILE* out, size_t done, size_t total, const Row& row) {
   std::fprintf(out, "[%zu/%zu] %s %s x%u: memkv %s MiB/s, raw %s MiB/s (%sx)\n", done, total, row.op.c_str(),
-               FormatSize(row.size_bytes).c_str(), row.conns, Mibs(row.memkv).c_str(), Mibs(row.raw).c_str(),
+               FormatValueSize(row.size_bytes).c_str(), row.conns, Mibs(row.memkv).c_str(), Mibs(row.raw).c_str(),
                Ratio(row).c_str());
 }
 
@@ -198,6 +222,7 @@ Status WriteJson(const std::string& path, const RunFacts& f, const std::vector<R
       << ",\n  \"seconds_per_cell\": " << f.seconds_per_cell << ",\n  \"repeat\": " << f.repeat
       << ",\n  \"pool_bytes\": " << f.pool_bytes
       << ",\n  \"pool_warmed\": " << (f.pool_warmed ? "true" : "false")
+      << ",\n  \"prefault\": " << (f.prefault ? "true" : "false")
       << ",\n  \"reference\": \"raw TCP request/response, blocking sockets, TCP_NODELAY, thread per "
          "connection\""
       << ",\n  \"total_errors\": " << total_errors << ",\n  \"auth_cost\": " << auth_cost_json

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
 #include "bench/measure.h"
 #include "memkv/status.h"
 
@@ -31,6 +32,7 @@ struct RunFacts {
   uint32_t repeat = 1;
   uint64_t pool_bytes = 0;
   bool pool_warmed = false;
+  bool prefault = true;  // memory.prefault of the spawned server
 };
 
 // Gathers commit (from `source_dir`), CPU, cores, kernel and the time.
@@ -52,6 +54,14 @@ struct Row {
 };
 
 void PrintFacts(std::FILE* out, const RunFacts& facts);
+// The first two lines of PrintFacts (commit, build, machine), which every
+// mode prints; `program` names the mode ("memkv-bench --fill").
+void PrintMachine(std::FILE* out, const std::string& program, const RunFacts& facts);
+// The machine's facts as members of the object `w` is in (for --fill and
+// --fresh, whose JSON is built with JsonWriter).
+void WriteMachineJson(JsonWriter& w, const RunFacts& facts);
+// Writes `text` to `path` (replacing it); IoError naming the path.
+Status WriteTextFile(const std::string& path, const std::string& text);
 // One table per op present in `rows`, in the order of first appearance.
 void PrintTables(std::FILE* out, const std::vector<Row>& rows);
 // "[3/28] put 2 MiB x4: memkv 1234 MiB/s, raw 2345 MiB/s (0.53x)"

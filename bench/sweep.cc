@@ -13,7 +13,7 @@
 namespace memkv::bench {
 namespace {
 
-constexpr uint64_t kBlockBytes = 2ULL << 20;  // memory.block_size: a value holds whole blocks
+constexpr uint64_t kPoolUnitBytes = 64;  // the pool's allocation unit (storage/memory_store.h)
 constexpr uint64_t kMaxWorkingSetKeys = 1024;
 
 // One repetition of one cell.
@@ -110,7 +110,7 @@ void RunCell(const BenchOptions& o, const MemkvTarget& target, uint16_t raw_port
 }  // namespace
 
 uint64_t WorkingSetKeys(uint64_t size_bytes, uint64_t pool_bytes) {
-  const uint64_t footprint = (size_bytes + kBlockBytes - 1) / kBlockBytes * kBlockBytes;
+  const uint64_t footprint = (size_bytes + kPoolUnitBytes - 1) / kPoolUnitBytes * kPoolUnitBytes;
   return std::clamp<uint64_t>(pool_bytes / 2 / footprint, 1, kMaxWorkingSetKeys);
 }
 

@@ -27,9 +27,10 @@ struct Sweep {
 
 Sweep RunSweep(const BenchOptions& options, const MemkvTarget& target, uint16_t raw_port);
 
-// Keys one cell of `size_bytes` values cycles over: their pool blocks
-// (whole 2 MiB blocks per value) fill at most half of `pool_bytes`, and at
-// most 1024, so a cell neither evicts nor runs out of room.
+// Keys one cell of `size_bytes` values cycles over: their room in the pool
+// (each value rounded up to 64-byte units) fills at most half of
+// `pool_bytes`, and at most 1024, so a cell neither evicts nor runs out of
+// room.
 uint64_t WorkingSetKeys(uint64_t size_bytes, uint64_t pool_bytes);
 
 }  // namespace memkv::bench
