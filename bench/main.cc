@@ -1,7 +1,9 @@
 // memkv-bench: block-size x connections sweep of put and get against MemKV
-// over TCP, beside a raw TCP reference measured the same way in the same run.
-// See bench/options.h for the flags and docs/benchmarks.md for how to read
-// the output.
+// over TCP, beside a raw TCP reference measured the same way in the same run;
+// with --fill, the pool's bytes per value byte against Redis (bench/fill.h);
+// with --fresh, put on a never-written pool against a warmed one
+// (bench/fresh.h). See bench/options.h for the flags and docs/benchmarks.md
+// for how to read the output.
 #include <signal.h>
 #include <unistd.h>
 
@@ -13,6 +15,8 @@
 
 #include "base/units.h"
 #include "bench/auth_cost.h"
+#include "bench/fill.h"
+#include "bench/fresh.h"
 #include "bench/memkv_server.h"
 #include "bench/memkv_target.h"
 #include "bench/options.h"
@@ -91,7 +95,7 @@ Result<Target> SetUpTarget(const BenchOptions& o) {
   return t;
 }
 
-int Run(const BenchOptions& o) {
+int RunSweepMode(const BenchOptions& o) {
   ::signal(SIGPIPE, SIG_IGN);
   uint64_t max_size = *std::max_element(o.sizes_bytes.begin(), o.sizes_bytes.end());
   if (o.auth_cost) max_size = std::max(max_size, kAuthCostSizeBytes);
@@ -138,6 +142,14 @@ int Run(const BenchOptions& o) {
               sweep.errors == 0 ? "no errors, every value read back byte-exact" : "ERRORS: see stderr",
               o.json_path.c_str());
   return sweep.errors == 0 && written.ok() ? 0 : 1;
+}
+
+int Run(const BenchOptions& o) {
+  if (o.mode == BenchMode::kSweep) return RunSweepMode(o);
+  const char* path = std::getenv("PATH");
+  const SpawnEnv env{ResolveMemkvBinary(o.memkv_path), TempBase(), path != nullptr ? path : ""};
+  const RunFacts machine = GatherFacts(MEMKV_SOURCE_DIR, MEMKV_BUILD_TYPE);
+  return o.mode == BenchMode::kFill ? RunFill(o, env, machine) : RunFresh(o, env, machine);
 }
 
 }  // namespace

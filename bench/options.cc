@@ -1,7 +1,9 @@
 #include "bench/options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <set>
 #include <string_view>
 
 #include "base/units.h"
@@ -49,8 +51,8 @@ bool ParsePool(const std::string& text, BenchOptions* o, std::string* error) {
 }
 
 bool IsKnownFlag(std::string_view flag) {
-  for (std::string_view known :
-       {"--sizes", "--conns", "--seconds", "--repeat", "--ops", "--pool", "--json", "--memkv", "--servers"}) {
+  for (std::string_view known : {"--sizes", "--conns", "--seconds", "--repeat", "--ops", "--pool", "--json",
+                                 "--memkv", "--servers", "--redis"}) {
     if (flag == known) return true;
   }
   return false;
@@ -67,6 +69,8 @@ bool ApplyFlag(const std::string& flag, const std::string& value, BenchOptions* 
     o->json_path = value;
   } else if (flag == "--memkv") {
     o->memkv_path = value;
+  } else if (flag == "--redis") {
+    o->redis_path = value;
   } else if (flag == "--servers") {
     o->servers = SplitComma(value);
     if (o->servers.empty()) *error = "--servers: empty list";
@@ -78,24 +82,97 @@ bool ApplyFlag(const std::string& flag, const std::string& value, BenchOptions* 
   return true;
 }
 
+// The flags each mode takes beyond the common ones; any other is refused,
+// so that a flag never silently does nothing.
+bool AppliesTo(BenchMode mode, const std::string& flag) {
+  static const std::set<std::string> kCommon = {"--sizes", "--conns", "--json", "--pool", "--memkv",
+                                                "--no-prefault"};
+  static const std::set<std::string> kSweep = {"--seconds", "--repeat", "--ops", "--cold", "--servers",
+                                               "--no-auth-cost"};
+  static const std::set<std::string> kFill = {"--redis", "--install-peers", "--no-redis"};
+  static const std::set<std::string> kFresh = {"--seconds", "--repeat"};
+  if (kCommon.count(flag) != 0) return true;
+  switch (mode) {
+    case BenchMode::kSweep: return kSweep.count(flag) != 0;
+    case BenchMode::kFill: return kFill.count(flag) != 0;
+    case BenchMode::kFresh: return kFresh.count(flag) != 0;
+  }
+  return false;
+}
+
+const char* ModeFlag(BenchMode mode) {
+  switch (mode) {
+    case BenchMode::kSweep: return "the sweep";
+    case BenchMode::kFill: return "--fill";
+    case BenchMode::kFresh: return "--fresh";
+  }
+  return "?";
+}
+
+// Defaults of the flags the user did not give, which depend on the mode.
+void ApplyModeDefaults(const std::set<std::string>& given, BenchOptions* o) {
+  auto unset = [&given](const char* flag) { return given.count(flag) == 0; };
+  switch (o->mode) {
+    case BenchMode::kSweep:
+      if (unset("--sizes")) o->sizes_bytes = {4 * kKiB, 64 * kKiB, 256 * kKiB, kMiB, 2 * kMiB, 4 * kMiB, 16 * kMiB};
+      if (unset("--conns")) o->conns = {1, 4, 16, 64};
+      break;
+    case BenchMode::kFill:
+      if (unset("--sizes")) o->sizes_bytes = {4 * kKiB, 64 * kKiB, 2 * kMiB + 1};
+      if (unset("--conns")) o->conns = {4};
+      if (unset("--pool")) o->pool_bytes = kGiB;
+      if (unset("--json")) o->json_path = "bench-fill.json";
+      break;
+    case BenchMode::kFresh:
+      if (unset("--sizes")) o->sizes_bytes = {4 * kKiB, 2 * kMiB};
+      if (unset("--conns")) o->conns = {1, 16};
+      if (unset("--pool")) o->pool_bytes = 2 * kGiB;
+      if (unset("--json")) o->json_path = "bench-fresh.json";
+      if (unset("--seconds")) o->seconds = 10;
+      if (unset("--repeat")) o->repeat = 3;
+      break;
+  }
+}
+
 }  // namespace
 
 std::optional<BenchOptions> ParseOptions(const std::vector<std::string>& args, bool* help,
                                          std::string* error) {
   BenchOptions o;
-  o.sizes_bytes = {4 * kKiB, 64 * kKiB, 256 * kKiB, kMiB, 2 * kMiB, 4 * kMiB, 16 * kMiB};
-  o.conns = {1, 4, 16, 64};
-  auto toggle = [&o](const std::string& flag) {
+  std::set<std::string> given;
+  bool fill = false, fresh = false;
+  auto toggle = [&](const std::string& flag) {
     if (flag == "--cold") o.warm_pool = false;
     else if (flag == "--no-auth-cost") o.auth_cost = false;
     else if (flag == "--no-prefault") o.prefault = false;
+    else if (flag == "--no-redis") o.redis = false;
+    else if (flag == "--install-peers") o.install_peers = true;
+    else if (flag == "--fill") fill = true;
+    else if (flag == "--fresh") fresh = true;
     else return false;
+    given.insert(flag);
     return true;
   };
-  auto apply = [&o](const std::string& flag, const std::string& value, std::string* err) {
+  auto apply = [&](const std::string& flag, const std::string& value, std::string* err) {
+    given.insert(flag);
     return ApplyFlag(flag, value, &o, err);
   };
   if (!WalkFlags(args, toggle, IsKnownFlag, apply, help, error)) return std::nullopt;
+  if (fill && fresh) {
+    *error = "--fill and --fresh are separate runs; give one";
+    return std::nullopt;
+  }
+  o.mode = fill ? BenchMode::kFill : fresh ? BenchMode::kFresh : BenchMode::kSweep;
+  for (const std::string& flag : given) {
+    if (flag == "--fill" || flag == "--fresh" || AppliesTo(o.mode, flag)) continue;
+    *error = flag + " does not apply to " + ModeFlag(o.mode);
+    return std::nullopt;
+  }
+  ApplyModeDefaults(given, &o);
+  if (o.mode == BenchMode::kFill && o.conns.size() != 1) {
+    *error = "--fill takes one --conns count (the connections that fill the pool)";
+    return std::nullopt;
+  }
   return o;
 }
 

@@ -12,10 +12,18 @@
 
 namespace memkv::bench {
 
+// What the run measures (docs/benchmarks.md has a section on each).
+enum class BenchMode {
+  kSweep,  // sizes x connections, put and get, against a raw TCP stream
+  kFill,   // --fill: fill a fresh pool; bytes held per value byte, against Redis
+  kFresh,  // --fresh: put on a never-written pool against a warmed one
+};
+
 struct BenchOptions {
-  std::vector<uint64_t> sizes_bytes;             // value sizes swept, in order
-  std::vector<uint32_t> conns;                   // connection (= thread) counts swept
-  double seconds = 1.0;                          // time budget of one timed cell
+  BenchMode mode = BenchMode::kSweep;
+  std::vector<uint64_t> sizes_bytes;             // value sizes, in order
+  std::vector<uint32_t> conns;                   // connection (= thread) counts
+  double seconds = 1.0;                          // time budget of a timed cell (--fresh: its cap)
   uint32_t repeat = 1;                           // repetitions of every cell; the median is shown
   std::string json_path = "bench-results.json";  // every cell and the run's facts
   uint64_t pool_bytes = 4ULL << 30;              // memory.max_size of the spawned server
@@ -26,9 +34,15 @@ struct BenchOptions {
   bool warm_pool = true;                         // touch a spawned server's pool before the sweep
   bool auth_cost = true;                         // measure authentication's cost (auth_cost.h)
   bool prefault = true;                          // memory.prefault of every spawned server
+  // --fill's reference.
+  bool redis = true;                             // --no-redis: memkv alone
+  std::string redis_path;                        // empty: redis-server on PATH
+  bool install_peers = false;                    // apt-get install redis-server when it is missing
 };
 
 inline constexpr const char* kUsage = R"(Usage: memkv-bench [options]
+       memkv-bench --fill [options]
+       memkv-bench --fresh [options]
 
 Sweeps value sizes x connection counts for put and get against MemKV over TCP,
 and runs the same sweep against a raw TCP request/response stream (a reference
@@ -36,22 +50,48 @@ server in a child process) in the same run. Prints the machine, a table per
 op with the memkv/raw throughput ratio and latency percentiles, and writes
 every cell as JSON.
 
-Options:
-  --sizes LIST      value sizes; a size may add bytes: 2MiB+1 (default
-                    4KiB,64KiB,256KiB,1MiB,2MiB,4MiB,16MiB)
+--fill: for each size, fills the pool of a freshly spawned server with
+distinct keys until it evicts, and reports the pool bytes consumed per value
+byte (target <= 1.10 at 4 KiB and 64 KiB, <= 1.05 at 2 MiB+1), fragmentation,
+the server's RSS per value byte and the fill's ops/s and MiB/s; then stores
+the same keys and values in a spawned redis-server and reports its
+used_memory and RSS per value byte beside them.
+
+--fresh: for each size x connection count, puts distinct keys on a freshly
+spawned server whose pool was never written, then on one whose pool was
+warmed (written whole once), alternating; reports both MiB/s and the ratio
+fresh/warm (the median of each repetition's ratio; target >= 0.8). With
+--no-prefault the servers do not fault their pool in at start, which shows
+what the prefault removes.
+
+Options (all modes):
+  --sizes LIST      value sizes; a size may add bytes: 2MiB+1 (default: sweep
+                    4KiB,64KiB,256KiB,1MiB,2MiB,4MiB,16MiB; --fill
+                    4KiB,64KiB,2MiB+1; --fresh 4KiB,2MiB)
   --conns LIST      connection counts; N connections = N client threads sharing
-                    one client with num_connections = N (default 1,4,16,64)
-  --seconds S       time budget of each timed cell (default 1.0)
-  --repeat N        run every cell N times, memkv and raw alternating, and
-                    show the median-throughput repetition (default 1); use 3
-                    or more on a machine that is not quiet
-  --ops LIST        put,get (default both; get alone fills the keys untimed)
-  --json PATH       results file (default bench-results.json)
-  --pool SIZE       memory.max_size of the spawned server (default 4GiB); the
-                    keys of a cell cycle over min(pool/2/footprint, 1024) keys
+                    one client with num_connections = N (default: sweep
+                    1,4,16,64; --fill one count, 4; --fresh 1,16)
+  --json PATH       results file (default bench-results.json; --fill
+                    bench-fill.json; --fresh bench-fresh.json)
+  --pool SIZE       memory.max_size of the spawned servers (default 4GiB;
+                    --fill 1GiB; --fresh 2GiB); in the sweep the keys of a
+                    cell cycle over min(pool/2/footprint, 1024) keys
   --memkv PATH      memkv binary to spawn (default: next to memkv-bench)
-  --no-prefault     spawn the server with memory.prefault: false (pages are
+  --no-prefault     spawn servers with memory.prefault: false (pages are
                     faulted in by the first values written there)
+  --help            this text
+
+Sweep and --fresh:
+  --seconds S       time budget of each timed cell (default 1.0; --fresh: the
+                    cap of a cell, which otherwise ends once it has written
+                    15/16 of the pool, default 10)
+  --repeat N        run every cell N times, memkv and raw (--fresh: fresh and
+                    warm) alternating, and show the median repetition
+                    (default 1; --fresh 3); use 3 or more on a machine that
+                    is not quiet
+
+Sweep only:
+  --ops LIST        put,get (default both; get alone fills the keys untimed)
   --cold            do not warm the spawned server's pool first (by default
                     every block is written once, untimed, so the sweep sees a
                     server in steady state rather than first-touch page faults)
@@ -61,7 +101,14 @@ Options:
   --no-auth-cost    skip the authentication-cost cells (2 MiB at 1 and 4
                     connections: the raw stream with and without memkv's
                     per-request header HMAC and payload checksums)
-  --help            this text
+
+--fill only:
+  --redis PATH      redis-server binary (default: redis-server on PATH)
+  --install-peers   when redis-server is missing, install it first with
+                    apt-get install -y redis-server (needs root); without this
+                    flag a missing redis-server is reported and memkv is
+                    measured alone
+  --no-redis        measure memkv alone
 
 Exit status: 0 when every operation succeeded and every value read back was
 byte-exact, 1 when any failed, 2 on a usage error.

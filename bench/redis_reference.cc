@@ -1,0 +1,254 @@
+#include "bench/redis_reference.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "base/clock.h"
+#include "bench/process.h"
+#include "io/socket.h"
+
+namespace memkv::bench {
+namespace {
+
+constexpr int kReadyTimeoutMs = 15000;
+constexpr int kConnectRetryMs = 20;  // poll interval while redis-server starts
+constexpr int kStopGraceMs = 10000;
+constexpr int kStartAttempts = 3;    // a free port found by binding may be taken before redis binds it
+constexpr Nanos kCommandTimeoutNs = Nanos(120) * 1'000'000'000;  // INFO after a GiB fill, a batch of 2 MiB SETs
+constexpr size_t kReadChunkBytes = 64 * 1024;
+constexpr size_t kLogShownBytes = 3000;
+constexpr uint64_t kFailuresShown = 5;
+
+std::string ReadLogTail(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  return text.size() > kLogShownBytes ? "..." + text.substr(text.size() - kLogShownBytes) : text;
+}
+
+Result<uint16_t> FreeLoopbackPort() {
+  MEMKV_ASSIGN_OR_RETURN(UniqueFd fd, ListenTcp("127.0.0.1", 0, 1));
+  return LocalPort(fd.get());
+}
+
+// "$<n>\r\n" or "*<n>\r\n" style length line of a request.
+std::string Length(char type, size_t n) { return type + std::to_string(n) + "\r\n"; }
+
+bool Exited(pid_t pid) {
+  int status = 0;
+  return ::waitpid(pid, &status, WNOHANG) == pid;
+}
+
+}  // namespace
+
+// ---- RESP parsing ----
+
+Result<size_t> ParseRespReply(std::string_view buffer, RespReply* reply) {
+  const size_t eol = buffer.find("\r\n");
+  if (eol == std::string_view::npos) return size_t{0};
+  if (eol == 0) return ProtocolError("RESP: empty reply line");
+  const char type = buffer[0];
+  const std::string_view line = buffer.substr(1, eol - 1);
+  reply->type = type;
+  reply->null = false;
+  switch (type) {
+    case '+':
+    case '-':
+    case ':':
+      reply->text = std::string(line);
+      return eol + 2;
+    case '$': {
+      if (line == "-1") {
+        reply->null = true;
+        reply->text.clear();
+        return eol + 2;
+      }
+      uint64_t n = 0;
+      auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), n);
+      if (ec != std::errc() || end != line.data() + line.size() || n > (uint64_t{512} << 20)) {
+        return ProtocolError("RESP: bad bulk length '" + std::string(line) + "'");
+      }
+      if (buffer.size() < eol + 2 + n + 2) return size_t{0};
+      if (buffer.substr(eol + 2 + n, 2) != "\r\n") return ProtocolError("RESP: bulk string not ended by CRLF");
+      reply->text = std::string(buffer.substr(eol + 2, n));
+      return eol + 2 + n + 2;
+    }
+    default:
+      return ProtocolError(std::string("RESP: unexpected reply type '") + type + "'");
+  }
+}
+
+std::optional<std::string> InfoField(std::string_view info, std::string_view name) {
+  size_t start = 0;
+  while (start < info.size()) {
+    size_t end = info.find('\n', start);
+    if (end == std::string_view::npos) end = info.size();
+    std::string_view line = info.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.size() > name.size() && line.substr(0, name.size()) == name && line[name.size()] == ':') {
+      return std::string(line.substr(name.size() + 1));
+    }
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+// ---- RespConnection ----
+
+Result<RespConnection> RespConnection::Connect(uint16_t port) {
+  MEMKV_ASSIGN_OR_RETURN(UniqueFd fd, ConnectTcp("127.0.0.1", port, MonotonicNanos() + kCommandTimeoutNs));
+  return RespConnection(std::move(fd));
+}
+
+Status RespConnection::ReadReply(RespReply* reply) {
+  const Nanos deadline = MonotonicNanos() + kCommandTimeoutNs;
+  for (;;) {
+    MEMKV_ASSIGN_OR_RETURN(size_t used, ParseRespReply(std::string_view(in_).substr(in_pos_), reply));
+    if (used > 0) {
+      in_pos_ += used;
+      if (in_pos_ == in_.size()) {
+        in_.clear();
+        in_pos_ = 0;
+      }
+      return Status::Ok();
+    }
+    if (in_pos_ > 0) in_.erase(0, std::exchange(in_pos_, 0));
+    const size_t had = in_.size();
+    in_.resize(had + kReadChunkBytes);
+    const ssize_t n = ::recv(fd_.get(), in_.data() + had, kReadChunkBytes, 0);
+    in_.resize(had + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    if (n > 0) continue;
+    if (n == 0) return Unavailable("redis closed the connection");
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      return Unavailable(std::string("recv from redis: ") + std::strerror(errno));
+    }
+    pollfd p{fd_.get(), POLLIN, 0};
+    const Nanos left_ms = (deadline - MonotonicNanos()) / 1'000'000;
+    if (left_ms <= 0 || ::poll(&p, 1, static_cast<int>(left_ms)) == 0) {
+      return DeadlineExceeded("no reply from redis within " + std::to_string(kCommandTimeoutNs / 1'000'000'000) +
+                              " s");
+    }
+  }
+}
+
+Result<std::string> RespConnection::Command(const std::vector<std::string_view>& args) {
+  std::string request = Length('*', args.size());
+  for (std::string_view a : args) request += Length('$', a.size()) + std::string(a) + "\r\n";
+  iovec v{request.data(), request.size()};
+  MEMKV_RETURN_IF_ERROR(SendAll(fd_.get(), std::span<iovec>(&v, 1), MonotonicNanos() + kCommandTimeoutNs));
+  RespReply reply;
+  MEMKV_RETURN_IF_ERROR(ReadReply(&reply));
+  if (reply.type == '-') {
+    return ProtocolError("redis " + std::string(args.empty() ? "" : args[0]) + ": " + reply.text);
+  }
+  return reply.text;
+}
+
+Result<uint64_t> RespConnection::PipelinedSet(std::span<const std::string> keys, const ValueFn& value,
+                                              uint32_t batch) {
+  static constexpr std::string_view kSetHead = "*3\r\n$3\r\nSET\r\n";
+  static constexpr std::string_view kCrlf = "\r\n";
+  uint64_t failed = 0;
+  std::vector<std::string> lengths;
+  std::vector<iovec> iov;
+  for (size_t first = 0; first < keys.size();) {
+    const size_t count = std::min<size_t>(batch, keys.size() - first);
+    lengths.clear();
+    iov.clear();
+    for (size_t i = first; i < first + count; ++i) {  // two length lines per command, kept alive for the send
+      lengths.push_back(Length('$', keys[i].size()));
+      lengths.push_back(std::string(kCrlf) + Length('$', value(i).size()));
+    }
+    for (size_t j = 0; j < count; ++j) {
+      const std::span<const uint8_t> v = value(first + j);
+      const std::string& key = keys[first + j];
+      iov.push_back({const_cast<char*>(kSetHead.data()), kSetHead.size()});  // sendmsg only reads
+      iov.push_back({lengths[2 * j].data(), lengths[2 * j].size()});
+      iov.push_back({const_cast<char*>(key.data()), key.size()});
+      iov.push_back({lengths[2 * j + 1].data(), lengths[2 * j + 1].size()});
+      iov.push_back({const_cast<uint8_t*>(v.data()), v.size()});
+      iov.push_back({const_cast<char*>(kCrlf.data()), kCrlf.size()});
+    }
+    MEMKV_RETURN_IF_ERROR(SendAll(fd_.get(), iov, MonotonicNanos() + kCommandTimeoutNs));
+    RespReply reply;
+    for (size_t j = 0; j < count; ++j) {
+      MEMKV_RETURN_IF_ERROR(ReadReply(&reply));
+      if (reply.type == '+' && reply.text == "OK") continue;
+      if (failed++ < kFailuresShown) {
+        std::fprintf(stderr, "error: redis SET '%s': %c%s\n", keys[first + j].c_str(), reply.type,
+                     reply.text.c_str());
+      }
+    }
+    first += count;
+  }
+  return failed;
+}
+
+// ---- RedisServer ----
+
+Result<std::unique_ptr<RedisServer>> RedisServer::Start(const std::string& binary, const std::string& temp_base) {
+  std::unique_ptr<RedisServer> server(new RedisServer());
+  MEMKV_ASSIGN_OR_RETURN(server->dir_, MakeTempDir(temp_base, "memkv-bench-redis-"));
+  server->log_path_ = server->dir_ + "/redis.log";
+  Status started;
+  for (int attempt = 0; attempt < kStartAttempts; ++attempt) {
+    started = server->TryStart(binary);
+    if (started.ok()) return server;
+  }
+  return started;
+}
+
+Status RedisServer::TryStart(const std::string& binary) {
+  MEMKV_ASSIGN_OR_RETURN(port_, FreeLoopbackPort());
+  MEMKV_ASSIGN_OR_RETURN(pid_, SpawnChild({binary, "--port", std::to_string(port_), "--bind", "127.0.0.1",
+                                           "--save", "", "--appendonly", "no", "--dir", dir_, "--daemonize", "no",
+                                           "--logfile", ""},
+                                          -1, log_path_));
+  const Nanos deadline = MonotonicNanos() + Nanos(kReadyTimeoutMs) * 1'000'000;
+  while (MonotonicNanos() < deadline) {
+    if (Exited(pid_)) {
+      pid_ = -1;
+      return Unavailable(binary + " exited at start; its log:\n" + ReadLogTail(log_path_));
+    }
+    Result<RespConnection> c = RespConnection::Connect(port_);
+    if (c.ok() && c->Command({"PING"}).ok()) {
+      Result<std::string> info = c->Command({"INFO", "server"});
+      if (info.ok()) version_ = InfoField(*info, "redis_version").value_or("unknown");
+      return Status::Ok();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(kConnectRetryMs));
+  }
+  Stop();
+  return Unavailable(binary + " did not answer PING on 127.0.0.1:" + std::to_string(port_) + " within " +
+                     std::to_string(kReadyTimeoutMs) + " ms; its log:\n" + ReadLogTail(log_path_));
+}
+
+int RedisServer::Stop() {
+  if (pid_ <= 0) return -1;
+  const int status = TerminateChild(pid_, kStopGraceMs);
+  pid_ = -1;
+  return status;
+}
+
+RedisServer::~RedisServer() {
+  Stop();
+  std::error_code ec;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+}
+
+}  // namespace memkv::bench
