@@ -128,6 +128,8 @@ TEST(Options, RefusesFlagsThatDoNotApply) {
   EXPECT_EQ(error, "--cold does not apply to --fresh");
   EXPECT_FALSE(Parse({"--install-peers"}, &error));
   EXPECT_EQ(error, "--install-peers does not apply to the sweep");
+  EXPECT_FALSE(Parse({"--servers", "h:1", "--no-prefault"}, &error));
+  EXPECT_NE(error.find("not to --servers"), std::string::npos) << error;
   EXPECT_FALSE(Parse({"--fill", "--conns", "1,4"}, &error));
   EXPECT_NE(error.find("one --conns count"), std::string::npos) << error;
 }

@@ -168,6 +168,10 @@ std::optional<BenchOptions> ParseOptions(const std::vector<std::string>& args, b
     *error = flag + " does not apply to " + ModeFlag(o.mode);
     return std::nullopt;
   }
+  if (!o.servers.empty() && !o.prefault) {
+    *error = "--no-prefault applies to a spawned server, not to --servers";
+    return std::nullopt;
+  }
   ApplyModeDefaults(given, &o);
   if (o.mode == BenchMode::kFill && o.conns.size() != 1) {
     *error = "--fill takes one --conns count (the connections that fill the pool)";
