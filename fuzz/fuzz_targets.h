@@ -48,8 +48,8 @@ void FuzzDcbReply(const uint8_t* data, size_t size);
 //   1  DecodeJournalAreaHeader over such a block;
 //   2  DecodeRecord over the records of a journal area, back to back: an
 //      8-byte little-endian link (the area's nonce), then the records;
-//   3  VerifyExtent against a fixed expected header: a 4096-byte header block
-//      as above, then the extent's data bytes.
+//   3  ExtentsCoverValue, the rule a put record's extents must meet: a
+//      value size (8 bytes), an extent size (4 bytes), then unit counts.
 // With bit 2 (0x04) set, the target first writes the checksums (and, for
 // records, the links) the way the encoders would, so that mutations get past
 // the checksum to the checks behind it; without it, the bytes go to the

@@ -132,7 +132,7 @@ TEST_F(AdminTest, CountersMoveExactlyAsTheWorkloadPredicts) {
   EXPECT_EQ(after["memkv_keys{tier=\"drive\"}"], 6);
   EXPECT_EQ(after["memkv_health{status=\"healthy\"}"], 1);
   EXPECT_EQ(after["memkv_drive_state{device=\"drive0\",state=\"online\"}"], 1);
-  EXPECT_EQ(after["memkv_capacity_used_bytes{device=\"drive0\"}"], 6.0 * (1 << 20));
+  EXPECT_EQ(after["memkv_capacity_used_bytes{device=\"drive0\"}"], 6.0 * 4096) << "6 values of 1000 bytes, a 4 KiB unit each";
 }
 
 TEST_F(AdminTest, PromtoolAcceptsALiveScrape) {

@@ -151,6 +151,34 @@ TEST(Setup, RefusesAFormattedDriveNamingItAndForceReformats) {
   EXPECT_NE(forced.out.find("Store " + StoreUuidOf(a)), std::string::npos) << forced.out;
 }
 
+// A drive of the first on-drive format (a 4 KiB header per extent) cannot be
+// read by this memkv: drive list names both versions and the way out, setup
+// refuses it without --force like any MemKV data, and --force reformats it.
+TEST(Setup, AVersionOneDriveIsNamedUnsupportedAndForceReformatsIt) {
+  TempDir dir;
+  const std::string a = dir.path() + "/a.img";
+  WriteVersionOneDrive(a, 32 * kMiB, kMiB);
+
+  CommandResult list = RunMemkv({"drive", "list", "--drives", a}, {});
+  EXPECT_EQ(list.exit_code, 0) << "list shows what the drives are, openable or not: " << Describe(list);
+  EXPECT_NE(list.out.find("unsupported"), std::string::npos) << Describe(list);
+  EXPECT_NE(list.out.find("format version 1 is older"), std::string::npos) << Describe(list);
+  EXPECT_NE(list.out.find("memkv setup --force"), std::string::npos) << Describe(list);
+
+  CommandResult refused = MemkvSetup({"--drives", a});
+  EXPECT_EQ(refused.exit_code, 6) << Describe(refused);
+  EXPECT_NE(refused.err.find("version 1"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("--force"), std::string::npos) << refused.err;
+  EXPECT_EQ(Peek(a, 8, 1), std::string(1, '\1')) << "a refused setup writes nothing";
+
+  CommandResult forced = MemkvSetup({"--drives", a, "--force"});
+  ASSERT_EQ(forced.exit_code, 0) << Describe(forced);
+  EXPECT_EQ(SuperblockOf(a).format_version, kDriveFormatVersion);
+  auto store = OpenStore({a});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_FALSE((*store)->Exists("old"));
+}
+
 TEST(Setup, IdempotentRerunKeepsTheDataAndPrintsTheSameConfig) {
   TempDir dir;
   const std::string a = dir.path() + "/a.img", b = dir.path() + "/b.img";
@@ -448,7 +476,7 @@ TEST_F(DriveCommand, ListInspectAndVerifyAHealthyStore) {
   ASSERT_EQ(json.exit_code, 0) << Describe(json);
   EXPECT_NE(json.out.find("\"path\": \"" + a_ + "\", \"index\": 0"), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"state\": \"online\""), std::string::npos) << json.out;
-  EXPECT_NE(json.out.find("\"format_version\": 1"), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"format_version\": " + std::to_string(kDriveFormatVersion)), std::string::npos) << json.out;
 
   CommandResult inspect = Drive("inspect");
   ASSERT_EQ(inspect.exit_code, 0) << Describe(inspect);
@@ -470,7 +498,7 @@ TEST_F(DriveCommand, ListInspectAndVerifyAHealthyStore) {
 }
 
 TEST_F(DriveCommand, VerifyNamesACorruptValueAndExitsNonZero) {
-  // "victim" alone first: its one extent lands in slot 0 of one drive.
+  // "victim" alone first: its one extent lands in unit 0 of one drive.
   {
     auto store = OpenStore({a_, b_});
     ASSERT_TRUE(store.ok()) << store.status().ToString();
@@ -480,7 +508,7 @@ TEST_F(DriveCommand, VerifyNamesACorruptValueAndExitsNonZero) {
   uint64_t at = 0;
   for (const std::string& path : {a_, b_}) {
     const Superblock sb = SuperblockOf(path);
-    const uint64_t data = sb.slot_offset(0) + kDriveHeaderBytes + 100;
+    const uint64_t data = sb.unit_offset(0) + 100;
     if (Peek(path, data, 1) != std::string(1, '\0')) {
       victim_drive = path;
       at = data;

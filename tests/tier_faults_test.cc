@@ -176,13 +176,14 @@ TEST_F(TierFaultsTest, EveryDriveOfflineIsReportedAsTheServersAnswerNotAsADownSe
 }
 
 TEST_F(TierFaultsTest, FullDrivesFailPutsCleanlyAndKeepServingReads) {
-  // Both filesystems fill up right after the slots already written (the
-  // journals, before the slots, keep working).
+  // Both filesystems fill up right after the values already written (each
+  // drive filled from its first unit; the journals, before the data, keep
+  // working).
   const uint64_t data_offset = [&] {
     auto sb = DecodeSuperblock(ReadRaw(drives_.paths[0], 0, kDriveHeaderBytes), "d0");
     return sb->data_offset;
   }();
-  for (uint32_t d = 0; d < 2; ++d) drives_.faults->LimitWrites(d, data_offset + (kValues / 2) * (kBlock + 4096));
+  for (uint32_t d = 0; d < 2; ++d) drives_.faults->LimitWrites(d, data_offset + (kValues / 2) * kValueBytes);
   Status s = client_->Put("fault/too-much", ValueOf(999));
   EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.ToString();
   EXPECT_NE(s.message().find("drive"), std::string::npos) << s.message();

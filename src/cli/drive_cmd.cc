@@ -10,8 +10,8 @@
 // closed and the store is opened with ExtentStore::Open, which is what
 // `memkv start` does: it replays the journals again and, after a crash,
 // brings their copies back in step. Figures come from Stats(); verify reads
-// each live value back through Get (every extent checked against its
-// header checksum) and compares the whole value with its journal checksum.
+// each live value back through Get (which checks the whole value against
+// the checksum of its journal record) and compares that checksum again.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -321,7 +321,7 @@ std::vector<Row> Rows(const std::vector<Peek>& peeks, const ExtentStoreStats* st
     if (p.has_sb) {
       r.index = std::to_string(p.sb.drive_index);
       r.uuid = p.sb.drive_uuid.ToString();
-      r.usable = p.sb.slot_count * p.sb.extent_bytes;
+      r.usable = p.sb.unit_count * p.sb.unit_bytes;
       r.version = std::to_string(p.sb.format_version);
     }
     rows.push_back(r);
@@ -449,12 +449,12 @@ std::string RenderInspectText(const std::vector<Peek>& peeks, const ExtentStoreS
                                   std::to_string(kDriveFormatVersion) + ")");
       field("drive", std::to_string(sb.drive_index) + " of " + std::to_string(sb.drive_count));
       field("logical block", std::to_string(sb.logical_block_bytes) + " B");
-      field("extent / slot", FormatSize(sb.extent_bytes) + " / " + std::to_string(sb.slot_bytes) + " B");
+      field("extent / unit", "up to " + FormatSize(sb.extent_bytes) + " / " + std::to_string(sb.unit_bytes) + " B");
       field("created", Iso8601(sb.created_unix_ns));
       field("device size", Human(d.raw_bytes) + " (" + std::to_string(sb.device_bytes) + " B at format)");
       field("journal", "2 areas of " + Human(sb.journal_area_bytes) + " at offset " +
                            std::to_string(sb.journal_offset));
-      field("data", "offset " + std::to_string(sb.data_offset) + ", " + std::to_string(sb.slot_count) + " slots");
+      field("data", "offset " + std::to_string(sb.data_offset) + ", " + std::to_string(sb.unit_count) + " units");
     }
     if (d.journal_area_bytes != 0) {
       char pct[32];
@@ -463,8 +463,10 @@ std::string RenderInspectText(const std::vector<Peek>& peeks, const ExtentStoreS
     }
     field("capacity", "raw " + Human(d.raw_bytes) + ", usable " + Human(d.usable_bytes) + ", used " +
                           Human(d.used_bytes));
-    field("slots", std::to_string(d.slots_total - d.slots_free) + " used, " + std::to_string(d.slots_free) +
-                       " free of " + std::to_string(d.slots_total));
+    char frag[32];
+    std::snprintf(frag, sizeof(frag), "%.1f%%", 100.0 * d.fragmentation());
+    field("free", Human(d.free_bytes) + " in " + std::to_string(d.free_runs) + " run(s), longest " +
+                      Human(d.largest_free_bytes) + ", fragmentation " + frag);
     field("value bytes", Human(d.value_bytes));
   }
   return out;
@@ -480,12 +482,16 @@ std::string RenderInspectJson(const std::vector<Peek>& peeks, const ExtentStoreS
   out += "  \"drives\": [";
   for (size_t i = 0; i < st.drives.size(); ++i) {
     const DriveStats& d = st.drives[i];
+    char frag[32];
+    std::snprintf(frag, sizeof(frag), "%.4f", d.fragmentation());
     out += std::string(i ? ",\n" : "\n") + "    {\"index\": " + n(d.index) + ", \"path\": " +
            (d.path.empty() ? "null" : JsonQuote(d.path)) + ", \"state\": " + JsonQuote(DriveStateName(d.state)) +
            ", \"reason\": " + JsonQuote(d.reason) + ",\n     \"raw_bytes\": " + n(d.raw_bytes) +
            ", \"usable_bytes\": " + n(d.usable_bytes) + ", \"used_bytes\": " + n(d.used_bytes) +
-           ", \"value_bytes\": " + n(d.value_bytes) + ", \"slots_total\": " + n(d.slots_total) +
-           ", \"slots_free\": " + n(d.slots_free) + ",\n     \"journal_used_bytes\": " + n(d.journal_used_bytes) +
+           ", \"value_bytes\": " + n(d.value_bytes) + ", \"free_bytes\": " + n(d.free_bytes) +
+           ", \"largest_free_bytes\": " + n(d.largest_free_bytes) + ", \"free_runs\": " + n(d.free_runs) +
+           ", \"fragmentation\": " + frag + ",\n     \"slots_total\": " + n(d.slots_total) +
+           ", \"slots_free\": " + n(d.slots_free) + ", \"journal_used_bytes\": " + n(d.journal_used_bytes) +
            ", \"journal_area_bytes\": " + n(d.journal_area_bytes);
     const Peek* p = PeekFor(peeks, d.path);
     if (p != nullptr && p->has_sb) {
@@ -494,11 +500,11 @@ std::string RenderInspectJson(const std::vector<Peek>& peeks, const ExtentStoreS
              ", \"store_uuid\": " + JsonQuote(sb.store_uuid.ToString()) +
              ", \"drive_uuid\": " + JsonQuote(sb.drive_uuid.ToString()) + ", \"drive_index\": " + n(sb.drive_index) +
              ", \"drive_count\": " + n(sb.drive_count) + ", \"logical_block_bytes\": " + n(sb.logical_block_bytes) +
-             ", \"extent_bytes\": " + n(sb.extent_bytes) + ", \"slot_bytes\": " + n(sb.slot_bytes) +
+             ", \"extent_bytes\": " + n(sb.extent_bytes) + ", \"unit_bytes\": " + n(sb.unit_bytes) +
              ", \"created_unix_ns\": " + n(sb.created_unix_ns) + ", \"device_bytes\": " + n(sb.device_bytes) +
              ", \"journal_offset\": " + n(sb.journal_offset) + ", \"journal_area_bytes\": " +
              n(sb.journal_area_bytes) + ", \"data_offset\": " + n(sb.data_offset) +
-             ", \"slot_count\": " + n(sb.slot_count) + "}";
+             ", \"unit_count\": " + n(sb.unit_count) + "}";
     }
     out += "}";
   }

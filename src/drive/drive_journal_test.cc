@@ -36,7 +36,7 @@ class DriveJournalTest : public ::testing::Test {
     r.generation = seq;
     r.key = key;
     r.value_bytes = 100;
-    r.extents = {{0, slot}};
+    r.extents = {{.drive = 0, .unit = slot, .units = 1}};
     return r;
   }
 

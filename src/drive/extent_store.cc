@@ -26,15 +26,16 @@ Status CheckKey(std::string_view key) {
   return Status::Ok();
 }
 
-uint64_t DataBytes(uint64_t value_bytes, uint64_t block_bytes, size_t extent) {
-  return std::min<uint64_t>(block_bytes, value_bytes - extent * block_bytes);
+// Value bytes in an extent of `units` units that starts at byte `offset` of the value.
+uint64_t DataBytes(uint64_t value_bytes, uint64_t offset, uint32_t units) {
+  return std::min<uint64_t>(uint64_t(units) * kDriveUnitBytes, value_bytes - offset);
 }
 
 std::string DriveName(const Drive& d) {
   return "drive " + std::to_string(d.index) + (d.path.empty() ? "" : " (" + d.path + ")");
 }
 
-// "drive 0 (/a): 0 of 12 extents free; drive 1 (/b): offline (EIO ...)"
+// "drive 0 (/a): 0 of 12582912 bytes free; drive 1 (/b): offline (EIO ...)"
 std::string DescribeSpaceLocked(const std::vector<Drive>& drives) {
   std::string out;
   for (const Drive& d : drives) {
@@ -43,7 +44,12 @@ std::string DescribeSpaceLocked(const std::vector<Drive>& drives) {
     if (d.state == DriveState::kOffline) {
       out += "offline (" + d.reason + ")";
     } else {
-      out += std::to_string(d.alloc.free_count()) + " of " + std::to_string(d.alloc.slot_count()) + " extents free";
+      const ExtentAllocator& a = d.alloc;
+      out += std::to_string(a.free_units() * kDriveUnitBytes) + " of " + std::to_string(a.unit_count() * kDriveUnitBytes) +
+             " bytes free";
+      if (a.free_units() != 0) {
+        out += " (longest free run " + std::to_string(a.longest_free_run() * kDriveUnitBytes) + ")";
+      }
       if (d.state == DriveState::kFull) out += ", full (" + d.reason + ")";
     }
   }
@@ -91,18 +97,40 @@ void ExtentStore::Impl::ReleaseBuffers(const std::vector<uint32_t>& bufs) {
   buf_cv.notify_all();
 }
 
-uint64_t ExtentStore::Impl::IoBytes(const Drive& d, uint64_t data_bytes) const {
-  return kDriveHeaderBytes + (data_bytes + d.lbs - 1) / d.lbs * d.lbs;
+uint64_t PutRecordBytes(size_t key_bytes, size_t extents) {
+  JournalRecord r;
+  r.type = RecordType::kPut;
+  r.key.resize(key_bytes);
+  r.extents.resize(extents);
+  return EncodedRecordBytes(r);
 }
 
-void ExtentStore::Impl::FreeSlotsLocked(const std::vector<ExtentRef>& extents) {
+void ExtentStore::Impl::FreeUnitsLocked(const std::vector<ExtentRef>& extents) {
   for (const ExtentRef& e : extents) {
-    if (e.drive < drives.size() && !drives[e.drive].alloc.Free(e.slot) &&
+    if (e.drive < drives.size() && !drives[e.drive].alloc.Free(e.unit, e.units) &&
         drives[e.drive].state != DriveState::kOffline) {
-      LOG_ERROR_C("drive") << "extent store: freeing slot " << e.slot << " of drive " << e.drive << " that is not in use";
+      LOG_ERROR_C("drive") << "extent store: freeing units " << e.unit << ".." << e.unit + e.units - 1 << " of drive "
+                           << e.drive << " that are not in use";
     }
   }
 }
+
+namespace {
+
+// Adds (sign 1) or takes away (sign -1) what `e` counts in the store's and its drives' figures.
+void CountLocked(ExtentStore::Impl& s, const Entry& e, int sign) {
+  const uint64_t record = PutRecordBytes(e.key.size(), e.extents.size());
+  s.journal_live_bytes = sign > 0 ? s.journal_live_bytes + record : s.journal_live_bytes - record;
+  uint64_t offset = 0;
+  for (const ExtentRef& x : e.extents) {
+    const uint64_t n = DataBytes(e.value_bytes, offset, x.units);
+    uint64_t& on_drive = s.drives[x.drive].value_bytes;
+    on_drive = sign > 0 ? on_drive + n : on_drive - n;
+    offset += n;
+  }
+}
+
+}  // namespace
 
 void ExtentStore::Impl::LinkLocked(std::shared_ptr<Entry> e) {
   lru.push_front(e.get());
@@ -110,9 +138,7 @@ void ExtentStore::Impl::LinkLocked(std::shared_ptr<Entry> e) {
   e->linked = true;
   counters.keys++;
   counters.value_bytes += e->value_bytes;
-  for (size_t i = 0; i < e->extents.size(); ++i) {
-    drives[e->extents[i].drive].value_bytes += DataBytes(e->value_bytes, block_bytes, i);
-  }
+  CountLocked(*this, *e, 1);
   std::string_view key = e->key;
   index[key] = std::move(e);
 }
@@ -131,12 +157,10 @@ void ExtentStore::Impl::UnlinkLocked(Entry* e) {
   e->linked = false;
   counters.keys--;
   counters.value_bytes -= e->value_bytes;
-  for (size_t i = 0; i < e->extents.size(); ++i) {
-    drives[e->extents[i].drive].value_bytes -= DataBytes(e->value_bytes, block_bytes, i);
-  }
-  if (e->pins == 0 && e->slots_owned) {
-    FreeSlotsLocked(e->extents);
-    e->slots_owned = false;
+  CountLocked(*this, *e, -1);
+  if (e->pins == 0 && e->units_owned) {
+    FreeUnitsLocked(e->extents);
+    e->units_owned = false;
   }
 }
 
@@ -152,11 +176,11 @@ bool ExtentStore::Impl::MarkOfflineLocked(uint32_t drive, const std::string& rea
     }
   }
   for (Entry* e : victims) {
-    // Their slots on the other drives stay allocated until the offline
+    // Their units on the other drives stay allocated until the offline
     // record is durable: before that, a crash would replay these values'
     // records, and their extents must not have been reused.
-    if (e->slots_owned) d.orphans.insert(d.orphans.end(), e->extents.begin(), e->extents.end());
-    e->slots_owned = false;
+    if (e->units_owned) d.orphans.insert(d.orphans.end(), e->extents.begin(), e->extents.end());
+    e->units_owned = false;
     UnlinkLocked(e);
   }
   LOG_ERROR_C("drive") << "extent store: " << DriveName(d) << " is offline: " << reason << "; " << victims.size()
@@ -232,61 +256,105 @@ struct Allocation {
   std::vector<ExtentRef> extents;
 };
 
-// Round-robin over the drives that take new extents, starting one further
+// Finds room for a value of `units` units. Extents of up to a block each go
+// round-robin over the drives that take new extents, starting one further
 // along for each value, so consecutive values and the extents of one value
-// spread over all drives.
-Result<Allocation> AllocateLocked(ExtentStore::Impl& s, uint64_t count, std::string_view key) {
+// spread over all drives; each takes the best-fitting free run of the first
+// drive (from the cursor) that has one long enough. When no drive has a run
+// that long, the extent is cut: it takes the longest free run anywhere and
+// the rest of the value goes on in further extents. So a value fits whenever
+// enough units are free, however fragmented (up to kMaxExtentsPerValue).
+Result<Allocation> AllocateLocked(ExtentStore::Impl& s, uint64_t value_bytes, std::string_view key) {
+  const uint64_t units = UnitsFor(value_bytes);
   uint64_t free_total = 0;
   bool any_up = false;
   for (const Drive& d : s.drives) {
     if (d.state != DriveState::kOffline) any_up = true;
-    if (d.state == DriveState::kOnline) free_total += d.alloc.free_count();
+    if (d.state == DriveState::kOnline) free_total += d.alloc.free_units();
   }
   if (!any_up) return Unavailable("put " + KeyForLog(key) + ": every drive is offline: " + DescribeSpaceLocked(s.drives));
-  if (free_total < count) {
-    return ResourceExhausted("put " + KeyForLog(key) + " needs " + std::to_string(count) + " extents of " +
-                             std::to_string(s.block_bytes) + " bytes, " + std::to_string(free_total) +
-                             " free: " + DescribeSpaceLocked(s.drives));
+  if (free_total < units) {
+    return ResourceExhausted("put " + KeyForLog(key) + " needs " + std::to_string(units * kDriveUnitBytes) +
+                             " bytes of drive space (" + std::to_string(value_bytes) + "-byte value), " +
+                             std::to_string(free_total * kDriveUnitBytes) + " free: " + DescribeSpaceLocked(s.drives));
+  }
+  const uint64_t block_units = s.block_bytes / kDriveUnitBytes;
+  const uint64_t record = PutRecordBytes(key.size(), (units + block_units - 1) / block_units);
+  const uint64_t budget = uint64_t(double(s.journal_area_bytes - kDriveHeaderBytes) * kJournalLiveShare);
+  if (s.journal_live_bytes + record > budget) {
+    return ResourceExhausted("put " + KeyForLog(key) + ": the journal is full: the live index takes " +
+                             std::to_string(s.journal_live_bytes) + " bytes of the " + std::to_string(budget) +
+                             " it may use in a journal area of " + std::to_string(s.journal_area_bytes) +
+                             " bytes; evict values or format with a larger journal");
   }
   Allocation a;
   a.generation = s.next_generation++;
-  a.extents.reserve(count);
   const uint32_t n = uint32_t(s.drives.size());
   uint32_t cursor = s.stripe_cursor++ % n;
-  while (a.extents.size() < count) {
-    Drive& d = s.drives[cursor];
-    cursor = (cursor + 1) % n;
-    if (d.state != DriveState::kOnline) continue;
-    auto slot = d.alloc.Allocate();
-    if (slot) a.extents.push_back(ExtentRef{.drive = d.index, .slot = *slot});
+  auto give_back = [&] {
+    for (const ExtentRef& e : a.extents) s.drives[e.drive].alloc.Free(e.unit, e.units);
+  };
+  for (uint64_t left = units; left > 0;) {
+    if (a.extents.size() == kMaxExtentsPerValue) {
+      give_back();
+      return ResourceExhausted("put " + KeyForLog(key) + ": the free space is too fragmented to hold " +
+                               std::to_string(value_bytes) + " bytes in " + std::to_string(kMaxExtentsPerValue) +
+                               " extents: " + DescribeSpaceLocked(s.drives));
+    }
+    const uint64_t want = std::min(left, block_units);
+    std::optional<ExtentRef> got;
+    for (uint32_t k = 0; k < n && !got; ++k) {
+      Drive& d = s.drives[(cursor + k) % n];
+      if (d.state != DriveState::kOnline) continue;
+      if (std::optional<uint64_t> first = d.alloc.Allocate(want)) {
+        got = ExtentRef{.drive = d.index, .unit = *first, .units = uint32_t(want)};
+      }
+    }
+    if (!got) {
+      Drive* longest = nullptr;
+      for (Drive& d : s.drives) {
+        if (d.state != DriveState::kOnline) continue;
+        if (longest == nullptr || d.alloc.longest_free_run() > longest->alloc.longest_free_run()) longest = &d;
+      }
+      std::optional<UnitRun> run = longest != nullptr ? longest->alloc.AllocateLongest(want) : std::nullopt;
+      if (!run) {  // cannot happen: free_total covered the value
+        give_back();
+        return Internal("put " + KeyForLog(key) + ": free units vanished: " + DescribeSpaceLocked(s.drives));
+      }
+      got = ExtentRef{.drive = longest->index, .unit = run->first, .units = uint32_t(run->units)};
+    }
+    a.extents.push_back(*got);
+    cursor = (got->drive + 1) % n;
+    left -= got->units;
   }
   return a;
 }
 
-// Writes every extent of the value (in waves of staging buffers). No sync:
-// the commit leader syncs all drives of a batch at once.
+// Writes every extent of the value (in waves of staging buffers), whole
+// units, zero-padded. No sync: the commit leader syncs all drives of a batch
+// at once. The bytes written are hashed on the way: a value whose bytes do
+// not match `checksum` (the one its record will carry) is refused, so no
+// read could ever take them.
 Status WriteExtents(ExtentStore::Impl& s, std::string_view key, std::span<const iovec> value,
-                    uint64_t value_bytes, const Allocation& a, bool* drive_failed) {
+                    uint64_t value_bytes, uint64_t checksum, const Allocation& a, bool* drive_failed) {
   const size_t n = a.extents.size();
+  ChecksumStream sum;
+  uint64_t offset = 0;
   for (size_t start = 0; start < n;) {
     std::vector<uint32_t> bufs = s.AcquireBuffers(n - start);
     std::vector<IoOp> ops;
     ops.reserve(bufs.size());
     for (size_t j = 0; j < bufs.size(); ++j) {
-      const size_t i = start + j;
-      const ExtentRef& e = a.extents[i];
+      const ExtentRef& e = a.extents[start + j];
       const Drive& d = s.drives[e.drive];
-      const uint64_t data_bytes = DataBytes(value_bytes, s.block_bytes, i);
-      const uint64_t io_bytes = s.IoBytes(d, data_bytes);
+      const uint64_t data_bytes = DataBytes(value_bytes, offset, e.units);
+      const uint64_t io_bytes = uint64_t(e.units) * kDriveUnitBytes;
       uint8_t* b = s.buffer(bufs[j]);
-      CopyFromIov(value, i * s.block_bytes, b + kDriveHeaderBytes, data_bytes);
-      std::memset(b + kDriveHeaderBytes + data_bytes, 0, io_bytes - kDriveHeaderBytes - data_bytes);
-      ExtentHeader h{.store_uuid = s.store_uuid, .generation = a.generation, .value_bytes = value_bytes,
-                     .extent_index = uint32_t(i), .extent_count = uint32_t(n), .data_bytes = uint32_t(data_bytes),
-                     .key = key};
-      EncodeExtentHeader(h, std::span<const uint8_t>(b + kDriveHeaderBytes, data_bytes),
-                         std::span<uint8_t, kDriveHeaderBytes>(b, kDriveHeaderBytes));
-      ops.push_back(IoOp{.kind = IoKind::kWrite, .drive = e.drive, .offset = d.sb.slot_offset(e.slot), .buf = b,
+      CopyFromIov(value, offset, b, data_bytes);
+      std::memset(b + data_bytes, 0, io_bytes - data_bytes);
+      sum.Update(b, data_bytes);
+      offset += data_bytes;
+      ops.push_back(IoOp{.kind = IoKind::kWrite, .drive = e.drive, .offset = d.sb.unit_offset(e.unit), .buf = b,
                          .length = uint32_t(io_bytes), .fixed_buffer = int32_t(bufs[j])});
     }
     s.io->Run(ops);
@@ -298,6 +366,11 @@ Status WriteExtents(ExtentStore::Impl& s, std::string_view key, std::span<const 
       return full ? ResourceExhausted(msg) : IoError(msg);
     }
     start += bufs.size();
+  }
+  if (sum.Digest() != checksum) {
+    return InvalidArgument("put " + KeyForLog(key) + ": the " + std::to_string(value_bytes) +
+                           "-byte value does not match the checksum given for it (" + std::to_string(checksum) +
+                           "); nothing was stored");
   }
   return Status::Ok();
 }
@@ -329,13 +402,13 @@ Status ExtentStore::PutIov(std::string_view key, std::span<const iovec> value, u
     Allocation a;
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      MEMKV_ASSIGN_OR_RETURN(a, AllocateLocked(s, extents, key));
+      MEMKV_ASSIGN_OR_RETURN(a, AllocateLocked(s, value_bytes, key));
     }
     bool drive_failed = false;
-    Status w = WriteExtents(s, key, value, value_bytes, a, &drive_failed);
+    Status w = WriteExtents(s, key, value, value_bytes, checksum, a, &drive_failed);
     if (!w.ok()) {
       std::lock_guard<std::mutex> lock(s.mu);
-      s.FreeSlotsLocked(a.extents);
+      s.FreeUnitsLocked(a.extents);
       if (!drive_failed) return w;
       last = w;
       continue;
@@ -352,7 +425,7 @@ Status ExtentStore::PutIov(std::string_view key, std::span<const iovec> value, u
     if (op.status.ok()) return Status::Ok();
     if (!op.adopted) {
       std::lock_guard<std::mutex> lock(s.mu);
-      s.FreeSlotsLocked(a.extents);
+      s.FreeUnitsLocked(a.extents);
     }
     if (!op.drive_failed) return op.status;
     last = op.status;
@@ -364,9 +437,14 @@ Status ExtentStore::PutIov(std::string_view key, std::span<const iovec> value, u
 
 namespace {
 
-// Reads and verifies every extent of `e` into dst (e.value_bytes long).
+// Reads every extent of `e` into dst (e.value_bytes long) and checks the
+// whole value against the checksum of its record: a torn extent (partial
+// write), a stale one (its units hold another write now, or never got this
+// one) and bit rot all fail it. dst holds unchecked bytes when it fails.
 Status ReadExtents(ExtentStore::Impl& s, const Entry& e, std::span<const iovec> dst) {
   const size_t n = e.extents.size();
+  ChecksumStream sum;
+  uint64_t offset = 0;
   for (size_t start = 0; start < n;) {
     std::vector<uint32_t> bufs = s.AcquireBuffers(n - start);
     std::vector<IoOp> ops;
@@ -374,36 +452,33 @@ Status ReadExtents(ExtentStore::Impl& s, const Entry& e, std::span<const iovec> 
     for (size_t j = 0; j < bufs.size(); ++j) {
       const ExtentRef& x = e.extents[start + j];
       const Drive& d = s.drives[x.drive];
-      const uint64_t data_bytes = DataBytes(e.value_bytes, s.block_bytes, start + j);
-      ops.push_back(IoOp{.kind = IoKind::kRead, .drive = x.drive, .offset = d.sb.slot_offset(x.slot),
-                         .buf = s.buffer(bufs[j]), .length = uint32_t(s.IoBytes(d, data_bytes)),
+      ops.push_back(IoOp{.kind = IoKind::kRead, .drive = x.drive, .offset = d.sb.unit_offset(x.unit),
+                         .buf = s.buffer(bufs[j]), .length = uint32_t(uint64_t(x.units) * kDriveUnitBytes),
                          .fixed_buffer = int32_t(bufs[j])});
     }
     s.io->Run(ops);
-    Status bad;
-    for (size_t j = 0; j < ops.size() && bad.ok(); ++j) {
-      if (!ops[j].ok()) continue;  // handled below, after the buffers are back
-      const size_t i = start + j;
-      const uint64_t data_bytes = DataBytes(e.value_bytes, s.block_bytes, i);
-      const uint8_t* b = ops[j].buf;
-      ExtentHeader want{.store_uuid = s.store_uuid, .generation = e.generation, .value_bytes = e.value_bytes,
-                        .extent_index = uint32_t(i), .extent_count = uint32_t(n), .data_bytes = uint32_t(data_bytes),
-                        .key = e.key};
-      Status v = VerifyExtent(std::span<const uint8_t>(b, kDriveHeaderBytes),
-                              std::span<const uint8_t>(b + kDriveHeaderBytes, data_bytes), want);
-      if (!v.ok()) {
-        bad = v.WithContext("get " + KeyForLog(e.key) + ": extent " + std::to_string(i) + " on drive " +
-                            std::to_string(e.extents[i].drive) + " slot " + std::to_string(e.extents[i].slot));
-        continue;
-      }
-      CopyToIov(dst, i * s.block_bytes, b + kDriveHeaderBytes, data_bytes);
+    const bool all_ok = std::all_of(ops.begin(), ops.end(), [](const IoOp& op) { return op.ok(); });
+    for (size_t j = 0; j < ops.size() && all_ok; ++j) {
+      const uint64_t data_bytes = DataBytes(e.value_bytes, offset, e.extents[start + j].units);
+      sum.Update(ops[j].buf, data_bytes);
+      CopyToIov(dst, offset, ops[j].buf, data_bytes);
+      offset += data_bytes;
     }
     s.ReleaseBuffers(bufs);
-    if (!std::all_of(ops.begin(), ops.end(), [](const IoOp& op) { return op.ok(); })) {
-      return Unavailable("get " + KeyForLog(e.key) + ": " + s.HandleFailures(ops, "reading an extent"));
-    }
-    if (!bad.ok()) return bad;
+    if (!all_ok) return Unavailable("get " + KeyForLog(e.key) + ": " + s.HandleFailures(ops, "reading an extent"));
     start += bufs.size();
+  }
+  if (sum.Digest() != e.value_checksum) {
+    std::string where;
+    for (size_t i = 0; i < n && i < 4; ++i) {
+      const ExtentRef& x = e.extents[i];
+      where += std::string(i == 0 ? "" : ", ") + "drive " + std::to_string(x.drive) + " units " +
+               std::to_string(x.unit) + ".." + std::to_string(x.unit + x.units - 1);
+    }
+    if (n > 4) where += ", ...";
+    return Corruption("get " + KeyForLog(e.key) + ": value checksum mismatch over " + std::to_string(e.value_bytes) +
+                      " bytes in " + std::to_string(n) + " extent(s) (" + where +
+                      "): a torn or lost write, a stale extent or bit rot");
   }
   return Status::Ok();
 }
@@ -445,9 +520,9 @@ Status FinishRead(ExtentStore::Impl& s, const std::shared_ptr<Entry>& e, const S
       s.UnlinkLocked(e.get());
     }
   }
-  if (!e->linked && e->pins == 0 && e->slots_owned) {
-    s.FreeSlotsLocked(e->extents);
-    e->slots_owned = false;
+  if (!e->linked && e->pins == 0 && e->units_owned) {
+    s.FreeUnitsLocked(e->extents);
+    e->units_owned = false;
   }
   if (read.ok()) return read;
   return NotFound("key " + KeyForLog(e->key) + " not readable: " + read.message());
@@ -525,17 +600,23 @@ Status ExtentStore::Delete(std::string_view key) {
   return op.status;
 }
 
-Result<std::vector<std::string>> ExtentStore::EvictColdest(uint64_t extents,
+Result<std::vector<std::string>> ExtentStore::EvictColdest(uint64_t bytes,
                                                           const std::function<bool(std::string_view)>& spare) {
-  if (extents == 0) return InvalidArgument("EvictColdest(0): ask for at least one extent");
+  if (bytes == 0) return InvalidArgument("EvictColdest(0): ask for at least one byte");
   Impl& s = *impl_;
   std::vector<std::string> keys;
   std::vector<uint64_t> generations;
   {
     std::lock_guard<std::mutex> lock(s.mu);
+    // What the victims' extents give back, in whole units.
+    auto bytes_of = [](const Entry* e) {
+      uint64_t n = 0;
+      for (const ExtentRef& x : e->extents) n += x.units;
+      return n * kDriveUnitBytes;
+    };
     uint64_t freed = 0;
     std::vector<const Entry*> spared;
-    for (auto it = s.lru.rbegin(); it != s.lru.rend() && freed < extents; ++it) {
+    for (auto it = s.lru.rbegin(); it != s.lru.rend() && freed < bytes; ++it) {
       const Entry* e = *it;
       if (e->pins > 0) continue;  // being read: evicting it frees nothing now
       if (spare && spare(e->key)) {
@@ -544,12 +625,12 @@ Result<std::vector<std::string>> ExtentStore::EvictColdest(uint64_t extents,
       }
       keys.push_back(e->key);
       generations.push_back(e->generation);
-      freed += e->extents.size();
+      freed += std::max<uint64_t>(bytes_of(e), 1);  // an empty value frees a journal record
     }
-    for (size_t i = 0; i < spared.size() && freed < extents; ++i) {  // coldest of the spared first
+    for (size_t i = 0; i < spared.size() && freed < bytes; ++i) {  // coldest of the spared first
       keys.push_back(spared[i]->key);
       generations.push_back(spared[i]->generation);
-      freed += spared[i]->extents.size();
+      freed += std::max<uint64_t>(bytes_of(spared[i]), 1);
     }
   }
   if (keys.empty()) {
@@ -597,6 +678,8 @@ ExtentStoreStats ExtentStore::Stats() const {
   out.block_size_bytes = s.block_bytes;
   out.io_engine = std::string(s.io->name());
   out.open_nanos = s.open_nanos;
+  out.unit_bytes = kDriveUnitBytes;
+  out.journal_live_bytes = s.journal_live_bytes;
   out.drives.clear();
   for (const Drive& d : s.drives) {
     DriveStats ds;
@@ -607,11 +690,15 @@ ExtentStoreStats ExtentStore::Stats() const {
     ds.reason = d.reason;
     if (d.state == DriveState::kOffline) out.degraded = true;
     if (d.present) {
+      const ExtentAllocator& a = d.alloc;
       ds.raw_bytes = d.file.size_bytes();
-      ds.usable_bytes = d.sb.slot_count * s.block_bytes;
-      ds.used_bytes = d.alloc.used_count() * s.block_bytes;
-      ds.slots_total = d.alloc.slot_count();
-      ds.slots_free = d.alloc.free_count();
+      ds.usable_bytes = a.unit_count() * kDriveUnitBytes;
+      ds.used_bytes = a.used_units() * kDriveUnitBytes;
+      ds.free_bytes = a.free_units() * kDriveUnitBytes;
+      ds.largest_free_bytes = a.longest_free_run() * kDriveUnitBytes;
+      ds.free_runs = a.free_runs();
+      ds.slots_total = ds.usable_bytes / s.block_bytes;
+      ds.slots_free = ds.free_bytes / s.block_bytes;
       ds.journal_used_bytes = d.journal_used;
       ds.journal_area_bytes = d.sb.journal_area_bytes;
     }
@@ -622,6 +709,14 @@ ExtentStoreStats ExtentStore::Stats() const {
 }
 
 uint64_t ExtentStore::block_size_bytes() const { return impl_->block_bytes; }
+
+double DriveStats::fragmentation() const {
+  return free_bytes == 0 ? 0.0 : 1.0 - double(largest_free_bytes) / double(free_bytes);
+}
+
+double DriveStats::bytes_per_value_byte() const {
+  return value_bytes == 0 ? 0.0 : double(used_bytes) / double(value_bytes);
+}
 
 ExtentStore::ExtentStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ExtentStore::~ExtentStore() = default;

@@ -1,26 +1,28 @@
-// ExtentStore: the drive tier. Values on N drives (block devices or files) in
-// extents of a fixed size, with a journal that makes every acknowledged write
+// ExtentStore: the drive tier. Values on N drives (block devices or files),
+// packed into 4 KiB units, with a journal that makes every acknowledged write
 // survive a crash. docs/storage.md has the full contract and the on-drive
 // format byte by byte; in short:
 //
-// Layout. Each drive: superblock, two journal areas, then slots of
-// (4 KiB extent header + block_size data). A value takes ceil(size /
-// block_size) slots; its extents go round-robin over the drives, so reading a
-// big value reads all drives at once (one batch through the IoEngine).
+// Layout. Each drive: superblock, two journal areas, then a data area of
+// 4 KiB units. A value is cut into extents of at most block_size bytes, each
+// a run of whole units holding only value bytes (the last one zero-padded),
+// so a 4 KiB value takes 4 KiB and a 5 KiB one 8 KiB. Extents go round-robin
+// over the drives, so reading a big value reads all drives at once (one
+// batch through the IoEngine); a per-drive best-fit allocator places them.
 //
-// Durability. Put returns Ok only after (1) every extent is written (O_DIRECT)
-// and its drive fdatasync'ed, then (2) a journal record naming the key, its
-// generation, length, checksum and extents is written to the journal of every
-// online drive and fdatasync'ed. Delete returns Ok after its record is durable
-// the same way. After a crash (kill -9, power loss) the store reopens with
-// every acknowledged Put readable byte-exact, unless a later acknowledged
-// Delete/Put replaced it; an operation that had not returned may be there or
-// not, but never torn: every extent carries a checksum over its header and
-// data plus the key and generation, checked on every read. Concurrent commits
-// share one journal write and sync (group commit).
+// Durability. Put returns Ok only after every extent is written (O_DIRECT)
+// and a journal record naming the key, its generation, length, checksum and
+// extents is written to the journal of every online drive, and those drives
+// are fdatasync'ed (one flush covers both). Delete returns Ok after its
+// record is durable the same way. After a crash (kill -9, power loss) the
+// store reopens with every acknowledged Put readable byte-exact, unless a
+// later acknowledged Delete/Put replaced it; an operation that had not
+// returned may be there or not, but never torn: every read checks the whole
+// value against the checksum in its record. Concurrent commits share one
+// journal write and sync (group commit).
 //
 // Restart. Open replays the journals (not the data) and rebuilds the index
-// and the free-slot allocator; when a journal area fills, the live index is
+// and the allocators; when a journal area fills, the live index is
 // checkpointed into the other area.
 //
 // Faults. An I/O error on a drive takes it offline: its values become misses,
@@ -54,14 +56,22 @@
 
 namespace memkv {
 
+// Default journal size: bytes of each journal area per 4 KiB unit of the
+// whole store. A put record takes about 72 bytes + key + 16 per extent, and
+// every drive's journal holds the records of every drive, so this holds the
+// live index of a store full of values of ~12 KiB and more with 64-byte keys
+// (docs/storage.md, "Journal capacity"); smaller values fill the journal
+// first, and puts then find it full as they would find the drives full.
+inline constexpr uint64_t kJournalBytesPerUnit = 64;
+
 struct DriveFormatOptions {
   std::vector<std::string> drives;      // paths; drive i gets index i
-  uint64_t block_size_bytes = 4ull << 20;  // storage.block_size; a multiple of 4 KiB, at most 1 GiB
+  uint64_t block_size_bytes = 4ull << 20;  // storage.block_size, the longest extent; a multiple of 4 KiB, at most 1 GiB
   // Regular files: create or resize each file to this size. 0: use the
   // existing size (the only choice for block devices).
   uint64_t file_size_bytes = 0;
-  // Each of the two journal areas. 0: sized for the drives' slot count
-  // (256 bytes per slot of the whole store, 1 MiB .. 1 GiB).
+  // Each of the two journal areas. 0: kJournalBytesPerUnit per 4 KiB unit of
+  // the whole store, 1 MiB .. 1 GiB (docs/storage.md, "Journal capacity").
   uint64_t journal_area_bytes = 0;
   bool force = false;                 // overwrite drives that hold a MemKV superblock
   uint64_t created_unix_ns = 0;       // 0: now
@@ -71,8 +81,9 @@ struct ExtentStoreOptions {
   std::vector<std::string> drives;    // paths, any order; identified by their superblocks
   IoEngineKind io = IoEngineKind::kAuto;
   uint32_t queue_depth = 64;
-  // Staging buffers of one slot each, registered with io_uring. They bound
-  // the extents in flight at once (larger values go in waves).
+  // Staging buffers of one extent (block size) each, registered with
+  // io_uring. They bound the extents in flight at once (larger values go in
+  // waves).
   uint32_t io_buffers = 32;
   // Test seam: wraps the I/O engine (e.g. in a FaultInjectingEngine).
   std::function<std::unique_ptr<IoEngine>(std::unique_ptr<IoEngine>)> wrap_engine;
@@ -92,18 +103,30 @@ struct DriveStats {
   DriveState state = DriveState::kOnline;
   std::string reason;               // why it is offline or full
   uint64_t raw_bytes = 0;           // size of the device or file
-  uint64_t usable_bytes = 0;        // slots * block size
-  uint64_t used_bytes = 0;          // slots in use * block size
-  uint64_t value_bytes = 0;         // bytes of values stored on it
+  uint64_t usable_bytes = 0;        // the data area: units * 4 KiB
+  uint64_t used_bytes = 0;          // capacity consumed: units in use * 4 KiB
+  uint64_t value_bytes = 0;         // bytes of values stored on it (used_bytes / value_bytes: the packing cost)
+  uint64_t free_bytes = 0;          // units free * 4 KiB
+  uint64_t largest_free_bytes = 0;  // the longest free run: the longest extent that fits without cutting
+  uint64_t free_runs = 0;           // how many pieces the free bytes are in
+  // usable_bytes and free_bytes in whole extents of the block size, for
+  // callers that count extents (a value of n blocks can fit when n <= these).
   uint64_t slots_total = 0;
   uint64_t slots_free = 0;
   uint64_t journal_used_bytes = 0;  // of the active area
   uint64_t journal_area_bytes = 0;
+
+  // 1 - largest_free_bytes / free_bytes: 0 when the free bytes are one run,
+  // near 1 when they are scattered in small pieces. 0 when nothing is free.
+  double fragmentation() const;
+  // used_bytes / value_bytes (0 without values): what a stored byte costs.
+  double bytes_per_value_byte() const;
 };
 
 struct ExtentStoreStats {
   Uuid store_uuid;
   uint64_t block_size_bytes = 0;
+  uint64_t unit_bytes = 0;          // the allocation unit, 4 KiB
   std::string io_engine;            // "io_uring", "pread", ...
   bool degraded = false;            // some drive of the store is offline
   uint64_t keys = 0;
@@ -114,11 +137,14 @@ struct ExtentStoreStats {
   uint64_t misses = 0;
   uint64_t deletes = 0;
   uint64_t evictions = 0;
-  uint64_t checksum_failures = 0;   // reads that found a torn, stale or rotten extent
+  uint64_t checksum_failures = 0;   // reads whose value failed its checksum (torn, stale or rotten extent)
   uint64_t io_errors = 0;
   uint64_t journal_commits = 0;     // journal writes (each may carry several operations)
   uint64_t checkpoints = 0;
   uint64_t open_nanos = 0;          // how long Open took (journal replay included)
+  // The live index as a checkpoint writes it; puts are refused with
+  // ResourceExhausted past 3/4 of journal_area_bytes (docs/storage.md).
+  uint64_t journal_live_bytes = 0;
   std::vector<DriveStats> drives;
 };
 
@@ -145,22 +171,25 @@ class ExtentStore {
   ExtentStore& operator=(const ExtentStore&) = delete;
 
   // Stores `value` under `key` (1..1024 bytes), replacing any previous value.
-  // TooLarge beyond kMaxExtentsPerValue extents; ResourceExhausted naming the
-  // drives when no room; IoError when a drive failed (it is then offline and
-  // a retry goes to the others); Unavailable when no drive is online.
+  // TooLarge beyond kMaxExtentsPerValue extents of the block size;
+  // ResourceExhausted naming the drives when no room (or the journal is
+  // full); IoError when a drive failed (it is then offline and a retry goes
+  // to the others); Unavailable when no drive is online.
   Status Put(std::string_view key, std::span<const uint8_t> value);
   // As Put, gathering the value from `value` (read as one byte string) whose
   // Checksum() the caller already knows: the tier writes straight from DRAM
-  // pool chunks. `checksum` is stored, not recomputed.
+  // pool chunks. The bytes written are checked against `checksum` (every
+  // read is): InvalidArgument, nothing stored, when they differ.
   Status PutIov(std::string_view key, std::span<const iovec> value, uint64_t checksum);
-  // NotFound on a miss, including a value whose extent fails its checksum or
-  // whose drive failed (both counted; the value is dropped).
+  // NotFound on a miss, including a value that fails its checksum or whose
+  // drive failed (both counted; the value is dropped).
   Result<std::vector<uint8_t>> Get(std::string_view key);
   // As Get, into `buffer`; returns the size. TooLarge naming both sizes when
   // the buffer is too small.
   Result<size_t> GetInto(std::string_view key, std::span<uint8_t> buffer);
   // As GetInto, scattering into `buffer` (its iovecs read as one byte
-  // string); returns the value's size, checksum and generation.
+  // string); returns the value's size, checksum and generation. On a failed
+  // read the buffer holds unchecked bytes.
   Result<ValueInfo> GetIov(std::string_view key, std::span<const iovec> buffer);
   // Size, checksum and generation from the index (no I/O, no LRU touch).
   Result<ValueInfo> Stat(std::string_view key);
@@ -175,13 +204,15 @@ class ExtentStore {
   Status Delete(std::string_view key);
 
   // Deletes the least recently used values (Put and Get count as use; values
-  // being read are skipped) until at least `extents` extents are free, and
-  // returns their keys, coldest first. ResourceExhausted when nothing can be
+  // being read are skipped) until their extents free at least `bytes` bytes
+  // (counted in whole 4 KiB units; an empty value counts 1 byte), and
+  // returns their keys, coldest first. A put of n bytes that found no room
+  // asks for n. ResourceExhausted when nothing can be
   // evicted. Values for which `spare(key)` is true are taken only when the
   // others do not free enough (the tier spares what DRAM holds: it is hot
   // even though the drives never saw it read). `spare` runs under the store's
   // lock: it must be quick and must not call into this store.
-  Result<std::vector<std::string>> EvictColdest(uint64_t extents,
+  Result<std::vector<std::string>> EvictColdest(uint64_t bytes,
                                                 const std::function<bool(std::string_view)>& spare = {});
   // Writes the live index into the other journal area of every drive (the
   // store does this by itself when an area fills).

@@ -14,9 +14,9 @@
 //      durable,
 //   4. applies the records to the index.
 // The extents are not flushed before their record is written: after a crash
-// in between, a record may name extents that never reached the drive. Each
-// extent's checksum (over its header, key, generation and data) catches that
-// on read, and the value is then absent, never wrong; that put had not been
+// in between, a record may name extents that never reached the drive. The
+// record's checksum of the whole value, checked on every read, catches that,
+// and the value is then absent, never wrong; that put had not been
 // acknowledged. The key's previous value is gone then too (docs/storage.md).
 // Only then are the batch's operations acknowledged. Because the leader
 // applies before it hands over, a checkpoint (which runs in the leader) sees
@@ -209,7 +209,7 @@ void ExtentStore::Impl::MarkJournaledLocked(uint32_t drive) {
   for (const ExtentRef& e : d.orphans) {
     if (drives[e.drive].state != DriveState::kOffline) release.push_back(e);  // nothing to give back there
   }
-  FreeSlotsLocked(release);
+  FreeUnitsLocked(release);
   d.orphans.clear();
 }
 

@@ -66,9 +66,10 @@ TEST(ExtentStoreFaults, DiskFullIsACleanResourceExhausted) {
     auto sb = DecodeSuperblock(ReadRaw(t.paths[0], 0, kDriveHeaderBytes), "d0");
     return sb->data_offset;
   }();
-  // Drive 0's filesystem fills after its third slot, drive 1's after its fifth.
-  t.faults->LimitWrites(0, data_offset + 3 * (kBlock + 4096));
-  t.faults->LimitWrites(1, data_offset + 5 * (kBlock + 4096));
+  // Drive 0's filesystem fills after its third extent, drive 1's after its
+  // fifth (a fresh drive fills from its first unit up).
+  t.faults->LimitWrites(0, data_offset + 3 * kBlock);
+  t.faults->LimitWrites(1, data_offset + 5 * kBlock);
   int stored = 0;
   Status s;
   for (int i = 0; i < 100 && s.ok(); ++i) {
@@ -137,7 +138,7 @@ TEST(ExtentStoreFaults, ADriveThatLiesAboutAWriteIsCaughtOnRead) {
   StoreFixture t(1);
   ASSERT_TRUE(t.Format().ok());
   ASSERT_TRUE(t.OpenFaulty().ok());
-  t.faults->TearNthWrite(0, 1, 4096);  // the extent's header lands, its data does not
+  t.faults->TearNthWrite(0, 1, 4096);  // the extent's first unit lands, the other 15 do not
   ASSERT_TRUE(t.store->Put("k", Pattern(kBlock, 3)).ok());
   auto got = t.Get("k");
   EXPECT_EQ(got.status().code(), StatusCode::kNotFound);

@@ -43,7 +43,7 @@ struct Entry {
   std::vector<ExtentRef> extents;
   uint32_t pins = 0;             // readers copying it out right now
   bool linked = false;           // in the index and the LRU list
-  bool slots_owned = true;       // its slots go back to the allocators when unlinked and unpinned
+  bool units_owned = true;       // its units go back to the allocators when unlinked and unpinned
   std::list<Entry*>::iterator lru;
 };
 
@@ -56,9 +56,9 @@ struct Drive {
   DriveState state = DriveState::kOffline;
   std::string reason;
   bool marked_offline = false;   // a durable journal record says so
-  // Slots (on any drive) of the values dropped when this drive went offline.
-  // Freed once its offline record is durable: before that, a crash would
-  // replay their records, so their extents must not be reused yet.
+  // Extents (on any drive) of the values dropped when this drive went
+  // offline. Freed once its offline record is durable: before that, a crash
+  // would replay their records, so their units must not be reused yet.
   std::vector<ExtentRef> orphans;
   ExtentAllocator alloc;
   uint64_t value_bytes = 0;
@@ -85,7 +85,7 @@ struct CommitOp {
   // Set by the leader.
   uint64_t sequence = 0;         // of its journal record
   Status status;
-  bool adopted = false;          // kPut: the index owns its slots now
+  bool adopted = false;          // kPut: the index owns its units now
   bool drive_failed = false;     // failed because a drive went offline or full: retry elsewhere
   bool done = false;
 };
@@ -93,13 +93,13 @@ struct CommitOp {
 struct ExtentStore::Impl {
   ExtentStoreOptions options;
   Uuid store_uuid;
-  uint64_t block_bytes = 0;
-  uint64_t slot_bytes = 0;
+  uint64_t block_bytes = 0;      // the most data bytes of one extent (storage.block_size)
+  uint64_t journal_area_bytes = 0;
   std::vector<Drive> drives;     // by drive index; fixed after Open
   std::unique_ptr<IoEngine> io;
   uint64_t open_nanos = 0;
 
-  // Staging buffers: one slot each, carved from one registered region.
+  // Staging buffers: one extent (block_bytes) each, carved from one registered region.
   AlignedBuffer staging;
   std::mutex buf_mu;
   std::condition_variable buf_cv;
@@ -111,6 +111,10 @@ struct ExtentStore::Impl {
   uint64_t next_sequence = 1;
   uint64_t next_generation = 1;
   uint32_t stripe_cursor = 0;
+  // What a checkpoint of the live index takes in a journal area (its records,
+  // encoded). Puts are refused beyond kJournalLiveShare of the area, so that
+  // deletes and evictions always find room.
+  uint64_t journal_live_bytes = 0;
   ExtentStoreStats counters;      // the counter fields only
 
   std::mutex commit_mu;
@@ -118,13 +122,12 @@ struct ExtentStore::Impl {
   std::deque<CommitOp*> commit_queue;  // guarded by commit_mu
 
   // --- extent_store.cc
-  uint8_t* buffer(uint32_t i) const { return staging.data() + uint64_t(i) * slot_bytes; }
+  uint8_t* buffer(uint32_t i) const { return staging.data() + uint64_t(i) * block_bytes; }
   std::vector<uint32_t> AcquireBuffers(size_t want);
   void ReleaseBuffers(const std::vector<uint32_t>& bufs);
-  uint64_t IoBytes(const Drive& d, uint64_t data_bytes) const;
-  // Unlinks from the index and LRU; frees the slots now or at the last unpin.
+  // Unlinks from the index and LRU; frees the units now or at the last unpin.
   void UnlinkLocked(Entry* e);
-  void FreeSlotsLocked(const std::vector<ExtentRef>& extents);
+  void FreeUnitsLocked(const std::vector<ExtentRef>& extents);
   void LinkLocked(std::shared_ptr<Entry> e);
   // Takes a drive offline in memory. True when it was online: the caller
   // must then get a kOffline record into the journal.
@@ -160,6 +163,13 @@ struct ExtentStore::Impl {
 
 // Keys may be binary; log them readably and bounded.
 std::string KeyForLog(std::string_view key);
+
+// The live index may fill at most this share of a journal area: the rest
+// takes the records appended between checkpoints (deletes, evictions).
+inline constexpr double kJournalLiveShare = 0.75;
+
+// Bytes a put record of this key and extent count takes in the journal.
+uint64_t PutRecordBytes(size_t key_bytes, size_t extents);
 
 }  // namespace memkv
 

@@ -11,8 +11,9 @@
 //     (which drops the mark), so a crash between the two leaves it stale.
 //   - Per key the record with the highest sequence wins (Put or Delete).
 //   - A winning Put is live only if all its extents are on drives that are
-//     present and trusted; its slots are then marked used in the allocators
-//     (newest first, so two records never both hold a slot).
+//     present and trusted and that are well formed (ExtentsCoverValue); its
+//     units are then marked used in the allocators (newest first, so two
+//     records never both hold a unit).
 // After a crash the copies can differ in their last batch; the union is
 // taken and a checkpoint makes them equal again. Nothing here reads extents.
 #include <algorithm>
@@ -32,8 +33,7 @@
 namespace memkv {
 namespace {
 
-constexpr uint64_t kDataAlignment = 1 << 20;  // slot 0 starts on a MiB boundary
-constexpr uint64_t kJournalBytesPerSlot = 256;
+constexpr uint64_t kDataAlignment = 1 << 20;  // unit 0 starts on a MiB boundary
 constexpr uint64_t kMinJournalArea = 1 << 20;
 constexpr uint64_t kMaxJournalArea = 1ull << 30;
 
@@ -60,7 +60,6 @@ Status ExtentStore::Format(const DriveFormatOptions& o) {
     return InvalidArgument("format: block size " + std::to_string(o.block_size_bytes) +
                            " must be a multiple of 4 KiB, at most 1 GiB");
   }
-  const uint64_t slot_bytes = o.block_size_bytes + kDriveHeaderBytes;
   std::vector<DriveFile> files;
   for (const std::string& path : o.drives) {
     MEMKV_ASSIGN_OR_RETURN(DriveFile f, DriveFile::Open(path, {.create_bytes = o.file_size_bytes}));
@@ -78,10 +77,12 @@ Status ExtentStore::Format(const DriveFormatOptions& o) {
     files.push_back(std::move(f));
   }
 
-  uint64_t total_slots = 0;
-  for (const DriveFile& f : files) total_slots += f.size_bytes() / slot_bytes;
+  uint64_t total_units = 0;
+  for (const DriveFile& f : files) total_units += f.size_bytes() / kDriveUnitBytes;
   uint64_t area = o.journal_area_bytes;
-  if (area == 0) area = std::clamp(RoundUpTo(total_slots * kJournalBytesPerSlot, kMinJournalArea), kMinJournalArea, kMaxJournalArea);
+  if (area == 0) {
+    area = std::clamp(RoundUpTo(total_units * kJournalBytesPerUnit, kMinJournalArea), kMinJournalArea, kMaxJournalArea);
+  }
   if (area < 2 * kDriveHeaderBytes || area % kDriveHeaderBytes != 0) {
     return InvalidArgument("format: journal area of " + std::to_string(area) + " bytes must be a multiple of 4 KiB, at least 8 KiB");
   }
@@ -101,18 +102,18 @@ Status ExtentStore::Format(const DriveFormatOptions& o) {
     sb.drive_count = uint32_t(files.size());
     sb.logical_block_bytes = f.logical_block_bytes();
     sb.extent_bytes = o.block_size_bytes;
-    sb.slot_bytes = slot_bytes;
+    sb.unit_bytes = kDriveUnitBytes;
     sb.created_unix_ns = created;
     sb.device_bytes = f.size_bytes();
     sb.journal_offset = kDriveHeaderBytes;
     sb.journal_area_bytes = area;
     sb.data_offset = RoundUpTo(sb.journal_offset + 2 * area, kDataAlignment);
-    if (f.size_bytes() < sb.data_offset + slot_bytes) {
+    if (f.size_bytes() < sb.data_offset + o.block_size_bytes) {
       return InvalidArgument("format: " + f.path() + " has " + FormatSize(f.size_bytes()) + "; it needs at least " +
-                             FormatSize(sb.data_offset + slot_bytes) + " (journal " + FormatSize(2 * area) +
-                             " + one extent of " + FormatSize(slot_bytes) + ")");
+                             FormatSize(sb.data_offset + o.block_size_bytes) + " (journal " + FormatSize(2 * area) +
+                             " + one extent of " + FormatSize(o.block_size_bytes) + ")");
     }
-    sb.slot_count = std::min((f.size_bytes() - sb.data_offset) / slot_bytes, kMaxSlotsPerDrive);
+    sb.unit_count = std::min((f.size_bytes() - sb.data_offset) / kDriveUnitBytes, kMaxUnitsPerDrive);
 
     // The old superblock goes first and the new one last, so a drive whose
     // format was interrupted holds no valid superblock at all.
@@ -129,7 +130,8 @@ Status ExtentStore::Format(const DriveFormatOptions& o) {
     MEMKV_RETURN_IF_ERROR(f.WriteAt(0, std::span<const uint8_t>(buf.data(), kDriveHeaderBytes)));
     MEMKV_RETURN_IF_ERROR(f.Sync());
     LOG_INFO_C("drive") << "format: " << f.path() << ": drive " << i << " of store " << store_uuid.ToString() << ", "
-             << sb.slot_count << " extents of " << FormatSize(o.block_size_bytes) << ", journal 2 x "
+             << FormatSize(sb.unit_count * kDriveUnitBytes) << " of data in 4 KiB units, extents up to "
+             << FormatSize(o.block_size_bytes) << ", journal 2 x "
              << FormatSize(area) << (f.direct_io() ? "" : " (buffered I/O)");
   }
   return Status::Ok();
@@ -210,7 +212,7 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
   s.options = options;
   s.store_uuid = ref.store_uuid;
   s.block_bytes = ref.extent_bytes;
-  s.slot_bytes = ref.slot_bytes;
+  s.journal_area_bytes = ref.journal_area_bytes;
   s.drives.resize(ref.drive_count);
   for (uint32_t i = 0; i < ref.drive_count; ++i) {
     s.drives[i].index = i;
@@ -226,11 +228,11 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
     d.path = o.path;
     d.sb = o.sb;
     d.lbs = o.file.logical_block_bytes();
-    d.alloc = ExtentAllocator(o.sb.slot_count);
+    d.alloc = ExtentAllocator(o.sb.unit_count);
     d.journal = DriveJournal(d.index, o.sb);
-    if (o.file.size_bytes() < o.sb.data_offset + o.sb.slot_count * o.sb.slot_bytes) {
+    if (o.file.size_bytes() < o.sb.unit_offset(o.sb.unit_count)) {
       d.reason = "is " + std::to_string(o.file.size_bytes()) + " bytes, smaller than its format (" +
-                 std::to_string(o.sb.data_offset + o.sb.slot_count * o.sb.slot_bytes) + ")";
+                 std::to_string(o.sb.unit_offset(o.sb.unit_count)) + ")";
     } else {
       d.state = DriveState::kOnline;
       d.reason.clear();
@@ -239,13 +241,13 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
   }
 
   // 2. The I/O engine, with the staging buffers registered.
-  MEMKV_ASSIGN_OR_RETURN(s.staging, AlignedBuffer::Allocate(size_t(options.io_buffers) * s.slot_bytes));
+  MEMKV_ASSIGN_OR_RETURN(s.staging, AlignedBuffer::Allocate(size_t(options.io_buffers) * s.block_bytes));
   IoEngineOptions io;
   io.kind = options.io;
   io.queue_depth = options.queue_depth;
   for (const Drive& d : s.drives) io.fds.push_back(d.present ? d.file.fd() : -1);
   for (uint32_t i = 0; i < options.io_buffers; ++i) {
-    io.fixed_buffers.push_back(iovec{s.buffer(i), size_t(s.slot_bytes)});
+    io.fixed_buffers.push_back(iovec{s.buffer(i), size_t(s.block_bytes)});
     s.free_bufs.push_back(options.io_buffers - 1 - i);
   }
   MEMKV_ASSIGN_OR_RETURN(s.io, CreateIoEngine(io));
@@ -353,16 +355,13 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
   for (auto& [key, w] : winners) {
     const JournalRecord* rec = w.rec;
     if (rec->type != RecordType::kPut) continue;
-    const uint64_t want = rec->value_bytes / s.block_bytes + (rec->value_bytes % s.block_bytes != 0);  // no wrap
-    bool ok = rec->extents.size() == want &&
-              std::all_of(rec->extents.begin(), rec->extents.end(), [&](const ExtentRef& e) {
-                return usable(e.drive) && e.slot < s.drives[e.drive].sb.slot_count;
-              });
+    bool ok = ExtentsCoverValue(rec->extents, rec->value_bytes, s.block_bytes) &&
+              std::all_of(rec->extents.begin(), rec->extents.end(), [&](const ExtentRef& e) { return usable(e.drive); });
     if (ok) live.push_back(w);
     else dropped++;
   }
-  // Newest first claims its slots; a record whose slot is already claimed is
-  // older and dead (its extents were reused).
+  // Newest first claims its units; a record with a unit already claimed (or
+  // out of range) is older and dead (its units were reused).
   std::sort(live.begin(), live.end(), [](const Winner& a, const Winner& b) { return a.rec->sequence > b.rec->sequence; });
   std::vector<Winner> adopted;
   for (const Winner& w : live) {
@@ -370,14 +369,14 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
     std::vector<ExtentRef> claimed;
     bool ok = true;
     for (const ExtentRef& e : rec->extents) {
-      if (!s.drives[e.drive].alloc.MarkUsed(e.slot)) {
+      if (!s.drives[e.drive].alloc.MarkUsed(e.unit, e.units)) {
         ok = false;
         break;
       }
       claimed.push_back(e);
     }
     if (!ok) {
-      for (const ExtentRef& e : claimed) s.drives[e.drive].alloc.Free(e.slot);
+      for (const ExtentRef& e : claimed) s.drives[e.drive].alloc.Unmark(e.unit, e.units);
       dropped++;
       continue;
     }

@@ -46,17 +46,23 @@ TEST(ExtentStore, SmallEmptyAndStripedValuesRoundTrip) {
   ExtentStoreStats st = t.store->Stats();
   EXPECT_EQ(st.keys, 3u);
   EXPECT_EQ(st.value_bytes, small.size() + big.size());
+  EXPECT_EQ(st.unit_bytes, 4096u);
   EXPECT_FALSE(st.degraded);
   ASSERT_EQ(st.drives.size(), 3u);
-  uint64_t used = 0;
+  uint64_t used = 0, value_bytes = 0;
   for (const DriveStats& d : st.drives) {
-    EXPECT_GE(d.used_bytes, 2 * kBlock) << "the big value is striped over every drive";
+    EXPECT_GE(d.used_bytes, kBlock) << "the big value is striped over every drive";
     EXPECT_EQ(d.raw_bytes, 8u << 20);
-    EXPECT_EQ(d.usable_bytes, d.slots_total * kBlock);
+    EXPECT_LE(d.usable_bytes, d.raw_bytes);
+    EXPECT_EQ(d.usable_bytes % 4096, 0u);
+    EXPECT_EQ(d.free_bytes + d.used_bytes, d.usable_bytes);
+    EXPECT_EQ(d.slots_total, d.usable_bytes / kBlock);
     EXPECT_EQ(d.state, DriveState::kOnline);
-    used += d.slots_total - d.slots_free;
+    used += d.used_bytes;
+    value_bytes += d.value_bytes;
   }
-  EXPECT_EQ(used, 7u) << "6 extents for big, 1 for small, none for empty";
+  EXPECT_EQ(used, (5 * 16 + 1 + 1) * 4096u) << "5 full extents and one unit for big, one unit for small, none for empty";
+  EXPECT_EQ(value_bytes, st.value_bytes);
 
   std::vector<uint8_t> buf(big.size() + 10);
   auto n = t.store->GetInto("big", buf);
@@ -77,10 +83,10 @@ TEST(ExtentStore, OverwriteAndDeleteFreeTheirExtents) {
   EXPECT_EQ(*t.Get("k"), Pattern(kBlock / 2, 2));
   auto used = [&] {
     uint64_t n = 0;
-    for (const DriveStats& d : t.store->Stats().drives) n += d.slots_total - d.slots_free;
+    for (const DriveStats& d : t.store->Stats().drives) n += d.used_bytes;
     return n;
   };
-  EXPECT_EQ(used(), 1u);
+  EXPECT_EQ(used(), kBlock / 2);
   ASSERT_TRUE(t.store->Delete("k").ok());
   EXPECT_EQ(used(), 0u);
   EXPECT_EQ(t.Get("k").status().code(), StatusCode::kNotFound);
@@ -140,7 +146,7 @@ TEST(ExtentStore, DrivesMayBeGivenInAnyOrder) {
 }
 
 TEST(ExtentStore, FullStoreIsResourceExhaustedNamingDrivesAndEvictColdestMakesRoom) {
-  StoreFixture t(2, kBlock, 4 << 20);  // 2 x 1 MiB of journal, then 15 slots per drive
+  StoreFixture t(2, kBlock, 4 << 20);  // 2 x 1 MiB of journal, then 1 MiB of data per drive
   t.FormatAndOpen();
   const uint64_t slots = t.store->Stats().drives[0].slots_total + t.store->Stats().drives[1].slots_total;
   ASSERT_GT(slots, 4u);
@@ -153,7 +159,7 @@ TEST(ExtentStore, FullStoreIsResourceExhaustedNamingDrivesAndEvictColdestMakesRo
 
   // v0 is the coldest; reading it makes v1 the coldest.
   ASSERT_TRUE(t.Get("v0").ok());
-  auto evicted = t.store->EvictColdest(2);
+  auto evicted = t.store->EvictColdest(2 * kBlock);
   ASSERT_TRUE(evicted.ok());
   EXPECT_EQ(*evicted, (std::vector<std::string>{"v1", "v2"}));
   EXPECT_FALSE(t.store->Exists("v1"));
@@ -175,7 +181,7 @@ TEST(ExtentStore, EvictColdestTakesSparedValuesOnlyWhenTheOthersDoNotSuffice) {
   auto evicted = t.store->EvictColdest(1, spare);
   ASSERT_TRUE(evicted.ok());
   EXPECT_EQ(*evicted, (std::vector<std::string>{"v1"})) << "v0 is colder but spared";
-  evicted = t.store->EvictColdest(3, spare);
+  evicted = t.store->EvictColdest(3 * kBlock, spare);
   ASSERT_TRUE(evicted.ok());
   EXPECT_EQ(*evicted, (std::vector<std::string>{"v3", "v0", "v2"})) << "then the spared, coldest first";
 }
@@ -249,9 +255,9 @@ TEST(ExtentStore, ACorruptExtentIsAMissNeverWrongBytes) {
   t.FormatAndOpen();
   ASSERT_TRUE(t.store->Put("k", Pattern(3000, 1)).ok());
   Superblock sb = ReadSuperblock(t.paths[0]);
-  auto byte = ReadRaw(t.paths[0], sb.slot_offset(0) + kDriveHeaderBytes + 1000, 1);
+  auto byte = ReadRaw(t.paths[0], sb.unit_offset(0) + 1000, 1);
   byte[0] ^= 0x01;  // bit rot in the data
-  WriteRaw(t.paths[0], sb.slot_offset(0) + kDriveHeaderBytes + 1000, byte);
+  WriteRaw(t.paths[0], sb.unit_offset(0) + 1000, byte);
   auto got = t.Get("k");
   EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
   EXPECT_NE(got.status().message().find("checksum"), std::string::npos) << got.status().message();
@@ -261,14 +267,14 @@ TEST(ExtentStore, ACorruptExtentIsAMissNeverWrongBytes) {
 
 TEST(ExtentStore, AStaleExtentIsNeverReturned) {
   // A drive that silently kept an old extent where a new one was written
-  // (a lost write): the key matches, the generation does not.
+  // (a lost write): the units hold the key's previous value.
   StoreFixture t(1);
   t.FormatAndOpen();
   Superblock sb = ReadSuperblock(t.paths[0]);
-  ASSERT_TRUE(t.store->Put("k", Pattern(5000, 1)).ok());  // slot 0
-  auto old_extent = ReadRaw(t.paths[0], sb.slot_offset(0), kDriveHeaderBytes + 8192);
-  ASSERT_TRUE(t.store->Put("k", Pattern(5000, 2)).ok());  // slot 1
-  WriteRaw(t.paths[0], sb.slot_offset(1), old_extent);
+  ASSERT_TRUE(t.store->Put("k", Pattern(5000, 1)).ok());  // units 0..1
+  auto old_extent = ReadRaw(t.paths[0], sb.unit_offset(0), 8192);
+  ASSERT_TRUE(t.store->Put("k", Pattern(5000, 2)).ok());  // units 2..3, then 0..1 are freed
+  WriteRaw(t.paths[0], sb.unit_offset(2), old_extent);
   auto got = t.Get("k");
   EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
   EXPECT_NE(got.status().message().find("stale"), std::string::npos) << got.status().message();
@@ -368,10 +374,10 @@ TEST(ExtentStore, AMissingDriveDegradesTheStoreAndIsReadmittedEmpty) {
   EXPECT_EQ(*t.Get("v1"), Pattern(1000, 101));
   EXPECT_EQ(t.Get("v4").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(*t.Get("big"), Pattern(4 * kBlock, 7));
-  EXPECT_EQ(st.drives[1].slots_free, st.drives[1].slots_total);
+  EXPECT_EQ(st.drives[1].free_bytes, st.drives[1].usable_bytes);
   // And it takes new extents again.
   ASSERT_TRUE(t.store->Put("after", Pattern(3 * kBlock, 8)).ok());
-  EXPECT_LT(t.store->Stats().drives[1].slots_free, st.drives[1].slots_total);
+  EXPECT_LT(t.store->Stats().drives[1].free_bytes, st.drives[1].usable_bytes);
   ASSERT_TRUE(t.Open().ok());
   EXPECT_EQ(*t.Get("after"), Pattern(3 * kBlock, 8));
   EXPECT_EQ(*t.Get("v1"), Pattern(1000, 101));
@@ -383,7 +389,7 @@ TEST(ExtentStore, AMissingDriveDegradesTheStoreAndIsReadmittedEmpty) {
 TEST(ExtentStore, ADeleteThatForcesACheckpointStaysDeletedAfterReopen) {
   StoreFixture t(1, 4096, 4 << 20, 8 << 10);
   t.FormatAndOpen();
-  const std::string victim(100, 'v');  // its Delete record (168 bytes) is longer than a filler's Put (80)
+  const std::string victim(100, 'v');  // its Delete record (168 bytes) is longer than a filler's Put (88)
   ASSERT_TRUE(t.store->Put(victim, Pattern(10, 1)).ok());
   auto room = [&] {
     DriveStats d = t.store->Stats().drives[0];

@@ -17,7 +17,9 @@ namespace {
 constexpr char kSuperblockMagic[8] = {'M', 'E', 'M', 'K', 'V', 'D', 'R', 'V'};
 constexpr char kAreaMagic[4] = {'M', 'K', 'J', 'A'};
 constexpr char kRecordMagic[4] = {'M', 'K', 'J', 'R'};
-constexpr char kExtentMagic[4] = {'M', 'K', 'E', 'X'};
+// A put record's extent: drive and first unit in one word, the length in units in the next.
+constexpr size_t kExtentRefBytes = 16;
+constexpr uint32_t kMaxUnitsPerExtent = (1u << 30) / kDriveUnitBytes;  // extents are at most 1 GiB
 // The checksum of every 4 KiB header block sits in its last 8 bytes.
 constexpr size_t kBlockChecksumAt = kDriveHeaderBytes - 8;
 
@@ -37,14 +39,39 @@ bool BlockSealed(std::span<const uint8_t> block) {
   return LoadLe64(block.data() + kBlockChecksumAt) == Checksum(block.data(), kBlockChecksumAt);
 }
 
-uint64_t EncodeExtentRef(const ExtentRef& e) { return (uint64_t(e.drive) << 48) | e.slot; }
-ExtentRef DecodeExtentRef(uint64_t v) {
-  return ExtentRef{.drive = uint32_t(v >> 48), .slot = v & 0xFFFFFFFFFFFFull};
+void EncodeExtentRef(const ExtentRef& e, uint8_t* p) {
+  StoreLe64(p, (uint64_t(e.drive) << 48) | (e.unit & kMaxUnitsPerDrive));
+  StoreLe32(p + 8, e.units);
+  StoreLe32(p + 12, 0);
+}
+// False for a length of 0 or over 1 GiB, or a reserved field that is not zero.
+bool DecodeExtentRef(const uint8_t* p, ExtentRef* e) {
+  const uint64_t v = LoadLe64(p);
+  e->drive = uint32_t(v >> 48);
+  e->unit = v & kMaxUnitsPerDrive;
+  e->units = LoadLe32(p + 8);
+  return e->units >= 1 && e->units <= kMaxUnitsPerExtent && LoadLe32(p + 12) == 0;
+}
+
+std::string VersionAdvice(uint32_t version) {
+  if (version > kDriveFormatVersion) return "; use a newer memkv";
+  return "; a drive of format " + std::to_string(version) +
+         " cannot be read by this memkv: erase and reformat it with 'memkv setup --force' (its values are lost; "
+         "they are a cache) or serve it with the memkv that wrote it";
+}
+
+Status VersionError(const std::string& what, uint32_t version) {
+  const bool newer = version > kDriveFormatVersion;
+  return UnsupportedVersion(what + " version " + std::to_string(version) + " is " +
+                            (newer ? "newer than this binary's format version " + std::to_string(kDriveFormatVersion)
+                                   : "older than the oldest this binary reads (format version " +
+                                         std::to_string(kMinReadableDriveFormatVersion) + ")") +
+                            VersionAdvice(version));
 }
 
 size_t BodyBytes(RecordType type, size_t key_bytes, size_t extent_count) {
   switch (type) {
-    case RecordType::kPut: return Pad8(key_bytes) + 8 * extent_count;
+    case RecordType::kPut: return Pad8(key_bytes) + kExtentRefBytes * extent_count;
     case RecordType::kDelete: return Pad8(key_bytes);
     case RecordType::kDriveOffline: return 24;
   }
@@ -93,13 +120,13 @@ void EncodeSuperblock(const Superblock& sb, std::span<uint8_t, kDriveHeaderBytes
   StoreLe32(p + 52, sb.drive_count);
   StoreLe32(p + 56, sb.logical_block_bytes);
   StoreLe64(p + 64, sb.extent_bytes);
-  StoreLe64(p + 72, sb.slot_bytes);
+  StoreLe64(p + 72, sb.unit_bytes);
   StoreLe64(p + 80, sb.created_unix_ns);
   StoreLe64(p + 88, sb.device_bytes);
   StoreLe64(p + 96, sb.journal_offset);
   StoreLe64(p + 104, sb.journal_area_bytes);
   StoreLe64(p + 112, sb.data_offset);
-  StoreLe64(p + 120, sb.slot_count);
+  StoreLe64(p + 120, sb.unit_count);
   SealBlock(out);
 }
 
@@ -111,17 +138,10 @@ Result<Superblock> DecodeSuperblock(std::span<const uint8_t> block, std::string_
   const uint8_t* p = block.data();
   Superblock sb;
   sb.format_version = LoadLe32(p + 8);
-  // The version is checked before anything else: a newer layout may put the
-  // checksum and every field elsewhere.
-  if (sb.format_version > kDriveFormatVersion) {
-    return UnsupportedVersion(at + ": on-drive format version " + std::to_string(sb.format_version) +
-                              " is newer than this binary's format version " +
-                              std::to_string(kDriveFormatVersion) + "; use a newer memkv");
-  }
-  if (sb.format_version < kMinReadableDriveFormatVersion) {
-    return UnsupportedVersion(at + ": on-drive format version " + std::to_string(sb.format_version) +
-                              " is older than the oldest this binary reads (" +
-                              std::to_string(kMinReadableDriveFormatVersion) + ")");
+  // The version is checked before anything else: another version may put
+  // the checksum and every field elsewhere.
+  if (sb.format_version > kDriveFormatVersion || sb.format_version < kMinReadableDriveFormatVersion) {
+    return VersionError(at + ": on-drive format", sb.format_version);
   }
   if (!BlockSealed(block)) return Corruption(at + ": superblock checksum mismatch");
   if (LoadLe32(p + 12) != kDriveHeaderBytes) return Corruption(at + ": superblock header size is not 4096");
@@ -131,27 +151,27 @@ Result<Superblock> DecodeSuperblock(std::span<const uint8_t> block, std::string_
   sb.drive_count = LoadLe32(p + 52);
   sb.logical_block_bytes = LoadLe32(p + 56);
   sb.extent_bytes = LoadLe64(p + 64);
-  sb.slot_bytes = LoadLe64(p + 72);
+  sb.unit_bytes = LoadLe64(p + 72);
   sb.created_unix_ns = LoadLe64(p + 80);
   sb.device_bytes = LoadLe64(p + 88);
   sb.journal_offset = LoadLe64(p + 96);
   sb.journal_area_bytes = LoadLe64(p + 104);
   sb.data_offset = LoadLe64(p + 112);
-  sb.slot_count = LoadLe64(p + 120);
+  sb.unit_count = LoadLe64(p + 120);
 
   const uint32_t lbs = sb.logical_block_bytes;
   bool sane = sb.drive_count >= 1 && sb.drive_count <= 65535 && sb.drive_index < sb.drive_count &&
               lbs >= 512 && lbs <= kDriveHeaderBytes && (lbs & (lbs - 1)) == 0 && sb.extent_bytes > 0 &&
               sb.extent_bytes % kDriveHeaderBytes == 0 && sb.extent_bytes <= (1ull << 30) &&
-              sb.slot_bytes == sb.extent_bytes + kDriveHeaderBytes &&
+              sb.unit_bytes == kDriveUnitBytes &&
               sb.journal_offset >= kDriveHeaderBytes && sb.journal_offset % kDriveHeaderBytes == 0 &&
               sb.journal_area_bytes >= 2 * kDriveHeaderBytes &&
               sb.journal_area_bytes % kDriveHeaderBytes == 0 && sb.journal_area_bytes <= (1ull << 40) &&
               sb.journal_offset <= UINT64_MAX - 2 * sb.journal_area_bytes &&  // the sum below must not wrap
               sb.data_offset >= sb.journal_offset + 2 * sb.journal_area_bytes &&
-              sb.data_offset % kDriveHeaderBytes == 0 && sb.slot_count <= kMaxSlotsPerDrive &&
+              sb.data_offset % kDriveHeaderBytes == 0 && sb.unit_count <= kMaxUnitsPerDrive &&
               sb.data_offset <= sb.device_bytes &&
-              sb.slot_count <= (sb.device_bytes - sb.data_offset) / sb.slot_bytes;
+              sb.unit_count <= (sb.device_bytes - sb.data_offset) / sb.unit_bytes;
   if (!sane) return Corruption(at + ": superblock geometry is inconsistent");
   return sb;
 }
@@ -179,17 +199,9 @@ Result<JournalAreaHeader> DecodeJournalAreaHeader(std::span<const uint8_t> block
   const uint8_t* p = block.data();
   JournalAreaHeader h;
   h.format_version = LoadLe32(p + 4);
-  if (h.format_version > kDriveFormatVersion) {
-    return UnsupportedVersion("journal format version " + std::to_string(h.format_version) +
-                              " is newer than this binary's format version " +
-                              std::to_string(kDriveFormatVersion));
-  }
+  if (h.format_version > kDriveFormatVersion) return VersionError("journal format", h.format_version);
   if (!BlockSealed(block)) return Corruption("journal area header checksum mismatch");
-  if (h.format_version < kMinReadableDriveFormatVersion) {
-    return UnsupportedVersion("journal format version " + std::to_string(h.format_version) +
-                              " is older than the oldest this binary reads (" +
-                              std::to_string(kMinReadableDriveFormatVersion) + ")");
-  }
+  if (h.format_version < kMinReadableDriveFormatVersion) return VersionError("journal format", h.format_version);
   h.epoch = LoadLe64(p + 8);
   h.nonce = LoadLe64(p + 16);
   h.store_uuid = GetUuid(p + 24);
@@ -230,8 +242,8 @@ uint64_t EncodeRecord(const JournalRecord& r, uint64_t link, std::vector<uint8_t
   }
   if (r.type == RecordType::kPut) {
     for (const ExtentRef& e : r.extents) {
-      StoreLe64(body, EncodeExtentRef(e));
-      body += 8;
+      EncodeExtentRef(e, body);
+      body += kExtentRefBytes;
     }
   } else if (r.type == RecordType::kDriveOffline) {
     PutUuid(body, r.drive_uuid);
@@ -275,8 +287,10 @@ bool DecodeRecord(std::span<const uint8_t> bytes, uint64_t link, JournalRecord* 
   out->drive_uuid = Uuid{};
   out->drive_index = 0;
   if (out->type == RecordType::kPut) {
-    out->extents.reserve(extent_count);
-    for (uint32_t i = 0; i < extent_count; ++i, body += 8) out->extents.push_back(DecodeExtentRef(LoadLe64(body)));
+    out->extents.resize(extent_count);
+    for (uint32_t i = 0; i < extent_count; ++i, body += kExtentRefBytes) {
+      if (!DecodeExtentRef(body, &out->extents[i])) return false;
+    }
   } else if (out->type == RecordType::kDriveOffline) {
     out->drive_uuid = GetUuid(body);
     out->drive_index = LoadLe32(body + 16);
@@ -288,63 +302,14 @@ bool DecodeRecord(std::span<const uint8_t> bytes, uint64_t link, JournalRecord* 
 
 // ------------------------------------------------------------------ extents
 
-namespace {
-constexpr size_t kExtentKeyAt = 56;
-}  // namespace
-
-void EncodeExtentHeader(const ExtentHeader& h, std::span<const uint8_t> data,
-                        std::span<uint8_t, kDriveHeaderBytes> block) {
-  uint8_t* p = block.data();
-  std::memset(p, 0, kDriveHeaderBytes);
-  std::memcpy(p, kExtentMagic, 4);
-  StoreLe16(p + 4, uint16_t(kDriveFormatVersion));
-  StoreLe16(p + 6, uint16_t(h.key.size()));
-  PutUuid(p + 8, h.store_uuid);
-  StoreLe64(p + 24, h.generation);
-  StoreLe64(p + 32, h.value_bytes);
-  StoreLe32(p + 40, h.extent_index);
-  StoreLe32(p + 44, h.extent_count);
-  StoreLe32(p + 48, h.data_bytes);
-  std::memcpy(p + kExtentKeyAt, h.key.data(), h.key.size());
-  ChecksumStream sum;
-  sum.Update(p, kBlockChecksumAt);
-  sum.Update(data.data(), h.data_bytes);
-  StoreLe64(p + kBlockChecksumAt, sum.Digest());
-}
-
-Status VerifyExtent(std::span<const uint8_t> block, std::span<const uint8_t> data,
-                    const ExtentHeader& expected) {
-  if (block.size() < kDriveHeaderBytes || std::memcmp(block.data(), kExtentMagic, 4) != 0) {
-    return Corruption("no extent header (never written, or overwritten)");
+bool ExtentsCoverValue(std::span<const ExtentRef> extents, uint64_t value_bytes, uint64_t extent_bytes) {
+  const uint64_t max_units = extent_bytes / kDriveUnitBytes;
+  uint64_t units = 0;
+  for (const ExtentRef& e : extents) {
+    if (e.units == 0 || e.units > max_units) return false;
+    units += e.units;  // no wrap: at most 2^16 extents of 2^32 units
   }
-  const uint8_t* p = block.data();
-  const uint16_t version = LoadLe16(p + 4);
-  if (version > kDriveFormatVersion || version < kMinReadableDriveFormatVersion) {
-    return Corruption("extent format version " + std::to_string(version) + " unexpected");
-  }
-  const size_t key_bytes = LoadLe16(p + 6);
-  const uint32_t data_bytes = LoadLe32(p + 48);
-  if (GetUuid(p + 8) != expected.store_uuid) return Corruption("extent of another store");
-  if (key_bytes != expected.key.size() ||
-      std::memcmp(p + kExtentKeyAt, expected.key.data(), key_bytes) != 0) {
-    return Corruption("extent belongs to another key (stale)");
-  }
-  if (LoadLe64(p + 24) != expected.generation) {
-    return Corruption("extent generation " + std::to_string(LoadLe64(p + 24)) + ", expected " +
-                      std::to_string(expected.generation) + " (stale)");
-  }
-  if (LoadLe64(p + 32) != expected.value_bytes || LoadLe32(p + 40) != expected.extent_index ||
-      LoadLe32(p + 44) != expected.extent_count || data_bytes != expected.data_bytes ||
-      data.size() < data_bytes) {
-    return Corruption("extent header fields differ from the index");
-  }
-  ChecksumStream sum;
-  sum.Update(p, kBlockChecksumAt);
-  sum.Update(data.data(), data_bytes);
-  if (sum.Digest() != LoadLe64(p + kBlockChecksumAt)) {
-    return Corruption("extent checksum mismatch (torn write or bit rot)");
-  }
-  return Status::Ok();
+  return units == UnitsFor(value_bytes);
 }
 
 }  // namespace memkv

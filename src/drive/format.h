@@ -5,7 +5,9 @@
 //   Superblock      4 KiB at offset 0 of each drive; written once, by Format.
 //   JournalArea     4 KiB header of each of the two journal areas.
 //   JournalRecord   variable length, 8-byte aligned, appended inside an area.
-//   ExtentHeader    4 KiB in front of each extent's data (one "slot").
+// The data area after the journals is a run of 4 KiB units holding only value
+// bytes: an extent is a run of units, named by a put record (ExtentRef), and
+// checked on read against the record's checksum of the whole value.
 // Pure functions: no I/O, no allocation beyond the returned values; safe from
 // any thread. The decoders accept arbitrary bytes (fuzzable).
 #ifndef MEMKV_DRIVE_FORMAT_H_
@@ -23,19 +25,24 @@
 namespace memkv {
 
 // The format this binary writes, and the oldest it still reads. A binary
-// refuses a drive whose version is newer than kDriveFormatVersion.
-inline constexpr uint32_t kDriveFormatVersion = 1;
-inline constexpr uint32_t kMinReadableDriveFormatVersion = 1;
+// refuses a drive whose version is newer than kDriveFormatVersion, and one
+// older than kMinReadableDriveFormatVersion. Version 1 (a 4 KiB header in
+// front of every extent, fixed-size slots) is not read: its drives are
+// reformatted (docs/storage.md, "Versions").
+inline constexpr uint32_t kDriveFormatVersion = 2;
+inline constexpr uint32_t kMinReadableDriveFormatVersion = 2;
 
-// Superblock, journal area header and extent header are each one 4 KiB block,
-// so every data offset stays aligned for O_DIRECT on 512- and 4096-byte devices.
+// Superblock and journal area header are each one 4 KiB block, and the data
+// area is cut into units of the same size, so every offset stays aligned for
+// O_DIRECT on 512- and 4096-byte devices.
 inline constexpr uint32_t kDriveHeaderBytes = 4096;
+inline constexpr uint32_t kDriveUnitBytes = 4096;
 // Keys are 1..kMaxDriveKeyBytes bytes (the wire's limit, proto/frame.h).
 inline constexpr size_t kMaxDriveKeyBytes = 1024;
 // A value spans at most this many extents (its journal record must fit in an area).
 inline constexpr uint32_t kMaxExtentsPerValue = 65536;
-// Slot numbers are stored in 48 bits; the allocator uses 32.
-inline constexpr uint64_t kMaxSlotsPerDrive = 0xFFFFFFFFull;
+// Unit numbers are stored in 48 bits (1 EiB of 4 KiB units per drive).
+inline constexpr uint64_t kMaxUnitsPerDrive = 0xFFFFFFFFFFFFull;
 
 struct Uuid {
   std::array<uint8_t, 16> bytes{};
@@ -53,24 +60,25 @@ struct Superblock {
   uint32_t drive_index = 0;
   uint32_t drive_count = 1;
   uint32_t logical_block_bytes = 0;   // the device's, at format time
-  uint64_t extent_bytes = 0;          // storage.block_size: data bytes per extent
-  uint64_t slot_bytes = 0;            // kDriveHeaderBytes + extent_bytes
+  uint64_t extent_bytes = 0;          // storage.block_size: the most data bytes of one extent
+  uint64_t unit_bytes = kDriveUnitBytes;
   uint64_t created_unix_ns = 0;
   uint64_t device_bytes = 0;          // size of the file or device at format time
   uint64_t journal_offset = 0;        // area 0; area 1 follows it
   uint64_t journal_area_bytes = 0;    // each area, header included
-  uint64_t data_offset = 0;           // slot 0
-  uint64_t slot_count = 0;
+  uint64_t data_offset = 0;           // unit 0
+  uint64_t unit_count = 0;
 
   uint64_t journal_area_offset(int area) const { return journal_offset + uint64_t(area) * journal_area_bytes; }
-  uint64_t slot_offset(uint64_t slot) const { return data_offset + slot * slot_bytes; }
+  uint64_t unit_offset(uint64_t unit) const { return data_offset + unit * unit_bytes; }
 };
 
 // Writes exactly kDriveHeaderBytes into `out`.
 void EncodeSuperblock(const Superblock& sb, std::span<uint8_t, kDriveHeaderBytes> out);
 // NotFound when the block holds no MemKV magic (not formatted); UnsupportedVersion
-// naming both versions when it is newer than this binary; Corruption on a bad
-// checksum or an impossible geometry. `where` names the drive in messages.
+// naming both versions and what to do when it is newer than this binary or
+// older than it reads; Corruption on a bad checksum or an impossible geometry.
+// `where` names the drive in messages.
 Result<Superblock> DecodeSuperblock(std::span<const uint8_t> block, std::string_view where);
 
 struct JournalAreaHeader {
@@ -89,17 +97,32 @@ Result<JournalAreaHeader> DecodeJournalAreaHeader(std::span<const uint8_t> block
 
 enum class RecordType : uint8_t { kPut = 1, kDelete = 2, kDriveOffline = 3 };
 
+// One extent of a value: `units` units from unit `unit` of drive `drive`.
+// A value's extents hold its bytes in order; each but the last is full
+// (units * kDriveUnitBytes value bytes), the last holds the rest, zero-padded
+// to its end. ExtentsCoverValue says whether a list is well formed.
 struct ExtentRef {
   uint32_t drive = 0;  // drive index
-  uint64_t slot = 0;
+  uint64_t unit = 0;   // first unit
+  uint32_t units = 0;  // 1 .. extent_bytes / kDriveUnitBytes
   bool operator==(const ExtentRef&) const = default;
 };
+
+// Units a value of `value_bytes` takes.
+inline uint64_t UnitsFor(uint64_t value_bytes) {
+  return value_bytes / kDriveUnitBytes + (value_bytes % kDriveUnitBytes != 0);
+}
+// True when `extents` can hold a value of `value_bytes` stored in extents of
+// at most `extent_bytes`: every extent 1 .. extent_bytes / kDriveUnitBytes
+// units long, UnitsFor(value_bytes) units in all. (Not whether they fit a
+// drive: the allocator checks that.)
+bool ExtentsCoverValue(std::span<const ExtentRef> extents, uint64_t value_bytes, uint64_t extent_bytes);
 
 struct JournalRecord {
   RecordType type = RecordType::kPut;
   uint64_t sequence = 0;        // commit order, store-wide; the highest wins per key
   // kPut
-  uint64_t generation = 0;      // the write's id, also in each extent header
+  uint64_t generation = 0;      // the write's id (eviction deletes only the version it chose)
   uint64_t value_bytes = 0;
   uint64_t value_checksum = 0;  // Checksum() of the whole value
   std::vector<ExtentRef> extents;
@@ -125,27 +148,6 @@ uint64_t EncodeRecord(const JournalRecord& r, uint64_t link, std::vector<uint8_t
 // is its length and *checksum the link for the next record.
 bool DecodeRecord(std::span<const uint8_t> bytes, uint64_t link, JournalRecord* out, size_t* consumed,
                   uint64_t* checksum);
-
-// What an extent header states; Verify compares a read-back extent against it.
-struct ExtentHeader {
-  Uuid store_uuid;
-  uint64_t generation = 0;
-  uint64_t value_bytes = 0;
-  uint32_t extent_index = 0;
-  uint32_t extent_count = 0;
-  uint32_t data_bytes = 0;
-  std::string_view key;
-};
-
-// Fills block[0, kDriveHeaderBytes) with the header and a checksum that covers
-// the header and the extent's `data` bytes.
-void EncodeExtentHeader(const ExtentHeader& h, std::span<const uint8_t> data,
-                        std::span<uint8_t, kDriveHeaderBytes> block);
-// Ok when `block` (the extent's header) and `data` are exactly what `expected`
-// describes and the checksum matches; Corruption saying what differs otherwise
-// (a torn write, a stale extent of another key or generation, bit rot).
-Status VerifyExtent(std::span<const uint8_t> block, std::span<const uint8_t> data,
-                    const ExtentHeader& expected);
 
 }  // namespace memkv
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/bytes.h"
-#include "drive/test_util.h"
+#include "base/checksum.h"
 
 namespace memkv {
 namespace {
@@ -22,13 +22,13 @@ Superblock SampleSuperblock() {
   sb.drive_count = 3;
   sb.logical_block_bytes = 512;
   sb.extent_bytes = 1 << 20;
-  sb.slot_bytes = sb.extent_bytes + kDriveHeaderBytes;
+  sb.unit_bytes = kDriveUnitBytes;
   sb.created_unix_ns = 1700000000123456789ull;
   sb.device_bytes = 64ull << 20;
   sb.journal_offset = kDriveHeaderBytes;
   sb.journal_area_bytes = 1 << 20;
   sb.data_offset = 3 << 20;
-  sb.slot_count = (sb.device_bytes - sb.data_offset) / sb.slot_bytes;
+  sb.unit_count = (sb.device_bytes - sb.data_offset) / sb.unit_bytes;
   return sb;
 }
 
@@ -57,8 +57,9 @@ TEST(Superblock, RoundTrips) {
   EXPECT_EQ(back->logical_block_bytes, 512u);
   EXPECT_EQ(back->extent_bytes, sb.extent_bytes);
   EXPECT_EQ(back->created_unix_ns, sb.created_unix_ns);
-  EXPECT_EQ(back->slot_count, sb.slot_count);
-  EXPECT_EQ(back->slot_offset(2), sb.data_offset + 2 * sb.slot_bytes);
+  EXPECT_EQ(back->unit_count, sb.unit_count);
+  EXPECT_EQ(back->unit_bytes, kDriveUnitBytes);
+  EXPECT_EQ(back->unit_offset(2), sb.data_offset + 2 * kDriveUnitBytes);
   EXPECT_EQ(back->journal_area_offset(1), kDriveHeaderBytes + sb.journal_area_bytes);
 }
 
@@ -81,6 +82,31 @@ TEST(Superblock, NewerVersionIsRefusedNamingBothVersions) {
   EXPECT_NE(m.find("/dev/nvme0n1"), std::string::npos) << m;
 }
 
+// A drive of the first format (fixed slots, a header in front of every
+// extent) is refused with both versions and the way out, before its checksum
+// or geometry is looked at (version 1 put a slot size at byte 72).
+TEST(Superblock, AVersionOneDriveIsRefusedNamingBothVersionsAndWhatToDo) {
+  Superblock sb = SampleSuperblock();
+  sb.format_version = 1;
+  Block block;
+  EncodeSuperblock(sb, block);
+  StoreLe64(block.data() + 72, sb.extent_bytes + kDriveHeaderBytes);  // version 1's slot size
+  auto r = DecodeSuperblock(block, "/dev/nvme0n1");
+  ASSERT_EQ(r.status().code(), StatusCode::kUnsupportedVersion) << r.status().ToString();
+  const std::string& m = r.status().message();
+  EXPECT_NE(m.find("/dev/nvme0n1: on-drive format version 1 is older"), std::string::npos) << m;
+  EXPECT_NE(m.find("format version " + std::to_string(kDriveFormatVersion)), std::string::npos) << m;
+  EXPECT_NE(m.find("memkv setup --force"), std::string::npos) << m;
+}
+
+TEST(Superblock, AUnitSizeOtherThan4KiBIsCorruption) {
+  Superblock sb = SampleSuperblock();
+  sb.unit_bytes = 8192;
+  Block block;
+  EncodeSuperblock(sb, block);
+  EXPECT_EQ(DecodeSuperblock(block, "d").status().code(), StatusCode::kCorruption);
+}
+
 TEST(Superblock, AnyFlippedBitIsCaught) {
   Block good;
   EncodeSuperblock(SampleSuperblock(), good);
@@ -96,7 +122,7 @@ TEST(Superblock, AnyFlippedBitIsCaught) {
 
 TEST(Superblock, ImpossibleGeometryIsCorruption) {
   Superblock sb = SampleSuperblock();
-  sb.slot_count += 1000;  // past the end of the device
+  sb.unit_count += 1000;  // past the end of the device
   Block block;
   EncodeSuperblock(sb, block);
   EXPECT_EQ(DecodeSuperblock(block, "d").status().code(), StatusCode::kCorruption);
@@ -133,7 +159,8 @@ JournalRecord PutRecord() {
   r.value_bytes = 5 << 20;
   r.value_checksum = 0xfeedface;
   r.key = "prefix/block/17";
-  r.extents = {{0, 5}, {1, 0xABCDEF012345ull}, {2, 9}};
+  r.extents = {{.drive = 0, .unit = 5, .units = 256}, {.drive = 1, .unit = 0xABCDEF012345ull, .units = 256},
+               {.drive = 2, .unit = 9, .units = 256}};
   return r;
 }
 
@@ -211,36 +238,42 @@ TEST(JournalRecord, RandomBytesNeverDecode) {
   }
 }
 
-TEST(ExtentHeader, VerifiesAndNamesWhatDiffers) {
-  const Uuid store = Uuid::Random();
-  std::vector<uint8_t> data = Pattern(10000, 1);
-  ExtentHeader h{.store_uuid = store, .generation = 5, .value_bytes = 30000, .extent_index = 1,
-                 .extent_count = 3, .data_bytes = 10000, .key = "k1"};
-  Block block;
-  EncodeExtentHeader(h, data, block);
-  EXPECT_TRUE(VerifyExtent(block, data, h).ok());
+TEST(JournalRecord, ExtentsOfNoUnitsOrWithReservedBitsAreRejected) {
+  for (int damage = 0; damage < 3; ++damage) {
+    JournalRecord r = PutRecord();
+    std::vector<uint8_t> bytes;
+    EncodeRecord(r, 1, &bytes);
+    // The second extent's 16 bytes: drive and unit, units, reserved.
+    uint8_t* ref = bytes.data() + kRecordHeadBytes + 16 + 16;
+    if (damage == 0) StoreLe32(ref + 8, 0);                  // no units
+    if (damage == 1) StoreLe32(ref + 8, (1u << 18) + 1);     // more than 1 GiB
+    if (damage == 2) StoreLe32(ref + 12, 1);                 // reserved
+    StoreLe64(bytes.data() + bytes.size() - 8, Checksum(bytes.data(), bytes.size() - 8));
+    JournalRecord got;
+    size_t n = 0;
+    uint64_t sum = 0;
+    EXPECT_FALSE(DecodeRecord(bytes, 1, &got, &n, &sum)) << "damage " << damage;
+  }
+}
 
-  ExtentHeader other_gen = h;
-  other_gen.generation = 6;
-  Status s = VerifyExtent(block, data, other_gen);
-  EXPECT_EQ(s.code(), StatusCode::kCorruption);
-  EXPECT_NE(s.message().find("stale"), std::string::npos) << s.message();
-
-  ExtentHeader other_key = h;
-  other_key.key = "k2";
-  EXPECT_NE(VerifyExtent(block, data, other_key).message().find("another key"), std::string::npos);
-
-  ExtentHeader other_store = h;
-  other_store.store_uuid = Uuid::Random();
-  EXPECT_FALSE(VerifyExtent(block, data, other_store).ok());
-
-  std::vector<uint8_t> torn = data;
-  std::memset(torn.data() + 4096, 0, torn.size() - 4096);  // only a prefix landed
-  s = VerifyExtent(block, torn, h);
-  EXPECT_NE(s.message().find("checksum"), std::string::npos) << s.message();
-
-  Block never{};
-  EXPECT_FALSE(VerifyExtent(never, data, h).ok());
+TEST(ExtentsCoverValue, TheUnitsMustAddUpAndEachExtentFitABlock) {
+  constexpr uint64_t kBlock = 64 << 10;  // 16 units
+  auto refs = [](std::initializer_list<uint32_t> units) {
+    std::vector<ExtentRef> out;
+    for (uint32_t u : units) out.push_back({.drive = 0, .unit = 0, .units = u});
+    return out;
+  };
+  EXPECT_TRUE(ExtentsCoverValue({}, 0, kBlock)) << "an empty value has no extents";
+  EXPECT_FALSE(ExtentsCoverValue(refs({1}), 0, kBlock));
+  EXPECT_TRUE(ExtentsCoverValue(refs({1}), 1, kBlock));
+  EXPECT_TRUE(ExtentsCoverValue(refs({1}), 4096, kBlock));
+  EXPECT_FALSE(ExtentsCoverValue(refs({1}), 4097, kBlock));
+  EXPECT_TRUE(ExtentsCoverValue(refs({2}), 4097, kBlock));
+  EXPECT_TRUE(ExtentsCoverValue(refs({16, 16, 1}), 2 * kBlock + 1, kBlock));
+  EXPECT_TRUE(ExtentsCoverValue(refs({3, 16, 13, 1}), 2 * kBlock + 1, kBlock)) << "a value cut into pieces";
+  EXPECT_FALSE(ExtentsCoverValue(refs({17, 16}), 2 * kBlock + 1, kBlock)) << "an extent longer than a block";
+  EXPECT_FALSE(ExtentsCoverValue(refs({16, 0, 17}), 2 * kBlock + 1, kBlock)) << "an empty extent";
+  EXPECT_FALSE(ExtentsCoverValue(refs({16, 16, 2}), 2 * kBlock + 1, kBlock)) << "a unit too many";
 }
 
 }  // namespace

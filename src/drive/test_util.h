@@ -37,6 +37,14 @@ void WriteRaw(const std::string& path, uint64_t offset, const std::vector<uint8_
 // wrong extent, offset or version does not compare equal by accident.
 std::vector<uint8_t> Pattern(size_t size, uint64_t seed);
 
+// A drive as format version 1 wrote it, byte by byte (docs/storage.md of
+// that format), for tests of the version policy: a superblock of version 1
+// (a slot of 4 KiB + block size at byte 72, the slot count at 120), journal
+// area headers of version 1 with one put record of a 100-byte value ("old")
+// in slot 0, and that slot's MKEX extent header and data. Creates or
+// resizes the file to `file_bytes`.
+void WriteVersionOneDrive(const std::string& path, uint64_t file_bytes, uint64_t block_bytes);
+
 // Runs `cmd` through the shell: its exit code and its output (stderr
 // included), trailing whitespace trimmed.
 std::pair<int, std::string> Shell(const std::string& cmd);
