@@ -4,7 +4,9 @@
 // (while it opens and replays, mid-batch, mid-checkpoint), reopens the store
 // and checks every key: it holds its last acknowledged value byte-exact, or,
 // when an operation on it was in flight, that operation's result; never torn
-// or older bytes. Then the next round continues on the same drives.
+// or older bytes. Then the next round continues on the same drives. Once
+// with values of up to three extents, once with small values (up to three
+// 4 KiB units) packed side by side, reusing the units others freed.
 //
 // No sleeps: the test polls the child's output against deadlines.
 #include <fcntl.h>
@@ -32,7 +34,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kThreads = 3;
-constexpr int kKeysPerThread = 8;
 constexpr int kRounds = 30;
 constexpr auto kBudget = std::chrono::seconds(45);
 
@@ -104,7 +105,13 @@ std::string Tail(const std::string& path) {
   return s.size() > 3000 ? s.substr(s.size() - 3000) : s;
 }
 
-TEST(CrashSafety, KillNineAtRandomMomentsLosesNoAcknowledgedWrite) {
+struct CrashRun {
+  int keys_per_thread = 8;
+  uint64_t max_value_bytes = 0;  // 0: three extents
+};
+
+void KillAtRandomMoments(const CrashRun& run) {
+  const int kKeysPerThread = run.keys_per_thread;
   TempDir dir;
   std::vector<std::string> drives;
   for (int i = 0; i < 3; ++i) drives.push_back(dir.File("drive" + std::to_string(i)));
@@ -126,7 +133,8 @@ TEST(CrashSafety, KillNineAtRandomMomentsLosesNoAcknowledgedWrite) {
   for (int round = 1; round <= kRounds && Clock::now() < test_deadline; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     std::vector<std::string> args = {MEMKV_DRIVE_CRASHTEST, "--threads", std::to_string(kThreads), "--keys",
-                                     std::to_string(kKeysPerThread), "--round", std::to_string(round)};
+                                     std::to_string(kKeysPerThread), "--round", std::to_string(round),
+                                     "--max-value", std::to_string(run.max_value_bytes)};
     args.insert(args.end(), drives.begin(), drives.end());
     Child child = Spawn(args, log);
     ASSERT_GT(child.pid, 0);
@@ -202,12 +210,18 @@ TEST(CrashSafety, KillNineAtRandomMomentsLosesNoAcknowledgedWrite) {
     EXPECT_FALSE((*store)->Stats().degraded);
     rounds++;
   }
-  RecordProperty("rounds", rounds);
-  RecordProperty("acknowledged_ops", acked_total);
+  ::testing::Test::RecordProperty("rounds", rounds);
+  ::testing::Test::RecordProperty("acknowledged_ops", acked_total);
   std::printf("crash test: %d rounds, %d acknowledged operations checked, %d in flight at the kills\n", rounds,
               acked_total, in_flight_total);
   EXPECT_GE(rounds, 10) << "too few rounds in the time budget";
   EXPECT_GT(acked_total, rounds * 10);
+}
+
+TEST(CrashSafety, KillNineAtRandomMomentsLosesNoAcknowledgedWrite) { KillAtRandomMoments({}); }
+
+TEST(CrashSafety, KillNineAmongSmallPackedPutsLosesNoAcknowledgedWrite) {
+  KillAtRandomMoments({.keys_per_thread = 24, .max_value_bytes = 3 * 4096});
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 // the store against the log. Not an operator tool.
 //
 //   memkv-drive-crashtest [--format] [--block-size BYTES] [--file-size BYTES]
-//       [--journal-area BYTES] [--threads N] [--keys N] [--round N] [--ops N] DRIVE...
+//       [--journal-area BYTES] [--threads N] [--keys N] [--max-value BYTES] [--round N] [--ops N] DRIVE...
 //
 // Prints "opened" once the store is open. Exit status 0 when the workload
 // ran to its end, 2 on bad usage, 1 when the store could not be opened.
@@ -22,7 +22,8 @@ namespace {
 
 int Usage(const char* why) {
   std::fprintf(stderr, "memkv-drive-crashtest: %s\nusage: memkv-drive-crashtest [--format] [--block-size B] "
-               "[--file-size B] [--journal-area B] [--threads N] [--keys N] [--round N] [--ops N] DRIVE...\n", why);
+               "[--file-size B] [--journal-area B] [--threads N] [--keys N] [--max-value B] [--round N] [--ops N] "
+               "DRIVE...\n", why);
   return 2;
 }
 
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
     else if (a == "--journal-area" && number(&n)) format.journal_area_bytes = n;
     else if (a == "--threads" && number(&n)) work.threads = int(n);
     else if (a == "--keys" && number(&n)) work.keys_per_thread = int(n);
+    else if (a == "--max-value" && number(&n)) work.max_value_bytes = n;
     else if (a == "--round" && number(&n)) work.round = n;
     else if (a == "--ops" && number(&n)) work.ops_per_thread = n;
     else if (!a.empty() && a[0] != '-') drives.push_back(a);
