@@ -179,6 +179,20 @@ TEST(Setup, AVersionOneDriveIsNamedUnsupportedAndForceReformatsIt) {
   EXPECT_FALSE((*store)->Exists("old"));
 }
 
+TEST(Setup, JournalSizeSetsTheJournalAreasForStoresOfSmallValues) {
+  TempDir dir;
+  const std::string a = dir.path() + "/a.img";
+  CommandResult r = MemkvSetup({"--drives", a, "--file-size", "64MiB", "--journal-size", "8MiB"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(SuperblockOf(a).journal_area_bytes, 8 * kMiB);
+  CommandResult same = MemkvSetup({"--drives", a, "--file-size", "64MiB", "--journal-size", "8MiB", "--idempotent"});
+  EXPECT_EQ(same.exit_code, 0) << Describe(same);
+  CommandResult other = MemkvSetup({"--drives", a, "--file-size", "64MiB", "--journal-size", "4MiB", "--idempotent"});
+  EXPECT_EQ(other.exit_code, 6) << Describe(other);
+  EXPECT_NE(other.err.find("--journal-size"), std::string::npos) << other.err;
+  EXPECT_EQ(SuperblockOf(a).journal_area_bytes, 8 * kMiB) << "a refused setup writes nothing";
+}
+
 TEST(Setup, IdempotentRerunKeepsTheDataAndPrintsTheSameConfig) {
   TempDir dir;
   const std::string a = dir.path() + "/a.img", b = dir.path() + "/b.img";
@@ -278,6 +292,10 @@ TEST(Setup, UsageAndInputErrorsSayWhatToDoAndTouchNothing) {
   r = MemkvSetup({"--drives", missing, "--file-size", "16MiB", "--block-size", "3MiB"});
   EXPECT_EQ(r.exit_code, 2) << Describe(r);
   EXPECT_NE(r.err.find("power of two"), std::string::npos) << r.err;
+
+  r = MemkvSetup({"--drives", missing, "--file-size", "16MiB", "--journal-size", "100KiB"});
+  EXPECT_EQ(r.exit_code, 2) << Describe(r);
+  EXPECT_NE(r.err.find("from 1 MiB to 1 GiB"), std::string::npos) << r.err;
 
   r = MemkvSetup({"--drives", missing, "--file-size", "16MiB", "--rdma", "nosuch9"});
   EXPECT_EQ(r.exit_code, 3) << Describe(r);

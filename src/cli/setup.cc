@@ -52,10 +52,17 @@ Options:
   --drives PATH...     the drives, in order (at least one)
   --rdma DEV           RDMA device for rdma.device (default: the first device
                        with an active port; none found: the config is TCP only)
-  --block-size SIZE    storage.block_size, the on-drive extent: a power of two
-                       from 4 KiB to 1 GiB (default 4 MiB)
+  --block-size SIZE    storage.block_size, the longest on-drive extent (values
+                       are packed in 4 KiB units whatever it is): a power of
+                       two from 4 KiB to 1 GiB (default 4 MiB)
   --file-size SIZE     file drives: create missing files, and make every file
                        exactly this size (default: existing files keep theirs)
+  --journal-size SIZE  each of a drive's two journal areas, 1 MiB to 1 GiB
+                       (default: 64 bytes per 4 KiB of the store's drives).
+                       Every drive's journal holds a record (about 100 bytes)
+                       per value of the store: for many values smaller than
+                       about 12 KiB, give it more (docs/storage.md, "Journal
+                       capacity")
   --force              erase whatever the drives hold (MemKV data, filesystems)
   --idempotent         drives that already form one MemKV store with these
                        settings are left alone; the config is printed again
@@ -76,6 +83,7 @@ struct SetupFlags {
   std::string rdma_device;
   uint64_t block_size_bytes = kDefaultBlockBytes;
   uint64_t file_size_bytes = 0;
+  uint64_t journal_area_bytes = 0;  // 0: ExtentStore::Format's default
   bool force = false;
   bool idempotent = false;
 };
@@ -110,7 +118,7 @@ std::optional<int> ParseSetupFlags(const std::vector<std::string>& raw_args, Set
       flags->idempotent = true;
     } else if (a == "--drives") {
       while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) flags->drives.push_back(args[++i]);
-    } else if (a == "--rdma" || a == "--block-size" || a == "--file-size") {
+    } else if (a == "--rdma" || a == "--block-size" || a == "--file-size" || a == "--journal-size") {
       if (i + 1 >= args.size()) return usage(a + " needs a value");
       const std::string& v = args[++i];
       if (a == "--rdma") {
@@ -124,6 +132,11 @@ std::optional<int> ParseSetupFlags(const std::vector<std::string>& raw_args, Set
           return usage("--block-size " + v + ": allowed: a power of two from 4 KiB to 1 GiB");
         }
         flags->block_size_bytes = *n;
+      } else if (a == "--journal-size") {
+        if (*n < kMiB || *n > kGiB || *n % (4 * kKiB) != 0) {
+          return usage("--journal-size " + v + ": allowed: a multiple of 4 KiB from 1 MiB to 1 GiB");
+        }
+        flags->journal_area_bytes = *n;
       } else {
         if (*n == 0 || *n % (4 * kKiB) != 0) return usage("--file-size " + v + ": allowed: a multiple of 4 KiB");
         flags->file_size_bytes = *n;
@@ -267,6 +280,10 @@ Status SameStore(const std::vector<DriveCheck>& checks, const SetupFlags& flags)
       return FailedPrecondition(c.path + " has block size " + FormatSize(c.sb.extent_bytes) + ", not the " +
                                 FormatSize(flags.block_size_bytes) + " asked for (--block-size)");
     }
+    if (flags.journal_area_bytes != 0 && c.sb.journal_area_bytes != flags.journal_area_bytes) {
+      return FailedPrecondition(c.path + " has journal areas of " + FormatSize(c.sb.journal_area_bytes) + ", not the " +
+                                FormatSize(flags.journal_area_bytes) + " asked for (--journal-size)");
+    }
     if (flags.file_size_bytes != 0 && !c.block_device && c.sb.device_bytes != flags.file_size_bytes) {
       return FailedPrecondition(c.path + " was formatted at " + FormatSize(c.sb.device_bytes) + ", not the " +
                                 FormatSize(flags.file_size_bytes) + " asked for (--file-size)");
@@ -368,7 +385,8 @@ std::string RenderConfig(const ConfigInputs& in) {
   const bool pinned = in.direct || !in.rdma.device.empty();
   std::string y = "# MemKV server config written by 'memkv setup' (docs/configuration.md).\n";
   y += "# Store " + in.store_uuid + ": " + std::to_string(in.drives.size()) + " drive(s), " +
-       FormatSize(in.usable_bytes) + " usable in " + FormatSize(in.block_size_bytes) + " extents.\n";
+       FormatSize(in.usable_bytes) + " usable in 4 KiB units, extents of up to " + FormatSize(in.block_size_bytes) +
+       ".\n";
   y += "network:\n  address: 0.0.0.0:9900\n";
   y += "  # auth_key unset: 'memkv start' generates one in ~/.memkv/auth.key (mode 0600) on first start.\n";
   y += "memory:\n  block_size: 2 MiB\n";
@@ -522,6 +540,7 @@ int RunSetup(const std::vector<std::string>& args, const Environment& /*env*/, v
     fo.drives = paths;
     fo.block_size_bytes = flags.block_size_bytes;
     fo.file_size_bytes = flags.file_size_bytes;
+    fo.journal_area_bytes = flags.journal_area_bytes;
     fo.force = flags.force;
     LOG_INFO << "setup: formatting " << paths.size() << " drive(s) for storage.mode " << (direct ? "direct" : "file")
              << ", block size " << FormatSize(flags.block_size_bytes);
