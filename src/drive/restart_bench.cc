@@ -1,6 +1,8 @@
 // memkv-drive-restart-bench: how long an extent store takes to reopen
 // (re-adopt every value from the journal, no data read) with many small
-// values. A program, not a test (docs/storage.md has the figures).
+// values, and what they cost on the drives (data-area bytes per value byte,
+// from the store's own figures). A program, not a test (docs/storage.md and
+// docs/benchmarks.md have the figures).
 //
 //   memkv-drive-restart-bench [--blocks N] [--value-bytes B] [--block-size B]
 //       [--drives N] [--threads N] [--repeat N] [--dir DIR] [--reuse] [--json PATH]
@@ -177,9 +179,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> paths;
   for (int d = 0; d < a.drives; ++d) paths.push_back(a.dir + "/drive" + std::to_string(d));
 
-  const uint64_t extents_per_value = std::max<uint64_t>(1, (a.value_bytes + a.block_size - 1) / a.block_size);
-  const uint64_t slots = a.blocks * extents_per_value * 11 / 10 / uint64_t(a.drives) + 16;
-  const uint64_t file_bytes = slots * (a.block_size + 4096) + (64ull << 20);
+  // Room for the values (10 % spare) and a journal that holds their records
+  // (about 112 bytes each with these 32-byte keys; a quarter of an area is
+  // kept for appends).
+  const uint64_t units = std::max<uint64_t>(1, UnitsFor(a.value_bytes));
+  const uint64_t data_bytes = (a.blocks * units * 11 / 10 / uint64_t(a.drives) + 16) * kDriveUnitBytes +
+                              std::max<uint64_t>(a.block_size, 16ull << 20);
+  const uint64_t journal_area = (a.blocks * 192 / (1 << 20) + 1) << 20;
+  const uint64_t file_bytes = data_bytes + 2 * journal_area + (2ull << 20);
 
   utsname un{};
   uname(&un);
@@ -196,6 +203,10 @@ int main(int argc, char** argv) {
   o.drives = paths;
   o.io_buffers = uint32_t(std::max(a.threads, 8));
   uint64_t io_engine_ok = 0;
+  struct {
+    uint64_t used = 0, usable = 0, value = 0;
+    double Ratio() const { return value == 0 ? 0.0 : double(used) / double(value); }
+  } space;
   std::string engine;
   double write_s = 0;
   uint64_t commits = 0;
@@ -213,6 +224,7 @@ int main(int argc, char** argv) {
   f.drives = paths;
   f.block_size_bytes = a.block_size;
   f.file_size_bytes = file_bytes;
+  f.journal_area_bytes = journal_area;
   f.force = true;
   Status fs = ExtentStore::Format(f);
   if (!fs.ok()) {
@@ -244,12 +256,22 @@ int main(int argc, char** argv) {
     for (auto& t : threads) t.join();
     if (failed) return 1;
     write_s = Ms(std::chrono::steady_clock::now() - t0) / 1000;
-    commits = (*store)->Stats().journal_commits;
-    io_engine_ok = (*store)->Stats().keys;
+    const ExtentStoreStats st = (*store)->Stats();
+    commits = st.journal_commits;
+    io_engine_ok = st.keys;
+    for (const DriveStats& d : st.drives) {
+      space.used += d.used_bytes;
+      space.usable += d.usable_bytes;
+    }
+    space.value = st.value_bytes;
   }
-  std::printf("wrote %llu values in %.1f s (%.0f puts/s, %.1f puts per journal commit, %s)\n\n",
+  std::printf("wrote %llu values in %.1f s (%.0f puts/s, %.1f puts per journal commit, %s)\n",
               (unsigned long long)io_engine_ok, write_s, double(a.blocks) / write_s,
               double(a.blocks) / double(std::max<uint64_t>(commits, 1)), engine.c_str());
+  std::printf("drive space: %llu bytes of data area hold %llu value bytes: %.4f drive bytes per value byte "
+              "(%.1f%% of the data area used)\n\n",
+              (unsigned long long)space.used, (unsigned long long)space.value, space.Ratio(),
+              100.0 * double(space.used) / double(std::max<uint64_t>(space.usable, 1)));
   }
 
   uint64_t journal_bytes = 0;
@@ -298,7 +320,8 @@ int main(int argc, char** argv) {
         << "}, \"reopen_ms_after_checkpoint\": {\"min\": " << checkpointed.min_ms
         << ", \"median\": " << checkpointed.median_ms << ", \"max\": " << checkpointed.max_ms
         << "}, \"reference_pread_ms\": {\"min\": " << raw.min_ms << ", \"median\": " << raw.median_ms
-        << ", \"max\": " << raw.max_ms << "}, \"journal_bytes\": " << journal_bytes << "}\n";
+        << ", \"max\": " << raw.max_ms << "}, \"journal_bytes\": " << journal_bytes
+        << ", \"drive_bytes_per_value_byte\": " << space.Ratio() << "}\n";
   }
   if (own_dir) {
     std::error_code ec;
