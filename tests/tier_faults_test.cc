@@ -43,8 +43,10 @@ class TierFaultsTest : public ::testing::Test {
     Status opened = drives_.OpenFaulty();
     ASSERT_TRUE(opened.ok()) << opened.ToString();
     MemoryStoreOptions mo;
-    mo.max_size_bytes = 4 << 20;  // 4 chunks: most values live on the drives only
-    mo.block_size_bytes = 1 << 20;
+    // Room for 4 values: most values live on the drives only (the pool packs
+    // values, so its size alone says how many fit).
+    mo.max_size_bytes = 4 * kValueBytes;
+    mo.block_size_bytes = 64 << 10;
     mo.hugepages = HugePagePolicy::kNever;
     memory_ = std::move(MemoryStore::Create(mo)).value();
     tier_ = std::make_unique<Tier>(memory_.get(), drives_.store.get(), TierOptions{.io_threads = 2});
@@ -142,7 +144,7 @@ TEST_F(TierFaultsTest, HealthGoesDegradedThenUnhealthyWith503) {
   EXPECT_EQ(testing::HttpRequestTo(port, "GET", "/v1/health").status, 200);
 
   drives_.faults->FailNth(0, IoKind::kRead, 1, EIO, /*sticky=*/true);
-  EXPECT_LE(ReadAll(), 4) << "only what DRAM still holds (4 chunks)";
+  EXPECT_LE(ReadAll(), 4) << "only what DRAM still holds (4 values)";
   const HealthReport h = (*admin)->Health();
   EXPECT_EQ(h.status, "unhealthy");
   EXPECT_EQ(h.drives_online, 0u);
