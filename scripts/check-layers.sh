@@ -13,6 +13,7 @@ declare -A allowed=(
   [http]="base io http"
   [storage]="base storage"
   [drive]="base drive"
+  [tier]="base storage drive tier"
   [verbs]="base verbs"
   [server]="base proto config io http storage drive verbs metrics server"
   [client]="base proto config io verbs http metrics client"

@@ -1,0 +1,28 @@
+#include "tier/completion_inbox.h"
+
+#include <unistd.h>
+
+namespace memkv {
+
+void CompletionInbox::Post(uint64_t owner, Closure closure) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return;  // the loop is gone (its eventfd with it); `closure` is destroyed here
+  posted_.emplace_back(owner, std::move(closure));
+  uint64_t one = 1;
+  ssize_t ignored = ::write(wake_fd_, &one, sizeof(one));
+  (void)ignored;  // a full eventfd counter still wakes the loop
+}
+
+std::vector<std::pair<uint64_t, CompletionInbox::Closure>> CompletionInbox::Take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(posted_, {});
+}
+
+void CompletionInbox::Close() {
+  std::vector<std::pair<uint64_t, Closure>> dropped;  // destroyed after the lock is released
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  dropped.swap(posted_);
+}
+
+}  // namespace memkv

@@ -1,0 +1,44 @@
+#include "tier/io_threads.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace memkv {
+
+IoThreads::IoThreads(int threads) {
+  const int n = std::max(1, threads);
+  for (int i = 0; i < n; ++i) threads_.emplace_back([this] { Loop(); });
+}
+
+IoThreads::~IoThreads() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+void IoThreads::Submit(Job job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+}
+
+void IoThreads::Loop() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stopping, and every queued job has run
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    job();
+  }
+}
+
+}  // namespace memkv

@@ -1,0 +1,43 @@
+// IoThreads: the threads that do the tiered store's drive work, so that no
+// event-loop thread ever waits on a drive. Jobs run in submission order (one
+// FIFO queue); each thread blocks on one drive operation at a time.
+//
+// Thread-safety: Submit may be called from any thread, also from a job. The
+// destructor runs every job still queued, then joins.
+#ifndef MEMKV_TIER_IO_THREADS_H_
+#define MEMKV_TIER_IO_THREADS_H_
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "tier/callback.h"
+
+namespace memkv {
+
+class IoThreads {
+ public:
+  using Job = Callback<void()>;
+
+  explicit IoThreads(int threads);  // at least one
+  ~IoThreads();
+  IoThreads(const IoThreads&) = delete;
+  IoThreads& operator=(const IoThreads&) = delete;
+
+  void Submit(Job job);
+
+ private:
+  void Loop();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;   // guarded by mu_
+  bool stopping_ = false;  // guarded by mu_
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace memkv
+
+#endif  // MEMKV_TIER_IO_THREADS_H_

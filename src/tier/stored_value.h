@@ -1,0 +1,69 @@
+// StoredValue: a value read for a response. Either pinned in the DRAM pool (a
+// ReadHandle: its bytes stay where they are, unevictable, until the value is
+// destroyed) or, read from a drive and not copied into DRAM, held in a buffer
+// of its own. Either way iov() is valid as long as the StoredValue lives, also
+// across moves, so a response can send straight from it.
+//
+// Move-only. Not thread-safe; may be moved to and destroyed on any thread,
+// but must not outlive the store it came from.
+#ifndef MEMKV_TIER_STORED_VALUE_H_
+#define MEMKV_TIER_STORED_VALUE_H_
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "storage/memory_store.h"
+
+namespace memkv {
+
+class StoredValue {
+ public:
+  StoredValue() = default;
+  StoredValue(StoredValue&&) noexcept = default;
+  StoredValue& operator=(StoredValue&&) noexcept = default;
+  StoredValue(const StoredValue&) = delete;
+  StoredValue& operator=(const StoredValue&) = delete;
+
+  static StoredValue Pinned(ReadHandle pin) {
+    StoredValue v;
+    v.pinned_ = true;
+    v.pin_ = std::move(pin);
+    return v;
+  }
+  // `checksum` is Checksum() of `bytes` (the drive checked it on the read).
+  static StoredValue Owned(std::vector<uint8_t> bytes, uint64_t checksum) {
+    StoredValue v;
+    v.bytes_ = std::move(bytes);
+    v.checksum_ = checksum;
+    // The vector's buffer keeps its address when the vector is moved.
+    v.bytes_iov_ = {v.bytes_.data(), v.bytes_.size()};
+    return v;
+  }
+
+  // In the DRAM pool (an RDMA READ can be granted on it).
+  bool pinned() const { return pinned_; }
+  uint64_t size() const { return pinned_ ? pin_.size() : bytes_.size(); }
+  uint64_t checksum() const { return pinned_ ? pin_.checksum() : checksum_; }
+  // The bytes, in order (empty for an empty value).
+  std::span<const iovec> iov() const {
+    if (pinned_) return pin_.iov();
+    return bytes_.empty() ? std::span<const iovec>() : std::span<const iovec>(&bytes_iov_, 1);
+  }
+  // The DRAM pin, for a holder that outlives this value (pinned() only).
+  ReadHandle TakePin() { return std::move(pin_); }
+
+ private:
+  bool pinned_ = false;
+  ReadHandle pin_;
+  std::vector<uint8_t> bytes_;
+  iovec bytes_iov_{};
+  uint64_t checksum_ = 0;
+};
+
+}  // namespace memkv
+
+#endif  // MEMKV_TIER_STORED_VALUE_H_

@@ -1,0 +1,55 @@
+// TieredStore, part one: construction, the lookups that need no I/O, and
+// reporting. The drive paths are in tiered_store_drives.cc.
+#include "tier/tiered_store.h"
+
+#include <utility>
+
+namespace memkv {
+
+TieredStore::TieredStore(std::unique_ptr<MemoryStore> memory, std::unique_ptr<ExtentStore> drives,
+                         const TieredStoreOptions& options)
+    : memory_(std::move(memory)), drives_(std::move(drives)), options_(options) {
+  if (drives_ != nullptr) io_ = std::make_unique<IoThreads>(options_.io_threads);
+}
+
+TieredStore::~TieredStore() { io_.reset(); }
+
+bool TieredStore::Exists(std::string_view key) {
+  return memory_->Exists(key) || (drives_ != nullptr && drives_->Exists(key));
+}
+
+std::optional<uint64_t> TieredStore::ValueSize(std::string_view key) {
+  if (std::optional<uint64_t> size = memory_->ValueSize(key)) return size;
+  if (drives_ != nullptr) return drives_->ValueSize(key);
+  return std::nullopt;
+}
+
+void TieredStore::OfferKeys(KeyPage* page) {
+  memory_->OfferKeys(page);
+  if (drives_ != nullptr) drives_->OfferKeys(page);
+}
+
+Result<StoredValue> TieredStore::GetWithoutIo(std::string_view key, std::optional<uint64_t>* drive_size) {
+  Result<ReadHandle> pinned = memory_->Get(key);
+  if (pinned.ok()) return StoredValue::Pinned(std::move(pinned).value());
+  if (pinned.status().code() != StatusCode::kNotFound) return pinned.status();
+  // The size sizes the read's buffer; the read itself finds the extents.
+  if (drives_ != nullptr) {
+    if (std::optional<uint64_t> size = drives_->ValueSize(key)) *drive_size = size;
+  }
+  return NotFound("");  // a miss is answered without a message: none to copy
+}
+
+std::optional<ExtentStoreStats> TieredStore::DrivesStats() const {
+  if (drives_ == nullptr) return std::nullopt;
+  return drives_->Stats();
+}
+
+TierCounters TieredStore::Counters() const {
+  return TierCounters{.drive_hits = drive_hits_.load(std::memory_order_relaxed),
+                      .promotions = promotions_.load(std::memory_order_relaxed),
+                      .drive_evictions = drive_evictions_.load(std::memory_order_relaxed),
+                      .write_failures = write_failures_.load(std::memory_order_relaxed)};
+}
+
+}  // namespace memkv

@@ -1,0 +1,281 @@
+// TieredStore: the server's one door to storage. It owns the DRAM pool
+// (MemoryStore) and, when drives are configured, the drives behind it
+// (ExtentStore) and the I/O threads that do their work. Without drives
+// (storage.mode memory) it is the pool alone and starts no thread; callers
+// use the same methods either way and never learn which it is.
+//
+// With drives, put is write-through (docs/storage.md, "The tier in the
+// server"): a put's bytes land in reserved pool space (Reserve), are written
+// to the drives and made durable, and only then published in DRAM and the put
+// completed. So every value in DRAM is also on a drive, and DRAM eviction just
+// drops the DRAM copy. A value only on the drives is read back on a DRAM miss
+// and, when `promote_on_read` (or for an RDMA grant, which needs a pool pin),
+// published in DRAM again; otherwise it is served from a buffer of its own.
+// When the drives are full, their coldest values are evicted to make room
+// (DRAM -> drive -> gone), values DRAM holds last.
+//
+// Lookups: a get looks a key up once in DRAM and, on a miss, once in the drive
+// index; only a value that is on a drive costs an I/O thread, which reads it
+// (the read finds its extents itself). A key in neither tier is answered
+// without one.
+//
+// Ordering: operations on one key that touch the drives are serialised (a
+// striped mutex held across the drive I/O and the DRAM update), so DRAM never
+// publishes a value older than what the drives hold. Different keys proceed
+// in parallel on `io_threads` threads.
+//
+// Completion. The operations that may need a drive (Commit, CommitMany, Get,
+// GetMany, Delete) take a `done` callable and run it exactly once, always on
+// the caller's thread:
+//   - inline, before returning Completion::kInline: always without drives,
+//     and with drives whenever no drive I/O is needed (a DRAM hit, a key in
+//     neither tier). Nothing is allocated, wrapped or queued for that;
+//   - or later, after returning Completion::kPending: the drive work runs on
+//     an I/O thread, which posts the completion to `reply.inbox` for
+//     `reply.owner`; the caller's loop runs it from there
+//     (CompletionInbox::Take), or drops it when the owner is gone.
+// Whatever `done` captures must stay valid until it runs or is dropped.
+//
+// Thread-safety: every method may be called from any thread. The destructor
+// runs every queued drive job, then joins the I/O threads. Completions still
+// in an inbox hold pool pins and reservations: drain or close the inboxes
+// before destroying the store.
+#ifndef MEMKV_TIER_TIERED_STORE_H_
+#define MEMKV_TIER_TIERED_STORE_H_
+
+#include <array>
+#include <atomic>
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/key_page.h"
+#include "drive/extent_store.h"
+#include "memkv/status.h"
+#include "storage/memory_store.h"
+#include "tier/callback.h"
+#include "tier/completion_inbox.h"
+#include "tier/io_threads.h"
+#include "tier/stored_value.h"
+
+namespace memkv {
+
+struct TieredStoreOptions {
+  int io_threads = 4;            // drive I/O threads (storage.io_threads); none without drives
+  bool promote_on_read = true;   // copy a value read from the drives back into DRAM
+};
+
+// How an operation that may need a drive completed.
+enum class Completion {
+  kInline,   // `done` has run, before the call returned
+  kPending,  // `done` will run from the caller's inbox
+};
+
+// What a get must return.
+enum class ReadNeed {
+  kBytes,    // the value's bytes, pinned in DRAM or in a buffer of their own
+  kDramPin,  // pinned in the DRAM pool (an RDMA READ source): a value on the
+             // drives is promoted, or the get fails with ResourceExhausted
+};
+
+// A put whose bytes are in reserved pool space, ready to publish.
+struct PutCommit {
+  PendingPut put;
+  std::string key;
+  uint64_t checksum = 0;  // Checksum() of the bytes in `put`
+};
+
+struct TierCounters {
+  uint64_t drive_hits = 0;        // DRAM misses served from the drives
+  uint64_t promotions = 0;        // of those, copied back into DRAM
+  uint64_t drive_evictions = 0;   // values evicted from the drives to make room
+  uint64_t write_failures = 0;    // puts the drives refused (full, offline, I/O error)
+};
+
+class TieredStore {
+ public:
+  using StatusDone = Callback<void(Status)>;
+  using StatusesDone = Callback<void(std::vector<Status>)>;
+  using ValueDone = Callback<void(Result<StoredValue>)>;
+  using ValuesDone = Callback<void(std::vector<Result<StoredValue>>)>;
+
+  // `drives` null: memory mode.
+  TieredStore(std::unique_ptr<MemoryStore> memory, std::unique_ptr<ExtentStore> drives,
+              const TieredStoreOptions& options);
+  ~TieredStore();
+  TieredStore(const TieredStore&) = delete;
+  TieredStore& operator=(const TieredStore&) = delete;
+
+  // --- Never waits on a drive. ---
+
+  // Reserves pool space for a value of `size` bytes, to be filled through
+  // its iov() and published with Commit (dropped: the space is given back).
+  // May evict DRAM values; TooLarge beyond the pool, ResourceExhausted when
+  // nothing can be evicted now.
+  Result<PendingPut> Reserve(uint64_t size) { return memory_->BeginPut(size); }
+  // In DRAM or on a drive (index lookups only).
+  bool Exists(std::string_view key);
+  // The size of the value under `key`, in DRAM or on a drive (index lookups only).
+  std::optional<uint64_t> ValueSize(std::string_view key);
+  // Offers the keys of both tiers to `page` (a key in both is kept once).
+  void OfferKeys(KeyPage* page);
+
+  // --- May need a drive: `done` runs inline or from `reply` (see above). ---
+
+  // Publishes `put` under `key`, replacing any previous value; with drives,
+  // after writing it through. done(Status).
+  template <std::invocable<Status> Done>
+  Completion Commit(PendingPut put, std::string_view key, uint64_t checksum, const ReplyTo& reply, Done&& done);
+  // Commit for several puts at once (written through in parallel); the keys
+  // must differ. done(std::vector<Status>), one per put, in order.
+  template <std::invocable<std::vector<Status>> Done>
+  Completion CommitMany(std::vector<PutCommit> puts, const ReplyTo& reply, Done&& done);
+  // done(Result<StoredValue>): NotFound when in neither tier, or unreadable
+  // (a failed checksum or drive).
+  template <std::invocable<Result<StoredValue>> Done>
+  Completion Get(std::string_view key, ReadNeed need, const ReplyTo& reply, Done&& done);
+  // Get for several keys (ReadNeed::kBytes), drive reads in parallel.
+  // done(std::vector<Result<StoredValue>>), one per key, in order.
+  template <std::invocable<std::vector<Result<StoredValue>>> Done>
+  Completion GetMany(std::span<const std::string_view> keys, const ReplyTo& reply, Done&& done);
+  // Removes `key` from both tiers. done(Status): NotFound when neither had
+  // it; a drive's error leaves the value readable.
+  template <std::invocable<Status> Done>
+  Completion Delete(std::string_view key, const ReplyTo& reply, Done&& done);
+
+  // --- Reporting (admin endpoint); any thread. ---
+
+  MemoryStoreStats MemoryStats() const { return memory_->Stats(); }
+  // Nullopt without drives.
+  std::optional<ExtentStoreStats> DrivesStats() const;
+  TierCounters Counters() const;
+
+  // The DRAM pool itself, for what sits beside the request path: registering
+  // its mapping for RDMA, start-up logging, tests. Requests go through the
+  // methods above, which keep the tiers consistent.
+  MemoryStore& memory() { return *memory_; }
+
+ private:
+  // The part of a get that needs no I/O: the DRAM lookup and, on a miss, the
+  // drive index's. When the value is on a drive only, the result is a
+  // NotFound to be replaced by a read and *drive_size is set to its size.
+  Result<StoredValue> GetWithoutIo(std::string_view key, std::optional<uint64_t>* drive_size);
+
+  // tiered_store_drives.cc: the drive paths. The *Later functions queue
+  // the work on the I/O threads and post `done` to `reply` when it is done.
+  void CommitLater(PendingPut put, std::string key, uint64_t checksum, const ReplyTo& reply, StatusDone done);
+  void CommitManyLater(std::vector<PutCommit> puts, const ReplyTo& reply, StatusesDone done);
+  void GetLater(std::string key, uint64_t size, ReadNeed need, const ReplyTo& reply, ValueDone done);
+  // `values` holds every key's result; `reads` the (index, key, size) of
+  // those to read from the drives into it.
+  struct DriveRead {
+    size_t index = 0;
+    std::string key;
+    uint64_t size = 0;
+  };
+  void GetManyLater(std::vector<Result<StoredValue>> values, std::vector<DriveRead> reads, const ReplyTo& reply,
+                    ValuesDone done);
+  void DeleteLater(std::string key, const ReplyTo& reply, StatusDone done);
+  // Runs part(0) .. part(parts - 1) on the I/O threads in parallel; the
+  // thread that finishes the last posts `finish` to `reply`.
+  void RunOnDrives(size_t parts, std::function<void(size_t)> part, const ReplyTo& reply,
+                   CompletionInbox::Closure finish);
+
+  // Blocking, on the I/O threads.
+  Status WriteThrough(PendingPut put, const std::string& key, uint64_t checksum);
+  bool EvictionCanHelp(uint64_t extents) const;
+  // `size`: what the drive index said before the key's lock was taken.
+  Result<StoredValue> ReadFromDrives(const std::string& key, uint64_t size, ReadNeed need);
+  Result<StoredValue> ReadOnce(const std::string& key, uint64_t size, ReadNeed need);
+  Status DeleteFromBoth(const std::string& key);
+  std::mutex& StripeFor(std::string_view key);
+
+  std::unique_ptr<MemoryStore> memory_;
+  std::unique_ptr<ExtentStore> drives_;  // null: memory mode
+  TieredStoreOptions options_;
+  std::array<std::mutex, 256> stripes_;
+
+  std::atomic<uint64_t> drive_hits_{0};
+  std::atomic<uint64_t> promotions_{0};
+  std::atomic<uint64_t> drive_evictions_{0};
+  std::atomic<uint64_t> write_failures_{0};
+
+  // Last: joined (running what is queued) before the stores go.
+  std::unique_ptr<IoThreads> io_;  // null: memory mode
+};
+
+template <std::invocable<Status> Done>
+Completion TieredStore::Commit(PendingPut put, std::string_view key, uint64_t checksum, const ReplyTo& reply,
+                               Done&& done) {
+  if (drives_ == nullptr) {
+    std::forward<Done>(done)(memory_->CommitPut(std::move(put), key, checksum));
+    return Completion::kInline;
+  }
+  CommitLater(std::move(put), std::string(key), checksum, reply, StatusDone(std::forward<Done>(done)));
+  return Completion::kPending;
+}
+
+template <std::invocable<std::vector<Status>> Done>
+Completion TieredStore::CommitMany(std::vector<PutCommit> puts, const ReplyTo& reply, Done&& done) {
+  if (drives_ == nullptr || puts.empty()) {
+    std::vector<Status> statuses;
+    statuses.reserve(puts.size());
+    for (PutCommit& p : puts) statuses.push_back(memory_->CommitPut(std::move(p.put), p.key, p.checksum));
+    std::forward<Done>(done)(std::move(statuses));
+    return Completion::kInline;
+  }
+  CommitManyLater(std::move(puts), reply, StatusesDone(std::forward<Done>(done)));
+  return Completion::kPending;
+}
+
+template <std::invocable<Result<StoredValue>> Done>
+Completion TieredStore::Get(std::string_view key, ReadNeed need, const ReplyTo& reply, Done&& done) {
+  std::optional<uint64_t> drive_size;
+  Result<StoredValue> value = GetWithoutIo(key, &drive_size);
+  if (!drive_size) {
+    std::forward<Done>(done)(std::move(value));
+    return Completion::kInline;
+  }
+  GetLater(std::string(key), *drive_size, need, reply, ValueDone(std::forward<Done>(done)));
+  return Completion::kPending;
+}
+
+template <std::invocable<std::vector<Result<StoredValue>>> Done>
+Completion TieredStore::GetMany(std::span<const std::string_view> keys, const ReplyTo& reply, Done&& done) {
+  std::vector<Result<StoredValue>> values;
+  values.reserve(keys.size());
+  std::vector<DriveRead> reads;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::optional<uint64_t> drive_size;
+    values.push_back(GetWithoutIo(keys[i], &drive_size));
+    if (drive_size) reads.push_back({i, std::string(keys[i]), *drive_size});
+  }
+  if (reads.empty()) {
+    std::forward<Done>(done)(std::move(values));
+    return Completion::kInline;
+  }
+  GetManyLater(std::move(values), std::move(reads), reply, ValuesDone(std::forward<Done>(done)));
+  return Completion::kPending;
+}
+
+template <std::invocable<Status> Done>
+Completion TieredStore::Delete(std::string_view key, const ReplyTo& reply, Done&& done) {
+  if (drives_ == nullptr) {
+    std::forward<Done>(done)(memory_->Delete(key));
+    return Completion::kInline;
+  }
+  DeleteLater(std::string(key), reply, StatusDone(std::forward<Done>(done)));
+  return Completion::kPending;
+}
+
+}  // namespace memkv
+
+#endif  // MEMKV_TIER_TIERED_STORE_H_
