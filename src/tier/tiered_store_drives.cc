@@ -124,9 +124,9 @@ Status TieredStore::WriteThrough(PendingPut put, const std::string& key, uint64_
     s = drives_->PutIov(key, put.iov(), checksum);
     if (s.code() != StatusCode::kResourceExhausted || !EvictionCanHelp(extents)) break;
     // Values DRAM holds are hot (their reads never reach the drives' LRU):
-    // evict them from the drives last.
-    Result<std::vector<std::string>> evicted =
-        drives_->EvictColdest(extents, [this](std::string_view k) { return memory_->Exists(k); });
+    // evict them from the drives last. Ask for the bytes this put needs.
+    Result<std::vector<std::string>> evicted = drives_->EvictColdest(
+        std::max<uint64_t>(1, put.size()), [this](std::string_view k) { return memory_->Exists(k); });
     if (!evicted.ok()) break;
     drive_evictions_.fetch_add(evicted->size(), std::memory_order_relaxed);
   }
