@@ -135,6 +135,33 @@ TEST_F(AdminTest, CountersMoveExactlyAsTheWorkloadPredicts) {
   EXPECT_EQ(after["memkv_capacity_used_bytes{device=\"drive0\"}"], 6.0 * 4096) << "6 values of 1000 bytes, a 4 KiB unit each";
 }
 
+// used_bytes is capacity consumed (values rounded up to the pool's 64-byte
+// units), beside the value bytes, the count and the fragmentation.
+TEST_F(AdminTest, DramAccountingIsCapacityConsumedBesideValueBytes) {
+  Start(ServerSpec{});
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(client_->Put("v" + std::to_string(i), Pattern(1000, i)).ok());
+  JsonValue st = ParseOk(HttpRequestTo(admin_, "GET", "/v1/status").body);
+  const double pool = Num(st, {"memory", "pool_bytes"});
+  EXPECT_EQ(Num(st, {"memory", "used_bytes"}), 10.0 * 1024) << "1000 bytes take 16 units of 64";
+  EXPECT_EQ(Num(st, {"memory", "value_bytes"}), 10000.0);
+  EXPECT_EQ(Num(st, {"memory", "keys"}), 10.0);
+  EXPECT_EQ(Num(st, {"memory", "free_bytes"}), pool - 10.0 * 1024);
+  EXPECT_EQ(Num(st, {"memory", "largest_free_bytes"}), pool - 10.0 * 1024);
+  EXPECT_EQ(Num(st, {"memory", "fragmentation"}), 0.0);
+  EXPECT_DOUBLE_EQ(Num(st, {"memory", "bytes_per_value_byte"}), 1.024);
+  EXPECT_EQ(Num(st, {"used_bytes_total"}), 10.0 * 1024) << "memory mode: the pool is the capacity";
+
+  // Deleting every other value leaves holes: the free room is in pieces.
+  for (int i = 0; i < 10; i += 2) ASSERT_TRUE(client_->Delete("v" + std::to_string(i)).ok());
+  std::map<std::string, double> m = Scrape();
+  EXPECT_EQ(m["memkv_capacity_used_bytes{device=\"dram\"}"], 5.0 * 1024);
+  EXPECT_EQ(m["memkv_stored_value_bytes{tier=\"dram\"}"], 5000.0);
+  EXPECT_EQ(m["memkv_keys{tier=\"dram\"}"], 5.0);
+  const double free_bytes = pool - 5.0 * 1024;
+  EXPECT_DOUBLE_EQ(m["memkv_fragmentation_ratio{tier=\"dram\"}"], 1.0 - (free_bytes - 5 * 1024.0) / free_bytes)
+      << "five 1 KiB holes beside the long free run after v9";
+}
+
 TEST_F(AdminTest, PromtoolAcceptsALiveScrape) {
   Start(FileModeSpec(dir_.path(), 1));
   ASSERT_TRUE(client_->Put("p", Pattern(5000, 3)).ok());
