@@ -15,13 +15,13 @@ declare -A allowed=(
   [drive]="base drive"
   [tier]="base storage drive tier"
   [verbs]="base verbs"
-  [server]="base proto config io http storage drive verbs metrics server"
+  [server]="base proto config io http storage drive tier verbs metrics server"
   [client]="base proto config io verbs http metrics client"
   [capi]="base client capi"
   [kvstore]="kvstore"   # plugins over the public API only (include/memkv)
   [preload]="preload"
   [doctor]="base config verbs client doctor"
-  [cli]="base proto config io http server storage drive verbs metrics client doctor cli"
+  [cli]="base proto config io http server storage drive tier verbs metrics client doctor cli"
 )
 
 status=0

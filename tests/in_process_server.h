@@ -13,6 +13,7 @@
 #include "server/rdma_endpoint.h"
 #include "server/server.h"
 #include "storage/memory_store.h"
+#include "tier/tiered_store.h"
 #include "verbs/fake.h"
 
 namespace memkv {
@@ -24,8 +25,8 @@ class InProcessServer {
     MemoryStoreOptions so;
     so.max_size_bytes = pool_bytes;
     so.block_size_bytes = 1 << 20;
-    store_ = std::move(MemoryStore::Create(so)).value();
-    auto ep = RdmaEndpoint::Create(rdma, store_.get(), fabric);
+    store_ = std::make_unique<TieredStore>(std::move(MemoryStore::Create(so)).value(), nullptr, TieredStoreOptions{});
+    auto ep = RdmaEndpoint::Create(rdma, &store_->memory(), fabric);
     status_ = ep.status();
     if (!ep.ok()) return;
     rdma_ = std::move(ep).value();
@@ -48,13 +49,13 @@ class InProcessServer {
   }
   const Status& status() const { return status_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(server_->port()); }
-  MemoryStore& store() { return *store_; }
+  MemoryStore& store() { return store_->memory(); }
   ServerMetrics& metrics() { return server_->metrics(); }
   bool rdma() const { return rdma_ != nullptr; }
 
  private:
   Status status_;
-  std::unique_ptr<MemoryStore> store_;
+  std::unique_ptr<TieredStore> store_;  // memory mode
   std::unique_ptr<RdmaEndpoint> rdma_;
   std::unique_ptr<Server> server_;
   std::thread thread_;

@@ -19,8 +19,8 @@
 #include "memkv/client.h"
 #include "server/admin.h"
 #include "server/server.h"
-#include "server/tier.h"
 #include "storage/memory_store.h"
+#include "tier/tiered_store.h"
 #include "tests/harness.h"
 
 namespace memkv {
@@ -48,14 +48,13 @@ class TierFaultsTest : public ::testing::Test {
     mo.max_size_bytes = 4 * kValueBytes;
     mo.block_size_bytes = 64 << 10;
     mo.hugepages = HugePagePolicy::kNever;
-    memory_ = std::move(MemoryStore::Create(mo)).value();
-    tier_ = std::make_unique<Tier>(memory_.get(), drives_.store.get(), TierOptions{.io_threads = 2});
+    tier_ = std::make_unique<TieredStore>(std::move(MemoryStore::Create(mo)).value(), std::move(drives_.store),
+                                          TieredStoreOptions{.io_threads = 2});
     ServerOptions so;
     so.port = 0;
     so.auth_key.assign(32, 0xaa);
     so.workers = 2;
-    so.tier = tier_.get();
-    server_ = std::move(Server::Create(so, memory_.get())).value();
+    server_ = std::move(Server::Create(so, tier_.get())).value();
     thread_ = std::thread([this] { (void)server_->Run(); });
     ClientOptions co;
     co.servers = {"127.0.0.1:" + std::to_string(server_->port())};
@@ -93,8 +92,7 @@ class TierFaultsTest : public ::testing::Test {
   }
 
   StoreFixture drives_{2, kBlock, 8 << 20};
-  std::unique_ptr<MemoryStore> memory_;
-  std::unique_ptr<Tier> tier_;
+  std::unique_ptr<TieredStore> tier_;  // owns the pool and drives_'s store
   std::unique_ptr<Server> server_;
   std::thread thread_;
   std::unique_ptr<Client> client_;
@@ -107,7 +105,7 @@ TEST_F(TierFaultsTest, AFailingDriveGoesOfflineAndTheOtherKeepsServing) {
   const int hits = ReadAll();
   EXPECT_GT(hits, 0) << "drive 0's values must still be served";
   EXPECT_LT(hits, kValues) << "drive 1's values (not in DRAM) must be misses";
-  const ExtentStoreStats stats = drives_.store->Stats();
+  const ExtentStoreStats stats = *tier_->DrivesStats();
   EXPECT_TRUE(stats.degraded);
   EXPECT_EQ(stats.drives[1].state, DriveState::kOffline);
   EXPECT_EQ(stats.drives[0].state, DriveState::kOnline);
@@ -165,8 +163,8 @@ TEST_F(TierFaultsTest, EveryDriveOfflineIsReportedAsTheServersAnswerNotAsADownSe
     drives_.faults->FailNth(d, IoKind::kWrite, 1, EIO, /*sticky=*/true);
   }
   ReadAll();
-  ASSERT_FALSE(drives_.store->Stats().drives[0].state == DriveState::kOnline &&
-               drives_.store->Stats().drives[1].state == DriveState::kOnline);
+  ASSERT_FALSE(tier_->DrivesStats()->drives[0].state == DriveState::kOnline &&
+               tier_->DrivesStats()->drives[1].state == DriveState::kOnline);
   const std::map<std::string, std::string> env = {
       {"MEMKV_SERVERS", "127.0.0.1:" + std::to_string(server_->port())}, {"MEMKV_AUTH_KEY", std::string(64, 'a')}};
   testing::CommandResult r = testing::RunMemkv({"put", "fault/cli"}, env, "value");
@@ -193,7 +191,7 @@ TEST_F(TierFaultsTest, FullDrivesFailPutsCleanlyAndKeepServingReads) {
   EXPECT_EQ(ReadAll(), kValues) << "a full drive still serves what it holds";
   EXPECT_EQ(tier_->Counters().write_failures, 1u);
   EXPECT_EQ(tier_->Counters().drive_evictions, 0u) << "evicting cannot make room on full drives";
-  EXPECT_FALSE(drives_.store->Stats().degraded) << "full is not failed";
+  EXPECT_FALSE(tier_->DrivesStats()->degraded) << "full is not failed";
 }
 
 }  // namespace

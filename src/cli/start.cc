@@ -26,8 +26,8 @@
 #include "server/key_file.h"
 #include "server/rdma_endpoint.h"
 #include "server/server.h"
-#include "server/tier.h"
 #include "storage/memory_store.h"
+#include "tier/tiered_store.h"
 #include "verbs/verbs.h"
 
 namespace memkv::cli {
@@ -351,14 +351,16 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
     }
     drives = std::move(opened).value();
   }
-  TierOptions tier_options;
+  TieredStoreOptions tier_options;
   tier_options.io_threads = static_cast<int>(c.storage.io_threads);
   tier_options.promote_on_read = c.storage.promote_on_read;
-  Tier tier(store->get(), drives.get(), tier_options);
+  // From here the pool and the drives belong to the tiered store; RDMA
+  // registers the pool through it (and is destroyed before it).
+  TieredStore tier(std::move(store).value(), std::move(drives), tier_options);
 
   // RDMA: no device is a normal state (TCP only); a configured MTU above the
   // port's active MTU is refused here, before anything listens.
-  Result<std::unique_ptr<RdmaEndpoint>> rdma = RdmaEndpoint::Create(c.rdma, store->get(), verbs::SystemProvider());
+  Result<std::unique_ptr<RdmaEndpoint>> rdma = RdmaEndpoint::Create(c.rdma, &tier.memory(), verbs::SystemProvider());
   if (!rdma.ok()) {
     std::fprintf(stderr, "memkv start: %s\n", rdma.status().message().c_str());
     return kExitConfig;
@@ -375,8 +377,7 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   options.max_unauthenticated_connections = c.network.max_unauthenticated_connections;
   options.frame_timeout_ms = c.network.frame_timeout_ms;
   options.rdma = rdma->get();
-  options.tier = &tier;
-  Result<std::unique_ptr<Server>> server = Server::Create(options, store->get());
+  Result<std::unique_ptr<Server>> server = Server::Create(options, &tier);
   if (!server.ok()) {
     std::fprintf(stderr, "memkv start: cannot listen on %s:%u: %s\n", c.network.host.c_str(), c.network.port,
                  server.status().message().c_str());
@@ -404,15 +405,15 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
                  admin_options.port, admin.status().message().c_str());
     return admin.status().code() == StatusCode::kInvalidArgument ? kExitConfig : kExitUnavailable;
   }
-  LOG_INFO_C("start") << "memory store: " << FormatSize((*store)->pool_bytes()) << " pool ("
+  LOG_INFO_C("start") << "memory store: " << FormatSize(tier.memory().pool_bytes()) << " pool ("
                       << FormatSize(c.memory.block_size_bytes) << " blocks, values packed in " << kPoolUnitBytes
-                      << "-byte units), " << (*store)->backing().detail;
-  const uint64_t prefault_ns = (*store)->backing().prefault_nanos;
+                      << "-byte units), " << tier.memory().backing().detail;
+  const uint64_t prefault_ns = tier.memory().backing().prefault_nanos;
   if (prefault_ns > 0) {
     char rate[32];
     std::snprintf(rate, sizeof(rate), "%.2f GiB/s",
-                  double((*store)->backing().mapping_bytes) / double(1ULL << 30) * 1e9 / double(prefault_ns));
-    LOG_INFO_C("start") << "memory pool faulted in: " << FormatSize((*store)->backing().mapping_bytes) << " in "
+                  double(tier.memory().backing().mapping_bytes) / double(1ULL << 30) * 1e9 / double(prefault_ns));
+    LOG_INFO_C("start") << "memory pool faulted in: " << FormatSize(tier.memory().backing().mapping_bytes) << " in "
                         << FormatSeconds(prefault_ns) << " (" << rate << ")";
   } else {
     LOG_INFO_C("start") << "memory pool not prefaulted (memory.prefault: false): the first values written pay "

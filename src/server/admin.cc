@@ -106,8 +106,9 @@ HealthReport AdminService::Health() const {
   HealthReport h;
   h.rdma_active = sources_.rdma != nullptr;
   std::vector<std::string> offline;
-  if (sources_.tier->has_drives()) {
-    for (const DriveStats& d : sources_.tier->drives()->Stats().drives) {
+  const std::optional<ExtentStoreStats> drives = sources_.tier->DrivesStats();
+  if (drives) {
+    for (const DriveStats& d : drives->drives) {
       ++h.drives_total;
       if (d.state == DriveState::kOffline) {
         ++h.drives_offline;
@@ -123,7 +124,7 @@ HealthReport AdminService::Health() const {
     for (const std::string& p : parts) out += (out.empty() ? "" : "; ") + p;
     return out;
   };
-  if (sources_.tier->has_drives() && h.drives_online == 0) {
+  if (drives && h.drives_online == 0) {
     h.status = "unhealthy";
     h.reason = "no drive is online: " + join(offline);
   } else if (sources_.serving && !sources_.serving()) {
@@ -161,7 +162,7 @@ std::string AdminService::HealthJson() const {
 }
 
 std::string AdminService::StatusJson() const {
-  const MemoryStoreStats mem = sources_.tier->memory()->Stats();
+  const MemoryStoreStats mem = sources_.tier->MemoryStats();
   const TierCounters tier = sources_.tier->Counters();
   const ServerMetrics& m = *sources_.metrics;
   JsonWriter w;
@@ -183,9 +184,9 @@ std::string AdminService::StatusJson() const {
       .Key("usable_bytes").Number(mem.pool_bytes)
       .Key("used_bytes").Number(mem.used_bytes)
       .EndObject();
-  ExtentStoreStats drives;
-  if (sources_.tier->has_drives()) {
-    drives = sources_.tier->drives()->Stats();
+  const std::optional<ExtentStoreStats> drive_stats = sources_.tier->DrivesStats();
+  const ExtentStoreStats drives = drive_stats.value_or(ExtentStoreStats());
+  if (drive_stats) {
     raw = usable = used = 0;  // the drives are the capacity; DRAM is their cache
     for (const DriveStats& d : drives.drives) {
       raw += d.raw_bytes;
@@ -226,7 +227,7 @@ std::string AdminService::StatusJson() const {
       .EndObject();
 
   w.Key("storage").BeginObject().Key("mode").String(sources_.storage_mode);
-  if (sources_.tier->has_drives()) {
+  if (drive_stats) {
     w.Key("io_engine").String(drives.io_engine)
         .Key("block_size_bytes").Number(drives.block_size_bytes)
         .Key("degraded").Bool(drives.degraded)
@@ -267,7 +268,7 @@ std::string AdminService::StatusJson() const {
 std::string AdminService::MetricsText() const {
   using metrics::Labels;
   const ServerMetrics& m = *sources_.metrics;
-  const MemoryStoreStats mem = sources_.tier->memory()->Stats();
+  const MemoryStoreStats mem = sources_.tier->MemoryStats();
   const TierCounters tier = sources_.tier->Counters();
   metrics::PrometheusWriter p;
 
@@ -356,8 +357,8 @@ std::string AdminService::MetricsText() const {
   p.AddGauge("memkv_fragmentation_ratio",
              "1 - longest free run / free bytes, by tier: 0 when the free room is in one piece.", {{"tier", "dram"}},
              mem.fragmentation());
-  if (sources_.tier->has_drives()) {
-    const ExtentStoreStats drives = sources_.tier->drives()->Stats();
+  if (const std::optional<ExtentStoreStats> drive_stats = sources_.tier->DrivesStats()) {
+    const ExtentStoreStats& drives = *drive_stats;
     p.AddGauge("memkv_keys", "Values held, by tier.", {{"tier", "drive"}}, double(drives.keys));
     for (const DriveStats& d : drives.drives) {
       const std::string device = "drive" + std::to_string(d.index);

@@ -34,13 +34,13 @@
 #include "memkv/status.h"
 #include "server/metrics.h"
 #include "server/rdma_endpoint.h"
-#include "server/tier.h"
+#include "tier/tiered_store.h"
 
 namespace memkv {
 
 struct AdminSources {
   ServerMetrics* metrics = nullptr;
-  Tier* tier = nullptr;                  // memory pool, and the drives when tier->has_drives()
+  TieredStore* tier = nullptr;           // the memory pool, and the drives when it has them
   RdmaEndpoint* rdma = nullptr;          // null: TCP only
   std::string storage_mode;              // "memory", "file", "direct"
   std::string version;

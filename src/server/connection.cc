@@ -85,6 +85,7 @@ Connection::Connection(uint64_t id, UniqueFd fd, std::string peer, const Connect
       ctx_(ctx),
       accepted_at_(now),
       last_write_progress_(now),
+      reply_{ctx.inbox, id},
       last_read_(now) {
   ctx_.metrics->connections_accepted.Add(1);
   ctx_.metrics->connections_active.fetch_add(1, std::memory_order_relaxed);
@@ -96,7 +97,7 @@ Connection::~Connection() {
 }
 
 bool Connection::WantsRead() const {
-  return !closing_ && !drive_wait_ && out_.size() < proto::kMaxInflightPerConnection;
+  return !closing_ && !storage_wait_ && out_.size() < proto::kMaxInflightPerConnection;
 }
 
 bool Connection::HasBufferedRequests() const {
@@ -134,9 +135,9 @@ bool Connection::OnReadable() {
 
 bool Connection::OnWritable() { return Flush(); }
 
-bool Connection::OnDriveDone(const DriveDone& done) {
-  drive_wait_ = false;
-  done(*this);
+bool Connection::OnStorageDone(CompletionInbox::Closure& done) {
+  storage_wait_ = false;
+  done();
   return OnReadable();
 }
 
@@ -415,8 +416,7 @@ std::span<const uint8_t> MetaOf(const std::vector<uint8_t>& head) {
 }  // namespace
 
 void Connection::Respond(StatusCode status, std::string meta, std::vector<iovec> payload,
-                         std::vector<ReadHandle> pins, uint64_t checksum,
-                         std::vector<std::vector<uint8_t>> owned) {
+                         std::vector<StoredValue> values, uint64_t checksum) {
   uint64_t payload_len = 0;
   for (const iovec& v : payload) payload_len += v.iov_len;
   OpMetrics& op = ctx_.metrics->op(cur_.opcode);
@@ -429,8 +429,7 @@ void Connection::Respond(StatusCode status, std::string meta, std::vector<iovec>
   // Before the handshake there is no session key: errors go out with a zero tag.
   if (auth_ != nullptr) SetTag(frame.head, auth_->SignNext(frame.head.data(), MetaOf(frame.head)));
   frame.iov = std::move(payload);
-  frame.pins = std::move(pins);
-  frame.owned = std::move(owned);
+  frame.values = std::move(values);
   Queue(std::move(frame));
 }
 
@@ -487,7 +486,7 @@ bool Connection::Flush() {
       }
       while (f.first < f.iov.size() && f.iov[f.first].iov_len == 0) ++f.first;
       if (f.first < f.iov.size()) break;
-      out_.pop_front();  // releases the pins: value bytes are in the kernel now
+      out_.pop_front();  // releases the values: their bytes are in the kernel now
     }
   }
   return true;

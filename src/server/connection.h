@@ -3,9 +3,10 @@
 //
 // Reading: 72-byte header, then meta (verified against the tag before
 // anything is done with it), then the payload, which goes straight into
-// memory-pool chunks reserved for it (PendingPut) with no intermediate copy.
-// Writing: responses are queued with their value bytes referenced in place
-// (pinned ReadHandles) and gathered into sendmsg(2) calls.
+// pool space reserved for it (a PendingPut from TieredStore::Reserve) with no
+// intermediate copy. Writing: responses are queued with their value bytes
+// referenced in place (StoredValues, pinned in the pool or read from a drive)
+// and gathered into sendmsg(2) calls.
 //
 // Requests on one connection run to completion in order, so responses leave
 // in request order. While kMaxInflightPerConnection responses are unsent the
@@ -24,11 +25,12 @@
 // read, grows only while a busy client keeps it full, and is freed, with the
 // other per-request scratch, once the connection is idle (TrimIdle).
 //
-// With drives (ctx.tier->has_drives()), requests that need drive I/O (a put's
-// write-through, a get that misses DRAM, a delete) run on the tier's I/O
-// threads: the connection parks (reads no further requests, so responses
-// still leave in order), and the worker resumes it when the work's result
-// arrives through its DriveMailbox. Other connections are served meanwhile.
+// Storage (ctx.store, a TieredStore) completes an operation inline or, when
+// it needs a drive, later: the connection then parks (reads no further
+// requests, so responses still leave in order), and the worker resumes it
+// when the completion arrives through the worker's CompletionInbox
+// (OnStorageDone). Other connections are served meanwhile. The connection
+// does not know whether the store has drives.
 //
 // Owned by one Worker and touched only by that worker's thread.
 #ifndef MEMKV_SERVER_CONNECTION_H_
@@ -39,9 +41,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -55,41 +55,19 @@
 #include "server/connection_limits.h"
 #include "server/metrics.h"
 #include "server/rdma_endpoint.h"
-#include "server/tier.h"
-#include "storage/memory_store.h"
+#include "tier/completion_inbox.h"
+#include "tier/tiered_store.h"
 #include "verbs/verbs.h"
 
 namespace memkv {
 
-class Connection;
-
-// What finished drive work hands back: run on the worker, with the connection
-// (if it still exists) that asked for it.
-using DriveDone = std::function<void(Connection&)>;
-
-// A worker's inbox for finished drive work. Post may be called from any
-// thread and wakes the worker (writes `wake_fd`); after Close, posts are
-// dropped (the closure is destroyed on the posting thread).
-class DriveMailbox {
- public:
-  explicit DriveMailbox(int wake_fd) : wake_fd_(wake_fd) {}
-  void Post(uint64_t connection_id, DriveDone done);
-  std::vector<std::pair<uint64_t, DriveDone>> Take();
-  void Close();
-
- private:
-  std::mutex mu_;
-  std::vector<std::pair<uint64_t, DriveDone>> done_;  // guarded by mu_
-  bool closed_ = false;                               // guarded by mu_
-  int wake_fd_;
-};
-
 // What every connection of a worker shares. The HMAC under the master key is
 // per worker (HmacSha256 is not thread-safe).
 struct ConnectionContext {
-  MemoryStore* store = nullptr;
-  Tier* tier = nullptr;                       // store plus drives; drive work only when tier->has_drives()
-  std::shared_ptr<DriveMailbox> mailbox;      // where drive work reports back
+  TieredStore* store = nullptr;
+  // The worker's inbox: completions of storage operations that waited on a
+  // drive come back through it, tagged with the connection's id.
+  std::shared_ptr<CompletionInbox> inbox;
   RdmaEndpoint* rdma = nullptr;  // null: TCP only
   Nanos rdma_grant_lease_ns = 30'000'000'000;  // a slot or pin held longer closes the connection
   Nanos frame_timeout_ns = 30'000'000'000;     // a frame must arrive whole within this (CheckFrameDeadline)
@@ -120,9 +98,10 @@ class Connection {
   // Event handlers; false means "close me now".
   bool OnReadable();
   bool OnWritable();
-  // The drive work this connection waits for has finished: runs `done`
-  // (which queues the response) and resumes reading requests.
-  bool OnDriveDone(const DriveDone& done);
+  // The storage operation this connection waits for has completed (the
+  // worker took `done` from its inbox): runs it, which queues the response,
+  // and resumes reading requests.
+  bool OnStorageDone(CompletionInbox::Closure& done);
 
   bool WantsRead() const;
   // Buffered bytes can be parsed now (room freed up below the in-flight
@@ -137,7 +116,7 @@ class Connection {
   bool closing() const { return closing_; }
   // Stop reading (server shutdown); responses already queued still go out.
   void BeginClose() { closing_ = true; }
-  bool Finished() const { return closing_ && out_.empty() && !drive_wait_; }
+  bool Finished() const { return closing_ && out_.empty() && !storage_wait_; }
   // False when a grant outlived its lease (the client is gone or stuck
   // mid-transfer): the caller closes the connection, which cuts its QPs off
   // from the pool before the memory is reused.
@@ -147,7 +126,7 @@ class Connection {
   // ctx.frame_timeout_ns: the client is gone or stuck mid-frame. Counted and
   // logged here; the caller closes the connection, whose pending put then
   // gives its reserved pool chunks back. The time the server itself is not
-  // reading the connection (parked on drive work, at the in-flight limit)
+  // reading the connection (parked on storage, at the in-flight limit)
   // does not count: while it lasts, the frame's clock is moved forward.
   bool CheckFrameDeadline(Nanos now);
 
@@ -155,11 +134,10 @@ class Connection {
   enum class ReadState { kHeader, kMeta, kPayload };
 
   struct OutFrame {
-    std::vector<uint8_t> head;      // fields | tag | meta
-    std::vector<iovec> iov;         // head, then payload pieces
-    std::vector<ReadHandle> pins;   // keep value bytes alive until sent
-    std::vector<std::vector<uint8_t>> owned;  // value bytes read from a drive, not in DRAM
-    size_t first = 0;               // first unsent iov
+    std::vector<uint8_t> head;         // fields | tag | meta
+    std::vector<iovec> iov;            // head, then payload pieces
+    std::vector<StoredValue> values;   // keep value bytes (pinned or owned) alive until sent
+    size_t first = 0;                  // first unsent iov
   };
 
   // What a payload being received turns into once it is complete. Items
@@ -195,8 +173,7 @@ class Connection {
   bool Flush();
   void Queue(OutFrame frame);
   void Respond(StatusCode status, std::string meta, std::vector<iovec> payload = {},
-               std::vector<ReadHandle> pins = {}, uint64_t checksum = 0,
-               std::vector<std::vector<uint8_t>> owned = {});
+               std::vector<StoredValue> values = {}, uint64_t checksum = 0);
   // The Connect answer: tagged under the shared key and bound to the client nonce.
   void RespondConnect(std::string meta, std::span<const uint8_t> client_nonce);
   void RespondError(const Status& status);
@@ -214,10 +191,6 @@ class Connection {
   void DispatchAuthenticated();
   void HandlePut(std::string_view key);
   void HandleBatchPut();
-  void FinishPayload();
-  void HandleGet(std::string_view key);
-  void HandleBatchGet();
-  void HandleDelete(std::string_view key);
   void HandleExists(std::string_view key);
   void HandleBatchExists();
   void HandleList();
@@ -225,34 +198,27 @@ class Connection {
   void HandleRdmaPut();
   void HandleRdmaCommit();
   void HandleRdmaGet(std::string_view key);
+  void GrantPin(ReadHandle handle);
   void HandleRdmaRelease();
   // An RDMA control op on a connection without accepted QPs.
   bool RequireRdma();
 
-  // connection_tier.cc: requests that touch the drives.
-  bool Tiered() const { return ctx_.tier != nullptr && ctx_.tier->has_drives(); }
-  // Runs part(0) .. part(parts - 1) on the tier's I/O threads, then (on the
-  // thread of the last part) finish(), whose result runs on this worker via
-  // OnDriveDone. The connection is parked until then. Both functions must
-  // own what they touch: the connection may be gone when they run.
-  void RunOnDrive(size_t parts, std::function<void(size_t)> part, std::function<DriveDone()> finish);
-  // Write-through for verified put items (status Ok), then the response.
-  void WriteThroughAndRespond(std::vector<PayloadSink::Item> items, bool batch);
+  // connection_storage.cc: requests whose storage operation may wait on a
+  // drive. Each passes the store a completion that queues the response;
+  // Await parks the connection while it is pending. A completion may
+  // capture `this`: it runs on this worker, and is dropped if the
+  // connection is closed before it arrives.
+  void Await(Completion completion);
+  void FinishPayload();
   void SupersedeRepeats(std::vector<PayloadSink::Item>& items);
-  void RespondPuts(std::vector<PayloadSink::Item>& items, bool batch);
-  // Get / BatchGet / RdmaGet misses that are on a drive.
-  void FetchAndRespondGet(std::string key);
-  void FetchAndGrant(std::string key);
-  void RdmaCommitThrough(PendingPut put, std::string key, uint64_t checksum);
-  void DeleteThrough(std::string key);
-  // A Get response from DRAM (pinned) or drive bytes.
-  void RespondValue(FetchedValue value);
-  struct BatchGetSlot {
-    StatusCode status = StatusCode::kNotFound;
-    FetchedValue value;
-  };
-  void RespondBatchGet(std::vector<BatchGetSlot>& slots);
-  void GrantPin(ReadHandle handle);
+  void CommitPut(PayloadSink::Item& item);
+  void CommitBatch(std::vector<PayloadSink::Item> items);
+  void RespondBatchPut(std::vector<PayloadSink::Item>& items);
+  void HandleGet(std::string_view key);
+  void RespondGet(Result<StoredValue> value);
+  void HandleBatchGet();
+  void RespondBatchGet(std::vector<Result<StoredValue>>& values);
+  void HandleDelete(std::string_view key);
 
   uint64_t id_;
   UniqueFd fd_;
@@ -263,7 +229,8 @@ class Connection {
   std::unique_ptr<proto::FrameAuth> auth_;
   bool closing_ = false;
   bool logged_error_ = false;
-  bool drive_wait_ = false;  // parked until drive work reports back
+  bool storage_wait_ = false;  // parked until a storage operation completes
+  ReplyTo reply_;               // this connection at its worker's inbox
 
   // Input buffer for headers and metas; payloads bypass it when large.
   InputBuffer in_;

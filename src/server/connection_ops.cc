@@ -1,7 +1,6 @@
 // Connection, part two: what each opcode does to the store.
 #include <cstring>
 #include <string>
-#include <unordered_map>
 
 #include "base/checksum.h"
 #include "base/clock.h"
@@ -119,7 +118,7 @@ void Connection::HandleRdmaPut() {
   uint64_t size = 0, checksum = 0;
   Status s = proto::DecodeRdmaPutRequest(meta_, &key, &size, &checksum);
   if (s.ok()) s = GrantRoom(grants_.size());
-  Result<PendingPut> put = s.ok() ? ctx_.store->BeginPut(size) : Result<PendingPut>(s);
+  Result<PendingPut> put = s.ok() ? ctx_.store->Reserve(size) : Result<PendingPut>(s);
   if (!put.ok()) {
     RespondError(put.status());
     return;
@@ -160,35 +159,35 @@ void Connection::HandleRdmaCommit() {
                           " bytes written by RDMA do not match their checksum; the put was dropped"));
     return;
   }
-  if (Tiered()) {
-    RdmaCommitThrough(std::move(g.put), std::move(g.key), g.checksum);
-    return;
-  }
   const uint64_t size = g.put.size();
-  s = ctx_.store->CommitPut(std::move(g.put), g.key, g.checksum);
-  if (s.ok()) {
-    ctx_.metrics->rdma_put_bytes.Add(size);
-    ctx_.metrics->op(cur_.opcode).value_bytes.Add(size);
-  }
-  RespondError(s);
+  Await(ctx_.store->Commit(std::move(g.put), g.key, g.checksum, reply_, [this, size](Status committed) {
+    if (committed.ok()) {
+      ctx_.metrics->rdma_put_bytes.Add(size);
+      ctx_.metrics->op(cur_.opcode).value_bytes.Add(size);
+    }
+    RespondError(committed);
+  }));
 }
 
 void Connection::HandleRdmaGet(std::string_view key) {
   if (!RequireRdma()) return;
   Status s = proto::CheckKey(key);
   if (s.ok()) s = GrantRoom(grants_.size());
-  Result<ReadHandle> handle = s.ok() ? ctx_.store->Get(key) : Result<ReadHandle>(s);
-  if (!handle.ok()) {
-    if (handle.status().code() == StatusCode::kNotFound && Tiered() && ctx_.tier->OnDriveOnly(key)) {
-      FetchAndGrant(std::string(key));
-    } else if (handle.status().code() == StatusCode::kNotFound) {
-      Respond(StatusCode::kNotFound, "");
-    } else {
-      RespondError(handle.status());
-    }
+  if (!s.ok()) {
+    RespondError(s);
     return;
   }
-  GrantPin(std::move(handle).value());
+  // The grant's segments are addresses in the registered pool: a value on a
+  // drive is staged in DRAM first (ReadNeed::kDramPin).
+  Await(ctx_.store->Get(key, ReadNeed::kDramPin, reply_, [this](Result<StoredValue> value) {
+    if (value.ok()) {
+      GrantPin(value->TakePin());
+    } else if (value.status().code() == StatusCode::kNotFound) {
+      Respond(StatusCode::kNotFound, "");
+    } else {
+      RespondError(value.status());
+    }
+  }));
 }
 
 void Connection::GrantPin(ReadHandle handle) {
@@ -277,7 +276,7 @@ void Connection::HandlePut(std::string_view key) {
   sink.frame_error = proto::CheckKey(key);
   if (sink.frame_error.ok()) sink.frame_error = CheckValueSize(item.size);
   if (sink.frame_error.ok()) {
-    Result<PendingPut> put = ctx_.store->BeginPut(item.size);
+    Result<PendingPut> put = ctx_.store->Reserve(item.size);
     if (put.ok()) {
       item.put = std::move(put).value();
     } else {
@@ -299,7 +298,7 @@ void Connection::HandleBatchPut() {
       item.key = std::string(in.key);
       item.size = in.value_len;
       item.checksum = in.checksum;
-      Result<PendingPut> put = ctx_.store->BeginPut(in.value_len);
+      Result<PendingPut> put = ctx_.store->Reserve(in.value_len);
       if (put.ok()) {
         item.put = std::move(put).value();
       } else {
@@ -311,209 +310,13 @@ void Connection::HandleBatchPut() {
   StartPayload(std::move(sink));
 }
 
-void Connection::FinishPayload() {
-  PayloadSink sink = std::move(sink_);
-  sink_ = PayloadSink();
-  if (!sink.frame_error.ok()) {
-    RespondError(sink.frame_error);
-    return;
-  }
-  // Verify every item before committing any: a payload that does not match
-  // its checksum means the stream cannot be trusted at all.
-  for (PayloadSink::Item& item : sink.items) {
-    if (!item.status.ok()) continue;
-    if (item.received_checksum != item.checksum) {
-      ctx_.metrics->payload_checksum_failures.Add(1);
-      Fail(Corruption("payload of key '" + item.key.substr(0, 64) +
-                      "' does not match its checksum; nothing was stored"));
-      return;
-    }
-  }
-  SupersedeRepeats(sink.items);
-  if (Tiered()) {
-    WriteThroughAndRespond(std::move(sink.items), sink.batch);
-    return;
-  }
-  for (PayloadSink::Item& item : sink.items) {
-    if (item.status.ok()) item.status = ctx_.store->CommitPut(std::move(item.put), item.key, item.checksum);
-  }
-  RespondPuts(sink.items, sink.batch);
-}
-
-// A batch put that names a key more than once stores only the key's last
-// item, as applying the items in order would leave it, in memory and file
-// mode alike (the drive tier writes a batch's items in parallel, so storing
-// each would leave a random one). The earlier items release their pool
-// space now and are answered with the last item's status.
-void Connection::SupersedeRepeats(std::vector<PayloadSink::Item>& items) {
-  if (items.size() < 2) return;
-  std::unordered_map<std::string_view, size_t> last;
-  for (size_t i = 0; i < items.size(); ++i) last[items[i].key] = i;
-  if (last.size() == items.size()) return;
-  for (size_t i = 0; i < items.size(); ++i) {
-    const size_t later = last[items[i].key];
-    if (later == i) continue;
-    items[i].superseded_by = later;
-    items[i].put = PendingPut();
-    items[i].status = FailedPrecondition("superseded by a later item of the batch");  // not stored
-  }
-}
-
-void Connection::RespondPuts(std::vector<PayloadSink::Item>& items, bool batch) {
-  std::vector<StatusCode> statuses;
-  Status last_error;
-  uint64_t stored = 0;
-  for (const PayloadSink::Item& item : items) {
-    if (item.superseded_by != PayloadSink::kNotSuperseded) {
-      statuses.push_back(items[item.superseded_by].status.code());
-      continue;
-    }
-    statuses.push_back(item.status.code());
-    if (!item.status.ok()) last_error = item.status;
-    if (item.status.ok()) stored += item.size;
-  }
-  ctx_.metrics->op(cur_.opcode).value_bytes.Add(stored);
-  if (batch) {
-    Respond(StatusCode::kOk, proto::EncodeStatusList(statuses));
-  } else if (last_error.ok()) {
-    Respond(StatusCode::kOk, "");
-  } else {
-    RespondError(last_error);
-  }
-}
-
-void Connection::HandleGet(std::string_view key) {
-  Status valid = proto::CheckKey(key);
-  if (!valid.ok()) {
-    RespondError(valid);
-    return;
-  }
-  Result<ReadHandle> handle = ctx_.store->Get(key);
-  if (!handle.ok()) {
-    if (handle.status().code() == StatusCode::kNotFound && Tiered() && ctx_.tier->OnDriveOnly(key)) {
-      FetchAndRespondGet(std::string(key));
-    } else if (handle.status().code() == StatusCode::kNotFound) {
-      Respond(StatusCode::kNotFound, "");
-    } else {
-      RespondError(handle.status());
-    }
-    return;
-  }
-  FetchedValue value;
-  value.in_dram = true;
-  value.handle = std::move(handle).value();
-  RespondValue(std::move(value));
-}
-
-void Connection::RespondValue(FetchedValue value) {
-  std::vector<ReadHandle> pins;
-  std::vector<std::vector<uint8_t>> owned;
-  std::vector<iovec> iov;
-  uint64_t checksum = 0;
-  if (value.in_dram) {
-    iov.assign(value.handle.iov().begin(), value.handle.iov().end());
-    checksum = value.handle.checksum();
-    pins.push_back(std::move(value.handle));
-  } else {
-    checksum = value.checksum;
-    if (!value.bytes.empty()) iov.push_back({value.bytes.data(), value.bytes.size()});
-    owned.push_back(std::move(value.bytes));
-  }
-  Respond(StatusCode::kOk, "", std::move(iov), std::move(pins), checksum, std::move(owned));
-}
-
-void Connection::HandleBatchGet() {
-  std::vector<std::string_view> keys;
-  Status valid = proto::DecodeKeyList(meta_, &keys);
-  if (!valid.ok()) {
-    RespondError(valid);
-    return;
-  }
-  auto slots = std::make_shared<std::vector<BatchGetSlot>>(keys.size());
-  auto drive_keys = std::make_shared<std::vector<std::pair<size_t, std::string>>>();
-  for (size_t i = 0; i < keys.size(); ++i) {
-    Result<ReadHandle> handle = ctx_.store->Get(keys[i]);
-    BatchGetSlot& slot = (*slots)[i];
-    if (handle.ok()) {
-      slot.status = StatusCode::kOk;
-      slot.value.in_dram = true;
-      slot.value.handle = std::move(handle).value();
-    } else if (handle.status().code() == StatusCode::kNotFound && Tiered() && ctx_.tier->OnDriveOnly(keys[i])) {
-      drive_keys->emplace_back(i, std::string(keys[i]));
-    } else {
-      slot.status = handle.status().code();
-    }
-  }
-  if (drive_keys->empty()) {
-    RespondBatchGet(*slots);
-    return;
-  }
-  Tier* tier = ctx_.tier;
-  RunOnDrive(
-      drive_keys->size(),
-      [tier, slots, drive_keys](size_t j) {
-        const auto& [i, key] = (*drive_keys)[j];
-        Result<FetchedValue> value = tier->Fetch(key, /*need_dram=*/false);
-        BatchGetSlot& slot = (*slots)[i];
-        slot.status = value.ok() ? StatusCode::kOk : value.status().code();
-        if (value.ok()) slot.value = std::move(value).value();
-      },
-      [slots]() -> DriveDone { return [slots](Connection& c) { c.RespondBatchGet(*slots); }; });
-}
-
-void Connection::RespondBatchGet(std::vector<BatchGetSlot>& slots) {
-  std::vector<proto::GetItem> items(slots.size());
-  std::vector<iovec> iov;
-  std::vector<ReadHandle> pins;
-  std::vector<std::vector<uint8_t>> owned;
-  uint64_t total = 0;
-  for (size_t i = 0; i < slots.size(); ++i) {
-    BatchGetSlot& slot = slots[i];
-    items[i].status = slot.status;
-    if (slot.status != StatusCode::kOk) continue;
-    FetchedValue& v = slot.value;
-    const uint64_t size = v.in_dram ? v.handle.size() : v.size;
-    if (total + size > proto::kMaxPayloadBytes) {
-      // The answer would exceed one frame; the client fetches this one alone.
-      items[i].status = StatusCode::kTooLarge;
-      continue;
-    }
-    total += size;
-    if (v.in_dram) {
-      items[i] = {StatusCode::kOk, size, v.handle.checksum()};
-      iov.insert(iov.end(), v.handle.iov().begin(), v.handle.iov().end());
-      pins.push_back(std::move(v.handle));
-    } else {
-      items[i] = {StatusCode::kOk, size, v.checksum};
-      if (size > 0) iov.push_back({v.bytes.data(), v.bytes.size()});
-      owned.push_back(std::move(v.bytes));
-    }
-  }
-  Respond(StatusCode::kOk, proto::EncodeBatchGetResponse(items), std::move(iov), std::move(pins), 0,
-          std::move(owned));
-}
-
-void Connection::HandleDelete(std::string_view key) {
-  Status s = proto::CheckKey(key);
-  if (s.ok() && Tiered()) {
-    DeleteThrough(std::string(key));
-    return;
-  }
-  if (s.ok()) s = ctx_.store->Delete(key);
-  if (s.code() == StatusCode::kNotFound) {
-    Respond(StatusCode::kNotFound, "");
-  } else {
-    RespondError(s);
-  }
-}
-
 void Connection::HandleExists(std::string_view key) {
   Status s = proto::CheckKey(key);
   if (!s.ok()) {
     RespondError(s);
     return;
   }
-  Respond(ctx_.tier->Exists(key) ? StatusCode::kOk : StatusCode::kNotFound, "");
+  Respond(ctx_.store->Exists(key) ? StatusCode::kOk : StatusCode::kNotFound, "");
 }
 
 void Connection::HandleStat(std::string_view key) {
@@ -522,7 +325,7 @@ void Connection::HandleStat(std::string_view key) {
     RespondError(s);
     return;
   }
-  std::optional<uint64_t> size = ctx_.tier->ValueSize(key);
+  std::optional<uint64_t> size = ctx_.store->ValueSize(key);
   if (!size) {
     Respond(StatusCode::kNotFound, "");
     return;
@@ -540,7 +343,7 @@ void Connection::HandleBatchExists() {
   std::vector<StatusCode> statuses;
   statuses.reserve(keys.size());
   for (std::string_view key : keys) {
-    statuses.push_back(ctx_.tier->Exists(key) ? StatusCode::kOk : StatusCode::kNotFound);
+    statuses.push_back(ctx_.store->Exists(key) ? StatusCode::kOk : StatusCode::kNotFound);
   }
   Respond(StatusCode::kOk, proto::EncodeStatusList(statuses));
 }
@@ -553,7 +356,7 @@ void Connection::HandleList() {
     return;
   }
   KeyPage page(request.prefix, request.after, request.limit);
-  ctx_.tier->OfferKeys(&page);
+  ctx_.store->OfferKeys(&page);
   const std::vector<std::string> keys = page.Take();
   const std::vector<std::string_view> views(keys.begin(), keys.end());
   Respond(StatusCode::kOk, proto::EncodeListResponse(views, page.more()));

@@ -100,9 +100,8 @@ class Server::Worker {
     if (!epoll_.valid() || !wake_.valid()) return Internal(std::string("epoll/eventfd: ") + std::strerror(errno));
     MEMKV_ASSIGN_OR_RETURN(master_mac_, HmacSha256::Create(server_->options_.auth_key));
     ctx_.store = server_->store_;
-    ctx_.tier = server_->tier_;
-    mailbox_ = std::make_shared<DriveMailbox>(wake_.get());
-    ctx_.mailbox = mailbox_;
+    inbox_ = std::make_shared<CompletionInbox>(wake_.get());
+    ctx_.inbox = inbox_;
     ctx_.rdma = server_->options_.rdma;
     ctx_.rdma_grant_lease_ns = Nanos(server_->options_.rdma_grant_lease_ms) * 1'000'000;
     ctx_.frame_timeout_ns = Nanos(server_->options_.frame_timeout_ms) * 1'000'000;
@@ -154,7 +153,7 @@ class Server::Worker {
         TrimMemory(now);
       }
       if (stopping && conns_.empty()) {
-        mailbox_->Close();
+        inbox_->Close();
         return;
       }
       // Connections with parsable requests already buffered run again
@@ -168,7 +167,7 @@ class Server::Worker {
           ssize_t ignored = ::read(wake_.get(), &v, sizeof(v));
           (void)ignored;
           TakeIncoming();
-          DeliverDriveResults();
+          DeliverCompletions();
           continue;
         }
         auto it = conns_.find(fd);
@@ -233,14 +232,15 @@ class Server::Worker {
     }
   }
 
-  // Drive work finished for connections of this worker: answer and resume
-  // them. Results for connections closed meanwhile are dropped.
-  void DeliverDriveResults() {
-    for (auto& [id, done] : mailbox_->Take()) {
+  // Storage operations that waited on a drive completed for connections of
+  // this worker: answer and resume them. Completions for connections closed
+  // meanwhile are dropped (with the pins and reservations they hold).
+  void DeliverCompletions() {
+    for (auto& [id, done] : inbox_->Take()) {
       auto it = by_id_.find(id);
       if (it == by_id_.end()) continue;
       Connection& conn = *it->second;
-      if (!conn.OnDriveDone(done) || conn.Finished()) {
+      if (!conn.OnStorageDone(done) || conn.Finished()) {
         Close(conn.fd());
       } else {
         UpdateInterest(conn);
@@ -351,18 +351,16 @@ class Server::Worker {
   std::unordered_map<int, uint32_t> interest_;
   std::unordered_map<uint64_t, Connection*> by_id_;
   uint64_t next_id_ = 1;
-  std::shared_ptr<DriveMailbox> mailbox_;
+  std::shared_ptr<CompletionInbox> inbox_;
   Nanos next_reap_ = 0;
   std::vector<uint64_t> buffered_;  // connection ids for RunBuffered
   uint64_t closed_since_trim_ = 0;
   Nanos last_trim_ = 0;
 };
 
-Server::Server(const ServerOptions& options, MemoryStore* store, UniqueFd listener, uint16_t port)
+Server::Server(const ServerOptions& options, TieredStore* store, UniqueFd listener, uint16_t port)
     : options_(options),
       store_(store),
-      own_tier_(options.tier == nullptr ? std::make_unique<Tier>(store, nullptr, TierOptions{}) : nullptr),
-      tier_(options.tier != nullptr ? options.tier : own_tier_.get()),
       listener_(std::move(listener)),
       port_(port),
       limits_(options.max_connections, options.max_unauthenticated_connections) {}
@@ -372,7 +370,8 @@ Server::~Server() {
   for (auto& w : workers_) w->Join();
 }
 
-Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, MemoryStore* store) {
+Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, TieredStore* store) {
+  if (store == nullptr) return InvalidArgument("a server needs a store");
   if (options.auth_key.size() != 32) return InvalidArgument("auth key must be 32 bytes");
   if (options.max_connections == 0 || options.max_unauthenticated_connections == 0) {
     return InvalidArgument("max_connections and max_unauthenticated_connections must be at least 1");

@@ -3,8 +3,9 @@
 // One acceptor (the thread that calls Run) hands each accepted connection to
 // one of `workers` event-loop threads, round robin. A worker owns its
 // connections outright (epoll, no locks on the data path); the only shared
-// state is the store (MemoryStore and Tier, internally locked) and the metrics
-// (atomics). Drive work runs on the Tier's I/O threads, never on a worker.
+// state is the store (a TieredStore, internally locked) and the metrics
+// (atomics). Drive work runs on the store's I/O threads, never on a worker;
+// its completions come back through each worker's CompletionInbox.
 //
 // Stop() may be called from any thread: the listener closes, workers stop
 // reading new requests, flush what is queued for up to `drain_timeout_ms`,
@@ -23,8 +24,7 @@
 #include "server/connection_limits.h"
 #include "server/metrics.h"
 #include "server/rdma_endpoint.h"
-#include "server/tier.h"
-#include "storage/memory_store.h"
+#include "tier/tiered_store.h"
 
 namespace memkv {
 
@@ -50,15 +50,13 @@ struct ServerOptions {
   // the connection that holds it.
   RdmaEndpoint* rdma = nullptr;
   uint32_t rdma_grant_lease_ms = 30000;
-  // The drive tier in front of which `store` sits (its memory() must be
-  // `store`). Null: memory only.
-  Tier* tier = nullptr;
 };
 
 class Server {
  public:
-  // Binds the listener (so the port is known and in use on return).
-  static Result<std::unique_ptr<Server>> Create(const ServerOptions& options, MemoryStore* store);
+  // Binds the listener (so the port is known and in use on return). `store`
+  // (memory only or with drives) must outlive the server.
+  static Result<std::unique_ptr<Server>> Create(const ServerOptions& options, TieredStore* store);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -75,12 +73,10 @@ class Server {
 
  private:
   class Worker;
-  Server(const ServerOptions& options, MemoryStore* store, UniqueFd listener, uint16_t port);
+  Server(const ServerOptions& options, TieredStore* store, UniqueFd listener, uint16_t port);
 
   ServerOptions options_;
-  MemoryStore* store_;
-  std::unique_ptr<Tier> own_tier_;  // memory only, when options.tier is null
-  Tier* tier_;
+  TieredStore* store_;
   UniqueFd listener_;
   UniqueFd stop_event_;  // eventfd that wakes the acceptor
   uint16_t port_;

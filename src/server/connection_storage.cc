@@ -1,0 +1,181 @@
+// Connection, part three: requests whose storage operation may wait on a
+// drive (puts, gets, deletes). Each hands the store a completion that queues
+// the response; when the store answers later (TieredStore, "Completion"), the
+// connection is parked meanwhile and the completion runs on this worker from
+// its inbox (OnStorageDone).
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "proto/messages.h"
+#include "server/connection.h"
+
+namespace memkv {
+
+void Connection::Await(Completion completion) { storage_wait_ = completion == Completion::kPending; }
+
+void Connection::FinishPayload() {
+  PayloadSink sink = std::move(sink_);
+  sink_ = PayloadSink();
+  if (!sink.frame_error.ok()) {
+    RespondError(sink.frame_error);
+    return;
+  }
+  // Verify every item before committing any: a payload that does not match
+  // its checksum means the stream cannot be trusted at all.
+  for (PayloadSink::Item& item : sink.items) {
+    if (!item.status.ok()) continue;
+    if (item.received_checksum != item.checksum) {
+      ctx_.metrics->payload_checksum_failures.Add(1);
+      Fail(Corruption("payload of key '" + item.key.substr(0, 64) +
+                      "' does not match its checksum; nothing was stored"));
+      return;
+    }
+  }
+  if (!sink.batch) {
+    CommitPut(sink.items.front());
+    return;
+  }
+  SupersedeRepeats(sink.items);
+  CommitBatch(std::move(sink.items));
+}
+
+void Connection::CommitPut(PayloadSink::Item& item) {
+  if (!item.status.ok()) {
+    RespondError(item.status);
+    return;
+  }
+  const uint64_t size = item.size;
+  Await(ctx_.store->Commit(std::move(item.put), item.key, item.checksum, reply_, [this, size](Status s) {
+    if (s.ok()) ctx_.metrics->op(cur_.opcode).value_bytes.Add(size);
+    RespondError(s);
+  }));
+}
+
+// A batch put that names a key more than once stores only the key's last
+// item, as applying the items in order would leave it, in memory and file
+// mode alike (the drive tier writes a batch's items in parallel, so storing
+// each would leave a random one). The earlier items release their pool
+// space now and are answered with the last item's status.
+void Connection::SupersedeRepeats(std::vector<PayloadSink::Item>& items) {
+  if (items.size() < 2) return;
+  std::unordered_map<std::string_view, size_t> last;
+  for (size_t i = 0; i < items.size(); ++i) last[items[i].key] = i;
+  if (last.size() == items.size()) return;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const size_t later = last[items[i].key];
+    if (later == i) continue;
+    items[i].superseded_by = later;
+    items[i].put = PendingPut();
+    items[i].status = FailedPrecondition("superseded by a later item of the batch");  // not stored
+  }
+}
+
+void Connection::CommitBatch(std::vector<PayloadSink::Item> items) {
+  std::vector<PutCommit> puts;
+  std::vector<size_t> where;  // puts[j] is items[where[j]]
+  for (size_t i = 0; i < items.size(); ++i) {
+    PayloadSink::Item& item = items[i];
+    if (!item.status.ok()) continue;
+    puts.push_back({std::move(item.put), std::move(item.key), item.checksum});
+    where.push_back(i);
+  }
+  Await(ctx_.store->CommitMany(std::move(puts), reply_,
+                               [this, items = std::move(items), where = std::move(where)](
+                                   std::vector<Status> statuses) mutable {
+                                 for (size_t j = 0; j < where.size(); ++j) items[where[j]].status = std::move(statuses[j]);
+                                 RespondBatchPut(items);
+                               }));
+}
+
+void Connection::RespondBatchPut(std::vector<PayloadSink::Item>& items) {
+  std::vector<StatusCode> statuses;
+  statuses.reserve(items.size());
+  uint64_t stored = 0;
+  for (const PayloadSink::Item& item : items) {
+    if (item.superseded_by != PayloadSink::kNotSuperseded) {
+      statuses.push_back(items[item.superseded_by].status.code());
+      continue;
+    }
+    statuses.push_back(item.status.code());
+    if (item.status.ok()) stored += item.size;
+  }
+  ctx_.metrics->op(cur_.opcode).value_bytes.Add(stored);
+  Respond(StatusCode::kOk, proto::EncodeStatusList(statuses));
+}
+
+void Connection::HandleGet(std::string_view key) {
+  Status valid = proto::CheckKey(key);
+  if (!valid.ok()) {
+    RespondError(valid);
+    return;
+  }
+  Await(ctx_.store->Get(key, ReadNeed::kBytes, reply_, [this](Result<StoredValue> value) { RespondGet(std::move(value)); }));
+}
+
+void Connection::RespondGet(Result<StoredValue> value) {
+  if (!value.ok()) {
+    if (value.status().code() == StatusCode::kNotFound) {
+      Respond(StatusCode::kNotFound, "");
+    } else {
+      RespondError(value.status());
+    }
+    return;
+  }
+  std::vector<iovec> iov(value->iov().begin(), value->iov().end());
+  const uint64_t checksum = value->checksum();
+  std::vector<StoredValue> values;
+  values.push_back(std::move(value).value());
+  Respond(StatusCode::kOk, "", std::move(iov), std::move(values), checksum);
+}
+
+void Connection::HandleBatchGet() {
+  std::vector<std::string_view> keys;
+  Status valid = proto::DecodeKeyList(meta_, &keys);
+  if (!valid.ok()) {
+    RespondError(valid);
+    return;
+  }
+  Await(ctx_.store->GetMany(keys, reply_, [this](std::vector<Result<StoredValue>> values) { RespondBatchGet(values); }));
+}
+
+void Connection::RespondBatchGet(std::vector<Result<StoredValue>>& values) {
+  std::vector<proto::GetItem> items(values.size());
+  std::vector<iovec> iov;
+  std::vector<StoredValue> kept;
+  uint64_t total = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!values[i].ok()) {
+      items[i].status = values[i].status().code();
+      continue;
+    }
+    StoredValue& v = *values[i];
+    if (total + v.size() > proto::kMaxPayloadBytes) {
+      // The answer would exceed one frame; the client fetches this one alone.
+      items[i].status = StatusCode::kTooLarge;
+      continue;
+    }
+    total += v.size();
+    items[i] = {StatusCode::kOk, v.size(), v.checksum()};
+    iov.insert(iov.end(), v.iov().begin(), v.iov().end());
+    kept.push_back(std::move(v));  // the bytes stay where iov points
+  }
+  Respond(StatusCode::kOk, proto::EncodeBatchGetResponse(items), std::move(iov), std::move(kept), 0);
+}
+
+void Connection::HandleDelete(std::string_view key) {
+  Status valid = proto::CheckKey(key);
+  if (!valid.ok()) {
+    RespondError(valid);
+    return;
+  }
+  Await(ctx_.store->Delete(key, reply_, [this](Status s) {
+    if (s.code() == StatusCode::kNotFound) {
+      Respond(StatusCode::kNotFound, "");
+    } else {
+      RespondError(s);
+    }
+  }));
+}
+
+}  // namespace memkv
