@@ -2,8 +2,6 @@
 
 #include <charconv>
 
-#include "base/units.h"
-
 namespace memkv::bench {
 
 std::vector<std::string> SplitComma(const std::string& text) {
@@ -41,27 +39,6 @@ bool ParseCountList(std::string_view flag, const std::string& text, uint32_t max
   }
   if (out->empty()) *error = std::string(flag) + ": empty list";
   return !out->empty();
-}
-
-Result<uint64_t> ParseValueSize(std::string_view text) {
-  uint64_t total = 0;
-  size_t start = 0;
-  for (;;) {
-    const size_t plus = text.find('+', start);
-    const std::string_view term = text.substr(start, plus == std::string_view::npos ? plus : plus - start);
-    Result<uint64_t> size = ParseSize(term);
-    if (!size.ok()) return InvalidArgument("'" + std::string(text) + "': " + size.status().message());
-    if (*size > UINT64_MAX - total) return InvalidArgument("'" + std::string(text) + "' is too large");
-    total += *size;
-    if (plus == std::string_view::npos) return total;
-    start = plus + 1;
-  }
-}
-
-std::string FormatValueSize(uint64_t bytes) {
-  if (bytes < kKiB || bytes % kKiB == 0) return FormatSize(bytes);
-  const uint64_t rest = bytes % kKiB;
-  return FormatSize(bytes - rest) + "+" + std::to_string(rest);
 }
 
 bool ParseOpList(const std::string& text, bool* put, bool* get, std::string* error) {
