@@ -51,7 +51,8 @@ uint16_t FreePortPair() {
 // under it ("" when none).
 struct Row {
   std::string line;
-  std::string detail;
+  std::string detail;              // the reason or error line
+  std::vector<std::string> tiers;  // "  dram: ..." and "  drives: ..."
 };
 std::map<std::string, Row> Rows(const std::string& out) {
   std::map<std::string, Row> rows;
@@ -63,6 +64,10 @@ std::map<std::string, Row> Rows(const std::string& out) {
     std::string line = out.substr(start, end - start);
     start = end + 1;
     if (line.rfind("ADDRESS", 0) == 0 || line.empty()) continue;
+    if (line.rfind("  dram: ", 0) == 0 || line.rfind("  drives: ", 0) == 0) {
+      rows[last].tiers.push_back(line);
+      continue;
+    }
     if (line.rfind("  ", 0) == 0) {
       rows[last].detail = line;
       continue;
@@ -176,6 +181,12 @@ TEST_F(AdminStatusTest, DataAddressesOfHealthyServersGiveOneRowEachAndExitZero) 
   // 3 MiB of the 32 MiB pool, and the one get a hit.
   EXPECT_NE(rows[a.address()].line.find("3 MiB / 32 MiB (9.4%)"), std::string::npos) << r.out;
   EXPECT_NE(rows[a.address()].line.find("100.0%"), std::string::npos) << r.out;
+  EXPECT_EQ(rows[a.address()].tiers,
+            std::vector<std::string>{"  dram: 3 MiB of 32 MiB used by 1 value (3 MiB), fragmentation 0.0%"})
+      << "memory mode: no drives line\n" << r.out;
+  EXPECT_EQ(rows[b.address()].tiers,
+            std::vector<std::string>{"  dram: 0 B of 32 MiB used by 0 values (0 B), fragmentation 0.0%"})
+      << r.out;
 
   // Without ADDR: the client's servers.
   r = RunMemkv({"admin", "status"}, {{"MEMKV_SERVERS", a.address() + "," + b.address()}});
@@ -224,6 +235,16 @@ TEST_F(AdminStatusTest, JsonCarriesEachServersStatusDocument) {
   EXPECT_EQ(got.array[1].Find("error")->type, JsonValue::Type::kNull);
   EXPECT_EQ(got.array[1].Path({"status", "address"})->string, b.address());
   EXPECT_EQ(got.array[1].Path({"status", "storage", "mode"})->string, "memory");
+
+  // The table: a line per tier under the file-mode server's row.
+  r = RunMemkv({"admin", "status", AdminUrl(a)}, {});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::vector<std::string> tiers = Rows(r.out)[AdminUrl(a)].tiers;
+  ASSERT_EQ(tiers.size(), 2u) << r.out;
+  EXPECT_EQ(tiers[0].rfind("  dram: 293.1 KiB of 32 MiB used by 3 values (293.0 KiB)", 0), 0u)
+      << "1563 units of 64 bytes per value\n" << r.out;
+  EXPECT_EQ(tiers[1].rfind("  drives: 300 KiB of ", 0), 0u) << "25 units of 4 KiB per value\n" << r.out;
+  EXPECT_NE(tiers[1].find(" used by 3 values (293.0 KiB), fragmentation 0.0%"), std::string::npos) << r.out;
 }
 
 TEST_F(AdminStatusTest, ADeadAddressIsUnreachableWhileTheLiveOneIsStillReported) {

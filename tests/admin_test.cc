@@ -162,6 +162,62 @@ TEST_F(AdminTest, DramAccountingIsCapacityConsumedBesideValueBytes) {
       << "five 1 KiB holes beside the long free run after v9";
 }
 
+TEST_F(AdminTest, DriveAccountingIsCapacityConsumedBesideValueBytes) {
+  Start(FileModeSpec(dir_.path(), 2));
+  constexpr int kValues = 12;
+  for (int i = 0; i < kValues; ++i) ASSERT_TRUE(client_->Put("d" + std::to_string(i), Pattern(5000, i)).ok());
+  JsonValue st = ParseOk(HttpRequestTo(admin_, "GET", "/v1/status").body);
+  constexpr double kUnits = 2 * 4096.0;  // 5000 bytes take two 4 KiB units
+  EXPECT_EQ(Num(st, {"storage", "used_bytes"}), kValues * kUnits);
+  EXPECT_EQ(Num(st, {"storage", "value_bytes"}), kValues * 5000.0);
+  EXPECT_EQ(Num(st, {"storage", "keys"}), double(kValues));
+  EXPECT_DOUBLE_EQ(Num(st, {"storage", "bytes_per_value_byte"}), kUnits / 5000.0);
+  EXPECT_EQ(Num(st, {"storage", "free_bytes"}), Num(st, {"storage", "usable_bytes"}) - kValues * kUnits);
+  EXPECT_EQ(Num(st, {"storage", "fragmentation"}), 0.0) << "puts fill each drive from its start";
+  EXPECT_EQ(Num(st, {"used_bytes_total"}), kValues * kUnits) << "file mode: the drives are the capacity";
+  const JsonValue* devices = st.Find("devices");
+  ASSERT_NE(devices, nullptr);
+  ASSERT_EQ(devices->array.size(), 3u);
+  double device_used = 0, device_values = 0;
+  for (size_t i = 1; i < devices->array.size(); ++i) {
+    const JsonValue& d = devices->array[i];
+    device_used += Num(d, {"used_bytes"});
+    device_values += Num(d, {"value_bytes"});
+    EXPECT_EQ(Num(d, {"free_bytes"}), Num(d, {"usable_bytes"}) - Num(d, {"used_bytes"}));
+    EXPECT_GT(Num(d, {"journal_used_bytes"}), 0) << "each drive's journal records its puts";
+    EXPECT_GT(Num(d, {"journal_area_bytes"}), Num(d, {"journal_used_bytes"}));
+  }
+  EXPECT_EQ(device_used, kValues * kUnits);
+  EXPECT_EQ(device_values, kValues * 5000.0);
+
+  // Deleting every other pair of values leaves holes on the drives.
+  for (int i = 0; i < kValues; ++i) {
+    if (i % 4 < 2) {
+      ASSERT_TRUE(client_->Delete("d" + std::to_string(i)).ok());
+    }
+  }
+  st = ParseOk(HttpRequestTo(admin_, "GET", "/v1/status").body);
+  std::map<std::string, double> m = Scrape();
+  EXPECT_EQ(m["memkv_stored_value_bytes{tier=\"drive\"}"], kValues / 2 * 5000.0);
+  EXPECT_EQ(m["memkv_keys{tier=\"drive\"}"], kValues / 2.0);
+  double used = 0, free_bytes = 0, runs = 0;
+  devices = st.Find("devices");
+  ASSERT_NE(devices, nullptr);
+  ASSERT_EQ(devices->array.size(), 3u);
+  for (size_t i = 1; i < devices->array.size(); ++i) {
+    const JsonValue& d = devices->array[i];
+    used += m["memkv_capacity_used_bytes{device=\"drive" + std::to_string(i - 1) + "\"}"];
+    free_bytes += Num(d, {"free_bytes"});
+    runs += Num(d, {"largest_free_bytes"});
+    EXPECT_DOUBLE_EQ(Num(d, {"fragmentation"}), 1.0 - Num(d, {"largest_free_bytes"}) / Num(d, {"free_bytes"}));
+  }
+  EXPECT_EQ(used, kValues / 2 * kUnits);
+  const double fragmentation = m["memkv_fragmentation_ratio{tier=\"drive\"}"];
+  EXPECT_GT(fragmentation, 0.0) << "the holes are outside each drive's longest free run";
+  EXPECT_DOUBLE_EQ(fragmentation, 1.0 - runs / free_bytes);
+  EXPECT_DOUBLE_EQ(Num(st, {"storage", "fragmentation"}), fragmentation);
+}
+
 TEST_F(AdminTest, PromtoolAcceptsALiveScrape) {
   Start(FileModeSpec(dir_.path(), 1));
   ASSERT_TRUE(client_->Put("p", Pattern(5000, 3)).ok());

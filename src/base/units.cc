@@ -1,6 +1,7 @@
 #include "base/units.h"
 
 #include <cctype>
+#include <cstdio>
 
 namespace memkv {
 
@@ -112,6 +113,20 @@ std::string FormatSize(uint64_t bytes) {
     if (bytes >= u.size && bytes % u.size == 0) return std::to_string(bytes / u.size) + " " + u.name;
   }
   return std::to_string(bytes) + " B";
+}
+
+std::string FormatSizeRounded(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = double(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 5) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  if (u == 0 || v == double(uint64_t(v))) std::snprintf(buf, sizeof(buf), "%.0f %s", v, kUnits[u]);
+  else std::snprintf(buf, sizeof(buf), "%.1f %s", v, kUnits[u]);
+  return buf;
 }
 
 }  // namespace memkv

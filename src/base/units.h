@@ -31,6 +31,8 @@ inline constexpr uint64_t kTiB = 1024 * kGiB;
 Result<uint64_t> ParseSize(std::string_view text);
 // The shortest exact form where one exists ("2 MiB"), else bytes ("1000 B").
 std::string FormatSize(uint64_t bytes);
+// For people: the largest unit with one decimal ("1.5 MiB", "3 MiB", "1000 B").
+std::string FormatSizeRounded(uint64_t bytes);
 
 }  // namespace memkv
 

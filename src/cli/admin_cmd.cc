@@ -343,6 +343,22 @@ std::vector<std::string> Cells(const Answer& a) {
           transport};
 }
 
+// One line per tier under a server's row: capacity consumed beside the value
+// bytes it holds, and how scattered the free room is ("" when the document
+// lacks the tier).
+std::string TierLine(const JsonValue& d, std::string_view label, std::string_view tier, std::string_view capacity_key) {
+  const JsonValue* used = Number(d, {tier, "used_bytes"});
+  const JsonValue* capacity = Number(d, {tier, capacity_key});
+  const JsonValue* values = Number(d, {tier, "value_bytes"});
+  const JsonValue* keys = Number(d, {tier, "keys"});
+  const JsonValue* frag = Number(d, {tier, "fragmentation"});
+  if (used == nullptr || capacity == nullptr || values == nullptr || keys == nullptr || frag == nullptr) return "";
+  const uint64_t n = uint64_t(keys->number);
+  return "  " + std::string(label) + ": " + FormatSizeRounded(uint64_t(used->number)) + " of " +
+         FormatSizeRounded(uint64_t(capacity->number)) + " used by " + std::to_string(n) + (n == 1 ? " value" : " values") +
+         " (" + FormatSizeRounded(uint64_t(values->number)) + "), fragmentation " + Percent(frag->number) + "\n";
+}
+
 std::string RenderText(const std::vector<Answer>& answers) {
   std::vector<std::vector<std::string>> rows = {{"ADDRESS", "HEALTH", "UPTIME", "USED", "HIT RATIO", "OPS/S", "TRANSPORT"}};
   for (const Answer& a : answers) rows.push_back(Cells(a));
@@ -364,6 +380,8 @@ std::string RenderText(const std::vector<Answer>& answers) {
       out += "  error: " + a.error + "\n";
       continue;
     }
+    out += TierLine(a.status, "dram", "memory", "pool_bytes");
+    out += TierLine(a.status, "drives", "storage", "usable_bytes");
     const std::string health = HealthOf(a);
     const JsonValue* reason = a.status.Path({"health", "reason"});
     if (health != "healthy" && reason != nullptr && !reason->string.empty()) {

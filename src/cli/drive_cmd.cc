@@ -260,19 +260,7 @@ Status CompleteStore(const std::vector<Peek>& peeks) {
 
 // --------------------------------------------------------------- output
 
-std::string Human(uint64_t bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = double(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 5) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  if (u == 0 || v == double(uint64_t(v))) std::snprintf(buf, sizeof(buf), "%.0f %s", v, kUnits[u]);
-  else std::snprintf(buf, sizeof(buf), "%.1f %s", v, kUnits[u]);
-  return buf;
-}
+constexpr auto Human = &FormatSizeRounded;
 
 // Keys are bytes: printable ASCII as is, the rest as \xNN.
 std::string PrintableKey(std::string_view key) {

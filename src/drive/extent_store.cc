@@ -718,6 +718,44 @@ double DriveStats::bytes_per_value_byte() const {
   return value_bytes == 0 ? 0.0 : double(used_bytes) / double(value_bytes);
 }
 
+namespace {
+template <typename F>
+uint64_t SumOverDrives(const ExtentStoreStats& s, F field) {
+  uint64_t sum = 0;
+  for (const DriveStats& d : s.drives) sum += field(d);
+  return sum;
+}
+}  // namespace
+
+uint64_t ExtentStoreStats::used_bytes() const {
+  return SumOverDrives(*this, [](const DriveStats& d) { return d.used_bytes; });
+}
+
+uint64_t ExtentStoreStats::usable_bytes() const {
+  return SumOverDrives(*this, [](const DriveStats& d) { return d.usable_bytes; });
+}
+
+uint64_t ExtentStoreStats::free_bytes() const {
+  return SumOverDrives(*this, [](const DriveStats& d) { return d.free_bytes; });
+}
+
+uint64_t ExtentStoreStats::largest_free_bytes() const {
+  uint64_t largest = 0;
+  for (const DriveStats& d : drives) largest = std::max(largest, d.largest_free_bytes);
+  return largest;
+}
+
+double ExtentStoreStats::fragmentation() const {
+  const uint64_t free = free_bytes();
+  if (free == 0) return 0.0;
+  const uint64_t runs = SumOverDrives(*this, [](const DriveStats& d) { return d.largest_free_bytes; });
+  return 1.0 - double(runs) / double(free);
+}
+
+double ExtentStoreStats::bytes_per_value_byte() const {
+  return value_bytes == 0 ? 0.0 : double(used_bytes()) / double(value_bytes);
+}
+
 ExtentStore::ExtentStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ExtentStore::~ExtentStore() = default;
 

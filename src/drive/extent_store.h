@@ -146,6 +146,18 @@ struct ExtentStoreStats {
   // ResourceExhausted past 3/4 of journal_area_bytes (docs/storage.md).
   uint64_t journal_live_bytes = 0;
   std::vector<DriveStats> drives;
+
+  // The tier as a whole, summed over its drives (offline drives included:
+  // their figures are those of their last open).
+  uint64_t used_bytes() const;
+  uint64_t usable_bytes() const;
+  uint64_t free_bytes() const;
+  uint64_t largest_free_bytes() const;  // the longest free run on any one drive
+  // 1 - (sum of each drive's longest free run) / free bytes: the share of the
+  // free room that a value could only use cut into pieces. 0 when nothing is free.
+  double fragmentation() const;
+  // used_bytes() / value_bytes (0 without values).
+  double bytes_per_value_byte() const;
 };
 
 struct ValueInfo {

@@ -201,6 +201,12 @@ std::string AdminService::StatusJson() const {
           .Key("raw_bytes").Number(d.raw_bytes)
           .Key("usable_bytes").Number(d.usable_bytes)
           .Key("used_bytes").Number(d.used_bytes)
+          .Key("value_bytes").Number(d.value_bytes)
+          .Key("free_bytes").Number(d.free_bytes)
+          .Key("largest_free_bytes").Number(d.largest_free_bytes)
+          .Key("fragmentation").Number(d.fragmentation())
+          .Key("journal_used_bytes").Number(d.journal_used_bytes)
+          .Key("journal_area_bytes").Number(d.journal_area_bytes)
           .EndObject();
     }
   }
@@ -231,8 +237,15 @@ std::string AdminService::StatusJson() const {
     w.Key("io_engine").String(drives.io_engine)
         .Key("block_size_bytes").Number(drives.block_size_bytes)
         .Key("degraded").Bool(drives.degraded)
-        .Key("keys").Number(drives.keys)
+        .Key("usable_bytes").Number(drives.usable_bytes())
+        .Key("used_bytes").Number(drives.used_bytes())
         .Key("value_bytes").Number(drives.value_bytes)
+        .Key("free_bytes").Number(drives.free_bytes())
+        .Key("largest_free_bytes").Number(drives.largest_free_bytes())
+        .Key("fragmentation").Number(drives.fragmentation())
+        .Key("bytes_per_value_byte").Number(drives.bytes_per_value_byte())
+        .Key("keys").Number(drives.keys)
+        .Key("journal_live_bytes").Number(drives.journal_live_bytes)
         .Key("drive_hits").Number(tier.drive_hits)
         .Key("promotions").Number(tier.promotions)
         .Key("evictions").Number(tier.drive_evictions)
@@ -352,14 +365,17 @@ std::string AdminService::MetricsText() const {
       "Bytes of each device's capacity consumed: values rounded up to the allocation unit, and room reserved "
       "by puts in flight.";
   p.AddGauge("memkv_capacity_used_bytes", kUsedHelp, {{"device", "dram"}}, double(mem.used_bytes));
-  p.AddGauge("memkv_stored_value_bytes", "Bytes of the values held, by tier.", {{"tier", "dram"}},
-             double(mem.value_bytes));
-  p.AddGauge("memkv_fragmentation_ratio",
-             "1 - longest free run / free bytes, by tier: 0 when the free room is in one piece.", {{"tier", "dram"}},
-             mem.fragmentation());
+  const char* kValueBytesHelp = "Bytes of the values held, by tier.";
+  const char* kFragmentationHelp =
+      "Share of the free bytes outside the longest free run (per drive for the drive tier), by tier: 0 when the "
+      "free room is in one piece.";
+  p.AddGauge("memkv_stored_value_bytes", kValueBytesHelp, {{"tier", "dram"}}, double(mem.value_bytes));
+  p.AddGauge("memkv_fragmentation_ratio", kFragmentationHelp, {{"tier", "dram"}}, mem.fragmentation());
   if (const std::optional<ExtentStoreStats> drive_stats = sources_.tier->DrivesStats()) {
     const ExtentStoreStats& drives = *drive_stats;
     p.AddGauge("memkv_keys", "Values held, by tier.", {{"tier", "drive"}}, double(drives.keys));
+    p.AddGauge("memkv_stored_value_bytes", kValueBytesHelp, {{"tier", "drive"}}, double(drives.value_bytes));
+    p.AddGauge("memkv_fragmentation_ratio", kFragmentationHelp, {{"tier", "drive"}}, drives.fragmentation());
     for (const DriveStats& d : drives.drives) {
       const std::string device = "drive" + std::to_string(d.index);
       p.AddGauge("memkv_capacity_raw_bytes", "Raw size of each device (the DRAM pool, each drive).",
