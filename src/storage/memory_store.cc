@@ -544,7 +544,6 @@ Result<PendingPut> MemoryStore::BeginPut(uint64_t size) {
           ", reserved by uncommitted puts " + FormatSize(pending * kPoolUnitBytes) + " (pool: " +
           FormatSize(s.pool_bytes) + ")");
     }
-    put.runs_.reserve(1);
     const bool placed = s.allocator.Allocate(units, kMaxPiecesPerValue, &put.runs_);
     assert(placed);
     (void)placed;
