@@ -81,10 +81,10 @@ std::vector<AuthCostRow> RunAuthCost(const BenchOptions& o, uint16_t raw_port, u
     for (uint32_t conns : kConns) {
       std::vector<CellResult> plain, tagged, summed;
       for (uint32_t i = 0; i < o.repeat; ++i) {
-        plain.push_back(RunRawCell(raw_port, put ? RawOp::kPut : RawOp::kGet, conns, o.seconds, payloads));
-        tagged.push_back(RunRawCell(raw_port, put ? RawOp::kPutTag : RawOp::kGetTag, conns, o.seconds, payloads));
-        summed.push_back(
-            RunRawCell(raw_port, put ? RawOp::kPutTagSum : RawOp::kGetTagSum, conns, o.seconds, payloads));
+        const RawCellSpec spec{conns, o.seconds};
+        plain.push_back(RunRawCell(raw_port, put ? RawOp::kPut : RawOp::kGet, spec, payloads));
+        tagged.push_back(RunRawCell(raw_port, put ? RawOp::kPutTag : RawOp::kGetTag, spec, payloads));
+        summed.push_back(RunRawCell(raw_port, put ? RawOp::kPutTagSum : RawOp::kGetTagSum, spec, payloads));
       }
       rows.push_back({put ? "put" : "get", kAuthCostSizeBytes, conns, MedianCell(plain, errors),
                       MedianCell(tagged, errors), MedianCell(summed, errors)});

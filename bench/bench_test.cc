@@ -1,17 +1,28 @@
-// memkv-bench's parsers: its command line (modes, their defaults, flags that
-// do not apply), value sizes such as "2MiB+1", the admin endpoint's address
-// in a server's log, its /v1/status "memory" object, and RESP replies and
-// INFO fields of the Redis reference. None of these tests starts a process.
+// memkv-bench's parsers and text: its command line (modes, their defaults,
+// flags that do not apply), value sizes such as "2MiB+1", the admin
+// endpoint's address in a server's log, its /v1/status "memory" object, RESP
+// replies and INFO fields of the Redis reference and a RESP connection
+// against a scripted peer, /proc/<pid>/stat CPU times, the batch a cell
+// uses, and the --plot data and gnuplot script. None of these tests starts a
+// process or needs redis-server or gnuplot.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "base/units.h"
 #include "bench/admin_status.h"
+#include "bench/cpu_time.h"
 #include "bench/flags.h"
 #include "bench/memkv_server.h"
 #include "bench/options.h"
+#include "bench/plot.h"
 #include "bench/redis_reference.h"
+#include "bench/sweep.h"
+#include "io/socket.h"
 
 namespace memkv::bench {
 namespace {
@@ -126,8 +137,16 @@ TEST(Options, RefusesFlagsThatDoNotApply) {
   EXPECT_EQ(error, "--servers does not apply to --fresh");
   EXPECT_FALSE(Parse({"--fresh", "--cold"}, &error));
   EXPECT_EQ(error, "--cold does not apply to --fresh");
-  EXPECT_FALSE(Parse({"--install-peers"}, &error));
-  EXPECT_EQ(error, "--install-peers does not apply to the sweep");
+  EXPECT_FALSE(Parse({"--fresh", "--install-peers"}, &error));
+  EXPECT_EQ(error, "--install-peers does not apply to --fresh");
+  EXPECT_FALSE(Parse({"--fill", "--peer", "redis"}, &error));
+  EXPECT_EQ(error, "--peer does not apply to --fill");
+  EXPECT_FALSE(Parse({"--fill", "--batch", "4"}, &error));
+  EXPECT_EQ(error, "--batch does not apply to --fill");
+  EXPECT_FALSE(Parse({"--fresh", "--plot", "p.svg"}, &error));
+  EXPECT_EQ(error, "--plot does not apply to --fresh");
+  EXPECT_FALSE(Parse({"--no-redis"}, &error));
+  EXPECT_EQ(error, "--no-redis does not apply to the sweep");
   EXPECT_FALSE(Parse({"--servers", "h:1", "--no-prefault"}, &error));
   EXPECT_NE(error.find("not to --servers"), std::string::npos) << error;
   EXPECT_FALSE(Parse({"--fill", "--conns", "1,4"}, &error));
@@ -225,6 +244,293 @@ TEST(Resp, InfoFields) {
   EXPECT_EQ(InfoField(info, "mem_allocator"), "jemalloc-5.3.0");
   EXPECT_EQ(InfoField(info, "used"), std::nullopt);
   EXPECT_EQ(InfoField(info, "maxmemory"), std::nullopt);
+}
+
+TEST(Options, SweepTakesPeerBatchAndPlot) {
+  std::string error;
+  std::optional<BenchOptions> o = Parse({}, &error);
+  ASSERT_TRUE(o) << error;
+  EXPECT_FALSE(o->peer_redis);
+  EXPECT_EQ(o->batch, 1u);
+  EXPECT_EQ(o->plot_path, "");
+  o = Parse({"--peer", "redis", "--batch=16", "--plot", "/tmp/p.svg", "--install-peers", "--redis",
+             "/opt/redis-server"},
+            &error);
+  ASSERT_TRUE(o) << error;
+  EXPECT_TRUE(o->peer_redis);
+  EXPECT_EQ(o->batch, 16u);
+  EXPECT_EQ(o->plot_path, "/tmp/p.svg");
+  EXPECT_TRUE(o->install_peers);
+  EXPECT_EQ(o->redis_path, "/opt/redis-server");
+  o = Parse({"--plot", "p.svg", "--install-peers"}, &error);  // installs gnuplot only
+  ASSERT_TRUE(o) << error;
+  EXPECT_FALSE(o->peer_redis);
+}
+
+TEST(Options, RefusesBadPeerBatchAndPlot) {
+  std::string error;
+  EXPECT_FALSE(Parse({"--batch", "0"}, &error));
+  EXPECT_EQ(error, "--batch: '0' is not a batch size between 1 and 1024");
+  EXPECT_FALSE(Parse({"--batch", "1025"}, &error));
+  EXPECT_EQ(error, "--batch: '1025' is not a batch size between 1 and 1024");
+  EXPECT_FALSE(Parse({"--batch", "x"}, &error));
+  EXPECT_FALSE(Parse({"--batch"}, &error));
+  EXPECT_NE(error.find("--batch"), std::string::npos) << error;
+  EXPECT_FALSE(Parse({"--peer", "mysql"}, &error));
+  EXPECT_EQ(error, "--peer: 'mysql' is not a peer the bench can run; the one it knows is redis");
+  EXPECT_FALSE(Parse({"--peer", ""}, &error));
+  EXPECT_NE(error.find("redis"), std::string::npos) << error;
+  EXPECT_FALSE(Parse({"--plot", ""}, &error));
+  EXPECT_EQ(error, "--plot: empty path");
+  EXPECT_FALSE(Parse({"--redis", "/opt/redis-server"}, &error));
+  EXPECT_EQ(error, "--redis names the redis-server of --peer redis; give --peer redis too");
+  EXPECT_FALSE(Parse({"--install-peers"}, &error));
+  EXPECT_EQ(error, "--install-peers installs redis-server for --peer redis and gnuplot for --plot; give one of them");
+}
+
+TEST(CellBatch, StaysWithinTheWorkingSetAnd16MiB) {
+  EXPECT_EQ(CellBatch(1, 4 * kKiB, 1024), 1u);
+  EXPECT_EQ(CellBatch(16, 4 * kKiB, 1024), 16u);
+  EXPECT_EQ(CellBatch(1024, 4 * kKiB, 1024), 1024u);
+  EXPECT_EQ(CellBatch(16, kMiB, 1024), 16u);
+  EXPECT_EQ(CellBatch(16, 2 * kMiB, 1024), 8u);
+  EXPECT_EQ(CellBatch(16, 2 * kMiB + 1, 1024), 7u);
+  EXPECT_EQ(CellBatch(16, 16 * kMiB, 128), 1u);
+  EXPECT_EQ(CellBatch(16, 64 * kMiB, 16), 1u);  // one value always
+  EXPECT_EQ(CellBatch(16, 64 * kKiB, 4), 4u);   // distinct keys per call
+}
+
+TEST(ProcStat, UtimePlusStimeInSeconds) {
+  // Fields 14 (utime) and 15 (stime) are 250 and 50 ticks; the command name
+  // holds a space and a ')'.
+  const std::string stat =
+      "4242 (redis serv) er) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 50 0 0 20 0 5 0 123456 "
+      "123456789 2345 18446744073709551615 1 1 0 0 0 0 0 4096 17642 0 0 0 17 1 0 0 0 0 0\n";
+  Result<double> s = ParseProcStatCpuSeconds(stat, 100);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_DOUBLE_EQ(*s, 3.0);
+  EXPECT_DOUBLE_EQ(*ParseProcStatCpuSeconds(stat, 1000), 0.3);
+}
+
+TEST(ProcStat, NamesWhatIsWrong) {
+  EXPECT_FALSE(ParseProcStatCpuSeconds("4242 redis S 1", 100).ok());
+  Result<double> short_line = ParseProcStatCpuSeconds("4242 (redis) S 1 2 3 4 5 6 7 8 9 10", 100);
+  ASSERT_FALSE(short_line.ok());
+  EXPECT_NE(short_line.status().message().find("14 and 15"), std::string::npos) << short_line.status().ToString();
+  Result<double> bad = ParseProcStatCpuSeconds("1 (x) S 1 1 1 0 -1 0 0 0 0 0 25x 5 0", 100);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("field 14 is '25x'"), std::string::npos) << bad.status().ToString();
+  EXPECT_FALSE(ParseProcStatCpuSeconds("1 (x) S 1 1 1 0 -1 0 0 0 0 0 25 5 0", 0).ok());
+}
+
+TEST(ProcStat, ReadsThisProcess) {
+  Result<double> s = ProcessCpuSeconds(::getpid());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_GE(*s, 0.0);
+  EXPECT_GE(SelfCpuSeconds(), 0.0);
+}
+
+TEST(Resp, ParsesGetReplyHeaders) {
+  BulkHeader h;
+  EXPECT_EQ(*ParseBulkHeader("$5\r\nhello\r\n", &h), 4u);  // the header only; the value follows
+  EXPECT_EQ(h.kind, BulkHeader::Kind::kValue);
+  EXPECT_EQ(h.length, 5u);
+  EXPECT_EQ(*ParseBulkHeader("$2097152\r\n", &h), 10u);
+  EXPECT_EQ(h.length, 2097152u);
+  EXPECT_EQ(*ParseBulkHeader("$0\r\n\r\n", &h), 4u);
+  EXPECT_EQ(h.length, 0u);
+  EXPECT_EQ(*ParseBulkHeader("$-1\r\n", &h), 5u);
+  EXPECT_EQ(h.kind, BulkHeader::Kind::kNull);
+  EXPECT_EQ(*ParseBulkHeader("-WRONGTYPE Operation against a key\r\n", &h), 36u);
+  EXPECT_EQ(h.kind, BulkHeader::Kind::kError);
+  EXPECT_EQ(h.error, "WRONGTYPE Operation against a key");
+  EXPECT_EQ(*ParseBulkHeader("$209", &h), 0u);  // more to come
+  EXPECT_EQ(*ParseBulkHeader("$209\r", &h), 0u);
+  EXPECT_EQ(*ParseBulkHeader("", &h), 0u);
+}
+
+TEST(Resp, RefusesGetReplyHeadersItCannotRead) {
+  BulkHeader h;
+  EXPECT_FALSE(ParseBulkHeader("+OK\r\n", &h).ok());
+  EXPECT_FALSE(ParseBulkHeader(":1\r\n", &h).ok());
+  EXPECT_FALSE(ParseBulkHeader("*1\r\n", &h).ok());
+  EXPECT_FALSE(ParseBulkHeader("$\r\n", &h).ok());
+  EXPECT_FALSE(ParseBulkHeader("$12a\r\n", &h).ok());
+  EXPECT_FALSE(ParseBulkHeader("$-2\r\n", &h).ok());
+  EXPECT_FALSE(ParseBulkHeader("$999999999999\r\n", &h).ok());
+  EXPECT_FALSE(ParseBulkHeader("\r\n", &h).ok());
+}
+
+// A scripted RESP peer on a loopback port: for each round it reads exactly
+// the request bytes it expects, records them, then writes the canned reply
+// in the given pieces.
+struct ScriptedRound {
+  size_t request_bytes;
+  std::vector<std::string> reply_pieces;
+};
+
+class ScriptedPeer {
+ public:
+  explicit ScriptedPeer(std::vector<ScriptedRound> rounds) {
+    Result<UniqueFd> listener = ListenTcp("127.0.0.1", 0, 1);
+    EXPECT_TRUE(listener.ok()) << listener.status().ToString();
+    port_ = *LocalPort(listener->get());
+    thread_ = std::thread([this, fd = std::move(listener).value(), rounds = std::move(rounds)]() mutable {
+      pollfd p{fd.get(), POLLIN, 0};
+      ::poll(&p, 1, 10000);
+      UniqueFd conn(::accept4(fd.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      const Nanos deadline = MonotonicNanos() + Nanos(10) * 1'000'000'000;
+      for (const ScriptedRound& r : rounds) {
+        std::string request(r.request_bytes, '\0');
+        if (!RecvAll(conn.get(), request.data(), request.size(), deadline).ok()) return;
+        received_ += request;
+        for (const std::string& piece : r.reply_pieces) {
+          iovec v{const_cast<char*>(piece.data()), piece.size()};
+          if (!SendAll(conn.get(), std::span<iovec>(&v, 1), deadline).ok()) return;
+        }
+      }
+    });
+  }
+  ~ScriptedPeer() { Join(); }
+  uint16_t port() const { return port_; }
+  // Waits for the script to end (its last round, or its peer gone).
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  // What the script read; call Join() first.
+  const std::string& received() const { return received_; }
+
+ private:
+  uint16_t port_ = 0;
+  std::string received_;
+  std::thread thread_;
+};
+
+std::string GetCommand(const std::string& key) {
+  return "*2\r\n$3\r\nGET\r\n$" + std::to_string(key.size()) + "\r\n" + key + "\r\n";
+}
+
+TEST(RespConnection, GetBatchIntoReadsEveryReplyAndStaysInStep) {
+  const std::string big(20000, 'v');  // past the size read straight into the buffer
+  const std::vector<std::string> keys = {"a", "b", "c", "d", "e"};
+  std::string requests;
+  for (const std::string& k : keys) requests += GetCommand(k);
+  ScriptedPeer peer({
+      {requests.size(),
+       {"$5\r\nhel", "lo\r\n$-1\r\n-ERR boom\r\n$20000\r\n" + big.substr(0, 7000), big.substr(7000) + "\r",
+        "\n$3\r\nabc\r\n"}},
+      {GetCommand("f").size(), {"$1\r\nx\r\n"}},
+  });
+  Result<RespConnection> c = RespConnection::Connect(peer.port());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  std::vector<std::vector<uint8_t>> storage = {std::vector<uint8_t>(5), std::vector<uint8_t>(5),
+                                               std::vector<uint8_t>(5), std::vector<uint8_t>(20000),
+                                               std::vector<uint8_t>(2)};
+  std::vector<std::span<uint8_t>> buffers(storage.begin(), storage.end());
+  std::vector<std::string_view> views(keys.begin(), keys.end());
+  std::vector<size_t> sizes;
+  Status s = c->GetBatchInto(views, buffers, &sizes);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();  // the first failure: key b's miss
+  EXPECT_NE(s.message().find("'b'"), std::string::npos) << s.ToString();
+  ASSERT_EQ(sizes.size(), 5u);
+  EXPECT_EQ(sizes[0], 5u);
+  EXPECT_EQ(std::string(storage[0].begin(), storage[0].end()), "hello");
+  EXPECT_EQ(sizes[3], 20000u);
+  EXPECT_EQ(std::string(storage[3].begin(), storage[3].end()), big);
+  EXPECT_EQ(sizes[4], 0u);  // "abc" does not fit 2 bytes: skipped, not read into the buffer
+  // The stream is still in step: the next GET gets its own reply.
+  std::vector<uint8_t> one(1);
+  Result<size_t> got = c->GetInto("f", one);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, 1u);
+  EXPECT_EQ(one[0], 'x');
+}
+
+TEST(RespConnection, SetBatchSendsTheValuesAndReportsTheFirstFailure) {
+  const std::vector<std::string> keys = {"k1", "key2"};
+  const std::vector<std::vector<uint8_t>> values = {{'a', 'b', 'c'}, std::vector<uint8_t>(300, 'z')};
+  std::string want;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    want += "*3\r\n$3\r\nSET\r\n$" + std::to_string(keys[i].size()) + "\r\n" + keys[i] + "\r\n$" +
+            std::to_string(values[i].size()) + "\r\n" + std::string(values[i].begin(), values[i].end()) + "\r\n";
+  }
+  ScriptedPeer peer({{want.size(), {"+OK\r\n-OOM command not allowed\r\n"}}});
+  {
+    Result<RespConnection> c = RespConnection::Connect(peer.port());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    std::vector<std::string_view> views(keys.begin(), keys.end());
+    std::vector<std::span<const uint8_t>> spans(values.begin(), values.end());
+    Status s = c->SetBatch(views, spans);
+    EXPECT_EQ(s.code(), StatusCode::kProtocolError) << s.ToString();
+    EXPECT_NE(s.message().find("'key2'"), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find("OOM"), std::string::npos) << s.ToString();
+  }
+  peer.Join();
+  EXPECT_EQ(peer.received(), want);
+}
+
+Row PlotRow(const std::string& op, uint64_t size, uint32_t conns, double memkv_mibs, bool raw, bool redis) {
+  auto cell = [](double mibs) {
+    CellResult c;
+    c.bytes = static_cast<uint64_t>(mibs * double(kMiB));
+    c.seconds = 1.0;
+    return c;
+  };
+  Row r;
+  r.op = op;
+  r.size_bytes = size;
+  r.conns = conns;
+  r.memkv = cell(memkv_mibs);
+  if (raw) r.raw = cell(memkv_mibs * 2);
+  if (redis) r.redis = cell(memkv_mibs / 2);
+  return r;
+}
+
+TEST(Plot, DataHasABlockPerOpAndConnectionCount) {
+  const std::vector<Row> rows = {
+      PlotRow("put", 4 * kKiB, 1, 100, true, true),     PlotRow("put", 4 * kKiB, 4, 200, true, true),
+      PlotRow("put", 2 * kMiB + 1, 1, 1000, true, false), PlotRow("put", 2 * kMiB + 1, 4, 2000, false, true),
+      PlotRow("get", 4 * kKiB, 1, 110, true, true),     PlotRow("get", 4 * kKiB, 4, 210, true, true),
+  };
+  const std::vector<PlotPanel> panels = PlotPanels(rows);
+  ASSERT_EQ(panels.size(), 4u);
+  EXPECT_EQ(panels[1].op, "put");
+  EXPECT_EQ(panels[1].conns, 4u);
+  EXPECT_EQ(panels[2].op, "get");
+  EXPECT_EQ(panels[2].conns, 1u);
+  const std::string data = PlotData(rows);
+  EXPECT_NE(data.find("# put, 1 connection\n# size_bytes memkv raw redis label\n"
+                      "4096 100.0 200.0 50.0 4KiB\n2097153 1000.0 2000.0 - 2MiB+1\n\n\n# put, 4 connections\n"),
+            std::string::npos)
+      << data;
+  EXPECT_NE(data.find("2097153 2000.0 - 1000.0 2MiB+1\n"), std::string::npos) << data;
+  EXPECT_NE(data.find("# get, 4 connections\n# size_bytes memkv raw redis label\n4096 210.0 420.0 105.0 4KiB\n"),
+            std::string::npos)
+      << data;
+}
+
+TEST(Plot, ScriptDrawsEveryPanelOnALog2Axis) {
+  const std::vector<Row> rows = {
+      PlotRow("put", 4 * kKiB, 1, 100, true, true), PlotRow("put", 4 * kKiB, 4, 200, true, true),
+      PlotRow("get", 4 * kKiB, 1, 110, true, true), PlotRow("get", 4 * kKiB, 4, 210, true, true)};
+  const PlotFiles files = PlotFilesFor("/tmp/out/it's.svg");
+  EXPECT_EQ(files.data_path, "/tmp/out/it's.dat");
+  EXPECT_EQ(files.script_path, "/tmp/out/it's.gp");
+  EXPECT_EQ(PlotFilesFor("plot").data_path, "plot.dat");
+  const std::string script = PlotScript(rows, files, "memkv-bench abc1234", true);
+  for (const char* want :
+       {"set terminal svg size 840,720 ", "set output '/tmp/out/it''s.svg'\n", "set logscale x 2\n",
+        "set datafile missing '-'\n", "set multiplot layout 2,2 title 'memkv-bench abc1234'\n",
+        "set title 'get, 4 connections'\n",
+        "'/tmp/out/it''s.dat' index 3 using 1:2:xtic(5) with linespoints pt 7 ps 0.6 title 'memkv'",
+        "index 3 using 1:3 with linespoints pt 7 ps 0.6 title 'raw'",
+        "index 3 using 1:4 with linespoints pt 7 ps 0.6 title 'redis'",
+        "unset multiplot\n"}) {
+    EXPECT_NE(script.find(want), std::string::npos) << want << "\n" << script;
+  }
+  EXPECT_EQ(script.find("index 4"), std::string::npos) << script;
+  const std::string without_redis = PlotScript(rows, files, "t", false);
+  EXPECT_EQ(without_redis.find("redis"), std::string::npos) << without_redis;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "bench/flags.h"
 #include "bench/memkv_target.h"
 #include "bench/payload.h"
+#include "bench/peers.h"
 #include "bench/process.h"
 #include "bench/redis_reference.h"
 
@@ -31,7 +32,6 @@ constexpr uint32_t kRoundsPerPool = 16;         // a round puts at most 1/16 of 
 constexpr uint32_t kMaxRounds = 4 * kRoundsPerPool;
 constexpr uint64_t kVerifiedValues = 16;        // the newest values, read back byte-exact
 constexpr int kRedisClientsWaitMs = 5000;
-constexpr const char* kInstallCommand = "apt-get install -y redis-server";
 
 double PerByte(double bytes, uint64_t value_bytes) { return value_bytes > 0 ? bytes / double(value_bytes) : 0; }
 
@@ -61,23 +61,7 @@ std::string FindRedis(const BenchOptions& o, const SpawnEnv& env, std::string* w
     *why = "--no-redis";
     return "";
   }
-  if (!o.redis_path.empty()) {
-    if (::access(o.redis_path.c_str(), X_OK) == 0) return o.redis_path;
-    *why = "--redis " + o.redis_path + " is not executable";
-    return "";
-  }
-  std::string found = FindOnPath("redis-server", env.path);
-  if (found.empty() && o.install_peers) {
-    std::fprintf(stderr, "redis-server not found; running: %s\n", kInstallCommand);
-    const int rc = std::system(kInstallCommand);
-    if (rc != 0) std::fprintf(stderr, "warning: '%s' exited with status %d\n", kInstallCommand, rc);
-    found = FindOnPath("redis-server", env.path);
-  }
-  if (found.empty()) {
-    *why = "redis-server not found on PATH; install it (" + std::string(kInstallCommand) +
-           ") or pass --install-peers, or --redis PATH";
-  }
-  return found;
+  return FindPeer(kRedisProgram, o.redis_path, o.install_peers, env.path, why);
 }
 
 // ---- memkv ----

@@ -1,5 +1,6 @@
 // memkv-bench: block-size x connections sweep of put and get against MemKV
-// over TCP, beside a raw TCP reference measured the same way in the same run;
+// over TCP, beside a raw TCP reference measured the same way in the same run
+// (and Redis with --peer redis; an SVG of it with --plot);
 // with --fill, the pool's bytes per value byte against Redis (bench/fill.h);
 // with --fresh, put on a never-written pool against a warmed one
 // (bench/fresh.h). See bench/options.h for the flags and docs/benchmarks.md
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "base/units.h"
 #include "bench/auth_cost.h"
@@ -20,8 +22,12 @@
 #include "bench/memkv_server.h"
 #include "bench/memkv_target.h"
 #include "bench/options.h"
+#include "bench/peers.h"
+#include "bench/plot.h"
 #include "bench/process.h"
 #include "bench/raw_reference.h"
+#include "bench/redis_cells.h"
+#include "bench/redis_reference.h"
 #include "bench/report.h"
 #include "bench/sweep.h"
 
@@ -95,8 +101,61 @@ Result<Target> SetUpTarget(const BenchOptions& o) {
   return t;
 }
 
+// The peers the sweep runs beside memkv: redis-server (--peer redis) and
+// gnuplot (--plot), installed first with --install-peers.
+struct SweepPeers {
+  std::string redis;          // empty without --peer redis
+  std::string gnuplot;        // empty: none (or no --plot)
+  std::string gnuplot_why;    // why there is none, with --plot
+};
+
+Result<SweepPeers> FindSweepPeers(const BenchOptions& o) {
+  const char* path = std::getenv("PATH");
+  const std::string path_env = path != nullptr ? path : "";
+  SweepPeers peers;
+  if (o.peer_redis) {
+    std::string why;
+    peers.redis = FindPeer(kRedisProgram, o.redis_path, o.install_peers, path_env, &why);
+    if (peers.redis.empty()) return FailedPrecondition("--peer redis: " + why);
+  }
+  if (!o.plot_path.empty()) {
+    peers.gnuplot = FindPeer(kGnuplotProgram, "", o.install_peers, path_env, &peers.gnuplot_why);
+  }
+  return peers;
+}
+
+// Stops a spawned server after the sweep; 1 when it did not exit cleanly.
+template <typename Server>
+uint64_t StopServer(Server* server, const char* what) {
+  if (server == nullptr) return 0;
+  const int rc = server->Stop();
+  if (rc == 0) return 0;
+  std::fprintf(stderr, "error: %s exited with status %d after SIGTERM\n", what, rc);
+  return 1;
+}
+
+void Plot(const BenchOptions& o, const SweepPeers& peers, const RunFacts& facts, const std::vector<Row>& rows,
+          bool redis, uint64_t* errors) {
+  const std::string title = "memkv-bench " + facts.commit + "  " + facts.started_utc +
+                            (o.batch > 1 ? "  batch " + std::to_string(o.batch) : "");
+  std::string note;
+  Status s = WritePlot(rows, o.plot_path, title, redis, peers.gnuplot, &note);
+  if (!s.ok()) {
+    std::fprintf(stderr, "error: --plot: %s\n", s.ToString().c_str());
+    ++*errors;
+    return;
+  }
+  if (peers.gnuplot.empty()) std::printf("plot: %s\n", peers.gnuplot_why.c_str());
+  std::printf("plot: %s\n", note.c_str());
+}
+
 int RunSweepMode(const BenchOptions& o) {
   ::signal(SIGPIPE, SIG_IGN);
+  Result<SweepPeers> peers = FindSweepPeers(o);
+  if (!peers.ok()) {
+    std::fprintf(stderr, "memkv-bench: %s\n", peers.status().message().c_str());
+    return 1;
+  }
   uint64_t max_size = *std::max_element(o.sizes_bytes.begin(), o.sizes_bytes.end());
   if (o.auth_cost) max_size = std::max(max_size, kAuthCostSizeBytes);
   // First, while this process has one thread: the reference server forks.
@@ -108,6 +167,15 @@ int RunSweepMode(const BenchOptions& o) {
                  (target.ok() ? tag.status() : target.status()).ToString().c_str());
     return 1;
   }
+  std::unique_ptr<RedisServer> redis_server;
+  if (o.peer_redis) {
+    Result<std::unique_ptr<RedisServer>> started = RedisServer::Start(peers->redis, TempBase());
+    if (!started.ok()) {
+      std::fprintf(stderr, "memkv-bench: --peer redis: %s\n", started.status().ToString().c_str());
+      return 1;
+    }
+    redis_server = std::move(started).value();
+  }
   RunFacts facts = GatherFacts(MEMKV_SOURCE_DIR, MEMKV_BUILD_TYPE);
   facts.target = target->description;
   facts.pool_bytes = o.pool_bytes;
@@ -115,14 +183,27 @@ int RunSweepMode(const BenchOptions& o) {
   facts.repeat = o.repeat;
   facts.pool_warmed = o.warm_pool && target->spawned != nullptr;
   facts.prefault = o.prefault;
+  facts.batch = o.batch;
+  if (redis_server) {
+    facts.redis_version = redis_server->version();
+    facts.redis = peers->redis + " at 127.0.0.1:" + std::to_string(redis_server->port());
+  }
   PrintFacts(stdout, facts);
   std::fflush(stdout);
 
   const MemkvTarget memkv(target->servers, target->key_hex, tag->substr(0, 8));
+  std::optional<RedisTarget> redis;
+  if (redis_server) redis.emplace(redis_server->port(), redis_server->pid());
   const uint64_t warm_errors = facts.pool_warmed ? WarmUp(memkv, o.pool_bytes) : 0;
-  Sweep sweep = RunSweep(o, memkv, (*raw)->port());
+  SweepTargets targets;
+  targets.memkv = &memkv;
+  targets.memkv_pid = target->spawned ? target->spawned->pid() : 0;
+  targets.raw_port = (*raw)->port();
+  targets.raw_pid = (*raw)->pid();
+  targets.redis = redis ? &*redis : nullptr;
+  Sweep sweep = RunSweep(o, targets);
   sweep.errors += warm_errors;
-  PrintTables(stdout, sweep.rows);
+  PrintTables(stdout, sweep.rows, redis.has_value());
   std::vector<AuthCostRow> auth_cost;
   AuthCpuCost auth_cpu;
   if (o.auth_cost) {
@@ -130,14 +211,11 @@ int RunSweepMode(const BenchOptions& o) {
     auth_cpu = MeasureAuthCpuCost();
     PrintAuthCost(stdout, auth_cost, auth_cpu);
   }
-  if (target->spawned) {
-    if (int rc = target->spawned->Stop(); rc != 0) {
-      std::fprintf(stderr, "error: memkv server exited with status %d after SIGTERM\n", rc);
-      ++sweep.errors;
-    }
-  }
+  sweep.errors += StopServer(target->spawned.get(), "memkv server");
+  sweep.errors += StopServer(redis_server.get(), "redis-server");
   Status written = WriteJson(o.json_path, facts, sweep.rows, AuthCostJson(auth_cost, auth_cpu), sweep.errors);
   if (!written.ok()) std::fprintf(stderr, "memkv-bench: %s\n", written.ToString().c_str());
+  if (!o.plot_path.empty()) Plot(o, *peers, facts, sweep.rows, redis.has_value(), &sweep.errors);
   std::printf("\n%s; results in %s\n",
               sweep.errors == 0 ? "no errors, every value read back byte-exact" : "ERRORS: see stderr",
               o.json_path.c_str());

@@ -8,6 +8,8 @@
 #include <latch>
 #include <thread>
 
+#include "bench/cpu_time.h"
+
 namespace memkv::bench {
 namespace {
 
@@ -68,10 +70,31 @@ CellResult Summarize(const DriveSpec& spec, std::vector<ThreadTally>& tallies, S
   r.p50_us = PercentileUs(all, 0.50);
   r.p99_us = PercentileUs(all, 0.99);
   r.p999_us = PercentileUs(all, 0.999);
+  r.p9999_us = PercentileUs(all, 0.9999);
   return r;
 }
 
+std::optional<double> ServerCpuNow(pid_t pid) {
+  if (pid <= 0) return std::nullopt;
+  Result<double> s = ProcessCpuSeconds(pid);
+  if (s.ok()) return *s;
+  std::fprintf(stderr, "warning: server CPU time: %s\n", s.status().ToString().c_str());
+  return std::nullopt;
+}
+
+std::optional<double> PerGiB(std::optional<double> cpu_s, uint64_t bytes) {
+  if (!cpu_s || bytes == 0) return std::nullopt;
+  return *cpu_s / (double(bytes) / double(1ULL << 30));
+}
+
 }  // namespace
+
+std::optional<double> CellResult::ClientCpuPerGiB() const { return PerGiB(client_cpu_s, bytes); }
+std::optional<double> CellResult::ServerCpuPerGiB() const { return PerGiB(server_cpu_s, bytes); }
+std::optional<double> CellResult::CpuPerGiB() const {
+  if (!server_cpu_s) return std::nullopt;
+  return PerGiB(client_cpu_s + *server_cpu_s, bytes);
+}
 
 void ReportError(const std::string& what, const Status& status, uint64_t errors_so_far) {
   // One fprintf per line: stdio locks the stream, so lines stay whole.
@@ -106,12 +129,19 @@ CellResult Drive(const DriveSpec& spec, const WarmupFn& warmup, const OpFn& op) 
     });
   }
   ready.wait();
+  const std::optional<double> server_cpu_before = ServerCpuNow(spec.server_pid);
+  const double client_cpu_before = SelfCpuSeconds();
   SteadyTime start = std::chrono::steady_clock::now();
   deadline = start + std::chrono::nanoseconds(static_cast<int64_t>(spec.seconds * 1e9));
   go.store(true);
   go.notify_all();
   for (std::thread& t : threads) t.join();
-  return Summarize(spec, tallies, start);
+  const double client_cpu_after = SelfCpuSeconds();
+  const std::optional<double> server_cpu_after = ServerCpuNow(spec.server_pid);
+  CellResult r = Summarize(spec, tallies, start);
+  r.client_cpu_s = client_cpu_after - client_cpu_before;
+  if (server_cpu_before && server_cpu_after) r.server_cpu_s = *server_cpu_after - *server_cpu_before;
+  return r;
 }
 
 uint64_t ForEachItem(uint32_t threads, uint64_t items, const std::string& what,

@@ -6,14 +6,19 @@
 // successful operations over the wall time from the common start to the last
 // thread's end (so the last operation that overruns the budget is paid for,
 // not hidden). Latency percentiles come from every operation of every thread.
+// CPU is sampled around the timed part (bench/cpu_time.h): this process's
+// (the client's) and, when the spec names one, the server process's.
 //
 // Thread-safety: Drive() owns its threads; the callbacks it is given are
 // called concurrently from them, each with its own thread index.
 #ifndef MEMKV_BENCH_MEASURE_H_
 #define MEMKV_BENCH_MEASURE_H_
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,10 +33,17 @@ struct CellResult {
   uint64_t errors = 0;  // failed operations (not counted in ops or bytes)
   uint64_t bytes = 0;
   double seconds = 0;
-  double p50_us = 0, p99_us = 0, p999_us = 0;
+  double p50_us = 0, p99_us = 0, p999_us = 0, p9999_us = 0;  // per operation (a batch is one)
+  double client_cpu_s = 0;                // this process, over the timed part
+  std::optional<double> server_cpu_s;     // the server process; absent when unknown
 
   double MiBPerSecond() const { return seconds > 0 ? double(bytes) / seconds / (1 << 20) : 0; }
   double OpsPerSecond() const { return seconds > 0 ? double(ops) / seconds : 0; }
+  // CPU seconds per GiB moved; absent when nothing moved (or, for the
+  // server's part and the total, when the server is unknown).
+  std::optional<double> ClientCpuPerGiB() const;
+  std::optional<double> ServerCpuPerGiB() const;
+  std::optional<double> CpuPerGiB() const;  // client + server
 };
 
 struct DriveSpec {
@@ -42,6 +54,9 @@ struct DriveSpec {
   // When non-zero, the cell also ends once this many operations have been
   // started (successful or not): a pass over a fixed set of keys.
   uint64_t max_ops = 0;
+  // The server process whose CPU time the cell samples; 0: unknown (a
+  // server this benchmark did not start).
+  pid_t server_pid = 0;
 };
 
 // Called once per thread before the clock starts (connections, buffers).

@@ -28,19 +28,52 @@ std::string ByteMismatch(const std::string& key, uint64_t want, uint64_t got) {
 }
 
 DriveSpec SpecFor(const CellContext& c, const char* op) {
-  return DriveSpec{c.plan.conns, c.plan.seconds, c.payloads->size_bytes(),
-                   std::string("memkv ") + op + " " + c.name};
+  DriveSpec spec{c.plan.conns, c.plan.seconds, c.payloads->size_bytes() * c.plan.batch,
+                 std::string("memkv ") + op + " " + c.name};
+  spec.server_pid = c.plan.server_pid;
+  return spec;
+}
+
+// One thread's arguments of a batch call, reused call after call.
+struct BatchArgs {
+  std::vector<std::string_view> keys;
+  std::vector<std::span<const uint8_t>> values;
+  std::vector<std::span<uint8_t>> buffers;
+  std::vector<size_t> sizes;
+};
+
+// The first failed item of a batch call, naming its key.
+Status FirstFailure(const std::string& call, const BatchResult& r, const std::vector<std::string_view>& keys) {
+  if (r.statuses.size() != keys.size()) {
+    return Internal(call + " answered " + std::to_string(r.statuses.size()) + " statuses for " +
+                    std::to_string(keys.size()) + " keys");
+  }
+  for (size_t j = 0; j < keys.size(); ++j) {
+    if (!r.statuses[j].ok()) return r.statuses[j].WithContext(call + " '" + std::string(keys[j]) + "'");
+  }
+  return Status::Ok();
 }
 
 // Timed puts; returns the result and how many distinct keys were written.
 CellResult TimedPut(const CellContext& c, uint64_t* written) {
   std::atomic<uint64_t> next{0};
   const uint64_t keys = c.payloads->keys();
+  const uint32_t batch = c.plan.batch;
+  std::vector<BatchArgs> args(c.plan.conns);
   CellResult r = Drive(
       SpecFor(c, "put"), [&](uint32_t) { (void)c.client->Exists("memkv-bench/warmup"); },
-      [&](uint32_t) {
-        const uint64_t i = next.fetch_add(1, std::memory_order_relaxed) % keys;
-        return c.client->Put((*c.keys)[i], c.payloads->Value(i));
+      [&](uint32_t t) {
+        const uint64_t first = next.fetch_add(batch, std::memory_order_relaxed);
+        if (batch == 1) return c.client->Put((*c.keys)[first % keys], c.payloads->Value(first % keys));
+        BatchArgs& a = args[t];
+        a.keys.clear();
+        a.values.clear();
+        for (uint32_t j = 0; j < batch; ++j) {
+          const uint64_t i = (first + j) % keys;
+          a.keys.push_back((*c.keys)[i]);
+          a.values.push_back(c.payloads->Value(i));
+        }
+        return FirstFailure("BatchPut", c.client->BatchPut(a.keys, a.values), a.keys);
       });
   *written = std::min(next.load(), keys);
   return r;
@@ -66,13 +99,33 @@ uint64_t Verify(const CellContext& c, uint64_t written) {
 
 CellResult TimedGet(const CellContext& c, uint64_t written) {
   std::atomic<uint64_t> next{0};
+  const uint32_t batch = c.plan.batch;
+  std::vector<BatchArgs> args(c.plan.conns);
   return Drive(SpecFor(c, "get"), nullptr, [&](uint32_t t) {
-    const uint64_t i = next.fetch_add(1, std::memory_order_relaxed) % written;
-    std::span<uint8_t> buffer = c.payloads->Buffer(t);
-    Result<size_t> got = c.client->GetInto((*c.keys)[i], buffer);
-    if (!got.ok()) return got.status();
-    if (!c.payloads->QuickCheck(i, buffer.first(*got))) {
-      return Corruption(ByteMismatch((*c.keys)[i], c.payloads->size_bytes(), *got));
+    const uint64_t first = next.fetch_add(batch, std::memory_order_relaxed);
+    if (batch == 1) {
+      const uint64_t i = first % written;
+      std::span<uint8_t> buffer = c.payloads->Buffer(t);
+      Result<size_t> got = c.client->GetInto((*c.keys)[i], buffer);
+      if (!got.ok()) return got.status();
+      if (!c.payloads->QuickCheck(i, buffer.first(*got))) {
+        return Corruption(ByteMismatch((*c.keys)[i], c.payloads->size_bytes(), *got));
+      }
+      return Status::Ok();
+    }
+    BatchArgs& a = args[t];
+    a.keys.clear();
+    a.buffers.clear();
+    for (uint32_t j = 0; j < batch; ++j) {
+      a.keys.push_back((*c.keys)[(first + j) % written]);
+      a.buffers.push_back(c.payloads->Buffer(t * batch + j));
+    }
+    MEMKV_RETURN_IF_ERROR(FirstFailure("BatchGetInto", c.client->BatchGetInto(a.keys, a.buffers, &a.sizes), a.keys));
+    for (uint32_t j = 0; j < batch; ++j) {
+      const uint64_t i = (first + j) % written;
+      if (!c.payloads->QuickCheck(i, a.buffers[j].first(a.sizes[j]))) {
+        return Corruption(ByteMismatch((*c.keys)[i], c.payloads->size_bytes(), a.sizes[j]));
+      }
     }
     return Status::Ok();
   });
@@ -94,6 +147,10 @@ std::vector<std::string> MemkvTarget::MakeKeys(const std::string& cell, uint64_t
   const std::string prefix = "memkv-bench/" + run_tag_ + "/" + cell + "/";
   for (uint64_t i = 0; i < count; ++i) keys.push_back(prefix + std::to_string(i));
   return keys;
+}
+
+std::vector<std::string> MemkvTarget::CellKeys(const Payloads& payloads, uint32_t conns) const {
+  return MakeKeys(std::to_string(payloads.size_bytes()) + "/" + std::to_string(conns), payloads.keys());
 }
 
 Result<std::unique_ptr<Client>> MemkvTarget::Connect(uint32_t conns) const {
@@ -125,10 +182,10 @@ Status MemkvTarget::WarmPool(uint64_t pool_bytes, uint32_t threads) const {
 
 Result<MemkvCells> MemkvTarget::Run(const CellPlan& plan, const Payloads& payloads) const {
   MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Connect(plan.conns));
-  const std::vector<std::string> keys =
-      MakeKeys(std::to_string(payloads.size_bytes()) + "/" + std::to_string(plan.conns), payloads.keys());
+  const std::vector<std::string> keys = CellKeys(payloads, plan.conns);
   const CellContext c{client.get(), &keys, &payloads, plan,
-                      FormatSize(payloads.size_bytes()) + " x" + std::to_string(plan.conns)};
+                      FormatSize(payloads.size_bytes()) + " x" + std::to_string(plan.conns) +
+                          (plan.batch > 1 ? " batch " + std::to_string(plan.batch) : "")};
 
   MemkvCells cells;
   uint64_t written = payloads.keys();

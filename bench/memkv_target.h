@@ -1,6 +1,8 @@
 // The memkv side of a cell: one memkv::Client with num_connections = N shared
 // by N threads, each doing synchronous Put, then GetInto into its own
-// preallocated buffer.
+// preallocated buffer; with a batch of B > 1, BatchPut and BatchGetInto of B
+// distinct keys per call instead (thread t's buffers are
+// payloads.Buffer(t * B + j)).
 //
 // One size x connections cell runs, in order:
 //   put   timed; thread keys cycle over the working set (Payloads::keys())
@@ -15,6 +17,8 @@
 // Thread-safety: Run() is called by one thread at a time; it starts its own.
 #ifndef MEMKV_BENCH_MEMKV_TARGET_H_
 #define MEMKV_BENCH_MEMKV_TARGET_H_
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <optional>
@@ -41,6 +45,8 @@ struct CellPlan {
   double seconds = 1.0;
   bool put = true;
   bool get = true;
+  uint32_t batch = 1;    // keys per call; at most payloads.keys()
+  pid_t server_pid = 0;  // the spawned server, for its CPU time; 0: unknown
 };
 
 class MemkvTarget {
@@ -55,7 +61,8 @@ class MemkvTarget {
   // first-touch page faults inside the timed puts (see --cold).
   Status WarmPool(uint64_t pool_bytes, uint32_t threads) const;
 
-  // Runs one cell against `payloads` (whose buffers cover plan.conns threads).
+  // Runs one cell against `payloads` (whose buffers cover plan.conns threads
+  // of plan.batch buffers each).
   Result<MemkvCells> Run(const CellPlan& plan, const Payloads& payloads) const;
 
   // A client of the servers with `conns` connections each and the bench's
@@ -63,6 +70,9 @@ class MemkvTarget {
   Result<std::unique_ptr<Client>> Connect(uint32_t conns) const;
   // "memkv-bench/<run tag>/<cell>/<i>" for i in [0, count): unique per run and cell.
   std::vector<std::string> MakeKeys(const std::string& cell, uint64_t count) const;
+  // The keys of the sweep's cell of `payloads` at `conns` connections (the
+  // Redis cells use the same names).
+  std::vector<std::string> CellKeys(const Payloads& payloads, uint32_t conns) const;
 
  private:
 

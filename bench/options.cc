@@ -14,6 +14,20 @@ namespace {
 
 constexpr uint64_t kMaxValueBytes = 256ULL << 20;  // the protocol's value limit
 constexpr uint32_t kMaxConns = 1024;
+constexpr uint32_t kMaxBatch = 1024;  // the protocol's items per batch
+
+bool ParsePeers(const std::string& text, BenchOptions* o, std::string* error) {
+  o->peer_redis = false;
+  for (const std::string& item : SplitComma(text)) {
+    if (item != "redis") {
+      *error = "--peer: '" + item + "' is not a peer the bench can run; the one it knows is redis";
+      return false;
+    }
+    o->peer_redis = true;
+  }
+  if (!o->peer_redis) *error = "--peer: empty list (the one peer the bench knows is redis)";
+  return o->peer_redis;
+}
 
 bool ParseSizes(const std::string& text, BenchOptions* o, std::string* error) {
   o->sizes_bytes.clear();
@@ -52,7 +66,7 @@ bool ParsePool(const std::string& text, BenchOptions* o, std::string* error) {
 
 bool IsKnownFlag(std::string_view flag) {
   for (std::string_view known : {"--sizes", "--conns", "--seconds", "--repeat", "--ops", "--pool", "--json",
-                                 "--memkv", "--servers", "--redis"}) {
+                                 "--memkv", "--servers", "--redis", "--peer", "--batch", "--plot"}) {
     if (flag == known) return true;
   }
   return false;
@@ -65,12 +79,18 @@ bool ApplyFlag(const std::string& flag, const std::string& value, BenchOptions* 
   if (flag == "--repeat") return ParseCount(flag, value, 100, "count", &o->repeat, error);
   if (flag == "--ops") return ParseOpList(value, &o->put, &o->get, error);
   if (flag == "--pool") return ParsePool(value, o, error);
+  if (flag == "--peer") return ParsePeers(value, o, error);
+  if (flag == "--batch") return ParseCount(flag, value, kMaxBatch, "batch size", &o->batch, error);
   if (flag == "--json") {
     o->json_path = value;
   } else if (flag == "--memkv") {
     o->memkv_path = value;
   } else if (flag == "--redis") {
     o->redis_path = value;
+  } else if (flag == "--plot") {
+    o->plot_path = value;
+    if (value.empty()) *error = "--plot: empty path";
+    return !value.empty();
   } else if (flag == "--servers") {
     o->servers = SplitComma(value);
     if (o->servers.empty()) *error = "--servers: empty list";
@@ -87,8 +107,9 @@ bool ApplyFlag(const std::string& flag, const std::string& value, BenchOptions* 
 bool AppliesTo(BenchMode mode, const std::string& flag) {
   static const std::set<std::string> kCommon = {"--sizes", "--conns", "--json", "--pool", "--memkv",
                                                 "--no-prefault"};
-  static const std::set<std::string> kSweep = {"--seconds", "--repeat", "--ops", "--cold", "--servers",
-                                               "--no-auth-cost"};
+  static const std::set<std::string> kSweep = {"--seconds", "--repeat", "--ops",   "--cold",  "--servers",
+                                               "--no-auth-cost", "--peer", "--batch", "--plot", "--redis",
+                                               "--install-peers"};
   static const std::set<std::string> kFill = {"--redis", "--install-peers", "--no-redis"};
   static const std::set<std::string> kFresh = {"--seconds", "--repeat"};
   if (kCommon.count(flag) != 0) return true;
@@ -167,6 +188,16 @@ std::optional<BenchOptions> ParseOptions(const std::vector<std::string>& args, b
     if (flag == "--fill" || flag == "--fresh" || AppliesTo(o.mode, flag)) continue;
     *error = flag + " does not apply to " + ModeFlag(o.mode);
     return std::nullopt;
+  }
+  if (o.mode == BenchMode::kSweep) {
+    if (given.count("--redis") != 0 && !o.peer_redis) {
+      *error = "--redis names the redis-server of --peer redis; give --peer redis too";
+      return std::nullopt;
+    }
+    if (o.install_peers && !o.peer_redis && o.plot_path.empty()) {
+      *error = "--install-peers installs redis-server for --peer redis and gnuplot for --plot; give one of them";
+      return std::nullopt;
+    }
   }
   if (!o.servers.empty() && !o.prefault) {
     *error = "--no-prefault applies to a spawned server, not to --servers";

@@ -34,10 +34,13 @@ struct BenchOptions {
   bool warm_pool = true;                         // touch a spawned server's pool before the sweep
   bool auth_cost = true;                         // measure authentication's cost (auth_cost.h)
   bool prefault = true;                          // memory.prefault of every spawned server
-  // --fill's reference.
-  bool redis = true;                             // --no-redis: memkv alone
+  bool peer_redis = false;                       // --peer redis: the sweep measures Redis too
+  uint32_t batch = 1;                            // values per call (memkv batch calls, pipelining)
+  std::string plot_path;                         // --plot: an SVG of the sweep; empty: none
+  // --fill's reference, and the sweep's with --peer redis.
+  bool redis = true;                             // --no-redis: memkv alone (--fill)
   std::string redis_path;                        // empty: redis-server on PATH
-  bool install_peers = false;                    // apt-get install redis-server when it is missing
+  bool install_peers = false;                    // apt-get install the peers that are missing
 };
 
 inline constexpr const char* kUsage = R"(Usage: memkv-bench [options]
@@ -46,9 +49,10 @@ inline constexpr const char* kUsage = R"(Usage: memkv-bench [options]
 
 Sweeps value sizes x connection counts for put and get against MemKV over TCP,
 and runs the same sweep against a raw TCP request/response stream (a reference
-server in a child process) in the same run. Prints the machine, a table per
-op with the memkv/raw throughput ratio and latency percentiles, and writes
-every cell as JSON.
+server in a child process) in the same run, and with --peer redis against a
+spawned redis-server too. Prints the machine, a table per op with the
+throughput ratios memkv/raw (and memkv/redis), CPU seconds per GiB moved and
+latency percentiles, and writes every cell as JSON.
 
 --fill: for each size, fills the pool of a freshly spawned server with
 distinct keys until it evicts, and reports the pool bytes consumed per value
@@ -85,8 +89,8 @@ Sweep and --fresh:
   --seconds S       time budget of each timed cell (default 1.0; --fresh: the
                     cap of a cell, which otherwise ends once it has written
                     15/16 of the pool, default 10)
-  --repeat N        run every cell N times, memkv and raw (--fresh: fresh and
-                    warm) alternating, and show the median repetition
+  --repeat N        run every cell N times, memkv, raw and redis (--fresh:
+                    fresh and warm) alternating, and show the median repetition
                     (default 1; --fresh 3); use 3 or more on a machine that
                     is not quiet
 
@@ -101,13 +105,29 @@ Sweep only:
   --no-auth-cost    skip the authentication-cost cells (2 MiB at 1 and 4
                     connections: the raw stream with and without memkv's
                     per-request header HMAC and payload checksums)
+  --peer redis      also measure Redis cell by cell: a spawned redis-server
+                    (--save '' --appendonly no), one RESP connection per
+                    thread, the same keys, values and timing
+  --batch N         values per call, 1 to 1024 (default 1): memkv BatchPut /
+                    BatchGetInto of N distinct keys, N commands pipelined per
+                    round trip to redis and to the raw stream; a call carries
+                    at most 16 MiB (and no more keys than the working set),
+                    so large values get smaller batches; throughput counts
+                    every value, latency is per call
+  --plot PATH       after the sweep, write an SVG of MiB/s against value size
+                    (a panel per op and connection count) with gnuplot; the
+                    data and the script are written beside PATH (.dat, .gp)
+                    either way
+
+--fill, and the sweep with --peer redis or --plot:
+  --redis PATH      redis-server binary (default: redis-server on PATH)
+  --install-peers   install what is missing first with apt-get install -y
+                    (redis-server; gnuplot-nox for --plot; needs root).
+                    Without it a missing redis-server is reported (--fill
+                    then measures memkv alone; the sweep stops) and a
+                    missing gnuplot leaves the plot to render by hand
 
 --fill only:
-  --redis PATH      redis-server binary (default: redis-server on PATH)
-  --install-peers   when redis-server is missing, install it first with
-                    apt-get install -y redis-server (needs root); without this
-                    flag a missing redis-server is reported and memkv is
-                    measured alone
   --no-redis        measure memkv alone
 
 Exit status: 0 when every operation succeeded and every value read back was

@@ -5,6 +5,7 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -13,8 +14,10 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/bytes.h"
@@ -37,26 +40,41 @@ void SetNoDelay(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+// Moves `*iov` / `*count` past `n` bytes that went through (n never exceeds
+// what is left), skipping emptied entries.
+void Advance(iovec** iov, int* count, size_t n) {
+  while (*count > 0 && (n > 0 || (*iov)->iov_len == 0)) {
+    const size_t take = std::min(n, (*iov)->iov_len);
+    (*iov)->iov_base = static_cast<uint8_t*>((*iov)->iov_base) + take;
+    (*iov)->iov_len -= take;
+    n -= take;
+    if ((*iov)->iov_len == 0) ++*iov, --*count;
+  }
+}
+
 // Blocking: every byte of the iovecs, or false.
 bool SendAll(int fd, iovec* iov, int count) {
+  Advance(&iov, &count, 0);
   while (count > 0) {
-    if (iov->iov_len == 0) {
-      ++iov, --count;
-      continue;
-    }
     msghdr msg{};
     msg.msg_iov = iov;
-    msg.msg_iovlen = static_cast<size_t>(count);
+    msg.msg_iovlen = static_cast<size_t>(std::min(count, IOV_MAX));
     ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
-    for (auto left = static_cast<size_t>(n); left > 0;) {  // n never exceeds what is left
-      const size_t take = std::min(left, iov->iov_len);
-      iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + take;
-      iov->iov_len -= take;
-      left -= take;
-      if (iov->iov_len == 0) ++iov, --count;
-    }
+    Advance(&iov, &count, static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// Blocking: every byte the iovecs can hold, or false (EOF or error).
+bool RecvAll(int fd, iovec* iov, int count) {
+  Advance(&iov, &count, 0);
+  while (count > 0) {
+    ssize_t n = ::readv(fd, iov, std::min(count, IOV_MAX));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    Advance(&iov, &count, static_cast<size_t>(n));
   }
   return true;
 }
@@ -135,6 +153,77 @@ void ServeAuthenticated(int fd, char mode, uint64_t max_value_bytes, const std::
   }
 }
 
+// ---- Pipelined variant: buffered reads, answers sent together ----
+
+constexpr size_t kPipelineReadBytes = 256 * 1024;
+
+// Bytes waiting to be read on `fd`, 0 when none (or on error).
+int Readable(int fd) {
+  int n = 0;
+  return ::ioctl(fd, FIONREAD, &n) == 0 ? n : 0;
+}
+
+// Sends the answers owed: `acks` one-byte put answers, or a get answer of
+// each length in `lengths` (all from `reply`).
+bool SendOwed(int fd, uint64_t* acks, std::vector<uint64_t>* lengths, const std::vector<uint8_t>& reply,
+              std::vector<uint8_t>* ack_bytes, std::vector<iovec>* iov) {
+  iov->clear();
+  if (*acks > 0) {
+    ack_bytes->assign(*acks, 1);
+    iov->push_back({ack_bytes->data(), ack_bytes->size()});
+  }
+  for (uint64_t len : *lengths) iov->push_back({const_cast<uint8_t*>(reply.data()), len});  // sendmsg only reads
+  *acks = 0;
+  lengths->clear();
+  return iov->empty() || SendAll(fd, iov->data(), static_cast<int>(iov->size()));
+}
+
+// Modes 'B' (put) and 'D' (get): the client sends N requests before it reads
+// N answers. The server reads whatever has arrived into one buffer (a recv
+// carries many small requests), answers every complete request in it, and
+// sends the owed answers in one write once nothing more waits to be read, as
+// an event-loop server does; N requests then cost a few system calls rather
+// than three each. Put values are received into the buffer and dropped, as
+// the plain put's are.
+void ServePipelined(int fd, bool put, uint64_t max_value_bytes, const std::vector<uint8_t>& reply) {
+  std::vector<uint8_t> in(kPipelineReadBytes);
+  size_t begin = 0, end = 0;  // [begin, end): received, not answered
+  uint64_t acks = 0;
+  std::vector<uint64_t> lengths;
+  std::vector<uint8_t> ack_bytes;
+  std::vector<iovec> iov;
+  for (;;) {
+    size_t need = sizeof(uint64_t);  // what the first incomplete request needs in all
+    while (end - begin >= sizeof(uint64_t)) {
+      uint64_t len = 0;
+      std::memcpy(&len, in.data() + begin, sizeof(len));
+      if (len > max_value_bytes) return;
+      const size_t request = sizeof(len) + (put ? len : 0);
+      if (end - begin < request) {
+        need = request;
+        break;
+      }
+      begin += request;
+      if (put) {
+        ++acks;
+      } else {
+        lengths.push_back(len);
+      }
+    }
+    if (begin == end) begin = end = 0;
+    if (Readable(fd) == 0 && !SendOwed(fd, &acks, &lengths, reply, &ack_bytes, &iov)) return;
+    if (in.size() - begin < need) {  // room for the whole of that request
+      std::memmove(in.data(), in.data() + begin, end - begin);
+      end -= std::exchange(begin, 0);
+      if (in.size() < need) in.resize(need);
+    }
+    const ssize_t n = ::recv(fd, in.data() + end, in.size() - end, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    end += static_cast<size_t>(n);
+  }
+}
+
 // ---- The server child ----
 
 void ServeConnection(UniqueFd fd, uint64_t max_value_bytes, const std::vector<uint8_t>* reply) {
@@ -142,6 +231,10 @@ void ServeConnection(UniqueFd fd, uint64_t max_value_bytes, const std::vector<ui
   if (!RecvAll(fd.get(), &mode, 1)) return;
   if (mode == 'p' || mode == 'g' || mode == 's' || mode == 'h') {
     ServeAuthenticated(fd.get(), mode, max_value_bytes, *reply);
+    return;
+  }
+  if (mode == 'B' || mode == 'D') {
+    ServePipelined(fd.get(), mode == 'B', max_value_bytes, *reply);
     return;
   }
   std::vector<uint8_t> buffer;
@@ -187,7 +280,7 @@ Result<UniqueFd> ListenLoopback(uint16_t* port) {
 
 // ---- The client side ----
 
-Result<UniqueFd> ConnectRaw(uint16_t port, RawOp op) {
+Result<UniqueFd> ConnectRaw(uint16_t port, RawOp op, bool pipelined) {
   UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -198,22 +291,46 @@ Result<UniqueFd> ConnectRaw(uint16_t port, RawOp op) {
   }
   SetNoDelay(fd.get());
   static constexpr char kModes[] = {'P', 'G', 'p', 'g', 's', 'h'};
-  const char mode = kModes[static_cast<int>(op)];
+  char mode = kModes[static_cast<int>(op)];
+  if (pipelined) mode = op == RawOp::kPut ? 'B' : 'D';
   if (!SendAll(fd.get(), &mode, 1)) return Unavailable(ErrnoText("raw reference: send mode"));
   return fd;
 }
 
-Status RawPut(int fd, std::span<const uint8_t> value) {
-  uint64_t len = value.size();
-  iovec iov[2] = {{&len, sizeof(len)}, {const_cast<uint8_t*>(value.data()), value.size()}};
-  uint8_t ack = 0;
-  if (!SendAll(fd, iov, 2) || !RecvAll(fd, &ack, 1)) return Unavailable(ErrnoText("raw put"));
+// A thread's scratch for pipelined requests, reused call after call.
+struct RawScratch {
+  std::vector<iovec> iov;
+  std::vector<uint64_t> lengths;  // one per request of a get batch
+  std::vector<uint8_t> acks;      // one per request of a put batch
+};
+
+// `batch` puts of values first..first+batch-1 (mod the working set), then their acks.
+Status RawPut(int fd, const Payloads& payloads, uint64_t first, uint32_t batch, RawScratch* s) {
+  const uint64_t len = payloads.size_bytes();
+  s->iov.clear();
+  for (uint32_t j = 0; j < batch; ++j) {
+    const std::span<const uint8_t> value = payloads.Value((first + j) % payloads.keys());
+    s->iov.push_back({const_cast<uint64_t*>(&len), sizeof(len)});  // sendmsg only reads
+    s->iov.push_back({const_cast<uint8_t*>(value.data()), value.size()});
+  }
+  s->acks.resize(batch);
+  iovec acks{s->acks.data(), batch};
+  if (!SendAll(fd, s->iov.data(), static_cast<int>(s->iov.size())) || !RecvAll(fd, &acks, 1)) {
+    return Unavailable(ErrnoText("raw put"));
+  }
   return Status::Ok();
 }
 
-Status RawGet(int fd, std::span<uint8_t> buffer) {
-  uint64_t len = buffer.size();
-  if (!SendAll(fd, &len, sizeof(len)) || !RecvAll(fd, buffer.data(), buffer.size())) {
+// `batch` gets, thread `t`'s buffers t*batch .. t*batch+batch-1, answers read in order.
+Status RawGet(int fd, const Payloads& payloads, uint32_t t, uint32_t batch, RawScratch* s) {
+  s->lengths.assign(batch, payloads.size_bytes());
+  s->iov.clear();
+  for (uint32_t j = 0; j < batch; ++j) {
+    const std::span<uint8_t> buffer = payloads.Buffer(t * batch + j);
+    s->iov.push_back({buffer.data(), buffer.size()});
+  }
+  if (!SendAll(fd, s->lengths.data(), batch * sizeof(uint64_t)) ||
+      !RecvAll(fd, s->iov.data(), static_cast<int>(s->iov.size()))) {
     return Unavailable(ErrnoText("raw get"));
   }
   return Status::Ok();
@@ -260,15 +377,18 @@ Result<std::unique_ptr<RawReferenceServer>> RawReferenceServer::Start(uint64_t m
 
 RawReferenceServer::~RawReferenceServer() { TerminateChild(pid_, kStopGraceMs); }
 
-CellResult RunRawCell(uint16_t port, RawOp op, uint32_t conns, double seconds, const Payloads& payloads) {
+CellResult RunRawCell(uint16_t port, RawOp op, const RawCellSpec& spec, const Payloads& payloads) {
   const bool auth = op != RawOp::kPut && op != RawOp::kGet;
   const bool sums = op == RawOp::kPutTagSum || op == RawOp::kGetTagSum;
   const bool put = op == RawOp::kPut || op == RawOp::kPutTag || op == RawOp::kPutTagSum;
+  const uint32_t conns = spec.conns;
+  const uint32_t batch = auth ? 1 : spec.batch;
   const std::string what = std::string(auth ? "raw+auth " : "raw ") + (put ? "put " : "get ") +
-                           FormatSize(payloads.size_bytes()) + " x" + std::to_string(conns);
+                           FormatSize(payloads.size_bytes()) + " x" + std::to_string(conns) +
+                           (batch > 1 ? " batch " + std::to_string(batch) : "");
   std::vector<UniqueFd> fds;
   for (uint32_t t = 0; t < conns; ++t) {
-    Result<UniqueFd> fd = ConnectRaw(port, op);
+    Result<UniqueFd> fd = ConnectRaw(port, op, batch > 1);
     if (!fd.ok()) {
       ReportError(what, fd.status(), 0);
       CellResult failed;
@@ -279,13 +399,17 @@ CellResult RunRawCell(uint16_t port, RawOp op, uint32_t conns, double seconds, c
   }
   std::vector<std::unique_ptr<HmacSha256>> macs;
   for (uint32_t t = 0; t < conns; ++t) macs.push_back(NewMac());
+  std::vector<RawScratch> scratch(conns);
   std::atomic<uint64_t> next{0};
-  return Drive(DriveSpec{conns, seconds, payloads.size_bytes(), what}, nullptr, [&](uint32_t t) {
+  DriveSpec drive{conns, spec.seconds, payloads.size_bytes() * batch, what};
+  drive.server_pid = spec.server_pid;
+  return Drive(drive, nullptr, [&](uint32_t t) {
+    const int fd = fds[t].get();
     if (!put) {
-      return auth ? RawGetAuth(fds[t].get(), *macs[t], sums, payloads.Buffer(t)) : RawGet(fds[t].get(), payloads.Buffer(t));
+      return auth ? RawGetAuth(fd, *macs[t], sums, payloads.Buffer(t)) : RawGet(fd, payloads, t, batch, &scratch[t]);
     }
-    const uint64_t i = next.fetch_add(1, std::memory_order_relaxed) % payloads.keys();
-    return auth ? RawPutAuth(fds[t].get(), *macs[t], sums, payloads.Value(i)) : RawPut(fds[t].get(), payloads.Value(i));
+    const uint64_t i = next.fetch_add(batch, std::memory_order_relaxed) % payloads.keys();
+    return auth ? RawPutAuth(fd, *macs[t], sums, payloads.Value(i)) : RawPut(fd, payloads, i, batch, &scratch[t]);
   });
 }
 

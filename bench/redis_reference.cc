@@ -29,6 +29,11 @@ constexpr int kStopGraceMs = 10000;
 constexpr int kStartAttempts = 3;    // a free port found by binding may be taken before redis binds it
 constexpr Nanos kCommandTimeoutNs = Nanos(120) * 1'000'000'000;  // INFO after a GiB fill, a batch of 2 MiB SETs
 constexpr size_t kReadChunkBytes = 64 * 1024;
+// GET values of at least this size are read straight into the caller's
+// buffer: the header is received alone. Smaller ones are received many
+// replies per recv and copied out, which costs less than a recv each.
+constexpr uint64_t kDirectValueBytes = 16 * 1024;
+constexpr std::string_view kCrlf = "\r\n";
 constexpr size_t kLogShownBytes = 3000;
 constexpr uint64_t kFailuresShown = 5;
 
@@ -92,6 +97,33 @@ Result<size_t> ParseRespReply(std::string_view buffer, RespReply* reply) {
   }
 }
 
+Result<size_t> ParseBulkHeader(std::string_view buffer, BulkHeader* header) {
+  const size_t eol = buffer.find(kCrlf);
+  if (eol == std::string_view::npos) return size_t{0};
+  if (eol == 0) return ProtocolError("RESP: empty reply line where GET's reply was expected");
+  const std::string_view line = buffer.substr(1, eol - 1);
+  if (buffer[0] == '-') {
+    header->kind = BulkHeader::Kind::kError;
+    header->error = std::string(line);
+    return eol + 2;
+  }
+  if (buffer[0] != '$') {
+    return ProtocolError(std::string("RESP: reply type '") + buffer[0] + "' where GET's bulk string was expected");
+  }
+  if (line == "-1") {
+    header->kind = BulkHeader::Kind::kNull;
+    return eol + 2;
+  }
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), n);
+  if (line.empty() || ec != std::errc() || end != line.data() + line.size() || n > (uint64_t{512} << 20)) {
+    return ProtocolError("RESP: bad bulk length '" + std::string(line) + "'");
+  }
+  header->kind = BulkHeader::Kind::kValue;
+  header->length = n;
+  return eol + 2;
+}
+
 std::optional<std::string> InfoField(std::string_view info, std::string_view name) {
   size_t start = 0;
   while (start < info.size()) {
@@ -114,24 +146,27 @@ Result<RespConnection> RespConnection::Connect(uint16_t port) {
   return RespConnection(std::move(fd));
 }
 
-Status RespConnection::ReadReply(RespReply* reply) {
-  const Nanos deadline = MonotonicNanos() + kCommandTimeoutNs;
+std::string_view RespConnection::Pending() const {
+  return std::string_view(in_).substr(in_pos_, in_end_ - in_pos_);
+}
+
+void RespConnection::Consume(size_t bytes) {
+  in_pos_ += bytes;
+  if (in_pos_ == in_end_) in_pos_ = in_end_ = 0;
+}
+
+Status RespConnection::ReceiveMore(size_t max_bytes, Nanos deadline) {
+  if (in_pos_ > 0) {  // what is pending moves to the front
+    std::memmove(in_.data(), in_.data() + in_pos_, in_end_ - in_pos_);
+    in_end_ -= std::exchange(in_pos_, 0);
+  }
+  if (in_.size() < in_end_ + max_bytes) in_.resize(in_end_ + max_bytes);  // grows once, not per call
   for (;;) {
-    MEMKV_ASSIGN_OR_RETURN(size_t used, ParseRespReply(std::string_view(in_).substr(in_pos_), reply));
-    if (used > 0) {
-      in_pos_ += used;
-      if (in_pos_ == in_.size()) {
-        in_.clear();
-        in_pos_ = 0;
-      }
+    const ssize_t n = ::recv(fd_.get(), in_.data() + in_end_, max_bytes, 0);
+    if (n > 0) {
+      in_end_ += static_cast<size_t>(n);
       return Status::Ok();
     }
-    if (in_pos_ > 0) in_.erase(0, std::exchange(in_pos_, 0));
-    const size_t had = in_.size();
-    in_.resize(had + kReadChunkBytes);
-    const ssize_t n = ::recv(fd_.get(), in_.data() + had, kReadChunkBytes, 0);
-    in_.resize(had + static_cast<size_t>(std::max<ssize_t>(n, 0)));
-    if (n > 0) continue;
     if (n == 0) return Unavailable("redis closed the connection");
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -144,6 +179,75 @@ Status RespConnection::ReadReply(RespReply* reply) {
                               " s");
     }
   }
+}
+
+Status RespConnection::ReadReply(RespReply* reply) {
+  const Nanos deadline = MonotonicNanos() + kCommandTimeoutNs;
+  for (;;) {
+    MEMKV_ASSIGN_OR_RETURN(size_t used, ParseRespReply(Pending(), reply));
+    if (used > 0) {
+      Consume(used);
+      return Status::Ok();
+    }
+    MEMKV_RETURN_IF_ERROR(ReceiveMore(kReadChunkBytes, deadline));
+  }
+}
+
+Status RespConnection::Skip(uint64_t bytes, Nanos deadline) {
+  for (;;) {
+    const uint64_t from_in = std::min<uint64_t>(bytes, Pending().size());
+    Consume(from_in);
+    bytes -= from_in;
+    if (bytes == 0) return Status::Ok();
+    MEMKV_RETURN_IF_ERROR(ReceiveMore(std::min<uint64_t>(bytes, kReadChunkBytes), deadline));
+  }
+}
+
+Status RespConnection::ReadBulkInto(std::span<uint8_t> buffer, Nanos deadline, Status* item, size_t* size) {
+  BulkHeader header;
+  for (;;) {
+    MEMKV_ASSIGN_OR_RETURN(size_t used, ParseBulkHeader(Pending(), &header));
+    if (used > 0) {
+      Consume(used);
+      break;
+    }
+    // For a large value, ask for no more than its header ("$<n>\r\n"), so
+    // the value lands in `buffer` rather than in in_.
+    const size_t have = Pending().size();
+    const size_t header_bytes = std::to_string(buffer.size()).size() + 3;
+    const size_t want = buffer.size() >= kDirectValueBytes && have < header_bytes ? header_bytes - have
+                                                                                   : kReadChunkBytes;
+    MEMKV_RETURN_IF_ERROR(ReceiveMore(want, deadline));
+  }
+  *size = 0;
+  if (header.kind == BulkHeader::Kind::kError) {
+    *item = ProtocolError("redis GET: " + header.error);
+    return Status::Ok();
+  }
+  if (header.kind == BulkHeader::Kind::kNull) {
+    *item = NotFound("redis GET: no such key");
+    return Status::Ok();
+  }
+  if (header.length > buffer.size()) {
+    *item = TooLarge("redis GET: a value of " + std::to_string(header.length) + " bytes for a buffer of " +
+                     std::to_string(buffer.size()));
+    return Skip(header.length + 2, deadline);
+  }
+  // What came with the header is copied; the rest is received in place.
+  const size_t length = header.length;
+  const size_t from_in = std::min(length, Pending().size());
+  std::memcpy(buffer.data(), Pending().data(), from_in);
+  Consume(from_in);
+  char crlf[2] = {0, 0};
+  const size_t crlf_from_in = std::min<size_t>(2, Pending().size());
+  std::memcpy(crlf, Pending().data(), crlf_from_in);
+  Consume(crlf_from_in);
+  iovec rest[2] = {{buffer.data() + from_in, length - from_in}, {crlf + crlf_from_in, 2 - crlf_from_in}};
+  MEMKV_RETURN_IF_ERROR(RecvAll(fd_.get(), std::span<iovec>(rest, 2), deadline));
+  if (std::string_view(crlf, 2) != kCrlf) return ProtocolError("RESP: bulk string not ended by CRLF");
+  *size = length;
+  *item = Status::Ok();
+  return Status::Ok();
 }
 
 Result<std::string> RespConnection::Command(const std::vector<std::string_view>& args) {
@@ -162,7 +266,6 @@ Result<std::string> RespConnection::Command(const std::vector<std::string_view>&
 Result<uint64_t> RespConnection::PipelinedSet(std::span<const std::string> keys, const ValueFn& value,
                                               uint32_t batch) {
   static constexpr std::string_view kSetHead = "*3\r\n$3\r\nSET\r\n";
-  static constexpr std::string_view kCrlf = "\r\n";
   uint64_t failed = 0;
   std::vector<std::string> lengths;
   std::vector<iovec> iov;
@@ -197,6 +300,74 @@ Result<uint64_t> RespConnection::PipelinedSet(std::span<const std::string> keys,
     first += count;
   }
   return failed;
+}
+
+Status RespConnection::SetBatch(std::span<const std::string_view> keys,
+                                std::span<const std::span<const uint8_t>> values) {
+  if (keys.size() != values.size()) return InvalidArgument("SetBatch: keys and values differ in number");
+  // Per command: its text up to the value's length line, the value, CRLF.
+  out_.clear();
+  ends_.clear();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    out_ += "*3\r\n$3\r\nSET\r\n";
+    out_ += Length('$', keys[i].size());
+    out_ += keys[i];
+    out_ += kCrlf;
+    out_ += Length('$', values[i].size());
+    ends_.push_back(out_.size());
+  }
+  iov_.clear();
+  size_t start = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {  // out_ no longer grows: its pointers hold
+    iov_.push_back({out_.data() + start, ends_[i] - start});
+    iov_.push_back({const_cast<uint8_t*>(values[i].data()), values[i].size()});  // sendmsg only reads
+    iov_.push_back({const_cast<char*>(kCrlf.data()), kCrlf.size()});
+    start = ends_[i];
+  }
+  MEMKV_RETURN_IF_ERROR(SendAll(fd_.get(), iov_, MonotonicNanos() + kCommandTimeoutNs));
+  Status first_failure;
+  RespReply reply;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    MEMKV_RETURN_IF_ERROR(ReadReply(&reply));
+    if ((reply.type != '+' || reply.text != "OK") && first_failure.ok()) {
+      first_failure = ProtocolError("redis SET '" + std::string(keys[i]) + "': " + reply.type + reply.text);
+    }
+  }
+  return first_failure;
+}
+
+Status RespConnection::GetBatchInto(std::span<const std::string_view> keys,
+                                    std::span<const std::span<uint8_t>> buffers, std::vector<size_t>* sizes) {
+  if (keys.size() != buffers.size()) return InvalidArgument("GetBatchInto: keys and buffers differ in number");
+  out_.clear();
+  for (std::string_view key : keys) {
+    out_ += "*2\r\n$3\r\nGET\r\n";
+    out_ += Length('$', key.size());
+    out_ += key;
+    out_ += kCrlf;
+  }
+  iov_.assign(1, iovec{out_.data(), out_.size()});
+  const Nanos deadline = MonotonicNanos() + kCommandTimeoutNs;
+  MEMKV_RETURN_IF_ERROR(SendAll(fd_.get(), iov_, deadline));
+  sizes->assign(keys.size(), 0);
+  Status first_failure;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    Status item;
+    MEMKV_RETURN_IF_ERROR(ReadBulkInto(buffers[i], deadline, &item, &(*sizes)[i]));
+    if (!item.ok() && first_failure.ok()) first_failure = item.WithContext("key '" + std::string(keys[i]) + "'");
+  }
+  return first_failure;
+}
+
+Status RespConnection::Set(std::string_view key, std::span<const uint8_t> value) {
+  return SetBatch(std::span<const std::string_view>(&key, 1), std::span<const std::span<const uint8_t>>(&value, 1));
+}
+
+Result<size_t> RespConnection::GetInto(std::string_view key, std::span<uint8_t> buffer) {
+  std::vector<size_t> sizes;
+  MEMKV_RETURN_IF_ERROR(GetBatchInto(std::span<const std::string_view>(&key, 1),
+                                     std::span<const std::span<uint8_t>>(&buffer, 1), &sizes));
+  return sizes[0];
 }
 
 // ---- RedisServer ----

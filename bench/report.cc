@@ -63,10 +63,10 @@ std::string NowUtc() {
   return text;
 }
 
-std::string Ratio(const Row& r) {
-  if (!r.memkv || !r.raw || r.raw->MiBPerSecond() <= 0) return "-";
+std::string Ratio(const std::optional<CellResult>& a, const std::optional<CellResult>& b) {
+  if (!a || !b || b->MiBPerSecond() <= 0) return "-";
   char text[32];
-  std::snprintf(text, sizeof(text), "%.2f", r.memkv->MiBPerSecond() / r.raw->MiBPerSecond());
+  std::snprintf(text, sizeof(text), "%.2f", a->MiBPerSecond() / b->MiBPerSecond());
   return text;
 }
 
@@ -79,24 +79,91 @@ std::string Mibs(const std::optional<CellResult>& c) {
 
 std::string Latencies(const std::optional<CellResult>& c) {
   if (!c || c->ops == 0) return "-";
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.0f / %.0f / %.0f", c->p50_us, c->p99_us, c->p999_us);
+  char text[96];
+  std::snprintf(text, sizeof(text), "%.0f / %.0f / %.0f / %.0f", c->p50_us, c->p99_us, c->p999_us, c->p9999_us);
   return text;
 }
 
-uint64_t Errors(const Row& r) {
-  return (r.memkv ? r.memkv->errors : 0) + (r.raw ? r.raw->errors : 0) + r.verify_errors;
+std::string CpuPerGiB(const std::optional<CellResult>& c) {
+  if (!c) return "-";
+  const std::optional<double> cpu = c->CpuPerGiB();
+  if (!cpu) return "-";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f", *cpu);
+  return text;
 }
 
-void PrintTable(std::FILE* out, const std::string& op, const std::vector<Row>& rows) {
-  std::fprintf(out, "\n%s (MiB/s; latency p50 / p99 / p99.9 in us)\n", op.c_str());
-  std::fprintf(out, "%9s %5s %11s %11s %6s %24s %24s %6s\n", "size", "conns", "memkv", "raw", "ratio",
-               "memkv latency", "raw latency", "errors");
+// One column of a table: the group it is printed under, its name, its width.
+struct Column {
+  const char* group;
+  const char* name;
+  int width;
+};
+
+// Right-aligned columns under group headings ("MiB/s", "cpu s/GiB", ...);
+// a group heading is centred over its run of columns.
+void PrintHeader(std::FILE* out, const std::vector<Column>& columns) {
+  std::string groups, names;
+  for (size_t i = 0; i < columns.size();) {
+    size_t j = i;
+    int span = 0;
+    for (; j < columns.size() && std::string_view(columns[j].group) == columns[i].group; ++j) {
+      span += columns[j].width + 1;
+    }
+    const std::string label = columns[i].group;
+    const int pad = std::max(0, span - 1 - int(label.size()));
+    groups += std::string(size_t(pad / 2 + 1), ' ') + label + std::string(size_t(pad - pad / 2), ' ');
+    i = j;
+  }
+  for (const Column& c : columns) {
+    char text[64];
+    std::snprintf(text, sizeof(text), " %*s", c.width, c.name);
+    names += text;
+  }
+  while (!groups.empty() && groups.back() == ' ') groups.pop_back();
+  std::fprintf(out, "%s\n%s\n", groups.c_str(), names.c_str());
+}
+
+void PrintTable(std::FILE* out, const std::string& op, const std::vector<Row>& rows, bool redis) {
+  uint32_t max_batch = 1;
+  for (const Row& r : rows) max_batch = std::max(max_batch, r.batch);
+  const bool batched = max_batch > 1;
+  std::fprintf(out, "\n%s (MiB/s; cpu s/GiB: client + server CPU seconds per GiB moved; latency p50 / p99 / p99.9 / "
+               "p99.99 in us, %s)\n",
+               op.c_str(), batched ? "per call of the batch column's values" : "per call");
+  constexpr int kLatencyWidth = 31;
+  std::vector<Column> columns = {{"", "size", 9}, {"", "conns", 5}};
+  if (batched) columns.push_back({"", "batch", 5});
+  columns.insert(columns.end(), {{"MiB/s", "memkv", 10}, {"MiB/s", "raw", 10}});
+  if (redis) columns.push_back({"MiB/s", "redis", 10});
+  columns.push_back({"ratio", "m/raw", 6});
+  if (redis) columns.push_back({"ratio", "m/redis", 7});
+  columns.insert(columns.end(), {{"cpu s/GiB", "memkv", 6}, {"cpu s/GiB", "raw", 6}});
+  if (redis) columns.push_back({"cpu s/GiB", "redis", 6});
+  columns.insert(columns.end(), {{"", "memkv latency", kLatencyWidth}, {"", "raw latency", kLatencyWidth}});
+  if (redis) columns.push_back({"", "redis latency", kLatencyWidth});
+  columns.push_back({"", "errors", 6});
+  PrintHeader(out, columns);
   for (const Row& r : rows) {
     if (r.op != op) continue;
-    std::fprintf(out, "%9s %5u %11s %11s %6s %24s %24s %6" PRIu64 "\n", FormatValueSize(r.size_bytes).c_str(),
-                 r.conns, Mibs(r.memkv).c_str(), Mibs(r.raw).c_str(), Ratio(r).c_str(),
-                 Latencies(r.memkv).c_str(), Latencies(r.raw).c_str(), Errors(r));
+    std::vector<std::string> cells = {FormatValueSize(r.size_bytes), std::to_string(r.conns)};
+    if (batched) cells.push_back(std::to_string(r.batch));
+    cells.insert(cells.end(), {Mibs(r.memkv), Mibs(r.raw)});
+    if (redis) cells.push_back(Mibs(r.redis));
+    cells.push_back(Ratio(r.memkv, r.raw));
+    if (redis) cells.push_back(Ratio(r.memkv, r.redis));
+    cells.insert(cells.end(), {CpuPerGiB(r.memkv), CpuPerGiB(r.raw)});
+    if (redis) cells.push_back(CpuPerGiB(r.redis));
+    cells.insert(cells.end(), {Latencies(r.memkv), Latencies(r.raw)});
+    if (redis) cells.push_back(Latencies(r.redis));
+    cells.push_back(std::to_string(r.Errors()));
+    std::string line;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      char text[128];
+      std::snprintf(text, sizeof(text), " %*s", columns[i].width, cells[i].c_str());
+      line += text;
+    }
+    std::fprintf(out, "%s\n", line.c_str());
   }
 }
 
@@ -117,38 +184,72 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
+std::string JsonOptional(std::optional<double> v) {
+  if (!v) return "null";
+  std::ostringstream o;
+  o << *v;
+  return o.str();
+}
+
 std::string JsonCell(const std::optional<CellResult>& c) {
   if (!c) return "null";
   std::ostringstream o;
   o << "{\"mib_per_s\": " << c->MiBPerSecond() << ", \"ops_per_s\": " << c->OpsPerSecond()
     << ", \"ops\": " << c->ops << ", \"errors\": " << c->errors << ", \"bytes\": " << c->bytes
     << ", \"seconds\": " << c->seconds << ", \"p50_us\": " << c->p50_us << ", \"p99_us\": " << c->p99_us
-    << ", \"p999_us\": " << c->p999_us << "}";
+    << ", \"p999_us\": " << c->p999_us << ", \"p9999_us\": " << c->p9999_us
+    << ", \"client_cpu_s\": " << c->client_cpu_s << ", \"server_cpu_s\": " << JsonOptional(c->server_cpu_s)
+    << ", \"cpu_s_per_gib\": " << JsonOptional(c->CpuPerGiB())
+    << ", \"client_cpu_s_per_gib\": " << JsonOptional(c->ClientCpuPerGiB())
+    << ", \"server_cpu_s_per_gib\": " << JsonOptional(c->ServerCpuPerGiB()) << "}";
   return o.str();
 }
 
-std::string JsonNumbers(const std::vector<double>& v) {
+std::string JsonMibs(const std::vector<CellResult>& cells) {
   std::ostringstream o;
   o << "[";
-  for (size_t i = 0; i < v.size(); ++i) o << (i ? ", " : "") << v[i];
+  for (size_t i = 0; i < cells.size(); ++i) o << (i ? ", " : "") << cells[i].MiBPerSecond();
   o << "]";
   return o.str();
 }
 
-std::string JsonRow(const Row& r) {
+std::string JsonCells(const std::vector<CellResult>& cells) {
+  std::string out = "[";
+  for (size_t i = 0; i < cells.size(); ++i) out += (i ? ",\n        " : "") + JsonCell(cells[i]);
+  return out + "]";
+}
+
+std::string JsonRatio(const std::optional<CellResult>& a, const std::optional<CellResult>& b) {
+  const std::string r = Ratio(a, b);
+  return r == "-" ? "null" : r;
+}
+
+std::string JsonRow(const Row& r, bool redis) {
   std::ostringstream o;
   o << "    {\"op\": " << JsonString(r.op) << ", \"size_bytes\": " << r.size_bytes
-    << ", \"conns\": " << r.conns << ", \"ratio\": " << (Ratio(r) == "-" ? "null" : Ratio(r))
-    << ",\n     \"memkv\": " << JsonCell(r.memkv) << ",\n     \"raw\": " << JsonCell(r.raw)
-    << ",\n     \"memkv_mib_per_s_all\": " << JsonNumbers(r.memkv_mibs)
-    << ", \"raw_mib_per_s_all\": " << JsonNumbers(r.raw_mibs)
-    << ",\n     \"working_set_keys\": " << r.working_set_keys << ", \"keys_verified\": " << r.keys_verified
+    << ", \"conns\": " << r.conns << ", \"batch\": " << r.batch << ", \"ratio\": " << JsonRatio(r.memkv, r.raw);
+  if (redis) o << ", \"ratio_redis\": " << JsonRatio(r.memkv, r.redis);
+  o << ",\n     \"memkv\": " << JsonCell(r.memkv) << ",\n     \"raw\": " << JsonCell(r.raw);
+  if (redis) o << ",\n     \"redis\": " << JsonCell(r.redis);
+  o << ",\n     \"memkv_mib_per_s_all\": " << JsonMibs(r.memkv_all)
+    << ", \"raw_mib_per_s_all\": " << JsonMibs(r.raw_all);
+  if (redis) o << ", \"redis_mib_per_s_all\": " << JsonMibs(r.redis_all);
+  o << ",\n     \"repetitions\": {\"memkv\": " << JsonCells(r.memkv_all)
+    << ",\n       \"raw\": " << JsonCells(r.raw_all);
+  if (redis) o << ",\n       \"redis\": " << JsonCells(r.redis_all);
+  o << "},\n     \"working_set_keys\": " << r.working_set_keys << ", \"keys_verified\": " << r.keys_verified
     << ", \"verify_errors\": " << r.verify_errors
     << ", \"memkv_connections_opened\": " << r.connections_opened << "}";
   return o.str();
 }
 
 }  // namespace
+
+uint64_t Row::Errors() const {
+  uint64_t errors = verify_errors;
+  for (const std::optional<CellResult>* c : {&memkv, &raw, &redis}) errors += *c ? (*c)->errors : 0;
+  return errors;
+}
 
 RunFacts GatherFacts(const std::string& source_dir, const std::string& build_type) {
   RunFacts f;
@@ -194,21 +295,39 @@ void PrintFacts(std::FILE* out, const RunFacts& f) {
                f.prefault ? "" : ", not prefaulted", f.seconds_per_cell, f.repeat);
   std::fprintf(out,
                "reference: raw TCP request/response (8-byte length + value), blocking sockets, "
-               "TCP_NODELAY, a thread per connection, separate process\n");
+               "TCP_NODELAY, a thread per connection, separate process%s\n",
+               f.batch > 1 ? "; requests pipelined per call" : "");
+  if (!f.redis.empty()) {
+    std::fprintf(out,
+                 "peer: Redis %s, %s, --save '' --appendonly no, one RESP connection per thread%s\n",
+                 f.redis_version.c_str(), f.redis.c_str(), f.batch > 1 ? ", commands pipelined per call" : "");
+  }
+  if (f.batch > 1) {
+    std::fprintf(out,
+                 "batch: up to %u values per call (memkv BatchPut / BatchGetInto; at most 16 MiB and the working "
+                 "set per call); MiB/s counts every value, latency is per call\n",
+                 f.batch);
+  }
+  std::fprintf(out, "cpu s/GiB: client = this process (getrusage), server = /proc/<pid>/stat of the server%s\n",
+               f.target.rfind("spawned", 0) == 0 ? "" : " ('-' for memkv: --servers are not ours to read)");
 }
 
-void PrintTables(std::FILE* out, const std::vector<Row>& rows) {
+void PrintTables(std::FILE* out, const std::vector<Row>& rows, bool redis) {
   std::vector<std::string> ops;
   for (const Row& r : rows) {
     if (std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);
   }
-  for (const std::string& op : ops) PrintTable(out, op, rows);
+  for (const std::string& op : ops) PrintTable(out, op, rows, redis);
 }
 
 void PrintProgress(std::FILE* out, size_t done, size_t total, const Row& row) {
-  std::fprintf(out, "[%zu/%zu] %s %s x%u: memkv %s MiB/s, raw %s MiB/s (%sx)\n", done, total, row.op.c_str(),
+  std::string redis;
+  if (row.redis || !row.redis_all.empty()) {
+    redis = ", redis " + Mibs(row.redis) + " MiB/s (" + Ratio(row.memkv, row.redis) + "x)";
+  }
+  std::fprintf(out, "[%zu/%zu] %s %s x%u: memkv %s MiB/s, raw %s MiB/s (%sx)%s\n", done, total, row.op.c_str(),
                FormatValueSize(row.size_bytes).c_str(), row.conns, Mibs(row.memkv).c_str(), Mibs(row.raw).c_str(),
-               Ratio(row).c_str());
+               Ratio(row.memkv, row.raw).c_str(), redis.c_str());
 }
 
 Status WriteJson(const std::string& path, const RunFacts& f, const std::vector<Row>& rows,
@@ -225,9 +344,15 @@ Status WriteJson(const std::string& path, const RunFacts& f, const std::vector<R
       << ",\n  \"prefault\": " << (f.prefault ? "true" : "false")
       << ",\n  \"reference\": \"raw TCP request/response, blocking sockets, TCP_NODELAY, thread per "
          "connection\""
+      << ",\n  \"batch\": " << f.batch << ",\n  \"latency_per\": \"call\""
+      << ",\n  \"redis_version\": " << (f.redis.empty() ? "null" : JsonString(f.redis_version))
+      << ",\n  \"redis\": " << (f.redis.empty() ? "null" : JsonString(f.redis))
+      << ",\n  \"cpu\": \"client: getrusage(RUSAGE_SELF) over the timed part; server: utime+stime of "
+         "/proc/<pid>/stat; per GiB of values moved\""
       << ",\n  \"total_errors\": " << total_errors << ",\n  \"auth_cost\": " << auth_cost_json
       << ",\n  \"cells\": [\n";
-  for (size_t i = 0; i < rows.size(); ++i) out << JsonRow(rows[i]) << (i + 1 < rows.size() ? ",\n" : "\n");
+  const bool redis = !f.redis.empty();
+  for (size_t i = 0; i < rows.size(); ++i) out << JsonRow(rows[i], redis) << (i + 1 < rows.size() ? ",\n" : "\n");
   out << "  ]\n}\n";
   out.close();
   if (!out) return IoError("writing '" + path + "' failed");

@@ -1,6 +1,7 @@
 // What memkv-bench prints and writes: the facts of the run (commit, build,
-// machine), one table per op with memkv beside the raw reference, progress
-// lines on a terminal, and the JSON file with every cell.
+// machine), one table per op with memkv beside the raw reference (and Redis
+// with --peer redis), progress lines on a terminal, and the JSON file with
+// every cell and every repetition.
 //
 // Plain functions over plain structs; called from main's thread only.
 #ifndef MEMKV_BENCH_REPORT_H_
@@ -33,6 +34,9 @@ struct RunFacts {
   uint64_t pool_bytes = 0;
   bool pool_warmed = false;
   bool prefault = true;  // memory.prefault of the spawned server
+  uint32_t batch = 1;    // --batch: values per call asked for
+  std::string redis_version;  // --peer redis: INFO's redis_version; empty without
+  std::string redis;          // --peer redis: "<binary> at 127.0.0.1:PORT"
 };
 
 // Gathers commit (from `source_dir`), CPU, cores, kernel and the time.
@@ -43,14 +47,21 @@ struct Row {
   std::string op;  // "put" or "get"
   uint64_t size_bytes = 0;
   uint32_t conns = 0;
+  uint32_t batch = 1;               // values per call in this cell (sweep.h, CellBatch)
   std::optional<CellResult> memkv;  // the median repetition
   std::optional<CellResult> raw;
-  std::vector<double> memkv_mibs;  // every repetition's MiB/s
-  std::vector<double> raw_mibs;
+  std::optional<CellResult> redis;  // absent without --peer redis
+  std::vector<CellResult> memkv_all;  // every repetition
+  std::vector<CellResult> raw_all;
+  std::vector<CellResult> redis_all;
   uint64_t working_set_keys = 0;
   uint64_t keys_verified = 0;  // the verify pass after the put (or fill)
   uint64_t verify_errors = 0;
   uint64_t connections_opened = 0;  // by the memkv client of this cell
+
+  // Failed operations of every repetition of every target, and the verify
+  // pass's errors.
+  uint64_t Errors() const;
 };
 
 void PrintFacts(std::FILE* out, const RunFacts& facts);
@@ -62,9 +73,10 @@ void PrintMachine(std::FILE* out, const std::string& program, const RunFacts& fa
 void WriteMachineJson(JsonWriter& w, const RunFacts& facts);
 // Writes `text` to `path` (replacing it); IoError naming the path.
 Status WriteTextFile(const std::string& path, const std::string& text);
-// One table per op present in `rows`, in the order of first appearance.
-void PrintTables(std::FILE* out, const std::vector<Row>& rows);
-// "[3/28] put 2 MiB x4: memkv 1234 MiB/s, raw 2345 MiB/s (0.53x)"
+// One table per op present in `rows`, in the order of first appearance;
+// `redis` adds Redis's columns.
+void PrintTables(std::FILE* out, const std::vector<Row>& rows, bool redis);
+// "[3/28] put 2 MiB x4: memkv 1234 MiB/s, raw 2345 MiB/s (0.53x)[, redis ...]"
 void PrintProgress(std::FILE* out, size_t done, size_t total, const Row& row);
 
 // `auth_cost_json` is a JSON array (auth_cost.h), written as "auth_cost".
