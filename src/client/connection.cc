@@ -203,7 +203,7 @@ Status Connection::OnRdmaAnswer(std::span<const uint8_t> rest) {
 bool Connection::Reusable() const {
   if (rdma_ != nullptr && (rdma_->broken() || rdma_->outstanding() > 0)) return false;
   return state_ == State::kReady && server_closing_.ok() && pending_.empty() && inflight_.empty() &&
-         send_first_ == send_iov_.size() && phase_ == RecvPhase::kHeader && header_got_ == 0;
+         send_first_ == send_iov_.size() && phase_ == RecvPhase::kHeader && header_got_ == 0 && rx_pos_ == rx_end_;
 }
 
 bool Connection::IsStale() const {

@@ -146,6 +146,13 @@ class Connection {
   Status OnMeta();
   Status StartPayload();
   void AdvancePayload(uint64_t n);
+  // Reads from the socket: into the read-ahead buffer, or for the rest of a
+  // large payload straight into its destinations. 0 on EOF, -1 with errno.
+  ssize_t ReadSocket();
+  // Feeds `n` received bytes at `p` to the phase they belong to (header,
+  // meta, payload segments); returns the bytes used, less than `n` when a
+  // response ended (the rest belongs to the next one) or the phase failed.
+  Result<size_t> Consume(const uint8_t* p, size_t n);
   ChecksumStream rx_hash_;  // of the payload segment being received
   void FinishResponse();
   // Requests the server was sent (at least their first byte) and has not
@@ -207,6 +214,12 @@ class Connection {
   size_t segment_index_ = 0;
   uint64_t segment_offset_ = 0;
   std::unique_ptr<uint8_t[]> discard_;  // sink for dropped payload bytes
+  // Read-ahead: one recv takes a response's header, meta and a small
+  // payload together (and the next responses of a pipeline), instead of a
+  // read per part. Bytes [rx_pos_, rx_end_) are received and not yet used.
+  std::unique_ptr<uint8_t[]> rx_buf_;
+  size_t rx_pos_ = 0;
+  size_t rx_end_ = 0;
 };
 
 // Runs the queued exchanges of `connections` (establishing them first where

@@ -20,6 +20,10 @@ constexpr size_t kRefillIov = 512;
 constexpr size_t kReadBudgetBytes = 16 << 20;
 constexpr size_t kDiscardBytes = 256 << 10;
 constexpr int kReadIov = 64;
+// The read-ahead buffer, and the payload left from which the rest of a
+// payload is read straight into its destinations instead (no copy).
+constexpr size_t kReadAheadBytes = 64 << 10;
+constexpr uint64_t kDirectPayloadBytes = 16 << 10;
 constexpr size_t kShownErrorBytes = 256;
 
 bool ServerClosesAfter(StatusCode code) {
@@ -87,37 +91,18 @@ Status Connection::Send() {
 
 Status Connection::Receive() {
   size_t budget = kReadBudgetBytes;
-  while (budget > 0 && state_ != State::kFailed &&
+  while (state_ != State::kFailed &&
          (state_ == State::kHandshake || !inflight_.empty() || phase_ != RecvPhase::kHeader)) {
-    ssize_t n = 0;
-    switch (phase_) {
-      case RecvPhase::kHeader:
-        n = ::recv(fd_.get(), header_.data() + header_got_, header_.size() - header_got_, 0);
-        break;
-      case RecvPhase::kMeta:
-        n = ::recv(fd_.get(), meta_.data() + meta_got_, meta_.size() - meta_got_, 0);
-        break;
-      case RecvPhase::kPayload: {
-        // Straight into the destinations: no staging buffer, no copy.
-        iovec iov[kReadIov];
-        int count = 0;
-        for (size_t i = segment_index_; i < segments_.size() && count < kReadIov; ++i) {
-          const PayloadSegment& s = segments_[i];
-          const uint64_t left = s.size - (i == segment_index_ ? segment_offset_ : 0);
-          if (left == 0) continue;
-          if (s.discard) {
-            if (!discard_) discard_ = std::make_unique<uint8_t[]>(kDiscardBytes);
-            const size_t take = static_cast<size_t>(std::min<uint64_t>(left, kDiscardBytes));
-            iov[count++] = iovec{discard_.get(), take};
-            if (take < left) break;  // the next iovec must start where this segment ends
-          } else {
-            iov[count++] = iovec{s.dst + (s.size - left), static_cast<size_t>(left)};
-          }
-        }
-        n = ::readv(fd_.get(), iov, count);
-        break;
-      }
+    // Bytes already read are used whatever the budget: the poll loop waits
+    // on the socket, and would not come back for them.
+    if (rx_pos_ < rx_end_) {
+      MEMKV_ASSIGN_OR_RETURN(size_t used, Consume(rx_buf_.get() + rx_pos_, rx_end_ - rx_pos_));
+      rx_pos_ += used;
+      if (rx_pos_ == rx_end_) rx_pos_ = rx_end_ = 0;
+      continue;
     }
+    if (budget == 0) break;
+    const ssize_t n = ReadSocket();
     if (n == 0) {
       if (state_ == State::kHandshake) {
         return Unavailable("server " + name_ + " closed the connection during the Connect handshake");
@@ -134,21 +119,78 @@ Status Connection::Receive() {
     const auto got = static_cast<size_t>(n);
     ClientCounters::Add(counters_->bytes_received, got);
     budget -= std::min(budget, got);
-    switch (phase_) {
-      case RecvPhase::kHeader:
-        header_got_ += got;
-        if (header_got_ == header_.size()) MEMKV_RETURN_IF_ERROR(OnHeader());
-        break;
-      case RecvPhase::kMeta:
-        meta_got_ += got;
-        if (meta_got_ == meta_.size()) MEMKV_RETURN_IF_ERROR(OnMeta());
-        break;
-      case RecvPhase::kPayload:
-        AdvancePayload(got);
-        break;
-    }
   }
   return Status::Ok();
+}
+
+ssize_t Connection::ReadSocket() {
+  uint64_t payload_left = 0;
+  if (phase_ == RecvPhase::kPayload) {
+    for (size_t i = segment_index_; i < segments_.size(); ++i) {
+      payload_left += segments_[i].size - (i == segment_index_ ? segment_offset_ : 0);
+    }
+  }
+  if (payload_left < kDirectPayloadBytes) {
+    if (!rx_buf_) rx_buf_ = std::make_unique<uint8_t[]>(kReadAheadBytes);
+    const ssize_t n = ::recv(fd_.get(), rx_buf_.get(), kReadAheadBytes, 0);
+    if (n > 0) {
+      rx_pos_ = 0;
+      rx_end_ = static_cast<size_t>(n);
+    }
+    return n;
+  }
+  // Straight into the destinations: no staging buffer, no copy.
+  iovec iov[kReadIov];
+  int count = 0;
+  for (size_t i = segment_index_; i < segments_.size() && count < kReadIov; ++i) {
+    const PayloadSegment& s = segments_[i];
+    const uint64_t left = s.size - (i == segment_index_ ? segment_offset_ : 0);
+    if (left == 0) continue;
+    if (s.discard) {
+      if (!discard_) discard_ = std::make_unique<uint8_t[]>(kDiscardBytes);
+      const size_t take = static_cast<size_t>(std::min<uint64_t>(left, kDiscardBytes));
+      iov[count++] = iovec{discard_.get(), take};
+      if (take < left) break;  // the next iovec must start where this segment ends
+    } else {
+      iov[count++] = iovec{s.dst + (s.size - left), static_cast<size_t>(left)};
+    }
+  }
+  const ssize_t n = ::readv(fd_.get(), iov, count);
+  if (n > 0) AdvancePayload(static_cast<uint64_t>(n));
+  return n;
+}
+
+Result<size_t> Connection::Consume(const uint8_t* p, size_t n) {
+  switch (phase_) {
+    case RecvPhase::kHeader: {
+      const size_t take = std::min(n, header_.size() - header_got_);
+      std::memcpy(header_.data() + header_got_, p, take);
+      header_got_ += take;
+      if (header_got_ == header_.size()) MEMKV_RETURN_IF_ERROR(OnHeader());
+      return take;
+    }
+    case RecvPhase::kMeta: {
+      const size_t take = std::min(n, meta_.size() - meta_got_);
+      std::memcpy(meta_.data() + meta_got_, p, take);
+      meta_got_ += take;
+      if (meta_got_ == meta_.size()) MEMKV_RETURN_IF_ERROR(OnMeta());
+      return take;
+    }
+    case RecvPhase::kPayload: {
+      // One segment at a time: AdvancePayload finishes it (and the response
+      // after its last segment), so what is left belongs to the next.
+      size_t used = 0;
+      while (used < n && phase_ == RecvPhase::kPayload && segment_index_ < segments_.size()) {
+        const PayloadSegment& s = segments_[segment_index_];
+        const size_t take = static_cast<size_t>(std::min<uint64_t>(n - used, s.size - segment_offset_));
+        if (!s.discard) std::memcpy(s.dst + segment_offset_, p + used, take);
+        used += take;
+        AdvancePayload(take);
+      }
+      return used;
+    }
+  }
+  return size_t{0};
 }
 
 Status Connection::OnHeader() {

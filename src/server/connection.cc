@@ -114,6 +114,11 @@ void Connection::TrimIdle(Nanos now) {
 }
 
 bool Connection::OnReadable() {
+  // The socket has something to say when this runs from a readiness event;
+  // a read that comes back short of the room it was given leaves it empty,
+  // and the next one would only be an EAGAIN: the event loop reports what
+  // arrives later (level-triggered), so stop there rather than ask.
+  socket_drained_ = false;
   for (int i = 0; i < kMaxFramesPerEvent; ++i) {
     // At the in-flight limit, answers that leave now make room for the
     // requests behind them (buffered or still in the socket).
@@ -126,6 +131,7 @@ bool Connection::OnReadable() {
     }
     ParseFrames();
     if (state_ == ReadState::kPayload || !WantsRead()) continue;
+    if (socket_drained_) break;
     size_t before = in_.size();
     if (!FillInput()) return false;
     if (in_.size() == before) break;  // socket drained
@@ -149,6 +155,7 @@ bool Connection::FillInput() {
   if (space == nullptr) return true;  // full (parser consumes first) or no memory (retried on the next event)
   ssize_t n = ::recv(fd_.get(), space, room, 0);
   if (n > 0) {
+    socket_drained_ = static_cast<size_t>(n) < room;
     in_.Commit(static_cast<size_t>(n));
     last_read_ = MonotonicNanos();
     if (frame_started_ == 0) frame_started_ = last_read_;
@@ -328,9 +335,11 @@ bool Connection::ReceivePayload() {
     payload_first_ = AdvanceIov(payload_iov_, payload_first_, take);
   }
   while (payload_first_ < payload_iov_.size()) {
+    if (socket_drained_) return true;
     int count = static_cast<int>(std::min<size_t>(payload_iov_.size() - payload_first_, IOV_MAX));
     ssize_t n = ::readv(fd_.get(), payload_iov_.data() + payload_first_, count);
     if (n > 0) {
+      socket_drained_ = static_cast<uint64_t>(n) < payload_left_;
       ctx_.metrics->bytes_received.Add(static_cast<uint64_t>(n));
       payload_left_ -= static_cast<uint64_t>(n);
       payload_first_ = AdvanceIov(payload_iov_, payload_first_, static_cast<size_t>(n));
@@ -486,7 +495,11 @@ bool Connection::Flush() {
       }
       while (f.first < f.iov.size() && f.iov[f.first].iov_len == 0) ++f.first;
       if (f.first < f.iov.size()) break;
-      out_.pop_front();  // releases the values: their bytes are in the kernel now
+      // The bytes are in the kernel now: check those the store handed out
+      // unchecked (a mismatch drops the value and is counted; the client
+      // has the checksum and refuses the bytes), then release them.
+      for (StoredValue& v : f.values) v.CheckLater();
+      out_.pop_front();
     }
   }
   return true;

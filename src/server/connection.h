@@ -235,6 +235,7 @@ class Connection {
   // Input buffer for headers and metas; payloads bypass it when large.
   InputBuffer in_;
   Nanos last_read_ = 0;            // when bytes last arrived
+  bool socket_drained_ = false;    // the last read came back short: nothing more to read until the next event
 
   ReadState state_ = ReadState::kHeader;
   Nanos request_start_ = 0;        // when the current request's header arrived

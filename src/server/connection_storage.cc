@@ -110,7 +110,11 @@ void Connection::HandleGet(std::string_view key) {
     RespondError(valid);
     return;
   }
-  Await(ctx_.store->Get(key, ReadNeed::kBytes, reply_, [this](Result<StoredValue> value) { RespondGet(std::move(value)); }));
+  // Checked after the send (Flush): the client checks the bytes against the
+  // checksum sent with them, so the server's own check is off the latency path.
+  Await(ctx_.store->Get(
+      key, ReadNeed::kBytes, reply_, [this](Result<StoredValue> value) { RespondGet(std::move(value)); },
+      ReadCheck::kLater));
 }
 
 void Connection::RespondGet(Result<StoredValue> value) {
@@ -136,7 +140,8 @@ void Connection::HandleBatchGet() {
     RespondError(valid);
     return;
   }
-  Await(ctx_.store->GetMany(keys, reply_, [this](std::vector<Result<StoredValue>> values) { RespondBatchGet(values); }));
+  Await(ctx_.store->GetMany(
+      keys, reply_, [this](std::vector<Result<StoredValue>> values) { RespondBatchGet(values); }, ReadCheck::kLater));
 }
 
 void Connection::RespondBatchGet(std::vector<Result<StoredValue>>& values) {

@@ -433,15 +433,24 @@ PendingPut::~PendingPut() {
 // ReadHandle
 
 ReadHandle::ReadHandle(ReadHandle&& other) noexcept
-    : store_(std::exchange(other.store_, nullptr)), entry_(std::move(other.entry_)) {}
+    : store_(std::exchange(other.store_, nullptr)),
+      entry_(std::move(other.entry_)),
+      unchecked_(std::exchange(other.unchecked_, false)) {}
 
 ReadHandle& ReadHandle::operator=(ReadHandle&& other) noexcept {
   if (this != &other) {
     if (store_ != nullptr) store_->Unpin(entry_);
     store_ = std::exchange(other.store_, nullptr);
     entry_ = std::move(other.entry_);
+    unchecked_ = std::exchange(other.unchecked_, false);
   }
   return *this;
+}
+
+Status ReadHandle::CheckLater() {
+  if (!unchecked_ || store_ == nullptr) return Status::Ok();
+  unchecked_ = false;
+  return store_->CheckPinned(entry_);
 }
 
 ReadHandle::~ReadHandle() {
@@ -579,7 +588,7 @@ Status MemoryStore::CommitPut(PendingPut put, std::string_view key, uint64_t che
   return Status::Ok();
 }
 
-Result<ReadHandle> MemoryStore::Get(std::string_view key) {
+Result<ReadHandle> MemoryStore::Get(std::string_view key, ReadCheck check) {
   Impl& s = *impl_;
   std::shared_ptr<StoreEntry> entry;
   {
@@ -595,29 +604,39 @@ Result<ReadHandle> MemoryStore::Get(std::string_view key) {
     s.LruPushFrontLocked(entry.get());
   }
 
-  // The pin keeps the bytes ours while we hash them unlocked.
-  uint64_t actual = ChecksumIov(entry->iov);
-  if (actual != entry->checksum) {
-    std::shared_ptr<StoreEntry> dropped;
-    {
-      std::lock_guard<std::mutex> lock(s.mu);
-      // A concurrent overwrite or delete may already have replaced it; then
-      // the index holds a different value that is not ours to drop.
-      if (entry->state == EntryState::kLinked) dropped = s.UnlinkLocked(s.index.find(entry->key));
-      s.UnpinLocked(entry.get());
+  if (check == ReadCheck::kNow) {
+    // The pin keeps the bytes ours while we hash them unlocked.
+    Status checked = CheckPinned(entry);
+    if (!checked.ok()) {
+      Unpin(entry);
+      s.misses.fetch_add(1, std::memory_order_relaxed);
+      return NotFound("Get: key " + KeyForLog(key) + " dropped: checksum mismatch");
     }
-    s.checksum_failures.fetch_add(1, std::memory_order_relaxed);
-    s.misses.fetch_add(1, std::memory_order_relaxed);
-    LOG_WARN_C("memory") << "MemoryStore: checksum mismatch on key " << KeyForLog(key) << " ("
-             << FormatSize(entry->size) << "): stored " << std::hex << entry->checksum
-             << ", computed " << actual << std::dec << "; value dropped";
-    return NotFound("Get: key " + KeyForLog(key) + " dropped: checksum mismatch");
   }
   s.hits.fetch_add(1, std::memory_order_relaxed);
   ReadHandle handle;
   handle.store_ = this;
   handle.entry_ = std::move(entry);
+  handle.unchecked_ = check == ReadCheck::kLater;
   return handle;
+}
+
+Status MemoryStore::CheckPinned(const std::shared_ptr<StoreEntry>& entry) {
+  Impl& s = *impl_;
+  const uint64_t actual = ChecksumIov(entry->iov);
+  if (actual == entry->checksum) return Status::Ok();
+  std::shared_ptr<StoreEntry> dropped;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    // A concurrent overwrite or delete may already have replaced it; then
+    // the index holds a different value that is not ours to drop.
+    if (entry->state == EntryState::kLinked) dropped = s.UnlinkLocked(s.index.find(entry->key));
+  }
+  s.checksum_failures.fetch_add(1, std::memory_order_relaxed);
+  LOG_WARN_C("memory") << "MemoryStore: checksum mismatch on key " << KeyForLog(entry->key) << " ("
+                       << FormatSize(entry->size) << "): stored " << std::hex << entry->checksum << ", computed "
+                       << actual << std::dec << "; value dropped";
+  return Corruption("key " + KeyForLog(entry->key) + ": checksum mismatch, value dropped");
 }
 
 bool MemoryStore::Exists(std::string_view key) {

@@ -173,11 +173,23 @@ class ReadHandle {
   std::span<const iovec> iov() const;
   // Copies the value into dst (which must hold size() bytes).
   void CopyTo(void* dst) const;
+  // For a handle from Get(key, ReadCheck::kLater), once its bytes have been
+  // used (sent under checksum() to a reader that checks them): hashes them,
+  // and on a mismatch drops the value from the store, counts the failure and
+  // returns Corruption. Ok, without hashing, for a handle checked at Get.
+  Status CheckLater();
 
  private:
   friend class MemoryStore;
   MemoryStore* store_ = nullptr;
   std::shared_ptr<StoreEntry> entry_;
+  bool unchecked_ = false;
+};
+
+// When Get checks a value's bytes against its checksum.
+enum class ReadCheck {
+  kNow,    // before it returns: a mismatch is a miss
+  kLater,  // by the caller, with ReadHandle::CheckLater once the bytes are used
 };
 
 class MemoryStore {
@@ -199,7 +211,12 @@ class MemoryStore {
   Status CommitPut(PendingPut put, std::string_view key, uint64_t checksum);
 
   // NotFound on a miss (including a checksum mismatch, which is also counted).
-  Result<ReadHandle> Get(std::string_view key);
+  // With ReadCheck::kLater the bytes are returned unchecked, for a caller
+  // whose reader checks them end to end anyway (a TCP get: the client hashes
+  // what it receives against the checksum sent with it): the hash then runs
+  // after the send, on bytes the send has just brought into cache, instead
+  // of on the request's latency path.
+  Result<ReadHandle> Get(std::string_view key, ReadCheck check = ReadCheck::kNow);
   // Index lookup only: no checksum verification, no hit/miss counting and no
   // LRU refresh, so batch prefix probes stay cheap and do not skew the
   // counters. A later Get may still miss if the bytes turn out corrupt.
@@ -238,6 +255,9 @@ class MemoryStore {
   // Drops one ReadHandle pin; frees the room if it was the last pin of an
   // entry already unlinked from the index.
   void Unpin(const std::shared_ptr<StoreEntry>& entry);
+  // Hashes a pinned entry's bytes; on a mismatch unlinks it (when still
+  // linked), counts and logs the failure and returns Corruption.
+  Status CheckPinned(const std::shared_ptr<StoreEntry>& entry);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -565,6 +565,41 @@ TEST(MemoryStore, ChecksumMismatchWhilePinnedFreesRoomAfterRelease) {
   EXPECT_EQ(FreeChunks(*store), 4u);
 }
 
+TEST(MemoryStore, ACheckLeftForLaterHandsOutTheBytesAndDropsThemOnceUsedIfCorrupt) {
+  auto store = MakeStore(8);
+  ASSERT_TRUE(PutBytes(*store, "bad", Pattern(kChunk + 5, 1)).ok());
+  ASSERT_TRUE(PutBytes(*store, "good", Pattern(3000, 2)).ok());
+  ASSERT_TRUE(store->CorruptForTesting("bad").ok());
+
+  // The bytes come back unchecked, under the checksum they were stored with:
+  // the reader that hashes them finds the mismatch.
+  auto bad = store->Get("bad", ReadCheck::kLater);
+  ASSERT_TRUE(bad.ok()) << bad.status().ToString();
+  std::vector<uint8_t> copy(bad->size());
+  bad->CopyTo(copy.data());
+  EXPECT_NE(Checksum(copy.data(), copy.size()), bad->checksum());
+  EXPECT_EQ(store->Stats().checksum_failures, 0u) << "nothing hashed yet";
+
+  Status checked = bad->CheckLater();
+  EXPECT_EQ(checked.code(), StatusCode::kCorruption) << checked.ToString();
+  EXPECT_NE(checked.message().find("checksum mismatch"), std::string::npos) << checked.message();
+  EXPECT_EQ(store->Stats().checksum_failures, 1u);
+  EXPECT_FALSE(store->Exists("bad")) << "dropped once found out";
+  EXPECT_TRUE(bad->CheckLater().ok()) << "checked once";
+  const uint64_t free_while_pinned = store->Stats().free_bytes;
+  *bad = ReadHandle();
+  EXPECT_GT(store->Stats().free_bytes, free_while_pinned) << "its room comes back with the last pin";
+
+  auto good = store->Get("good", ReadCheck::kLater);
+  ASSERT_TRUE(good.ok());
+  EXPECT_TRUE(good->CheckLater().ok());
+  EXPECT_TRUE(store->Exists("good"));
+  auto now = store->Get("good");
+  ASSERT_TRUE(now.ok());
+  EXPECT_TRUE(now->CheckLater().ok()) << "checked at Get: nothing left to do";
+  EXPECT_EQ(store->Stats().checksum_failures, 1u);
+}
+
 TEST(MemoryStore, CorruptForTestingNeedsAByte) {
   auto store = MakeStore(4);
   EXPECT_EQ(store->CorruptForTesting("absent").code(), StatusCode::kNotFound);

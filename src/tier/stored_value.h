@@ -53,6 +53,10 @@ class StoredValue {
     if (pinned_) return pin_.iov();
     return bytes_.empty() ? std::span<const iovec>() : std::span<const iovec>(&bytes_iov_, 1);
   }
+  // For a value got with ReadCheck::kLater, once its bytes are sent: checks
+  // them, and drops a DRAM value that fails (ReadHandle::CheckLater). Ok for
+  // a value already checked (and for bytes a drive read checked).
+  Status CheckLater() { return pinned_ ? pin_.CheckLater() : Status::Ok(); }
   // The DRAM pin, for a holder that outlives this value (pinned() only).
   ReadHandle TakePin() { return std::move(pin_); }
 

@@ -29,8 +29,9 @@ void TieredStore::OfferKeys(KeyPage* page) {
   if (drives_ != nullptr) drives_->OfferKeys(page);
 }
 
-Result<StoredValue> TieredStore::GetWithoutIo(std::string_view key, std::optional<uint64_t>* drive_size) {
-  Result<ReadHandle> pinned = memory_->Get(key);
+Result<StoredValue> TieredStore::GetWithoutIo(std::string_view key, ReadCheck check,
+                                              std::optional<uint64_t>* drive_size) {
+  Result<ReadHandle> pinned = memory_->Get(key, check);
   if (pinned.ok()) return StoredValue::Pinned(std::move(pinned).value());
   if (pinned.status().code() != StatusCode::kNotFound) return pinned.status();
   // The size sizes the read's buffer; the read itself finds the extents.

@@ -141,11 +141,16 @@ class TieredStore {
   // done(Result<StoredValue>): NotFound when in neither tier, or unreadable
   // (a failed checksum or drive).
   template <std::invocable<Result<StoredValue>> Done>
-  Completion Get(std::string_view key, ReadNeed need, const ReplyTo& reply, Done&& done);
+  Completion Get(std::string_view key, ReadNeed need, const ReplyTo& reply, Done&& done,
+                 ReadCheck check = ReadCheck::kNow);
   // Get for several keys (ReadNeed::kBytes), drive reads in parallel.
   // done(std::vector<Result<StoredValue>>), one per key, in order.
+  // `check`: when a value found in DRAM is checked against its checksum
+  // (ReadCheck::kLater: by the caller, StoredValue::CheckLater, once sent);
+  // a value read from a drive is always checked by the read.
   template <std::invocable<std::vector<Result<StoredValue>>> Done>
-  Completion GetMany(std::span<const std::string_view> keys, const ReplyTo& reply, Done&& done);
+  Completion GetMany(std::span<const std::string_view> keys, const ReplyTo& reply, Done&& done,
+                     ReadCheck check = ReadCheck::kNow);
   // Removes `key` from both tiers. done(Status): NotFound when neither had
   // it; a drive's error leaves the value readable.
   template <std::invocable<Status> Done>
@@ -167,7 +172,7 @@ class TieredStore {
   // The part of a get that needs no I/O: the DRAM lookup and, on a miss, the
   // drive index's. When the value is on a drive only, the result is a
   // NotFound to be replaced by a read and *drive_size is set to its size.
-  Result<StoredValue> GetWithoutIo(std::string_view key, std::optional<uint64_t>* drive_size);
+  Result<StoredValue> GetWithoutIo(std::string_view key, ReadCheck check, std::optional<uint64_t>* drive_size);
 
   // tiered_store_drives.cc: the drive paths. The *Later functions queue
   // the work on the I/O threads and post `done` to `reply` when it is done.
@@ -237,9 +242,10 @@ Completion TieredStore::CommitMany(std::vector<PutCommit> puts, const ReplyTo& r
 }
 
 template <std::invocable<Result<StoredValue>> Done>
-Completion TieredStore::Get(std::string_view key, ReadNeed need, const ReplyTo& reply, Done&& done) {
+Completion TieredStore::Get(std::string_view key, ReadNeed need, const ReplyTo& reply, Done&& done,
+                            ReadCheck check) {
   std::optional<uint64_t> drive_size;
-  Result<StoredValue> value = GetWithoutIo(key, &drive_size);
+  Result<StoredValue> value = GetWithoutIo(key, need == ReadNeed::kDramPin ? ReadCheck::kNow : check, &drive_size);
   if (!drive_size) {
     std::forward<Done>(done)(std::move(value));
     return Completion::kInline;
@@ -249,13 +255,14 @@ Completion TieredStore::Get(std::string_view key, ReadNeed need, const ReplyTo& 
 }
 
 template <std::invocable<std::vector<Result<StoredValue>>> Done>
-Completion TieredStore::GetMany(std::span<const std::string_view> keys, const ReplyTo& reply, Done&& done) {
+Completion TieredStore::GetMany(std::span<const std::string_view> keys, const ReplyTo& reply, Done&& done,
+                                ReadCheck check) {
   std::vector<Result<StoredValue>> values;
   values.reserve(keys.size());
   std::vector<DriveRead> reads;
   for (size_t i = 0; i < keys.size(); ++i) {
     std::optional<uint64_t> drive_size;
-    values.push_back(GetWithoutIo(keys[i], &drive_size));
+    values.push_back(GetWithoutIo(keys[i], check, &drive_size));
     if (drive_size) reads.push_back({i, std::string(keys[i]), *drive_size});
   }
   if (reads.empty()) {

@@ -3,6 +3,7 @@
 // beyond what the MemoryStore itself allocates.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,35 @@ TEST(TieredStoreMemoryTest, PutGetExistsSizeListAndDelete) {
   EXPECT_EQ(DeleteNow(store, h.loop(), "dir/a").code(), StatusCode::kNotFound);
   EXPECT_FALSE(store.Exists("dir/a"));
   EXPECT_EQ(GetNow(store, h.loop(), "dir/a").status().code(), StatusCode::kNotFound);
+}
+
+// ReadCheck::kLater (TCP gets): a corrupt DRAM value is handed out under
+// its stored checksum and dropped once checked; an RDMA grant (kDramPin) is
+// always checked first.
+TEST(TieredStoreMemoryTest, ACheckLeftForLaterDropsACorruptValueOnceItIsChecked) {
+  TierHarness h(kPoolBytes, /*with_drives=*/false);
+  TieredStore& store = h.store();
+  const std::vector<uint8_t> bytes = Pattern(70'000, 4);
+  ASSERT_TRUE(PutNow(store, h.loop(), "k", bytes).ok());
+  ASSERT_TRUE(PutNow(store, h.loop(), "pin", bytes).ok());
+  ASSERT_TRUE(store.memory().CorruptForTesting("k").ok());
+  ASSERT_TRUE(store.memory().CorruptForTesting("pin").ok());
+
+  EXPECT_EQ(GetNow(store, h.loop(), "pin", ReadNeed::kDramPin).status().code(), StatusCode::kNotFound)
+      << "an RDMA source is checked before it is granted";
+
+  std::vector<std::string_view> keys = {"k", "absent"};
+  std::optional<std::vector<Result<StoredValue>>> got;
+  store.GetMany(keys, h.loop().reply(), [&](std::vector<Result<StoredValue>> v) { got = std::move(v); },
+                ReadCheck::kLater);
+  ASSERT_TRUE(got.has_value()) << "DRAM only: inline";
+  ASSERT_EQ(got->size(), 2u);
+  ASSERT_TRUE((*got)[0].ok()) << (*got)[0].status().ToString();
+  EXPECT_EQ((*got)[1].status().code(), StatusCode::kNotFound);
+  EXPECT_NE(BytesOf(*(*got)[0]), bytes) << "the corrupt bytes, under the checksum of the right ones";
+  EXPECT_EQ((*got)[0]->CheckLater().code(), StatusCode::kCorruption);
+  EXPECT_FALSE(store.Exists("k"));
+  EXPECT_EQ(store.MemoryStats().checksum_failures, 2u);
 }
 
 // Without drives nothing ever needs the inbox: a caller with none is served.
