@@ -255,6 +255,32 @@ TEST(HmacTest, Rfc4231Case2) {
   EXPECT_TRUE(TagsEqual(tag, (*mac)->Compute(data.data(), data.size())));
 }
 
+TEST(HmacTest, Rfc4231Cases1And6AndIncrementalUse) {
+  // Case 1: a 20-byte key of 0x0b, "Hi There".
+  const std::vector<uint8_t> key1(20, 0x0b);
+  auto mac = HmacSha256::Create(key1);
+  ASSERT_TRUE(mac.ok());
+  const std::string hi = "Hi There";
+  Tag tag = (*mac)->Compute(hi.data(), hi.size());
+  EXPECT_EQ(HexEncode(tag.data(), tag.size()), "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+  // The same tag fed in pieces.
+  (*mac)->Begin();
+  (*mac)->Update(hi.data(), 3);
+  (*mac)->Update(hi.data() + 3, 0);
+  (*mac)->Update(hi.data() + 3, hi.size() - 3);
+  EXPECT_TRUE(TagsEqual((*mac)->Finish(), tag));
+  // Finish without Begin gives a tag that verifies against nothing real.
+  EXPECT_EQ((*mac)->Finish(), Tag{});
+
+  // Case 6: a 131-byte key (longer than a block: hashed first).
+  const std::vector<uint8_t> key6(131, 0xaa);
+  auto big = HmacSha256::Create(key6);
+  ASSERT_TRUE(big.ok());
+  const std::string text = "Test Using Larger Than Block-Size Key - Hash Key First";
+  Tag t6 = (*big)->Compute(text.data(), text.size());
+  EXPECT_EQ(HexEncode(t6.data(), t6.size()), "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
 TEST(RandomTest, FillsBytes) {
   uint8_t a[32] = {}, b[32] = {};
   ASSERT_TRUE(RandomBytes(a, sizeof(a)).ok());

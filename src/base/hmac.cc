@@ -1,25 +1,34 @@
 #include "base/hmac.h"
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/params.h>
 #include <sys/random.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace memkv {
 
+// HMAC (RFC 2104) over SHA-256 digest contexts: the states after the
+// key's inner and outer pads are computed once, and each tag copies them
+// into contexts allocated once. EVP_MAC would allocate a context per tag,
+// about three times the cost of the tag itself on a ~100-byte header.
 struct HmacSha256::Impl {
-  EVP_MAC* mac = nullptr;
-  EVP_MAC_CTX* keyed = nullptr;  // initialised with the key, never used directly
-  EVP_MAC_CTX* work = nullptr;   // a copy of `keyed` per tag
+  EVP_MD* md = nullptr;
+  EVP_MD_CTX* inner = nullptr;  // SHA-256 after (key ^ ipad), never used directly
+  EVP_MD_CTX* outer = nullptr;  // SHA-256 after (key ^ opad), never used directly
+  EVP_MD_CTX* work = nullptr;   // the tag in progress: a copy of `inner`
+  EVP_MD_CTX* finish = nullptr;  // the outer hash of a tag: a copy of `outer`
+  bool started = false;
   ~Impl() {
-    EVP_MAC_CTX_free(work);
-    EVP_MAC_CTX_free(keyed);
-    EVP_MAC_free(mac);
+    EVP_MD_CTX_free(finish);
+    EVP_MD_CTX_free(work);
+    EVP_MD_CTX_free(outer);
+    EVP_MD_CTX_free(inner);
+    EVP_MD_free(md);
   }
 };
 
@@ -27,34 +36,53 @@ HmacSha256::HmacSha256(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HmacSha256::~HmacSha256() = default;
 
 Result<std::unique_ptr<HmacSha256>> HmacSha256::Create(std::span<const uint8_t> key) {
+  constexpr size_t kBlock = 64;  // SHA-256's block size
   auto impl = std::make_unique<Impl>();
-  impl->mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
-  if (impl->mac == nullptr) return Internal("EVP_MAC_fetch(HMAC) failed");
-  impl->keyed = EVP_MAC_CTX_new(impl->mac);
-  if (impl->keyed == nullptr) return Internal("EVP_MAC_CTX_new failed");
-  char digest[] = "SHA256";
-  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
-                         OSSL_PARAM_construct_end()};
-  if (EVP_MAC_init(impl->keyed, key.data(), key.size(), params) != 1) {
-    return Internal("EVP_MAC_init(HMAC-SHA256) failed");
+  impl->md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  if (impl->md == nullptr) return Internal("EVP_MD_fetch(SHA256) failed");
+  for (EVP_MD_CTX** ctx : {&impl->inner, &impl->outer, &impl->work, &impl->finish}) {
+    *ctx = EVP_MD_CTX_new();
+    if (*ctx == nullptr) return Internal("EVP_MD_CTX_new failed");
   }
+  // A key longer than a block is replaced by its digest (RFC 2104).
+  std::array<uint8_t, kBlock> k{};
+  if (key.size() > kBlock) {
+    unsigned int len = 0;
+    if (EVP_Digest(key.data(), key.size(), k.data(), &len, impl->md, nullptr) != 1) {
+      return Internal("SHA-256 of the HMAC key failed");
+    }
+  } else if (!key.empty()) {
+    std::memcpy(k.data(), key.data(), key.size());
+  }
+  std::array<uint8_t, kBlock> pad{};
+  for (auto [ctx, x] : {std::pair{impl->inner, uint8_t{0x36}}, std::pair{impl->outer, uint8_t{0x5c}}}) {
+    for (size_t i = 0; i < kBlock; ++i) pad[i] = k[i] ^ x;
+    if (EVP_DigestInit_ex(ctx, impl->md, nullptr) != 1 || EVP_DigestUpdate(ctx, pad.data(), pad.size()) != 1) {
+      return Internal("HMAC-SHA256 key setup failed");
+    }
+  }
+  OPENSSL_cleanse(k.data(), k.size());
+  OPENSSL_cleanse(pad.data(), pad.size());
   return std::unique_ptr<HmacSha256>(new HmacSha256(std::move(impl)));
 }
 
-void HmacSha256::Begin() {
-  EVP_MAC_CTX_free(impl_->work);
-  impl_->work = EVP_MAC_CTX_dup(impl_->keyed);
-}
+void HmacSha256::Begin() { impl_->started = EVP_MD_CTX_copy_ex(impl_->work, impl_->inner) == 1; }
 
 void HmacSha256::Update(const void* data, size_t size) {
-  if (size > 0) EVP_MAC_update(impl_->work, static_cast<const unsigned char*>(data), size);
+  if (size > 0 && impl_->started) impl_->started = EVP_DigestUpdate(impl_->work, data, size) == 1;
 }
 
 Tag HmacSha256::Finish() {
   Tag tag{};
-  size_t out_len = 0;
-  if (impl_->work == nullptr || EVP_MAC_final(impl_->work, tag.data(), &out_len, tag.size()) != 1) {
-    // Cannot happen with a valid context; an all-zero tag never verifies
+  std::array<uint8_t, 32> inner{};
+  unsigned int len = 0;
+  const bool ok = impl_->started && EVP_DigestFinal_ex(impl_->work, inner.data(), &len) == 1 &&
+                  EVP_MD_CTX_copy_ex(impl_->finish, impl_->outer) == 1 &&
+                  EVP_DigestUpdate(impl_->finish, inner.data(), inner.size()) == 1 &&
+                  EVP_DigestFinal_ex(impl_->finish, tag.data(), &len) == 1;
+  impl_->started = false;
+  if (!ok) {
+    // Cannot happen with valid contexts; an all-zero tag never verifies
     // against a real one, so the frame is rejected rather than accepted.
     tag.fill(0);
   }

@@ -73,6 +73,11 @@ std::string SingleExchange::Context() const {
   return OpName(opcode_) + " " + KeyForMessage(key_) + " on " + std::string(server_);
 }
 
+const Status& SingleExchange::NeverAnswered() {
+  static const Status kNever = Internal("request was never answered in full (client bug)");
+  return kNever;
+}
+
 RequestFrame SingleExchange::BuildRequest() {
   RequestFrame frame;
   frame.opcode = opcode_;
@@ -94,17 +99,17 @@ Status SingleExchange::OnResponse(const proto::FrameHeader& header, std::span<co
     }
     std::string text = MetaText(meta);
     if (header.status == StatusCode::kNotFound) {
-      status_ = NotFound(Context() + ": not found" + (text.empty() ? "" : " (" + text + ")"));
+      Answer(NotFound(Context() + ": not found" + (text.empty() ? "" : " (" + text + ")")));
     } else {
-      status_ = StatusFromWire(header.status, Context() + ": " +
-                                                  (text.empty() ? "server gave no reason" : text));
+      Answer(StatusFromWire(header.status, Context() + ": " +
+                                                  (text.empty() ? "server gave no reason" : text)));
     }
     return Status::Ok();
   }
   if (opcode_ == proto::Opcode::kStat) {
     if (header.payload_len != 0) return ProtocolError(Context() + ": Stat response carries a payload");
     MEMKV_RETURN_IF_ERROR(proto::DecodeStatResponse(meta, &value_size_).WithContext(Context()));
-    status_ = Status::Ok();
+    Answer(Status::Ok());
     return Status::Ok();
   }
   if (opcode_ != proto::Opcode::kGet) {
@@ -113,7 +118,7 @@ Status SingleExchange::OnResponse(const proto::FrameHeader& header, std::span<co
                            std::to_string(meta.size()) + " and " +
                            std::to_string(header.payload_len) + " bytes");
     }
-    status_ = Status::Ok();
+    Answer(Status::Ok());
     return Status::Ok();
   }
   if (!meta.empty()) return ProtocolError(Context() + ": Ok response must carry no meta");
@@ -127,9 +132,9 @@ Status SingleExchange::OnResponse(const proto::FrameHeader& header, std::span<co
   segment.checksum = header.payload_checksum;
   if (get_buffer_.has_value()) {
     if (header.payload_len > get_buffer_->size()) {
-      status_ = TooLarge(Context() + ": value of " + std::to_string(header.payload_len) +
+      Answer(TooLarge(Context() + ": value of " + std::to_string(header.payload_len) +
                          " bytes does not fit the buffer of " + std::to_string(get_buffer_->size()) +
-                         " bytes");
+                         " bytes"));
       segment.discard = true;
       payload->push_back(segment);
       return Status::Ok();
@@ -139,23 +144,22 @@ Status SingleExchange::OnResponse(const proto::FrameHeader& header, std::span<co
     value_.resize(header.payload_len);
     segment.dst = value_.data();
   }
-  payload->push_back(segment);
-  status_ = Internal(Context() + ": value was not fully received");
+  payload->push_back(segment);  // answered by OnSegment once the value is in
   return Status::Ok();
 }
 
 void SingleExchange::OnSegment(const PayloadSegment&, bool checksum_ok) {
   if (checksum_ok) {
-    status_ = Status::Ok();
+    Answer(Status::Ok());
     return;
   }
   value_.clear();
-  status_ = NotFound(Context() + ": value failed its checksum (XXH3-64 mismatch); treated as a miss");
+  Answer(NotFound(Context() + ": value failed its checksum (XXH3-64 mismatch); treated as a miss"));
 }
 
 void SingleExchange::OnFailure(const Status& status) {
   value_.clear();
-  status_ = status.WithContext(OpName(opcode_) + " " + KeyForMessage(key_));
+  Answer(status.WithContext(OpName(opcode_) + " " + KeyForMessage(key_)));
 }
 
 // ---- BatchExchange ----
@@ -235,7 +239,7 @@ Status BatchExchange::OnResponse(const proto::FrameHeader& header, std::span<con
                              " bytes");
     } else {
       segment.dst = buffer.data();
-      StatusOf(i) = Internal("value was not fully received");
+      StatusOf(i) = Status(StatusCode::kInternal, std::string());  // OnSegment answers it
     }
     payload->push_back(segment);
   }

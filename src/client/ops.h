@@ -32,7 +32,7 @@ class SingleExchange final : public Exchange {
                  std::optional<std::span<uint8_t>> get_buffer = std::nullopt);
 
   // Ok, the server's answer (NotFound on a miss), or why there was none.
-  const Status& status() const { return status_; }
+  const Status& status() const { return answered_ ? status_ : NeverAnswered(); }
   uint64_t value_size() const { return value_size_; }
   std::vector<uint8_t>& value() { return value_; }
 
@@ -44,6 +44,14 @@ class SingleExchange final : public Exchange {
 
  private:
   std::string Context() const;
+  // Records the outcome. Until then status() is an Internal error: a get
+  // whose value is still arriving, or a request never answered, has none.
+  // (Kept apart so the common path builds no message it will not use.)
+  void Answer(Status status) {
+    status_ = std::move(status);
+    answered_ = true;
+  }
+  static const Status& NeverAnswered();
 
   proto::Opcode opcode_;
   std::string_view key_;
@@ -52,7 +60,8 @@ class SingleExchange final : public Exchange {
   std::optional<std::span<uint8_t>> get_buffer_;
   std::vector<uint8_t> value_;
   uint64_t value_size_ = 0;
-  Status status_ = Internal("request was never answered (client bug)");
+  Status status_;
+  bool answered_ = false;
 };
 
 // The caller's side of one batch call, shared by all its frames. Results are
