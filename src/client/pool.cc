@@ -39,11 +39,10 @@ Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want
                                                                      bool wait) {
   want = std::max<size_t>(want, 1);
   std::vector<std::unique_ptr<Connection>> got;
-  std::vector<std::unique_ptr<Connection>> stale;  // closed outside the lock
   size_t to_open = 0;
-  {
+  bool waited = false;
+  for (bool checked = false; !checked;) {
     std::unique_lock<std::mutex> lock(mu_);
-    bool waited = false;
     for (;;) {
       MEMKV_RETURN_IF_ERROR(health_.Check(clock_->NowNanos(), endpoint_.name));
       // Checked before taking anything, after a wait too: a connection
@@ -61,14 +60,8 @@ Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want
                                 "got to " + endpoint_.name);
       }
       while (got.size() < want && !idle_.empty()) {
-        std::unique_ptr<Connection> c = std::move(idle_.back());
+        got.push_back(std::move(idle_.back()));
         idle_.pop_back();
-        if (c->IsStale()) {
-          --open_;
-          stale.push_back(std::move(c));
-          continue;
-        }
-        got.push_back(std::move(c));
       }
       to_open = std::min<size_t>(want - got.size(), max_connections_ - open_);
       if (!got.empty() || to_open > 0) break;
@@ -79,6 +72,28 @@ Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want
       freed_.wait_for(lock, std::chrono::nanoseconds(left));
     }
     open_ += static_cast<uint32_t>(to_open);
+    lock.unlock();
+    // A connection the server closed while it sat idle is replaced. The
+    // check is a system call: outside the lock, which every call of every
+    // thread takes twice.
+    std::vector<std::unique_ptr<Connection>> stale;
+    for (auto it = got.begin(); it != got.end();) {
+      if ((*it)->IsStale()) {
+        stale.push_back(std::move(*it));
+        it = got.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (!stale.empty()) {
+      lock.lock();
+      open_ -= static_cast<uint32_t>(stale.size());
+      lock.unlock();
+      stale.clear();  // closed outside the lock
+    }
+    // With nothing left in hand, take or open another; otherwise go on with
+    // what there is (as when fewer than `want` are free).
+    checked = !got.empty() || to_open > 0;
   }
   Status failure;
   const Nanos connect_deadline = std::min(deadline, MonotonicNanos() + connect_timeout_nanos_);
