@@ -1,11 +1,14 @@
 #include "bench/measure.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <latch>
+#include <string>
 #include <thread>
 
 #include "bench/cpu_time.h"
@@ -123,6 +126,11 @@ CellResult Drive(const DriveSpec& spec, const WarmupFn& warmup, const OpFn& op) 
   threads.reserve(spec.threads);
   for (uint32_t i = 0; i < spec.threads; ++i) {
     threads.emplace_back([&, i] {
+      // Named after the target ("memkv", "raw", "redis": the first word of
+      // spec.what), so that `perf report --comm memkv` shows one target's
+      // timed threads alone.
+      const std::string name = spec.what.substr(0, std::min<size_t>(spec.what.find(' '), 15));
+      pthread_setname_np(pthread_self(), name.c_str());
       if (warmup) warmup(i);
       ready.count_down();
       TimedLoop(i, spec, op, go, deadline, &started, &cell_errors, &tallies[i]);
