@@ -6,7 +6,9 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <thread>
 
 #include "base/checksum.h"
@@ -54,8 +56,9 @@ Status ReadOne(int fd, ReadFrame* f) {
   return Status::Ok();
 }
 
-Status Answer(int fd, proto::FrameAuth& auth, const proto::FrameHeader& request, StatusCode status,
-              const std::vector<uint8_t>& payload = {}, uint64_t checksum = 0) {
+// A response frame to `request`, tagged, with `payload` (no meta).
+std::vector<uint8_t> EncodeAnswer(proto::FrameAuth& auth, const proto::FrameHeader& request, StatusCode status,
+                                  const std::vector<uint8_t>& payload = {}, uint64_t checksum = 0) {
   proto::FrameHeader h;
   h.opcode = request.opcode;
   h.flags = proto::kFlagResponse;
@@ -63,12 +66,23 @@ Status Answer(int fd, proto::FrameAuth& auth, const proto::FrameHeader& request,
   h.status = status;
   h.payload_len = payload.size();
   h.payload_checksum = checksum;
-  uint8_t head[proto::kHeaderSize];
-  proto::EncodeFields(h, head);
-  Tag tag = auth.SignNext(head, {});
-  std::memcpy(head + proto::kFieldsSize, tag.data(), tag.size());
-  iovec iov[2] = {{head, sizeof(head)}, {const_cast<uint8_t*>(payload.data()), payload.size()}};
-  return SendAll(fd, std::span<iovec>(iov, payload.empty() ? 1 : 2), MonotonicNanos() + 5000 * kMs);
+  std::vector<uint8_t> frame(proto::kHeaderSize);
+  proto::EncodeFields(h, frame.data());
+  Tag tag = auth.SignNext(frame.data(), {});
+  std::memcpy(frame.data() + proto::kFieldsSize, tag.data(), tag.size());
+  frame.insert(frame.end(), payload.begin(), payload.end());
+  return frame;
+}
+
+Status SendBytes(int fd, const uint8_t* data, size_t size) {
+  iovec v{const_cast<uint8_t*>(data), size};
+  return SendAll(fd, std::span<iovec>(&v, 1), MonotonicNanos() + 5000 * kMs);
+}
+
+Status Answer(int fd, proto::FrameAuth& auth, const proto::FrameHeader& request, StatusCode status,
+              const std::vector<uint8_t>& payload = {}, uint64_t checksum = 0) {
+  const std::vector<uint8_t> frame = EncodeAnswer(auth, request, status, payload, checksum);
+  return SendBytes(fd, frame.data(), frame.size());
 }
 
 TEST(ConnectionTest, NeverPutsMoreThanMaxInflightRequestsOnTheWire) {
@@ -193,6 +207,68 @@ TEST(ConnectionTest, BigPutsAndGetsInOnePipelineDoNotDeadlock) {
   peer.join();
   for (auto& x : xs) EXPECT_TRUE(x->status().ok()) << x->status().ToString();
   for (auto& b : buffers) EXPECT_TRUE(b == value);
+  EXPECT_TRUE(c->Reusable());
+}
+
+// The client reads ahead: one read may hold the end of one response, several
+// whole ones and the start of the next. Responses of every size, written as
+// one stream cut at awkward places, each land whole in their own buffers; one
+// whose bytes do not match its checksum is a miss and the others are not
+// disturbed.
+TEST(ConnectionTest, ResponsesReadAheadAcrossAnyCutLandInTheirOwnBuffers) {
+  ClientCounters counters;
+  Pair p = MakePair(64, &counters);
+  const std::vector<size_t> sizes = {0, 1, 100, 4095, 4096, 4097, 8192, 9000, 70000, 3, 300000, 17};
+  constexpr size_t kCorrupt = 4;  // its checksum is of other bytes
+  std::vector<std::vector<uint8_t>> values;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::vector<uint8_t> v(sizes[i]);
+    for (size_t j = 0; j < v.size(); ++j) v[j] = static_cast<uint8_t>(j * 7 + i);
+    values.push_back(std::move(v));
+  }
+  std::thread peer([&] {
+    // Every response into one stream, then the stream to the client in
+    // pieces of 1, 7, 65, 4000, 9001, ... bytes.
+    std::vector<uint8_t> stream;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      ReadFrame f;
+      if (!ReadOne(p.peer.get(), &f).ok()) return;
+      Tag tag;
+      std::memcpy(tag.data(), f.raw + proto::kFieldsSize, tag.size());
+      if (!p.peer_auth->VerifyNext(f.raw, f.meta, tag)) return;
+      const uint64_t sum = Checksum(values[i].data(), values[i].size()) + (i == kCorrupt ? 1 : 0);
+      const std::vector<uint8_t> frame = EncodeAnswer(*p.peer_auth, f.header, StatusCode::kOk, values[i], sum);
+      stream.insert(stream.end(), frame.begin(), frame.end());
+    }
+    const size_t cuts[] = {1, 7, 65, 4000, 9001, 72, 130000};
+    size_t at = 0;
+    for (size_t k = 0; at < stream.size(); ++k) {
+      const size_t n = std::min(cuts[k % std::size(cuts)], stream.size() - at);
+      if (!SendBytes(p.peer.get(), stream.data() + at, n).ok()) return;
+      at += n;
+    }
+  });
+  std::vector<std::vector<uint8_t>> buffers;
+  for (size_t size : sizes) buffers.emplace_back(size + 10, 0xee);
+  std::vector<std::unique_ptr<SingleExchange>> xs;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    xs.push_back(std::make_unique<SingleExchange>(proto::Opcode::kGet, "k", "peer", std::span<const uint8_t>{},
+                                                  std::span<uint8_t>(buffers[i])));
+    p.conn->Enqueue(xs.back().get());
+  }
+  Connection* c = p.conn.get();
+  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 10'000 * kMs);
+  peer.join();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (i == kCorrupt) {
+      EXPECT_EQ(xs[i]->status().code(), StatusCode::kNotFound) << xs[i]->status().ToString();
+      continue;
+    }
+    ASSERT_TRUE(xs[i]->status().ok()) << i << ": " << xs[i]->status().ToString();
+    EXPECT_EQ(xs[i]->value_size(), sizes[i]);
+    EXPECT_TRUE(std::equal(values[i].begin(), values[i].end(), buffers[i].begin())) << i;
+    EXPECT_EQ(buffers[i][sizes[i]], 0xee) << "nothing past the value is written, " << i;
+  }
   EXPECT_TRUE(c->Reusable());
 }
 
