@@ -34,14 +34,6 @@ DriveSpec SpecFor(const CellContext& c, const char* op) {
   return spec;
 }
 
-// One thread's arguments of a batch call, reused call after call.
-struct BatchArgs {
-  std::vector<std::string_view> keys;
-  std::vector<std::span<const uint8_t>> values;
-  std::vector<std::span<uint8_t>> buffers;
-  std::vector<size_t> sizes;
-};
-
 // The first failed item of a batch call, naming its key.
 Status FirstFailure(const std::string& call, const BatchResult& r, const std::vector<std::string_view>& keys) {
   if (r.statuses.size() != keys.size()) {
@@ -66,13 +58,7 @@ CellResult TimedPut(const CellContext& c, uint64_t* written) {
         const uint64_t first = next.fetch_add(batch, std::memory_order_relaxed);
         if (batch == 1) return c.client->Put((*c.keys)[first % keys], c.payloads->Value(first % keys));
         BatchArgs& a = args[t];
-        a.keys.clear();
-        a.values.clear();
-        for (uint32_t j = 0; j < batch; ++j) {
-          const uint64_t i = (first + j) % keys;
-          a.keys.push_back((*c.keys)[i]);
-          a.values.push_back(c.payloads->Value(i));
-        }
+        a.ForPut(*c.keys, *c.payloads, first, batch);
         return FirstFailure("BatchPut", c.client->BatchPut(a.keys, a.values), a.keys);
       });
   *written = std::min(next.load(), keys);
@@ -114,18 +100,10 @@ CellResult TimedGet(const CellContext& c, uint64_t written) {
       return Status::Ok();
     }
     BatchArgs& a = args[t];
-    a.keys.clear();
-    a.buffers.clear();
-    for (uint32_t j = 0; j < batch; ++j) {
-      a.keys.push_back((*c.keys)[(first + j) % written]);
-      a.buffers.push_back(c.payloads->Buffer(t * batch + j));
-    }
+    a.ForGet(*c.keys, *c.payloads, first, batch, written, t);
     MEMKV_RETURN_IF_ERROR(FirstFailure("BatchGetInto", c.client->BatchGetInto(a.keys, a.buffers, &a.sizes), a.keys));
-    for (uint32_t j = 0; j < batch; ++j) {
-      const uint64_t i = (first + j) % written;
-      if (!c.payloads->QuickCheck(i, a.buffers[j].first(a.sizes[j]))) {
-        return Corruption(ByteMismatch((*c.keys)[i], c.payloads->size_bytes(), a.sizes[j]));
-      }
+    if (std::optional<size_t> j = a.FirstBadValue(*c.payloads, first, written)) {
+      return Corruption(ByteMismatch(std::string(a.keys[*j]), c.payloads->size_bytes(), a.sizes[*j]));
     }
     return Status::Ok();
   });
@@ -137,6 +115,39 @@ uint64_t DeleteAll(const CellContext& c, uint64_t written) {
 }
 
 }  // namespace
+
+std::string CellName(const CellPlan& plan, const Payloads& payloads) {
+  return FormatSize(payloads.size_bytes()) + " x" + std::to_string(plan.conns) +
+         (plan.batch > 1 ? " batch " + std::to_string(plan.batch) : "");
+}
+
+void BatchArgs::ForPut(const std::vector<std::string>& names, const Payloads& payloads, uint64_t first,
+                       uint32_t batch) {
+  keys.clear();
+  values.clear();
+  for (uint32_t j = 0; j < batch; ++j) {
+    const uint64_t i = (first + j) % payloads.keys();
+    keys.push_back(names[i]);
+    values.push_back(payloads.Value(i));
+  }
+}
+
+void BatchArgs::ForGet(const std::vector<std::string>& names, const Payloads& payloads, uint64_t first,
+                       uint32_t batch, uint64_t written, uint32_t thread) {
+  keys.clear();
+  buffers.clear();
+  for (uint32_t j = 0; j < batch; ++j) {
+    keys.push_back(names[(first + j) % written]);
+    buffers.push_back(payloads.Buffer(thread * batch + j));
+  }
+}
+
+std::optional<size_t> BatchArgs::FirstBadValue(const Payloads& payloads, uint64_t first, uint64_t written) const {
+  for (size_t j = 0; j < keys.size(); ++j) {
+    if (!payloads.QuickCheck((first + j) % written, buffers[j].first(sizes[j]))) return j;
+  }
+  return std::nullopt;
+}
 
 MemkvTarget::MemkvTarget(std::vector<std::string> servers, std::string auth_key_hex, std::string run_tag)
     : servers_(std::move(servers)), auth_key_hex_(std::move(auth_key_hex)), run_tag_(std::move(run_tag)) {}
@@ -183,9 +194,7 @@ Status MemkvTarget::WarmPool(uint64_t pool_bytes, uint32_t threads) const {
 Result<MemkvCells> MemkvTarget::Run(const CellPlan& plan, const Payloads& payloads) const {
   MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Connect(plan.conns));
   const std::vector<std::string> keys = CellKeys(payloads, plan.conns);
-  const CellContext c{client.get(), &keys, &payloads, plan,
-                      FormatSize(payloads.size_bytes()) + " x" + std::to_string(plan.conns) +
-                          (plan.batch > 1 ? " batch " + std::to_string(plan.batch) : "")};
+  const CellContext c{client.get(), &keys, &payloads, plan, CellName(plan, payloads)};
 
   MemkvCells cells;
   uint64_t written = payloads.keys();

@@ -22,7 +22,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/measure.h"
@@ -47,6 +49,29 @@ struct CellPlan {
   bool get = true;
   uint32_t batch = 1;    // keys per call; at most payloads.keys()
   pid_t server_pid = 0;  // the spawned server, for its CPU time; 0: unknown
+};
+
+// The name of a cell in progress lines and errors: "2 MiB x4", "4 KiB x16 batch 16".
+std::string CellName(const CellPlan& plan, const Payloads& payloads);
+
+// One thread's arguments of a batch call (memkv's BatchPut / BatchGetInto,
+// Redis's pipelines), reused call after call so a timed call allocates
+// nothing once the vectors have grown.
+struct BatchArgs {
+  std::vector<std::string_view> keys;
+  std::vector<std::span<const uint8_t>> values;
+  std::vector<std::span<uint8_t>> buffers;
+  std::vector<size_t> sizes;
+
+  // keys[first + j] (round the working set), j < batch, with their values.
+  void ForPut(const std::vector<std::string>& names, const Payloads& payloads, uint64_t first, uint32_t batch);
+  // keys[first + j] (round the `written` keys), j < batch, each read into
+  // thread `thread`'s buffer payloads.Buffer(thread * batch + j).
+  void ForGet(const std::vector<std::string>& names, const Payloads& payloads, uint64_t first, uint32_t batch,
+              uint64_t written, uint32_t thread);
+  // After a get filled buffers[j] with sizes[j] bytes: the first j whose
+  // bytes fail Payloads::QuickCheck, or nullopt.
+  std::optional<size_t> FirstBadValue(const Payloads& payloads, uint64_t first, uint64_t written) const;
 };
 
 class MemkvTarget {

@@ -6,7 +6,6 @@
 #include <span>
 #include <string_view>
 
-#include "base/units.h"
 #include "bench/redis_reference.h"
 
 namespace memkv::bench {
@@ -19,14 +18,6 @@ struct RedisCellContext {
   const Payloads* payloads;
   CellPlan plan;
   std::string name;  // "2 MiB x4 batch 16"
-};
-
-// One thread's arguments of a batch, reused round trip after round trip.
-struct RedisArgs {
-  std::vector<std::string_view> keys;
-  std::vector<std::span<const uint8_t>> values;
-  std::vector<std::span<uint8_t>> buffers;
-  std::vector<size_t> sizes;
 };
 
 DriveSpec SpecFor(const RedisCellContext& c, const char* op) {
@@ -45,17 +36,11 @@ CellResult TimedSet(const RedisCellContext& c, uint64_t* written) {
   std::atomic<uint64_t> next{0};
   const uint64_t keys = c.payloads->keys();
   const uint32_t batch = c.plan.batch;
-  std::vector<RedisArgs> args(c.plan.conns);
+  std::vector<BatchArgs> args(c.plan.conns);
   CellResult r = Drive(SpecFor(c, "put"), nullptr, [&](uint32_t t) {
     const uint64_t first = next.fetch_add(batch, std::memory_order_relaxed);
-    RedisArgs& a = args[t];
-    a.keys.clear();
-    a.values.clear();
-    for (uint32_t j = 0; j < batch; ++j) {
-      const uint64_t i = (first + j) % keys;
-      a.keys.push_back((*c.keys)[i]);
-      a.values.push_back(c.payloads->Value(i));
-    }
+    BatchArgs& a = args[t];
+    a.ForPut(*c.keys, *c.payloads, first, batch);
     return (*c.conns)[t].SetBatch(a.keys, a.values);
   });
   *written = std::min(next.load(), keys);
@@ -71,22 +56,14 @@ uint64_t Fill(const RedisCellContext& c) {
 CellResult TimedGet(const RedisCellContext& c, uint64_t written) {
   std::atomic<uint64_t> next{0};
   const uint32_t batch = c.plan.batch;
-  std::vector<RedisArgs> args(c.plan.conns);
+  std::vector<BatchArgs> args(c.plan.conns);
   return Drive(SpecFor(c, "get"), nullptr, [&](uint32_t t) {
     const uint64_t first = next.fetch_add(batch, std::memory_order_relaxed);
-    RedisArgs& a = args[t];
-    a.keys.clear();
-    a.buffers.clear();
-    for (uint32_t j = 0; j < batch; ++j) {
-      a.keys.push_back((*c.keys)[(first + j) % written]);
-      a.buffers.push_back(c.payloads->Buffer(t * batch + j));
-    }
+    BatchArgs& a = args[t];
+    a.ForGet(*c.keys, *c.payloads, first, batch, written, t);
     MEMKV_RETURN_IF_ERROR((*c.conns)[t].GetBatchInto(a.keys, a.buffers, &a.sizes));
-    for (uint32_t j = 0; j < batch; ++j) {
-      const uint64_t i = (first + j) % written;
-      if (!c.payloads->QuickCheck(i, a.buffers[j].first(a.sizes[j]))) {
-        return Mismatch(a.keys[j], c.payloads->size_bytes(), a.sizes[j]);
-      }
+    if (std::optional<size_t> j = a.FirstBadValue(*c.payloads, first, written)) {
+      return Mismatch(a.keys[*j], c.payloads->size_bytes(), a.sizes[*j]);
     }
     return Status::Ok();
   });
@@ -105,9 +82,7 @@ Result<RedisCells> RedisTarget::Run(const CellPlan& plan, const Payloads& payloa
   MEMKV_ASSIGN_OR_RETURN(RespConnection control, RespConnection::Connect(port_));
   CellPlan redis_plan = plan;
   redis_plan.server_pid = pid_;
-  const RedisCellContext c{&conns, &keys, &payloads, redis_plan,
-                           FormatSize(payloads.size_bytes()) + " x" + std::to_string(plan.conns) +
-                               (plan.batch > 1 ? " batch " + std::to_string(plan.batch) : "")};
+  const RedisCellContext c{&conns, &keys, &payloads, redis_plan, CellName(plan, payloads)};
   RedisCells cells;
   uint64_t written = payloads.keys();
   if (plan.put) {
