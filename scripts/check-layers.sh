@@ -19,6 +19,7 @@ declare -A allowed=(
   [client]="base proto config io verbs http metrics client"
   [capi]="base client capi"
   [kvstore]="kvstore"   # plugins over the public API only (include/memkv)
+  [nixl]="nixl"
   [preload]="preload"
   [doctor]="base config verbs client doctor"
   [cli]="base proto config io http server storage drive tier verbs metrics client doctor cli"

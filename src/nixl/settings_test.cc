@@ -1,0 +1,76 @@
+#include "nixl/settings.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace memkv::nixl {
+namespace {
+
+constexpr char kKey[] = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+Lookup EnvOf(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(NixlSettings, ParametersWinOverTheEnvironmentAndEmptyOnesFallBack) {
+  Result<EngineSettings> s = SettingsFrom(
+      {{"servers", "10.0.0.1:9900, 10.0.0.2:9900"}, {"auth_key", kKey}, {"timeout_ms", ""}, {"workers", "3"}},
+      EnvOf({{"MEMKV_SERVERS", "10.9.9.9:1"}, {"MEMKV_TIMEOUT_MS", "250"}, {"MEMKV_NIXL_BATCH_SIZE", "16"},
+             {"MEMKV_TRANSPORT", "tcp"}, {"MEMKV_NIXL_KEY_PREFIX", "kvbm/"}}));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->client.servers, (std::vector<std::string>{"10.0.0.1:9900", "10.0.0.2:9900"}));
+  EXPECT_EQ(s->client.auth_key_hex, kKey);
+  EXPECT_EQ(s->client.timeout_ms, 250u);  // the parameter was empty
+  EXPECT_EQ(s->client.transport, "tcp");
+  EXPECT_EQ(s->workers, 3u);
+  EXPECT_EQ(s->batch_size, 16u);
+  EXPECT_EQ(s->key_prefix, "kvbm/");
+}
+
+TEST(NixlSettings, DefaultsWhenOnlyTheRequiredOnesAreGiven) {
+  Result<EngineSettings> s = SettingsFrom({}, EnvOf({{"MEMKV_SERVERS", "127.0.0.1:9900"}, {"MEMKV_AUTH_KEY", kKey}}));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->batch_size, kDefaultBatchSize);
+  EXPECT_EQ(s->workers, kDefaultWorkers);
+  EXPECT_EQ(s->client.transport, "auto");
+  EXPECT_EQ(s->client.log_level, ClientLogLevel::kWarn);
+  EXPECT_TRUE(s->key_prefix.empty());
+}
+
+TEST(NixlSettings, EveryProblemIsNamedWithItsSourceAndWhatIsAllowed) {
+  Result<EngineSettings> s = SettingsFrom({{"batch_size", "0"}, {"wokers", "2"}, {"log_level", "loud"}},
+                                          EnvOf({{"MEMKV_NIXL_WORKERS", "65"}, {"MEMKV_TIMEOUT_MS", "-1"}}));
+  ASSERT_FALSE(s.ok());
+  const std::string m = s.status().message();
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(m.find("servers is not set (neither the backend parameter nor MEMKV_SERVERS)"), std::string::npos) << m;
+  EXPECT_NE(m.find("auth_key is not set"), std::string::npos) << m;
+  EXPECT_NE(m.find("parameter batch_size '0' is not a whole number in 1..4096"), std::string::npos) << m;
+  EXPECT_NE(m.find("MEMKV_NIXL_WORKERS '65' is not a whole number in 1..64"), std::string::npos) << m;
+  EXPECT_NE(m.find("MEMKV_TIMEOUT_MS '-1' is not a whole number"), std::string::npos) << m;
+  EXPECT_NE(m.find("parameter log_level 'loud' is not a log level"), std::string::npos) << m;
+  EXPECT_NE(m.find("unknown parameter 'wokers'; the MEMKV backend reads servers, auth_key,"), std::string::npos) << m;
+}
+
+TEST(NixlSettings, EveryParameterHasAnEnvironmentVariableAndAMeaning) {
+  std::map<std::string, std::string> params;
+  for (const Parameter& p : Parameters()) {
+    EXPECT_EQ(p.env.rfind("MEMKV_", 0), 0u) << p.name;
+    EXPECT_FALSE(p.meaning.empty()) << p.name;
+    params[std::string(p.name)] = "";  // what getPluginParams hands back, untouched
+  }
+  EXPECT_EQ(params.size(), Parameters().size());
+  // The whole option map, all empty, is accepted: every value comes from the environment.
+  Result<EngineSettings> s =
+      SettingsFrom(params, EnvOf({{"MEMKV_SERVERS", "127.0.0.1:9900"}, {"MEMKV_AUTH_KEY", kKey}}));
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+}
+
+}  // namespace
+}  // namespace memkv::nixl

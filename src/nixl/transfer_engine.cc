@@ -1,0 +1,338 @@
+#include "nixl/transfer_engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <thread>
+#include <utility>
+
+namespace memkv::nixl {
+namespace {
+
+// MemKV's longest key (docs/wire-protocol.md).
+constexpr size_t kMaxKeyBytes = 1024;
+
+std::string Describe(size_t index, const std::string& key) {
+  return "descriptor " + std::to_string(index) + " (key '" + key + "')";
+}
+
+}  // namespace
+
+// The plan of one prepared transfer and its progress, shared by the caller's
+// Transfer and the batches queued for it: a batch that outlives a released
+// Transfer still has valid keys to send and a place to report to.
+struct Transfer::Job {
+  Direction direction = Direction::kWrite;
+  std::vector<std::string> keys;
+  std::vector<std::span<uint8_t>> buffers;
+  uint64_t bytes = 0;
+
+  std::atomic<bool> cancelled{false};
+  std::atomic<size_t> batches_left{0};
+  std::atomic<TransferState> state{TransferState::kIdle};
+  std::mutex mu;
+  Status error;                     // guarded by mu
+  size_t error_index = SIZE_MAX;    // guarded by mu
+
+  // Keeps the error of the lowest descriptor index.
+  void Fail(size_t index, Status status) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (index < error_index) {
+      error_index = index;
+      error = std::move(status);
+    }
+  }
+
+  // One batch ended; the last one settles the state. True when this was the
+  // last and the transfer failed.
+  bool BatchEnded() {
+    if (batches_left.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
+    bool failed = false;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      failed = error_index != SIZE_MAX;
+    }
+    state.store(failed ? TransferState::kFailed : TransferState::kDone, std::memory_order_release);
+    return failed;
+  }
+};
+
+Transfer::Transfer(std::shared_ptr<Job> job) : job_(std::move(job)) {}
+
+Transfer::~Transfer() {
+  if (job_) job_->cancelled.store(true, std::memory_order_release);
+}
+
+size_t Transfer::size() const { return job_->keys.size(); }
+const std::string& Transfer::key(size_t i) const { return job_->keys[i]; }
+
+// The worker threads and their queue of batches.
+class TransferEngine::Queue {
+ public:
+  Queue(Client& client, uint32_t workers) : client_(client) {
+    for (uint32_t i = 0; i < workers; ++i) threads_.emplace_back([this] { Run(); });
+  }
+
+  ~Queue() {
+    std::deque<Batch> dropped;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      dropped.swap(batches_);
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+    for (Batch& b : dropped) {
+      b.job->Fail(b.begin, Unavailable("the MEMKV backend was destroyed before this batch was sent"));
+      if (b.job->BatchEnded()) failed.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  void Push(const std::shared_ptr<Transfer::Job>& job, size_t batch_size) {
+    const size_t n = job->keys.size();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t begin = 0; begin < n; begin += batch_size) {
+        batches_.push_back(Batch{job, begin, std::min(n, begin + batch_size)});
+      }
+    }
+    cv_.notify_all();
+  }
+
+  EngineStats Stats() const {
+    EngineStats s;
+    s.transfers_posted = posted.load(std::memory_order_relaxed);
+    s.transfers_failed = failed.load(std::memory_order_relaxed);
+    s.batches = batches.load(std::memory_order_relaxed);
+    s.bytes_written = bytes_written.load(std::memory_order_relaxed);
+    s.bytes_read = bytes_read.load(std::memory_order_relaxed);
+    return s;
+  }
+
+  std::atomic<uint64_t> posted{0};
+  std::atomic<uint64_t> failed{0};
+  std::atomic<uint64_t> batches{0};
+  std::atomic<uint64_t> bytes_written{0};
+  std::atomic<uint64_t> bytes_read{0};
+
+ private:
+  struct Batch {
+    std::shared_ptr<Transfer::Job> job;
+    size_t begin = 0;
+    size_t end = 0;
+  };
+
+  void Run() {
+    for (;;) {
+      Batch b;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return stopping_ || !batches_.empty(); });
+        if (stopping_) return;
+        b = std::move(batches_.front());
+        batches_.pop_front();
+      }
+      Send(b);
+      if (b.job->BatchEnded()) failed.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  void Send(const Batch& b) {
+    Transfer::Job& job = *b.job;
+    if (job.cancelled.load(std::memory_order_acquire)) {
+      job.Fail(b.begin, FailedPrecondition("cancelled: the transfer was released before this batch was sent"));
+      return;
+    }
+    batches.fetch_add(1, std::memory_order_relaxed);
+    const size_t n = b.end - b.begin;
+    std::vector<std::string_view> keys(job.keys.begin() + static_cast<ptrdiff_t>(b.begin),
+                                       job.keys.begin() + static_cast<ptrdiff_t>(b.end));
+    BatchResult result;
+    std::vector<size_t> sizes;
+    uint64_t bytes = 0;
+    if (job.direction == Direction::kWrite) {
+      std::vector<std::span<const uint8_t>> values;
+      values.reserve(n);
+      for (size_t i = b.begin; i < b.end; ++i) values.emplace_back(job.buffers[i]);
+      result = client_.BatchPut(keys, values);
+    } else {
+      std::span<const std::span<uint8_t>> buffers(job.buffers.data() + b.begin, n);
+      result = client_.BatchGetInto(keys, buffers, &sizes);
+    }
+    for (size_t j = 0; j < n; ++j) {
+      const size_t i = b.begin + j;
+      const Status& s = j < result.statuses.size() ? result.statuses[j] : Status(Internal("no status returned"));
+      if (!s.ok()) {
+        job.Fail(i, Status(s.code(), Describe(i, job.keys[i]) + ": " + s.message()));
+      } else if (job.direction == Direction::kRead && sizes[j] != job.buffers[i].size()) {
+        job.Fail(i, InvalidArgument(Describe(i, job.keys[i]) + ": the stored value is " + std::to_string(sizes[j]) +
+                                    " bytes and the descriptor reads " + std::to_string(job.buffers[i].size()) +
+                                    "; a read must ask for the whole value written at that offset"));
+      } else {
+        bytes += job.buffers[i].size();
+      }
+    }
+    (job.direction == Direction::kWrite ? bytes_written : bytes_read).fetch_add(bytes, std::memory_order_relaxed);
+  }
+
+  Client& client_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Batch> batches_;  // guarded by mu_
+  bool stopping_ = false;      // guarded by mu_
+  std::vector<std::thread> threads_;
+};
+
+Result<std::unique_ptr<TransferEngine>> TransferEngine::Create(const EngineSettings& settings) {
+  MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(settings.client));
+  return Create(settings, std::move(client));
+}
+
+Result<std::unique_ptr<TransferEngine>> TransferEngine::Create(const EngineSettings& settings,
+                                                               std::unique_ptr<Client> client) {
+  if (client == nullptr) return InvalidArgument("TransferEngine::Create: no client");
+  if (settings.batch_size == 0 || settings.batch_size > kMaxBatchSize) {
+    return InvalidArgument("batch_size " + std::to_string(settings.batch_size) + " is not in 1.." +
+                           std::to_string(kMaxBatchSize));
+  }
+  if (settings.workers == 0 || settings.workers > kMaxWorkers) {
+    return InvalidArgument("workers " + std::to_string(settings.workers) + " is not in 1.." +
+                           std::to_string(kMaxWorkers));
+  }
+  return std::unique_ptr<TransferEngine>(new TransferEngine(settings, std::move(client)));
+}
+
+TransferEngine::TransferEngine(const EngineSettings& settings, std::unique_ptr<Client> client)
+    : settings_(settings), client_(std::move(client)), queue_(std::make_unique<Queue>(*client_, settings.workers)) {}
+
+TransferEngine::~TransferEngine() { queue_.reset(); }
+
+std::string TransferEngine::ObjectKey(uint64_t dev_id, std::string_view meta_info) const {
+  return settings_.key_prefix + (meta_info.empty() ? std::to_string(dev_id) : std::string(meta_info));
+}
+
+std::string TransferEngine::ValueKey(const std::string& object_key, uint64_t offset) {
+  return offset == 0 ? object_key : object_key + "@" + std::to_string(offset);
+}
+
+Result<std::string> TransferEngine::RegisterObject(uint64_t dev_id, std::string_view meta_info) {
+  std::string key = ObjectKey(dev_id, meta_info);
+  // Room for "@" and the longest offset.
+  if (key.size() + 21 > kMaxKeyBytes) {
+    return InvalidArgument("object " + std::to_string(dev_id) + ": its key is " + std::to_string(key.size()) +
+                           " bytes; MemKV keys are at most " + std::to_string(kMaxKeyBytes) +
+                           " bytes, and an object key may take " + std::to_string(kMaxKeyBytes - 21) +
+                           " (key_prefix plus metaInfo)");
+  }
+  std::lock_guard<std::mutex> lock(objects_mu_);
+  objects_[dev_id] = key;
+  return key;
+}
+
+Status TransferEngine::UnregisterObject(uint64_t dev_id) {
+  std::lock_guard<std::mutex> lock(objects_mu_);
+  if (objects_.erase(dev_id) == 0) return NotFound("object " + std::to_string(dev_id) + " is not registered");
+  return Status::Ok();
+}
+
+Status TransferEngine::RegisterBuffer(std::span<uint8_t> region) { return client_->RegisterMemory(region); }
+
+Status TransferEngine::UnregisterBuffer(void* base) { return client_->UnregisterMemory(base); }
+
+Result<std::unique_ptr<Transfer>> TransferEngine::Prepare(Direction direction, std::span<const LocalSpan> local,
+                                                          std::span<const ObjectSpan> remote) const {
+  if (local.size() != remote.size()) {
+    return InvalidArgument("the request has " + std::to_string(local.size()) + " local descriptors and " +
+                           std::to_string(remote.size()) + " object descriptors; they must pair up one to one");
+  }
+  auto job = std::make_shared<Transfer::Job>();
+  job->direction = direction;
+  job->keys.reserve(remote.size());
+  job->buffers.reserve(local.size());
+  {
+    std::lock_guard<std::mutex> lock(objects_mu_);
+    for (size_t i = 0; i < remote.size(); ++i) {
+      if (local[i].len != remote[i].len) {
+        return InvalidArgument("descriptor " + std::to_string(i) + ": the local buffer is " +
+                               std::to_string(local[i].len) + " bytes and the object range " +
+                               std::to_string(remote[i].len) + "; they must be equal");
+      }
+      if (local[i].addr == 0 && local[i].len != 0) {
+        return InvalidArgument("descriptor " + std::to_string(i) + ": the local buffer's address is null");
+      }
+      auto it = objects_.find(remote[i].dev_id);
+      if (it == objects_.end()) {
+        return InvalidArgument("descriptor " + std::to_string(i) + ": object " + std::to_string(remote[i].dev_id) +
+                               " is not registered with the MEMKV backend (registerMem with OBJ_SEG first)");
+      }
+      job->keys.push_back(ValueKey(it->second, remote[i].offset));
+      job->buffers.emplace_back(reinterpret_cast<uint8_t*>(local[i].addr), local[i].len);
+      job->bytes += local[i].len;
+    }
+  }
+  if (direction == Direction::kWrite) {
+    std::unordered_map<std::string_view, size_t> seen;
+    for (size_t i = 0; i < job->keys.size(); ++i) {
+      auto [it, fresh] = seen.emplace(job->keys[i], i);
+      if (!fresh) {
+        return InvalidArgument("descriptors " + std::to_string(it->second) + " and " + std::to_string(i) +
+                               " both write key '" + job->keys[i] +
+                               "' (the same object and offset); one write request writes each value once");
+      }
+    }
+  }
+  return std::unique_ptr<Transfer>(new Transfer(std::move(job)));
+}
+
+Status TransferEngine::Post(Transfer& transfer) {
+  Transfer::Job& job = *transfer.job_;
+  if (job.state.load(std::memory_order_acquire) == TransferState::kInProgress) {
+    return FailedPrecondition("the transfer is still in progress; poll it until it ends before posting it again");
+  }
+  {
+    std::lock_guard<std::mutex> lock(job.mu);
+    job.error = Status::Ok();
+    job.error_index = SIZE_MAX;
+  }
+  queue_->posted.fetch_add(1, std::memory_order_relaxed);
+  const size_t n = job.keys.size();
+  if (n == 0) {
+    job.state.store(TransferState::kDone, std::memory_order_release);
+    return Status::Ok();
+  }
+  job.batches_left.store((n + settings_.batch_size - 1) / settings_.batch_size, std::memory_order_release);
+  job.state.store(TransferState::kInProgress, std::memory_order_release);
+  queue_->Push(transfer.job_, settings_.batch_size);
+  return Status::Ok();
+}
+
+TransferStatus TransferEngine::Poll(const Transfer& transfer) const {
+  Transfer::Job& job = *transfer.job_;
+  TransferStatus out;
+  out.state = job.state.load(std::memory_order_acquire);
+  if (out.state == TransferState::kFailed) {
+    std::lock_guard<std::mutex> lock(job.mu);
+    out.error = job.error;
+  }
+  return out;
+}
+
+Result<std::vector<bool>> TransferEngine::Exists(std::span<const std::string> keys) const {
+  std::vector<std::string_view> views(keys.begin(), keys.end());
+  BatchResult result = client_->BatchExists(views);
+  std::vector<bool> present(keys.size(), false);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const Status& s = i < result.statuses.size() ? result.statuses[i] : Status(Internal("no status returned"));
+    if (s.ok()) {
+      present[i] = true;
+    } else if (s.code() != StatusCode::kNotFound) {
+      return Status(s.code(), "key '" + keys[i] + "': " + s.message());
+    }
+  }
+  return present;
+}
+
+EngineStats TransferEngine::Stats() const { return queue_->Stats(); }
+
+}  // namespace memkv::nixl
