@@ -1,6 +1,5 @@
 #include "nixl/settings.h"
 
-#include <array>
 #include <cctype>
 #include <limits>
 #include <utility>
@@ -37,14 +36,6 @@ std::optional<uint32_t> ParseNumber(std::string_view text, uint32_t min, uint32_
   if (value < min || value > max) return std::nullopt;
   return static_cast<uint32_t>(value);
 }
-
-constexpr std::array<std::pair<std::string_view, ClientLogLevel>, 5> kLogLevels = {{
-    {"debug", ClientLogLevel::kDebug},
-    {"info", ClientLogLevel::kInfo},
-    {"warn", ClientLogLevel::kWarn},
-    {"error", ClientLogLevel::kError},
-    {"off", ClientLogLevel::kOff},
-}};
 
 // Applies one value to the settings; an empty string when it was taken, else
 // what the parameter allows.
@@ -85,8 +76,9 @@ std::string KeyPrefix(std::string_view value, EngineSettings& s) {
 }
 
 std::string LogLevel(std::string_view value, EngineSettings& s) {
-  for (const auto& [text, level] : kLogLevels) {
-    if (Trim(value) == text) {
+  for (int l = static_cast<int>(ClientLogLevel::kDebug); l <= static_cast<int>(ClientLogLevel::kOff); ++l) {
+    const auto level = static_cast<ClientLogLevel>(l);
+    if (Trim(value) == ClientLogLevelName(level)) {
       s.client.log_level = level;
       return "";
     }

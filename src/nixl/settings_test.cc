@@ -20,7 +20,7 @@ Lookup EnvOf(std::map<std::string, std::string> vars) {
 
 TEST(NixlSettings, ParametersWinOverTheEnvironmentAndEmptyOnesFallBack) {
   Result<EngineSettings> s = SettingsFrom(
-      {{"servers", "10.0.0.1:9900, 10.0.0.2:9900"}, {"auth_key", kKey}, {"timeout_ms", ""}, {"workers", "3"}},
+      {{"servers", "10.0.0.1:9900, 10.0.0.2:9900"}, {"auth_key", kKey}, {"timeout_ms", ""}, {"workers", "3"}, {"log_level", "info"}},
       EnvOf({{"MEMKV_SERVERS", "10.9.9.9:1"}, {"MEMKV_TIMEOUT_MS", "250"}, {"MEMKV_NIXL_BATCH_SIZE", "16"},
              {"MEMKV_TRANSPORT", "tcp"}, {"MEMKV_NIXL_KEY_PREFIX", "kvbm/"}}));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
@@ -29,6 +29,7 @@ TEST(NixlSettings, ParametersWinOverTheEnvironmentAndEmptyOnesFallBack) {
   EXPECT_EQ(s->client.timeout_ms, 250u);  // the parameter was empty
   EXPECT_EQ(s->client.transport, "tcp");
   EXPECT_EQ(s->workers, 3u);
+  EXPECT_EQ(s->client.log_level, ClientLogLevel::kInfo);
   EXPECT_EQ(s->batch_size, 16u);
   EXPECT_EQ(s->key_prefix, "kvbm/");
 }
