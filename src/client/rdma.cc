@@ -111,11 +111,11 @@ void RegistrationCache::Trim() {
 }
 
 std::optional<RegistrationCache::Lease> RegistrationCache::Acquire(const void* p, uint64_t n) {
-  if (n < kMinBytes) return std::nullopt;
   const auto addr = reinterpret_cast<uintptr_t>(p);
   std::lock_guard<std::mutex> lock(mu_);
   // Registrations may overlap (two buffers sharing a page each get their
-  // own); any valid one that covers the range serves.
+  // own); any valid one that covers the range serves, whatever its size: a
+  // small value inside a region the caller registered moves with no copy.
   for (auto& [id, e] : entries_) {
     if (!e->invalid && e->begin <= addr && addr + n <= e->end) {
       ++e->users;
@@ -123,6 +123,8 @@ std::optional<RegistrationCache::Lease> RegistrationCache::Acquire(const void* p
       return Lease{e->registration->lkey(), e->id};
     }
   }
+  // Only large buffers are worth a registration of their own.
+  if (n < kMinBytes) return std::nullopt;
   const uintptr_t begin = addr & ~(kPage - 1);
   const uintptr_t end = (addr + n + kPage - 1) & ~(kPage - 1);
   Result<Entry*> e = Register(begin, end, /*pinned=*/false);

@@ -91,7 +91,9 @@ class BouncePool {
 // then calls Invalidate() and repeats through the bounce pool.
 class RegistrationCache {
  public:
-  static constexpr uint64_t kMinBytes = 256 << 10;  // smaller values are copied through the bounce pool
+  // Smaller values are copied through the bounce pool, unless a registration
+  // (a region the caller pinned, or a cached one) already covers them.
+  static constexpr uint64_t kMinBytes = 256 << 10;
 
   RegistrationCache(verbs::Context* context, uint64_t max_bytes) : context_(context), max_bytes_(max_bytes) {}
   ~RegistrationCache();
@@ -100,8 +102,9 @@ class RegistrationCache {
     uint32_t lkey = 0;
     uint64_t id = 0;  // 0: no lease
   };
-  // A registration covering [p, p + n), made now if none does; nullopt when
-  // n < kMinBytes or registering fails (the caller uses the bounce pool).
+  // A registration covering [p, p + n): an existing one of any size, else one
+  // made now; nullopt when none covers it and n < kMinBytes, or registering
+  // fails (the caller uses the bounce pool).
   std::optional<Lease> Acquire(const void* p, uint64_t n);
   void Release(const Lease& lease);
   // The registration no longer maps the caller's bytes: drop it once unused.
