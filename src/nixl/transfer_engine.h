@@ -145,7 +145,6 @@ class TransferEngine {
   const EngineSettings& settings() const { return settings_; }
 
  private:
-  struct Worker;
   TransferEngine(const EngineSettings& settings, std::unique_ptr<Client> client);
   class Queue;
 
