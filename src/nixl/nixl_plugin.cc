@@ -4,6 +4,7 @@
 // nothing else lives here. Built only against an installed NIXL
 // (-DMEMKV_NIXL_PREFIX; docs/nixl.md).
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
