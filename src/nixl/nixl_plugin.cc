@@ -11,12 +11,14 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend_engine.h"
-#include "backend/backend_plugin.h"
-#include "common/nixl_log.h"
+// NIXL's installed headers (MEMKV_NIXL_PREFIX).
+#include <backend/backend_engine.h>
+#include <backend/backend_plugin.h>
+#include <common/nixl_log.h>
+#include <nixl_types.h>
+
 #include "nixl/settings.h"
 #include "nixl/transfer_engine.h"
-#include "nixl_types.h"
 
 namespace {
 

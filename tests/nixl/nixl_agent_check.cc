@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "memkv/client.h"
-#include "nixl.h"
+#include <nixl.h>  // NIXL's installed header (MEMKV_NIXL_PREFIX)
 
 namespace {
 
