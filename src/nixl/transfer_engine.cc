@@ -89,13 +89,17 @@ class TransferEngine::Queue {
     }
   }
 
+  // Queues the job's batches and counts them in batches_left, before any
+  // worker can take one.
   void Push(const std::shared_ptr<Transfer::Job>& job, size_t batch_size) {
     const size_t n = job->keys.size();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (size_t begin = 0; begin < n; begin += batch_size) {
+      size_t count = 0;
+      for (size_t begin = 0; begin < n; begin += batch_size, ++count) {
         batches_.push_back(Batch{job, begin, std::min(n, begin + batch_size)});
       }
+      job->batches_left.store(count, std::memory_order_release);
     }
     cv_.notify_all();
   }
@@ -296,12 +300,10 @@ Status TransferEngine::Post(Transfer& transfer) {
     job.error_index = SIZE_MAX;
   }
   queue_->posted.fetch_add(1, std::memory_order_relaxed);
-  const size_t n = job.keys.size();
-  if (n == 0) {
+  if (job.keys.empty()) {
     job.state.store(TransferState::kDone, std::memory_order_release);
     return Status::Ok();
   }
-  job.batches_left.store((n + settings_.batch_size - 1) / settings_.batch_size, std::memory_order_release);
   job.state.store(TransferState::kInProgress, std::memory_order_release);
   queue_->Push(transfer.job_, settings_.batch_size);
   return Status::Ok();
