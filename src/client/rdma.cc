@@ -81,6 +81,7 @@ RegistrationCache::Entry* RegistrationCache::Find(uint64_t id) {
 void RegistrationCache::Drop(Entry* e) {
   bytes_ -= e->end - e->begin;
   entries_.erase(e->id);
+  entry_count_.store(entries_.size(), std::memory_order_relaxed);
 }
 
 Result<RegistrationCache::Entry*> RegistrationCache::Register(uintptr_t begin, uintptr_t end, bool pinned) {
@@ -96,6 +97,7 @@ Result<RegistrationCache::Entry*> RegistrationCache::Register(uintptr_t begin, u
   Entry* raw = e.get();
   bytes_ += end - begin;
   entries_[raw->id] = std::move(e);
+  entry_count_.store(entries_.size(), std::memory_order_relaxed);
   return raw;
 }
 
@@ -111,6 +113,8 @@ void RegistrationCache::Trim() {
 }
 
 std::optional<RegistrationCache::Lease> RegistrationCache::Acquire(const void* p, uint64_t n) {
+  // A small value with nothing registered: the bounce pool, without the lock.
+  if (n < kMinBytes && entry_count_.load(std::memory_order_relaxed) == 0) return std::nullopt;
   const auto addr = reinterpret_cast<uintptr_t>(p);
   std::lock_guard<std::mutex> lock(mu_);
   // Registrations may overlap (two buffers sharing a page each get their

@@ -136,6 +136,7 @@ class RegistrationCache {
   const uint64_t max_bytes_;
   mutable std::mutex mu_;
   std::map<uint64_t, std::unique_ptr<Entry>> entries_;  // by id; ranges may overlap
+  std::atomic<size_t> entry_count_{0};  // entries_.size(), read without mu_
   uint64_t bytes_ = 0;
   uint64_t next_id_ = 1;
   uint64_t tick_ = 0;
