@@ -147,8 +147,9 @@ class Connection {
   Status StartPayload();
   void AdvancePayload(uint64_t n);
   // Reads from the socket: into the read-ahead buffer, or for the rest of a
-  // large payload straight into its destinations. 0 on EOF, -1 with errno.
-  ssize_t ReadSocket();
+  // large payload straight into its destinations; `*asked` is set to the
+  // bytes it asked for. 0 on EOF, -1 with errno.
+  ssize_t ReadSocket(size_t* asked);
   // Feeds `n` received bytes at `p` to the phase they belong to (header,
   // meta, payload segments); returns the bytes used, less than `n` when a
   // response ended (the rest belongs to the next one) or the phase failed.

@@ -95,6 +95,10 @@ Status Connection::Send() {
 
 Status Connection::Receive() {
   size_t budget = kReadBudgetBytes;
+  // A read that came back short emptied the socket: asking again would only
+  // return EAGAIN, a system call per wakeup. The poll loop reports what
+  // arrives later (poll is level-triggered).
+  bool drained = false;
   while (state_ != State::kFailed &&
          (state_ == State::kHandshake || !inflight_.empty() || phase_ != RecvPhase::kHeader)) {
     // Bytes already read are used whatever the budget: the poll loop waits
@@ -105,8 +109,9 @@ Status Connection::Receive() {
       if (rx_pos_ == rx_end_) rx_pos_ = rx_end_ = 0;
       continue;
     }
-    if (budget == 0) break;
-    const ssize_t n = ReadSocket();
+    if (budget == 0 || drained) break;
+    size_t asked = 0;
+    const ssize_t n = ReadSocket(&asked);
     if (n == 0) {
       if (state_ == State::kHandshake) {
         return Unavailable("server " + name_ + " closed the connection during the Connect handshake");
@@ -123,11 +128,12 @@ Status Connection::Receive() {
     const auto got = static_cast<size_t>(n);
     ClientCounters::Add(counters_->bytes_received, got);
     budget -= std::min(budget, got);
+    drained = got < asked;
   }
   return Status::Ok();
 }
 
-ssize_t Connection::ReadSocket() {
+ssize_t Connection::ReadSocket(size_t* asked) {
   uint64_t payload_left = 0;
   if (phase_ == RecvPhase::kPayload) {
     for (size_t i = segment_index_; i < segments_.size(); ++i) {
@@ -136,6 +142,7 @@ ssize_t Connection::ReadSocket() {
   }
   if (payload_left < kDirectPayloadBytes) {
     if (!rx_buf_) rx_buf_ = std::make_unique<uint8_t[]>(kReadAheadBytes);
+    *asked = kReadAheadBytes;
     const ssize_t n = ::recv(fd_.get(), rx_buf_.get(), kReadAheadBytes, 0);
     if (n > 0) {
       rx_pos_ = 0;
@@ -154,9 +161,11 @@ ssize_t Connection::ReadSocket() {
       if (!discard_) discard_ = std::make_unique<uint8_t[]>(kDiscardBytes);
       const size_t take = static_cast<size_t>(std::min<uint64_t>(left, kDiscardBytes));
       iov[count++] = iovec{discard_.get(), take};
+      *asked += take;
       if (take < left) break;  // the next iovec must start where this segment ends
     } else {
       iov[count++] = iovec{s.dst + (s.size - left), static_cast<size_t>(left)};
+      *asked += static_cast<size_t>(left);
     }
   }
   const ssize_t n = ::readv(fd_.get(), iov, count);
