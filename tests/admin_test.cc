@@ -135,6 +135,29 @@ TEST_F(AdminTest, CountersMoveExactlyAsTheWorkloadPredicts) {
   EXPECT_EQ(after["memkv_capacity_used_bytes{device=\"drive0\"}"], 6.0 * 4096) << "6 values of 1000 bytes, a 4 KiB unit each";
 }
 
+// memory.read_check_interval_ms: the server hashes a value it sent over TCP
+// at most once per interval (the client checks every response itself).
+TEST_F(AdminTest, AValueSentAgainWithinTheReadCheckIntervalIsNotHashedAgain) {
+  for (const auto& [interval, hashed, skipped] :
+       {std::tuple{"3600000", 1.0, 3.0}, std::tuple{"0", 4.0, 0.0}}) {
+    SCOPED_TRACE(std::string("read_check_interval_ms: ") + interval);
+    ServerSpec spec;
+    spec.memory_yaml = std::string("  read_check_interval_ms: ") + interval + "\n";
+    server_.Stop();
+    Start(spec);
+    ASSERT_TRUE(client_->Put("hot", Pattern(70'000, 3)).ok());
+    for (int i = 0; i < 4; ++i) {
+      Result<std::vector<uint8_t>> got = client_->Get("hot");
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_EQ(*got, Pattern(70'000, 3));
+    }
+    std::map<std::string, double> m = Scrape();
+    EXPECT_EQ(m["memkv_sent_value_checks_total{result=\"hashed\"}"], hashed);
+    EXPECT_EQ(m["memkv_sent_value_checks_total{result=\"skipped_recent\"}"], skipped);
+    EXPECT_EQ(m["memkv_checksum_failures_total{where=\"dram\"}"], 0);
+  }
+}
+
 // used_bytes is capacity consumed (values rounded up to the pool's 64-byte
 // units), beside the value bytes, the count and the fragmentation.
 TEST_F(AdminTest, DramAccountingIsCapacityConsumedBesideValueBytes) {

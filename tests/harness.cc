@@ -100,8 +100,8 @@ Status ServerProcess::Start(const ServerSpec& spec) {
   std::string config = "network:\n  address: 127.0.0.1:" + std::to_string(spec.port) + "\n";
   if (!spec.auth_key_hex.empty()) config += "  auth_key: " + spec.auth_key_hex + "\n";
   config += spec.network_yaml;
-  config += "memory:\n  max_size: " + spec.memory_max_size + "\n  block_size: " + spec.memory_block_size +
-            "\nstorage:\n" + (spec.storage_yaml.empty() ? std::string("  mode: memory\n") : spec.storage_yaml);
+  config += "memory:\n  max_size: " + spec.memory_max_size + "\n  block_size: " + spec.memory_block_size + "\n" +
+            spec.memory_yaml + "storage:\n" + (spec.storage_yaml.empty() ? std::string("  mode: memory\n") : spec.storage_yaml);
   std::string config_path = dir_.Write("config.yaml", config);
   stderr_path_ = dir_.path() + "/stderr.log";
 

@@ -54,6 +54,8 @@ struct ServerSpec {
   uint16_t port = 0;
   // More lines for the network section (e.g. "  tls_cert: /x\n").
   std::string network_yaml;
+  // More lines for the memory section (e.g. "  prefault: false\n").
+  std::string memory_yaml;
 };
 
 class ServerProcess {

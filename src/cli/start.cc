@@ -312,6 +312,7 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   store_options.block_size_bytes = c.memory.block_size_bytes;
   store_options.hugepages = PoolPolicyFor(*rdma_in_use, direct_io);
   store_options.prefault = c.memory.prefault;
+  store_options.read_check_interval_ns = Nanos{c.memory.read_check_interval_ms} * 1'000'000;
   PrefaultMeter meter;
   store_options.prefault_progress = [&meter](uint64_t done, uint64_t total) { meter.Update(done, total); };
   Result<std::unique_ptr<MemoryStore>> store = MemoryStore::Create(store_options);

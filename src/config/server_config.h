@@ -45,6 +45,10 @@ struct MemoryConfig {
   // Fault the whole pool in at start, so the first pass over it runs at the
   // speed of later ones (docs/configuration.md, "Memory backing").
   bool prefault = true;
+  // A value sent to a TCP reader (which checks it end to end) is hashed by
+  // the server after the send at most once per this many ms; 0: after every
+  // send (docs/configuration.md).
+  uint32_t read_check_interval_ms = 1000;
 };
 
 struct RdmaConfig {

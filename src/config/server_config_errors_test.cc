@@ -79,6 +79,19 @@ TEST(ServerConfigStorageTest, ModeAndDrivesMustAgree) {
   EXPECT_TRUE(HasLineWith(lines, {"storage.mode", "'disk'", "direct, file, memory"}));
 }
 
+TEST(ServerConfigMemoryTest, ReadCheckIntervalDefaultsToOneSecondAndIsChecked) {
+  Result<ServerConfig> defaults = Parse("memory:\n  max_size: 1 GiB\n");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->memory.read_check_interval_ms, 1000u);
+  Result<ServerConfig> every = Parse("memory:\n  read_check_interval_ms: 0\n");
+  ASSERT_TRUE(every.ok()) << every.status().ToString();
+  EXPECT_EQ(every->memory.read_check_interval_ms, 0u);
+  std::vector<std::string> lines = ProblemLines(Parse("memory:\n  read_check_interval_ms: 3600001\n"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(HasLineWith(lines, {"memory.read_check_interval_ms: 3600001 is out of range", "0..3600000",
+                                  "0 = after every send"}));
+}
+
 TEST(ServerConfigStorageTest, TierFieldsParseAndAreChecked) {
   Result<ServerConfig> ok = Parse(
       "storage:\n  mode: file\n  promote_on_read: false\n  io_threads: 8\n  drives:\n"
@@ -141,7 +154,7 @@ TEST(ServerConfigErrorsTest, UnknownFieldsAtEveryLevelSuggestTheClosest) {
   EXPECT_TRUE(HasLineWith(lines, {"unknown field 'rdam' (did you mean 'rdma'?)",
                                   "allowed: network, memory, rdma, storage"}));
   EXPECT_TRUE(HasLineWith(lines, {"'memory.blocksize' (did you mean 'block_size'?)"}));
-  EXPECT_TRUE(HasLineWith(lines, {"unknown field 'memory.colour'; allowed: block_size, max_size, prefault"}));
+  EXPECT_TRUE(HasLineWith(lines, {"unknown field 'memory.colour'; allowed: block_size, max_size, prefault, read_check_interval_ms"}));
 }
 
 TEST(ServerConfigErrorsTest, DuplicateFieldIsRefused) {
@@ -169,7 +182,7 @@ memory: 12
   EXPECT_TRUE(HasLineWith(lines, {"rdma.gid_index: '-1'", "0..255"}));
   EXPECT_TRUE(HasLineWith(lines, {"rdma.num_dcis: expected an integer, got a list", "1..1024"}));
   EXPECT_TRUE(HasLineWith(lines, {"rdma.device: expected a string, got a map"}));
-  EXPECT_TRUE(HasLineWith(lines, {"memory: expected a map of block_size, max_size, prefault; got a string"}));
+  EXPECT_TRUE(HasLineWith(lines, {"memory: expected a map of block_size, max_size, prefault, read_check_interval_ms; got a string"}));
 }
 
 TEST(ServerConfigErrorsTest, DocumentMustBeOneMap) {

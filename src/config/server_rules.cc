@@ -86,6 +86,10 @@ void CheckMemory(const MemoryConfig& m, Diagnostics* d) {
                      " is smaller than memory.block_size (" + FormatSize(m.block_size_bytes) +
                      "); allowed: 0 (sized to the machine) or at least one block");
   }
+  if (m.read_check_interval_ms > kMaxReadCheckIntervalMs) {
+    d->Violation({"memory.read_check_interval_ms"},
+                 OutOfRange("memory.read_check_interval_ms", m.read_check_interval_ms, kReadCheckIntervalAllowed));
+  }
 }
 
 std::string TrafficClassHint(uint32_t tc) {

@@ -229,6 +229,8 @@ std::string AdminService::StatusJson() const {
       .Key("misses").Number(mem.misses)
       .Key("evictions").Number(mem.evictions)
       .Key("checksum_failures").Number(mem.checksum_failures)
+      .Key("sent_value_checks").Number(mem.later_checks)
+      .Key("sent_value_checks_skipped").Number(mem.later_checks_skipped)
       .Key("pages").String(PageKindName(mem.page_kind))
       .EndObject();
 
@@ -344,6 +346,12 @@ std::string AdminService::MetricsText() const {
   p.AddCounter("memkv_checksum_failures_total", kChecksumHelp, {{"where", "rdma_commit"}},
                m.rdma_commit_checksum_failures.Value());
   p.AddCounter("memkv_checksum_failures_total", kChecksumHelp, {{"where", "dram"}}, mem.checksum_failures);
+  const char* kSentCheckHelp =
+      "DRAM values sent to a TCP reader (which checks them end to end) and then checked by the server: "
+      "hashed, or skipped because the bytes had matched within memory.read_check_interval_ms.";
+  p.AddCounter("memkv_sent_value_checks_total", kSentCheckHelp, {{"result", "hashed"}}, mem.later_checks);
+  p.AddCounter("memkv_sent_value_checks_total", kSentCheckHelp, {{"result", "skipped_recent"}},
+               mem.later_checks_skipped);
 
   // Cache figures: DRAM hits, drive hits (DRAM misses served by a drive), misses.
   const uint64_t final_misses = mem.misses >= tier.drive_hits ? mem.misses - tier.drive_hits : 0;

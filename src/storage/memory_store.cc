@@ -219,14 +219,21 @@ struct StoreEntry : LruNode {
   // Guarded by MemoryStore::Impl::mu.
   uint32_t pins = 0;
   EntryState state = EntryState::kLinked;
+
+  // When a read last found the bytes matching (the store's clock);
+  // kNeverChecked until then. Written by readers without the lock.
+  std::atomic<Nanos> checked_at{kNeverChecked};
+  static constexpr Nanos kNeverChecked = INT64_MIN;
 };
 
 struct MemoryStore::Impl {
-  Impl(MappedPool pool, uint64_t block_size_in, uint64_t pool_bytes_in)
+  Impl(MappedPool pool, const MemoryStoreOptions& options, uint64_t pool_bytes_in)
       : base(pool.base),
-        block_size(block_size_in),
+        block_size(options.block_size_bytes),
         pool_bytes(pool_bytes_in),
         backing(std::move(pool.backing)),
+        read_check_interval(options.read_check_interval_ns),
+        clock(options.clock != nullptr ? options.clock : &steady_clock),
         allocator(pool_bytes_in / kPoolUnitBytes) {}
   ~Impl() {
     if (munmap(base, backing.mapping_bytes) != 0) {
@@ -265,6 +272,9 @@ struct MemoryStore::Impl {
   const uint64_t block_size;
   const uint64_t pool_bytes;
   const PoolBacking backing;
+  const Nanos read_check_interval;
+  const SteadyClock steady_clock;
+  const Clock* const clock;
 
   mutable std::mutex mu;
   // Guarded by mu: index, lru, allocator, the *_units tallies below, and
@@ -287,6 +297,8 @@ struct MemoryStore::Impl {
   std::atomic<uint64_t> misses{0};
   std::atomic<uint64_t> evictions{0};
   std::atomic<uint64_t> checksum_failures{0};
+  std::atomic<uint64_t> later_checks{0};
+  std::atomic<uint64_t> later_checks_skipped{0};
 };
 
 std::vector<iovec> MemoryStore::Impl::BuildIov(const std::vector<PoolRun>& runs, uint64_t size) const {
@@ -450,7 +462,7 @@ ReadHandle& ReadHandle::operator=(ReadHandle&& other) noexcept {
 Status ReadHandle::CheckLater() {
   if (!unchecked_ || store_ == nullptr) return Status::Ok();
   unchecked_ = false;
-  return store_->CheckPinned(entry_);
+  return store_->CheckPinnedLater(entry_);
 }
 
 ReadHandle::~ReadHandle() {
@@ -508,7 +520,11 @@ Result<std::unique_ptr<MemoryStore>> MemoryStore::Create(const MemoryStoreOption
     Prefault(pool.base, pool.backing.mapping_bytes, page, options.prefault_progress);
     pool.backing.prefault_nanos = std::max<uint64_t>(1, MonotonicNanos() - start);
   }
-  auto impl = std::make_unique<Impl>(std::move(pool), options.block_size_bytes, bytes);
+  if (options.read_check_interval_ns < 0) {
+    return InvalidArgument("MemoryStore: read_check_interval_ns " + std::to_string(options.read_check_interval_ns) +
+                           " is negative");
+  }
+  auto impl = std::make_unique<Impl>(std::move(pool), options, bytes);
   impl->PublishFreeLocked();  // no other thread can see impl yet
   return std::unique_ptr<MemoryStore>(new MemoryStore(std::move(impl)));
 }
@@ -621,10 +637,26 @@ Result<ReadHandle> MemoryStore::Get(std::string_view key, ReadCheck check) {
   return handle;
 }
 
+Status MemoryStore::CheckPinnedLater(const std::shared_ptr<StoreEntry>& entry) {
+  Impl& s = *impl_;
+  if (s.read_check_interval > 0) {
+    const Nanos at = entry->checked_at.load(std::memory_order_relaxed);
+    if (at != StoreEntry::kNeverChecked && s.clock->NowNanos() - at < s.read_check_interval) {
+      s.later_checks_skipped.fetch_add(1, std::memory_order_relaxed);
+      return Status::Ok();
+    }
+  }
+  s.later_checks.fetch_add(1, std::memory_order_relaxed);
+  return CheckPinned(entry);
+}
+
 Status MemoryStore::CheckPinned(const std::shared_ptr<StoreEntry>& entry) {
   Impl& s = *impl_;
   const uint64_t actual = ChecksumIov(entry->iov);
-  if (actual == entry->checksum) return Status::Ok();
+  if (actual == entry->checksum) {
+    if (s.read_check_interval > 0) entry->checked_at.store(s.clock->NowNanos(), std::memory_order_relaxed);
+    return Status::Ok();
+  }
   std::shared_ptr<StoreEntry> dropped;
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -691,6 +723,8 @@ MemoryStoreStats MemoryStore::Stats() const {
   out.misses = s.misses.load(std::memory_order_relaxed);
   out.evictions = s.evictions.load(std::memory_order_relaxed);
   out.checksum_failures = s.checksum_failures.load(std::memory_order_relaxed);
+  out.later_checks = s.later_checks.load(std::memory_order_relaxed);
+  out.later_checks_skipped = s.later_checks_skipped.load(std::memory_order_relaxed);
   out.page_kind = s.backing.kind;
   return out;
 }

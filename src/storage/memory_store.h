@@ -60,6 +60,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/key_page.h"
 #include "memkv/status.h"
 #include "storage/hugepages.h"
@@ -93,6 +94,13 @@ struct MemoryStoreOptions {
   // touched lazily, by the first value written there.
   bool prefault = false;
   PrefaultProgress prefault_progress = nullptr;  // optional; called every few hundred MiB
+  // memory.read_check_interval_ms. A value handed out unchecked
+  // (ReadCheck::kLater: a TCP get, whose client checks the bytes end to end)
+  // is hashed by CheckLater at most once per this interval: a value whose
+  // bytes matched less than this long ago is not hashed again. 0: hashed
+  // after every send. Gets checked before they return (kNow) always hash.
+  Nanos read_check_interval_ns = 0;
+  const Clock* clock = nullptr;  // for that interval; nullptr: the real monotonic clock
 };
 
 // How the pool is mapped; fixed at Create().
@@ -123,6 +131,10 @@ struct MemoryStoreStats {
   uint64_t misses = 0;
   uint64_t evictions = 0;          // values evicted to make room
   uint64_t checksum_failures = 0;  // reads whose bytes did not match
+  // CheckLater calls: hashed, and not hashed because the value had matched
+  // within read_check_interval_ns.
+  uint64_t later_checks = 0;
+  uint64_t later_checks_skipped = 0;
   PageKind page_kind = PageKind::kSmall;  // PageKindName(): "hugetlb 2MiB", ...
 
   // 1 - largest_free_bytes / free_bytes: 0 when the free bytes are one run,
@@ -176,7 +188,8 @@ class ReadHandle {
   // For a handle from Get(key, ReadCheck::kLater), once its bytes have been
   // used (sent under checksum() to a reader that checks them): hashes them,
   // and on a mismatch drops the value from the store, counts the failure and
-  // returns Corruption. Ok, without hashing, for a handle checked at Get.
+  // returns Corruption. Ok, without hashing, for a handle checked at Get and
+  // for a value whose bytes matched within read_check_interval_ns.
   Status CheckLater();
 
  private:
@@ -258,6 +271,9 @@ class MemoryStore {
   // Hashes a pinned entry's bytes; on a mismatch unlinks it (when still
   // linked), counts and logs the failure and returns Corruption.
   Status CheckPinned(const std::shared_ptr<StoreEntry>& entry);
+  // ReadHandle::CheckLater: CheckPinned, unless the bytes matched within
+  // read_check_interval_ns.
+  Status CheckPinnedLater(const std::shared_ptr<StoreEntry>& entry);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -565,6 +565,62 @@ TEST(MemoryStore, ChecksumMismatchWhilePinnedFreesRoomAfterRelease) {
   EXPECT_EQ(FreeChunks(*store), 4u);
 }
 
+class ManualClock final : public Clock {
+ public:
+  Nanos NowNanos() const override { return now.load(); }
+  std::atomic<Nanos> now{1'000'000'000};
+};
+
+// memory.read_check_interval_ms: a value whose bytes matched within the
+// interval is not hashed again after a send; once the interval has passed
+// it is, and a corrupt one is dropped. A check at Get (kNow) always hashes.
+TEST(MemoryStore, ACheckLeftForLaterHashesAValueAtMostOncePerInterval) {
+  constexpr Nanos kInterval = 1'000'000'000;
+  ManualClock clock;
+  auto created = MemoryStore::Create(MemoryStoreOptions{.max_size_bytes = 8 * kChunk,
+                                                        .block_size_bytes = kChunk,
+                                                        .read_check_interval_ns = kInterval,
+                                                        .clock = &clock});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  MemoryStore& store = **created;
+  ASSERT_TRUE(PutBytes(store, "k", Pattern(kChunk + 5, 1)).ok());
+
+  auto check_later = [&store] {
+    auto h = store.Get("k", ReadCheck::kLater);
+    return h.ok() ? h->CheckLater() : h.status();
+  };
+  EXPECT_TRUE(check_later().ok()) << "never checked: hashed";
+  EXPECT_EQ(store.Stats().later_checks, 1u);
+  ASSERT_TRUE(store.CorruptForTesting("k").ok());
+
+  clock.now += kInterval - 1;
+  EXPECT_TRUE(check_later().ok()) << "matched within the interval: not hashed again";
+  EXPECT_EQ(store.Stats().later_checks, 1u);
+  EXPECT_EQ(store.Stats().later_checks_skipped, 1u);
+  EXPECT_TRUE(store.Exists("k"));
+  EXPECT_FALSE(store.Get("k").ok()) << "a check at Get ignores the interval";
+  EXPECT_EQ(store.Stats().checksum_failures, 1u);
+
+  ASSERT_TRUE(PutBytes(store, "k", Pattern(3000, 2)).ok());
+  EXPECT_TRUE(check_later().ok()) << "a new value was never checked: hashed";
+  ASSERT_TRUE(store.CorruptForTesting("k").ok());
+  clock.now += kInterval;
+  Status late = check_later();
+  EXPECT_EQ(late.code(), StatusCode::kCorruption) << "the interval has passed: hashed, and found out";
+  EXPECT_FALSE(store.Exists("k"));
+  EXPECT_EQ(store.Stats().checksum_failures, 2u);
+  EXPECT_EQ(store.Stats().later_checks, 3u);
+  EXPECT_EQ(store.Stats().later_checks_skipped, 1u);
+}
+
+TEST(MemoryStore, ANegativeReadCheckIntervalIsRefused) {
+  auto created = MemoryStore::Create(MemoryStoreOptions{
+      .max_size_bytes = 8 * kChunk, .block_size_bytes = kChunk, .read_check_interval_ns = -1});
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(created.status().message().find("read_check_interval_ns"), std::string::npos);
+}
+
 TEST(MemoryStore, ACheckLeftForLaterHandsOutTheBytesAndDropsThemOnceUsedIfCorrupt) {
   auto store = MakeStore(8);
   ASSERT_TRUE(PutBytes(*store, "bad", Pattern(kChunk + 5, 1)).ok());
