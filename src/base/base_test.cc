@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -240,6 +241,53 @@ TEST(ChecksumTest, StreamMatchesOneShot) {
   EXPECT_EQ(stream.Digest(), Checksum(data.data(), data.size()));
   stream.Reset();
   EXPECT_EQ(stream.Digest(), Checksum(nullptr, 0));
+}
+
+}  // namespace
+namespace internal {
+uint64_t ChecksumIovAvx2(const iovec* iov, size_t count);
+void ChecksumUpdateAvx2(void* state, const void* data, size_t size);
+uint64_t ChecksumIovAvx512(const iovec* iov, size_t count);
+void ChecksumUpdateAvx512(void* state, const void* data, size_t size);
+}  // namespace internal
+namespace {
+
+// Each vector build this CPU runs computes plain XXH3-64, one-shot, over
+// iovecs and piece by piece, whichever one checksum.cc picks.
+TEST(ChecksumTest, EveryVectorBuildTheCpuRunsIsXxh3) {
+  struct Variant {
+    const char* isa;
+    uint64_t (*iov)(const iovec*, size_t);
+    void (*update)(void*, const void*, size_t);
+  };
+  std::vector<uint8_t> data(3 << 20);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = uint8_t(i * 13 ^ (i >> 11));
+  __builtin_cpu_init();
+  int ran = 0;
+  for (const Variant& v : {Variant{"avx2", &internal::ChecksumIovAvx2, &internal::ChecksumUpdateAvx2},
+                           Variant{"avx512f", &internal::ChecksumIovAvx512, &internal::ChecksumUpdateAvx512}}) {
+    const bool runs = std::string_view(v.isa) == "avx2" ? __builtin_cpu_supports("avx2")
+                                                         : __builtin_cpu_supports("avx512f");
+    if (!runs) continue;
+    ++ran;
+    SCOPED_TRACE(v.isa);
+    for (size_t size : {0ul, 1ul, 17ul, 240ul, 241ul, 4096ul, 65536ul + 3, data.size()}) {
+      iovec one{data.data(), size};
+      EXPECT_EQ(v.iov(&one, 1), XXH3_64bits(data.data(), size)) << size;
+    }
+    iovec parts[3] = {{data.data(), 5}, {data.data() + 5, 70000}, {data.data() + 70005, data.size() - 70005}};
+    EXPECT_EQ(v.iov(parts, 3), XXH3_64bits(data.data(), data.size()));
+    std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> state(XXH3_createState(), &XXH3_freeState);
+    XXH3_64bits_reset(state.get());
+    size_t at = 0;
+    for (size_t piece : {1ul, 63ul, 4096ul, 100001ul, 1ul << 20}) {
+      v.update(state.get(), data.data() + at, piece);
+      at += piece;
+    }
+    v.update(state.get(), data.data() + at, data.size() - at);
+    EXPECT_EQ(XXH3_64bits_digest(state.get()), XXH3_64bits(data.data(), data.size()));
+  }
+  if (ran == 0) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512F: only the portable build runs";
 }
 
 TEST(HmacTest, Rfc4231Case2) {
