@@ -12,6 +12,7 @@
 #include "base/key_page.h"
 #include "base/bytes.h"
 #include "base/checksum.h"
+#include "base/checksum_internal.h"
 #include "base/hmac.h"
 #include "base/log.h"
 #include "base/units.h"
@@ -242,15 +243,6 @@ TEST(ChecksumTest, StreamMatchesOneShot) {
   stream.Reset();
   EXPECT_EQ(stream.Digest(), Checksum(nullptr, 0));
 }
-
-}  // namespace
-namespace internal {
-uint64_t ChecksumIovAvx2(const iovec* iov, size_t count);
-void ChecksumUpdateAvx2(void* state, const void* data, size_t size);
-uint64_t ChecksumIovAvx512(const iovec* iov, size_t count);
-void ChecksumUpdateAvx512(void* state, const void* data, size_t size);
-}  // namespace internal
-namespace {
 
 // Each vector build this CPU runs computes plain XXH3-64, one-shot, over
 // iovecs and piece by piece, whichever one checksum.cc picks.

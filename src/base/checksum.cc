@@ -1,18 +1,13 @@
 #include "base/checksum.h"
 
+#include "base/checksum_internal.h"
+
 // Inline the implementation: the hot loop then compiles into this file at full
 // optimisation instead of going through the shared library.
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 namespace memkv {
-namespace internal {
-uint64_t ChecksumIovAvx2(const iovec* iov, size_t count);
-void ChecksumUpdateAvx2(void* state, const void* data, size_t size);
-uint64_t ChecksumIovAvx512(const iovec* iov, size_t count);
-void ChecksumUpdateAvx512(void* state, const void* data, size_t size);
-}  // namespace internal
-
 namespace {
 
 uint64_t ChecksumIovPortable(const iovec* iov, size_t count) {
