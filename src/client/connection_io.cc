@@ -151,6 +151,7 @@ ssize_t Connection::ReadSocket(size_t* asked) {
     return n;
   }
   // Straight into the destinations: no staging buffer, no copy.
+  *asked = 0;
   iovec iov[kReadIov];
   int count = 0;
   for (size_t i = segment_index_; i < segments_.size() && count < kReadIov; ++i) {
