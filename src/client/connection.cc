@@ -77,6 +77,7 @@ std::unique_ptr<Connection> Connection::Adopt(UniqueFd fd, std::string name,
   conn->max_inflight_ = std::clamp<uint32_t>(max_inflight, 1, proto::kMaxInflightPerConnection);
   conn->state_ = State::kReady;
   conn->was_ready_ = true;
+  conn->EnableWaitInRead();
   return conn;
 }
 
@@ -168,6 +169,7 @@ Status Connection::OnConnectResponse(const Tag& tag) {
   max_inflight_ = std::clamp<uint32_t>(response.max_inflight, 1, proto::kMaxInflightPerConnection);
   state_ = State::kReady;
   was_ready_ = true;
+  EnableWaitInRead();
   hello_.clear();
   master_mac_.reset();
   std::fill(master_key_.begin(), master_key_.end(), 0);
@@ -412,6 +414,13 @@ void DriveConnections(std::span<Connection* const> connections, Nanos deadline,
     if (polled.empty()) return;
     if (busy) continue;
     const Nanos wait = wake - now;
+    // One connection waiting only for its answer: sleep in its read, as a
+    // blocking socket would, rather than in ppoll and then read.
+    if (fds.size() == 1 && fds[0].events == POLLIN && wait >= Connection::kWaitSliceNs &&
+        connections[polled[0]]->CanWaitInRead()) {
+      connections[polled[0]]->WaitAndReceive();
+      continue;
+    }
     timespec ts{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
     int rc = ::ppoll(fds.data(), fds.size(), &ts, nullptr);
     if (rc < 0) {

@@ -105,6 +105,14 @@ class Connection {
   Nanos connect_deadline() const { return connect_deadline_; }
   int fd() const { return fd_.get(); }
   short PollEvents() const;
+  // The connection can wait for a response inside its own receive (a
+  // blocking read bounded by kWaitSliceNs) instead of in poll: ready, TCP
+  // only, and the socket was switched to blocking mode after the handshake.
+  bool CanWaitInRead() const { return wait_in_read_ && state_ == State::kReady && !RdmaBusy(); }
+  // One blocking read (at most kWaitSliceNs), then what OnEvents(POLLIN)
+  // does. The caller makes sure the deadline is at least a slice away.
+  void WaitAndReceive();
+  static constexpr Nanos kWaitSliceNs = 20'000'000;
   // Non-blocking I/O after poll reported `revents` (or 0: just try to write).
   // Reads what arrived; writes only when `may_send` (the deadline is ahead).
   void OnEvents(short revents, bool may_send);
@@ -150,6 +158,13 @@ class Connection {
   // large payload straight into its destinations; `*asked` is set to the
   // bytes it asked for. 0 on EOF, -1 with errno.
   ssize_t ReadSocket(size_t* asked);
+  // Flags for ReadSocket's next read: blocking once after WaitAndReceive
+  // asked for it, MSG_DONTWAIT otherwise.
+  int TakeReadFlags();
+  // After the handshake: clears O_NONBLOCK and sets SO_RCVTIMEO to a slice,
+  // so that a caller with one connection can sleep in the read itself. Every
+  // other read and write passes MSG_DONTWAIT. Off when either call fails.
+  void EnableWaitInRead();
   // Feeds `n` received bytes at `p` to the phase they belong to (header,
   // meta, payload segments); returns the bytes used, less than `n` when a
   // response ended (the rest belongs to the next one) or the phase failed.
@@ -169,6 +184,8 @@ class Connection {
   State state_ = State::kConnecting;
   bool was_ready_ = false;
   bool lost_ = false;
+  bool wait_in_read_ = false;
+  bool block_next_read_ = false;
   Status error_;
   // Set when the server answered with a status after which it closes the
   // connection (AuthFailed, ProtocolError, ...): its EOF is then expected,

@@ -1,4 +1,6 @@
 // Connection, part two: request and response framing on a ready connection.
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -80,7 +82,7 @@ Status Connection::Send() {
     msghdr msg{};
     msg.msg_iov = send_iov_.data() + send_first_;
     msg.msg_iovlen = std::min<size_t>(send_iov_.size() - send_first_, IOV_MAX);
-    ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL);
+    ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n >= 0) {
       ClientCounters::Add(counters_->bytes_sent, static_cast<uint64_t>(n));
       bytes_written_ += static_cast<uint64_t>(n);
@@ -143,7 +145,7 @@ ssize_t Connection::ReadSocket(size_t* asked) {
   if (payload_left < kDirectPayloadBytes) {
     if (!rx_buf_) rx_buf_ = std::make_unique<uint8_t[]>(kReadAheadBytes);
     *asked = kReadAheadBytes;
-    const ssize_t n = ::recv(fd_.get(), rx_buf_.get(), kReadAheadBytes, 0);
+    const ssize_t n = ::recv(fd_.get(), rx_buf_.get(), kReadAheadBytes, TakeReadFlags());
     if (n > 0) {
       rx_pos_ = 0;
       rx_end_ = static_cast<size_t>(n);
@@ -169,9 +171,31 @@ ssize_t Connection::ReadSocket(size_t* asked) {
       *asked += static_cast<size_t>(left);
     }
   }
-  const ssize_t n = ::readv(fd_.get(), iov, count);
+  msghdr msg{};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = static_cast<size_t>(count);
+  const ssize_t n = ::recvmsg(fd_.get(), &msg, TakeReadFlags());
   if (n > 0) AdvancePayload(static_cast<uint64_t>(n));
   return n;
+}
+
+int Connection::TakeReadFlags() {
+  const bool block = block_next_read_;
+  block_next_read_ = false;
+  return block ? 0 : MSG_DONTWAIT;
+}
+
+void Connection::WaitAndReceive() {
+  block_next_read_ = true;
+  OnEvents(POLLIN, /*may_send=*/true);
+  block_next_read_ = false;
+}
+
+void Connection::EnableWaitInRead() {
+  const int flags = ::fcntl(fd_.get(), F_GETFL, 0);
+  timeval slice{0, static_cast<suseconds_t>(kWaitSliceNs / 1000)};
+  wait_in_read_ = flags >= 0 && ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof(slice)) == 0 &&
+                  ::fcntl(fd_.get(), F_SETFL, flags & ~O_NONBLOCK) == 0;
 }
 
 Result<size_t> Connection::Consume(const uint8_t* p, size_t n) {

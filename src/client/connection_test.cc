@@ -272,6 +272,42 @@ TEST(ConnectionTest, ResponsesReadAheadAcrossAnyCutLandInTheirOwnBuffers) {
   EXPECT_TRUE(c->Reusable());
 }
 
+// A lone connection waits for its answer in a blocking read cut into
+// slices (Connection::kWaitSliceNs). An answer whose payload stops for
+// longer than a slice, and a read that comes back empty, must neither end
+// the wait early nor lose or misplace a byte.
+TEST(ConnectionTest, AnAnswerThatStallsForSeveralWaitSlicesArrivesWhole) {
+  ClientCounters counters;
+  Pair p = MakePair(8, &counters);
+  std::vector<uint8_t> value(300000);
+  for (size_t j = 0; j < value.size(); ++j) value[j] = static_cast<uint8_t>(j * 13);
+  std::thread peer([&] {
+    ReadFrame f;
+    if (!ReadOne(p.peer.get(), &f).ok()) return;
+    Tag tag;
+    std::memcpy(tag.data(), f.raw + proto::kFieldsSize, tag.size());
+    if (!p.peer_auth->VerifyNext(f.raw, f.meta, tag)) return;
+    const std::vector<uint8_t> frame =
+        EncodeAnswer(*p.peer_auth, f.header, StatusCode::kOk, value, Checksum(value.data(), value.size()));
+    const size_t half = proto::kHeaderSize + value.size() / 2;
+    if (!SendBytes(p.peer.get(), frame.data(), half).ok()) return;
+    // The stall under test: two and a half wait slices with nothing sent.
+    pollfd none{-1, 0, 0};
+    ::poll(&none, 1, static_cast<int>(Connection::kWaitSliceNs * 5 / 2 / kMs));
+    (void)SendBytes(p.peer.get(), frame.data() + half, frame.size() - half);
+  });
+  std::vector<uint8_t> buffer(value.size(), 0xee);
+  SingleExchange x(proto::Opcode::kGet, "k", "peer", std::span<const uint8_t>{}, std::span<uint8_t>(buffer));
+  p.conn->Enqueue(&x);
+  Connection* c = p.conn.get();
+  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 10'000 * kMs);
+  peer.join();
+  ASSERT_TRUE(x.status().ok()) << x.status().ToString();
+  EXPECT_EQ(x.value_size(), value.size());
+  EXPECT_EQ(buffer, value);
+  EXPECT_TRUE(c->Reusable());
+}
+
 TEST(ConnectionTest, ResponseTaggedWithAnotherKeyIsAuthFailed) {
   ClientCounters counters;
   Pair p = MakePair(8, &counters);
