@@ -418,7 +418,7 @@ void DriveConnections(std::span<Connection* const> connections, Nanos deadline,
     // blocking socket would, rather than in ppoll and then read.
     if (fds.size() == 1 && fds[0].events == POLLIN && wait >= Connection::kWaitSliceNs &&
         connections[polled[0]]->CanWaitInRead()) {
-      connections[polled[0]]->WaitAndReceive();
+      connections[polled[0]]->WaitAndReceive(deadline);
       continue;
     }
     timespec ts{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};

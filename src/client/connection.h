@@ -110,8 +110,9 @@ class Connection {
   // only, and the socket was switched to blocking mode after the handshake.
   bool CanWaitInRead() const { return wait_in_read_ && state_ == State::kReady && !RdmaBusy(); }
   // One blocking read (at most kWaitSliceNs), then what OnEvents(POLLIN)
-  // does. The caller makes sure the deadline is at least a slice away.
-  void WaitAndReceive();
+  // does, sending only while `deadline` is ahead. The caller makes sure the
+  // deadline is at least a slice away.
+  void WaitAndReceive(Nanos deadline);
   static constexpr Nanos kWaitSliceNs = 20'000'000;
   // Non-blocking I/O after poll reported `revents` (or 0: just try to write).
   // Reads what arrived; writes only when `may_send` (the deadline is ahead).

@@ -185,10 +185,13 @@ int Connection::TakeReadFlags() {
   return block ? 0 : MSG_DONTWAIT;
 }
 
-void Connection::WaitAndReceive() {
+void Connection::WaitAndReceive(Nanos deadline) {
   block_next_read_ = true;
-  OnEvents(POLLIN, /*may_send=*/true);
+  OnEvents(POLLIN, /*may_send=*/false);
   block_next_read_ = false;
+  // An answer may have opened the window for a queued request; the read may
+  // have slept up to the deadline, so that is checked again first.
+  if (CanSend() && MonotonicNanos() < deadline) OnEvents(0, /*may_send=*/true);
 }
 
 void Connection::EnableWaitInRead() {
