@@ -150,7 +150,9 @@ class Connection {
   bool CanSend() const;
   bool Refill();
   Status Send();
-  Status Receive();
+  // Reads and parses what has arrived; with `block_first` the first read
+  // blocks (up to the SO_RCVTIMEO slice), every other one is MSG_DONTWAIT.
+  Status Receive(bool block_first = false);
   Status OnHeader();
   Status OnMeta();
   Status StartPayload();
@@ -158,10 +160,7 @@ class Connection {
   // Reads from the socket: into the read-ahead buffer, or for the rest of a
   // large payload straight into its destinations; `*asked` is set to the
   // bytes it asked for. 0 on EOF, -1 with errno.
-  ssize_t ReadSocket(size_t* asked);
-  // Flags for ReadSocket's next read: blocking once after WaitAndReceive
-  // asked for it, MSG_DONTWAIT otherwise.
-  int TakeReadFlags();
+  ssize_t ReadSocket(size_t* asked, int flags);
   // After the handshake: clears O_NONBLOCK and sets SO_RCVTIMEO to a slice,
   // so that a caller with one connection can sleep in the read itself. Every
   // other read and write passes MSG_DONTWAIT. Off when either call fails.
@@ -186,7 +185,6 @@ class Connection {
   bool was_ready_ = false;
   bool lost_ = false;
   bool wait_in_read_ = false;
-  bool block_next_read_ = false;
   Status error_;
   // Set when the server answered with a status after which it closes the
   // connection (AuthFailed, ProtocolError, ...): its EOF is then expected,

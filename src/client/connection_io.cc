@@ -1,6 +1,5 @@
 // Connection, part two: request and response framing on a ready connection.
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -95,7 +94,7 @@ Status Connection::Send() {
   }
 }
 
-Status Connection::Receive() {
+Status Connection::Receive(bool block_first) {
   size_t budget = kReadBudgetBytes;
   // A read that came back short emptied the socket: asking again would only
   // return EAGAIN, a system call per wakeup. The poll loop reports what
@@ -113,7 +112,8 @@ Status Connection::Receive() {
     }
     if (budget == 0 || drained) break;
     size_t asked = 0;
-    const ssize_t n = ReadSocket(&asked);
+    const ssize_t n = ReadSocket(&asked, block_first ? 0 : MSG_DONTWAIT);
+    block_first = false;
     if (n == 0) {
       if (state_ == State::kHandshake) {
         return Unavailable("server " + name_ + " closed the connection during the Connect handshake");
@@ -135,7 +135,7 @@ Status Connection::Receive() {
   return Status::Ok();
 }
 
-ssize_t Connection::ReadSocket(size_t* asked) {
+ssize_t Connection::ReadSocket(size_t* asked, int flags) {
   uint64_t payload_left = 0;
   if (phase_ == RecvPhase::kPayload) {
     for (size_t i = segment_index_; i < segments_.size(); ++i) {
@@ -145,7 +145,7 @@ ssize_t Connection::ReadSocket(size_t* asked) {
   if (payload_left < kDirectPayloadBytes) {
     if (!rx_buf_) rx_buf_ = std::make_unique<uint8_t[]>(kReadAheadBytes);
     *asked = kReadAheadBytes;
-    const ssize_t n = ::recv(fd_.get(), rx_buf_.get(), kReadAheadBytes, TakeReadFlags());
+    const ssize_t n = ::recv(fd_.get(), rx_buf_.get(), kReadAheadBytes, flags);
     if (n > 0) {
       rx_pos_ = 0;
       rx_end_ = static_cast<size_t>(n);
@@ -174,21 +174,16 @@ ssize_t Connection::ReadSocket(size_t* asked) {
   msghdr msg{};
   msg.msg_iov = iov;
   msg.msg_iovlen = static_cast<size_t>(count);
-  const ssize_t n = ::recvmsg(fd_.get(), &msg, TakeReadFlags());
+  const ssize_t n = ::recvmsg(fd_.get(), &msg, flags);
   if (n > 0) AdvancePayload(static_cast<uint64_t>(n));
   return n;
 }
 
-int Connection::TakeReadFlags() {
-  const bool block = block_next_read_;
-  block_next_read_ = false;
-  return block ? 0 : MSG_DONTWAIT;
-}
-
 void Connection::WaitAndReceive(Nanos deadline) {
-  block_next_read_ = true;
-  OnEvents(POLLIN, /*may_send=*/false);
-  block_next_read_ = false;
+  if (Status s = Receive(/*block_first=*/true); !s.ok()) {
+    Fail(s);
+    return;
+  }
   // An answer may have opened the window for a queued request; the read may
   // have slept up to the deadline, so that is checked again first.
   if (CanSend() && MonotonicNanos() < deadline) OnEvents(0, /*may_send=*/true);
