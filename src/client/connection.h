@@ -161,6 +161,15 @@ class Connection {
   // large payload straight into its destinations; `*asked` is set to the
   // bytes it asked for. 0 on EOF, -1 with errno.
   ssize_t ReadSocket(size_t* asked, int flags);
+  // The caller's buffer of the one get outstanding, when its answer has not
+  // begun to arrive; empty otherwise. ReadAnswerInPlace then reads the
+  // answer's header and the buffer's worth of payload in one recvmsg, and
+  // LandAnswerInPlace parses what it read: a value is already in place (one
+  // system call and no copy, where the read-ahead path makes two and copies
+  // up to kReadAheadBytes).
+  std::span<uint8_t> InPlaceDestination() const;
+  ssize_t ReadAnswerInPlace(std::span<uint8_t> dst, size_t* asked, int flags);
+  Status LandAnswerInPlace(std::span<uint8_t> dst, size_t n);
   // After the handshake: clears O_NONBLOCK and sets SO_RCVTIMEO to a slice,
   // so that a caller with one connection can sleep in the read itself. Every
   // other read and write passes MSG_DONTWAIT. Off when either call fails.

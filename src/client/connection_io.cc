@@ -112,7 +112,9 @@ Status Connection::Receive(bool block_first) {
     }
     if (budget == 0 || drained) break;
     size_t asked = 0;
-    const ssize_t n = ReadSocket(&asked, block_first ? 0 : MSG_DONTWAIT);
+    const int flags = block_first ? 0 : MSG_DONTWAIT;
+    const std::span<uint8_t> in_place = InPlaceDestination();
+    const ssize_t n = in_place.empty() ? ReadSocket(&asked, flags) : ReadAnswerInPlace(in_place, &asked, flags);
     block_first = false;
     if (n == 0) {
       if (state_ == State::kHandshake) {
@@ -129,6 +131,7 @@ Status Connection::Receive(bool block_first) {
     }
     const auto got = static_cast<size_t>(n);
     ClientCounters::Add(counters_->bytes_received, got);
+    if (!in_place.empty()) MEMKV_RETURN_IF_ERROR(LandAnswerInPlace(in_place, got));
     budget -= std::min(budget, got);
     drained = got < asked;
   }
@@ -177,6 +180,53 @@ ssize_t Connection::ReadSocket(size_t* asked, int flags) {
   const ssize_t n = ::recvmsg(fd_.get(), &msg, flags);
   if (n > 0) AdvancePayload(static_cast<uint64_t>(n));
   return n;
+}
+
+std::span<uint8_t> Connection::InPlaceDestination() const {
+  // Only with one request outstanding: no other answer can follow this
+  // one's bytes, so a read of at most a header and the buffer takes nothing
+  // that belongs to the next.
+  if (state_ != State::kReady || inflight_.size() != 1 || phase_ != RecvPhase::kHeader || header_got_ != 0 ||
+      rx_pos_ != rx_end_) {
+    return {};
+  }
+  const Exchange* x = inflight_.front();
+  return x->sent_opcode_ == proto::Opcode::kGet ? x->ExpectedDestination() : std::span<uint8_t>();
+}
+
+ssize_t Connection::ReadAnswerInPlace(std::span<uint8_t> dst, size_t* asked, int flags) {
+  iovec iov[2] = {{header_.data(), header_.size()}, {dst.data(), dst.size()}};
+  msghdr msg{};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = 2;
+  *asked = header_.size() + dst.size();
+  return ::recvmsg(fd_.get(), &msg, flags);
+}
+
+Status Connection::LandAnswerInPlace(std::span<uint8_t> dst, size_t n) {
+  header_got_ = std::min(n, header_.size());
+  // A header cut short is finished through the read-ahead buffer.
+  if (header_got_ < header_.size()) return Status::Ok();
+  MEMKV_RETURN_IF_ERROR(OnHeader());
+  const size_t landed = n - header_.size();
+  size_t used = 0;
+  // An Ok get (no meta, the value into the buffer): its bytes are in place.
+  if (phase_ == RecvPhase::kPayload && segment_index_ < segments_.size() && segment_offset_ == 0) {
+    const PayloadSegment& s = segments_[segment_index_];
+    if (!s.discard && s.dst == dst.data()) {
+      used = static_cast<size_t>(std::min<uint64_t>(landed, s.size));
+      AdvancePayload(used);
+    }
+  }
+  // Anything else (an error's text, a value too large for the buffer, which
+  // is dropped, or bytes nobody asked for) is parsed from where it landed;
+  // none of it is copied into the buffer it sits in.
+  while (used < landed && state_ != State::kFailed) {
+    MEMKV_ASSIGN_OR_RETURN(size_t took, Consume(dst.data() + used, landed - used));
+    if (took == 0) return ProtocolError("server " + name_ + " sent bytes past the end of its answer");
+    used += took;
+  }
+  return Status::Ok();
 }
 
 void Connection::WaitAndReceive(Nanos deadline) {

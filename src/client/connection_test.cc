@@ -3,7 +3,9 @@
 #include "client/connection.h"
 
 #include <gtest/gtest.h>
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -56,20 +58,24 @@ Status ReadOne(int fd, ReadFrame* f) {
   return Status::Ok();
 }
 
-// A response frame to `request`, tagged, with `payload` (no meta).
+// A response frame to `request`, tagged, with `payload` and `meta`.
 std::vector<uint8_t> EncodeAnswer(proto::FrameAuth& auth, const proto::FrameHeader& request, StatusCode status,
-                                  const std::vector<uint8_t>& payload = {}, uint64_t checksum = 0) {
+                                  const std::vector<uint8_t>& payload = {}, uint64_t checksum = 0,
+                                  std::string_view meta = {}) {
   proto::FrameHeader h;
   h.opcode = request.opcode;
   h.flags = proto::kFlagResponse;
   h.request_id = request.request_id;
   h.status = status;
+  h.meta_len = static_cast<uint32_t>(meta.size());
   h.payload_len = payload.size();
   h.payload_checksum = checksum;
   std::vector<uint8_t> frame(proto::kHeaderSize);
   proto::EncodeFields(h, frame.data());
-  Tag tag = auth.SignNext(frame.data(), {});
+  const auto* meta_bytes = reinterpret_cast<const uint8_t*>(meta.data());
+  Tag tag = auth.SignNext(frame.data(), {meta_bytes, meta.size()});
   std::memcpy(frame.data() + proto::kFieldsSize, tag.data(), tag.size());
+  frame.insert(frame.end(), meta_bytes, meta_bytes + meta.size());
   frame.insert(frame.end(), payload.begin(), payload.end());
   return frame;
 }
@@ -306,6 +312,116 @@ TEST(ConnectionTest, AnAnswerThatStallsForSeveralWaitSlicesArrivesWhole) {
   EXPECT_EQ(x.value_size(), value.size());
   EXPECT_EQ(buffer, value);
   EXPECT_TRUE(c->Reusable());
+}
+
+// Waits until the client has read everything sent to it on `fd` (the
+// socket's send queue is empty), so that the next bytes reach it in a read
+// of their own.
+bool WaitUntilRead(int fd) {
+  const Nanos deadline = MonotonicNanos() + 5000 * kMs;
+  for (;;) {
+    int queued = 0;
+    if (::ioctl(fd, SIOCOUTQ, &queued) != 0) return false;
+    if (queued == 0) return true;
+    if (MonotonicNanos() > deadline) return false;
+    pollfd none{-1, 0, 0};
+    ::poll(&none, 1, 1);
+  }
+}
+
+// A lone get reads its answer's header and payload in one read, the payload
+// straight into the caller's buffer (Connection::InPlaceDestination). Every
+// kind of answer must come out as the read-ahead path gives it, whatever the
+// buffer's size and wherever the stream is cut.
+TEST(ConnectionTest, ALoneGetsAnswerOfEveryKindLandsInPlace) {
+  struct Case {
+    const char* what;
+    StatusCode status;
+    size_t value;   // payload bytes of the answer
+    size_t buffer;  // the caller's buffer
+    std::string meta;
+    std::vector<size_t> cuts;  // the answer is sent in pieces ending here
+    bool corrupt;
+    StatusCode want;
+  };
+  const std::vector<Case> cases = {
+      {"a value smaller than the buffer", StatusCode::kOk, 5000, 8192, "", {}, false, StatusCode::kOk},
+      {"a value that fills the buffer", StatusCode::kOk, 4096, 4096, "", {}, false, StatusCode::kOk},
+      {"an empty value", StatusCode::kOk, 0, 64, "", {}, false, StatusCode::kOk},
+      {"a header cut in two", StatusCode::kOk, 300000, 300000, "", {30, 1072}, false, StatusCode::kOk},
+      {"a header cut a byte short", StatusCode::kOk, 100, 200, "", {71}, false, StatusCode::kOk},
+      {"a miss with a reason", StatusCode::kNotFound, 0, 64, "evicted", {}, false, StatusCode::kNotFound},
+      {"an error whose text is longer than the buffer", StatusCode::kInternal, 0, 16, std::string(300, 'x'),
+       {}, false, StatusCode::kInternal},
+      {"an error whose text is cut", StatusCode::kInternal, 0, 4096, std::string(300, 'y'), {100}, false,
+       StatusCode::kInternal},
+      {"a value too large for the buffer", StatusCode::kOk, 10000, 4096, "", {}, false, StatusCode::kTooLarge},
+      {"a value that fails its checksum", StatusCode::kOk, 5000, 8192, "", {}, true, StatusCode::kNotFound},
+  };
+  ClientCounters counters;
+  Pair p = MakePair(8, &counters);
+  Connection* c = p.conn.get();
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    std::vector<uint8_t> value(k.value);
+    for (size_t j = 0; j < value.size(); ++j) value[j] = static_cast<uint8_t>(j * 11 + 5);
+    std::thread peer([&] {
+      ReadFrame f;
+      if (!ReadOne(p.peer.get(), &f).ok()) return;
+      Tag tag;
+      std::memcpy(tag.data(), f.raw + proto::kFieldsSize, tag.size());
+      if (!p.peer_auth->VerifyNext(f.raw, f.meta, tag)) return;
+      const uint64_t sum = Checksum(value.data(), value.size()) + (k.corrupt ? 1 : 0);
+      const std::vector<uint8_t> frame = EncodeAnswer(*p.peer_auth, f.header, k.status, value, sum, k.meta);
+      size_t at = 0;
+      for (size_t cut : k.cuts) {
+        if (!SendBytes(p.peer.get(), frame.data() + at, cut - at).ok() || !WaitUntilRead(p.peer.get())) return;
+        at = cut;
+      }
+      (void)SendBytes(p.peer.get(), frame.data() + at, frame.size() - at);
+    });
+    std::vector<uint8_t> buffer(k.buffer + 1, 0xee);  // one byte past the buffer, never written
+    SingleExchange x(proto::Opcode::kGet, "k", "peer", std::span<const uint8_t>{},
+                     std::span<uint8_t>(buffer.data(), k.buffer));
+    p.conn->Enqueue(&x);
+    DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 10'000 * kMs);
+    peer.join();
+    EXPECT_EQ(x.status().code(), k.want) << x.status().ToString();
+    if (k.want == StatusCode::kOk) {
+      EXPECT_EQ(x.value_size(), k.value);
+      EXPECT_TRUE(std::equal(value.begin(), value.end(), buffer.begin()));
+    }
+    if (!k.meta.empty()) {
+      EXPECT_NE(x.status().message().find(k.meta), std::string::npos) << x.status().ToString();
+    }
+    EXPECT_EQ(buffer[k.buffer], 0xee);
+    ASSERT_TRUE(c->Reusable());
+  }
+}
+
+// Bytes after a lone get's answer were never asked for: the stream is out
+// of step and the connection must not be used again.
+TEST(ConnectionTest, BytesPastALoneGetsAnswerMakeTheConnectionUnusable) {
+  for (size_t extra : {size_t{10}, proto::kHeaderSize + 10}) {
+    ClientCounters counters;
+    Pair p = MakePair(8, &counters);
+    std::vector<uint8_t> value(100, 0x42);
+    std::thread peer([&] {
+      ReadFrame f;
+      if (!ReadOne(p.peer.get(), &f).ok()) return;
+      std::vector<uint8_t> frame =
+          EncodeAnswer(*p.peer_auth, f.header, StatusCode::kOk, value, Checksum(value.data(), value.size()));
+      frame.insert(frame.end(), extra, 0x99);
+      (void)SendBytes(p.peer.get(), frame.data(), frame.size());
+    });
+    std::vector<uint8_t> buffer(4096);
+    SingleExchange x(proto::Opcode::kGet, "k", "peer", std::span<const uint8_t>{}, std::span<uint8_t>(buffer));
+    p.conn->Enqueue(&x);
+    Connection* c = p.conn.get();
+    DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 10'000 * kMs);
+    peer.join();
+    EXPECT_FALSE(c->Reusable()) << extra << " bytes past the answer";
+  }
 }
 
 TEST(ConnectionTest, ResponseTaggedWithAnotherKeyIsAuthFailed) {

@@ -64,6 +64,11 @@ class Exchange {
 
   // The exchange cannot complete (connection lost, deadline, protocol error).
   virtual void OnFailure(const Status& status) = 0;
+  // Where a successful answer's payload will start, when the exchange knows
+  // before the answer arrives (a get into the caller's buffer): the
+  // connection may then read the answer's header and its payload in one
+  // system call, the payload straight into place. Empty: not known.
+  virtual std::span<uint8_t> ExpectedDestination() const { return {}; }
 
  protected:
   // The connection the exchange was last queued on (multi-frame exchanges

@@ -41,6 +41,9 @@ class SingleExchange final : public Exchange {
                     std::vector<PayloadSegment>* payload) override;
   void OnSegment(const PayloadSegment& segment, bool checksum_ok) override;
   void OnFailure(const Status& status) override;
+  std::span<uint8_t> ExpectedDestination() const override {
+    return opcode_ == proto::Opcode::kGet && get_buffer_.has_value() ? *get_buffer_ : std::span<uint8_t>();
+  }
 
  private:
   std::string Context() const;
