@@ -36,12 +36,14 @@ BUILD="$(cd "$BUILD" 2>/dev/null && pwd)" || { echo "memkv-scenarios: no build d
 for b in memkv memkv-rdma-probe; do
   [ -x "$BUILD/$b" ] || { echo "memkv-scenarios: $BUILD/$b is missing; build it: cmake --build $BUILD --target memkv memkv-rdma-probe" >&2; exit 2; }
 done
-# The guests mount their own /tmp, /run, /dev, /proc and /sys: a build under
-# one of them (a checkout cloned into /tmp) is invisible there, so the two
-# binaries the guests run are copied to a directory of the cache they see.
+# The guests mount their own /tmp, /run, /dev, /proc and /sys: a build or a
+# checkout under one of them (cloned into /tmp) is invisible there, so the
+# two binaries and the guest scripts are copied to a directory of the cache
+# they see.
 guest_visible() { case "$1/" in /tmp/*|/run/*|/dev/*|/proc/*|/sys/*) return 1;; esac; }
 BIN="$BUILD"
-if ! guest_visible "$BUILD"; then
+SCRIPTS="$HERE/guest"
+if ! guest_visible "$BUILD" || ! guest_visible "$HERE"; then
   CACHE="${MEMKV_RDMA_CACHE:-$HOME/.cache/memkv-rdma}"
   mkdir -p "$CACHE" && CACHE="$(cd "$CACHE" && pwd)"
   guest_visible "$CACHE" || CACHE=/var/tmp/memkv-rdma
@@ -49,7 +51,9 @@ if ! guest_visible "$BUILD"; then
   BIN="$(mktemp -d "$CACHE/bin.XXXXXX")" || { echo "memkv-scenarios: cannot make a directory under $CACHE" >&2; exit 2; }
   trap 'rm -rf "$BIN"' EXIT
   cp "$BUILD/memkv" "$BUILD/memkv-rdma-probe" "$BIN/"
-  echo "memkv-scenarios: $BUILD is not visible in the guests; running copies from $BIN"
+  cp -R "$HERE/guest" "$BIN/guest"
+  SCRIPTS="$BIN/guest"
+  echo "memkv-scenarios: $BUILD or $HERE is not visible in the guests; running copies from $BIN"
 fi
 mkdir -p "$R"; R="$(cd "$R" && pwd)"
 
@@ -63,7 +67,7 @@ boot() { # name, run-pair options...
   local n=$1; shift; local t; t=$(date +%s)
   rm -rf "${R:?}/$n"
   echo "-- boot $n: run-pair.sh $*"
-  "$HERE/run-pair.sh" --out "$R/$n" "$@" -- "$GUEST sh $HERE/guest/$n.sh" "$GUEST sh $HERE/guest/$n.sh" \
+  "$HERE/run-pair.sh" --out "$R/$n" "$@" -- "$GUEST sh $SCRIPTS/$n.sh" "$GUEST sh $SCRIPTS/$n.sh" \
     > "$R/$n.txt" 2>&1
   echo "   ($n: rc=$?, $(( $(date +%s) - t )) s; guest logs in $R/$n.txt, files in $R/$n/{a,b})"
 }
