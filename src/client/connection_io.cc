@@ -221,7 +221,7 @@ Status Connection::LandAnswerInPlace(std::span<uint8_t> dst, size_t n) {
   // Anything else (an error's text, a value too large for the buffer, which
   // is dropped, or bytes nobody asked for) is parsed from where it landed;
   // none of it is copied into the buffer it sits in.
-  while (used < landed && state_ != State::kFailed) {
+  while (used < landed) {
     MEMKV_ASSIGN_OR_RETURN(size_t took, Consume(dst.data() + used, landed - used));
     if (took == 0) return ProtocolError("server " + name_ + " sent bytes past the end of its answer");
     used += took;

@@ -58,6 +58,14 @@ Status ReadOne(int fd, ReadFrame* f) {
   return Status::Ok();
 }
 
+// Reads the next request from the client and checks its tag.
+bool ReadSigned(Pair& p, ReadFrame* f) {
+  if (!ReadOne(p.peer.get(), f).ok()) return false;
+  Tag tag;
+  std::memcpy(tag.data(), f->raw + proto::kFieldsSize, tag.size());
+  return p.peer_auth->VerifyNext(f->raw, f->meta, tag);
+}
+
 // A response frame to `request`, tagged, with `payload` and `meta`.
 std::vector<uint8_t> EncodeAnswer(proto::FrameAuth& auth, const proto::FrameHeader& request, StatusCode status,
                                   const std::vector<uint8_t>& payload = {}, uint64_t checksum = 0,
@@ -133,10 +141,7 @@ TEST(ConnectionTest, PipelinesManyRequestsThroughASmallWindow) {
       bool readable = ::poll(&pfd, 1, unanswered.empty() ? 5000 : 0) > 0;
       if (readable) {
         ReadFrame f;
-        if (!ReadOne(p.peer.get(), &f).ok()) return;
-        Tag tag;
-        std::memcpy(tag.data(), f.raw + proto::kFieldsSize, tag.size());
-        if (!p.peer_auth->VerifyNext(f.raw, f.meta, tag)) return;
+        if (!ReadSigned(p, &f)) return;
         unanswered.push_back(f.header);
         max_unanswered = std::max<int>(max_unanswered, static_cast<int>(unanswered.size()));
         continue;
@@ -184,10 +189,7 @@ TEST(ConnectionTest, BigPutsAndGetsInOnePipelineDoNotDeadlock) {
     std::vector<uint8_t> sink(kValueBytes);
     for (int i = 0; i < 2 * kPairs; ++i) {
       ReadFrame f;
-      if (!ReadOne(p.peer.get(), &f).ok()) return;
-      Tag tag;
-      std::memcpy(tag.data(), f.raw + proto::kFieldsSize, tag.size());
-      if (!p.peer_auth->VerifyNext(f.raw, f.meta, tag)) return;
+      if (!ReadSigned(p, &f)) return;
       if (f.header.payload_len > 0 &&
           !RecvAll(p.peer.get(), sink.data(), f.header.payload_len, MonotonicNanos() + 5000 * kMs).ok()) {
         return;
@@ -238,10 +240,7 @@ TEST(ConnectionTest, ResponsesReadAheadAcrossAnyCutLandInTheirOwnBuffers) {
     std::vector<uint8_t> stream;
     for (size_t i = 0; i < sizes.size(); ++i) {
       ReadFrame f;
-      if (!ReadOne(p.peer.get(), &f).ok()) return;
-      Tag tag;
-      std::memcpy(tag.data(), f.raw + proto::kFieldsSize, tag.size());
-      if (!p.peer_auth->VerifyNext(f.raw, f.meta, tag)) return;
+      if (!ReadSigned(p, &f)) return;
       const uint64_t sum = Checksum(values[i].data(), values[i].size()) + (i == kCorrupt ? 1 : 0);
       const std::vector<uint8_t> frame = EncodeAnswer(*p.peer_auth, f.header, StatusCode::kOk, values[i], sum);
       stream.insert(stream.end(), frame.begin(), frame.end());
@@ -289,10 +288,7 @@ TEST(ConnectionTest, AnAnswerThatStallsForSeveralWaitSlicesArrivesWhole) {
   for (size_t j = 0; j < value.size(); ++j) value[j] = static_cast<uint8_t>(j * 13);
   std::thread peer([&] {
     ReadFrame f;
-    if (!ReadOne(p.peer.get(), &f).ok()) return;
-    Tag tag;
-    std::memcpy(tag.data(), f.raw + proto::kFieldsSize, tag.size());
-    if (!p.peer_auth->VerifyNext(f.raw, f.meta, tag)) return;
+    if (!ReadSigned(p, &f)) return;
     const std::vector<uint8_t> frame =
         EncodeAnswer(*p.peer_auth, f.header, StatusCode::kOk, value, Checksum(value.data(), value.size()));
     const size_t half = proto::kHeaderSize + value.size() / 2;
@@ -367,10 +363,7 @@ TEST(ConnectionTest, ALoneGetsAnswerOfEveryKindLandsInPlace) {
     for (size_t j = 0; j < value.size(); ++j) value[j] = static_cast<uint8_t>(j * 11 + 5);
     std::thread peer([&] {
       ReadFrame f;
-      if (!ReadOne(p.peer.get(), &f).ok()) return;
-      Tag tag;
-      std::memcpy(tag.data(), f.raw + proto::kFieldsSize, tag.size());
-      if (!p.peer_auth->VerifyNext(f.raw, f.meta, tag)) return;
+      if (!ReadSigned(p, &f)) return;
       const uint64_t sum = Checksum(value.data(), value.size()) + (k.corrupt ? 1 : 0);
       const std::vector<uint8_t> frame = EncodeAnswer(*p.peer_auth, f.header, k.status, value, sum, k.meta);
       size_t at = 0;
