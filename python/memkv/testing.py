@@ -9,10 +9,12 @@ the "ready HOST:PORT" line it prints, and stops it with SIGTERM.
 """
 
 import os
+import random
 import secrets
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -26,6 +28,30 @@ def _default_binary() -> str:
     if not found:
         raise FileNotFoundError("memkv binary not found: pass binary=, set MEMKV_BINARY or put memkv on PATH")
     return found
+
+
+def restartable_port(host: str = "127.0.0.1") -> int:
+    """A port P free now, with P + 1 (the admin endpoint), below the kernel's
+    ephemeral range: no client connection, nor one in TIME_WAIT afterwards,
+    takes either, so a server there can stop and come back at the same
+    address (pass it as extra_args=["--port", str(P)])."""
+    low = 32768
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    rng = random.Random()
+    for _ in range(100):
+        port = rng.randrange(max(1024, low - 12000), low - 2)
+        try:
+            for p in (port, port + 1):
+                with socket.socket() as probe:
+                    probe.bind((host, p))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError(f"no free port pair on {host} below the ephemeral range (which starts at {low})")
 
 
 class LocalServer:

@@ -605,7 +605,7 @@ def test_l2_without_servers_names_the_setting(lm, monkeypatch, capsys):
 @pytest.fixture
 def own_server():
     """A server of this test alone, which the test may stop and restart on the same port."""
-    holder = {"server": start_server()}
+    holder = {"server": start_server(extra_args=["--port", str(memkv.testing.restartable_port())])}
 
     def restart():
         old = holder["server"]

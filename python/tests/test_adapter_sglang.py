@@ -17,9 +17,7 @@ import dataclasses
 import hashlib
 import importlib
 import os
-import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -53,20 +51,13 @@ def start_server(auth_key: Optional[str] = None, address: Optional[str] = None) 
 
 
 def restartable_server() -> memkv.testing.LocalServer:
-    """A server on a port P (admin P+1) below the ephemeral range, so that no
-    client connection takes either while it is down and it can come back there."""
-    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-    rng = random.Random()
-    for _ in range(50):
-        port = rng.randrange(20000, max(20001, min(low, 32768) - 2))
+    """A server that can stop and come back at the same address."""
+    for _ in range(20):
         try:
-            for p in (port, port + 1):
-                with socket.socket() as probe:
-                    probe.bind(("127.0.0.1", p))
-            return start_server(address=f"127.0.0.1:{port}")
-        except (OSError, RuntimeError):
+            return start_server(address=f"127.0.0.1:{memkv.testing.restartable_port()}")
+        except RuntimeError:  # taken between the probe and the start: another one
             continue
-    raise RuntimeError("no free port pair below the ephemeral range")
+    raise RuntimeError("no server started on a restartable port")
 
 
 def wait_state(pid: int, stopped: bool, timeout_s: float = 10.0) -> None:

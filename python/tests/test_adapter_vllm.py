@@ -658,16 +658,9 @@ def fixed_port_server(auth_key: Optional[str] = None, port: Optional[int] = None
     """A server on a fixed port below the kernel's ephemeral range, so that
     nothing else takes the port or its admin port (port + 1) while the server
     is down and it can be restarted at the same address."""
-    low = 32768
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            low = int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        pass
-    rng = np.random.default_rng()
     last: Optional[Exception] = None
     for _ in range(20):
-        p = port or int(rng.integers(max(1024, low - 12000), low - 2))
+        p = port or memkv.testing.restartable_port()
         try:
             return memkv.testing.LocalServer(binary(), memory="64 MiB", workers=1, auth_key=auth_key,
                                              extra_args=["--address", f"127.0.0.1:{p}"]).start()
