@@ -25,8 +25,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <map>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -56,7 +57,7 @@ using ClientLogCallback =
 struct ClientOptions {
   std::vector<std::string> servers;  // "host:port" data addresses
   std::string auth_key_hex;          // 64 hex characters
-  std::string transport = "auto";    // auto | tcp | rdma (SPEC §4)
+  std::string transport = "auto";    // auto | tcp | rdma
   uint32_t num_connections = 4;      // per server
   uint32_t timeout_ms = 5000;        // deadline of every operation
   uint32_t connect_timeout_ms = 2000;
@@ -66,6 +67,12 @@ struct ClientOptions {
   uint32_t rdma_retry_count = 6;          // 0..7 transport retries before IBV_WC_RETRY_EXC_ERR
   uint32_t rdma_timeout = 14;             // local ACK timeout exponent: 4.096 us * 2^n
   uint32_t rdma_qps = 2;                  // QPs per server connection, 1..16
+  // Pinned RDMA path attributes; nullopt ("auto"): the source GID the client
+  // detects (RoCE v2, IPv4-mapped) and the traffic class (DSCP << 2) and
+  // service level the server answers with, so both ends mark alike.
+  std::optional<uint32_t> rdma_gid_index;      // 0..255
+  std::optional<uint32_t> rdma_traffic_class;  // 0..252, a multiple of 4
+  std::optional<uint32_t> rdma_service_level;  // 0..15
   // "host:port": serve this client's metrics as Prometheus text on
   // http://host:port/metrics (MEMKV_PROMETHEUS_BIND). Empty: off. Create
   // fails, naming the address, when it cannot bind.
@@ -77,6 +84,60 @@ struct ClientOptions {
   ClientLogLevel log_level = ClientLogLevel::kWarn;
   ClientLogCallback log_callback;
 };
+
+// ---- Client options, described once ----
+//
+// Every ClientOptions field but log_callback is a client option described by
+// one row of ClientOptionTable(): its name (also its YAML key in MEMKV_CONFIG,
+// its Python keyword, its NIXL backend parameter), its MEMKV_* variable, its
+// default, what it allows and a one-line doc. The YAML loader, the MEMKV_*
+// environment (CreateFromEnvironment, the memkv CLI), memkv_options_set,
+// memkv.Client(**options), the engine adapters, the kv_store backend and the
+// NIXL backend all set options through SetClientOption, and Client::Create
+// checks them with CheckClientOptions, so a value is read, range-checked and
+// reported in the same words wherever it came from. Pure; any thread.
+struct ClientOptionInfo {
+  std::string_view name;          // "rdma_mtu"
+  std::string_view env;           // "MEMKV_RDMA_MTU"
+  std::string_view type;          // "list", "string", "integer", "choice", "host:port", "auto or integer"
+  std::string_view default_text;  // as SetClientOption takes it; "" for required options and "off"
+  std::string_view allowed;       // "256, 512, 1024, 2048, 4096"
+  std::string_view doc;           // one line
+  bool is_list = false;           // several values: comma-separated as text
+  bool required = false;          // servers, auth_key: a client needs them
+};
+
+// The rows, in the order the docs list them.
+std::span<const ClientOptionInfo> ClientOptionTable();
+// The row of `name`, or nullptr.
+const ClientOptionInfo* FindClientOption(std::string_view name);
+
+// Sets option `name` from its text (a list option: comma-separated, blanks
+// around entries trimmed; "" is the empty list). On a bad value,
+// InvalidArgument "<source>: 'x' is not a transport; allowed: auto, tcp, rdma",
+// where `source` says where the value came from ("MEMKV_TRANSPORT",
+// "transport (NIXL parameter)"; empty: the option's name). An unknown name is
+// InvalidArgument listing the options. `options` is unchanged on failure.
+Status SetClientOption(ClientOptions* options, std::string_view name, std::string_view value,
+                       std::string_view source = {});
+// The same with a list's entries given one by one (a YAML or Python list); a
+// single-valued option takes exactly one.
+Status SetClientOptionList(ClientOptions* options, std::string_view name, std::span<const std::string> values,
+                           std::string_view source = {});
+// The option's current value as the text SetClientOption takes back
+// ("auto", "4096", "a:1,b:2"); "" for an unknown name.
+std::string ClientOptionText(const ClientOptions& options, std::string_view name);
+// What Client::Create checks: every option against its row (required ones
+// present), the first problem as InvalidArgument naming the option.
+Status CheckClientOptions(const ClientOptions& options);
+
+using ClientEnvLookup = std::function<std::optional<std::string>(std::string_view name)>;
+// Sets each option whose MEMKV_* variable `env` returns non-empty; every bad
+// value is reported at once ("; "-joined), each naming its variable. Required
+// options are not required here (the caller may have them from elsewhere).
+Status SetClientOptionsFromEnvironment(ClientOptions* options, const ClientEnvLookup& env);
+// The table as the Markdown docs/configuration.md carries (header included).
+std::string ClientOptionsMarkdown();
 
 // Per-key outcome of a batch call.
 struct BatchResult {
@@ -131,8 +192,8 @@ class Client {
   // InvalidArgument naming the bad option (bad address, key not 64 hex, ...).
   // Connects lazily: Create does not contact the servers.
   static Result<std::unique_ptr<Client>> Create(const ClientOptions& options);
-  // Options from MEMKV_CONFIG, then MEMKV_SERVERS / MEMKV_AUTH_KEY /
-  // MEMKV_TRANSPORT / ... (SPEC §4).
+  // Options from MEMKV_CONFIG, then each option's MEMKV_* variable
+  // (ClientOptionTable).
   static Result<std::unique_ptr<Client>> CreateFromEnvironment();
 
   virtual ~Client() = default;

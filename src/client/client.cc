@@ -45,6 +45,8 @@ using client::ServerPool;
 using client::SingleExchange;
 
 constexpr uint32_t kMaxConnectionsPerServer = 256;
+// The option table (src/config/client_config.cc) states these ranges.
+static_assert(kMaxConnectionsPerServer == 256 && proto::kMaxRdmaQps == 16);
 // A server's share of a batch is spread over several connections (so several
 // server threads) once it carries this many bytes per connection.
 constexpr uint64_t kSpreadBytesPerFrame = 1 << 20;
@@ -118,6 +120,9 @@ class ClientImpl final : public Client {
     settings.retry_count = static_cast<uint8_t>(options.rdma_retry_count);
     settings.timeout = static_cast<uint8_t>(options.rdma_timeout);
     settings.qps = options.rdma_qps;
+    settings.gid_index = options.rdma_gid_index;
+    settings.traffic_class = options.rdma_traffic_class;
+    settings.service_level = options.rdma_service_level;
     if (settings.mode == TransportMode::kTcp) return Status::Ok();
     ScopedLogTarget log_scope(&log_target_);
     MEMKV_ASSIGN_OR_RETURN(rdma_, RdmaEngine::Create(settings, *provider_, &counters_));
@@ -671,7 +676,7 @@ class ClientImpl final : public Client {
 };
 
 Result<Key32> ParseAuthKey(const std::string& hex) {
-  const std::string rule = "ClientOptions.auth_key_hex must be 64 hex characters (a 32-byte key)";
+  const std::string rule = "auth_key must be 64 hex characters (a 32-byte key)";
   if (hex.size() != 64) return InvalidArgument(rule + ", got " + std::to_string(hex.size()) + " characters");
   std::optional<std::vector<uint8_t>> bytes = HexDecode(hex);
   if (!bytes) return InvalidArgument(rule + "; it contains a non-hex character");
@@ -704,20 +709,15 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientOptions& options) {
 }
 
 Result<std::unique_ptr<Client>> CreateClientWithVerbs(const ClientOptions& options, verbs::Provider& provider) {
-  if (options.transport != "auto" && options.transport != "tcp" && options.transport != "rdma") {
-    return InvalidArgument("ClientOptions.transport '" + options.transport +
-                           "' is not a transport; allowed: auto, tcp, rdma");
-  }
-  if (options.servers.empty()) {
-    return InvalidArgument("ClientOptions.servers is empty; list at least one host:port");
-  }
+  // Every option against its row of the table (memkv/client.h), naming it.
+  MEMKV_RETURN_IF_ERROR(CheckClientOptions(options));
   std::vector<Endpoint> endpoints;
   std::vector<std::string> names;
   std::vector<std::string> ids;  // what keys are placed by: the spelling of a server does not move them
   for (size_t i = 0; i < options.servers.size(); ++i) {
     Result<ServerAddress> address = ParseServerAddress(options.servers[i]);
     if (!address.ok()) {
-      return InvalidArgument("ClientOptions.servers[" + std::to_string(i) + "]: " + address.status().message());
+      return InvalidArgument("servers[" + std::to_string(i) + "]: " + address.status().message());
     }
     std::string name = address->ToString();
     names.push_back(name);
@@ -725,31 +725,8 @@ Result<std::unique_ptr<Client>> CreateClientWithVerbs(const ClientOptions& optio
     endpoints.push_back(Endpoint{address->host, address->port, std::move(name)});
   }
   MEMKV_ASSIGN_OR_RETURN(Key32 key, ParseAuthKey(options.auth_key_hex));
-  if (options.num_connections < 1 || options.num_connections > kMaxConnectionsPerServer) {
-    return InvalidArgument("ClientOptions.num_connections " + std::to_string(options.num_connections) +
-                           " is out of range; allowed: 1.." + std::to_string(kMaxConnectionsPerServer));
-  }
-  if (options.timeout_ms == 0) return InvalidArgument("ClientOptions.timeout_ms must be at least 1");
-  if (options.connect_timeout_ms == 0) {
-    return InvalidArgument("ClientOptions.connect_timeout_ms must be at least 1");
-  }
-  if (!verbs::IsValidMtu(options.rdma_mtu)) {
-    return InvalidArgument("ClientOptions.rdma_mtu " + std::to_string(options.rdma_mtu) +
-                           " is not an RDMA path MTU; allowed: 256, 512, 1024, 2048, 4096");
-  }
-  if (options.rdma_retry_count > 7 || options.rdma_timeout < 1 || options.rdma_timeout > 31 ||
-      options.rdma_qps < 1 || options.rdma_qps > proto::kMaxRdmaQps) {
-    return InvalidArgument("ClientOptions RDMA settings out of range: rdma_retry_count " +
-                           std::to_string(options.rdma_retry_count) + " (0..7), rdma_timeout " +
-                           std::to_string(options.rdma_timeout) + " (1..31), rdma_qps " +
-                           std::to_string(options.rdma_qps) + " (1.." + std::to_string(proto::kMaxRdmaQps) + ")");
-  }
-  if (options.log_level < ClientLogLevel::kDebug || options.log_level > ClientLogLevel::kOff) {
-    return InvalidArgument("ClientOptions.log_level " + std::to_string(static_cast<int>(options.log_level)) +
-                           " is not a level; allowed: 0 (debug) .. 4 (off)");
-  }
   Result<Placement> placement = Placement::Create(std::move(names), ids);
-  if (!placement.ok()) return placement.status().WithContext("ClientOptions.servers");
+  if (!placement.ok()) return placement.status().WithContext("servers");
   auto client =
       std::make_unique<ClientImpl>(options, std::move(placement).value(), std::move(endpoints), key, &provider);
   MEMKV_RETURN_IF_ERROR(client->StartRdma(options));

@@ -239,9 +239,10 @@ Status RdmaChannel::Connect(const proto::RdmaAnswer& answer, const std::string& 
   verbs::PathOptions path;
   path.mtu = settings_.mtu;
   path.gid_index = gid_index_;
-  // The server's marking is the fabric's: the client stamps the same DSCP and SL.
-  path.traffic_class = answer.traffic_class;
-  path.service_level = answer.service_level;
+  // The server's marking is the fabric's: the client stamps the same DSCP and
+  // SL unless MEMKV_RDMA_TRAFFIC_CLASS / MEMKV_RDMA_SERVICE_LEVEL pin them.
+  path.traffic_class = static_cast<uint8_t>(settings_.traffic_class.value_or(answer.traffic_class));
+  path.service_level = static_cast<uint8_t>(settings_.service_level.value_or(answer.service_level));
   path.retry_count = settings_.retry_count;
   path.timeout = settings_.timeout;
   for (size_t i = 0; i < qps_.size(); ++i) {
@@ -415,6 +416,30 @@ Result<std::unique_ptr<RdmaEngine>> RdmaEngine::Create(const RdmaSettings& setti
   return engine;
 }
 
+namespace {
+
+// The source GID index: a pinned one (MEMKV_RDMA_GID_INDEX) must be in the
+// port's table; auto picks a RoCE v2 GID, warning when there is none.
+Result<uint32_t> GidIndexFor(const std::optional<uint32_t>& pinned, const verbs::PortInfo& port,
+                             const std::string& name) {
+  if (pinned.has_value()) {
+    for (const verbs::GidEntry& g : port.gids) {
+      if (g.index == *pinned) return *pinned;
+    }
+    return InvalidArgument("MEMKV_RDMA_GID_INDEX " + std::to_string(*pinned) + ": " + name + " port " +
+                           std::to_string(port.port_num) + " has no GID at that index; allowed: auto or an index "
+                           "the port's GID table holds");
+  }
+  std::optional<uint32_t> gid = verbs::PickRoceV2Gid(port);
+  if (!gid.has_value()) {
+    LOG_WARN_C("client") << "no RoCEv2 GID found on " << name << " port " << int{port.port_num} << " (netdev "
+                         << port.netdev << "); using gid_index 0. Give " << port.netdev << " an IPv4 address";
+  }
+  return gid.value_or(0);
+}
+
+}  // namespace
+
 Status RdmaEngine::Open(verbs::Provider& provider) {
   MEMKV_ASSIGN_OR_RETURN(std::vector<std::string> present, provider.Devices());
   if (present.empty()) return NotFound("no RDMA device on this host (ibv_get_device_list found none)");
@@ -427,12 +452,8 @@ Status RdmaEngine::Open(verbs::Provider& provider) {
     if (!port.active) {
       return Unavailable("RDMA device " + name + " port " + std::to_string(port.port_num) + " is " + port.state);
     }
-    std::optional<uint32_t> gid = verbs::PickRoceV2Gid(port);
-    if (!gid.has_value()) {
-      LOG_WARN_C("client") << "no RoCEv2 GID found on " << name << " port " << int{port.port_num} << " (netdev "
-               << port.netdev << "); using gid_index 0. Give " << port.netdev << " an IPv4 address";
-    }
-    gid_index_.push_back(gid.value_or(0));
+    MEMKV_ASSIGN_OR_RETURN(uint32_t gid_index, GidIndexFor(settings_.gid_index, port, name));
+    gid_index_.push_back(gid_index);
     bounce_.push_back(std::make_unique<BouncePool>(context.get()));
     registrations_.push_back(std::make_unique<RegistrationCache>(context.get(), kCachedRegistrationBytes));
     contexts_.push_back(std::move(context));

@@ -46,6 +46,10 @@ struct RdmaSettings {
   uint8_t retry_count = 6;
   uint8_t timeout = 14;
   uint32_t qps = 2;
+  // Pinned path attributes; nullopt: the detected GID, the server's marking.
+  std::optional<uint32_t> gid_index;
+  std::optional<uint32_t> traffic_class;
+  std::optional<uint32_t> service_level;
 };
 
 // A registered buffer from the bounce pool.

@@ -3,6 +3,7 @@
 #include <bit>
 #include <exception>
 #include <set>
+#include <span>
 
 #include "base/log.h"
 #include "config/diagnostics.h"
@@ -14,204 +15,237 @@ namespace {
 
 using config_internal::Diagnostics;
 
-// One client setting: its YAML key, its environment variable, and how to
-// apply its value. YAML and the environment feed the same setter, so a
-// value is checked, and described, the same way wherever it came from.
-// `field` is the name messages use: the YAML path or the variable.
-using Setter = void (*)(const std::vector<std::string>& values, const std::string& field,
-                        Diagnostics* d, ClientConfig* c);
+// ---- The option table ----
+//
+// Each row: what ClientOptionInfo publishes, how a value is set from its
+// text(s), and how the current value reads back as text. Client::Create's
+// check is read-back-then-set (CheckClientOptions), so a rule lives only in
+// its setter. A setter writes `o` only when the value is good.
+using Values = std::span<const std::string>;
+using SetFn = Status (*)(Values values, const std::string& src, ClientOptions* o);
+using GetFn = std::vector<std::string> (*)(const ClientOptions& o);
 
-struct ClientField {
-  std::string_view key;
-  std::string_view env;  // empty when no variable sets it
-  bool is_list;          // YAML list / comma-separated variable
-  Setter set;
+struct OptionRow {
+  ClientOptionInfo info;
+  SetFn set;
+  GetFn get;
 };
-
-void SetServers(const std::vector<std::string>& values, const std::string& field, Diagnostics* d,
-                ClientConfig* c) {
-  std::vector<ServerAddress> servers;
-  std::set<std::string> seen;
-  bool ok = true;
-  for (const std::string& value : values) {
-    Result<ServerAddress> address = ParseServerAddress(value);
-    if (!address.ok()) {
-      d->Fail(field, field + ": " + address.status().message());
-      ok = false;
-    } else if (!seen.insert(address->ToString()).second) {
-      d->Fail(field, field + ": '" + value + "' is listed twice; allowed: each server once");
-      ok = false;
-    } else {
-      servers.push_back(std::move(*address));
-    }
-  }
-  if (ok) c->servers = std::move(servers);
-}
-
-void SetAuthKey(const std::vector<std::string>& values, const std::string& field, Diagnostics* d,
-                ClientConfig* c) {
-  Result<std::vector<uint8_t>> key = config_internal::ParseAuthKeyHex(values.front());
-  if (!key.ok()) {
-    d->Fail(field, field + ": " + key.status().message());
-    return;
-  }
-  c->auth_key = std::move(*key);
-}
-
-void SetTransport(const std::vector<std::string>& values, const std::string& field, Diagnostics* d,
-                  ClientConfig* c) {
-  for (TransportMode mode : {TransportMode::kAuto, TransportMode::kRdma, TransportMode::kTcp}) {
-    if (values.front() == TransportModeName(mode)) {
-      c->transport = mode;
-      return;
-    }
-  }
-  d->Fail(field, field + ": '" + values.front() + "' is not a transport; allowed: auto, rdma, tcp");
-}
-
-// Reads a whole number in [min, max]; false (with a line in `d`) otherwise.
-bool ParseInRange(const std::string& text, const std::string& field, uint64_t min, uint64_t max,
-                  Diagnostics* d, uint32_t* out) {
-  std::optional<uint64_t> value = config_internal::ParseDecimal(text);
-  const std::string allowed = "; allowed: " + std::to_string(min) + ".." + std::to_string(max);
-  if (!value) {
-    d->Fail(field, field + ": '" + text + "' is not a non-negative integer" + allowed);
-    return false;
-  }
-  if (*value < min || *value > max) {
-    d->Fail(field, field + ": " + text + " is out of range" + allowed);
-    return false;
-  }
-  *out = static_cast<uint32_t>(*value);
-  return true;
-}
 
 constexpr uint64_t kMaxTimeoutMs = 3'600'000;  // an hour: anything longer is a mistake
 
-void SetNumConnections(const std::vector<std::string>& values, const std::string& field,
-                       Diagnostics* d, ClientConfig* c) {
-  ParseInRange(values.front(), field, 1, 256, d, &c->num_connections);
+Status NotA(const std::string& src, std::string_view text, std::string_view what, std::string_view allowed) {
+  return InvalidArgument(src + ": '" + std::string(text) + "' is not " + std::string(what) + "; allowed: " +
+                         std::string(allowed));
 }
 
-void SetTimeout(const std::vector<std::string>& values, const std::string& field, Diagnostics* d,
-                ClientConfig* c) {
-  ParseInRange(values.front(), field, 1, kMaxTimeoutMs, d, &c->timeout_ms);
-}
-
-void SetConnectTimeout(const std::vector<std::string>& values, const std::string& field,
-                       Diagnostics* d, ClientConfig* c) {
-  ParseInRange(values.front(), field, 1, kMaxTimeoutMs, d, &c->connect_timeout_ms);
-}
-
-void SetRdmaMtu(const std::vector<std::string>& values, const std::string& field, Diagnostics* d,
-                ClientConfig* c) {
-  constexpr std::string_view kAllowed = "; allowed: 256, 512, 1024, 2048, 4096";
-  std::optional<uint64_t> mtu = config_internal::ParseDecimal(values.front());
-  if (!mtu || *mtu < 256 || *mtu > 4096 || !std::has_single_bit(*mtu)) {
-    d->Fail(field,
-            field + ": '" + values.front() + "' is not an RDMA path MTU" + std::string(kAllowed));
-    return;
+// A whole number in [min, max]; InvalidArgument naming `src` otherwise.
+Result<uint32_t> ParseInRange(const std::string& text, const std::string& src, uint64_t min, uint64_t max) {
+  const std::string allowed = std::to_string(min) + ".." + std::to_string(max);
+  std::optional<uint64_t> value = config_internal::ParseDecimal(text);
+  if (!value) return NotA(src, text, "a non-negative integer", allowed);
+  if (*value < min || *value > max) {
+    return InvalidArgument(src + ": " + text + " is out of range; allowed: " + allowed);
   }
-  c->rdma_mtu = static_cast<uint32_t>(*mtu);
+  return static_cast<uint32_t>(*value);
 }
 
-void SetRdmaRetryCount(const std::vector<std::string>& values, const std::string& field, Diagnostics* d,
-                       ClientConfig* c) {
-  // 7 is "retry forever" on Soft-RoCE (rxe): a dropped path would hang.
-  ParseInRange(values.front(), field, 0, 7, d, &c->rdma_retry_count);
+template <uint32_t ClientOptions::*Field, uint64_t Min, uint64_t Max>
+Status SetNumber(Values v, const std::string& src, ClientOptions* o) {
+  MEMKV_ASSIGN_OR_RETURN(uint32_t n, ParseInRange(v.front(), src, Min, Max));
+  o->*Field = n;
+  return Status::Ok();
 }
 
-void SetRdmaTimeout(const std::vector<std::string>& values, const std::string& field, Diagnostics* d,
-                    ClientConfig* c) {
-  ParseInRange(values.front(), field, 1, 31, d, &c->rdma_timeout);
+template <uint32_t ClientOptions::*Field>
+std::vector<std::string> GetNumber(const ClientOptions& o) {
+  return {std::to_string(o.*Field)};
 }
 
-void SetRdmaQps(const std::vector<std::string>& values, const std::string& field, Diagnostics* d,
-                ClientConfig* c) {
-  ParseInRange(values.front(), field, 1, 16, d, &c->rdma_qps);
+// "auto" (nullopt) or a whole number in [0, Max]; Step > 1: a multiple of it.
+template <std::optional<uint32_t> ClientOptions::*Field, uint64_t Max, uint64_t Step>
+Status SetAutoNumber(Values v, const std::string& src, ClientOptions* o) {
+  if (v.front() == "auto") {
+    o->*Field = std::nullopt;
+    return Status::Ok();
+  }
+  std::string allowed = "auto or 0.." + std::to_string(Max);
+  if (Step > 1) allowed += ", a multiple of " + std::to_string(Step);
+  std::optional<uint64_t> value = config_internal::ParseDecimal(v.front());
+  if (!value) return NotA(src, v.front(), "auto or a non-negative integer", allowed);
+  if (*value > Max || *value % Step != 0) {
+    return InvalidArgument(src + ": " + v.front() + " is out of range; allowed: " + allowed);
+  }
+  o->*Field = static_cast<uint32_t>(*value);
+  return Status::Ok();
 }
 
-void SetRdmaDevices(const std::vector<std::string>& values, const std::string& field,
-                    Diagnostics* d, ClientConfig* c) {
+template <std::optional<uint32_t> ClientOptions::*Field>
+std::vector<std::string> GetAutoNumber(const ClientOptions& o) {
+  return {(o.*Field).has_value() ? std::to_string(*(o.*Field)) : "auto"};
+}
+
+template <std::string ClientOptions::*Field>
+std::vector<std::string> GetText(const ClientOptions& o) {
+  return {o.*Field};
+}
+
+template <std::vector<std::string> ClientOptions::*Field>
+std::vector<std::string> GetList(const ClientOptions& o) {
+  return o.*Field;
+}
+
+Status SetServers(Values v, const std::string& src, ClientOptions* o) {
   std::set<std::string> seen;
-  bool ok = true;
-  for (const std::string& device : values) {
-    if (device.empty()) {
-      d->Fail(field, field + ": an empty device name; allowed: HCA names such as mlx5_0");
-      ok = false;
-    } else if (!seen.insert(device).second) {
-      d->Fail(field, field + ": '" + device + "' is listed twice; allowed: each device once");
-      ok = false;
+  for (const std::string& value : v) {
+    Result<ServerAddress> address = ParseServerAddress(value);
+    if (!address.ok()) return InvalidArgument(src + ": " + address.status().message());
+    if (!seen.insert(address->ToString()).second) {
+      return InvalidArgument(src + ": '" + value + "' is listed twice; allowed: each server once");
     }
   }
-  if (ok) c->rdma_devices = values;
+  o->servers.assign(v.begin(), v.end());
+  return Status::Ok();
 }
 
-void SetPrometheusBind(const std::vector<std::string>& values, const std::string& field,
-                       Diagnostics* d, ClientConfig* c) {
-  const std::string& text = values.front();
-  if (text.empty()) {
-    c->prometheus_bind.clear();  // explicitly off
-    return;
-  }
-  Result<config_internal::HostPort> split = config_internal::SplitHostPort(text);
-  if (!split.ok() || split->port > UINT16_MAX) {
-    const std::string why = split.ok() ? "port " + std::to_string(split->port) + " is out of range"
-                                       : split.status().message();
-    d->Fail(field, field + ": " + why + "; allowed: host:port to serve /metrics on, port 0..65535");
-    return;
-  }
-  c->prometheus_bind = text;
+Status SetAuthKey(Values v, const std::string& src, ClientOptions* o) {
+  // The key is never echoed: the message says only what is wrong with it.
+  Result<std::vector<uint8_t>> key = config_internal::ParseAuthKeyHex(v.front());
+  if (!key.ok()) return InvalidArgument(src + ": " + key.status().message());
+  o->auth_key_hex = v.front();
+  return Status::Ok();
 }
 
-void SetClientLogLevel(const std::vector<std::string>& values, const std::string& field, Diagnostics* d,
-                       ClientConfig* c) {
-  if (!ParseLogLevel(values.front(), &c->log_level)) {
-    d->Fail(field, field + ": '" + values.front() + "' is not a log level; allowed: debug, info, warn, error, off");
+constexpr std::string_view kTransports = "auto, tcp, rdma";
+
+Status SetTransport(Values v, const std::string& src, ClientOptions* o) {
+  for (TransportMode mode : {TransportMode::kAuto, TransportMode::kTcp, TransportMode::kRdma}) {
+    if (v.front() == TransportModeName(mode)) {
+      o->transport = v.front();
+      return Status::Ok();
+    }
   }
+  return NotA(src, v.front(), "a transport", kTransports);
 }
 
-constexpr ClientField kFields[] = {
-    {"servers", "MEMKV_SERVERS", true, SetServers},
-    {"auth_key", "MEMKV_AUTH_KEY", false, SetAuthKey},
-    {"transport", "MEMKV_TRANSPORT", false, SetTransport},
-    {"num_connections", "MEMKV_NUM_CONNECTIONS", false, SetNumConnections},
-    {"timeout_ms", "MEMKV_TIMEOUT_MS", false, SetTimeout},
-    {"connect_timeout_ms", "", false, SetConnectTimeout},  // no variable in the header's list
-    {"rdma_devices", "MEMKV_RDMA_DEVICES", true, SetRdmaDevices},
-    {"rdma_mtu", "MEMKV_RDMA_MTU", false, SetRdmaMtu},
-    {"rdma_retry_count", "MEMKV_RDMA_RETRY_COUNT", false, SetRdmaRetryCount},
-    {"rdma_timeout", "MEMKV_RDMA_TIMEOUT", false, SetRdmaTimeout},
-    {"rdma_qps", "MEMKV_RDMA_QPS", false, SetRdmaQps},
-    {"prometheus_bind", "MEMKV_PROMETHEUS_BIND", false, SetPrometheusBind},
-    {"log_level", "MEMKV_LOG_LEVEL", false, SetClientLogLevel},
+constexpr std::string_view kMtus = "256, 512, 1024, 2048, 4096";
+
+Status SetRdmaMtu(Values v, const std::string& src, ClientOptions* o) {
+  std::optional<uint64_t> mtu = config_internal::ParseDecimal(v.front());
+  if (!mtu || *mtu < 256 || *mtu > 4096 || !std::has_single_bit(*mtu)) {
+    return NotA(src, v.front(), "an RDMA path MTU", kMtus);
+  }
+  o->rdma_mtu = static_cast<uint32_t>(*mtu);
+  return Status::Ok();
+}
+
+Status SetRdmaDevices(Values v, const std::string& src, ClientOptions* o) {
+  std::set<std::string> seen;
+  for (const std::string& device : v) {
+    if (device.empty()) return InvalidArgument(src + ": an empty device name; allowed: HCA names such as mlx5_0");
+    if (!seen.insert(device).second) {
+      return InvalidArgument(src + ": '" + device + "' is listed twice; allowed: each device once");
+    }
+  }
+  o->rdma_devices.assign(v.begin(), v.end());
+  return Status::Ok();
+}
+
+Status SetPrometheusBind(Values v, const std::string& src, ClientOptions* o) {
+  const std::string& text = v.front();
+  if (!text.empty()) {
+    Result<config_internal::HostPort> split = config_internal::SplitHostPort(text);
+    if (!split.ok() || split->port > UINT16_MAX) {
+      const std::string why = split.ok() ? "port " + std::to_string(split->port) + " is out of range"
+                                         : split.status().message();
+      return InvalidArgument(src + ": " + why + "; allowed: host:port to serve /metrics on, port 0..65535");
+    }
+  }
+  o->prometheus_bind = text;  // empty: off
+  return Status::Ok();
+}
+
+constexpr std::string_view kLogLevels = "debug, info, warn, error, off";
+
+Status SetLogLevel(Values v, const std::string& src, ClientOptions* o) {
+  LogLevel level;
+  if (!ParseLogLevel(v.front(), &level)) return NotA(src, v.front(), "a log level", kLogLevels);
+  o->log_level = static_cast<ClientLogLevel>(level);
+  return Status::Ok();
+}
+
+std::vector<std::string> GetLogLevel(const ClientOptions& o) {
+  const int level = static_cast<int>(o.log_level);
+  constexpr std::string_view kNames[] = {"debug", "info", "warn", "error", "off"};
+  if (level < 0 || level > 4) return {std::to_string(level)};
+  return {std::string(kNames[level])};
+}
+
+const OptionRow kRows[] = {
+    {{"servers", "MEMKV_SERVERS", "list", "", "host:port or [IPv6]:port, port 1..65535, each once",
+      "the MemKV servers' data addresses; keys are placed over them by rendezvous hashing", true, true},
+     SetServers, GetList<&ClientOptions::servers>},
+    {{"auth_key", "MEMKV_AUTH_KEY", "string", "", "64 hex characters",
+      "the servers' network.auth_key (32 bytes in hex)", false, true},
+     SetAuthKey, GetText<&ClientOptions::auth_key_hex>},
+    {{"transport", "MEMKV_TRANSPORT", "choice", "auto", kTransports,
+      "auto: RDMA where it works, else TCP; rdma: never falls back; tcp: no RDMA device is opened"},
+     SetTransport, GetText<&ClientOptions::transport>},
+    {{"num_connections", "MEMKV_NUM_CONNECTIONS", "integer", "4", "1..256", "connections per server"},
+     SetNumber<&ClientOptions::num_connections, 1, 256>, GetNumber<&ClientOptions::num_connections>},
+    {{"timeout_ms", "MEMKV_TIMEOUT_MS", "integer", "5000", "1..3600000", "deadline of every operation, in ms"},
+     SetNumber<&ClientOptions::timeout_ms, 1, kMaxTimeoutMs>, GetNumber<&ClientOptions::timeout_ms>},
+    {{"connect_timeout_ms", "MEMKV_CONNECT_TIMEOUT_MS", "integer", "2000", "1..3600000",
+      "deadline of one connection attempt (connect and handshake), in ms"},
+     SetNumber<&ClientOptions::connect_timeout_ms, 1, kMaxTimeoutMs>, GetNumber<&ClientOptions::connect_timeout_ms>},
+    {{"rdma_devices", "MEMKV_RDMA_DEVICES", "list", "", "HCA names such as mlx5_0, each once",
+      "local RDMA devices to use; empty: the first one present", true},
+     SetRdmaDevices, GetList<&ClientOptions::rdma_devices>},
+    {{"rdma_mtu", "MEMKV_RDMA_MTU", "integer", "4096", kMtus, "RDMA path MTU; must equal the servers' rdma.mtu"},
+     SetRdmaMtu, GetNumber<&ClientOptions::rdma_mtu>},
+    {{"rdma_retry_count", "MEMKV_RDMA_RETRY_COUNT", "integer", "6", "0..7",
+      "RDMA transport retries before a completion error (7 retries forever on Soft-RoCE)"},
+     SetNumber<&ClientOptions::rdma_retry_count, 0, 7>, GetNumber<&ClientOptions::rdma_retry_count>},
+    {{"rdma_timeout", "MEMKV_RDMA_TIMEOUT", "integer", "14", "1..31",
+      "RDMA local ACK timeout exponent: 4.096 us * 2^n"},
+     SetNumber<&ClientOptions::rdma_timeout, 1, 31>, GetNumber<&ClientOptions::rdma_timeout>},
+    {{"rdma_qps", "MEMKV_RDMA_QPS", "integer", "2", "1..16", "RDMA queue pairs per server connection"},
+     SetNumber<&ClientOptions::rdma_qps, 1, 16>, GetNumber<&ClientOptions::rdma_qps>},
+    {{"rdma_gid_index", "MEMKV_RDMA_GID_INDEX", "auto or integer", "auto", "auto or 0..255",
+      "source GID index; auto: a RoCE v2 GID with an IPv4-mapped address"},
+     SetAutoNumber<&ClientOptions::rdma_gid_index, 255, 1>, GetAutoNumber<&ClientOptions::rdma_gid_index>},
+    {{"rdma_traffic_class", "MEMKV_RDMA_TRAFFIC_CLASS", "auto or integer", "auto",
+      "auto or 0..252, a multiple of 4", "GRH traffic class (DSCP << 2); auto: the server's"},
+     SetAutoNumber<&ClientOptions::rdma_traffic_class, 252, 4>, GetAutoNumber<&ClientOptions::rdma_traffic_class>},
+    {{"rdma_service_level", "MEMKV_RDMA_SERVICE_LEVEL", "auto or integer", "auto", "auto or 0..15",
+      "service level (the lossless priority); auto: the server's"},
+     SetAutoNumber<&ClientOptions::rdma_service_level, 15, 1>, GetAutoNumber<&ClientOptions::rdma_service_level>},
+    {{"prometheus_bind", "MEMKV_PROMETHEUS_BIND", "host:port", "", "host:port, port 0..65535; empty: off",
+      "serve the client's metrics as Prometheus text on http://host:port/metrics"},
+     SetPrometheusBind, GetText<&ClientOptions::prometheus_bind>},
+    {{"log_level", "MEMKV_LOG_LEVEL", "choice", "warn", kLogLevels, "client log lines below this level are dropped"},
+     SetLogLevel, GetLogLevel},
 };
 
-// A YAML value as the setter's input: one string, or the list's strings.
-void ReadClientField(const ClientField& f, const YAML::Node& node, const std::string& path,
-                     Diagnostics* d, ClientConfig* config) {
-  std::vector<std::string> values(1);
-  const bool present = f.is_list ? config_internal::ReadStringList(node, path, d, &values)
-                                 : config_internal::ReadString(node, path, d, &values[0]);
-  if (present) f.set(values, path, d, config);
+const std::vector<ClientOptionInfo>& Infos() {
+  static const std::vector<ClientOptionInfo> infos = [] {
+    std::vector<ClientOptionInfo> out;
+    for (const OptionRow& row : kRows) out.push_back(row.info);
+    return out;
+  }();
+  return infos;
 }
 
-void ParseYamlInto(std::string_view yaml_text, Diagnostics* d, ClientConfig* config) {
-  try {
-    std::optional<YAML::Node> root = config_internal::LoadYamlDocument(yaml_text, d);
-    if (!root) return;
-    std::vector<config_internal::FieldSpec> specs;
-    for (const ClientField& f : kFields) {
-      specs.push_back({f.key, [&f, d, config](const YAML::Node& v, const std::string& path) {
-                         ReadClientField(f, v, path, d, config);
-                       }});
-    }
-    config_internal::ReadMap(*root, "", specs, d);
-  } catch (const std::exception& e) {
-    // Backstop: the readers check node kinds, but yaml-cpp must never throw
-    // past the config layer.
-    d->Fail("", std::string("reading the YAML failed: ") + e.what());
+const OptionRow* FindRow(std::string_view name) {
+  for (const OptionRow& row : kRows) {
+    if (row.info.name == name) return &row;
   }
+  return nullptr;
+}
+
+std::string OptionNames() {
+  std::string names;
+  for (const OptionRow& row : kRows) names += (names.empty() ? "" : ", ") + std::string(row.info.name);
+  return names;
 }
 
 std::string Trim(std::string_view text) {
@@ -220,24 +254,64 @@ std::string Trim(std::string_view text) {
   return std::string(text.substr(first, text.find_last_not_of(" \t") + 1 - first));
 }
 
-// Splits a comma list, trimming blanks around entries; an empty entry
-// ("a,,b" or a trailing comma) is reported rather than skipped.
-std::optional<std::vector<std::string>> SplitList(const std::string& text, const std::string& field,
-                                                  Diagnostics* d) {
+// Splits a comma list, trimming blanks around entries; "" is the empty
+// list, and an empty entry ("a,,b" or a trailing comma) is reported rather
+// than skipped.
+Result<std::vector<std::string>> SplitList(std::string_view text, const std::string& src) {
   std::vector<std::string> items;
+  if (Trim(text).empty()) return items;
   size_t start = 0;
   while (true) {
-    size_t comma = text.find(',', start);
-    std::string item = Trim(std::string_view(text).substr(
-        start, comma == std::string::npos ? std::string::npos : comma - start));
+    const size_t comma = text.find(',', start);
+    std::string item = Trim(text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
     if (item.empty()) {
-      d->Fail(field, field + ": entry " + std::to_string(items.size() + 1) + " of '" + text +
-                         "' is empty; allowed: a comma-separated list");
-      return std::nullopt;
+      return InvalidArgument(src + ": entry " + std::to_string(items.size() + 1) + " of '" + std::string(text) +
+                             "' is empty; allowed: a comma-separated list");
     }
     items.push_back(std::move(item));
-    if (comma == std::string::npos) return items;
+    if (comma == std::string_view::npos) return items;
     start = comma + 1;
+  }
+}
+
+Status UnknownOption(std::string_view name, std::string_view source) {
+  const std::string where = source.empty() ? "" : std::string(source) + ": ";
+  return InvalidArgument(where + "unknown client option '" + std::string(name) + "'; allowed: " + OptionNames());
+}
+
+// What a default looks like in the docs' table.
+std::string DefaultCell(const ClientOptionInfo& info) {
+  if (info.required) return "required";
+  if (info.default_text.empty()) return "empty";
+  return "`" + std::string(info.default_text) + "`";
+}
+
+// A YAML value through the row's setter: one string, or the list's strings.
+void ReadClientField(const OptionRow& row, const YAML::Node& node, const std::string& path, Diagnostics* d,
+                     ClientOptions* options) {
+  std::vector<std::string> values(1);
+  const bool present = row.info.is_list ? config_internal::ReadStringList(node, path, d, &values)
+                                        : config_internal::ReadString(node, path, d, &values[0]);
+  if (!present) return;
+  if (!row.info.is_list) values[0] = Trim(values[0]);
+  if (Status s = row.set(values, path, options); !s.ok()) d->Fail(path, s.message());
+}
+
+void ParseYamlInto(std::string_view yaml_text, Diagnostics* d, ClientOptions* options) {
+  try {
+    std::optional<YAML::Node> root = config_internal::LoadYamlDocument(yaml_text, d);
+    if (!root) return;
+    std::vector<config_internal::FieldSpec> specs;
+    for (const OptionRow& row : kRows) {
+      specs.push_back({row.info.name, [&row, d, options](const YAML::Node& v, const std::string& path) {
+                         ReadClientField(row, v, path, d, options);
+                       }});
+    }
+    config_internal::ReadMap(*root, "", specs, d);
+  } catch (const std::exception& e) {
+    // Backstop: the readers check node kinds, but yaml-cpp must never throw
+    // past the config layer.
+    d->Fail("", std::string("reading the YAML failed: ") + e.what());
   }
 }
 
@@ -249,17 +323,12 @@ std::optional<std::string> GetEnv(const EnvLookup& env, std::string_view name) {
   return value;
 }
 
-void ApplyEnv(const EnvLookup& env, Diagnostics* d, ClientConfig* config) {
-  for (const ClientField& f : kFields) {
-    if (f.env.empty()) continue;
-    std::optional<std::string> value = GetEnv(env, f.env);
+void ApplyEnv(const EnvLookup& env, Diagnostics* d, ClientOptions* options) {
+  for (const OptionRow& row : kRows) {
+    std::optional<std::string> value = GetEnv(env, row.info.env);
     if (!value) continue;
-    const std::string field(f.env);
-    if (!f.is_list) {
-      f.set({*value}, field, d, config);
-    } else if (std::optional<std::vector<std::string>> items = SplitList(*value, field, d)) {
-      f.set(*items, field, d, config);
-    }
+    Status s = SetClientOption(options, row.info.name, *value, row.info.env);
+    if (!s.ok()) d->Fail(std::string(row.info.env), s.message());
   }
 }
 
@@ -267,7 +336,7 @@ void ApplyEnv(const EnvLookup& env, Diagnostics* d, ClientConfig* config) {
 // variable to set rather than failing later at connect. `unreadable` lists
 // the fields whose value was given but could not be read: "none
 // configured" would only misdirect there.
-void CheckRequired(const ClientConfig& config, const std::optional<std::string>& config_path,
+void CheckRequired(const ClientOptions& config, const std::optional<std::string>& config_path,
                    const std::set<std::string>& unreadable, std::vector<std::string>* problems) {
   const std::string in_file = config_path ? "in " + *config_path + " (named by MEMKV_CONFIG)"
                                           : "in a YAML file named by MEMKV_CONFIG";
@@ -277,7 +346,7 @@ void CheckRequired(const ClientConfig& config, const std::optional<std::string>&
         "(or `servers:` " +
         in_file + ")");
   }
-  if (config.auth_key.empty() && !unreadable.count("auth_key")) {
+  if (config.auth_key_hex.empty() && !unreadable.count("auth_key")) {
     problems->push_back(
         "auth_key: none configured; set MEMKV_AUTH_KEY to the server's "
         "64-hex network.auth_key (or `auth_key:` " +
@@ -289,14 +358,95 @@ void CheckRequired(const ClientConfig& config, const std::optional<std::string>&
 // failed to read; all of them when the file itself could not be read.
 void CollectUnreadable(const Diagnostics* file_d, bool file_unreadable, const Diagnostics& env_d,
                        std::set<std::string>* out) {
-  for (const ClientField& f : kFields) {
-    const bool from_file = file_unreadable || (file_d && file_d->IsFailed(f.key));
-    const bool from_env = !f.env.empty() && env_d.IsFailed(f.env);
-    if (from_file || from_env) out->insert(std::string(f.key));
+  for (const OptionRow& row : kRows) {
+    const bool from_file = file_unreadable || (file_d && file_d->IsFailed(row.info.name));
+    const bool from_env = env_d.IsFailed(row.info.env);
+    if (from_file || from_env) out->insert(std::string(row.info.name));
   }
 }
 
+// The parsed forms the CLI reads; the values were checked by their setters.
+ClientConfig Resolved(ClientOptions options) {
+  ClientConfig config;
+  for (const std::string& server : options.servers) {
+    if (Result<ServerAddress> a = ParseServerAddress(server); a.ok()) config.servers.push_back(std::move(*a));
+  }
+  if (Result<std::vector<uint8_t>> key = config_internal::ParseAuthKeyHex(options.auth_key_hex); key.ok()) {
+    config.auth_key = std::move(*key);
+  }
+  config.options = std::move(options);
+  return config;
+}
+
 }  // namespace
+
+std::span<const ClientOptionInfo> ClientOptionTable() { return Infos(); }
+
+const ClientOptionInfo* FindClientOption(std::string_view name) {
+  for (const ClientOptionInfo& info : Infos()) {
+    if (info.name == name) return &info;
+  }
+  return nullptr;
+}
+
+Status SetClientOptionList(ClientOptions* options, std::string_view name, std::span<const std::string> values,
+                           std::string_view source) {
+  const OptionRow* row = FindRow(name);
+  if (row == nullptr) return UnknownOption(name, source);
+  const std::string src(source.empty() ? name : source);
+  if (!row->info.is_list && values.size() != 1) {
+    return InvalidArgument(src + ": " + std::to_string(values.size()) + " values; allowed: one");
+  }
+  return row->set(values, src, options);
+}
+
+Status SetClientOption(ClientOptions* options, std::string_view name, std::string_view value,
+                       std::string_view source) {
+  const OptionRow* row = FindRow(name);
+  if (row == nullptr) return UnknownOption(name, source);
+  const std::string src(source.empty() ? name : source);
+  if (!row->info.is_list) {
+    const std::string text = Trim(value);
+    return row->set(std::span<const std::string>(&text, 1), src, options);
+  }
+  MEMKV_ASSIGN_OR_RETURN(std::vector<std::string> items, SplitList(value, src));
+  return row->set(items, src, options);
+}
+
+std::string ClientOptionText(const ClientOptions& options, std::string_view name) {
+  const OptionRow* row = FindRow(name);
+  if (row == nullptr) return "";
+  std::string text;
+  for (const std::string& value : row->get(options)) text += (text.empty() ? "" : ",") + value;
+  return text;
+}
+
+Status CheckClientOptions(const ClientOptions& options) {
+  if (options.servers.empty()) return InvalidArgument("servers: none given; list at least one host:port");
+  ClientOptions scratch;
+  for (const OptionRow& row : kRows) {
+    const std::vector<std::string> values = row.get(options);
+    MEMKV_RETURN_IF_ERROR(row.set(values, std::string(row.info.name), &scratch));
+  }
+  return Status::Ok();
+}
+
+Status SetClientOptionsFromEnvironment(ClientOptions* options, const ClientEnvLookup& env) {
+  Diagnostics d("");
+  ApplyEnv(env, &d, options);
+  return d.ToStatus();
+}
+
+std::string ClientOptionsMarkdown() {
+  std::string out =
+      "| option (YAML key) | variable | default | allowed | meaning |\n"
+      "|---|---|---|---|---|\n";
+  for (const ClientOptionInfo& info : ClientOptionTable()) {
+    out += "| `" + std::string(info.name) + "` | `" + std::string(info.env) + "` | " + DefaultCell(info) + " | " +
+           std::string(info.allowed) + " | " + std::string(info.doc) + " |\n";
+  }
+  return out;
+}
 
 std::string_view TransportModeName(TransportMode mode) {
   switch (mode) {
@@ -324,14 +474,14 @@ Result<ClientConfig> ParseClientConfigYaml(std::string_view yaml_text, std::stri
   // Servers and key may still come from the environment, so their absence
   // is checked by LoadClientConfig, not here.
   Diagnostics d{std::string(source)};
-  ClientConfig config;
-  ParseYamlInto(yaml_text, &d, &config);
+  ClientOptions options;
+  ParseYamlInto(yaml_text, &d, &options);
   if (!d.empty()) return d.ToStatus();
-  return config;
+  return Resolved(std::move(options));
 }
 
 Result<ClientConfig> LoadClientConfig(const EnvLookup& env) {
-  ClientConfig config;
+  ClientOptions options;
   std::vector<std::string> problems;
   std::optional<Diagnostics> file_d;
   bool file_unreadable = false;
@@ -343,18 +493,18 @@ Result<ClientConfig> LoadClientConfig(const EnvLookup& env) {
       file_unreadable = true;
     } else {
       file_d.emplace(*config_path);
-      ParseYamlInto(*text, &*file_d, &config);
+      ParseYamlInto(*text, &*file_d, &options);
       for (std::string& line : file_d->lines()) problems.push_back(std::move(line));
     }
   }
   Diagnostics env_d("");
-  ApplyEnv(env, &env_d, &config);
+  ApplyEnv(env, &env_d, &options);
   for (std::string& line : env_d.lines()) problems.push_back(std::move(line));
   std::set<std::string> unreadable;
   CollectUnreadable(file_d ? &*file_d : nullptr, file_unreadable, env_d, &unreadable);
-  CheckRequired(config, config_path, unreadable, &problems);
+  CheckRequired(options, config_path, unreadable, &problems);
   if (!problems.empty()) return config_internal::JoinProblems(problems);
-  return config;
+  return Resolved(std::move(options));
 }
 
 }  // namespace memkv

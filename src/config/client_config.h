@@ -1,4 +1,4 @@
-// Client configuration (SPEC §4): the YAML file named by MEMKV_CONFIG, then
+// Client configuration: the YAML file named by MEMKV_CONFIG, then
 // MEMKV_* environment variables, each variable overriding the file's field.
 //
 // The environment is passed in as a lookup function so nothing here calls
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "memkv/client.h"
 #include "memkv/status.h"
 
 namespace memkv {
@@ -30,34 +31,22 @@ struct ServerAddress {
 // Parses "host:port", "[v6]:port"; InvalidArgument naming the text otherwise.
 Result<ServerAddress> ParseServerAddress(std::string_view text);
 
+// The client options LoadClientConfig resolved, with the two the CLI reads
+// in parsed form.
 struct ClientConfig {
-  std::vector<ServerAddress> servers;
-  std::vector<uint8_t> auth_key;          // 32 bytes
-  TransportMode transport = TransportMode::kAuto;
-  uint32_t num_connections = 4;           // per server, 1..256
-  uint32_t timeout_ms = 5000;             // per-operation deadline, 1..3600000
-  uint32_t connect_timeout_ms = 2000;     // 1..3600000
-  std::vector<std::string> rdma_devices;  // MEMKV_RDMA_DEVICES
-  uint32_t rdma_mtu = 4096;               // MEMKV_RDMA_MTU: 256..4096, power of two
-  uint32_t rdma_retry_count = 6;          // MEMKV_RDMA_RETRY_COUNT: 0..7 (7 = forever on rxe)
-  uint32_t rdma_timeout = 14;             // MEMKV_RDMA_TIMEOUT: ACK timeout exponent 1..31
-  uint32_t rdma_qps = 2;                  // MEMKV_RDMA_QPS: QPs per connection, 1..16
-  std::string prometheus_bind;            // MEMKV_PROMETHEUS_BIND, optional
-  LogLevel log_level = LogLevel::kWarn;   // MEMKV_LOG_LEVEL: debug, info, warn, error, off
+  ClientOptions options;               // every row of ClientOptionTable()
+  std::vector<ServerAddress> servers;  // options.servers, parsed
+  std::vector<uint8_t> auth_key;       // options.auth_key_hex, decoded (32 bytes)
 };
 
 using EnvLookup = std::function<std::optional<std::string>(std::string_view name)>;
 
-// YAML keys (all optional): servers (list of "host:port"), auth_key (64 hex),
-// transport, num_connections, timeout_ms, connect_timeout_ms, rdma_devices
-// (list), rdma_mtu, rdma_retry_count, rdma_timeout, rdma_qps,
-// prometheus_bind, log_level. Unknown keys are an error.
-// Environment: MEMKV_CONFIG (path of that YAML), MEMKV_SERVERS (comma list),
-// MEMKV_AUTH_KEY, MEMKV_TRANSPORT, MEMKV_NUM_CONNECTIONS, MEMKV_TIMEOUT_MS,
-// MEMKV_RDMA_DEVICES, MEMKV_RDMA_MTU, MEMKV_RDMA_RETRY_COUNT,
-// MEMKV_RDMA_TIMEOUT, MEMKV_RDMA_QPS, MEMKV_PROMETHEUS_BIND, MEMKV_LOG_LEVEL.
-// Every problem is reported at once, as in ParseServerConfig. Missing servers
-// or auth key is an error naming the variable to set.
+// The YAML file named by MEMKV_CONFIG (keys: the option names of
+// ClientOptionTable(); unknown keys are an error), then each option's MEMKV_*
+// variable, which overrides the file's key. Both go through the table's
+// setters (memkv/client.h), so values are checked and reported as everywhere
+// else. Every problem is reported at once, as in ParseServerConfig. Missing
+// servers or auth key is an error naming the variable to set.
 Result<ClientConfig> LoadClientConfig(const EnvLookup& env);
 
 // The parts of LoadClientConfig, for tests.
