@@ -139,13 +139,13 @@ Status CheckPeer(const DoctorFlags& flags, const Environment& env, doctor::HostP
   doctor::PathProbeOptions o;
   o.peer = client.servers.front().ToString();
   o.auth_key_hex = HexEncode(client.auth_key.data(), client.auth_key.size());
-  o.devices = client.rdma_devices;
+  o.devices = client.options.rdma_devices;
   if (o.devices.empty() && !report->device.empty()) o.devices = {report->device};
-  o.mtu = client.rdma_mtu;
-  o.retry_count = client.rdma_retry_count;
-  o.rdma_timeout = client.rdma_timeout;
+  o.mtu = client.options.rdma_mtu;
+  o.retry_count = client.options.rdma_retry_count;
+  o.rdma_timeout = client.options.rdma_timeout;
   o.blocks = flags.peer_blocks;
-  o.timeout_ms = client.timeout_ms;
+  o.timeout_ms = client.options.timeout_ms;
 
   doctor::PathCheckInput in;
   in.peer = o.peer;
