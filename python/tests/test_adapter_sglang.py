@@ -648,10 +648,32 @@ def test_required_settings_and_the_environment(sg, server, monkeypatch):
 def test_keys_sglang_puts_in_the_extra_config_are_accepted(sg, server):
     extra = settings(server, prefetch_threshold=256, prefetch_timeout_base=2, prefetch_timeout_per_ki_token=0.1,
                      prefetch_timeout_max=30, hicache_storage_pass_prefix_keys=True, tp_lcm_size=4,
-                     interface_v1="1")
+                     interface_v1="1", allocator="shm")
+    # Every key SGLang reads from the extra config, and only those, is passed over.
+    assert set(extra) - {"servers", "auth_key", "transport", "timeout_ms"} == sg.SGLANG_KEYS
     storage = make_backend(sg, MHAPool(), extra)
     assert storage.zero_copy and issubclass(sg.MemKVHiCacheStorage, HiCacheStorage)
     storage.close()
+
+
+def test_allocator_shm_starts_and_stores(sg, server):
+    """SGLang reads "allocator" from the extra config (its host pool in shared
+    memory) and leaves it in the dict the backend gets: the backend starts and
+    serves pages, the key changing nothing in it."""
+    pool = MHAPool()
+    pool.fill(range(3), np.random.default_rng(21))
+    storage = make_backend(sg, pool, settings(server, allocator="shm"))
+    hashes = page_hashes(3)
+    assert all(storage.batch_set_v1(hashes, host_indices(pool, range(3))))
+    assert storage.batch_exists(hashes) == 3
+    storage.close()
+
+
+@pytest.mark.parametrize("typo", ["allocater", "Allocator", "interface_v2", "prefetch_treshold"])
+def test_misspelt_sglang_keys_are_still_refused(sg, server, typo):
+    with pytest.raises(ConfigError) as e:
+        make_backend(sg, MHAPool(), settings(server, **{typo: "shm"}))
+    assert f"unknown setting(s) '{typo}'" in str(e.value) and "sglang" in str(e.value)
 
 
 def test_server_killed_then_restarted(sg):

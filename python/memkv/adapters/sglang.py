@@ -88,13 +88,17 @@ except Exception as _e:  # noqa: BLE001 - SGLang absent or not importable here: 
             return None
 
 
-# Keys SGLang itself reads from --hicache-storage-backend-extra-config. Recent
-# releases pop the prefetch_*, hicache_storage_pass_prefix_keys and
-# tp_lcm_size keys before the backend sees the dict, older ones pass some of
-# them through; the dynamic factory always passes backend_name, module_path,
-# class_name and interface_v1. They are accepted here and not checked.
+# Keys SGLang itself reads from --hicache-storage-backend-extra-config
+# (docs/engines/sglang.md lists where, and for which SGLang). Recent releases
+# pop the prefetch_*, hicache_storage_pass_prefix_keys and tp_lcm_size keys
+# before the backend sees the dict, older ones pass some of them through; the
+# dynamic factory always passes backend_name, module_path, class_name and
+# interface_v1; "allocator" (the host pool's allocator, e.g. "shm") is read by
+# the host pool and left in the dict. They are SGLang's, not MemKV's settings:
+# stripped here before the common parser sees the dict, never checked, and
+# they change nothing in this backend.
 SGLANG_KEYS = frozenset({
-    "backend_name", "module_path", "class_name", "interface_v1",
+    "backend_name", "module_path", "class_name", "interface_v1", "allocator",
     "prefetch_threshold", "prefetch_timeout_base", "prefetch_timeout_per_ki_token", "prefetch_timeout_max",
     "hicache_storage_pass_prefix_keys", "tp_lcm_size",
 })
