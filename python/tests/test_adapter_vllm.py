@@ -48,8 +48,11 @@ def _module(name: str, **attrs: Any) -> types.ModuleType:
     return m
 
 
-def make_modern_vllm() -> Dict[str, types.ModuleType]:
-    """The documented shapes of vLLM's current tiering API."""
+def make_modern_vllm(module_path_lookup: bool = True) -> Dict[str, types.ModuleType]:
+    """The documented shapes of vLLM's current tiering API. With
+    module_path_lookup (vLLM trees from 2026-08-05 on) the tier factory also
+    imports a type it has not registered from the entry's module_path;
+    without it (older trees) it knows only registered types."""
 
     class LookupResult(enum.Enum):
         MISS = enum.auto()
@@ -147,6 +150,9 @@ def make_modern_vllm() -> Dict[str, types.ModuleType]:
             tier_type = tier_config.get("type")
             if tier_type in cls._registry:
                 return cls._registry[tier_type]()
+            if not module_path_lookup or tier_config.get("module_path") is None:
+                raise ValueError(f"Unknown secondary tier type: {tier_type!r}. "
+                                 f"Supported types: {list(cls._registry)}")
             tier_cls = getattr(importlib.import_module(tier_config["module_path"]), tier_type)
             assert issubclass(tier_cls, SecondaryTierManager)
             return tier_cls
@@ -156,7 +162,8 @@ def make_modern_vllm() -> Dict[str, types.ModuleType]:
             tier_cls = cls.get_tier_class(tier_config)
             config = dict(tier_config)
             tier_type = config.pop("type")
-            config.pop("module_path", None)
+            if module_path_lookup:  # the older factory passes every other key on
+                config.pop("module_path", None)
             return tier_cls(offloading_spec=offloading_spec, primary_kv_view=primary_kv_view,
                             tier_type=tier_type, **config)
 
@@ -442,6 +449,75 @@ def test_the_package_declares_the_vllm_general_plugins_entry_point(vllm_api):
     assert len(found) == 1, found
     assert found[0].value == "memkv.adapters.vllm:register"
     assert found[0].load() is vllm_api.adapter.register
+
+
+def _run_vllm_general_plugins() -> List[str]:
+    """What vLLM's load_general_plugins does at start-up, with VLLM_PLUGINS
+    set to "memkv": find the vllm.general_plugins entry points through
+    importlib.metadata, load the allowed ones and call them. Returns the
+    names run."""
+    import importlib.metadata
+    ran = []
+    for ep in importlib.metadata.entry_points(group="vllm.general_plugins"):
+        if ep.name == "memkv":
+            ep.load()()
+            ran.append(ep.name)
+    return ran
+
+
+def test_entry_point_form_on_a_vllm_without_module_path_lookup(server):
+    """vLLM trees before 2026-08-05: the tier factory knows only registered
+    types, so {"type": "MemKVTierManager", "module_path": ...} is refused and
+    {"type": "memkv"} works once the entry point (found by
+    importlib.metadata, as vLLM finds it) has run."""
+    mods = make_modern_vllm(module_path_lookup=False)
+    with StubbedVLLM(mods) as adapter:
+        factory = mods["vllm.v1.kv_offload.tiering.factory"].SecondaryTierFactory
+        src, view = primary(4, seed=12)
+        with pytest.raises(ValueError, match="Unknown secondary tier type: 'MemKVTierManager'"):
+            factory.create_secondary_tier(tier_config(server), view, spec())
+        assert "memkv" in _run_vllm_general_plugins()
+        cfg = tier_config(server, type="memkv")
+        del cfg["module_path"]
+        tier = factory.create_secondary_tier(cfg, view, spec())
+        try:
+            assert isinstance(tier, adapter.MemKVTierManager) and tier.tier_type == "memkv"
+            api = types.SimpleNamespace(base=mods["vllm.v1.kv_offload.base"],
+                                        tiering=mods["vllm.v1.kv_offload.tiering.base"], factory=factory,
+                                        adapter=adapter)
+            sched = Scheduler(api, tier)
+            keys = offload_keys(b"ep", 4)
+            ctx = sched.request("ep")
+            assert sched.store(keys, range(4), ctx).success
+            assert sched.matched(keys, ctx) == 4
+        finally:
+            tier.shutdown()
+        # This factory passes module_path on to the tier: accepted, as vLLM's own key.
+        with_path = dict(cfg, module_path=ADAPTER)
+        factory.create_secondary_tier(with_path, view, spec()).shutdown()
+
+
+def test_module_path_form_on_a_vllm_with_module_path_lookup(server):
+    """vLLM trees from 2026-08-05 on: {"type": "MemKVTierManager",
+    "module_path": "memkv.adapters.vllm"} works with no plugin loaded."""
+    mods = make_modern_vllm(module_path_lookup=True)
+    with StubbedVLLM(mods) as adapter:
+        factory = mods["vllm.v1.kv_offload.tiering.factory"].SecondaryTierFactory
+        assert "memkv" not in factory._registry
+        src, view = primary(4, seed=13)
+        tier = factory.create_secondary_tier(tier_config(server), view, spec())
+        try:
+            assert isinstance(tier, adapter.MemKVTierManager) and tier.tier_type == "MemKVTierManager"
+            api = types.SimpleNamespace(base=mods["vllm.v1.kv_offload.base"],
+                                        tiering=mods["vllm.v1.kv_offload.tiering.base"], factory=factory,
+                                        adapter=adapter)
+            sched = Scheduler(api, tier)
+            keys = offload_keys(b"mp", 4)
+            ctx = sched.request("mp")
+            assert sched.store(keys, range(4), ctx).success
+            assert sched.matched(keys, ctx) == 4
+        finally:
+            tier.shutdown()
 
 
 def test_engine_keys_left_in_the_config_are_accepted(server, vllm_api):

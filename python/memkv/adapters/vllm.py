@@ -9,12 +9,16 @@ such a secondary tier:
     --kv-transfer-config '{"kv_connector": "OffloadingConnector", "kv_role": "kv_both",
       "kv_connector_extra_config": {"spec_name": "TieringOffloadingSpec",
         "cpu_bytes_to_use": 17179869184,
-        "secondary_tiers": [{"type": "MemKVTierManager", "module_path": "memkv.adapters.vllm",
+        "secondary_tiers": [{"type": "memkv",
                              "servers": ["10.0.0.5:9900"], "auth_key": "...64 hex..."}]}}'
 
-or ``{"type": "memkv", ...}``: the memkv package declares the
-``vllm.general_plugins`` entry point ``memkv = memkv.adapters.vllm:register``
-(in its dist-info), which vLLM runs at start-up.
+``"type": "memkv"`` is the tier type registered by the ``vllm.general_plugins``
+entry point ``memkv = memkv.adapters.vllm:register`` that the memkv package
+declares (in its dist-info) and vLLM runs at start-up; it works with every
+vLLM that has tiered offloading. vLLM trees from 2026-08-05 on also take
+``{"type": "MemKVTierManager", "module_path": "memkv.adapters.vllm", ...}``
+(their tier factory imports an unregistered type from ``module_path``);
+older ones refuse that form as an unknown tier type.
 
 Contract implemented: ``vllm/v1/kv_offload/tiering/base.py`` of vLLM's
 tiered offloading API in the revision where ``SecondaryTierManager`` is built
