@@ -12,8 +12,12 @@ Status ServerHealth::Check(Nanos now, const std::string& server) const {
                      "'; it will be retried in " + std::to_string(left_ms) + " ms");
 }
 
-void ServerHealth::OnFailure(Nanos now, const Status& cause) {
-  backoff_ = backoff_ == 0 ? kInitialBackoffNanos : std::min(backoff_ * 2, kMaxBackoffNanos);
+void ServerHealth::OnFailure(Nanos now, const Status& cause, Nanos cost_nanos) {
+  // Only a slow failure backs off further: trying a server that refuses at
+  // once costs a round trip, and a longer backoff would only keep a server
+  // that is back unused (a restart is refused until it listens).
+  const bool slow = cause.code() == StatusCode::kDeadlineExceeded || cost_nanos > kSlowFailureNanos;
+  backoff_ = backoff_ == 0 || !slow ? kInitialBackoffNanos : std::min(backoff_ * 2, kMaxBackoffNanos);
   down_until_ = now + backoff_;
   cause_ = cause;
 }
@@ -98,15 +102,17 @@ Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want
   Status failure;
   const Nanos connect_deadline = std::min(deadline, MonotonicNanos() + connect_timeout_nanos_);
   for (size_t i = 0; i < to_open; ++i) {
+    const Nanos started = clock_->NowNanos();
     Result<std::unique_ptr<Connection>> c =
         Connection::Start(endpoint_, auth_key_, connect_deadline, counters_, rdma_);
     if (c.ok()) {
       got.push_back(std::move(c).value());
     } else {
       failure = c.status();
+      const Nanos now = clock_->NowNanos();
       std::lock_guard<std::mutex> lock(mu_);
       --open_;
-      health_.OnFailure(clock_->NowNanos(), failure);
+      health_.OnFailure(now, failure, now - started);
       freed_.notify_one();
     }
   }

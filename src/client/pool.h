@@ -8,10 +8,16 @@
 // closed while it was idle is noticed at checkout and replaced.
 //
 // Health: a connect failure, a timeout of a request the server was sent, or
-// a lost connection marks the server down for a backoff (200 ms, doubling to
-// 10 s, reset by the next success). A call whose deadline ran out before it
-// got to this server (waiting for this pool or for another server) is no
-// sign of this server's health and leaves it alone.
+// a lost connection marks the server down for a backoff, reset by the next
+// success. How long depends on what the failure cost: one that came back at
+// once (a refused connection: the host is up and nothing listens yet; a
+// reset; a close) keeps the backoff at 200 ms, since trying again costs one
+// round trip, so a restarted server is used again within 200 ms of
+// listening; a timeout, or a failure that took over 100 ms (a slow name
+// lookup), doubles it up to 10 s, since each try costs its caller that long.
+// A call whose deadline ran out before it got to this server (waiting for
+// this pool or for another server) is no sign of this server's health and
+// leaves it alone.
 // While down, Acquire fails at once with Unavailable naming the server, the
 // failure and when it will be tried again, so a dead server costs its keys a
 // fast miss rather than a timeout each. Refusals (wrong key, newer protocol)
@@ -41,10 +47,15 @@ class ServerHealth {
  public:
   static constexpr Nanos kInitialBackoffNanos = 200'000'000;
   static constexpr Nanos kMaxBackoffNanos = 10'000'000'000;
+  // A failure that took longer than this is a slow one, like a timeout.
+  static constexpr Nanos kSlowFailureNanos = 100'000'000;
 
   // Ok while the server may be tried; else Unavailable naming it.
   Status Check(Nanos now, const std::string& server) const;
-  void OnFailure(Nanos now, const Status& cause);
+  // `cost_nanos`: how long the failed attempt kept its caller, where known.
+  // A DeadlineExceeded cause or a cost over kSlowFailureNanos doubles the
+  // backoff; any other failure sets it to kInitialBackoffNanos.
+  void OnFailure(Nanos now, const Status& cause, Nanos cost_nanos = 0);
   void OnSuccess();
   Nanos backoff() const { return backoff_; }
 

@@ -27,18 +27,48 @@ TEST(ServerHealthTest, DownForTheBackoffNamingServerCauseAndRetry) {
   EXPECT_TRUE(h.Check(1200 * kMs, "s:1").ok());
 }
 
-TEST(ServerHealthTest, BackoffDoublesToTenSecondsAndResetsOnSuccess) {
+TEST(ServerHealthTest, TimeoutsDoubleTheBackoffToTenSecondsAndSuccessResetsIt) {
   ServerHealth h;
   Nanos expected = 200 * kMs;
   for (int i = 0; i < 10; ++i) {
-    h.OnFailure(0, Unavailable("x"));
+    h.OnFailure(0, DeadlineExceeded("TCP connect to s:1 did not complete"));
     EXPECT_EQ(h.backoff(), expected);
     expected = std::min<Nanos>(expected * 2, 10'000 * kMs);
   }
   EXPECT_EQ(h.backoff(), 10'000 * kMs);
   h.OnSuccess();
   EXPECT_TRUE(h.Check(1, "s:1").ok());
-  h.OnFailure(0, Unavailable("x"));
+  h.OnFailure(0, DeadlineExceeded("x"));
+  EXPECT_EQ(h.backoff(), 200 * kMs);
+}
+
+// Regression: a server restarted at the same address is refused until it
+// listens; the refusals doubled the backoff, so a client that kept calling
+// through a 3 s restart left the server unused for 3 s more after it was back.
+TEST(ServerHealthTest, RefusalsKeepTheBackoffAtItsFirstStep) {
+  ServerHealth h;
+  h.OnFailure(0, Unavailable("server s:1 closed the connection"));
+  for (int i = 0; i < 20; ++i) {
+    h.OnFailure(0, Unavailable("connect to s:1: Connection refused"), 1 * kMs);
+    EXPECT_EQ(h.backoff(), 200 * kMs);
+  }
+  // After timeouts grew it, the first quick refusal brings it back to 200 ms.
+  for (int i = 0; i < 4; ++i) h.OnFailure(0, DeadlineExceeded("x"));  // 400, 800, 1600, 3200 ms
+  EXPECT_EQ(h.backoff(), 3200 * kMs);
+  h.OnFailure(10'000 * kMs, Unavailable("connect to s:1: Connection refused"));
+  EXPECT_EQ(h.backoff(), 200 * kMs);
+  EXPECT_TRUE(h.Check(10'200 * kMs, "s:1").ok());
+}
+
+// A failure that kept its caller long (a name lookup that timed out) backs
+// off like a timeout, whatever its code.
+TEST(ServerHealthTest, SlowFailuresDoubleTheBackoff) {
+  ServerHealth h;
+  h.OnFailure(0, Unavailable("cannot resolve s:1"), 5000 * kMs);
+  EXPECT_EQ(h.backoff(), 200 * kMs);
+  h.OnFailure(0, Unavailable("cannot resolve s:1"), 5000 * kMs);
+  EXPECT_EQ(h.backoff(), 400 * kMs);
+  h.OnFailure(0, Unavailable("cannot resolve s:1"), ServerHealth::kSlowFailureNanos);
   EXPECT_EQ(h.backoff(), 200 * kMs);
 }
 
