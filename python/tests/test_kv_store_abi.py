@@ -15,9 +15,13 @@ import ctypes.util
 import hashlib
 import os
 import threading
+import time
 import uuid
 
 import pytest
+
+import memkv.testing
+from conftest import memkv_binary
 
 LIB_NAME = "libkv_store_memkv.so"
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -26,6 +30,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 KV_STORE_OK = 0
 KV_STORE_ERR_NOT_FOUND = -1
 KV_STORE_ERR_INVALID_ARGUMENT = -2
+KV_STORE_ERR_UNAVAILABLE = -5
 
 
 def _find_library():
@@ -195,11 +200,40 @@ def test_manifest_then_prefetched_restore(uri):
 def test_bad_uri_is_refused_with_its_reason(uri, capfd):
     vt = _LIB.kv_store_get_vtable().contents
     assert not vt.open(b"memkv://127.0.0.1/ns")
-    assert not vt.open(uri.encode() + b"?x=1")
+    assert not vt.open(b"memkv://127.0.0.1:9900?x=1/ns")
     err = capfd.readouterr().err
     assert "server '127.0.0.1' has no port" in err
     assert "a query ('?') is not allowed" in err
     assert "expected memkv://host:port[,host:port...]/namespace" in err
+
+
+@pytest.mark.parametrize("model, key_form", [
+    ("/Users/me/models/Qwen3-8B-4bit", "%2FUsers/me/models/Qwen3-8B-4bit"),
+    ("My Model (v2)", "My%20Model%20%28v2%29"),
+    ("mlx-community/Llama-3.2-1B-Instruct-4bit", "mlx-community/Llama-3.2-1B-Instruct-4bit"),
+    ("C:\\models\\qwen#3?", "C:%5Cmodels%5Cqwen%233%3F"),
+])
+def test_omlx_model_names_open_and_map_to_a_key_namespace(server, client, monkeypatch, model, key_form):
+    """oMLX opens <uri path>/<model name>: a model that is a local path or
+    holds spaces opens, and its keys live under the percent-encoded
+    namespace, apart from every other model's."""
+    monkeypatch.setenv("MEMKV_AUTH_KEY", server.auth_key)
+    monkeypatch.setenv("MEMKV_TRANSPORT", "tcp")
+    base = f"omlx-{uuid.uuid4().hex[:8]}"
+    store = Store(f"memkv://{server.address}/{base}/{model}")
+    key, blob = _block(1, 4096)
+    assert store.put(key, blob) == KV_STORE_OK
+    assert store.flush() == KV_STORE_OK
+    store.close()
+    prefix = f"{base}/{key_form}"
+    assert client.get(f"{prefix}/m/__omlx_index__".encode()) == b""
+    assert client.get(f"{prefix}/c/{key.hex()}".encode()) == blob
+    reader = Store(f"memkv://{server.address}/{base}/{model}")
+    assert reader.get(key) == (KV_STORE_OK, blob)
+    reader.close()
+    other = Store(f"memkv://{server.address}/{base}/{model}x")
+    assert other.get(key) == (KV_STORE_ERR_NOT_FOUND, None)
+    other.close()
 
 
 def test_threads_share_one_handle(uri):
@@ -223,3 +257,76 @@ def test_threads_share_one_handle(uri):
         t.join()
     store.close()
     assert failures == []
+
+
+def _restartable_server(auth_key=None) -> memkv.testing.LocalServer:
+    """A server that can stop and come back at the same address."""
+    for _ in range(20):
+        address = f"127.0.0.1:{memkv.testing.restartable_port()}"
+        try:
+            return memkv.testing.LocalServer(memkv_binary(), memory="64 MiB", workers=1, auth_key=auth_key,
+                                             extra_args=["--address", address]).start()
+        except RuntimeError:  # taken between the probe and the start: another one
+            continue
+    raise RuntimeError("no server started on a restartable port")
+
+
+def test_open_handle_recovers_at_once_after_a_server_restart(monkeypatch):
+    """Regression: an open handle that kept being used through a server
+    restart failed for seconds after the server was back (the client's
+    backoff had doubled on every refused connection) while a fresh handle
+    worked at once. Now it succeeds within the first backoff step (200 ms)
+    of the server listening again."""
+    first = _restartable_server()
+    address = first.address
+    monkeypatch.setenv("MEMKV_AUTH_KEY", first.auth_key)
+    monkeypatch.setenv("MEMKV_TRANSPORT", "tcp")
+    monkeypatch.setenv("MEMKV_TIMEOUT_MS", "2000")
+    monkeypatch.setenv("MEMKV_LOG_LEVEL", "off")
+    uri = f"memkv://{address}/restart/{uuid.uuid4().hex}"
+    store = Store(uri)
+    second = None
+    try:
+        assert store.put_manifest("m", b"before") == KV_STORE_OK
+        first.stop()
+        # 3.5 s of outage with the handle in use, paced like an engine's
+        # requests: every call fails, fast. (With a back-off that doubled on
+        # each refusal, 200 ms .. 3.2 s, the next try after 3.5 s came at
+        # 6.2 s.)
+        outage_end = time.monotonic() + 3.5
+        calls = 0
+        while time.monotonic() < outage_end:
+            rc, _ = store.get_manifest("m")
+            assert rc == KV_STORE_ERR_UNAVAILABLE, rc
+            calls += 1
+            time.sleep(0.01)
+        assert calls > 20
+        second = _restartable_server_at(address, first.auth_key)
+        ready = time.monotonic()  # start() returns once the server accepts clients
+        failed = 0
+        deadline = ready + 10.0
+        while True:
+            rc = store.put_manifest("m", b"after")
+            if rc == KV_STORE_OK:
+                break
+            assert rc == KV_STORE_ERR_UNAVAILABLE, rc
+            failed += 1
+            assert time.monotonic() < deadline, "the handle never recovered"
+            time.sleep(0.01)
+        took = time.monotonic() - ready
+        # The backoff's first step is 200 ms; the bound leaves room for a
+        # loaded machine and is far below the seconds it took before.
+        assert took < 1.0, f"the open handle recovered {took:.2f} s after the server was ready ({failed} failures)"
+        assert store.get_manifest("m") == (KV_STORE_OK, b"after")
+    finally:
+        store.close()
+        if second is not None:
+            second.stop()
+        first.stop()
+
+
+def _restartable_server_at(address: str, auth_key: str) -> memkv.testing.LocalServer:
+    """The server again at `address` (its port is below the ephemeral range:
+    nothing else takes it meanwhile)."""
+    return memkv.testing.LocalServer(memkv_binary(), memory="64 MiB", workers=1, auth_key=auth_key,
+                                     extra_args=["--address", address]).start()

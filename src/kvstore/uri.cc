@@ -8,15 +8,19 @@ namespace {
 
 constexpr std::string_view kScheme = "memkv://";
 constexpr std::string_view kForm = "expected memkv://host:port[,host:port...]/namespace";
-// Characters a namespace segment may hold (besides letters and digits).
+// Characters the key form of a namespace keeps as they are (besides ASCII
+// letters, digits and '/' between segments).
 constexpr std::string_view kNamespacePunctuation = "-._~:@+=";
 
 Status Bad(std::string_view uri, const std::string& what) {
   return InvalidArgument("URI '" + std::string(uri) + "': " + what + "; " + std::string(kForm));
 }
 
+// ASCII only, whatever the process's locale: two processes must derive the
+// same keys from the same namespace.
 bool IsNamespaceChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 || kNamespacePunctuation.find(c) != std::string_view::npos;
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         kNamespacePunctuation.find(c) != std::string_view::npos;
 }
 
 // "host:port" or "[v6]:port" with a port in 1..65535. The host itself is
@@ -45,27 +49,50 @@ std::string ServerProblem(std::string_view entry) {
   return "";
 }
 
-std::string NamespaceProblem(std::string_view ns) {
-  if (ns.empty()) return "the namespace after the servers is empty";
-  if (ns.size() > kMaxNamespaceBytes) {
-    return "the namespace is " + std::to_string(ns.size()) + " bytes, more than the " +
-           std::to_string(kMaxNamespaceBytes) + " allowed";
+// FNV-1a, 64 bits: stable across builds and platforms, which a key needs.
+uint64_t NameHash(std::string_view bytes) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (char c : bytes) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ULL;
   }
-  if (ns.find("//") != std::string_view::npos || ns.front() == '/') {
-    return "the namespace '" + std::string(ns) + "' has an empty segment ('//')";
-  }
-  for (char c : ns) {
-    if (c != '/' && !IsNamespaceChar(c)) {
-      const auto byte = static_cast<unsigned char>(c);
-      std::string shown = std::isprint(byte) != 0 ? std::string("'") + c + "'" : "byte " + std::to_string(byte);
-      return "the namespace '" + std::string(ns) + "' holds " + shown +
-             "; allowed: letters, digits, '/' between segments and " + std::string(kNamespacePunctuation);
-    }
-  }
-  return "";
+  return h;
 }
 
 }  // namespace
+
+std::string NamespaceKeyForm(std::string_view name_space) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(name_space.size());
+  for (size_t i = 0; i < name_space.size(); ++i) {
+    const char c = name_space[i];
+    const bool starts_empty_segment = c == '/' && (i == 0 || name_space[i - 1] == '/');
+    if ((c == '/' && !starts_empty_segment) || IsNamespaceChar(c)) {
+      out.push_back(c);
+    } else {
+      const auto byte = static_cast<unsigned char>(c);
+      out.push_back('%');
+      out.push_back(kHex[byte >> 4]);
+      out.push_back(kHex[byte & 0xf]);
+    }
+  }
+  if (out.size() <= kMaxNamespaceBytes) return out;
+  // "~" and 16 hex digits of the whole namespace's hash after a prefix that
+  // splits no %XX escape.
+  size_t keep = kMaxNamespaceBytes - 17;
+  if (out[keep - 1] == '%') {
+    keep -= 1;
+  } else if (out[keep - 2] == '%') {
+    keep -= 2;
+  }
+  out.resize(keep);
+  static constexpr char kLowerHex[] = "0123456789abcdef";
+  const uint64_t h = NameHash(name_space);
+  out.push_back('~');
+  for (int shift = 60; shift >= 0; shift -= 4) out.push_back(kLowerHex[(h >> shift) & 0xf]);
+  return out;
+}
 
 Result<StoreUri> ParseStoreUri(std::string_view uri) {
   if (uri.size() < kScheme.size() ||
@@ -74,10 +101,12 @@ Result<StoreUri> ParseStoreUri(std::string_view uri) {
     return Bad(uri, "the scheme must be memkv://");
   }
   std::string_view rest = uri.substr(kScheme.size());
-  if (size_t at = rest.find_first_of("?#"); at != std::string_view::npos) {
+  const size_t slash = rest.find('/');
+  // After the servers' '/' every byte is the namespace's ('?' and '#' too: a
+  // model name may hold them); before it there is no query or fragment.
+  if (size_t at = rest.substr(0, slash).find_first_of("?#"); at != std::string_view::npos) {
     return Bad(uri, std::string(rest[at] == '?' ? "a query ('?')" : "a fragment ('#')") + " is not allowed");
   }
-  const size_t slash = rest.find('/');
   if (slash == std::string_view::npos) return Bad(uri, "there is no namespace after the servers");
   std::string_view authority = rest.substr(0, slash);
   std::string_view ns = rest.substr(slash + 1);
@@ -94,8 +123,8 @@ Result<StoreUri> ParseStoreUri(std::string_view uri) {
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
-  if (std::string problem = NamespaceProblem(ns); !problem.empty()) return Bad(uri, problem);
-  out.name_space = std::string(ns);
+  if (ns.empty()) return Bad(uri, "the namespace after the servers is empty");
+  out.name_space = NamespaceKeyForm(ns);
   return out;
 }
 

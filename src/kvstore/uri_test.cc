@@ -41,12 +41,9 @@ TEST(StoreUriTest, BadUrisNameTheProblem) {
       {"memkv://h:1,/ns", "an empty server entry"},
       {"memkv://u@h:1/ns", "user information"},
       {"memkv://::1:9900/ns", "IPv6 host needs brackets"},
-      {"memkv://h:1/a//b", "empty segment"},
-      {"memkv://h:1/a b", "holds ' '"},
-      {"memkv://h:1/a%20b", "holds '%'"},
-      {"memkv://h:1/ns?x=1", "a query"},
-      {"memkv://h:1/ns#f", "a fragment"},
-      {"memkv://h:1/" + std::string(kMaxNamespaceBytes + 1, 'n'), "more than the 256 allowed"},
+      {"memkv://h:1?x=1/ns", "a query"},
+      {"memkv://h:1#f", "a fragment"},
+      {"memkv://h:1//", "namespace after the servers is empty"},
   };
   for (const auto& [uri, why] : cases) {
     Result<StoreUri> u = ParseStoreUri(uri);
@@ -56,6 +53,79 @@ TEST(StoreUriTest, BadUrisNameTheProblem) {
     EXPECT_NE(u.status().message().find("expected memkv://host:port[,host:port...]/namespace"), std::string::npos)
         << u.status().message();
   }
+}
+
+// oMLX appends its model name to the URI's namespace: a local path or a name
+// with spaces opens, and keys of the mapped namespace stay apart from those
+// of any other name.
+TEST(StoreUriTest, ModelNamesThatArePathsOrHoldSpacesOpen) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"memkv://h:1/omlx//Users/me/models/Qwen3", "omlx/%2FUsers/me/models/Qwen3"},
+      {"memkv://h:1/omlx/My Model (4bit)", "omlx/My%20Model%20%284bit%29"},
+      {"memkv://h:1//abs", "%2Fabs"},
+      {"memkv://h:1/a///b/", "a/%2F%2Fb"},
+      {"memkv://h:1/100%", "100%25"},
+      {"memkv://h:1/ns?x=1#f", "ns%3Fx=1%23f"},
+      {"memkv://h:1/caf\xc3\xa9\t", "caf%C3%A9%09"},
+      {"memkv://h:1/omlx/mlx-community/Llama-3.2-1B", "omlx/mlx-community/Llama-3.2-1B"},
+  };
+  for (const auto& [uri, key_form] : cases) {
+    Result<StoreUri> u = ParseStoreUri(uri);
+    ASSERT_TRUE(u.ok()) << uri << ": " << u.status().ToString();
+    EXPECT_EQ(u->name_space, key_form) << uri;
+    EXPECT_EQ(u->name_space.find("//"), std::string::npos) << uri;
+  }
+}
+
+// The mapping is reversible: percent-decoding the key form gives the namespace back.
+TEST(StoreUriTest, KeyFormDecodesToTheNamespace) {
+  auto decode = [](const std::string& form) {
+    std::string out;
+    for (size_t i = 0; i < form.size(); ++i) {
+      if (form[i] == '%') {
+        out.push_back(static_cast<char>(std::stoi(form.substr(i + 1, 2), nullptr, 16)));
+        i += 2;
+      } else {
+        out.push_back(form[i]);
+      }
+    }
+    return out;
+  };
+  for (std::string ns : {"/Users/me/models/Qwen3", "a b", "a//b", "%41", "x/%2F", "\x01\xff/\x7f"}) {
+    EXPECT_EQ(decode(NamespaceKeyForm(ns)), ns) << ns;
+  }
+  // Names that differ only where one is escaped stay apart.
+  EXPECT_NE(NamespaceKeyForm("a b"), NamespaceKeyForm("a%20b"));
+  EXPECT_NE(NamespaceKeyForm("a//b"), NamespaceKeyForm("a/%2Fb"));
+}
+
+// A key form over 256 bytes is cut (never inside an escape) and ends in '~'
+// and 16 hex digits of the whole name's hash; two long names stay apart.
+TEST(StoreUriTest, LongNamespacesEndInAHash) {
+  const std::string long_path = "/Users/me/" + std::string(300, 'x');
+  const std::string a = NamespaceKeyForm(long_path);
+  const std::string b = NamespaceKeyForm(long_path + "y");
+  EXPECT_EQ(a.size(), kMaxNamespaceBytes);
+  EXPECT_EQ(a.substr(0, 14), "%2FUsers/me/xx");
+  EXPECT_EQ(a[kMaxNamespaceBytes - 17], '~');
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a, NamespaceKeyForm(long_path));  // stable
+  for (size_t pad = 0; pad < 3; ++pad) {       // the cut lands before, inside and after an escape
+    const std::string spaces = std::string(230 + pad, 'n') + std::string(40, ' ');
+    const std::string form = NamespaceKeyForm(spaces);
+    EXPECT_LE(form.size(), kMaxNamespaceBytes);
+    const size_t tilde = form.rfind('~');
+    ASSERT_NE(tilde, std::string::npos);
+    EXPECT_EQ(form.size() - tilde, 17u);
+    for (size_t i = 0; i < tilde; ++i) {
+      if (form[i] == '%') {
+        EXPECT_LE(i + 3, tilde) << "an escape split at " << i;
+      }
+    }
+  }
+  Result<StoreUri> u = ParseStoreUri("memkv://h:1/" + std::string(kMaxNamespaceBytes + 1, 'n'));
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_EQ(u->name_space.size(), kMaxNamespaceBytes);
 }
 
 TEST(StoreUriTest, KeysOfChunksAndManifestsAreApart) {
