@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
+#include "config/client_option_samples.h"
 #include "io/socket.h"
 #include "memkv/memkv.h"
 #include "tests/harness.h"
@@ -150,17 +151,17 @@ TEST_F(CApiTest, BadOptionsAreRefusedAtOpenNamingTheField) {
     std::string named;
   };
   const std::vector<Case> cases = {
-      {[](memkv_options_t* o) { return memkv_options_set_transport(o, "pigeon"); }, "transport 'pigeon'"},
-      {[](memkv_options_t* o) { return memkv_options_set_num_connections(o, 0); }, "num_connections 0"},
+      {[](memkv_options_t* o) { return memkv_options_set_transport(o, "pigeon"); }, "transport: 'pigeon'"},
+      {[](memkv_options_t* o) { return memkv_options_set_num_connections(o, 0); }, "num_connections: 0"},
       {[](memkv_options_t* o) { return memkv_options_set_timeout_ms(o, 0); }, "timeout_ms"},
       {[](memkv_options_t* o) { return memkv_options_set_connect_timeout_ms(o, 0); }, "connect_timeout_ms"},
-      {[](memkv_options_t* o) { return memkv_options_set_rdma_mtu(o, 1000); }, "rdma_mtu 1000"},
-      {[](memkv_options_t* o) { return memkv_options_set_rdma_retry_count(o, 8); }, "rdma_retry_count 8"},
-      {[](memkv_options_t* o) { return memkv_options_set_rdma_timeout(o, 32); }, "rdma_timeout 32"},
-      {[](memkv_options_t* o) { return memkv_options_set_rdma_qps(o, 0); }, "rdma_qps 0"},
-      {[](memkv_options_t* o) { return memkv_options_set_servers(o, " , "); }, "servers is empty"},
-      {[](memkv_options_t* o) { return memkv_options_add_server(o, "no-port"); }, "servers[1]"},
-      {[](memkv_options_t* o) { return memkv_options_set_auth_key(o, "abc"); }, "auth_key_hex"},
+      {[](memkv_options_t* o) { return memkv_options_set_rdma_mtu(o, 1000); }, "rdma_mtu: '1000'"},
+      {[](memkv_options_t* o) { return memkv_options_set_rdma_retry_count(o, 8); }, "rdma_retry_count: 8"},
+      {[](memkv_options_t* o) { return memkv_options_set_rdma_timeout(o, 32); }, "rdma_timeout: 32"},
+      {[](memkv_options_t* o) { return memkv_options_set_rdma_qps(o, 0); }, "rdma_qps: 0"},
+      {[](memkv_options_t* o) { return memkv_options_set_servers(o, " , "); }, "servers: none given"},
+      {[](memkv_options_t* o) { return memkv_options_add_server(o, "no-port"); }, "servers: 'no-port'"},
+      {[](memkv_options_t* o) { return memkv_options_set_auth_key(o, "abc"); }, "auth_key: "},
   };
   for (const Case& test : cases) {
     OptionsPtr o = TcpOptions(server());
@@ -170,6 +171,26 @@ TEST_F(CApiTest, BadOptionsAreRefusedAtOpenNamingTheField) {
     EXPECT_EQ(c, nullptr);
     EXPECT_NE(LastError().find(test.named), std::string::npos) << test.named << " vs " << LastError();
   }
+}
+
+// memkv_options_set takes every option of the table by name: a good value
+// is stored (the client opens with all of them but the RDMA ones, which need
+// a device), a bad one is refused at once naming the option.
+TEST_F(CApiTest, GenericSetterTakesEveryTableOptionByName) {
+  for (const memkv::test_samples::Sample& s : memkv::test_samples::Samples()) {
+    OptionsPtr o = TcpOptions(server());
+    EXPECT_EQ(memkv_options_set(o.get(), s.name.c_str(), s.good.c_str()), MEMKV_OK) << s.name << ": " << LastError();
+    EXPECT_EQ(memkv_options_set(o.get(), s.name.c_str(), s.bad.c_str()), MEMKV_INVALID_ARGUMENT) << s.name;
+    EXPECT_NE(LastError().find(s.name + ": "), std::string::npos) << LastError();
+  }
+  OptionsPtr o = TcpOptions(server());
+  EXPECT_EQ(memkv_options_set(o.get(), "connect_timeout_ms", "250"), MEMKV_OK);
+  EXPECT_EQ(memkv_options_set(o.get(), "rdma_traffic_class", "auto"), MEMKV_OK);
+  EXPECT_EQ(memkv_options_set(o.get(), "log_level", "error"), MEMKV_OK);
+  ClientPtr c = Open(o.get());
+  ASSERT_NE(c, nullptr) << LastError();
+  EXPECT_EQ(memkv_options_set(o.get(), "sever", "x"), MEMKV_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("unknown client option 'sever'"), std::string::npos) << LastError();
 }
 
 TEST_F(CApiTest, ServerListsAreSplitTrimmedAndAppended) {

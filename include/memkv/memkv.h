@@ -143,6 +143,13 @@ memkv_options_t* memkv_options_create(void);
 /* NULL is ignored. */
 void memkv_options_destroy(memkv_options_t* options);
 
+/* Sets the client option `name` from its text, as MEMKV_<NAME> takes it:
+ * every option of docs/configuration.md's client table ("transport", "rdma_mtu",
+ * "rdma_gid_index", ...; list options as a comma list). The value is checked
+ * now: MEMKV_INVALID_ARGUMENT naming the option and what it allows, or listing
+ * the options for an unknown name; `options` is unchanged then. The typed
+ * setters below store without checking; memkv_client_open_options checks. */
+memkv_status_t memkv_options_set(memkv_options_t* options, const char* name, const char* value);
 /* Replaces the server list with a comma list "host:port,host:port"; blanks
  * around entries and empty entries are dropped. */
 memkv_status_t memkv_options_set_servers(memkv_options_t* options, const char* servers);

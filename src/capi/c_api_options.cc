@@ -1,6 +1,7 @@
 // The C API's options object and the ways to open and close a client.
-// Setters only store (copying strings); the rules live in one place,
-// Client::Create, which names the bad setting when a client is opened.
+// memkv_options_set goes through the client option table (memkv/client.h)
+// and checks at once; the typed setters only store (copying strings), and the
+// table's rules run at open, in Client::Create, naming the bad option.
 #include <string>
 #include <string_view>
 #include <utility>
@@ -88,6 +89,13 @@ memkv_options_t* memkv_options_create(void) {
 }
 
 void memkv_options_destroy(memkv_options_t* o) { delete o; }
+
+memkv_status_t memkv_options_set(memkv_options_t* o, const char* name, const char* value) {
+  return Call(__func__, {{"options", o}, {"name", name}, {"value", value}}, [&] {
+    memkv::Status s = memkv::SetClientOption(&o->options, name, value);
+    return s.ok() ? MEMKV_OK : Fail(s);
+  });
+}
 
 memkv_status_t memkv_options_set_servers(memkv_options_t* o, const char* servers) {
   return SetFromText(__func__, o, &ClientOptions::servers, "servers", servers, SplitList);
