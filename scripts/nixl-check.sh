@@ -9,6 +9,9 @@
 # Builds MemKV with -DMEMKV_NIXL_PREFIX in build-nixl/ (libplugin_MEMKV.so
 # and memkv-nixl-check), starts a memkv server on loopback and runs the agent
 # program's three scenarios against it (docs/nixl.md):
+#   runpath (first, without a server) the plugin and libmemkv.so.0 installed
+#           under a scratch DESTDIR: the plugin must find libmemkv.so.0 by
+#           its RUNPATH alone
 #   verify  --blocks blocks of 64 KiB and of 2 MiB written and read back
 #           through the agent, compared byte for byte; queryMem
 #   bench   GiB/s through the agent against the C++ client, same batches
@@ -93,7 +96,38 @@ check() {  # scenario, extra args...
     --transport "$transport" --blocks "$blocks" ${engine_args[@]+"${engine_args[@]}"} "$@"
 }
 
+# Installed as the build's configuration says (under a scratch DESTDIR),
+# the plugin must resolve libmemkv.so.0 to the installed copy by its RUNPATH:
+# NIXL reports a plugin whose dependency does not load only as an
+# "unsupported backend".
+runpath_check() {
+  echo "== runpath"
+  local cache prefix libdir plugin_dir dest resolved
+  cache="$(cmake -LA -N "$build")"
+  prefix="$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' <<<"$cache")"
+  libdir="$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' <<<"$cache")"
+  [[ "$libdir" = /* ]] || libdir="$prefix/$libdir"
+  plugin_dir="$(sed -n 's/^MEMKV_NIXL_PLUGIN_DIR:PATH=//p' <<<"$cache")"
+  dest="$work/destdir"
+  DESTDIR="$dest" cmake --install "$build" --component nixl >/dev/null
+  mkdir -p "$dest$libdir"
+  cp -P "$build"/src/capi/libmemkv.so.0* "$dest$libdir/"
+  # "=> /path" through $ORIGIN/../..: normalized; "=> not found": empty.
+  resolved="$(LD_LIBRARY_PATH="$lib_path" ldd "$dest$plugin_dir/libplugin_MEMKV.so" |
+              awk '$1 == "libmemkv.so.0" && $3 ~ /^\// { print $3 }')"
+  [ -n "$resolved" ] && resolved="$(realpath -e "$resolved")"
+  if [[ -n "$resolved" && "$resolved" == "$(realpath -m "$dest$libdir")/"* ]]; then
+    echo "runpath: $plugin_dir/libplugin_MEMKV.so finds libmemkv.so.0 in $libdir by its RUNPATH"
+    echo PASS
+  else
+    echo "runpath: $plugin_dir/libplugin_MEMKV.so resolves libmemkv.so.0 to '${resolved:-nothing}', not $libdir"
+    echo FAIL
+    return 1
+  fi
+}
+
 status=0
+runpath_check || status=1
 start_server
 check verify || status=1
 check bench --repeat "$repeat" || status=1
