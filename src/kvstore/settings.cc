@@ -47,32 +47,9 @@ class EnvReader {
     *out = *v;
   }
 
-  void Text(std::string_view name, std::string* out) {
-    if (std::optional<std::string> v = env_(name); v.has_value() && !v->empty()) *out = *v;
-  }
-
-  void List(std::string_view name, std::vector<std::string>* out) {
-    std::optional<std::string> v = env_(name);
-    if (!v.has_value() || v->empty()) return;
-    out->clear();
-    std::string_view rest = *v;
-    while (!rest.empty()) {
-      const size_t comma = rest.find(',');
-      std::string_view item = Trim(rest.substr(0, comma));
-      if (!item.empty()) out->emplace_back(item);
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    }
-  }
-
-  void Number(std::string_view name, uint32_t* out) {
-    std::optional<std::string> v = env_(name);
-    if (!v.has_value() || v->empty()) return;
-    std::optional<uint64_t> n = ParseDecimal(Trim(*v));
-    if (!n.has_value() || *n > std::numeric_limits<uint32_t>::max()) {
-      problems_.push_back(std::string(name) + " '" + *v + "' is not a whole number in 0..4294967295");
-      return;
-    }
-    *out = static_cast<uint32_t>(*n);
+  void Client(ClientOptions* out) {
+    const Status s = SetClientOptionsFromEnvironment(out, env_);
+    if (!s.ok()) problems_.push_back(s.message());
   }
 
   void Bytes(std::string_view name, uint64_t* out, uint64_t min, uint64_t max) {
@@ -85,18 +62,6 @@ class EnvReader {
       return;
     }
     *out = *n;
-  }
-
-  void LogLevel(std::string_view name, ClientLogLevel* out) {
-    std::optional<std::string> v = env_(name);
-    if (!v.has_value() || v->empty()) return;
-    for (const auto& [text, level] : kLogLevels) {
-      if (*v == text) {
-        *out = level;
-        return;
-      }
-    }
-    problems_.push_back(std::string(name) + " '" + *v + "' is not a log level; allowed: debug, info, warn, error, off");
   }
 
   Status Done() const {
@@ -146,22 +111,15 @@ std::optional<ClientLogLevel> LogLevelFromEnvironment(const EnvLookup& env) {
 Result<StoreSettings> SettingsFromEnvironment(const EnvLookup& env, std::vector<std::string> servers) {
   StoreSettings settings;
   ClientOptions& c = settings.client;
-  c.servers = std::move(servers);
   EnvReader read(env);
-  read.Required("MEMKV_AUTH_KEY", &c.auth_key_hex,
+  std::string key;
+  read.Required("MEMKV_AUTH_KEY", &key,
                 "the servers' 64-hex-character key (a kv_store backend reads the MEMKV_* variables, "
                 "not MEMKV_CONFIG)");
-  read.Text("MEMKV_TRANSPORT", &c.transport);
-  read.Number("MEMKV_NUM_CONNECTIONS", &c.num_connections);
-  read.Number("MEMKV_TIMEOUT_MS", &c.timeout_ms);
-  read.Number("MEMKV_CONNECT_TIMEOUT_MS", &c.connect_timeout_ms);
-  read.List("MEMKV_RDMA_DEVICES", &c.rdma_devices);
-  read.Number("MEMKV_RDMA_MTU", &c.rdma_mtu);
-  read.Number("MEMKV_RDMA_RETRY_COUNT", &c.rdma_retry_count);
-  read.Number("MEMKV_RDMA_TIMEOUT", &c.rdma_timeout);
-  read.Number("MEMKV_RDMA_QPS", &c.rdma_qps);
-  read.Text("MEMKV_PROMETHEUS_BIND", &c.prometheus_bind);
-  read.LogLevel("MEMKV_LOG_LEVEL", &c.log_level);
+  // Every client option from its MEMKV_* variable, through the table; the
+  // servers are the URI's, whatever MEMKV_SERVERS says.
+  read.Client(&c);
+  c.servers = std::move(servers);
   read.Bytes("MEMKV_KV_STORE_BUFFER_BYTES", &settings.buffer_bytes, kMinBufferBytes, kMaxBoundBytes);
   read.Bytes("MEMKV_KV_STORE_PREFETCH_BYTES", &settings.prefetch_bytes, 0, kMaxBoundBytes);
   MEMKV_RETURN_IF_ERROR(read.Done());

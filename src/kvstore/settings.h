@@ -33,16 +33,12 @@ struct StoreSettings {
   uint64_t prefetch_bytes = kDefaultPrefetchBytes;
 };
 
-// The client options for `servers` from MEMKV_AUTH_KEY (required),
-// MEMKV_TRANSPORT, MEMKV_NUM_CONNECTIONS, MEMKV_TIMEOUT_MS,
-// MEMKV_CONNECT_TIMEOUT_MS (as the engine adapters read it), MEMKV_RDMA_DEVICES,
-// MEMKV_RDMA_MTU, MEMKV_RDMA_RETRY_COUNT, MEMKV_RDMA_TIMEOUT, MEMKV_RDMA_QPS,
-// MEMKV_PROMETHEUS_BIND and MEMKV_LOG_LEVEL (unset: the client's defaults),
-// and the bounds from MEMKV_KV_STORE_BUFFER_BYTES (1 MiB..64 GiB) and
-// MEMKV_KV_STORE_PREFETCH_BYTES (0..64 GiB), each a byte count with an
-// optional KiB, MiB or GiB suffix. InvalidArgument naming every variable
-// that is wrong and what it allows. Ranges the client checks itself (the
-// transport's name, the RDMA settings) are left to Client::Create.
+// The client options for `servers`: every option of the client option table
+// (memkv/client.h) from its MEMKV_* variable (unset: the client's default),
+// MEMKV_AUTH_KEY required; and the bounds from MEMKV_KV_STORE_BUFFER_BYTES
+// (1 MiB..64 GiB) and MEMKV_KV_STORE_PREFETCH_BYTES (0..64 GiB), each a byte
+// count with an optional KiB, MiB or GiB suffix. InvalidArgument naming every
+// variable that is wrong and what it allows, in the table's wording.
 Result<StoreSettings> SettingsFromEnvironment(const EnvLookup& env, std::vector<std::string> servers);
 
 // MEMKV_LOG_LEVEL as a level, or nullopt when it is unset or not a level.

@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include "config/client_option_samples.h"
+
 namespace memkv::kvstore {
 namespace {
 
@@ -70,11 +72,38 @@ TEST(StoreSettingsTest, EveryProblemIsNamedAtOnce) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
   const std::string& m = s.status().message();
-  for (const char* want : {"MEMKV_AUTH_KEY is not set", "not MEMKV_CONFIG", "MEMKV_TIMEOUT_MS 'soon'",
-                           "MEMKV_LOG_LEVEL 'loud' is not a log level; allowed: debug, info, warn, error, off",
+  for (const char* want : {"MEMKV_AUTH_KEY is not set", "not MEMKV_CONFIG", "MEMKV_TIMEOUT_MS: 'soon'",
+                           "MEMKV_LOG_LEVEL: 'loud' is not a log level; allowed: debug, info, warn, error, off",
                            "MEMKV_KV_STORE_BUFFER_BYTES '1 KiB' is not a byte count in 1048576..64 GiB",
                            "MEMKV_KV_STORE_PREFETCH_BYTES '1 TiB'"}) {
     EXPECT_NE(m.find(want), std::string::npos) << want << " not in: " << m;
+  }
+}
+
+// Every option of the client option table reaches the handle's client
+// options from its MEMKV_* variable, and a bad one is refused naming it.
+TEST(StoreSettingsTest, EveryClientOptionComesFromItsVariable) {
+  std::map<std::string, std::string> env{{"MEMKV_AUTH_KEY", kKey}};
+  ClientOptions want;
+  for (const ClientOptionInfo& o : ClientOptionTable()) {
+    const test_samples::Sample& s = test_samples::SampleFor(o.name);
+    env[std::string(o.env)] = s.good;
+    ASSERT_TRUE(SetClientOption(&want, o.name, s.good).ok()) << o.name;
+  }
+  Result<StoreSettings> got = SettingsFromEnvironment(EnvOf(env), {"h:1"});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  for (const ClientOptionInfo& o : ClientOptionTable()) {
+    if (o.name == "servers") {
+      EXPECT_EQ(got->client.servers, std::vector<std::string>{"h:1"}) << "the URI's servers win";
+      continue;
+    }
+    EXPECT_EQ(ClientOptionText(got->client, o.name), ClientOptionText(want, o.name)) << o.env;
+    std::map<std::string, std::string> bad{{"MEMKV_AUTH_KEY", kKey}};
+    bad[std::string(o.env)] = test_samples::SampleFor(o.name).bad;
+    Result<StoreSettings> refused = SettingsFromEnvironment(EnvOf(bad), {"h:1"});
+    ASSERT_FALSE(refused.ok()) << o.env;
+    EXPECT_NE(refused.status().message().find(std::string(o.env) + ": "), std::string::npos)
+        << refused.status().message();
   }
 }
 
