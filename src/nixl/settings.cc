@@ -13,17 +13,6 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-std::vector<std::string> SplitList(std::string_view text) {
-  std::vector<std::string> items;
-  while (!text.empty()) {
-    const size_t comma = text.find(',');
-    std::string_view item = Trim(text.substr(0, comma));
-    if (!item.empty()) items.emplace_back(item);
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
-  }
-  return items;
-}
-
 // The value as a whole number in [min, max], or nullopt.
 std::optional<uint32_t> ParseNumber(std::string_view text, uint32_t min, uint32_t max) {
   text = Trim(text);
@@ -49,41 +38,9 @@ std::string EngineNumber(std::string_view value, EngineSettings& s) {
   return "";
 }
 
-template <uint32_t ClientOptions::*Field>
-std::string ClientNumber(std::string_view value, EngineSettings& s) {
-  std::optional<uint32_t> n = ParseNumber(value, 0, std::numeric_limits<uint32_t>::max());
-  if (!n.has_value()) return "a whole number in 0..4294967295";
-  s.client.*Field = *n;
-  return "";
-}
-
-template <std::string ClientOptions::*Field>
-std::string ClientText(std::string_view value, EngineSettings& s) {
-  s.client.*Field = std::string(Trim(value));
-  return "";
-}
-
-template <std::vector<std::string> ClientOptions::*Field>
-std::string ClientList(std::string_view value, EngineSettings& s) {
-  s.client.*Field = SplitList(value);
-  if ((s.client.*Field).empty()) return "a comma-separated list";
-  return "";
-}
-
 std::string KeyPrefix(std::string_view value, EngineSettings& s) {
   s.key_prefix = std::string(value);
   return "";
-}
-
-std::string LogLevel(std::string_view value, EngineSettings& s) {
-  for (int l = static_cast<int>(ClientLogLevel::kDebug); l <= static_cast<int>(ClientLogLevel::kOff); ++l) {
-    const auto level = static_cast<ClientLogLevel>(l);
-    if (Trim(value) == ClientLogLevelName(level)) {
-      s.client.log_level = level;
-      return "";
-    }
-  }
-  return "a log level: debug, info, warn, error or off";
 }
 
 struct Entry {
@@ -92,39 +49,21 @@ struct Entry {
   bool required = false;
 };
 
+// The client options of the table (memkv/client.h), each by its name and
+// variable, then the engine's own. A null `apply` is a client option: its
+// value goes through SetClientOption.
 const std::vector<Entry>& Entries() {
-  static const std::vector<Entry> entries = {
-      {{"servers", "MEMKV_SERVERS", "the MemKV servers' data addresses, host:port, comma-separated"},
-       &ClientList<&ClientOptions::servers>, true},
-      {{"auth_key", "MEMKV_AUTH_KEY", "the servers' authentication key, 64 hex characters"},
-       &ClientText<&ClientOptions::auth_key_hex>, true},
-      {{"transport", "MEMKV_TRANSPORT", "auto, tcp or rdma (default auto)"}, &ClientText<&ClientOptions::transport>},
-      {{"num_connections", "MEMKV_NUM_CONNECTIONS", "connections per server (default 4)"},
-       &ClientNumber<&ClientOptions::num_connections>},
-      {{"timeout_ms", "MEMKV_TIMEOUT_MS", "deadline of every MemKV operation in milliseconds (default 5000)"},
-       &ClientNumber<&ClientOptions::timeout_ms>},
-      {{"connect_timeout_ms", "MEMKV_CONNECT_TIMEOUT_MS", "deadline of a connection attempt (default 2000)"},
-       &ClientNumber<&ClientOptions::connect_timeout_ms>},
-      {{"rdma_devices", "MEMKV_RDMA_DEVICES", "local RDMA devices to use, comma-separated (default: the first)"},
-       &ClientList<&ClientOptions::rdma_devices>},
-      {{"rdma_mtu", "MEMKV_RDMA_MTU", "RDMA path MTU, equal to the servers' rdma.mtu (default 4096)"},
-       &ClientNumber<&ClientOptions::rdma_mtu>},
-      {{"rdma_retry_count", "MEMKV_RDMA_RETRY_COUNT", "RDMA transport retries, 0..7 (default 6)"},
-       &ClientNumber<&ClientOptions::rdma_retry_count>},
-      {{"rdma_timeout", "MEMKV_RDMA_TIMEOUT", "RDMA local ACK timeout exponent (default 14)"},
-       &ClientNumber<&ClientOptions::rdma_timeout>},
-      {{"rdma_qps", "MEMKV_RDMA_QPS", "RDMA queue pairs per server connection, 1..16 (default 2)"},
-       &ClientNumber<&ClientOptions::rdma_qps>},
-      {{"prometheus_bind", "MEMKV_PROMETHEUS_BIND", "host:port to serve the client's metrics on (default off)"},
-       &ClientText<&ClientOptions::prometheus_bind>},
-      {{"log_level", "MEMKV_LOG_LEVEL", "debug, info, warn, error or off (default warn)"}, &LogLevel},
-      {{"key_prefix", "MEMKV_NIXL_KEY_PREFIX", "prepended to every MemKV key of an object (default none)"},
-       &KeyPrefix},
-      {{"batch_size", "MEMKV_NIXL_BATCH_SIZE", "descriptors per MemKV batch call, 1..4096 (default 64)"},
-       &EngineNumber<&EngineSettings::batch_size, 1, kMaxBatchSize>},
-      {{"workers", "MEMKV_NIXL_WORKERS", "threads that carry posted transfers, 1..64 (default 2)"},
-       &EngineNumber<&EngineSettings::workers, 1, kMaxWorkers>},
-  };
+  static const std::vector<Entry> entries = [] {
+    std::vector<Entry> out;
+    for (const ClientOptionInfo& o : ClientOptionTable()) out.push_back({{o.name, o.env, o.doc}, nullptr, o.required});
+    out.push_back({{"key_prefix", "MEMKV_NIXL_KEY_PREFIX", "prepended to every MemKV key of an object (default none)"},
+                   &KeyPrefix});
+    out.push_back({{"batch_size", "MEMKV_NIXL_BATCH_SIZE", "descriptors per MemKV batch call, 1..4096 (default 64)"},
+                   &EngineNumber<&EngineSettings::batch_size, 1, kMaxBatchSize>});
+    out.push_back({{"workers", "MEMKV_NIXL_WORKERS", "threads that carry posted transfers, 1..64 (default 2)"},
+                   &EngineNumber<&EngineSettings::workers, 1, kMaxWorkers>});
+    return out;
+  }();
   return entries;
 }
 
@@ -151,7 +90,7 @@ Result<EngineSettings> SettingsFrom(const std::map<std::string, std::string>& pa
   }
   for (const Entry& e : Entries()) {
     const std::string name(e.parameter.name);
-    std::string source = "parameter " + name;
+    std::string source = name;
     std::optional<std::string> value;
     if (auto it = params.find(name); it != params.end() && !Trim(it->second).empty()) {
       value = it->second;
@@ -166,8 +105,17 @@ Result<EngineSettings> SettingsFrom(const std::map<std::string, std::string>& pa
       }
       continue;
     }
+    if (e.apply == nullptr) {
+      const std::string from = source == name ? name + " (NIXL parameter)" : source;
+      const Status s = SetClientOption(&settings.client, name, *value, from);
+      if (!s.ok()) problems.push_back(s.message());
+      continue;
+    }
     const std::string allowed = e.apply(*value, settings);
-    if (!allowed.empty()) problems.push_back(source + " '" + *value + "' is not " + allowed);
+    if (!allowed.empty()) {
+      const std::string from = source == name ? "parameter " + name : source;
+      problems.push_back(from + " '" + *value + "' is not " + allowed);
+    }
   }
   if (!problems.empty()) {
     std::string text;

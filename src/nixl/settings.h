@@ -46,15 +46,17 @@ struct Parameter {
   std::string_view meaning;
 };
 
-// Every parameter the backend reads, in the order the docs list them.
+// Every parameter the backend reads: the client options, then its own.
 const std::vector<Parameter>& Parameters();
 
 // The settings from `params` (createBackend's map), each unset or empty one
 // from `env`. servers and auth_key are required (from either). A parameter
 // name the backend does not know, or a value out of its range, is an
 // InvalidArgument that names every problem, the parameter, its variable and
-// what it allows. Ranges the client checks itself (the transport's name, the
-// RDMA settings, the key's hex) are left to Client::Create.
+// what it allows. Client options (every row of ClientOptionTable, by the
+// same name) go through SetClientOption: a bad one reads
+// "transport (NIXL parameter): 'x' is not a transport; allowed: ..." or
+// "MEMKV_TRANSPORT: ...", by where it came from.
 Result<EngineSettings> SettingsFrom(const std::map<std::string, std::string>& params, const Lookup& env);
 
 }  // namespace memkv::nixl

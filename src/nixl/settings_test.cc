@@ -5,6 +5,8 @@
 #include <map>
 #include <string>
 
+#include "config/client_option_samples.h"
+
 namespace memkv::nixl {
 namespace {
 
@@ -54,9 +56,37 @@ TEST(NixlSettings, EveryProblemIsNamedWithItsSourceAndWhatIsAllowed) {
   EXPECT_NE(m.find("auth_key is not set"), std::string::npos) << m;
   EXPECT_NE(m.find("parameter batch_size '0' is not a whole number in 1..4096"), std::string::npos) << m;
   EXPECT_NE(m.find("MEMKV_NIXL_WORKERS '65' is not a whole number in 1..64"), std::string::npos) << m;
-  EXPECT_NE(m.find("MEMKV_TIMEOUT_MS '-1' is not a whole number"), std::string::npos) << m;
-  EXPECT_NE(m.find("parameter log_level 'loud' is not a log level"), std::string::npos) << m;
+  EXPECT_NE(m.find("MEMKV_TIMEOUT_MS: '-1' is not a non-negative integer"), std::string::npos) << m;
+  EXPECT_NE(m.find("log_level (NIXL parameter): 'loud' is not a log level"), std::string::npos) << m;
   EXPECT_NE(m.find("unknown parameter 'wokers'; the MEMKV backend reads servers, auth_key,"), std::string::npos) << m;
+}
+
+// Every option of the client option table is a backend parameter by its
+// name, with its MEMKV_* variable as the fallback, and reaches the client.
+TEST(NixlSettings, EveryClientOptionIsAParameterAndAVariable) {
+  std::map<std::string, std::string> params;
+  std::map<std::string, std::string> env;
+  ClientOptions want;
+  for (const ClientOptionInfo& o : ClientOptionTable()) {
+    const test_samples::Sample& s = test_samples::SampleFor(o.name);
+    ASSERT_TRUE(SetClientOption(&want, o.name, s.good).ok()) << o.name;
+    params[std::string(o.name)] = s.good;
+    env[std::string(o.env)] = s.good;
+  }
+  for (const auto& source : {SettingsFrom(params, EnvOf({})), SettingsFrom({}, EnvOf(env))}) {
+    ASSERT_TRUE(source.ok()) << source.status().ToString();
+    for (const ClientOptionInfo& o : ClientOptionTable()) {
+      EXPECT_EQ(ClientOptionText(source->client, o.name), ClientOptionText(want, o.name)) << o.name;
+    }
+  }
+  for (const ClientOptionInfo& o : ClientOptionTable()) {
+    std::map<std::string, std::string> bad = params;
+    bad[std::string(o.name)] = test_samples::SampleFor(o.name).bad;
+    Result<EngineSettings> refused = SettingsFrom(bad, EnvOf({}));
+    ASSERT_FALSE(refused.ok()) << o.name;
+    EXPECT_NE(refused.status().message().find(std::string(o.name) + " (NIXL parameter): "), std::string::npos)
+        << refused.status().message();
+  }
 }
 
 TEST(NixlSettings, EveryParameterHasAnEnvironmentVariableAndAMeaning) {
