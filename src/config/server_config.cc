@@ -199,7 +199,8 @@ std::string_view StorageModeName(StorageMode mode) {
 
 ServerConfig EmbeddedDefaultConfig(const std::string& data_dir) {
   ServerConfig config;
-  // Loopback: a config-less start must not expose the store to the network.
+  // Loopback (NetworkConfig's default, as for a file without
+  // network.address): a config-less start must not expose the store.
   config.network.host = "127.0.0.1";
   config.network.port = 9900;
   config.storage.mode = StorageMode::kFile;

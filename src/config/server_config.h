@@ -23,7 +23,7 @@ enum class StorageMode { kDirect, kFile, kMemory };
 std::string_view StorageModeName(StorageMode mode);
 
 struct NetworkConfig {
-  std::string host = "0.0.0.0";          // network.address, split
+  std::string host = "127.0.0.1";        // network.address, split; loopback unless given
   uint16_t port = 9900;                  // 0 = any free port (tests); admin is then any free port too
   std::optional<std::vector<uint8_t>> auth_key;  // 32 bytes when set
   std::string tls_cert;                  // path or empty

@@ -32,7 +32,7 @@ std::vector<std::string> ProblemsWith(const std::string& yaml) {
 
 TEST(ServerConfigDefaultsTest, StructDefaultsMatchSpec) {
   ServerConfig c;
-  EXPECT_EQ(c.network.host, "0.0.0.0");
+  EXPECT_EQ(c.network.host, "127.0.0.1");  // loopback unless an address is given
   EXPECT_EQ(c.network.port, 9900);
   EXPECT_FALSE(c.network.auth_key.has_value());
   EXPECT_EQ(c.memory.block_size_bytes, 2 * kMiB);

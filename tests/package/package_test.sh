@@ -206,7 +206,7 @@ mkdir -p -m 0700 "$data"
 config="$scratch/config.yaml"
 # No RDMA (a device name no host has): on a host with a NIC the pool would
 # otherwise be pinned and need free hugepages. The client says tcp to match.
-sed -e 's|^  address: 0\.0\.0\.0:9900$|  address: 127.0.0.1:0|' \
+sed -e 's|^  address: 127\.0\.0\.1:9900$|  address: 127.0.0.1:0|' \
   -e 's|^  max_size: .*$|  max_size: 64 MiB|' \
   -e "s|media: /var/lib/memkv/drive0.memkv, size: [^}]*}|media: $data/drive0.memkv, size: 256 MiB}|" \
   "$root/etc/memkv/config.yaml" >"$config"
