@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -81,10 +83,14 @@ TEST_F(CliArgsTest, HelpAsAFileNameIsAFileNotTheUsage) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(RunMemkv({"get", "help/key"}, Env()).out, "help-file-contents");
   EXPECT_EQ(RunMemkv({"get", "h/key"}, Env()).out, "h-file-contents");
-  // -o's value is a file name even when it reads --help.
-  r = InDir(dir_.path(), {"get", "h/key", "-o", "--help"});
+  // A file named --help is written --output=--help; "-o --help" is refused
+  // as a missing value rather than read as either.
+  r = InDir(dir_.path(), {"get", "h/key", "--output=--help"});
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(ReadAll(dir_.path() + "/--help"), "h-file-contents");
+  r = InDir(dir_.path(), {"get", "h/key", "-o", "--help"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("-o needs a value; '--help' looks like an option"), std::string::npos) << r.out;
   // In option position it is still the usage.
   r = RunMemkv({"put", "k", "--help"}, Env());
   EXPECT_EQ(r.exit_code, 0);
@@ -110,6 +116,77 @@ TEST_F(CliArgsTest, OptionEqualsValueIsAcceptedEverywhere) {
   r = RunMemkv({"start", "--check=yes", "--config", config}, {});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--check takes no value"), std::string::npos) << r.err;
+}
+
+// An option whose value is missing never takes the next option as its
+// value: `start --data-dir --check` once served, with a 4 GiB drive file in
+// a directory named --check.
+TEST_F(CliArgsTest, AnOptionNeverTakesTheNextOptionAsItsValue) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {{"start", "--data-dir", "--check"},
+       "--data-dir needs a value; '--check' looks like an option (if it is the value, write --data-dir=--check)"},
+      {{"start", "--config", "--port", "0"}, "--config needs a value; '--port' looks like an option"},
+      {{"start", "--data-dir", "-x", "--check"}, "--data-dir needs a value; '-x' looks like an option"},
+      {{"start", "--check", "--data-dir"}, "--data-dir needs a value"},
+      {{"doctor", "--config", "--json"}, "--config needs a value; '--json' looks like an option"},
+      {{"setup", "--drives", "--force"}, "--drives needs a value; '--force' looks like an option"},
+      {{"drive", "list", "--config", "--json"}, "--config needs a value; '--json' looks like an option"},
+      {{"admin", "status", "--cacert", "--json"}, "--cacert needs a value; '--json' looks like an option"},
+      {{"get", "k", "--output", "--", "x"}, "--output needs a value; '--' looks like an option"},
+      // Unknown options are named alone, not with the word after them.
+      {{"start", "--bogus", "--check"}, "unknown option '--bogus';"},
+      {{"start", "--bogus", "7"}, "unknown option '--bogus';"},
+      {{"doctor", "--bogus", "--json"}, "unknown option '--bogus';"},
+      {{"get", "--bogus", "k"}, "unknown option '--bogus' (a key that begins with '-' goes after '--')"},
+      // A bad value names the option and the value, and what is allowed.
+      {{"start", "--port", "-1"}, "--port '-1': allowed: a port, 0..65534"},
+      {{"start", "--workers", "0"}, "--workers '0': allowed: threads, 1..64"},
+  };
+  for (const Case& c : cases) {
+    std::string joined;
+    for (const std::string& a : c.args) joined += a + " ";
+    // `timeout`: were the option taken as a value, start would serve.
+    std::vector<std::string> args = {"/usr/bin/timeout", "20", MemkvBinary()};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    std::string cmd = "cd " + Quote(dir_.path()) + " &&";
+    for (const std::string& a : args) cmd += " " + Quote(a);
+    CommandResult r = RunShell(cmd + " 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << joined << ": " << r.out;
+    EXPECT_NE(r.out.find(c.message), std::string::npos) << joined << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << joined << ": " << r.out;
+  }
+  EXPECT_FALSE(Exists(dir_.path() + "/--check")) << "a directory named --check was made";
+  EXPECT_FALSE(Exists(dir_.path() + "/-x"));
+
+  // Written --name=value, a value that begins with '-' is taken as given.
+  const std::string config = dir_.Write("c.yaml", "storage:\n  mode: memory\n");
+  CommandResult r = InDir(dir_.path(), {"start", "--check", "--config", config, "--data-dir=--check"});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("network.auth_key: --check/auth.key"), std::string::npos) << r.out;
+  ASSERT_EQ(RunMemkv({"put", "dash/out"}, Env(), "to a dash file").exit_code, 0);
+  r = InDir(dir_.path(), {"get", "dash/out", "--output=-dash"});
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(ReadAll(dir_.path() + "/-dash"), "to a dash file");
+}
+
+// `get KEY -o -` writes standard output, as `put KEY -` reads standard input.
+TEST_F(CliArgsTest, GetToDashIsStandardOutput) {
+  ASSERT_EQ(RunMemkv({"put", "dash/stdout", "-"}, Env(), "through stdout").exit_code, 0);
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"get", "dash/stdout", "-o", "-"}, {"get", "dash/stdout", "--output=-"}, {"get", "-o", "-", "dash/stdout"}}) {
+    CommandResult r = InDir(dir_.path(), args);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(r.out, "through stdout");
+    EXPECT_FALSE(Exists(dir_.path() + "/-")) << "wrote a file named '-'";
+  }
+  // A file named '-' is still reachable: ./-
+  CommandResult r = InDir(dir_.path(), {"get", "dash/stdout", "-o", "./-"});
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(ReadAll(dir_.path() + "/-"), "through stdout");
 }
 
 // Runs `memkv put KEY -` reading /dev/zero (an endless stream) with its
@@ -251,6 +328,53 @@ TEST_F(CliArgsTest, StartAddressAndPortFlagsOverrideTheConfig) {
   Status s = second.Start(spec);
   ASSERT_TRUE(s.ok()) << s.ToString() << second.Stderr();
   EXPECT_NE(second.port(), server_->port());
+}
+
+// The local addresses (hex, as /proc/net/tcp{,6} print them) of the sockets
+// listening on `port`.
+std::vector<std::string> ListeningOn(uint16_t port) {
+  char port_hex[8];
+  std::snprintf(port_hex, sizeof(port_hex), "%04X", port);
+  std::vector<std::string> found;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::istringstream lines(ReadAll(table));
+    std::string line;
+    std::getline(lines, line);  // the header
+    while (std::getline(lines, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      const size_t colon = local.find(':');
+      if (state == "0A" && colon != std::string::npos && local.substr(colon + 1) == port_hex) {
+        found.push_back(local.substr(0, colon));
+      }
+    }
+  }
+  return found;
+}
+
+// Loopback unless an address is given: an empty config file, and one that
+// sets other sections but not network.address, serve this host only, as no
+// config does.
+TEST_F(CliArgsTest, EmptyAndPartialConfigsListenOnLoopback) {
+  for (const char* yaml : {"", "memory:\n  max_size: 16 MiB\n", "network:\n  frame_timeout_ms: 10000\n"}) {
+    CommandResult r = Check(dir_, yaml);
+    ASSERT_EQ(r.exit_code, 0) << "'" << yaml << "': " << r.err;
+    EXPECT_NE(r.out.find("network.address: 127.0.0.1:9900\n"), std::string::npos) << "'" << yaml << "': " << r.out;
+  }
+  // A real server from a partial config (no network section): its
+  // listening socket is bound to 127.0.0.1. The second --config wins over
+  // the harness's own, which names an address; --port keeps the config's host.
+  const std::string partial = dir_.Write(
+      "partial.yaml", std::string("memory:\n  max_size: 16 MiB\n  block_size: 1 MiB\nstorage:\n  mode: memory\n"));
+  ServerSpec spec;
+  spec.extra_args = {"--config", partial, "--port", "0"};
+  ServerProcess server;
+  Status s = server.Start(spec);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_NE(server.Stderr().find("serving on 127.0.0.1:" + std::to_string(server.port())), std::string::npos)
+      << server.Stderr();
+  EXPECT_EQ(ListeningOn(server.port()), std::vector<std::string>{"0100007F"}) << "port " << server.port();
 }
 
 TEST_F(CliArgsTest, PrometheusDefaultMetricsPathIsServed) {

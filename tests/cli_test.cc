@@ -281,6 +281,41 @@ TEST_F(CliTest, UnreachableServerExitsFourWithinTheTimeout) {
   }
 }
 
+// A hung server (it accepts, into the backlog, and never answers): the wait
+// is MEMKV_CONNECT_TIMEOUT_MS, and the hint names the knob of the deadline
+// that passed, the connect one or the operation's.
+TEST_F(CliTest, HungServerHintNamesTheDeadlineThatPassed) {
+  DeadPort silent(/*listening=*/true);
+  struct Case {
+    std::map<std::string, std::string> timeouts;
+    const char* knob;
+    const char* other;
+  };
+  const Case cases[] = {
+      {{{"MEMKV_CONNECT_TIMEOUT_MS", "300"}}, "MEMKV_CONNECT_TIMEOUT_MS sets the wait", "MEMKV_TIMEOUT_MS"},
+      {{{"MEMKV_CONNECT_TIMEOUT_MS", "60000"}, {"MEMKV_TIMEOUT_MS", "300"}}, "MEMKV_TIMEOUT_MS sets the wait",
+       "MEMKV_CONNECT_TIMEOUT_MS"},
+  };
+  for (const Case& c : cases) {
+    std::map<std::string, std::string> env = {{"MEMKV_SERVERS", silent.address()}, {"MEMKV_AUTH_KEY", kTestKeyHex}};
+    env.insert(c.timeouts.begin(), c.timeouts.end());
+    Clock::time_point start = Clock::now();
+    CommandResult r = RunMemkv({"get", "k"}, env, "", 20000);
+    const int64_t ms = MsSince(start);
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+    // Well under the 2 s connect wait of the default: the variable is honoured.
+    EXPECT_LT(ms, 1800) << "took " << ms << " ms: " << r.err;
+    EXPECT_NE(r.err.find(c.knob), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(c.other), std::string::npos) << r.err;
+    EXPECT_EQ(CountLines(r.err), 1u) << r.err;
+  }
+  CommandResult r = RunMemkv(
+      {"get", "k"},
+      {{"MEMKV_SERVERS", silent.address()}, {"MEMKV_AUTH_KEY", kTestKeyHex}, {"MEMKV_CONNECT_TIMEOUT_MS", "soon"}});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("MEMKV_CONNECT_TIMEOUT_MS"), std::string::npos) << r.err;
+}
+
 TEST_F(CliTest, ClientConfigFileIsUsedAndVariablesOverrideIt) {
   DeadPort refused(/*listening=*/false);
   const std::string config = dir_.Write(

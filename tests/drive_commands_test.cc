@@ -114,7 +114,7 @@ TEST(Setup, FormatsFilesAndPrintsAConfigTheLoaderTakes) {
   ASSERT_EQ(c->storage.drives.size(), 2u);
   EXPECT_EQ(c->storage.drives[0].media, a);
   EXPECT_EQ(c->storage.drives[1].media, b);
-  EXPECT_EQ(c->network.host, "0.0.0.0");
+  EXPECT_EQ(c->network.host, "127.0.0.1");  // loopback unless --address names one
   EXPECT_GE(c->memory.max_size_bytes, 256 * kMiB);  // sized to the box
   EXPECT_NE(r.err.find("format: "), std::string::npos) << "progress goes to stderr";
   EXPECT_EQ(r.out.find("INFO"), std::string::npos) << "stdout is only the config";

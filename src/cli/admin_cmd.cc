@@ -86,7 +86,8 @@ int Usage(const std::string& what) {
 }
 
 std::optional<int> ParseAdminFlags(const std::vector<std::string>& raw_args, AdminFlags* flags) {
-  Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, {"--json", "--insecure"});
+  Result<std::vector<std::string>> expanded = ExpandOptions(
+      raw_args, {.switches = {"--json", "--insecure"}, .valued = {"--cacert", "--timeout-ms"}, .operand = "address"});
   if (!expanded.ok()) return Usage(expanded.status().message());
   const std::vector<std::string>& args = *expanded;
   if (args.empty()) return Usage("name an action: status");
@@ -110,11 +111,9 @@ std::optional<int> ParseAdminFlags(const std::vector<std::string>& raw_args, Adm
     } else if (a == "--insecure") {
       flags->insecure = true;
     } else if (a == "--cacert") {
-      if (i + 1 >= args.size()) return Usage("--cacert needs a file");
       flags->ca_file = args[++i];
       if (flags->ca_file.empty()) return Usage("--cacert needs a file");
     } else if (a == "--timeout-ms") {
-      if (i + 1 >= args.size()) return Usage("--timeout-ms needs a value");
       const std::string& v = args[++i];
       char* end = nullptr;
       long n = std::strtol(v.c_str(), &end, 10);

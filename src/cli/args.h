@@ -1,7 +1,12 @@
 // Command-line conventions shared by every `memkv` sub-command (docs/cli.md,
-// "Options"): "--name=value" means "--name value", and "--" ends the
-// options, so what follows it (a key or file that begins with '-', a file
-// named --help) is never read as an option. Pure; any thread.
+// "Options"):
+// - "--name=value" means "--name value";
+// - an option's value is the next word unless that word looks like an
+//   option (LooksLikeOption): "--data-dir --check" is refused, as is
+//   "-o --help"; such a value is written "--data-dir=--check";
+// - "--" ends the options, so what follows it (a key or file that begins
+//   with '-', a file named --help) is never read as an option.
+// Pure; any thread.
 #ifndef MEMKV_CLI_ARGS_H_
 #define MEMKV_CLI_ARGS_H_
 
@@ -16,12 +21,32 @@ namespace memkv::cli {
 
 inline constexpr std::string_view kEndOfOptions = "--";
 
-// Splits each "--name=value" before the first "--" into "--name" and
-// "value"; "--" itself and everything after it are kept as given, for the
-// parser to take as operands. `switches` are the options that take no value
-// ("--help" is always one): "--json=yes" is InvalidArgument naming it.
-Result<std::vector<std::string>> ExpandOptions(const std::vector<std::string>& args,
-                                               std::initializer_list<std::string_view> switches);
+// The options one sub-command takes; "-h" and "--help" are always switches.
+struct OptionTable {
+  std::initializer_list<std::string_view> switches = {};  // take no value (--json)
+  std::initializer_list<std::string_view> valued = {};    // take exactly one (--config PATH)
+  std::initializer_list<std::string_view> lists = {};     // take one or more (--drives PATH...)
+  // What the command's operands are called ("key", "drive path"), for the
+  // hint of an unknown option; empty when it takes none.
+  std::string_view operand = {};
+};
+
+// A word in option position that is an option: it begins with '-' and is
+// neither "-" alone (standard input or output) nor a negative number ("-5",
+// which no option takes but which is then refused for its value, naming
+// the option).
+bool LooksLikeOption(std::string_view word);
+
+// Checks the words before the first "--" against `table` and splits each
+// "--name=value" into "--name" and "value"; "--" itself and everything after
+// it are kept as given, for the parser to take as operands. InvalidArgument,
+// naming the word alone, for: an unknown option; a switch given a value
+// ("--json=yes"); a valued option that is last or is followed by a word that
+// looks like an option ("--data-dir --check"); a list option followed by no
+// value. A value written "--name=value" is taken as it is, even "-x". After
+// it succeeds, a valued option is always followed by its value and a list
+// option by at least one word that does not look like an option.
+Result<std::vector<std::string>> ExpandOptions(const std::vector<std::string>& args, const OptionTable& table);
 
 // "-h" or "--help" (in option position: the caller has not yet passed "--").
 bool IsHelp(std::string_view arg);

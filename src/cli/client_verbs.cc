@@ -32,11 +32,14 @@ constexpr const char* kVerbUsage = R"(Usage:
                              line in bytewise order (every server is asked)
 
 "--" ends the options: memkv put -- -key file, memkv get -- -key.
--o FILE and --output=FILE are the same. put stops reading past 256 MiB, the
-largest value a server takes (exit 6).
+-o FILE and --output=FILE are the same; -o - is standard output. A FILE
+that begins with '-' is written --output=-file (or -o ./-file). put stops
+reading past 256 MiB, the largest value a server takes (exit 6).
 
 Servers and key: the YAML named by MEMKV_CONFIG, then MEMKV_SERVERS,
-MEMKV_AUTH_KEY, MEMKV_TRANSPORT, MEMKV_TIMEOUT_MS. With neither set, the local
+MEMKV_AUTH_KEY, MEMKV_TRANSPORT, MEMKV_TIMEOUT_MS (each operation's deadline,
+default 5000), MEMKV_CONNECT_TIMEOUT_MS (connecting and the handshake, default
+2000: the wait for a server that does not answer). With neither set, the local
 embedded default: 127.0.0.1:9900 and the key in ~/.memkv/auth.key.
 Exit codes: 0 ok, 1 not found / absent, 2 usage, 3 configuration,
 4 unavailable or timed out, 5 authentication failed, 6 request failed.
@@ -46,6 +49,8 @@ Result<std::unique_ptr<Client>> MakeClient(const Environment& env) {
   // A shell verb speaks only when something is wrong: warnings (such as an
   // RDMA downgrade) and the one error line.
   SetLogLevel(LogLevel::kWarn);
+  // Every MEMKV_* variable, MEMKV_CONNECT_TIMEOUT_MS (the wait a hung server
+  // costs each command) included, is read by LoadClientConfig.
   MEMKV_ASSIGN_OR_RETURN(ClientConfig config, LoadClientConfig(ClientLookupWithDefaults(env)));
   return CreateClient(config);
 }
@@ -59,11 +64,19 @@ std::string UnavailableHint(const Status& status) {
   const std::string& m = status.message();
   auto has = [&m](std::string_view part) { return m.find(part) != std::string::npos; };
   if (status.code() == StatusCode::kDeadlineExceeded) {
+    // The client names the deadline that passed: connecting and the
+    // handshake wait at most connect_timeout_ms, an operation timeout_ms.
+    const char* knob = has("connect deadline") ? "MEMKV_CONNECT_TIMEOUT_MS" : "MEMKV_TIMEOUT_MS";
     if (has("TCP connect to ")) {
-      return " (nothing answered the connection attempt: check MEMKV_SERVERS and the network path)";
+      return std::string(" (nothing answered the connection attempt: check MEMKV_SERVERS and the network path; ") +
+             knob + " sets the wait)";
     }
-    return " (the server did not answer in time: it may be stopped, overloaded or unreachable; "
-           "MEMKV_TIMEOUT_MS sets the wait)";
+    if (has("accepted the connection but did not answer")) {
+      return std::string(" (something accepted the connection but did not answer in time: a hung server, or not "
+                         "a MemKV server; ") + knob + " sets the wait)";
+    }
+    return std::string(" (the server did not answer in time: it may be stopped, overloaded or unreachable; ") +
+           knob + " sets the wait)";
   }
   if (has("connect to ") || has("cannot resolve ") || has("no address for ") || has("socket() for ") ||
       has(" is marked down after ")) {
@@ -131,9 +144,11 @@ Result<std::vector<uint8_t>> ReadInput(const std::string& path) {
   return data;
 }
 
+// Writes `data` to the file `path`, or to standard output when `path` is
+// empty or "-" (as put reads "-" as standard input; a file named "-" is ./-).
 Status WriteOutput(const std::string& path, const std::vector<uint8_t>& data) {
   int fd = STDOUT_FILENO;
-  if (!path.empty()) {
+  if (!path.empty() && path != "-") {
     fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return IoError("cannot create " + path + ": " + std::strerror(errno));
   }
@@ -142,7 +157,7 @@ Status WriteOutput(const std::string& path, const std::vector<uint8_t>& data) {
     ssize_t n = ::write(fd, data.data() + done, data.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      Status s = IoError("cannot write " + (path.empty() ? std::string("standard output") : path) + ": " +
+      Status s = IoError("cannot write " + (fd == STDOUT_FILENO ? std::string("standard output") : path) + ": " +
                          std::strerror(errno));
       if (fd != STDOUT_FILENO) ::close(fd);
       return s;
@@ -182,7 +197,9 @@ int ListKeys(const std::string& prefix, const Environment& env) {
 }
 
 int RunClientVerb(const std::string& verb, const std::vector<std::string>& args, const Environment& env) {
-  Result<std::vector<std::string>> expanded = ExpandOptions(args, {});
+  Result<std::vector<std::string>> expanded =
+      ExpandOptions(args, verb == "get" ? OptionTable{.valued = {"-o", "--output"}, .operand = "key"}
+                                        : OptionTable{.operand = "key"});
   if (!expanded.ok()) return Usage(verb, expanded.status().message());
   std::vector<std::string> positional;
   std::string out_path;
@@ -198,13 +215,10 @@ int RunClientVerb(const std::string& verb, const std::vector<std::string>& args,
         std::fputs(kVerbUsage, stdout);
         return kExitOk;
       }
-      if (verb == "get" && (a == "-o" || a == "--output")) {
-        if (i + 1 >= expanded->size()) return Usage(verb, "-o needs a file name");
+      if (a == "-o" || a == "--output") {  // get only: ExpandOptions refuses it elsewhere
         out_path = (*expanded)[++i];
+        if (out_path.empty()) return Usage(verb, a + " needs a file name");
         continue;
-      }
-      if (a.size() > 1 && a[0] == '-') {
-        return Usage(verb, "unknown option '" + a + "' (a key that begins with '-' goes after '--')");
       }
     }
     positional.push_back(a);

@@ -79,7 +79,10 @@ bool ParseNumber(const std::string& text, uint64_t max, uint64_t* out) {
 }
 
 std::optional<int> ParseFlags(const std::vector<std::string>& raw_args, DoctorFlags* flags) {
-  Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, {"--json"});
+  Result<std::vector<std::string>> expanded =
+      ExpandOptions(raw_args, {.switches = {"--json"},
+                               .valued = {"--config", "--device", "--netdev", "--port", "--interval-ms", "--fixture",
+                                          "--peer", "--peer-blocks"}});
   if (!expanded.ok()) {
     std::fprintf(stderr, "memkv doctor: %s; see 'memkv doctor --help'\n", expanded.status().message().c_str());
     return kExitUsage;
@@ -88,6 +91,11 @@ std::optional<int> ParseFlags(const std::vector<std::string>& raw_args, DoctorFl
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == kEndOfOptions && i + 1 == args.size()) break;
+    if (a == kEndOfOptions || !LooksLikeOption(a)) {
+      const std::string& word = a == kEndOfOptions ? args[i + 1] : a;
+      std::fprintf(stderr, "memkv doctor: unexpected argument '%s'; doctor takes options only\n", word.c_str());
+      return kExitUsage;
+    }
     if (IsHelp(a)) {
       std::fputs(kDoctorUsage, stdout);
       return kExitOk;
@@ -96,11 +104,7 @@ std::optional<int> ParseFlags(const std::vector<std::string>& raw_args, DoctorFl
       flags->json = true;
       continue;
     }
-    if (i + 1 >= args.size()) {
-      std::fprintf(stderr, "memkv doctor: %s needs a value; see 'memkv doctor --help'\n", a.c_str());
-      return kExitUsage;
-    }
-    const std::string& v = args[++i];
+    const std::string& v = args[++i];  // ExpandOptions: every other option is followed by its value
     uint64_t n = 0;
     if (a == "--config") {
       flags->config_path = v;
@@ -119,7 +123,7 @@ std::optional<int> ParseFlags(const std::vector<std::string>& raw_args, DoctorFl
     } else if (a == "--peer-blocks" && ParseNumber(v, 4096, &n) && n > 0) {
       flags->peer_blocks = static_cast<uint32_t>(n);
     } else {
-      std::fprintf(stderr, "memkv doctor: bad option '%s %s'; see 'memkv doctor --help'\n", a.c_str(), v.c_str());
+      std::fprintf(stderr, "memkv doctor: %s '%s': out of range; see 'memkv doctor --help'\n", a.c_str(), v.c_str());
       return kExitUsage;
     }
   }

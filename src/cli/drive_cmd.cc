@@ -87,7 +87,10 @@ int Usage(const std::string& what) {
 }
 
 std::optional<int> ParseDriveFlags(const std::vector<std::string>& raw_args, DriveFlags* flags) {
-  Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, {"--json", "--allow-degraded"});
+  Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, {.switches = {"--json", "--allow-degraded"},
+                                                                  .valued = {"--config"},
+                                                                  .lists = {"--drives"},
+                                                                  .operand = "drive path"});
   if (!expanded.ok()) return Usage(expanded.status().message());
   const std::vector<std::string>& args = *expanded;
   if (args.empty()) return Usage("name an action: list, inspect or verify");
@@ -114,10 +117,10 @@ std::optional<int> ParseDriveFlags(const std::vector<std::string>& raw_args, Dri
     } else if (a == "--allow-degraded") {
       flags->allow_degraded = true;
     } else if (a == "--drives") {
-      while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) flags->drives.push_back(args[++i]);
-      if (flags->drives.empty()) return Usage("--drives needs at least one path");
+      // ExpandOptions: at least one path follows (the first may be "--drives=-x").
+      flags->drives.push_back(args[++i]);
+      while (i + 1 < args.size() && !LooksLikeOption(args[i + 1])) flags->drives.push_back(args[++i]);
     } else if (a == "--config") {
-      if (i + 1 >= args.size()) return Usage("--config needs a value");
       flags->config_path = args[++i];
     } else {
       return Usage("unknown option '" + a + "'");

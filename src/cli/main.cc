@@ -27,8 +27,8 @@ Server:
                               SIGINT, SIGTERM and SIGHUP drain and stop it
 
 Drives:
-  setup --drives PATH... [--rdma DEV] [--block-size SIZE] [--file-size SIZE]
-        [--force] [--idempotent]
+  setup --drives PATH... [--address HOST:PORT] [--rdma DEV]
+        [--block-size SIZE] [--file-size SIZE] [--force] [--idempotent]
                               format drives for MemKV and print a working
                               config.yaml on standard output
   drive list|inspect|verify [--config PATH | --drives PATH...] [--json]
@@ -55,8 +55,9 @@ without them: 127.0.0.1:9900 and the key in ~/.memkv/auth.key):
   ls [PREFIX]                 list the keys that start with PREFIX
 
   memkv <command> --help      options of one command
-  "--name=value" equals "--name value"; "--" ends the options (keys that
-  begin with '-': memkv get -- -key)
+  "--name=value" equals "--name value", and is how a value that begins
+  with '-' is given (--data-dir=-dir): "--data-dir --check" is refused;
+  "--" ends the options (keys that begin with '-': memkv get -- -key)
   memkv --version             print the version
 
 Exit codes: 0 ok, 1 not found, 2 usage, 3 configuration, 4 unavailable or

@@ -26,6 +26,7 @@
 #include "base/units.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "config/host_port.h"
 #include "config/server_config.h"
 #include "drive/aligned_buffer.h"
 #include "drive/drive_file.h"
@@ -50,6 +51,9 @@ table, LVM, RAID or swap is refused, naming what was found, unless --force.
 
 Options:
   --drives PATH...     the drives, in order (at least one)
+  --address HOST:PORT  network.address (default 127.0.0.1:9900, this host
+                       only; 0.0.0.0:9900 or the storage network's address
+                       serves other hosts)
   --rdma DEV           RDMA device for rdma.device (default: the first device
                        with an active port; none found: the config is TCP only)
   --block-size SIZE    storage.block_size, the longest on-drive extent (values
@@ -73,6 +77,8 @@ be used as given, 4 a drive is in use (mounted, or a server runs on it),
 )";
 
 constexpr uint64_t kDefaultBlockBytes = 4 * kMiB;
+// Loopback unless the operator names an address (docs/configuration.md).
+constexpr const char* kLoopbackAddress = "127.0.0.1:9900";
 // Signatures sit in the first 68 KiB (btrfs at 64 KiB + 64 is the deepest).
 constexpr uint64_t kHeadBytes = 68 * kKiB;
 // --force wipes this much of a drive that holds a foreign signature.
@@ -80,6 +86,7 @@ constexpr uint64_t kWipeBytes = 1 * kMiB;
 
 struct SetupFlags {
   std::vector<std::string> drives;
+  std::string address = kLoopbackAddress;  // network.address of the config printed
   std::string rdma_device;
   uint64_t block_size_bytes = kDefaultBlockBytes;
   uint64_t file_size_bytes = 0;
@@ -99,7 +106,10 @@ std::optional<int> ParseSetupFlags(const std::vector<std::string>& raw_args, Set
     std::fprintf(stderr, "memkv setup: %s; see 'memkv setup --help'\n", what.c_str());
     return kExitUsage;
   };
-  Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, {"--force", "--idempotent"});
+  Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, {.switches = {"--force", "--idempotent"},
+                                     .valued = {"--address", "--rdma", "--block-size", "--file-size", "--journal-size"},
+                                     .lists = {"--drives"},
+                                     .operand = "drive path"});
   if (!expanded.ok()) return usage(expanded.status().message());
   const std::vector<std::string>& args = *expanded;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -117,9 +127,16 @@ std::optional<int> ParseSetupFlags(const std::vector<std::string>& raw_args, Set
     } else if (a == "--idempotent") {
       flags->idempotent = true;
     } else if (a == "--drives") {
-      while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) flags->drives.push_back(args[++i]);
+      // ExpandOptions: at least one path follows (the first may be "--drives=-x").
+      flags->drives.push_back(args[++i]);
+      while (i + 1 < args.size() && !LooksLikeOption(args[i + 1])) flags->drives.push_back(args[++i]);
+    } else if (a == "--address") {
+      const std::string& v = args[++i];
+      Result<config_internal::HostPort> split = config_internal::SplitHostPort(v);
+      if (!split.ok()) return usage("--address '" + v + "': " + split.status().message());
+      if (split->port > 65534) return usage("--address '" + v + "': allowed ports: 0..65534 (port+1 is the admin port)");
+      flags->address = v;
     } else if (a == "--rdma" || a == "--block-size" || a == "--file-size" || a == "--journal-size") {
-      if (i + 1 >= args.size()) return usage(a + " needs a value");
       const std::string& v = args[++i];
       if (a == "--rdma") {
         flags->rdma_device = v;
@@ -372,6 +389,7 @@ std::string YamlQuoted(const std::string& s) {
 }
 
 struct ConfigInputs {
+  std::string address;
   bool direct = false;
   uint64_t block_size_bytes = 0;
   std::vector<std::string> drives;
@@ -387,7 +405,11 @@ std::string RenderConfig(const ConfigInputs& in) {
   y += "# Store " + in.store_uuid + ": " + std::to_string(in.drives.size()) + " drive(s), " +
        FormatSize(in.usable_bytes) + " usable in 4 KiB units, extents of up to " + FormatSize(in.block_size_bytes) +
        ".\n";
-  y += "network:\n  address: 0.0.0.0:9900\n";
+  y += "network:\n  address: " + in.address + "\n";
+  if (in.address == kLoopbackAddress) {
+    y += "  # loopback only: for clients on other hosts, run setup with --address (e.g. 0.0.0.0:9900 or\n"
+         "  # the storage network's address), or edit the line above.\n";
+  }
   y += "  # auth_key unset: 'memkv start' generates one in ~/.memkv/auth.key (mode 0600) on first start.\n";
   y += "memory:\n  block_size: 2 MiB\n";
   y += "  max_size: " + FormatSize(in.memory_bytes) + "  # one eighth of this host's RAM\n";
@@ -554,6 +576,7 @@ int RunSetup(const std::vector<std::string>& args, const Environment& /*env*/, v
   if (!st.ok()) return Fail({kExitFailed, "the store does not open after formatting: " + st.status().message()});
 
   ConfigInputs in;
+  in.address = flags.address;
   in.direct = direct;
   in.block_size_bytes = st->block_size_bytes;
   for (const DriveCheck& c : checks) in.drives.push_back(c.config_path);

@@ -52,14 +52,16 @@ Options:
                          (default 10000)
   --write-stall-timeout-ms N  close connections that stop reading their
                          responses for this long (default 30000)
-  --address HOST:PORT    serve here instead of network.address (admin: PORT+1)
+  --address HOST:PORT    serve here instead of network.address (admin: PORT+1);
+                         with neither, the server listens on 127.0.0.1 only
   --port N               serve on port N of network.address's host
   --check                validate the config and run every check start makes
                          before it serves (files, drives, memory); print the
                          effective settings; create nothing; exit 3 if start
                          would refuse
 
-"--name=value" is the same as "--name value".
+"--name=value" is the same as "--name value"; a value that begins with '-'
+must be written that way (--data-dir=-dir): "--data-dir --check" is refused.
 
 When ready it prints one line on standard output: "ready HOST:PORT".
 )";
@@ -87,9 +89,19 @@ bool ParseUint(const std::string& text, uint64_t max, uint64_t* out) {
   return *out <= max;
 }
 
+int BadValue(const std::string& option, const std::string& value, const char* allowed) {
+  std::fprintf(stderr, "memkv start: %s '%s': allowed: %s; see 'memkv start --help'\n", option.c_str(),
+               value.c_str(), allowed);
+  return kExitUsage;
+}
+
 // Returns an exit code when parsing ends the command (help, usage error).
 std::optional<int> ParseFlags(const std::vector<std::string>& raw_args, StartFlags* flags) {
-  Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, {"--check"});
+  Result<std::vector<std::string>> expanded =
+      ExpandOptions(raw_args, {.switches = {"--check"},
+                               .valued = {"--config", "--data-dir", "--log-level", "--workers",
+                                          "--handshake-timeout-ms", "--write-stall-timeout-ms", "--address",
+                                          "--port"}});
   if (!expanded.ok()) {
     std::fprintf(stderr, "memkv start: %s; see 'memkv start --help'\n", expanded.status().message().c_str());
     return kExitUsage;
@@ -97,10 +109,10 @@ std::optional<int> ParseFlags(const std::vector<std::string>& raw_args, StartFla
   const std::vector<std::string>& args = *expanded;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
-    if (a == kEndOfOptions) {
-      if (i + 1 == args.size()) break;
-      std::fprintf(stderr, "memkv start: unexpected argument '%s'; start takes options only\n", args[i + 1].c_str());
+    if (a == kEndOfOptions || !LooksLikeOption(a)) {
+      const size_t at = a == kEndOfOptions ? i + 1 : i;
+      if (at == args.size()) break;
+      std::fprintf(stderr, "memkv start: unexpected argument '%s'; start takes options only\n", args[at].c_str());
       return kExitUsage;
     }
     if (IsHelp(a)) {
@@ -111,11 +123,9 @@ std::optional<int> ParseFlags(const std::vector<std::string>& raw_args, StartFla
       flags->check_only = true;
       continue;
     }
-    const std::string* v = value();
-    if (v == nullptr) {
-      std::fprintf(stderr, "memkv start: %s needs a value; see 'memkv start --help'\n", a.c_str());
-      return kExitUsage;
-    }
+    // ExpandOptions let through only the options above and below, each
+    // followed by its value.
+    const std::string* v = &args[++i];
     uint64_t n = 0;
     if (a == "--config") {
       flags->config_path = *v;
@@ -131,7 +141,8 @@ std::optional<int> ParseFlags(const std::vector<std::string>& raw_args, StartFla
       }
       flags->host = split->host;
       flags->port = static_cast<uint16_t>(split->port);
-    } else if (a == "--port" && ParseUint(*v, 65534, &n)) {
+    } else if (a == "--port") {
+      if (!ParseUint(*v, 65534, &n)) return BadValue(a, *v, "a port, 0..65534 (port+1 is the admin port)");
       flags->port = static_cast<uint16_t>(n);
     } else if (a == "--log-level") {
       LogLevel level;
@@ -141,15 +152,13 @@ std::optional<int> ParseFlags(const std::vector<std::string>& raw_args, StartFla
       }
       SetLogLevel(level);
       flags->log_level_set = true;
-    } else if (a == "--workers" && ParseUint(*v, 64, &n) && n > 0) {
+    } else if (a == "--workers") {
+      if (!ParseUint(*v, 64, &n) || n == 0) return BadValue(a, *v, "threads, 1..64");
       flags->workers = static_cast<int>(n);
-    } else if (a == "--handshake-timeout-ms" && ParseUint(*v, 3600000, &n) && n > 0) {
-      flags->handshake_timeout_ms = static_cast<uint32_t>(n);
-    } else if (a == "--write-stall-timeout-ms" && ParseUint(*v, 3600000, &n) && n > 0) {
-      flags->write_stall_timeout_ms = static_cast<uint32_t>(n);
-    } else {
-      std::fprintf(stderr, "memkv start: bad option '%s %s'; see 'memkv start --help'\n", a.c_str(), v->c_str());
-      return kExitUsage;
+    } else if (a == "--handshake-timeout-ms" || a == "--write-stall-timeout-ms") {
+      if (!ParseUint(*v, 3600000, &n) || n == 0) return BadValue(a, *v, "milliseconds, 1..3600000");
+      (a == "--handshake-timeout-ms" ? flags->handshake_timeout_ms : flags->write_stall_timeout_ms) =
+          static_cast<uint32_t>(n);
     }
   }
   return std::nullopt;
@@ -215,7 +224,8 @@ std::string FormatSeconds(uint64_t ns) {
 
 // Progress of faulting the pool in, on a terminal, once it has taken more
 // than a second (a small pool is done before anyone would read it). Not on a
-// pipe or a journal: the log line after it says how long it took.
+// pipe or a journal: the log lines before and after it say what is being
+// done and how long it took.
 class PrefaultMeter {
  public:
   void Update(uint64_t done, uint64_t total) {
@@ -235,6 +245,20 @@ class PrefaultMeter {
   const Nanos start_ = MonotonicNanos();
   bool shown_ = false;
 };
+
+// The line that ends "preparing the ... DRAM pool", with how long it took.
+void LogPrefault(const PoolBacking& backing) {
+  if (backing.prefault_nanos == 0) {
+    LOG_INFO_C("start") << "memory pool not prefaulted (memory.prefault: false): the first values written pay "
+                           "for the page faults";
+    return;
+  }
+  char rate[32];
+  std::snprintf(rate, sizeof(rate), "%.2f GiB/s",
+                double(backing.mapping_bytes) / double(1ULL << 30) * 1e9 / double(backing.prefault_nanos));
+  LOG_INFO_C("start") << "memory pool faulted in: " << FormatSize(backing.mapping_bytes) << " in "
+                      << FormatSeconds(backing.prefault_nanos) << " (" << rate << ")";
+}
 
 }  // namespace
 
@@ -313,10 +337,17 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   store_options.hugepages = PoolPolicyFor(*rdma_in_use, direct_io);
   store_options.prefault = c.memory.prefault;
   store_options.read_check_interval_ns = Nanos{c.memory.read_check_interval_ms} * 1'000'000;
+  // Faulting a pool of gigabytes in takes seconds (docs/cli.md): say so
+  // before, not only after, so a first start does not look hung.
+  if (store_options.prefault) {
+    LOG_INFO_C("start") << "preparing the " << FormatSize(store_options.max_size_bytes)
+                        << " DRAM pool: faulting it in (memory.prefault) ...";
+  }
   PrefaultMeter meter;
   store_options.prefault_progress = [&meter](uint64_t done, uint64_t total) { meter.Update(done, total); };
   Result<std::unique_ptr<MemoryStore>> store = MemoryStore::Create(store_options);
   meter.Finish();
+  if (store.ok()) LogPrefault((*store)->backing());
   if (!store.ok()) {
     if (store_options.hugepages == HugePagePolicy::kRequire &&
         store.status().code() == StatusCode::kFailedPrecondition) {
@@ -409,17 +440,6 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   LOG_INFO_C("start") << "memory store: " << FormatSize(tier.memory().pool_bytes()) << " pool ("
                       << FormatSize(c.memory.block_size_bytes) << " blocks, values packed in " << kPoolUnitBytes
                       << "-byte units), " << tier.memory().backing().detail;
-  const uint64_t prefault_ns = tier.memory().backing().prefault_nanos;
-  if (prefault_ns > 0) {
-    char rate[32];
-    std::snprintf(rate, sizeof(rate), "%.2f GiB/s",
-                  double(tier.memory().backing().mapping_bytes) / double(1ULL << 30) * 1e9 / double(prefault_ns));
-    LOG_INFO_C("start") << "memory pool faulted in: " << FormatSize(tier.memory().backing().mapping_bytes) << " in "
-                        << FormatSeconds(prefault_ns) << " (" << rate << ")";
-  } else {
-    LOG_INFO_C("start") << "memory pool not prefaulted (memory.prefault: false): the first values written pay "
-                           "for the page faults";
-  }
   if (*rdma != nullptr) LOG_INFO_C("start") << (*rdma)->Describe();
   LOG_INFO_C("start") << "serving on " << address << "; admin endpoint on " << (*admin)->scheme() << "://"
            << c.network.host << ":" << (*admin)->port();
