@@ -59,61 +59,37 @@ std::vector<std::string> ListOption(py::handle value, const char* name) {
   return out;
 }
 
-ClientLogLevel LevelOption(py::handle value) {
-  if (PyUnicode_Check(value.ptr())) {
-    const std::string text = value.cast<std::string>();
-    for (int i = static_cast<int>(ClientLogLevel::kDebug); i <= static_cast<int>(ClientLogLevel::kOff); ++i) {
-      if (ClientLogLevelName(static_cast<ClientLogLevel>(i)) == text) return static_cast<ClientLogLevel>(i);
-    }
-    ThrowInvalidArgument(kCall, "log_level '" + text + "' is not a level; allowed: debug, info, warn, error, off");
-  }
-  // An int goes through as is: Client::Create checks its range, naming log_level.
-  return static_cast<ClientLogLevel>(U32Option(value, "log_level"));
-}
-
-// The options by their Python names, per type of field.
-template <typename T>
-struct NamedField {
-  const char* name;
-  T ClientOptions::*field;
-};
-
-constexpr NamedField<uint32_t> kU32Options[] = {
-    {"num_connections", &ClientOptions::num_connections},
-    {"timeout_ms", &ClientOptions::timeout_ms},
-    {"connect_timeout_ms", &ClientOptions::connect_timeout_ms},
-    {"rdma_mtu", &ClientOptions::rdma_mtu},
-    {"rdma_retry_count", &ClientOptions::rdma_retry_count},
-    {"rdma_timeout", &ClientOptions::rdma_timeout},
-    {"rdma_qps", &ClientOptions::rdma_qps},
-};
-constexpr NamedField<std::string> kStringOptions[] = {
-    {"auth_key", &ClientOptions::auth_key_hex},
-    {"transport", &ClientOptions::transport},
-    {"prometheus_bind", &ClientOptions::prometheus_bind},
-};
-constexpr NamedField<std::vector<std::string>> kListOptions[] = {
-    {"servers", &ClientOptions::servers},
-    {"rdma_devices", &ClientOptions::rdma_devices},
-};
-
+// A Python value as the option's text: str as is, int in decimal, a list of
+// str (list options) as its entries. Type errors name the option.
 void SetOption(ClientOptions& options, std::string_view name, py::handle value) {
   if (value.is_none()) return;
-  for (const auto& o : kU32Options) {
-    if (name == o.name) return void(options.*o.field = U32Option(value, o.name));
-  }
-  for (const auto& o : kStringOptions) {
-    if (name == o.name) return void(options.*o.field = StringOption(value, o.name));
-  }
-  for (const auto& o : kListOptions) {
-    if (name == o.name) return void(options.*o.field = ListOption(value, o.name));
-  }
-  if (name == "log_level") return void(options.log_level = LevelOption(value));
+  const std::string n(name);
   if (name == "log_callback") return void(options.log_callback = LogCallbackFromPython(value));
-  throw py::type_error(std::string(kCall) + ": unknown option '" + std::string(name) +
-                       "'; allowed: servers, auth_key, transport, num_connections, timeout_ms, "
-                       "connect_timeout_ms, rdma_devices, rdma_mtu, rdma_retry_count, rdma_timeout, rdma_qps, "
-                       "prometheus_bind, log_level, log_callback");
+  if (name == "log_level" && PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr())) {
+    // An int level (memkv.LOG_*) goes through as is: Client::Create checks it.
+    return void(options.log_level = static_cast<ClientLogLevel>(U32Option(value, "log_level")));
+  }
+  const ClientOptionInfo* info = FindClientOption(name);
+  if (info == nullptr) {
+    std::string names;
+    for (const ClientOptionInfo& o : ClientOptionTable()) names += std::string(o.name) + ", ";
+    throw py::type_error(std::string(kCall) + ": unknown option '" + n + "'; allowed: " + names + "log_callback");
+  }
+  Status s;
+  if (info->is_list) {  // a list, or a comma-separated str (blank entries dropped, as before)
+    const std::vector<std::string> items = ListOption(value, n.c_str());
+    s = SetClientOptionList(&options, name, items);
+  } else if (PyUnicode_Check(value.ptr()) && info->type == "integer") {
+    throw py::type_error(std::string(kCall) + ": " + n + " must be an int");
+  } else if (PyUnicode_Check(value.ptr())) {
+    s = SetClientOption(&options, name, value.cast<std::string>());
+  } else if (PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr())) {
+    s = SetClientOption(&options, name, std::to_string(U32Option(value, n.c_str())));
+  } else {
+    throw py::type_error(std::string(kCall) + ": " + n + " must be a str" +
+                         (info->type.find("integer") != std::string_view::npos ? " or an int" : ""));
+  }
+  if (!s.ok()) ThrowInvalidArgument(kCall, s.message());
 }
 
 }  // namespace

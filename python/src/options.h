@@ -11,11 +11,11 @@ namespace memkv::python {
 namespace py = pybind11;
 
 // ClientOptions from memkv.Client(servers, auth_key, **options): every
-// ClientOptions field by its name (auth_key for auth_key_hex); None keeps the
-// default. Wrong types raise TypeError and out-of-range numbers or unknown
-// level names memkv.InvalidArgument, both naming the option; addresses, the
-// key's format and the finer ranges are checked by Client::Create, which
-// names the option too. Needs the GIL.
+// option of the client option table (memkv/client.h) by its name, plus
+// log_callback; None keeps the default. Values go through SetClientOption,
+// so a bad one raises memkv.InvalidArgument in the table's wording, naming
+// the option; a wrong type (a str for an integer option) raises TypeError.
+// Needs the GIL.
 ClientOptions OptionsFromPython(py::handle servers, py::handle auth_key, const py::kwargs& options);
 
 // Wraps a Python callable(level: int, component: str, message: str) as the
