@@ -377,6 +377,24 @@ TEST_F(CliArgsTest, EmptyAndPartialConfigsListenOnLoopback) {
   EXPECT_EQ(ListeningOn(server.port()), std::vector<std::string>{"0100007F"}) << "port " << server.port();
 }
 
+// Faulting a pool of gigabytes in takes seconds: start says so before it
+// begins, and then how long it took, before it serves.
+TEST_F(CliArgsTest, StartSaysItIsFaultingThePoolInBeforeItBegins) {
+  ServerSpec spec;
+  spec.memory_max_size = "64 MiB";
+  ServerProcess server;
+  Status s = server.Start(spec);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const std::string err = server.Stderr();
+  const size_t preparing = err.find("preparing the 64 MiB DRAM pool: faulting it in (memory.prefault) ...");
+  const size_t done = err.find("memory pool faulted in: 64 MiB in ");
+  const size_t serving = err.find("serving on ");
+  ASSERT_NE(preparing, std::string::npos) << err;
+  ASSERT_NE(done, std::string::npos) << err;
+  EXPECT_LT(preparing, done) << err;
+  EXPECT_LT(done, serving) << err;
+}
+
 TEST_F(CliArgsTest, PrometheusDefaultMetricsPathIsServed) {
   const uint16_t admin = server_->AdminPort();
   ASSERT_NE(admin, 0);
