@@ -1,4 +1,5 @@
-// SystemProvider(): the verbs seam over rdma-core's libibverbs.
+// SystemProvider(): the verbs seam over rdma-core's libibverbs, loaded at
+// run time (ibverbs_api.h): without it the host simply has no RDMA devices.
 //
 // Ownership: a Context owns a DeviceHandle (ibv_context + PD) through a
 // shared_ptr, and every Registration, CompletionQueue and QueuePair it makes
@@ -22,6 +23,7 @@
 
 #include "base/errno_text.h"
 #include "base/log.h"
+#include "verbs/ibverbs_api.h"
 #include "verbs/verbs.h"
 
 namespace memkv::verbs {
@@ -35,6 +37,10 @@ static_assert(kWcSuccess == IBV_WC_SUCCESS && kWcLocLenErr == IBV_WC_LOC_LEN_ERR
               kWcGeneralErr == IBV_WC_GENERAL_ERR && IBV_WC_TM_RNDV_INCOMPLETE == 23);
 
 namespace {
+
+// The loaded libibverbs. Every object below exists only after
+// SysProvider::Open found the library, so the table is there when they call.
+const IbverbsApi& Api() { return *LoadIbverbs(); }
 
 // Most verbs calls return the errno value; a few return -1 and set errno.
 int ErrOf(int ret) { return ret > 0 ? ret : (errno != 0 ? errno : EIO); }
@@ -95,11 +101,11 @@ struct DeviceHandle {
   DeviceHandle& operator=(const DeviceHandle&) = delete;
   ~DeviceHandle() {
     if (pd != nullptr) {
-      int rc = ibv_dealloc_pd(pd);
+      int rc = Api().dealloc_pd(pd);
       if (rc != 0) LOG_WARN_C("verbs") << "ibv_dealloc_pd on " << port.device << ": " << ErrnoText(ErrOf(rc));
     }
     if (ctx != nullptr) {
-      int rc = ibv_close_device(ctx);
+      int rc = Api().close_device(ctx);
       if (rc != 0) LOG_WARN_C("verbs") << "ibv_close_device(" << port.device << "): " << ErrnoText(ErrOf(rc));
     }
   }
@@ -109,7 +115,7 @@ class SysRegistration final : public Registration {
  public:
   SysRegistration(std::shared_ptr<DeviceHandle> dev, ibv_mr* mr) : dev_(std::move(dev)), mr_(mr) {}
   ~SysRegistration() override {
-    int rc = ibv_dereg_mr(mr_);
+    int rc = Api().dereg_mr(mr_);
     if (rc != 0) LOG_WARN_C("verbs") << "ibv_dereg_mr on " << dev_->port.device << ": " << ErrnoText(ErrOf(rc));
   }
   SysRegistration(const SysRegistration&) = delete;
@@ -132,12 +138,12 @@ class SysCompletionQueue final : public CompletionQueue {
   ~SysCompletionQueue() override {
     // Every event taken from the channel must be acked before the CQ goes.
     DrainEvents();
-    int rc = ibv_destroy_cq(cq_);
+    int rc = Api().destroy_cq(cq_);
     if (rc != 0) {
       LOG_WARN_C("verbs") << "ibv_destroy_cq on " << dev_->port.device << ": " << ErrnoText(ErrOf(rc))
                << " (a QueuePair still uses it?)";
     }
-    rc = ibv_destroy_comp_channel(channel_);
+    rc = Api().destroy_comp_channel(channel_);
     if (rc != 0) LOG_WARN_C("verbs") << "ibv_destroy_comp_channel on " << dev_->port.device << ": " << ErrnoText(ErrOf(rc));
   }
   SysCompletionQueue(const SysCompletionQueue&) = delete;
@@ -156,7 +162,7 @@ class SysCompletionQueue final : public CompletionQueue {
     for (;;) {
       ibv_cq* ev_cq = nullptr;
       void* ev_ctx = nullptr;
-      if (ibv_get_cq_event(channel_, &ev_cq, &ev_ctx) != 0) {
+      if (Api().get_cq_event(channel_, &ev_cq, &ev_ctx) != 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK) {
           LOG_WARN_C("verbs") << "ibv_get_cq_event on " << dev_->port.device << ": " << ErrnoText(errno);
         }
@@ -164,7 +170,7 @@ class SysCompletionQueue final : public CompletionQueue {
       }
       ++events;
     }
-    if (events > 0) ibv_ack_cq_events(cq_, events);
+    if (events > 0) Api().ack_cq_events(cq_, events);
   }
 
   Result<size_t> Poll(std::span<Completion> out) override {
@@ -202,7 +208,7 @@ class SysQueuePair final : public QueuePair {
       : dev_(std::move(dev)), qp_(qp), psn_(psn) {}
   ~SysQueuePair() override {
     // After ibv_destroy_qp returns the NIC no longer touches our buffers.
-    int rc = ibv_destroy_qp(qp_);
+    int rc = Api().destroy_qp(qp_);
     if (rc != 0) LOG_WARN_C("verbs") << "ibv_destroy_qp on " << Where() << ": " << ErrnoText(ErrOf(rc));
   }
   SysQueuePair(const SysQueuePair&) = delete;
@@ -296,7 +302,7 @@ class SysQueuePair final : public QueuePair {
 
   Status Modify(const char* step, ibv_qp_attr* attr, int mask) {
     errno = 0;
-    int rc = ibv_modify_qp(qp_, attr, mask);
+    int rc = Api().modify_qp(qp_, attr, mask);
     if (rc != 0) {
       return Unavailable(std::string("ibv_modify_qp(") + step + ") on " + Where() + ": " + ErrnoText(ErrOf(rc)));
     }
@@ -318,7 +324,7 @@ class SysContext final : public Context {
     int access = IBV_ACCESS_LOCAL_WRITE;
     if (remote) access |= IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
     errno = 0;
-    ibv_mr* mr = ibv_reg_mr(dev_->pd, addr, length, access);
+    ibv_mr* mr = Api().reg_mr(dev_->pd, addr, length, access);
     if (mr == nullptr) {
       int err = ErrOf(0);
       return Unavailable("ibv_reg_mr(" + std::to_string(length) + " bytes, " + (remote ? "remote" : "local") +
@@ -330,21 +336,21 @@ class SysContext final : public Context {
 
   Result<std::unique_ptr<CompletionQueue>> CreateCq(uint32_t depth) override {
     errno = 0;
-    ibv_comp_channel* channel = ibv_create_comp_channel(dev_->ctx);
+    ibv_comp_channel* channel = Api().create_comp_channel(dev_->ctx);
     if (channel == nullptr) {
       return Unavailable("ibv_create_comp_channel on " + dev_->port.device + ": " + ErrnoText(ErrOf(0)));
     }
     int flags = ::fcntl(channel->fd, F_GETFL);
     if (flags < 0 || ::fcntl(channel->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
       int err = errno;
-      ibv_destroy_comp_channel(channel);
+      Api().destroy_comp_channel(channel);
       return Internal("fcntl(O_NONBLOCK) on the completion channel of " + dev_->port.device + ": " + ErrnoText(err));
     }
     errno = 0;
-    ibv_cq* cq = ibv_create_cq(dev_->ctx, static_cast<int>(depth), nullptr, channel, 0);
+    ibv_cq* cq = Api().create_cq(dev_->ctx, static_cast<int>(depth), nullptr, channel, 0);
     if (cq == nullptr) {
       int err = ErrOf(0);
-      ibv_destroy_comp_channel(channel);
+      Api().destroy_comp_channel(channel);
       return Unavailable("ibv_create_cq(depth " + std::to_string(depth) + ") on " + dev_->port.device + ": " +
                          ErrnoText(err));
     }
@@ -364,7 +370,7 @@ class SysContext final : public Context {
     attr.qp_type = IBV_QPT_RC;
     attr.sq_sig_all = 0;
     errno = 0;
-    ibv_qp* qp = ibv_create_qp(dev_->pd, &attr);
+    ibv_qp* qp = Api().create_qp(dev_->pd, &attr);
     if (qp == nullptr) {
       return Unavailable("ibv_create_qp(RC, max_send_wr " + std::to_string(max_send_wr) + ") on " +
                          dev_->port.device + ": " + ErrnoText(ErrOf(0)));
@@ -387,7 +393,7 @@ void ReadGids(ibv_context* ctx, uint8_t port, int gid_tbl_len, PortInfo* info) {
   for (int i = 0; i < gid_tbl_len; ++i) {
     ibv_gid_entry entry{};
     errno = 0;
-    int rc = ibv_query_gid_ex(ctx, port, static_cast<uint32_t>(i), &entry, 0);
+    int rc = Api().query_gid_ex(ctx, port, static_cast<uint32_t>(i), &entry, 0, sizeof(entry));
     if (rc != 0) {
       int err = ErrOf(rc);
       // ENODATA / EINVAL: an empty slot, the normal case for most indices.
@@ -432,30 +438,38 @@ void ReadGids(ibv_context* ctx, uint8_t port, int gid_tbl_len, PortInfo* info) {
 class SysProvider final : public Provider {
  public:
   Result<std::vector<std::string>> Devices() override {
+    std::string why;
+    if (LoadIbverbs(&why) == nullptr) {
+      // No rdma-core on this host: no devices, as with rdma-core and no NIC.
+      LOG_DEBUG_C("verbs") << why;
+      return std::vector<std::string>{};
+    }
     errno = 0;
     int num = 0;
-    ibv_device** list = ibv_get_device_list(&num);
+    ibv_device** list = Api().get_device_list(&num);
     if (list == nullptr) {
       if (errno == ENOSYS || errno == 0) return std::vector<std::string>{};  // no RDMA support at all
       return Unavailable("ibv_get_device_list: " + ErrnoText(errno));
     }
     std::vector<std::string> names;
-    for (int i = 0; i < num; ++i) names.emplace_back(ibv_get_device_name(list[i]));
-    ibv_free_device_list(list);
+    for (int i = 0; i < num; ++i) names.emplace_back(Api().get_device_name(list[i]));
+    Api().free_device_list(list);
     return names;
   }
 
   Result<std::unique_ptr<Context>> Open(const std::string& device, uint8_t port) override {
+    std::string why;
+    if (LoadIbverbs(&why) == nullptr) return Unavailable("RDMA device " + device + ": " + why);
     errno = 0;
     int num = 0;
-    ibv_device** list = ibv_get_device_list(&num);
+    ibv_device** list = Api().get_device_list(&num);
     if (list == nullptr && errno != ENOSYS && errno != 0) {
       return Unavailable("ibv_get_device_list: " + ErrnoText(errno));
     }
     ibv_device* found = nullptr;
     std::string present;
     for (int i = 0; i < num; ++i) {
-      std::string name = ibv_get_device_name(list[i]);
+      std::string name = Api().get_device_name(list[i]);
       if (name == device) found = list[i];
       present += (present.empty() ? "" : ", ") + name;
     }
@@ -464,10 +478,10 @@ class SysProvider final : public Provider {
     dev->port.port_num = port;
     if (found != nullptr) {
       errno = 0;
-      dev->ctx = ibv_open_device(found);
+      dev->ctx = Api().open_device(found);
     }
     int open_err = errno;
-    if (list != nullptr) ibv_free_device_list(list);
+    if (list != nullptr) Api().free_device_list(list);
     if (found == nullptr) {
       return NotFound("RDMA device " + device + " not found; " +
                       (present.empty() ? std::string("no RDMA devices present (is a driver loaded? for Soft-RoCE: "
@@ -477,11 +491,11 @@ class SysProvider final : public Provider {
     if (dev->ctx == nullptr) return Unavailable("ibv_open_device(" + device + "): " + ErrnoText(open_err ? open_err : EIO));
 
     errno = 0;
-    dev->pd = ibv_alloc_pd(dev->ctx);
+    dev->pd = Api().alloc_pd(dev->ctx);
     if (dev->pd == nullptr) return Unavailable("ibv_alloc_pd on " + device + ": " + ErrnoText(ErrOf(0)));
 
     ibv_device_attr dattr{};
-    int rc = ibv_query_device(dev->ctx, &dattr);
+    int rc = Api().query_device(dev->ctx, &dattr);
     if (rc != 0) return Unavailable("ibv_query_device(" + device + "): " + ErrnoText(ErrOf(rc)));
     if (port < 1 || port > dattr.phys_port_cnt) {
       return NotFound("port " + std::to_string(port) + " of " + device + " does not exist (it has " +
@@ -493,7 +507,7 @@ class SysProvider final : public Provider {
     info.max_qp_init_rd_atom = static_cast<uint32_t>(dattr.max_qp_init_rd_atom);
 
     ibv_port_attr pattr{};
-    rc = ibv_query_port(dev->ctx, port, &pattr);
+    rc = QueryPort(Api(), dev->ctx, port, &pattr);
     if (rc != 0) return Unavailable("ibv_query_port(" + device + ", " + std::to_string(port) + "): " + ErrnoText(ErrOf(rc)));
     info.active = pattr.state == IBV_PORT_ACTIVE;
     info.state = PortStateName(pattr.state);
