@@ -381,6 +381,7 @@ class HttpClientTlsTest : public ::testing::Test {
 
   std::unique_ptr<HttpServer> StartTls(const std::string& name) {
     HttpServerOptions options;
+    options.tls = CreateOpenSslServer;
     options.tls_cert_path = Crt(name);
     options.tls_key_path = dir_->File(name + ".key");
     return StartServer(options);

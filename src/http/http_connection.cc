@@ -1,6 +1,5 @@
 #include "http/http_connection.h"
 
-#include <openssl/err.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -13,14 +12,14 @@
 
 namespace memkv {
 
-HttpConnection::HttpConnection(UniqueFd fd, SslPtr ssl, std::string peer, Mode mode,
+HttpConnection::HttpConnection(UniqueFd fd, std::unique_ptr<TlsSession> tls, std::string peer, Mode mode,
                                const HttpConnectionLimits& limits, Nanos now)
     : fd_(std::move(fd)),
-      ssl_(std::move(ssl)),
+      tls_(std::move(tls)),
       peer_(std::move(peer)),
       mode_(mode),
       limits_(limits),
-      state_(ssl_ ? State::kHandshake : State::kReading),
+      state_(tls_ ? State::kHandshake : State::kReading),
       events_(POLLIN),
       deadline_(now + limits.read_timeout_ns) {}
 
@@ -69,27 +68,27 @@ void HttpConnection::Expire(Nanos now, HttpCounters& counters) {
 }
 
 bool HttpConnection::DoHandshake(Nanos now, HttpCounters& counters) {
-  ERR_clear_error();
-  int rc = SSL_accept(ssl_.get());
-  if (rc == 1) {
-    state_ = State::kReading;
-    return true;
-  }
-  int err = SSL_get_error(ssl_.get(), rc);
-  if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
-    events_ = err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
-    return false;
+  std::string why;
+  bool plain_http = false;
+  switch (tls_->Accept(&why, &plain_http)) {
+    case TlsSession::Io::kDone:
+      state_ = State::kReading;
+      return true;
+    case TlsSession::Io::kWantRead:
+      events_ = POLLIN;
+      return false;
+    case TlsSession::Io::kWantWrite:
+      events_ = POLLOUT;
+      return false;
+    case TlsSession::Io::kEof:
+    case TlsSession::Io::kError:
+      break;
   }
   HttpCounters::Bump(counters.tls_handshake_failures);
-  unsigned long first = ERR_peek_error();
-  bool plain_http = ERR_GET_LIB(first) == ERR_LIB_SSL &&
-                    (ERR_GET_REASON(first) == SSL_R_HTTP_REQUEST || ERR_GET_REASON(first) == SSL_R_HTTPS_PROXY_REQUEST);
-  std::string why = err == SSL_ERROR_SYSCALL ? std::string("connection closed or reset") : DrainOpenSslErrors();
-  ERR_clear_error();
   LOG_DEBUG << "http: TLS handshake with " << peer_ << " failed: " << why;
   if (plain_http) {
-    // OpenSSL sent no alert for this; answer in the client's own language.
-    ssl_.reset();
+    // The TLS library sent no alert for this; answer in the client's own language.
+    tls_.reset();
     RespondError(now, 400, "this port speaks HTTPS; use an https:// URL");
     return true;
   }
@@ -179,12 +178,7 @@ bool HttpConnection::DoWrite(Nanos now) {
 
 void HttpConnection::StartLinger(Nanos now) {
   std::string().swap(out_);
-  if (ssl_) {
-    // Best effort: close_notify tells a TLS client the response is complete.
-    ERR_clear_error();
-    SSL_shutdown(ssl_.get());
-    ERR_clear_error();
-  }
+  if (tls_) tls_->Shutdown();  // close_notify: the response is complete
   ::shutdown(fd_.get(), SHUT_WR);
   state_ = State::kLingering;
   events_ = POLLIN;
@@ -211,10 +205,7 @@ bool HttpConnection::DoLinger() {
 }
 
 HttpConnection::Io HttpConnection::Receive(char* buf, size_t len, size_t* n) {
-  if (ssl_) {
-    ERR_clear_error();
-    return SslOutcome(SSL_read(ssl_.get(), buf, static_cast<int>(std::min<size_t>(len, INT_MAX))), n);
-  }
+  if (tls_) return TlsOutcome(tls_->Read(buf, len, n));
   for (;;) {
     ssize_t rc = ::recv(fd_.get(), buf, len, 0);
     if (rc > 0) {
@@ -232,10 +223,7 @@ HttpConnection::Io HttpConnection::Receive(char* buf, size_t len, size_t* n) {
 }
 
 HttpConnection::Io HttpConnection::Send(const char* buf, size_t len, size_t* n) {
-  if (ssl_) {
-    ERR_clear_error();
-    return SslOutcome(SSL_write(ssl_.get(), buf, static_cast<int>(std::min<size_t>(len, INT_MAX))), n);
-  }
+  if (tls_) return TlsOutcome(tls_->Write(buf, len, n));
   for (;;) {
     ssize_t rc = ::send(fd_.get(), buf, len, MSG_NOSIGNAL);
     if (rc >= 0) {
@@ -251,25 +239,22 @@ HttpConnection::Io HttpConnection::Send(const char* buf, size_t len, size_t* n) 
   }
 }
 
-HttpConnection::Io HttpConnection::SslOutcome(int rc, size_t* n) {
-  if (rc > 0) {
-    *n = static_cast<size_t>(rc);
-    return Io::kProgress;
-  }
-  int err = SSL_get_error(ssl_.get(), rc);
-  ERR_clear_error();
-  switch (err) {
-    case SSL_ERROR_WANT_READ:
+HttpConnection::Io HttpConnection::TlsOutcome(TlsSession::Io io) {
+  switch (io) {
+    case TlsSession::Io::kDone:
+      return Io::kProgress;
+    case TlsSession::Io::kWantRead:
       events_ = POLLIN;
       return Io::kWait;
-    case SSL_ERROR_WANT_WRITE:
+    case TlsSession::Io::kWantWrite:
       events_ = POLLOUT;
       return Io::kWait;
-    case SSL_ERROR_ZERO_RETURN:
+    case TlsSession::Io::kEof:
       return Io::kEof;
-    default:
-      return Io::kError;
+    case TlsSession::Io::kError:
+      break;
   }
+  return Io::kError;
 }
 
 }  // namespace memkv

@@ -39,7 +39,7 @@
 #include "http/http_message.h"
 #include "http/http_router.h"
 #include "http/http_stats.h"
-#include "http/tls_context.h"
+#include "http/tls.h"
 
 namespace memkv {
 
@@ -56,9 +56,9 @@ class HttpConnection {
   static constexpr Nanos kLingerNs = 1'000'000'000;
   static constexpr size_t kMaxLingerBytes = 64 * 1024;
 
-  // `fd` is a connected non-blocking socket; `ssl` is its TLS session, or
+  // `fd` is a connected non-blocking socket; `tls` is its TLS session, or
   // null for plain HTTP. `now` starts the read deadline.
-  HttpConnection(UniqueFd fd, SslPtr ssl, std::string peer, Mode mode, const HttpConnectionLimits& limits,
+  HttpConnection(UniqueFd fd, std::unique_ptr<TlsSession> tls, std::string peer, Mode mode, const HttpConnectionLimits& limits,
                  Nanos now);
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;
@@ -92,10 +92,10 @@ class HttpConnection {
 
   Io Receive(char* buf, size_t len, size_t* n);
   Io Send(const char* buf, size_t len, size_t* n);
-  Io SslOutcome(int rc, size_t* n);
+  Io TlsOutcome(TlsSession::Io io);  // and sets events_ for a wait
 
   UniqueFd fd_;
-  SslPtr ssl_;  // declared after fd_, so freed before the socket closes
+  std::unique_ptr<TlsSession> tls_;  // declared after fd_, so freed before the socket closes
   std::string peer_;
   Mode mode_;
   HttpConnectionLimits limits_;

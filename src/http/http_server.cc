@@ -17,7 +17,6 @@
 #include "base/errno_text.h"
 #include "base/log.h"
 #include "http/http_connection.h"
-#include "http/tls_context.h"
 #include "io/socket.h"
 
 namespace memkv {
@@ -85,10 +84,13 @@ Status ValidateOptions(const HttpServerOptions& o) {
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Create(const HttpServerOptions& options) {
   MEMKV_RETURN_IF_ERROR(ValidateOptions(options));
-  std::unique_ptr<TlsContext> tls;
+  std::unique_ptr<TlsServer> tls;
   if (!options.tls_cert_path.empty()) {
-    MEMKV_ASSIGN_OR_RETURN(TlsContext context, TlsContext::Create(options.tls_cert_path, options.tls_key_path));
-    tls = std::make_unique<TlsContext>(std::move(context));
+    if (!options.tls) {
+      return InvalidArgument("tls_cert_path is set (" + options.tls_cert_path +
+                             ") but this program's HTTP server has no TLS; HTTPS is served by the memkv server");
+    }
+    MEMKV_ASSIGN_OR_RETURN(tls, options.tls(options.tls_cert_path, options.tls_key_path));
   }
   const int backlog = std::clamp(options.max_connections * 2, 16, 1024);
   Result<UniqueFd> listener = ListenTcp(options.host, options.port, backlog);
@@ -101,7 +103,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(const HttpServerOptions& 
 }
 
 HttpServer::HttpServer(const HttpServerOptions& options, UniqueFd listener, UniqueFd wake, uint16_t port,
-                       std::unique_ptr<TlsContext> tls)
+                       std::unique_ptr<TlsServer> tls)
     : options_(options), listener_(std::move(listener)), wake_(std::move(wake)), port_(port), tls_(std::move(tls)) {}
 
 HttpServer::~HttpServer() { Stop(); }
@@ -229,20 +231,20 @@ void HttpServer::Admit(UniqueFd fd, std::string peer, Nanos now) {
     if (rejecting_ >= options_.max_connections) return;  // closed unanswered
     mode = HttpConnection::Mode::kRejectBusy;
   }
-  SslPtr ssl;
+  std::unique_ptr<TlsSession> session;
   if (tls_) {
-    Result<SslPtr> session = tls_->NewSession(fd.get());
-    if (!session.ok()) {
-      LOG_WARN << "http server: connection from " << peer << ": " << session.status().ToString();
+    Result<std::unique_ptr<TlsSession>> made = tls_->NewSession(fd.get());
+    if (!made.ok()) {
+      LOG_WARN << "http server: connection from " << peer << ": " << made.status().ToString();
       return;
     }
-    ssl = std::move(session).value();
+    session = std::move(made).value();
   }
   HttpConnectionLimits limits;
   limits.max_header_bytes = options_.max_header_bytes;
   limits.read_timeout_ns = Nanos(options_.read_timeout_ms) * 1'000'000;
   limits.write_timeout_ns = Nanos(options_.write_timeout_ms) * 1'000'000;
-  auto connection = std::make_unique<HttpConnection>(std::move(fd), std::move(ssl), std::move(peer), mode, limits, now);
+  auto connection = std::make_unique<HttpConnection>(std::move(fd), std::move(session), std::move(peer), mode, limits, now);
   ++(mode == HttpConnection::Mode::kServe ? serving_ : rejecting_);
   counters_.connections_open.store(static_cast<uint64_t>(serving_ + rejecting_), std::memory_order_relaxed);
   // The request is often in already: answer without another trip through poll.

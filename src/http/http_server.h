@@ -50,13 +50,13 @@
 #include "base/unique_fd.h"
 #include "http/http_message.h"
 #include "http/http_router.h"
+#include "http/tls.h"
 #include "http/http_stats.h"
 #include "memkv/status.h"
 
 namespace memkv {
 
 class HttpConnection;
-class TlsContext;
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";  // numeric address or name to bind
@@ -64,6 +64,9 @@ struct HttpServerOptions {
   // Both set: HTTPS. One alone is InvalidArgument naming the missing one.
   std::string tls_cert_path;       // PEM certificate chain
   std::string tls_key_path;        // PEM private key
+  // Loads them (CreateOpenSslServer in http/tls_context.h, memkv_http_tls).
+  // Unset while the paths are set: InvalidArgument, HTTPS is not built in.
+  TlsServerFactory tls;
   size_t max_header_bytes = 8192;  // request line + headers; 64 .. 1 MiB
   uint32_t read_timeout_ms = 5000;   // accept -> complete request head (and TLS handshake)
   uint32_t write_timeout_ms = 5000;  // response written -> taken by the client
@@ -98,7 +101,7 @@ class HttpServer {
 
  private:
   HttpServer(const HttpServerOptions& options, UniqueFd listener, UniqueFd wake, uint16_t port,
-             std::unique_ptr<TlsContext> tls);
+             std::unique_ptr<TlsServer> tls);
 
   void Run();
   void AcceptSome(Nanos now);
@@ -109,7 +112,7 @@ class HttpServer {
   UniqueFd listener_;
   UniqueFd wake_;  // eventfd: Stop() wakes the poll loop with it
   const uint16_t port_;
-  std::unique_ptr<TlsContext> tls_;  // null: plain HTTP
+  std::unique_ptr<TlsServer> tls_;  // null: plain HTTP
   HttpRouter router_;                // read-only once started
   HttpCounters counters_;
   std::atomic<bool> started_{false};

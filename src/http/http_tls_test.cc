@@ -58,6 +58,7 @@ class HttpTlsTest : public ::testing::Test {
   static std::string Key() { return dir_->File("a.key"); }
 
   std::unique_ptr<HttpServer> StartTlsServer(HttpServerOptions options = {}) {
+    options.tls = CreateOpenSslServer;
     options.tls_cert_path = Cert();
     options.tls_key_path = Key();
     Result<std::unique_ptr<HttpServer>> created = HttpServer::Create(options);
@@ -154,6 +155,7 @@ TEST_F(HttpTlsTest, RefusesTls11Clients) {
 
 TEST_F(HttpTlsTest, SlowHandshakeTimesOutWhileAnotherClientIsServed) {
   HttpServerOptions options;
+  options.tls = CreateOpenSslServer;
   options.read_timeout_ms = 1000;
   auto server = StartTlsServer(options);
   ASSERT_NE(server, nullptr);
@@ -169,6 +171,7 @@ TEST_F(HttpTlsTest, SlowHandshakeTimesOutWhileAnotherClientIsServed) {
 
 TEST_F(HttpTlsTest, ConnectionLimitAnswers503AfterTheHandshake) {
   HttpServerOptions options;
+  options.tls = CreateOpenSslServer;
   options.max_connections = 1;
   auto server = StartTlsServer(options);
   ASSERT_NE(server, nullptr);
@@ -183,6 +186,7 @@ TEST_F(HttpTlsTest, ConnectionLimitAnswers503AfterTheHandshake) {
 
 TEST_F(HttpTlsTest, CertWithoutKeyIsInvalidArgumentNamingTheMissingOne) {
   HttpServerOptions options;
+  options.tls = CreateOpenSslServer;
   options.tls_cert_path = Cert();
   Result<std::unique_ptr<HttpServer>> no_key = HttpServer::Create(options);
   ASSERT_FALSE(no_key.ok());
@@ -201,6 +205,7 @@ TEST_F(HttpTlsTest, CertWithoutKeyIsInvalidArgumentNamingTheMissingOne) {
 
 TEST_F(HttpTlsTest, UnloadableFilesNameTheFileAndTheReason) {
   HttpServerOptions options;
+  options.tls = CreateOpenSslServer;
   options.tls_cert_path = dir_->File("missing.crt");
   options.tls_key_path = Key();
   Result<std::unique_ptr<HttpServer>> missing = HttpServer::Create(options);

@@ -3,6 +3,9 @@
 #include <openssl/err.h>
 #include <openssl/x509.h>
 
+#include <algorithm>
+#include <climits>
+
 #include "base/errno_text.h"
 
 namespace memkv {
@@ -68,13 +71,81 @@ Result<TlsContext> TlsContext::Create(const std::string& cert_path, const std::s
   return tls;
 }
 
-Result<SslPtr> TlsContext::NewSession(int fd) const {
+Result<SslPtr> TlsContext::NewSsl(int fd) const {
   ERR_clear_error();
   SslPtr ssl(SSL_new(ctx_.get()));
   if (!ssl) return Unavailable("SSL_new: " + DrainOpenSslErrors());
   if (SSL_set_fd(ssl.get(), fd) != 1) return Unavailable("SSL_set_fd: " + DrainOpenSslErrors());
   SSL_set_accept_state(ssl.get());
   return ssl;
+}
+
+namespace {
+
+class OpenSslSession final : public TlsSession {
+ public:
+  explicit OpenSslSession(SslPtr ssl) : ssl_(std::move(ssl)) {}
+
+  Io Accept(std::string* why, bool* plain_http) override {
+    ERR_clear_error();
+    int rc = SSL_accept(ssl_.get());
+    if (rc == 1) return Io::kDone;
+    int err = SSL_get_error(ssl_.get(), rc);
+    if (err == SSL_ERROR_WANT_READ) return Io::kWantRead;
+    if (err == SSL_ERROR_WANT_WRITE) return Io::kWantWrite;
+    unsigned long first = ERR_peek_error();
+    *plain_http = ERR_GET_LIB(first) == ERR_LIB_SSL &&
+                  (ERR_GET_REASON(first) == SSL_R_HTTP_REQUEST || ERR_GET_REASON(first) == SSL_R_HTTPS_PROXY_REQUEST);
+    *why = err == SSL_ERROR_SYSCALL ? std::string("connection closed or reset") : DrainOpenSslErrors();
+    ERR_clear_error();
+    return Io::kError;
+  }
+
+  Io Read(char* buf, size_t len, size_t* n) override {
+    ERR_clear_error();
+    return Outcome(SSL_read(ssl_.get(), buf, static_cast<int>(std::min<size_t>(len, INT_MAX))), n);
+  }
+
+  Io Write(const char* buf, size_t len, size_t* n) override {
+    ERR_clear_error();
+    return Outcome(SSL_write(ssl_.get(), buf, static_cast<int>(std::min<size_t>(len, INT_MAX))), n);
+  }
+
+  void Shutdown() override {
+    ERR_clear_error();
+    SSL_shutdown(ssl_.get());
+    ERR_clear_error();
+  }
+
+ private:
+  Io Outcome(int rc, size_t* n) {
+    if (rc > 0) {
+      *n = static_cast<size_t>(rc);
+      return Io::kDone;
+    }
+    int err = SSL_get_error(ssl_.get(), rc);
+    ERR_clear_error();
+    switch (err) {
+      case SSL_ERROR_WANT_READ: return Io::kWantRead;
+      case SSL_ERROR_WANT_WRITE: return Io::kWantWrite;
+      case SSL_ERROR_ZERO_RETURN: return Io::kEof;
+      default: return Io::kError;
+    }
+  }
+
+  SslPtr ssl_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<TlsSession>> TlsContext::NewSession(int fd) const {
+  MEMKV_ASSIGN_OR_RETURN(SslPtr ssl, NewSsl(fd));
+  return std::unique_ptr<TlsSession>(new OpenSslSession(std::move(ssl)));
+}
+
+Result<std::unique_ptr<TlsServer>> CreateOpenSslServer(const std::string& cert_path, const std::string& key_path) {
+  MEMKV_ASSIGN_OR_RETURN(TlsContext context, TlsContext::Create(cert_path, key_path));
+  return std::unique_ptr<TlsServer>(new TlsContext(std::move(context)));
 }
 
 }  // namespace memkv

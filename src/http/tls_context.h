@@ -1,4 +1,5 @@
-// TlsContext: the server side of TLS for the admin endpoint. Owns one
+// TlsContext: the server side of TLS for the admin endpoint, over OpenSSL
+// (memkv_http_tls; the HTTP server reaches it through tls.h's seam). Owns one
 // SSL_CTX holding the PEM certificate chain and private key; TLS 1.2 is the
 // minimum, renegotiation is off, writes may be partial (the connection is
 // non-blocking).
@@ -19,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "http/tls.h"
 #include "memkv/status.h"
 
 namespace memkv {
@@ -34,13 +36,14 @@ using SslPtr = std::unique_ptr<SSL, SslDeleter>;
 // ("unknown error" when empty); empties the queue.
 std::string DrainOpenSslErrors();
 
-class TlsContext {
+class TlsContext final : public TlsServer {
  public:
   static Result<TlsContext> Create(const std::string& cert_path, const std::string& key_path);
 
   // A server-side session over `fd`, ready for SSL_accept. Unavailable (with
   // OpenSSL's reason) when OpenSSL cannot allocate one.
-  Result<SslPtr> NewSession(int fd) const;
+  Result<SslPtr> NewSsl(int fd) const;
+  Result<std::unique_ptr<TlsSession>> NewSession(int fd) const override;
 
  private:
   struct CtxDeleter {
@@ -50,6 +53,9 @@ class TlsContext {
 
   std::unique_ptr<SSL_CTX, CtxDeleter> ctx_;
 };
+
+// The factory HttpServerOptions::tls takes for HTTPS over OpenSSL.
+Result<std::unique_ptr<TlsServer>> CreateOpenSslServer(const std::string& cert_path, const std::string& key_path);
 
 }  // namespace memkv
 

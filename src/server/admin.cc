@@ -5,6 +5,7 @@
 
 #include "base/json.h"
 #include "base/log.h"
+#include "http/tls_context.h"
 #include "metrics/prometheus.h"
 
 namespace memkv {
@@ -35,6 +36,7 @@ Result<std::unique_ptr<AdminService>> AdminService::Start(const AdminOptions& op
   http.port = options.port;
   http.tls_cert_path = options.tls_cert_path;
   http.tls_key_path = options.tls_key_path;
+  http.tls = CreateOpenSslServer;
   MEMKV_ASSIGN_OR_RETURN(admin->http_, HttpServer::Create(http));
   AdminService* self = admin.get();
   MEMKV_RETURN_IF_ERROR(admin->http_->Handle("GET", "/v1/health", [self](const HttpRequest&) {
