@@ -1,14 +1,15 @@
 #include "config/client_config.h"
 
+#include <algorithm>
 #include <bit>
-#include <exception>
+#include <iterator>
 #include <set>
 #include <span>
 
 #include "base/log.h"
 #include "config/diagnostics.h"
+#include "config/flat_yaml.h"
 #include "config/host_port.h"
-#include "config/yaml_fields.h"
 
 namespace memkv {
 namespace {
@@ -286,32 +287,52 @@ std::string DefaultCell(const ClientOptionInfo& info) {
   return "`" + std::string(info.default_text) + "`";
 }
 
-// A YAML value through the row's setter: one string, or the list's strings.
-void ReadClientField(const OptionRow& row, const YAML::Node& node, const std::string& path, Diagnostics* d,
+// A value of the file through the row's setter: one string, or the list's
+// strings. A null value ("key:" alone) keeps the default.
+void ReadClientField(const OptionRow& row, const config_internal::FlatYamlEntry& entry, Diagnostics* d,
                      ClientOptions* options) {
-  std::vector<std::string> values(1);
-  const bool present = row.info.is_list ? config_internal::ReadStringList(node, path, d, &values)
-                                        : config_internal::ReadString(node, path, d, &values[0]);
-  if (!present) return;
+  using Kind = config_internal::FlatYamlValue::Kind;
+  const std::string& path = entry.key;
+  const config_internal::FlatYamlValue& value = entry.value;
+  if (value.kind == Kind::kNull) return;
+  const Kind want = row.info.is_list ? Kind::kList : Kind::kScalar;
+  if (value.kind != want) {
+    d->Fail(path, path + ": expected " + (row.info.is_list ? "a list" : "a string") + ", got " +
+                      std::string(config_internal::FlatYamlKind(value)));
+    return;
+  }
+  std::vector<std::string> values = value.items;
   if (!row.info.is_list) values[0] = Trim(values[0]);
   if (Status s = row.set(values, path, options); !s.ok()) d->Fail(path, s.message());
 }
 
 void ParseYamlInto(std::string_view yaml_text, Diagnostics* d, ClientOptions* options) {
-  try {
-    std::optional<YAML::Node> root = config_internal::LoadYamlDocument(yaml_text, d);
-    if (!root) return;
-    std::vector<config_internal::FieldSpec> specs;
-    for (const OptionRow& row : kRows) {
-      specs.push_back({row.info.name, [&row, d, options](const YAML::Node& v, const std::string& path) {
-                         ReadClientField(row, v, path, d, options);
-                       }});
+  std::optional<std::vector<config_internal::FlatYamlEntry>> entries = config_internal::ParseFlatYaml(yaml_text, d);
+  if (!entries) return;
+  std::vector<std::string_view> names;
+  for (const OptionRow& row : kRows) names.push_back(row.info.name);
+  std::set<std::string, std::less<>> seen;
+  for (const config_internal::FlatYamlEntry& entry : *entries) {
+    d->NoteLocation(entry.key, entry.line, entry.value_column);
+    for (size_t i = 0; i < entry.value.items.size() && entry.value.kind == config_internal::FlatYamlValue::Kind::kList;
+         ++i) {
+      d->NoteLocation(entry.key + "[" + std::to_string(i) + "]", entry.value.item_lines[i], entry.value.item_columns[i]);
     }
-    config_internal::ReadMap(*root, "", specs, d);
-  } catch (const std::exception& e) {
-    // Backstop: the readers check node kinds, but yaml-cpp must never throw
-    // past the config layer.
-    d->Fail("", std::string("reading the YAML failed: ") + e.what());
+    if (!seen.insert(entry.key).second) {
+      d->Fail(entry.key, "duplicate field '" + entry.key + "'; give each field once");
+      continue;
+    }
+    auto row = std::find_if(std::begin(kRows), std::end(kRows),
+                            [&](const OptionRow& r) { return r.info.name == entry.key; });
+    if (row == std::end(kRows)) {
+      std::string text = "unknown field '" + entry.key + "'";
+      if (std::optional<std::string_view> close = config_internal::ClosestName(entry.key, names)) {
+        text += " (did you mean '" + std::string(*close) + "'?)";
+      }
+      d->Fail(entry.key, text + "; allowed: " + config_internal::JoinNames(names));
+      continue;
+    }
+    ReadClientField(*row, entry, d, options);
   }
 }
 

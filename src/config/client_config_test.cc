@@ -143,9 +143,11 @@ TEST(ClientConfigYamlTest, SyntaxAndTypeErrorsDoNotThrow) {
   EXPECT_TRUE(HasLineWith(ProblemLines(ParseClientConfigYaml("servers: [a:1\n", "c.yaml")),
                           {"c.yaml:", "YAML syntax error"}));
   EXPECT_TRUE(HasLineWith(ProblemLines(ParseClientConfigYaml("servers: [[a:1]]\n", "c.yaml")),
-                          {"servers[0]: expected a string, got a list"}));
+                          {"c.yaml:1:11: a list inside a list"}));
   EXPECT_TRUE(HasLineWith(ProblemLines(ParseClientConfigYaml("just text\n", "c.yaml")),
-                          {"the document: expected a map of servers, auth_key"}));
+                          {"'just text' is not followed by ':'; a client config is a map of option names"}));
+  EXPECT_TRUE(HasLineWith(ProblemLines(ParseClientConfigYaml("rdma:\n  mtu: 1024\n", "c.yaml")),
+                          {"c.yaml:2:3: an indented line (a nested map?)"}));
 }
 
 TEST(ClientConfigLoadTest, FromEnvironmentOnly) {
