@@ -12,6 +12,8 @@ packages=(
   python3
   python3-dev pybind11-dev  # the Python package (python/)
   python3-numpy python3-pytest  # its tests and benchmark
+  python3-pip python3-venv  # the wheel test: pip wheel ., then a fresh venv (tests/wheel)
+  util-linux  # unshare: the wheel test hides libibverbs in a private mount namespace
   prometheus  # promtool checks the admin endpoint's metrics
   curl openssl  # the admin endpoint's HTTPS test
   file  # cpack -G DEB runs it to find the ELF files it hands to dpkg-shlibdeps

@@ -13,7 +13,35 @@ codes, same behaviour. See docs/client-library.md, "Python".
 from ._errors import (
     AuthFailed, Corruption, DeadlineExceeded, Error, FailedPrecondition, Internal, InvalidArgument, IoError,
     NotFound, ProtocolError, ResourceExhausted, StatusCode, TooLarge, Unavailable, UnsupportedVersion)
-from ._memkv import BatchResult, Client, __version__
+
+
+def _extension_error(error: ImportError) -> ImportError:
+    """The ImportError for a package whose extension this interpreter cannot
+    load: which Python is running and which the extension was built for."""
+    import glob
+    import os
+    import sys
+    import sysconfig
+    here = os.path.dirname(os.path.abspath(__file__))
+    built = sorted(os.path.basename(p) for p in glob.glob(os.path.join(here, "_memkv*.so")))
+    running = f"Python {sys.version_info.major}.{sys.version_info.minor} ({sys.executable})"
+    wanted = "_memkv" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+    if wanted in built:
+        return error  # it is there and failed to load: the loader's own words say why
+    if built:
+        why = (f"memkv's extension was built for another Python: {here} holds {', '.join(built)}, while "
+               f"{running} needs {wanted}. Install memkv into this Python "
+               f"({sys.executable} -m pip install <memkv wheel or source tree>) or use the Python it was built for")
+    else:
+        why = (f"memkv's extension is missing from {here}: {running} needs {wanted}. Install the package with pip "
+               f"(docs/client-library.md, 'Installing into a virtual environment')")
+    return ImportError(why, name="memkv._memkv")
+
+
+try:
+    from ._memkv import BatchResult, Client, __version__
+except ImportError as _error:
+    raise _extension_error(_error) from None
 
 
 
