@@ -52,8 +52,6 @@ import time
 import queue
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
-import numpy as np
-
 from ._common import (ConfigError, PageIO, RateLimitedLog, load_config, make_client, namespaced,
                       positive_int)
 
@@ -522,6 +520,7 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
                 ids = getattr(job, "block_ids", None)
             if ids is None:
                 raise ValueError("the job has neither chunk_ids nor block_ids")
+            import numpy as np  # vLLM's own dependency; not needed to register the tier
             rows = np.asarray(ids, dtype=np.int64).reshape(-1)
             if len(rows) != len(keys):
                 raise ValueError(f"{len(keys)} keys but {len(rows)} chunk ids")
@@ -784,6 +783,7 @@ def _describe_view(view: Any) -> Tuple[int, int, int, int]:
                          f"one row, not of shape {mv.shape}")
     if mv.readonly:
         raise ValueError("memkv vllm adapter: primary_kv_view is read-only; loads write into it")
+    import numpy as np  # vLLM's own dependency; not needed to register the tier
     arr = np.asarray(mv)
     try:
         row = arr[0]
