@@ -39,7 +39,7 @@ def _extension_error(error: ImportError) -> ImportError:
 
 
 try:
-    from ._memkv import BatchResult, Client, __version__
+    from ._memkv import BatchResult, Client, __version__, client_options
 except ImportError as _error:
     raise _extension_error(_error) from None
 
@@ -71,5 +71,5 @@ __all__ = [
     "AuthFailed", "BatchResult", "Client", "Corruption", "DeadlineExceeded", "Error", "FailedPrecondition",
     "Internal", "InvalidArgument", "IoError", "LOG_DEBUG", "LOG_ERROR", "LOG_INFO", "LOG_OFF", "LOG_WARN",
     "NotFound", "ProtocolError", "ResourceExhausted", "StatusCode", "TooLarge", "Unavailable",
-    "UnsupportedVersion", "__version__",
+    "UnsupportedVersion", "__version__", "client_options",
 ]

@@ -3,6 +3,7 @@
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from typing_extensions import Buffer as _Buffer  # collections.abc.Buffer from Python 3.12
+from typing_extensions import TypedDict
 
 from ._errors import Error
 
@@ -12,6 +13,20 @@ Key = Union[str, bytes]
 # An object with the buffer protocol: bytes, bytearray, memoryview, mmap, numpy.ndarray, ...
 Buffer = _Buffer
 LogCallback = Callable[[int, str, str], Any]
+
+class ClientOptionInfo(TypedDict):
+    """One row of the client option table (docs/configuration.md)."""
+
+    name: str      # Client keyword, YAML key, engine adapter setting, NIXL parameter
+    env: str       # its MEMKV_* variable
+    type: str      # "list", "string", "integer", "choice", "host:port", "auto or integer"
+    default: str   # as text; "" for none
+    allowed: str
+    doc: str
+    is_list: bool  # several values: a list of str or one comma-separated str
+    required: bool
+
+def client_options() -> List[ClientOptionInfo]: ...
 
 class BatchResult:
     """The outcome of a batch call, key by key, in the order of the keys."""
@@ -48,6 +63,9 @@ class Client:
         rdma_retry_count: Optional[int] = ...,
         rdma_timeout: Optional[int] = ...,
         rdma_qps: Optional[int] = ...,
+        rdma_gid_index: Union[str, int, None] = ...,
+        rdma_traffic_class: Union[str, int, None] = ...,
+        rdma_service_level: Union[str, int, None] = ...,
         prometheus_bind: Optional[str] = ...,
         log_level: Union[str, int, None] = ...,
         log_callback: Optional[LogCallback] = ...,
@@ -80,6 +98,7 @@ class Client:
 
     def server_for(self, key: Key) -> int: ...
     def stats(self) -> Dict[str, Any]: ...
+    def options(self) -> Dict[str, str]: ...
     def register_memory(self, region: Union[Buffer, int], length: Optional[int] = None) -> int: ...
     def unregister_memory(self, region: Union[Buffer, int]) -> None: ...
     def close(self) -> None: ...

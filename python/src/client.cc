@@ -15,24 +15,25 @@ namespace {
 // Runs a Client factory without the GIL (opening RDMA devices or the
 // Prometheus listener may take a while) and wraps what it made.
 template <typename Factory>
-std::unique_ptr<PyClient> Created(Factory factory, std::string_view call) {
+std::unique_ptr<PyClient> Created(Factory factory, std::string_view call, std::optional<ClientOptions> options) {
   Result<std::unique_ptr<Client>> client = [&] {
     py::gil_scoped_release nogil;
     return factory();
   }();
   if (!client.ok()) ThrowStatus(client.status(), call);
-  return std::make_unique<PyClient>(std::move(client).value());
+  if (options) options->log_callback = nullptr;
+  return std::make_unique<PyClient>(std::move(client).value(), std::move(options));
 }
 
 }  // namespace
 
 std::unique_ptr<PyClient> PyClient::Create(py::handle servers, py::handle auth_key, const py::kwargs& options) {
   const ClientOptions parsed = OptionsFromPython(servers, auth_key, options);
-  return Created([&] { return Client::Create(parsed); }, "memkv.Client");
+  return Created([&] { return Client::Create(parsed); }, "memkv.Client", parsed);
 }
 
 std::unique_ptr<PyClient> PyClient::FromEnvironment() {
-  return Created([] { return Client::CreateFromEnvironment(); }, "memkv.Client.from_env");
+  return Created([] { return Client::CreateFromEnvironment(); }, "memkv.Client.from_env", std::nullopt);
 }
 
 void PyClient::PutSpan(py::handle key, std::span<const uint8_t> value, std::string_view call) {
@@ -161,6 +162,15 @@ py::dict PyClient::Stats() {
   for (const auto& [wc_status, count] : stats->completion_errors) errors[py::int_(wc_status)] = count;
   d["completion_errors"] = errors;
   return d;
+}
+
+py::dict PyClient::Options() const {
+  if (!options_) {
+    ThrowStatus(FailedPrecondition("a client made by from_env() does not keep its options (MEMKV_CONFIG and the "
+                                   "MEMKV_* variables gave them)"),
+                "memkv.Client.options");
+  }
+  return OptionTextsToPython(*options_);
 }
 
 uintptr_t PyClient::RegisterMemory(py::handle region, py::handle length) {

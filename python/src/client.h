@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
 #include <span>
 #include <string_view>
@@ -44,7 +45,10 @@ struct BatchOutcome {
 
 class PyClient {
  public:
-  explicit PyClient(std::unique_ptr<Client> client) : client_(std::move(client)) {}
+  // `options`: what the client was created with (read back by options()),
+  // or nullopt when the library read them itself (from_env).
+  PyClient(std::unique_ptr<Client> client, std::optional<ClientOptions> options)
+      : client_(std::move(client)), options_(std::move(options)) {}
   ~PyClient() { Close(); }
   PyClient(const PyClient&) = delete;
   PyClient& operator=(const PyClient&) = delete;
@@ -76,6 +80,9 @@ class PyClient {
   // The rest (client.cc).
   size_t ServerFor(py::handle key);
   py::dict Stats();
+  // options: every client option's value as text, by name (ClientOptionText);
+  // memkv.FailedPrecondition for a client made by from_env.
+  py::dict Options() const;
   // `region` is an object with the buffer protocol (held until unregistered
   // or closed, so its memory stays mapped), or an int address with `length`.
   // Returns the region's base address.
@@ -105,6 +112,9 @@ class PyClient {
 
   std::shared_mutex mu_;
   std::unique_ptr<Client> client_;  // guarded by mu_; null once closed
+  // Set at construction, then only read; log_callback cleared, so it holds
+  // no Python object.
+  std::optional<ClientOptions> options_;
   // Set when close() begins, so `closed` never waits for mu_ (which close()
   // holds while calls in flight finish).
   std::atomic<bool> closed_{false};

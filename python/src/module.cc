@@ -1,5 +1,5 @@
 // memkv._memkv: the extension module behind the `memkv` package. It binds
-// memkv.Client (client.h) and memkv.BatchResult; the exceptions, the
+// memkv.Client (client.h), memkv.BatchResult and memkv.client_options(); the exceptions, the
 // constants and the stubs are pure Python (memkv/*.py, *.pyi).
 //
 // Every exception pybind11 can see stops here: C++ exceptions thrown by the
@@ -10,6 +10,7 @@
 #include "client.h"
 #include "convert.h"
 #include "errors.h"
+#include "options.h"
 
 namespace py = pybind11;
 using memkv::python::BatchOutcome;
@@ -22,15 +23,20 @@ constexpr const char kClientDoc[] = R"(A thread-safe client of one or more MemKV
 Client(servers, auth_key, *, transport="auto", num_connections=4,
        timeout_ms=5000, connect_timeout_ms=2000, rdma_devices=None,
        rdma_mtu=4096, rdma_retry_count=6, rdma_timeout=14, rdma_qps=2,
-       prometheus_bind="", log_level="warn", log_callback=None)
+       rdma_gid_index="auto", rdma_traffic_class="auto",
+       rdma_service_level="auto", prometheus_bind="", log_level="warn",
+       log_callback=None)
 
-Every field of the C++ ClientOptions, by name (auth_key is the 64-hex-character
-key). servers and rdma_devices take a list of str or one comma-separated str;
-log_level takes "debug", "info", "warn", "error", "off" or memkv.LOG_*;
+Every client option of memkv.client_options(), by name (auth_key is the
+64-hex-character key), and log_callback; options() reads them back. servers
+and rdma_devices take a list of str or one comma-separated str; log_level
+takes "debug", "info", "warn", "error", "off" or memkv.LOG_*; the rdma_gid_index,
+rdma_traffic_class and rdma_service_level options take an int or "auto".
 log_callback is called as log_callback(level: int, component: str, message: str)
 for each line at or above log_level (without it lines go to stderr). None keeps
 an option's default. A bad option raises memkv.InvalidArgument naming it (a
-wrong type: TypeError). The client connects lazily, on the first call.
+wrong type: TypeError); either has the option's name as its `option`
+attribute. The client connects lazily, on the first call.
 
 Keys are str (sent as UTF-8) or bytes, 1..1024 bytes. Values are read from,
 and read into, any C-contiguous object with the buffer protocol, with no copy.
@@ -173,6 +179,11 @@ void BindClient(py::module_& m) {
            "server_for(key: str | bytes) -> int\n\nIndex into servers of the server that owns key.")
       .def("stats", &PyClient::Stats,
            "stats() -> dict\n\nThe client's counters: every field of the C++ ClientStats, by name.")
+      .def("options", &PyClient::Options,
+           "options() -> dict\n\n"
+           "The options the client was created with, defaults filled in: every option of\n"
+           "memkv.client_options() by name, as text (\"auto\", \"4096\", \"a:1,b:2\"). Works after close().\n"
+           "memkv.FailedPrecondition for a client made by from_env().")
       .def("register_memory", &PyClient::RegisterMemory, py::arg("region"), py::arg("length") = py::none(),
            "register_memory(region: Buffer | int, length: int | None = None) -> int\n\n"
            "Registers memory with the RDMA device once, so transfers from and into it need no copy.\n"
@@ -201,4 +212,9 @@ PYBIND11_MODULE(_memkv, m) {
   m.attr("__version__") = std::string(memkv::LibraryVersion());
   BindBatchResult(m);
   BindClient(m);
+  m.def("client_options", &memkv::python::ClientOptionsToPython,
+        "client_options() -> list[dict]\n\n"
+        "Every client option, in the order docs/configuration.md lists them, as a dict: name (the\n"
+        "keyword of Client, the YAML key), env (its MEMKV_* variable), type, default (as text; \"\" for\n"
+        "none), allowed, doc (str), is_list, required (bool). Engine adapters accept each by name.");
 }

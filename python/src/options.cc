@@ -84,7 +84,9 @@ void SetOption(ClientOptions& options, std::string_view name, py::handle value) 
   } else if (PyUnicode_Check(value.ptr())) {
     s = SetClientOption(&options, name, value.cast<std::string>());
   } else if (PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr())) {
-    s = SetClientOption(&options, name, std::to_string(U32Option(value, n.c_str())));
+    // In decimal through the row's setter, so that -1 or 2**40 is refused
+    // with the option's range, as the same text from MEMKV_* would be.
+    s = SetClientOption(&options, name, py::str(value).cast<std::string>());
   } else {
     throw py::type_error(std::string(kCall) + ": " + n + " must be a str" +
                          (info->type.find("integer") != std::string_view::npos ? " or an int" : ""));
@@ -92,13 +94,56 @@ void SetOption(ClientOptions& options, std::string_view name, py::handle value) 
   if (!s.ok()) ThrowInvalidArgument(kCall, s.message());
 }
 
+// SetOption, with the exception it raises (memkv.InvalidArgument or
+// TypeError) given an `option` attribute naming the option, so a caller that
+// gathered options from several places (the engine adapters) can say where
+// the bad one came from without reading the message.
+void SetNamedOption(ClientOptions& options, const std::string& name, py::handle value) {
+  try {
+    SetOption(options, name, value);
+  } catch (py::error_already_set& e) {
+    e.value().attr("option") = name;
+    throw;
+  } catch (const py::type_error& e) {
+    py::object error = py::reinterpret_borrow<py::object>(PyExc_TypeError)(e.what());
+    error.attr("option") = name;
+    PyErr_SetObject(PyExc_TypeError, error.ptr());
+    throw py::error_already_set();
+  }
+}
+
 }  // namespace
 
 ClientOptions OptionsFromPython(py::handle servers, py::handle auth_key, const py::kwargs& options) {
   ClientOptions out;
-  SetOption(out, "servers", servers);
-  SetOption(out, "auth_key", auth_key);
-  for (auto [name, value] : options) SetOption(out, py::str(name).cast<std::string>(), value);
+  SetNamedOption(out, "servers", servers);
+  SetNamedOption(out, "auth_key", auth_key);
+  for (auto [name, value] : options) SetNamedOption(out, py::str(name).cast<std::string>(), value);
+  return out;
+}
+
+py::list ClientOptionsToPython() {
+  py::list out;
+  for (const ClientOptionInfo& info : ClientOptionTable()) {
+    py::dict row;
+    row["name"] = std::string(info.name);
+    row["env"] = std::string(info.env);
+    row["type"] = std::string(info.type);
+    row["default"] = std::string(info.default_text);
+    row["allowed"] = std::string(info.allowed);
+    row["doc"] = std::string(info.doc);
+    row["is_list"] = info.is_list;
+    row["required"] = info.required;
+    out.append(row);
+  }
+  return out;
+}
+
+py::dict OptionTextsToPython(const ClientOptions& options) {
+  py::dict out;
+  for (const ClientOptionInfo& info : ClientOptionTable()) {
+    out[py::str(std::string(info.name))] = Utf8Lossy(ClientOptionText(options, info.name));
+  }
   return out;
 }
 
