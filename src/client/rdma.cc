@@ -442,7 +442,7 @@ Result<uint32_t> GidIndexFor(const std::optional<uint32_t>& pinned, const verbs:
 
 Status RdmaEngine::Open(verbs::Provider& provider) {
   MEMKV_ASSIGN_OR_RETURN(std::vector<std::string> present, provider.Devices());
-  if (present.empty()) return NotFound("no RDMA device on this host (ibv_get_device_list found none)");
+  if (present.empty()) return NotFound("no RDMA device on this host (" + provider.WhyNoDevices() + ")");
   std::vector<std::string> wanted = settings_.devices;
   if (wanted.empty()) wanted.push_back(present.front());
   for (const std::string& name : wanted) {

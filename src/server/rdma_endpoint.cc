@@ -23,7 +23,8 @@ Result<std::unique_ptr<RdmaEndpoint>> RdmaEndpoint::Create(const RdmaConfig& con
                                                            verbs::Provider& provider) {
   MEMKV_ASSIGN_OR_RETURN(std::vector<std::string> devices, provider.Devices());
   if (devices.empty()) {
-    LOG_INFO_C("rdma") << "no RDMA device on this host (ibv_get_device_list found none): serving inline-bulk TCP only";
+    LOG_INFO_C("rdma") << "no RDMA device on this host (" << provider.WhyNoDevices()
+                       << "): serving inline-bulk TCP only";
     return std::unique_ptr<RdmaEndpoint>();
   }
   if (std::find(devices.begin(), devices.end(), config.device) == devices.end()) {

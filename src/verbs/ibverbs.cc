@@ -457,6 +457,11 @@ class SysProvider final : public Provider {
     return names;
   }
 
+  std::string WhyNoDevices() override {
+    std::string why;
+    return LoadIbverbs(&why) == nullptr ? why : "ibv_get_device_list found none";
+  }
+
   Result<std::unique_ptr<Context>> Open(const std::string& device, uint8_t port) override {
     std::string why;
     if (LoadIbverbs(&why) == nullptr) return Unavailable("RDMA device " + device + ": " + why);

@@ -182,6 +182,9 @@ class Provider {
   // Names of the RDMA devices present. No device at all (the library reports
   // ENOSYS, or the list is empty) is an empty vector, not an error.
   virtual Result<std::vector<std::string>> Devices() = 0;
+  // Why Devices() is empty, for messages: "ibv_get_device_list found none",
+  // or that libibverbs itself is missing and how to install it.
+  virtual std::string WhyNoDevices() { return "ibv_get_device_list found none"; }
   // Opens `device` and queries `port` (PortInfo filled in, GIDs included).
   // NotFound naming the devices present when `device` is not one of them.
   virtual Result<std::unique_ptr<Context>> Open(const std::string& device, uint8_t port) = 0;
