@@ -577,11 +577,11 @@ def test_l2_settings_come_from_the_environment(lm, server, monkeypatch):
 
 
 @pytest.mark.parametrize("bad, named", [
-    ({"timeout_ms": "fast"}, "'timeout_ms' in adapter_params of --l2-adapter (native_plugin) must be a positive"),
+    ({"timeout_ms": "fast"}, "'timeout_ms' in adapter_params of --l2-adapter (native_plugin): 'fast' is not a non-negative integer"),
     ({"io_threads": 0}, "'io_threads' in adapter_params"),
-    ({"transport": "udp"}, "'transport' in adapter_params of --l2-adapter (native_plugin) is 'udp'; allowed"),
+    ({"transport": "udp"}, "'transport' in adapter_params of --l2-adapter (native_plugin): 'udp' is not a transport; allowed: auto, tcp, rdma"),
     ({"server": "x:1"}, "unknown setting(s) 'server' in adapter_params"),
-    ({"auth_key": "abc"}, "'auth_key' in adapter_params of --l2-adapter (native_plugin) must be 64 hex"),
+    ({"auth_key": "abc"}, "'auth_key' in adapter_params of --l2-adapter (native_plugin): a key of 3 characters; allowed: exactly 64 hex"),
 ])
 def test_l2_bad_setting_is_a_loud_config_error(lm, server, caplog, capsys, bad, named):
     with caplog.at_level(logging.CRITICAL, logger="memkv.adapters"):
@@ -933,8 +933,8 @@ def test_plugin_server_down_gives_misses_then_a_restarted_server_is_used(lm, plu
 
 
 @pytest.mark.parametrize("setting, value, named", [
-    ("timeout_ms", -1, "'timeout_ms' in extra_config (storage_plugin.memkv.*) must be"),
-    ("servers", "nohost", "'servers' in extra_config (storage_plugin.memkv.*): 'nohost' is not 'host:port'"),
+    ("timeout_ms", -1, "'timeout_ms' in extra_config (storage_plugin.memkv.*): '-1' is not a non-negative integer; allowed: 1..3600000"),
+    ("servers", "nohost", "'servers' in extra_config (storage_plugin.memkv.*): 'nohost' is not host:port"),
     ("namespaec", "x", "unknown setting(s) 'namespaec' in extra_config (storage_plugin.memkv.*)"),
 ])
 def test_plugin_bad_setting_is_loud_even_though_lmcache_swallows_it(lm, server, caplog, capsys, setting, value,

@@ -3,6 +3,9 @@
 - Configuration: the settings the engine hands the adapter first, the
   MEMKV_* environment as the fallback, each checked at start-up; a bad value
   is a ConfigError naming the setting, where it came from and what is allowed.
+  Every client option (memkv.client_options()) is a setting by its name and
+  goes to memkv.Client, which checks it; namespace and each adapter's own
+  settings are checked here.
 - The client those settings make.
 - Keys: every key an adapter writes starts with its namespace, so that two
   models or two layouts sharing a cluster never read each other's pages.
@@ -12,9 +15,9 @@
   "memkv.adapters" logger.
 """
 
+import difflib
 import logging
 import os
-import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -26,22 +29,16 @@ log = logging.getLogger("memkv.adapters")
 
 Key = Union[str, bytes]
 
+# The client options (memkv.client_options(), docs/configuration.md): each is
+# a setting of every adapter by its name, its MEMKV_* variable the fallback,
+# and goes to memkv.Client as a keyword argument, which checks it.
+CLIENT_OPTIONS: Tuple[Dict[str, Any], ...] = tuple(memkv.client_options())
+NAMESPACE_VARIABLE = "MEMKV_NAMESPACE"
 # Setting -> environment variable used when the engine's config lacks it.
-ENVIRONMENT = {
-    "servers": "MEMKV_SERVERS",
-    "auth_key": "MEMKV_AUTH_KEY",
-    "transport": "MEMKV_TRANSPORT",
-    "timeout_ms": "MEMKV_TIMEOUT_MS",
-    "connect_timeout_ms": "MEMKV_CONNECT_TIMEOUT_MS",
-    "num_connections": "MEMKV_NUM_CONNECTIONS",
-    "namespace": "MEMKV_NAMESPACE",
-    "log_level": "MEMKV_LOG_LEVEL",
-}
+ENVIRONMENT: Dict[str, str] = {**{o["name"]: o["env"] for o in CLIENT_OPTIONS}, "namespace": NAMESPACE_VARIABLE}
 
-TRANSPORTS = ("auto", "tcp", "rdma")
-LOG_LEVELS = ("debug", "info", "warn", "error", "off")
 MAX_NAMESPACE_BYTES = 200
-_HOST_PORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})$")
+_CLIENT_PREFIX = "memkv.Client: "
 
 
 class ConfigError(memkv.InvalidArgument):
@@ -52,28 +49,28 @@ class ConfigError(memkv.InvalidArgument):
 
 @dataclass(frozen=True)
 class AdapterConfig:
-    """The checked settings of one adapter instance."""
+    """The settings of one adapter instance: the client options as given
+    (memkv.Client checks them in make_client), the namespace (checked) and
+    the adapter's own settings (checked by its parsers)."""
 
     engine: str
-    servers: Tuple[str, ...]
-    auth_key: str
-    transport: str = "auto"
-    timeout_ms: int = 5000
-    connect_timeout_ms: Optional[int] = None
-    num_connections: Optional[int] = None
+    # Client option name -> value as the engine's config or the environment gave it.
+    client_options: Dict[str, Any] = field(default_factory=dict)
+    # Client option name -> where its value came from ("'timeout_ms' in <where>", "MEMKV_TIMEOUT_MS (environment)").
+    sources: Dict[str, str] = field(default_factory=dict)
     namespace: str = ""
-    log_level: Optional[str] = None
     # Engine-specific settings, converted by the adapter's own parsers.
     extra: Dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def servers(self) -> Tuple[str, ...]:
+        """The servers as given (for log lines): a list, or one comma-separated str, split."""
+        value = self.client_options.get("servers", ())
+        items = value.split(",") if isinstance(value, str) else value
+        return tuple(str(s).strip() for s in items if str(s).strip())
+
     def client_kwargs(self) -> Dict[str, Any]:
-        kwargs: Dict[str, Any] = {"servers": list(self.servers), "auth_key": self.auth_key,
-                                  "transport": self.transport, "timeout_ms": self.timeout_ms}
-        for name in ("connect_timeout_ms", "num_connections", "log_level"):
-            value = getattr(self, name)
-            if value is not None:
-                kwargs[name] = value
-        return kwargs
+        return dict(self.client_options)
 
 
 def _positive_int(value: Any, what: str) -> int:
@@ -89,36 +86,6 @@ def _positive_int(value: Any, what: str) -> int:
     return value
 
 
-def _servers(value: Any, what: str) -> Tuple[str, ...]:
-    if isinstance(value, str):
-        items = [s.strip() for s in value.split(",") if s.strip()]
-    elif isinstance(value, (list, tuple)) and all(isinstance(s, str) for s in value):
-        items = [s.strip() for s in value if s.strip()]
-    else:
-        raise ValueError(f"{what} must be a list of 'host:port' or one comma-separated str, not {value!r}")
-    if not items:
-        raise ValueError(f"{what} is empty; give at least one 'host:port'")
-    for item in items:
-        m = _HOST_PORT.match(item)
-        if not m or not 1 <= int(m.group(2)) <= 65535:
-            raise ValueError(f"{what}: '{item}' is not 'host:port' (port 1..65535; IPv6 as [addr]:port)")
-    return tuple(items)
-
-
-def _auth_key(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not re.fullmatch(r"[0-9A-Fa-f]{64}", value.strip()):
-        raise ValueError(f"{what} must be 64 hex characters (the server's network.auth_key or its auth.key file)")
-    return value.strip()
-
-
-def _choice(allowed: Sequence[str]) -> Callable[[Any, str], str]:
-    def parse(value: Any, what: str) -> str:
-        if not isinstance(value, str) or value.strip().lower() not in allowed:
-            raise ValueError(f"{what} is {value!r}; allowed: {', '.join(allowed)}")
-        return value.strip().lower()
-    return parse
-
-
 def _namespace(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{what} must be a str, not {value!r}")
@@ -127,16 +94,21 @@ def _namespace(value: Any, what: str) -> str:
     return value
 
 
-_PARSERS: Dict[str, Callable[[Any, str], Any]] = {
-    "servers": _servers,
-    "auth_key": _auth_key,
-    "transport": _choice(TRANSPORTS),
-    "timeout_ms": _positive_int,
-    "connect_timeout_ms": _positive_int,
-    "num_connections": _positive_int,
-    "namespace": _namespace,
-    "log_level": _choice(LOG_LEVELS),
-}
+def _client_value(option: Mapping[str, Any], value: Any, what: str) -> Any:
+    """`value` as memkv.Client takes it. An integer option given as text (a
+    MEMKV_* variable, a str in a YAML or JSON config) becomes an int; every
+    other check is the client's. A required option given empty is refused
+    here, as the client would only say "none given"."""
+    if option["type"] == "integer" and isinstance(value, str):
+        text = value.strip()
+        if not text.isdigit():
+            raise ValueError(f"{what}: {value!r} is not a non-negative integer; allowed: {option['allowed']}")
+        return int(text)
+    if option["required"]:
+        items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [1]
+        if not any(str(item).strip() for item in items):
+            raise ValueError(f"{what} is empty; allowed: {option['allowed']}")
+    return value
 
 
 def positive_int(value: Any, what: str) -> int:
@@ -153,48 +125,80 @@ def boolean(value: Any, what: str) -> bool:
     raise ValueError(f"{what} must be true or false, not {value!r}")
 
 
+def _unknown(engine: str, unknown: Sequence[str], allowed: Sequence[str], where: str) -> ConfigError:
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, allowed, n=1)
+        if close:
+            hints.append(f"'{close[0]}'" if len(unknown) == 1 else f"'{close[0]}' for '{name}'")
+    hint = f" (did you mean {', '.join(hints)}?)" if hints else ""
+    return ConfigError(f"memkv {engine} adapter: unknown setting(s) {', '.join(repr(k) for k in unknown)} in "
+                       f"{where}{hint}; allowed: {', '.join(allowed)}")
+
+
 def load_config(engine: str, settings: Optional[Mapping[str, Any]], where: str,
                 extra: Optional[Mapping[str, Tuple[Callable[[Any, str], Any], Any]]] = None,
                 environ: Optional[Mapping[str, str]] = None) -> AdapterConfig:
-    """Checks `settings` (what the engine passed; `where` says where an
-    operator writes them) with the environment as the fallback.
+    """Reads `settings` (what the engine passed; `where` says where an
+    operator writes them) with the environment as the fallback: every client
+    option by its name (memkv.client_options()), `namespace`, and the
+    adapter's own settings.
 
     `extra` declares the adapter's own settings: name -> (parser, default);
     a parser takes (value, description) and raises ValueError. Unknown
-    settings are refused, naming the allowed ones. Raises ConfigError."""
+    settings are refused, naming the allowed ones. The namespace and the
+    extra settings are checked here, the client options by memkv.Client in
+    make_client. Raises ConfigError."""
     environ = os.environ if environ is None else environ
     settings = dict(settings or {})
     extra = dict(extra or {})
-    allowed = list(_PARSERS) + list(extra)
+    allowed = [o["name"] for o in CLIENT_OPTIONS] + ["namespace"] + list(extra)
     unknown = sorted(k for k in settings if k not in allowed)
     if unknown:
-        raise ConfigError(f"memkv {engine} adapter: unknown setting(s) {', '.join(repr(k) for k in unknown)} in "
-                          f"{where}; allowed: {', '.join(allowed)}")
-    values: Dict[str, Any] = {}
-    for name, parser in list(_PARSERS.items()) + [(n, p) for n, (p, _) in extra.items()]:
-        if name in settings and settings[name] is not None:
-            raw, what = settings[name], f"'{name}' in {where}"
-        elif name in ENVIRONMENT and environ.get(ENVIRONMENT[name], "") != "":
-            raw, what = environ[ENVIRONMENT[name]], f"{ENVIRONMENT[name]} (environment)"
-        else:
-            continue
-        try:
-            values[name] = parser(raw, what)
-        except ValueError as e:
-            raise ConfigError(f"memkv {engine} adapter: {e}") from None
-    for name in ("servers", "auth_key"):
-        if name not in values:
-            raise ConfigError(f"memkv {engine} adapter: no {name}: set '{name}' in {where} or {ENVIRONMENT[name]}")
-    extras = {n: values.pop(n, default) for n, (_, default) in extra.items()}
-    return AdapterConfig(engine=engine, extra=extras, **values)
+        raise _unknown(engine, unknown, allowed, where)
+
+    def given(name: str, variable: Optional[str]) -> Optional[Tuple[Any, str]]:
+        if settings.get(name) is not None:
+            return settings[name], f"'{name}' in {where}"
+        if variable and environ.get(variable, "") != "":
+            return environ[variable], f"{variable} (environment)"
+        return None
+
+    options: Dict[str, Any] = {}
+    sources: Dict[str, str] = {}
+    parsed: Dict[str, Any] = {}
+    try:
+        for option in CLIENT_OPTIONS:
+            found = given(option["name"], option["env"])
+            if found is None:
+                if option["required"]:
+                    raise ValueError(f"no {option['name']}: set '{option['name']}' in {where} or {option['env']}")
+                continue
+            options[option["name"]] = _client_value(option, found[0], found[1])
+            sources[option["name"]] = found[1]
+        parsers = [("namespace", _namespace, "")] + [(n, p, d) for n, (p, d) in extra.items()]
+        for name, parser, default in parsers:
+            found = given(name, NAMESPACE_VARIABLE if name == "namespace" else None)
+            parsed[name] = default if found is None else parser(found[0], found[1])
+    except ValueError as e:
+        raise ConfigError(f"memkv {engine} adapter: {e}") from None
+    namespace = parsed.pop("namespace")
+    return AdapterConfig(engine=engine, client_options=options, sources=sources, namespace=namespace, extra=parsed)
 
 
 def make_client(config: AdapterConfig) -> "memkv.Client":
-    """The client of `config`; a setting the client refuses is a ConfigError."""
+    """The client of `config`. A client option it refuses is a ConfigError
+    in the client's words, naming where the value came from."""
     try:
         return memkv.Client(**config.client_kwargs())
     except (memkv.InvalidArgument, TypeError) as e:
-        raise ConfigError(f"memkv {config.engine} adapter: the client refused its settings: {e}") from None
+        text = str(e)
+        text = text[len(_CLIENT_PREFIX):] if text.startswith(_CLIENT_PREFIX) else text
+        name = getattr(e, "option", None)
+        if name in config.sources:
+            text = text[len(name) + 2:] if text.startswith(f"{name}: ") else text
+            raise ConfigError(f"memkv {config.engine} adapter: {config.sources[name]}: {text}") from None
+        raise ConfigError(f"memkv {config.engine} adapter: the client refused its settings: {text}") from None
 
 
 def namespaced(namespace: str, *parts: Union[str, bytes, int]) -> bytes:
