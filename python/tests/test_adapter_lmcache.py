@@ -42,6 +42,7 @@ import pytest
 
 import memkv
 import memkv.testing
+from client_option_samples import SOURCES, check_bad_option_is_named, check_option_reaches_client, option_names
 
 MODULE = "memkv.adapters.lmcache"
 MiB = 1 << 20
@@ -981,3 +982,27 @@ def test_module_imports_without_lmcache():
                                                                   os.path.join(REPO, "build", "python")) if p))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+# --- every client option ------------------------------------------------------------
+
+def _build_l2(settings):
+    connector = create_native_plugin(settings)
+    return connector._core.client, connector.close
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("name", option_names())
+def test_every_client_option_reaches_the_client(lm, server, monkeypatch, name, source):
+    """Each option of memkv.client_options(), by its name in adapter_params or
+    by its MEMKV_* variable, is the client's."""
+    base = {"servers": [server.address], "auth_key": server.auth_key}
+    check_option_reaches_client(_build_l2, base, name, source, monkeypatch)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("name", option_names())
+def test_every_client_option_refused_names_where_it_came_from(lm, server, monkeypatch, capsys, name, source):
+    base = {"servers": [server.address], "auth_key": server.auth_key}
+    message = check_bad_option_is_named(create_native_plugin, lm.ConfigError, base, name, source, monkeypatch)
+    assert message.startswith("memkv lmcache adapter: ") and message in capsys.readouterr().err

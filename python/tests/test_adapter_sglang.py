@@ -33,6 +33,7 @@ import pytest
 import memkv
 import memkv.testing
 from memkv.adapters._common import ConfigError, namespaced
+from client_option_samples import SOURCES, check_bad_option_is_named, check_option_reaches_client, option_names
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STORAGE_BATCH_SIZE = 128  # pages per storage call, as SGLang's controller batches them
@@ -890,3 +891,24 @@ def test_module_imports_without_sglang():
     env = dict(os.environ, PYTHONPATH=package_root)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+# --------------------------------------------------------------------------- every client option
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("name", option_names())
+def test_every_client_option_reaches_the_client(sg, server, monkeypatch, name, source):
+    """Each option of memkv.client_options(), by its name in the extra config
+    or by its MEMKV_* variable, is the client's."""
+    def build(extra):
+        storage = make_backend(sg, MHAPool(), extra)
+        return storage._client, storage.close
+    check_option_reaches_client(build, settings(server, transport=None, timeout_ms=None), name, source, monkeypatch)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("name", option_names())
+def test_every_client_option_refused_names_where_it_came_from(sg, server, monkeypatch, name, source):
+    message = check_bad_option_is_named(lambda extra: make_backend(sg, MHAPool(), extra), ConfigError,
+                                        settings(server, transport=None, timeout_ms=None), name, source, monkeypatch)
+    assert message.startswith("memkv sglang adapter: ")

@@ -30,6 +30,7 @@ import pytest
 
 import memkv
 import memkv.testing
+from client_option_samples import SOURCES, check_bad_option_is_named, check_option_reaches_client, option_names
 
 ADAPTER = "memkv.adapters.vllm"
 ROW = 16 * 1024  # bytes of one primary row (one offloaded chunk) in most tests
@@ -852,3 +853,34 @@ def test_drain_and_shutdown(server, vllm_api, make_tier):
     tier.drain_jobs()
     assert tier.get_stats() is None and tier.take_events() == ()
     view.release()
+
+
+# ------------------------------------------------------------------- every client option
+
+def _tier_builder(vllm_api):
+    _, view = primary(2)
+    return lambda settings: vllm_api.adapter.MemKVTierManager(offloading_spec=spec(), primary_kv_view=view,
+                                                              tier_type="memkv", **settings)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("name", option_names())
+def test_every_client_option_reaches_the_client(server, vllm_api, monkeypatch, name, source):
+    """Each option of memkv.client_options(), by its name in the tier's config
+    or by its MEMKV_* variable, is the client's."""
+    make = _tier_builder(vllm_api)
+
+    def build(settings):
+        tier = make(settings)
+        return tier._client, tier.shutdown
+    base = {"servers": [server.address], "auth_key": server.auth_key}
+    check_option_reaches_client(build, base, name, source, monkeypatch)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("name", option_names())
+def test_every_client_option_refused_names_where_it_came_from(server, vllm_api, monkeypatch, name, source):
+    base = {"servers": [server.address], "auth_key": server.auth_key}
+    message = check_bad_option_is_named(_tier_builder(vllm_api), vllm_api.adapter.ConfigError, base, name, source,
+                                        monkeypatch)
+    assert message.startswith("memkv vllm adapter: ")
