@@ -110,7 +110,7 @@ TEST_F(KvStoreTest, BadUriIsRefusedNamingWhatIsWrong) {
                           "server '127.0.0.1' has no port", "a query ('?') is not allowed",
                           "the port must be a decimal number in 1..65535",
                           "an empty server entry", "expected memkv://host:port[,host:port...]/namespace",
-                          "open: the URI is NULL", "MEMKV_AUTH_KEY is not set", "MEMKV_TIMEOUT_MS 'soon'", "pigeon"}) {
+                          "open: the URI is NULL", "MEMKV_AUTH_KEY is not set", "MEMKV_TIMEOUT_MS: 'soon'", "pigeon"}) {
     EXPECT_NE(r.out.find(why), std::string::npos) << why << " not in:\n" << r.out;
   }
   // MEMKV_LOG_LEVEL=off: the same refusals, silently.
