@@ -29,8 +29,13 @@ def main():
     assert where.startswith(sys.prefix), f"memkv imported from {where}, not from the venv {sys.prefix}"
     assert not verbs_loaded(), "importing memkv loaded libibverbs; it must be loaded only when RDMA is tried"
 
-    # vLLM's plugin loader: entry_points(group=...) then ep.load().
-    found = [ep for ep in importlib.metadata.entry_points(group="vllm.general_plugins") if ep.name == "memkv"]
+    # vLLM's plugin loader: entry_points(group=...) then ep.load() (Python
+    # 3.9's importlib.metadata has only the dict form).
+    if sys.version_info >= (3, 10):
+        group = importlib.metadata.entry_points(group="vllm.general_plugins")
+    else:
+        group = importlib.metadata.entry_points().get("vllm.general_plugins", [])
+    found = [ep for ep in group if ep.name == "memkv"]
     assert len(found) == 1, f"vllm.general_plugins entry point 'memkv': found {found}"
     register = found[0].load()
     assert register.__module__ == "memkv.adapters.vllm" and callable(register), register
