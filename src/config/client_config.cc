@@ -155,10 +155,11 @@ Status SetPrometheusBind(Values v, const std::string& src, ClientOptions* o) {
   const std::string& text = v.front();
   if (!text.empty()) {
     Result<config_internal::HostPort> split = config_internal::SplitHostPort(text);
-    if (!split.ok() || split->port > UINT16_MAX) {
+    // Port 0 would be a port nobody learns, so nothing could scrape it.
+    if (!split.ok() || split->port == 0 || split->port > UINT16_MAX) {
       const std::string why = split.ok() ? "port " + std::to_string(split->port) + " is out of range"
                                          : split.status().message();
-      return InvalidArgument(src + ": " + why + "; allowed: host:port to serve /metrics on, port 0..65535");
+      return InvalidArgument(src + ": " + why + "; allowed: host:port to serve /metrics on, port 1..65535");
     }
   }
   o->prometheus_bind = text;  // empty: off
@@ -220,7 +221,7 @@ const OptionRow kRows[] = {
     {{"rdma_service_level", "MEMKV_RDMA_SERVICE_LEVEL", "auto or integer", "auto", "auto or 0..15",
       "service level (the lossless priority); auto: the server's"},
      SetAutoNumber<&ClientOptions::rdma_service_level, 15, 1>, GetAutoNumber<&ClientOptions::rdma_service_level>},
-    {{"prometheus_bind", "MEMKV_PROMETHEUS_BIND", "host:port", "", "host:port, port 0..65535; empty: off",
+    {{"prometheus_bind", "MEMKV_PROMETHEUS_BIND", "host:port", "", "host:port, port 1..65535; empty: off",
       "serve the client's metrics as Prometheus text on http://host:port/metrics"},
      SetPrometheusBind, GetText<&ClientOptions::prometheus_bind>},
     {{"log_level", "MEMKV_LOG_LEVEL", "choice", "warn", kLogLevels, "client log lines below this level are dropped"},

@@ -239,7 +239,10 @@ TEST(ClientConfigLoadTest, RdmaDevicesAndMetricsBindAreChecked) {
   EXPECT_TRUE(HasLineWith(lines, {"MEMKV_LOG_LEVEL: 'loud' is not a log level", "debug, info, warn, error, off"}));
   EXPECT_TRUE(HasLineWith(lines, {"MEMKV_RDMA_DEVICES: 'mlx5_0' is listed twice"}));
   EXPECT_TRUE(
-      HasLineWith(lines, {"MEMKV_PROMETHEUS_BIND: port 70000 is out of range", "0..65535"}));
+      HasLineWith(lines, {"MEMKV_PROMETHEUS_BIND: port 70000 is out of range", "1..65535"}));
+  // Port 0 would bind a port nobody learns: refused by the option, not later by the exporter.
+  EXPECT_TRUE(HasLineWith(ProblemLines(ParseClientConfigYaml("prometheus_bind: 127.0.0.1:0\n", "c.yaml")),
+                          {"prometheus_bind: port 0 is out of range", "1..65535"}));
 
   lines = ProblemLines(ParseClientConfigYaml("rdma_devices: [mlx5_0, '']\n", "c.yaml"));
   ASSERT_EQ(lines.size(), 1u);
