@@ -41,7 +41,7 @@ TEST(StoreSettingsTest, EveryVariableIsRead) {
                                                            {"MEMKV_RDMA_RETRY_COUNT", "7"},
                                                            {"MEMKV_RDMA_TIMEOUT", "12"},
                                                            {"MEMKV_RDMA_QPS", "4"},
-                                                           {"MEMKV_PROMETHEUS_BIND", "127.0.0.1:0"},
+                                                           {"MEMKV_PROMETHEUS_BIND", "127.0.0.1:9100"},
                                                            {"MEMKV_LOG_LEVEL", "error"},
                                                            {"MEMKV_KV_STORE_BUFFER_BYTES", "64 MiB"},
                                                            {"MEMKV_KV_STORE_PREFETCH_BYTES", "0"}}),
@@ -56,7 +56,7 @@ TEST(StoreSettingsTest, EveryVariableIsRead) {
   EXPECT_EQ(s->client.rdma_retry_count, 7u);
   EXPECT_EQ(s->client.rdma_timeout, 12u);
   EXPECT_EQ(s->client.rdma_qps, 4u);
-  EXPECT_EQ(s->client.prometheus_bind, "127.0.0.1:0");
+  EXPECT_EQ(s->client.prometheus_bind, "127.0.0.1:9100");
   EXPECT_EQ(s->client.log_level, ClientLogLevel::kError);
   EXPECT_EQ(s->buffer_bytes, 64u << 20);
   EXPECT_EQ(s->prefetch_bytes, 0u);
