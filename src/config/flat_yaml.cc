@@ -136,6 +136,10 @@ bool ReadFlowList(LineReader& r, int line, FlatYamlValue* value) {
     value->item_columns.push_back(column);
     if (r.Peek(',')) {
       r.Skip();
+      if (r.Peek(']')) {  // YAML allows a trailing comma: [a, b, ]
+        r.Skip();
+        return true;
+      }
       continue;
     }
     if (r.Peek(']')) {
@@ -239,6 +243,11 @@ std::optional<std::vector<FlatYamlEntry>> ParseFlatYaml(std::string_view text, D
       return std::nullopt;
     }
     r.Skip();
+    if (r.pos() < line.size() && line[r.pos()] != ' ' && line[r.pos()] != '\t') {
+      // YAML reads "key:value" as one string, not a key and its value.
+      r.Fail("'" + entry.key + ":' needs a blank before its value" + std::string(kAllowed));
+      return std::nullopt;
+    }
     if (r.AtEnd()) {
       // Nothing, unless block-list entries follow (item_lines marks them).
       entry.value_column = entry.column;

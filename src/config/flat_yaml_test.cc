@@ -61,6 +61,12 @@ TEST(FlatYamlTest, EmptyAndCommentOnlyDocumentsHaveNoEntries) {
   EXPECT_TRUE(ParseOk("# nothing\n\n---\n").empty());
 }
 
+TEST(FlatYamlTest, AFlowListMayEndWithAComma) {
+  std::vector<FlatYamlEntry> e = ParseOk("servers: [a:1, b:2, ]\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].value.items, (std::vector<std::string>{"a:1", "b:2"}));
+}
+
 TEST(FlatYamlTest, KeepsDuplicatesForTheCallerToReport) {
   std::vector<FlatYamlEntry> e = ParseOk("a: 1\na: 2\n");
   ASSERT_EQ(e.size(), 2u);
@@ -84,6 +90,7 @@ TEST(FlatYamlTest, RefusesWhatAClientConfigDoesNotHoldNamingTheLine) {
   EXPECT_NE(ParseError("a: \"x\" y\n").find("more text after the value of 'a'"), std::string::npos);
   EXPECT_NE(ParseError("a: [[1]]\n").find("a list inside a list"), std::string::npos);
   EXPECT_NE(ParseError("a: \"\\q\"\n").find("escape"), std::string::npos);
+  EXPECT_NE(ParseError("transport:tcp\n").find("'transport:' needs a blank before its value"), std::string::npos);
 }
 
 }  // namespace
