@@ -6,7 +6,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <stdio.h>
 #include <string.h>
+
+#include <string_view>
 
 #include <unordered_map>
 
@@ -37,22 +40,24 @@ Table& GetTable() {
   return *table;
 }
 
-const Prefixes& GetPrefixes() {
-  static const Prefixes* prefixes = [] {
-    const char* spec = getenv("MEMKV_PRELOAD_PREFIX");
-    std::vector<std::string> rejected;
-    auto* p = new Prefixes(Prefixes::Parse(spec != nullptr ? spec : "", &rejected));
-    for (const std::string& entry : rejected) {
-      LogLine("MEMKV_PRELOAD_PREFIX entry '" + entry + "' ignored: it must be an absolute directory other than /");
-    }
-    return p;
-  }();
-  return *prefixes;
+// The longest memfd name the kernel keeps (NAME_MAX less "memfd:").
+constexpr size_t kMaxMemfdName = 249;
+
+// A memfd named for adoption after exec (files.h): "memkv:<index>:<mode>:<key>".
+int NewMemfd(const Target& target, const char* mode, int flags) {
+  std::string head = "memkv:" + std::to_string(target.prefix_index) + ":" + mode;
+  std::string name = head + ":" + target.key;
+  if (name.size() > kMaxMemfdName) name = head + "t:" + target.key.substr(0, kMaxMemfdName - head.size() - 2);
+  unsigned mfd_flags = MFD_ALLOW_SEALING | ((flags & O_CLOEXEC) != 0 ? MFD_CLOEXEC : 0);
+  return memfd_create(name.c_str(), mfd_flags);
 }
 
-int NewMemfd(const std::string& key, int flags) {
-  std::string name = "memkv:" + key.substr(0, 200);
-  return memfd_create(name.c_str(), (flags & O_CLOEXEC) != 0 ? MFD_CLOEXEC : 0);
+const char* MemfdMode(int access) {
+  switch (access) {
+    case O_WRONLY: return "w";
+    case O_RDWR: return "rw";
+    default: return "r";
+  }
 }
 
 int InstallFd(int fd, std::shared_ptr<File> file) {
@@ -91,6 +96,77 @@ void FillFile(const std::string& key, uint64_t size, struct stat* st) {
 
 }  // namespace
 
+const Prefixes& GetPrefixes() {
+  static const Prefixes* prefixes = [] {
+    const char* spec = getenv("MEMKV_PRELOAD_PREFIX");
+    std::vector<std::string> rejected;
+    auto* p = new Prefixes(Prefixes::Parse(spec != nullptr ? spec : "", &rejected));
+    for (const std::string& entry : rejected) {
+      LogLine("MEMKV_PRELOAD_PREFIX entry '" + entry + "' ignored: it must be an absolute directory other than /");
+    }
+    return p;
+  }();
+  return *prefixes;
+}
+
+namespace {
+
+int HashContent(int fd, uint64_t size, size_t* hash) {
+  if (size == 0) {
+    *hash = std::hash<std::string_view>()(std::string_view());
+    return 0;
+  }
+  void* map = Real().mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (map == MAP_FAILED) return errno;
+  *hash = std::hash<std::string_view>()(std::string_view(static_cast<const char*>(map), size));
+  munmap(map, size);
+  return 0;
+}
+
+bool SameTime(const struct timespec& a, const struct timespec& b) {
+  return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+}  // namespace
+
+// A write moves a memfd's ctime to the kernel's coarse clock (or, on kernels
+// with multigrain timestamps, to a finer time once the old one was read, as
+// here). When that clock is already past the ctime we read, any later write
+// changes it, so the times suffice; otherwise the bytes are hashed (a value
+// just fetched or put, within the same tick).
+int TakeBaseline(int fd, Baseline* baseline) {
+  struct stat st {};
+  if (Real().fstat(fd, &st) != 0) return errno;
+  struct timespec now {};
+  clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  baseline->size = static_cast<uint64_t>(st.st_size);
+  baseline->mtime = st.st_mtim;
+  baseline->ctime = st.st_ctim;
+  bool tick_passed = now.tv_sec > st.st_ctim.tv_sec ||
+                     (now.tv_sec == st.st_ctim.tv_sec && now.tv_nsec > st.st_ctim.tv_nsec);
+  baseline->hashed = !tick_passed;
+  return baseline->hashed ? HashContent(fd, baseline->size, &baseline->hash) : 0;
+}
+
+bool DiffersFrom(int fd, const Baseline& baseline) {
+  struct stat st {};
+  if (Real().fstat(fd, &st) != 0) return true;
+  if (static_cast<uint64_t>(st.st_size) != baseline.size || !SameTime(st.st_mtim, baseline.mtime) ||
+      !SameTime(st.st_ctim, baseline.ctime)) {
+    return true;
+  }
+  if (!baseline.hashed) return false;
+  size_t hash = 0;
+  return HashContent(fd, baseline.size, &hash) != 0 || hash != baseline.hash;
+}
+
+void MarkStored(int fd) { Real().fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL); }
+
+bool IsStored(int fd) {
+  int seals = Real().fcntl(fd, F_GET_SEALS);
+  return seals >= 0 && (seals & F_SEAL_SEAL) != 0;
+}
+
 bool Resolve(int dirfd, const char* path, Target* target) {
   const Prefixes& prefixes = GetPrefixes();
   if (prefixes.empty() || path == nullptr) return false;
@@ -112,7 +188,7 @@ bool Resolve(int dirfd, const char* path, Target* target) {
     }
   }
   target->path = NormalizePath(path, base);
-  return prefixes.Match(target->path, &target->key);
+  return prefixes.Match(target->path, &target->key, &target->prefix_index);
 }
 
 bool MaybeShimFd(int fd) {
@@ -191,26 +267,32 @@ int OpenTarget(const Target& target, int flags) {
     }
     if (writable) return ErrnoResult(EISDIR, -1);
     file->is_dir = true;
-    int fd = NewMemfd(target.key, flags);
+    int fd = NewMemfd(target, "d", flags);
     if (fd < 0) return -1;
     return InstallFd(fd, std::move(file));
   }
   if (checked && exists && (flags & O_CREAT) && (flags & O_EXCL)) return ErrnoResult(EEXIST, -1);
   if (checked && !exists && !(flags & O_CREAT)) return ErrnoResult(ENOENT, -1);
 
-  int fd = NewMemfd(target.key, flags);
+  int fd = NewMemfd(target, MemfdMode(access), flags);
   if (fd < 0) return -1;
   if (writable) {
     // Written files are whole in the memfd from the start: an existing value
     // opened without O_TRUNC is read first (read-modify-write).
     if (checked && exists && !(flags & O_TRUNC)) {
-      if (int err = Load(target.key, fd)) {
+      int err = Load(target.key, fd);
+      // The baseline finds the writes the interposers do not see (stdio's).
+      if (err == 0) err = TakeBaseline(fd, &file->baseline);
+      if (err != 0) {
         Real().close(fd);
         return ErrnoResult(err, -1);
       }
+      MarkStored(fd);
+      file->has_baseline = true;
     }
     file->loaded = true;
-    file->dirty = (flags & (O_TRUNC | O_CREAT)) != 0 && !(checked && exists && !(flags & O_TRUNC));
+    // A new or truncated file exists once put, written or not.
+    file->dirty = !file->has_baseline;
   }
   if (file->append) Real().fcntl(fd, F_SETFL, O_APPEND);
   return InstallFd(fd, std::move(file));
@@ -223,7 +305,10 @@ int EnsureLoaded(File& file, int fd) {
   int err = Load(file.key, fd);
   // A value deleted since open(): the descriptor no longer has data.
   if (err == ENOENT) err = ESTALE;
-  if (err == 0) file.loaded = true;
+  if (err == 0) {
+    file.loaded = true;
+    MarkStored(fd);
+  }
   return err;
 }
 
@@ -232,18 +317,24 @@ void MarkDirty(File& file) {
   file.dirty = true;
 }
 
-int CommitIfDirty(File& file, int fd) {
+int CommitIfDirty(File& file, int fd, bool stays_open) {
   if (!file.writable) return 0;
   std::lock_guard<std::mutex> lock(file.mu);
+  if (!file.dirty && file.has_baseline) file.dirty = DiffersFrom(fd, file.baseline);
   if (!file.dirty) return 0;
   int err = Commit(file.key, fd);
-  if (err == 0) file.dirty = false;
-  return err;
+  if (err != 0) return err;
+  file.dirty = false;
+  MarkStored(fd);
+  file.has_baseline = stays_open && TakeBaseline(fd, &file.baseline) == 0;
+  // Without a baseline the file must be put again at the next chance.
+  if (stays_open && !file.has_baseline) file.dirty = true;
+  return 0;
 }
 
 int ReleaseFile(const std::shared_ptr<File>& file, int fd) {
   if (file->fd_count.fetch_sub(1) != 1) return 0;
-  return CommitIfDirty(*file, fd);
+  return CommitIfDirty(*file, fd, /*stays_open=*/false);
 }
 
 int StatFile(File& file, int fd, struct stat* st) {
@@ -301,6 +392,9 @@ namespace {
 // kernel would have kept their bytes. (stdio buffers are flushed after this
 // runs: a FILE must be fclose'd.)
 __attribute__((destructor)) void CommitAtExit() {
+  // What stdio still buffers belongs in the memfds before they are put
+  // (exit() would flush it only after this destructor).
+  fflush(nullptr);
   std::vector<std::pair<int, std::shared_ptr<File>>> open_files;
   {
     Table& table = GetTable();
@@ -308,7 +402,7 @@ __attribute__((destructor)) void CommitAtExit() {
     open_files.assign(table.files.begin(), table.files.end());
   }
   for (auto& [fd, file] : open_files) {
-    if (int err = CommitIfDirty(*file, fd)) {
+    if (int err = CommitIfDirty(*file, fd, /*stays_open=*/false)) {
       LogLine("put of '" + file->key + "' at exit failed: " + strerror(err));
     }
   }

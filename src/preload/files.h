@@ -8,6 +8,17 @@
 // for writing is put from its memfd at fsync() and at the close of its last
 // descriptor (Commit on a dirty File).
 //
+// Writes that bypass the interposers (stdio's, which call libc's internal
+// write; those of a program that inherited the descriptor across exec) are
+// found by comparison: a writable File not known to be dirty keeps a Baseline
+// of the bytes MemKV holds and is put when the memfd differs from it.
+//
+// Each memfd is named "memkv:<prefix index>:<mode>:<key>" (mode: d, r, w, rw;
+// a trailing t when the key was cut to fit the name) so that a program
+// started by exec() can adopt the descriptors it inherits (inherit.cc). The
+// memfd carries F_SEAL_SEAL once its bytes are those of the value (fetched or
+// put): an inherited writable memfd without it was never put and must be.
+//
 // The table maps fd -> File. A lookup of an fd that is not the shim's costs
 // one atomic load; the table's mutex is held only to find, add or take an
 // entry, never across a MemKV or libc call, so the client's own socket I/O
@@ -17,6 +28,7 @@
 
 #include <errno.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <atomic>
 #include <memory>
@@ -24,9 +36,21 @@
 #include <string>
 #include <vector>
 
+#include "preload/paths.h"
 #include "preload/store.h"
 
 namespace memkv::preload {
+
+// What a memfd held when it matched the value: its size and times, and a hash
+// of its bytes when the times cannot tell a later write apart (it was taken
+// within the clock tick of the last change; see Take in files.cc).
+struct Baseline {
+  uint64_t size = 0;
+  struct timespec mtime {};
+  struct timespec ctime {};
+  bool hashed = false;
+  size_t hash = 0;
+};
 
 // One open file description of the shim (dup'd fds share it).
 struct File {
@@ -41,6 +65,10 @@ struct File {
   std::mutex mu;
   bool loaded = false;  // guarded by mu: the memfd holds the value
   bool dirty = false;   // guarded by mu: to be put at fsync / last close
+  // guarded by mu: a writable file's content as MemKV holds it, to find
+  // writes the interposers did not see.
+  bool has_baseline = false;
+  Baseline baseline;
   std::vector<DirEntry> entries;  // guarded by mu: directories, for getdents64
   size_t next_entry = 0;          // guarded by mu
   bool listed = false;            // guarded by mu
@@ -51,6 +79,7 @@ struct File {
 struct Target {
   std::string path;  // absolute, normalized
   std::string key;
+  size_t prefix_index = 0;  // which MEMKV_PRELOAD_PREFIX entry it lies below
 };
 bool Resolve(int dirfd, const char* path, Target* target);
 
@@ -67,9 +96,22 @@ int OpenTarget(const Target& target, int flags);
 int ReleaseFile(const std::shared_ptr<File>& file, int fd);
 // Fetches the value into fd's memfd if not done yet. 0 or an errno.
 int EnsureLoaded(File& file, int fd);
-// Puts the file if dirty (fsync). 0 or an errno.
-int CommitIfDirty(File& file, int fd);
+// Puts the file if dirty or changed since its baseline. `stays_open`: the
+// descriptor is used afterwards (fsync), so the put content becomes the new
+// baseline; at the last close and at exit no baseline is taken. 0 or an errno.
+int CommitIfDirty(File& file, int fd, bool stays_open = true);
 void MarkDirty(File& file);
+
+// The baseline of fd's memfd now. 0 or an errno.
+int TakeBaseline(int fd, Baseline* baseline);
+// Whether fd's memfd differs from `baseline` (true when that cannot be told).
+bool DiffersFrom(int fd, const Baseline& baseline);
+// Marks fd's memfd as holding the value's bytes (F_SEAL_SEAL; see above).
+void MarkStored(int fd);
+// Whether fd's memfd is so marked.
+bool IsStored(int fd);
+// The prefix list of MEMKV_PRELOAD_PREFIX (built once).
+const Prefixes& GetPrefixes();
 
 // stat() of a target: a file (the value's true size), a directory, or an
 // errno (ENOENT when neither).

@@ -8,7 +8,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <string.h>
+
 #include <algorithm>
+#include <string>
 
 #include "preload/files.h"
 #include "preload/hooks.h"
@@ -77,6 +80,19 @@ int DupResult(int old_fd, int new_fd) {
     InsertFd(new_fd, std::move(file));
   }
   return new_fd;
+}
+
+// dup2 and dup3 close new_fd first: a shim file there is released as close()
+// would (a shell restoring its stdout after `builtin >> file` puts the file
+// here). As with close errors in dup2(2), a failed put does not fail the
+// call: it is reported on stderr.
+void ReleaseReplaced(int new_fd) {
+  std::shared_ptr<File> old = TakeFd(new_fd);
+  if (!old) return;
+  if (int err = ReleaseFile(old, new_fd)) {
+    LogLine("put of '" + old->key + "' when descriptor " + std::to_string(new_fd) + " was replaced failed: " +
+            strerror(err));
+  }
 }
 
 int FcntlCommon(int (*real)(int, int, ...), int fd, int cmd, void* arg) {
@@ -267,14 +283,11 @@ MEMKV_PRELOAD_EXPORT int posix_fadvise64(int fd, off_t offset, off_t len, int ad
 MEMKV_PRELOAD_EXPORT int dup(int fd) { return DupResult(fd, Real().dup(fd)); }
 MEMKV_PRELOAD_EXPORT int dup2(int fd, int new_fd) {
   if (fd == new_fd) return Real().dup2(fd, new_fd);
-  // dup2 closes new_fd first: a shim file there is released as close() would.
-  if (std::shared_ptr<File> old = TakeFd(new_fd)) ReleaseFile(old, new_fd);
+  ReleaseReplaced(new_fd);
   return DupResult(fd, Real().dup2(fd, new_fd));
 }
 MEMKV_PRELOAD_EXPORT int dup3(int fd, int new_fd, int flags) {
-  if (fd != new_fd) {
-    if (std::shared_ptr<File> old = TakeFd(new_fd)) ReleaseFile(old, new_fd);
-  }
+  if (fd != new_fd) ReleaseReplaced(new_fd);
   return DupResult(fd, Real().dup3(fd, new_fd, flags));
 }
 MEMKV_PRELOAD_EXPORT int fcntl(int fd, int cmd, ...) {

@@ -47,8 +47,10 @@ Prefixes Prefixes::Parse(std::string_view spec, std::vector<std::string>* reject
   return result;
 }
 
-bool Prefixes::Match(std::string_view normalized, std::string* key) const {
-  for (const std::string& prefix : prefixes_) {
+bool Prefixes::Match(std::string_view normalized, std::string* key, size_t* index) const {
+  for (size_t i = 0; i < prefixes_.size(); ++i) {
+    const std::string& prefix = prefixes_[i];
+    if (index != nullptr) *index = i;
     if (normalized.size() < prefix.size() || normalized.compare(0, prefix.size(), prefix) != 0) continue;
     if (normalized.size() == prefix.size()) {
       key->clear();

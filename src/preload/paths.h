@@ -29,8 +29,11 @@ class Prefixes {
 
   bool empty() const { return prefixes_.empty(); }
   // For an absolute normalized path: true and *key set when it is a prefix
-  // or below one.
-  bool Match(std::string_view normalized, std::string* key) const;
+  // or below one; *index, when given, is the matching prefix's position.
+  bool Match(std::string_view normalized, std::string* key, size_t* index = nullptr) const;
+  size_t size() const { return prefixes_.size(); }
+  // The index-th prefix, normalized, without a trailing '/'.
+  const std::string& at(size_t index) const { return prefixes_.at(index); }
 
  private:
   std::vector<std::string> prefixes_;  // normalized, no trailing '/'

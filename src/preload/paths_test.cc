@@ -31,6 +31,18 @@ TEST(Prefixes, MatchesPrefixAndBelowOnly) {
   EXPECT_FALSE(prefixes.Match("/tmp/a", &key));
 }
 
+TEST(Prefixes, MatchNamesWhichPrefix) {
+  Prefixes prefixes = Prefixes::Parse("/mnt/kv:/other//p");
+  ASSERT_EQ(prefixes.size(), 2u);
+  EXPECT_EQ(prefixes.at(1), "/other/p");
+  std::string key;
+  size_t index = 9;
+  ASSERT_TRUE(prefixes.Match("/other/p/x", &key, &index));
+  EXPECT_EQ(index, 1u);
+  ASSERT_TRUE(prefixes.Match("/mnt/kv/y", &key, &index));
+  EXPECT_EQ(index, 0u);
+}
+
 TEST(Prefixes, EmptySpecMatchesNothing) {
   Prefixes prefixes = Prefixes::Parse("");
   EXPECT_TRUE(prefixes.empty());

@@ -4,7 +4,10 @@
 #      each leaving a file that must hold the same bytes in MemKV (memkv get)
 #      and on the real filesystem (outside the prefix: not intercepted);
 #   2. cp, cat, ls, rm, dd and sha256sum under the shim, each checked against
-#      the bytes MemKV holds (memkv get / memkv ls, without the shim).
+#      the bytes MemKV holds (memkv get / memkv ls, without the shim);
+#   3. shell redirections in bash under the shim (descriptors inherited across
+#      exec, appends by builtins), each run again in a local directory and
+#      MemKV's value checked against the local file.
 #
 # Usage: preload_test.sh MEMKV_BINARY PRELOAD_LIBRARY C_PROGRAM PY_PROGRAM
 set -euo pipefail
@@ -78,4 +81,32 @@ shim rm "$kv/tools/b.bin" || fail "rm failed"
 if shim cat "$kv/tools/b.bin" 2>"$scratch/cat.err"; then fail "cat of a removed value succeeded"; fi
 grep -q 'No such file or directory' "$scratch/cat.err" || fail "cat of a miss said: $(cat "$scratch/cat.err")"
 log "cp, cat, dd, sha256sum, ls, rm: ok"
+
+# --- 3. Shell redirections --------------------------------------------------
+# same_as_local NAME 'COMMANDS': COMMANDS run by bash with $D a local
+# directory, then under the shim with $D the prefix's sh/; MemKV's sh/NAME
+# must then be the local $D/NAME. $D/existing holds "old" in both beforehand.
+mkdir -p "$scratch/sh"
+printf 'old\n' >"$scratch/sh/existing"
+same_as_local() {
+  local name=$1 commands=$2
+  printf 'old\n' >"$scratch/sh/existing"
+  "$memkv" put sh/existing "$scratch/sh/existing" || fail "memkv put sh/existing failed"
+  D=$scratch/sh bash -c "$commands" || fail "'$commands' failed in a local directory"
+  D=$kv/sh shim bash -c "$commands" 2>"$scratch/sh.err" || fail "'$commands' failed under the shim: $(cat "$scratch/sh.err")"
+  [ ! -s "$scratch/sh.err" ] || fail "'$commands' under the shim said: $(cat "$scratch/sh.err")"
+  same_as_memkv "sh/$name" "$scratch/sh/$name"
+}
+same_as_local cat.out 'cat '"$scratch/src.bin"' >"$D/cat.out"'
+same_as_local echo.out '/bin/echo x >"$D/echo.out"'
+same_as_local empty.out 'true >"$D/empty.out"'
+same_as_local append.out 'printf "1\n" | cat >>"$D/append.out"; printf "2\n" | cat >>"$D/append.out"'
+same_as_local existing 'echo y >>"$D/existing"'
+same_as_local existing 'printf "z\n" >>"$D/existing"'
+same_as_local existing '/bin/echo w >>"$D/existing"; cat '"$scratch/src.bin"' >>"$D/existing"'
+same_as_local fd3.out 'exec 3>"$D/fd3.out"; echo a >&3; echo b >&3; exec 3>&-'
+same_as_local fd3x.out 'exec 3>"$D/fd3x.out"; /bin/echo a >&3; echo b >&3; /bin/echo c >&3; exec 3>&-'
+same_as_local sub.out '( echo s; /bin/echo t ) >"$D/sub.out"'
+same_as_local read.out 'cat <"$D/existing" >"$D/read.out"'
+log "redirections (exec'd commands, builtins, >>, exec 3>): ok"
 log "PASS"
