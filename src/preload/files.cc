@@ -167,15 +167,46 @@ bool IsStored(int fd) {
   return seals >= 0 && (seals & F_SEAL_SEAL) != 0;
 }
 
+namespace {
+
+struct CwdState {
+  std::mutex mu;
+  std::string path;  // guarded by mu
+};
+
+CwdState& Cwd() {
+  static CwdState* cwd = [] {
+    auto* c = new CwdState();  // never freed
+    pthread_atfork([] { Cwd().mu.lock(); }, [] { Cwd().mu.unlock(); }, [] { Cwd().mu.unlock(); });
+    return c;
+  }();
+  return *cwd;
+}
+
+}  // namespace
+
+std::string ShimCwd() {
+  std::lock_guard<std::mutex> lock(Cwd().mu);
+  return Cwd().path;
+}
+
+void SetShimCwd(std::string path) {
+  std::lock_guard<std::mutex> lock(Cwd().mu);
+  Cwd().path = std::move(path);
+}
+
 bool Resolve(int dirfd, const char* path, Target* target) {
   const Prefixes& prefixes = GetPrefixes();
   if (prefixes.empty() || path == nullptr) return false;
   std::string base;
   if (path[0] != '/') {
     if (dirfd == AT_FDCWD) {
-      char cwd[PATH_MAX];
-      if (getcwd(cwd, sizeof cwd) == nullptr) return false;
-      base = cwd;
+      base = ShimCwd();
+      if (base.empty()) {
+        char cwd[PATH_MAX];
+        if (Real().getcwd(cwd, sizeof cwd) == nullptr) return false;
+        base = cwd;
+      }
     } else if (std::shared_ptr<File> dir = LookupFd(dirfd)) {
       base = dir->path;
     } else {
@@ -223,11 +254,21 @@ std::shared_ptr<File> TakeFd(int fd) {
 }
 
 int IsDirectory(const std::string& key, bool* is_dir) {
-  if (key.empty() || RememberedDirectory(key)) {
+  if (key.empty()) {
     *is_dir = true;
     return 0;
   }
   return HasChildren(key, is_dir);
+}
+
+int TargetExists(const Target& target) {
+  if (target.key.empty()) return 0;
+  bool present = false;
+  if (int err = Exists(target.key, &present)) return err;
+  if (present) return 0;
+  bool is_dir = false;
+  if (int err = IsDirectory(target.key, &is_dir)) return err;
+  return is_dir ? 0 : ENOENT;
 }
 
 int OpenTarget(const Target& target, int flags) {

@@ -83,6 +83,14 @@ struct Target {
 };
 bool Resolve(int dirfd, const char* path, Target* target);
 
+// The working directory of a process that chdir()'d into a prefix, where
+// the kernel's cannot follow (the prefix need not exist on disk): relative
+// paths and getcwd() use it, and the kernel's stays where it was. "" while
+// the kernel's is the working directory. Per process, inherited by fork();
+// a program started by exec() starts in the kernel's.
+std::string ShimCwd();
+void SetShimCwd(std::string path);
+
 std::shared_ptr<File> LookupFd(int fd);
 // Fast check, no lock: whether fd may be the shim's.
 bool MaybeShimFd(int fd);
@@ -120,8 +128,11 @@ int StatTarget(const Target& target, struct stat* st);
 int StatFile(File& file, int fd, struct stat* st);
 // The entries of a directory target (ENOENT/ENOTDIR when it is none).
 int ListDirectory(const std::string& key, std::vector<DirEntry>* entries);
-// Whether key is a directory: the root, a mkdir()'d one, or one with keys below.
+// Whether key is a directory: the root, or one with keys (its marker among
+// them) below.
 int IsDirectory(const std::string& key, bool* is_dir);
+// 0 when the target is a file or a directory, ENOENT when neither.
+int TargetExists(const Target& target);
 
 // Sets errno and returns -1 when err is not 0; returns `ok` otherwise.
 inline int ErrnoResult(int err, int ok = 0) {

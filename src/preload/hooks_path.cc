@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,25 +34,70 @@ void ToStatx(const struct stat& st, unsigned mask, struct statx* out) {
   out->stx_dev_minor = static_cast<uint32_t>(st.st_dev & 0xff);
 }
 
-// Renames a value: get, put under the new key, delete the old one (three
+// Moves one value: get, put under the new key, delete the old one (three
 // operations, not atomic).
-int RenameTargets(const Target& from, const Target& to) {
-  if (from.key.empty() || to.key.empty()) return EBUSY;
-  if (from.key == to.key) return 0;
-  bool present = false;
-  if (int err = Exists(from.key, &present)) return err;
-  if (!present) {
-    bool is_dir = false;
-    if (int err = IsDirectory(from.key, &is_dir)) return err;
-    return is_dir ? EXDEV : ENOENT;  // mv falls back to copying a tree on EXDEV
-  }
+int MoveValue(const std::string& from_key, const std::string& to_key) {
   int fd = memfd_create("memkv-rename", MFD_CLOEXEC);
   if (fd < 0) return errno;
-  int err = Load(from.key, fd);
-  if (err == 0) err = Commit(to.key, fd);
+  int err = Load(from_key, fd);
+  if (err == 0) err = Commit(to_key, fd);
   Real().close(fd);
-  if (err == 0) err = Delete(from.key);
+  if (err == 0) err = Delete(from_key);
   return err;
+}
+
+// What the destination of a rename is: 0 nothing, 1 a file, 2 a directory.
+int Kind(const std::string& key, int* kind) {
+  bool present = false;
+  if (int err = Exists(key, &present)) return err;
+  if (present) {
+    *kind = 1;
+    return 0;
+  }
+  bool is_dir = false;
+  if (int err = IsDirectory(key, &is_dir)) return err;
+  *kind = is_dir ? 2 : 0;
+  return 0;
+}
+
+// Renames a directory: every key below it (its marker included) moves, one
+// MoveValue each, in key order. Not atomic: a failure part-way leaves the
+// keys moved so far under the new name and the rest under the old.
+int RenameDirectory(const Target& from, const Target& to, int to_kind, unsigned flags) {
+  if (to.key.size() > from.key.size() && to.key.compare(0, from.key.size() + 1, from.key + "/") == 0) {
+    return EINVAL;  // into itself
+  }
+  if (to_kind == 1) return ENOTDIR;
+  if (to_kind == 2) {
+    if ((flags & RENAME_NOREPLACE) != 0) return EEXIST;
+    bool any = false;
+    if (int err = HasEntries(to.key, &any)) return err;
+    if (any) return ENOTEMPTY;
+    int err = Delete(MarkerKey(to.key));  // an empty directory is replaced
+    if (err != 0 && err != ENOENT) return err;
+  }
+  std::vector<std::string> keys;
+  if (int err = ListKeys(from.key + "/", &keys)) return err;
+  for (const std::string& key : keys) {
+    if (int err = MoveValue(key, to.key + key.substr(from.key.size()))) return err;
+  }
+  return 0;
+}
+
+// rename() within the prefixes: of a value, or of a directory and all below.
+int RenameTargets(const Target& from, const Target& to, unsigned flags) {
+  if (from.key.empty() || to.key.empty()) return EBUSY;
+  if (from.key.size() > kMaxKeyBytes || to.key.size() > kMaxKeyBytes) return ENAMETOOLONG;
+  int from_kind = 0;
+  if (int err = Kind(from.key, &from_kind)) return err;
+  if (from_kind == 0) return ENOENT;
+  if (from.key == to.key) return 0;
+  int to_kind = 0;
+  if (int err = Kind(to.key, &to_kind)) return err;
+  if (from_kind == 2) return RenameDirectory(from, to, to_kind, flags);
+  if (to_kind == 2) return EISDIR;
+  if (to_kind == 1 && (flags & RENAME_NOREPLACE) != 0) return EEXIST;
+  return MoveValue(from.key, to.key);
 }
 
 int RenameAt(int old_dirfd, const char* old_path, int new_dirfd, const char* new_path, unsigned flags) {
@@ -65,23 +111,21 @@ int RenameAt(int old_dirfd, const char* old_path, int new_dirfd, const char* new
     return Real().renameat2(old_dirfd, old_path, new_dirfd, new_path, flags);
   }
   if (from_ours != to_ours) return ErrnoResult(EXDEV, -1);
-  if (flags != 0) return ErrnoResult(EINVAL, -1);
-  return ErrnoResult(RenameTargets(from, to));
+  if ((flags & ~static_cast<unsigned>(RENAME_NOREPLACE)) != 0) return ErrnoResult(EINVAL, -1);
+  return ErrnoResult(RenameTargets(from, to, flags));
 }
 
 int UnlinkTarget(const Target& target, bool remove_dir) {
   if (target.key.empty()) return remove_dir ? EBUSY : EISDIR;
   if (remove_dir) {
     bool any = false;
-    if (int err = HasChildren(target.key, &any)) return err;
+    if (int err = HasEntries(target.key, &any)) return err;
     if (any) return ENOTEMPTY;
-    if (!RememberedDirectory(target.key)) {
-      bool present = false;
-      if (int err = Exists(target.key, &present)) return err;
-      return present ? ENOTDIR : ENOENT;
-    }
-    ForgetDirectory(target.key);
-    return 0;
+    int err = Delete(MarkerKey(target.key));
+    if (err != ENOENT) return err;
+    bool present = false;
+    if (int err2 = Exists(target.key, &present)) return err2;
+    return present ? ENOTDIR : ENOENT;
   }
   int err = Delete(target.key);
   if (err == ENOENT) {
@@ -91,26 +135,27 @@ int UnlinkTarget(const Target& target, bool remove_dir) {
   return err;
 }
 
-int MkdirTarget(const Target& target) {
-  if (target.key.empty()) return EEXIST;
-  bool present = false;
-  if (int err = Exists(target.key, &present)) return err;
-  if (present) return EEXIST;
-  bool is_dir = false;
-  if (int err = IsDirectory(target.key, &is_dir)) return err;
-  if (is_dir) return EEXIST;
-  RememberDirectory(target.key);
-  return 0;
+// The parent directory of a key: "" (the root) for a top-level one.
+std::string ParentKey(const std::string& key) {
+  size_t slash = key.rfind('/');
+  return slash == std::string::npos ? std::string() : key.substr(0, slash);
 }
 
-int AccessTarget(const Target& target) {
-  if (target.key.empty()) return 0;
-  bool present = false;
-  if (int err = Exists(target.key, &present)) return err;
-  if (present) return 0;
-  bool is_dir = false;
-  if (int err = IsDirectory(target.key, &is_dir)) return err;
-  return is_dir ? 0 : ENOENT;
+// mkdir() puts the directory's marker (store.h), so that it exists, empty,
+// for every process. As on a filesystem, the parent must be a directory.
+int MkdirTarget(const Target& target) {
+  if (target.key.empty()) return EEXIST;
+  if (target.key.size() >= kMaxKeyBytes) return ENAMETOOLONG;
+  int kind = 0;
+  if (int err = Kind(target.key, &kind)) return err;
+  if (kind != 0) return EEXIST;
+  std::string parent = ParentKey(target.key);
+  if (!parent.empty()) {
+    int parent_kind = 0;
+    if (int err = Kind(parent, &parent_kind)) return err;
+    if (parent_kind != 2) return parent_kind == 1 ? ENOTDIR : ENOENT;
+  }
+  return PutMarker(target.key);
 }
 
 }  // namespace
@@ -193,12 +238,12 @@ MEMKV_PRELOAD_EXPORT int statx(int dirfd, const char* path, int flags, unsigned 
 MEMKV_PRELOAD_EXPORT int access(const char* path, int mode) {
   Target target;
   if (!Resolve(AT_FDCWD, path, &target)) return Real().access(path, mode);
-  return ErrnoResult(AccessTarget(target));
+  return ErrnoResult(TargetExists(target));
 }
 MEMKV_PRELOAD_EXPORT int faccessat(int dirfd, const char* path, int mode, int flags) {
   Target target;
   if (!Resolve(dirfd, path, &target)) return Real().faccessat(dirfd, path, mode, flags);
-  return ErrnoResult(AccessTarget(target));
+  return ErrnoResult(TargetExists(target));
 }
 
 MEMKV_PRELOAD_EXPORT int unlink(const char* path) {

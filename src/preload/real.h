@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/time.h>
 #include <sys/uio.h>
+#include <utime.h>
 
 namespace memkv::preload {
 
@@ -80,7 +82,35 @@ namespace memkv::preload {
   X(fgetxattr, ssize_t (*)(int, const char*, void*, size_t))                              \
   X(listxattr, ssize_t (*)(const char*, char*, size_t))                                   \
   X(llistxattr, ssize_t (*)(const char*, char*, size_t))                                  \
-  X(flistxattr, ssize_t (*)(int, char*, size_t))
+  X(flistxattr, ssize_t (*)(int, char*, size_t))                                         \
+  X(setxattr, int (*)(const char*, const char*, const void*, size_t, int))                \
+  X(lsetxattr, int (*)(const char*, const char*, const void*, size_t, int))               \
+  X(fsetxattr, int (*)(int, const char*, const void*, size_t, int))                       \
+  X(chmod, int (*)(const char*, mode_t))                                                  \
+  X(fchmod, int (*)(int, mode_t))                                                         \
+  X(fchmodat, int (*)(int, const char*, mode_t, int))                                     \
+  X(chown, int (*)(const char*, uid_t, gid_t))                                            \
+  X(lchown, int (*)(const char*, uid_t, gid_t))                                           \
+  X(fchown, int (*)(int, uid_t, gid_t))                                                   \
+  X(fchownat, int (*)(int, const char*, uid_t, gid_t, int))                               \
+  X(utime, int (*)(const char*, const struct utimbuf*))                                   \
+  X(utimes, int (*)(const char*, const struct timeval*))                                  \
+  X(lutimes, int (*)(const char*, const struct timeval*))                                 \
+  X(futimes, int (*)(int, const struct timeval*))                                         \
+  X(futimesat, int (*)(int, const char*, const struct timeval*))                          \
+  X(futimens, int (*)(int, const struct timespec*))                                       \
+  X(utimensat, int (*)(int, const char*, const struct timespec*, int))                    \
+  X(mkstemp, int (*)(char*))                                                              \
+  X(mkstemp64, int (*)(char*))                                                            \
+  X(mkostemp, int (*)(char*, int))                                                        \
+  X(mkostemp64, int (*)(char*, int))                                                      \
+  X(mkstemps, int (*)(char*, int))                                                        \
+  X(mkstemps64, int (*)(char*, int))                                                      \
+  X(mkostemps, int (*)(char*, int, int))                                                  \
+  X(mkostemps64, int (*)(char*, int, int))                                                \
+  X(chdir, int (*)(const char*))                                                          \
+  X(fchdir, int (*)(int))                                                                 \
+  X(getcwd, char* (*)(char*, size_t))
 
 // Pointers are null only where the next object lacks the symbol (then the
 // interposer fails with ENOSYS).

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <mutex>
-#include <set>
 
 #include "memkv/memkv.h"
 #include "preload/real.h"
@@ -15,13 +14,12 @@
 namespace memkv::preload {
 namespace {
 
-// The process's client and the directories mkdir() made. A preload library
-// has no main() to own these, so they live here, built on first use.
+// The process's client. A preload library has no main() to own it, so it
+// lives here, built on first use.
 struct StoreState {
   std::mutex mu;
   memkv_client_t* client = nullptr;  // guarded by mu
   bool open_failed = false;          // guarded by mu: the failure is logged once
-  std::set<std::string> directories;  // guarded by mu
 };
 
 StoreState& State() {
@@ -192,9 +190,9 @@ int ListChildren(const std::string& dir_key, std::vector<DirEntry>* entries) {
     cursor.assign(static_cast<const char*>(next), cursor_len);
     memkv_key_page_free(page);
   } while (!cursor.empty());
-  RememberedChildren(dir_key, entries);
-  // A directory's keys are adjacent (they share "name/"), but mkdir()'s
-  // directories are merged in: sort, and keep one entry per name.
+  // Keys come in key order, which is not name order for directories ("a.b"
+  // sorts before "a/x", so the directory "a" after the file "a.b"), and a
+  // file and a directory may share a name: sort, and keep one per name.
   std::sort(entries->begin(), entries->end(), [](const DirEntry& a, const DirEntry& b) {
     return a.name != b.name ? a.name < b.name : a.is_dir > b.is_dir;
   });
@@ -216,29 +214,55 @@ int HasChildren(const std::string& dir_key, bool* any) {
   return 0;
 }
 
-void RememberDirectory(const std::string& dir_key) {
-  std::lock_guard<std::mutex> lock(State().mu);
-  State().directories.insert(dir_key);
+std::string MarkerKey(const std::string& dir_key) { return dir_key + "/"; }
+
+int PutMarker(const std::string& dir_key) {
+  memkv_client_t* client = nullptr;
+  if (int err = GetClient(&client)) return err;
+  std::string key = MarkerKey(dir_key);
+  memkv_status_t status = memkv_put(client, key.data(), key.size(), nullptr, 0);
+  return status == MEMKV_OK ? 0 : Failed("put", key, status);
 }
 
-void ForgetDirectory(const std::string& dir_key) {
-  std::lock_guard<std::mutex> lock(State().mu);
-  State().directories.erase(dir_key);
+int ListKeys(const std::string& prefix, std::vector<std::string>* keys) {
+  memkv_client_t* client = nullptr;
+  if (int err = GetClient(&client)) return err;
+  std::string cursor;
+  keys->clear();
+  do {
+    memkv_key_page_t* page = nullptr;
+    memkv_status_t status = memkv_list_keys(client, prefix.data(), prefix.size(), cursor.data(), cursor.size(),
+                                            1024, &page);
+    if (status != MEMKV_OK) return Failed("list keys under", prefix, status);
+    for (size_t i = 0; i < memkv_key_page_count(page); ++i) {
+      size_t len = 0;
+      const char* key = static_cast<const char*>(memkv_key_page_key(page, i, &len));
+      keys->emplace_back(key, len);
+    }
+    size_t cursor_len = 0;
+    const void* next = memkv_key_page_cursor(page, &cursor_len);
+    cursor.assign(static_cast<const char*>(next), cursor_len);
+    memkv_key_page_free(page);
+  } while (!cursor.empty());
+  return 0;
 }
 
-bool RememberedDirectory(const std::string& dir_key) {
-  std::lock_guard<std::mutex> lock(State().mu);
-  return State().directories.count(dir_key) > 0;
-}
-
-void RememberedChildren(const std::string& dir_key, std::vector<DirEntry>* entries) {
-  std::lock_guard<std::mutex> lock(State().mu);
+int HasEntries(const std::string& dir_key, bool* any) {
+  memkv_client_t* client = nullptr;
+  if (int err = GetClient(&client)) return err;
   std::string prefix = dir_key.empty() ? std::string() : dir_key + "/";
-  for (const std::string& dir : State().directories) {
-    if (dir.size() <= prefix.size() || dir.compare(0, prefix.size(), prefix) != 0) continue;
-    std::string_view rest(dir.data() + prefix.size(), dir.size() - prefix.size());
-    if (rest.find('/') == std::string_view::npos) entries->push_back({std::string(rest), true});
+  memkv_key_page_t* page = nullptr;
+  // The marker, when there is one, is the first key: two say enough.
+  memkv_status_t status = memkv_list_keys(client, prefix.data(), prefix.size(), nullptr, 0, 2, &page);
+  if (status != MEMKV_OK) return Failed("list keys under", prefix, status);
+  *any = false;
+  for (size_t i = 0; i < memkv_key_page_count(page); ++i) {
+    size_t len = 0;
+    memkv_key_page_key(page, i, &len);
+    if (len > prefix.size()) *any = true;
   }
+  memkv_key_page_free(page);
+  return 0;
 }
 
 }  // namespace memkv::preload

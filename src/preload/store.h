@@ -45,16 +45,19 @@ struct DirEntry {
 // dir_key/name is a file, a key dir_key/name/... makes `name` a directory.
 // Sorted by name, each once.
 int ListChildren(const std::string& dir_key, std::vector<DirEntry>* entries);
-// *any: whether some key lies below `dir_key`.
+// *any: whether some key lies below `dir_key` (its marker included).
 int HasChildren(const std::string& dir_key, bool* any);
+// *any: whether some key other than its marker lies below `dir_key`.
+int HasEntries(const std::string& dir_key, bool* any);
 
-// Directories made with mkdir() in this process: MemKV directories are
-// implied by keys, so an empty one exists only here, until rmdir().
-void RememberDirectory(const std::string& dir_key);
-void ForgetDirectory(const std::string& dir_key);
-bool RememberedDirectory(const std::string& dir_key);
-// Remembered directories that are immediate children of `dir_key`.
-void RememberedChildren(const std::string& dir_key, std::vector<DirEntry>* entries);
+// A directory made by mkdir() is kept as a marker: the key "dir_key/" with
+// an empty value. Listings never show it as a file (its name below the
+// directory is empty), and it makes dir_key a directory for every process,
+// empty or not, until rmdir() deletes it.
+std::string MarkerKey(const std::string& dir_key);
+int PutMarker(const std::string& dir_key);
+// Every key that starts with `prefix`, in key order.
+int ListKeys(const std::string& prefix, std::vector<std::string>* keys);
 
 // Writes "memkv_preload: <text>\n" to stderr (through Real()).
 void LogLine(const std::string& text);

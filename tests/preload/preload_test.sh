@@ -7,7 +7,11 @@
 #      the bytes MemKV holds (memkv get / memkv ls, without the shim);
 #   3. shell redirections in bash under the shim (descriptors inherited across
 #      exec, appends by builtins), each run again in a local directory and
-#      MemKV's value checked against the local file.
+#      MemKV's value checked against the local file;
+#   4. tree commands (mkdir -p, tar x, cp -a, mv and rm -r of a directory,
+#      sed -i, touch, find -delete, rsync -a), each run in a local directory
+#      and under the shim, MemKV's keys (memkv ls: directories as their
+#      markers "dir/") and values (memkv get) checked against the local tree.
 #
 # Usage: preload_test.sh MEMKV_BINARY PRELOAD_LIBRARY C_PROGRAM PY_PROGRAM
 set -euo pipefail
@@ -109,4 +113,53 @@ same_as_local fd3x.out 'exec 3>"$D/fd3x.out"; /bin/echo a >&3; echo b >&3; /bin/
 same_as_local sub.out '( echo s; /bin/echo t ) >"$D/sub.out"'
 same_as_local read.out 'cat <"$D/existing" >"$D/read.out"'
 log "redirections (exec'd commands, builtins, >>, exec 3>): ok"
+
+# --- 4. Trees ---------------------------------------------------------------
+# same_tree NAME 'COMMANDS': COMMANDS run by bash with $D the fresh local
+# directory $scratch/tree/NAME, then under the shim with $D the prefix's
+# tree/NAME (made by mkdir, as the local one is); $S is a local source tree.
+# MemKV must then hold under tree/NAME/ one key per local directory (its
+# marker, "rel/") and per file ("rel", the file's bytes), and nothing else;
+# find under the shim must list what it lists locally.
+src=$scratch/srctree
+mkdir -p "$src/sub/deeper" "$src/empty"
+printf 'line one\nline two\n' >"$src/a.txt"
+head -c 100000 /dev/urandom >"$src/sub/b.bin"
+printf 'deep\n' >"$src/sub/deeper/c.txt"
+: >"$src/sub/zero"
+tar cf "$scratch/src.tar" -C "$src" .
+same_tree() {
+  local name=$1 commands=$2 local_dir=$scratch/tree/$1
+  mkdir -p "$local_dir"
+  S=$src D=$local_dir bash -c "$commands" || fail "'$commands' failed in a local directory"
+  shim mkdir -p "$kv/tree/$name" || fail "mkdir -p of the prefix's tree/$name failed"
+  S=$src D=$kv/tree/$name shim bash -c "$commands" 2>"$scratch/tree.err" ||
+    fail "'$commands' failed under the shim: $(cat "$scratch/tree.err")"
+  [ ! -s "$scratch/tree.err" ] || fail "'$commands' under the shim said: $(cat "$scratch/tree.err")"
+  (cd "$local_dir" && find . -mindepth 1 \( -type d -printf "tree/$name/%P/\n" \) -o -printf "tree/$name/%P\n";
+    echo "tree/$name/") | LC_ALL=C sort >"$scratch/tree.want"
+  "$memkv" ls "tree/$name/" | LC_ALL=C sort >"$scratch/tree.got" || fail "memkv ls tree/$name/ failed"
+  cmp -s "$scratch/tree.want" "$scratch/tree.got" ||
+    fail "after '$commands' MemKV holds $(tr '\n' ' ' <"$scratch/tree.got"), not $(tr '\n' ' ' <"$scratch/tree.want")"
+  while read -r file; do
+    same_as_memkv "tree/$name/$file" "$local_dir/$file"
+  done < <(cd "$local_dir" && find . -mindepth 1 -type f -printf '%P\n')
+  (cd "$local_dir" && find . -mindepth 1 -printf '%P %y\n') | LC_ALL=C sort >"$scratch/find.want"
+  shim find "$kv/tree/$name" -mindepth 1 -printf '%P %y\n' | LC_ALL=C sort >"$scratch/find.got" ||
+    fail "find under the shim failed"
+  cmp -s "$scratch/find.want" "$scratch/find.got" ||
+    fail "after '$commands' find under the shim lists $(tr '\n' ' ' <"$scratch/find.got")"
+}
+same_tree mkdir_p 'mkdir -p "$D/a/b/c" && mkdir -p "$D/a/b" && mkdir -p "$D/a"'
+# An empty directory made by one process is there for the next.
+same_tree mkdir_then_write 'mkdir "$D/d" "$D/e" && echo hi >"$D/d/f" && cat "$S/a.txt" >"$D/d/g" && ls "$D/e"'
+same_tree tar_x 'mkdir "$D/d" && tar x -C "$D/d" -f '"$scratch/src.tar"
+same_tree cp_a 'cp -a "$S" "$D/copy" && cp -a "$S/." "$D/"'
+same_tree mv_dir 'cp -a "$S" "$D/dir1" && mkdir "$D/empty" && mv "$D/dir1" "$D/dir2" && mv "$D/dir2/sub" "$D/empty"'
+same_tree rm_r 'cp -a "$S" "$D/dir" && mkdir "$D/keep" && cp "$S/a.txt" "$D/keep/" && rm -r "$D/dir"'
+same_tree sed_i 'cp "$S/a.txt" "$D/s.txt" && sed -i "s/line/LINE/" "$D/s.txt"'
+same_tree touch 'touch "$D/x" && cp "$S/a.txt" "$D/y" && touch "$D/y" "$D/x"'
+same_tree find_delete 'cp -a "$S" "$D/t" && cp -a "$S" "$D/u" && find "$D/t" -delete && find "$D/u/sub" -delete'
+same_tree rsync_a 'rsync -a "$S/" "$D/dst/" && rsync -a "$S/" "$D/dst/"'
+log "trees (mkdir -p, tar x, cp -a, mv, rm -r, sed -i, touch, find -delete, rsync -a): ok"
 log "PASS"
