@@ -14,6 +14,7 @@ packages=(
   python3-numpy python3-pytest  # its tests and benchmark
   python3-pip python3-venv  # the wheel test: pip wheel ., then a fresh venv (tests/wheel)
   util-linux  # unshare: the wheel test hides libibverbs in a private mount namespace
+  rsync tar sed findutils  # the preload shim's shell-command tests (tests/preload)
   prometheus  # promtool checks the admin endpoint's metrics
   curl openssl  # the admin endpoint's HTTPS test
   file  # cpack -G DEB runs it to find the ELF files it hands to dpkg-shlibdeps
