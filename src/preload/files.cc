@@ -286,7 +286,9 @@ int OpenTarget(const Target& target, int flags) {
   bool exists = false;
   bool checked = false;
   if (!want_dir && !(writable && (flags & O_CREAT) && (flags & O_TRUNC) && !(flags & O_EXCL))) {
-    if (int err = Exists(target.key, &exists)) return ErrnoResult(err, -1);
+    // A reader learns the size in the same round trip, for its load.
+    int err = writable ? Exists(target.key, &exists) : Probe(target.key, &exists, &file->open_size);
+    if (err != 0) return ErrnoResult(err, -1);
     checked = true;
   }
   if (!want_dir && checked && !exists && !writable) {
@@ -343,7 +345,7 @@ int EnsureLoaded(File& file, int fd) {
   if (file.is_dir) return 0;
   std::lock_guard<std::mutex> lock(file.mu);
   if (file.loaded) return 0;
-  int err = Load(file.key, fd);
+  int err = Load(file.key, fd, file.open_size);
   // A value deleted since open(): the descriptor no longer has data.
   if (err == ENOENT) err = ESTALE;
   if (err == 0) {
@@ -351,6 +353,41 @@ int EnsureLoaded(File& file, int fd) {
     MarkStored(fd);
   }
   return err;
+}
+
+bool ReadWhole(File& file, int fd, void* buf, size_t len, bool moves_offset, ssize_t* n, int* err) {
+  if (file.is_dir || !file.readable) return false;
+  std::lock_guard<std::mutex> lock(file.mu);
+  // Only where the value is known to fit: a get into a buffer too small
+  // would move the value for nothing.
+  if (file.loaded || file.open_size == kUnknownSize || file.open_size == 0 || file.open_size > len) return false;
+  if (moves_offset && Real().lseek(fd, 0, SEEK_CUR) != 0) return false;
+  size_t got = 0;
+  *err = GetInto(file.key, buf, len, &got);
+  if (*err == EOVERFLOW) return false;  // grew past len since open: load as usual
+  if (*err == ENOENT) *err = ESTALE;
+  if (*err != 0) return true;
+  // The memfd gets the bytes by write(), the cheapest way to fill shmem pages.
+  size_t done = 0;
+  while (done < got) {
+    ssize_t w = Real().pwrite(fd, static_cast<const char*>(buf) + done, got - done, static_cast<off_t>(done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      *err = w < 0 ? errno : EIO;
+      Real().ftruncate(fd, 0);
+      return true;
+    }
+    done += static_cast<size_t>(w);
+  }
+  if (moves_offset && Real().lseek(fd, static_cast<off_t>(got), SEEK_SET) < 0) {
+    *err = errno;
+    Real().ftruncate(fd, 0);
+    return true;
+  }
+  file.loaded = true;
+  MarkStored(fd);
+  *n = static_cast<ssize_t>(got);
+  return true;
 }
 
 void MarkDirty(File& file) {

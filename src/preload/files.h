@@ -64,6 +64,9 @@ struct File {
 
   std::mutex mu;
   bool loaded = false;  // guarded by mu: the memfd holds the value
+  // guarded by mu: the value's size when opened for reading (kUnknownSize
+  // when the server could not tell), a hint for the load.
+  uint64_t open_size = kUnknownSize;
   bool dirty = false;   // guarded by mu: to be put at fsync / last close
   // guarded by mu: a writable file's content as MemKV holds it, to find
   // writes the interposers did not see.
@@ -104,6 +107,13 @@ int OpenTarget(const Target& target, int flags);
 int ReleaseFile(const std::shared_ptr<File>& file, int fd);
 // Fetches the value into fd's memfd if not done yet. 0 or an errno.
 int EnsureLoaded(File& file, int fd);
+// The first read of a file not loaded yet, at offset 0 (read() at file
+// offset 0, `moves_offset`; pread() at 0), into a buffer that holds the whole value:
+// the value is got straight into `buf` and the memfd filled from there, which
+// spares the memfd's page faults and the copy out of it. *n: the bytes read.
+// Returns false, having done nothing, where that does not apply (the caller
+// then loads and reads as usual); true with *err set otherwise.
+bool ReadWhole(File& file, int fd, void* buf, size_t len, bool moves_offset, ssize_t* n, int* err);
 // Puts the file if dirty or changed since its baseline. `stays_open`: the
 // descriptor is used afterwards (fsync), so the put content becomes the new
 // baseline; at the last close and at exit no baseline is taken. 0 or an errno.

@@ -171,13 +171,21 @@ MEMKV_PRELOAD_EXPORT int close(int fd) {
 
 MEMKV_PRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t len) {
   if (std::shared_ptr<File> file = LookupFd(fd)) {
-    if (int err = BeforeRead(*file, fd)) return ErrnoResult(err, -1);
+    ssize_t n = 0;
+    int err = 0;
+    if (ReadWhole(*file, fd, buf, len, /*moves_offset=*/true, &n, &err)) return err != 0 ? ErrnoResult(err, -1) : n;
+    if ((err = BeforeRead(*file, fd))) return ErrnoResult(err, -1);
   }
   return Real().read(fd, buf, len);
 }
 MEMKV_PRELOAD_EXPORT ssize_t pread(int fd, void* buf, size_t len, off_t offset) {
   if (std::shared_ptr<File> file = LookupFd(fd)) {
-    if (int err = BeforeRead(*file, fd)) return ErrnoResult(err, -1);
+    ssize_t n = 0;
+    int err = 0;
+    if (offset == 0 && ReadWhole(*file, fd, buf, len, /*moves_offset=*/false, &n, &err)) {
+      return err != 0 ? ErrnoResult(err, -1) : n;
+    }
+    if ((err = BeforeRead(*file, fd))) return ErrnoResult(err, -1);
   }
   return Real().pread(fd, buf, len, offset);
 }

@@ -1,6 +1,7 @@
 #include "preload/store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -88,9 +89,41 @@ int ErrnoForStatus(int status) {
   }
 }
 
-int Load(const std::string& key, int fd) {
+namespace {
+
+// Load with the value's size known: fallocate allocates the memfd's pages in
+// one call, MAP_POPULATE maps them all, and the get lands in them without a
+// page fault. *fits: false when this way does not apply or the value no
+// longer fits `size` (the memfd is left empty then).
+int LoadSized(memkv_client_t* client, const std::string& key, int fd, uint64_t size, bool* fits) {
+  // An empty value needs no pages; a failed fallocate leaves the sparse way.
+  *fits = size > 0 && fallocate(fd, 0, 0, static_cast<off_t>(size)) == 0;
+  if (!*fits) return 0;
+  void* map = Real().mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (map == MAP_FAILED) {
+    int err = errno;
+    Real().ftruncate(fd, 0);
+    return err;
+  }
+  size_t len = 0;
+  memkv_status_t status = memkv_get(client, key.data(), key.size(), map, size, &len);
+  munmap(map, size);
+  if (status == MEMKV_TOO_LARGE) *fits = false;
+  if (Real().ftruncate(fd, status == MEMKV_OK ? static_cast<off_t>(len) : 0) != 0) return errno;
+  if (status == MEMKV_OK || status == MEMKV_TOO_LARGE) return 0;
+  return Failed("get", key, status);
+}
+
+}  // namespace
+
+int Load(const std::string& key, int fd, uint64_t size_hint) {
   memkv_client_t* client = nullptr;
   if (int err = GetClient(&client)) return err;
+  if (size_hint != kUnknownSize && size_hint <= kMaxValueBytes) {
+    bool fits = false;
+    int err = LoadSized(client, key, fd, size_hint, &fits);
+    if (err != 0 || fits) return err;
+  }
   // The memfd is sparse: room for the biggest value costs nothing until
   // written, and the get lands in the file's own pages.
   if (Real().ftruncate(fd, static_cast<off_t>(kMaxValueBytes)) != 0) return errno;
@@ -105,6 +138,29 @@ int Load(const std::string& key, int fd) {
   munmap(map, kMaxValueBytes);
   if (Real().ftruncate(fd, status == MEMKV_OK ? static_cast<off_t>(len) : 0) != 0) return errno;
   return status == MEMKV_OK ? 0 : Failed("get", key, status);
+}
+
+int GetInto(const std::string& key, void* buf, size_t capacity, size_t* len) {
+  memkv_client_t* client = nullptr;
+  if (int err = GetClient(&client)) return err;
+  memkv_status_t status = memkv_get(client, key.data(), key.size(), buf, capacity, len);
+  if (status == MEMKV_TOO_LARGE) return EOVERFLOW;
+  return status == MEMKV_OK ? 0 : Failed("get", key, status);
+}
+
+int Probe(const std::string& key, bool* present, uint64_t* size) {
+  memkv_client_t* client = nullptr;
+  if (int err = GetClient(&client)) return err;
+  *size = kUnknownSize;
+  memkv_status_t status = memkv_value_size(client, key.data(), key.size(), size);
+  if (status == MEMKV_OK || status == MEMKV_NOT_FOUND) {
+    *present = status == MEMKV_OK;
+    if (!*present) *size = kUnknownSize;
+    return 0;
+  }
+  // A server older than the Stat opcode: ask only whether it is there.
+  if (status == MEMKV_PROTOCOL_ERROR) return Exists(key, present);
+  return Failed("size of", key, status);
 }
 
 int Commit(const std::string& key, int fd) {

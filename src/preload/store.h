@@ -25,9 +25,22 @@ inline constexpr size_t kMaxKeyBytes = 1024;
 // The errno of a memkv_status_t (MEMKV_NOT_FOUND: ENOENT, ...).
 int ErrnoForStatus(int status);
 
-// The value of `key` into `fd` (a memfd at offset 0), which ends up exactly
-// the value's size. ENOENT on a miss.
-int Load(const std::string& key, int fd);
+// A value size that is not known.
+inline constexpr uint64_t kUnknownSize = ~uint64_t{0};
+
+// The value of `key` into `fd` (an empty memfd), which ends up exactly the
+// value's size. ENOENT on a miss. With the value's size known (`size_hint`,
+// from Probe) the memfd's pages are allocated in one call and mapped before
+// the get, instead of faulted in one page at a time; a value that grew past
+// the hint since is fetched as if none was given.
+int Load(const std::string& key, int fd, uint64_t size_hint = kUnknownSize);
+// The value of `key` straight into `buf` (capacity `capacity`), *len set to
+// its size. ENOENT on a miss, EOVERFLOW when buf is too small (nothing is
+// then known of the value).
+int GetInto(const std::string& key, void* buf, size_t capacity, size_t* len);
+// Whether `key` has a value and, where the server can tell without sending
+// the value, its size (*size is kUnknownSize otherwise): one round trip.
+int Probe(const std::string& key, bool* present, uint64_t* size);
 // The whole content of `fd` as the value of `key` (EFBIG past kMaxValueBytes).
 int Commit(const std::string& key, int fd);
 // *present: whether `key` has a value.
