@@ -4,7 +4,8 @@
 // Every shim descriptor is a real one, a memfd holding the file's bytes, so
 // dup(), poll(), fork() and the calls the shim does not interpose (mmap after
 // a load, splice, lseek's SEEK_DATA) all work on it. A file opened for
-// reading is fetched into its memfd on first use (EnsureLoaded); one opened
+// reading is fetched into its memfd on first use (EnsureLoaded, or ReadWhole
+// for a first read that takes the whole value); one opened
 // for writing is put from its memfd at fsync() and at the close of its last
 // descriptor (Commit on a dirty File).
 //
