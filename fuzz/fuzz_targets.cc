@@ -100,7 +100,7 @@ void CheckRdmaPutRequest(Bytes meta) {
   uint64_t checksum = 0;
   if (!proto::DecodeRdmaPutRequest(meta, &key, &value_len, &checksum).ok()) return;
   MEMKV_FUZZ_CHECK(proto::CheckKey(key).ok());
-  MEMKV_FUZZ_CHECK(value_len <= proto::kMaxValueBytes);
+  MEMKV_FUZZ_CHECK(value_len <= proto::kMaxValueBytesCeiling);
   // The key is a view of the meta's tail, not a copy and not past its end.
   MEMKV_FUZZ_CHECK(key.data() + key.size() == reinterpret_cast<const char*>(meta.data()) + meta.size());
   MEMKV_FUZZ_CHECK(SameBytes(proto::EncodeRdmaPutRequest(key, value_len, checksum), meta));
@@ -112,7 +112,7 @@ void CheckRdmaGrant(Bytes meta) {
   uint64_t total = 0;
   for (const proto::RemoteSegment& s : grant.segments) total += s.len;
   MEMKV_FUZZ_CHECK(total == grant.value_len);  // the client reads exactly the value, no more
-  MEMKV_FUZZ_CHECK(grant.value_len <= proto::kMaxValueBytes);
+  MEMKV_FUZZ_CHECK(grant.value_len <= proto::kMaxValueBytesCeiling);
   MEMKV_FUZZ_CHECK(SameBytes(proto::EncodeRdmaGrant(grant), meta));
 }
 

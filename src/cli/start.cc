@@ -408,6 +408,7 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   options.max_connections = c.network.max_connections;
   options.max_unauthenticated_connections = c.network.max_unauthenticated_connections;
   options.frame_timeout_ms = c.network.frame_timeout_ms;
+  options.max_value_bytes = c.memory.max_value_size_bytes;
   options.rdma = rdma->get();
   Result<std::unique_ptr<Server>> server = Server::Create(options, &tier);
   if (!server.ok()) {

@@ -51,10 +51,22 @@ static_assert(kMaxConnectionsPerServer == 256 && proto::kMaxRdmaQps == 16);
 // server threads) once it carries this many bytes per connection.
 constexpr uint64_t kSpreadBytesPerFrame = 1 << 20;
 
+// The protocol's ceiling; each server's own (smaller) limit, announced at
+// Connect, is applied by the connection before it sends anything.
 Status CheckValueSize(uint64_t size) {
-  if (size > proto::kMaxValueBytes) {
-    return TooLarge("value of " + std::to_string(size) + " bytes exceeds the limit of " +
-                    std::to_string(proto::kMaxValueBytes) + " bytes");
+  if (size > proto::kMaxValueBytesCeiling) {
+    return TooLarge("value of " + std::to_string(size) + " bytes exceeds the protocol's limit of " +
+                    std::to_string(proto::kMaxValueBytesCeiling) + " bytes");
+  }
+  return Status::Ok();
+}
+
+// A batch frame carries at most kMaxPayloadBytes; a larger value travels
+// alone (Put, Get).
+Status CheckBatchValueSize(uint64_t size) {
+  if (size > proto::kMaxPayloadBytes) {
+    return TooLarge("value of " + std::to_string(size) + " bytes exceeds a batch frame's payload limit of " +
+                    std::to_string(proto::kMaxPayloadBytes) + " bytes; put it on its own");
   }
   return Status::Ok();
 }
@@ -331,7 +343,7 @@ class ClientImpl final : public Client {
     // A response carries at most kMaxPayloadBytes, so frames are sized by the
     // room the caller gave each value.
     RunBatch(&call, [&](size_t i) {
-      return std::min<uint64_t>(buffers[i].size(), proto::kMaxValueBytes);
+      return std::min<uint64_t>(buffers[i].size(), proto::kMaxPayloadBytes);
     });
     return Finish(std::move(result));
   }
@@ -475,7 +487,7 @@ class ClientImpl final : public Client {
     std::vector<std::vector<uint32_t>> groups(pools_.size());
     for (size_t i = 0; i < n; ++i) {
       Status valid = proto::CheckKey(call->keys[i]);
-      if (valid.ok() && call->opcode == proto::Opcode::kBatchPut) valid = CheckValueSize(call->values[i].size());
+      if (valid.ok() && call->opcode == proto::Opcode::kBatchPut) valid = CheckBatchValueSize(call->values[i].size());
       if (!valid.ok()) {
         (*call->statuses)[i] = valid.WithContext(std::string(BatchOpName(call)) + " item " + std::to_string(i));
         continue;

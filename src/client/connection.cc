@@ -167,6 +167,7 @@ Status Connection::OnConnectResponse(const Tag& tag) {
   MEMKV_ASSIGN_OR_RETURN(auth_, proto::FrameAuth::Create(keys.client_to_server, keys.server_to_client));
   // The server's window, but never above the protocol's: we promise both.
   max_inflight_ = std::clamp<uint32_t>(response.max_inflight, 1, proto::kMaxInflightPerConnection);
+  max_value_bytes_ = std::min(response.max_value_bytes, proto::kMaxValueBytesCeiling);
   state_ = State::kReady;
   was_ready_ = true;
   EnableWaitInRead();

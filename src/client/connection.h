@@ -216,6 +216,9 @@ class Connection {
   // Session.
   std::unique_ptr<proto::FrameAuth> auth_;
   uint32_t max_inflight_ = proto::kMaxInflightPerConnection;
+  // The server's value limit from its Connect answer (the limit of servers
+  // that predate memory.max_value_size until then).
+  uint64_t max_value_bytes_ = proto::kMaxValueBytes;
   uint64_t next_request_id_ = 1;
 
   // Send side: exchanges not yet started, and the iovecs being written.

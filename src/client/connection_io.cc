@@ -46,6 +46,14 @@ bool Connection::Refill() {
   while (!pending_.empty() && inflight_.size() < max_inflight_ && send_iov_.size() < kRefillIov) {
     Exchange* x = pending_.front();
     pending_.pop_front();
+    if (const uint64_t value_bytes = x->RequestValueBytes(); value_bytes > max_value_bytes_) {
+      // Refused here, before a checksum pass or a byte on the wire: the
+      // server would refuse it too.
+      x->OnFailure(TooLarge("value of " + std::to_string(value_bytes) + " bytes exceeds the limit of " +
+                            std::to_string(max_value_bytes_) + " bytes that server " + name_ +
+                            " announced at Connect (its memory.max_value_size)"));
+      continue;
+    }
     RequestFrame frame = x->BuildRequest();
     proto::FrameHeader header;
     header.opcode = static_cast<uint8_t>(frame.opcode);
@@ -307,6 +315,11 @@ Status Connection::OnHeader() {
                          std::to_string(expected_id) + " (" +
                          proto::OpcodeName(static_cast<uint8_t>(expected_opcode)) +
                          ") was next; responses must come in request order");
+  }
+  if (rx_.payload_len > std::max(max_value_bytes_, proto::kMaxPayloadBytes)) {
+    return ProtocolError("server " + name_ + " sent a " + std::to_string(rx_.payload_len) +
+                         "-byte payload, over the value limit of " + std::to_string(max_value_bytes_) +
+                         " bytes it announced at Connect");
   }
   meta_.resize(rx_.meta_len);
   meta_got_ = 0;

@@ -69,6 +69,10 @@ class Exchange {
   // connection may then read the answer's header and its payload in one
   // system call, the payload straight into place. Empty: not known.
   virtual std::span<uint8_t> ExpectedDestination() const { return {}; }
+  // The size of the single value the next request carries or reserves room
+  // for (a put), 0 for none: one over the server's announced limit is
+  // answered OnFailure(TooLarge) without being sent.
+  virtual uint64_t RequestValueBytes() const { return 0; }
 
  protected:
   // The connection the exchange was last queued on (multi-frame exchanges

@@ -122,10 +122,6 @@ Status SingleExchange::OnResponse(const proto::FrameHeader& header, std::span<co
     return Status::Ok();
   }
   if (!meta.empty()) return ProtocolError(Context() + ": Ok response must carry no meta");
-  if (header.payload_len > proto::kMaxValueBytes) {
-    return ProtocolError(Context() + ": value of " + std::to_string(header.payload_len) +
-                         " bytes exceeds the protocol limit");
-  }
   value_size_ = header.payload_len;
   PayloadSegment segment;
   segment.size = header.payload_len;

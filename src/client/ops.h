@@ -44,6 +44,7 @@ class SingleExchange final : public Exchange {
   std::span<uint8_t> ExpectedDestination() const override {
     return opcode_ == proto::Opcode::kGet && get_buffer_.has_value() ? *get_buffer_ : std::span<uint8_t>();
   }
+  uint64_t RequestValueBytes() const override { return opcode_ == proto::Opcode::kPut ? put_value_.size() : 0; }
 
  private:
   std::string Context() const;

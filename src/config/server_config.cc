@@ -79,6 +79,7 @@ void ReadMemory(const YAML::Node& node, Diagnostics* d, MemoryConfig* out) {
   ReadMap(node, "memory",
           {SizeField("block_size", d, &out->block_size_bytes),
            SizeField("max_size", d, &out->max_size_bytes),
+           SizeField("max_value_size", d, &out->max_value_size_bytes),
            BoolField("prefault", d, &out->prefault),
            Uint32Field("read_check_interval_ms", config_internal::kReadCheckIntervalAllowed, d,
                        &out->read_check_interval_ms)},

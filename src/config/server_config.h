@@ -49,6 +49,9 @@ struct MemoryConfig {
   // the server after the send at most once per this many ms; 0: after every
   // send (docs/configuration.md).
   uint32_t read_check_interval_ms = 1000;
+  // The largest value this server stores (announced to clients at Connect);
+  // 1 MiB .. 64 GiB (proto::kMaxValueBytesCeiling).
+  uint64_t max_value_size_bytes = 16ULL << 30;
 };
 
 struct RdmaConfig {

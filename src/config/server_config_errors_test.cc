@@ -92,6 +92,22 @@ TEST(ServerConfigMemoryTest, ReadCheckIntervalDefaultsToOneSecondAndIsChecked) {
                                   "0 = after every send"}));
 }
 
+TEST(ServerConfigMemoryTest, MaxValueSizeDefaultsTo16GiBAndIsChecked) {
+  Result<ServerConfig> defaults = Parse("memory:\n  max_size: 1 GiB\n");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->memory.max_value_size_bytes, uint64_t{16} << 30);
+  Result<ServerConfig> set = Parse("memory:\n  max_value_size: 64 GiB\n");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->memory.max_value_size_bytes, uint64_t{64} << 30);
+  for (const char* bad : {"65 GiB", "1023 KiB"}) {
+    std::vector<std::string> lines = ProblemLines(Parse(std::string("memory:\n  max_value_size: ") + bad + "\n"));
+    ASSERT_EQ(lines.size(), 1u) << bad;
+    EXPECT_TRUE(HasLineWith(lines, {"memory.max_value_size: " + std::string(bad) + " is out of range",
+                                    "allowed: 1 MiB to 64 GiB"}))
+        << lines[0];
+  }
+}
+
 TEST(ServerConfigStorageTest, TierFieldsParseAndAreChecked) {
   Result<ServerConfig> ok = Parse(
       "storage:\n  mode: file\n  promote_on_read: false\n  io_threads: 8\n  drives:\n"
@@ -154,7 +170,7 @@ TEST(ServerConfigErrorsTest, UnknownFieldsAtEveryLevelSuggestTheClosest) {
   EXPECT_TRUE(HasLineWith(lines, {"unknown field 'rdam' (did you mean 'rdma'?)",
                                   "allowed: network, memory, rdma, storage"}));
   EXPECT_TRUE(HasLineWith(lines, {"'memory.blocksize' (did you mean 'block_size'?)"}));
-  EXPECT_TRUE(HasLineWith(lines, {"unknown field 'memory.colour'; allowed: block_size, max_size, prefault, read_check_interval_ms"}));
+  EXPECT_TRUE(HasLineWith(lines, {"unknown field 'memory.colour'; allowed: block_size, max_size, max_value_size, prefault, read_check_interval_ms"}));
 }
 
 TEST(ServerConfigErrorsTest, DuplicateFieldIsRefused) {
@@ -182,7 +198,7 @@ memory: 12
   EXPECT_TRUE(HasLineWith(lines, {"rdma.gid_index: '-1'", "0..255"}));
   EXPECT_TRUE(HasLineWith(lines, {"rdma.num_dcis: expected an integer, got a list", "1..1024"}));
   EXPECT_TRUE(HasLineWith(lines, {"rdma.device: expected a string, got a map"}));
-  EXPECT_TRUE(HasLineWith(lines, {"memory: expected a map of block_size, max_size, prefault, read_check_interval_ms; got a string"}));
+  EXPECT_TRUE(HasLineWith(lines, {"memory: expected a map of block_size, max_size, max_value_size, prefault, read_check_interval_ms; got a string"}));
 }
 
 TEST(ServerConfigErrorsTest, DocumentMustBeOneMap) {

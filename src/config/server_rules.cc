@@ -13,6 +13,10 @@ namespace {
 
 constexpr uint64_t kMinBlockBytes = 4 * kKiB;
 constexpr uint64_t kMaxBlockBytes = 1 * kGiB;
+// memory.max_value_size; the top is the protocol's ceiling for one value
+// (proto::kMaxValueBytesCeiling, checked where the server reads the setting).
+constexpr uint64_t kMinValueLimitBytes = 1 * kMiB;
+constexpr uint64_t kMaxValueLimitBytes = 64 * kGiB;
 // Port+1 is the admin endpoint, so the data port cannot be the last one.
 constexpr uint32_t kMaxDataPort = 65534;
 constexpr uint32_t kMaxGidIndex = 255;
@@ -85,6 +89,10 @@ void CheckMemory(const MemoryConfig& m, Diagnostics* d) {
                  "memory.max_size: " + FormatSize(m.max_size_bytes) +
                      " is smaller than memory.block_size (" + FormatSize(m.block_size_bytes) +
                      "); allowed: 0 (sized to the machine) or at least one block");
+  }
+  if (m.max_value_size_bytes < kMinValueLimitBytes || m.max_value_size_bytes > kMaxValueLimitBytes) {
+    d->Violation({"memory.max_value_size"}, "memory.max_value_size: " + FormatSize(m.max_value_size_bytes) +
+                                                " is out of range; allowed: 1 MiB to 64 GiB");
   }
   if (m.read_check_interval_ms > kMaxReadCheckIntervalMs) {
     d->Violation({"memory.read_check_interval_ms"},

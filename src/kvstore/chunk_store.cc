@@ -9,7 +9,6 @@
 namespace memkv::kvstore {
 namespace {
 
-constexpr uint64_t kMaxValueBytes = 256ULL << 20;  // a MemKV value's limit
 // What a prefetch assumes a chunk holds when the handle has seen none and
 // the first one is missing or empty.
 constexpr size_t kFallbackSizeHint = 1 << 20;
@@ -30,14 +29,6 @@ Status CheckName(std::string_view name) {
   return Status::Ok();
 }
 
-Status CheckValueSize(size_t size) {
-  if (size > kMaxValueBytes) {
-    return TooLarge("len " + std::to_string(size) + " is over the " + std::to_string(kMaxValueBytes) +
-                    "-byte limit of a MemKV value");
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(std::string_view uri, const EnvLookup& env) {
@@ -49,7 +40,6 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(std::string_view uri, const
 
 Status ChunkStore::PutChunk(std::span<const uint8_t> hash, std::span<const uint8_t> data) {
   if (Status s = CheckHash(hash); !s.ok()) return Refuse(s);
-  if (Status s = CheckValueSize(data.size()); !s.ok()) return Refuse(s);
   std::string key = ChunkKey(name_space_, hash);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -96,7 +86,6 @@ Result<MallocBuffer> ChunkStore::GetChunk(std::span<const uint8_t> hash) {
 
 Status ChunkStore::PutManifest(std::string_view name, std::span<const uint8_t> data) {
   MEMKV_RETURN_IF_ERROR(CheckName(name));
-  MEMKV_RETURN_IF_ERROR(CheckValueSize(data.size()));
   MEMKV_RETURN_IF_ERROR(TakeRefusal());
   MEMKV_RETURN_IF_ERROR(FlushForManifest());
   return client_->Put(ManifestKey(name_space_, name), data);

@@ -49,6 +49,12 @@ void EncodeFields(const FrameHeader& h, uint8_t* out) {
   StoreLe64(out + 32, h.payload_checksum);
 }
 
+uint64_t MaxPayloadBytes(const FrameHeader& header) {
+  const auto op = static_cast<Opcode>(header.opcode);
+  const bool single_value = header.is_response() ? op == Opcode::kGet : op == Opcode::kPut;
+  return single_value ? kMaxValueBytesCeiling : kMaxPayloadBytes;
+}
+
 Status DecodeFields(const uint8_t* in, FrameHeader* out) {
   out->version = in[4];
   out->opcode = in[5];
@@ -75,9 +81,9 @@ Status DecodeFields(const uint8_t* in, FrameHeader* out) {
     return TooLarge("meta_len " + std::to_string(out->meta_len) + " exceeds the limit of " +
                     std::to_string(kMaxMetaBytes) + " bytes");
   }
-  if (out->payload_len > kMaxPayloadBytes) {
+  if (const uint64_t limit = MaxPayloadBytes(*out); out->payload_len > limit) {
     return TooLarge("payload_len " + std::to_string(out->payload_len) + " exceeds the frame limit of " +
-                    std::to_string(kMaxPayloadBytes) + " bytes");
+                    std::to_string(limit) + " bytes");
   }
   return Status::Ok();
 }

@@ -34,9 +34,17 @@ inline constexpr size_t kNonceSize = 32;
 
 // Documented, enforced limits (docs/wire-protocol.md "Limits").
 inline constexpr size_t kMaxKeyBytes = 1024;
+// A value's size limit is the server's memory.max_value_size, which it
+// announces at Connect (max_value_bytes), at most kMaxValueBytesCeiling.
+// kMaxValueBytes is the fixed limit of servers that predate the setting (and
+// what they announce).
 inline constexpr uint64_t kMaxValueBytes = 256ULL << 20;
+inline constexpr uint64_t kMaxValueBytesCeiling = 64ULL << 30;
 inline constexpr uint32_t kMaxBatchItems = 1024;
 inline constexpr uint32_t kMaxMetaBytes = 4 + kMaxBatchItems * (2 + kMaxKeyBytes + 16);
+// One frame's payload, except a TcpPut request's or a TcpGet response's,
+// which carry one value and may reach kMaxValueBytesCeiling
+// (MaxPayloadBytes).
 inline constexpr uint64_t kMaxPayloadBytes = 1ULL << 30;
 inline constexpr uint32_t kMaxInflightPerConnection = 128;
 
@@ -77,6 +85,11 @@ struct FrameHeader {
 
   bool is_response() const { return (flags & kFlagResponse) != 0; }
 };
+
+// The payload limit of a frame: kMaxValueBytesCeiling for the frames that
+// carry a single value (a TcpPut request, a TcpGet response), whose receiver
+// then holds it to the server's value limit; kMaxPayloadBytes for the rest.
+uint64_t MaxPayloadBytes(const FrameHeader& header);
 
 // Writes the 40 header bytes (magic first).
 void EncodeFields(const FrameHeader& header, uint8_t* out);

@@ -220,9 +220,9 @@ Status DecodeRdmaPutRequest(std::span<const uint8_t> meta, std::string_view* key
   if (!r.U64(value_len) || !r.U64(checksum)) return Truncated("RdmaPut request");
   if (!r.Bytes(meta.size() - 16, key)) return Truncated("RdmaPut request");
   MEMKV_RETURN_IF_ERROR(CheckKey(*key));
-  if (*value_len > kMaxValueBytes) {
-    return TooLarge("value of " + std::to_string(*value_len) + " bytes exceeds the limit of " +
-                    std::to_string(kMaxValueBytes) + " bytes");
+  if (*value_len > kMaxValueBytesCeiling) {
+    return TooLarge("value of " + std::to_string(*value_len) + " bytes exceeds the protocol's limit of " +
+                    std::to_string(kMaxValueBytesCeiling) + " bytes");
   }
   return Status::Ok();
 }
@@ -246,7 +246,7 @@ Status DecodeRdmaGrant(std::span<const uint8_t> meta, RdmaGrant* out) {
   if (!r.U64(&out->token) || !r.U64(&out->value_len) || !r.U64(&out->checksum) || !r.U32(&count)) {
     return Truncated("RDMA grant");
   }
-  if (out->value_len > kMaxValueBytes || count > (meta.size() / 12)) {
+  if (out->value_len > kMaxValueBytesCeiling || count > (meta.size() / 12)) {
     return ProtocolError("RDMA grant is out of range (" + std::to_string(out->value_len) + " bytes in " +
                          std::to_string(count) + " segments)");
   }
@@ -314,9 +314,10 @@ Status DecodeBatchPutRequest(std::span<const uint8_t> meta, uint64_t payload_len
       return Truncated("BatchPut");
     }
     MEMKV_RETURN_IF_ERROR(CheckKey(item.key).WithContext("item " + std::to_string(i)));
-    if (item.value_len > kMaxValueBytes) {
+    if (item.value_len > kMaxPayloadBytes) {
       return TooLarge("item " + std::to_string(i) + ": value of " + std::to_string(item.value_len) +
-                      " bytes exceeds the limit of " + std::to_string(kMaxValueBytes) + " bytes");
+                      " bytes exceeds a batch frame's payload limit of " + std::to_string(kMaxPayloadBytes) +
+                      " bytes");
     }
     total += item.value_len;
     out->push_back(item);
@@ -489,7 +490,7 @@ Status DecodeBatchGetResponse(std::span<const uint8_t> meta, uint32_t expected_c
     if (item.status != StatusCode::kOk && item.value_len != 0) {
       return ProtocolError("BatchGet response item " + std::to_string(i) + " is a miss with a value");
     }
-    if (item.value_len > kMaxValueBytes) return ProtocolError("BatchGet response value too large");
+    if (item.value_len > kMaxPayloadBytes) return ProtocolError("BatchGet response value too large");
     total += item.value_len;
   }
   if (!r.AtEnd()) return Truncated("BatchGet response");

@@ -229,6 +229,13 @@ bool Connection::OnHeader() {
       return false;
     }
   }
+  // A value over this server's limit is refused and its body consumed, as
+  // long as the body is no larger than any other frame's may be.
+  if (cur_.payload_len > std::max(ctx_.max_value_bytes, proto::kMaxPayloadBytes)) {
+    ctx_.metrics->protocol_errors.Add(1);
+    Fail(CheckValueSize(cur_.payload_len, ctx_.max_value_bytes));
+    return false;
+  }
   meta_.clear();
   meta_.reserve(cur_.meta_len);
   state_ = ReadState::kMeta;

@@ -71,6 +71,7 @@ struct ConnectionContext {
   RdmaEndpoint* rdma = nullptr;  // null: TCP only
   Nanos rdma_grant_lease_ns = 30'000'000'000;  // a slot or pin held longer closes the connection
   Nanos frame_timeout_ns = 30'000'000'000;     // a frame must arrive whole within this (CheckFrameDeadline)
+  uint64_t max_value_bytes = 16ULL << 30;      // memory.max_value_size, announced at Connect
   ServerMetrics* metrics = nullptr;
   // The slot each connection holds (reserved by the worker before it builds
   // the Connection, given back by ~Connection). Null: no limits.
@@ -78,6 +79,9 @@ struct ConnectionContext {
   HmacSha256* master_mac = nullptr;
   std::span<const uint8_t> master_key;
 };
+
+// Ok, or TooLarge naming `limit` (the server's memory.max_value_size).
+Status CheckValueSize(uint64_t size, uint64_t limit);
 
 class Connection {
  public:

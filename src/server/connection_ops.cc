@@ -25,14 +25,18 @@ std::string_view AsView(const std::vector<uint8_t>& bytes) {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
-// Value-size rules shared by Put and BatchPut items; Ok or the reason.
-Status CheckValueSize(uint64_t size) {
-  if (size > proto::kMaxValueBytes) {
-    return TooLarge("value of " + std::to_string(size) + " bytes exceeds the limit of " +
-                    std::to_string(proto::kMaxValueBytes) + " bytes");
+}  // namespace
+
+// Value-size rule shared by Put, BatchPut items and RdmaPut; Ok or the reason.
+Status CheckValueSize(uint64_t size, uint64_t limit) {
+  if (size > limit) {
+    return TooLarge("value of " + std::to_string(size) + " bytes exceeds this server's limit of " +
+                    std::to_string(limit) + " bytes (memory.max_value_size)");
   }
   return Status::Ok();
 }
+
+namespace {
 
 }  // namespace
 
@@ -45,6 +49,7 @@ void Connection::HandleConnect() {
     return;
   }
   proto::ConnectResponse response;
+  response.max_value_bytes = ctx_.max_value_bytes;
   Status s = RandomBytes(response.server_nonce.data(), response.server_nonce.size());
   std::array<uint8_t, proto::kNonceSize> client_nonce{};
   std::memcpy(client_nonce.data(), meta_.data(), proto::kNonceSize);
@@ -117,6 +122,7 @@ void Connection::HandleRdmaPut() {
   std::string_view key;
   uint64_t size = 0, checksum = 0;
   Status s = proto::DecodeRdmaPutRequest(meta_, &key, &size, &checksum);
+  if (s.ok()) s = CheckValueSize(size, ctx_.max_value_bytes);
   if (s.ok()) s = GrantRoom(grants_.size());
   Result<PendingPut> put = s.ok() ? ctx_.store->Reserve(size) : Result<PendingPut>(s);
   if (!put.ok()) {
@@ -274,7 +280,7 @@ void Connection::HandlePut(std::string_view key) {
   item.size = cur_.payload_len;
   item.checksum = cur_.payload_checksum;
   sink.frame_error = proto::CheckKey(key);
-  if (sink.frame_error.ok()) sink.frame_error = CheckValueSize(item.size);
+  if (sink.frame_error.ok()) sink.frame_error = CheckValueSize(item.size, ctx_.max_value_bytes);
   if (sink.frame_error.ok()) {
     Result<PendingPut> put = ctx_.store->Reserve(item.size);
     if (put.ok()) {
@@ -298,7 +304,8 @@ void Connection::HandleBatchPut() {
       item.key = std::string(in.key);
       item.size = in.value_len;
       item.checksum = in.checksum;
-      Result<PendingPut> put = ctx_.store->Reserve(in.value_len);
+      item.status = CheckValueSize(in.value_len, ctx_.max_value_bytes);
+      Result<PendingPut> put = item.status.ok() ? ctx_.store->Reserve(in.value_len) : Result<PendingPut>(item.status);
       if (put.ok()) {
         item.put = std::move(put).value();
       } else {

@@ -105,6 +105,7 @@ class Server::Worker {
     ctx_.rdma = server_->options_.rdma;
     ctx_.rdma_grant_lease_ns = Nanos(server_->options_.rdma_grant_lease_ms) * 1'000'000;
     ctx_.frame_timeout_ns = Nanos(server_->options_.frame_timeout_ms) * 1'000'000;
+    ctx_.max_value_bytes = server_->options_.max_value_bytes;
     ctx_.metrics = &server_->metrics_;
     ctx_.limits = &server_->limits_;
     ctx_.master_mac = master_mac_.get();
@@ -377,6 +378,10 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, Tie
     return InvalidArgument("max_connections and max_unauthenticated_connections must be at least 1");
   }
   if (options.frame_timeout_ms == 0) return InvalidArgument("frame_timeout_ms must be at least 1");
+  if (options.max_value_bytes == 0 || options.max_value_bytes > proto::kMaxValueBytesCeiling) {
+    return InvalidArgument("max_value_bytes " + std::to_string(options.max_value_bytes) + " is out of range 1.." +
+                           std::to_string(proto::kMaxValueBytesCeiling));
+  }
   MEMKV_ASSIGN_OR_RETURN(UniqueFd listener, ListenTcp(options.host, options.port, 1024));
   MEMKV_ASSIGN_OR_RETURN(uint16_t port, LocalPort(listener.get()));
   std::unique_ptr<Server> server(new Server(options, store, std::move(listener), port));

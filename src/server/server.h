@@ -46,6 +46,9 @@ struct ServerOptions {
   // whole within this of its first byte; one stuck mid-frame (holding the
   // pool space reserved for a put's value) is closed and the space released.
   uint32_t frame_timeout_ms = 30000;
+  // memory.max_value_size: the largest value stored, announced at Connect;
+  // at most proto::kMaxValueBytesCeiling.
+  uint64_t max_value_bytes = 16ULL << 30;
   // RDMA (null: TCP only). A slot or pin held longer than the lease closes
   // the connection that holds it.
   RdmaEndpoint* rdma = nullptr;
