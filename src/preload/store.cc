@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <string_view>
 
 #include "memkv/memkv.h"
 #include "preload/real.h"
@@ -217,35 +218,55 @@ int Delete(const std::string& key) {
   return status == MEMKV_OK ? 0 : Failed("delete", key, status);
 }
 
-int ListChildren(const std::string& dir_key, std::vector<DirEntry>* entries) {
+namespace {
+
+// Calls `visit` with each key that starts with `prefix`, in key order, a page
+// of `page_size` keys per round trip, until the keys run out or `visit`
+// returns false.
+template <typename Visit>
+int ForEachKey(const std::string& prefix, size_t page_size, Visit visit) {
   memkv_client_t* client = nullptr;
   if (int err = GetClient(&client)) return err;
-  std::string prefix = dir_key.empty() ? std::string() : dir_key + "/";
   std::string cursor;
-  std::string last_dir;
-  entries->clear();
   do {
     memkv_key_page_t* page = nullptr;
     memkv_status_t status = memkv_list_keys(client, prefix.data(), prefix.size(), cursor.data(), cursor.size(),
-                                            1024, &page);
+                                            page_size, &page);
     if (status != MEMKV_OK) return Failed("list keys under", prefix, status);
-    for (size_t i = 0; i < memkv_key_page_count(page); ++i) {
+    bool more = true;
+    for (size_t i = 0; more && i < memkv_key_page_count(page); ++i) {
       size_t len = 0;
       const char* key = static_cast<const char*>(memkv_key_page_key(page, i, &len));
-      std::string_view rest(key + prefix.size(), len - prefix.size());
-      size_t slash = rest.find('/');
-      if (slash == std::string_view::npos) {
-        if (!rest.empty()) entries->push_back({std::string(rest), false});
-      } else if (slash > 0 && rest.substr(0, slash) != last_dir) {
-        last_dir = std::string(rest.substr(0, slash));
-        entries->push_back({last_dir, true});
-      }
+      more = visit(std::string_view(key, len));
     }
     size_t cursor_len = 0;
     const void* next = memkv_key_page_cursor(page, &cursor_len);
-    cursor.assign(static_cast<const char*>(next), cursor_len);
+    cursor.assign(more ? static_cast<const char*>(next) : "", more ? cursor_len : 0);
     memkv_key_page_free(page);
   } while (!cursor.empty());
+  return 0;
+}
+
+std::string DirPrefix(const std::string& dir_key) { return dir_key.empty() ? std::string() : dir_key + "/"; }
+
+}  // namespace
+
+int ListChildren(const std::string& dir_key, std::vector<DirEntry>* entries) {
+  const std::string prefix = DirPrefix(dir_key);
+  std::string last_dir;
+  entries->clear();
+  int err = ForEachKey(prefix, 1024, [&](std::string_view key) {
+    std::string_view rest = key.substr(prefix.size());
+    size_t slash = rest.find('/');
+    if (slash == std::string_view::npos) {
+      if (!rest.empty()) entries->push_back({std::string(rest), false});
+    } else if (slash > 0 && rest.substr(0, slash) != last_dir) {
+      last_dir = std::string(rest.substr(0, slash));
+      entries->push_back({last_dir, true});
+    }
+    return true;
+  });
+  if (err != 0) return err;
   // Keys come in key order, which is not name order for directories ("a.b"
   // sorts before "a/x", so the directory "a" after the file "a.b"), and a
   // file and a directory may share a name: sort, and keep one per name.
@@ -259,15 +280,11 @@ int ListChildren(const std::string& dir_key, std::vector<DirEntry>* entries) {
 }
 
 int HasChildren(const std::string& dir_key, bool* any) {
-  memkv_client_t* client = nullptr;
-  if (int err = GetClient(&client)) return err;
-  std::string prefix = dir_key.empty() ? std::string() : dir_key + "/";
-  memkv_key_page_t* page = nullptr;
-  memkv_status_t status = memkv_list_keys(client, prefix.data(), prefix.size(), nullptr, 0, 1, &page);
-  if (status != MEMKV_OK) return Failed("list keys under", prefix, status);
-  *any = memkv_key_page_count(page) > 0;
-  memkv_key_page_free(page);
-  return 0;
+  *any = false;
+  return ForEachKey(DirPrefix(dir_key), 1, [&](std::string_view) {
+    *any = true;
+    return false;  // one key is enough
+  });
 }
 
 std::string MarkerKey(const std::string& dir_key) { return dir_key + "/"; }
@@ -281,44 +298,21 @@ int PutMarker(const std::string& dir_key) {
 }
 
 int ListKeys(const std::string& prefix, std::vector<std::string>* keys) {
-  memkv_client_t* client = nullptr;
-  if (int err = GetClient(&client)) return err;
-  std::string cursor;
   keys->clear();
-  do {
-    memkv_key_page_t* page = nullptr;
-    memkv_status_t status = memkv_list_keys(client, prefix.data(), prefix.size(), cursor.data(), cursor.size(),
-                                            1024, &page);
-    if (status != MEMKV_OK) return Failed("list keys under", prefix, status);
-    for (size_t i = 0; i < memkv_key_page_count(page); ++i) {
-      size_t len = 0;
-      const char* key = static_cast<const char*>(memkv_key_page_key(page, i, &len));
-      keys->emplace_back(key, len);
-    }
-    size_t cursor_len = 0;
-    const void* next = memkv_key_page_cursor(page, &cursor_len);
-    cursor.assign(static_cast<const char*>(next), cursor_len);
-    memkv_key_page_free(page);
-  } while (!cursor.empty());
-  return 0;
+  return ForEachKey(prefix, 1024, [&](std::string_view key) {
+    keys->emplace_back(key);
+    return true;
+  });
 }
 
 int HasEntries(const std::string& dir_key, bool* any) {
-  memkv_client_t* client = nullptr;
-  if (int err = GetClient(&client)) return err;
-  std::string prefix = dir_key.empty() ? std::string() : dir_key + "/";
-  memkv_key_page_t* page = nullptr;
-  // The marker, when there is one, is the first key: two say enough.
-  memkv_status_t status = memkv_list_keys(client, prefix.data(), prefix.size(), nullptr, 0, 2, &page);
-  if (status != MEMKV_OK) return Failed("list keys under", prefix, status);
+  const std::string prefix = DirPrefix(dir_key);
   *any = false;
-  for (size_t i = 0; i < memkv_key_page_count(page); ++i) {
-    size_t len = 0;
-    memkv_key_page_key(page, i, &len);
-    if (len > prefix.size()) *any = true;
-  }
-  memkv_key_page_free(page);
-  return 0;
+  // The marker, when there is one, is the first key: the next says enough.
+  return ForEachKey(prefix, 2, [&](std::string_view key) {
+    *any = key.size() > prefix.size();  // not the marker itself
+    return !*any;
+  });
 }
 
 }  // namespace memkv::preload
