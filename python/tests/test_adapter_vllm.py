@@ -466,6 +466,17 @@ def _run_vllm_general_plugins() -> List[str]:
     return ran
 
 
+def _stores_and_matches(mods, factory, adapter, tier, tag):
+    """The scheduler stores 4 chunks through `tier` and then finds all 4."""
+    api = types.SimpleNamespace(base=mods["vllm.v1.kv_offload.base"],
+                                tiering=mods["vllm.v1.kv_offload.tiering.base"], factory=factory, adapter=adapter)
+    sched = Scheduler(api, tier)
+    keys = offload_keys(tag, 4)
+    ctx = sched.request(tag.decode())
+    assert sched.store(keys, range(4), ctx).success
+    assert sched.matched(keys, ctx) == 4
+
+
 def test_entry_point_form_on_a_vllm_without_module_path_lookup(server):
     """vLLM trees before 2026-08-05: the tier factory knows only registered
     types, so {"type": "MemKVTierManager", "module_path": ...} is refused and
@@ -483,14 +494,7 @@ def test_entry_point_form_on_a_vllm_without_module_path_lookup(server):
         tier = factory.create_secondary_tier(cfg, view, spec())
         try:
             assert isinstance(tier, adapter.MemKVTierManager) and tier.tier_type == "memkv"
-            api = types.SimpleNamespace(base=mods["vllm.v1.kv_offload.base"],
-                                        tiering=mods["vllm.v1.kv_offload.tiering.base"], factory=factory,
-                                        adapter=adapter)
-            sched = Scheduler(api, tier)
-            keys = offload_keys(b"ep", 4)
-            ctx = sched.request("ep")
-            assert sched.store(keys, range(4), ctx).success
-            assert sched.matched(keys, ctx) == 4
+            _stores_and_matches(mods, factory, adapter, tier, b"ep")
         finally:
             tier.shutdown()
         # This factory passes module_path on to the tier: accepted, as vLLM's own key.
@@ -509,14 +513,7 @@ def test_module_path_form_on_a_vllm_with_module_path_lookup(server):
         tier = factory.create_secondary_tier(tier_config(server), view, spec())
         try:
             assert isinstance(tier, adapter.MemKVTierManager) and tier.tier_type == "MemKVTierManager"
-            api = types.SimpleNamespace(base=mods["vllm.v1.kv_offload.base"],
-                                        tiering=mods["vllm.v1.kv_offload.tiering.base"], factory=factory,
-                                        adapter=adapter)
-            sched = Scheduler(api, tier)
-            keys = offload_keys(b"mp", 4)
-            ctx = sched.request("mp")
-            assert sched.store(keys, range(4), ctx).success
-            assert sched.matched(keys, ctx) == 4
+            _stores_and_matches(mods, factory, adapter, tier, b"mp")
         finally:
             tier.shutdown()
 
