@@ -315,10 +315,6 @@ void ParseYamlInto(std::string_view yaml_text, Diagnostics* d, ClientOptions* op
   std::set<std::string, std::less<>> seen;
   for (const config_internal::FlatYamlEntry& entry : *entries) {
     d->NoteLocation(entry.key, entry.line, entry.value_column);
-    for (size_t i = 0; i < entry.value.items.size() && entry.value.kind == config_internal::FlatYamlValue::Kind::kList;
-         ++i) {
-      d->NoteLocation(entry.key + "[" + std::to_string(i) + "]", entry.value.item_lines[i], entry.value.item_columns[i]);
-    }
     if (!seen.insert(entry.key).second) {
       d->Fail(entry.key, "duplicate field '" + entry.key + "'; give each field once");
       continue;

@@ -128,12 +128,9 @@ bool ReadFlowList(LineReader& r, int line, FlatYamlValue* value) {
   }
   while (true) {
     std::string item;
-    r.SkipBlanks();
-    const int column = static_cast<int>(r.pos());
     if (!r.Scalar(",]", &item)) return false;
     value->items.push_back(std::move(item));
     value->item_lines.push_back(line);
-    value->item_columns.push_back(column);
     if (r.Peek(',')) {
       r.Skip();
       if (r.Peek(']')) {  // YAML allows a trailing comma: [a, b, ]
@@ -220,14 +217,11 @@ std::optional<std::vector<FlatYamlEntry>> ParseFlatYaml(std::string_view text, D
         return std::nullopt;
       }
       r.Skip();
-      r.SkipBlanks();
-      const int column = static_cast<int>(r.pos());
       std::string value;
       if (!r.Scalar("", &value)) return std::nullopt;
       last->value.kind = FlatYamlValue::Kind::kList;
       last->value.items.push_back(std::move(value));
       last->value.item_lines.push_back(number);
-      last->value.item_columns.push_back(column);
       continue;
     }
     if (r.Peek('-') && (line.size() == 1 || line[1] == ' ')) {
@@ -265,7 +259,6 @@ std::optional<std::vector<FlatYamlEntry>> ParseFlatYaml(std::string_view text, D
         entry.value.kind = FlatYamlValue::Kind::kScalar;
         entry.value.items.push_back(std::move(value));
         entry.value.item_lines.push_back(number);
-        entry.value.item_columns.push_back(entry.value_column);
       }
     }
     if (!r.AtEnd()) {

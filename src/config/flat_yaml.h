@@ -34,7 +34,6 @@ struct FlatYamlValue {
   Kind kind = Kind::kNull;
   std::vector<std::string> items;  // kScalar: the one value; kList: the entries
   std::vector<int> item_lines;     // 0-based line of each item
-  std::vector<int> item_columns;   // and its 0-based column
 };
 
 struct FlatYamlEntry {
