@@ -20,8 +20,9 @@
 namespace memkv::preload {
 namespace {
 
-// Room left below the value limit for a write of `len` at the current
-// offset (or the end, for O_APPEND): 0 when it fits, EFBIG otherwise.
+// Room left below the largest value any server takes (store.h) for a write
+// of `len` at the current offset (or the end, for O_APPEND): 0 when it fits,
+// EFBIG otherwise. The server's own limit is applied at the put.
 int CheckWriteFits(const File& file, int fd, size_t len, off_t offset = -1) {
   if (offset < 0) {
     if (file.append) {
@@ -33,7 +34,8 @@ int CheckWriteFits(const File& file, int fd, size_t len, off_t offset = -1) {
       if (offset < 0) return errno;
     }
   }
-  return static_cast<uint64_t>(offset) + len > kMaxValueBytes ? EFBIG : 0;
+  const uint64_t start = static_cast<uint64_t>(offset);
+  return start > kMaxValueCeilingBytes || len > kMaxValueCeilingBytes - start ? EFBIG : 0;
 }
 
 size_t IovecBytes(const struct iovec* iov, int count) {
@@ -50,7 +52,7 @@ int BeforeRead(File& file, int fd) {
 }
 
 // For the copy calls, whose length is often "as much as there is": *len is
-// cut to what fits below the value limit (EFBIG when nothing does).
+// cut to what fits below the largest value (EFBIG when nothing does).
 int BeforeCopyInto(File& file, int fd, size_t* len, off_t offset = -1) {
   if (file.is_dir) return EISDIR;
   if (!file.writable) return EBADF;
@@ -58,8 +60,8 @@ int BeforeCopyInto(File& file, int fd, size_t* len, off_t offset = -1) {
     offset = Real().lseek(fd, 0, SEEK_CUR);
     if (offset < 0) return errno;
   }
-  if (static_cast<uint64_t>(offset) >= kMaxValueBytes) return *len == 0 ? 0 : EFBIG;
-  *len = std::min<uint64_t>(*len, kMaxValueBytes - static_cast<uint64_t>(offset));
+  if (static_cast<uint64_t>(offset) >= kMaxValueCeilingBytes) return *len == 0 ? 0 : EFBIG;
+  *len = std::min<uint64_t>(*len, kMaxValueCeilingBytes - static_cast<uint64_t>(offset));
   MarkDirty(file);
   return 0;
 }
@@ -273,7 +275,7 @@ MEMKV_PRELOAD_EXPORT int ftruncate(int fd, off_t length) {
   if (std::shared_ptr<File> file = LookupFd(fd)) {
     if (file->is_dir) return ErrnoResult(EISDIR, -1);
     if (!file->writable) return ErrnoResult(EINVAL, -1);
-    if (length >= 0 && static_cast<uint64_t>(length) > kMaxValueBytes) return ErrnoResult(EFBIG, -1);
+    if (length >= 0 && static_cast<uint64_t>(length) > kMaxValueCeilingBytes) return ErrnoResult(EFBIG, -1);
     MarkDirty(*file);
   }
   return Real().ftruncate(fd, length);

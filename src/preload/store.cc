@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 #include <mutex>
 #include <string_view>
 
@@ -94,51 +95,85 @@ namespace {
 
 // Load with the value's size known: fallocate allocates the memfd's pages in
 // one call, MAP_POPULATE maps them all, and the get lands in them without a
-// page fault. *fits: false when this way does not apply or the value no
-// longer fits `size` (the memfd is left empty then).
+// page fault. *fits: false when the value no longer fits `size` (it grew
+// since its size was learnt; the memfd is left empty then).
 int LoadSized(memkv_client_t* client, const std::string& key, int fd, uint64_t size, bool* fits) {
-  // An empty value needs no pages; a failed fallocate leaves the sparse way.
-  *fits = size > 0 && fallocate(fd, 0, 0, static_cast<off_t>(size)) == 0;
-  if (!*fits) return 0;
-  void* map = Real().mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  *fits = false;
+  if (size == 0) {
+    char none = 0;  // an empty value needs no pages; a bigger one says so
+    size_t len = 0;
+    memkv_status_t status = memkv_get(client, key.data(), key.size(), &none, 0, &len);
+    if (status == MEMKV_TOO_LARGE) return 0;
+    if (status != MEMKV_OK) return Failed("get", key, status);
+    *fits = true;
+    return 0;
+  }
+  if (size > static_cast<uint64_t>(std::numeric_limits<off_t>::max()) ||
+      size > std::numeric_limits<size_t>::max()) {
+    return EFBIG;
+  }
+  const off_t file_size = static_cast<off_t>(size);
+  if (fallocate(fd, 0, 0, file_size) != 0) {
+    // A kernel without fallocate on shmem: the pages come with the mapping.
+    if (errno != EOPNOTSUPP && errno != ENOSYS) return errno;
+    if (Real().ftruncate(fd, file_size) != 0) return errno;
+  }
+  const size_t map_bytes = static_cast<size_t>(size);
+  void* map = Real().mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (map == MAP_FAILED) {
     int err = errno;
     Real().ftruncate(fd, 0);
     return err;
   }
   size_t len = 0;
-  memkv_status_t status = memkv_get(client, key.data(), key.size(), map, size, &len);
-  munmap(map, size);
-  if (status == MEMKV_TOO_LARGE) *fits = false;
+  memkv_status_t status = memkv_get(client, key.data(), key.size(), map, map_bytes, &len);
+  munmap(map, map_bytes);
+  *fits = status != MEMKV_TOO_LARGE;
   if (Real().ftruncate(fd, status == MEMKV_OK ? static_cast<off_t>(len) : 0) != 0) return errno;
   if (status == MEMKV_OK || status == MEMKV_TOO_LARGE) return 0;
   return Failed("get", key, status);
 }
+
+// Load from a server that cannot tell a value's size: the memfd is sparse,
+// so room for the biggest value such a server keeps costs nothing until
+// written, and the get lands in the file's own pages.
+int LoadUnsized(memkv_client_t* client, const std::string& key, int fd) {
+  if (Real().ftruncate(fd, static_cast<off_t>(kLegacyMaxValueBytes)) != 0) return errno;
+  void* map = Real().mmap(nullptr, kLegacyMaxValueBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) {
+    int err = errno;
+    Real().ftruncate(fd, 0);
+    return err;
+  }
+  size_t len = 0;
+  memkv_status_t status = memkv_get(client, key.data(), key.size(), map, kLegacyMaxValueBytes, &len);
+  munmap(map, kLegacyMaxValueBytes);
+  if (Real().ftruncate(fd, status == MEMKV_OK ? static_cast<off_t>(len) : 0) != 0) return errno;
+  return status == MEMKV_OK ? 0 : Failed("get", key, status);
+}
+
+// How many times Load asks a value's size again when it grew under it.
+constexpr int kLoadAttempts = 4;
 
 }  // namespace
 
 int Load(const std::string& key, int fd, uint64_t size_hint) {
   memkv_client_t* client = nullptr;
   if (int err = GetClient(&client)) return err;
-  if (size_hint != kUnknownSize && size_hint <= kMaxValueBytes) {
+  uint64_t size = size_hint;
+  for (int attempt = 0; attempt < kLoadAttempts; ++attempt) {
+    if (size == kUnknownSize) {
+      bool present = false;
+      if (int err = Probe(key, &present, &size)) return err;
+      if (!present) return ENOENT;
+      if (size == kUnknownSize) return LoadUnsized(client, key, fd);  // an old server
+    }
     bool fits = false;
-    int err = LoadSized(client, key, fd, size_hint, &fits);
-    if (err != 0 || fits) return err;
+    if (int err = LoadSized(client, key, fd, size, &fits); err != 0 || fits) return err;
+    size = kUnknownSize;  // it grew: ask again
   }
-  // The memfd is sparse: room for the biggest value costs nothing until
-  // written, and the get lands in the file's own pages.
-  if (Real().ftruncate(fd, static_cast<off_t>(kMaxValueBytes)) != 0) return errno;
-  void* map = Real().mmap(nullptr, kMaxValueBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (map == MAP_FAILED) {
-    int err = errno;
-    Real().ftruncate(fd, 0);
-    return err;
-  }
-  size_t len = 0;
-  memkv_status_t status = memkv_get(client, key.data(), key.size(), map, kMaxValueBytes, &len);
-  munmap(map, kMaxValueBytes);
-  if (Real().ftruncate(fd, status == MEMKV_OK ? static_cast<off_t>(len) : 0) != 0) return errno;
-  return status == MEMKV_OK ? 0 : Failed("get", key, status);
+  LogLine("get '" + key + "' failed: the value kept changing size while it was fetched");
+  return EAGAIN;
 }
 
 int GetInto(const std::string& key, void* buf, size_t capacity, size_t* len) {
@@ -169,11 +204,9 @@ int Commit(const std::string& key, int fd) {
   if (int err = GetClient(&client)) return err;
   struct stat st {};
   if (Real().fstat(fd, &st) != 0) return errno;
-  uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size > kMaxValueBytes) {
-    LogLine("put '" + key + "': " + std::to_string(size) + " bytes is over the 256 MiB value limit");
-    return EFBIG;
-  }
+  // No limit of the shim's own: the client refuses a value over the
+  // server's memory.max_value_size (TooLarge, EFBIG) before sending it.
+  const size_t size = static_cast<size_t>(st.st_size);
   void* map = nullptr;
   if (size > 0) {
     map = Real().mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);

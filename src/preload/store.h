@@ -17,8 +17,15 @@
 
 namespace memkv::preload {
 
-// Values are at most this big (include/memkv/memkv.h).
-inline constexpr uint64_t kMaxValueBytes = uint64_t{256} << 20;
+// The shim has no value limit of its own: a put bigger than the server's
+// memory.max_value_size (announced at Connect, applied by the client) fails
+// with TooLarge, EFBIG here, at the fsync or close that puts it. Writes are
+// refused (EFBIG) only past the largest value any server takes, the 64 GiB
+// ceiling of memory.max_value_size and of a TCP frame.
+inline constexpr uint64_t kMaxValueCeilingBytes = uint64_t{64} << 30;
+// The fixed limit of servers older than memory.max_value_size: the room a
+// load makes when the server cannot tell a value's size (no Stat opcode).
+inline constexpr uint64_t kLegacyMaxValueBytes = uint64_t{256} << 20;
 // Keys are at most this long.
 inline constexpr size_t kMaxKeyBytes = 1024;
 
@@ -29,10 +36,12 @@ int ErrnoForStatus(int status);
 inline constexpr uint64_t kUnknownSize = ~uint64_t{0};
 
 // The value of `key` into `fd` (an empty memfd), which ends up exactly the
-// value's size. ENOENT on a miss. With the value's size known (`size_hint`,
-// from Probe) the memfd's pages are allocated in one call and mapped before
-// the get, instead of faulted in one page at a time; a value that grew past
-// the hint since is fetched as if none was given.
+// value's size. ENOENT on a miss. The value's size (`size_hint`, from Probe,
+// or asked here) sizes the memfd: its pages are allocated in one call and
+// mapped before the get, instead of faulted in one page at a time; a value
+// that grew past it since is asked for again. Only a server that cannot tell
+// sizes (older than the Stat opcode, so its values are at most
+// kLegacyMaxValueBytes) gets a sparse memfd of that size.
 int Load(const std::string& key, int fd, uint64_t size_hint = kUnknownSize);
 // The value of `key` straight into `buf` (capacity `capacity`), *len set to
 // its size. ENOENT on a miss, EOVERFLOW when buf is too small (nothing is
@@ -41,7 +50,8 @@ int GetInto(const std::string& key, void* buf, size_t capacity, size_t* len);
 // Whether `key` has a value and, where the server can tell without sending
 // the value, its size (*size is kUnknownSize otherwise): one round trip.
 int Probe(const std::string& key, bool* present, uint64_t* size);
-// The whole content of `fd` as the value of `key` (EFBIG past kMaxValueBytes).
+// The whole content of `fd` as the value of `key` (EFBIG when the server's
+// value limit refuses it).
 int Commit(const std::string& key, int fd);
 // *present: whether `key` has a value.
 int Exists(const std::string& key, bool* present);

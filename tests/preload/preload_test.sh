@@ -85,6 +85,17 @@ shim rm "$kv/tools/b.bin" || fail "rm failed"
 if shim cat "$kv/tools/b.bin" 2>"$scratch/cat.err"; then fail "cat of a removed value succeeded"; fi
 grep -q 'No such file or directory' "$scratch/cat.err" || fail "cat of a miss said: $(cat "$scratch/cat.err")"
 log "cp, cat, dd, sha256sum, ls, rm: ok"
+# A value over the 256 MiB the shim once capped values at: the server's
+# memory.max_value_size (16 GiB by default) is the only limit.
+head -c $((300 << 20)) /dev/urandom >"$scratch/big.bin"
+shim cp "$scratch/big.bin" "$kv/big/big.bin" || fail "cp of a 300 MiB file into the prefix failed"
+same_as_memkv big/big.bin "$scratch/big.bin"
+want=$(sha256sum <"$scratch/big.bin" | cut -d' ' -f1)
+got=$(shim sha256sum "$kv/big/big.bin" | cut -d' ' -f1) || fail "sha256sum of the 300 MiB value failed"
+[ "$got" = "$want" ] || fail "sha256sum of the 300 MiB value is $got, not $want"
+shim rm "$kv/big/big.bin" || fail "rm of the 300 MiB value failed"
+rm -f "$scratch/big.bin" "$scratch/got"
+log "a 300 MiB value: ok"
 
 # --- 3. Shell redirections --------------------------------------------------
 # same_as_local NAME 'COMMANDS': COMMANDS run by bash with $D a local
