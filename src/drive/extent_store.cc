@@ -16,8 +16,6 @@
 #include "drive/extent_store_impl.h"
 
 namespace memkv {
-namespace {
-
 Status CheckKey(std::string_view key) {
   if (key.empty() || key.size() > kMaxDriveKeyBytes) {
     return InvalidArgument("key of " + std::to_string(key.size()) + " bytes; keys are 1.." +
@@ -25,6 +23,8 @@ Status CheckKey(std::string_view key) {
   }
   return Status::Ok();
 }
+
+namespace {
 
 // Value bytes in an extent of `units` units that starts at byte `offset` of the value.
 uint64_t DataBytes(uint64_t value_bytes, uint64_t offset, uint32_t units) {
@@ -251,11 +251,6 @@ std::vector<uint32_t> ExtentStore::Impl::SyncDrives(const std::vector<uint32_t>&
 
 namespace {
 
-struct Allocation {
-  uint64_t generation = 0;
-  std::vector<ExtentRef> extents;
-};
-
 // Finds room for a value of `units` units. Extents of up to a block each go
 // round-robin over the drives that take new extents, starting one further
 // along for each value, so consecutive values and the extents of one value
@@ -330,31 +325,58 @@ Result<Allocation> AllocateLocked(ExtentStore::Impl& s, uint64_t value_bytes, st
   return a;
 }
 
-// Writes every extent of the value (in waves of staging buffers), whole
-// units, zero-padded. No sync: the commit leader syncs all drives of a batch
-// at once. The bytes written are hashed on the way: a value whose bytes do
-// not match `checksum` (the one its record will carry) is refused, so no
-// read could ever take them.
-Status WriteExtents(ExtentStore::Impl& s, std::string_view key, std::span<const iovec> value,
-                    uint64_t value_bytes, uint64_t checksum, const Allocation& a, bool* drive_failed) {
-  const size_t n = a.extents.size();
-  ChecksumStream sum;
-  uint64_t offset = 0;
-  for (size_t start = 0; start < n;) {
-    std::vector<uint32_t> bufs = s.AcquireBuffers(n - start);
+// The parts of a value's extents that hold value bytes [from, from + len):
+// for each, the extent, the first unit of it that the range touches and the
+// value bytes there. `from` is a multiple of the unit.
+struct ExtentPiece {
+  const ExtentRef* extent = nullptr;
+  uint64_t unit = 0;        // within the extent
+  uint64_t offset = 0;      // value offset of its first byte
+  uint64_t data_bytes = 0;  // value bytes in it (the I/O covers whole units)
+};
+
+std::vector<ExtentPiece> PiecesOf(std::span<const ExtentRef> extents, uint64_t value_bytes, uint64_t from,
+                                  uint64_t len) {
+  std::vector<ExtentPiece> pieces;
+  const uint64_t to = std::min(from + len, value_bytes);
+  uint64_t start = 0;
+  for (const ExtentRef& e : extents) {
+    const uint64_t end = start + uint64_t(e.units) * kDriveUnitBytes;
+    if (start >= to) break;
+    if (end > from) {
+      const uint64_t lo = std::max(start, from);
+      pieces.push_back({&e, (lo - start) / kDriveUnitBytes, lo, std::min(end, to) - lo});
+    }
+    start = end;
+  }
+  return pieces;
+}
+
+}  // namespace
+
+// Writes value bytes [from, from + IovBytes(src)) (in waves of staging
+// buffers), whole units, zero-padded. No sync: the commit leader syncs all
+// drives of a batch at once. The bytes are hashed into `sum` on the way, so
+// the caller can refuse a value whose bytes do not match the checksum its
+// record will carry: no read could ever take them.
+Status WriteValueRange(ExtentStore::Impl& s, std::string_view key, std::span<const iovec> src, uint64_t from,
+                       uint64_t value_bytes, std::span<const ExtentRef> extents, ChecksumStream* sum,
+                       bool* drive_failed) {
+  const std::vector<ExtentPiece> pieces = PiecesOf(extents, value_bytes, from, IovBytes(src));
+  for (size_t start = 0; start < pieces.size();) {
+    std::vector<uint32_t> bufs = s.AcquireBuffers(pieces.size() - start);
     std::vector<IoOp> ops;
     ops.reserve(bufs.size());
     for (size_t j = 0; j < bufs.size(); ++j) {
-      const ExtentRef& e = a.extents[start + j];
-      const Drive& d = s.drives[e.drive];
-      const uint64_t data_bytes = DataBytes(value_bytes, offset, e.units);
-      const uint64_t io_bytes = uint64_t(e.units) * kDriveUnitBytes;
+      const ExtentPiece& p = pieces[start + j];
+      const Drive& d = s.drives[p.extent->drive];
+      const uint64_t io_bytes = UnitsFor(p.data_bytes) * kDriveUnitBytes;
       uint8_t* b = s.buffer(bufs[j]);
-      CopyFromIov(value, offset, b, data_bytes);
-      std::memset(b + data_bytes, 0, io_bytes - data_bytes);
-      sum.Update(b, data_bytes);
-      offset += data_bytes;
-      ops.push_back(IoOp{.kind = IoKind::kWrite, .drive = e.drive, .offset = d.sb.unit_offset(e.unit), .buf = b,
+      CopyFromIov(src, p.offset - from, b, p.data_bytes);
+      std::memset(b + p.data_bytes, 0, io_bytes - p.data_bytes);
+      sum->Update(b, p.data_bytes);
+      ops.push_back(IoOp{.kind = IoKind::kWrite, .drive = p.extent->drive,
+                         .offset = d.sb.unit_offset(p.extent->unit + p.unit), .buf = b,
                          .length = uint32_t(io_bytes), .fixed_buffer = int32_t(bufs[j])});
     }
     s.io->Run(ops);
@@ -367,15 +389,45 @@ Status WriteExtents(ExtentStore::Impl& s, std::string_view key, std::span<const 
     }
     start += bufs.size();
   }
-  if (sum.Digest() != checksum) {
-    return InvalidArgument("put " + KeyForLog(key) + ": the " + std::to_string(value_bytes) +
-                           "-byte value does not match the checksum given for it (" + std::to_string(checksum) +
-                           "); nothing was stored");
-  }
   return Status::Ok();
 }
 
-}  // namespace
+Status ChecksumMatches(std::string_view key, uint64_t value_bytes, uint64_t written, uint64_t checksum) {
+  if (written == checksum) return Status::Ok();
+  return InvalidArgument("put " + KeyForLog(key) + ": the " + std::to_string(value_bytes) +
+                         "-byte value does not match the checksum given for it (" + std::to_string(checksum) +
+                         "); nothing was stored");
+}
+
+Result<Allocation> ExtentStore::Impl::Allocate(std::string_view key, uint64_t value_bytes) {
+  const uint64_t extents = (value_bytes + block_bytes - 1) / block_bytes;
+  if (extents > kMaxExtentsPerValue) {
+    return TooLarge("put " + KeyForLog(key) + ": value of " + std::to_string(value_bytes) + " bytes needs " +
+                    std::to_string(extents) + " extents, more than " + std::to_string(kMaxExtentsPerValue));
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  return AllocateLocked(*this, value_bytes, key);
+}
+
+Status ExtentStore::Impl::Publish(std::string_view key, const Allocation& a, uint64_t value_bytes,
+                                  uint64_t checksum, bool* drive_failed) {
+  CommitOp op;
+  op.kind = CommitOp::Kind::kPut;
+  op.key = key;
+  op.generation = a.generation;
+  op.value_bytes = value_bytes;
+  op.value_checksum = checksum;
+  op.extents = a.extents;
+  CommitOp* ops[] = {&op};
+  Commit(ops);
+  if (op.status.ok()) return Status::Ok();
+  if (!op.adopted) {
+    std::lock_guard<std::mutex> lock(mu);
+    FreeUnitsLocked(a.extents);
+  }
+  *drive_failed = op.drive_failed;
+  return op.status;
+}
 
 Status ExtentStore::Put(std::string_view key, std::span<const uint8_t> value) {
   const iovec one{const_cast<uint8_t*>(value.data()), value.size()};
@@ -386,11 +438,6 @@ Status ExtentStore::PutIov(std::string_view key, std::span<const iovec> value, u
   MEMKV_RETURN_IF_ERROR(CheckKey(key));
   Impl& s = *impl_;
   const uint64_t value_bytes = IovBytes(value);
-  const uint64_t extents = (value_bytes + s.block_bytes - 1) / s.block_bytes;
-  if (extents > kMaxExtentsPerValue) {
-    return TooLarge("put " + KeyForLog(key) + ": value of " + std::to_string(value_bytes) + " bytes needs " +
-                    std::to_string(extents) + " extents, more than " + std::to_string(kMaxExtentsPerValue));
-  }
   {
     std::lock_guard<std::mutex> lock(s.mu);
     s.counters.puts++;
@@ -399,93 +446,87 @@ Status ExtentStore::PutIov(std::string_view key, std::span<const iovec> value, u
   // the drives that are left, once per drive at most.
   Status last;
   for (size_t attempt = 0; attempt <= s.drives.size(); ++attempt) {
-    Allocation a;
-    {
-      std::lock_guard<std::mutex> lock(s.mu);
-      MEMKV_ASSIGN_OR_RETURN(a, AllocateLocked(s, value_bytes, key));
-    }
+    MEMKV_ASSIGN_OR_RETURN(Allocation a, s.Allocate(key, value_bytes));
     bool drive_failed = false;
-    Status w = WriteExtents(s, key, value, value_bytes, checksum, a, &drive_failed);
-    if (!w.ok()) {
-      std::lock_guard<std::mutex> lock(s.mu);
-      s.FreeUnitsLocked(a.extents);
-      if (!drive_failed) return w;
-      last = w;
-      continue;
-    }
-    CommitOp op;
-    op.kind = CommitOp::Kind::kPut;
-    op.key = key;
-    op.generation = a.generation;
-    op.value_bytes = value_bytes;
-    op.value_checksum = checksum;
-    op.extents = a.extents;
-    CommitOp* ops[] = {&op};
-    s.Commit(ops);
-    if (op.status.ok()) return Status::Ok();
-    if (!op.adopted) {
+    ChecksumStream sum;
+    Status w = WriteValueRange(s, key, value, 0, value_bytes, a.extents, &sum, &drive_failed);
+    if (w.ok()) w = ChecksumMatches(key, value_bytes, sum.Digest(), checksum);
+    if (w.ok()) {
+      w = s.Publish(key, a, value_bytes, checksum, &drive_failed);  // frees what it does not publish
+    } else {
       std::lock_guard<std::mutex> lock(s.mu);
       s.FreeUnitsLocked(a.extents);
     }
-    if (!op.drive_failed) return op.status;
-    last = op.status;
+    if (w.ok() || !drive_failed) return w;
+    last = w;
   }
   return last;
 }
 
 // ------------------------------------------------------------------- reads
 
-namespace {
-
-// Reads every extent of `e` into dst (e.value_bytes long) and checks the
-// whole value against the checksum of its record: a torn extent (partial
-// write), a stale one (its units hold another write now, or never got this
-// one) and bit rot all fail it. dst holds unchecked bytes when it fails.
-Status ReadExtents(ExtentStore::Impl& s, const Entry& e, std::span<const iovec> dst) {
-  const size_t n = e.extents.size();
-  ChecksumStream sum;
-  uint64_t offset = 0;
-  for (size_t start = 0; start < n;) {
-    std::vector<uint32_t> bufs = s.AcquireBuffers(n - start);
+// Reads value bytes [from, from + IovBytes(dst)) of `e` into dst (`from` a
+// multiple of the unit), hashing them into `sum`; Unavailable when a drive
+// failed. dst holds unchecked bytes: the caller checks the whole value
+// (CheckValueSum) once it has read it all.
+Status ReadValueRange(ExtentStore::Impl& s, const Entry& e, uint64_t from, std::span<const iovec> dst,
+                      ChecksumStream* sum) {
+  const std::vector<ExtentPiece> pieces = PiecesOf(e.extents, e.value_bytes, from, IovBytes(dst));
+  for (size_t start = 0; start < pieces.size();) {
+    std::vector<uint32_t> bufs = s.AcquireBuffers(pieces.size() - start);
     std::vector<IoOp> ops;
     ops.reserve(bufs.size());
     for (size_t j = 0; j < bufs.size(); ++j) {
-      const ExtentRef& x = e.extents[start + j];
-      const Drive& d = s.drives[x.drive];
-      ops.push_back(IoOp{.kind = IoKind::kRead, .drive = x.drive, .offset = d.sb.unit_offset(x.unit),
-                         .buf = s.buffer(bufs[j]), .length = uint32_t(uint64_t(x.units) * kDriveUnitBytes),
+      const ExtentPiece& p = pieces[start + j];
+      const Drive& d = s.drives[p.extent->drive];
+      ops.push_back(IoOp{.kind = IoKind::kRead, .drive = p.extent->drive,
+                         .offset = d.sb.unit_offset(p.extent->unit + p.unit), .buf = s.buffer(bufs[j]),
+                         .length = uint32_t(UnitsFor(p.data_bytes) * kDriveUnitBytes),
                          .fixed_buffer = int32_t(bufs[j])});
     }
     s.io->Run(ops);
     const bool all_ok = std::all_of(ops.begin(), ops.end(), [](const IoOp& op) { return op.ok(); });
     for (size_t j = 0; j < ops.size() && all_ok; ++j) {
-      const uint64_t data_bytes = DataBytes(e.value_bytes, offset, e.extents[start + j].units);
-      sum.Update(ops[j].buf, data_bytes);
-      CopyToIov(dst, offset, ops[j].buf, data_bytes);
-      offset += data_bytes;
+      const ExtentPiece& p = pieces[start + j];
+      sum->Update(ops[j].buf, p.data_bytes);
+      CopyToIov(dst, p.offset - from, ops[j].buf, p.data_bytes);
     }
     s.ReleaseBuffers(bufs);
     if (!all_ok) return Unavailable("get " + KeyForLog(e.key) + ": " + s.HandleFailures(ops, "reading an extent"));
     start += bufs.size();
   }
-  if (sum.Digest() != e.value_checksum) {
-    std::string where;
-    for (size_t i = 0; i < n && i < 4; ++i) {
-      const ExtentRef& x = e.extents[i];
-      where += std::string(i == 0 ? "" : ", ") + "drive " + std::to_string(x.drive) + " units " +
-               std::to_string(x.unit) + ".." + std::to_string(x.unit + x.units - 1);
-    }
-    if (n > 4) where += ", ...";
-    return Corruption("get " + KeyForLog(e.key) + ": value checksum mismatch over " + std::to_string(e.value_bytes) +
-                      " bytes in " + std::to_string(n) + " extent(s) (" + where +
-                      "): a torn or lost write, a stale extent or bit rot");
-  }
   return Status::Ok();
 }
 
-}  // namespace
+// Corruption, naming where the value lies, when the hash of all its bytes
+// (`digest`) is not the checksum of its record: a torn extent (partial
+// write), a stale one (its units hold another write now, or never got this
+// one) and bit rot all fail it.
+Status CheckValueSum(const Entry& e, uint64_t digest) {
+  if (digest == e.value_checksum) return Status::Ok();
+  const size_t n = e.extents.size();
+  std::string where;
+  for (size_t i = 0; i < n && i < 4; ++i) {
+    const ExtentRef& x = e.extents[i];
+    where += std::string(i == 0 ? "" : ", ") + "drive " + std::to_string(x.drive) + " units " +
+             std::to_string(x.unit) + ".." + std::to_string(x.unit + x.units - 1);
+  }
+  if (n > 4) where += ", ...";
+  return Corruption("get " + KeyForLog(e.key) + ": value checksum mismatch over " + std::to_string(e.value_bytes) +
+                    " bytes in " + std::to_string(n) + " extent(s) (" + where +
+                    "): a torn or lost write, a stale extent or bit rot");
+}
 
 namespace {
+
+// Reads the whole of `e` into dst (e.value_bytes long) and checks it.
+Status ReadExtents(ExtentStore::Impl& s, const Entry& e, std::span<const iovec> dst) {
+  ChecksumStream sum;
+  MEMKV_RETURN_IF_ERROR(ReadValueRange(s, e, 0, dst, &sum));
+  return CheckValueSum(e, sum.Digest());
+}
+
+}  // namespace
 
 // Pins the entry of `key` and marks it used; NotFound on a miss.
 Result<std::shared_ptr<Entry>> PinForRead(ExtentStore::Impl& s, std::string_view key) {
@@ -505,7 +546,7 @@ Result<std::shared_ptr<Entry>> PinForRead(ExtentStore::Impl& s, std::string_view
 // Drops the pin; on a failed read the value is dropped from the index (a
 // corrupt extent stays corrupt) and the miss is counted. `counted`: false
 // when no read was attempted.
-Status FinishRead(ExtentStore::Impl& s, const std::shared_ptr<Entry>& e, const Status& read, bool counted = true) {
+Status FinishRead(ExtentStore::Impl& s, const std::shared_ptr<Entry>& e, const Status& read, bool counted) {
   std::lock_guard<std::mutex> lock(s.mu);
   e->pins--;
   if (!counted) {
@@ -527,8 +568,6 @@ Status FinishRead(ExtentStore::Impl& s, const std::shared_ptr<Entry>& e, const S
   if (read.ok()) return read;
   return NotFound("key " + KeyForLog(e->key) + " not readable: " + read.message());
 }
-
-}  // namespace
 
 Result<std::vector<uint8_t>> ExtentStore::Get(std::string_view key) {
   MEMKV_RETURN_IF_ERROR(CheckKey(key));

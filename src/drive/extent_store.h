@@ -49,6 +49,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/checksum.h"
 #include "base/key_page.h"
 #include "drive/format.h"
 #include "drive/io_engine.h"
@@ -166,6 +167,9 @@ struct ValueInfo {
   uint64_t generation = 0;
 };
 
+class ExtentWriter;
+class ExtentReader;
+
 class ExtentStore {
  public:
   // Writes a superblock and empty journal on each drive. FailedPrecondition
@@ -193,9 +197,16 @@ class ExtentStore {
   // pool chunks. The bytes written are checked against `checksum` (every
   // read is): InvalidArgument, nothing stored, when they differ.
   Status PutIov(std::string_view key, std::span<const iovec> value, uint64_t checksum);
+  // A value written in pieces, for a value too large to hold whole in
+  // memory (ExtentWriter): reserves its extents now (ResourceExhausted, as
+  // Put, when there is no room). Counted as a put.
+  Result<std::unique_ptr<ExtentWriter>> BeginPut(std::string_view key, uint64_t size);
   // NotFound on a miss, including a value that fails its checksum or whose
   // drive failed (both counted; the value is dropped).
   Result<std::vector<uint8_t>> Get(std::string_view key);
+  // A value read in pieces (ExtentReader); NotFound on a miss. Counted as a
+  // get once it is read to the end (or fails).
+  Result<std::unique_ptr<ExtentReader>> BeginGet(std::string_view key);
   // As Get, into `buffer`; returns the size. TooLarge naming both sizes when
   // the buffer is too small.
   Result<size_t> GetInto(std::string_view key, std::span<uint8_t> buffer);
@@ -240,6 +251,79 @@ class ExtentStore {
  private:
   explicit ExtentStore(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+};
+
+// Internals (extent_store_impl.h).
+struct Allocation;
+struct Entry;
+
+// A put streamed to the drives: the value's extents are reserved by
+// ExtentStore::BeginPut, its bytes written piece by piece in order, then the
+// whole is checked against the checksum the caller was given and published
+// (Finish), replacing any previous value under the key. Until then readers
+// see the previous value; a writer dropped unfinished (the sender stalled or
+// went away, a piece failed) frees its extents and leaves it. Nothing is
+// retried on another drive: a drive that fails mid-way fails the put.
+//
+// One thread at a time; must not outlive its store.
+class ExtentWriter {
+ public:
+  ~ExtentWriter();
+  ExtentWriter(const ExtentWriter&) = delete;
+  ExtentWriter& operator=(const ExtentWriter&) = delete;
+
+  uint64_t size() const { return size_; }
+  uint64_t written() const { return written_; }
+  // Writes the next IovBytes(piece) bytes of the value. Each piece but the
+  // last must be a multiple of 4 KiB (InvalidArgument otherwise, as for a
+  // piece past the value's end). IoError or ResourceExhausted when a drive
+  // failed: the put is lost, drop the writer.
+  Status Write(std::span<const iovec> piece);
+  // Every byte written: InvalidArgument (nothing stored) when they do not
+  // hash to `checksum`; else the value is journaled and published.
+  Status Finish(uint64_t checksum);
+
+ private:
+  friend class ExtentStore;
+  ExtentWriter(ExtentStore::Impl* store, std::string key, uint64_t size);
+  ExtentStore::Impl* store_;
+  std::string key_;
+  uint64_t size_;
+  uint64_t written_ = 0;
+  std::unique_ptr<Allocation> allocation_;  // null once published or freed
+  ChecksumStream sum_;
+};
+
+// A get streamed from the drives: the value stays pinned (not evicted, its
+// extents not reused) while the reader lives; its bytes are read piece by
+// piece in order, and the last piece checks the whole against its checksum.
+// A value that fails the check is dropped (Corruption from that Read): the
+// pieces already handed out were wrong, and the caller must say so (the
+// server's client checks them against checksum(), sent before them).
+//
+// One thread at a time; must not outlive its store.
+class ExtentReader {
+ public:
+  ~ExtentReader();
+  ExtentReader(const ExtentReader&) = delete;
+  ExtentReader& operator=(const ExtentReader&) = delete;
+
+  uint64_t size() const;
+  uint64_t checksum() const;
+  uint64_t read() const { return read_; }
+  // Reads the next IovBytes(piece) bytes (each piece but the last a multiple
+  // of 4 KiB). Unavailable when a drive failed; Corruption, the value
+  // dropped, when the last piece completes a value that fails its checksum.
+  Status Read(std::span<const iovec> piece);
+
+ private:
+  friend class ExtentStore;
+  ExtentReader(ExtentStore::Impl* store, std::shared_ptr<Entry> entry);
+  ExtentStore::Impl* store_;
+  std::shared_ptr<Entry> entry_;
+  uint64_t read_ = 0;
+  bool finished_ = false;  // the pin is given back
+  ChecksumStream sum_;
 };
 
 }  // namespace memkv

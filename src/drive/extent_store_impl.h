@@ -1,7 +1,8 @@
-// Internals of ExtentStore, shared by its three implementation files:
+// Internals of ExtentStore, shared by its implementation files:
 //   extent_store.cc         Put/Get/Delete/Evict, staging buffers, drive faults
 //   extent_store_commit.cc  the commit queue (group commit), journal appends, checkpoints
 //   extent_store_open.cc    Format, Open: superblocks, journal replay and merge
+//   extent_stream.cc        ExtentWriter, ExtentReader: a value in pieces
 //
 // Locking: `mu` guards the index, LRU list, allocators, drive states, the
 // sequence/generation counters and the counters. `commit_mu` guards only the
@@ -22,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/checksum.h"
 #include "drive/aligned_buffer.h"
 #include "drive/drive_file.h"
 #include "drive/drive_journal.h"
@@ -65,6 +67,13 @@ struct Drive {
   DriveJournal journal;          // touched only by the commit leader (and Open)
   uint64_t journal_used = 0;     // journal.used_bytes(), copied under mu for Stats
   uint32_t lbs = 4096;           // the device's logical block size
+};
+
+// Room for a value: its generation and extents, reserved in the allocators
+// until published (Impl::Publish) or freed.
+struct Allocation {
+  uint64_t generation = 0;
+  std::vector<ExtentRef> extents;
 };
 
 // A unit of work for the commit queue.
@@ -129,6 +138,14 @@ struct ExtentStore::Impl {
   void UnlinkLocked(Entry* e);
   void FreeUnitsLocked(const std::vector<ExtentRef>& extents);
   void LinkLocked(std::shared_ptr<Entry> e);
+  // Reserves room for a value (AllocateLocked under mu): TooLarge beyond
+  // kMaxExtentsPerValue extents, ResourceExhausted without room.
+  Result<Allocation> Allocate(std::string_view key, uint64_t value_bytes);
+  // Journals a value whose extents are written and publishes it. Frees `a`'s
+  // units unless the index took them; *drive_failed: a retry on the other
+  // drives may succeed.
+  Status Publish(std::string_view key, const Allocation& a, uint64_t value_bytes, uint64_t checksum,
+                 bool* drive_failed);
   // Takes a drive offline in memory. True when it was online: the caller
   // must then get a kOffline record into the journal.
   bool MarkOfflineLocked(uint32_t drive, const std::string& reason);
@@ -160,6 +177,32 @@ struct ExtentStore::Impl {
   // Sync (fdatasync) each drive in `drives` in one batch; returns those that failed.
   std::vector<uint32_t> SyncDrives(const std::vector<uint32_t>& drives);
 };
+
+// --- extent_store.cc: the data path, shared with extent_stream.cc.
+
+// InvalidArgument unless the key is 1..kMaxDriveKeyBytes bytes.
+Status CheckKey(std::string_view key);
+
+// Writes value bytes [from, from + IovBytes(src)) into the extents (`from` a
+// multiple of the 4 KiB unit; the range ends on one or at the value's end),
+// whole units, zero-padded, hashing the bytes into `sum`. No sync.
+// *drive_failed when a drive refused (it is then offline or full).
+Status WriteValueRange(ExtentStore::Impl& s, std::string_view key, std::span<const iovec> src, uint64_t from,
+                       uint64_t value_bytes, std::span<const ExtentRef> extents, ChecksumStream* sum,
+                       bool* drive_failed);
+// InvalidArgument, nothing stored, when the hash of the bytes written is not `checksum`.
+Status ChecksumMatches(std::string_view key, uint64_t value_bytes, uint64_t written, uint64_t checksum);
+// Reads value bytes [from, from + IovBytes(dst)) of `e` into dst, hashing
+// them into `sum` (unchecked until CheckValueSum).
+Status ReadValueRange(ExtentStore::Impl& s, const Entry& e, uint64_t from, std::span<const iovec> dst,
+                      ChecksumStream* sum);
+// Corruption naming the extents when `digest` is not the value's checksum.
+Status CheckValueSum(const Entry& e, uint64_t digest);
+// Pins the entry of `key` for a read and marks it used; NotFound on a miss.
+Result<std::shared_ptr<Entry>> PinForRead(ExtentStore::Impl& s, std::string_view key);
+// Drops the pin; a read that failed with Corruption drops the value, and any
+// failure becomes NotFound. `counted`: false when no read was attempted.
+Status FinishRead(ExtentStore::Impl& s, const std::shared_ptr<Entry>& e, const Status& read, bool counted = true);
 
 // Keys may be binary; log them readably and bounded.
 std::string KeyForLog(std::string_view key);
