@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -16,9 +18,11 @@
 
 #include "base/log.h"
 #include "client/client_from_config.h"
+#include "client/rdma.h"
 #include "config/server_config.h"
 #include "memkv/client.h"
 #include "nixl/transfer_engine.h"
+#include "server/rdma_endpoint.h"
 #include "tests/in_process_server.h"
 #include "verbs/fake.h"
 
@@ -317,6 +321,93 @@ TEST_F(RdmaTransportTest, LargeCallerBuffersAreRegisteredOnceAndUsedWithoutACopy
   EXPECT_EQ(client->UnregisterMemory(region.data()).code(), StatusCode::kNotFound);
   EXPECT_EQ(client->Stats().rdma_ops, 5u);
   EXPECT_EQ(client->Stats().rdma_zero_copy_ops, 4u);
+}
+
+// Fills `out` with a pattern that differs in every 8 bytes (cheap at GiB sizes).
+void FillPattern(std::span<uint8_t> out, uint64_t seed) {
+  uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 1;
+  size_t i = 0;
+  for (; i + 8 <= out.size(); i += 8) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    std::memcpy(out.data() + i, &x, 8);
+  }
+  for (; i < out.size(); ++i) out[i] = static_cast<uint8_t>(i);
+}
+
+// A value past 1 GiB (the most one WR carries, client::kMaxWrBytes) and far
+// past the largest bounce buffer: straight from and into the caller's
+// registered buffers in WRs of at most 1 GiB, and, for Get() without a
+// buffer, through one bounce buffer a piece at a time.
+TEST_F(RdmaTransportTest, AValueOfOverAGiBMovesByteExactInEveryForm) {
+  constexpr uint64_t kMiB = 1 << 20;
+  constexpr uint64_t kSize = 1300 * kMiB;
+  InProcessServer server(fabric_, ServerRdma(), 1536 * kMiB);
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  auto client = MakeClient(server, "rdma", 4096, 120000);
+  ASSERT_NE(client, nullptr);
+  std::vector<uint8_t> value(kSize);
+  FillPattern(value, 7);
+
+  uint64_t writes = fabric_.WritesCompleted();
+  ASSERT_TRUE(client->Put("big", value).ok());
+  EXPECT_EQ(fabric_.WritesCompleted() - writes, 2u);  // 1 GiB + 276 MiB, from the caller's buffer
+  EXPECT_EQ(client->Stats().rdma_zero_copy_ops, 1u);
+
+  std::vector<uint8_t> into(kSize + 1);
+  uint64_t reads = fabric_.ReadsCompleted();
+  auto n = client->GetInto("big", into);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  ASSERT_EQ(*n, kSize);
+  EXPECT_TRUE(std::equal(value.begin(), value.end(), into.begin()));
+  EXPECT_EQ(fabric_.ReadsCompleted() - reads, 2u);
+  EXPECT_EQ(client->Stats().rdma_zero_copy_ops, 2u);
+  into = {};
+
+  reads = fabric_.ReadsCompleted();
+  auto got = client->Get("big");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(*got == value);
+  // Pieces of the largest bounce buffer, never a whole-value copy.
+  EXPECT_EQ(fabric_.ReadsCompleted() - reads, (kSize + client::BouncePool::kMaxBufferBytes - 1) /
+                                                  client::BouncePool::kMaxBufferBytes);
+  ClientStats stats = client->Stats();
+  EXPECT_EQ(stats.rdma_ops, 3u);
+  EXPECT_EQ(stats.rdma_zero_copy_ops, 2u);
+  EXPECT_EQ(stats.rdma_bytes, 3 * kSize);
+  EXPECT_EQ(stats.tcp_ops, 0u);
+  EXPECT_EQ(stats.fallbacks, 0u);
+}
+
+TEST(RdmaGrantTest, SegmentsOfAnyRunFitTheWireAndTheDevice) {
+  // Addresses only: nothing is touched. A 5 GiB run and a small one.
+  std::vector<iovec> iov = {{reinterpret_cast<void*>(uintptr_t{0x100000}), (5ULL << 30) + 7},
+                            {reinterpret_cast<void*>(uintptr_t{0x900000000}), 4096}};
+  std::vector<proto::RemoteSegment> segments = GrantSegments(iov);
+  ASSERT_EQ(segments.size(), 7u);
+  uint64_t total = 0;
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(segments[i].addr, 0x100000 + i * kMaxGrantSegmentBytes);
+    EXPECT_EQ(segments[i].len, kMaxGrantSegmentBytes);
+  }
+  EXPECT_EQ(segments[5].addr, 0x100000 + (5ULL << 30));
+  EXPECT_EQ(segments[5].len, 7u);
+  EXPECT_EQ(segments[6].addr, 0x900000000u);
+  EXPECT_EQ(segments[6].len, 4096u);
+  for (const proto::RemoteSegment& s : segments) total += s.len;
+  EXPECT_EQ(total, (5ULL << 30) + 7 + 4096);
+}
+
+TEST(RdmaGrantTest, TheLeaseGrowsWithTheValueAtTheFloorRate) {
+  constexpr Nanos kSecond = 1'000'000'000;
+  EXPECT_EQ(RdmaGrantLease(30 * kSecond, 0), 30 * kSecond);
+  EXPECT_EQ(RdmaGrantLease(30 * kSecond, 4096), 30 * kSecond + 4096 * kSecond / (32 << 20));
+  EXPECT_EQ(RdmaGrantLease(30 * kSecond, 32ULL << 20), 31 * kSecond);
+  EXPECT_EQ(RdmaGrantLease(30 * kSecond, 16ULL << 30), (30 + 512) * kSecond);
+  EXPECT_EQ(RdmaGrantLease(30 * kSecond, 64ULL << 30), (30 + 2048) * kSecond);
+  EXPECT_EQ(RdmaGrantLease(30 * kSecond, UINT64_MAX), std::numeric_limits<Nanos>::max());
+  EXPECT_EQ(RdmaGrantLease(std::numeric_limits<Nanos>::max(), 1 << 20), std::numeric_limits<Nanos>::max());
 }
 
 // BatchPut / BatchGetInto of `count` keys; true when every value came back byte-exact.

@@ -26,6 +26,10 @@ int SizeClass(uint64_t size) {
 BouncePool::~BouncePool() = default;
 
 Result<BounceBuffer> BouncePool::Acquire(uint64_t size) {
+  if (size > kMaxBufferBytes) {
+    return InvalidArgument("RDMA bounce buffer of " + std::to_string(size) + " bytes asked for; the largest is " +
+                           std::to_string(kMaxBufferBytes) + " (client bug: larger values move in pieces)");
+  }
   const int size_class = SizeClass(size);
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<BounceBuffer>& free = free_[size_class];

@@ -62,8 +62,14 @@ struct BounceBuffer {
 
 // Registered buffers for callers whose memory is not registered: power-of-two
 // size classes, each buffer registered once when first made and reused.
+// No buffer is larger than kMaxBufferBytes: a larger value moves through one
+// such buffer a piece at a time (RdmaExchange), never through a whole-value
+// copy.
 class BouncePool {
  public:
+  static constexpr uint64_t kMaxBufferBytes = 16 << 20;
+
+  // InvalidArgument when `size` exceeds kMaxBufferBytes.
   explicit BouncePool(verbs::Context* context) : context_(context) {}
   ~BouncePool();
   Result<BounceBuffer> Acquire(uint64_t size);

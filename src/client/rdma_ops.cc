@@ -1,5 +1,7 @@
 #include "client/rdma_ops.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "base/checksum.h"
@@ -7,6 +9,34 @@
 #include "proto/messages.h"
 
 namespace memkv::client {
+
+std::vector<verbs::WorkRequest> TransferWrs(std::span<const proto::RemoteSegment> segments, uint64_t offset,
+                                            uint64_t length, verbs::WrOpcode opcode, uint8_t* local, uint32_t lkey,
+                                            uint32_t rkey, uint64_t max_wr_bytes) {
+  max_wr_bytes = std::clamp<uint64_t>(max_wr_bytes, 1, UINT32_MAX);
+  std::vector<verbs::WorkRequest> wrs;
+  const uint64_t end = offset + length;
+  uint64_t segment_start = 0;  // where the segment's bytes sit in the value
+  for (const proto::RemoteSegment& s : segments) {
+    if (segment_start >= end) break;
+    const uint64_t segment_end = segment_start + s.len;
+    uint64_t from = std::max(segment_start, offset);
+    const uint64_t to = std::min(segment_end, end);
+    while (from < to) {
+      verbs::WorkRequest wr;
+      wr.opcode = opcode;
+      wr.local = local + (from - offset);
+      wr.length = static_cast<uint32_t>(std::min(to - from, max_wr_bytes));
+      wr.lkey = lkey;
+      wr.remote_addr = s.addr + (from - segment_start);
+      wr.rkey = rkey;
+      wrs.push_back(wr);
+      from += wr.length;
+    }
+    segment_start = segment_end;
+  }
+  return wrs;
+}
 
 RdmaExchange::RdmaExchange(RdmaEngine* engine, ClientCounters* counters, proto::Opcode opcode, std::string_view key,
                            std::string_view server, std::span<const uint8_t> value,
@@ -158,57 +188,54 @@ Status RdmaExchange::StartTransfer(std::span<const uint8_t> meta) {
   return Status::Ok();
 }
 
+uint8_t* RdmaExchange::CallerBytes() const {
+  if (is_put()) return const_cast<uint8_t*>(put_value_.data());  // only read from (WRITE source)
+  return get_buffer_.has_value() ? get_buffer_->data() : nullptr;
+}
+
 void RdmaExchange::PostTransfer() {
   const uint64_t size = grant_.value_len;
-  uint8_t* local = nullptr;
-  uint32_t lkey = 0;
-  uint8_t* caller = is_put() ? const_cast<uint8_t*>(put_value_.data())  // only read from (WRITE source)
-                             : (get_buffer_.has_value() ? get_buffer_->data() : nullptr);
+  uint8_t* caller = CallerBytes();
   if (size > 0 && caller != nullptr && !bounce_only_) lease_ = channel_->registrations().Acquire(caller, size);
   zero_copy_ = lease_.has_value();
-  if (lease_.has_value()) {
-    local = caller;
-    lkey = lease_->lkey;
-  } else if (size > 0) {
-    Result<BounceBuffer> bounce = channel_->bounce().Acquire(size);
+  if (!lease_.has_value() && size > 0) {
+    Result<BounceBuffer> bounce = channel_->bounce().Acquire(std::min(size, BouncePool::kMaxBufferBytes));
     if (!bounce.ok()) {
       status_ = bounce.status().WithContext(Context());
       Then(Phase::kRelease);
       return;
     }
     bounce_ = *bounce;
-    if (is_put()) std::memcpy(bounce_.data, put_value_.data(), size);
+  }
+  if (!is_put() && !get_buffer_.has_value()) value_.resize(size);
+  moved_ = 0;
+  PostPiece();
+}
+
+void RdmaExchange::PostPiece() {
+  uint8_t* local = nullptr;
+  uint32_t lkey = 0;
+  const uint64_t left = grant_.value_len - moved_;
+  if (lease_.has_value()) {
+    piece_ = left;
+    local = CallerBytes() + moved_;
+    lkey = lease_->lkey;
+  } else {
+    piece_ = std::min(left, bounce_.capacity);
     local = bounce_.data;
     lkey = bounce_.lkey;
+    if (is_put() && piece_ > 0) std::memcpy(bounce_.data, put_value_.data() + moved_, piece_);
   }
-  std::vector<verbs::WorkRequest> wrs;
-  uint64_t offset = 0;
-  for (const proto::RemoteSegment& s : grant_.segments) {
-    if (s.len == 0) continue;
-    verbs::WorkRequest wr;
-    wr.opcode = is_put() ? verbs::WrOpcode::kWrite : verbs::WrOpcode::kRead;
-    wr.local = local + offset;
-    wr.length = s.len;
-    wr.lkey = lkey;
-    wr.remote_addr = s.addr;
-    wr.rkey = channel_->rkey();
-    wrs.push_back(wr);
-    offset += s.len;
-  }
+  std::vector<verbs::WorkRequest> wrs =
+      TransferWrs(grant_.segments, moved_, piece_, is_put() ? verbs::WrOpcode::kWrite : verbs::WrOpcode::kRead,
+                  local, lkey, channel_->rkey());
   phase_ = Phase::kTransfer;
   channel_->Submit(this, std::move(wrs), std::string(is_put() ? "RDMA WRITE of " : "RDMA READ of ") + Context());
 }
 
 bool RdmaExchange::FinishGet() {
-  uint8_t* dst = nullptr;
-  if (get_buffer_.has_value()) {
-    dst = get_buffer_->data();
-  } else {
-    value_.resize(value_size_);
-    dst = value_.data();
-  }
-  if (value_size_ > 0 && !lease_.has_value()) std::memcpy(dst, bounce_.data, value_size_);
-  if (Checksum(dst, value_size_) == checksum_) {
+  const uint8_t* got = get_buffer_.has_value() ? get_buffer_->data() : value_.data();
+  if (Checksum(got, value_size_) == checksum_) {
     status_ = Status::Ok();
     carried_by_rdma_ = true;
     return true;
@@ -219,6 +246,15 @@ bool RdmaExchange::FinishGet() {
 
 void RdmaExchange::OnRdmaDone(const Status& status, bool connection_lost) {
   if (status.ok()) {
+    if (!is_put() && !lease_.has_value() && piece_ > 0) {
+      uint8_t* dst = get_buffer_.has_value() ? get_buffer_->data() : value_.data();
+      std::memcpy(dst + moved_, bounce_.data, piece_);
+    }
+    moved_ += piece_;
+    if (moved_ < grant_.value_len) {
+      PostPiece();
+      return;
+    }
     if (is_put()) {
       Then(Phase::kCommit);  // the registration lease is held until the commit's verdict
       return;

@@ -8,7 +8,14 @@
 //
 // Large values move straight between the caller's buffer (registered on
 // first use and cached, RegistrationCache) and the server's pool; small ones,
-// and Get() without a caller buffer, are staged through the bounce pool. When the
+// and Get() without a caller buffer, are staged through the bounce pool. A
+// value larger than a bounce buffer (BouncePool::kMaxBufferBytes) that cannot
+// go straight (Get() without a buffer, a caller buffer the NIC refuses to
+// register, such as a read-only file mapping, or a stale registration) moves
+// through one bounce buffer a piece at a time: copy, transfer, next piece.
+// However the bytes are staged, no work request carries more than
+// kMaxWrBytes: a grant segment longer than that is split. The channel posts
+// what fits the send queues and the rest as completions free room. When the
 // connection has no RDMA (the server refused it, the engine downgraded) the
 // exchange is a plain TcpPut / TcpGet. When a transfer fails with the
 // connection still up (a completion error such as IBV_WC_RETRY_EXC_ERR):
@@ -31,6 +38,20 @@
 namespace memkv::client {
 
 class Connection;
+
+// The most one work request carries. Devices cap a message at their port's
+// max_msg_sz: 1 GiB on mlx5 (ConnectX), 2 GiB on rxe (Soft-RoCE), 2^31 by the
+// InfiniBand spec. verbs::PortInfo does not carry max_msg_sz yet, so the
+// lowest common value is used for every device.
+inline constexpr uint64_t kMaxWrBytes = uint64_t{1} << 30;
+
+// The work requests that move bytes [offset, offset + length) of a value laid
+// out in `segments` (a grant's, in value order) to or from `local`, which
+// holds exactly those bytes (inside the registration of `lkey`). No WR
+// carries more than `max_wr_bytes` (at most 4 GiB - 1).
+std::vector<verbs::WorkRequest> TransferWrs(std::span<const proto::RemoteSegment> segments, uint64_t offset,
+                                            uint64_t length, verbs::WrOpcode opcode, uint8_t* local, uint32_t lkey,
+                                            uint32_t rkey, uint64_t max_wr_bytes = kMaxWrBytes);
 
 class RdmaExchange final : public Exchange, public RdmaSink {
  public:
@@ -61,7 +82,13 @@ class RdmaExchange final : public Exchange, public RdmaSink {
   bool is_put() const { return opcode_ == proto::Opcode::kPut; }
   std::string Context() const;
   Status StartTransfer(std::span<const uint8_t> meta);
+  // Chooses the caller's registered buffer or the bounce pool, then PostPiece.
   void PostTransfer();
+  // Submits the WRs of the next piece: the rest of the value when it moves
+  // straight, else as much as the bounce buffer holds (a put copies it in).
+  void PostPiece();
+  // The caller's memory: a put's value, a get's buffer (null: Get() without one).
+  uint8_t* CallerBytes() const;
   // A get's bytes arrived: true when they verify (else the caller retries or misses).
   bool FinishGet();
   void Then(Phase next);  // re-enqueue on the connection for the next frame
@@ -88,6 +115,8 @@ class RdmaExchange final : public Exchange, public RdmaSink {
   std::optional<RegistrationCache::Lease> lease_;  // the caller's own buffer, registered
   bool bounce_only_ = false;  // a cached registration was stale once: copy from now on
   proto::RdmaGrant grant_;
+  uint64_t moved_ = 0;  // bytes of the value transferred by the pieces done
+  uint64_t piece_ = 0;  // bytes of the piece in flight
   uint64_t checksum_ = 0;
   uint64_t token_ = 0;
   uint64_t value_size_ = 0;

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "client/rdma_ops.h"
 #include "verbs/fake.h"
 
 namespace memkv::client {
@@ -84,6 +85,65 @@ TEST_F(RegistrationCacheTest, TrimsLeastRecentlyUsedButNeverOneInUseOrPinned) {
   EXPECT_FALSE(cache.Pin(pinned.data(), pinned.size()).ok());  // already pinned
   EXPECT_TRUE(cache.Unpin(pinned.data()).ok());
   EXPECT_EQ(cache.Unpin(pinned.data()).code(), StatusCode::kNotFound);
+}
+
+TEST(TransferWrsTest, CoversAWindowOfTheValueSplittingLongSegments) {
+  const std::vector<proto::RemoteSegment> segments = {{1000, 100}, {5000, 50}, {9000, 10}};
+  uint8_t local[200];
+  // Bytes 30..130 of the value: the tail of the first segment, most of the second.
+  std::vector<verbs::WorkRequest> wrs =
+      TransferWrs(segments, 30, 100, verbs::WrOpcode::kRead, local, 7, 9, /*max_wr_bytes=*/40);
+  ASSERT_EQ(wrs.size(), 3u);
+  EXPECT_EQ(wrs[0].remote_addr, 1030u);
+  EXPECT_EQ(wrs[0].length, 40u);
+  EXPECT_EQ(wrs[0].local, local);
+  EXPECT_EQ(wrs[1].remote_addr, 1070u);
+  EXPECT_EQ(wrs[1].length, 30u);
+  EXPECT_EQ(wrs[1].local, local + 40);
+  EXPECT_EQ(wrs[2].remote_addr, 5000u);
+  EXPECT_EQ(wrs[2].length, 30u);
+  EXPECT_EQ(wrs[2].local, local + 70);
+  for (const verbs::WorkRequest& wr : wrs) {
+    EXPECT_EQ(wr.opcode, verbs::WrOpcode::kRead);
+    EXPECT_EQ(wr.lkey, 7u);
+    EXPECT_EQ(wr.rkey, 9u);
+  }
+  // The whole value in one window: every byte once, in order.
+  wrs = TransferWrs(segments, 0, 160, verbs::WrOpcode::kWrite, local, 1, 2, 64);
+  uint64_t total = 0;
+  for (const verbs::WorkRequest& wr : wrs) {
+    EXPECT_EQ(wr.local, local + total);
+    EXPECT_LE(wr.length, 64u);
+    total += wr.length;
+  }
+  EXPECT_EQ(total, 160u);
+  EXPECT_EQ(wrs.size(), 4u);  // 64 + 36, 50, 10
+  EXPECT_TRUE(TransferWrs(segments, 160, 0, verbs::WrOpcode::kWrite, local, 1, 2).empty());
+}
+
+TEST(TransferWrsTest, NoWrCarriesMoreThanTheDeviceLimit) {
+  // One 3 GiB run of the pool (a server older than its 1 GiB grant segments
+  // could not say so, but nothing here depends on the segment size).
+  const std::vector<proto::RemoteSegment> segments = {{0x10000, 0xC0000000u}};
+  std::vector<verbs::WorkRequest> wrs =
+      TransferWrs(segments, 0, 0xC0000000u, verbs::WrOpcode::kWrite, nullptr, 1, 2);
+  ASSERT_EQ(wrs.size(), 3u);
+  for (size_t i = 0; i < wrs.size(); ++i) {
+    EXPECT_EQ(wrs[i].length, kMaxWrBytes);
+    EXPECT_EQ(wrs[i].remote_addr, 0x10000 + i * kMaxWrBytes);
+  }
+}
+
+TEST_F(RegistrationCacheTest, BounceBuffersAreNeverLargerThanTheLargestClass) {
+  BouncePool pool(context_.get());
+  Result<BounceBuffer> largest = pool.Acquire(BouncePool::kMaxBufferBytes);
+  ASSERT_TRUE(largest.ok()) << largest.status().ToString();
+  EXPECT_EQ(largest->capacity, BouncePool::kMaxBufferBytes);
+  Result<BounceBuffer> whole = pool.Acquire(BouncePool::kMaxBufferBytes + 1);
+  EXPECT_EQ(whole.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(pool.buffers_in_use(), 1u);
+  pool.Release(*largest);
+  EXPECT_EQ(pool.buffers_in_use(), 0u);
 }
 
 // A channel whose QPs are connected to a peer context's QPs.

@@ -1,6 +1,7 @@
 #include "server/rdma_endpoint.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "base/log.h"
 
@@ -16,6 +17,34 @@ std::string Join(const std::vector<std::string>& names) {
 }
 
 }  // namespace
+
+std::vector<proto::RemoteSegment> GrantSegments(std::span<const iovec> iov) {
+  std::vector<proto::RemoteSegment> out;
+  out.reserve(iov.size());
+  for (const iovec& v : iov) {
+    const auto base = reinterpret_cast<uint64_t>(v.iov_base);
+    for (uint64_t done = 0; done < v.iov_len;) {
+      const uint64_t len = std::min<uint64_t>(v.iov_len - done, kMaxGrantSegmentBytes);
+      out.push_back({base + done, static_cast<uint32_t>(len)});
+      done += len;
+    }
+  }
+  return out;
+}
+
+Nanos RdmaGrantLease(Nanos base_ns, uint64_t value_bytes) {
+  constexpr uint64_t kNanosPerSecond = 1'000'000'000;
+  // Whole seconds first, then the remainder: no intermediate product overflows.
+  const auto max = static_cast<uint64_t>(std::numeric_limits<Nanos>::max());
+  const uint64_t seconds = value_bytes / kGrantLeaseFloorBytesPerSecond;
+  if (seconds > max / kNanosPerSecond - 1) return std::numeric_limits<Nanos>::max();
+  const uint64_t rest_ns = value_bytes % kGrantLeaseFloorBytesPerSecond * kNanosPerSecond /
+                           kGrantLeaseFloorBytesPerSecond;
+  const uint64_t transfer_ns = seconds * kNanosPerSecond + rest_ns;
+  const uint64_t base = base_ns > 0 ? static_cast<uint64_t>(base_ns) : 0;
+  if (transfer_ns > max - base) return std::numeric_limits<Nanos>::max();
+  return static_cast<Nanos>(base + transfer_ns);
+}
 
 RdmaEndpoint::~RdmaEndpoint() = default;
 

@@ -15,11 +15,16 @@
 #ifndef MEMKV_SERVER_RDMA_ENDPOINT_H_
 #define MEMKV_SERVER_RDMA_ENDPOINT_H_
 
+#include <sys/uio.h>
+
+#include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "config/server_config.h"
 #include "memkv/status.h"
 #include "proto/messages.h"
@@ -28,6 +33,27 @@
 #include "verbs/verbs.h"
 
 namespace memkv {
+
+// The longest segment a grant hands out. RemoteSegment::len is 32 bits, and a
+// value in one run of the pool may be far longer (up to 64 GiB); 1 GiB pieces
+// also fit every device's largest message (mlx5's max_msg_sz is 1 GiB), so
+// the client posts one WR per segment.
+inline constexpr uint64_t kMaxGrantSegmentBytes = uint64_t{1} << 30;
+
+// The grant's segments for a value placed at `iov` (a PendingPut's or a
+// ReadHandle's), in value order, none longer than kMaxGrantSegmentBytes.
+std::vector<proto::RemoteSegment> GrantSegments(std::span<const iovec> iov);
+
+// The slowest a client is assumed to move a granted value: half of what a
+// 1 GbE link carries, well under any RDMA NIC and above Soft-RoCE in a guest.
+inline constexpr uint64_t kGrantLeaseFloorBytesPerSecond = 32ULL << 20;
+
+// How long a slot or pin of `value_bytes` may be held before the connection
+// is closed: `base_ns` (rdma_grant_lease_ms, for the round trips and a
+// stalled client) plus the time the value takes at
+// kGrantLeaseFloorBytesPerSecond (16 GiB: about 8.5 minutes more). Saturates
+// instead of overflowing.
+Nanos RdmaGrantLease(Nanos base_ns, uint64_t value_bytes);
 
 class RdmaEndpoint {
  public:
