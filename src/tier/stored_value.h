@@ -2,7 +2,10 @@
 // ReadHandle: its bytes stay where they are, unevictable, until the value is
 // destroyed) or, read from a drive and not copied into DRAM, held in a buffer
 // of its own. Either way iov() is valid as long as the StoredValue lives, also
-// across moves, so a response can send straight from it.
+// across moves, so a response can send straight from it. A value too large
+// for either is streamed(): its bytes are still on the drives, to be read a
+// piece at a time through stream() (TieredStore::MoveStreamPiece), and iov()
+// is empty.
 //
 // Move-only. Not thread-safe; may be moved to and destroyed on any thread,
 // but must not outlive the store it came from.
@@ -12,11 +15,13 @@
 #include <sys/uio.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
 
 #include "storage/memory_store.h"
+#include "tier/value_stream.h"
 
 namespace memkv {
 
@@ -44,10 +49,19 @@ class StoredValue {
     return v;
   }
 
+  static StoredValue Streamed(std::shared_ptr<ValueStream> stream) {
+    StoredValue v;
+    v.stream_ = std::move(stream);
+    return v;
+  }
+
   // In the DRAM pool (an RDMA READ can be granted on it).
   bool pinned() const { return pinned_; }
-  uint64_t size() const { return pinned_ ? pin_.size() : bytes_.size(); }
-  uint64_t checksum() const { return pinned_ ? pin_.checksum() : checksum_; }
+  // On the drives, to be read in pieces through stream().
+  bool streamed() const { return stream_ != nullptr; }
+  const std::shared_ptr<ValueStream>& stream() const { return stream_; }
+  uint64_t size() const { return pinned_ ? pin_.size() : stream_ ? stream_->size() : bytes_.size(); }
+  uint64_t checksum() const { return pinned_ ? pin_.checksum() : stream_ ? stream_->checksum() : checksum_; }
   // The bytes, in order (empty for an empty value).
   std::span<const iovec> iov() const {
     if (pinned_) return pin_.iov();
@@ -66,6 +80,7 @@ class StoredValue {
   std::vector<uint8_t> bytes_;
   iovec bytes_iov_{};
   uint64_t checksum_ = 0;
+  std::shared_ptr<ValueStream> stream_;
 };
 
 }  // namespace memkv

@@ -36,6 +36,17 @@
 //     (CompletionInbox::Take), or drops it when the owner is gone.
 // Whatever `done` captures must stay valid until it runs or is dropped.
 //
+// Values in pieces: with drives, a value over a quarter of the DRAM pool
+// (StreamsPut) is not staged in DRAM at all. Its put reserves extents on the
+// drives (BeginStreamPut), writes them a window at a time as the bytes
+// arrive (MoveStreamPiece), and publishes the whole, checked, under the key's
+// lock, dropping any DRAM copy of the key (FinishStreamPut); until then
+// readers see the previous value, and a put given up frees its extents. A
+// get of a value on the drives that is too large for a buffer of its own
+// (over kStreamGetBytes) and is not promoted comes back streamed(): the
+// caller reads it a window at a time (MoveStreamPiece). These always
+// complete from `reply`.
+//
 // Thread-safety: every method may be called from any thread. The destructor
 // runs every queued drive job, then joins the I/O threads. Completions still
 // in an inbox hold pool pins and reservations: drain or close the inboxes
@@ -65,6 +76,7 @@
 #include "tier/completion_inbox.h"
 #include "tier/io_threads.h"
 #include "tier/stored_value.h"
+#include "tier/value_stream.h"
 
 namespace memkv {
 
@@ -106,6 +118,11 @@ class TieredStore {
   using StatusesDone = Callback<void(std::vector<Status>)>;
   using ValueDone = Callback<void(Result<StoredValue>)>;
   using ValuesDone = Callback<void(std::vector<Result<StoredValue>>)>;
+  using StreamDone = Callback<void(Result<std::shared_ptr<ValueStream>>)>;
+
+  // A value on the drives larger than this, not promoted to DRAM, is read
+  // in pieces (StoredValue::streamed()) rather than into a buffer of its own.
+  static constexpr uint64_t kStreamGetBytes = 4 * ValueStream::kWindowBytes;
 
   // `drives` null: memory mode.
   TieredStore(std::unique_ptr<MemoryStore> memory, std::unique_ptr<ExtentStore> drives,
@@ -156,6 +173,25 @@ class TieredStore {
   template <std::invocable<Status> Done>
   Completion Delete(std::string_view key, const ReplyTo& reply, Done&& done);
 
+  // --- Values in pieces (see above); with drives only. ---
+
+  // Whether a put of `size` bytes goes to the drives in pieces.
+  bool StreamsPut(uint64_t size) const;
+  // Reserves the drive space of a put of `size` bytes under `key` (evicting
+  // the drives' coldest values for room, as a put does). done(Result<
+  // std::shared_ptr<ValueStream>>): ResourceExhausted without room, TooLarge
+  // beyond the drives' extent limit.
+  void BeginStreamPut(std::string key, uint64_t size, const ReplyTo& reply, StreamDone done);
+  // Moves the stream's next piece (next_piece() bytes): a put's window to the
+  // drives, or the drives to a get's window. done(Status): a failed piece
+  // ends the stream (a put is lost, its extents freed when it goes; a get's
+  // value that fails its checksum is dropped: Corruption).
+  void MoveStreamPiece(std::shared_ptr<ValueStream> stream, const ReplyTo& reply, StatusDone done);
+  // A put whose pieces are all written: checks them against `checksum`
+  // (InvalidArgument, nothing stored) and publishes the value. done(Status).
+  void FinishStreamPut(std::shared_ptr<ValueStream> stream, uint64_t checksum, const ReplyTo& reply,
+                       StatusDone done);
+
   // --- Reporting (admin endpoint); any thread. ---
 
   MemoryStoreStats MemoryStats() const { return memory_->Stats(); }
@@ -195,6 +231,9 @@ class TieredStore {
                    CompletionInbox::Closure finish);
 
   // Blocking, on the I/O threads.
+  // Runs `attempt` (a drive write of `size` bytes) again while it fails for
+  // want of room that evicting the drives' coldest values can make.
+  Status WithDriveRoom(uint64_t size, const std::function<Status()>& attempt);
   Status WriteThrough(PendingPut put, const std::string& key, uint64_t checksum);
   bool EvictionCanHelp(uint64_t extents) const;
   // `size`: what the drive index said before the key's lock was taken.

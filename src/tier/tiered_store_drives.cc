@@ -115,25 +115,27 @@ std::mutex& TieredStore::StripeFor(std::string_view key) {
   return stripes_[std::hash<std::string_view>{}(key) % stripes_.size()];
 }
 
-Status TieredStore::WriteThrough(PendingPut put, const std::string& key, uint64_t checksum) {
-  std::lock_guard<std::mutex> lock(StripeFor(key));
+Status TieredStore::WithDriveRoom(uint64_t size, const std::function<Status()>& attempt) {
   const uint64_t block = drives_->block_size_bytes();
-  const uint64_t extents = std::max<uint64_t>(1, (put.size() + block - 1) / block);
+  const uint64_t extents = std::max<uint64_t>(1, (size + block - 1) / block);
   Status s;
-  for (int attempt = 0; attempt < kMaxRoomAttempts; ++attempt) {
-    s = drives_->PutIov(key, put.iov(), checksum);
+  for (int round = 0; round < kMaxRoomAttempts; ++round) {
+    s = attempt();
     if (s.code() != StatusCode::kResourceExhausted || !EvictionCanHelp(extents)) break;
     // Values DRAM holds are hot (their reads never reach the drives' LRU):
     // evict them from the drives last. Ask for the bytes this put needs.
     Result<std::vector<std::string>> evicted = drives_->EvictColdest(
-        std::max<uint64_t>(1, put.size()), [this](std::string_view k) { return memory_->Exists(k); });
+        std::max<uint64_t>(1, size), [this](std::string_view k) { return memory_->Exists(k); });
     if (!evicted.ok()) break;
     drive_evictions_.fetch_add(evicted->size(), std::memory_order_relaxed);
   }
-  if (!s.ok()) {
-    write_failures_.fetch_add(1, std::memory_order_relaxed);
-    return s;
-  }
+  if (!s.ok()) write_failures_.fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
+Status TieredStore::WriteThrough(PendingPut put, const std::string& key, uint64_t checksum) {
+  std::lock_guard<std::mutex> lock(StripeFor(key));
+  MEMKV_RETURN_IF_ERROR(WithDriveRoom(put.size(), [&] { return drives_->PutIov(key, put.iov(), checksum); }));
   return memory_->CommitPut(std::move(put), key, checksum);
 }
 
@@ -168,7 +170,12 @@ Result<StoredValue> TieredStore::ReadOnce(const std::string& key, uint64_t size,
     return TooLarge("get '" + key.substr(0, 64) + "': the value changed from " + std::to_string(size) + " to " +
                     std::to_string(read.size_bytes) + " bytes while it was being read");
   };
-  if (options_.promote_on_read || need == ReadNeed::kDramPin) {
+  if (StreamsPut(size) && need == ReadNeed::kDramPin) {
+    return ResourceExhausted("value of " + std::to_string(size) +
+                             " bytes is on a drive and over a quarter of the DRAM pool, too large to stage there "
+                             "for RDMA; it is read over TCP");
+  }
+  if ((options_.promote_on_read && !StreamsPut(size)) || need == ReadNeed::kDramPin) {
     Status no_room;
     Result<PendingPut> put = memory_->BeginPut(size);
     if (put.ok()) {
@@ -192,6 +199,14 @@ Result<StoredValue> TieredStore::ReadOnce(const std::string& key, uint64_t size,
                                " bytes is on a drive and the DRAM pool has no room to stage it for RDMA: " +
                                no_room.message());
     }
+  }
+  if (size > kStreamGetBytes) {
+    MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<ExtentReader> reader, drives_->BeginGet(key));
+    auto stream = std::shared_ptr<ValueStream>(new ValueStream(key, reader->size()));
+    stream->checksum_ = reader->checksum();
+    stream->reader_ = std::move(reader);
+    drive_hits_.fetch_add(1, std::memory_order_relaxed);
+    return StoredValue::Streamed(std::move(stream));
   }
   std::vector<uint8_t> bytes(size);
   const iovec one{bytes.data(), bytes.size()};
