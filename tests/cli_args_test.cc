@@ -189,11 +189,10 @@ TEST_F(CliArgsTest, GetToDashIsStandardOutput) {
   EXPECT_EQ(ReadAll(dir_.path() + "/-"), "through stdout");
 }
 
-// Runs `memkv put KEY -` reading /dev/zero (an endless stream) with its
-// address space capped, so the old unbounded read fails fast instead of
-// eating the host. Returns the exit status (-1: still running at the deadline).
-// `memkv put endless/key -` reading /dev/zero: its exit code and peak
-// resident set (-1, 0 when it did not exit within 30 s).
+// `memkv put endless/key -` reading /dev/zero (an endless stream) with its
+// address space capped at 1 GiB (put reads a stream up to 64 GiB or the
+// host's memory, so without the cap it would eat the host): its exit code and
+// peak resident set (-1, 0 when it did not exit within 30 s).
 struct EndlessPut {
   int exit_code = -1;
   int64_t max_rss_bytes = 0;
@@ -205,6 +204,8 @@ EndlessPut PutFromDevZero(const std::map<std::string, std::string>& env, const s
   for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
   const pid_t pid = ::fork();
   if (pid == 0) {
+    const rlimit address_space{1ULL << 30, 1ULL << 30};
+    ::setrlimit(RLIMIT_AS, &address_space);
     const int in = ::open("/dev/zero", O_RDONLY);
     const int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     ::dup2(in, 0);
@@ -230,15 +231,17 @@ EndlessPut PutFromDevZero(const std::map<std::string, std::string>& env, const s
   return result;
 }
 
-TEST_F(CliArgsTest, PutFromAnEndlessStreamStopsAtTheValueLimit) {
+TEST_F(CliArgsTest, PutFromAnEndlessStreamFailsWithALineWhenMemoryRunsOut) {
   const std::string err_path = dir_.path() + "/put.err";
   const EndlessPut put = PutFromDevZero(Env(), err_path);
   const std::string err = ReadAll(err_path);
   EXPECT_EQ(put.exit_code, 6) << err;
-  // It stopped at 256 MiB and a chunk, where it once read on without limit.
-  EXPECT_GT(put.max_rss_bytes, 0);
+  // It read past the 256 MiB it once stopped at, and failed with a line, not
+  // a crash, when its buffer could not double again.
+  EXPECT_GT(put.max_rss_bytes, int64_t{256} << 20) << "peak RSS of memkv put";
   EXPECT_LT(put.max_rss_bytes, int64_t{1} << 30) << "peak RSS of memkv put";
-  EXPECT_NE(err.find("256 MiB"), std::string::npos) << err;
+  EXPECT_NE(err.find("of standard input in memory"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_NE(err.find("memkv put: "), std::string::npos) << err;
   EXPECT_EQ(RunMemkv({"get", "endless/key"}, Env()).exit_code, 1) << "nothing is stored";
 }

@@ -377,6 +377,53 @@ TEST_F(CliTest, ValueLargerThanTheServersPoolExitsSix) {
   EXPECT_EQ(RunMemkv({"get", "cli/too-large"}, env).exit_code, 1);
 }
 
+// Past the 256 MiB that put once stopped at: a file (mapped, not copied) and
+// the same bytes on standard input, each read back byte-exact.
+TEST_F(CliTest, PutTakesValuesPast256MiBFromAFileAndFromStandardInput) {
+  ServerProcess big;
+  ServerSpec spec;
+  spec.memory_max_size = "1 GiB";
+  spec.memory_block_size = "2 MiB";
+  spec.memory_yaml = "  prefault: false\n";
+  Status s = big.Start(spec);
+  ASSERT_TRUE(s.ok()) << s.ToString() << big.Stderr();
+  const std::map<std::string, std::string> env = {{"MEMKV_SERVERS", big.address()}, {"MEMKV_AUTH_KEY", kTestKeyHex},
+                                                  {"MEMKV_TIMEOUT_MS", "120000"}};
+  const std::string data = AsString(Pattern((300 << 20) + 3, 11));
+  const std::string file = dir_.Write("big.bin", data);
+  CommandResult r = RunMemkv({"put", "cli/big-file", file}, env, "", 120000);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = RunMemkv({"put", "cli/big-stdin"}, env, data, 120000);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* key : {"cli/big-file", "cli/big-stdin"}) {
+    const std::string out = dir_.path() + "/out.bin";
+    r = RunMemkv({"get", key, "-o", out}, env, "", 120000);
+    ASSERT_EQ(r.exit_code, 0) << key << ": " << r.err;
+    const std::string got = ReadWholeFile(out);
+    EXPECT_EQ(got.size(), data.size()) << key;
+    EXPECT_TRUE(got == data) << key << ": bytes differ";
+  }
+}
+
+// Standard input larger than the server's memory.max_value_size: the client
+// refuses it before sending, naming the limit; nothing is stored.
+TEST_F(CliTest, StandardInputPastTheServersValueLimitExitsSixNamingIt) {
+  ServerProcess small;
+  ServerSpec spec;
+  spec.memory_max_size = "16 MiB";
+  spec.memory_yaml = "  max_value_size: 1 MiB\n";
+  Status s = small.Start(spec);
+  ASSERT_TRUE(s.ok()) << s.ToString() << small.Stderr();
+  const std::map<std::string, std::string> env = {{"MEMKV_SERVERS", small.address()}, {"MEMKV_AUTH_KEY", kTestKeyHex}};
+  CommandResult r = RunMemkv({"put", "cli/over"}, env, AsString(Pattern((1 << 20) + 1, 4)));
+  EXPECT_EQ(r.exit_code, 6) << r.err;
+  EXPECT_EQ(CountLines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("1048577"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("max_value_size"), std::string::npos) << r.err;
+  EXPECT_EQ(RunMemkv({"get", "cli/over"}, env).exit_code, 1);
+  EXPECT_EQ(RunMemkv({"put", "cli/at-limit"}, env, AsString(Pattern(1 << 20, 4))).exit_code, 0);
+}
+
 TEST_F(CliTest, StartWithAnInvalidConfigNamesEveryProblemAndExitsThree) {
   const std::string bad = dir_.Write("bad.yaml",
                                      "network:\n"

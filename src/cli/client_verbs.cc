@@ -1,5 +1,7 @@
 // memkv put / get / del / exists / ls: the client library from the shell.
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,8 +10,11 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <span>
+#include <utility>
 
 #include "base/log.h"
+#include "base/unique_fd.h"
 #include "base/units.h"
 #include "cli/args.h"
 #include "cli/cli.h"
@@ -33,8 +38,11 @@ constexpr const char* kVerbUsage = R"(Usage:
 
 "--" ends the options: memkv put -- -key file, memkv get -- -key.
 -o FILE and --output=FILE are the same; -o - is standard output. A FILE
-that begins with '-' is written --output=-file (or -o ./-file). put stops
-reading past 256 MiB, the largest value a server takes (exit 6).
+that begins with '-' is written --output=-file (or -o ./-file). put maps
+FILE (no copy) or reads standard input until EOF; a value larger than the
+server's memory.max_value_size (default 16 GiB) is refused before anything
+is sent (exit 6). Standard input stops at 64 GiB, or this host's memory when
+less, and stores nothing (exit 6).
 
 Servers and key: the YAML named by MEMKV_CONFIG, then MEMKV_SERVERS,
 MEMKV_AUTH_KEY, MEMKV_TRANSPORT, MEMKV_TIMEOUT_MS (each operation's deadline,
@@ -106,42 +114,111 @@ int Report(const std::string& verb, const Status& status) {
   return ExitCodeFor(status);
 }
 
-// Reads the value to put, stopping at one byte past the largest value a
-// server takes: an endless stream (`yes | memkv put K -`) must fail, not eat
-// the host's memory.
-Result<std::vector<uint8_t>> ReadInput(const std::string& path) {
+// The value to put: a regular file mapped read-only (no copy; a file cut
+// short by another process while it is read kills the command with SIGBUS),
+// or a stream (standard input, a pipe, a device) read until EOF into one
+// anonymous mapping that grows by doubling (mremap moves pages, never bytes).
+class InputValue {
+ public:
+  InputValue() = default;
+  InputValue(InputValue&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(other.size_), mapped_(other.mapped_) {}
+  InputValue& operator=(InputValue&&) = delete;
+  ~InputValue() {
+    if (data_ != nullptr) ::munmap(data_, mapped_);
+  }
+
+  static Result<InputValue> MapFile(int fd, uint64_t size, const std::string& name) {
+    InputValue v;
+    if (size == 0) return v;
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) return IoError("cannot map " + name + " (" + FormatSize(size) + "): " + std::strerror(errno));
+    (void)::madvise(p, size, MADV_SEQUENTIAL);
+    v.data_ = static_cast<uint8_t*>(p);
+    v.size_ = v.mapped_ = size;
+    return v;
+  }
+
+  // Reads `fd` until EOF, failing once it has more than `limit` bytes.
+  static Result<InputValue> ReadStream(int fd, uint64_t limit, const std::string& name, const std::string& why) {
+    InputValue v;
+    constexpr uint64_t kFirst = 1 << 20;
+    const uint64_t cap = limit + 1;  // one byte past the limit tells an oversized stream
+    for (;;) {
+      if (v.size_ == v.mapped_) {
+        if (v.size_ >= cap) {
+          return TooLarge(name + " holds more than " + FormatSize(limit) + ", " + why +
+                          "; stopped reading there and stored nothing");
+        }
+        MEMKV_RETURN_IF_ERROR(v.Grow(std::min(cap, std::max(kFirst, 2 * v.mapped_)), name));
+      }
+      const ssize_t n = ::read(fd, v.data_ + v.size_, v.mapped_ - v.size_);
+      if (n == 0) return v;
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return IoError("cannot read " + name + ": " + std::strerror(errno));
+      }
+      v.size_ += static_cast<size_t>(n);
+    }
+  }
+
+  std::span<const uint8_t> bytes() const { return {data_, size_}; }
+
+ private:
+  Status Grow(uint64_t bytes, const std::string& name) {
+    void* p = data_ == nullptr ? ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                               : ::mremap(data_, mapped_, bytes, MREMAP_MAYMOVE);
+    if (p == MAP_FAILED) {
+      return ResourceExhausted("cannot hold " + FormatSize(bytes) + " of " + name + " in memory: " +
+                               std::strerror(errno));
+    }
+    data_ = static_cast<uint8_t*>(p);
+    mapped_ = bytes;
+    return Status::Ok();
+  }
+
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  size_t mapped_ = 0;
+};
+
+// How much of a stream put reads: the server's memory.max_value_size is not
+// known to the command (the client applies it, refusing a larger value
+// before sending it), so the protocol's ceiling, or this host's memory when
+// that is less: an endless stream (`yes | memkv put K -`) must fail with a
+// line, not be killed for memory.
+std::pair<uint64_t, std::string> StreamLimit() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  const uint64_t memory = pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)
+                                                     : UINT64_MAX;
+  if (memory < proto::kMaxValueBytesCeiling) return {memory, "this host's memory"};
+  return {proto::kMaxValueBytesCeiling, "the largest value the protocol carries"};
+}
+
+// The value to put from `path` ("-": standard input). Whether the server
+// takes its size is the client's to say (TooLarge, naming the server's limit).
+Result<InputValue> ReadInput(const std::string& path) {
   const std::string name = path == "-" ? std::string("standard input") : path;
+  UniqueFd owned;
   int fd = STDIN_FILENO;
   if (path != "-") {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return InvalidArgument("cannot open " + path + ": " + std::strerror(errno));
-  }
-  auto too_large = [&name] {
-    return TooLarge(name + " holds more than the largest value a server takes (" +
-                    FormatSize(proto::kMaxValueBytes) + "); stopped reading there and stored nothing");
-  };
-  std::vector<uint8_t> data;
-  Status status = Status::Ok();
-  constexpr size_t kChunk = 1 << 16;
-  for (;;) {
-    if (data.size() > proto::kMaxValueBytes) {
-      status = too_large();
-      break;
-    }
-    const size_t old_size = data.size();
-    data.resize(old_size + kChunk);
-    ssize_t n = ::read(fd, data.data() + old_size, kChunk);
-    data.resize(old_size + static_cast<size_t>(std::max<ssize_t>(n, 0)));
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      status = IoError("cannot read " + name + ": " + std::strerror(errno));
-      break;
+    owned = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!owned.valid()) return InvalidArgument("cannot open " + path + ": " + std::strerror(errno));
+    fd = owned.get();
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return IoError("cannot stat " + path + ": " + std::strerror(errno));
+    if (S_ISREG(st.st_mode)) {
+      const auto size = static_cast<uint64_t>(st.st_size);
+      if (size > proto::kMaxValueBytesCeiling) {
+        return TooLarge(path + " is " + FormatSize(size) + ", more than the largest value the protocol carries (" +
+                        FormatSize(proto::kMaxValueBytesCeiling) + "); stored nothing");
+      }
+      return InputValue::MapFile(fd, size, name);
     }
   }
-  if (fd != STDIN_FILENO) ::close(fd);
-  if (!status.ok()) return status;
-  return data;
+  const auto [limit, why] = StreamLimit();
+  return InputValue::ReadStream(fd, limit, name, why);
 }
 
 // Writes `data` to the file `path`, or to standard output when `path` is
@@ -239,9 +316,9 @@ int RunClientVerb(const std::string& verb, const std::vector<std::string>& args,
   }
   const std::string& key = positional[0];
   if (verb == "put") {
-    Result<std::vector<uint8_t>> data = ReadInput(positional.size() == 2 ? positional[1] : "-");
+    Result<InputValue> data = ReadInput(positional.size() == 2 ? positional[1] : "-");
     if (!data.ok()) return Report(verb, data.status());
-    Status s = (*client)->Put(key, *data);
+    Status s = (*client)->Put(key, data->bytes());
     return s.ok() ? kExitOk : Report(verb, s);
   }
   if (verb == "get") {
