@@ -253,6 +253,12 @@ std::shared_ptr<File> TakeFd(int fd) {
   return file;
 }
 
+std::vector<std::pair<int, std::shared_ptr<File>>> OpenFiles() {
+  Table& table = GetTable();
+  std::lock_guard<std::mutex> lock(table.mu);
+  return {table.files.begin(), table.files.end()};
+}
+
 int IsDirectory(const std::string& key, bool* is_dir) {
   if (key.empty()) {
     *is_dir = true;
@@ -461,30 +467,4 @@ int ListDirectory(const std::string& key, std::vector<DirEntry>* entries) {
   return ListChildren(key, entries);
 }
 
-}  // namespace memkv::preload
-
-namespace memkv::preload {
-namespace {
-
-// A program that exits with files still open for writing: put them, as the
-// kernel would have kept their bytes. (stdio buffers are flushed after this
-// runs: a FILE must be fclose'd.)
-__attribute__((destructor)) void CommitAtExit() {
-  // What stdio still buffers belongs in the memfds before they are put
-  // (exit() would flush it only after this destructor).
-  fflush(nullptr);
-  std::vector<std::pair<int, std::shared_ptr<File>>> open_files;
-  {
-    Table& table = GetTable();
-    std::lock_guard<std::mutex> lock(table.mu);
-    open_files.assign(table.files.begin(), table.files.end());
-  }
-  for (auto& [fd, file] : open_files) {
-    if (int err = CommitIfDirty(*file, fd, /*stays_open=*/false)) {
-      LogLine("put of '" + file->key + "' at exit failed: " + strerror(err));
-    }
-  }
-}
-
-}  // namespace
 }  // namespace memkv::preload

@@ -35,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "preload/paths.h"
@@ -100,6 +101,8 @@ std::shared_ptr<File> LookupFd(int fd);
 bool MaybeShimFd(int fd);
 void InsertFd(int fd, std::shared_ptr<File> file);
 std::shared_ptr<File> TakeFd(int fd);
+// Every shim descriptor and its file, as the table holds them now.
+std::vector<std::pair<int, std::shared_ptr<File>>> OpenFiles();
 
 // open() of a target: a new shim fd, or -1 with errno set.
 int OpenTarget(const Target& target, int flags);

@@ -16,6 +16,7 @@
 #include "preload/files.h"
 #include "preload/hooks.h"
 #include "preload/real.h"
+#include "preload/stats.h"
 
 namespace memkv::preload {
 namespace {
@@ -87,13 +88,15 @@ int DupResult(int old_fd, int new_fd) {
 // dup2 and dup3 close new_fd first: a shim file there is released as close()
 // would (a shell restoring its stdout after `builtin >> file` puts the file
 // here). As with close errors in dup2(2), a failed put does not fail the
-// call: it is reported on stderr.
+// call: it is reported on stderr and counted as unreported (exit.cc).
 void ReleaseReplaced(int new_fd) {
   std::shared_ptr<File> old = TakeFd(new_fd);
   if (!old) return;
   if (int err = ReleaseFile(old, new_fd)) {
+    uint64_t lost = CountUnreported();
     LogLine("put of '" + old->key + "' when descriptor " + std::to_string(new_fd) + " was replaced failed: " +
-            strerror(err));
+            strerror(err) + " (" + std::to_string(lost) + (lost == 1 ? " put" : " puts") +
+            " failed where no call could return the error)");
   }
 }
 

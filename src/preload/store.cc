@@ -13,6 +13,7 @@
 
 #include "memkv/memkv.h"
 #include "preload/real.h"
+#include "preload/stats.h"
 
 namespace memkv::preload {
 namespace {
@@ -155,9 +156,7 @@ int LoadUnsized(memkv_client_t* client, const std::string& key, int fd) {
 // How many times Load asks a value's size again when it grew under it.
 constexpr int kLoadAttempts = 4;
 
-}  // namespace
-
-int Load(const std::string& key, int fd, uint64_t size_hint) {
+int LoadValue(const std::string& key, int fd, uint64_t size_hint) {
   memkv_client_t* client = nullptr;
   if (int err = GetClient(&client)) return err;
   uint64_t size = size_hint;
@@ -176,12 +175,42 @@ int Load(const std::string& key, int fd, uint64_t size_hint) {
   return EAGAIN;
 }
 
+int PutValue(const std::string& key, int fd, uint64_t* size_out) {
+  memkv_client_t* client = nullptr;
+  if (int err = GetClient(&client)) return err;
+  struct stat st {};
+  if (Real().fstat(fd, &st) != 0) return errno;
+  // No limit of the shim's own: the client refuses a value over the
+  // server's memory.max_value_size (TooLarge, EFBIG) before sending it.
+  const size_t size = static_cast<size_t>(st.st_size);
+  *size_out = size;
+  void* map = nullptr;
+  if (size > 0) {
+    map = Real().mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (map == MAP_FAILED) return errno;
+  }
+  memkv_status_t status = memkv_put(client, key.data(), key.size(), map, size);
+  if (map != nullptr) munmap(map, size);
+  return status == MEMKV_OK ? 0 : Failed("put", key, status);
+}
+
+}  // namespace
+
+int Load(const std::string& key, int fd, uint64_t size_hint) {
+  int err = LoadValue(key, fd, size_hint);
+  struct stat st {};
+  CountGet(err == 0 && Real().fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0, err);
+  return err;
+}
+
 int GetInto(const std::string& key, void* buf, size_t capacity, size_t* len) {
   memkv_client_t* client = nullptr;
   if (int err = GetClient(&client)) return err;
   memkv_status_t status = memkv_get(client, key.data(), key.size(), buf, capacity, len);
-  if (status == MEMKV_TOO_LARGE) return EOVERFLOW;
-  return status == MEMKV_OK ? 0 : Failed("get", key, status);
+  if (status == MEMKV_TOO_LARGE) return EOVERFLOW;  // not a fetch: the caller loads instead
+  int err = status == MEMKV_OK ? 0 : Failed("get", key, status);
+  CountGet(err == 0 ? *len : 0, err);
+  return err;
 }
 
 int Probe(const std::string& key, bool* present, uint64_t* size) {
@@ -200,21 +229,15 @@ int Probe(const std::string& key, bool* present, uint64_t* size) {
 }
 
 int Commit(const std::string& key, int fd) {
-  memkv_client_t* client = nullptr;
-  if (int err = GetClient(&client)) return err;
-  struct stat st {};
-  if (Real().fstat(fd, &st) != 0) return errno;
-  // No limit of the shim's own: the client refuses a value over the
-  // server's memory.max_value_size (TooLarge, EFBIG) before sending it.
-  const size_t size = static_cast<size_t>(st.st_size);
-  void* map = nullptr;
-  if (size > 0) {
-    map = Real().mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
-    if (map == MAP_FAILED) return errno;
+  uint64_t size = 0;
+  int err = PutValue(key, fd, &size);
+  CountPut(size, err);
+  if (err == 0) {
+    NoteStored(key);
+  } else {
+    NoteLost(key);
   }
-  memkv_status_t status = memkv_put(client, key.data(), key.size(), map, size);
-  if (map != nullptr) munmap(map, size);
-  return status == MEMKV_OK ? 0 : Failed("put", key, status);
+  return err;
 }
 
 int Exists(const std::string& key, bool* present) {
@@ -248,6 +271,7 @@ int Delete(const std::string& key) {
   memkv_client_t* client = nullptr;
   if (int err = GetClient(&client)) return err;
   memkv_status_t status = memkv_delete(client, key.data(), key.size());
+  if (status == MEMKV_OK || status == MEMKV_NOT_FOUND) NoteStored(key);  // nothing more to store
   return status == MEMKV_OK ? 0 : Failed("delete", key, status);
 }
 
@@ -324,10 +348,14 @@ std::string MarkerKey(const std::string& dir_key) { return dir_key + "/"; }
 
 int PutMarker(const std::string& dir_key) {
   memkv_client_t* client = nullptr;
-  if (int err = GetClient(&client)) return err;
-  std::string key = MarkerKey(dir_key);
-  memkv_status_t status = memkv_put(client, key.data(), key.size(), nullptr, 0);
-  return status == MEMKV_OK ? 0 : Failed("put", key, status);
+  int err = GetClient(&client);
+  if (err == 0) {
+    std::string key = MarkerKey(dir_key);
+    memkv_status_t status = memkv_put(client, key.data(), key.size(), nullptr, 0);
+    if (status != MEMKV_OK) err = Failed("put", key, status);
+  }
+  CountPut(0, err);
+  return err;
 }
 
 int ListKeys(const std::string& prefix, std::vector<std::string>* keys) {

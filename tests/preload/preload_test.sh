@@ -11,13 +11,18 @@
 #   4. tree commands (mkdir -p, tar x, cp -a, mv and rm -r of a directory,
 #      sed -i, touch, find -delete, rsync -a), each run in a local directory
 #      and under the shim, MemKV's keys (memkv ls: directories as their
-#      markers "dir/") and values (memkv get) checked against the local tree.
+#      markers "dir/") and values (memkv get) checked against the local tree;
+#   5. failed stores: against a second server whose memory.max_value_size is
+#      1 MiB, then the same server stopped, every call that stores (close,
+#      fclose, fsync, fdatasync, Python's close) returns -1 with EFBIG, then
+#      ENOTCONN; `cat f > x` fails, and a put no call could report (a shell
+#      builtin's redirection, a file open at exit) makes the exit status 74.
 #
-# Usage: preload_test.sh MEMKV_BINARY PRELOAD_LIBRARY C_PROGRAM PY_PROGRAM
+# Usage: preload_test.sh MEMKV_BINARY PRELOAD_LIBRARY C_PROGRAM PY_PROGRAM FAILED_PUTS_PROGRAM
 set -euo pipefail
 
-[ $# -eq 4 ] || { echo "usage: $0 MEMKV PRELOAD_LIB C_PROGRAM PY_PROGRAM" >&2; exit 2; }
-memkv=$1 lib=$2 c_program=$3 py_program=$4
+[ $# -eq 5 ] || { echo "usage: $0 MEMKV PRELOAD_LIB C_PROGRAM PY_PROGRAM FAILED_PUTS_PROGRAM" >&2; exit 2; }
+memkv=$1 lib=$2 c_program=$3 py_program=$4 failed_puts=$5
 . "$(dirname "$0")/../shell_test.sh" preload_test
 
 export HOME="$scratch/home"
@@ -173,4 +178,83 @@ same_tree touch 'touch "$D/x" && cp "$S/a.txt" "$D/y" && touch "$D/y" "$D/x"'
 same_tree find_delete 'cp -a "$S" "$D/t" && cp -a "$S" "$D/u" && find "$D/t" -delete && find "$D/u/sub" -delete'
 same_tree rsync_a 'rsync -a "$S/" "$D/dst/" && rsync -a "$S/" "$D/dst/"'
 log "trees (mkdir -p, tar x, cp -a, mv, rm -r, sed -i, touch, find -delete, rsync -a): ok"
+
+# --- 5. Failed stores --------------------------------------------------------
+# A second server, whose value limit is 1 MiB (its own stdout/stderr and
+# data directory; killed by the EXIT trap below as the first is by cleanup).
+small_pid=""
+trap '[ -n "$small_pid" ] && kill -KILL "$small_pid" 2>/dev/null; cleanup' EXIT
+printf 'network:\n  address: 127.0.0.1:0\n  auth_key: %s\nmemory:\n  max_size: 64 MiB\n  max_value_size: 1 MiB\nstorage:\n  mode: memory\n' \
+  "$key" >"$scratch/small.yaml"
+: >"$scratch/small.out"
+"$memkv" start --config "$scratch/small.yaml" --data-dir "$scratch/small-data" >"$scratch/small.out" \
+  2>"$scratch/small.err" &
+small_pid=$!
+deadline=$((SECONDS + 60))
+until grep -q '^ready ' "$scratch/small.out"; do
+  kill -0 "$small_pid" 2>/dev/null || fail "the 1 MiB-limit server exited: $(cat "$scratch/small.err")"
+  [ $SECONDS -lt $deadline ] || fail "the 1 MiB-limit server is not ready within 60 s"
+  sleep 0.1  # poll interval; the deadline bounds the wait
+done
+small=$(sed -n 's/^ready //p' "$scratch/small.out")
+on_small() { MEMKV_SERVERS=$small LD_PRELOAD=$lib "$@"; }
+# 2 MiB is over the limit: the client refuses the put (TooLarge), EFBIG.
+on_small "$failed_puts" "$kv/fail" $((2 << 20)) EFBIG 2>"$scratch/fail.err" ||
+  fail "stores over the server's value limit: $(cat "$scratch/fail.err")"
+grep -q "put 'fail/close.bin' failed" "$scratch/fail.err" || fail "no stderr line for the failed put: $(cat "$scratch/fail.err")"
+on_small /usr/bin/python3 -c '
+import errno, sys
+f = open(sys.argv[1], "wb")
+f.write(b"v" * (2 << 20))
+try:
+    f.close()
+except OSError as e:
+    sys.exit(0 if e.errno == errno.EFBIG else f"close raised errno {e.errno}, not EFBIG")
+sys.exit("close of a file over the value limit succeeded")' "$kv/fail/py.bin" 2>/dev/null || fail "Python's close over the value limit"
+# Below the limit all is well, and the failed files left no key.
+head -c $((1 << 19)) /dev/urandom >"$scratch/half.bin"
+on_small cp "$scratch/half.bin" "$kv/fail/ok.bin" || fail "cp of 512 KiB to the 1 MiB-limit server failed"
+MEMKV_SERVERS=$small "$memkv" ls fail/ >"$scratch/ls.out" || fail "memkv ls of the 1 MiB-limit server failed"
+[ "$(tr '\n' ' ' <"$scratch/ls.out")" = "fail/ok.bin " ] || fail "after the failed puts the server holds: $(cat "$scratch/ls.out")"
+log "stores over memory.max_value_size: close, fclose, fsync, fdatasync and Python's close give EFBIG: ok"
+
+# The server stopped: nothing can be stored.
+kill -KILL "$small_pid"
+wait "$small_pid" 2>/dev/null || true
+small_pid=""
+on_small "$failed_puts" "$kv/dead" 4096 ENOTCONN 2>"$scratch/fail.err" ||
+  fail "stores to a stopped server: $(cat "$scratch/fail.err")"
+if on_small bash -c 'cat "$1" >"$2"' _ "$scratch/half.bin" "$kv/dead/cat.out" 2>"$scratch/fail.err"; then
+  fail "cat f > x with the server stopped exited 0"
+fi
+grep -q 'write error' "$scratch/fail.err" || fail "cat did not report the failed store: $(cat "$scratch/fail.err")"
+# No call returns these errors (bash ignores dup2's; the file is open at
+# exit): the exit status says it.
+status=0
+on_small bash -c 'echo x >"$1"; exit 0' _ "$kv/dead/builtin.out" 2>"$scratch/fail.err" || status=$?
+[ "$status" = 74 ] || fail "bash's 'echo x > f' with the server stopped exited $status, not 74: $(cat "$scratch/fail.err")"
+grep -q "exit status 74 instead of 0" "$scratch/fail.err" || fail "no stderr line for the exit status: $(cat "$scratch/fail.err")"
+status=0
+on_small /usr/bin/python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+os.write(fd, b"left open")
+sys.exit(0)' "$kv/dead/open-at-exit.bin" 2>"$scratch/fail.err" || status=$?
+[ "$status" = 74 ] || fail "a file open at exit, the server stopped: exit status $status, not 74"
+grep -q "put of 'dead/open-at-exit.bin' at exit failed" "$scratch/fail.err" || fail "no stderr line: $(cat "$scratch/fail.err")"
+# A program's own failure status is kept.
+status=0
+on_small /usr/bin/python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+sys.exit(3)' "$kv/dead/exit3.bin" 2>/dev/null || status=$?
+[ "$status" = 3 ] || fail "a program exiting with 3 and a failed put at exit exited $status"
+# A close error the program ignores (Python closing a file object it never
+# closed) counts only with MEMKV_PRELOAD_EXIT_ON_LOSS=any.
+ignored='f = open(__import__("sys").argv[1], "wb"); f.write(b"x")'
+on_small /usr/bin/python3 -c "$ignored" "$kv/dead/ignored.bin" 2>/dev/null || fail "an ignored close error changed the exit status"
+status=0
+MEMKV_PRELOAD_EXIT_ON_LOSS=any on_small /usr/bin/python3 -c "$ignored" "$kv/dead/ignored.bin" 2>/dev/null || status=$?
+[ "$status" = 74 ] || fail "MEMKV_PRELOAD_EXIT_ON_LOSS=any: an ignored close error gave exit status $status, not 74"
+log "stores to a stopped server: ENOTCONN from every call, cat fails, exit status 74 where no call could report: ok"
 log "PASS"
