@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# mlperf_kv_test.py (the storage calls of MLPerf Storage's KV-cache benchmark,
+# entries up to 2.25 GiB, several threads) under libmemkv_preload.so against
+# a real `memkv start` (memory mode, a 3 GiB pool faulted in as used), and
+# from outside: nothing under the prefix on the real filesystem, no key left
+# on the server. Needs about 8 GiB of free memory (the server's pool, and a
+# 2.25 GiB entry twice in the test's process: its memfd and the array).
+#
+# Usage: mlperf_kv_test.sh MEMKV_BINARY PRELOAD_LIBRARY PY_PROGRAM
+set -euo pipefail
+
+[ $# -eq 3 ] || { echo "usage: $0 MEMKV PRELOAD_LIB PY_PROGRAM" >&2; exit 2; }
+memkv=$1 lib=$2 py_program=$3
+. "$(dirname "$0")/../shell_test.sh" preload_mlperf_test
+key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+
+/usr/bin/python3 -c 'import numpy' 2>/dev/null || { log "SKIP: no NumPy (Debian: python3-numpy)"; exit 77; }
+export HOME="$scratch/home"
+mkdir -p "$HOME"
+# As start_memory_server, with a pool faulted in as values arrive
+# (memory.prefault false): it costs only what the test stores.
+printf 'network:\n  address: 127.0.0.1:0\n  auth_key: %s\nmemory:\n  max_size: 3 GiB\n  prefault: false\nstorage:\n  mode: memory\n' \
+  "$key" >"$scratch/server.yaml"
+: >"$scratch/server.out"
+"$memkv" start --config "$scratch/server.yaml" --data-dir "$scratch/data" >"$scratch/server.out" \
+  2>"$scratch/server.err" &
+server_pid=$!
+deadline=$((SECONDS + 60))
+until grep -q '^ready ' "$scratch/server.out"; do
+  kill -0 "$server_pid" 2>/dev/null || fail "memkv start exited early: $(cat "$scratch/server.err")"
+  [ $SECONDS -lt $deadline ] || fail "memkv start not ready within 60 s"
+  sleep 0.1  # poll interval; the deadline bounds the wait
+done
+address=$(sed -n 's/^ready //p' "$scratch/server.out")
+export MEMKV_SERVERS=$address MEMKV_AUTH_KEY=$key MEMKV_TRANSPORT=tcp
+# A 2.25 GiB put or get takes seconds on a loaded 2-core machine.
+export MEMKV_TIMEOUT_MS=120000
+kv=$scratch/kv
+export MEMKV_PRELOAD_PREFIX=$kv
+log "server ready on $MEMKV_SERVERS (3 GiB pool); prefix $kv"
+
+LD_PRELOAD=$lib MEMKV_PRELOAD_STATS="$scratch/stats" /usr/bin/python3 "$py_program" "$memkv" "$kv/run1" run1 ||
+  fail "the MLPerf KV-cache storage calls failed"
+[ ! -e "$kv" ] || fail "the prefix $kv exists on the real filesystem: $(find "$kv" | head)"
+grep -q 'put errors 0 (0 unreported),.*get errors 0, keys lost 0' "$scratch/stats" ||
+  fail "the shim's counters at exit: $(cat "$scratch/stats")"
+# What is left is the directory the benchmark made (os.makedirs: its marker).
+"$memkv" ls >"$scratch/ls.out" || fail "memkv ls failed"
+[ "$(cat "$scratch/ls.out")" = "run1/" ] || fail "the server holds, besides run1/: $(head "$scratch/ls.out")"
+log "$(cat "$scratch/stats")"
+log "PASS"
