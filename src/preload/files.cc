@@ -373,27 +373,25 @@ bool ReadWhole(File& file, int fd, void* buf, size_t len, bool moves_offset, ssi
   if (*err == EOVERFLOW) return false;  // grew past len since open: load as usual
   if (*err == ENOENT) *err = ESTALE;
   if (*err != 0) return true;
-  // The memfd gets the bytes by write(), the cheapest way to fill shmem pages.
-  size_t done = 0;
-  while (done < got) {
-    ssize_t w = Real().pwrite(fd, static_cast<const char*>(buf) + done, got - done, static_cast<off_t>(done));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      *err = w < 0 ? errno : EIO;
-      Real().ftruncate(fd, 0);
-      return true;
-    }
-    done += static_cast<size_t>(w);
-  }
+  // The memfd stays empty: a program that reads a file whole and closes it
+  // (the common case) never needs its pages. Reads at the end find EOF
+  // (AtEndOfUnloaded); anything else fetches the value then (EnsureLoaded).
   if (moves_offset && Real().lseek(fd, static_cast<off_t>(got), SEEK_SET) < 0) {
     *err = errno;
-    Real().ftruncate(fd, 0);
     return true;
   }
-  file.loaded = true;
-  MarkStored(fd);
+  file.read_into_caller = true;
+  file.open_size = got;
   *n = static_cast<ssize_t>(got);
   return true;
+}
+
+bool AtEndOfUnloaded(File& file, int fd, off_t offset) {
+  if (file.is_dir) return false;
+  std::lock_guard<std::mutex> lock(file.mu);
+  if (file.loaded || !file.read_into_caller) return false;
+  if (offset < 0) offset = Real().lseek(fd, 0, SEEK_CUR);
+  return offset >= 0 && static_cast<uint64_t>(offset) >= file.open_size;
 }
 
 void MarkDirty(File& file) {

@@ -69,6 +69,10 @@ struct File {
   // guarded by mu: the value's size when opened for reading (kUnknownSize
   // when the server could not tell), a hint for the load.
   uint64_t open_size = kUnknownSize;
+  // guarded by mu: the value went whole into a caller's buffer by the first
+  // read (ReadWhole) and the memfd was left empty, its offset at the end;
+  // reads there find the end of file, any other use fetches the value.
+  bool read_into_caller = false;
   bool dirty = false;   // guarded by mu: to be put at fsync / last close
   // guarded by mu: a writable file's content as MemKV holds it, to find
   // writes the interposers did not see.
@@ -112,12 +116,16 @@ int ReleaseFile(const std::shared_ptr<File>& file, int fd);
 // Fetches the value into fd's memfd if not done yet. 0 or an errno.
 int EnsureLoaded(File& file, int fd);
 // The first read of a file not loaded yet, at offset 0 (read() at file
-// offset 0, `moves_offset`; pread() at 0), into a buffer that holds the whole value:
-// the value is got straight into `buf` and the memfd filled from there, which
-// spares the memfd's page faults and the copy out of it. *n: the bytes read.
-// Returns false, having done nothing, where that does not apply (the caller
-// then loads and reads as usual); true with *err set otherwise.
+// offset 0, `moves_offset`; pread() at 0), into a buffer that holds the whole
+// value: the value is got straight into `buf`, and the memfd stays empty (no
+// pages to allocate, fill and free) with read()'s offset moved to the end.
+// *n: the bytes read. Returns false, having done nothing, where that does not
+// apply (the caller then loads and reads as usual); true with *err set
+// otherwise.
 bool ReadWhole(File& file, int fd, void* buf, size_t len, bool moves_offset, ssize_t* n, int* err);
+// After ReadWhole: whether a read at `offset` (-1: the descriptor's) is at or
+// past the end of the value, so that it returns 0 without fetching it again.
+bool AtEndOfUnloaded(File& file, int fd, off_t offset = -1);
 // Puts the file if dirty or changed since its baseline. `stays_open`: the
 // descriptor is used afterwards (fsync), so the put content becomes the new
 // baseline; at the last close and at exit no baseline is taken. 0 or an errno.

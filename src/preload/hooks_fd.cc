@@ -179,6 +179,7 @@ MEMKV_PRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t len) {
     ssize_t n = 0;
     int err = 0;
     if (ReadWhole(*file, fd, buf, len, /*moves_offset=*/true, &n, &err)) return err != 0 ? ErrnoResult(err, -1) : n;
+    if (AtEndOfUnloaded(*file, fd)) return 0;
     if ((err = BeforeRead(*file, fd))) return ErrnoResult(err, -1);
   }
   return Real().read(fd, buf, len);
@@ -190,6 +191,7 @@ MEMKV_PRELOAD_EXPORT ssize_t pread(int fd, void* buf, size_t len, off_t offset) 
     if (offset == 0 && ReadWhole(*file, fd, buf, len, /*moves_offset=*/false, &n, &err)) {
       return err != 0 ? ErrnoResult(err, -1) : n;
     }
+    if (AtEndOfUnloaded(*file, fd, offset)) return 0;
     if ((err = BeforeRead(*file, fd))) return ErrnoResult(err, -1);
   }
   return Real().pread(fd, buf, len, offset);
@@ -197,12 +199,14 @@ MEMKV_PRELOAD_EXPORT ssize_t pread(int fd, void* buf, size_t len, off_t offset) 
 MEMKV_PRELOAD_EXPORT ssize_t pread64(int fd, void* buf, size_t len, off_t offset) { return pread(fd, buf, len, offset); }
 MEMKV_PRELOAD_EXPORT ssize_t readv(int fd, const struct iovec* iov, int count) {
   if (std::shared_ptr<File> file = LookupFd(fd)) {
+    if (AtEndOfUnloaded(*file, fd)) return 0;
     if (int err = BeforeRead(*file, fd)) return ErrnoResult(err, -1);
   }
   return Real().readv(fd, iov, count);
 }
 MEMKV_PRELOAD_EXPORT ssize_t preadv(int fd, const struct iovec* iov, int count, off_t offset) {
   if (std::shared_ptr<File> file = LookupFd(fd)) {
+    if (AtEndOfUnloaded(*file, fd, offset)) return 0;
     if (int err = BeforeRead(*file, fd)) return ErrnoResult(err, -1);
   }
   return Real().preadv(fd, iov, count, offset);

@@ -219,6 +219,48 @@ int main(int argc, char** argv) {
     CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode), "stat(%s) is a directory", path);
   }
 
+  /* A first read that takes the whole value leaves the memfd empty: every
+   * later use must still see the value's bytes. */
+  {
+    Fill(data, kEntryBytes, 43);
+    snprintf(path, sizeof path, "%s/whole.bin", kv_dir);
+    WriteEntry(path, data, kEntryBytes);
+    unsigned char* whole = malloc(kEntryBytes + 1);
+    int wfd = open(path, O_RDONLY);
+    CHECK(wfd >= 0, "open(%s)", path);
+    CHECK(read(wfd, whole, kEntryBytes + 1) == (ssize_t)kEntryBytes, "whole read of %s", path);
+    CHECK(memcmp(whole, data, kEntryBytes) == 0, "whole read of %s: other bytes", path);
+    CHECK(read(wfd, whole, 16) == 0, "read at the end of %s after a whole read is not EOF", path);
+    CHECK(pread(wfd, whole, 16, (off_t)kEntryBytes) == 0, "pread at the end of %s is not EOF", path);
+    char small[8];
+    CHECK(pread(wfd, small, 8, 100) == 8 && memcmp(small, data + 100, 8) == 0, "pread(100) after a whole read");
+    struct stat wst;
+    CHECK(fstat(wfd, &wst) == 0 && wst.st_size == (off_t)kEntryBytes, "fstat after a whole read");
+    CHECK(lseek(wfd, 0, SEEK_CUR) == (off_t)kEntryBytes, "the offset after a whole read");
+    CHECK(lseek(wfd, 0, SEEK_SET) == 0, "lseek(0)");
+    memset(whole, 0, kEntryBytes);
+    CHECK(read(wfd, whole, kEntryBytes) == (ssize_t)kEntryBytes && memcmp(whole, data, kEntryBytes) == 0,
+          "read again after lseek(0)");
+    close(wfd);
+    /* And a child after fork, and a dup'd descriptor, see them too. */
+    wfd = open(path, O_RDONLY);
+    CHECK(wfd >= 0 && read(wfd, whole, kEntryBytes + 1) == (ssize_t)kEntryBytes, "whole read of %s", path);
+    int dfd = dup(wfd);
+    CHECK(dfd >= 0 && pread(dfd, small, 8, 8) == 8 && memcmp(small, data + 8, 8) == 0, "pread of a dup");
+    pid_t wpid = fork();
+    CHECK(wpid >= 0, "fork");
+    if (wpid == 0) {
+      char c[8];
+      _exit(pread(wfd, c, 8, 16) == 8 && memcmp(c, data + 16, 8) == 0 ? 0 : 1);
+    }
+    int wstatus = 0;
+    CHECK(waitpid(wpid, &wstatus, 0) == wpid && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0,
+          "a child's pread after the parent's whole read");
+    close(dfd);
+    close(wfd);
+    free(whole);
+  }
+
   /* The kept pair: the same bytes in MemKV and on the real filesystem. */
   Fill(data, kEntryBytes, 42);
   snprintf(path, sizeof path, "%s/keep.bin", kv_dir);
