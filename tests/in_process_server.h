@@ -21,11 +21,14 @@ namespace memkv {
 // Auth key: 32 bytes of 0xaa (64 'a' hex characters).
 class InProcessServer {
  public:
-  InProcessServer(verbs::FakeFabric& fabric, const RdmaConfig& rdma, uint64_t pool_bytes = 64 << 20) {
+  // `drives`: file mode (the drive tier behind the pool); null: memory mode.
+  InProcessServer(verbs::FakeFabric& fabric, const RdmaConfig& rdma, uint64_t pool_bytes = 64 << 20,
+                  std::unique_ptr<ExtentStore> drives = nullptr) {
     MemoryStoreOptions so;
     so.max_size_bytes = pool_bytes;
     so.block_size_bytes = 1 << 20;
-    store_ = std::make_unique<TieredStore>(std::move(MemoryStore::Create(so)).value(), nullptr, TieredStoreOptions{});
+    store_ = std::make_unique<TieredStore>(std::move(MemoryStore::Create(so)).value(), std::move(drives),
+                                           TieredStoreOptions{});
     auto ep = RdmaEndpoint::Create(rdma, &store_->memory(), fabric);
     status_ = ep.status();
     if (!ep.ok()) return;

@@ -42,19 +42,6 @@ class ZeroRegion {
   uint8_t* data_ = nullptr;
 };
 
-// Fills `out` with a pattern that differs in every 8 bytes (cheap at GiB sizes).
-void FillPattern(std::span<uint8_t> out, uint64_t seed) {
-  uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 1;
-  size_t i = 0;
-  for (; i + 8 <= out.size(); i += 8) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    std::memcpy(out.data() + i, &x, 8);
-  }
-  for (; i < out.size(); ++i) out[i] = static_cast<uint8_t>(i);
-}
-
 class LargeValueTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

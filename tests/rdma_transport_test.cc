@@ -20,6 +20,8 @@
 #include "client/client_from_config.h"
 #include "client/rdma.h"
 #include "config/server_config.h"
+#include "drive/extent_store.h"
+#include "drive/test_util.h"
 #include "memkv/client.h"
 #include "nixl/transfer_engine.h"
 #include "server/rdma_endpoint.h"
@@ -378,6 +380,46 @@ TEST_F(RdmaTransportTest, AValueOfOverAGiBMovesByteExactInEveryForm) {
   EXPECT_EQ(stats.rdma_bytes, 3 * kSize);
   EXPECT_EQ(stats.tcp_ops, 0u);
   EXPECT_EQ(stats.fallbacks, 0u);
+}
+
+// File mode: a value over a quarter of the pool lives on the drives only and
+// moves there and back in pieces over TCP; an RDMA client asks for a grant,
+// is told the pool cannot stage it, and sends the same request inline.
+TEST_F(RdmaTransportTest, AValueKeptOnTheDrivesOnlyMovesInlineAndSmallOnesByRdma) {
+  TempDir dir;
+  DriveFormatOptions format;
+  format.drives = {dir.File("d0"), dir.File("d1")};
+  format.block_size_bytes = 1 << 20;
+  format.file_size_bytes = 128 << 20;
+  ASSERT_TRUE(ExtentStore::Format(format).ok());
+  ExtentStoreOptions open;
+  open.drives = format.drives;
+  auto drives = ExtentStore::Open(open);
+  ASSERT_TRUE(drives.ok()) << drives.status().ToString();
+  InProcessServer server(fabric_, ServerRdma(), 64 << 20, std::move(drives).value());
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  for (const std::string transport : {"auto", "rdma"}) {
+    SCOPED_TRACE(transport);
+    auto client = MakeClient(server, transport, 4096, 30000);
+    ASSERT_NE(client, nullptr);
+    const uint64_t rdma_before = server.metrics().rdma_put_bytes.Value();
+    const std::vector<uint8_t> small = Pattern(1 << 20, 1);
+    ASSERT_TRUE(client->Put("small", small).ok());
+    EXPECT_EQ(server.metrics().rdma_put_bytes.Value(), rdma_before + small.size()) << "small values move by RDMA";
+
+    const std::vector<uint8_t> big = Pattern(80 << 20, 2);  // over the 64 MiB a drive read holds whole
+    Status put = client->Put("big", big);
+    ASSERT_TRUE(put.ok()) << put.ToString();
+    EXPECT_EQ(server.metrics().rdma_put_bytes.Value(), rdma_before + small.size()) << "the big one inline";
+    EXPECT_FALSE(server.store().Exists("big")) << "on the drives only";
+    std::vector<uint8_t> back(big.size());
+    Result<size_t> got = client->GetInto("big", back);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, big.size());
+    EXPECT_TRUE(back == big);
+    EXPECT_EQ(*client->Get("small"), small);
+    ASSERT_TRUE(client->Delete("big").ok());
+  }
 }
 
 TEST(RdmaGrantTest, SegmentsOfAnyRunFitTheWireAndTheDevice) {

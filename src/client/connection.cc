@@ -359,9 +359,22 @@ void Connection::Fail(const Status& status, bool server_at_fault) {
   for (Exchange* x : failed) x->OnFailure(error_);
 }
 
-void DriveConnections(std::span<Connection* const> connections, Nanos deadline,
+void DriveConnections(std::span<Connection* const> connections, Nanos given_deadline,
                       const std::function<void(size_t)>& on_done) {
   std::vector<bool> done(connections.size(), false);
+  std::vector<uint64_t> moved_before(connections.size());
+  for (size_t i = 0; i < connections.size(); ++i) moved_before[i] = connections[i]->bytes_moved();
+  // The deadline, moved by the bytes moved so far (of connections not yet
+  // handed back: those are not touched again).
+  uint64_t moved_by_done = 0;
+  const auto moved_deadline = [&] {
+    uint64_t moved = moved_by_done;
+    for (size_t i = 0; i < connections.size(); ++i) {
+      if (!done[i]) moved += connections[i]->bytes_moved() - moved_before[i];
+    }
+    return given_deadline + static_cast<Nanos>(moved / (kDeadlineBytesPerSecond / 1000)) * 1'000'000;
+  };
+  Nanos deadline = given_deadline;
   // Write what can be written before the first poll: a fresh request on an
   // idle connection almost always fits the socket buffer. Not after the
   // deadline, though: a request sent then could only time out, and would be
@@ -379,6 +392,7 @@ void DriveConnections(std::span<Connection* const> connections, Nanos deadline,
     polled.clear();
     is_cq.clear();
     bool busy = false;  // RDMA completions were found while arming: do not block
+    deadline = moved_deadline();
     const Nanos now = MonotonicNanos();
     Nanos wake = deadline;
     for (size_t i = 0; i < connections.size(); ++i) {
@@ -394,6 +408,7 @@ void DriveConnections(std::span<Connection* const> connections, Nanos deadline,
         c->Expire(/*connect_deadline=*/true);
       }
       if (!c->HasWork()) {
+        moved_by_done += c->bytes_moved() - moved_before[i];
         done[i] = true;
         if (on_done) on_done(i);  // may hand c back to its pool: not touched again
         continue;

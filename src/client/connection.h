@@ -127,6 +127,8 @@ class Connection {
   // Arms the CQ; true when completions arrived meanwhile (do not block).
   bool RdmaArm() { return rdma_->Arm(); }
   void RdmaProgress() { rdma_->Progress(); }
+  // Bytes ever written to and read from the socket.
+  uint64_t bytes_moved() const { return bytes_written_ + bytes_read_; }
   // Anything queued for sending (e.g. an RDMA commit after its WRITE).
   bool CanSendNow() const { return CanSend(); }
 
@@ -229,6 +231,7 @@ class Connection {
   // against bytes_written_ tells which requests reached the server.
   uint64_t bytes_queued_ = 0;
   uint64_t bytes_written_ = 0;
+  uint64_t bytes_read_ = 0;
   // Started (some or all bytes written), awaiting their responses in order.
   std::deque<Exchange*> inflight_;
 
@@ -252,7 +255,11 @@ class Connection {
 };
 
 // Runs the queued exchanges of `connections` (establishing them first where
-// needed) until each connection is idle or failed. Returns by `deadline` plus
+// needed) until each connection is idle or failed. The deadline moves one
+// second later per kDeadlineBytesPerSecond the connections have moved since
+// the call began: an operation on a multi-GiB value is not cut off on a link
+// slower than its timeout alone demands, yet a stalled one still is.
+// Returns by `deadline` (so moved) plus
 // scheduling slack: whatever is still outstanding then fails with
 // DeadlineExceeded. Connections still establishing also fail at their own
 // connect deadline. Sends nothing once `deadline` has passed.
@@ -262,6 +269,7 @@ class Connection {
 // exchange on it answered or failed). DriveConnections never touches the
 // connection again afterwards, so the callback may hand it back to its pool
 // while the loop goes on with the others.
+inline constexpr uint64_t kDeadlineBytesPerSecond = uint64_t{64} << 20;
 void DriveConnections(std::span<Connection* const> connections, Nanos deadline,
                       const std::function<void(size_t)>& on_done = nullptr);
 

@@ -124,6 +124,7 @@ Status Connection::Receive(bool block_first) {
     const std::span<uint8_t> in_place = InPlaceDestination();
     const ssize_t n = in_place.empty() ? ReadSocket(&asked, flags) : ReadAnswerInPlace(in_place, &asked, flags);
     block_first = false;
+    if (n > 0) bytes_read_ += static_cast<uint64_t>(n);
     if (n == 0) {
       if (state_ == State::kHandshake) {
         return Unavailable("server " + name_ + " closed the connection during the Connect handshake");

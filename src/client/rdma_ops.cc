@@ -125,6 +125,15 @@ Status RdmaExchange::OnResponse(const proto::FrameHeader& header, std::span<cons
     case Phase::kGrant: {
       if (header.status == StatusCode::kOk) return StartTransfer(meta);
       if (header.payload_len != 0) return ProtocolError(Context() + ": error response carries a payload");
+      if (header.status == StatusCode::kResourceExhausted) {
+        // The server cannot stage the value in its pool now (full of pinned
+        // values, or a value it keeps on the drives only, which moves there
+        // in pieces over TCP): the same request inline, whatever the
+        // transport setting, as this is no fault of the fabric's.
+        ClientCounters::Add(counters_->rdma_reissued, 1);
+        Then(Phase::kTcp);
+        return Status::Ok();
+      }
       std::string text(meta.begin(), meta.end());
       status_ = header.status == StatusCode::kNotFound
                     ? NotFound(Context() + ": not found")

@@ -24,6 +24,10 @@ constexpr Nanos kIdleTrimNs = 1'000'000'000;
 constexpr size_t kKeptMetaBytes = 64 * 1024;
 // Work done per readiness event before yielding to other connections.
 constexpr int kMaxFramesPerEvent = 64;
+// A frame may take network.frame_timeout_ms plus one second per this many
+// bytes of it: a large value's put is not cut off on a link slower than
+// the timeout alone would demand, yet a stalled one still is.
+constexpr uint64_t kFrameFloorBytesPerSecond = uint64_t{64} << 20;
 constexpr size_t kMaxErrorMessageBytes = 1024;
 
 }  // namespace
@@ -97,7 +101,7 @@ Connection::~Connection() {
 }
 
 bool Connection::WantsRead() const {
-  return !closing_ && !storage_wait_ && out_.size() < proto::kMaxInflightPerConnection;
+  return !closing_ && !storage_wait_ && get_stream_ == nullptr && out_.size() < proto::kMaxInflightPerConnection;
 }
 
 bool Connection::HasBufferedRequests() const {
@@ -364,10 +368,20 @@ bool Connection::ReceivePayload() {
     LOG_INFO_C("server") << "connection " << peer_ << " closed mid-payload (" << payload_left_ << " bytes missing)";
     return false;
   }
+  if (put_stream_ != nullptr) {
+    // A window of a put in pieces is full: to the drives with it.
+    Await(Completion::kPending);
+    ctx_.store->MoveStreamPiece(put_stream_, reply_, [this](Status s) { OnStreamPieceWritten(std::move(s)); });
+    return true;
+  }
+  EndPayload();
+  return true;
+}
+
+void Connection::EndPayload() {
   state_ = ReadState::kHeader;
   FrameDone();
   FinishPayload();
-  return true;
 }
 
 void Connection::FrameDone() { frame_started_ = in_.empty() ? 0 : MonotonicNanos(); }
@@ -386,13 +400,20 @@ uint64_t Connection::FrameBytesExpected() const {
   return proto::kHeaderSize + cur_.meta_len + cur_.payload_len;
 }
 
+namespace {
+Nanos FrameAllowanceNs(uint64_t frame_bytes) {
+  return static_cast<Nanos>(frame_bytes / (kFrameFloorBytesPerSecond / 1000)) * 1'000'000;
+}
+}  // namespace
+
 bool Connection::CheckFrameDeadline(Nanos now) {
   if (frame_started_ == 0 || !authenticated()) return true;  // before Connect: the handshake timeout
   if (!WantsRead()) {
     frame_started_ = now;  // the server is not reading: not the client's time
     return true;
   }
-  if (now - frame_started_ <= ctx_.frame_timeout_ns) return true;
+  const Nanos allowed = ctx_.frame_timeout_ns + FrameAllowanceNs(FrameBytesExpected());
+  if (now - frame_started_ <= allowed) return true;
   ctx_.metrics->connections_closed_frame_timeout.Add(1);
   const uint64_t expected = FrameBytesExpected();
   const std::string what = expected == 0 ? std::string("a frame header")
@@ -400,9 +421,9 @@ bool Connection::CheckFrameDeadline(Nanos now) {
   const std::string of = expected == 0 ? std::to_string(proto::kHeaderSize) : std::to_string(expected);
   LOG_WARN_EVERY_C("server", 10) << "closing " << peer_ << ": " << what << " stalled mid-way, "
                                  << FrameBytesReceived() << " of " << of << " bytes arrived in "
-                                 << (now - frame_started_) / 1'000'000 << " ms; network.frame_timeout_ms is "
-                                 << ctx_.frame_timeout_ns / 1'000'000
-                                 << " (the client is gone or stuck; raise it only for very slow links)";
+                                 << (now - frame_started_) / 1'000'000 << " ms, of the " << allowed / 1'000'000
+                                 << " ms allowed (network.frame_timeout_ms " << ctx_.frame_timeout_ns / 1'000'000
+                                 << " plus 1 s per 64 MiB of the frame; the client is gone or stuck)";
   return false;
 }
 
@@ -439,8 +460,8 @@ std::span<const uint8_t> MetaOf(const std::vector<uint8_t>& head) {
 }  // namespace
 
 void Connection::Respond(StatusCode status, std::string meta, std::vector<iovec> payload,
-                         std::vector<StoredValue> values, uint64_t checksum) {
-  uint64_t payload_len = 0;
+                         std::vector<StoredValue> values, uint64_t checksum, uint64_t streamed_len) {
+  uint64_t payload_len = streamed_len;
   for (const iovec& v : payload) payload_len += v.iov_len;
   OpMetrics& op = ctx_.metrics->op(cur_.opcode);
   op.requests.Add();
@@ -516,6 +537,7 @@ bool Connection::Flush() {
       out_.pop_front();
     }
   }
+  if (get_stream_ != nullptr && !storage_wait_) ContinueStreamGet();
   return true;
 }
 

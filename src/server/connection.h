@@ -25,6 +25,14 @@
 // read, grows only while a busy client keeps it full, and is freed, with the
 // other per-request scratch, once the connection is idle (TrimIdle).
 //
+// Values in pieces: a put the store takes in pieces (TieredStore::StreamsPut:
+// with drives, a value over a quarter of the pool) is received a window at a
+// time into its ValueStream, each window written to the drives before the
+// next is read; a get the store answers streamed() is sent a window at a
+// time, each read from the drives once the last has left, and the
+// connection reads no further request until the value is sent. So the
+// connection never holds more of such a value than the window (docs/storage.md).
+//
 // Storage (ctx.store, a TieredStore) completes an operation inline or, when
 // it needs a drive, later: the connection then parks (reads no further
 // requests, so responses still leave in order), and the worker resumes it
@@ -176,8 +184,9 @@ class Connection {
   void AddDiscard(uint64_t bytes);
   bool Flush();
   void Queue(OutFrame frame);
+  // `streamed_len`: payload bytes that follow in later frames (a streamed get).
   void Respond(StatusCode status, std::string meta, std::vector<iovec> payload = {},
-               std::vector<StoredValue> values = {}, uint64_t checksum = 0);
+               std::vector<StoredValue> values = {}, uint64_t checksum = 0, uint64_t streamed_len = 0);
   // The Connect answer: tagged under the shared key and bound to the client nonce.
   void RespondConnect(std::string meta, std::span<const uint8_t> client_nonce);
   void RespondError(const Status& status);
@@ -224,6 +233,20 @@ class Connection {
   void RespondBatchGet(std::vector<Result<StoredValue>>& values);
   void HandleDelete(std::string_view key);
 
+  // connection_stream.cc: values in pieces (see above).
+  void BeginStreamPut(std::string key);
+  void ReceiveIntoWindow();
+  void OnStreamPieceWritten(Status written);
+  // The payload's last byte arrived (the put's pieces all written, or the
+  // put failed and the rest was discarded): answer it.
+  void EndPayload();
+  void FinishStreamPut();
+  void BeginStreamGet(StoredValue value);
+  // A streamed get's window has left (or it has just begun): reads the next
+  // piece, or ends the stream after the last.
+  void ContinueStreamGet();
+  void OnStreamPieceRead(Status read);
+
   uint64_t id_;
   UniqueFd fd_;
   std::string peer_;
@@ -251,6 +274,8 @@ class Connection {
   std::vector<iovec> payload_iov_;
   size_t payload_first_ = 0;
   uint64_t payload_left_ = 0;
+  std::shared_ptr<ValueStream> put_stream_;  // the put being received in pieces
+  std::shared_ptr<ValueStream> get_stream_;  // the value being sent in pieces
   ChecksumStream hash_;            // of the item being received
   size_t hash_item_ = 0;
   uint64_t hash_offset_ = 0;       // bytes of items[hash_item_] hashed so far
@@ -265,6 +290,7 @@ class Connection {
     ReadHandle pin;      // pinned value (until RdmaRelease)
     std::string key;     // slot: where it is published
     uint64_t checksum = 0;  // slot: what the client says the bytes hash to
+    Nanos lease_ns = 0;     // RdmaGrantLease: the base lease plus the value's share
     Nanos expires = 0;
   };
   std::unordered_map<uint64_t, Grant> grants_;

@@ -100,15 +100,6 @@ bool Connection::RequireRdma() {
 
 namespace {
 
-std::vector<proto::RemoteSegment> Segments(std::span<const iovec> iov) {
-  std::vector<proto::RemoteSegment> out;
-  out.reserve(iov.size());
-  for (const iovec& v : iov) {
-    out.push_back({reinterpret_cast<uint64_t>(v.iov_base), static_cast<uint32_t>(v.iov_len)});
-  }
-  return out;
-}
-
 uint64_t ChecksumOf(std::span<const iovec> iov) {
   ChecksumStream hash;
   for (const iovec& v : iov) hash.Update(v.iov_base, v.iov_len);
@@ -124,6 +115,12 @@ void Connection::HandleRdmaPut() {
   Status s = proto::DecodeRdmaPutRequest(meta_, &key, &size, &checksum);
   if (s.ok()) s = CheckValueSize(size, ctx_.max_value_bytes);
   if (s.ok()) s = GrantRoom(grants_.size());
+  if (s.ok() && ctx_.store->StreamsPut(size)) {
+    // ResourceExhausted: the client sends the same put inline.
+    s = ResourceExhausted("a value of " + std::to_string(size) +
+                          " bytes, over a quarter of the DRAM pool, goes to the drives in pieces over TCP, not "
+                          "through the pool an RDMA WRITE lands in");
+  }
   Result<PendingPut> put = s.ok() ? ctx_.store->Reserve(size) : Result<PendingPut>(s);
   if (!put.ok()) {
     RespondError(put.status());
@@ -133,12 +130,13 @@ void Connection::HandleRdmaPut() {
   grant.token = next_token_++;
   grant.value_len = size;
   grant.checksum = checksum;
-  grant.segments = Segments(put->iov());
+  grant.segments = GrantSegments(put->iov());
   Grant& g = grants_[grant.token];
   g.put = std::move(put).value();
   g.key = std::string(key);
   g.checksum = checksum;
-  g.expires = MonotonicNanos() + ctx_.rdma_grant_lease_ns;
+  g.lease_ns = RdmaGrantLease(ctx_.rdma_grant_lease_ns, size);
+  g.expires = MonotonicNanos() + g.lease_ns;
   Respond(StatusCode::kOk, proto::EncodeRdmaGrant(grant));
 }
 
@@ -201,12 +199,13 @@ void Connection::GrantPin(ReadHandle handle) {
   grant.token = next_token_++;
   grant.value_len = handle.size();
   grant.checksum = handle.checksum();
-  grant.segments = Segments(handle.iov());
+  grant.segments = GrantSegments(handle.iov());
   ctx_.metrics->rdma_get_bytes.Add(handle.size());
   ctx_.metrics->op(cur_.opcode).value_bytes.Add(handle.size());
   Grant& g = grants_[grant.token];
+  g.lease_ns = RdmaGrantLease(ctx_.rdma_grant_lease_ns, handle.size());
   g.pin = std::move(handle);
-  g.expires = MonotonicNanos() + ctx_.rdma_grant_lease_ns;
+  g.expires = MonotonicNanos() + g.lease_ns;
   Respond(StatusCode::kOk, proto::EncodeRdmaGrant(grant));
 }
 
@@ -225,7 +224,7 @@ bool Connection::CheckGrantLeases(Nanos now) {
     if (now > g.expires) {
       ctx_.metrics->rdma_leases_expired.Add(1);
       LOG_WARN_EVERY_C("server", 10) << "closing " << peer_ << ": it held RDMA " << (g.key.empty() ? "pin" : "slot") << " "
-               << token << " past its " << ctx_.rdma_grant_lease_ns / 1'000'000'000
+               << token << " past its " << g.lease_ns / 1'000'000'000
                << " s lease (client gone or stuck mid-transfer)";
       return false;
     }
@@ -281,6 +280,10 @@ void Connection::HandlePut(std::string_view key) {
   item.checksum = cur_.payload_checksum;
   sink.frame_error = proto::CheckKey(key);
   if (sink.frame_error.ok()) sink.frame_error = CheckValueSize(item.size, ctx_.max_value_bytes);
+  if (sink.frame_error.ok() && ctx_.store->StreamsPut(item.size)) {
+    BeginStreamPut(std::move(item.key));
+    return;
+  }
   if (sink.frame_error.ok()) {
     Result<PendingPut> put = ctx_.store->Reserve(item.size);
     if (put.ok()) {

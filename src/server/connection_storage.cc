@@ -126,6 +126,10 @@ void Connection::RespondGet(Result<StoredValue> value) {
     }
     return;
   }
+  if (value->streamed()) {
+    BeginStreamGet(std::move(value).value());
+    return;
+  }
   std::vector<iovec> iov(value->iov().begin(), value->iov().end());
   const uint64_t checksum = value->checksum();
   std::vector<StoredValue> values;
@@ -155,8 +159,9 @@ void Connection::RespondBatchGet(std::vector<Result<StoredValue>>& values) {
       continue;
     }
     StoredValue& v = *values[i];
-    if (total + v.size() > proto::kMaxPayloadBytes) {
-      // The answer would exceed one frame; the client fetches this one alone.
+    if (v.streamed() || total + v.size() > proto::kMaxPayloadBytes) {
+      // The answer would exceed one frame, or the value is read from the
+      // drives in pieces: the client fetches this one alone.
       items[i].status = StatusCode::kTooLarge;
       continue;
     }

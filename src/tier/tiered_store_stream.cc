@@ -47,7 +47,10 @@ void TieredStore::MoveStreamPiece(std::shared_ptr<ValueStream> stream, const Rep
         const iovec piece{s.window(), s.next_piece()};
         *status = s.is_put() ? s.writer_->Write(std::span<const iovec>(&piece, 1))
                              : s.reader_->Read(std::span<const iovec>(&piece, 1));
-        if (status->ok()) s.moved_ += piece.iov_len;
+        if (status->ok()) {
+          s.moved_ += piece.iov_len;
+          s.last_piece_ = piece.iov_len;
+        }
       },
       reply, [status, done = std::move(done)]() mutable { done(std::move(*status)); });
 }

@@ -39,6 +39,8 @@ class ValueStream {
   uint64_t left() const { return size_ - moved_; }
   // The length of the next piece.
   uint64_t next_piece() const { return std::min(left(), kWindowBytes); }
+  // The length of the piece the last move moved.
+  uint64_t last_piece() const { return last_piece_; }
   // The window: a put fills [0, next_piece()) before each move; after a get's
   // move, [0, the piece moved) holds it.
   uint8_t* window() { return window_.get(); }
@@ -53,6 +55,7 @@ class ValueStream {
   uint64_t size_ = 0;
   uint64_t checksum_ = 0;
   uint64_t moved_ = 0;
+  uint64_t last_piece_ = 0;
   std::unique_ptr<uint8_t[]> window_;
   std::unique_ptr<ExtentWriter> writer_;  // a put
   std::unique_ptr<ExtentReader> reader_;  // a get
