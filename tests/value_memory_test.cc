@@ -78,7 +78,7 @@ class MappedFile {
   uint8_t* data_ = nullptr;
 };
 
-TEST(StreamedValueTest, EightGiBPutAndGetStayWithin256MiBOfIdleMemoryOnBothEnds) {
+TEST(ValueMemoryTest, EightGiBPutAndGetStayWithin256MiBOfIdleMemoryOnBothEnds) {
   TempDir dir;
   ServerProcess server;
   const std::string pool = "64 MiB";
