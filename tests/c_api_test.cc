@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -587,6 +588,56 @@ TEST(CApiErrorTest, TheLastErrorBelongsToItsThread) {
   // Success leaves the message alone.
   OptionsPtr o(memkv_options_create());
   EXPECT_EQ(memkv_options_set_rdma_mtu(o.get(), 1024), MEMKV_OK);
+  EXPECT_EQ(LastError(), "InvalidArgument: memkv_put: client is NULL");
+}
+
+// exit() destroys the exiting thread's thread_local objects before it runs
+// the atexit handlers. The last error was once a thread_local std::string: a
+// call from a handler wrote its message into the freed buffer (a
+// heap-use-after-free under ASan; without it, into whatever block malloc had
+// handed out since). The handler takes one block of each small size first,
+// the freed buffer among them, and checks that none was written.
+void CallTheApiAtExit() {
+  constexpr int kBlocks = 16;
+  constexpr size_t kStride = 16;  // malloc's size classes
+  char* blocks[kBlocks];
+  for (int i = 0; i < kBlocks; ++i) {
+    blocks[i] = static_cast<char*>(std::malloc(kStride * (i + 1) + 8));
+    std::memset(blocks[i], 'c', kStride * (i + 1) + 8);
+  }
+  memkv_status_t status = memkv_get(nullptr, "k", 1, nullptr, 0, nullptr);
+  for (int i = 0; i < kBlocks; ++i) {
+    for (size_t j = 0; j < kStride * (i + 1) + 8; ++j) {
+      if (blocks[i][j] != 'c') {
+        std::fprintf(stderr, "the call at exit wrote into a block of %zu bytes\n", kStride * (i + 1) + 8);
+        std::_Exit(3);
+      }
+    }
+  }
+  std::fprintf(stderr, "at exit: %s, %s\n", memkv_status_name(status), memkv_last_error());
+}
+
+TEST(CApiErrorTest, TheLastErrorWorksInAnAtexitHandler) {
+  EXPECT_EXIT(
+      {
+        // A message too long for a small-string buffer: held on the heap.
+        memkv_put(nullptr, "k", 1, "v", 1);
+        std::atexit(CallTheApiAtExit);
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "at exit: InvalidArgument, InvalidArgument: memkv_get: client is NULL");
+}
+
+TEST(CApiErrorTest, ALongMessageIsCutToFit) {
+  OptionsPtr o(memkv_options_create());
+  const std::string name(10000, 'x');
+  EXPECT_EQ(memkv_options_set(o.get(), name.c_str(), "1"), MEMKV_INVALID_ARGUMENT);
+  const std::string message = LastError();
+  EXPECT_EQ(message.rfind("InvalidArgument: unknown client option 'xxx", 0), 0u) << message.substr(0, 200);
+  EXPECT_EQ(message.size(), 4095u);
+  EXPECT_EQ(message.substr(message.size() - 3), "...");
+  // A short one after it is whole.
+  EXPECT_EQ(memkv_put(nullptr, "k", 1, "v", 1), MEMKV_INVALID_ARGUMENT);
   EXPECT_EQ(LastError(), "InvalidArgument: memkv_put: client is NULL");
 }
 

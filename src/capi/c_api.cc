@@ -9,6 +9,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <string_view>
 #include <vector>
 
 #include "capi/c_api_internal.h"
@@ -16,21 +17,36 @@
 namespace memkv::capi {
 namespace {
 
-thread_local std::string t_last_error;
-// Set when even the message could not be stored (out of memory).
-thread_local bool t_last_error_lost = false;
+// The calling thread's last error, in a fixed buffer rather than a
+// std::string: exit() destroys the exiting thread's thread_local objects
+// before it runs the atexit/on_exit handlers and the static destructors, and
+// a call made there (a program's handler, the preload shim's puts at exit)
+// would write into a destroyed string. A trivially destructible buffer stays
+// whole as long as its thread runs, and recording an error never allocates.
+// A message longer than the buffer is cut, ending in kCutMark.
+constexpr size_t kLastErrorBytes = 4096;
+constexpr std::string_view kCutMark = "...";
+thread_local char t_last_error[kLastErrorBytes] = {};
 
-// Keeps the string's capacity between calls, so recording an error seldom
-// allocates; when it cannot, memkv_last_error says so instead.
 void SetLastError(std::initializer_list<std::string_view> parts) noexcept {
-  try {
-    t_last_error.clear();
-    for (std::string_view part : parts) t_last_error.append(part);
-    t_last_error_lost = false;
-  } catch (...) {
-    t_last_error.clear();
-    t_last_error_lost = true;
+  constexpr size_t kRoom = kLastErrorBytes - 1;  // the NUL
+  size_t used = 0;
+  bool cut = false;
+  for (std::string_view part : parts) {
+    size_t n = std::min(part.size(), kRoom - used);
+    if (n > 0) std::memcpy(t_last_error + used, part.data(), n);
+    used += n;
+    if (n < part.size()) {
+      cut = true;
+      break;
+    }
   }
+  if (cut) {
+    used = kRoom - kCutMark.size();
+    std::memcpy(t_last_error + used, kCutMark.data(), kCutMark.size());
+    used += kCutMark.size();
+  }
+  t_last_error[used] = '\0';
 }
 
 }  // namespace
@@ -56,10 +72,7 @@ using memkv::capi::Report;
 
 extern "C" {
 
-const char* memkv_last_error(void) {
-  return memkv::capi::t_last_error_lost ? "ResourceExhausted: out of memory while recording the error"
-                                        : memkv::capi::t_last_error.c_str();
-}
+const char* memkv_last_error(void) { return memkv::capi::t_last_error; }
 
 const char* memkv_status_name(memkv_status_t status) {
   if (status < 0 || status > std::numeric_limits<uint16_t>::max()) return "Unknown";

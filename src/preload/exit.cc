@@ -21,7 +21,6 @@
 // static destructors); a program started some other way (no main() wrapper)
 // gets only that pass, which cannot tell the exit status and leaves it be.
 #include <dlfcn.h>
-#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,11 +102,15 @@ void WriteStats() {
   Real().close(fd);
 }
 
-// Puts every open file that was written. `stays_open`: a baseline is taken,
-// so that the destructor's pass finds later writes. Failures are reported
-// here, since nobody else can, and the file is dropped from the table (not
-// tried again by the next pass).
-void PutOpenFilesHere(bool stays_open) {
+// Puts every open file that was written, after what stdio still buffers is
+// flushed into the memfds. `stays_open`: a baseline is taken, so that the
+// destructor's pass finds later writes. Failures are reported here, since
+// nobody else can, and the file is dropped from the table (not tried again
+// by the next pass). It runs on the exiting thread: libmemkv keeps nothing
+// there that exit() destroys before the handlers run (memkv_last_error's
+// text is a plain per-thread buffer).
+void PutOpenFiles(bool stays_open) {
+  fflush(nullptr);
   for (auto& [fd, file] : OpenFiles()) {
     if (int err = CommitIfDirty(*file, fd, stays_open)) {
       TakeFd(fd);
@@ -116,25 +119,6 @@ void PutOpenFilesHere(bool stays_open) {
               (lost == 1 ? " put" : " puts") + " failed where no call could return the error)");
     }
   }
-}
-
-// PutOpenFilesHere on a thread of its own: exit() destroys the exiting
-// thread's thread_local objects before it runs any handler, libmemkv's
-// among them (the text of memkv_last_error), so the puts run where those
-// are whole.
-void PutOpenFiles(bool stays_open) {
-  fflush(nullptr);  // what stdio still buffers belongs in the memfds first
-  if (OpenFiles().empty()) return;
-  pthread_t thread;
-  auto run = [](void* arg) -> void* {
-    PutOpenFilesHere(*static_cast<bool*>(arg));
-    return nullptr;
-  };
-  if (pthread_create(&thread, nullptr, run, &stays_open) != 0) {
-    PutOpenFilesHere(stays_open);  // no thread to be had: here, as best we can
-    return;
-  }
-  pthread_join(thread, nullptr);
 }
 
 // Exits with kLostPutExitStatus where the program was about to exit with 0
