@@ -34,6 +34,12 @@ void ToStatx(const struct stat& st, unsigned mask, struct statx* out) {
   out->stx_dev_minor = static_cast<uint32_t>(st.st_dev & 0xff);
 }
 
+// The parent directory of a key: "" (the root) for a top-level one.
+std::string ParentKey(const std::string& key) {
+  size_t slash = key.rfind('/');
+  return slash == std::string::npos ? std::string() : key.substr(0, slash);
+}
+
 // Moves one value: get, put under the new key, delete the old one (three
 // operations, not atomic).
 int MoveValue(const std::string& from_key, const std::string& to_key) {
@@ -76,6 +82,10 @@ int RenameDirectory(const Target& from, const Target& to, int to_kind, unsigned 
     int err = Delete(MarkerKey(to.key));  // an empty directory is replaced
     if (err != 0 && err != ENOENT) return err;
   }
+  // The old parent stays when this was its last entry (KeepDirectory).
+  if (ParentKey(from.key) != ParentKey(to.key)) {
+    if (int err = KeepDirectory(ParentKey(from.key))) return err;
+  }
   std::vector<std::string> keys;
   if (int err = ListKeys(from.key + "/", &keys)) return err;
   for (const std::string& key : keys) {
@@ -97,6 +107,9 @@ int RenameTargets(const Target& from, const Target& to, unsigned flags) {
   if (from_kind == 2) return RenameDirectory(from, to, to_kind, flags);
   if (to_kind == 2) return EISDIR;
   if (to_kind == 1 && (flags & RENAME_NOREPLACE) != 0) return EEXIST;
+  if (ParentKey(from.key) != ParentKey(to.key)) {
+    if (int err = KeepDirectory(ParentKey(from.key))) return err;
+  }
   return MoveValue(from.key, to.key);
 }
 
@@ -115,30 +128,32 @@ int RenameAt(int old_dirfd, const char* old_path, int new_dirfd, const char* new
   return ErrnoResult(RenameTargets(from, to, flags));
 }
 
+// unlink() and rmdir(). The parent of what is deleted is made explicit
+// first (KeepDirectory): a directory stays until rmdir, as on a filesystem,
+// even when it was implied by the key deleted here alone.
 int UnlinkTarget(const Target& target, bool remove_dir) {
   if (target.key.empty()) return remove_dir ? EBUSY : EISDIR;
+  const std::string parent = ParentKey(target.key);
   if (remove_dir) {
     bool any = false;
-    if (int err = HasEntries(target.key, &any)) return err;
+    bool marked = false;
+    if (int err = HasEntries(target.key, &any, &marked)) return err;
     if (any) return ENOTEMPTY;
-    int err = Delete(MarkerKey(target.key));
-    if (err != ENOENT) return err;
+    if (marked) {
+      if (int err = KeepDirectory(parent)) return err;
+      return Delete(MarkerKey(target.key));
+    }
     bool present = false;
-    if (int err2 = Exists(target.key, &present)) return err2;
+    if (int err = Exists(target.key, &present)) return err;
     return present ? ENOTDIR : ENOENT;
   }
-  int err = Delete(target.key);
+  int err = KeepDirectory(parent);  // ENOENT: no parent, so no file either
+  if (err == 0) err = Delete(target.key);
   if (err == ENOENT) {
     bool is_dir = false;
     if (IsDirectory(target.key, &is_dir) == 0 && is_dir) return EISDIR;
   }
   return err;
-}
-
-// The parent directory of a key: "" (the root) for a top-level one.
-std::string ParentKey(const std::string& key) {
-  size_t slash = key.rfind('/');
-  return slash == std::string::npos ? std::string() : key.substr(0, slash);
 }
 
 // mkdir() puts the directory's marker (store.h), so that it exists, empty,

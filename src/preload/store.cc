@@ -10,6 +10,7 @@
 #include <limits>
 #include <mutex>
 #include <string_view>
+#include <unordered_set>
 
 #include "memkv/memkv.h"
 #include "preload/real.h"
@@ -68,6 +69,50 @@ int Failed(const char* what, const std::string& key, memkv_status_t status) {
     LogLine(std::string(what) + " '" + key + "' failed: " + memkv_last_error());
   }
   return ErrnoForStatus(status);
+}
+
+// Directories known to have their marker (KeepDirectory in store.h).
+struct MarkCache {
+  std::mutex mu;
+  std::unordered_set<std::string> dirs;  // guarded by mu
+};
+
+// Past this many directories the cache starts again: knowing fewer costs a
+// listing more each, never a wrong answer.
+constexpr size_t kMaxKnownMarks = 65536;
+
+MarkCache& Marks() {
+  static MarkCache* marks = [] {
+    auto* m = new MarkCache();  // never freed: used until the process exits
+    // A child keeps what the parent knew (the markers are the server's),
+    // and never finds the mutex held by a thread it does not have.
+    pthread_atfork([] { Marks().mu.lock(); }, [] { Marks().mu.unlock(); }, [] { Marks().mu.unlock(); });
+    return m;
+  }();
+  return *marks;
+}
+
+void NoteMarked(std::string_view dir_key) {
+  if (dir_key.empty()) return;
+  MarkCache& marks = Marks();
+  std::lock_guard<std::mutex> lock(marks.mu);
+  if (marks.dirs.size() >= kMaxKnownMarks) marks.dirs.clear();
+  marks.dirs.emplace(dir_key);
+}
+
+// The root (which has no marker and never goes), or a directory known to
+// have its marker.
+bool KnownKept(const std::string& dir_key) {
+  if (dir_key.empty()) return true;
+  MarkCache& marks = Marks();
+  std::lock_guard<std::mutex> lock(marks.mu);
+  return marks.dirs.count(dir_key) > 0;
+}
+
+void NoteUnmarked(std::string_view dir_key) {
+  MarkCache& marks = Marks();
+  std::lock_guard<std::mutex> lock(marks.mu);
+  marks.dirs.erase(std::string(dir_key));
 }
 
 }  // namespace
@@ -271,7 +316,10 @@ int Delete(const std::string& key) {
   memkv_client_t* client = nullptr;
   if (int err = GetClient(&client)) return err;
   memkv_status_t status = memkv_delete(client, key.data(), key.size());
-  if (status == MEMKV_OK || status == MEMKV_NOT_FOUND) NoteStored(key);  // nothing more to store
+  if (status == MEMKV_OK || status == MEMKV_NOT_FOUND) {
+    NoteStored(key);  // nothing more to store
+    if (!key.empty() && key.back() == '/') NoteUnmarked(std::string_view(key).substr(0, key.size() - 1));
+  }
   return status == MEMKV_OK ? 0 : Failed("delete", key, status);
 }
 
@@ -316,7 +364,11 @@ int ListChildren(const std::string& dir_key, std::vector<DirEntry>* entries) {
     std::string_view rest = key.substr(prefix.size());
     size_t slash = rest.find('/');
     if (slash == std::string_view::npos) {
-      if (!rest.empty()) entries->push_back({std::string(rest), false});
+      if (rest.empty()) {
+        NoteMarked(dir_key);  // the marker, not a file
+      } else {
+        entries->push_back({std::string(rest), false});
+      }
     } else if (slash > 0 && rest.substr(0, slash) != last_dir) {
       last_dir = std::string(rest.substr(0, slash));
       entries->push_back({last_dir, true});
@@ -337,9 +389,11 @@ int ListChildren(const std::string& dir_key, std::vector<DirEntry>* entries) {
 }
 
 int HasChildren(const std::string& dir_key, bool* any) {
+  const std::string prefix = DirPrefix(dir_key);
   *any = false;
-  return ForEachKey(DirPrefix(dir_key), 1, [&](std::string_view) {
+  return ForEachKey(prefix, 1, [&](std::string_view key) {
     *any = true;
+    if (key.size() == prefix.size()) NoteMarked(dir_key);  // the marker comes first when there is one
     return false;  // one key is enough
   });
 }
@@ -355,7 +409,17 @@ int PutMarker(const std::string& dir_key) {
     if (status != MEMKV_OK) err = Failed("put", key, status);
   }
   CountPut(0, err);
+  if (err == 0) NoteMarked(dir_key);
   return err;
+}
+
+int KeepDirectory(const std::string& dir_key) {
+  if (KnownKept(dir_key)) return 0;
+  bool any = false;
+  bool marked = false;
+  if (int err = HasEntries(dir_key, &any, &marked)) return err;  // notes the marker
+  if (marked) return 0;
+  return any ? PutMarker(dir_key) : ENOENT;
 }
 
 int ListKeys(const std::string& prefix, std::vector<std::string>* keys) {
@@ -366,12 +430,17 @@ int ListKeys(const std::string& prefix, std::vector<std::string>* keys) {
   });
 }
 
-int HasEntries(const std::string& dir_key, bool* any) {
+int HasEntries(const std::string& dir_key, bool* any, bool* marked) {
   const std::string prefix = DirPrefix(dir_key);
   *any = false;
+  if (marked != nullptr) *marked = false;
   // The marker, when there is one, is the first key: the next says enough.
   return ForEachKey(prefix, 2, [&](std::string_view key) {
     *any = key.size() > prefix.size();  // not the marker itself
+    if (!*any) {
+      NoteMarked(dir_key);
+      if (marked != nullptr) *marked = true;
+    }
     return !*any;
   });
 }

@@ -70,8 +70,9 @@ struct DirEntry {
 int ListChildren(const std::string& dir_key, std::vector<DirEntry>* entries);
 // *any: whether some key lies below `dir_key` (its marker included).
 int HasChildren(const std::string& dir_key, bool* any);
-// *any: whether some key other than its marker lies below `dir_key`.
-int HasEntries(const std::string& dir_key, bool* any);
+// *any: whether some key other than its marker lies below `dir_key`;
+// *marked (when given): whether its marker is there.
+int HasEntries(const std::string& dir_key, bool* any, bool* marked = nullptr);
 
 // A directory made by mkdir() is kept as a marker: the key "dir_key/" with
 // an empty value. Listings never show it as a file (its name below the
@@ -79,6 +80,23 @@ int HasEntries(const std::string& dir_key, bool* any);
 // empty or not, until rmdir() deletes it.
 std::string MarkerKey(const std::string& dir_key);
 int PutMarker(const std::string& dir_key);
+// Makes directory `dir_key` explicit (its marker) unless it is the root or
+// has its marker already; ENOENT when it is no directory (nothing below it).
+// Called before a key below it is deleted (by unlink, rmdir or rename), so
+// that deleting its last key leaves it, as on a filesystem, until rmdir: a
+// directory implied by keys alone would vanish with them. One listing of
+// the directory tells (the marker is its first key), and a put follows only
+// for an implied one.
+//
+// A directory known to have its marker costs no round trip: what is known
+// is cached per process (inherited by fork), a marker this process put or
+// one a listing or a directory check came across (mkdir's EEXIST check,
+// stat, opendir, rm's listing all see it), and dropped when this process
+// deletes it. So unlinking the files of a directory the process made or
+// looked at costs nothing more. The cache is stale only where another
+// process removed the marker (rmdir, a rename) meanwhile: such a directory
+// vanishes with its last key, as every implied one once did.
+int KeepDirectory(const std::string& dir_key);
 // Every key that starts with `prefix`, in key order.
 int ListKeys(const std::string& prefix, std::vector<std::string>* keys);
 

@@ -12,6 +12,9 @@
 #      sed -i, touch, find -delete, rsync -a), each run in a local directory
 #      and under the shim, MemKV's keys (memkv ls: directories as their
 #      markers "dir/") and values (memkv get) checked against the local tree;
+#   4b. directories implied by keys alone (memkv put, open(O_CREAT) below no
+#      directory): rm -r, rm -rf, find -delete exit 0 and leave the parent;
+#      rm or mv of the last file leaves the directory, for rmdir;
 #   5. failed stores: against a second server whose memory.max_value_size is
 #      1 MiB, then the same server stopped, every call that stores (close,
 #      fclose, fsync, fdatasync, Python's close) returns -1 with EFBIG, then
@@ -85,8 +88,10 @@ size=$(shim ls -l "$kv/tools/a.bin" | awk '{print $5}')
 top=$(shim ls "$kv" | tr '\n' ' ')
 [ "$top" = "c py tools " ] || fail "ls of the prefix lists '$top'"
 shim rm "$kv/tools/b.bin" || fail "rm failed"
+# tools/ was implied by its keys; deleting one made it explicit (its marker).
 "$memkv" ls tools/ >"$scratch/ls.out" || fail "memkv ls failed"
-[ "$(tr '\n' ' ' <"$scratch/ls.out")" = "tools/a.bin tools/dd.bin " ] || fail "after rm MemKV holds: $(cat "$scratch/ls.out")"
+[ "$(tr '\n' ' ' <"$scratch/ls.out")" = "tools/ tools/a.bin tools/dd.bin " ] ||
+  fail "after rm MemKV holds: $(cat "$scratch/ls.out")"
 if shim cat "$kv/tools/b.bin" 2>"$scratch/cat.err"; then fail "cat of a removed value succeeded"; fi
 grep -q 'No such file or directory' "$scratch/cat.err" || fail "cat of a miss said: $(cat "$scratch/cat.err")"
 log "cp, cat, dd, sha256sum, ls, rm: ok"
@@ -179,6 +184,67 @@ same_tree find_delete 'cp -a "$S" "$D/t" && cp -a "$S" "$D/u" && find "$D/t" -de
 same_tree rsync_a 'rsync -a "$S/" "$D/dst/" && rsync -a "$S/" "$D/dst/"'
 log "trees (mkdir -p, tar x, cp -a, mv, rm -r, sed -i, touch, find -delete, rsync -a): ok"
 
+# --- 4b. Directories implied by keys -----------------------------------------
+# A directory that exists only because keys lie below it (put by memkv put,
+# or by open(O_CREAT) below a directory never made) stays until rmdir, as a
+# local one does: rm -r, rm -rf and find -delete of it exit 0 and leave its
+# parent; unlink or mv of its last file leaves it, empty, for rmdir.
+# keys_are PREFIX 'KEYS ' WHAT: memkv ls PREFIX lists exactly KEYS.
+keys_are() {
+  "$memkv" ls "$1" >"$scratch/ls.out" || fail "$3: memkv ls $1 failed"
+  [ "$(LC_ALL=C sort "$scratch/ls.out" | tr '\n' ' ')" = "$2" ] ||
+    fail "after $3 MemKV holds under $1: '$(tr '\n' ' ' <"$scratch/ls.out")', not '$2'"
+}
+printf 'x\n' >"$scratch/x"
+put_keys() { for k in "$@"; do "$memkv" put "$k" "$scratch/x" >/dev/null || fail "memkv put $k failed"; done; }
+put_keys im/rm/a im/rm/sub/b im/rm/sub/deeper/c
+shim rm -r "$kv/im/rm" || fail "rm -r of a directory implied by keys failed"
+keys_are im/ "im/ " "rm -r of im/rm"
+put_keys im/rf/a im/rf/sub/b
+shim rm -rf "$kv/im/rf" || fail "rm -rf of a directory implied by keys failed"
+keys_are im/ "im/ " "rm -rf of im/rf"
+put_keys im/fd/a im/fd/sub/b im/fd/sub/deeper/c
+shim find "$kv/im/fd" -delete || fail "find -delete of a directory implied by keys failed"
+keys_are im/ "im/ " "find -delete of im/fd"
+shim bash -c 'echo a >"$1/a" && /bin/echo b >"$1/sub/b"' _ "$kv/im/oc" || fail "writes below no directory failed"
+keys_are im/oc/ "im/oc/a im/oc/sub/b " "open(O_CREAT) below no directory"
+shim rm -r "$kv/im/oc" || fail "rm -r of a directory made by open(O_CREAT) failed"
+keys_are im/ "im/ " "rm -r of im/oc"
+put_keys im/un/f
+shim rm "$kv/im/un/f" || fail "rm of the last file of an implied directory failed"
+keys_are im/un/ "im/un/ " "rm of im/un/f"
+[ "$(shim ls -A "$kv/im/un")" = "" ] || fail "ls of the emptied directory lists $(shim ls -A "$kv/im/un")"
+shim rmdir "$kv/im/un" || fail "rmdir of the emptied directory failed"
+keys_are im/un/ "" "rmdir of im/un"
+# A miss makes no directory.
+shim rm -f "$kv/im/none/f" || fail "rm -f of a miss failed"
+if shim rm "$kv/im/none/f" 2>/dev/null; then fail "rm of a miss succeeded"; fi
+keys_are im/none/ "" "rm of a miss"
+put_keys im/mv/src/f im/rd/p/q/f
+shim mv "$kv/im/mv/src/f" "$kv/im/mv/g" || fail "mv of the last file out of an implied directory failed"
+keys_are im/mv/ "im/mv/g im/mv/src/ " "mv of im/mv/src/f"
+shim rmdir "$kv/im/mv/src" || fail "rmdir of the directory mv emptied failed"
+shim mv "$kv/im/rd/p/q" "$kv/im/rd/q2" || fail "mv of the only directory out of an implied one failed"
+keys_are im/rd/ "im/rd/p/ im/rd/q2/f " "mv of im/rd/p/q"
+shim rm -r "$kv/im" || fail "rm -r of im failed"
+keys_are im "" "rm -r of im"
+# A directory with its marker (made by another process) gets no second one:
+# rm finds it, and MLPerf's pattern (makedirs of the existing directory, then
+# unlink of every file in it) learns it from mkdir's check.
+shim mkdir "$kv/im2" || fail "mkdir im2 failed"
+put_keys im2/f1 im2/f2 im2/f3
+MEMKV_PRELOAD_STATS=$scratch/unlink.stats shim rm "$kv/im2/f1" || fail "rm im2/f1 failed"
+MEMKV_PRELOAD_STATS=$scratch/unlink.stats shim /usr/bin/python3 -c '
+import os, sys
+os.makedirs(sys.argv[1], exist_ok=True)
+for name in ("f2", "f3"):
+    os.unlink(os.path.join(sys.argv[1], name))' "$kv/im2" || fail "makedirs and unlink under the shim failed"
+[ "$(grep -c "stats: puts 0 " "$scratch/unlink.stats")" = 2 ] ||
+  fail "unlink in a directory with its marker put: $(cat "$scratch/unlink.stats")"
+keys_are im2/ "im2/ " "unlink of every file in im2"
+shim rmdir "$kv/im2" || fail "rmdir im2 failed"
+log "directories implied by keys (rm -r, rm -rf, find -delete, rm and mv of the last file): ok"
+
 # --- 5. Failed stores --------------------------------------------------------
 # A second server, whose value limit is 1 MiB (its own stdout/stderr and
 # data directory; killed by the EXIT trap below as the first is by cleanup).
@@ -211,11 +277,12 @@ try:
 except OSError as e:
     sys.exit(0 if e.errno == errno.EFBIG else f"close raised errno {e.errno}, not EFBIG")
 sys.exit("close of a file over the value limit succeeded")' "$kv/fail/py.bin" 2>/dev/null || fail "Python's close over the value limit"
-# Below the limit all is well, and the failed files left no key.
+# Below the limit all is well, and the failed files left no key (fail/, a
+# directory once huge.bin was there, stays after its unlink: its marker).
 head -c $((1 << 19)) /dev/urandom >"$scratch/half.bin"
 on_small cp "$scratch/half.bin" "$kv/fail/ok.bin" || fail "cp of 512 KiB to the 1 MiB-limit server failed"
 MEMKV_SERVERS=$small "$memkv" ls fail/ >"$scratch/ls.out" || fail "memkv ls of the 1 MiB-limit server failed"
-[ "$(tr '\n' ' ' <"$scratch/ls.out")" = "fail/ok.bin " ] || fail "after the failed puts the server holds: $(cat "$scratch/ls.out")"
+[ "$(tr '\n' ' ' <"$scratch/ls.out")" = "fail/ fail/ok.bin " ] || fail "after the failed puts the server holds: $(cat "$scratch/ls.out")"
 log "stores over memory.max_value_size: close, fclose, fsync, fdatasync and Python's close give EFBIG: ok"
 
 # The server stopped: nothing can be stored.
