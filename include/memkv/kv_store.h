@@ -55,7 +55,8 @@
  *   handle is closed are dropped (no manifest can name them). A get_chunk
  *   on the same handle sees its buffered chunks.
  * - A manifest is named by a C string (1..KV_STORE_MAX_NAME_BYTES bytes),
- *   holds 0..256 MiB, and is replaced atomically: a reader sees the old or
+ *   holds up to the server's value limit (memory.max_value_size, default
+ *   16 GiB), and is replaced atomically: a reader sees the old or
  *   the new bytes, never a mix. put_manifest first makes every chunk the
  *   handle had buffered or in flight durable, so once a manifest is visible
  *   every chunk it names is too; if that fails the manifest is not written.
@@ -103,7 +104,7 @@ extern "C" {
 #define KV_STORE_ERR_UNAVAILABLE (-5)
 /* A server refused the key (MEMKV_AUTH_KEY) or a frame. */
 #define KV_STORE_ERR_AUTH (-6)
-/* A chunk or manifest over the server's value limit (256 MiB). */
+/* A chunk or manifest over the server's value limit (memory.max_value_size). */
 #define KV_STORE_ERR_TOO_LARGE (-7)
 /* A server's store is full and nothing in it can be evicted right now. */
 #define KV_STORE_ERR_FULL (-8)

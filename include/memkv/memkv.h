@@ -10,7 +10,7 @@
  * - On failure, memkv_last_error() returns a message for the calling thread
  *   that names the function and what failed ("InvalidArgument: memkv_put:
  *   key is NULL", "InvalidArgument: ClientOptions.transport 'x' is not a
- *   transport; ...").
+ *   transport; ..."), at most 4095 bytes (a longer one is cut and ends in "...").
  *   It is per thread, so threads never see each other's messages, and it is
  *   left alone by calls that succeed. A batch call returns MEMKV_OK when the
  *   call itself ran; its per-key codes are in the caller's statuses array and
@@ -55,7 +55,10 @@
  *
  * Keys and values
  * - Keys are byte strings (pointer + length), 1..1024 bytes. Values are bytes,
- *   0..256 MiB.
+ *   up to the server's limit (its memory.max_value_size, default 16 GiB, at
+ *   most 64 GiB, announced when the client connects; 256 MiB for servers
+ *   that predate it): a larger put fails with MEMKV_TOO_LARGE before it is
+ *   sent.
  */
 #ifndef MEMKV_MEMKV_H_
 #define MEMKV_MEMKV_H_
