@@ -320,7 +320,8 @@ TEST_F(HostHugePages, StartBacksThePoolWithFreeHugepages) {
 
 // storage.mode direct end to end: a loop device formatted by `memkv setup`,
 // served by `memkv start` (whose pool must then be hugetlb), values survive a
-// restart; a regular file is refused as a direct-mode drive.
+// restart, one of them larger than the pool (to the device and back in
+// pieces); a regular file is refused as a direct-mode drive.
 TEST_F(HostHugePages, DirectModeServesFromALoopDeviceAcrossARestart) {
   if (::geteuid() != 0 || testing::RunShell("command -v losetup").exit_code != 0) {
     GTEST_SKIP() << "loop devices need root and losetup";
@@ -328,7 +329,7 @@ TEST_F(HostHugePages, DirectModeServesFromALoopDeviceAcrossARestart) {
   PROVIDE_OR_SKIP(32);
   TempDir dir;
   const std::string image = dir.path() + "/nvme.img";
-  testing::CommandResult made = testing::RunShell("truncate -s 96M " + image + " && losetup --find --show " + image);
+  testing::CommandResult made = testing::RunShell("truncate -s 256M " + image + " && losetup --find --show " + image);
   if (made.exit_code != 0) GTEST_SKIP() << "no loop device: " << made.out;
   const std::string device = made.out.substr(0, made.out.find('\n'));
   struct Detach {
@@ -346,6 +347,7 @@ TEST_F(HostHugePages, DirectModeServesFromALoopDeviceAcrossARestart) {
   };
   const std::string config_path = dir.Write("direct.yaml", config(device));
   const std::vector<uint8_t> value = testing::Pattern(3 << 20, 42);
+  const std::vector<uint8_t> over_pool = testing::Pattern(80 << 20, 43);  // the pool is 64 MiB
   for (int round = 0; round < 2; ++round) {
     TempDir run;
     StartedServer server(run, config_path);
@@ -359,10 +361,15 @@ TEST_F(HostHugePages, DirectModeServesFromALoopDeviceAcrossARestart) {
     auto client = std::move(Client::Create(options)).value();
     if (round == 0) {
       ASSERT_TRUE(client->Put("direct", value).ok()) << server.Err();
+      Status big = client->Put("over-pool", over_pool);
+      ASSERT_TRUE(big.ok()) << big.ToString() << "\n" << server.Err();
     }
     Result<std::vector<uint8_t>> got = client->Get("direct");
     ASSERT_TRUE(got.ok()) << "round " << round << ": " << got.status().ToString() << "\n" << server.Err();
     EXPECT_TRUE(*got == value);
+    got = client->Get("over-pool");
+    ASSERT_TRUE(got.ok()) << "round " << round << ": " << got.status().ToString() << "\n" << server.Err();
+    EXPECT_TRUE(*got == over_pool);
   }
 
   TempDir run;
