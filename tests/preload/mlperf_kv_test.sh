@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # mlperf_kv_test.py (the storage calls of MLPerf Storage's KV-cache benchmark,
-# entries up to 2.25 GiB, several threads) under libmemkv_preload.so against
-# a real `memkv start` (memory mode, a 3 GiB pool faulted in as used), and
+# entries up to 3 GiB, several threads) under libmemkv_preload.so against
+# a real `memkv start` (file mode, a 512 MiB pool, two 3 GiB drive files), and
 # from outside: nothing under the prefix on the real filesystem, no key left
-# on the server. Needs about 8 GiB of free memory (the server's pool, and a
-# 2.25 GiB entry twice in the test's process: its memfd and the array).
+# on the server. Needs about 10 GiB of free memory (a 3 GiB entry up to three
+# times in the test's process: its memfd, the array np.load makes and the
+# copy np.array makes) and 6 GiB of disk.
 #
 # Usage: mlperf_kv_test.sh MEMKV_BINARY PRELOAD_LIBRARY PY_PROGRAM
 set -euo pipefail
@@ -17,10 +18,12 @@ key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 /usr/bin/python3 -c 'import numpy' 2>/dev/null || { log "SKIP: no NumPy (Debian: python3-numpy)"; exit 77; }
 export HOME="$scratch/home"
 mkdir -p "$HOME"
-# As start_memory_server, with a pool faulted in as values arrive
-# (memory.prefault false): it costs only what the test stores.
-printf 'network:\n  address: 127.0.0.1:0\n  auth_key: %s\nmemory:\n  max_size: 3 GiB\n  prefault: false\nstorage:\n  mode: memory\n' \
-  "$key" >"$scratch/server.yaml"
+# File mode, as the benchmark's storage tier is meant to be: a 512 MiB pool
+# (faulted in as values arrive) before two 3 GiB drive files; entries over a
+# quarter of the pool go to the drives in pieces, so the server holds little
+# of them in memory.
+printf 'network:\n  address: 127.0.0.1:0\n  auth_key: %s\nmemory:\n  max_size: 512 MiB\n  prefault: false\nstorage:\n  mode: file\n  drives:\n    - {media: %s/d0.memkv, size: 3 GiB}\n    - {media: %s/d1.memkv, size: 3 GiB}\n' \
+  "$key" "$scratch" "$scratch" >"$scratch/server.yaml"
 : >"$scratch/server.out"
 "$memkv" start --config "$scratch/server.yaml" --data-dir "$scratch/data" >"$scratch/server.out" \
   2>"$scratch/server.err" &
@@ -33,11 +36,11 @@ until grep -q '^ready ' "$scratch/server.out"; do
 done
 address=$(sed -n 's/^ready //p' "$scratch/server.out")
 export MEMKV_SERVERS=$address MEMKV_AUTH_KEY=$key MEMKV_TRANSPORT=tcp
-# A 2.25 GiB put or get takes seconds on a loaded 2-core machine.
+# A 3 GiB put or get takes seconds on a loaded 2-core machine.
 export MEMKV_TIMEOUT_MS=120000
 kv=$scratch/kv
 export MEMKV_PRELOAD_PREFIX=$kv
-log "server ready on $MEMKV_SERVERS (3 GiB pool); prefix $kv"
+log "server ready on $MEMKV_SERVERS (file mode, 512 MiB pool, two 3 GiB drives); prefix $kv"
 
 LD_PRELOAD=$lib MEMKV_PRELOAD_STATS="$scratch/stats" /usr/bin/python3 "$py_program" "$memkv" "$kv/run1" run1 ||
   fail "the MLPerf KV-cache storage calls failed"
