@@ -25,6 +25,7 @@
 #include "memkv/client.h"
 #include "nixl/transfer_engine.h"
 #include "server/rdma_endpoint.h"
+#include "tests/harness.h"
 #include "tests/in_process_server.h"
 #include "verbs/fake.h"
 
@@ -325,19 +326,6 @@ TEST_F(RdmaTransportTest, LargeCallerBuffersAreRegisteredOnceAndUsedWithoutACopy
   EXPECT_EQ(client->Stats().rdma_zero_copy_ops, 4u);
 }
 
-// Fills `out` with a pattern that differs in every 8 bytes (cheap at GiB sizes).
-void FillPattern(std::span<uint8_t> out, uint64_t seed) {
-  uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 1;
-  size_t i = 0;
-  for (; i + 8 <= out.size(); i += 8) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    std::memcpy(out.data() + i, &x, 8);
-  }
-  for (; i < out.size(); ++i) out[i] = static_cast<uint8_t>(i);
-}
-
 // A value past 1 GiB (the most one WR carries, client::kMaxWrBytes) and far
 // past the largest bounce buffer: straight from and into the caller's
 // registered buffers in WRs of at most 1 GiB, and, for Get() without a
@@ -350,7 +338,7 @@ TEST_F(RdmaTransportTest, AValueOfOverAGiBMovesByteExactInEveryForm) {
   auto client = MakeClient(server, "rdma", 4096, 120000);
   ASSERT_NE(client, nullptr);
   std::vector<uint8_t> value(kSize);
-  FillPattern(value, 7);
+  testing::FillPattern(value, 7);
 
   uint64_t writes = fabric_.WritesCompleted();
   ASSERT_TRUE(client->Put("big", value).ok());

@@ -13,7 +13,6 @@ set -euo pipefail
 [ $# -eq 3 ] || { echo "usage: $0 MEMKV PRELOAD_LIB PY_PROGRAM" >&2; exit 2; }
 memkv=$1 lib=$2 py_program=$3
 . "$(dirname "$0")/../shell_test.sh" preload_mlperf_test
-key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 
 /usr/bin/python3 -c 'import numpy' 2>/dev/null || { log "SKIP: no NumPy (Debian: python3-numpy)"; exit 77; }
 export HOME="$scratch/home"
@@ -22,19 +21,9 @@ mkdir -p "$HOME"
 # (faulted in as values arrive) before two 3 GiB drive files; entries over a
 # quarter of the pool go to the drives in pieces, so the server holds little
 # of them in memory.
-printf 'network:\n  address: 127.0.0.1:0\n  auth_key: %s\nmemory:\n  max_size: 512 MiB\n  prefault: false\nstorage:\n  mode: file\n  drives:\n    - {media: %s/d0.memkv, size: 3 GiB}\n    - {media: %s/d1.memkv, size: 3 GiB}\n' \
-  "$key" "$scratch" "$scratch" >"$scratch/server.yaml"
-: >"$scratch/server.out"
-"$memkv" start --config "$scratch/server.yaml" --data-dir "$scratch/data" >"$scratch/server.out" \
-  2>"$scratch/server.err" &
-server_pid=$!
-deadline=$((SECONDS + 60))
-until grep -q '^ready ' "$scratch/server.out"; do
-  kill -0 "$server_pid" 2>/dev/null || fail "memkv start exited early: $(cat "$scratch/server.err")"
-  [ $SECONDS -lt $deadline ] || fail "memkv start not ready within 60 s"
-  sleep 0.1  # poll interval; the deadline bounds the wait
-done
-address=$(sed -n 's/^ready //p' "$scratch/server.out")
+start_server "$memkv" server "memory:\n  max_size: 512 MiB\n  prefault: false\nstorage:\n  mode: file\n  drives:\n    - {media: $scratch/d0.memkv, size: 3 GiB}\n    - {media: $scratch/d1.memkv, size: 3 GiB}\n"
+server_pid=$started_pid
+address=$started_address
 export MEMKV_SERVERS=$address MEMKV_AUTH_KEY=$key MEMKV_TRANSPORT=tcp
 # A 3 GiB put or get takes seconds on a loaded 2-core machine.
 export MEMKV_TIMEOUT_MS=120000

@@ -250,19 +250,9 @@ log "directories implied by keys (rm -r, rm -rf, find -delete, rm and mv of the 
 # data directory; killed by the EXIT trap below as the first is by cleanup).
 small_pid=""
 trap '[ -n "$small_pid" ] && kill -KILL "$small_pid" 2>/dev/null; cleanup' EXIT
-printf 'network:\n  address: 127.0.0.1:0\n  auth_key: %s\nmemory:\n  max_size: 64 MiB\n  max_value_size: 1 MiB\nstorage:\n  mode: memory\n' \
-  "$key" >"$scratch/small.yaml"
-: >"$scratch/small.out"
-"$memkv" start --config "$scratch/small.yaml" --data-dir "$scratch/small-data" >"$scratch/small.out" \
-  2>"$scratch/small.err" &
-small_pid=$!
-deadline=$((SECONDS + 60))
-until grep -q '^ready ' "$scratch/small.out"; do
-  kill -0 "$small_pid" 2>/dev/null || fail "the 1 MiB-limit server exited: $(cat "$scratch/small.err")"
-  [ $SECONDS -lt $deadline ] || fail "the 1 MiB-limit server is not ready within 60 s"
-  sleep 0.1  # poll interval; the deadline bounds the wait
-done
-small=$(sed -n 's/^ready //p' "$scratch/small.out")
+start_server "$memkv" small "memory:\n  max_size: 64 MiB\n  max_value_size: 1 MiB\nstorage:\n  mode: memory\n"
+small_pid=$started_pid
+small=$started_address
 on_small() { MEMKV_SERVERS=$small LD_PRELOAD=$lib "$@"; }
 # 2 MiB is over the limit: the client refuses the put (TooLarge), EFBIG.
 on_small "$failed_puts" "$kv/fail" $((2 << 20)) EFBIG 2>"$scratch/fail.err" ||
