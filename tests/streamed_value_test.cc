@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/checksum.h"
@@ -95,6 +96,44 @@ TEST(StreamedValueTest, APutCutOffPartWayLeavesTheOldValueAndFreesItsExtents) {
   EXPECT_TRUE(PollUntil([&] { return DriveUsedBytes(admin) == used_before; }, 30000))
       << DriveUsedBytes(admin) << " vs " << used_before;
   EXPECT_TRUE(*client->Get("k") == old_value);
+}
+
+TEST(StreamedValueTest, RequestsPipelinedBehindAValueSentInPiecesAreAnsweredAfterItInOrder) {
+  TempDir dir;
+  ServerProcess server;
+  ASSERT_TRUE(server.Start(FileModeSpec(dir.path(), 2, "512 MiB", "64 MiB")).ok()) << server.Stderr();
+  auto client = ClientFor({&server}, 30000);
+  ASSERT_NE(client, nullptr);
+  const std::vector<uint8_t> big = Pattern(100 * kMiB, 3);  // read from the drives in pieces (over 64 MiB)
+  const std::vector<uint8_t> small = Pattern(1000, 4);
+  ASSERT_TRUE(client->Put("big", big).ok());
+  ASSERT_TRUE(client->Put("small", small).ok());
+
+  auto raw = RawConnection::Open(server.port());
+  ASSERT_TRUE(raw.ok());
+  auto hello = (*raw)->Handshake(kTestKeyHex);
+  ASSERT_TRUE(hello.ok() && hello->header.status == StatusCode::kOk);
+  std::vector<uint8_t> frames = (*raw)->BuildFrame(proto::Opcode::kGet, "big", {}, 2);
+  for (const auto& [opcode, meta, id] : {std::tuple{proto::Opcode::kPing, std::string(), uint64_t{3}},
+                                         std::tuple{proto::Opcode::kGet, std::string("small"), uint64_t{4}},
+                                         std::tuple{proto::Opcode::kGet, std::string("big"), uint64_t{5}}}) {
+    const std::vector<uint8_t> f = (*raw)->BuildFrame(opcode, meta, {}, id);
+    frames.insert(frames.end(), f.begin(), f.end());
+  }
+  ASSERT_TRUE((*raw)->SendBytes(frames).ok());
+  for (uint64_t id : {2, 3, 4, 5}) {
+    auto r = (*raw)->Read(30000);
+    ASSERT_TRUE(r.ok()) << id << ": " << r.status().ToString();
+    EXPECT_EQ(r->header.request_id, id);
+    EXPECT_EQ(r->header.status, StatusCode::kOk);
+    if (id == 2 || id == 5) {
+      EXPECT_TRUE(r->payload == big) << id;
+      EXPECT_EQ(r->header.payload_checksum, Checksum(big.data(), big.size()));
+    }
+    if (id == 4) {
+      EXPECT_TRUE(r->payload == small);
+    }
+  }
 }
 
 }  // namespace

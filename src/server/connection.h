@@ -128,7 +128,8 @@ class Connection {
   bool closing() const { return closing_; }
   // Stop reading (server shutdown); responses already queued still go out.
   void BeginClose() { closing_ = true; }
-  bool Finished() const { return closing_ && out_.empty() && !storage_wait_; }
+  // (A value being sent in pieces is sent whole first, or cut off by a failure.)
+  bool Finished() const { return closing_ && out_.empty() && !storage_wait_ && get_stream_ == nullptr; }
   // False when a grant outlived its lease (the client is gone or stuck
   // mid-transfer): the caller closes the connection, which cuts its QPs off
   // from the pool before the memory is reused.
