@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <utility>
 
@@ -245,6 +246,62 @@ std::vector<uint32_t> ExtentStore::Impl::SyncDrives(const std::vector<uint32_t>&
     if (!op.ok()) failed.push_back(op.drive);
   }
   return failed;
+}
+
+std::string_view SyncModeName(SyncMode mode) {
+  return mode == SyncMode::kAlways ? "always" : "interval";
+}
+
+Status ExtentStore::Impl::FlushAll() {
+  // Cleared first: a write that lands while the flush runs sets it again.
+  unflushed.store(false, std::memory_order_release);
+  std::vector<uint32_t> online;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const Drive& d : drives) {
+      if (d.state != DriveState::kOffline) online.push_back(d.index);
+    }
+  }
+  const std::vector<uint32_t> failed = SyncDrives(online);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    counters.flushes++;
+    counters.io_errors += failed.size();
+  }
+  for (uint32_t d : failed) TakeOffline(d, "fdatasync failed (storage.sync: interval flush)");
+  if (!failed.empty() && failed.size() == online.size()) {
+    return IoError("flushing the drives: fdatasync failed on every online drive");
+  }
+  return Status::Ok();
+}
+
+void ExtentStore::Impl::RunFlusher() {
+  std::unique_lock<std::mutex> lock(flusher_mu);
+  const auto interval = std::chrono::milliseconds(options.sync_interval_ms);
+  while (!flusher_cv.wait_for(lock, interval, [this] { return flusher_stop; })) {
+    if (!unflushed.load(std::memory_order_acquire)) continue;
+    lock.unlock();
+    Status s = FlushAll();
+    if (!s.ok()) LOG_WARN_EVERY_C("drive", 10) << "extent store: " << s.ToString();
+    lock.lock();
+  }
+}
+
+void ExtentStore::Impl::StopFlusher() {
+  if (flusher.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(flusher_mu);
+      flusher_stop = true;
+    }
+    flusher_cv.notify_all();
+    flusher.join();
+  }
+  if (options.sync == SyncMode::kInterval && unflushed.load(std::memory_order_acquire)) (void)FlushAll();
+}
+
+Status ExtentStore::Flush() {
+  if (impl_->options.sync == SyncMode::kAlways) return Status::Ok();
+  return impl_->FlushAll();
 }
 
 // ------------------------------------------------------------------ writes
@@ -714,6 +771,7 @@ ExtentStoreStats ExtentStore::Stats() const {
   std::lock_guard<std::mutex> lock(s.mu);
   ExtentStoreStats out = s.counters;
   out.store_uuid = s.store_uuid;
+  out.sync = s.options.sync;
   out.block_size_bytes = s.block_bytes;
   out.io_engine = std::string(s.io->name());
   out.open_nanos = s.open_nanos;
@@ -796,6 +854,6 @@ double ExtentStoreStats::bytes_per_value_byte() const {
 }
 
 ExtentStore::ExtentStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-ExtentStore::~ExtentStore() = default;
+ExtentStore::~ExtentStore() { impl_->StopFlusher(); }
 
 }  // namespace memkv

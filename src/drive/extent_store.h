@@ -78,8 +78,28 @@ struct DriveFormatOptions {
   uint64_t created_unix_ns = 0;       // 0: now
 };
 
+// When a commit's writes are made durable (storage.sync; docs/storage.md,
+// "Durability").
+enum class SyncMode : uint8_t {
+  // Every commit flushes the drives' caches before it returns: an
+  // acknowledged put survives a power cut.
+  kAlways,
+  // A commit returns once its extents and record are written to the drives
+  // (O_DIRECT): an acknowledged put survives kill -9 of the process. The
+  // caches are flushed every sync_interval_ms (and by Flush, Checkpoint and
+  // a clean close), so a power cut loses at most what was acknowledged
+  // since the last flush: the journal replays a prefix of the log, never a
+  // torn value or another key's bytes.
+  kInterval,
+};
+std::string_view SyncModeName(SyncMode mode);
+
 struct ExtentStoreOptions {
   std::vector<std::string> drives;    // paths, any order; identified by their superblocks
+  SyncMode sync = SyncMode::kAlways;
+  // kInterval: how often a background thread flushes the drives (when
+  // anything was written since the last flush). 0: only Flush() does.
+  uint32_t sync_interval_ms = 1000;
   IoEngineKind io = IoEngineKind::kAuto;
   uint32_t queue_depth = 64;
   // Staging buffers of one extent (block size) each, registered with
@@ -126,6 +146,7 @@ struct DriveStats {
 
 struct ExtentStoreStats {
   Uuid store_uuid;
+  SyncMode sync = SyncMode::kAlways;
   uint64_t block_size_bytes = 0;
   uint64_t unit_bytes = 0;          // the allocation unit, 4 KiB
   std::string io_engine;            // "io_uring", "pread", ...
@@ -141,6 +162,7 @@ struct ExtentStoreStats {
   uint64_t checksum_failures = 0;   // reads whose value failed its checksum (torn, stale or rotten extent)
   uint64_t io_errors = 0;
   uint64_t journal_commits = 0;     // journal writes (each may carry several operations)
+  uint64_t flushes = 0;             // drive cache flushes of SyncMode::kInterval (Flush and the timer)
   uint64_t checkpoints = 0;
   uint64_t open_nanos = 0;          // how long Open took (journal replay included)
   // The live index as a checkpoint writes it; puts are refused with
@@ -240,6 +262,10 @@ class ExtentStore {
   // Writes the live index into the other journal area of every drive (the
   // store does this by itself when an area fills).
   Status Checkpoint();
+  // SyncMode::kInterval: flushes every online drive's cache, so that every
+  // operation acknowledged before the call survives a power cut. A drive
+  // whose flush fails goes offline. Ok at once with kAlways.
+  Status Flush();
 
   ExtentStoreStats Stats() const;
   uint64_t block_size_bytes() const;

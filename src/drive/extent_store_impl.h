@@ -12,6 +12,7 @@
 #ifndef MEMKV_DRIVE_EXTENT_STORE_IMPL_H_
 #define MEMKV_DRIVE_EXTENT_STORE_IMPL_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -20,6 +21,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -126,6 +128,14 @@ struct ExtentStore::Impl {
   uint64_t journal_live_bytes = 0;
   ExtentStoreStats counters;      // the counter fields only
 
+  // SyncMode::kInterval: something was written since the last flush; the
+  // flusher thread (sync_interval_ms) and its stop signal.
+  std::atomic<bool> unflushed{false};
+  std::mutex flusher_mu;
+  std::condition_variable flusher_cv;
+  bool flusher_stop = false;  // guarded by flusher_mu
+  std::thread flusher;
+
   std::mutex commit_mu;
   std::condition_variable commit_cv;
   std::deque<CommitOp*> commit_queue;  // guarded by commit_mu
@@ -176,6 +186,11 @@ struct ExtentStore::Impl {
 
   // Sync (fdatasync) each drive in `drives` in one batch; returns those that failed.
   std::vector<uint32_t> SyncDrives(const std::vector<uint32_t>& drives);
+  // SyncMode::kInterval: flushes every online drive; a failed one goes offline.
+  Status FlushAll();
+  void RunFlusher();
+  // Stops the flusher thread and flushes what is left (a clean close).
+  void StopFlusher();
 };
 
 // --- extent_store.cc: the data path, shared with extent_stream.cc.

@@ -422,6 +422,10 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
   LOG_INFO_C("drive") << "extent store " << s.store_uuid.ToString() << ": " << s.index.size() << " values on " << online << " of "
            << s.drives.size() << " drives (" << s.io->name() << "), " << dropped << " dropped, opened in "
            << s.open_nanos / 1000000 << " ms";
+  if (options.sync == SyncMode::kInterval && options.sync_interval_ms > 0) {
+    ExtentStore::Impl* raw = impl.get();
+    impl->flusher = std::thread([raw] { raw->RunFlusher(); });
+  }
   return std::unique_ptr<ExtentStore>(new ExtentStore(std::move(impl)));
 }
 

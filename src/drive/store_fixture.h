@@ -20,6 +20,7 @@ struct StoreFixture {
   DriveFormatOptions format;
   std::unique_ptr<ExtentStore> store;
   FaultInjectingEngine* faults = nullptr;  // set by OpenFaulty, owned by the store
+  SyncMode sync = SyncMode::kAlways;       // kInterval: flushed by Flush() only (no timer)
 
   explicit StoreFixture(int drives, uint64_t block = 64 << 10, uint64_t file_bytes = 8 << 20,
                         uint64_t journal_area = 0, const std::string& dir_base = "")
@@ -37,6 +38,8 @@ struct StoreFixture {
     ExtentStoreOptions o;
     o.drives = drives.empty() ? paths : std::move(drives);
     o.io_buffers = 8;
+    o.sync = sync;
+    o.sync_interval_ms = 0;
     return o;
   }
 
