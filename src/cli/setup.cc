@@ -425,6 +425,9 @@ std::string RenderConfig(const ConfigInputs& in) {
     if (in.rdma.mtu != 0) y += "  mtu: " + std::to_string(in.rdma.mtu) + "  # the port's active MTU, at most 4096\n";
   }
   y += "storage:\n  mode: " + std::string(in.direct ? "direct" : "file") + "\n";
+  y += "  # interval: a put is acknowledged once on the drive and survives kill -9; a power cut loses\n"
+       "  # at most the last sync_interval_ms of puts. always: every put waits for the drive's flush.\n"
+       "  sync: interval\n  sync_interval_ms: 1000\n";
   y += "  block_size: " + FormatSize(in.block_size_bytes) + "\n  drives:\n";
   for (const std::string& d : in.drives) y += "    - media: " + YamlQuoted(d) + "\n";
   return y;

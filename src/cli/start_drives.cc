@@ -230,6 +230,8 @@ Result<std::unique_ptr<ExtentStore>> OpenDrives(const StorageConfig& storage) {
   if (storage.mode == StorageMode::kFile) MEMKV_RETURN_IF_ERROR(CreateMissingDriveFiles(storage));
   ExtentStoreOptions options;
   for (const DriveConfig& d : storage.drives) options.drives.push_back(d.media);
+  options.sync = storage.sync == StorageSync::kAlways ? SyncMode::kAlways : SyncMode::kInterval;
+  options.sync_interval_ms = storage.sync_interval_ms;
   Result<std::unique_ptr<ExtentStore>> store = ExtentStore::Open(options);
   if (!store.ok()) return store.status();
   const ExtentStoreStats stats = (*store)->Stats();
@@ -244,7 +246,12 @@ Result<std::unique_ptr<ExtentStore>> OpenDrives(const StorageConfig& storage) {
   }
   LOG_INFO_C("start") << "drive tier: " << stats.drives.size() << " drive(s) via " << stats.io_engine << ", "
            << FormatSize(stats.block_size_bytes) << " extents, " << stats.keys << " value(s) re-adopted in "
-           << stats.open_nanos / 1'000'000 << " ms, " << FormatSize(used) << " of " << FormatSize(usable) << " used";
+           << stats.open_nanos / 1'000'000 << " ms, " << FormatSize(used) << " of " << FormatSize(usable) << " used; "
+           << "storage.sync " << SyncModeName(stats.sync)
+           << (stats.sync == SyncMode::kInterval
+                   ? " (a put survives kill -9 at once, a power cut once flushed, every " +
+                         std::to_string(storage.sync_interval_ms) + " ms)"
+                   : std::string(" (a put survives a power cut once acknowledged)"));
   for (const DriveStats& d : stats.drives) {
     if (d.state != DriveState::kOnline) {
       LOG_WARN_C("start") << "drive " << d.index << " (" << (d.path.empty() ? "not given" : d.path)

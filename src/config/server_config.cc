@@ -25,6 +25,7 @@ using config_internal::kGidIndexAllowed;
 using config_internal::kMtuAllowed;
 using config_internal::kNumDcisAllowed;
 using config_internal::kIoThreadsAllowed;
+using config_internal::kSyncIntervalAllowed;
 using config_internal::kServiceLevelAllowed;
 using config_internal::kTrafficClassAllowed;
 
@@ -110,6 +111,18 @@ void ReadStorageMode(const YAML::Node& node, const std::string& path, Diagnostic
   d->Fail(path, path + ": '" + text + "' is not a storage mode; allowed: direct, file, memory");
 }
 
+void ReadStorageSync(const YAML::Node& node, const std::string& path, Diagnostics* d, StorageSync* out) {
+  std::string text;
+  if (!ReadString(node, path, d, &text)) return;
+  for (StorageSync sync : {StorageSync::kAlways, StorageSync::kInterval}) {
+    if (text == StorageSyncName(sync)) {
+      *out = sync;
+      return;
+    }
+  }
+  d->Fail(path, path + ": '" + text + "' is not a sync policy; allowed: always, interval");
+}
+
 void ReadDrives(const YAML::Node& node, const std::string& path, Diagnostics* d,
                 std::vector<DriveConfig>* out) {
   if (node.IsNull()) return;
@@ -154,12 +167,15 @@ void ReadStorage(const YAML::Node& node, Diagnostics* d, StorageConfig* out, boo
   auto drives = [d, out](const YAML::Node& v, const std::string& p) {
     ReadDrives(v, p, d, &out->drives);
   };
+  auto sync = [d, out](const YAML::Node& v, const std::string& p) { ReadStorageSync(v, p, d, &out->sync); };
   ReadMap(node, "storage",
           {{"mode", mode},
            SizeField("block_size", d, &out->block_size_bytes),
            {"drives", drives},
            BoolField("promote_on_read", d, &out->promote_on_read),
-           Uint32Field("io_threads", kIoThreadsAllowed, d, &out->io_threads)},
+           Uint32Field("io_threads", kIoThreadsAllowed, d, &out->io_threads),
+           {"sync", sync},
+           Uint32Field("sync_interval_ms", kSyncIntervalAllowed, d, &out->sync_interval_ms)},
           d);
 }
 
@@ -196,6 +212,10 @@ std::string_view StorageModeName(StorageMode mode) {
     case StorageMode::kMemory: return "memory";
   }
   return "unknown";
+}
+
+std::string_view StorageSyncName(StorageSync sync) {
+  return sync == StorageSync::kAlways ? "always" : "interval";
 }
 
 ServerConfig EmbeddedDefaultConfig(const std::string& data_dir) {

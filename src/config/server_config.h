@@ -72,12 +72,22 @@ struct DriveConfig {
 
 inline constexpr uint64_t kDefaultDriveFileBytes = 4ULL << 30;
 
+// storage.sync: when a put to the drives is acknowledged (docs/storage.md,
+// "Durability").
+enum class StorageSync : uint8_t {
+  kAlways,    // after its bytes and record are on stable media: survives a power cut
+  kInterval,  // once written to the drives: survives kill -9; flushed every sync_interval_ms
+};
+std::string_view StorageSyncName(StorageSync sync);
+
 struct StorageConfig {
   StorageMode mode = StorageMode::kDirect;
   uint64_t block_size_bytes = 4ULL << 20;
   std::vector<DriveConfig> drives;
   bool promote_on_read = true;   // copy values read from a drive back into DRAM
   uint32_t io_threads = 4;       // drive I/O threads, 1..64
+  StorageSync sync = StorageSync::kInterval;
+  uint32_t sync_interval_ms = 1000;  // kInterval: the longest a write waits for its flush, 1..60000
   // Set when the file names no storage (neither storage.mode nor
   // storage.drives): mode file with the embedded default's one drive file,
   // <data dir>/drive0.memkv, filled in by ResolveDataDir.

@@ -128,6 +128,22 @@ TEST(ServerConfigStorageTest, TierFieldsParseAndAreChecked) {
   EXPECT_TRUE(HasLineWith(lines, {"storage.drives[0].size", "1 MiB", "at least 64 MiB"}));
 }
 
+TEST(ServerConfigStorageTest, SyncPolicyParsesAndIsChecked) {
+  Result<ServerConfig> ok =
+      Parse("storage:\n  mode: file\n  sync: always\n  sync_interval_ms: 250\n  drives:\n    - media: /a\n");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->storage.sync, StorageSync::kAlways);
+  EXPECT_EQ(ok->storage.sync_interval_ms, 250u);
+  ok = Parse("storage:\n  mode: file\n  drives:\n    - media: /a\n");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->storage.sync, StorageSync::kInterval) << "the default";
+  std::vector<std::string> lines =
+      ProblemLines(Parse("storage:\n  mode: file\n  sync: sometimes\n  sync_interval_ms: 0\n  drives:\n    - media: /a\n"));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_TRUE(HasLineWith(lines, {"storage.sync", "'sometimes'", "allowed: always, interval"}));
+  EXPECT_TRUE(HasLineWith(lines, {"storage.sync_interval_ms: 0 is out of range", "1..60000"}));
+}
+
 TEST(ServerConfigLogTest, LevelIsOneOfTheFour) {
   Result<ServerConfig> ok = Parse("storage:\n  mode: memory\nlog:\n  level: debug\n");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();

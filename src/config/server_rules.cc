@@ -164,6 +164,10 @@ void CheckStorage(const StorageConfig& s, Diagnostics* d) {
   if (s.io_threads < 1 || s.io_threads > 64) {
     d->Violation({"storage.io_threads"}, OutOfRange("storage.io_threads", s.io_threads, kIoThreadsAllowed));
   }
+  if (s.sync_interval_ms < 1 || s.sync_interval_ms > 60000) {
+    d->Violation({"storage.sync_interval_ms"},
+                 OutOfRange("storage.sync_interval_ms", s.sync_interval_ms, kSyncIntervalAllowed));
+  }
   for (size_t i = 0; i < s.drives.size(); ++i) {
     const DriveConfig& drive = s.drives[i];
     const std::string path = "storage.drives[" + std::to_string(i) + "].size";
