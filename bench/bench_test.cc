@@ -288,6 +288,28 @@ TEST(Options, RefusesBadPeerBatchAndPlot) {
   EXPECT_EQ(error, "--install-peers installs redis-server for --peer redis and gnuplot for --plot; give one of them");
 }
 
+TEST(Options, StorageSyncAndRedisPersistence) {
+  std::string error;
+  std::optional<BenchOptions> o = Parse(
+      {"--storage", "file", "--sync", "always", "--drive-size", "2GiB", "--peer", "redis", "--redis-appendfsync",
+       "always"},
+      &error);
+  ASSERT_TRUE(o.has_value()) << error;
+  const MemkvServerConfig c = SpawnConfigOf(*o);
+  EXPECT_TRUE(c.file_mode);
+  EXPECT_EQ(c.sync, "always");
+  EXPECT_EQ(c.drive_bytes, 2 * kGiB);
+  EXPECT_EQ(o->redis_appendfsync, "always");
+  EXPECT_FALSE(Parse({"--storage", "nvme"}, &error));
+  EXPECT_EQ(error, "--storage: 'nvme'; allowed: memory, file");
+  EXPECT_FALSE(Parse({"--sync", "always"}, &error));
+  EXPECT_EQ(error, "--sync and --drive-size apply to --storage file");
+  EXPECT_FALSE(Parse({"--peer", "redis", "--redis-appendfsync", "no"}, &error));
+  EXPECT_EQ(error, "--redis-appendfsync: 'no'; allowed: everysec, always");
+  EXPECT_FALSE(Parse({"--redis-appendfsync", "everysec"}, &error));
+  EXPECT_EQ(error, "--redis-appendfsync configures the Redis of --peer redis; give --peer redis too");
+}
+
 TEST(CellBatch, StaysWithinTheWorkingSetAnd16MiB) {
   EXPECT_EQ(CellBatch(1, 4 * kKiB, 1024), 1u);
   EXPECT_EQ(CellBatch(16, 4 * kKiB, 1024), 16u);

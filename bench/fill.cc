@@ -157,7 +157,7 @@ FillRow FillMemkv(const BenchOptions& o, const SpawnEnv& env, const std::string&
     ++row.other_errors;
   };
   Result<std::unique_ptr<MemkvServer>> server =
-      MemkvServer::Start(env.memkv_binary, MemkvServerConfig{p.pool_bytes, o.prefault}, key_hex, env.temp_base);
+      MemkvServer::Start(env.memkv_binary, [&] { MemkvServerConfig c = SpawnConfigOf(o); c.pool_bytes = p.pool_bytes; return c; }(), key_hex, env.temp_base);
   if (!server.ok()) {
     fail(server.status());
     return row;

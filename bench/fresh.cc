@@ -72,7 +72,7 @@ FreshSample RunSide(const BenchOptions& o, const SpawnEnv& env, const std::strin
   };
   const auto start = std::chrono::steady_clock::now();
   Result<std::unique_ptr<MemkvServer>> server =
-      MemkvServer::Start(env.memkv_binary, MemkvServerConfig{o.pool_bytes, o.prefault}, key_hex, env.temp_base);
+      MemkvServer::Start(env.memkv_binary, SpawnConfigOf(o), key_hex, env.temp_base);
   sample.start_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!server.ok()) {
     fail(server.status());

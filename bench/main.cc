@@ -94,7 +94,7 @@ Result<Target> SetUpTarget(const BenchOptions& o) {
   }
   MEMKV_ASSIGN_OR_RETURN(t.key_hex, RandomAuthKeyHex());
   const std::string binary = ResolveMemkvBinary(o.memkv_path);
-  const MemkvServerConfig config{o.pool_bytes, o.prefault};
+  const MemkvServerConfig config = SpawnConfigOf(o);
   MEMKV_ASSIGN_OR_RETURN(t.spawned, MemkvServer::Start(binary, config, t.key_hex, TempBase()));
   t.servers = {t.spawned->address()};
   t.description = "spawned " + binary + " at " + t.spawned->address();
@@ -169,7 +169,7 @@ int RunSweepMode(const BenchOptions& o) {
   }
   std::unique_ptr<RedisServer> redis_server;
   if (o.peer_redis) {
-    Result<std::unique_ptr<RedisServer>> started = RedisServer::Start(peers->redis, TempBase());
+    Result<std::unique_ptr<RedisServer>> started = RedisServer::Start(peers->redis, TempBase(), o.redis_appendfsync);
     if (!started.ok()) {
       std::fprintf(stderr, "memkv-bench: --peer redis: %s\n", started.status().ToString().c_str());
       return 1;
@@ -179,6 +179,7 @@ int RunSweepMode(const BenchOptions& o) {
   RunFacts facts = GatherFacts(MEMKV_SOURCE_DIR, MEMKV_BUILD_TYPE);
   facts.target = target->description;
   facts.pool_bytes = o.pool_bytes;
+  facts.storage = o.servers.empty() ? (o.storage == "file" ? "file, sync " + o.sync : o.storage) : "of the servers given";
   facts.seconds_per_cell = o.seconds;
   facts.repeat = o.repeat;
   facts.pool_warmed = o.warm_pool && target->spawned != nullptr;
@@ -187,6 +188,7 @@ int RunSweepMode(const BenchOptions& o) {
   if (redis_server) {
     facts.redis_version = redis_server->version();
     facts.redis = peers->redis + " at 127.0.0.1:" + std::to_string(redis_server->port());
+    if (!o.redis_appendfsync.empty()) facts.redis_persistence = "--appendonly yes --appendfsync " + o.redis_appendfsync;
   }
   PrintFacts(stdout, facts);
   std::fflush(stdout);

@@ -33,11 +33,14 @@ std::string ReadTail(const std::string& path, size_t max_bytes) {
   return text.size() > max_bytes ? "..." + text.substr(text.size() - max_bytes) : text;
 }
 
-std::string ConfigYaml(const MemkvServerConfig& config, const std::string& key_hex) {
+std::string ConfigYaml(const MemkvServerConfig& config, const std::string& key_hex, const std::string& dir) {
+  const std::string storage =
+      config.file_mode ? "storage:\n  mode: file\n  sync: " + config.sync + "\n  drives:\n    - {media: " + dir +
+                             "/drive0.memkv, size: " + std::to_string(config.drive_bytes) + "}\n"
+                       : "storage:\n  mode: memory\n";
   return "network:\n  address: 127.0.0.1:0\n  auth_key: " + key_hex +
          "\nmemory:\n  max_size: " + std::to_string(config.pool_bytes) +
-         "\n  block_size: 2 MiB\n  prefault: " + (config.prefault ? "true" : "false") +
-         "\nstorage:\n  mode: memory\n";
+         "\n  block_size: 2 MiB\n  prefault: " + (config.prefault ? "true" : "false") + "\n" + storage;
 }
 
 std::string ReadAll(const std::string& path) { return ReadTail(path, SIZE_MAX); }
@@ -75,7 +78,7 @@ Result<std::unique_ptr<MemkvServer>> MemkvServer::Start(const std::string& binar
   std::unique_ptr<MemkvServer> server(new MemkvServer());
   MEMKV_ASSIGN_OR_RETURN(server->dir_, MakeTempDir(temp_base, "memkv-bench-"));
   const std::string config_path = server->dir_ + "/config.yaml";
-  std::ofstream(config_path, std::ios::binary) << ConfigYaml(config, auth_key_hex);
+  std::ofstream(config_path, std::ios::binary) << ConfigYaml(config, auth_key_hex, server->dir_);
   ::chmod(config_path.c_str(), 0600);  // it holds the key
   server->stderr_path_ = server->dir_ + "/stderr.log";
   MEMKV_RETURN_IF_ERROR(server->Spawn(binary, config_path));

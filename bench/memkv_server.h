@@ -35,6 +35,11 @@ struct SpawnEnv {
 struct MemkvServerConfig {
   uint64_t pool_bytes = 4ULL << 30;  // memory.max_size
   bool prefault = true;              // memory.prefault (the server's default)
+  // storage.mode file with one drive file of drive_bytes in the server's
+  // directory, storage.sync `sync`; false: storage.mode memory.
+  bool file_mode = false;
+  std::string sync = "interval";
+  uint64_t drive_bytes = 4ULL << 30;
 };
 
 // Where the admin endpoint listens.

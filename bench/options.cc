@@ -66,7 +66,8 @@ bool ParsePool(const std::string& text, BenchOptions* o, std::string* error) {
 
 bool IsKnownFlag(std::string_view flag) {
   for (std::string_view known : {"--sizes", "--conns", "--seconds", "--repeat", "--ops", "--pool", "--json",
-                                 "--memkv", "--servers", "--redis", "--peer", "--batch", "--plot"}) {
+                                 "--memkv", "--servers", "--redis", "--peer", "--batch", "--plot",
+                                 "--storage", "--sync", "--drive-size", "--redis-appendfsync"}) {
     if (flag == known) return true;
   }
   return false;
@@ -81,6 +82,30 @@ bool ApplyFlag(const std::string& flag, const std::string& value, BenchOptions* 
   if (flag == "--pool") return ParsePool(value, o, error);
   if (flag == "--peer") return ParsePeers(value, o, error);
   if (flag == "--batch") return ParseCount(flag, value, kMaxBatch, "batch size", &o->batch, error);
+  const auto one_of = [&](std::initializer_list<std::string_view> allowed, std::string* out) {
+    std::string list;
+    for (std::string_view a : allowed) {
+      if (value == a) {
+        *out = value;
+        return true;
+      }
+      list += std::string(list.empty() ? "" : ", ") + std::string(a);
+    }
+    *error = flag + ": '" + value + "'; allowed: " + list;
+    return false;
+  };
+  if (flag == "--storage") return one_of({"memory", "file"}, &o->storage);
+  if (flag == "--sync") return one_of({"interval", "always"}, &o->sync);
+  if (flag == "--redis-appendfsync") return one_of({"everysec", "always"}, &o->redis_appendfsync);
+  if (flag == "--drive-size") {
+    Result<uint64_t> size = ParseSize(value);
+    if (!size.ok() || *size < (256ULL << 20)) {
+      *error = "--drive-size: '" + value + "' is not a size of at least 256 MiB";
+      return false;
+    }
+    o->drive_bytes = *size;
+    return true;
+  }
   if (flag == "--json") {
     o->json_path = value;
   } else if (flag == "--memkv") {
@@ -106,10 +131,10 @@ bool ApplyFlag(const std::string& flag, const std::string& value, BenchOptions* 
 // so that a flag never silently does nothing.
 bool AppliesTo(BenchMode mode, const std::string& flag) {
   static const std::set<std::string> kCommon = {"--sizes", "--conns", "--json", "--pool", "--memkv",
-                                                "--no-prefault"};
+                                                "--no-prefault", "--storage", "--sync", "--drive-size"};
   static const std::set<std::string> kSweep = {"--seconds", "--repeat", "--ops",   "--cold",  "--servers",
                                                "--no-auth-cost", "--peer", "--batch", "--plot", "--redis",
-                                               "--install-peers"};
+                                               "--install-peers", "--redis-appendfsync"};
   static const std::set<std::string> kFill = {"--redis", "--install-peers", "--no-redis"};
   static const std::set<std::string> kFresh = {"--seconds", "--repeat"};
   if (kCommon.count(flag) != 0) return true;
@@ -157,6 +182,16 @@ void ApplyModeDefaults(const std::set<std::string>& given, BenchOptions* o) {
 
 }  // namespace
 
+MemkvServerConfig SpawnConfigOf(const BenchOptions& o) {
+  MemkvServerConfig c;
+  c.pool_bytes = o.pool_bytes;
+  c.prefault = o.prefault;
+  c.file_mode = o.storage == "file";
+  c.sync = o.sync;
+  c.drive_bytes = o.drive_bytes;
+  return c;
+}
+
 std::optional<BenchOptions> ParseOptions(const std::vector<std::string>& args, bool* help,
                                          std::string* error) {
   BenchOptions o;
@@ -201,6 +236,14 @@ std::optional<BenchOptions> ParseOptions(const std::vector<std::string>& args, b
   }
   if (!o.servers.empty() && !o.prefault) {
     *error = "--no-prefault applies to a spawned server, not to --servers";
+    return std::nullopt;
+  }
+  if (o.storage != "file" && (given.count("--sync") != 0 || given.count("--drive-size") != 0)) {
+    *error = "--sync and --drive-size apply to --storage file";
+    return std::nullopt;
+  }
+  if (!o.redis_appendfsync.empty() && !o.peer_redis) {
+    *error = "--redis-appendfsync configures the Redis of --peer redis; give --peer redis too";
     return std::nullopt;
   }
   ApplyModeDefaults(given, &o);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/memkv_server.h"
+
 namespace memkv::bench {
 
 // What the run measures (docs/benchmarks.md has a section on each).
@@ -35,6 +37,14 @@ struct BenchOptions {
   bool auth_cost = true;                         // measure authentication's cost (auth_cost.h)
   bool prefault = true;                          // memory.prefault of every spawned server
   bool peer_redis = false;                       // --peer redis: the sweep measures Redis too
+  // --storage: the spawned memkv server's storage.mode, memory or file (one
+  // drive file of --drive-size in its directory, storage.sync --sync).
+  std::string storage = "memory";
+  std::string sync = "interval";
+  uint64_t drive_bytes = 4ULL << 30;
+  // --redis-appendfsync: Redis's AOF with this appendfsync (everysec,
+  // always); empty: --appendonly no.
+  std::string redis_appendfsync;
   uint32_t batch = 1;                            // values per call (memkv batch calls, pipelining)
   std::string plot_path;                         // --plot: an SVG of the sweep; empty: none
   // --fill's reference, and the sweep's with --peer redis.
@@ -42,6 +52,10 @@ struct BenchOptions {
   std::string redis_path;                        // empty: redis-server on PATH
   bool install_peers = false;                    // apt-get install the peers that are missing
 };
+
+// The spawned servers' config: --pool, --no-prefault, --storage, --sync,
+// --drive-size.
+MemkvServerConfig SpawnConfigOf(const BenchOptions& o);
 
 inline constexpr const char* kUsage = R"(Usage: memkv-bench [options]
        memkv-bench --fill [options]
@@ -81,6 +95,12 @@ Options (all modes):
                     --fill 1GiB; --fresh 2GiB); in the sweep the keys of a
                     cell cycle over min(pool/2/footprint, 1024) keys
   --memkv PATH      memkv binary to spawn (default: next to memkv-bench)
+  --storage MODE    memory (default) or file: the spawned servers' storage.mode;
+                    file gives each one drive file of --drive-size (default
+                    4GiB) in its temporary directory ($TMPDIR)
+  --sync POLICY     with --storage file: storage.sync, interval (default) or
+                    always
+  --drive-size SIZE with --storage file: the drive file's size
   --no-prefault     spawn servers with memory.prefault: false (pages are
                     faulted in by the first values written there)
   --help            this text
@@ -108,6 +128,10 @@ Sweep only:
   --peer redis      also measure Redis cell by cell: a spawned redis-server
                     (--save '' --appendonly no), one RESP connection per
                     thread, the same keys, values and timing
+  --redis-appendfsync POLICY
+                    with --peer redis: Redis with its append-only file on
+                    (--appendonly yes, in its temporary directory) and this
+                    appendfsync: everysec (beside --sync interval) or always
   --batch N         values per call, 1 to 1024 (default 1): memkv BatchPut /
                     BatchGetInto of N distinct keys, N commands pipelined per
                     round trip to redis and to the raw stream; a call carries

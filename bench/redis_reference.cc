@@ -372,24 +372,30 @@ Result<size_t> RespConnection::GetInto(std::string_view key, std::span<uint8_t> 
 
 // ---- RedisServer ----
 
-Result<std::unique_ptr<RedisServer>> RedisServer::Start(const std::string& binary, const std::string& temp_base) {
+Result<std::unique_ptr<RedisServer>> RedisServer::Start(const std::string& binary, const std::string& temp_base,
+                                                        const std::string& appendfsync) {
   std::unique_ptr<RedisServer> server(new RedisServer());
   MEMKV_ASSIGN_OR_RETURN(server->dir_, MakeTempDir(temp_base, "memkv-bench-redis-"));
   server->log_path_ = server->dir_ + "/redis.log";
   Status started;
   for (int attempt = 0; attempt < kStartAttempts; ++attempt) {
-    started = server->TryStart(binary);
+    started = server->TryStart(binary, appendfsync);
     if (started.ok()) return server;
   }
   return started;
 }
 
-Status RedisServer::TryStart(const std::string& binary) {
+Status RedisServer::TryStart(const std::string& binary, const std::string& appendfsync) {
   MEMKV_ASSIGN_OR_RETURN(port_, FreeLoopbackPort());
-  MEMKV_ASSIGN_OR_RETURN(pid_, SpawnChild({binary, "--port", std::to_string(port_), "--bind", "127.0.0.1",
-                                           "--save", "", "--appendonly", "no", "--dir", dir_, "--daemonize", "no",
-                                           "--logfile", ""},
-                                          -1, log_path_));
+  std::vector<std::string> args = {binary,     "--port", std::to_string(port_), "--bind",      "127.0.0.1",
+                                   "--save",   "",       "--dir",               dir_,          "--daemonize",
+                                   "no",       "--logfile", ""};
+  if (appendfsync.empty()) {
+    args.insert(args.end(), {"--appendonly", "no"});
+  } else {
+    args.insert(args.end(), {"--appendonly", "yes", "--appendfsync", appendfsync});
+  }
+  MEMKV_ASSIGN_OR_RETURN(pid_, SpawnChild(args, -1, log_path_));
   const Nanos deadline = MonotonicNanos() + Nanos(kReadyTimeoutMs) * 1'000'000;
   while (MonotonicNanos() < deadline) {
     if (Exited(pid_)) {

@@ -38,7 +38,10 @@ namespace memkv::bench {
 class RedisServer {
  public:
   // `binary`: a redis-server executable. `temp_base`: where its directory goes.
-  static Result<std::unique_ptr<RedisServer>> Start(const std::string& binary, const std::string& temp_base);
+  // `appendfsync`: empty, --appendonly no; else --appendonly yes with this
+  // --appendfsync (everysec, always), the file in that directory.
+  static Result<std::unique_ptr<RedisServer>> Start(const std::string& binary, const std::string& temp_base,
+                                                    const std::string& appendfsync = "");
   ~RedisServer();
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
@@ -51,7 +54,7 @@ class RedisServer {
 
  private:
   RedisServer() = default;
-  Status TryStart(const std::string& binary);
+  Status TryStart(const std::string& binary, const std::string& appendfsync);
 
   std::string dir_;
   std::string log_path_;

@@ -290,17 +290,18 @@ Status WriteTextFile(const std::string& path, const std::string& text) {
 
 void PrintFacts(std::FILE* out, const RunFacts& f) {
   PrintMachine(out, "memkv-bench", f);
-  std::fprintf(out, "target: %s   pool %s (%s%s)   %.2f s per cell, median of %u\n", f.target.c_str(),
-               FormatSize(f.pool_bytes).c_str(), f.pool_warmed ? "warmed" : "not warmed",
-               f.prefault ? "" : ", not prefaulted", f.seconds_per_cell, f.repeat);
+  std::fprintf(out, "target: %s   storage %s   pool %s (%s%s)   %.2f s per cell, median of %u\n",
+               f.target.c_str(), f.storage.c_str(), FormatSize(f.pool_bytes).c_str(),
+               f.pool_warmed ? "warmed" : "not warmed", f.prefault ? "" : ", not prefaulted", f.seconds_per_cell,
+               f.repeat);
   std::fprintf(out,
                "reference: raw TCP request/response (8-byte length + value), blocking sockets, "
                "TCP_NODELAY, a thread per connection, separate process%s\n",
                f.batch > 1 ? "; requests pipelined per call" : "");
   if (!f.redis.empty()) {
     std::fprintf(out,
-                 "peer: Redis %s, %s, --save '' --appendonly no, one RESP connection per thread%s\n",
-                 f.redis_version.c_str(), f.redis.c_str(), f.batch > 1 ? ", commands pipelined per call" : "");
+                 "peer: Redis %s, %s, --save '' %s, one RESP connection per thread%s\n", f.redis_version.c_str(),
+                 f.redis.c_str(), f.redis_persistence.c_str(), f.batch > 1 ? ", commands pipelined per call" : "");
   }
   if (f.batch > 1) {
     std::fprintf(out,
@@ -339,7 +340,7 @@ Status WriteJson(const std::string& path, const RunFacts& f, const std::vector<R
       << ",\n  \"kernel\": " << JsonString(f.kernel) << ",\n  \"transport\": " << JsonString(f.transport)
       << ",\n  \"target\": " << JsonString(f.target) << ",\n  \"started_utc\": " << JsonString(f.started_utc)
       << ",\n  \"seconds_per_cell\": " << f.seconds_per_cell << ",\n  \"repeat\": " << f.repeat
-      << ",\n  \"pool_bytes\": " << f.pool_bytes
+      << ",\n  \"pool_bytes\": " << f.pool_bytes << ",\n  \"storage\": " << JsonString(f.storage)
       << ",\n  \"pool_warmed\": " << (f.pool_warmed ? "true" : "false")
       << ",\n  \"prefault\": " << (f.prefault ? "true" : "false")
       << ",\n  \"reference\": \"raw TCP request/response, blocking sockets, TCP_NODELAY, thread per "
@@ -347,6 +348,7 @@ Status WriteJson(const std::string& path, const RunFacts& f, const std::vector<R
       << ",\n  \"batch\": " << f.batch << ",\n  \"latency_per\": \"call\""
       << ",\n  \"redis_version\": " << (f.redis.empty() ? "null" : JsonString(f.redis_version))
       << ",\n  \"redis\": " << (f.redis.empty() ? "null" : JsonString(f.redis))
+      << ",\n  \"redis_persistence\": " << (f.redis.empty() ? "null" : JsonString(f.redis_persistence))
       << ",\n  \"cpu\": \"client: getrusage(RUSAGE_SELF) over the timed part; server: utime+stime of "
          "/proc/<pid>/stat; per GiB of values moved\""
       << ",\n  \"total_errors\": " << total_errors << ",\n  \"auth_cost\": " << auth_cost_json

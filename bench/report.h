@@ -37,6 +37,8 @@ struct RunFacts {
   uint32_t batch = 1;    // --batch: values per call asked for
   std::string redis_version;  // --peer redis: INFO's redis_version; empty without
   std::string redis;          // --peer redis: "<binary> at 127.0.0.1:PORT"
+  std::string redis_persistence = "--appendonly no";  // --peer redis: its persistence flags
+  std::string storage = "memory";  // the spawned server's storage.mode (and sync): "file, sync interval"
 };
 
 // Gathers commit (from `source_dir`), CPU, cores, kernel and the time.
