@@ -85,7 +85,7 @@ struct StorageConfig {
   uint64_t block_size_bytes = 4ULL << 20;
   std::vector<DriveConfig> drives;
   bool promote_on_read = true;   // copy values read from a drive back into DRAM
-  uint32_t io_threads = 4;       // drive I/O threads, 1..64
+  uint32_t io_threads = 16;      // drive I/O threads, 1..64
   StorageSync sync = StorageSync::kInterval;
   uint32_t sync_interval_ms = 1000;  // kInterval: the longest a write waits for its flush, 1..60000
   // Set when the file names no storage (neither storage.mode nor

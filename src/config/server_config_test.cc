@@ -51,7 +51,7 @@ TEST(ServerConfigDefaultsTest, EmbeddedDefaultIsLoopbackFileModeAndValid) {
   ASSERT_EQ(c.storage.drives.size(), 1u);
   EXPECT_EQ(c.storage.drives[0].media, "/home/u/.memkv/drive0.memkv");
   EXPECT_TRUE(c.storage.promote_on_read);
-  EXPECT_EQ(c.storage.io_threads, 4u);
+  EXPECT_EQ(c.storage.io_threads, 16u);
   EXPECT_EQ(c.storage.sync, StorageSync::kInterval);
   EXPECT_EQ(c.storage.sync_interval_ms, 1000u);
   EXPECT_EQ(c.memory.max_size_bytes, 0u);

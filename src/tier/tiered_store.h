@@ -81,7 +81,7 @@
 namespace memkv {
 
 struct TieredStoreOptions {
-  int io_threads = 4;            // drive I/O threads (storage.io_threads); none without drives
+  int io_threads = 16;           // drive I/O threads (storage.io_threads); none without drives
   bool promote_on_read = true;   // copy a value read from the drives back into DRAM
 };
 
