@@ -614,6 +614,7 @@ void CallTheApiAtExit() {
       }
     }
   }
+  for (char* block : blocks) std::free(block);
   std::fprintf(stderr, "at exit: %s, %s\n", memkv_status_name(status), memkv_last_error());
 }
 
