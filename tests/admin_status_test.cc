@@ -52,7 +52,7 @@ uint16_t FreePortPair() {
 struct Row {
   std::string line;
   std::string detail;              // the reason or error line
-  std::vector<std::string> tiers;  // "  dram: ..." and "  drives: ..."
+  std::vector<std::string> tiers;  // "  dram: ...", "  drives: ..." and "  journal: ..."
 };
 std::map<std::string, Row> Rows(const std::string& out) {
   std::map<std::string, Row> rows;
@@ -64,7 +64,7 @@ std::map<std::string, Row> Rows(const std::string& out) {
     std::string line = out.substr(start, end - start);
     start = end + 1;
     if (line.rfind("ADDRESS", 0) == 0 || line.empty()) continue;
-    if (line.rfind("  dram: ", 0) == 0 || line.rfind("  drives: ", 0) == 0) {
+    if (line.rfind("  dram: ", 0) == 0 || line.rfind("  drives: ", 0) == 0 || line.rfind("  journal: ", 0) == 0) {
       rows[last].tiers.push_back(line);
       continue;
     }
@@ -240,11 +240,13 @@ TEST_F(AdminStatusTest, JsonCarriesEachServersStatusDocument) {
   r = RunMemkv({"admin", "status", AdminUrl(a)}, {});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   std::vector<std::string> tiers = Rows(r.out)[AdminUrl(a)].tiers;
-  ASSERT_EQ(tiers.size(), 2u) << r.out;
+  ASSERT_EQ(tiers.size(), 3u) << r.out;
   EXPECT_EQ(tiers[0].rfind("  dram: 293.1 KiB of 32 MiB used by 3 values (293.0 KiB)", 0), 0u)
       << "1563 units of 64 bytes per value\n" << r.out;
   EXPECT_EQ(tiers[1].rfind("  drives: 300 KiB of ", 0), 0u) << "25 units of 4 KiB per value\n" << r.out;
   EXPECT_NE(tiers[1].find(" used by 3 values (293.0 KiB), fragmentation 0.0%"), std::string::npos) << r.out;
+  EXPECT_EQ(tiers[2].rfind("  journal: ", 0), 0u) << r.out;
+  EXPECT_NE(tiers[2].find(") the live index may take, sync interval"), std::string::npos) << r.out;
 }
 
 TEST_F(AdminStatusTest, ADeadAddressIsUnreachableWhileTheLiveOneIsStillReported) {

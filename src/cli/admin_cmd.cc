@@ -358,6 +358,18 @@ std::string TierLine(const JsonValue& d, std::string_view label, std::string_vie
          " (" + FormatSizeRounded(uint64_t(values->number)) + "), fragmentation " + Percent(frag->number) + "\n";
 }
 
+// The drives' journal: how much of what it may hold the live index takes
+// (puts are refused past it), and the sync policy ("" without drives).
+std::string JournalLine(const JsonValue& d) {
+  const JsonValue* live = Number(d, {"storage", "journal_live_bytes"});
+  const JsonValue* budget = Number(d, {"storage", "journal_budget_bytes"});
+  const JsonValue* sync = d.Path({"storage", "sync"});
+  if (live == nullptr || budget == nullptr || budget->number <= 0) return "";
+  return "  journal: " + FormatSizeRounded(uint64_t(live->number)) + " of " +
+         FormatSizeRounded(uint64_t(budget->number)) + " (" + Percent(live->number / budget->number) +
+         ") the live index may take" + (sync != nullptr ? ", sync " + sync->string : "") + "\n";
+}
+
 std::string RenderText(const std::vector<Answer>& answers) {
   std::vector<std::vector<std::string>> rows = {{"ADDRESS", "HEALTH", "UPTIME", "USED", "HIT RATIO", "OPS/S", "TRANSPORT"}};
   for (const Answer& a : answers) rows.push_back(Cells(a));
@@ -381,6 +393,7 @@ std::string RenderText(const std::vector<Answer>& answers) {
     }
     out += TierLine(a.status, "dram", "memory", "pool_bytes");
     out += TierLine(a.status, "drives", "storage", "usable_bytes");
+    out += JournalLine(a.status);
     const std::string health = HealthOf(a);
     const JsonValue* reason = a.status.Path({"health", "reason"});
     if (health != "healthy" && reason != nullptr && !reason->string.empty()) {

@@ -777,6 +777,8 @@ ExtentStoreStats ExtentStore::Stats() const {
   out.open_nanos = s.open_nanos;
   out.unit_bytes = kDriveUnitBytes;
   out.journal_live_bytes = s.journal_live_bytes;
+  out.journal_budget_bytes =
+      uint64_t(double(s.journal_area_bytes - std::min<uint64_t>(s.journal_area_bytes, kDriveHeaderBytes)) * kJournalLiveShare);
   out.drives.clear();
   for (const Drive& d : s.drives) {
     DriveStats ds;

@@ -168,6 +168,9 @@ struct ExtentStoreStats {
   // The live index as a checkpoint writes it; puts are refused with
   // ResourceExhausted past 3/4 of journal_area_bytes (docs/storage.md).
   uint64_t journal_live_bytes = 0;
+  // What journal_live_bytes may reach before puts are refused (3/4 of the
+  // smallest online drive's area, less its header).
+  uint64_t journal_budget_bytes = 0;
   std::vector<DriveStats> drives;
 
   // The tier as a whole, summed over its drives (offline drives included:

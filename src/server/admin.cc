@@ -250,6 +250,8 @@ std::string AdminService::StatusJson() const {
         .Key("bytes_per_value_byte").Number(drives.bytes_per_value_byte())
         .Key("keys").Number(drives.keys)
         .Key("journal_live_bytes").Number(drives.journal_live_bytes)
+        .Key("journal_budget_bytes").Number(drives.journal_budget_bytes)
+        .Key("sync").String(SyncModeName(drives.sync))
         .Key("drive_hits").Number(tier.drive_hits)
         .Key("promotions").Number(tier.promotions)
         .Key("evictions").Number(tier.drive_evictions)
