@@ -24,7 +24,7 @@ void ChecksumUpdatePortable(void* state, const void* data, size_t size) {
 
 // XXH3 runs about four times faster with AVX2 than with the SSE2 baseline,
 // and AVX-512 about 1.4 times faster again (60 against 85 GB/s on the 2-core
-// AMD EPYC of docs/benchmarks.md), which matters when every byte stored or
+// AMD EPYC of docs/benchmarks-history.md), which matters when every byte stored or
 // read is hashed on both ends. Every variant computes the same hash.
 struct ChecksumImpl {
   uint64_t (*iov)(const iovec*, size_t);
