@@ -13,35 +13,22 @@ build=$(cd "$1" && pwd)
 modes=${2:-both}
 shift $(($# < 2 ? $# : 2))
 [ "$modes" = both ] && modes="memory file"
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/memkv-large-bench.XXXXXX")
-pid=""
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$scratch"' EXIT
-key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+. "$(dirname "$0")/../tests/shell_test.sh" large-value-bench
 
 for mode in $modes; do
   case "$mode" in
-    memory) storage="storage:\n  mode: memory\n"; pool="6 GiB" ;;
-    file) storage="storage:\n  mode: file\n  drives:\n    - {media: $scratch/d0.memkv, size: 5 GiB}\n    - {media: $scratch/d1.memkv, size: 5 GiB}\n"
-          pool="1 GiB" ;;
-    *) echo "unknown mode '$mode': memory, file or both" >&2; exit 2 ;;
+    memory) pool="6 GiB"; storage="storage:\n  mode: memory\n" ;;
+    file) pool="1 GiB"
+          storage="storage:\n  mode: file\n  drives:\n    - {media: $scratch/d0.memkv, size: 5 GiB}\n    - {media: $scratch/d1.memkv, size: 5 GiB}\n" ;;
+    *) fail "unknown mode '$mode': memory, file or both" ;;
   esac
-  printf "network:\n  address: 127.0.0.1:0\n  auth_key: %s\nmemory:\n  max_size: %s\n$storage" "$key" "$pool" \
-    >"$scratch/server.yaml"
-  : >"$scratch/out"
-  HOME=$scratch "$build/memkv" start --config "$scratch/server.yaml" --data-dir "$scratch/data-$mode" \
-    >"$scratch/out" 2>"$scratch/err" &
-  pid=$!
-  deadline=$((SECONDS + 120))
-  until grep -q '^ready ' "$scratch/out"; do
-    kill -0 "$pid" 2>/dev/null || { cat "$scratch/err" >&2; exit 1; }
-    [ $SECONDS -lt $deadline ] || { echo "server not ready in 120 s" >&2; exit 1; }
-    sleep 0.1  # poll interval; the deadline bounds the wait
-  done
+  start_server "$build/memkv" "$mode" "memory:\n  max_size: $pool\n$storage"
+  server_pid=$started_pid
   echo "== storage.mode $mode (pool $pool)"
-  MEMKV_SERVERS=$(sed -n 's/^ready //p' "$scratch/out") MEMKV_AUTH_KEY=$key MEMKV_TRANSPORT=tcp \
+  MEMKV_SERVERS=$started_address MEMKV_AUTH_KEY=$key MEMKV_TRANSPORT=tcp \
     MEMKV_TIMEOUT_MS=60000 "$build/memkv-large-value-bench" "$@"
-  kill "$pid"
-  wait "$pid" 2>/dev/null || true
-  pid=""
+  kill "$server_pid"
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=""
   rm -f "$scratch"/d*.memkv
 done
