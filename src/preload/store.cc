@@ -139,6 +139,25 @@ int ErrnoForStatus(int status) {
 
 namespace {
 
+// Maps the first `bytes` of memfd `fd` (mmap flags `map_flags` besides
+// MAP_SHARED), gets the value of `key` into the mapping, unmaps it and cuts
+// the file to the value (empty when the get failed). Returns an errno when
+// mapping or cutting failed, else 0 with the get's outcome in *status.
+int GetIntoFile(memkv_client_t* client, const std::string& key, int fd, size_t bytes, int map_flags,
+                memkv_status_t* status) {
+  void* map = Real().mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | map_flags, fd, 0);
+  if (map == MAP_FAILED) {
+    int err = errno;
+    Real().ftruncate(fd, 0);
+    return err;
+  }
+  size_t len = 0;
+  *status = memkv_get(client, key.data(), key.size(), map, bytes, &len);
+  munmap(map, bytes);
+  if (Real().ftruncate(fd, *status == MEMKV_OK ? static_cast<off_t>(len) : 0) != 0) return errno;
+  return 0;
+}
+
 // Load with the value's size known: fallocate allocates the memfd's pages in
 // one call, MAP_POPULATE maps them all, and the get lands in them without a
 // page fault. *fits: false when the value no longer fits `size` (it grew
@@ -164,18 +183,9 @@ int LoadSized(memkv_client_t* client, const std::string& key, int fd, uint64_t s
     if (errno != EOPNOTSUPP && errno != ENOSYS) return errno;
     if (Real().ftruncate(fd, file_size) != 0) return errno;
   }
-  const size_t map_bytes = static_cast<size_t>(size);
-  void* map = Real().mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-  if (map == MAP_FAILED) {
-    int err = errno;
-    Real().ftruncate(fd, 0);
-    return err;
-  }
-  size_t len = 0;
-  memkv_status_t status = memkv_get(client, key.data(), key.size(), map, map_bytes, &len);
-  munmap(map, map_bytes);
+  memkv_status_t status = MEMKV_OK;
+  if (int err = GetIntoFile(client, key, fd, static_cast<size_t>(size), MAP_POPULATE, &status); err != 0) return err;
   *fits = status != MEMKV_TOO_LARGE;
-  if (Real().ftruncate(fd, status == MEMKV_OK ? static_cast<off_t>(len) : 0) != 0) return errno;
   if (status == MEMKV_OK || status == MEMKV_TOO_LARGE) return 0;
   return Failed("get", key, status);
 }
@@ -185,16 +195,8 @@ int LoadSized(memkv_client_t* client, const std::string& key, int fd, uint64_t s
 // written, and the get lands in the file's own pages.
 int LoadUnsized(memkv_client_t* client, const std::string& key, int fd) {
   if (Real().ftruncate(fd, static_cast<off_t>(kLegacyMaxValueBytes)) != 0) return errno;
-  void* map = Real().mmap(nullptr, kLegacyMaxValueBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (map == MAP_FAILED) {
-    int err = errno;
-    Real().ftruncate(fd, 0);
-    return err;
-  }
-  size_t len = 0;
-  memkv_status_t status = memkv_get(client, key.data(), key.size(), map, kLegacyMaxValueBytes, &len);
-  munmap(map, kLegacyMaxValueBytes);
-  if (Real().ftruncate(fd, status == MEMKV_OK ? static_cast<off_t>(len) : 0) != 0) return errno;
+  memkv_status_t status = MEMKV_OK;
+  if (int err = GetIntoFile(client, key, fd, kLegacyMaxValueBytes, 0, &status); err != 0) return err;
   return status == MEMKV_OK ? 0 : Failed("get", key, status);
 }
 
