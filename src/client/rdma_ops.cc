@@ -197,6 +197,10 @@ Status RdmaExchange::StartTransfer(std::span<const uint8_t> meta) {
   return Status::Ok();
 }
 
+uint8_t* RdmaExchange::GetDestination() {
+  return get_buffer_.has_value() ? get_buffer_->data() : value_.data();
+}
+
 uint8_t* RdmaExchange::CallerBytes() const {
   if (is_put()) return const_cast<uint8_t*>(put_value_.data());  // only read from (WRITE source)
   return get_buffer_.has_value() ? get_buffer_->data() : nullptr;
@@ -243,8 +247,7 @@ void RdmaExchange::PostPiece() {
 }
 
 bool RdmaExchange::FinishGet() {
-  const uint8_t* got = get_buffer_.has_value() ? get_buffer_->data() : value_.data();
-  if (Checksum(got, value_size_) == checksum_) {
+  if (Checksum(GetDestination(), value_size_) == checksum_) {
     status_ = Status::Ok();
     carried_by_rdma_ = true;
     return true;
@@ -255,10 +258,7 @@ bool RdmaExchange::FinishGet() {
 
 void RdmaExchange::OnRdmaDone(const Status& status, bool connection_lost) {
   if (status.ok()) {
-    if (!is_put() && !lease_.has_value() && piece_ > 0) {
-      uint8_t* dst = get_buffer_.has_value() ? get_buffer_->data() : value_.data();
-      std::memcpy(dst + moved_, bounce_.data, piece_);
-    }
+    if (!is_put() && !lease_.has_value() && piece_ > 0) std::memcpy(GetDestination() + moved_, bounce_.data, piece_);
     moved_ += piece_;
     if (moved_ < grant_.value_len) {
       PostPiece();

@@ -89,6 +89,8 @@ class RdmaExchange final : public Exchange, public RdmaSink {
   void PostPiece();
   // The caller's memory: a put's value, a get's buffer (null: Get() without one).
   uint8_t* CallerBytes() const;
+  // Where a get's bytes end up: the caller's buffer, else value_.
+  uint8_t* GetDestination();
   // A get's bytes arrived: true when they verify (else the caller retries or misses).
   bool FinishGet();
   void Then(Phase next);  // re-enqueue on the connection for the next frame
