@@ -372,7 +372,7 @@ void DriveConnections(std::span<Connection* const> connections, Nanos given_dead
     for (size_t i = 0; i < connections.size(); ++i) {
       if (!done[i]) moved += connections[i]->bytes_moved() - moved_before[i];
     }
-    return given_deadline + static_cast<Nanos>(moved / (kDeadlineBytesPerSecond / 1000)) * 1'000'000;
+    return given_deadline + proto::DeadlineAllowanceNs(moved);
   };
   Nanos deadline = given_deadline;
   // Write what can be written before the first poll: a fresh request on an

@@ -256,7 +256,7 @@ class Connection {
 
 // Runs the queued exchanges of `connections` (establishing them first where
 // needed) until each connection is idle or failed. The deadline moves one
-// second later per kDeadlineBytesPerSecond the connections have moved since
+// second later per proto::kDeadlineBytesPerSecond the connections have moved since
 // the call began: an operation on a multi-GiB value is not cut off on a link
 // slower than its timeout alone demands, yet a stalled one still is.
 // Returns by `deadline` (so moved) plus
@@ -269,7 +269,6 @@ class Connection {
 // exchange on it answered or failed). DriveConnections never touches the
 // connection again afterwards, so the callback may hand it back to its pool
 // while the loop goes on with the others.
-inline constexpr uint64_t kDeadlineBytesPerSecond = uint64_t{64} << 20;
 void DriveConnections(std::span<Connection* const> connections, Nanos deadline,
                       const std::function<void(size_t)>& on_done = nullptr);
 

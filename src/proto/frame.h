@@ -47,6 +47,15 @@ inline constexpr uint32_t kMaxMetaBytes = 4 + kMaxBatchItems * (2 + kMaxKeyBytes
 // (MaxPayloadBytes).
 inline constexpr uint64_t kMaxPayloadBytes = 1ULL << 30;
 inline constexpr uint32_t kMaxInflightPerConnection = 128;
+// Deadlines grow with the bytes a transfer moves (the server's frame
+// deadline, the client's operation deadline): one second more per this many
+// bytes, so a multi-GiB value is not cut off on a link slower than the
+// timeout alone demands, yet one that stalls still is.
+inline constexpr uint64_t kDeadlineBytesPerSecond = 64ULL << 20;
+// What moving `bytes` adds to a deadline, in nanoseconds.
+constexpr int64_t DeadlineAllowanceNs(uint64_t bytes) {
+  return static_cast<int64_t>(bytes / (kDeadlineBytesPerSecond / 1000)) * 1'000'000;
+}
 
 enum class Opcode : uint8_t {
   kPing = 0x01,

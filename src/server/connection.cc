@@ -24,10 +24,6 @@ constexpr Nanos kIdleTrimNs = 1'000'000'000;
 constexpr size_t kKeptMetaBytes = 64 * 1024;
 // Work done per readiness event before yielding to other connections.
 constexpr int kMaxFramesPerEvent = 64;
-// A frame may take network.frame_timeout_ms plus one second per this many
-// bytes of it: a large value's put is not cut off on a link slower than
-// the timeout alone would demand, yet a stalled one still is.
-constexpr uint64_t kFrameFloorBytesPerSecond = uint64_t{64} << 20;
 constexpr size_t kMaxErrorMessageBytes = 1024;
 
 }  // namespace
@@ -400,19 +396,14 @@ uint64_t Connection::FrameBytesExpected() const {
   return proto::kHeaderSize + cur_.meta_len + cur_.payload_len;
 }
 
-namespace {
-Nanos FrameAllowanceNs(uint64_t frame_bytes) {
-  return static_cast<Nanos>(frame_bytes / (kFrameFloorBytesPerSecond / 1000)) * 1'000'000;
-}
-}  // namespace
-
 bool Connection::CheckFrameDeadline(Nanos now) {
   if (frame_started_ == 0 || !authenticated()) return true;  // before Connect: the handshake timeout
   if (!WantsRead()) {
     frame_started_ = now;  // the server is not reading: not the client's time
     return true;
   }
-  const Nanos allowed = ctx_.frame_timeout_ns + FrameAllowanceNs(FrameBytesExpected());
+  // A large frame gets longer (proto::kDeadlineBytesPerSecond).
+  const Nanos allowed = ctx_.frame_timeout_ns + proto::DeadlineAllowanceNs(FrameBytesExpected());
   if (now - frame_started_ <= allowed) return true;
   ctx_.metrics->connections_closed_frame_timeout.Add(1);
   const uint64_t expected = FrameBytesExpected();
