@@ -118,6 +118,14 @@ Result<DriveFile> DriveFile::Open(const std::string& path, const DriveFileOption
   return f;
 }
 
+Status DriveFile::OpenBufferedWrites() {
+  if (!direct_io_ || buffered_fd_.get() >= 0) return Status::Ok();
+  int fd = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return IoError(Describe("open (buffered writes)", path_, errno));
+  buffered_fd_.Reset(fd);
+  return Status::Ok();
+}
+
 Status DriveFile::ReadAt(uint64_t offset, std::span<uint8_t> buf) const {
   size_t done = 0;
   while (done < buf.size()) {

@@ -57,9 +57,16 @@ class DriveFile {
   Status WriteAt(uint64_t offset, std::span<const uint8_t> buf) const;
   Status Sync() const;  // fdatasync
 
+  // Opens a second descriptor of the drive without O_DIRECT, for writes that
+  // go through the page cache (IoOp::buffered). A file already opened
+  // without O_DIRECT needs none: buffered_fd() is then fd().
+  Status OpenBufferedWrites();
+  int buffered_fd() const { return direct_io_ ? buffered_fd_.get() : fd_.get(); }
+
  private:
   std::string path_;
   UniqueFd fd_;       // all I/O
+  UniqueFd buffered_fd_;  // OpenBufferedWrites; -1 until then
   UniqueFd lock_fd_;  // holds the flock (and O_EXCL on devices); never used for I/O
   bool is_block_device_ = false;
   bool direct_io_ = false;

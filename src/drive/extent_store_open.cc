@@ -245,7 +245,13 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
   IoEngineOptions io;
   io.kind = options.io;
   io.queue_depth = options.queue_depth;
-  for (const Drive& d : s.drives) io.fds.push_back(d.present ? d.file.fd() : -1);
+  for (Drive& d : s.drives) {
+    io.fds.push_back(d.present ? d.file.fd() : -1);
+    if (options.sync == SyncMode::kInterval && d.present && d.state != DriveState::kOffline) {
+      MEMKV_RETURN_IF_ERROR(d.file.OpenBufferedWrites());
+    }
+    io.buffered_fds.push_back(d.present ? d.file.buffered_fd() : -1);
+  }
   for (uint32_t i = 0; i < options.io_buffers; ++i) {
     io.fixed_buffers.push_back(iovec{s.buffer(i), size_t(s.block_bytes)});
     s.free_bufs.push_back(options.io_buffers - 1 - i);

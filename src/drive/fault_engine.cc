@@ -81,6 +81,14 @@ uint32_t FaultInjectingEngine::RandomPrefix(uint32_t length) {
   return uint32_t(rng_() % blocks) * kTearGranularity;  // 0 .. length - granularity
 }
 
+void FaultInjectingEngine::WriteSomeBlocks(uint32_t drive, const CachedWrite& w) {
+  // Neither a drive's cache nor the page cache destages a write's blocks in
+  // order: any subset may be on the media at the cut.
+  for (uint32_t at = 0; at < w.length; at += kTearGranularity) {
+    if (rng_() % 2 == 0) WriteThrough(drive, w.offset + at, w.bytes.data() + at, std::min(kTearGranularity, w.length - at));
+  }
+}
+
 void FaultInjectingEngine::CutPower(IoOp* hit) {
   // What the drive's cache had not made durable: each write independently
   // lost, kept or torn (the order a real cache destages in is unknown).
@@ -89,7 +97,7 @@ void FaultInjectingEngine::CutPower(IoOp* hit) {
       switch (rng_() % 3) {
         case 0: break;
         case 1: WriteThrough(drive, w.offset, w.bytes.data(), w.length); break;
-        default: WriteThrough(drive, w.offset, w.bytes.data(), RandomPrefix(w.length)); break;
+        default: WriteSomeBlocks(drive, w); break;
       }
     }
   }

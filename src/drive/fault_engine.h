@@ -10,7 +10,8 @@
 //   volatile cache writes are held in memory, visible to reads, until a sync
 //                  of their drive makes them durable (like a drive's write cache)
 //   PowerCutAt     at the nth write-or-sync from now, every write not yet
-//                  synced is dropped, kept, or torn to a prefix, at random;
+//                  synced is dropped, kept, or torn (a random subset of its
+//                  4 KiB blocks: caches destage in no order), at random;
 //                  the op that hits the cut persists a torn prefix and fails,
 //                  and every op after it fails with EIO. Reopening the files
 //                  with a clean engine then shows what a power loss would.
@@ -78,6 +79,7 @@ class FaultInjectingEngine final : public IoEngine {
     uint32_t length;
   };
   uint64_t& Count(uint32_t drive, IoKind kind);
+  void WriteSomeBlocks(uint32_t drive, const CachedWrite& w);
   void WriteThrough(uint32_t drive, uint64_t offset, const uint8_t* bytes, uint32_t length);
   uint32_t RandomPrefix(uint32_t length);
   void CutPower(IoOp* hit);

@@ -19,20 +19,23 @@ namespace {
 
 class SyncIoEngine final : public IoEngine {
  public:
-  explicit SyncIoEngine(std::vector<int> fds) : fds_(std::move(fds)) {}
+  SyncIoEngine(std::vector<int> fds, std::vector<int> buffered_fds)
+      : fds_(std::move(fds)), buffered_fds_(std::move(buffered_fds)) {}
   std::string_view name() const override { return "pread"; }
   void Run(std::span<IoOp> ops) override {
     for (IoOp& op : ops) {
-      if (op.drive >= fds_.size() || fds_[op.drive] < 0) {
+      const int fd = DescriptorFor(op, fds_, buffered_fds_);
+      if (fd < 0) {
         op.result = -EBADF;
         continue;
       }
-      RunOpSync(fds_[op.drive], op);
+      RunOpSync(fd, op);
     }
   }
 
  private:
   const std::vector<int> fds_;
+  const std::vector<int> buffered_fds_;
 };
 
 }  // namespace
@@ -58,18 +61,26 @@ void RunOpSync(int fd, IoOp& op) {
   op.result = int32_t(done);
 }
 
-std::unique_ptr<IoEngine> CreateSyncIoEngine(std::vector<int> fds) {
-  return std::make_unique<SyncIoEngine>(std::move(fds));
+int DescriptorFor(const IoOp& op, std::span<const int> fds, std::span<const int> buffered_fds) {
+  if (op.drive >= fds.size() || fds[op.drive] < 0) return -1;
+  if (op.buffered && op.kind == IoKind::kWrite && op.drive < buffered_fds.size() && buffered_fds[op.drive] >= 0) {
+    return buffered_fds[op.drive];
+  }
+  return fds[op.drive];
+}
+
+std::unique_ptr<IoEngine> CreateSyncIoEngine(std::vector<int> fds, std::vector<int> buffered_fds) {
+  return std::make_unique<SyncIoEngine>(std::move(fds), std::move(buffered_fds));
 }
 
 Result<std::unique_ptr<IoEngine>> CreateIoEngine(const IoEngineOptions& options) {
   if (options.queue_depth == 0) return InvalidArgument("io queue depth must be at least 1");
-  if (options.kind == IoEngineKind::kSync) return CreateSyncIoEngine(options.fds);
+  if (options.kind == IoEngineKind::kSync) return CreateSyncIoEngine(options.fds, options.buffered_fds);
   auto uring = CreateUringEngine(options);
   if (uring.ok() || options.kind == IoEngineKind::kUring) return uring;
   LOG_WARN_C("drive") << "io_uring unavailable (" << uring.status().message()
            << "); drive I/O falls back to pread/pwrite, one operation at a time";
-  return CreateSyncIoEngine(options.fds);
+  return CreateSyncIoEngine(options.fds, options.buffered_fds);
 }
 
 }  // namespace memkv

@@ -50,6 +50,14 @@ struct IoOp {
   uint32_t length = 0;
   int32_t fixed_buffer = -1;  // index of the registered buffer that holds buf, or -1
   int32_t result = 0;         // out: bytes moved (reads, writes), 0 (sync), or -errno
+  // A write that may go through the page cache: when Run returns it is in the
+  // kernel (it survives the process being killed, not a power cut), and it is
+  // on the drive after the next kSync of its drive (fdatasync flushes the
+  // file's dirty pages, whatever descriptor wrote them). storage.sync:
+  // interval writes journal appends and small extents this way, where an
+  // O_DIRECT write would wait for the device. Runs as an ordinary write where
+  // the engine has no buffered descriptor for the drive.
+  bool buffered = false;
 
   // A read or write that moved fewer bytes than asked is a failure too.
   bool ok() const { return kind == IoKind::kSync ? result == 0 : result == int32_t(length); }
@@ -75,6 +83,8 @@ struct IoEngineOptions {
   IoEngineKind kind = IoEngineKind::kAuto;
   uint32_t queue_depth = 64;
   std::vector<int> fds;                // drive index -> fd; -1 for a drive that is absent
+  std::vector<int> buffered_fds;       // drive index -> a descriptor of the same file without
+                                       // O_DIRECT, for buffered writes; empty or -1: none
   std::vector<iovec> fixed_buffers;    // registered with every ring when the kernel allows
 };
 
@@ -83,7 +93,11 @@ struct IoEngineOptions {
 Result<std::unique_ptr<IoEngine>> CreateIoEngine(const IoEngineOptions& options);
 
 // The pread/pwrite engine, directly (tests; the fallback).
-std::unique_ptr<IoEngine> CreateSyncIoEngine(std::vector<int> fds);
+std::unique_ptr<IoEngine> CreateSyncIoEngine(std::vector<int> fds, std::vector<int> buffered_fds = {});
+
+// The descriptor an op runs on: the buffered one for a buffered write when
+// there is one, else the drive's; -1 for a drive that is absent.
+int DescriptorFor(const IoOp& op, std::span<const int> fds, std::span<const int> buffered_fds);
 
 // Runs one op on `fd` with pread/pwrite/fdatasync (retrying EINTR and short
 // transfers) and stores its result. The building block of the pread engine and

@@ -126,11 +126,12 @@ class UringEngine final : public IoEngine {
   }
 
   void RunFallback(IoOp& op) {
-    if (op.drive >= options_.fds.size() || options_.fds[op.drive] < 0) {
+    const int fd = DescriptorFor(op, options_.fds, options_.buffered_fds);
+    if (fd < 0) {
       op.result = -EBADF;
       return;
     }
-    RunOpSync(options_.fds[op.drive], op);
+    RunOpSync(fd, op);
   }
 
   // Fills one SQE for what remains of ops[i] (done[i] bytes already moved).
@@ -165,6 +166,10 @@ class UringEngine final : public IoEngine {
       IoOp& op = ops[i];
       if (op.drive >= options_.fds.size() || options_.fds[op.drive] < 0) {
         op.result = -EBADF;
+      } else if (DescriptorFor(op, options_.fds, options_.buffered_fds) != options_.fds[op.drive]) {
+        // A buffered write is a copy into the page cache: pwrite here costs
+        // less than a trip through the ring.
+        RunOpSync(DescriptorFor(op, options_.fds, options_.buffered_fds), op);
       } else {
         op.result = 0;
         pending.push_back(i);
