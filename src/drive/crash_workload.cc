@@ -1,10 +1,14 @@
 #include "drive/crash_workload.h"
 
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <random>
 #include <thread>
+
+#include "base/checksum.h"
 
 namespace memkv {
 namespace {
@@ -62,6 +66,45 @@ std::vector<uint8_t> CrashValue(uint64_t seed, uint64_t size) {
   return v;
 }
 
+namespace {
+
+// Up to three puts to distinct keys through PutManyIov, each logged as begun
+// before the call and acknowledged (or failed) after it. *i advances by the
+// puts made.
+void PutBatch(ExtentStore& store, const CrashWorkloadOptions& o, int th, std::mt19937_64& rng, uint64_t* i,
+              uint64_t max_bytes) {
+  std::vector<CrashLogLine> lines;
+  const int n = 1 + int(rng() % 3);
+  for (int j = 0; j < n; ++j) {
+    CrashLogLine line;
+    line.key = "t" + std::to_string(th) + "-" + std::to_string(rng() % uint64_t(o.keys_per_thread));
+    if (std::any_of(lines.begin(), lines.end(), [&](const CrashLogLine& l) { return l.key == line.key; })) continue;
+    line.put = true;
+    line.seed = (o.round << 40) | (uint64_t(th) << 32) | (*i)++;
+    line.size = rng() % 4 == 0 ? rng() % 100 : rng() % (max_bytes + 1);
+    lines.push_back(line);
+  }
+  std::vector<std::vector<uint8_t>> values;
+  std::vector<iovec> iovs;
+  values.reserve(lines.size());
+  for (const CrashLogLine& l : lines) {
+    values.push_back(CrashValue(l.seed, l.size));
+    Emit(l);
+  }
+  for (std::vector<uint8_t>& v : values) iovs.push_back(iovec{v.data(), v.size()});
+  std::vector<ExtentStore::IovPut> puts;
+  for (size_t j = 0; j < lines.size(); ++j) {
+    puts.push_back({lines[j].key, std::span<const iovec>(&iovs[j], 1), Checksum(values[j].data(), values[j].size())});
+  }
+  const std::vector<Status> statuses = store.PutManyIov(puts);
+  for (size_t j = 0; j < lines.size(); ++j) {
+    lines[j].phase = statuses[j].ok() ? CrashLogLine::Phase::kAck : CrashLogLine::Phase::kFail;
+    Emit(lines[j]);
+  }
+}
+
+}  // namespace
+
 void RunCrashWorkload(ExtentStore& store, const CrashWorkloadOptions& o) {
   const uint64_t max_bytes = o.max_value_bytes != 0 ? o.max_value_bytes : 3 * store.block_size_bytes();
   std::vector<std::thread> threads;
@@ -69,6 +112,10 @@ void RunCrashWorkload(ExtentStore& store, const CrashWorkloadOptions& o) {
     threads.emplace_back([&, th] {
       std::mt19937_64 rng(o.round * 1000 + uint64_t(th));
       for (uint64_t i = 0; i < o.ops_per_thread; ++i) {
+        if (rng() % 8 == 0) {  // a batch of puts to distinct keys, one group commit
+          PutBatch(store, o, th, rng, &i, max_bytes);
+          continue;
+        }
         CrashLogLine line;
         line.key = "t" + std::to_string(th) + "-" + std::to_string(rng() % uint64_t(o.keys_per_thread));
         line.put = rng() % 5 != 0;  // 80 % puts (most of them overwrites), 20 % deletes

@@ -23,7 +23,7 @@ namespace {
 int Usage(const char* why) {
   std::fprintf(stderr, "memkv-drive-crashtest: %s\nusage: memkv-drive-crashtest [--format] [--block-size B] "
                "[--file-size B] [--journal-area B] [--threads N] [--keys N] [--max-value B] [--round N] [--ops N] "
-               "DRIVE...\n", why);
+               "[--sync always|interval] DRIVE...\n", why);
   return 2;
 }
 
@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   bool do_format = false;
   memkv::CrashWorkloadOptions work;
   std::vector<std::string> drives;
+  memkv::SyncMode sync = memkv::SyncMode::kAlways;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
@@ -57,6 +58,8 @@ int main(int argc, char** argv) {
     else if (a == "--max-value" && number(&n)) work.max_value_bytes = n;
     else if (a == "--round" && number(&n)) work.round = n;
     else if (a == "--ops" && number(&n)) work.ops_per_thread = n;
+    else if (a == "--sync" && i + 1 < argc && std::string(argv[i + 1]) == "interval") sync = memkv::SyncMode::kInterval, ++i;
+    else if (a == "--sync" && i + 1 < argc && std::string(argv[i + 1]) == "always") sync = memkv::SyncMode::kAlways, ++i;
     else if (!a.empty() && a[0] != '-') drives.push_back(a);
     else return Usage(("bad argument " + a).c_str());
   }
@@ -74,6 +77,7 @@ int main(int argc, char** argv) {
   memkv::ExtentStoreOptions options;
   options.drives = drives;
   options.io_buffers = 16;
+  options.sync = sync;
   auto store = ExtentStore::Open(options);
   if (!store.ok()) {
     std::fprintf(stderr, "open: %s\n", store.status().ToString().c_str());

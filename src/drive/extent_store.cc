@@ -413,13 +413,15 @@ std::vector<ExtentPiece> PiecesOf(std::span<const ExtentRef> extents, uint64_t v
 
 // Writes value bytes [from, from + IovBytes(src)) (in waves of staging
 // buffers), whole units, zero-padded. No sync: the commit leader syncs all
-// drives of a batch at once. The bytes are hashed into `sum` on the way, so
+// drives of a batch at once (kInterval: the flusher does, and a small value
+// is written through the page cache). The bytes are hashed into `sum` on the way, so
 // the caller can refuse a value whose bytes do not match the checksum its
 // record will carry: no read could ever take them.
 Status WriteValueRange(ExtentStore::Impl& s, std::string_view key, std::span<const iovec> src, uint64_t from,
                        uint64_t value_bytes, std::span<const ExtentRef> extents, ChecksumStream* sum,
                        bool* drive_failed) {
   const std::vector<ExtentPiece> pieces = PiecesOf(extents, value_bytes, from, IovBytes(src));
+  const bool buffered = s.options.sync == SyncMode::kInterval && value_bytes <= kBufferedValueBytes;  // BuffersPut
   for (size_t start = 0; start < pieces.size();) {
     std::vector<uint32_t> bufs = s.AcquireBuffers(pieces.size() - start);
     std::vector<IoOp> ops;
@@ -434,7 +436,8 @@ Status WriteValueRange(ExtentStore::Impl& s, std::string_view key, std::span<con
       sum->Update(b, p.data_bytes);
       ops.push_back(IoOp{.kind = IoKind::kWrite, .drive = p.extent->drive,
                          .offset = d.sb.unit_offset(p.extent->unit + p.unit), .buf = b,
-                         .length = uint32_t(io_bytes), .fixed_buffer = int32_t(bufs[j])});
+                         .length = uint32_t(io_bytes), .fixed_buffer = int32_t(bufs[j]),
+                         .buffered = buffered});
     }
     s.io->Run(ops);
     s.ReleaseBuffers(bufs);
@@ -489,6 +492,69 @@ Status ExtentStore::Impl::Publish(std::string_view key, const Allocation& a, uin
 Status ExtentStore::Put(std::string_view key, std::span<const uint8_t> value) {
   const iovec one{const_cast<uint8_t*>(value.data()), value.size()};
   return PutIov(key, std::span<const iovec>(&one, 1), Checksum(value.data(), value.size()));
+}
+
+std::vector<Status> ExtentStore::PutManyIov(std::span<const IovPut> puts) {
+  Impl& s = *impl_;
+  std::vector<Status> statuses(puts.size());
+  std::vector<CommitOp> ops(puts.size());
+  std::vector<CommitOp*> written;
+  std::vector<bool> retry(puts.size(), false);  // a drive went offline or full under it
+  written.reserve(puts.size());
+  for (size_t i = 0; i < puts.size(); ++i) {
+    const IovPut& p = puts[i];
+    statuses[i] = CheckKey(p.key);
+    if (!statuses[i].ok()) continue;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.counters.puts++;
+    }
+    const uint64_t value_bytes = IovBytes(p.value);
+    Result<Allocation> a = s.Allocate(p.key, value_bytes);
+    if (!a.ok()) {
+      statuses[i] = a.status();
+      continue;
+    }
+    bool drive_failed = false;
+    ChecksumStream sum;
+    Status w = WriteValueRange(s, p.key, p.value, 0, value_bytes, a->extents, &sum, &drive_failed);
+    if (w.ok()) w = ChecksumMatches(p.key, value_bytes, sum.Digest(), p.checksum);
+    if (!w.ok()) {
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.FreeUnitsLocked(a->extents);
+      statuses[i] = w;
+      retry[i] = drive_failed;
+      continue;
+    }
+    CommitOp& op = ops[i];
+    op.kind = CommitOp::Kind::kPut;
+    op.key = p.key;
+    op.generation = a->generation;
+    op.value_bytes = value_bytes;
+    op.value_checksum = p.checksum;
+    op.extents = std::move(a->extents);
+    written.push_back(&op);
+  }
+  if (!written.empty()) s.Commit(written);
+  for (CommitOp* op : written) {
+    const size_t i = size_t(op - ops.data());
+    statuses[i] = op->status;
+    retry[i] = op->drive_failed;
+    if (!op->status.ok() && !op->adopted) {
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.FreeUnitsLocked(op->extents);
+    }
+  }
+  for (size_t i = 0; i < puts.size(); ++i) {
+    if (!retry[i]) continue;
+    // PutIov tries the drives that are left; it counts the put itself.
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.counters.puts--;
+    }
+    statuses[i] = PutIov(puts[i].key, puts[i].value, puts[i].checksum);
+  }
+  return statuses;
 }
 
 Status ExtentStore::PutIov(std::string_view key, std::span<const iovec> value, uint64_t checksum) {
@@ -808,6 +874,10 @@ ExtentStoreStats ExtentStore::Stats() const {
 }
 
 uint64_t ExtentStore::block_size_bytes() const { return impl_->block_bytes; }
+
+bool ExtentStore::BuffersPut(uint64_t value_bytes) const {
+  return impl_->options.sync == SyncMode::kInterval && value_bytes <= kBufferedValueBytes;
+}
 
 double DriveStats::fragmentation() const {
   return free_bytes == 0 ? 0.0 : 1.0 - double(largest_free_bytes) / double(free_bytes);

@@ -75,6 +75,42 @@ TEST(ExtentStore, SmallEmptyAndStripedValuesRoundTrip) {
   EXPECT_NE(too.status().message().find(std::to_string(big.size())), std::string::npos);
 }
 
+// One group commit for several puts: each one's own status, and what was
+// acknowledged is there after a reopen, under either sync policy.
+TEST(ExtentStore, PutManyCommitsTogetherAndRefusesOnlyTheBadOne) {
+  for (SyncMode mode : {SyncMode::kAlways, SyncMode::kInterval}) {
+    SCOPED_TRACE(std::string(SyncModeName(mode)));
+    StoreFixture t(2);
+    t.sync = mode;
+    t.FormatAndOpen();
+    ASSERT_TRUE(t.store->Put("b", Pattern(10, 9)).ok());
+    const std::vector<std::vector<uint8_t>> values = {Pattern(4096, 1), Pattern(3 * kBlock + 5, 2), Pattern(7, 3),
+                                                      {}};
+    std::vector<iovec> iovs;
+    for (const auto& v : values) iovs.push_back(iovec{const_cast<uint8_t*>(v.data()), v.size()});
+    const std::vector<std::string> keys = {"a", "b", "c", "d"};
+    std::vector<ExtentStore::IovPut> puts;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      puts.push_back({keys[i], std::span<const iovec>(&iovs[i], 1), Checksum(values[i].data(), values[i].size())});
+    }
+    puts[2].checksum ^= 1;  // "c": bytes that do not match its checksum
+    const uint64_t commits = t.store->Stats().journal_commits;
+    std::vector<Status> got = t.store->PutManyIov(puts);
+    ASSERT_EQ(got.size(), 4u);
+    EXPECT_TRUE(got[0].ok()) << got[0].ToString();
+    EXPECT_TRUE(got[1].ok()) << got[1].ToString();
+    EXPECT_EQ(got[2].code(), StatusCode::kInvalidArgument) << got[2].ToString();
+    EXPECT_TRUE(got[3].ok()) << got[3].ToString();
+    EXPECT_EQ(t.store->Stats().journal_commits, commits + 1) << "one journal commit for the batch";
+    ASSERT_TRUE(t.Open().ok());
+    EXPECT_EQ(*t.Get("a"), values[0]);
+    EXPECT_EQ(*t.Get("b"), values[1]) << "the batch's put replaced the older value";
+    EXPECT_EQ(t.Get("c").status().code(), StatusCode::kNotFound);
+    EXPECT_TRUE(t.Get("d")->empty());
+    EXPECT_EQ(t.store->Stats().keys, 3u);
+  }
+}
+
 TEST(ExtentStore, OverwriteAndDeleteFreeTheirExtents) {
   StoreFixture t(2);
   t.FormatAndOpen();

@@ -54,6 +54,7 @@
 #ifndef MEMKV_TIER_TIERED_STORE_H_
 #define MEMKV_TIER_TIERED_STORE_H_
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <concepts>
@@ -235,6 +236,8 @@ class TieredStore {
   // want of room that evicting the drives' coldest values can make.
   Status WithDriveRoom(uint64_t size, const std::function<Status()>& attempt);
   Status WriteThrough(PendingPut put, const std::string& key, uint64_t checksum);
+  // WriteThrough for several puts (keys differ) in one drive commit.
+  std::vector<Status> WriteThroughMany(std::vector<PutCommit> puts);
   bool EvictionCanHelp(uint64_t extents) const;
   // `size`: what the drive index said before the key's lock was taken.
   Result<StoredValue> ReadFromDrives(const std::string& key, uint64_t size, ReadNeed need);
@@ -263,6 +266,10 @@ Completion TieredStore::Commit(PendingPut put, std::string_view key, uint64_t ch
     std::forward<Done>(done)(memory_->CommitPut(std::move(put), key, checksum));
     return Completion::kInline;
   }
+  if (drives_->BuffersPut(put.size())) {
+    std::forward<Done>(done)(WriteThrough(std::move(put), std::string(key), checksum));
+    return Completion::kInline;
+  }
   CommitLater(std::move(put), std::string(key), checksum, reply, StatusDone(std::forward<Done>(done)));
   return Completion::kPending;
 }
@@ -274,6 +281,10 @@ Completion TieredStore::CommitMany(std::vector<PutCommit> puts, const ReplyTo& r
     statuses.reserve(puts.size());
     for (PutCommit& p : puts) statuses.push_back(memory_->CommitPut(std::move(p.put), p.key, p.checksum));
     std::forward<Done>(done)(std::move(statuses));
+    return Completion::kInline;
+  }
+  if (std::all_of(puts.begin(), puts.end(), [&](const PutCommit& p) { return drives_->BuffersPut(p.put.size()); })) {
+    std::forward<Done>(done)(WriteThroughMany(std::move(puts)));
     return Completion::kInline;
   }
   CommitManyLater(std::move(puts), reply, StatusesDone(std::forward<Done>(done)));

@@ -224,4 +224,39 @@ Status TieredStore::DeleteFromBoth(const std::string& key) {
   return on_drive.ok() ? Status::Ok() : in_dram;
 }
 
+std::vector<Status> TieredStore::WriteThroughMany(std::vector<PutCommit> puts) {
+  std::vector<Status> statuses(puts.size());
+  std::vector<bool> needs_room(puts.size(), false);
+  {
+    // The keys' stripes, each locked once, in address order (no deadlock
+    // with another batch or a single put).
+    std::vector<std::mutex*> stripes;
+    for (const PutCommit& p : puts) stripes.push_back(&StripeFor(p.key));
+    std::sort(stripes.begin(), stripes.end());
+    stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+    std::vector<std::unique_lock<std::mutex>> locks;
+    locks.reserve(stripes.size());
+    for (std::mutex* m : stripes) locks.emplace_back(*m);
+
+    std::vector<ExtentStore::IovPut> writes;
+    writes.reserve(puts.size());
+    for (const PutCommit& p : puts) writes.push_back({p.key, p.put.iov(), p.checksum});
+    std::vector<Status> written = drives_->PutManyIov(writes);
+    for (size_t i = 0; i < puts.size(); ++i) {
+      if (written[i].ok()) {
+        statuses[i] = memory_->CommitPut(std::move(puts[i].put), puts[i].key, puts[i].checksum);
+      } else if (written[i].code() == StatusCode::kResourceExhausted) {
+        needs_room[i] = true;  // below, alone, evicting for room as a single put does
+      } else {
+        statuses[i] = std::move(written[i]);
+        write_failures_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+  for (size_t i = 0; i < puts.size(); ++i) {
+    if (needs_room[i]) statuses[i] = WriteThrough(std::move(puts[i].put), puts[i].key, puts[i].checksum);
+  }
+  return statuses;
+}
+
 }  // namespace memkv
