@@ -62,11 +62,12 @@ Options:
   --file-size SIZE     file drives: create missing files, and make every file
                        exactly this size (default: existing files keep theirs)
   --journal-size SIZE  each of a drive's two journal areas, 1 MiB to 1 GiB
-                       (default: 64 bytes per 4 KiB of the store's drives).
-                       Every drive's journal holds a record (about 100 bytes)
-                       per value of the store: for many values smaller than
-                       about 12 KiB, give it more (docs/storage.md, "Journal
-                       capacity")
+                       (default: 192 bytes per 4 KiB of the store's drives,
+                       enough for drives full of 4 KiB values). Every
+                       drive's journal holds a record (about 100 to 150
+                       bytes) per value of the store: with large values a
+                       smaller journal gives drive space back
+                       (docs/storage.md, "Journal capacity")
   --force              erase whatever the drives hold (MemKV data, filesystems)
   --idempotent         drives that already form one MemKV store with these
                        settings are left alone; the config is printed again

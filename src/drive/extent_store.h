@@ -60,12 +60,16 @@
 namespace memkv {
 
 // Default journal size: bytes of each journal area per 4 KiB unit of the
-// whole store. A put record takes about 72 bytes + key + 16 per extent, and
-// every drive's journal holds the records of every drive, so this holds the
-// live index of a store full of values of ~12 KiB and more with 64-byte keys
-// (docs/storage.md, "Journal capacity"); smaller values fill the journal
-// first, and puts then find it full as they would find the drives full.
-inline constexpr uint64_t kJournalBytesPerUnit = 64;
+// whole store. A put record takes 72 bytes + key (padded to 8) + 16 per
+// extent, 144 bytes for a 4 KiB value under a 64-byte key, and every drive's
+// journal holds the records of every drive; puts may fill 3/4 of an area
+// (the rest takes what is appended between checkpoints), so 192 bytes per
+// unit let a store fill its whole data area with 4 KiB values under keys of
+// up to 64 bytes (docs/storage.md, "Journal capacity"). The price is drive
+// space: the two areas take 2 x 192 / 4096 = 9.4 % of a one-drive store,
+// N times that per drive with N drives (up to the 1 GiB cap per area);
+// `memkv setup --journal-size` trades it back where values are larger.
+inline constexpr uint64_t kJournalBytesPerUnit = 192;
 
 struct DriveFormatOptions {
   std::vector<std::string> drives;      // paths; drive i gets index i

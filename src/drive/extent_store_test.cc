@@ -111,6 +111,36 @@ TEST(ExtentStore, PutManyCommitsTogetherAndRefusesOnlyTheBadOne) {
   }
 }
 
+// The default journal holds the records of a drive filled with 4 KiB values
+// under 64-byte keys: the data area, not the journal, is what fills.
+TEST(ExtentStore, TheDefaultJournalLetsFourKibValuesFillTheDataArea) {
+  StoreFixture t(1, 64 << 10, 64 << 20);  // journal size: the default
+  t.sync = SyncMode::kInterval;           // buffered: the fill takes a moment
+  t.FormatAndOpen();
+  const ExtentStoreStats before = t.store->Stats();
+  const uint64_t units = before.drives[0].usable_bytes / 4096;
+  const auto value = Pattern(4096, 5);
+  uint64_t stored = 0;
+  Status refused;
+  for (uint64_t i = 0; i < units; ++i) {
+    std::string key = std::to_string(i);
+    key.insert(0, 64 - key.size(), 'k');  // 64-byte keys
+    refused = t.store->Put(key, value);
+    if (!refused.ok()) break;
+    stored++;
+  }
+  const ExtentStoreStats after = t.store->Stats();
+  EXPECT_GE(double(stored), 0.95 * double(units)) << refused.ToString();
+  EXPECT_EQ(refused.code(), stored == units ? StatusCode::kOk : StatusCode::kResourceExhausted) << refused.ToString();
+  EXPECT_EQ(refused.message().find("journal"), std::string::npos) << "the journal filled first: " << refused.ToString();
+  EXPECT_LE(after.journal_live_bytes, after.journal_budget_bytes);
+  std::printf("%llu of %llu units hold 4 KiB values; the live index takes %llu of %llu journal bytes\n",
+              (unsigned long long)stored, (unsigned long long)units, (unsigned long long)after.journal_live_bytes,
+              (unsigned long long)after.journal_budget_bytes);
+  ASSERT_TRUE(t.Open().ok()) << "and it all replays";
+  EXPECT_EQ(t.store->Stats().keys, stored);
+}
+
 TEST(ExtentStore, OverwriteAndDeleteFreeTheirExtents) {
   StoreFixture t(2);
   t.FormatAndOpen();

@@ -29,7 +29,10 @@
 // the caller's thread:
 //   - inline, before returning Completion::kInline: always without drives,
 //     and with drives whenever no drive I/O is needed (a DRAM hit, a key in
-//     neither tier). Nothing is allocated, wrapped or queued for that;
+//     neither tier) or the drives buffer the put (ExtentStore::BuffersPut:
+//     storage.sync interval, values up to 256 KiB; the write is a copy into
+//     the page cache, cheaper than the hand-off to an I/O thread and back).
+//     Nothing is allocated, wrapped or queued for that;
 //   - or later, after returning Completion::kPending: the drive work runs on
 //     an I/O thread, which posts the completion to `reply.inbox` for
 //     `reply.owner`; the caller's loop runs it from there
@@ -152,8 +155,8 @@ class TieredStore {
   // after writing it through. done(Status).
   template <std::invocable<Status> Done>
   Completion Commit(PendingPut put, std::string_view key, uint64_t checksum, const ReplyTo& reply, Done&& done);
-  // Commit for several puts at once (written through in parallel); the keys
-  // must differ. done(std::vector<Status>), one per put, in order.
+  // Commit for several puts at once (written through in parallel, or in one
+  // drive commit when the drives buffer them all); the keys must differ. done(std::vector<Status>), one per put, in order.
   template <std::invocable<std::vector<Status>> Done>
   Completion CommitMany(std::vector<PutCommit> puts, const ReplyTo& reply, Done&& done);
   // done(Result<StoredValue>): NotFound when in neither tier, or unreadable
