@@ -36,25 +36,9 @@ BUILD="$(cd "$BUILD" 2>/dev/null && pwd)" || { echo "memkv-scenarios: no build d
 for b in memkv memkv-rdma-probe; do
   [ -x "$BUILD/$b" ] || { echo "memkv-scenarios: $BUILD/$b is missing; build it: cmake --build $BUILD --target memkv memkv-rdma-probe" >&2; exit 2; }
 done
-# The guests mount their own /tmp, /run, /dev, /proc and /sys: a build or a
-# checkout under one of them (cloned into /tmp) is invisible there, so the
-# two binaries and the guest scripts are copied to a directory of the cache
-# they see.
-guest_visible() { case "$1/" in /tmp/*|/run/*|/dev/*|/proc/*|/sys/*) return 1;; esac; }
-BIN="$BUILD"
-SCRIPTS="$HERE/guest"
-if ! guest_visible "$BUILD" || ! guest_visible "$HERE"; then
-  CACHE="${MEMKV_RDMA_CACHE:-$HOME/.cache/memkv-rdma}"
-  mkdir -p "$CACHE" && CACHE="$(cd "$CACHE" && pwd)"
-  guest_visible "$CACHE" || CACHE=/var/tmp/memkv-rdma
-  mkdir -p "$CACHE"
-  BIN="$(mktemp -d "$CACHE/bin.XXXXXX")" || { echo "memkv-scenarios: cannot make a directory under $CACHE" >&2; exit 2; }
-  trap 'rm -rf "$BIN"' EXIT
-  cp "$BUILD/memkv" "$BUILD/memkv-rdma-probe" "$BIN/"
-  cp -R "$HERE/guest" "$BIN/guest"
-  SCRIPTS="$BIN/guest"
-  echo "memkv-scenarios: $BUILD or $HERE is not visible in the guests; running copies from $BIN"
-fi
+# shellcheck source=host-lib.sh
+. "$HERE/host-lib.sh"
+stage_for_guests memkv-scenarios "$BUILD" memkv memkv-rdma-probe || exit 2
 mkdir -p "$R"; R="$(cd "$R" && pwd)"
 
 # One key per run; the guests see it in their environment only.

@@ -10,6 +10,7 @@
 //
 // Single-threaded except for the stall watchdog, which only reads an atomic
 // and, on a hang, prints and exits the process.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,6 +48,12 @@ MEMKV_TRANSPORT, MEMKV_RDMA_DEVICES, MEMKV_RDMA_MTU, MEMKV_TIMEOUT_MS, ...):
       and whether any op overran the client deadline (MEMKV_TIMEOUT_MS) by
       more than 1 s. A watchdog exits at once (code 1) when an op is still
       in flight 5 s past the deadline.
+  bench --op put|get --size S --seconds T [--count N] [--prefix P]
+      throughput of one op for T seconds, one at a time, over N keys
+      (default 8) cycled in turn: put writes them (values made before the
+      clock starts), get reads them with GetInto into one buffer (put them
+      first, same --prefix and --size; a get checks 16 bytes at both ends).
+      Reports ops, MiB/s and the process's user/system CPU seconds
   wait --seconds T
       until a fresh client's Exists gets an answer (present or absent) from
       every server; for scripts that wait for a server to come up
@@ -118,6 +125,7 @@ struct Flags {
   uint64_t seconds = 0;
   uint64_t after_error_s = 3;
   std::string prefix;
+  std::string op;
 };
 
 // Returns false (after printing why) on a bad flag.
@@ -151,6 +159,9 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       ok = ParseSize(v, &f->after_error_s);
     } else if (a == "--prefix") {
       f->prefix = v;
+    } else if (a == "--op") {
+      f->op = v;
+      ok = v == "put" || v == "get";
     } else {
       std::fprintf(stderr, "memkv-rdma-probe: unknown option '%s'\n%s", a.c_str(), kUsage);
       return false;
@@ -292,6 +303,79 @@ int Load(Client& client, const Flags& f) {
                {{"first_error", JsonQuote(errors.first())},
                 {"put_ms", std::to_string(static_cast<int64_t>(put_ms))},
                 {"get_ms", std::to_string(static_cast<int64_t>(get_ms))}});
+  return tally.failed == 0 && tally.mismatched == 0 ? kExitOk : kExitFailed;
+}
+
+// CPU seconds (user, system) this process has used so far.
+std::pair<double, double> CpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return {s(u.ru_utime), s(u.ru_stime)};
+}
+
+// Whether the ends of `got` (16 bytes each) are those of `want`: a cheap check
+// inside the timed loop; `roundtrip` and `load` check every byte.
+bool EndsMatch(std::span<const uint8_t> want, std::span<const uint8_t> got) {
+  if (want.size() != got.size()) return false;
+  const size_t n = std::min<size_t>(16, want.size());
+  return std::memcmp(want.data(), got.data(), n) == 0 &&
+         std::memcmp(want.data() + want.size() - n, got.data() + got.size() - n, n) == 0;
+}
+
+int Bench(Client& client, const Flags& f) {
+  const uint64_t keys = f.count == 0 ? 8 : f.count;
+  std::vector<std::string> names;
+  std::vector<std::vector<uint8_t>> values;
+  for (uint64_t i = 0; i < keys; ++i) {
+    names.push_back(f.prefix + "bench-" + std::to_string(f.size) + "-" + std::to_string(i));
+    values.push_back(Pattern(i + 1, f.size));
+  }
+  std::vector<uint8_t> buffer(f.size);
+  Tally tally;
+  ErrorLog errors;
+  const bool put = f.op == "put";
+  const auto cpu0 = CpuSeconds();
+  const auto start = Clock::now();
+  double ms = 0;
+  for (uint64_t i = 0; (ms = MsSince(start)) < static_cast<double>(f.seconds) * 1000; ++i) {
+    const uint64_t k = i % keys;
+    if (put) {
+      Status s = client.Put(names[k], values[k]);
+      if (s.ok()) ++tally.ok;
+      else { ++tally.failed; errors.Add("put " + names[k] + ": " + s.ToString()); }
+      continue;
+    }
+    Result<size_t> n = client.GetInto(names[k], buffer);
+    if (!n.ok()) {
+      ++tally.failed;
+      errors.Add("get " + names[k] + ": " + n.status().ToString());
+    } else if (!EndsMatch(values[k], std::span(buffer.data(), *n))) {
+      ++tally.mismatched;
+      errors.Add("get " + names[k] + ": " + std::to_string(*n) + " bytes, wrong bytes at an end");
+    } else {
+      ++tally.ok;
+    }
+  }
+  const auto cpu1 = CpuSeconds();
+  const double mib_s = static_cast<double>(tally.ok) * static_cast<double>(f.size) / (1 << 20) / (ms / 1000);
+  std::printf("bench %s %llu: %llu ops in %.2f s, %.1f MiB/s, %.0f us/op, cpu user %.2f s sys %.2f s\n",
+              f.op.c_str(), static_cast<unsigned long long>(f.size), static_cast<unsigned long long>(tally.ok),
+              ms / 1000, mib_s, tally.ok == 0 ? 0.0 : ms * 1000 / static_cast<double>(tally.ok),
+              cpu1.first - cpu0.first, cpu1.second - cpu0.second);
+  char num[64];
+  auto fmt = [&](double v) {
+    std::snprintf(num, sizeof(num), "%.3f", v);
+    return std::string(num);
+  };
+  PrintSummary(tally, client.Stats(),
+               {{"op", JsonQuote(f.op)},
+                {"size", std::to_string(f.size)},
+                {"seconds", fmt(ms / 1000)},
+                {"mib_s", fmt(mib_s)},
+                {"cpu_user_s", fmt(cpu1.first - cpu0.first)},
+                {"cpu_sys_s", fmt(cpu1.second - cpu0.second)},
+                {"first_error", JsonQuote(errors.first())}});
   return tally.failed == 0 && tally.mismatched == 0 ? kExitOk : kExitFailed;
 }
 
@@ -441,8 +525,9 @@ int Main(int argc, char** argv) {
   Flags f;
   if (!ParseFlags(argc, argv, &f)) return kExitUsage;
   if ((command == "load" && f.count == 0) || (command == "stall" && f.seconds == 0) ||
-      (command == "wait" && f.seconds == 0)) {
-    std::fprintf(stderr, "memkv-rdma-probe %s: missing --count / --seconds\n%s", command.c_str(), kUsage);
+      (command == "wait" && f.seconds == 0) ||
+      (command == "bench" && (f.seconds == 0 || f.op.empty() || f.size == 0))) {
+    std::fprintf(stderr, "memkv-rdma-probe %s: missing --count / --seconds / --op / --size\n%s", command.c_str(), kUsage);
     return kExitUsage;
   }
   if (command == "wait") return Wait(f);
@@ -454,6 +539,7 @@ int Main(int argc, char** argv) {
   }
   if (command == "roundtrip") return Roundtrip(**client, f);
   if (command == "load") return Load(**client, f);
+  if (command == "bench") return Bench(**client, f);
   if (command == "stall") {
     // The deadline the client was built with: the same variable, same default.
     int64_t deadline_ms = ClientOptions{}.timeout_ms;
