@@ -16,6 +16,13 @@ Result<AlignedBuffer> AlignedBuffer::Allocate(size_t size) {
   if (p == MAP_FAILED) {
     return Internal("mmap(" + std::to_string(size) + " bytes) for an I/O buffer: " + std::strerror(errno));
   }
+  // Transparent huge pages where the kernel allows (madvise mode): an
+  // O_DIRECT request over a buffer is cut where its pages are not
+  // contiguous, so a 4 MiB read into 4 KiB pages can become several device
+  // requests (max_segments) where 2 MiB pages make one. Measured on a virtio
+  // disk: 4 MiB gets at queue depth 1 went from 0.53-0.65x fio read to
+  // 0.9-1.15x (docs/benchmarks.md). Advice only: without THP nothing changes.
+  (void)::madvise(p, size, MADV_HUGEPAGE);
   return AlignedBuffer(static_cast<uint8_t*>(p), size);
 }
 

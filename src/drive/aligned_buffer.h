@@ -1,8 +1,9 @@
 // AlignedBuffer: move-only owner of page-aligned memory for O_DIRECT I/O.
 //
 // Anonymous mmap, so the memory is page-aligned (4096, which satisfies every
-// logical block size the drive layer accepts), zero-filled and returned to the
-// OS on destruction. Not thread-safe; the bytes may be shared by whoever owns it.
+// logical block size the drive layer accepts), zero-filled, advised to use
+// transparent huge pages (fewer segments per O_DIRECT request), and returned
+// to the OS on destruction. Not thread-safe; the bytes may be shared by whoever owns it.
 #ifndef MEMKV_DRIVE_ALIGNED_BUFFER_H_
 #define MEMKV_DRIVE_ALIGNED_BUFFER_H_
 

@@ -595,27 +595,46 @@ Status ExtentStore::PutIov(std::string_view key, std::span<const iovec> value, u
 Status ReadValueRange(ExtentStore::Impl& s, const Entry& e, uint64_t from, std::span<const iovec> dst,
                       ChecksumStream* sum) {
   const std::vector<ExtentPiece> pieces = PiecesOf(e.extents, e.value_bytes, from, IovBytes(dst));
+  // Each piece is read into a staging buffer (huge pages: a few segments per
+  // request, where 4 KiB pages would cut a 4 MiB read into several device
+  // requests), then hashed and copied out. A piece longer than
+  // kReadChunkBytes is read as several reads; and every read is hashed and
+  // copied as soon as it and those before it are in, while the drive still
+  // reads the rest, so a value of several extents costs the read plus the
+  // last piece's hash and copy, not the read plus the whole value's.
+  struct Chunk {
+    uint64_t value_offset;  // where its bytes go in the value
+    uint32_t data_bytes;    // value bytes in it (the last one of a piece may end mid-unit)
+  };
   for (size_t start = 0; start < pieces.size();) {
     std::vector<uint32_t> bufs = s.AcquireBuffers(pieces.size() - start);
     std::vector<IoOp> ops;
-    ops.reserve(bufs.size());
+    std::vector<Chunk> chunks;
     for (size_t j = 0; j < bufs.size(); ++j) {
       const ExtentPiece& p = pieces[start + j];
       const Drive& d = s.drives[p.extent->drive];
-      ops.push_back(IoOp{.kind = IoKind::kRead, .drive = p.extent->drive,
-                         .offset = d.sb.unit_offset(p.extent->unit + p.unit), .buf = s.buffer(bufs[j]),
-                         .length = uint32_t(UnitsFor(p.data_bytes) * kDriveUnitBytes),
-                         .fixed_buffer = int32_t(bufs[j])});
+      const uint64_t io_bytes = UnitsFor(p.data_bytes) * kDriveUnitBytes;
+      for (uint64_t at = 0; at < io_bytes; at += kReadChunkBytes) {
+        const uint64_t len = std::min<uint64_t>(kReadChunkBytes, io_bytes - at);
+        ops.push_back(IoOp{.kind = IoKind::kRead, .drive = p.extent->drive,
+                           .offset = d.sb.unit_offset(p.extent->unit + p.unit) + at, .buf = s.buffer(bufs[j]) + at,
+                           .length = uint32_t(len), .fixed_buffer = int32_t(bufs[j])});
+        chunks.push_back({p.offset + at, uint32_t(std::min<uint64_t>(len, p.data_bytes - std::min(at, p.data_bytes)))});
+      }
     }
-    s.io->Run(ops);
-    const bool all_ok = std::all_of(ops.begin(), ops.end(), [](const IoOp& op) { return op.ok(); });
-    for (size_t j = 0; j < ops.size() && all_ok; ++j) {
-      const ExtentPiece& p = pieces[start + j];
-      sum->Update(ops[j].buf, p.data_bytes);
-      CopyToIov(dst, p.offset - from, ops[j].buf, p.data_bytes);
-    }
+    size_t next = 0;  // the first read not yet hashed and copied
+    std::vector<bool> in(ops.size(), false);
+    bool failed = false;
+    s.io->RunEach(ops, [&](size_t i) {
+      in[i] = true;
+      failed = failed || !ops[i].ok();
+      for (; !failed && next < ops.size() && in[next]; ++next) {
+        sum->Update(ops[next].buf, chunks[next].data_bytes);
+        CopyToIov(dst, chunks[next].value_offset - from, ops[next].buf, chunks[next].data_bytes);
+      }
+    });
     s.ReleaseBuffers(bufs);
-    if (!all_ok) return Unavailable("get " + KeyForLog(e.key) + ": " + s.HandleFailures(ops, "reading an extent"));
+    if (failed) return Unavailable("get " + KeyForLog(e.key) + ": " + s.HandleFailures(ops, "reading an extent"));
     start += bufs.size();
   }
   return Status::Ok();

@@ -225,6 +225,10 @@ std::string KeyForLog(std::string_view key);
 // The live index may fill at most this share of a journal area: the rest
 // takes the records appended between checkpoints (deletes, evictions).
 inline constexpr double kJournalLiveShare = 0.75;
+// A piece of a value longer than this is read as several reads
+// (ReadValueRange). The default block size (4 MiB) makes no longer piece;
+// larger storage.block_size values do.
+inline constexpr uint64_t kReadChunkBytes = 4 << 20;
 
 // Bytes a put record of this key and extent count takes in the journal.
 uint64_t PutRecordBytes(size_t key_bytes, size_t extents);

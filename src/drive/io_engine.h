@@ -31,6 +31,7 @@
 #include <sys/uio.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -71,6 +72,14 @@ class IoEngine {
   // "io_uring", "pread", or a decorator's name around its inner engine's.
   virtual std::string_view name() const = 0;
   virtual void Run(std::span<IoOp> ops) = 0;
+  // Run, calling done(i) on this thread as soon as ops[i] has its result
+  // (in completion order), while the other ops may still be in flight: a
+  // reader checks and copies the first pieces of a value while the drive
+  // still reads the rest. This default calls done in order after Run.
+  virtual void RunEach(std::span<IoOp> ops, const std::function<void(size_t)>& done) {
+    Run(ops);
+    for (size_t i = 0; i < ops.size(); ++i) done(i);
+  }
 };
 
 enum class IoEngineKind : uint8_t {

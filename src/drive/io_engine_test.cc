@@ -169,6 +169,33 @@ void ExpectBufferedWritesCoherent(IoEngineKind kind) {
 TEST(UringEngine, BufferedWritesAreCoherentWithDirectIo) { ExpectBufferedWritesCoherent(IoEngineKind::kUring); }
 TEST(SyncEngine, BufferedWritesAreCoherentWithDirectIo) { ExpectBufferedWritesCoherent(IoEngineKind::kSync); }
 
+// RunEach reports every op once, with its result already set, whatever
+// order the ops finish in.
+void ExpectEachOpReportedOnce(IoEngineKind kind) {
+  Fixture fx(2);
+  auto io = CreateIoEngine(Opts(kind, fx.fds, 4));
+  if (!io.ok()) GTEST_SKIP() << io.status().ToString();
+  auto mem = AlignedBuffer::Allocate(12 * kBlock);
+  ASSERT_TRUE(mem.ok());
+  std::vector<IoOp> ops;
+  for (uint32_t i = 0; i < 12; ++i) {
+    ops.push_back(IoOp{.kind = IoKind::kRead, .drive = i % 2, .offset = uint64_t(i) * kBlock,
+                       .buf = mem->data() + size_t(i) * kBlock, .length = kBlock});
+  }
+  ops.push_back(IoOp{.kind = IoKind::kRead, .drive = 7, .buf = mem->data(), .length = kBlock});  // no such drive
+  std::vector<int> seen(ops.size(), 0);
+  (*io)->RunEach(ops, [&](size_t i) {
+    ASSERT_LT(i, ops.size());
+    seen[i]++;
+    EXPECT_EQ(ops[i].ok(), i < 12) << "op " << i << " reported before its result: " << ops[i].result;
+  });
+  EXPECT_EQ(seen, std::vector<int>(ops.size(), 1));
+  EXPECT_EQ(ops.back().result, -EBADF);
+}
+
+TEST(UringEngine, RunEachReportsEveryOpOnceWithItsResult) { ExpectEachOpReportedOnce(IoEngineKind::kUring); }
+TEST(SyncEngine, RunEachReportsEveryOpOnceWithItsResult) { ExpectEachOpReportedOnce(IoEngineKind::kSync); }
+
 TEST(SyncEngine, MovesTheSameBytes) {
   Fixture fx(2);
   auto io = CreateIoEngine(Opts(IoEngineKind::kSync, fx.fds));

@@ -72,14 +72,19 @@ class UringEngine final : public IoEngine {
     return Status::Ok();
   }
 
-  void Run(std::span<IoOp> ops) override {
+  void Run(std::span<IoOp> ops) override { RunEach(ops, {}); }
+
+  void RunEach(std::span<IoOp> ops, const std::function<void(size_t)>& done) override {
     if (ops.empty()) return;
     std::unique_ptr<Ring> ring = Acquire();
     if (ring == nullptr) {
-      for (IoOp& op : ops) RunFallback(op);
+      for (size_t i = 0; i < ops.size(); ++i) {
+        RunFallback(ops[i]);
+        if (done) done(i);
+      }
       return;
     }
-    RunOnRing(*ring, ops);
+    RunOnRing(*ring, ops, done);
     Release(std::move(ring));
   }
 
@@ -157,11 +162,14 @@ class UringEngine final : public IoEngine {
     if (r.fixed_files) sqe->flags |= IOSQE_FIXED_FILE;
   }
 
-  void RunOnRing(Ring& r, std::span<IoOp> ops) {
+  void RunOnRing(Ring& r, std::span<IoOp> ops, const std::function<void(size_t)>& done_fn) {
     const size_t n = ops.size();
     std::vector<uint32_t> done(n, 0);
     std::vector<size_t> pending;  // op indices to (re)submit, taken from the back
     pending.reserve(n);
+    auto finished = [&](size_t i) {
+      if (done_fn) done_fn(i);
+    };
     for (size_t i = n; i-- > 0;) {
       IoOp& op = ops[i];
       if (op.drive >= options_.fds.size() || options_.fds[op.drive] < 0) {
@@ -173,11 +181,14 @@ class UringEngine final : public IoEngine {
       } else {
         op.result = 0;
         pending.push_back(i);
+        continue;
       }
+      finished(i);
     }
     size_t inflight = 0;
     constexpr int kMaxRetries = 1000;  // EAGAIN/EINTR completions of one op
     std::vector<int> retries(n, 0);
+    std::vector<size_t> complete;  // ops finished by one pass over the completion queue
     while (!pending.empty() || inflight > 0) {
       while (!pending.empty() && inflight < options_.queue_depth) {
         io_uring_sqe* sqe = io_uring_get_sqe(&r.ring);
@@ -204,6 +215,7 @@ class UringEngine final : public IoEngine {
         int res = cqe->res;
         if ((res == -EAGAIN || res == -EINTR) && ++retries[i] < kMaxRetries) {
           pending.push_back(i);
+          continue;
         } else if (res < 0) {
           op.result = res;
         } else if (op.kind == IoKind::kSync) {
@@ -212,11 +224,19 @@ class UringEngine final : public IoEngine {
           op.result = int32_t(done[i]);  // end of file: short
         } else {
           done[i] += uint32_t(res);
-          if (done[i] < op.length) pending.push_back(i);  // short transfer: the rest
-          else op.result = int32_t(done[i]);
+          if (done[i] < op.length) {
+            pending.push_back(i);  // short transfer: the rest
+            continue;
+          }
+          op.result = int32_t(done[i]);
         }
+        complete.push_back(i);
       }
       io_uring_cq_advance(&r.ring, seen);
+      // After the completion queue is released: the ring can take more
+      // completions while the caller works on these.
+      for (size_t i : complete) finished(i);
+      complete.clear();
     }
   }
 
