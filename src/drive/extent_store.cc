@@ -413,15 +413,15 @@ std::vector<ExtentPiece> PiecesOf(std::span<const ExtentRef> extents, uint64_t v
 
 // Writes value bytes [from, from + IovBytes(src)) (in waves of staging
 // buffers), whole units, zero-padded. No sync: the commit leader syncs all
-// drives of a batch at once (kInterval: the flusher does, and a small value
-// is written through the page cache). The bytes are hashed into `sum` on the way, so
+// drives of a batch at once (kInterval: the flusher does); a small value is
+// written through the page cache. The bytes are hashed into `sum` on the way, so
 // the caller can refuse a value whose bytes do not match the checksum its
 // record will carry: no read could ever take them.
 Status WriteValueRange(ExtentStore::Impl& s, std::string_view key, std::span<const iovec> src, uint64_t from,
                        uint64_t value_bytes, std::span<const ExtentRef> extents, ChecksumStream* sum,
                        bool* drive_failed) {
   const std::vector<ExtentPiece> pieces = PiecesOf(extents, value_bytes, from, IovBytes(src));
-  const bool buffered = s.options.sync == SyncMode::kInterval && value_bytes <= kBufferedValueBytes;  // BuffersPut
+  const bool buffered = value_bytes <= kBufferedValueBytes;  // BuffersPut
   for (size_t start = 0; start < pieces.size();) {
     std::vector<uint32_t> bufs = s.AcquireBuffers(pieces.size() - start);
     std::vector<IoOp> ops;
@@ -894,9 +894,9 @@ ExtentStoreStats ExtentStore::Stats() const {
 
 uint64_t ExtentStore::block_size_bytes() const { return impl_->block_bytes; }
 
-bool ExtentStore::BuffersPut(uint64_t value_bytes) const {
-  return impl_->options.sync == SyncMode::kInterval && value_bytes <= kBufferedValueBytes;
-}
+bool ExtentStore::BuffersPut(uint64_t value_bytes) const { return value_bytes <= kBufferedValueBytes; }
+
+SyncMode ExtentStore::sync_mode() const { return impl_->options.sync; }
 
 double DriveStats::fragmentation() const {
   return free_bytes == 0 ? 0.0 : 1.0 - double(largest_free_bytes) / double(free_bytes);

@@ -102,10 +102,13 @@ enum class SyncMode : uint8_t {
 };
 std::string_view SyncModeName(SyncMode mode);
 
-// kInterval writes values up to this size through the page cache (a copy,
-// microseconds) instead of O_DIRECT (a device round trip, about 65 us for
-// 4 KiB on a virtio disk); larger values stream to the drive directly,
-// where the copy would cost more than it saves and fill the page cache.
+// Values up to this size, and journal appends, are written through the
+// page cache (a copy, microseconds) instead of O_DIRECT (a device round
+// trip, about 65 us for 4 KiB on a virtio disk): with kInterval the put
+// need not wait for the device at all, and with kAlways the commit's one
+// fdatasync writes the extents back with the record instead of after a
+// round of its own. Larger values stream to the drive directly, where the
+// copy would cost more than it saves and fill the page cache.
 inline constexpr uint64_t kBufferedValueBytes = 256 << 10;
 
 struct ExtentStoreOptions {
@@ -295,10 +298,12 @@ class ExtentStore {
 
   ExtentStoreStats Stats() const;
   uint64_t block_size_bytes() const;
-  // Whether a put of `value_bytes` is written through the page cache and
-  // acknowledged without waiting for the device (SyncMode::kInterval, up to
-  // kBufferedValueBytes): microseconds, unless the journal must checkpoint.
+  // Whether a put of `value_bytes` is written through the page cache (up to
+  // kBufferedValueBytes): a copy, microseconds. With SyncMode::kInterval it
+  // is then acknowledged without waiting for the device (unless the journal
+  // must checkpoint); with kAlways its commit's fdatasync writes it back.
   bool BuffersPut(uint64_t value_bytes) const;
+  SyncMode sync_mode() const;
 
   // Opaque outside src/drive (extent_store_impl.h); public only so that the
   // implementation files can define helpers over it.

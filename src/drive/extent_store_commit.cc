@@ -231,7 +231,7 @@ Status ExtentStore::Impl::AppendToJournals(std::vector<JournalRecord> records, i
       IoOp op;
       prepared = drives[t].journal.PrepareAppend(records, &op);
       if (!prepared.ok()) break;
-      op.buffered = options.sync == SyncMode::kInterval;
+      op.buffered = true;
       writes.push_back(op);
     }
     if (prepared.code() == StatusCode::kResourceExhausted && !checkpointed && depth < kMaxDepth) {

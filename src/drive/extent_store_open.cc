@@ -247,7 +247,7 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
   io.queue_depth = options.queue_depth;
   for (Drive& d : s.drives) {
     io.fds.push_back(d.present ? d.file.fd() : -1);
-    if (options.sync == SyncMode::kInterval && d.present && d.state != DriveState::kOffline) {
+    if (d.present && d.state != DriveState::kOffline) {
       MEMKV_RETURN_IF_ERROR(d.file.OpenBufferedWrites());
     }
     io.buffered_fds.push_back(d.present ? d.file.buffered_fd() : -1);

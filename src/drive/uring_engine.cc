@@ -76,7 +76,11 @@ class UringEngine final : public IoEngine {
 
   void RunEach(std::span<IoOp> ops, const std::function<void(size_t)>& done) override {
     if (ops.empty()) return;
-    std::unique_ptr<Ring> ring = Acquire();
+    // A lone fdatasync gains nothing from the ring: io_uring hands it to a
+    // worker thread (it blocks), and waking that thread and then this one
+    // costs two context switches a commit.
+    const bool lone_sync = ops.size() == 1 && ops[0].kind == IoKind::kSync;
+    std::unique_ptr<Ring> ring = lone_sync ? nullptr : Acquire();
     if (ring == nullptr) {
       for (size_t i = 0; i < ops.size(); ++i) {
         RunFallback(ops[i]);

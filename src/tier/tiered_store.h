@@ -29,9 +29,10 @@
 // the caller's thread:
 //   - inline, before returning Completion::kInline: always without drives,
 //     and with drives whenever no drive I/O is needed (a DRAM hit, a key in
-//     neither tier) or the drives buffer the put (ExtentStore::BuffersPut:
-//     storage.sync interval, values up to 256 KiB; the write is a copy into
-//     the page cache, cheaper than the hand-off to an I/O thread and back).
+//     neither tier) or the drives buffer the put and need not flush before
+//     acknowledging it (ExtentStore::BuffersPut, storage.sync interval:
+//     values up to 256 KiB; the write is a copy into the page cache, cheaper
+//     than the hand-off to an I/O thread and back).
 //     Nothing is allocated, wrapped or queued for that;
 //   - or later, after returning Completion::kPending: the drive work runs on
 //     an I/O thread, which posts the completion to `reply.inbox` for
@@ -156,7 +157,8 @@ class TieredStore {
   template <std::invocable<Status> Done>
   Completion Commit(PendingPut put, std::string_view key, uint64_t checksum, const ReplyTo& reply, Done&& done);
   // Commit for several puts at once (written through in parallel, or in one
-  // drive commit when the drives buffer them all); the keys must differ. done(std::vector<Status>), one per put, in order.
+  // drive commit, and one flush, when the drives buffer them all); the keys
+  // must differ. done(std::vector<Status>), one per put, in order.
   template <std::invocable<std::vector<Status>> Done>
   Completion CommitMany(std::vector<PutCommit> puts, const ReplyTo& reply, Done&& done);
   // done(Result<StoredValue>): NotFound when in neither tier, or unreadable
@@ -217,7 +219,9 @@ class TieredStore {
   // tiered_store_drives.cc: the drive paths. The *Later functions queue
   // the work on the I/O threads and post `done` to `reply` when it is done.
   void CommitLater(PendingPut put, std::string key, uint64_t checksum, const ReplyTo& reply, StatusDone done);
-  void CommitManyLater(std::vector<PutCommit> puts, const ReplyTo& reply, StatusesDone done);
+  // `together`: one I/O job and one drive commit for the whole batch
+  // (values the drives buffer); else a job per put, written in parallel.
+  void CommitManyLater(std::vector<PutCommit> puts, bool together, const ReplyTo& reply, StatusesDone done);
   void GetLater(std::string key, uint64_t size, ReadNeed need, const ReplyTo& reply, ValueDone done);
   // `values` holds every key's result; `reads` the (index, key, size) of
   // those to read from the drives into it.
@@ -269,7 +273,7 @@ Completion TieredStore::Commit(PendingPut put, std::string_view key, uint64_t ch
     std::forward<Done>(done)(memory_->CommitPut(std::move(put), key, checksum));
     return Completion::kInline;
   }
-  if (drives_->BuffersPut(put.size())) {
+  if (drives_->sync_mode() == SyncMode::kInterval && drives_->BuffersPut(put.size())) {
     std::forward<Done>(done)(WriteThrough(std::move(put), std::string(key), checksum));
     return Completion::kInline;
   }
@@ -286,11 +290,12 @@ Completion TieredStore::CommitMany(std::vector<PutCommit> puts, const ReplyTo& r
     std::forward<Done>(done)(std::move(statuses));
     return Completion::kInline;
   }
-  if (std::all_of(puts.begin(), puts.end(), [&](const PutCommit& p) { return drives_->BuffersPut(p.put.size()); })) {
+  const bool small = std::all_of(puts.begin(), puts.end(), [&](const PutCommit& p) { return drives_->BuffersPut(p.put.size()); });
+  if (small && drives_->sync_mode() == SyncMode::kInterval) {
     std::forward<Done>(done)(WriteThroughMany(std::move(puts)));
     return Completion::kInline;
   }
-  CommitManyLater(std::move(puts), reply, StatusesDone(std::forward<Done>(done)));
+  CommitManyLater(std::move(puts), small, reply, StatusesDone(std::forward<Done>(done)));
   return Completion::kPending;
 }
 

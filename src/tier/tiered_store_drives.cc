@@ -52,7 +52,8 @@ void TieredStore::CommitLater(PendingPut put, std::string key, uint64_t checksum
       reply, [commit, done = std::move(done)]() mutable { done(std::move(commit->status)); });
 }
 
-void TieredStore::CommitManyLater(std::vector<PutCommit> puts, const ReplyTo& reply, StatusesDone done) {
+void TieredStore::CommitManyLater(std::vector<PutCommit> puts, bool together, const ReplyTo& reply,
+                                  StatusesDone done) {
   struct Batch {
     std::vector<PutCommit> puts;
     std::vector<Status> statuses;
@@ -60,6 +61,12 @@ void TieredStore::CommitManyLater(std::vector<PutCommit> puts, const ReplyTo& re
   auto batch = std::make_shared<Batch>();
   batch->statuses.resize(puts.size());
   batch->puts = std::move(puts);
+  if (together) {
+    RunOnDrives(
+        1, [this, batch](size_t) { batch->statuses = WriteThroughMany(std::move(batch->puts)); }, reply,
+        [batch, done = std::move(done)]() mutable { done(std::move(batch->statuses)); });
+    return;
+  }
   RunOnDrives(
       batch->puts.size(),
       [this, batch](size_t i) {
