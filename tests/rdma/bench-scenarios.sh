@@ -39,10 +39,6 @@ while [ $# -gt 0 ]; do
     *) echo "bench-scenarios: unknown argument '$1'" >&2; sed -n '2,28p' "$0" >&2; exit 2;;
   esac
 done
-BUILD="$(cd "$BUILD" 2>/dev/null && pwd)" || { echo "bench-scenarios: no build directory '$BUILD'" >&2; exit 2; }
-for b in memkv memkv-rdma-probe; do
-  [ -x "$BUILD/$b" ] || { echo "bench-scenarios: $BUILD/$b is missing; build it: cmake --build $BUILD --target memkv memkv-rdma-probe" >&2; exit 2; }
-done
 # shellcheck source=host-lib.sh
 . "$HERE/host-lib.sh"
 stage_for_guests bench-scenarios "$BUILD" memkv memkv-rdma-probe || exit 2

@@ -5,13 +5,19 @@
 # checkout under one of them (cloned into /tmp) is invisible there.
 guest_visible() { case "$1/" in /tmp/*|/run/*|/dev/*|/proc/*|/sys/*) return 1;; esac; }
 
-# stage_for_guests WHO BUILD BINARY...: sets BIN (the directory holding the
-# binaries as the guests see it) and SCRIPTS (tests/rdma/guest). When BUILD or
-# the checkout is invisible in the guests, copies the binaries and the guest
-# scripts into a scratch directory of the cache they see (removed on exit).
-# Returns 1 (after saying why) when it cannot.
+# stage_for_guests WHO BUILD BINARY...: checks that BUILD holds the binaries
+# and sets BUILD (absolute), BIN (the directory holding the binaries as the
+# guests see it) and SCRIPTS (tests/rdma/guest). When BUILD or the checkout
+# is invisible in the guests, copies the binaries and the guest scripts into
+# a scratch directory of the cache they see (removed on exit). Returns 1
+# (after saying why) when it cannot.
 stage_for_guests() {
-  local who=$1 build=$2 cache; shift 2
+  local who=$1 given=$2 build cache b; shift 2
+  build="$(cd "$given" 2>/dev/null && pwd)" || { echo "$who: no build directory '$given'" >&2; return 1; }
+  for b in "$@"; do
+    [ -x "$build/$b" ] || { echo "$who: $build/$b is missing; build it: cmake --build $build --target $*" >&2; return 1; }
+  done
+  BUILD="$build"
   BIN="$build"
   SCRIPTS="$HERE/guest"
   guest_visible "$build" && guest_visible "$HERE" && return 0

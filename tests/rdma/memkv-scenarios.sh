@@ -32,10 +32,6 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#BOOTS[@]} -gt 0 ] || BOOTS=(healthy lossy-hop)
-BUILD="$(cd "$BUILD" 2>/dev/null && pwd)" || { echo "memkv-scenarios: no build directory '$BUILD'" >&2; exit 2; }
-for b in memkv memkv-rdma-probe; do
-  [ -x "$BUILD/$b" ] || { echo "memkv-scenarios: $BUILD/$b is missing; build it: cmake --build $BUILD --target memkv memkv-rdma-probe" >&2; exit 2; }
-done
 # shellcheck source=host-lib.sh
 . "$HERE/host-lib.sh"
 stage_for_guests memkv-scenarios "$BUILD" memkv memkv-rdma-probe || exit 2
