@@ -2,7 +2,7 @@
 // server moves it to and from the drives a window at a time and the client
 // straight from and into the caller's buffer, so neither process's memory
 // grows by more than 256 MiB over its idle figure (the pool aside). Labelled
-// slow (17 GiB of disk, a minute): not run under the sanitizers, whose
+// slow (18 GiB of disk, a minute): not run under the sanitizers, whose
 // shadow memory would measure nothing of ours.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -82,7 +82,7 @@ TEST(ValueMemoryTest, EightGiBPutAndGetStayWithin256MiBOfIdleMemoryOnBothEnds) {
   TempDir dir;
   ServerProcess server;
   const std::string pool = "64 MiB";
-  ASSERT_TRUE(server.Start(FileModeSpec(dir.path(), 2, "4400 MiB", pool)).ok()) << server.Stderr();
+  ASSERT_TRUE(server.Start(FileModeSpec(dir.path(), 2, "4800 MiB", pool)).ok()) << server.Stderr();
   auto client = ClientFor({&server}, 30000);
   ASSERT_NE(client, nullptr);
   const uint64_t size = 8 * kGiB;

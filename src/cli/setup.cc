@@ -63,7 +63,8 @@ Options:
                        exactly this size (default: existing files keep theirs)
   --journal-size SIZE  each of a drive's two journal areas, 1 MiB to 1 GiB
                        (default: 192 bytes per 4 KiB of the store's drives,
-                       enough for drives full of 4 KiB values). Every
+                       enough for one drive full of 4 KiB values; both areas
+                       at most 1/8 of the smallest drive). Every
                        drive's journal holds a record (about 100 to 150
                        bytes) per value of the store: with large values a
                        smaller journal gives drive space back

@@ -66,10 +66,13 @@ namespace memkv {
 // (the rest takes what is appended between checkpoints), so 192 bytes per
 // unit let a store fill its whole data area with 4 KiB values under keys of
 // up to 64 bytes (docs/storage.md, "Journal capacity"). The price is drive
-// space: the two areas take 2 x 192 / 4096 = 9.4 % of a one-drive store,
-// N times that per drive with N drives (up to the 1 GiB cap per area);
-// `memkv setup --journal-size` trades it back where values are larger.
+// space: the two areas take 2 x 192 / 4096 = 9.4 % of a one-drive store.
+// With N drives that would be N x 9.4 % of each, so the two areas are capped
+// at 1/kJournalMaxShareOfDrive of the smallest drive (and 1 GiB each): a
+// store of two drives fills 2/3 of its data area with 4 KiB values under
+// the default, of four 1/3; `memkv setup --journal-size` sets any size.
 inline constexpr uint64_t kJournalBytesPerUnit = 192;
+inline constexpr uint64_t kJournalMaxShareOfDrive = 8;
 
 struct DriveFormatOptions {
   std::vector<std::string> drives;      // paths; drive i gets index i
@@ -78,7 +81,8 @@ struct DriveFormatOptions {
   // existing size (the only choice for block devices).
   uint64_t file_size_bytes = 0;
   // Each of the two journal areas. 0: kJournalBytesPerUnit per 4 KiB unit of
-  // the whole store, 1 MiB .. 1 GiB (docs/storage.md, "Journal capacity").
+  // the whole store, both areas at most 1/8 of the smallest drive, 1 MiB ..
+  // 1 GiB (docs/storage.md, "Journal capacity").
   uint64_t journal_area_bytes = 0;
   bool force = false;                 // overwrite drives that hold a MemKV superblock
   uint64_t created_unix_ns = 0;       // 0: now

@@ -78,10 +78,18 @@ Status ExtentStore::Format(const DriveFormatOptions& o) {
   }
 
   uint64_t total_units = 0;
-  for (const DriveFile& f : files) total_units += f.size_bytes() / kDriveUnitBytes;
+  uint64_t smallest = UINT64_MAX;
+  for (const DriveFile& f : files) {
+    total_units += f.size_bytes() / kDriveUnitBytes;
+    smallest = std::min(smallest, f.size_bytes());
+  }
   uint64_t area = o.journal_area_bytes;
   if (area == 0) {
-    area = std::clamp(RoundUpTo(total_units * kJournalBytesPerUnit, kMinJournalArea), kMinJournalArea, kMaxJournalArea);
+    // Every journal holds every drive's records, so with several drives the
+    // per-unit rule is capped: the two areas take at most 1/8 of a drive.
+    const uint64_t per_unit = total_units * kJournalBytesPerUnit;
+    const uint64_t capped = std::min(per_unit, smallest / kJournalMaxShareOfDrive / 2 / kDriveHeaderBytes * kDriveHeaderBytes);
+    area = std::clamp(RoundUpTo(capped, kMinJournalArea), kMinJournalArea, kMaxJournalArea);
   }
   if (area < 2 * kDriveHeaderBytes || area % kDriveHeaderBytes != 0) {
     return InvalidArgument("format: journal area of " + std::to_string(area) + " bytes must be a multiple of 4 KiB, at least 8 KiB");

@@ -141,6 +141,23 @@ TEST(ExtentStore, TheDefaultJournalLetsFourKibValuesFillTheDataArea) {
   EXPECT_EQ(t.store->Stats().keys, stored);
 }
 
+// Every journal holds every drive's records: with several drives the
+// default is capped so that the two areas take at most 1/8 of a drive.
+TEST(ExtentStore, TheDefaultJournalOfSeveralDrivesTakesAtMostAnEighthOfEach) {
+  for (int drives : {1, 2, 4}) {
+    SCOPED_TRACE(std::to_string(drives) + " drives");
+    StoreFixture t(drives, 64 << 10, 64 << 20);
+    t.FormatAndOpen();
+    const ExtentStoreStats st = t.store->Stats();
+    const uint64_t both_areas = 2 * st.drives[0].journal_area_bytes;
+    EXPECT_LE(both_areas, (64u << 20) / kJournalMaxShareOfDrive);
+    const uint64_t per_unit = uint64_t(drives) * (64u << 20) / 4096 * kJournalBytesPerUnit;
+    if (drives == 1) {
+      EXPECT_GE(st.drives[0].journal_area_bytes, per_unit) << "one drive: the whole per-unit rule";
+    }
+  }
+}
+
 TEST(ExtentStore, OverwriteAndDeleteFreeTheirExtents) {
   StoreFixture t(2);
   t.FormatAndOpen();
