@@ -232,13 +232,15 @@ TEST_F(AdminTest, DriveAccountingIsCapacityConsumedBesideValueBytes) {
     used += m["memkv_capacity_used_bytes{device=\"drive" + std::to_string(i - 1) + "\"}"];
     free_bytes += Num(d, {"free_bytes"});
     runs += Num(d, {"largest_free_bytes"});
-    EXPECT_DOUBLE_EQ(Num(d, {"fragmentation"}), 1.0 - Num(d, {"largest_free_bytes"}) / Num(d, {"free_bytes"}));
+    // The JSON carries 15 significant digits: equal to that, not to the last bit.
+    const double expected = 1.0 - Num(d, {"largest_free_bytes"}) / Num(d, {"free_bytes"});
+    EXPECT_NEAR(Num(d, {"fragmentation"}), expected, 1e-12 * expected);
   }
   EXPECT_EQ(used, kValues / 2 * kUnits);
   const double fragmentation = m["memkv_fragmentation_ratio{tier=\"drive\"}"];
   EXPECT_GT(fragmentation, 0.0) << "the holes are outside each drive's longest free run";
   EXPECT_DOUBLE_EQ(fragmentation, 1.0 - runs / free_bytes);
-  EXPECT_DOUBLE_EQ(Num(st, {"storage", "fragmentation"}), fragmentation);
+  EXPECT_NEAR(Num(st, {"storage", "fragmentation"}), fragmentation, 1e-12 * fragmentation);
 }
 
 TEST_F(AdminTest, PromtoolAcceptsALiveScrape) {
