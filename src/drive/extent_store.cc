@@ -469,22 +469,54 @@ Result<Allocation> ExtentStore::Impl::Allocate(std::string_view key, uint64_t va
   return AllocateLocked(*this, value_bytes, key);
 }
 
-Status ExtentStore::Impl::Publish(std::string_view key, const Allocation& a, uint64_t value_bytes,
-                                  uint64_t checksum, bool* drive_failed) {
+void ExtentStore::Impl::CommitPuts(std::span<CommitOp* const> ops) {
+  Commit(ops);
+  std::lock_guard<std::mutex> lock(mu);
+  for (const CommitOp* op : ops) {
+    if (!op->status.ok() && !op->adopted) FreeUnitsLocked(op->extents);
+  }
+}
+
+namespace {
+
+// The put record of a value written to `a`'s extents.
+CommitOp PutOp(std::string_view key, Allocation a, uint64_t value_bytes, uint64_t checksum) {
   CommitOp op;
   op.kind = CommitOp::Kind::kPut;
   op.key = key;
   op.generation = a.generation;
   op.value_bytes = value_bytes;
   op.value_checksum = checksum;
-  op.extents = a.extents;
-  CommitOp* ops[] = {&op};
-  Commit(ops);
-  if (op.status.ok()) return Status::Ok();
-  if (!op.adopted) {
-    std::lock_guard<std::mutex> lock(mu);
-    FreeUnitsLocked(a.extents);
+  op.extents = std::move(a.extents);
+  return op;
+}
+
+// Reserves a put's extents and writes its bytes there, checked against its
+// checksum, and makes *op its record (not yet journaled). On failure frees
+// what it reserved; *drive_failed when a drive refused the write (a retry
+// on the other drives may succeed).
+Status StagePut(ExtentStore::Impl& s, const ExtentStore::IovPut& p, CommitOp* op, bool* drive_failed) {
+  const uint64_t value_bytes = IovBytes(p.value);
+  MEMKV_ASSIGN_OR_RETURN(Allocation a, s.Allocate(p.key, value_bytes));
+  ChecksumStream sum;
+  Status w = WriteValueRange(s, p.key, p.value, 0, value_bytes, a.extents, &sum, drive_failed);
+  if (w.ok()) w = ChecksumMatches(p.key, value_bytes, sum.Digest(), p.checksum);
+  if (!w.ok()) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.FreeUnitsLocked(a.extents);
+    return w;
   }
+  *op = PutOp(p.key, std::move(a), value_bytes, p.checksum);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ExtentStore::Impl::Publish(std::string_view key, const Allocation& a, uint64_t value_bytes,
+                                  uint64_t checksum, bool* drive_failed) {
+  CommitOp op = PutOp(key, a, value_bytes, checksum);
+  CommitOp* ops[] = {&op};
+  CommitPuts(ops);
   *drive_failed = op.drive_failed;
   return op.status;
 }
@@ -498,52 +530,26 @@ std::vector<Status> ExtentStore::PutManyIov(std::span<const IovPut> puts) {
   Impl& s = *impl_;
   std::vector<Status> statuses(puts.size());
   std::vector<CommitOp> ops(puts.size());
-  std::vector<CommitOp*> written;
+  std::vector<CommitOp*> staged;
   std::vector<bool> retry(puts.size(), false);  // a drive went offline or full under it
-  written.reserve(puts.size());
+  staged.reserve(puts.size());
   for (size_t i = 0; i < puts.size(); ++i) {
-    const IovPut& p = puts[i];
-    statuses[i] = CheckKey(p.key);
+    statuses[i] = CheckKey(puts[i].key);
     if (!statuses[i].ok()) continue;
     {
       std::lock_guard<std::mutex> lock(s.mu);
       s.counters.puts++;
     }
-    const uint64_t value_bytes = IovBytes(p.value);
-    Result<Allocation> a = s.Allocate(p.key, value_bytes);
-    if (!a.ok()) {
-      statuses[i] = a.status();
-      continue;
-    }
     bool drive_failed = false;
-    ChecksumStream sum;
-    Status w = WriteValueRange(s, p.key, p.value, 0, value_bytes, a->extents, &sum, &drive_failed);
-    if (w.ok()) w = ChecksumMatches(p.key, value_bytes, sum.Digest(), p.checksum);
-    if (!w.ok()) {
-      std::lock_guard<std::mutex> lock(s.mu);
-      s.FreeUnitsLocked(a->extents);
-      statuses[i] = w;
-      retry[i] = drive_failed;
-      continue;
-    }
-    CommitOp& op = ops[i];
-    op.kind = CommitOp::Kind::kPut;
-    op.key = p.key;
-    op.generation = a->generation;
-    op.value_bytes = value_bytes;
-    op.value_checksum = p.checksum;
-    op.extents = std::move(a->extents);
-    written.push_back(&op);
+    statuses[i] = StagePut(s, puts[i], &ops[i], &drive_failed);
+    retry[i] = drive_failed;
+    if (statuses[i].ok()) staged.push_back(&ops[i]);
   }
-  if (!written.empty()) s.Commit(written);
-  for (CommitOp* op : written) {
+  if (!staged.empty()) s.CommitPuts(staged);
+  for (CommitOp* op : staged) {
     const size_t i = size_t(op - ops.data());
     statuses[i] = op->status;
     retry[i] = op->drive_failed;
-    if (!op->status.ok() && !op->adopted) {
-      std::lock_guard<std::mutex> lock(s.mu);
-      s.FreeUnitsLocked(op->extents);
-    }
   }
   for (size_t i = 0; i < puts.size(); ++i) {
     if (!retry[i]) continue;
@@ -560,7 +566,6 @@ std::vector<Status> ExtentStore::PutManyIov(std::span<const IovPut> puts) {
 Status ExtentStore::PutIov(std::string_view key, std::span<const iovec> value, uint64_t checksum) {
   MEMKV_RETURN_IF_ERROR(CheckKey(key));
   Impl& s = *impl_;
-  const uint64_t value_bytes = IovBytes(value);
   {
     std::lock_guard<std::mutex> lock(s.mu);
     s.counters.puts++;
@@ -569,16 +574,14 @@ Status ExtentStore::PutIov(std::string_view key, std::span<const iovec> value, u
   // the drives that are left, once per drive at most.
   Status last;
   for (size_t attempt = 0; attempt <= s.drives.size(); ++attempt) {
-    MEMKV_ASSIGN_OR_RETURN(Allocation a, s.Allocate(key, value_bytes));
+    CommitOp op;
     bool drive_failed = false;
-    ChecksumStream sum;
-    Status w = WriteValueRange(s, key, value, 0, value_bytes, a.extents, &sum, &drive_failed);
-    if (w.ok()) w = ChecksumMatches(key, value_bytes, sum.Digest(), checksum);
+    Status w = StagePut(s, IovPut{key, value, checksum}, &op, &drive_failed);
     if (w.ok()) {
-      w = s.Publish(key, a, value_bytes, checksum, &drive_failed);  // frees what it does not publish
-    } else {
-      std::lock_guard<std::mutex> lock(s.mu);
-      s.FreeUnitsLocked(a.extents);
+      CommitOp* ops[] = {&op};
+      s.CommitPuts(ops);
+      w = op.status;
+      drive_failed = op.drive_failed;
     }
     if (w.ok() || !drive_failed) return w;
     last = w;
@@ -597,30 +600,20 @@ Status ReadValueRange(ExtentStore::Impl& s, const Entry& e, uint64_t from, std::
   const std::vector<ExtentPiece> pieces = PiecesOf(e.extents, e.value_bytes, from, IovBytes(dst));
   // Each piece is read into a staging buffer (huge pages: a few segments per
   // request, where 4 KiB pages would cut a 4 MiB read into several device
-  // requests), then hashed and copied out. A piece longer than
-  // kReadChunkBytes is read as several reads; and every read is hashed and
-  // copied as soon as it and those before it are in, while the drive still
-  // reads the rest, so a value of several extents costs the read plus the
-  // last piece's hash and copy, not the read plus the whole value's.
-  struct Chunk {
-    uint64_t value_offset;  // where its bytes go in the value
-    uint32_t data_bytes;    // value bytes in it (the last one of a piece may end mid-unit)
-  };
+  // requests), then hashed and copied out as soon as it and the pieces
+  // before it are in, while the drive still reads the rest: a value of
+  // several extents costs the reads plus the last piece's hash and copy.
   for (size_t start = 0; start < pieces.size();) {
     std::vector<uint32_t> bufs = s.AcquireBuffers(pieces.size() - start);
     std::vector<IoOp> ops;
-    std::vector<Chunk> chunks;
+    ops.reserve(bufs.size());
     for (size_t j = 0; j < bufs.size(); ++j) {
       const ExtentPiece& p = pieces[start + j];
       const Drive& d = s.drives[p.extent->drive];
-      const uint64_t io_bytes = UnitsFor(p.data_bytes) * kDriveUnitBytes;
-      for (uint64_t at = 0; at < io_bytes; at += kReadChunkBytes) {
-        const uint64_t len = std::min<uint64_t>(kReadChunkBytes, io_bytes - at);
-        ops.push_back(IoOp{.kind = IoKind::kRead, .drive = p.extent->drive,
-                           .offset = d.sb.unit_offset(p.extent->unit + p.unit) + at, .buf = s.buffer(bufs[j]) + at,
-                           .length = uint32_t(len), .fixed_buffer = int32_t(bufs[j])});
-        chunks.push_back({p.offset + at, uint32_t(std::min<uint64_t>(len, p.data_bytes - std::min(at, p.data_bytes)))});
-      }
+      ops.push_back(IoOp{.kind = IoKind::kRead, .drive = p.extent->drive,
+                         .offset = d.sb.unit_offset(p.extent->unit + p.unit), .buf = s.buffer(bufs[j]),
+                         .length = uint32_t(UnitsFor(p.data_bytes) * kDriveUnitBytes),
+                         .fixed_buffer = int32_t(bufs[j])});
     }
     size_t next = 0;  // the first read not yet hashed and copied
     std::vector<bool> in(ops.size(), false);
@@ -629,8 +622,9 @@ Status ReadValueRange(ExtentStore::Impl& s, const Entry& e, uint64_t from, std::
       in[i] = true;
       failed = failed || !ops[i].ok();
       for (; !failed && next < ops.size() && in[next]; ++next) {
-        sum->Update(ops[next].buf, chunks[next].data_bytes);
-        CopyToIov(dst, chunks[next].value_offset - from, ops[next].buf, chunks[next].data_bytes);
+        const ExtentPiece& p = pieces[start + next];
+        sum->Update(ops[next].buf, p.data_bytes);
+        CopyToIov(dst, p.offset - from, ops[next].buf, p.data_bytes);
       }
     });
     s.ReleaseBuffers(bufs);

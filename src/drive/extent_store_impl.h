@@ -151,6 +151,9 @@ struct ExtentStore::Impl {
   // Reserves room for a value (AllocateLocked under mu): TooLarge beyond
   // kMaxExtentsPerValue extents, ResourceExhausted without room.
   Result<Allocation> Allocate(std::string_view key, uint64_t value_bytes);
+  // Commits put ops (Commit) and frees the units of each one that failed
+  // and that the index did not take.
+  void CommitPuts(std::span<CommitOp* const> ops);
   // Journals a value whose extents are written and publishes it. Frees `a`'s
   // units unless the index took them; *drive_failed: a retry on the other
   // drives may succeed.
@@ -225,10 +228,6 @@ std::string KeyForLog(std::string_view key);
 // The live index may fill at most this share of a journal area: the rest
 // takes the records appended between checkpoints (deletes, evictions).
 inline constexpr double kJournalLiveShare = 0.75;
-// A piece of a value longer than this is read as several reads
-// (ReadValueRange). The default block size (4 MiB) makes no longer piece;
-// larger storage.block_size values do.
-inline constexpr uint64_t kReadChunkBytes = 4 << 20;
 
 // Bytes a put record of this key and extent count takes in the journal.
 uint64_t PutRecordBytes(size_t key_bytes, size_t extents);
