@@ -176,12 +176,13 @@ class UringEngine final : public IoEngine {
     };
     for (size_t i = n; i-- > 0;) {
       IoOp& op = ops[i];
-      if (op.drive >= options_.fds.size() || options_.fds[op.drive] < 0) {
+      const int fd = DescriptorFor(op, options_.fds, options_.buffered_fds);
+      if (fd < 0) {
         op.result = -EBADF;
-      } else if (DescriptorFor(op, options_.fds, options_.buffered_fds) != options_.fds[op.drive]) {
+      } else if (fd != options_.fds[op.drive]) {
         // A buffered write is a copy into the page cache: pwrite here costs
         // less than a trip through the ring.
-        RunOpSync(DescriptorFor(op, options_.fds, options_.buffered_fds), op);
+        RunOpSync(fd, op);
       } else {
         op.result = 0;
         pending.push_back(i);
