@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <thread>
@@ -18,16 +17,12 @@
 #include "base/version.h"
 #include "cli/args.h"
 #include "cli/cli.h"
-#include "cli/start_drives.h"
 #include "cli/start_preflight.h"
 #include "config/host_port.h"
 #include "config/server_config.h"
-#include "server/admin.h"
+#include "server/daemon.h"
 #include "server/key_file.h"
-#include "server/rdma_endpoint.h"
-#include "server/server.h"
 #include "storage/memory_store.h"
-#include "tier/tiered_store.h"
 #include "verbs/verbs.h"
 
 namespace memkv::cli {
@@ -194,14 +189,6 @@ void PrintEffective(const ServerConfig& c, const std::string& key_source) {
   for (const DriveConfig& d : c.storage.drives) std::printf("storage.drive: %s\n", d.media.c_str());
 }
 
-// Whether the RDMA endpoint will register the pool: exactly when the
-// configured device is on this host (RdmaEndpoint::Create's rule, asked here
-// because a registered pool must be mapped with hugetlb before registration).
-Result<bool> RdmaDeviceInUse(const RdmaConfig& config, verbs::Provider& provider) {
-  MEMKV_ASSIGN_OR_RETURN(std::vector<std::string> devices, provider.Devices());
-  return std::find(devices.begin(), devices.end(), config.device) != devices.end();
-}
-
 // Every connection is a descriptor; the default soft limit (1024) would cap
 // a cache server far below what its clients open.
 void RaiseOpenFilesLimit() {
@@ -209,17 +196,6 @@ void RaiseOpenFilesLimit() {
   if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max) return;
   lim.rlim_cur = lim.rlim_max;
   if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) LOG_WARN_C("start") << "cannot raise the open-files limit";
-}
-
-// "1.25 s" or "340 ms".
-std::string FormatSeconds(uint64_t ns) {
-  char buf[32];
-  if (ns >= 1000000000) {
-    std::snprintf(buf, sizeof(buf), "%.2f s", double(ns) / 1e9);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%llu ms", static_cast<unsigned long long>(ns / 1000000));
-  }
-  return buf;
 }
 
 // Progress of faulting the pool in, on a terminal, once it has taken more
@@ -232,32 +208,34 @@ class PrefaultMeter {
     if (!tty_ || MonotonicNanos() - start_ < kQuietNanos) return;
     std::fprintf(stderr, "\rmemkv start: faulting the memory pool in: %s / %s (%d%%)   ", FormatSize(done).c_str(),
                  FormatSize(total).c_str(), total == 0 ? 100 : int(done * 100 / total));
+    if (done == total) std::fprintf(stderr, "\n");  // the last call: the log goes on below
     std::fflush(stderr);
-    shown_ = true;
-  }
-  void Finish() {
-    if (shown_) std::fprintf(stderr, "\n");
   }
 
  private:
   static constexpr Nanos kQuietNanos = 1000000000;
   const bool tty_ = ::isatty(STDERR_FILENO) == 1;
   const Nanos start_ = MonotonicNanos();
-  bool shown_ = false;
 };
 
-// The line that ends "preparing the ... DRAM pool", with how long it took.
-void LogPrefault(const PoolBacking& backing) {
-  if (backing.prefault_nanos == 0) {
-    LOG_INFO_C("start") << "memory pool not prefaulted (memory.prefault: false): the first values written pay "
-                           "for the page faults";
-    return;
-  }
-  char rate[32];
-  std::snprintf(rate, sizeof(rate), "%.2f GiB/s",
-                double(backing.mapping_bytes) / double(1ULL << 30) * 1e9 / double(backing.prefault_nanos));
-  LOG_INFO_C("start") << "memory pool faulted in: " << FormatSize(backing.mapping_bytes) << " in "
-                      << FormatSeconds(backing.prefault_nanos) << " (" << rate << ")";
+// Signals are taken by one thread with sigwait; every other thread inherits
+// the blocked mask. SIGHUP (the terminal went away, or a `kill -HUP` meant as
+// "reload") drains like SIGTERM instead of killing the server mid-response;
+// the config is not reloaded (docs/cli.md).
+sigset_t StopSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
+  return signals;
+}
+
+// The exit code of a Daemon::Create that failed at `step` with `status`.
+int ExitCodeForStep(Daemon::Step step, const Status& status) {
+  if (step == Daemon::Step::kListen) return kExitUnavailable;
+  if (step == Daemon::Step::kAdmin && status.code() != StatusCode::kInvalidArgument) return kExitUnavailable;
+  return kExitConfig;
 }
 
 }  // namespace
@@ -278,19 +256,15 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
 
   // RDMA registers the pool exactly when the configured device is on this
   // host; registered, or the source of O_DIRECT I/O, the pool must be hugetlb.
-  Result<bool> rdma_in_use = RdmaDeviceInUse(c.rdma, verbs::SystemProvider());
-  if (!rdma_in_use.ok()) {
-    std::fprintf(stderr, "memkv start: %s\n", rdma_in_use.status().message().c_str());
+  Result<PoolPin> pin = PoolPinFor(c, verbs::SystemProvider());
+  if (!pin.ok()) {
+    std::fprintf(stderr, "memkv start: %s\n", pin.status().message().c_str());
     return kExitConfig;
   }
-  const bool direct_io = c.storage.mode == StorageMode::kDirect;
-  const std::string pin_reason = *rdma_in_use ? "RDMA device " + c.rdma.device + " registers it"
-                                 : direct_io  ? "storage.mode direct does O_DIRECT I/O from it"
-                                              : "";
 
   // Everything refusable without serving, before anything is created; the
   // same list for --check (docs/cli.md).
-  if (Status pre = Preflight(c, {.data_dir = flags.data_dir, .pin_reason = pin_reason, .check_only = flags.check_only});
+  if (Status pre = Preflight(c, {.data_dir = flags.data_dir, .pin_reason = pin->reason, .check_only = flags.check_only});
       !pre.ok()) {
     std::fprintf(stderr, "memkv start%s: %s\n", flags.check_only ? " --check" : "", pre.message().c_str());
     return kExitConfig;
@@ -312,138 +286,49 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
     return kExitUnavailable;
   }
 
-  std::vector<uint8_t> key;
+  DaemonOptions options;
+  options.config = c;
+  options.workers = flags.workers;
+  options.handshake_timeout_ms = flags.handshake_timeout_ms;
+  options.write_stall_timeout_ms = flags.write_stall_timeout_ms;
   std::string key_source = "from the config";
   if (c.network.auth_key) {
-    key = *c.network.auth_key;
+    options.auth_key = *c.network.auth_key;
   } else {
     Result<AuthKeyFile> file = LoadOrCreateAuthKey(flags.data_dir);
     if (!file.ok()) {
       std::fprintf(stderr, "memkv start: %s\n", file.status().message().c_str());
       return kExitConfig;
     }
-    key = file->key;
+    options.auth_key = file->key;
     key_source = file->path;
     LOG_INFO_C("start") << (file->created ? "generated a new auth key in " : "using the auth key in ")
                         << file->path << " (mode 0600)";
   }
 
-  // The pool is mapped before RDMA registers it. Pinned it must be
-  // hugetlb-backed, and start refuses here when free hugepages do not cover
-  // it (docs/configuration.md).
-  MemoryStoreOptions store_options;
-  store_options.max_size_bytes = c.memory.max_size_bytes;
-  store_options.block_size_bytes = c.memory.block_size_bytes;
-  store_options.hugepages = PoolPolicyFor(*rdma_in_use, direct_io);
-  store_options.prefault = c.memory.prefault;
-  store_options.read_check_interval_ns = Nanos{c.memory.read_check_interval_ms} * 1'000'000;
-  // Faulting a pool of gigabytes in takes seconds (docs/cli.md): say so
-  // before, not only after, so a first start does not look hung.
-  if (store_options.prefault) {
-    LOG_INFO_C("start") << "preparing the " << FormatSize(store_options.max_size_bytes)
-                        << " DRAM pool: faulting it in (memory.prefault) ...";
-  }
   PrefaultMeter meter;
-  store_options.prefault_progress = [&meter](uint64_t done, uint64_t total) { meter.Update(done, total); };
-  Result<std::unique_ptr<MemoryStore>> store = MemoryStore::Create(store_options);
-  meter.Finish();
-  if (store.ok()) LogPrefault((*store)->backing());
-  if (!store.ok()) {
-    if (store_options.hugepages == HugePagePolicy::kRequire &&
-        store.status().code() == StatusCode::kFailedPrecondition) {
-      std::fprintf(stderr, "memkv start: the memory pool is pinned (%s), so it must be 2 MiB hugepages: %s\n",
-                   pin_reason.c_str(), store.status().message().c_str());
-    } else {
-      std::fprintf(stderr, "memkv start: %s\n", store.status().ToString().c_str());
-    }
-    return kExitConfig;
+  const sigset_t signals = StopSignals();
+  DaemonSeams seams;
+  seams.prefault_progress = [&meter](uint64_t done, uint64_t total) { meter.Update(done, total); };
+  seams.before_threads = [&signals] {
+    RaiseOpenFilesLimit();
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    ::signal(SIGPIPE, SIG_IGN);
+  };
+  Daemon::Step failed_step = Daemon::Step::kPool;
+  Result<std::unique_ptr<Daemon>> created = Daemon::Create(std::move(options), std::move(seams), &failed_step);
+  if (!created.ok()) {
+    std::fprintf(stderr, "memkv start: %s\n", created.status().message().c_str());
+    return ExitCodeForStep(failed_step, created.status());
   }
-
-  RaiseOpenFilesLimit();
-
-  // Signals are taken by one thread with sigwait; every other thread (the
-  // drive tier's start here) inherits the blocked mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  // SIGHUP (the terminal went away, or a `kill -HUP` meant as "reload")
-  // drains like SIGTERM instead of killing the server mid-response; the
-  // config is not reloaded (docs/cli.md).
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
-
-  std::unique_ptr<ExtentStore> drives;
-  if (c.storage.mode != StorageMode::kMemory) {
-    Result<std::unique_ptr<ExtentStore>> opened = OpenDrives(c.storage);
-    if (!opened.ok()) {
-      std::fprintf(stderr, "memkv start: %s\n", opened.status().message().c_str());
-      return kExitConfig;
-    }
-    drives = std::move(opened).value();
-  }
-  TieredStoreOptions tier_options;
-  tier_options.io_threads = static_cast<int>(c.storage.io_threads);
-  tier_options.promote_on_read = c.storage.promote_on_read;
-  // From here the pool and the drives belong to the tiered store; RDMA
-  // registers the pool through it (and is destroyed before it).
-  TieredStore tier(std::move(store).value(), std::move(drives), tier_options);
-
-  // RDMA: no device is a normal state (TCP only); a configured MTU above the
-  // port's active MTU is refused here, before anything listens.
-  Result<std::unique_ptr<RdmaEndpoint>> rdma = RdmaEndpoint::Create(c.rdma, &tier.memory(), verbs::SystemProvider());
-  if (!rdma.ok()) {
-    std::fprintf(stderr, "memkv start: %s\n", rdma.status().message().c_str());
-    return kExitConfig;
-  }
-
-  ServerOptions options;
-  options.host = c.network.host;
-  options.port = c.network.port;
-  options.auth_key = key;
-  options.workers = flags.workers;
-  options.handshake_timeout_ms = flags.handshake_timeout_ms;
-  options.write_stall_timeout_ms = flags.write_stall_timeout_ms;
-  options.max_connections = c.network.max_connections;
-  options.max_unauthenticated_connections = c.network.max_unauthenticated_connections;
-  options.frame_timeout_ms = c.network.frame_timeout_ms;
-  options.max_value_bytes = c.memory.max_value_size_bytes;
-  options.rdma = rdma->get();
-  Result<std::unique_ptr<Server>> server = Server::Create(options, &tier);
-  if (!server.ok()) {
-    std::fprintf(stderr, "memkv start: cannot listen on %s:%u: %s\n", c.network.host.c_str(), c.network.port,
-                 server.status().message().c_str());
-    return kExitUnavailable;
-  }
-  Server* srv = server->get();
-  const std::string address = c.network.host + ":" + std::to_string(srv->port());
-
-  AdminOptions admin_options;
-  admin_options.host = c.network.host;
-  admin_options.port = c.network.port == 0 ? 0 : static_cast<uint16_t>(srv->port() + 1);
-  admin_options.tls_cert_path = c.network.tls_cert;
-  admin_options.tls_key_path = c.network.tls_key;
-  AdminSources sources;
-  sources.metrics = &srv->metrics();
-  sources.tier = &tier;
-  sources.rdma = rdma->get();
-  sources.storage_mode = std::string(StorageModeName(c.storage.mode));
-  sources.version = kMemkvVersion;
-  sources.data_address = address;
-  sources.serving = [srv] { return srv->serving(); };
-  Result<std::unique_ptr<AdminService>> admin = AdminService::Start(admin_options, sources);
-  if (!admin.ok()) {
-    std::fprintf(stderr, "memkv start: cannot start the admin endpoint on %s:%u: %s\n", c.network.host.c_str(),
-                 admin_options.port, admin.status().message().c_str());
-    return admin.status().code() == StatusCode::kInvalidArgument ? kExitConfig : kExitUnavailable;
-  }
-  LOG_INFO_C("start") << "memory store: " << FormatSize(tier.memory().pool_bytes()) << " pool ("
+  Daemon& daemon = **created;
+  const std::string address = daemon.address();
+  LOG_INFO_C("start") << "memory store: " << FormatSize(daemon.memory().pool_bytes()) << " pool ("
                       << FormatSize(c.memory.block_size_bytes) << " blocks, values packed in " << kPoolUnitBytes
-                      << "-byte units), " << tier.memory().backing().detail;
-  if (*rdma != nullptr) LOG_INFO_C("start") << (*rdma)->Describe();
-  LOG_INFO_C("start") << "serving on " << address << "; admin endpoint on " << (*admin)->scheme() << "://"
-           << c.network.host << ":" << (*admin)->port();
+                      << "-byte units), " << daemon.memory().backing().detail;
+  if (daemon.rdma() != nullptr) LOG_INFO_C("start") << daemon.rdma()->Describe();
+  LOG_INFO_C("start") << "serving on " << address << "; admin endpoint on " << daemon.admin().scheme() << "://"
+                      << c.network.host << ":" << daemon.admin_port();
   if (key_source != "from the config") {
     LOG_INFO_C("start") << "clients: export MEMKV_SERVERS=" << address << " MEMKV_AUTH_KEY=$(cat " << key_source << ")";
   }
@@ -457,9 +342,9 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
     signalled.store(true);
     const char* name = sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM";
     LOG_INFO_C("start") << "received " << name << ": draining and stopping";
-    srv->Stop();
+    daemon.Stop();
   });
-  Status run = srv->Run();
+  Status run = daemon.Run();
   // Run failed on its own: release the signal thread from its sigwait.
   if (!signalled.load()) pthread_kill(signal_thread.native_handle(), SIGTERM);
   signal_thread.join();

@@ -8,10 +8,10 @@
 
 #include "base/log.h"
 #include "base/units.h"
-#include "cli/start_drives.h"
 #include "http/tls_context.h"
 #include "io/socket.h"
 #include "server/key_file.h"
+#include "server/open_drives.h"
 #include "storage/hugepages.h"
 
 namespace memkv::cli {

@@ -1,4 +1,4 @@
-// memkv start, storage modes file and direct: open the drives (creating and
+// Storage modes file and direct: open the drives (creating and
 // formatting missing drive files in file mode), or say exactly why not.
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -12,9 +12,9 @@
 #include "base/errno_text.h"
 #include "base/log.h"
 #include "base/units.h"
-#include "cli/start_drives.h"
+#include "server/open_drives.h"
 
-namespace memkv::cli {
+namespace memkv {
 namespace {
 
 // What is at a drive file's path before the first start.
@@ -261,4 +261,4 @@ Result<std::unique_ptr<ExtentStore>> OpenDrives(const StorageConfig& storage) {
   return store;
 }
 
-}  // namespace memkv::cli
+}  // namespace memkv

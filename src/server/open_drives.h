@@ -1,6 +1,8 @@
-// memkv start: the drive tier's start-up (start_drives.cc).
-#ifndef MEMKV_CLI_START_DRIVES_H_
-#define MEMKV_CLI_START_DRIVES_H_
+// The drive tier's start-up (open_drives.cc): what the Daemon opens in
+// storage.mode file or direct, and what `memkv start --check` checks first.
+// Runs on the caller's thread; logs what it opened under the "start" tag.
+#ifndef MEMKV_SERVER_OPEN_DRIVES_H_
+#define MEMKV_SERVER_OPEN_DRIVES_H_
 
 #include <memory>
 
@@ -8,7 +10,7 @@
 #include "drive/extent_store.h"
 #include "memkv/status.h"
 
-namespace memkv::cli {
+namespace memkv {
 
 // Opens the drives of storage.mode file or direct. In file mode, when none of
 // the drive files exists yet (or all are empty), they are created and
@@ -28,6 +30,6 @@ Result<std::unique_ptr<ExtentStore>> OpenDrives(const StorageConfig& storage);
 // it). Creates nothing.
 Status CheckDrivesBeforeOpen(const StorageConfig& storage);
 
-}  // namespace memkv::cli
+}  // namespace memkv
 
-#endif  // MEMKV_CLI_START_DRIVES_H_
+#endif  // MEMKV_SERVER_OPEN_DRIVES_H_

@@ -1,0 +1,183 @@
+#include "server/daemon.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "base/log.h"
+#include "base/units.h"
+#include "base/version.h"
+#include "server/open_drives.h"
+
+namespace memkv {
+namespace {
+
+// "1.25 s" or "340 ms".
+std::string FormatSeconds(uint64_t ns) {
+  char buf[32];
+  if (ns >= 1000000000) {
+    std::snprintf(buf, sizeof(buf), "%.2f s", double(ns) / 1e9);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%llu ms", static_cast<unsigned long long>(ns / 1000000));
+  }
+  return buf;
+}
+
+// The line that ends "preparing the ... DRAM pool", with how long it took.
+void LogPrefault(const PoolBacking& backing) {
+  if (backing.prefault_nanos == 0) {
+    LOG_INFO_C("start") << "memory pool not prefaulted (memory.prefault: false): the first values written pay "
+                           "for the page faults";
+    return;
+  }
+  char rate[32];
+  std::snprintf(rate, sizeof(rate), "%.2f GiB/s",
+                double(backing.mapping_bytes) / double(1ULL << 30) * 1e9 / double(backing.prefault_nanos));
+  LOG_INFO_C("start") << "memory pool faulted in: " << FormatSize(backing.mapping_bytes) << " in "
+                      << FormatSeconds(backing.prefault_nanos) << " (" << rate << ")";
+}
+
+// The pool is mapped before RDMA registers it. Pinned it must be
+// hugetlb-backed, and Create refuses when free hugepages do not cover it
+// (docs/configuration.md).
+Result<std::unique_ptr<MemoryStore>> CreatePool(const DaemonOptions& options, const PoolPin& pin,
+                                                const PrefaultProgress& progress) {
+  const ServerConfig& c = options.config;
+  MemoryStoreOptions store_options;
+  store_options.max_size_bytes = c.memory.max_size_bytes;
+  store_options.block_size_bytes = c.memory.block_size_bytes;
+  store_options.hugepages = options.hugepages.value_or(PoolPolicyFor(pin.rdma_registers, pin.direct_io));
+  store_options.prefault = c.memory.prefault;
+  store_options.read_check_interval_ns = Nanos{c.memory.read_check_interval_ms} * 1'000'000;
+  store_options.prefault_progress = progress;
+  // Faulting a pool of gigabytes in takes seconds (docs/cli.md): say so
+  // before, not only after, so a first start does not look hung.
+  if (store_options.prefault) {
+    LOG_INFO_C("start") << "preparing the " << FormatSize(store_options.max_size_bytes)
+                        << " DRAM pool: faulting it in (memory.prefault) ...";
+  }
+  Result<std::unique_ptr<MemoryStore>> store = MemoryStore::Create(store_options);
+  if (store.ok()) {
+    LogPrefault((*store)->backing());
+    return store;
+  }
+  if (store_options.hugepages == HugePagePolicy::kRequire && store.status().code() == StatusCode::kFailedPrecondition) {
+    return Status(store.status().code(), "the memory pool is pinned (" + pin.reason +
+                                             "), so it must be 2 MiB hugepages: " + store.status().message());
+  }
+  return Status(store.status().code(), store.status().ToString());
+}
+
+}  // namespace
+
+Result<PoolPin> PoolPinFor(const ServerConfig& config, verbs::Provider& provider) {
+  MEMKV_ASSIGN_OR_RETURN(std::vector<std::string> devices, provider.Devices());
+  PoolPin pin;
+  pin.rdma_registers = std::find(devices.begin(), devices.end(), config.rdma.device) != devices.end();
+  pin.direct_io = config.storage.mode == StorageMode::kDirect;
+  pin.reason = pin.rdma_registers ? "RDMA device " + config.rdma.device + " registers it"
+               : pin.direct_io    ? "storage.mode direct does O_DIRECT I/O from it"
+                                  : "";
+  return pin;
+}
+
+Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options, DaemonSeams seams, Step* failed) {
+  Step ignored;
+  if (failed == nullptr) failed = &ignored;
+  if (seams.verbs == nullptr) seams.verbs = &verbs::SystemProvider();
+  if (!seams.open_drives) seams.open_drives = OpenDrives;
+  std::unique_ptr<Daemon> daemon(new Daemon(std::move(options)));
+  MEMKV_RETURN_IF_ERROR(daemon->Build(seams, failed));
+  return daemon;
+}
+
+Status Daemon::Build(DaemonSeams& seams, Step* failed) {
+  const ServerConfig& c = options_.config;
+  *failed = Step::kRdma;
+  MEMKV_ASSIGN_OR_RETURN(PoolPin pin, PoolPinFor(c, *seams.verbs));
+  *failed = Step::kPool;
+  MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<MemoryStore> pool, CreatePool(options_, pin, seams.prefault_progress));
+  if (seams.before_threads) seams.before_threads();
+
+  std::unique_ptr<ExtentStore> drives;
+  if (c.storage.mode != StorageMode::kMemory) {
+    *failed = Step::kDrives;
+    MEMKV_ASSIGN_OR_RETURN(drives, seams.open_drives(c.storage));
+  }
+  TieredStoreOptions tier_options;
+  tier_options.io_threads = static_cast<int>(c.storage.io_threads);
+  tier_options.promote_on_read = c.storage.promote_on_read;
+  tier_ = std::make_unique<TieredStore>(std::move(pool), std::move(drives), tier_options);
+
+  // No device is a normal state (TCP only); a configured MTU above the port's
+  // active MTU is refused here, before anything listens.
+  *failed = Step::kRdma;
+  MEMKV_ASSIGN_OR_RETURN(rdma_, RdmaEndpoint::Create(c.rdma, &tier_->memory(), *seams.verbs));
+
+  ServerOptions server_options;
+  server_options.host = c.network.host;
+  server_options.port = c.network.port;
+  server_options.auth_key = options_.auth_key;
+  server_options.workers = options_.workers;
+  server_options.handshake_timeout_ms = options_.handshake_timeout_ms;
+  server_options.write_stall_timeout_ms = options_.write_stall_timeout_ms;
+  server_options.max_connections = c.network.max_connections;
+  server_options.max_unauthenticated_connections = c.network.max_unauthenticated_connections;
+  server_options.frame_timeout_ms = c.network.frame_timeout_ms;
+  server_options.max_value_bytes = c.memory.max_value_size_bytes;
+  server_options.rdma = rdma_.get();
+  Result<std::unique_ptr<Server>> server = Server::Create(server_options, tier_.get());
+  if (!server.ok()) {
+    *failed = Step::kListen;
+    return Status(server.status().code(), "cannot listen on " + c.network.host + ":" +
+                                              std::to_string(c.network.port) + ": " + server.status().message());
+  }
+  server_ = std::move(server).value();
+
+  AdminOptions admin_options;
+  admin_options.host = c.network.host;
+  admin_options.port = c.network.port == 0 ? 0 : static_cast<uint16_t>(server_->port() + 1);
+  admin_options.tls_cert_path = c.network.tls_cert;
+  admin_options.tls_key_path = c.network.tls_key;
+  AdminSources sources;
+  sources.metrics = &server_->metrics();
+  sources.tier = tier_.get();
+  sources.rdma = rdma_.get();
+  sources.storage_mode = std::string(StorageModeName(c.storage.mode));
+  sources.version = kMemkvVersion;
+  sources.data_address = address();
+  sources.serving = [server = server_.get()] { return server->serving(); };
+  Result<std::unique_ptr<AdminService>> admin = AdminService::Start(admin_options, sources);
+  if (!admin.ok()) {
+    *failed = Step::kAdmin;
+    return Status(admin.status().code(), "cannot start the admin endpoint on " + c.network.host + ":" +
+                                             std::to_string(admin_options.port) + ": " + admin.status().message());
+  }
+  admin_ = std::move(admin).value();
+  return Status::Ok();
+}
+
+Daemon::~Daemon() {
+  Status s = Shutdown();
+  if (!s.ok()) LOG_ERROR_C("daemon") << "serving ended with " << s.ToString();
+}
+
+std::string Daemon::address() const { return options_.config.network.host + ":" + std::to_string(port()); }
+
+Status Daemon::Run() { return server_->Run(); }
+
+void Daemon::Start() {
+  runner_ = std::thread([this] { run_status_ = server_->Run(); });
+}
+
+void Daemon::Stop() {
+  if (server_ != nullptr) server_->Stop();
+}
+
+Status Daemon::Shutdown() {
+  Stop();
+  if (!runner_.joinable()) return Status::Ok();
+  runner_.join();
+  return run_status_;
+}
+
+}  // namespace memkv

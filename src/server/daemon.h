@@ -1,0 +1,148 @@
+// Daemon: the server's composition root. From a ServerConfig and a few
+// injected seams it builds, in this order, the DRAM pool, the drives (file and
+// direct modes), the TieredStore over them, the RDMA endpoint (when the
+// configured device is on this host), the data Server and the AdminService,
+// and serves until stopped. `memkv start`, the in-process test servers and
+// the unit tests build a server through it, the same way.
+//
+// Ownership: the Daemon owns all of it. The TieredStore owns the pool and the
+// drives; members are declared in construction order and destroyed in
+// reverse: the admin endpoint (it reads the others) first, then the server,
+// then the RDMA endpoint (it registers the pool), the tier (pool and drives)
+// last. The seams (the verbs provider, the callbacks) must outlive Create, the
+// provider also the Daemon.
+//
+// Threads: Create, Start, Shutdown and the destructor belong to the thread
+// that owns the Daemon. Run blocks the calling thread; Stop may be called
+// from any thread, any number of times, before or during Run. The accessors
+// hand out objects whose own headers state their thread rules.
+//
+// Failures: Create returns the first failure, its message ready to print after
+// "memkv start: " (it names the step and its arguments), and sets `*failed` to
+// the step so a caller can tell configuration errors from a busy address;
+// whatever was built before it is torn down again. Run returns an error only
+// when serving itself fails (poll on the listener).
+#ifndef MEMKV_SERVER_DAEMON_H_
+#define MEMKV_SERVER_DAEMON_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/server_config.h"
+#include "drive/extent_store.h"
+#include "memkv/status.h"
+#include "server/admin.h"
+#include "server/rdma_endpoint.h"
+#include "server/server.h"
+#include "storage/hugepages.h"
+#include "storage/memory_store.h"
+#include "tier/tiered_store.h"
+#include "verbs/verbs.h"
+
+namespace memkv {
+
+// Whether the pool is pinned, and why: it must then be hugetlb-backed.
+struct PoolPin {
+  bool rdma_registers = false;  // the configured RDMA device is on this host
+  bool direct_io = false;       // storage.mode direct: O_DIRECT I/O from the pool
+  // "RDMA device mlx5_0 registers it", "storage.mode direct does O_DIRECT I/O
+  // from it", or empty when the pool is not pinned.
+  std::string reason;
+};
+
+// The RDMA endpoint registers the pool exactly when the configured device is
+// on this host (RdmaEndpoint::Create's rule, asked before the pool is mapped,
+// since a registered pool must be hugetlb). Errors are the provider's.
+Result<PoolPin> PoolPinFor(const ServerConfig& config, verbs::Provider& provider);
+
+struct DaemonOptions {
+  // Validated (ValidateServerConfig); memory.max_size_bytes must be set (the
+  // caller sizes a 0 to the box). network.auth_key is not read: see auth_key.
+  ServerConfig config;
+  std::vector<uint8_t> auth_key;        // 32 bytes
+  // What the config does not say (memkv start's flags).
+  int workers = 0;                      // 0 = one per core, at most 8
+  uint32_t handshake_timeout_ms = 10000;
+  uint32_t write_stall_timeout_ms = 30000;
+  // Overrides the pinned-pool rule (PoolPolicyFor): tests that register a
+  // pool on a fake device on a host without hugepages.
+  std::optional<HugePagePolicy> hugepages;
+};
+
+using DriveOpener = std::function<Result<std::unique_ptr<ExtentStore>>(const StorageConfig& storage)>;
+
+// What the Daemon reaches the host through; every one optional.
+struct DaemonSeams {
+  // Null: verbs::SystemProvider(). Tests pass a verbs::FakeFabric.
+  verbs::Provider* verbs = nullptr;
+  // Opens the drives of storage.mode file or direct. Null: OpenDrives
+  // (open_drives.h). Tests hand in a store over a fault-injecting I/O engine.
+  DriveOpener open_drives;
+  // The pool being faulted in (memory.prefault): bytes done of the total,
+  // from one thread at a time; the last call has done == total.
+  PrefaultProgress prefault_progress;
+  // Called once on Create's thread after the pool is mapped and before the
+  // Daemon starts any thread that lives on (drive I/O, workers, admin):
+  // memkv start blocks its signals there so every such thread inherits the
+  // mask.
+  std::function<void()> before_threads;
+};
+
+class Daemon {
+ public:
+  // The step of Create that failed.
+  enum class Step { kPool, kDrives, kRdma, kListen, kAdmin };
+
+  // Builds everything and binds both listeners (their ports are known on
+  // return; connections queue until Run or Start). Logs what it builds.
+  static Result<std::unique_ptr<Daemon>> Create(DaemonOptions options, DaemonSeams seams = {},
+                                                Step* failed = nullptr);
+  // Stops, waits for Start's thread, then tears down in member order.
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Serves on the calling thread until Stop; then drains and returns.
+  Status Run();
+  // Run on a thread of the Daemon's own (tests). At most once.
+  void Start();
+  // Asks Run to drain and return; does not wait. Any thread.
+  void Stop();
+  // Stop, then wait for Start's thread: Run's status (Ok without Start).
+  Status Shutdown();
+
+  uint16_t port() const { return server_->port(); }
+  uint16_t admin_port() const { return admin_->port(); }
+  // "HOST:PORT" of the data listener, the port the bound one.
+  std::string address() const;
+  const ServerConfig& config() const { return options_.config; }
+
+  TieredStore& tier() { return *tier_; }
+  MemoryStore& memory() { return tier_->memory(); }
+  Server& server() { return *server_; }
+  ServerMetrics& metrics() { return server_->metrics(); }
+  AdminService& admin() { return *admin_; }
+  RdmaEndpoint* rdma() const { return rdma_.get(); }  // null: TCP only
+
+ private:
+  explicit Daemon(DaemonOptions options) : options_(std::move(options)) {}
+  Status Build(DaemonSeams& seams, Step* failed);
+
+  DaemonOptions options_;
+  // Declared in construction order; destroyed in reverse.
+  std::unique_ptr<TieredStore> tier_;    // owns the pool and the drives
+  std::unique_ptr<RdmaEndpoint> rdma_;   // registers the pool; null: TCP only
+  std::unique_ptr<Server> server_;       // uses tier_ and rdma_
+  std::unique_ptr<AdminService> admin_;  // reads server_, tier_ and rdma_
+  std::thread runner_;                   // Start's thread, running Run
+  Status run_status_;                    // Run's result on runner_; read after join
+};
+
+}  // namespace memkv
+
+#endif  // MEMKV_SERVER_DAEMON_H_

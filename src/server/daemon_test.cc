@@ -1,0 +1,202 @@
+// The Daemon as its users see it: built from a config, serving a real client
+// (the public API) on loopback, stopped cleanly; in memory mode, in file mode
+// over a drive file in a temporary directory (created on the first start,
+// found again on the next), and with its pool registered on a fake RDMA
+// device. And the step a failed start names.
+#include "server/daemon.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "drive/test_util.h"
+#include "memkv/client.h"
+#include "verbs/fake.h"
+
+namespace memkv {
+namespace {
+
+const std::vector<uint8_t> kKey(32, 0xaa);
+
+DaemonOptions MemoryOptions() {
+  DaemonOptions options;
+  ServerConfig& c = options.config;
+  c.network.port = 0;
+  c.memory.max_size_bytes = 16 << 20;
+  c.memory.block_size_bytes = 1 << 20;
+  c.memory.prefault = false;
+  c.rdma.device = "srv0";
+  c.storage.mode = StorageMode::kMemory;
+  options.auth_key = kKey;
+  options.workers = 2;
+  options.hugepages = HugePagePolicy::kNever;
+  return options;
+}
+
+DaemonOptions FileOptions(const TempDir& dir) {
+  DaemonOptions options = MemoryOptions();
+  StorageConfig& s = options.config.storage;
+  s.mode = StorageMode::kFile;
+  s.block_size_bytes = 1 << 20;
+  s.drives = {DriveConfig{.media = dir.File("data/drive0.memkv"), .size_bytes = 128 << 20}};
+  s.io_threads = 2;
+  return options;
+}
+
+DaemonSeams On(verbs::FakeFabric& fabric) {
+  DaemonSeams seams;
+  seams.verbs = &fabric;
+  return seams;
+}
+
+std::unique_ptr<Client> ClientOf(const Daemon& daemon) {
+  ClientOptions o;
+  o.servers = {daemon.address()};
+  o.auth_key_hex = std::string(64, 'a');
+  o.transport = "tcp";
+  o.timeout_ms = 5000;
+  Result<std::unique_ptr<Client>> client = Client::Create(o);
+  EXPECT_TRUE(client.ok()) << client.status().ToString();
+  return client.ok() ? std::move(client).value() : nullptr;
+}
+
+std::unique_ptr<Daemon> Started(DaemonOptions options, verbs::FakeFabric& fabric) {
+  Result<std::unique_ptr<Daemon>> daemon = Daemon::Create(std::move(options), On(fabric));
+  EXPECT_TRUE(daemon.ok()) << daemon.status().ToString();
+  if (!daemon.ok()) return nullptr;
+  (*daemon)->Start();
+  return std::move(daemon).value();
+}
+
+TEST(DaemonTest, MemoryModeServesAClientAndStopsCleanly) {
+  verbs::FakeFabric fabric;  // no device: TCP only
+  std::unique_ptr<Daemon> daemon = Started(MemoryOptions(), fabric);
+  ASSERT_NE(daemon, nullptr);
+  EXPECT_NE(daemon->port(), 0);
+  EXPECT_NE(daemon->admin_port(), 0);
+  EXPECT_EQ(daemon->address(), "127.0.0.1:" + std::to_string(daemon->port()));
+  EXPECT_EQ(daemon->rdma(), nullptr);
+  EXPECT_EQ(daemon->tier().DrivesStats(), std::nullopt) << "memory mode has no drives";
+
+  std::unique_ptr<Client> client = ClientOf(*daemon);
+  ASSERT_NE(client, nullptr);
+  const std::vector<uint8_t> value = Pattern(100000, 1);
+  ASSERT_TRUE(client->Put("m/1", value).ok());
+  Result<std::vector<uint8_t>> got = client->Get("m/1");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(*got == value);
+  EXPECT_TRUE(daemon->memory().Exists("m/1"));
+  EXPECT_EQ(client->Get("m/absent").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(daemon->admin().Health().status, "healthy");
+  EXPECT_GT(daemon->metrics().connections_accepted.Value(), 0u);
+
+  EXPECT_TRUE(daemon->Shutdown().ok());
+  EXPECT_FALSE(daemon->server().serving());
+  EXPECT_TRUE(daemon->Shutdown().ok()) << "a second Shutdown is harmless";
+  client.reset();
+  ClientOptions o;
+  o.servers = {daemon->address()};
+  o.auth_key_hex = std::string(64, 'a');
+  o.transport = "tcp";
+  o.timeout_ms = 2000;
+  auto after = Client::Create(o);
+  if (after.ok()) {
+    EXPECT_EQ((*after)->Put("m/2", value).code(), StatusCode::kUnavailable) << "the listener is closed";
+  }
+}
+
+TEST(DaemonTest, FileModeCreatesItsDriveAndFindsTheValuesAgainAfterARestart) {
+  TempDir dir;
+  verbs::FakeFabric fabric;
+  const std::vector<uint8_t> small = Pattern(4096, 2);
+  const std::vector<uint8_t> big = Pattern(6 << 20, 3);  // over a quarter of the pool: the drives only
+  {
+    std::unique_ptr<Daemon> daemon = Started(FileOptions(dir), fabric);
+    ASSERT_NE(daemon, nullptr);
+    ASSERT_TRUE(daemon->tier().DrivesStats().has_value());
+    EXPECT_EQ(daemon->tier().DrivesStats()->drives.size(), 1u);
+    std::unique_ptr<Client> client = ClientOf(*daemon);
+    ASSERT_NE(client, nullptr);
+    ASSERT_TRUE(client->Put("f/small", small).ok());
+    Status put = client->Put("f/big", big);
+    ASSERT_TRUE(put.ok()) << put.ToString();
+    EXPECT_EQ(daemon->admin().Health().status, "healthy");
+    client.reset();
+    EXPECT_TRUE(daemon->Shutdown().ok());
+  }
+  // A new daemon over the same drive file: a fresh pool, the values on the drive.
+  std::unique_ptr<Daemon> daemon = Started(FileOptions(dir), fabric);
+  ASSERT_NE(daemon, nullptr);
+  EXPECT_EQ(daemon->tier().DrivesStats()->keys, 2u) << "re-adopted from the journal";
+  EXPECT_FALSE(daemon->memory().Exists("f/small")) << "the pool starts empty";
+  std::unique_ptr<Client> client = ClientOf(*daemon);
+  ASSERT_NE(client, nullptr);
+  Result<std::vector<uint8_t>> got = client->Get("f/small");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(*got == small);
+  got = client->Get("f/big");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(*got == big);
+  client.reset();
+  EXPECT_TRUE(daemon->Shutdown().ok());
+}
+
+TEST(DaemonTest, FakeVerbsRegisterThePoolUntilTheDaemonIsGone) {
+  verbs::FakeFabric fabric;
+  fabric.AddDevice("srv0");
+  {
+    std::unique_ptr<Daemon> daemon = Started(MemoryOptions(), fabric);
+    ASSERT_NE(daemon, nullptr);
+    ASSERT_NE(daemon->rdma(), nullptr);
+    EXPECT_EQ(fabric.LiveRegistrations(), 1u) << "the whole pool, once";
+    EXPECT_TRUE(daemon->admin().Health().rdma_active);
+    std::unique_ptr<Client> client = ClientOf(*daemon);  // TCP beside RDMA
+    ASSERT_NE(client, nullptr);
+    ASSERT_TRUE(client->Put("r/1", Pattern(5000, 4)).ok());
+    EXPECT_TRUE(*client->Get("r/1") == Pattern(5000, 4));
+    client.reset();
+    EXPECT_TRUE(daemon->Shutdown().ok());
+    EXPECT_EQ(fabric.LiveRegistrations(), 1u) << "registered while the daemon exists";
+  }
+  EXPECT_EQ(fabric.LiveRegistrations(), 0u);
+  EXPECT_EQ(fabric.LiveQps(), 0u);
+}
+
+TEST(DaemonTest, AFailedStartNamesItsStepAndLeavesNothingBehind) {
+  verbs::FakeFabric fabric;
+  verbs::PortInfo port = verbs::FakeFabric::HealthyPort("srv0");
+  port.active_mtu = 1024;
+  fabric.AddDevice(port);
+  Daemon::Step step = Daemon::Step::kPool;
+  Result<std::unique_ptr<Daemon>> daemon = Daemon::Create(MemoryOptions(), On(fabric), &step);
+  ASSERT_FALSE(daemon.ok());
+  EXPECT_EQ(step, Daemon::Step::kRdma);
+  EXPECT_EQ(daemon.status().code(), StatusCode::kFailedPrecondition) << daemon.status().ToString();
+  EXPECT_EQ(fabric.LiveRegistrations(), 0u);
+
+  // The data port taken by another daemon.
+  verbs::FakeFabric none;
+  std::unique_ptr<Daemon> first = Started(MemoryOptions(), none);
+  ASSERT_NE(first, nullptr);
+  DaemonOptions same = MemoryOptions();
+  same.config.network.port = first->port();
+  daemon = Daemon::Create(std::move(same), On(none), &step);
+  ASSERT_FALSE(daemon.ok());
+  EXPECT_EQ(step, Daemon::Step::kListen);
+  EXPECT_NE(daemon.status().message().find("cannot listen on 127.0.0.1:" + std::to_string(first->port())),
+            std::string::npos)
+      << daemon.status().ToString();
+}
+
+TEST(DaemonTest, StopBeforeRunMakesRunReturnAtOnce) {
+  verbs::FakeFabric fabric;
+  Result<std::unique_ptr<Daemon>> daemon = Daemon::Create(MemoryOptions(), On(fabric));
+  ASSERT_TRUE(daemon.ok()) << daemon.status().ToString();
+  (*daemon)->Stop();
+  EXPECT_TRUE((*daemon)->Run().ok());
+}
+
+}  // namespace
+}  // namespace memkv
