@@ -1,19 +1,15 @@
 // InProcessServer: a MemKV server in this process, its pool registered on a
 // device of a verbs::FakeFabric, serving on a loopback port. For tests that
 // need the RDMA seam's faults on both sides (a real memkv process cannot
-// share a fake fabric with the test).
+// share a fake fabric with the test). Built by the Daemon, like memkv start.
 #ifndef MEMKV_TESTS_IN_PROCESS_SERVER_H_
 #define MEMKV_TESTS_IN_PROCESS_SERVER_H_
 
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "config/server_config.h"
-#include "server/rdma_endpoint.h"
-#include "server/server.h"
-#include "storage/memory_store.h"
-#include "tier/tiered_store.h"
+#include "server/daemon.h"
 #include "verbs/fake.h"
 
 namespace memkv {
@@ -24,44 +20,39 @@ class InProcessServer {
   // `drives`: file mode (the drive tier behind the pool); null: memory mode.
   InProcessServer(verbs::FakeFabric& fabric, const RdmaConfig& rdma, uint64_t pool_bytes = 64 << 20,
                   std::unique_ptr<ExtentStore> drives = nullptr) {
-    MemoryStoreOptions so;
-    so.max_size_bytes = pool_bytes;
-    so.block_size_bytes = 1 << 20;
-    store_ = std::make_unique<TieredStore>(std::move(MemoryStore::Create(so)).value(), std::move(drives),
-                                           TieredStoreOptions{});
-    auto ep = RdmaEndpoint::Create(rdma, &store_->memory(), fabric);
-    status_ = ep.status();
-    if (!ep.ok()) return;
-    rdma_ = std::move(ep).value();
-    ServerOptions o;
-    o.host = "127.0.0.1";
-    o.port = 0;
-    o.auth_key.assign(32, 0xaa);
-    o.workers = 2;
-    o.rdma = rdma_.get();
-    server_ = std::move(Server::Create(o, store_.get())).value();
-    thread_ = std::thread([this] { (void)server_->Run(); });
+    DaemonOptions options;
+    ServerConfig& c = options.config;
+    c.network.port = 0;
+    c.memory.max_size_bytes = pool_bytes;
+    c.memory.block_size_bytes = 1 << 20;
+    c.memory.prefault = false;
+    c.memory.read_check_interval_ms = 0;
+    c.rdma = rdma;
+    c.storage.mode = drives != nullptr ? StorageMode::kFile : StorageMode::kMemory;
+    options.auth_key.assign(32, 0xaa);
+    options.workers = 2;
+    options.hugepages = HugePagePolicy::kAuto;  // registered on a fake device: no need to pin
+    DaemonSeams seams;
+    seams.verbs = &fabric;
+    seams.open_drives = [&drives](const StorageConfig&) -> Result<std::unique_ptr<ExtentStore>> {
+      return std::move(drives);
+    };
+    Result<std::unique_ptr<Daemon>> daemon = Daemon::Create(std::move(options), std::move(seams));
+    status_ = daemon.status();
+    if (!daemon.ok()) return;
+    daemon_ = std::move(daemon).value();
+    daemon_->Start();
   }
-  ~InProcessServer() {
-    if (server_ != nullptr) {
-      server_->Stop();
-      thread_.join();
-    }
-    server_.reset();
-    rdma_.reset();
-  }
+
   const Status& status() const { return status_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(server_->port()); }
-  MemoryStore& store() { return store_->memory(); }
-  ServerMetrics& metrics() { return server_->metrics(); }
-  bool rdma() const { return rdma_ != nullptr; }
+  std::string address() const { return daemon_->address(); }
+  MemoryStore& store() { return daemon_->memory(); }
+  ServerMetrics& metrics() { return daemon_->metrics(); }
+  bool rdma() const { return daemon_->rdma() != nullptr; }
 
  private:
   Status status_;
-  std::unique_ptr<TieredStore> store_;  // memory mode
-  std::unique_ptr<RdmaEndpoint> rdma_;
-  std::unique_ptr<Server> server_;
-  std::thread thread_;
+  std::unique_ptr<Daemon> daemon_;
 };
 
 }  // namespace memkv

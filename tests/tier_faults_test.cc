@@ -12,16 +12,13 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "drive/store_fixture.h"
 #include "memkv/client.h"
-#include "server/admin.h"
-#include "server/server.h"
-#include "storage/memory_store.h"
-#include "tier/tiered_store.h"
+#include "server/daemon.h"
 #include "tests/harness.h"
+#include "verbs/fake.h"
 
 namespace memkv {
 namespace {
@@ -42,22 +39,33 @@ class TierFaultsTest : public ::testing::Test {
     ASSERT_TRUE(drives_.Format().ok());
     Status opened = drives_.OpenFaulty();
     ASSERT_TRUE(opened.ok()) << opened.ToString();
-    MemoryStoreOptions mo;
+    DaemonOptions options;
+    ServerConfig& c = options.config;
+    c.network.port = 0;
     // Room for 4 values: most values live on the drives only (the pool packs
     // values, so its size alone says how many fit).
-    mo.max_size_bytes = 4 * kValueBytes;
-    mo.block_size_bytes = 64 << 10;
-    mo.hugepages = HugePagePolicy::kNever;
-    tier_ = std::make_unique<TieredStore>(std::move(MemoryStore::Create(mo)).value(), std::move(drives_.store),
-                                          TieredStoreOptions{.io_threads = 2});
-    ServerOptions so;
-    so.port = 0;
-    so.auth_key.assign(32, 0xaa);
-    so.workers = 2;
-    server_ = std::move(Server::Create(so, tier_.get())).value();
-    thread_ = std::thread([this] { (void)server_->Run(); });
+    c.memory.max_size_bytes = 4 * kValueBytes;
+    c.memory.block_size_bytes = 64 << 10;
+    c.memory.prefault = false;
+    c.memory.read_check_interval_ms = 0;
+    c.rdma.device = "none";  // not on the fake fabric: TCP only
+    c.storage.mode = StorageMode::kFile;
+    c.storage.io_threads = 2;
+    options.auth_key.assign(32, 0xaa);
+    options.workers = 2;
+    options.hugepages = HugePagePolicy::kNever;
+    DaemonSeams seams;
+    seams.verbs = &fabric_;
+    // The drives are drives_'s, opened over the fault-injecting engine.
+    seams.open_drives = [this](const StorageConfig&) -> Result<std::unique_ptr<ExtentStore>> {
+      return std::move(drives_.store);
+    };
+    auto daemon = Daemon::Create(std::move(options), std::move(seams));
+    ASSERT_TRUE(daemon.ok()) << daemon.status().ToString();
+    daemon_ = std::move(daemon).value();
+    daemon_->Start();
     ClientOptions co;
-    co.servers = {"127.0.0.1:" + std::to_string(server_->port())};
+    co.servers = {daemon_->address()};
     co.auth_key_hex = std::string(64, 'a');
     co.transport = "tcp";
     client_ = std::move(Client::Create(co)).value();
@@ -66,12 +74,10 @@ class TierFaultsTest : public ::testing::Test {
 
   void TearDown() override {
     client_.reset();
-    if (server_ != nullptr) {
-      server_->Stop();
-      thread_.join();
+    if (daemon_ != nullptr) {
+      EXPECT_TRUE(daemon_->Shutdown().ok());
     }
-    server_.reset();
-    tier_.reset();
+    daemon_.reset();
   }
 
   static std::string Key(int i) { return "fault/" + std::to_string(i); }
@@ -92,9 +98,8 @@ class TierFaultsTest : public ::testing::Test {
   }
 
   StoreFixture drives_{2, kBlock, 8 << 20};
-  std::unique_ptr<TieredStore> tier_;  // owns the pool and drives_'s store
-  std::unique_ptr<Server> server_;
-  std::thread thread_;
+  verbs::FakeFabric fabric_;          // no device: the daemon serves TCP only
+  std::unique_ptr<Daemon> daemon_;    // owns the pool and drives_'s store
   std::unique_ptr<Client> client_;
 };
 
@@ -105,7 +110,7 @@ TEST_F(TierFaultsTest, AFailingDriveGoesOfflineAndTheOtherKeepsServing) {
   const int hits = ReadAll();
   EXPECT_GT(hits, 0) << "drive 0's values must still be served";
   EXPECT_LT(hits, kValues) << "drive 1's values (not in DRAM) must be misses";
-  const ExtentStoreStats stats = *tier_->DrivesStats();
+  const ExtentStoreStats stats = *daemon_->tier().DrivesStats();
   EXPECT_TRUE(stats.degraded);
   EXPECT_EQ(stats.drives[1].state, DriveState::kOffline);
   EXPECT_EQ(stats.drives[0].state, DriveState::kOnline);
@@ -123,27 +128,19 @@ TEST_F(TierFaultsTest, AFailingDriveGoesOfflineAndTheOtherKeepsServing) {
 }
 
 TEST_F(TierFaultsTest, HealthGoesDegradedThenUnhealthyWith503) {
-  AdminSources sources;
-  sources.metrics = &server_->metrics();
-  sources.tier = tier_.get();
-  sources.storage_mode = "file";
-  sources.serving = [this] { return server_->serving(); };
-  AdminOptions options;
-  options.host = "127.0.0.1";
-  auto admin = AdminService::Start(options, sources);
-  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
-  const uint16_t port = (*admin)->port();
+  AdminService* admin = &daemon_->admin();
+  const uint16_t port = admin->port();
   EXPECT_EQ(testing::HttpRequestTo(port, "GET", "/v1/health").status, 200);
-  EXPECT_EQ((*admin)->Health().status, "healthy");
+  EXPECT_EQ(admin->Health().status, "healthy");
 
   drives_.faults->FailNth(1, IoKind::kRead, 1, EIO, /*sticky=*/true);
   ReadAll();
-  EXPECT_EQ((*admin)->Health().status, "degraded");
+  EXPECT_EQ(admin->Health().status, "degraded");
   EXPECT_EQ(testing::HttpRequestTo(port, "GET", "/v1/health").status, 200);
 
   drives_.faults->FailNth(0, IoKind::kRead, 1, EIO, /*sticky=*/true);
   EXPECT_LE(ReadAll(), 4) << "only what DRAM still holds (4 values)";
-  const HealthReport h = (*admin)->Health();
+  const HealthReport h = admin->Health();
   EXPECT_EQ(h.status, "unhealthy");
   EXPECT_EQ(h.drives_online, 0u);
   EXPECT_EQ(h.drives_offline, 2u);
@@ -163,10 +160,10 @@ TEST_F(TierFaultsTest, EveryDriveOfflineIsReportedAsTheServersAnswerNotAsADownSe
     drives_.faults->FailNth(d, IoKind::kWrite, 1, EIO, /*sticky=*/true);
   }
   ReadAll();
-  ASSERT_FALSE(tier_->DrivesStats()->drives[0].state == DriveState::kOnline &&
-               tier_->DrivesStats()->drives[1].state == DriveState::kOnline);
+  ASSERT_FALSE(daemon_->tier().DrivesStats()->drives[0].state == DriveState::kOnline &&
+               daemon_->tier().DrivesStats()->drives[1].state == DriveState::kOnline);
   const std::map<std::string, std::string> env = {
-      {"MEMKV_SERVERS", "127.0.0.1:" + std::to_string(server_->port())}, {"MEMKV_AUTH_KEY", std::string(64, 'a')}};
+      {"MEMKV_SERVERS", daemon_->address()}, {"MEMKV_AUTH_KEY", std::string(64, 'a')}};
   testing::CommandResult r = testing::RunMemkv({"put", "fault/cli"}, env, "value");
   EXPECT_EQ(r.exit_code, 4) << r.err;
   EXPECT_NE(r.err.find("drive"), std::string::npos) << r.err;
@@ -189,9 +186,9 @@ TEST_F(TierFaultsTest, FullDrivesFailPutsCleanlyAndKeepServingReads) {
   EXPECT_NE(s.message().find("drive"), std::string::npos) << s.message();
   EXPECT_EQ(client_->Get("fault/too-much").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(ReadAll(), kValues) << "a full drive still serves what it holds";
-  EXPECT_EQ(tier_->Counters().write_failures, 1u);
-  EXPECT_EQ(tier_->Counters().drive_evictions, 0u) << "evicting cannot make room on full drives";
-  EXPECT_FALSE(tier_->DrivesStats()->degraded) << "full is not failed";
+  EXPECT_EQ(daemon_->tier().Counters().write_failures, 1u);
+  EXPECT_EQ(daemon_->tier().Counters().drive_evictions, 0u) << "evicting cannot make room on full drives";
+  EXPECT_FALSE(daemon_->tier().DrivesStats()->degraded) << "full is not failed";
 }
 
 }  // namespace
