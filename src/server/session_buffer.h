@@ -14,14 +14,14 @@
 // read together with a header into the payload's pool chunks and reads the
 // rest straight from the socket into them.
 //
-// Owned by one Connection; not thread-safe.
-#ifndef MEMKV_SERVER_CONNECTION_BUFFER_H_
-#define MEMKV_SERVER_CONNECTION_BUFFER_H_
+// Owned by one Session; not thread-safe.
+#ifndef MEMKV_SERVER_SESSION_BUFFER_H_
+#define MEMKV_SERVER_SESSION_BUFFER_H_
 
 #include <cstddef>
 #include <cstdint>
 
-namespace memkv {
+namespace memkv::server {
 
 class InputBuffer {
  public:
@@ -60,6 +60,6 @@ class InputBuffer {
   size_t end_ = 0;
 };
 
-}  // namespace memkv
+}  // namespace memkv::server
 
-#endif  // MEMKV_SERVER_CONNECTION_BUFFER_H_
+#endif  // MEMKV_SERVER_SESSION_BUFFER_H_

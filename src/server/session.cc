@@ -1,4 +1,4 @@
-#include "server/connection.h"
+#include "server/session.h"
 
 #include "proto/messages.h"
 
@@ -14,7 +14,7 @@
 #include "base/log.h"
 #include "io/socket.h"
 
-namespace memkv {
+namespace memkv::server {
 namespace {
 
 constexpr size_t kDiscardBytes = 1 << 20;
@@ -78,7 +78,7 @@ void InputBuffer::Free() {
   capacity_ = 0;
 }
 
-Connection::Connection(uint64_t id, UniqueFd fd, std::string peer, const ConnectionContext& ctx, Nanos now)
+Session::Session(uint64_t id, UniqueFd fd, std::string peer, const SessionContext& ctx, Nanos now)
     : id_(id),
       fd_(std::move(fd)),
       peer_(std::move(peer)),
@@ -91,29 +91,29 @@ Connection::Connection(uint64_t id, UniqueFd fd, std::string peer, const Connect
   ctx_.metrics->connections_active.fetch_add(1, std::memory_order_relaxed);
 }
 
-Connection::~Connection() {
+Session::~Session() {
   if (ctx_.limits != nullptr) ctx_.limits->Release(authenticated());
   ctx_.metrics->connections_active.fetch_sub(1, std::memory_order_relaxed);
 }
 
-bool Connection::WantsRead() const {
+bool Session::WantsRead() const {
   return !closing_ && !storage_wait_ && get_stream_ == nullptr && out_.size() < proto::kMaxInflightPerConnection;
 }
 
-bool Connection::HasBufferedRequests() const {
+bool Session::HasBufferedRequests() const {
   if (!WantsRead()) return false;
   if (state_ == ReadState::kHeader) return in_.size() >= proto::kHeaderSize;
   return !in_.empty();
 }
 
-void Connection::TrimIdle(Nanos now) {
+void Session::TrimIdle(Nanos now) {
   if (now - last_read_ < kIdleTrimNs || state_ != ReadState::kHeader) return;
   in_.Release();
   if (meta_.capacity() > kKeptMetaBytes) std::vector<uint8_t>().swap(meta_);
   discard_.reset();
 }
 
-bool Connection::OnReadable() {
+bool Session::OnReadable() {
   // The socket has something to say when this runs from a readiness event;
   // a read that comes back short of the room it was given leaves it empty,
   // and the next one would only be an EAGAIN: the event loop reports what
@@ -139,9 +139,9 @@ bool Connection::OnReadable() {
   return Flush();
 }
 
-bool Connection::OnWritable() { return Flush(); }
+bool Session::OnWritable() { return Flush(); }
 
-bool Connection::OnStorageDone(CompletionInbox::Closure& done) {
+bool Session::OnStorageDone(CompletionInbox::Closure& done) {
   storage_wait_ = false;
   done();
   return OnReadable();
@@ -149,7 +149,7 @@ bool Connection::OnStorageDone(CompletionInbox::Closure& done) {
 
 // Reads what the socket has into the input buffer. False on EOF or error.
 // Only an authenticated connection that keeps filling its buffer makes it grow.
-bool Connection::FillInput() {
+bool Session::FillInput() {
   size_t room = 0;
   uint8_t* space = in_.Space(authenticated(), &room);
   if (space == nullptr) return true;  // full (parser consumes first) or no memory (retried on the next event)
@@ -170,7 +170,7 @@ bool Connection::FillInput() {
 }
 
 // Consumes complete headers and metas from the input buffer.
-void Connection::ParseFrames() {
+void Session::ParseFrames() {
   while (WantsRead()) {
     size_t avail = in_.size();
     if (state_ == ReadState::kHeader) {
@@ -196,7 +196,7 @@ void Connection::ParseFrames() {
   return;
 }
 
-bool Connection::OnHeader() {
+bool Session::OnHeader() {
   Status s = proto::DecodeFields(cur_raw_.data(), &cur_);
   request_start_ = MonotonicNanos();
   if (!s.ok()) {
@@ -242,7 +242,7 @@ bool Connection::OnHeader() {
   return true;
 }
 
-void Connection::OnMeta() {
+void Session::OnMeta() {
   state_ = ReadState::kHeader;
   if (!authenticated()) {
     HandleConnect();
@@ -258,7 +258,7 @@ void Connection::OnMeta() {
   DispatchAuthenticated();
 }
 
-void Connection::StartPayload(PayloadSink sink) {
+void Session::StartPayload(PayloadSink sink) {
   sink_ = std::move(sink);
   payload_iov_.clear();
   payload_first_ = 0;
@@ -284,7 +284,7 @@ void Connection::StartPayload(PayloadSink sink) {
 // Hashes the next `n` payload bytes, which have just landed in their items'
 // chunks: verifying while the bytes are still in cache costs a fraction of a
 // second pass over them once the frame is complete.
-void Connection::HashArrived(uint64_t n) {
+void Session::HashArrived(uint64_t n) {
   if (!sink_.frame_error.ok()) return;
   auto& items = sink_.items;
   while (hash_item_ < items.size()) {
@@ -324,7 +324,7 @@ void Connection::HashArrived(uint64_t n) {
 
 // Adds iovecs that read `bytes` into the scratch buffer (bytes we must
 // consume to stay in sync but will not keep).
-void Connection::AddDiscard(uint64_t bytes) {
+void Session::AddDiscard(uint64_t bytes) {
   if (bytes == 0) return;
   if (!discard_) discard_ = std::make_unique_for_overwrite<uint8_t[]>(kDiscardBytes);
   while (bytes > 0) {
@@ -336,7 +336,7 @@ void Connection::AddDiscard(uint64_t bytes) {
 
 // Moves payload bytes (buffered first, then straight from the socket) into
 // their destinations. False on EOF or error.
-bool Connection::ReceivePayload() {
+bool Session::ReceivePayload() {
   size_t buffered = in_.size();
   while (buffered > 0 && payload_first_ < payload_iov_.size()) {
     iovec& v = payload_iov_[payload_first_];
@@ -374,15 +374,15 @@ bool Connection::ReceivePayload() {
   return true;
 }
 
-void Connection::EndPayload() {
+void Session::EndPayload() {
   state_ = ReadState::kHeader;
   FrameDone();
   FinishPayload();
 }
 
-void Connection::FrameDone() { frame_started_ = in_.empty() ? 0 : MonotonicNanos(); }
+void Session::FrameDone() { frame_started_ = in_.empty() ? 0 : MonotonicNanos(); }
 
-uint64_t Connection::FrameBytesReceived() const {
+uint64_t Session::FrameBytesReceived() const {
   switch (state_) {
     case ReadState::kHeader: return in_.size();
     case ReadState::kMeta: return proto::kHeaderSize + meta_.size();
@@ -391,12 +391,12 @@ uint64_t Connection::FrameBytesReceived() const {
   return 0;
 }
 
-uint64_t Connection::FrameBytesExpected() const {
+uint64_t Session::FrameBytesExpected() const {
   if (state_ == ReadState::kHeader) return 0;
   return proto::kHeaderSize + cur_.meta_len + cur_.payload_len;
 }
 
-bool Connection::CheckFrameDeadline(Nanos now) {
+bool Session::CheckFrameDeadline(Nanos now) {
   if (frame_started_ == 0 || !authenticated()) return true;  // before Connect: the handshake timeout
   if (!WantsRead()) {
     frame_started_ = now;  // the server is not reading: not the client's time
@@ -418,7 +418,7 @@ bool Connection::CheckFrameDeadline(Nanos now) {
   return false;
 }
 
-void Connection::Queue(OutFrame frame) {
+void Session::Queue(OutFrame frame) {
   if (out_.empty()) last_write_progress_ = MonotonicNanos();
   frame.iov.insert(frame.iov.begin(), iovec{frame.head.data(), frame.head.size()});
   out_.push_back(std::move(frame));
@@ -450,7 +450,7 @@ std::span<const uint8_t> MetaOf(const std::vector<uint8_t>& head) {
 }
 }  // namespace
 
-void Connection::Respond(StatusCode status, std::string meta, std::vector<iovec> payload,
+void Session::Respond(StatusCode status, std::string meta, std::vector<iovec> payload,
                          std::vector<StoredValue> values, uint64_t checksum, uint64_t streamed_len) {
   uint64_t payload_len = streamed_len;
   for (const iovec& v : payload) payload_len += v.iov_len;
@@ -468,19 +468,19 @@ void Connection::Respond(StatusCode status, std::string meta, std::vector<iovec>
   Queue(std::move(frame));
 }
 
-void Connection::RespondConnect(std::string meta, std::span<const uint8_t> client_nonce) {
+void Session::RespondConnect(std::string meta, std::span<const uint8_t> client_nonce) {
   OutFrame frame;
   frame.head = ResponseHead(cur_, StatusCode::kOk, meta, 0, 0);
   SetTag(frame.head, proto::ConnectTag(*ctx_.master_mac, frame.head.data(), MetaOf(frame.head), client_nonce));
   Queue(std::move(frame));
 }
 
-void Connection::RespondError(const Status& status) {
+void Session::RespondError(const Status& status) {
   std::string message = status.message().substr(0, kMaxErrorMessageBytes);
   Respond(status.code(), std::move(message));
 }
 
-void Connection::Fail(const Status& status) {
+void Session::Fail(const Status& status) {
   if (!logged_error_) {
     LOG_WARN_EVERY_C("server", 10) << "closing connection " << peer_ << ": " << status.ToString();
     logged_error_ = true;
@@ -490,7 +490,7 @@ void Connection::Fail(const Status& status) {
   state_ = ReadState::kHeader;
 }
 
-bool Connection::Flush() {
+bool Session::Flush() {
   while (!out_.empty()) {
     iovec iov[IOV_MAX];
     int count = 0;
@@ -532,4 +532,4 @@ bool Connection::Flush() {
   return true;
 }
 
-}  // namespace memkv
+}  // namespace memkv::server

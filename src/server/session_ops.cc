@@ -1,4 +1,4 @@
-// Connection, part two: what each opcode does to the store.
+// Session, part two: what each opcode does to the store.
 #include <cstring>
 #include <string>
 
@@ -6,9 +6,9 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "proto/messages.h"
-#include "server/connection.h"
+#include "server/session.h"
 
-namespace memkv {
+namespace memkv::server {
 namespace {
 
 // Slots and pins one connection may hold at once: enough for a full pipeline
@@ -40,7 +40,7 @@ namespace {
 
 }  // namespace
 
-void Connection::HandleConnect() {
+void Session::HandleConnect() {
   Tag tag;
   std::memcpy(tag.data(), cur_raw_.data() + proto::kFieldsSize, proto::kTagSize);
   if (!TagsEqual(proto::ConnectTag(*ctx_.master_mac, cur_raw_.data(), meta_, {}), tag)) {
@@ -91,7 +91,7 @@ void Connection::HandleConnect() {
   if (ctx_.limits != nullptr) ctx_.limits->Authenticated();
 }
 
-bool Connection::RequireRdma() {
+bool Session::RequireRdma() {
   if (!qps_.empty()) return true;
   RespondError(FailedPrecondition(proto::OpcodeName(cur_.opcode) +
                                   " needs RDMA, which this connection did not set up at Connect"));
@@ -108,7 +108,7 @@ uint64_t ChecksumOf(std::span<const iovec> iov) {
 
 }  // namespace
 
-void Connection::HandleRdmaPut() {
+void Session::HandleRdmaPut() {
   if (!RequireRdma()) return;
   std::string_view key;
   uint64_t size = 0, checksum = 0;
@@ -140,7 +140,7 @@ void Connection::HandleRdmaPut() {
   Respond(StatusCode::kOk, proto::EncodeRdmaGrant(grant));
 }
 
-void Connection::HandleRdmaCommit() {
+void Session::HandleRdmaCommit() {
   if (!RequireRdma()) return;
   uint64_t token = 0;
   Status s = proto::DecodeToken(meta_, &token);
@@ -173,7 +173,7 @@ void Connection::HandleRdmaCommit() {
   }));
 }
 
-void Connection::HandleRdmaGet(std::string_view key) {
+void Session::HandleRdmaGet(std::string_view key) {
   if (!RequireRdma()) return;
   Status s = proto::CheckKey(key);
   if (s.ok()) s = GrantRoom(grants_.size());
@@ -194,7 +194,7 @@ void Connection::HandleRdmaGet(std::string_view key) {
   }));
 }
 
-void Connection::GrantPin(ReadHandle handle) {
+void Session::GrantPin(ReadHandle handle) {
   proto::RdmaGrant grant;
   grant.token = next_token_++;
   grant.value_len = handle.size();
@@ -209,7 +209,7 @@ void Connection::GrantPin(ReadHandle handle) {
   Respond(StatusCode::kOk, proto::EncodeRdmaGrant(grant));
 }
 
-void Connection::HandleRdmaRelease() {
+void Session::HandleRdmaRelease() {
   if (!RequireRdma()) return;
   uint64_t token = 0;
   Status s = proto::DecodeToken(meta_, &token);
@@ -219,7 +219,7 @@ void Connection::HandleRdmaRelease() {
   RespondError(s);
 }
 
-bool Connection::CheckGrantLeases(Nanos now) {
+bool Session::CheckGrantLeases(Nanos now) {
   for (const auto& [token, g] : grants_) {
     if (now > g.expires) {
       ctx_.metrics->rdma_leases_expired.Add(1);
@@ -232,7 +232,7 @@ bool Connection::CheckGrantLeases(Nanos now) {
   return true;
 }
 
-void Connection::DispatchAuthenticated() {
+void Session::DispatchAuthenticated() {
   const auto op = static_cast<proto::Opcode>(cur_.opcode);
   const bool carries_payload = op == proto::Opcode::kPut || op == proto::Opcode::kBatchPut;
   if (cur_.payload_len != 0 && !carries_payload && proto::IsKnownOpcode(cur_.opcode)) {
@@ -272,7 +272,7 @@ void Connection::DispatchAuthenticated() {
   StartPayload(std::move(sink));
 }
 
-void Connection::HandlePut(std::string_view key) {
+void Session::HandlePut(std::string_view key) {
   PayloadSink sink;
   PayloadSink::Item item;
   item.key = std::string(key);
@@ -296,7 +296,7 @@ void Connection::HandlePut(std::string_view key) {
   StartPayload(std::move(sink));
 }
 
-void Connection::HandleBatchPut() {
+void Session::HandleBatchPut() {
   PayloadSink sink;
   sink.batch = true;
   std::vector<proto::PutItem> items;
@@ -320,7 +320,7 @@ void Connection::HandleBatchPut() {
   StartPayload(std::move(sink));
 }
 
-void Connection::HandleExists(std::string_view key) {
+void Session::HandleExists(std::string_view key) {
   Status s = proto::CheckKey(key);
   if (!s.ok()) {
     RespondError(s);
@@ -329,7 +329,7 @@ void Connection::HandleExists(std::string_view key) {
   Respond(ctx_.store->Exists(key) ? StatusCode::kOk : StatusCode::kNotFound, "");
 }
 
-void Connection::HandleStat(std::string_view key) {
+void Session::HandleStat(std::string_view key) {
   Status s = proto::CheckKey(key);
   if (!s.ok()) {
     RespondError(s);
@@ -343,7 +343,7 @@ void Connection::HandleStat(std::string_view key) {
   Respond(StatusCode::kOk, proto::EncodeStatResponse(*size));
 }
 
-void Connection::HandleBatchExists() {
+void Session::HandleBatchExists() {
   std::vector<std::string_view> keys;
   Status valid = proto::DecodeKeyList(meta_, &keys);
   if (!valid.ok()) {
@@ -358,7 +358,7 @@ void Connection::HandleBatchExists() {
   Respond(StatusCode::kOk, proto::EncodeStatusList(statuses));
 }
 
-void Connection::HandleList() {
+void Session::HandleList() {
   proto::ListRequest request;
   Status valid = proto::DecodeListRequest(meta_, &request);
   if (!valid.ok()) {
@@ -372,4 +372,4 @@ void Connection::HandleList() {
   Respond(StatusCode::kOk, proto::EncodeListResponse(views, page.more()));
 }
 
-}  // namespace memkv
+}  // namespace memkv::server

@@ -1,4 +1,4 @@
-// Connection, part three: requests whose storage operation may wait on a
+// Session, part three: requests whose storage operation may wait on a
 // drive (puts, gets, deletes). Each hands the store a completion that queues
 // the response; when the store answers later (TieredStore, "Completion"), the
 // connection is parked meanwhile and the completion runs on this worker from
@@ -8,13 +8,13 @@
 #include <utility>
 
 #include "proto/messages.h"
-#include "server/connection.h"
+#include "server/session.h"
 
-namespace memkv {
+namespace memkv::server {
 
-void Connection::Await(Completion completion) { storage_wait_ = completion == Completion::kPending; }
+void Session::Await(Completion completion) { storage_wait_ = completion == Completion::kPending; }
 
-void Connection::FinishPayload() {
+void Session::FinishPayload() {
   PayloadSink sink = std::move(sink_);
   sink_ = PayloadSink();
   if (!sink.frame_error.ok()) {
@@ -40,7 +40,7 @@ void Connection::FinishPayload() {
   CommitBatch(std::move(sink.items));
 }
 
-void Connection::CommitPut(PayloadSink::Item& item) {
+void Session::CommitPut(PayloadSink::Item& item) {
   if (!item.status.ok()) {
     RespondError(item.status);
     return;
@@ -57,7 +57,7 @@ void Connection::CommitPut(PayloadSink::Item& item) {
 // mode alike (the drive tier writes a batch's items in parallel, so storing
 // each would leave a random one). The earlier items release their pool
 // space now and are answered with the last item's status.
-void Connection::SupersedeRepeats(std::vector<PayloadSink::Item>& items) {
+void Session::SupersedeRepeats(std::vector<PayloadSink::Item>& items) {
   if (items.size() < 2) return;
   std::unordered_map<std::string_view, size_t> last;
   for (size_t i = 0; i < items.size(); ++i) last[items[i].key] = i;
@@ -71,7 +71,7 @@ void Connection::SupersedeRepeats(std::vector<PayloadSink::Item>& items) {
   }
 }
 
-void Connection::CommitBatch(std::vector<PayloadSink::Item> items) {
+void Session::CommitBatch(std::vector<PayloadSink::Item> items) {
   std::vector<PutCommit> puts;
   std::vector<size_t> where;  // puts[j] is items[where[j]]
   for (size_t i = 0; i < items.size(); ++i) {
@@ -88,7 +88,7 @@ void Connection::CommitBatch(std::vector<PayloadSink::Item> items) {
                                }));
 }
 
-void Connection::RespondBatchPut(std::vector<PayloadSink::Item>& items) {
+void Session::RespondBatchPut(std::vector<PayloadSink::Item>& items) {
   std::vector<StatusCode> statuses;
   statuses.reserve(items.size());
   uint64_t stored = 0;
@@ -104,7 +104,7 @@ void Connection::RespondBatchPut(std::vector<PayloadSink::Item>& items) {
   Respond(StatusCode::kOk, proto::EncodeStatusList(statuses));
 }
 
-void Connection::HandleGet(std::string_view key) {
+void Session::HandleGet(std::string_view key) {
   Status valid = proto::CheckKey(key);
   if (!valid.ok()) {
     RespondError(valid);
@@ -117,7 +117,7 @@ void Connection::HandleGet(std::string_view key) {
       ReadCheck::kLater));
 }
 
-void Connection::RespondGet(Result<StoredValue> value) {
+void Session::RespondGet(Result<StoredValue> value) {
   if (!value.ok()) {
     if (value.status().code() == StatusCode::kNotFound) {
       Respond(StatusCode::kNotFound, "");
@@ -137,7 +137,7 @@ void Connection::RespondGet(Result<StoredValue> value) {
   Respond(StatusCode::kOk, "", std::move(iov), std::move(values), checksum);
 }
 
-void Connection::HandleBatchGet() {
+void Session::HandleBatchGet() {
   std::vector<std::string_view> keys;
   Status valid = proto::DecodeKeyList(meta_, &keys);
   if (!valid.ok()) {
@@ -148,7 +148,7 @@ void Connection::HandleBatchGet() {
       keys, reply_, [this](std::vector<Result<StoredValue>> values) { RespondBatchGet(values); }, ReadCheck::kLater));
 }
 
-void Connection::RespondBatchGet(std::vector<Result<StoredValue>>& values) {
+void Session::RespondBatchGet(std::vector<Result<StoredValue>>& values) {
   std::vector<proto::GetItem> items(values.size());
   std::vector<iovec> iov;
   std::vector<StoredValue> kept;
@@ -173,7 +173,7 @@ void Connection::RespondBatchGet(std::vector<Result<StoredValue>>& values) {
   Respond(StatusCode::kOk, proto::EncodeBatchGetResponse(items), std::move(iov), std::move(kept), 0);
 }
 
-void Connection::HandleDelete(std::string_view key) {
+void Session::HandleDelete(std::string_view key) {
   Status valid = proto::CheckKey(key);
   if (!valid.ok()) {
     RespondError(valid);
@@ -188,4 +188,4 @@ void Connection::HandleDelete(std::string_view key) {
   }));
 }
 
-}  // namespace memkv
+}  // namespace memkv::server

@@ -1,4 +1,4 @@
-// Connection, part four: values in pieces (connection.h). A put the store
+// Session, part four: values in pieces (session.h). A put the store
 // takes in pieces is received a window at a time and each window written to
 // the drives before the next is read; a streamed get is sent a window at a
 // time, each read from the drives once the last has left.
@@ -6,12 +6,12 @@
 #include <utility>
 
 #include "base/log.h"
-#include "server/connection.h"
+#include "server/session.h"
 
-namespace memkv {
+namespace memkv::server {
 
 // The payload waits in the socket while the drives make room for it.
-void Connection::BeginStreamPut(std::string key) {
+void Session::BeginStreamPut(std::string key) {
   sink_ = PayloadSink();
   payload_iov_.clear();
   payload_first_ = 0;
@@ -29,12 +29,12 @@ void Connection::BeginStreamPut(std::string key) {
                              });
 }
 
-void Connection::ReceiveIntoWindow() {
+void Session::ReceiveIntoWindow() {
   payload_iov_.assign(1, iovec{put_stream_->window(), put_stream_->next_piece()});
   payload_first_ = 0;
 }
 
-void Connection::OnStreamPieceWritten(Status written) {
+void Session::OnStreamPieceWritten(Status written) {
   if (!written.ok()) {
     // The put is lost (its extents are freed with the stream): the rest of
     // the payload is read and dropped, and the put answered with why.
@@ -55,7 +55,7 @@ void Connection::OnStreamPieceWritten(Status written) {
   FinishStreamPut();
 }
 
-void Connection::FinishStreamPut() {
+void Session::FinishStreamPut() {
   std::shared_ptr<ValueStream> stream = std::move(put_stream_);
   const uint64_t size = stream->size();
   Await(Completion::kPending);
@@ -70,13 +70,13 @@ void Connection::FinishStreamPut() {
   });
 }
 
-void Connection::BeginStreamGet(StoredValue value) {
+void Session::BeginStreamGet(StoredValue value) {
   get_stream_ = value.stream();
   Respond(StatusCode::kOk, "", {}, {}, value.checksum(), value.size());
   ContinueStreamGet();
 }
 
-void Connection::ContinueStreamGet() {
+void Session::ContinueStreamGet() {
   if (!out_.empty()) return;  // the last window is still leaving
   if (get_stream_->left() == 0) {
     get_stream_.reset();  // sent whole: requests are read again
@@ -86,7 +86,7 @@ void Connection::ContinueStreamGet() {
   ctx_.store->MoveStreamPiece(get_stream_, reply_, [this](Status s) { OnStreamPieceRead(std::move(s)); });
 }
 
-void Connection::OnStreamPieceRead(Status read) {
+void Session::OnStreamPieceRead(Status read) {
   if (!read.ok()) {
     // The header promised the whole value: there is no answer left to give
     // but a short one. The client sees the connection close mid-payload;
@@ -102,4 +102,4 @@ void Connection::OnStreamPieceRead(Status read) {
   Queue(std::move(frame));
 }
 
-}  // namespace memkv
+}  // namespace memkv::server

@@ -1,5 +1,6 @@
-// Connection: one client connection on the server, a non-blocking state
-// machine driven by its worker's event loop.
+// Session (memkv::server): one client connection on the server, a
+// non-blocking state machine driven by its worker's event loop. (Named apart
+// from client::Connection, the client's side of the same socket.)
 //
 // Reading: 72-byte header, then meta (verified against the tag before
 // anything is done with it), then the payload, which goes straight into
@@ -41,8 +42,8 @@
 // does not know whether the store has drives.
 //
 // Owned by one Worker and touched only by that worker's thread.
-#ifndef MEMKV_SERVER_CONNECTION_H_
-#define MEMKV_SERVER_CONNECTION_H_
+#ifndef MEMKV_SERVER_SESSION_H_
+#define MEMKV_SERVER_SESSION_H_
 
 #include <sys/uio.h>
 
@@ -59,7 +60,7 @@
 #include "base/hmac.h"
 #include "base/unique_fd.h"
 #include "proto/frame.h"
-#include "server/connection_buffer.h"
+#include "server/session_buffer.h"
 #include "server/connection_limits.h"
 #include "server/metrics.h"
 #include "server/rdma_endpoint.h"
@@ -67,11 +68,11 @@
 #include "tier/tiered_store.h"
 #include "verbs/verbs.h"
 
-namespace memkv {
+namespace memkv::server {
 
 // What every connection of a worker shares. The HMAC under the master key is
 // per worker (HmacSha256 is not thread-safe).
-struct ConnectionContext {
+struct SessionContext {
   TieredStore* store = nullptr;
   // The worker's inbox: completions of storage operations that waited on a
   // drive come back through it, tagged with the connection's id.
@@ -82,7 +83,7 @@ struct ConnectionContext {
   uint64_t max_value_bytes = 16ULL << 30;      // memory.max_value_size, announced at Connect
   ServerMetrics* metrics = nullptr;
   // The slot each connection holds (reserved by the worker before it builds
-  // the Connection, given back by ~Connection). Null: no limits.
+  // the Session, given back by ~Session). Null: no limits.
   ConnectionLimits* limits = nullptr;
   HmacSha256* master_mac = nullptr;
   std::span<const uint8_t> master_key;
@@ -91,13 +92,13 @@ struct ConnectionContext {
 // Ok, or TooLarge naming `limit` (the server's memory.max_value_size).
 Status CheckValueSize(uint64_t size, uint64_t limit);
 
-class Connection {
+class Session {
  public:
   // `id` is unique for the worker's lifetime (fds are reused, ids are not).
-  Connection(uint64_t id, UniqueFd fd, std::string peer, const ConnectionContext& ctx, Nanos now);
-  ~Connection();
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
+  Session(uint64_t id, UniqueFd fd, std::string peer, const SessionContext& ctx, Nanos now);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   uint64_t id() const { return id_; }
   int fd() const { return fd_.get(); }
@@ -200,7 +201,7 @@ class Connection {
   uint64_t FrameBytesReceived() const;
   uint64_t FrameBytesExpected() const;
 
-  // connection_ops.cc: the opcodes.
+  // session_ops.cc: the opcodes.
   void HandleConnect();
   void DispatchAuthenticated();
   void HandlePut(std::string_view key);
@@ -217,7 +218,7 @@ class Connection {
   // An RDMA control op on a connection without accepted QPs.
   bool RequireRdma();
 
-  // connection_storage.cc: requests whose storage operation may wait on a
+  // session_storage.cc: requests whose storage operation may wait on a
   // drive. Each passes the store a completion that queues the response;
   // Await parks the connection while it is pending. A completion may
   // capture `this`: it runs on this worker, and is dropped if the
@@ -234,7 +235,7 @@ class Connection {
   void RespondBatchGet(std::vector<Result<StoredValue>>& values);
   void HandleDelete(std::string_view key);
 
-  // connection_stream.cc: values in pieces (see above).
+  // session_stream.cc: values in pieces (see above).
   void BeginStreamPut(std::string key);
   void ReceiveIntoWindow();
   void OnStreamPieceWritten(Status written);
@@ -251,7 +252,7 @@ class Connection {
   uint64_t id_;
   UniqueFd fd_;
   std::string peer_;
-  ConnectionContext ctx_;
+  SessionContext ctx_;
   Nanos accepted_at_;
   Nanos last_write_progress_;
   std::unique_ptr<proto::FrameAuth> auth_;
@@ -301,6 +302,6 @@ class Connection {
   std::vector<std::unique_ptr<verbs::QueuePair>> qps_;
 };
 
-}  // namespace memkv
+}  // namespace memkv::server
 
-#endif  // MEMKV_SERVER_CONNECTION_H_
+#endif  // MEMKV_SERVER_SESSION_H_
