@@ -14,7 +14,6 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/units.h"
-#include "base/version.h"
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/start_preflight.h"
@@ -238,6 +237,45 @@ int ExitCodeForStep(Daemon::Step step, const Status& status) {
   return kExitConfig;
 }
 
+// The data directory's key file, created on the first start. Returns the
+// exit code when start must end.
+std::optional<int> LoadKeyFile(const std::string& data_dir, std::vector<uint8_t>* key, std::string* source) {
+  Result<AuthKeyFile> file = LoadOrCreateAuthKey(data_dir);
+  if (!file.ok()) {
+    std::fprintf(stderr, "memkv start: %s\n", file.status().message().c_str());
+    return kExitConfig;
+  }
+  *key = file->key;
+  *source = file->path;
+  LOG_INFO_C("start") << (file->created ? "generated a new auth key in " : "using the auth key in ") << file->path
+                      << " (mode 0600)";
+  return std::nullopt;
+}
+
+// Serves on this thread until one of `signals` (blocked in every thread)
+// arrives on a thread that waits for it, then drains; the exit code.
+int ServeUntilSignalled(Daemon& daemon, const sigset_t& signals) {
+  std::atomic<bool> signalled{false};
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    signalled.store(true);
+    const char* name = sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM";
+    LOG_INFO_C("start") << "received " << name << ": draining and stopping";
+    daemon.Stop();
+  });
+  Status run = daemon.Run();
+  // Run failed on its own: release the signal thread from its sigwait.
+  if (!signalled.load()) pthread_kill(signal_thread.native_handle(), SIGTERM);
+  signal_thread.join();
+  if (!run.ok()) {
+    LOG_ERROR_C("start") << run.ToString();
+    return kExitFailed;
+  }
+  LOG_INFO_C("start") << "stopped";
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunStart(const std::vector<std::string>& args, const Environment& env) {
@@ -294,16 +332,8 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   std::string key_source = "from the config";
   if (c.network.auth_key) {
     options.auth_key = *c.network.auth_key;
-  } else {
-    Result<AuthKeyFile> file = LoadOrCreateAuthKey(flags.data_dir);
-    if (!file.ok()) {
-      std::fprintf(stderr, "memkv start: %s\n", file.status().message().c_str());
-      return kExitConfig;
-    }
-    options.auth_key = file->key;
-    key_source = file->path;
-    LOG_INFO_C("start") << (file->created ? "generated a new auth key in " : "using the auth key in ")
-                        << file->path << " (mode 0600)";
+  } else if (auto code = LoadKeyFile(flags.data_dir, &options.auth_key, &key_source)) {
+    return *code;
   }
 
   PrefaultMeter meter;
@@ -335,25 +365,7 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   std::printf("ready %s\n", address.c_str());
   std::fflush(stdout);
 
-  std::atomic<bool> signalled{false};
-  std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    signalled.store(true);
-    const char* name = sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM";
-    LOG_INFO_C("start") << "received " << name << ": draining and stopping";
-    daemon.Stop();
-  });
-  Status run = daemon.Run();
-  // Run failed on its own: release the signal thread from its sigwait.
-  if (!signalled.load()) pthread_kill(signal_thread.native_handle(), SIGTERM);
-  signal_thread.join();
-  if (!run.ok()) {
-    LOG_ERROR_C("start") << run.ToString();
-    return kExitFailed;
-  }
-  LOG_INFO_C("start") << "stopped";
-  return kExitOk;
+  return ServeUntilSignalled(daemon, signals);
 }
 
 }  // namespace memkv::cli
