@@ -176,18 +176,43 @@ TEST(DaemonTest, AFailedStartNamesItsStepAndLeavesNothingBehind) {
   EXPECT_EQ(daemon.status().code(), StatusCode::kFailedPrecondition) << daemon.status().ToString();
   EXPECT_EQ(fabric.LiveRegistrations(), 0u);
 
-  // The data port taken by another daemon.
-  verbs::FakeFabric none;
-  std::unique_ptr<Daemon> first = Started(MemoryOptions(), none);
+  // The data port taken by another daemon: the second one's pool was
+  // registered before it tried to listen, and is unregistered again.
+  verbs::FakeFabric healthy;
+  healthy.AddDevice("srv0");
+  std::unique_ptr<Daemon> first = Started(MemoryOptions(), healthy);
   ASSERT_NE(first, nullptr);
+  ASSERT_EQ(healthy.LiveRegistrations(), 1u);
   DaemonOptions same = MemoryOptions();
   same.config.network.port = first->port();
-  daemon = Daemon::Create(std::move(same), On(none), &step);
+  daemon = Daemon::Create(std::move(same), On(healthy), &step);
   ASSERT_FALSE(daemon.ok());
   EXPECT_EQ(step, Daemon::Step::kListen);
   EXPECT_NE(daemon.status().message().find("cannot listen on 127.0.0.1:" + std::to_string(first->port())),
             std::string::npos)
       << daemon.status().ToString();
+  EXPECT_EQ(healthy.LiveRegistrations(), 1u) << "only the first daemon's pool";
+}
+
+TEST(DaemonTest, ThePoolIsFaultedInBeforeTheThreadsHookWhichRunsOnce) {
+  verbs::FakeFabric fabric;
+  DaemonOptions options = MemoryOptions();
+  options.config.memory.prefault = true;
+  uint64_t last_done = 0, last_total = 0;
+  int hooks = 0;
+  DaemonSeams seams = On(fabric);
+  seams.prefault_progress = [&](uint64_t done, uint64_t total) {
+    EXPECT_EQ(hooks, 0) << "progress comes before the hook";
+    last_done = done;
+    last_total = total;
+  };
+  seams.before_threads = [&] { ++hooks; };
+  Result<std::unique_ptr<Daemon>> daemon = Daemon::Create(std::move(options), std::move(seams));
+  ASSERT_TRUE(daemon.ok()) << daemon.status().ToString();
+  EXPECT_EQ(hooks, 1);
+  EXPECT_GT(last_total, 0u);
+  EXPECT_EQ(last_done, last_total) << "the last call says the pool is done";
+  EXPECT_GT((*daemon)->memory().backing().prefault_nanos, 0u);
 }
 
 TEST(DaemonTest, StopBeforeRunMakesRunReturnAtOnce) {
