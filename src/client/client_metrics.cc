@@ -26,6 +26,12 @@ size_t BatchIndex(ClientOp op) {
   return op == ClientOp::kBatchPut ? 0 : op == ClientOp::kBatchGet ? 1 : 2;
 }
 
+// The reader of a row with one unlabelled sample: a ClientStats count.
+template <uint64_t ClientStats::*Field>
+void ReadStat(const S& s, Samples& out) {
+  out.Counter({}, (*s.stats).*Field);
+}
+
 // Every (op, transport) cell with its labels, ops in ClientOp order, tcp first.
 template <typename Fn>
 void ForEachCall(const S& s, Fn&& fn) {
@@ -67,13 +73,13 @@ constexpr ClientMetric kMetrics[] = {
        out.Gauge({{"transport", "tcp"}}, s.stats->transport == "rdma" ? 0 : 1);
      }},
     {"memkv_client_timeouts_total", MetricType::kCounter, "", "Deadlines hit (MEMKV_TIMEOUT_MS).",
-     [](const S& s, Samples& out) { out.Counter({}, s.stats->timeouts); }},
+     ReadStat<&ClientStats::timeouts>},
     {"memkv_client_checksum_failures_total", MetricType::kCounter, "",
      "Values that did not match their checksum (dropped).",
-     [](const S& s, Samples& out) { out.Counter({}, s.stats->checksum_failures); }},
+     ReadStat<&ClientStats::checksum_failures>},
     {"memkv_client_connections_opened_total", MetricType::kCounter, "",
      "Server connections set up (handshakes completed).",
-     [](const S& s, Samples& out) { out.Counter({}, s.stats->connections_opened); }},
+     ReadStat<&ClientStats::connections_opened>},
     {"memkv_client_value_bytes_total", MetricType::kCounter, "transport", "Value bytes moved, by transport.",
      [](const S& s, Samples& out) {
        out.Counter({{"transport", "rdma"}}, s.stats->rdma_bytes);
@@ -82,7 +88,7 @@ constexpr ClientMetric kMetrics[] = {
     {"memkv_client_rdma_fallbacks_total", MetricType::kCounter, "",
      "Downgrades from RDMA to TCP after an RDMA failure (0 or 1 per client; a host without any RDMA "
      "device is not one: see memkv_client_rdma_state).",
-     [](const S& s, Samples& out) { out.Counter({}, s.stats->fallbacks); }},
+     ReadStat<&ClientStats::fallbacks>},
     {"memkv_client_rdma_state", MetricType::kGauge, "state",
      "1 for where RDMA stands: active, fallback (failed, downgraded to TCP), no_device (no RDMA device "
      "on this host), off (transport tcp).",
@@ -92,7 +98,7 @@ constexpr ClientMetric kMetrics[] = {
        }
      }},
     {"memkv_client_rdma_reissued_total", MetricType::kCounter, "", "Calls re-issued over TCP after an RDMA failure.",
-     [](const S& s, Samples& out) { out.Counter({}, s.stats->rdma_reissued); }},
+     ReadStat<&ClientStats::rdma_reissued>},
     {"memkv_client_rdma_completion_errors_total", MetricType::kCounter, "status",
      "RDMA work completions in error, by ibv_wc_status (12 = retry exceeded).",
      [](const S& s, Samples& out) {

@@ -19,6 +19,12 @@ Labels OpLabels(size_t i) {
   return {{"op", OpSlotName(slot)}, {"transport", OpSlotTransport(slot)}};
 }
 
+// The reader of a row with one unlabelled sample: a ServerMetrics counter.
+template <metrics::Counter ServerMetrics::*Cell>
+void ReadCell(const S& s, Samples& out) {
+  out.Counter({}, ((*s.metrics).*Cell).Value());
+}
+
 std::string DeviceName(const DriveStats& d) { return "drive" + std::to_string(d.index); }
 
 const std::vector<DriveStats>& Drives(const S& s) {
@@ -70,10 +76,10 @@ constexpr ServerMetric kMetrics[] = {
        out.Gauge({}, double(s.metrics->connections_active.load(std::memory_order_relaxed)));
      }},
     {"memkv_connections_accepted_total", kCounter, "", "Client connections accepted.",
-     [](const S& s, Samples& out) { out.Counter({}, s.metrics->connections_accepted.Value()); }},
+     ReadCell<&ServerMetrics::connections_accepted>},
     {"memkv_accept_failures_total", kCounter, "",
      "accept(2) failures for lack of descriptors or memory; each pauses accepts for 100 ms.",
-     [](const S& s, Samples& out) { out.Counter({}, s.metrics->accept_failures.Value()); }},
+     ReadCell<&ServerMetrics::accept_failures>},
     {"memkv_connections_closed_total", kCounter, "reason", "Connections the server closed, by reason.",
      [](const S& s, Samples& out) {
        const ServerMetrics& m = *s.metrics;
@@ -90,15 +96,15 @@ constexpr ServerMetric kMetrics[] = {
        out.Counter({{"reason", "max_unauthenticated"}}, s.metrics->connections_refused_max_unauthenticated.Value());
      }},
     {"memkv_auth_failures_total", kCounter, "", "Frames or connections refused for failed authentication.",
-     [](const S& s, Samples& out) { out.Counter({}, s.metrics->auth_failures.Value()); }},
+     ReadCell<&ServerMetrics::auth_failures>},
     {"memkv_protocol_errors_total", kCounter, "", "Malformed frames, unknown opcodes and similar protocol errors.",
-     [](const S& s, Samples& out) { out.Counter({}, s.metrics->protocol_errors.Value()); }},
+     ReadCell<&ServerMetrics::protocol_errors>},
     {"memkv_unsupported_version_total", kCounter, "", "Frames of a protocol version this server does not speak.",
-     [](const S& s, Samples& out) { out.Counter({}, s.metrics->unsupported_version.Value()); }},
+     ReadCell<&ServerMetrics::unsupported_version>},
     {"memkv_network_received_bytes_total", kCounter, "", "Bytes read from client sockets.",
-     [](const S& s, Samples& out) { out.Counter({}, s.metrics->bytes_received.Value()); }},
+     ReadCell<&ServerMetrics::bytes_received>},
     {"memkv_network_sent_bytes_total", kCounter, "", "Bytes written to client sockets.",
-     [](const S& s, Samples& out) { out.Counter({}, s.metrics->bytes_sent.Value()); }},
+     ReadCell<&ServerMetrics::bytes_sent>},
 
     // Data integrity.
     {"memkv_checksum_failures_total", kCounter, "where",
