@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -57,6 +58,13 @@ TEST(ClientMetricTableTest, EveryRowWritesWhatItDeclares) {
   }
   EXPECT_NE(text.find("memkv_client_rdma_completion_errors_total{status=\"12\"} 2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("memkv_client_requests_total{op=\"get\",transport=\"rdma\"} 1\n"), std::string::npos) << text;
+
+  auto calls = std::make_unique<ClientCallTable>();
+  ClientBatchKeys batch_keys{metrics::Histogram::ForSizesBytes(), metrics::Histogram::ForSizesBytes(),
+                             metrics::Histogram::ForSizesBytes()};
+  metrics::PrometheusWriter writer;
+  EXPECT_EQ(metrics::WriteTable(ClientMetricTable(), ClientScrape{calls.get(), &batch_keys, &stats}, &writer), 0u);
+  EXPECT_EQ(writer.dropped(), 0u);
 }
 
 TEST(ClientStatsTableTest, OneRowPerFieldWithOneMember) {

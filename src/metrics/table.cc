@@ -55,6 +55,7 @@ bool Samples::Fits(MetricType type, const Labels& labels) {
   fits = fits && names.size() == labels.size();
   for (size_t i = 0; fits && i < names.size(); ++i) fits = names[i] == labels[i].name;
   assert(fits && "a metric table row's reader emitted a sample of another type or with other labels");
+  if (!fits) ++dropped_;
   return fits;
 }
 

@@ -36,7 +36,7 @@ namespace memkv::metrics {
 // The sink a row's reader writes its samples into: the row's family, on one
 // writer. A sample of the wrong type for the row, or whose label names differ
 // from the row's, breaks the table: debug builds assert, release builds drop
-// the sample.
+// the sample (counted by dropped()).
 class Samples {
  public:
   Samples(PrometheusWriter* writer, std::string_view name, MetricType type, std::string_view help,
@@ -47,6 +47,7 @@ class Samples {
   void Gauge(const Labels& labels, double value);
   // See PrometheusWriter::AddHistogram for `divisor`.
   void Histogram(const Labels& labels, const HistogramSnapshot& snapshot, double divisor = 1.0);
+  size_t dropped() const { return dropped_; }
 
  private:
   bool Fits(MetricType type, const Labels& labels);
@@ -56,6 +57,7 @@ class Samples {
   MetricType type_;
   std::string_view help_;
   std::string_view labels_;
+  size_t dropped_ = 0;
 };
 
 // One metric family. `labels` names its labels in the order samples carry
@@ -69,13 +71,18 @@ struct MetricDescriptor {
   void (*read)(const Source& source, Samples& out);
 };
 
-// Every row's samples, in table order.
+// Every row's samples, in table order. Returns the samples dropped for not
+// fitting their row (0 unless a reader is broken); the writer's dropped()
+// counts those that break the Prometheus rules.
 template <typename Source>
-void WriteTable(std::span<const MetricDescriptor<Source>> table, const Source& source, PrometheusWriter* writer) {
+size_t WriteTable(std::span<const MetricDescriptor<Source>> table, const Source& source, PrometheusWriter* writer) {
+  size_t dropped = 0;
   for (const MetricDescriptor<Source>& row : table) {
     Samples out(writer, row.name, row.type, row.help, row.labels);
     row.read(source, out);
+    dropped += out.dropped();
   }
+  return dropped;
 }
 
 // The label names of a descriptor's `labels` text, in order.

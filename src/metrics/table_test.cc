@@ -29,7 +29,7 @@ constexpr std::array<MetricDescriptor<Toy>, 3> kToyTable = {{
 
 TEST(MetricTableTest, WritesRowsInTableOrder) {
   PrometheusWriter w;
-  WriteTable<Toy>(kToyTable, Toy{3, 4, 1.5, true}, &w);
+  EXPECT_EQ(WriteTable<Toy>(kToyTable, Toy{3, 4, 1.5, true}, &w), 0u);
   EXPECT_EQ(w.Text(),
             "# HELP toy_lookups_total Lookups, by result.\n"
             "# TYPE toy_lookups_total counter\n"
@@ -49,6 +49,30 @@ TEST(MetricTableTest, FamilyWithoutSamplesIsLeftOut) {
   WriteTable<Toy>(kToyTable, Toy{}, &w);
   EXPECT_EQ(w.Text().find("toy_drive_used_bytes"), std::string::npos) << w.Text();
   EXPECT_NE(w.Text().find("toy_up 1\n"), std::string::npos) << w.Text();
+}
+
+// A sample that does not fit its row: release builds drop it and count it,
+// debug builds assert.
+constexpr MetricDescriptor<Toy> kBroken[] = {
+    {"toy_hits_total", MetricType::kCounter, "result", "Hits.",
+     [](const Toy& t, Samples& out) {
+       out.Counter({{"tier", "dram"}}, t.hits);  // another label
+       out.Gauge({{"result", "hit"}}, 1);        // another type
+       out.Counter({{"result", "hit"}}, t.hits);
+     }},
+};
+
+TEST(MetricTableTest, SampleNotFittingItsRowAssertsInDebugAndIsDroppedInRelease) {
+  PrometheusWriter w;
+#ifdef NDEBUG
+  EXPECT_EQ(WriteTable<Toy>(kBroken, Toy{3, 4, 0, false}, &w), 2u);
+  EXPECT_EQ(w.Text(),
+            "# HELP toy_hits_total Hits.\n"
+            "# TYPE toy_hits_total counter\n"
+            "toy_hits_total{result=\"hit\"} 3\n");
+#else
+  EXPECT_DEATH(WriteTable<Toy>(kBroken, Toy{3, 4, 0, false}, &w), "another type or with other labels");
+#endif
 }
 
 TEST(MetricTableTest, CheckTableFindsBrokenRows) {
