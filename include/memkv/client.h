@@ -187,6 +187,28 @@ struct ClientStats {
   std::map<int, uint64_t> completion_errors;
 };
 
+// ---- Client statistics, described once ----
+//
+// Every ClientStats field is one row of ClientStatsTable(): its name (the
+// C++ field, the key of Python's memkv.Client.stats(), the memkv_stats_t
+// field of the same name), what it holds, and which member to read. The
+// client fills ClientStats row by row; memkv_client_stats and Python's
+// stats() copy it row by row. Pure; any thread.
+enum class ClientStatKind { kCount, kText, kByStatus };
+
+struct ClientStatInfo {
+  std::string_view name;  // "timeouts"
+  ClientStatKind kind;
+  std::string_view doc;   // one line
+  // The member, by kind; the other two are null.
+  uint64_t ClientStats::*count = nullptr;
+  std::string ClientStats::*text = nullptr;
+  std::map<int, uint64_t> ClientStats::*by_status = nullptr;
+};
+
+// The rows, in ClientStats order.
+std::span<const ClientStatInfo> ClientStatsTable();
+
 class Client {
  public:
   // InvalidArgument naming the bad option (bad address, key not 64 hex, ...).

@@ -131,36 +131,27 @@ size_t PyClient::ServerFor(py::handle key) {
 }
 
 py::dict PyClient::Stats() {
-  // Every ClientStats field, by its C++ name.
-  static constexpr std::pair<const char*, uint64_t ClientStats::*> kCounters[] = {
-      {"ops", &ClientStats::ops},
-      {"bytes_sent", &ClientStats::bytes_sent},
-      {"bytes_received", &ClientStats::bytes_received},
-      {"checksum_failures", &ClientStats::checksum_failures},
-      {"timeouts", &ClientStats::timeouts},
-      {"connections_opened", &ClientStats::connections_opened},
-      {"rdma_ops", &ClientStats::rdma_ops},
-      {"rdma_bytes", &ClientStats::rdma_bytes},
-      {"rdma_zero_copy_ops", &ClientStats::rdma_zero_copy_ops},
-      {"tcp_ops", &ClientStats::tcp_ops},
-      {"tcp_bytes", &ClientStats::tcp_bytes},
-      {"rdma_reissued", &ClientStats::rdma_reissued},
-      {"fallbacks", &ClientStats::fallbacks},
-  };
-  static constexpr std::pair<const char*, std::string ClientStats::*> kTexts[] = {
-      {"transport", &ClientStats::transport},
-      {"rdma_state", &ClientStats::rdma_state},
-      {"fallback_reason", &ClientStats::fallback_reason},
-      {"rdma_path", &ClientStats::rdma_path},
-  };
   Result<ClientStats> stats = Call([](Client& c) -> Result<ClientStats> { return c.Stats(); });
   Check(stats.status(), "memkv.Client.stats");
+  // Every row of ClientStatsTable(), by name: the counts, then the texts,
+  // then the maps by ibv_wc_status.
   py::dict d;
-  for (const auto& [name, field] : kCounters) d[name] = (*stats).*field;
-  for (const auto& [name, field] : kTexts) d[name] = Utf8Lossy((*stats).*field);
-  py::dict errors;  // by ibv_wc_status value
-  for (const auto& [wc_status, count] : stats->completion_errors) errors[py::int_(wc_status)] = count;
-  d["completion_errors"] = errors;
+  for (ClientStatKind kind : {ClientStatKind::kCount, ClientStatKind::kText, ClientStatKind::kByStatus}) {
+    for (const ClientStatInfo& row : ClientStatsTable()) {
+      if (row.kind != kind) continue;
+      const py::str name(row.name.data(), row.name.size());
+      switch (row.kind) {
+        case ClientStatKind::kCount: d[name] = (*stats).*(row.count); break;
+        case ClientStatKind::kText: d[name] = Utf8Lossy((*stats).*(row.text)); break;
+        case ClientStatKind::kByStatus: {
+          py::dict by_status;
+          for (const auto& [wc_status, count] : (*stats).*(row.by_status)) by_status[py::int_(wc_status)] = count;
+          d[name] = by_status;
+          break;
+        }
+      }
+    }
+  }
   return d;
 }
 

@@ -1,5 +1,6 @@
 // The C API's statistics, transport, version and log level names. ClientStats
-// becomes memkv_stats_t, a struct that only grows at its end (struct_size).
+// becomes memkv_stats_t, a struct that only grows at its end (struct_size),
+// filled row by row from ClientStatsTable() (c_api_stats.h).
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -7,6 +8,7 @@
 
 #include "base/version.h"
 #include "capi/c_api_internal.h"
+#include "capi/c_api_stats.h"
 
 // The header's version macros are written by hand; this keeps them equal to
 // project(VERSION) in CMakeLists.txt, which the library reports.
@@ -22,7 +24,11 @@ static_assert(MEMKV_LOG_DEBUG == static_cast<int>(memkv::ClientLogLevel::kDebug)
 namespace memkv::capi {
 namespace {
 
-int32_t RdmaState(std::string_view state) {
+int32_t TransportCode(std::string_view transport) {
+  return transport == "rdma" ? MEMKV_TRANSPORT_RDMA : MEMKV_TRANSPORT_TCP;
+}
+
+int32_t RdmaStateCode(std::string_view state) {
   if (state == "active") return MEMKV_RDMA_ACTIVE;
   if (state == "fallback") return MEMKV_RDMA_FALLBACK;
   if (state == "no_device") return MEMKV_RDMA_NO_DEVICE;
@@ -30,40 +36,70 @@ int32_t RdmaState(std::string_view state) {
 }
 
 // Copies `text` into a fixed field, cut to fit and always NUL-terminated.
-template <size_t N>
-void CopyText(std::string_view text, char (&field)[N]) {
-  const size_t n = std::min(text.size(), N - 1);
+void CopyText(std::string_view text, char (&field)[MEMKV_STATS_TEXT_BYTES]) {
+  const size_t n = std::min(text.size(), sizeof(field) - 1);
   std::memcpy(field, text.data(), n);
   field[n] = '\0';
 }
 
-memkv_stats_t ToC(const ClientStats& s) {
-  memkv_stats_t out{};
-  out.struct_size = sizeof(out);
-  out.ops = s.ops;
-  out.bytes_sent = s.bytes_sent;
-  out.bytes_received = s.bytes_received;
-  out.checksum_failures = s.checksum_failures;
-  out.timeouts = s.timeouts;
-  out.connections_opened = s.connections_opened;
-  out.transport = s.transport == "rdma" ? MEMKV_TRANSPORT_RDMA : MEMKV_TRANSPORT_TCP;
-  out.rdma_state = RdmaState(s.rdma_state);
-  out.rdma_ops = s.rdma_ops;
-  out.rdma_bytes = s.rdma_bytes;
-  out.rdma_zero_copy_ops = s.rdma_zero_copy_ops;
-  out.tcp_ops = s.tcp_ops;
-  out.tcp_bytes = s.tcp_bytes;
-  out.rdma_reissued = s.rdma_reissued;
-  out.fallbacks = s.fallbacks;
-  for (const auto& [wc_status, count] : s.completion_errors) {
-    out.completion_errors[std::clamp(wc_status, 0, MEMKV_STATS_COMPLETION_STATUSES - 1)] += count;
+using T = memkv_stats_t;
+constexpr CStatsField kFields[] = {
+    {.name = "ops", .count = &T::ops},
+    {.name = "bytes_sent", .count = &T::bytes_sent},
+    {.name = "bytes_received", .count = &T::bytes_received},
+    {.name = "checksum_failures", .count = &T::checksum_failures},
+    {.name = "timeouts", .count = &T::timeouts},
+    {.name = "connections_opened", .count = &T::connections_opened},
+    {.name = "transport", .code = &T::transport, .encode = TransportCode},
+    {.name = "rdma_state", .code = &T::rdma_state, .encode = RdmaStateCode},
+    {.name = "rdma_ops", .count = &T::rdma_ops},
+    {.name = "rdma_bytes", .count = &T::rdma_bytes},
+    {.name = "rdma_zero_copy_ops", .count = &T::rdma_zero_copy_ops},
+    {.name = "tcp_ops", .count = &T::tcp_ops},
+    {.name = "tcp_bytes", .count = &T::tcp_bytes},
+    {.name = "rdma_reissued", .count = &T::rdma_reissued},
+    {.name = "fallbacks", .count = &T::fallbacks},
+    {.name = "completion_errors", .by_status = &T::completion_errors},
+    {.name = "fallback_reason", .text = &T::fallback_reason},
+    {.name = "rdma_path", .text = &T::rdma_path},
+};
+
+const CStatsField* FindField(std::string_view name) {
+  for (const CStatsField& field : kFields) {
+    if (field.name == name) return &field;
   }
-  CopyText(s.fallback_reason, out.fallback_reason);
-  CopyText(s.rdma_path, out.rdma_path);
-  return out;
+  return nullptr;
 }
 
 }  // namespace
+
+std::span<const CStatsField> CStatsFields() { return kFields; }
+
+memkv_stats_t ToC(const ClientStats& s) {
+  memkv_stats_t out{};
+  out.struct_size = sizeof(out);
+  for (const ClientStatInfo& row : ClientStatsTable()) {
+    const CStatsField* field = FindField(row.name);
+    if (field == nullptr) continue;  // not (yet) in the C struct
+    switch (row.kind) {
+      case ClientStatKind::kCount:
+        if (field->count != nullptr) out.*(field->count) = s.*(row.count);
+        break;
+      case ClientStatKind::kText:
+        if (field->text != nullptr) CopyText(s.*(row.text), out.*(field->text));
+        if (field->code != nullptr) out.*(field->code) = field->encode(s.*(row.text));
+        break;
+      case ClientStatKind::kByStatus:
+        if (field->by_status == nullptr) break;
+        for (const auto& [wc_status, count] : s.*(row.by_status)) {
+          (out.*(field->by_status))[std::clamp(wc_status, 0, MEMKV_STATS_COMPLETION_STATUSES - 1)] += count;
+        }
+        break;
+    }
+  }
+  return out;
+}
+
 }  // namespace memkv::capi
 
 using memkv::capi::Call;

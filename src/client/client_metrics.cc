@@ -7,9 +7,15 @@
 namespace memkv::client {
 namespace {
 
+using metrics::Labels;
+using metrics::MetricType;
+using metrics::Samples;
+using S = ClientScrape;
+
 constexpr std::string_view kOpNames[kClientOps] = {"put",       "get",       "delete",       "exists",
                                                    "batch_put", "batch_get", "batch_exists", "list",
                                                    "stat"};
+constexpr ClientOp kBatchOps[] = {ClientOp::kBatchPut, ClientOp::kBatchGet, ClientOp::kBatchExists};
 
 // 1, 2, 4, ... 4096 keys per batch.
 constexpr uint64_t kBatchBounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
@@ -20,12 +26,94 @@ size_t BatchIndex(ClientOp op) {
   return op == ClientOp::kBatchPut ? 0 : op == ClientOp::kBatchGet ? 1 : 2;
 }
 
+// The reader of a row with one unlabelled sample: a ClientStats count.
+template <uint64_t ClientStats::*Field>
+void ReadStat(const S& s, Samples& out) {
+  out.Counter({}, (*s.stats).*Field);
+}
+
+// Every (op, transport) cell with its labels, ops in ClientOp order, tcp first.
+template <typename Fn>
+void ForEachCall(const S& s, Fn&& fn) {
+  for (size_t op = 0; op < kClientOps; ++op) {
+    for (int rdma = 0; rdma < 2; ++rdma) {
+      fn(Labels{{"op", kOpNames[op]}, {"transport", rdma ? "rdma" : "tcp"}}, (*s.calls)[op][rdma]);
+    }
+  }
+}
+
+constexpr ClientMetric kMetrics[] = {
+    {"memkv_client_requests_total", MetricType::kCounter, "op,transport",
+     "Client calls finished, by operation and transport in use.",
+     [](const S& s, Samples& out) {
+       ForEachCall(s, [&](const Labels& l, const ClientCallCells& c) { out.Counter(l, c.requests.Value()); });
+     }},
+    {"memkv_client_request_errors_total", MetricType::kCounter, "op,transport",
+     "Client calls that failed (a status other than ok or not found).",
+     [](const S& s, Samples& out) {
+       ForEachCall(s, [&](const Labels& l, const ClientCallCells& c) { out.Counter(l, c.errors.Value()); });
+     }},
+    {"memkv_client_request_duration_seconds", MetricType::kHistogram, "op,transport",
+     "Client call latency, from call to return.",
+     [](const S& s, Samples& out) {
+       ForEachCall(s, [&](const Labels& l, const ClientCallCells& c) {
+         out.Histogram(l, c.latency.Snapshot(), metrics::kNanosPerSecond);
+       });
+     }},
+    {"memkv_client_batch_keys", MetricType::kHistogram, "op", "Keys per batch call.",
+     [](const S& s, Samples& out) {
+       for (ClientOp op : kBatchOps) {
+         out.Histogram({{"op", kOpNames[static_cast<size_t>(op)]}}, (*s.batch_keys)[BatchIndex(op)].Snapshot());
+       }
+     }},
+    {"memkv_client_transport", MetricType::kGauge, "transport",
+     "1 for the transport new calls use now, 0 for the other.",
+     [](const S& s, Samples& out) {
+       out.Gauge({{"transport", "rdma"}}, s.stats->transport == "rdma" ? 1 : 0);
+       out.Gauge({{"transport", "tcp"}}, s.stats->transport == "rdma" ? 0 : 1);
+     }},
+    {"memkv_client_timeouts_total", MetricType::kCounter, "", "Deadlines hit (MEMKV_TIMEOUT_MS).",
+     ReadStat<&ClientStats::timeouts>},
+    {"memkv_client_checksum_failures_total", MetricType::kCounter, "",
+     "Values that did not match their checksum (dropped).",
+     ReadStat<&ClientStats::checksum_failures>},
+    {"memkv_client_connections_opened_total", MetricType::kCounter, "",
+     "Server connections set up (handshakes completed).",
+     ReadStat<&ClientStats::connections_opened>},
+    {"memkv_client_value_bytes_total", MetricType::kCounter, "transport", "Value bytes moved, by transport.",
+     [](const S& s, Samples& out) {
+       out.Counter({{"transport", "rdma"}}, s.stats->rdma_bytes);
+       out.Counter({{"transport", "tcp"}}, s.stats->tcp_bytes);
+     }},
+    {"memkv_client_rdma_fallbacks_total", MetricType::kCounter, "",
+     "Downgrades from RDMA to TCP after an RDMA failure (0 or 1 per client; a host without any RDMA "
+     "device is not one: see memkv_client_rdma_state).",
+     ReadStat<&ClientStats::fallbacks>},
+    {"memkv_client_rdma_state", MetricType::kGauge, "state",
+     "1 for where RDMA stands: active, fallback (failed, downgraded to TCP), no_device (no RDMA device "
+     "on this host), off (transport tcp).",
+     [](const S& s, Samples& out) {
+       for (std::string_view state : {"active", "fallback", "no_device", "off"}) {
+         out.Gauge({{"state", state}}, s.stats->rdma_state == state ? 1 : 0);
+       }
+     }},
+    {"memkv_client_rdma_reissued_total", MetricType::kCounter, "", "Calls re-issued over TCP after an RDMA failure.",
+     ReadStat<&ClientStats::rdma_reissued>},
+    {"memkv_client_rdma_completion_errors_total", MetricType::kCounter, "status",
+     "RDMA work completions in error, by ibv_wc_status (12 = retry exceeded).",
+     [](const S& s, Samples& out) {
+       for (const auto& [status, n] : s.stats->completion_errors) out.Counter({{"status", std::to_string(status)}}, n);
+     }},
+};
+
 }  // namespace
+
+std::span<const ClientMetric> ClientMetricTable() { return kMetrics; }
 
 ClientMetrics::ClientMetrics() : batch_keys_{BatchHistogram(), BatchHistogram(), BatchHistogram()} {}
 
 void ClientMetrics::Record(ClientOp op, bool rdma, Nanos latency, bool failed) {
-  Cell& cell = cells_[static_cast<size_t>(op)][rdma ? 1 : 0];
+  ClientCallCells& cell = cells_[static_cast<size_t>(op)][rdma ? 1 : 0];
   cell.requests.Add();
   if (failed) cell.errors.Add();
   cell.latency.Observe(latency > 0 ? static_cast<uint64_t>(latency) : 0);
@@ -34,54 +122,9 @@ void ClientMetrics::Record(ClientOp op, bool rdma, Nanos latency, bool failed) {
 void ClientMetrics::RecordBatch(ClientOp op, size_t keys) { batch_keys_[BatchIndex(op)].Observe(keys); }
 
 std::string ClientMetrics::Text(const ClientStats& stats) const {
-  metrics::PrometheusWriter p;
-  for (size_t op = 0; op < kClientOps; ++op) {
-    for (int rdma = 0; rdma < 2; ++rdma) {
-      const Cell& cell = cells_[op][rdma];
-      const metrics::Labels labels = {{"op", kOpNames[op]}, {"transport", rdma ? "rdma" : "tcp"}};
-      p.AddCounter("memkv_client_requests_total", "Client calls finished, by operation and transport in use.",
-                   labels, cell.requests.Value());
-      p.AddCounter("memkv_client_request_errors_total",
-                   "Client calls that failed (a status other than ok or not found).", labels, cell.errors.Value());
-      p.AddHistogram("memkv_client_request_duration_seconds", "Client call latency, from call to return.", labels,
-                     cell.latency.Snapshot(), metrics::kNanosPerSecond);
-    }
-  }
-  for (ClientOp op : {ClientOp::kBatchPut, ClientOp::kBatchGet, ClientOp::kBatchExists}) {
-    p.AddHistogram("memkv_client_batch_keys", "Keys per batch call.",
-                   {{"op", kOpNames[static_cast<size_t>(op)]}}, batch_keys_[BatchIndex(op)].Snapshot());
-  }
-  p.AddGauge("memkv_client_transport", "1 for the transport new calls use now, 0 for the other.",
-             {{"transport", "rdma"}}, stats.transport == "rdma" ? 1 : 0);
-  p.AddGauge("memkv_client_transport", "1 for the transport new calls use now, 0 for the other.",
-             {{"transport", "tcp"}}, stats.transport == "rdma" ? 0 : 1);
-  p.AddCounter("memkv_client_timeouts_total", "Deadlines hit (MEMKV_TIMEOUT_MS).", {}, stats.timeouts);
-  p.AddCounter("memkv_client_checksum_failures_total", "Values that did not match their checksum (dropped).", {},
-               stats.checksum_failures);
-  p.AddCounter("memkv_client_connections_opened_total", "Server connections set up (handshakes completed).", {},
-               stats.connections_opened);
-  p.AddCounter("memkv_client_value_bytes_total", "Value bytes moved, by transport.", {{"transport", "rdma"}},
-               stats.rdma_bytes);
-  p.AddCounter("memkv_client_value_bytes_total", "Value bytes moved, by transport.", {{"transport", "tcp"}},
-               stats.tcp_bytes);
-  p.AddCounter("memkv_client_rdma_fallbacks_total",
-               "Downgrades from RDMA to TCP after an RDMA failure (0 or 1 per client; a host without any RDMA "
-               "device is not one: see memkv_client_rdma_state).",
-               {}, stats.fallbacks);
-  for (std::string_view state : {"active", "fallback", "no_device", "off"}) {
-    p.AddGauge("memkv_client_rdma_state",
-               "1 for where RDMA stands: active, fallback (failed, downgraded to TCP), no_device (no RDMA device "
-               "on this host), off (transport tcp).",
-               {{"state", state}}, stats.rdma_state == state ? 1 : 0);
-  }
-  p.AddCounter("memkv_client_rdma_reissued_total", "Calls re-issued over TCP after an RDMA failure.", {},
-               stats.rdma_reissued);
-  for (const auto& [status, n] : stats.completion_errors) {
-    p.AddCounter("memkv_client_rdma_completion_errors_total",
-                 "RDMA work completions in error, by ibv_wc_status (12 = retry exceeded).",
-                 {{"status", std::to_string(status)}}, n);
-  }
-  return p.Text();
+  metrics::PrometheusWriter writer;
+  metrics::WriteTable(ClientMetricTable(), ClientScrape{&cells_, &batch_keys_, &stats}, &writer);
+  return writer.Text();
 }
 
 }  // namespace memkv::client

@@ -9,6 +9,13 @@
 // exporter is an HttpServer of its own (GET /metrics) started by
 // Client::Create; it only reads.
 //
+// What the exporter writes is ClientMetricTable(): one row per Prometheus
+// family (name, type, labels, HELP, how to read it from a ClientScrape);
+// docs/metrics.md's "Client" table lists the same families (client_test
+// checks both ways). Adding a client metric: its cell (here, or a counter in
+// counters.h read through ClientStats), the increment where it happens, one
+// row in client_metrics.cc and its line in docs/metrics.md.
+//
 // Thread-safety: every method may be called from any thread.
 #ifndef MEMKV_CLIENT_CLIENT_METRICS_H_
 #define MEMKV_CLIENT_CLIENT_METRICS_H_
@@ -16,17 +23,37 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "base/clock.h"
 #include "memkv/client.h"
 #include "memkv/status.h"
 #include "metrics/histogram.h"
+#include "metrics/table.h"
 
 namespace memkv::client {
 
 enum class ClientOp : uint8_t { kPut, kGet, kDelete, kExists, kBatchPut, kBatchGet, kBatchExists, kList, kStat };
 inline constexpr size_t kClientOps = 9;
+
+// One operation's cells over one transport.
+struct ClientCallCells {
+  metrics::Counter requests;
+  metrics::Counter errors;
+  metrics::Histogram latency = metrics::Histogram::ForLatencyNanos();
+};
+using ClientCallTable = std::array<std::array<ClientCallCells, 2>, kClientOps>;  // [op][rdma]
+using ClientBatchKeys = std::array<metrics::Histogram, 3>;                       // batch put, get, exists
+
+// What one scrape reads: the cells, and the counters ClientStats carries.
+struct ClientScrape {
+  const ClientCallTable* calls = nullptr;
+  const ClientBatchKeys* batch_keys = nullptr;
+  const ClientStats* stats = nullptr;
+};
+using ClientMetric = metrics::MetricDescriptor<ClientScrape>;
+std::span<const ClientMetric> ClientMetricTable();
 
 class ClientMetrics {
  public:
@@ -41,13 +68,8 @@ class ClientMetrics {
   std::string Text(const ClientStats& stats) const;
 
  private:
-  struct Cell {
-    metrics::Counter requests;
-    metrics::Counter errors;
-    metrics::Histogram latency = metrics::Histogram::ForLatencyNanos();
-  };
-  std::array<std::array<Cell, 2>, kClientOps> cells_;  // [op][rdma]
-  std::array<metrics::Histogram, 3> batch_keys_;       // batch put, get, exists
+  ClientCallTable cells_;
+  ClientBatchKeys batch_keys_;
 };
 
 }  // namespace memkv::client

@@ -1,5 +1,8 @@
 // ClientCounters: the client's statistics, bumped from every calling thread.
 // Relaxed atomics: each counter is an independent tally, read only to report.
+// Each counter is read into ClientStats by its row of the client's stats
+// table (stats_table.cc): a new counter is a cell here, a ClientStats field,
+// one row there and the increment where it happens.
 #ifndef MEMKV_CLIENT_COUNTERS_H_
 #define MEMKV_CLIENT_COUNTERS_H_
 
@@ -52,32 +55,10 @@ struct ClientCounters {
     counter.fetch_add(n, std::memory_order_relaxed);
   }
 
-  ClientStats Snapshot() const {
-    ClientStats s;
-    s.ops = ops.load(std::memory_order_relaxed);
-    s.bytes_sent = bytes_sent.load(std::memory_order_relaxed);
-    s.bytes_received = bytes_received.load(std::memory_order_relaxed);
-    s.checksum_failures = checksum_failures.load(std::memory_order_relaxed);
-    s.timeouts = timeouts.load(std::memory_order_relaxed);
-    s.connections_opened = connections_opened.load(std::memory_order_relaxed);
-    s.rdma_ops = rdma_ops.load(std::memory_order_relaxed);
-    s.rdma_bytes = rdma_bytes.load(std::memory_order_relaxed);
-    s.rdma_zero_copy_ops = rdma_zero_copy_ops.load(std::memory_order_relaxed);
-    s.tcp_ops = tcp_ops.load(std::memory_order_relaxed);
-    s.tcp_bytes = tcp_bytes.load(std::memory_order_relaxed);
-    s.rdma_reissued = rdma_reissued.load(std::memory_order_relaxed);
-    s.fallbacks = fallbacks.load(std::memory_order_relaxed);
-    for (size_t i = 0; i < completion_errors.size(); ++i) {
-      uint64_t n = completion_errors[i].load(std::memory_order_relaxed);
-      if (n != 0) s.completion_errors[static_cast<int>(i)] = n;
-    }
-    {
-      std::lock_guard<std::mutex> lock(fallback_mu);
-      s.fallback_reason = fallback_reason;
-      s.rdma_path = rdma_path;
-    }
-    return s;
-  }
+  // Every counting row of ClientStatsTable() (stats_table.cc), plus the
+  // completion errors and the texts kept here; the caller adds transport and
+  // rdma_state.
+  ClientStats Snapshot() const;
 };
 
 }  // namespace memkv::client

@@ -12,15 +12,6 @@ namespace {
 bool IsNameStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
-std::string_view TypeName(MetricType type) {
-  switch (type) {
-    case MetricType::kCounter: return "counter";
-    case MetricType::kGauge: return "gauge";
-    case MetricType::kHistogram: return "histogram";
-  }
-  return "untyped";
-}
-
 // `{a="x",b="y"}` plus an optional trailing le label; "" when there are none.
 std::string LabelText(const Labels& labels, std::string_view le = {}) {
   if (labels.empty() && le.empty()) return {};
@@ -54,6 +45,15 @@ void AppendSample(std::string* out, std::string_view name, std::string_view suff
 
 }  // namespace
 
+std::string_view MetricTypeName(MetricType type) {
+  switch (type) {
+    case MetricType::kCounter: return "counter";
+    case MetricType::kGauge: return "gauge";
+    case MetricType::kHistogram: return "histogram";
+  }
+  return "untyped";
+}
+
 bool IsValidMetricName(std::string_view name) {
   if (name.empty() || !(IsNameStart(name[0]) || name[0] == ':')) return false;
   for (char c : name) {
@@ -71,7 +71,7 @@ bool IsValidLabelName(std::string_view name) {
 }
 
 Status CheckFamily(std::string_view name, MetricType type, std::string_view help) {
-  std::string what = "metric family '" + std::string(name) + "' (" + std::string(TypeName(type)) + ")";
+  std::string what = "metric family '" + std::string(name) + "' (" + std::string(MetricTypeName(type)) + ")";
   if (!IsValidMetricName(name)) return InvalidArgument(what + ": name must match [a-zA-Z_:][a-zA-Z0-9_:]*");
   bool total = name.ends_with("_total");
   if (type == MetricType::kCounter && !total) {
@@ -207,7 +207,7 @@ std::string PrometheusWriter::Text() const {
     out += "\n# TYPE ";
     out += family.name;
     out += ' ';
-    out += TypeName(family.type);
+    out += MetricTypeName(family.type);
     out += '\n';
     out += family.samples;
   }

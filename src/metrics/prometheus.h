@@ -47,6 +47,8 @@ namespace memkv::metrics {
 inline constexpr std::string_view kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
 
 enum class MetricType { kCounter, kGauge, kHistogram };
+// "counter", "gauge", "histogram": the `# TYPE` word.
+std::string_view MetricTypeName(MetricType type);
 
 struct Label {
   std::string_view name;

@@ -38,6 +38,8 @@
 
 namespace memkv {
 
+struct ServerSnapshot;  // server/metrics_table.h
+
 struct AdminSources {
   ServerMetrics* metrics = nullptr;
   TieredStore* tier = nullptr;           // the memory pool, and the drives when it has them
@@ -85,6 +87,8 @@ class AdminService {
 
  private:
   AdminService(const AdminOptions& options, const AdminSources& sources);
+  // Every source read once, for the tables of server/metrics_table.h.
+  ServerSnapshot Snapshot() const;
   uint64_t RequestsTotal() const;
   double OpsPerSecond() const;
   void Sample();

@@ -1,0 +1,391 @@
+#include "server/metrics_table.h"
+
+
+namespace memkv {
+namespace {
+
+using metrics::Labels;
+using metrics::MetricType;
+using metrics::Samples;
+using S = ServerSnapshot;
+
+constexpr MetricType kCounter = MetricType::kCounter;
+constexpr MetricType kGauge = MetricType::kGauge;
+constexpr MetricType kHistogram = MetricType::kHistogram;
+
+// The `op` and `transport` labels of one OpSlot.
+Labels OpLabels(size_t i) {
+  const OpSlot slot = static_cast<OpSlot>(i);
+  return {{"op", OpSlotName(slot)}, {"transport", OpSlotTransport(slot)}};
+}
+
+// The reader of a row with one unlabelled sample: a ServerMetrics counter.
+template <metrics::Counter ServerMetrics::*Cell>
+void ReadCell(const S& s, Samples& out) {
+  out.Counter({}, ((*s.metrics).*Cell).Value());
+}
+
+std::string DeviceName(const DriveStats& d) { return "drive" + std::to_string(d.index); }
+
+const std::vector<DriveStats>& Drives(const S& s) {
+  static const std::vector<DriveStats> kNone;
+  return s.drives ? s.drives->drives : kNone;
+}
+
+// ---- /metrics ----
+//
+// Families in the order the exposition lists them; each reader emits its
+// samples in label order (ops in OpSlot order, dram before the drives).
+constexpr ServerMetric kMetrics[] = {
+    {"memkv_build_info", kGauge, "version", "The running binary's version.",
+     [](const S& s, Samples& out) { out.Gauge({{"version", s.version}}, 1); }},
+    {"memkv_uptime_seconds", kGauge, "", "Seconds since the server started.",
+     [](const S& s, Samples& out) { out.Gauge({}, s.uptime_seconds); }},
+    {"memkv_health", kGauge, "status", "1 for the current health status (/v1/health), 0 for the others.",
+     [](const S& s, Samples& out) {
+       for (const char* status : {"healthy", "degraded", "unhealthy"}) {
+         out.Gauge({{"status", status}}, s.health.status == status ? 1 : 0);
+       }
+     }},
+
+    // Per operation.
+    {"memkv_requests_total", kCounter, "op,transport", "Requests answered, by operation and transport.",
+     [](const S& s, Samples& out) {
+       for (size_t i = 0; i < kOpSlots; ++i) out.Counter(OpLabels(i), s.metrics->ops[i].requests.Value());
+     }},
+    {"memkv_request_errors_total", kCounter, "op,transport",
+     "Requests answered with an error (a status other than ok or not found).",
+     [](const S& s, Samples& out) {
+       for (size_t i = 0; i < kOpSlots; ++i) out.Counter(OpLabels(i), s.metrics->ops[i].errors.Value());
+     }},
+    {"memkv_value_bytes_total", kCounter, "op,transport", "Value bytes stored (puts) or served (gets).",
+     [](const S& s, Samples& out) {
+       for (size_t i = 0; i < kOpSlots; ++i) out.Counter(OpLabels(i), s.metrics->ops[i].value_bytes.Value());
+     }},
+    {"memkv_request_duration_seconds", kHistogram, "op,transport",
+     "From a request's header arriving to its response being queued, drive work included.",
+     [](const S& s, Samples& out) {
+       for (size_t i = 0; i < kOpSlots; ++i) {
+         out.Histogram(OpLabels(i), s.metrics->ops[i].latency.Snapshot(), metrics::kNanosPerSecond);
+       }
+     }},
+
+    // Connections and the network.
+    {"memkv_connections_active", kGauge, "", "Client connections open now.",
+     [](const S& s, Samples& out) {
+       out.Gauge({}, double(s.metrics->connections_active.load(std::memory_order_relaxed)));
+     }},
+    {"memkv_connections_accepted_total", kCounter, "", "Client connections accepted.",
+     ReadCell<&ServerMetrics::connections_accepted>},
+    {"memkv_accept_failures_total", kCounter, "",
+     "accept(2) failures for lack of descriptors or memory; each pauses accepts for 100 ms.",
+     ReadCell<&ServerMetrics::accept_failures>},
+    {"memkv_connections_closed_total", kCounter, "reason", "Connections the server closed, by reason.",
+     [](const S& s, Samples& out) {
+       const ServerMetrics& m = *s.metrics;
+       out.Counter({{"reason", "handshake_timeout"}}, m.connections_closed_idle.Value());
+       out.Counter({{"reason", "write_stall"}}, m.connections_closed_stalled.Value());
+       out.Counter({{"reason", "frame_timeout"}}, m.connections_closed_frame_timeout.Value());
+       out.Counter({{"reason", "rdma_lease"}}, m.rdma_leases_expired.Value());
+     }},
+    {"memkv_connections_refused_total", kCounter, "reason",
+     "Connections closed at once on accept because a connection limit was reached, by limit "
+     "(network.max_connections, network.max_unauthenticated_connections).",
+     [](const S& s, Samples& out) {
+       out.Counter({{"reason", "max_connections"}}, s.metrics->connections_refused_max_connections.Value());
+       out.Counter({{"reason", "max_unauthenticated"}}, s.metrics->connections_refused_max_unauthenticated.Value());
+     }},
+    {"memkv_auth_failures_total", kCounter, "", "Frames or connections refused for failed authentication.",
+     ReadCell<&ServerMetrics::auth_failures>},
+    {"memkv_protocol_errors_total", kCounter, "", "Malformed frames, unknown opcodes and similar protocol errors.",
+     ReadCell<&ServerMetrics::protocol_errors>},
+    {"memkv_unsupported_version_total", kCounter, "", "Frames of a protocol version this server does not speak.",
+     ReadCell<&ServerMetrics::unsupported_version>},
+    {"memkv_network_received_bytes_total", kCounter, "", "Bytes read from client sockets.",
+     ReadCell<&ServerMetrics::bytes_received>},
+    {"memkv_network_sent_bytes_total", kCounter, "", "Bytes written to client sockets.",
+     ReadCell<&ServerMetrics::bytes_sent>},
+
+    // Data integrity.
+    {"memkv_checksum_failures_total", kCounter, "where",
+     "Values or payloads whose bytes did not match their checksum, by where it was caught.",
+     [](const S& s, Samples& out) {
+       out.Counter({{"where", "payload"}}, s.metrics->payload_checksum_failures.Value());
+       out.Counter({{"where", "rdma_commit"}}, s.metrics->rdma_commit_checksum_failures.Value());
+       out.Counter({{"where", "dram"}}, s.memory.checksum_failures);
+       if (s.drives) out.Counter({{"where", "drive"}}, s.drives->checksum_failures);
+     }},
+    {"memkv_sent_value_checks_total", kCounter, "result",
+     "DRAM values sent to a TCP reader (which checks them end to end) and then checked by the server: "
+     "hashed, or skipped because the bytes had matched within memory.read_check_interval_ms.",
+     [](const S& s, Samples& out) {
+       out.Counter({{"result", "hashed"}}, s.memory.later_checks);
+       out.Counter({{"result", "skipped_recent"}}, s.memory.later_checks_skipped);
+     }},
+
+    // The cache: DRAM hits, drive hits (DRAM misses served by a drive), misses.
+    {"memkv_cache_hits_total", kCounter, "tier", "Gets served, by the tier that held the value.",
+     [](const S& s, Samples& out) {
+       out.Counter({{"tier", "dram"}}, s.memory.hits);
+       out.Counter({{"tier", "drive"}}, s.tier.drive_hits);
+     }},
+    {"memkv_cache_misses_total", kCounter, "", "Gets of values in no tier.",
+     [](const S& s, Samples& out) {
+       out.Counter({}, s.memory.misses >= s.tier.drive_hits ? s.memory.misses - s.tier.drive_hits : 0);
+     }},
+    {"memkv_evictions_total", kCounter, "tier", "Values evicted to make room, by tier.",
+     [](const S& s, Samples& out) {
+       out.Counter({{"tier", "dram"}}, s.memory.evictions);
+       out.Counter({{"tier", "drive"}}, s.tier.drive_evictions);
+     }},
+    {"memkv_promotions_total", kCounter, "", "Values read from a drive and copied back into DRAM.",
+     [](const S& s, Samples& out) { out.Counter({}, s.tier.promotions); }},
+    {"memkv_keys", kGauge, "tier", "Values held, by tier.",
+     [](const S& s, Samples& out) {
+       out.Gauge({{"tier", "dram"}}, double(s.memory.keys));
+       if (s.drives) out.Gauge({{"tier", "drive"}}, double(s.drives->keys));
+     }},
+
+    // Capacity, per device (the DRAM pool, each drive).
+    {"memkv_capacity_raw_bytes", kGauge, "device", "Raw size of each device (the DRAM pool, each drive).",
+     [](const S& s, Samples& out) {
+       out.Gauge({{"device", "dram"}}, double(s.memory.pool_bytes));
+       for (const DriveStats& d : Drives(s)) out.Gauge({{"device", DeviceName(d)}}, double(d.raw_bytes));
+     }},
+    {"memkv_capacity_usable_bytes", kGauge, "device", "Bytes of each device that can hold values.",
+     [](const S& s, Samples& out) {
+       out.Gauge({{"device", "dram"}}, double(s.memory.pool_bytes));
+       for (const DriveStats& d : Drives(s)) out.Gauge({{"device", DeviceName(d)}}, double(d.usable_bytes));
+     }},
+    {"memkv_capacity_used_bytes", kGauge, "device",
+     "Bytes of each device's capacity consumed: values rounded up to the allocation unit, and room reserved "
+     "by puts in flight.",
+     [](const S& s, Samples& out) {
+       out.Gauge({{"device", "dram"}}, double(s.memory.used_bytes));
+       for (const DriveStats& d : Drives(s)) out.Gauge({{"device", DeviceName(d)}}, double(d.used_bytes));
+     }},
+    {"memkv_stored_value_bytes", kGauge, "tier", "Bytes of the values held, by tier.",
+     [](const S& s, Samples& out) {
+       out.Gauge({{"tier", "dram"}}, double(s.memory.value_bytes));
+       if (s.drives) out.Gauge({{"tier", "drive"}}, double(s.drives->value_bytes));
+     }},
+    {"memkv_fragmentation_ratio", kGauge, "tier",
+     "Share of the free bytes outside the longest free run (per drive for the drive tier), by tier: 0 when the "
+     "free room is in one piece.",
+     [](const S& s, Samples& out) {
+       out.Gauge({{"tier", "dram"}}, s.memory.fragmentation());
+       if (s.drives) out.Gauge({{"tier", "drive"}}, s.drives->fragmentation());
+     }},
+
+    // The drives (file and direct modes only: no samples in memory mode).
+    {"memkv_drive_state", kGauge, "device,state", "1 for each drive's current state, 0 for the others.",
+     [](const S& s, Samples& out) {
+       for (const DriveStats& d : Drives(s)) {
+         const std::string device = DeviceName(d);
+         for (DriveState state : {DriveState::kOnline, DriveState::kFull, DriveState::kOffline}) {
+           out.Gauge({{"device", device}, {"state", DriveStateName(state)}}, d.state == state ? 1 : 0);
+         }
+       }
+     }},
+    {"memkv_drive_io_errors_total", kCounter, "", "Drive reads, writes and syncs that failed.",
+     [](const S& s, Samples& out) {
+       if (s.drives) out.Counter({}, s.drives->io_errors);
+     }},
+    {"memkv_drive_write_failures_total", kCounter, "", "Puts the drives refused (full, offline, I/O error).",
+     [](const S& s, Samples& out) {
+       if (s.drives) out.Counter({}, s.tier.write_failures);
+     }},
+    {"memkv_drive_journal_commits_total", kCounter, "", "Journal writes (each may carry several operations).",
+     [](const S& s, Samples& out) {
+       if (s.drives) out.Counter({}, s.drives->journal_commits);
+     }},
+
+    // RDMA.
+    {"memkv_rdma_active", kGauge, "", "1 when the server accepts RDMA (a device is configured and up).",
+     [](const S& s, Samples& out) { out.Gauge({}, s.rdma_active ? 1 : 0); }},
+    {"memkv_rdma_connections_total", kCounter, "result", "RDMA offers at Connect, by result.",
+     [](const S& s, Samples& out) {
+       out.Counter({{"result", "accepted"}}, s.metrics->rdma_connections.Value());
+       out.Counter({{"result", "refused"}}, s.metrics->rdma_refused.Value());
+     }},
+    {"memkv_rdma_bytes_total", kCounter, "direction", "Value bytes clients moved by RDMA, by direction.",
+     [](const S& s, Samples& out) {
+       out.Counter({{"direction", "put"}}, s.metrics->rdma_put_bytes.Value());
+       out.Counter({{"direction", "get"}}, s.metrics->rdma_get_bytes.Value());
+     }},
+};
+
+// ---- /v1/status ----
+
+// Capacity in total: the drives when there are any (DRAM is their cache),
+// else the DRAM pool.
+struct Capacity {
+  uint64_t raw = 0, usable = 0, used = 0;
+};
+Capacity TotalCapacity(const S& s) {
+  if (!s.drives) return {s.memory.pool_bytes, s.memory.pool_bytes, s.memory.used_bytes};
+  Capacity c;
+  for (const DriveStats& d : s.drives->drives) {
+    c.raw += d.raw_bytes;
+    c.usable += d.usable_bytes;
+    c.used += d.used_bytes;
+  }
+  return c;
+}
+
+// The DRAM pool, then each drive.
+void WriteDevices(const S& s, JsonWriter& w) {
+  w.BeginArray();
+  w.BeginObject()
+      .Key("name").String("dram")
+      .Key("kind").String("memory")
+      .Key("state").String("online")
+      .Key("raw_bytes").Number(s.memory.pool_bytes)
+      .Key("usable_bytes").Number(s.memory.pool_bytes)
+      .Key("used_bytes").Number(s.memory.used_bytes)
+      .EndObject();
+  for (const DriveStats& d : Drives(s)) {
+    w.BeginObject()
+        .Key("name").String(DeviceName(d))
+        .Key("kind").String(s.storage_mode)
+        .Key("path").String(d.path)
+        .Key("state").String(DriveStateName(d.state))
+        .Key("reason").String(d.reason)
+        .Key("raw_bytes").Number(d.raw_bytes)
+        .Key("usable_bytes").Number(d.usable_bytes)
+        .Key("used_bytes").Number(d.used_bytes)
+        .Key("value_bytes").Number(d.value_bytes)
+        .Key("free_bytes").Number(d.free_bytes)
+        .Key("largest_free_bytes").Number(d.largest_free_bytes)
+        .Key("fragmentation").Number(d.fragmentation())
+        .Key("journal_used_bytes").Number(d.journal_used_bytes)
+        .Key("journal_area_bytes").Number(d.journal_area_bytes)
+        .EndObject();
+  }
+  w.EndArray();
+}
+
+bool HasDrives(const S& s) { return s.drives.has_value(); }
+
+constexpr StatusField kStatus[] = {
+    {"version", [](const S& s, JsonWriter& w) { w.String(s.version); }},
+    {"address", [](const S& s, JsonWriter& w) { w.String(s.address); }},
+    {"uptime_seconds", [](const S& s, JsonWriter& w) { w.Number(s.uptime_seconds); }},
+    {"health", [](const S& s, JsonWriter& w) { WriteHealthJson(w, s.health); }},
+    {"devices", WriteDevices},
+    {"raw_bytes_total", [](const S& s, JsonWriter& w) { w.Number(TotalCapacity(s).raw); }},
+    {"usable_bytes_total", [](const S& s, JsonWriter& w) { w.Number(TotalCapacity(s).usable); }},
+    {"used_bytes_total", [](const S& s, JsonWriter& w) { w.Number(TotalCapacity(s).used); }},
+
+    {"memory.pool_bytes", [](const S& s, JsonWriter& w) { w.Number(s.memory.pool_bytes); }},
+    {"memory.block_size_bytes", [](const S& s, JsonWriter& w) { w.Number(s.memory.block_size_bytes); }},
+    {"memory.used_bytes", [](const S& s, JsonWriter& w) { w.Number(s.memory.used_bytes); }},
+    {"memory.value_bytes", [](const S& s, JsonWriter& w) { w.Number(s.memory.value_bytes); }},
+    {"memory.free_bytes", [](const S& s, JsonWriter& w) { w.Number(s.memory.free_bytes); }},
+    {"memory.largest_free_bytes", [](const S& s, JsonWriter& w) { w.Number(s.memory.largest_free_bytes); }},
+    {"memory.fragmentation", [](const S& s, JsonWriter& w) { w.Number(s.memory.fragmentation()); }},
+    {"memory.bytes_per_value_byte", [](const S& s, JsonWriter& w) { w.Number(s.memory.bytes_per_value_byte()); }},
+    {"memory.keys", [](const S& s, JsonWriter& w) { w.Number(s.memory.keys); }},
+    {"memory.hits", [](const S& s, JsonWriter& w) { w.Number(s.memory.hits); }},
+    {"memory.misses", [](const S& s, JsonWriter& w) { w.Number(s.memory.misses); }},
+    {"memory.evictions", [](const S& s, JsonWriter& w) { w.Number(s.memory.evictions); }},
+    {"memory.checksum_failures", [](const S& s, JsonWriter& w) { w.Number(s.memory.checksum_failures); }},
+    {"memory.sent_value_checks", [](const S& s, JsonWriter& w) { w.Number(s.memory.later_checks); }},
+    {"memory.sent_value_checks_skipped", [](const S& s, JsonWriter& w) { w.Number(s.memory.later_checks_skipped); }},
+    {"memory.pages", [](const S& s, JsonWriter& w) { w.String(PageKindName(s.memory.page_kind)); }},
+
+    {"storage.mode", [](const S& s, JsonWriter& w) { w.String(s.storage_mode); }},
+    {"storage.io_engine", [](const S& s, JsonWriter& w) { w.String(s.drives->io_engine); }, HasDrives},
+    {"storage.block_size_bytes", [](const S& s, JsonWriter& w) { w.Number(s.drives->block_size_bytes); }, HasDrives},
+    {"storage.degraded", [](const S& s, JsonWriter& w) { w.Bool(s.drives->degraded); }, HasDrives},
+    {"storage.usable_bytes", [](const S& s, JsonWriter& w) { w.Number(s.drives->usable_bytes()); }, HasDrives},
+    {"storage.used_bytes", [](const S& s, JsonWriter& w) { w.Number(s.drives->used_bytes()); }, HasDrives},
+    {"storage.value_bytes", [](const S& s, JsonWriter& w) { w.Number(s.drives->value_bytes); }, HasDrives},
+    {"storage.free_bytes", [](const S& s, JsonWriter& w) { w.Number(s.drives->free_bytes()); }, HasDrives},
+    {"storage.largest_free_bytes", [](const S& s, JsonWriter& w) { w.Number(s.drives->largest_free_bytes()); },
+     HasDrives},
+    {"storage.fragmentation", [](const S& s, JsonWriter& w) { w.Number(s.drives->fragmentation()); }, HasDrives},
+    {"storage.bytes_per_value_byte", [](const S& s, JsonWriter& w) { w.Number(s.drives->bytes_per_value_byte()); },
+     HasDrives},
+    {"storage.keys", [](const S& s, JsonWriter& w) { w.Number(s.drives->keys); }, HasDrives},
+    {"storage.journal_live_bytes", [](const S& s, JsonWriter& w) { w.Number(s.drives->journal_live_bytes); },
+     HasDrives},
+    {"storage.journal_budget_bytes", [](const S& s, JsonWriter& w) { w.Number(s.drives->journal_budget_bytes); },
+     HasDrives},
+    {"storage.sync", [](const S& s, JsonWriter& w) { w.String(SyncModeName(s.drives->sync)); }, HasDrives},
+    {"storage.drive_hits", [](const S& s, JsonWriter& w) { w.Number(s.tier.drive_hits); }, HasDrives},
+    {"storage.promotions", [](const S& s, JsonWriter& w) { w.Number(s.tier.promotions); }, HasDrives},
+    {"storage.evictions", [](const S& s, JsonWriter& w) { w.Number(s.tier.drive_evictions); }, HasDrives},
+    {"storage.write_failures", [](const S& s, JsonWriter& w) { w.Number(s.tier.write_failures); }, HasDrives},
+    {"storage.checksum_failures", [](const S& s, JsonWriter& w) { w.Number(s.drives->checksum_failures); },
+     HasDrives},
+    {"storage.io_errors", [](const S& s, JsonWriter& w) { w.Number(s.drives->io_errors); }, HasDrives},
+    {"storage.restart_seconds", [](const S& s, JsonWriter& w) { w.Number(double(s.drives->open_nanos) / 1e9); },
+     HasDrives},
+
+    {"rdma.active", [](const S& s, JsonWriter& w) { w.Bool(s.rdma_active); }},
+    {"rdma.path", [](const S& s, JsonWriter& w) { w.String(s.rdma_path); }, [](const S& s) { return s.rdma_active; }},
+    {"rdma.connections", [](const S& s, JsonWriter& w) { w.Number(s.metrics->rdma_connections.Value()); }},
+    {"rdma.refused", [](const S& s, JsonWriter& w) { w.Number(s.metrics->rdma_refused.Value()); }},
+    {"rdma.put_bytes", [](const S& s, JsonWriter& w) { w.Number(s.metrics->rdma_put_bytes.Value()); }},
+    {"rdma.get_bytes", [](const S& s, JsonWriter& w) { w.Number(s.metrics->rdma_get_bytes.Value()); }},
+    {"rdma.leases_expired", [](const S& s, JsonWriter& w) { w.Number(s.metrics->rdma_leases_expired.Value()); }},
+
+    {"connections.active",
+     [](const S& s, JsonWriter& w) { w.Number(int64_t(s.metrics->connections_active.load(std::memory_order_relaxed))); }},
+    {"connections.total", [](const S& s, JsonWriter& w) { w.Number(s.metrics->connections_accepted.Value()); }},
+
+    {"requests_total", [](const S& s, JsonWriter& w) { w.Number(s.requests_total); }},
+    {"ops_per_second", [](const S& s, JsonWriter& w) { w.Number(s.ops_per_second); }},
+    {"hit_ratio",
+     [](const S& s, JsonWriter& w) {
+       const uint64_t gets = s.memory.hits + s.memory.misses;
+       w.Number(gets == 0 ? 0.0 : double(s.memory.hits + s.tier.drive_hits) / double(gets));
+     }},
+};
+
+}  // namespace
+
+std::span<const ServerMetric> ServerMetricTable() { return kMetrics; }
+std::span<const StatusField> ServerStatusTable() { return kStatus; }
+
+void WriteHealthJson(JsonWriter& w, const HealthReport& h) {
+  w.BeginObject()
+      .Key("status").String(h.status)
+      .Key("reason").String(h.reason)
+      .Key("rdma_active").Bool(h.rdma_active)
+      .Key("drives_online").Number(uint64_t(h.drives_online))
+      .Key("drives_offline").Number(uint64_t(h.drives_offline))
+      .Key("drives_total").Number(uint64_t(h.drives_total))
+      .EndObject();
+}
+
+std::string ServerMetricsText(const ServerSnapshot& snapshot) {
+  metrics::PrometheusWriter writer;
+  metrics::WriteTable(ServerMetricTable(), snapshot, &writer);
+  return writer.Text();
+}
+
+std::string ServerStatusJson(const ServerSnapshot& snapshot) {
+  JsonWriter w;
+  w.BeginObject();
+  std::string_view open;  // the section whose object is open; "" at the top level
+  for (const StatusField& field : ServerStatusTable()) {
+    if (field.present != nullptr && !field.present(snapshot)) continue;
+    const size_t dot = field.path.find('.');
+    const std::string_view section = dot == std::string_view::npos ? std::string_view() : field.path.substr(0, dot);
+    const std::string_view key = dot == std::string_view::npos ? field.path : field.path.substr(dot + 1);
+    if (section != open) {
+      if (!open.empty()) w.EndObject();
+      if (!section.empty()) w.Key(section).BeginObject();
+      open = section;
+    }
+    w.Key(key);
+    field.write(snapshot, w);
+  }
+  if (!open.empty()) w.EndObject();
+  w.EndObject();
+  return w.text();
+}
+
+}  // namespace memkv
