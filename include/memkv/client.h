@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "memkv/async.h"
 #include "memkv/status.h"
 
 namespace memkv {
@@ -221,6 +222,15 @@ class Client {
                                    std::span<const std::span<uint8_t>> buffers,
                                    std::vector<size_t>* sizes) = 0;
   virtual BatchResult BatchExists(std::span<const std::string_view> keys) = 0;
+  // Ok: deleted; NotFound: was absent. The deletes are pipelined over each
+  // server's connections; a key named twice is deleted once (its other item
+  // reports NotFound).
+  virtual BatchResult BatchDelete(std::span<const std::string_view> keys) = 0;
+
+  // A queue for submitting these batches without waiting (memkv/async.h).
+  // It may outlive the client (its submissions then complete as cancelled).
+  // Internal when the system refuses its eventfd.
+  virtual Result<std::unique_ptr<AsyncQueue>> NewAsyncQueue() = 0;
 
   // The keys that start with `prefix` (empty: every key), a page at a time
   // in bytewise order: at most `page_size` (1..1024) keys that sort after

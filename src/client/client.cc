@@ -15,6 +15,7 @@
 #include "base/version.h"
 #include "client/connection.h"
 #include "client/counters.h"
+#include "client/driver.h"
 #include "base/key_page.h"
 #include "client/ops.h"
 #include "client/placement.h"
@@ -109,11 +110,14 @@ class ClientImpl final : public Client {
                                                     &counters_, &clock_));
     }
     provider_ = provider;
+    driver_ = std::make_shared<client::Driver>([this](client::BatchJob* job) { RunJob(job); });
   }
 
   // Torn down under the client's log target: closing connections and
   // deregistering memory may log.
   ~ClientImpl() override {
+    // First: its threads run jobs on everything below.
+    driver_->Shutdown();
     ScopedLogTarget log_scope(&log_target_);
     exporter_.reset();
     pools_.clear();
@@ -162,19 +166,78 @@ class ClientImpl final : public Client {
   Result<uint64_t> ValueSize(std::string_view key) override {
     return Timed(ClientOp::kStat, [&] { return ValueSizeImpl(key); });
   }
+  // The blocking batches are the asynchronous ones run inline: the same
+  // job, on the caller's thread, no handoff.
   BatchResult BatchPut(std::span<const std::string_view> keys,
                        std::span<const std::span<const uint8_t>> values) override {
-    metrics_.RecordBatch(ClientOp::kBatchPut, keys.size());
-    return Timed(ClientOp::kBatchPut, [&] { return BatchPutImpl(keys, values); });
+    client::BatchJob job = Job(AsyncOp::kPut, keys);
+    job.values = values;
+    RunJob(&job);
+    return ResultOf(std::move(job.completion));
   }
   BatchResult BatchGetInto(std::span<const std::string_view> keys, std::span<const std::span<uint8_t>> buffers,
                            std::vector<size_t>* sizes) override {
-    metrics_.RecordBatch(ClientOp::kBatchGet, keys.size());
-    return Timed(ClientOp::kBatchGet, [&] { return BatchGetIntoImpl(keys, buffers, sizes); });
+    client::BatchJob job = Job(AsyncOp::kGet, keys);
+    job.buffers = buffers;
+    RunJob(&job);
+    if (sizes != nullptr) *sizes = std::move(job.completion.sizes);
+    return ResultOf(std::move(job.completion));
   }
   BatchResult BatchExists(std::span<const std::string_view> keys) override {
-    metrics_.RecordBatch(ClientOp::kBatchExists, keys.size());
-    return Timed(ClientOp::kBatchExists, [&] { return BatchExistsImpl(keys); });
+    client::BatchJob job = Job(AsyncOp::kExists, keys);
+    RunJob(&job);
+    return ResultOf(std::move(job.completion));
+  }
+  BatchResult BatchDelete(std::span<const std::string_view> keys) override {
+    client::BatchJob job = Job(AsyncOp::kDelete, keys);
+    RunJob(&job);
+    return ResultOf(std::move(job.completion));
+  }
+
+  Result<std::unique_ptr<AsyncQueue>> NewAsyncQueue() override {
+    MEMKV_ASSIGN_OR_RETURN(std::shared_ptr<client::QueueCore> core, client::QueueCore::Create());
+    return std::unique_ptr<AsyncQueue>(std::make_unique<client::DriverQueue>(driver_, std::move(core)));
+  }
+
+  // Runs one batch, timed and counted (client_metrics.h), on whichever
+  // thread calls: the blocking calls' own, or a driver thread. A batch
+  // delete counts as one delete.
+  void RunJob(client::BatchJob* job) {
+    AsyncCompletion& c = job->completion;
+    BatchResult result;
+    switch (job->op) {
+      case AsyncOp::kGet:
+        metrics_.RecordBatch(ClientOp::kBatchGet, job->keys.size());
+        result = Timed(ClientOp::kBatchGet, [&] { return BatchGetIntoImpl(job->keys, job->buffers, &c.sizes); });
+        break;
+      case AsyncOp::kPut:
+        metrics_.RecordBatch(ClientOp::kBatchPut, job->keys.size());
+        result = Timed(ClientOp::kBatchPut, [&] { return BatchPutImpl(job->keys, job->values); });
+        break;
+      case AsyncOp::kExists:
+        metrics_.RecordBatch(ClientOp::kBatchExists, job->keys.size());
+        result = Timed(ClientOp::kBatchExists, [&] { return BatchExistsImpl(job->keys); });
+        break;
+      case AsyncOp::kDelete:
+        result = Timed(ClientOp::kDelete, [&] { return BatchDeleteImpl(job->keys); });
+        break;
+    }
+    c.statuses = std::move(result.statuses);
+    c.present_prefix = result.present_prefix;
+  }
+
+  static client::BatchJob Job(AsyncOp op, std::span<const std::string_view> keys) {
+    client::BatchJob job;
+    job.op = op;
+    job.keys = keys;
+    return job;
+  }
+
+  static BatchResult ResultOf(AsyncCompletion&& c) {
+    BatchResult result;
+    result.statuses = std::move(c.statuses);
+    result.present_prefix = c.present_prefix;
+    return result;
   }
 
   Result<KeyListPage> ListKeys(std::string_view prefix, std::string_view cursor, size_t page_size) override {
@@ -355,6 +418,42 @@ class ClientImpl final : public Client {
     call.keys = keys;
     call.statuses = &result.statuses;
     RunBatch(&call, [](size_t) { return uint64_t{0}; });
+    return Finish(std::move(result));
+  }
+
+  // Each key's delete is its own request; they are pipelined over each
+  // server's connections like the frames of a batch.
+  BatchResult BatchDeleteImpl(std::span<const std::string_view> keys) {
+    BatchResult result;
+    BatchCall call;
+    call.opcode = proto::Opcode::kDelete;
+    call.keys = keys;
+    call.statuses = &result.statuses;
+    const size_t n = keys.size();
+    result.statuses.assign(n, Status(StatusCode::kInternal, std::string()));
+    ClientCounters::Add(counters_.ops, n);
+    std::vector<std::vector<uint32_t>> groups(pools_.size());
+    std::vector<std::vector<std::vector<uint32_t>>> frames(pools_.size());
+    for (size_t i = 0; i < n; ++i) {
+      if (Status valid = proto::CheckKey(keys[i]); !valid.ok()) {
+        result.statuses[i] = valid.WithContext("BatchDelete item " + std::to_string(i));
+        continue;
+      }
+      const size_t server = placement_.ServerFor(keys[i]);
+      groups[server].push_back(static_cast<uint32_t>(i));
+      frames[server].push_back({static_cast<uint32_t>(i)});
+    }
+    std::vector<SingleExchange*> by_key(n, nullptr);
+    std::vector<std::unique_ptr<client::Exchange>> keep;  // read after the run
+    RunGroups(&call, groups, frames, &keep, [&](std::vector<uint32_t> items, size_t server) {
+      auto x = std::make_unique<SingleExchange>(proto::Opcode::kDelete, keys[items.front()], placement_.name(server));
+      by_key[items.front()] = x.get();
+      return x;
+    });
+    for (size_t i = 0; i < n; ++i) {
+      if (by_key[i] != nullptr) result.statuses[i] = by_key[i]->status();
+    }
+    NameUnprocessed(&call);
     return Finish(std::move(result));
   }
 
@@ -641,9 +740,10 @@ class ClientImpl final : public Client {
   }
 
   static const char* BatchOpName(const BatchCall* call) {
-    return call->opcode == proto::Opcode::kBatchPut   ? "BatchPut"
-           : call->opcode == proto::Opcode::kBatchGet ? "BatchGetInto"
-                                                      : "BatchExists";
+    return call->opcode == proto::Opcode::kBatchPut      ? "BatchPut"
+           : call->opcode == proto::Opcode::kBatchGet    ? "BatchGetInto"
+           : call->opcode == proto::Opcode::kBatchExists ? "BatchExists"
+                                                         : "BatchDelete";
   }
 
   static BatchResult Mismatch(const char* op, size_t keys, const char* what, size_t count) {
@@ -683,6 +783,8 @@ class ClientImpl final : public Client {
   ClientCounters counters_;
   std::vector<std::unique_ptr<ServerPool>> pools_;  // one per server, in options_.servers order
   ClientMetrics metrics_;
+  // Runs the asynchronous submissions; shut down first by the destructor.
+  std::shared_ptr<client::Driver> driver_;
   // Last: stopped first, as its handler reads the members above.
   std::unique_ptr<HttpServer> exporter_;
 };
