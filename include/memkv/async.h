@@ -3,8 +3,8 @@
 //
 // An AsyncQueue, made by Client::NewAsyncQueue, takes batch submissions
 // (get into the caller's buffers, put, exists, delete) and returns at once
-// with the submission's id. The client's driver threads (a few, started on
-// the first submission) run each batch with the same code as the blocking
+// with the submission's id. The client's driver threads (at most
+// ClientOptions::async_threads, started as submissions need them) run each batch with the same code as the blocking
 // Client::Batch* calls, and the result comes back as an AsyncCompletion on
 // the queue that took it. The queue's fd() is readable while completions are
 // waiting, so an event loop (epoll, asyncio's add_reader, NIXL's progress

@@ -62,6 +62,9 @@ struct ClientOptions {
   uint32_t num_connections = 4;      // per server
   uint32_t timeout_ms = 5000;        // deadline of every operation
   uint32_t connect_timeout_ms = 2000;
+  // Threads that run AsyncQueue submissions (memkv/async.h): at most this
+  // many batches of the client run at once; started as they are needed.
+  uint32_t async_threads = 4;
   // RDMA (transport auto or rdma; docs/rdma.md).
   std::vector<std::string> rdma_devices;  // local HCAs to use; empty = the first one present
   uint32_t rdma_mtu = 4096;               // path MTU; must equal the server's rdma.mtu

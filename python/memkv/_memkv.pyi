@@ -72,6 +72,7 @@ class Client:
         num_connections: Optional[int] = ...,
         timeout_ms: Optional[int] = ...,
         connect_timeout_ms: Optional[int] = ...,
+        async_threads: Optional[int] = ...,
         rdma_devices: Union[str, Sequence[str], None] = ...,
         rdma_mtu: Optional[int] = ...,
         rdma_retry_count: Optional[int] = ...,

@@ -22,7 +22,7 @@ namespace {
 constexpr const char kClientDoc[] = R"(A thread-safe client of one or more MemKV servers.
 
 Client(servers, auth_key, *, transport="auto", num_connections=4,
-       timeout_ms=5000, connect_timeout_ms=2000, rdma_devices=None,
+       timeout_ms=5000, connect_timeout_ms=2000, async_threads=4, rdma_devices=None,
        rdma_mtu=4096, rdma_retry_count=6, rdma_timeout=14, rdma_qps=2,
        rdma_gid_index="auto", rdma_traffic_class="auto",
        rdma_service_level="auto", prometheus_bind="", log_level="warn",

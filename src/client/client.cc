@@ -110,7 +110,8 @@ class ClientImpl final : public Client {
                                                     &counters_, &clock_));
     }
     provider_ = provider;
-    driver_ = std::make_shared<client::Driver>([this](client::BatchJob* job) { RunJob(job); });
+    driver_ = std::make_shared<client::Driver>([this](client::BatchJob* job) { RunJob(job); },
+                                              options.async_threads);
   }
 
   // Torn down under the client's log target: closing connections and

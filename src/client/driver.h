@@ -56,7 +56,7 @@ class QueueCore;
 
 class Driver {
  public:
-  static constexpr size_t kDefaultThreads = 4;
+  static constexpr size_t kDefaultThreads = 4;  // ClientOptions::async_threads' default
 
   Driver(JobRunner runner, size_t max_threads = kDefaultThreads);
   ~Driver();  // Shutdown()
