@@ -27,8 +27,10 @@
  * Ownership and lifetime
  * - The library copies every string and every array an argument points to
  *   before the call returns (options setters included); the caller may free
- *   or reuse them at once. The exception is memory passed to
- *   memkv_register_memory, which stays in use until unregistered.
+ *   or reuse them at once. The exceptions: memory passed to
+ *   memkv_register_memory, which stays in use until unregistered, and the
+ *   value memory, buffers and result arrays of a memkv_async_* submission,
+ *   lent until its completion is polled ("Asynchronous batches").
  * - Objects the caller creates, the caller frees, each with its own function:
  *   memkv_client_t (memkv_client_close), memkv_options_t
  *   (memkv_options_destroy, at any time after memkv_client_open_options:
@@ -134,9 +136,9 @@ typedef void (*memkv_log_fn)(void* ctx, int level, const char* component, const 
 
 /* Every setting of a client. A fresh object holds the defaults: no servers,
  * no key, transport "auto", 4 connections per server, timeout 5000 ms,
- * connect timeout 2000 ms, RDMA on the first device with MTU 4096, retry
- * count 6, timeout exponent 14, 2 QPs, no metrics endpoint, log level WARN
- * to stderr (docs/configuration.md describes each setting). No environment
+ * connect timeout 2000 ms, 4 async threads, RDMA on the first device with
+ * MTU 4096, retry count 6, timeout exponent 14, 2 QPs, no metrics endpoint,
+ * log level WARN to stderr (docs/configuration.md describes each setting). No environment
  * variable is read. Setters copy their strings and do not check values
  * against the rules: memkv_client_open_options does, naming the setting. */
 typedef struct memkv_options memkv_options_t;

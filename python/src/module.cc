@@ -46,7 +46,14 @@ return False. Other failures raise the memkv.Error subclass of their status.
 
 Use it as a context manager, or call close(); calls after close() raise
 memkv.FailedPrecondition. Calls release the GIL while they wait on the network,
-so threads sharing one client run in parallel.)";
+so threads sharing one client run in parallel.
+
+Batches can also be submitted without waiting (submit_put, submit_get_into,
+submit_exists, submit_delete, and their _ptr forms): each returns an id, and
+its memkv.Completion comes from poll_completions(); completion_fd() is
+readable while completions wait, and cancel(id) takes back one that has not
+started. await client.aput / aget_into / aexists / adelete do the same on an
+asyncio loop.)";
 
 constexpr const char kBatchResultDoc[] = R"(The outcome of a batch call, key by key, in the order of the keys.
 
