@@ -14,8 +14,8 @@
 // - Every submission completes exactly once: Ok with a status per key (the
 //   same statuses the blocking batch call returns), or cancelled (every key
 //   Unavailable "cancelled: ..." and AsyncCompletion::cancelled set). A
-//   batch with mismatched counts completes at once, every key
-//   InvalidArgument, as the blocking call returns.
+//   batch with mismatched counts completes with every key InvalidArgument,
+//   as the blocking call returns; Submit* itself never fails.
 // - What a submission names is lent to the client until its completion is
 //   taken by Poll (or the queue is destroyed): the span of keys and the bytes
 //   each key views, the span of values or buffers and the memory each
