@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "memkv/async.h"
 #include "memkv/status.h"
 
 namespace memkv {
@@ -61,6 +62,9 @@ struct ClientOptions {
   uint32_t num_connections = 4;      // per server
   uint32_t timeout_ms = 5000;        // deadline of every operation
   uint32_t connect_timeout_ms = 2000;
+  // Threads that run AsyncQueue submissions (memkv/async.h): at most this
+  // many batches of the client run at once; started as they are needed.
+  uint32_t async_threads = 4;
   // RDMA (transport auto or rdma; docs/rdma.md).
   std::vector<std::string> rdma_devices;  // local HCAs to use; empty = the first one present
   uint32_t rdma_mtu = 4096;               // path MTU; must equal the server's rdma.mtu
@@ -243,6 +247,15 @@ class Client {
                                    std::span<const std::span<uint8_t>> buffers,
                                    std::vector<size_t>* sizes) = 0;
   virtual BatchResult BatchExists(std::span<const std::string_view> keys) = 0;
+  // Ok: deleted; NotFound: was absent. The deletes are pipelined over each
+  // server's connections; a key named twice is deleted once (its other item
+  // reports NotFound).
+  virtual BatchResult BatchDelete(std::span<const std::string_view> keys) = 0;
+
+  // A queue for submitting these batches without waiting (memkv/async.h).
+  // It may outlive the client (its submissions then complete as cancelled).
+  // Internal when the system refuses its eventfd.
+  virtual Result<std::unique_ptr<AsyncQueue>> NewAsyncQueue() = 0;
 
   // The keys that start with `prefix` (empty: every key), a page at a time
   // in bytewise order: at most `page_size` (1..1024) keys that sort after

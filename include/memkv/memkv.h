@@ -27,8 +27,10 @@
  * Ownership and lifetime
  * - The library copies every string and every array an argument points to
  *   before the call returns (options setters included); the caller may free
- *   or reuse them at once. The exception is memory passed to
- *   memkv_register_memory, which stays in use until unregistered.
+ *   or reuse them at once. The exceptions: memory passed to
+ *   memkv_register_memory, which stays in use until unregistered, and the
+ *   value memory, buffers and result arrays of a memkv_async_* submission,
+ *   lent until its completion is polled ("Asynchronous batches").
  * - Objects the caller creates, the caller frees, each with its own function:
  *   memkv_client_t (memkv_client_close), memkv_options_t
  *   (memkv_options_destroy, at any time after memkv_client_open_options:
@@ -134,9 +136,9 @@ typedef void (*memkv_log_fn)(void* ctx, int level, const char* component, const 
 
 /* Every setting of a client. A fresh object holds the defaults: no servers,
  * no key, transport "auto", 4 connections per server, timeout 5000 ms,
- * connect timeout 2000 ms, RDMA on the first device with MTU 4096, retry
- * count 6, timeout exponent 14, 2 QPs, no metrics endpoint, log level WARN
- * to stderr (docs/configuration.md describes each setting). No environment
+ * connect timeout 2000 ms, 4 async threads, RDMA on the first device with
+ * MTU 4096, retry count 6, timeout exponent 14, 2 QPs, no metrics endpoint,
+ * log level WARN to stderr (docs/configuration.md describes each setting). No environment
  * variable is read. Setters copy their strings and do not check values
  * against the rules: memkv_client_open_options does, naming the setting. */
 typedef struct memkv_options memkv_options_t;
@@ -252,6 +254,82 @@ memkv_status_t memkv_batch_get(memkv_client_t* client, const void* const* keys, 
 /* statuses[i] is MEMKV_OK when key i is present, MEMKV_NOT_FOUND when not. */
 memkv_status_t memkv_batch_exists(memkv_client_t* client, const void* const* keys, const size_t* key_lens,
                                   size_t count, memkv_status_t* statuses, size_t* prefix);
+
+/* ---- Asynchronous batches ---------------------------------------------
+ * The batch calls above, submitted without waiting (docs/client.md,
+ * "Asynchronous calls"; memkv/async.h is the C++ side). A submit call
+ * returns at once with an id (in *id; id may be NULL); the client's driver
+ * threads run the batch, and its completion is taken by memkv_async_poll,
+ * which also writes the per-key codes (and, for a get, value lengths) into
+ * the arrays given at submission. Key i is keys[i] of key_lens[i] bytes.
+ *
+ *   int fd; memkv_async_fd(c, &fd);          // readable while completions wait
+ *   memkv_async_get(c, keys, key_lens, bufs, buf_lens, n, value_lens, statuses, tag, &id);
+ *   ... poll(fd) in the program's event loop ...
+ *   memkv_async_completion_t done[16]; size_t got;
+ *   memkv_async_poll(c, done, 16, 0, &got);   // statuses and value_lens filled
+ *
+ * Rules:
+ * - Every submission completes exactly once: its completion has cancelled 0
+ *   and the per-key codes of the matching memkv_batch_* call, or cancelled 1
+ *   and every key MEMKV_UNAVAILABLE (it was taken back before it started).
+ * - Keys and the arrays of pointers and lengths are copied, like everywhere
+ *   in this API. Unlike everywhere else, the memory that values[i] and
+ *   bufs[i] point to, and the statuses and value_lens arrays, stay lent to
+ *   the client until memkv_async_poll returns the submission's completion:
+ *   a get writes into bufs[i] until then, a put reads values[i].
+ * - memkv_async_cancel takes back a submission that has not started
+ *   (*cancelled 1: it then completes as cancelled and its buffers were
+ *   never touched); one already running finishes within the client's
+ *   timeout. memkv_client_close cancels what has not started, waits for
+ *   what is running, and drops the completions.
+ * - Completions arrive in any order; match them by id or by the caller's
+ *   tag. Every memkv_async_* function is safe from any thread; polling from
+ *   several threads hands each completion to one of them. */
+
+#define MEMKV_ASYNC_GET 0
+#define MEMKV_ASYNC_PUT 1
+#define MEMKV_ASYNC_EXISTS 2
+#define MEMKV_ASYNC_DELETE 3
+
+typedef struct memkv_async_completion {
+  uint64_t id;
+  uint64_t tag;           /* as submitted */
+  int op;                 /* MEMKV_ASYNC_* */
+  int cancelled;          /* 1: taken back before it started */
+  size_t count;           /* keys; statuses[0..count) are filled */
+  size_t prefix;          /* leading keys whose code is MEMKV_OK */
+  /* MEMKV_OK, or the code of the first key that failed with something
+   * other than MEMKV_NOT_FOUND (its message is then the last error). */
+  memkv_status_t status;
+} memkv_async_completion_t;
+
+/* memkv_batch_get, submitted: value_lens[i] and statuses[i] are set when the
+ * completion is polled. */
+memkv_status_t memkv_async_get(memkv_client_t* client, const void* const* keys, const size_t* key_lens,
+                               void* const* bufs, const size_t* buf_lens, size_t count, size_t* value_lens,
+                               memkv_status_t* statuses, uint64_t tag, uint64_t* id);
+/* memkv_batch_put, submitted. */
+memkv_status_t memkv_async_put(memkv_client_t* client, const void* const* keys, const size_t* key_lens,
+                               const void* const* values, const size_t* value_lens, size_t count,
+                               memkv_status_t* statuses, uint64_t tag, uint64_t* id);
+/* memkv_batch_exists, submitted: MEMKV_OK present, MEMKV_NOT_FOUND absent. */
+memkv_status_t memkv_async_exists(memkv_client_t* client, const void* const* keys, const size_t* key_lens,
+                                  size_t count, memkv_status_t* statuses, uint64_t tag, uint64_t* id);
+/* Deletes the keys: MEMKV_OK deleted, MEMKV_NOT_FOUND was absent. */
+memkv_status_t memkv_async_delete(memkv_client_t* client, const void* const* keys, const size_t* key_lens,
+                                  size_t count, memkv_status_t* statuses, uint64_t tag, uint64_t* id);
+/* *fd: readable (POLLIN) while completions are waiting. It belongs to the
+ * client: do not read or close it. */
+memkv_status_t memkv_async_fd(memkv_client_t* client, int* fd);
+/* Takes up to max waiting completions into out[0..*n), first waiting up to
+ * timeout_ms for one (0: not at all; negative: without limit). *n 0 when
+ * none came. */
+memkv_status_t memkv_async_poll(memkv_client_t* client, memkv_async_completion_t* out, size_t max, int timeout_ms,
+                                size_t* n);
+/* *cancelled 1 when submission id had not started and now completes as
+ * cancelled; 0 when it is running or done, or not this client's. */
+memkv_status_t memkv_async_cancel(memkv_client_t* client, uint64_t id, int* cancelled);
 
 /* ---- Key listing ------------------------------------------------------
  * The keys that start with a prefix, a page at a time in bytewise order.

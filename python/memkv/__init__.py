@@ -39,7 +39,7 @@ def _extension_error(error: ImportError) -> ImportError:
 
 
 try:
-    from ._memkv import BatchResult, Client, __version__, client_options
+    from ._memkv import BatchResult, Client, Completion, __version__, client_options
 except ImportError as _error:
     raise _extension_error(_error) from None
 
@@ -60,6 +60,10 @@ def _iter_keys(self: Client, prefix: "str | bytes" = "", page_size: int = 1000):
 
 Client.iter_keys = _iter_keys
 
+from . import _aio  # noqa: E402  (needs Client)
+
+_aio.install()  # Client.aput, aget_into, aexists, adelete
+
 # Log levels of log_level= and of the log callback's first argument.
 LOG_DEBUG = 0
 LOG_INFO = 1
@@ -68,7 +72,7 @@ LOG_ERROR = 3
 LOG_OFF = 4
 
 __all__ = [
-    "AuthFailed", "BatchResult", "Client", "Corruption", "DeadlineExceeded", "Error", "FailedPrecondition",
+    "AuthFailed", "BatchResult", "Client", "Completion", "Corruption", "DeadlineExceeded", "Error", "FailedPrecondition",
     "Internal", "InvalidArgument", "IoError", "LOG_DEBUG", "LOG_ERROR", "LOG_INFO", "LOG_OFF", "LOG_WARN",
     "NotFound", "ProtocolError", "ResourceExhausted", "StatusCode", "TooLarge", "Unavailable",
     "UnsupportedVersion", "__version__", "client_options",

@@ -195,11 +195,18 @@ void PyClient::UnregisterMemory(py::handle region) {
 
 void PyClient::Close() {
   closed_.store(true);
+  // Released below with the GIL held, once nothing can touch them.
+  std::unordered_map<uint64_t, std::unique_ptr<Submission>> held;
   {
     // Without the GIL: calls in flight may need it (a log callback) to finish,
     // and the client may log while it is torn down.
     py::gil_scoped_release nogil;
     std::unique_lock lock(mu_);
+    {
+      std::lock_guard<std::mutex> async_lock(async_mu_);
+      queue_.reset();  // cancels what has not started, waits for what runs
+      held.swap(submissions_);
+    }
     client_.reset();
   }
   registered_.clear();  // after the client: its NIC no longer touches them

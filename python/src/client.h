@@ -19,6 +19,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 #include <memory>
 #include <optional>
 #include <shared_mutex>
@@ -41,6 +44,15 @@ struct BatchOutcome {
   size_t present_prefix = 0;
   bool has_sizes = false;
   std::vector<size_t> sizes;  // has_sizes: the size of each value read (0 unless Ok)
+};
+
+// What poll_completions returns for one submission (memkv.Completion).
+struct PyCompletion {
+  uint64_t id = 0;
+  uint64_t tag = 0;
+  std::string op;  // "get", "put", "exists", "delete"
+  bool cancelled = false;
+  BatchOutcome result;
 };
 
 class PyClient {
@@ -77,6 +89,25 @@ class PyClient {
   BatchOutcome BatchGetIntoPtr(py::handle keys, py::handle addresses, py::handle lengths);
   BatchOutcome BatchExists(py::handle keys);
 
+  // Asynchronous batches (async.cc; memkv/async.h states the rules). Each
+  // submit_* converts its arguments with the GIL held, then submits without
+  // it and returns the submission's id. The keys and buffers are held (as
+  // a blocking call holds them) until poll_completions hands the
+  // submission's completion back. One queue per client, made on first use.
+  uint64_t SubmitPut(py::handle keys, py::handle values, uint64_t tag);
+  uint64_t SubmitPutPtr(py::handle keys, py::handle addresses, py::handle lengths, uint64_t tag);
+  uint64_t SubmitGetInto(py::handle keys, py::handle buffers, uint64_t tag);
+  uint64_t SubmitGetIntoPtr(py::handle keys, py::handle addresses, py::handle lengths, uint64_t tag);
+  uint64_t SubmitExists(py::handle keys, uint64_t tag);
+  uint64_t SubmitDelete(py::handle keys, uint64_t tag);
+  // Readable while completions wait.
+  int CompletionFd();
+  // Up to `max` (None: all) completions, first waiting up to timeout_ms
+  // (0: not at all; negative: until one comes) without the GIL.
+  // A list of memkv.Completion.
+  py::list PollCompletions(py::handle max, int timeout_ms);
+  bool Cancel(uint64_t id);
+
   // The rest (client.cc).
   size_t ServerFor(py::handle key);
   py::dict Stats();
@@ -110,8 +141,28 @@ class PyClient {
   BatchOutcome BatchGetIntoSpans(const KeyList& keys, std::span<const std::span<uint8_t>> buffers,
                                  std::string_view call);
 
+  // One asynchronous submission's arguments, held until its completion is
+  // polled; destroyed with the GIL held.
+  struct Submission {
+    Submission(py::handle key_list, std::string_view call, bool holds_buffers)
+        : keys(key_list, call), held(holds_buffers ? keys.size() : 0) {}
+    KeyList keys;
+    HeldBuffers held;
+    std::vector<std::span<const uint8_t>> values;
+    std::vector<std::span<uint8_t>> buffers;
+  };
+  template <typename F>
+  uint64_t SubmitHeld(std::unique_ptr<Submission>& sub, std::string_view call, F submit);
+  // The queue (made on first use), with mu_ held shared.
+  Result<AsyncQueue*> QueueLocked(Client& client);
+
   std::shared_mutex mu_;
   std::unique_ptr<Client> client_;  // guarded by mu_; null once closed
+  // Lock order: GIL, then async_mu_; mu_, then async_mu_. Nothing under
+  // async_mu_ takes the GIL.
+  std::mutex async_mu_;
+  std::unique_ptr<AsyncQueue> queue_;  // guarded by async_mu_; reset by Close before client_
+  std::unordered_map<uint64_t, std::unique_ptr<Submission>> submissions_;  // guarded by async_mu_
   // Set at construction, then only read; log_callback cleared, so it holds
   // no Python object.
   std::optional<ClientOptions> options_;

@@ -14,6 +14,7 @@
 
 namespace py = pybind11;
 using memkv::python::BatchOutcome;
+using memkv::python::PyCompletion;
 using memkv::python::PyClient;
 
 namespace {
@@ -21,7 +22,7 @@ namespace {
 constexpr const char kClientDoc[] = R"(A thread-safe client of one or more MemKV servers.
 
 Client(servers, auth_key, *, transport="auto", num_connections=4,
-       timeout_ms=5000, connect_timeout_ms=2000, rdma_devices=None,
+       timeout_ms=5000, connect_timeout_ms=2000, async_threads=4, rdma_devices=None,
        rdma_mtu=4096, rdma_retry_count=6, rdma_timeout=14, rdma_qps=2,
        rdma_gid_index="auto", rdma_traffic_class="auto",
        rdma_service_level="auto", prometheus_bind="", log_level="warn",
@@ -45,7 +46,14 @@ return False. Other failures raise the memkv.Error subclass of their status.
 
 Use it as a context manager, or call close(); calls after close() raise
 memkv.FailedPrecondition. Calls release the GIL while they wait on the network,
-so threads sharing one client run in parallel.)";
+so threads sharing one client run in parallel.
+
+Batches can also be submitted without waiting (submit_put, submit_get_into,
+submit_exists, submit_delete, and their _ptr forms): each returns an id, and
+its memkv.Completion comes from poll_completions(); completion_fd() is
+readable while completions wait, and cancel(id) takes back one that has not
+started. await client.aput / aget_into / aexists / adelete do the same on an
+asyncio loop.)";
 
 constexpr const char kBatchResultDoc[] = R"(The outcome of a batch call, key by key, in the order of the keys.
 
@@ -116,6 +124,28 @@ void BindBatchResult(py::module_& m) {
       });
 }
 
+constexpr const char kCompletionDoc[] = R"(One finished submission of a Client.submit_* call (poll_completions).
+
+id         the submission's id, as submit_* returned it
+tag        the caller's tag, as submitted
+op         "get", "put", "exists" or "delete"
+cancelled  True when it was taken back before it started (cancel, or close);
+           every key's status is then UNAVAILABLE
+result     the BatchResult the matching batch_* call would have returned)";
+
+void BindCompletion(py::module_& m) {
+  py::class_<PyCompletion>(m, "Completion", kCompletionDoc)
+      .def_readonly("id", &PyCompletion::id)
+      .def_readonly("tag", &PyCompletion::tag)
+      .def_readonly("op", &PyCompletion::op)
+      .def_readonly("cancelled", &PyCompletion::cancelled)
+      .def_readonly("result", &PyCompletion::result)
+      .def("__repr__", [](const PyCompletion& c) {
+        return "Completion(id=" + std::to_string(c.id) + ", tag=" + std::to_string(c.tag) + ", op='" + c.op +
+               "', cancelled=" + (c.cancelled ? "True" : "False") + ")";
+      });
+}
+
 void BindClient(py::module_& m) {
   const auto key = py::arg("key");
   py::class_<PyClient>(m, "Client", kClientDoc)
@@ -175,6 +205,39 @@ void BindClient(py::module_& m) {
       .def("batch_exists", &PyClient::BatchExists, py::arg("keys"),
            "batch_exists(keys: Sequence[str | bytes]) -> BatchResult\n\n"
            "Which keys are present: status OK (0) where present, NOT_FOUND (1) where absent.")
+      .def("submit_put", &PyClient::SubmitPut, py::arg("keys"), py::arg("values"), py::arg("tag") = 0,
+           "submit_put(keys, values, tag=0) -> int\n\n"
+           "batch_put without waiting: returns the submission's id; its Completion comes from\n"
+           "poll_completions. keys and values are held until then.")
+      .def("submit_put_ptr", &PyClient::SubmitPutPtr, py::arg("keys"), py::arg("addresses"), py::arg("lengths"),
+           py::arg("tag") = 0,
+           "submit_put_ptr(keys, addresses, lengths, tag=0) -> int\n\n"
+           "batch_put_ptr without waiting; the memory must stay valid until the completion is polled.")
+      .def("submit_get_into", &PyClient::SubmitGetInto, py::arg("keys"), py::arg("buffers"), py::arg("tag") = 0,
+           "submit_get_into(keys, buffers, tag=0) -> int\n\n"
+           "batch_get_into without waiting; the buffers are written until the completion is polled.")
+      .def("submit_get_into_ptr", &PyClient::SubmitGetIntoPtr, py::arg("keys"), py::arg("addresses"),
+           py::arg("lengths"), py::arg("tag") = 0,
+           "submit_get_into_ptr(keys, addresses, lengths, tag=0) -> int\n\n"
+           "batch_get_into_ptr without waiting; the memory must stay valid until the completion is polled.")
+      .def("submit_exists", &PyClient::SubmitExists, py::arg("keys"), py::arg("tag") = 0,
+           "submit_exists(keys, tag=0) -> int\n\nbatch_exists without waiting.")
+      .def("submit_delete", &PyClient::SubmitDelete, py::arg("keys"), py::arg("tag") = 0,
+           "submit_delete(keys, tag=0) -> int\n\n"
+           "Deletes the keys without waiting: OK deleted, NOT_FOUND was absent.")
+      .def("completion_fd", &PyClient::CompletionFd,
+           "completion_fd() -> int\n\n"
+           "A file descriptor readable while completions wait (for select, epoll or\n"
+           "loop.add_reader). It belongs to the client: do not read or close it.")
+      .def("poll_completions", &PyClient::PollCompletions, py::arg("max") = py::none(), py::arg("timeout_ms") = 0,
+           "poll_completions(max=None, timeout_ms=0) -> list[Completion]\n\n"
+           "The completions waiting (at most max), oldest first, after waiting up to timeout_ms\n"
+           "for one (0: not at all; negative: until one comes) with the GIL released. Each\n"
+           "submission completes exactly once; its keys and buffers are released here.")
+      .def("cancel", &PyClient::Cancel, py::arg("id"),
+           "cancel(id: int) -> bool\n\n"
+           "Takes back a submission that has not started: True, and it completes cancelled with\n"
+           "its buffers untouched. False when it is running or done (it completes normally).")
       .def("server_for", &PyClient::ServerFor, key,
            "server_for(key: str | bytes) -> int\n\nIndex into servers of the server that owns key.")
       .def("stats", &PyClient::Stats,
@@ -211,6 +274,7 @@ PYBIND11_MODULE(_memkv, m) {
   memkv::python::InitErrors(py::module_::import("memkv._errors"));
   m.attr("__version__") = std::string(memkv::LibraryVersion());
   BindBatchResult(m);
+  BindCompletion(m);
   BindClient(m);
   m.def("client_options", &memkv::python::ClientOptionsToPython,
         "client_options() -> list[dict]\n\n"

@@ -23,6 +23,7 @@ SAMPLES: Dict[str, Tuple[str, str]] = {
     "num_connections": ("8", "0"),
     "timeout_ms": ("250", "soon"),
     "connect_timeout_ms": ("100", "0"),
+    "async_threads": ("2", "65"),
     "rdma_devices": ("mlx5_0,mlx5_1", "mlx5_0,mlx5_0"),
     "rdma_mtu": ("1024", "1000"),
     "rdma_retry_count": ("3", "8"),

@@ -8,6 +8,10 @@
 #include <exception>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
+#include <span>
+#include <unordered_map>
+#include <vector>
 #include <new>
 #include <string>
 #include <string_view>
@@ -16,8 +20,36 @@
 #include "memkv/memkv.h"
 #include "memkv/status.h"
 
+namespace memkv::capi {
+
+// One memkv_async_* submission until its completion is polled: a copy of
+// its keys (the C API copies what it is given) and the views the client
+// reads, and the caller's arrays its results go to.
+struct AsyncSubmission {
+  std::string key_bytes;
+  std::vector<std::string_view> keys;
+  std::vector<std::span<const uint8_t>> values;  // put: the caller's memory, lent
+  std::vector<std::span<uint8_t>> buffers;       // get: the caller's memory, lent
+  memkv_status_t* statuses = nullptr;
+  size_t* value_lens = nullptr;                  // get
+};
+
+// A client's memkv_async_* state: one queue, made on first use.
+struct AsyncState {
+  std::mutex mu;
+  // Guarded by mu. Declared before the queue, so the queue (which waits for
+  // running submissions) goes first.
+  std::unordered_map<AsyncId, std::unique_ptr<AsyncSubmission>> submissions;
+  std::unique_ptr<AsyncQueue> queue;  // set once under mu, then read freely
+};
+
+}  // namespace memkv::capi
+
 struct memkv_client {
   std::unique_ptr<memkv::Client> client;
+  // After the client: destroyed first, cancelling and waiting for what was
+  // submitted while the client is still there.
+  std::unique_ptr<memkv::capi::AsyncState> async = std::make_unique<memkv::capi::AsyncState>();
 };
 
 // A plain value: the client copies it at open.

@@ -2,9 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
-#include <deque>
-#include <thread>
 #include <utility>
 
 namespace memkv::nixl {
@@ -19,14 +16,23 @@ std::string Describe(size_t index, const std::string& key) {
 
 }  // namespace
 
+// Lets a released Transfer take back its batches that have not started,
+// while the engine (and its queue) exists: the engine clears `queue` under
+// `mu` before it goes.
+struct TransferEngine::CancelHub {
+  std::mutex mu;
+  AsyncQueue* queue = nullptr;  // guarded by mu
+};
+
 // The plan of one prepared transfer and its progress, shared by the caller's
-// Transfer and the batches queued for it: a batch that outlives a released
+// Transfer and the batches submitted for it: a batch that outlives a released
 // Transfer still has valid keys to send and a place to report to.
 struct Transfer::Job {
   Direction direction = Direction::kWrite;
   std::vector<std::string> keys;
   std::vector<std::span<uint8_t>> buffers;
   uint64_t bytes = 0;
+  std::shared_ptr<TransferEngine::CancelHub> hub;
 
   std::atomic<bool> cancelled{false};
   std::atomic<size_t> batches_left{0};
@@ -34,6 +40,7 @@ struct Transfer::Job {
   std::mutex mu;
   Status error;                     // guarded by mu
   size_t error_index = SIZE_MAX;    // guarded by mu
+  std::vector<AsyncId> submitted;   // guarded by mu: the batches of the last Post
 
   // Keeps the error of the lowest descriptor index.
   void Fail(size_t index, Status status) {
@@ -60,48 +67,86 @@ struct Transfer::Job {
 
 Transfer::Transfer(std::shared_ptr<Job> job) : job_(std::move(job)) {}
 
+// Cancel only takes a batch off the client's queue; it never waits.
 Transfer::~Transfer() {
-  if (job_) job_->cancelled.store(true, std::memory_order_release);
+  if (!job_) return;
+  job_->cancelled.store(true, std::memory_order_release);
+  std::vector<AsyncId> ids;
+  {
+    std::lock_guard<std::mutex> lock(job_->mu);
+    ids = job_->submitted;
+  }
+  std::lock_guard<std::mutex> lock(job_->hub->mu);
+  if (job_->hub->queue == nullptr) return;
+  for (AsyncId id : ids) job_->hub->queue->Cancel(id);
 }
 
 size_t Transfer::size() const { return job_->keys.size(); }
 const std::string& Transfer::key(size_t i) const { return job_->keys[i]; }
 
-// The worker threads and their queue of batches.
-class TransferEngine::Queue {
+// The engine's batches on the client's AsyncQueue: submitted by Post,
+// settled into their transfers by Drain (from Poll and Stats, on the
+// caller's thread).
+class TransferEngine::Batches {
  public:
-  Queue(Client& client, uint32_t workers) : client_(client) {
-    for (uint32_t i = 0; i < workers; ++i) threads_.emplace_back([this] { Run(); });
-  }
+  explicit Batches(std::unique_ptr<AsyncQueue> queue) : queue_(std::move(queue)) {}
 
-  ~Queue() {
-    std::deque<Batch> dropped;
+  // Cancels what has not started, waits for what runs (the client's
+  // deadline at most) and settles every batch, so each transfer ends.
+  ~Batches() {
+    std::vector<AsyncId> ids;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-      dropped.swap(batches_);
+      for (const auto& [id, batch] : inflight_) ids.push_back(id);
     }
-    cv_.notify_all();
-    for (std::thread& t : threads_) t.join();
-    for (Batch& b : dropped) {
-      b.job->Fail(b.begin, Unavailable("the MEMKV backend was destroyed before this batch was sent"));
-      if (b.job->BatchEnded()) failed.fetch_add(1, std::memory_order_relaxed);
-    }
+    for (AsyncId id : ids) queue_->Cancel(id);
+    while (queue_->outstanding() > 0) Drain(/*wait_ms=*/100);
   }
 
-  // Queues the job's batches and counts them in batches_left, before any
-  // worker can take one.
+  AsyncQueue& queue() { return *queue_; }
+
+  // Submits the job's batches, counted in batches_left before any can end.
   void Push(const std::shared_ptr<Transfer::Job>& job, size_t batch_size) {
     const size_t n = job->keys.size();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      size_t count = 0;
-      for (size_t begin = 0; begin < n; begin += batch_size, ++count) {
-        batches_.push_back(Batch{job, begin, std::min(n, begin + batch_size)});
+    std::lock_guard<std::mutex> lock(mu_);  // Drain sees each batch recorded
+    std::lock_guard<std::mutex> job_lock(job->mu);
+    job->submitted.clear();
+    job->batches_left.store((n + batch_size - 1) / batch_size, std::memory_order_release);
+    for (size_t begin = 0; begin < n; begin += batch_size) {
+      auto b = std::make_unique<Batch>();
+      b->job = job;
+      b->begin = begin;
+      b->end = std::min(n, begin + batch_size);
+      b->keys.assign(job->keys.begin() + static_cast<ptrdiff_t>(b->begin),
+                     job->keys.begin() + static_cast<ptrdiff_t>(b->end));
+      const std::span<const std::span<uint8_t>> buffers(job->buffers.data() + b->begin, b->end - b->begin);
+      AsyncId id = 0;
+      if (job->direction == Direction::kWrite) {
+        b->values.assign(buffers.begin(), buffers.end());
+        id = queue_->SubmitPut(b->keys, b->values);
+      } else {
+        id = queue_->SubmitGet(b->keys, buffers);
       }
-      job->batches_left.store(count, std::memory_order_release);
+      job->submitted.push_back(id);
+      inflight_.emplace(id, std::move(b));
     }
-    cv_.notify_all();
+  }
+
+  // Settles the batches that completed, after waiting up to `wait_ms` for one.
+  void Drain(int wait_ms = 0) {
+    std::vector<AsyncCompletion> done;
+    queue_->Wait(&done, SIZE_MAX, wait_ms);
+    for (AsyncCompletion& c : done) {
+      std::unique_ptr<Batch> b;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto node = inflight_.extract(c.id);
+        if (node.empty()) continue;
+        b = std::move(node.mapped());
+      }
+      Settle(*b, c);
+      if (b->job->BatchEnded()) failed.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 
   EngineStats Stats() const {
@@ -121,56 +166,33 @@ class TransferEngine::Queue {
   std::atomic<uint64_t> bytes_read{0};
 
  private:
+  // One submitted batch: descriptors [begin, end) of its job, and the views
+  // the client reads until the batch completes.
   struct Batch {
     std::shared_ptr<Transfer::Job> job;
     size_t begin = 0;
     size_t end = 0;
+    std::vector<std::string_view> keys;
+    std::vector<std::span<const uint8_t>> values;  // writes
   };
 
-  void Run() {
-    for (;;) {
-      Batch b;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return stopping_ || !batches_.empty(); });
-        if (stopping_) return;
-        b = std::move(batches_.front());
-        batches_.pop_front();
-      }
-      Send(b);
-      if (b.job->BatchEnded()) failed.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-
-  void Send(const Batch& b) {
+  void Settle(const Batch& b, const AsyncCompletion& c) {
     Transfer::Job& job = *b.job;
-    if (job.cancelled.load(std::memory_order_acquire)) {
-      job.Fail(b.begin, FailedPrecondition("cancelled: the transfer was released before this batch was sent"));
+    if (c.cancelled) {
+      job.Fail(b.begin, job.cancelled.load(std::memory_order_acquire)
+                            ? FailedPrecondition("cancelled: the transfer was released before this batch was sent")
+                            : Unavailable("the MEMKV backend was destroyed before this batch was sent"));
       return;
     }
     batches.fetch_add(1, std::memory_order_relaxed);
-    const size_t n = b.end - b.begin;
-    std::vector<std::string_view> keys(job.keys.begin() + static_cast<ptrdiff_t>(b.begin),
-                                       job.keys.begin() + static_cast<ptrdiff_t>(b.end));
-    BatchResult result;
-    std::vector<size_t> sizes;
     uint64_t bytes = 0;
-    if (job.direction == Direction::kWrite) {
-      std::vector<std::span<const uint8_t>> values;
-      values.reserve(n);
-      for (size_t i = b.begin; i < b.end; ++i) values.emplace_back(job.buffers[i]);
-      result = client_.BatchPut(keys, values);
-    } else {
-      std::span<const std::span<uint8_t>> buffers(job.buffers.data() + b.begin, n);
-      result = client_.BatchGetInto(keys, buffers, &sizes);
-    }
-    for (size_t j = 0; j < n; ++j) {
-      const size_t i = b.begin + j;
-      const Status& s = j < result.statuses.size() ? result.statuses[j] : Status(Internal("no status returned"));
+    for (size_t i = b.begin; i < b.end; ++i) {
+      const size_t j = i - b.begin;
+      const Status& s = j < c.statuses.size() ? c.statuses[j] : Status(Internal("no status returned"));
       if (!s.ok()) {
         job.Fail(i, Status(s.code(), Describe(i, job.keys[i]) + ": " + s.message()));
-      } else if (job.direction == Direction::kRead && sizes[j] != job.buffers[i].size()) {
-        job.Fail(i, InvalidArgument(Describe(i, job.keys[i]) + ": the stored value is " + std::to_string(sizes[j]) +
+      } else if (job.direction == Direction::kRead && c.sizes[j] != job.buffers[i].size()) {
+        job.Fail(i, InvalidArgument(Describe(i, job.keys[i]) + ": the stored value is " + std::to_string(c.sizes[j]) +
                                     " bytes and the descriptor reads " + std::to_string(job.buffers[i].size()) +
                                     "; a read must ask for the whole value written at that offset"));
       } else {
@@ -180,22 +202,14 @@ class TransferEngine::Queue {
     (job.direction == Direction::kWrite ? bytes_written : bytes_read).fetch_add(bytes, std::memory_order_relaxed);
   }
 
-  Client& client_;
+  std::unique_ptr<AsyncQueue> queue_;
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Batch> batches_;  // guarded by mu_
-  bool stopping_ = false;      // guarded by mu_
-  std::vector<std::thread> threads_;
+  std::unordered_map<AsyncId, std::unique_ptr<Batch>> inflight_;  // guarded by mu_
 };
 
-Result<std::unique_ptr<TransferEngine>> TransferEngine::Create(const EngineSettings& settings) {
-  MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(settings.client));
-  return Create(settings, std::move(client));
-}
+namespace {
 
-Result<std::unique_ptr<TransferEngine>> TransferEngine::Create(const EngineSettings& settings,
-                                                               std::unique_ptr<Client> client) {
-  if (client == nullptr) return InvalidArgument("TransferEngine::Create: no client");
+Status CheckSettings(const EngineSettings& settings) {
   if (settings.batch_size == 0 || settings.batch_size > kMaxBatchSize) {
     return InvalidArgument("batch_size " + std::to_string(settings.batch_size) + " is not in 1.." +
                            std::to_string(kMaxBatchSize));
@@ -204,13 +218,44 @@ Result<std::unique_ptr<TransferEngine>> TransferEngine::Create(const EngineSetti
     return InvalidArgument("workers " + std::to_string(settings.workers) + " is not in 1.." +
                            std::to_string(kMaxWorkers));
   }
-  return std::unique_ptr<TransferEngine>(new TransferEngine(settings, std::move(client)));
+  return Status::Ok();
 }
 
-TransferEngine::TransferEngine(const EngineSettings& settings, std::unique_ptr<Client> client)
-    : settings_(settings), client_(std::move(client)), queue_(std::make_unique<Queue>(*client_, settings.workers)) {}
+}  // namespace
 
-TransferEngine::~TransferEngine() { queue_.reset(); }
+// The engine's own client runs `workers` batches at once.
+Result<std::unique_ptr<TransferEngine>> TransferEngine::Create(const EngineSettings& settings) {
+  MEMKV_RETURN_IF_ERROR(CheckSettings(settings));
+  ClientOptions options = settings.client;
+  options.async_threads = settings.workers;
+  MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(options));
+  return Create(settings, std::move(client));
+}
+
+Result<std::unique_ptr<TransferEngine>> TransferEngine::Create(const EngineSettings& settings,
+                                                               std::unique_ptr<Client> client) {
+  if (client == nullptr) return InvalidArgument("TransferEngine::Create: no client");
+  MEMKV_RETURN_IF_ERROR(CheckSettings(settings));
+  MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<AsyncQueue> queue, client->NewAsyncQueue());
+  return std::unique_ptr<TransferEngine>(new TransferEngine(settings, std::move(client), std::move(queue)));
+}
+
+TransferEngine::TransferEngine(const EngineSettings& settings, std::unique_ptr<Client> client,
+                               std::unique_ptr<AsyncQueue> queue)
+    : settings_(settings),
+      client_(std::move(client)),
+      hub_(std::make_shared<CancelHub>()),
+      batches_(std::make_unique<Batches>(std::move(queue))) {
+  hub_->queue = &batches_->queue();
+}
+
+TransferEngine::~TransferEngine() {
+  {
+    std::lock_guard<std::mutex> lock(hub_->mu);
+    hub_->queue = nullptr;  // released Transfers no longer reach the queue
+  }
+  batches_.reset();  // before the client: settles every batch
+}
 
 std::string TransferEngine::ObjectKey(uint64_t dev_id, std::string_view meta_info) const {
   return settings_.key_prefix + (meta_info.empty() ? std::to_string(dev_id) : std::string(meta_info));
@@ -252,6 +297,7 @@ Result<std::unique_ptr<Transfer>> TransferEngine::Prepare(Direction direction, s
   }
   auto job = std::make_shared<Transfer::Job>();
   job->direction = direction;
+  job->hub = hub_;
   job->keys.reserve(remote.size());
   job->buffers.reserve(local.size());
   {
@@ -299,17 +345,18 @@ Status TransferEngine::Post(Transfer& transfer) {
     job.error = Status::Ok();
     job.error_index = SIZE_MAX;
   }
-  queue_->posted.fetch_add(1, std::memory_order_relaxed);
+  batches_->posted.fetch_add(1, std::memory_order_relaxed);
   if (job.keys.empty()) {
     job.state.store(TransferState::kDone, std::memory_order_release);
     return Status::Ok();
   }
   job.state.store(TransferState::kInProgress, std::memory_order_release);
-  queue_->Push(transfer.job_, settings_.batch_size);
+  batches_->Push(transfer.job_, settings_.batch_size);
   return Status::Ok();
 }
 
 TransferStatus TransferEngine::Poll(const Transfer& transfer) const {
+  batches_->Drain();
   Transfer::Job& job = *transfer.job_;
   TransferStatus out;
   out.state = job.state.load(std::memory_order_acquire);
@@ -335,6 +382,9 @@ Result<std::vector<bool>> TransferEngine::Exists(std::span<const std::string> ke
   return present;
 }
 
-EngineStats TransferEngine::Stats() const { return queue_->Stats(); }
+EngineStats TransferEngine::Stats() const {
+  batches_->Drain();
+  return batches_->Stats();
+}
 
 }  // namespace memkv::nixl

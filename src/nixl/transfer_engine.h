@@ -16,12 +16,15 @@
 //
 // Transfers. Prepare checks a request (matching descriptor counts and
 // lengths, registered objects, no two writes to one value) and fixes its
-// plan; Post queues it as batches of at most batch_size descriptors to the
-// worker threads and returns at once; Poll never blocks; a transfer may be
-// posted again once it ended. Dropping a Transfer while it is in flight
-// cancels the batches not yet started, never waits: a batch already on the
-// wire finishes within the client's deadline (timeout_ms), and until then may
-// still write into the local buffers of a read.
+// plan; Post submits it as batches of at most batch_size descriptors to the
+// client's AsyncQueue (memkv/async.h; the client's driver threads, at most
+// `workers` of them for the engine's own client, carry them) and returns at
+// once; Poll takes the completions that arrived (of any transfer) into their
+// transfers and never blocks; a transfer may be posted again once it ended.
+// Dropping a Transfer while it is in flight cancels the batches not yet
+// started, never waits: a batch already on the wire finishes within the
+// client's deadline (timeout_ms), and until then may still write into the
+// local buffers of a read.
 //
 // Thread-safety: every method may be called from any thread; one Transfer
 // is posted and polled by one thread at a time.
@@ -99,13 +102,16 @@ struct EngineStats {
 
 class TransferEngine {
  public:
-  // A client for settings.client (Client::Create) and the worker threads.
+  struct CancelHub;  // shared with the Transfers' jobs (transfer_engine.cc)
+
+  // A client for settings.client (Client::Create) with settings.workers as
+  // its async_threads.
   static Result<std::unique_ptr<TransferEngine>> Create(const EngineSettings& settings);
-  // The same around a client the caller made.
+  // The same around a client the caller made (its own async_threads apply).
   static Result<std::unique_ptr<TransferEngine>> Create(const EngineSettings& settings,
                                                         std::unique_ptr<Client> client);
-  // Stops the workers: batches queued and not started are dropped (their
-  // transfers end failed); a batch in flight ends within the deadline.
+  // Batches not started are cancelled (their transfers end failed); waits for
+  // those in flight, which end within the client's deadline.
   ~TransferEngine();
   TransferEngine(const TransferEngine&) = delete;
   TransferEngine& operator=(const TransferEngine&) = delete;
@@ -145,12 +151,13 @@ class TransferEngine {
   const EngineSettings& settings() const { return settings_; }
 
  private:
-  TransferEngine(const EngineSettings& settings, std::unique_ptr<Client> client);
-  class Queue;
+  TransferEngine(const EngineSettings& settings, std::unique_ptr<Client> client, std::unique_ptr<AsyncQueue> queue);
+  class Batches;
 
   EngineSettings settings_;
   std::unique_ptr<Client> client_;
-  std::unique_ptr<Queue> queue_;
+  std::shared_ptr<CancelHub> hub_;
+  std::unique_ptr<Batches> batches_;  // destroyed before client_ (the destructor resets it first)
   mutable std::mutex objects_mu_;
   std::unordered_map<uint64_t, std::string> objects_;  // dev_id -> object key
 };

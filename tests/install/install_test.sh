@@ -38,7 +38,7 @@ manifest="$build_dir/install_manifest.txt"
 if grep -v "^$prefix/" "$manifest"; then fail "the files above were installed outside the prefix $prefix"; fi
 libdir=$(sed -n 's|^\(.*\)/libmemkv\.so\.0$|\1|p' "$manifest")
 [ -n "$libdir" ] || fail "libmemkv.so.0 was not installed"
-for f in bin/memkv include/memkv/client.h include/memkv/memkv.h include/memkv/status.h \
+for f in bin/memkv include/memkv/client.h include/memkv/async.h include/memkv/memkv.h include/memkv/status.h \
   lib/systemd/system/memkv.service etc/memkv/config.yaml; do
   [ -f "$prefix/$f" ] || fail "$prefix/$f missing"
 done

@@ -280,6 +280,13 @@ class PageIO:
             self._failed("get", e, n)
             self._count(get_keys=n)
             return [False] * n
+        return self.get_result(keys, lengths, result)
+
+    def get_result(self, keys: Sequence[Key], lengths: Union[int, Sequence[int]],
+                   result: "memkv.BatchResult") -> List[bool]:
+        """What get makes of its batch's result (also of a submit_get_into_ptr
+        completion): True where the value was there and exactly that size."""
+        n = len(keys)
         want = [lengths] * n if isinstance(lengths, int) else list(lengths)
         sizes = result.sizes or [0] * n
         ok = [s == 0 and sizes[i] == want[i] for i, s in enumerate(result.statuses)]
@@ -304,6 +311,12 @@ class PageIO:
             self._failed("put", e, n)
             self._count(put_keys=n)
             return [False] * n
+        return self.put_result(keys, lengths, result)
+
+    def put_result(self, keys: Sequence[Key], lengths: Union[int, Sequence[int]],
+                   result: "memkv.BatchResult") -> List[bool]:
+        """What put makes of its batch's result: True where stored."""
+        n = len(keys)
         want = [lengths] * n if isinstance(lengths, int) else list(lengths)
         ok = [s == 0 for s in result.statuses]
         self._per_key("put", result)
@@ -321,6 +334,11 @@ class PageIO:
             self._failed("exists", e, n)
             self._count(exists_keys=n)
             return [False] * n
+        return self.exists_result(result)
+
+    def exists_result(self, result: "memkv.BatchResult") -> List[bool]:
+        """What exists makes of its batch's result: True where present."""
+        n = len(result)
         present = [s == 0 for s in result.statuses]
         self._per_key("exists", result)
         self._count(exists_keys=n, exists_hits=sum(present))
@@ -345,6 +363,16 @@ class PageIO:
                 self._failed("delete", e, 1)
                 out.append(False)
         return out
+
+    def delete_result(self, result: "memkv.BatchResult") -> List[bool]:
+        """What a batch delete's result (a submit_delete completion) means:
+        True where the key was deleted or already absent."""
+        self._per_key("delete", result)
+        return [s in (0, 1) for s in result.statuses]
+
+    def failed_submission(self, op: str, error: Exception, keys: int) -> None:
+        """Counts and logs (rate-limited) a submission the client refused."""
+        self._failed(op, error, keys)
 
     def delete_prefix(self, prefix: bytes, page_size: int = 1000) -> Tuple[int, int]:
         """Deletes every key that starts with `prefix` (found by key listing,

@@ -11,10 +11,10 @@ MemKVL2Connector
 
     LMCache builds it as ``MemKVL2Connector(**adapter_params)`` and wraps it
     in its NativeConnectorL2Adapter: ``submit_batch_get/set/exists/delete``
-    return a future id at once, the transfer runs on this object's own
-    threads, its completion is queued and the one eventfd (``event_fd()``) is
-    signalled; ``drain_completions()`` hands back
-    ``(future_id, ok, error, per_key_bools)`` tuples.
+    return a future id at once and submit the batch to the client
+    (``Client.submit_*``), whose driver threads run it; ``event_fd()`` is the
+    client's completion fd, and ``drain_completions()`` turns the client's
+    completions into ``(future_id, ok, error, per_key_bools)`` tuples.
 
 MemKVStorageBackend
     An in-process ``StoragePluginInterface`` backend, loaded by LMCache's
@@ -82,6 +82,7 @@ __all__ = ["HAVE_LMCACHE", "MemKVL2Connector", "MemKVStorageBackend", "ConfigErr
 ENGINE = "lmcache"
 MAX_KEY_BYTES = 1024      # MemKV's key limit
 MAX_BATCH_KEYS = 1024     # MemKV's keys per batch call
+MAX_ASYNC_THREADS = 64    # the client option async_threads' limit
 DEFAULT_IO_THREADS = 4
 # Settings of this adapter beyond the shared ones (docs/engines/README.md).
 EXTRA_SETTINGS = {"io_threads": (positive_int, DEFAULT_IO_THREADS)}
@@ -150,16 +151,23 @@ def _key_text(key: Any) -> Union[str, bytes]:
 
 class _Core:
     """What both entry points share: checked settings, the client, PageIO,
-    the key layout, the I/O threads, and batches split to MemKV's limits."""
+    the key layout, and batches split to MemKV's limits; with `threads`, the
+    I/O threads of the storage plugin (the L2 connector uses the client's
+    own driver threads, io_threads of them unless async_threads is set)."""
 
-    def __init__(self, settings: Optional[Mapping[str, Any]], where: str, default_namespace: str) -> None:
+    def __init__(self, settings: Optional[Mapping[str, Any]], where: str, default_namespace: str,
+                 threads: bool = True) -> None:
         self.config = load_config(ENGINE, settings, where, extra=EXTRA_SETTINGS)
         self.namespace = self.config.namespace or default_namespace
         self.io_threads: int = self.config.extra["io_threads"]
+        if not threads:
+            self.config.client_options.setdefault("async_threads", min(self.io_threads, MAX_ASYNC_THREADS))
         self.client = make_client(self.config)
         self.io = PageIO(self.client, ENGINE)
-        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.io_threads,
-                                                          thread_name_prefix="memkv-lmcache")
+        self.pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        if threads:
+            self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.io_threads,
+                                                              thread_name_prefix="memkv-lmcache")
 
     def key(self, name: Union[str, bytes]) -> bytes:
         """namespace/name; a name that would make the key longer than MemKV's
@@ -210,7 +218,8 @@ class _Core:
         self.io.errors.warn(f"{op}:{type(error).__name__}", f"memkv {ENGINE}: {op} failed: {error}")
 
     def close(self, cancel_queued: bool) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=cancel_queued)
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=cancel_queued)
         try:
             self.client.close()
         except memkv.Error:
@@ -220,16 +229,30 @@ class _Core:
 Completion = Tuple[int, bool, str, Optional[List[bool]]]
 
 
+class _Submitted:
+    """One batch on the client's queue: what its completion is turned into.
+    `index[j]` is the position in the caller's keys of submitted key j (keys
+    with an unusable buffer are not submitted); the views are kept alive."""
+
+    def __init__(self, fid: int, kind: str, count: int, names: List[bytes], index: List[int],
+                 addresses: List[int], lengths: List[int], views: Optional[List[Any]], first_bad: str) -> None:
+        self.fid, self.kind, self.count = fid, kind, count
+        self.names, self.index, self.addresses, self.lengths = names, index, addresses, lengths
+        self.views, self.first_bad = views, first_bad
+
+
 class MemKVL2Connector:
     """The native connector of LMCache's ``native_plugin`` L2 adapter.
 
     Keys are LMCache's key strings
     (``model@kv_rank%08x@group%x@hashhex[@salt]``), stored as
     ``<namespace>/<key string>`` (namespace default ``lmcache-l2``). Every
-    submit returns a new future id at once and never raises; the batch runs
-    on one of ``io_threads`` threads, zero copy from or into the
+    submit returns a new future id at once and never raises; the batch is
+    submitted to the client and runs on its driver threads (``io_threads``
+    of them, unless ``async_threads`` is set), zero copy from or into the
     memoryviews' own memory, which the caller keeps alive until the
-    completion. Each completion is queued and the eventfd signalled:
+    completion. ``event_fd()`` is the client's completion fd, readable while
+    completions wait; ``drain_completions()`` hands them back:
 
     - get:    (id, all loaded, error, [loaded per key]); a miss, a value of
               another size than the buffer, or a failure is False
@@ -244,14 +267,19 @@ class MemKVL2Connector:
         missing there comes from its MEMKV_* variable. A bad one raises
         ConfigError naming it, logged CRITICAL and written to stderr."""
         try:
-            self._core = _Core(adapter_params, "adapter_params of --l2-adapter (native_plugin)", L2_NAMESPACE)
+            self._core = _Core(adapter_params, "adapter_params of --l2-adapter (native_plugin)", L2_NAMESPACE,
+                               threads=False)
         except Exception as e:
             _loud(e)
             raise
-        self._efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._fd = self._core.client.completion_fd()
         self._lock = threading.Lock()
         self._next_id = 1
-        self._done: collections.deque = collections.deque()
+        # Guarded by _lock: submissions on the client's queue by its id (None:
+        # a wake-up for a completion decided here), and those decided here
+        # (a closed connector, arguments that are not sequences).
+        self._submitted: Dict[int, Optional[_Submitted]] = {}
+        self._local: collections.deque = collections.deque()
         self._closed = False
 
     @property
@@ -263,36 +291,43 @@ class MemKVL2Connector:
         return self._core.key(key)
 
     def event_fd(self) -> int:
-        """The eventfd that becomes readable when completions are queued."""
-        return self._efd
+        """The client's completion fd: readable while completions wait."""
+        return self._fd
 
     def submit_batch_get(self, keys: Sequence[str], memoryviews: Sequence[Any]) -> int:
         """Loads keys[i] into memoryviews[i] (exactly its size). Returns the future id."""
-        return self._submit(self._get, keys, memoryviews)
+        return self._submit("get", keys, memoryviews)
 
     def submit_batch_set(self, keys: Sequence[str], memoryviews: Sequence[Any]) -> int:
         """Stores the bytes of memoryviews[i] under keys[i]. Returns the future id."""
-        return self._submit(self._set, keys, memoryviews)
+        return self._submit("set", keys, memoryviews)
 
     def submit_batch_exists(self, keys: Sequence[str]) -> int:
         """Asks which keys are present. Returns the future id."""
-        return self._submit(self._exists, keys, None)
+        return self._submit("exists", keys, None)
 
     def submit_batch_delete(self, keys: Sequence[str]) -> int:
         """Deletes the keys. Returns the future id."""
-        return self._submit(self._delete, keys, None)
+        return self._submit("delete", keys, None)
 
     def drain_completions(self) -> List[Completion]:
-        """Every completion queued since the last call, oldest first, as
-        (future_id, ok, error, per_key_bools); resets the eventfd."""
+        """Every completion since the last call, as (future_id, ok, error,
+        per_key_bools); takes them off the client's queue, which resets the fd."""
+        done = []
         with self._lock:
-            if self._efd >= 0:
-                try:
-                    os.eventfd_read(self._efd)
-                except BlockingIOError:
-                    pass
-            out = list(self._done)
-            self._done.clear()
+            closed = self._closed
+        if not closed:
+            try:
+                done = self._core.client.poll_completions()
+            except memkv.Error:  # closed meanwhile
+                done = []
+        with self._lock:
+            out: List[Completion] = list(self._local)
+            self._local.clear()
+            finished = [(c, self._submitted.pop(c.id, None)) for c in done]
+        for completion, submitted in finished:
+            if submitted is not None:
+                out.append(self._finish(submitted, completion.result))
         return out
 
     def get_stats(self) -> Dict[str, Any]:
@@ -301,21 +336,19 @@ class MemKVL2Connector:
 
     def close(self) -> None:
         """Lets the running batches finish (each bounded by timeout_ms), drops
-        the queued ones, closes the client and the eventfd. Idempotent."""
+        the queued ones, closes the client (and with it the fd). Idempotent."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
         self._core.close(cancel_queued=True)
         with self._lock:
-            efd, self._efd = self._efd, -1
-        if efd >= 0:
-            os.close(efd)
+            self._submitted.clear()
+            self._fd = -1
 
     # --- internals -------------------------------------------------------
 
-    def _submit(self, op: Callable[..., Tuple[bool, str, List[bool]]], keys: Sequence[Any],
-                views: Optional[Sequence[Any]]) -> int:
+    def _submit(self, kind: str, keys: Sequence[Any], views: Optional[Sequence[Any]]) -> int:
         with self._lock:
             fid = self._next_id
             self._next_id += 1
@@ -325,38 +358,37 @@ class MemKVL2Connector:
             views = None if views is None else list(views)
             if closed:
                 raise RuntimeError("the connector is closed")
-            self._core.pool.submit(self._run, fid, op, keys, views)
-        except Exception as e:  # a closed pool, keys that are not a sequence: a failed batch
+            submitted = self._prepare(fid, kind, keys, views)
+            client = self._core.client
+            with self._lock:  # recorded before drain_completions can see its completion
+                if kind == "get":
+                    sid = client.submit_get_into_ptr(submitted.names, submitted.addresses, submitted.lengths)
+                elif kind == "set":
+                    sid = client.submit_put_ptr(submitted.names, submitted.addresses, submitted.lengths)
+                elif kind == "exists":
+                    sid = client.submit_exists(submitted.names)
+                else:
+                    sid = client.submit_delete(submitted.names)
+                self._submitted[sid] = submitted
+        except Exception as e:  # closed, keys that are not a sequence: a failed batch
+            if isinstance(e, memkv.Error):
+                self._core.io.failed_submission(kind, e, len(keys) if isinstance(keys, list) else 0)
             n = len(keys) if isinstance(keys, list) else 0
-            self._complete((fid, False, f"memkv {ENGINE}: {e}", [False] * n))
+            self._complete_here((fid, False, f"memkv {ENGINE}: {e}", [False] * n))
         return fid
 
-    def _run(self, fid: int, op: Callable[..., Tuple[bool, str, List[bool]]], keys: List[Any],
-             views: Optional[List[Any]]) -> None:
-        try:
-            ok, error, bools = op(keys, views)
-        except Exception as e:
-            self._core.failed(op.__name__.strip("_"), e)
-            ok, error, bools = False, f"memkv {ENGINE}: {e}", [False] * len(keys)
-        self._complete((fid, ok, error, bools))
-
-    def _complete(self, completion: Completion) -> None:
-        with self._lock:
-            self._done.append(completion)
-            if self._efd >= 0:
-                os.eventfd_write(self._efd, 1)
-
-    def _transfer(self, keys: List[Any], views: List[Any], writable: bool,
-                  io: Callable[[List[bytes], List[int], List[int]], List[bool]], what: str
-                  ) -> Tuple[bool, str, List[bool]]:
+    def _prepare(self, fid: int, kind: str, keys: List[Any], views: Optional[List[Any]]) -> _Submitted:
+        """The MemKV keys (and, for get and set, the buffers) of a batch."""
+        if views is None:
+            names = [self._core.key(_key_text(k)) for k in keys]
+            return _Submitted(fid, kind, len(keys), names, list(range(len(keys))), [], [], None, "")
         if len(keys) != len(views):
             raise ValueError(f"{len(keys)} keys but {len(views)} memoryviews")
-        bools = [False] * len(keys)
         index, names, addresses, lengths = [], [], [], []
         first_bad = ""
         for i, (k, v) in enumerate(zip(keys, views)):
             try:
-                address, length = _buffer_span(v, writable)
+                address, length = _buffer_span(v, kind == "get")
             except (ValueError, TypeError) as e:
                 first_bad = first_bad or f"key {k!r}: {e}"
                 continue
@@ -364,30 +396,46 @@ class MemKVL2Connector:
             names.append(self._core.key(_key_text(k)))
             addresses.append(address)
             lengths.append(length)
+        what = "loaded" if kind == "get" else "stored"
         if first_bad:
             self._core.io.errors.warn(f"{what}:buffer", f"memkv {ENGINE}: {what}: unusable buffer, {first_bad}")
-        for i, ok in zip(index, io(names, addresses, lengths)):
-            bools[i] = ok
-        done = sum(bools)
-        if done == len(bools):
-            return True, "", bools
-        reason = f"; first unusable buffer: {first_bad}" if first_bad else ""
-        return False, f"memkv {ENGINE}: {what}: {len(bools) - done} of {len(bools)} key(s) not {what}{reason}", bools
+        return _Submitted(fid, kind, len(keys), names, index, addresses, lengths, views, first_bad)
 
-    def _get(self, keys: List[Any], views: List[Any]) -> Tuple[bool, str, List[bool]]:
-        return self._transfer(keys, views, True, self._core.get, "loaded")
+    def _complete_here(self, completion: Completion) -> None:
+        """A completion decided without the client; an empty submission makes
+        the client's fd readable for it (when the client is still open)."""
+        with self._lock:
+            self._local.append(completion)
+            if self._closed:
+                return
+            try:
+                self._submitted[self._core.client.submit_exists([])] = None
+            except memkv.Error:
+                pass
 
-    def _set(self, keys: List[Any], views: List[Any]) -> Tuple[bool, str, List[bool]]:
-        return self._transfer(keys, views, False, self._core.put, "stored")
-
-    def _exists(self, keys: List[Any], _: None) -> Tuple[bool, str, List[bool]]:
-        return True, "", self._core.exists([self._core.key(_key_text(k)) for k in keys])
-
-    def _delete(self, keys: List[Any], _: None) -> Tuple[bool, str, List[bool]]:
-        bools = self._core.delete([self._core.key(_key_text(k)) for k in keys])
-        if all(bools):
-            return True, "", bools
-        return False, f"memkv {ENGINE}: delete: {len(bools) - sum(bools)} of {len(bools)} key(s) failed", bools
+    def _finish(self, s: _Submitted, result: "memkv.BatchResult") -> Completion:
+        io = self._core.io
+        if s.kind == "exists":
+            return s.fid, True, "", io.exists_result(result)
+        if s.kind == "delete":
+            bools = io.delete_result(result)
+            if all(bools):
+                return s.fid, True, "", bools
+            return (s.fid, False, f"memkv {ENGINE}: delete: {len(bools) - sum(bools)} of {len(bools)} key(s) failed",
+                    bools)
+        bools = [False] * s.count
+        if s.names:
+            done = (io.get_result(s.names, s.lengths, result) if s.kind == "get"
+                    else io.put_result(s.names, s.lengths, result))
+            for i, ok in zip(s.index, done):
+                bools[i] = ok
+        hits = sum(bools)
+        if hits == len(bools):
+            return s.fid, True, "", bools
+        what = "loaded" if s.kind == "get" else "stored"
+        reason = f"; first unusable buffer: {s.first_bad}" if s.first_bad else ""
+        error = f"memkv {ENGINE}: {what}: {len(bools) - hits} of {len(bools)} key(s) not {what}{reason}"
+        return s.fid, False, error, bools
 
 
 # --- the in-process storage plugin -----------------------------------------

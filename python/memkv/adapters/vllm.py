@@ -49,7 +49,6 @@ import logging
 import os
 import threading
 import time
-import queue
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from ._common import (ConfigError, PageIO, RateLimitedLog, load_config, make_client, namespaced,
@@ -64,8 +63,9 @@ TIER_NAME = "memkv"
 # them, depending on the release): accepted and ignored.
 ENGINE_KEYS = ("type", "module_path", "name")
 WHERE = "a secondary_tiers entry of kv_connector_extra_config"
-# Longest a lookup thread waits, after the first key of a scheduler step, for
-# on_schedule_end() to close the step's batch before it probes what it has.
+# Longest the keys of a scheduler step wait for on_schedule_end() to close the
+# step's probe batch: a later lookup, has_pending_work() or
+# get_finished_jobs() sends an older batch.
 _PROBE_COALESCE_S = 0.002
 _WARNED_HASH_SEED = False
 
@@ -287,6 +287,7 @@ _PENDING = object()
 
 class _Job:
     __slots__ = ("job_id", "load", "keys", "mkeys", "addresses", "ok", "batches", "failed", "start", "end")
+    # One per submitted job; its batches are submissions on the client's queue.
 
     def __init__(self, job_id: Any, load: bool, keys: List[bytes], mkeys: List[bytes], addresses: List[int]):
         self.job_id = job_id
@@ -310,7 +311,8 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
     vLLM puts there itself, ``type``, ``module_path`` and ``name``, are
     ignored). Settings: those of every adapter (docs/engines/README.md) plus
 
-    - ``io_threads`` (1..64, default 2): threads running store and load batches;
+    - ``io_threads`` (1..64, default 2): the client's async_threads (unless
+      that is set): store, load and probe batches run at once;
     - ``batch_blocks`` (1..4096, default 64): chunks per MemKV batch; a larger
       job is split and its batches run in parallel;
     - ``lookup_cache_entries`` (default 65536): verdicts remembered (about
@@ -373,33 +375,28 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
                         "no other process (nor this one after a restart) can reuse the chunks stored in MemKV; "
                         "set PYTHONHASHSEED to the same value for every engine sharing the servers")
 
+        self.config.client_options.setdefault("async_threads", extra["io_threads"])
         self._client = make_client(self.config)
         self._io = PageIO(self._client, ENGINE)
         self._errors = RateLimitedLog()
+        # Guards what follows. Submissions to the client happen under it (so a
+        # completion is never taken before it is recorded); the client's
+        # completions are taken outside it (_pump) and settled under it.
         self._lock = threading.Lock()
-        self._wake = threading.Condition(self._lock)      # lookup thread: a batch to probe
-        self._idle = threading.Condition(self._lock)      # drain_jobs: a job finished
         # OffloadKey -> [True | False | _PENDING, time]; oldest first.
         self._verdicts: "collections.OrderedDict[bytes, list]" = collections.OrderedDict()
         self._probe_batch: List[bytes] = []
-        self._probe_flush = False
-        self._probing = 0
+        self._probe_since = 0.0    # when the first key of _probe_batch was queued
+        self._probing = 0          # probes on the client's queue
+        # Client submission id -> ("probe", keys) or ("batch", job, lo, hi).
+        self._submitted: Dict[int, Tuple[Any, ...]] = {}
         self._storing: Dict[bytes, int] = {}
         self._finished: List[Any] = []
         self._inflight = 0
         self._closed = False
-        self._stopping = False
-        self._abort = False
         self.counters = {"lookups": 0, "lookup_hits": 0, "lookup_misses": 0, "lookup_retries": 0, "probes": 0,
                          "store_jobs": 0, "store_jobs_failed": 0, "load_jobs": 0, "load_jobs_failed": 0,
                          "stored_chunks": 0, "loaded_chunks": 0}
-        self._batches: "queue.SimpleQueue[Optional[Tuple[_Job, int, int]]]" = queue.SimpleQueue()
-        self._workers = [threading.Thread(target=self._io_loop, name=f"memkv-vllm-io-{i}", daemon=True)
-                         for i in range(extra["io_threads"])]
-        for worker in self._workers:
-            worker.start()
-        self._prober = threading.Thread(target=self._probe_loop, name="memkv-vllm-lookup", daemon=True)
-        self._prober.start()
         log.info("memkv vllm: tier %r on %s, namespace %r, layout %r, %d rows of %d bytes",
                  tier_type, ",".join(self.config.servers), self.namespace, self.layout, self._rows, self._row_bytes)
 
@@ -424,9 +421,11 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
     def lookup(self, key: Any, req_context: Any = None) -> Any:
         """HIT if the chunk is in MemKV, MISS if not, RETRY while that is being
         found out (or while a store of it is in flight). Never blocks: a key
-        seen for the first time is probed by the lookup thread, in one batch
-        per scheduler step, and answers RETRY until then."""
+        seen for the first time is probed, in one batch per scheduler step
+        submitted to the client, and answers RETRY until then."""
         try:
+            if self._probing:
+                self._pump()
             k = bytes(key)
             now = time.monotonic()
             with self._lock:
@@ -452,11 +451,10 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
                         return LookupResult.MISS
                 self._set_verdict(k, _PENDING, now)
                 if not self._probe_batch:
-                    self._wake.notify()
+                    self._probe_since = now
                 self._probe_batch.append(k)
-                if len(self._probe_batch) >= 1024:
-                    self._probe_flush = True
-                    self._wake.notify()
+                if len(self._probe_batch) >= 1024 or now - self._probe_since >= _PROBE_COALESCE_S:
+                    self._send_probe()
                 self.counters["lookup_retries"] += 1
                 return LookupResult.RETRY
         except Exception as e:  # never out of a scheduler call
@@ -470,33 +468,51 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
         while len(self._verdicts) > self._capacity:
             self._verdicts.popitem(last=False)
 
-    def _probe_loop(self) -> None:
-        while True:
-            with self._lock:
-                while not self._probe_batch and not self._stopping:
-                    self._wake.wait()
-                if not self._probe_batch:
-                    return
-                if not self._probe_flush and not self._stopping:
-                    self._wake.wait(_PROBE_COALESCE_S)  # the rest of this scheduler step's scan
-                batch, self._probe_batch = self._probe_batch, []
-                self._probe_flush = False
-                self._probing += 1
-            try:
-                present = [False] * len(batch)
-                if not self._abort:
-                    present = self._io.exists([self.memkv_key(k) for k in batch])
-            except Exception as e:
-                self._errors.warn("probe", f"memkv vllm: exists of {len(batch)} key(s) failed, answered MISS: {e!r}")
-                present = [False] * len(batch)
-            now = time.monotonic()
-            with self._lock:
-                self._probing -= 1
-                self.counters["probes"] += 1
-                for k, p in zip(batch, present):
-                    verdict = self._verdicts.get(k)
-                    if verdict is not None and verdict[0] is _PENDING:
-                        verdict[0], verdict[1] = bool(p), now
+    def _send_probe(self) -> None:
+        # Under self._lock: one exists batch for the keys queued for probing.
+        if not self._probe_batch or self._closed:
+            return
+        batch, self._probe_batch = self._probe_batch, []
+        try:
+            sid = self._client.submit_exists([self.memkv_key(k) for k in batch])
+        except Exception as e:
+            self._errors.warn("probe", f"memkv vllm: exists of {len(batch)} key(s) failed, answered MISS: {e!r}")
+            self._settle_probe(batch, [False] * len(batch))
+            return
+        self._probing += 1
+        self._submitted[sid] = ("probe", batch)
+
+    def _settle_probe(self, batch: List[bytes], present: List[bool]) -> None:
+        # Under self._lock.
+        now = time.monotonic()
+        self.counters["probes"] += 1
+        for k, p in zip(batch, present):
+            verdict = self._verdicts.get(k)
+            if verdict is not None and verdict[0] is _PENDING:
+                verdict[0], verdict[1] = bool(p), now
+
+    def _pump(self, timeout_ms: int = 0) -> None:
+        """Takes the client's completions (waiting up to timeout_ms for one)
+        and settles them: probe verdicts, job batches."""
+        try:
+            done = self._client.poll_completions(timeout_ms=timeout_ms)
+        except Exception:  # closed
+            return
+        if not done:
+            return
+        with self._lock:
+            for completion in done:
+                item = self._submitted.pop(completion.id, None)
+                if item is None:
+                    continue
+                try:
+                    if item[0] == "probe":
+                        self._probing -= 1
+                        self._settle_probe(item[1], self._io.exists_result(completion.result))
+                    else:
+                        self._settle_batch(item[1], item[2], item[3], completion.result)
+                except Exception as e:  # keep settling the others
+                    self._errors.warn("io", f"memkv vllm: settling a completion: {e!r}")
 
     # ------------------------------------------------------------- transfers
 
@@ -534,7 +550,7 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
             self._finish_now(job_id, load)
             return
         work = _Job(job_id, load, keys, mkeys, addresses)
-        with self._lock:  # queued under the lock: shutdown() queues its stop marks after every batch
+        with self._lock:  # submitted under the lock: recorded before a _pump can take its completion
             if not self._closed:
                 self._inflight += 1
                 self.counters["load_jobs" if load else "store_jobs"] += 1
@@ -543,47 +559,37 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
                         self._storing[k] = self._storing.get(k, 0) + 1
                 spans = [(lo, min(lo + self._batch, len(keys))) for lo in range(0, len(keys), self._batch)]
                 work.batches = len(spans)
+                work.start = time.monotonic()
                 if not spans:
                     self._complete(work)
+                submit = self._client.submit_get_into_ptr if load else self._client.submit_put_ptr
                 for lo, hi in spans:
-                    self._batches.put((work, lo, hi))
+                    try:
+                        sid = submit(mkeys[lo:hi], addresses[lo:hi], self._row_bytes)
+                    except Exception as e:
+                        self._errors.warn("batch", f"memkv vllm: a batch of job {job_id!r} failed: {e!r}")
+                        self._end_batch(work, lo, hi, [False] * (hi - lo))
+                        continue
+                    self._submitted[sid] = ("batch", work, lo, hi)
                 return
         self._finish_now(job_id, load)
 
-    def _io_loop(self) -> None:
-        while True:
-            item = self._batches.get()
-            if item is None:
-                return
-            try:
-                self._run_batch(*item)
-            except Exception as e:  # _run_batch reports its job itself; keep the thread
-                self._errors.warn("io", f"memkv vllm: I/O thread: {e!r}")
+    def _settle_batch(self, job: _Job, lo: int, hi: int, result: Any) -> None:
+        # Under self._lock: what a batch's completion means for its job.
+        keys = job.mkeys[lo:hi]
+        ok = (self._io.get_result(keys, self._row_bytes, result) if job.load
+              else self._io.put_result(keys, self._row_bytes, result))
+        job.end = max(job.end, time.monotonic())
+        self._end_batch(job, lo, hi, ok)
 
-    def _run_batch(self, job: _Job, lo: int, hi: int) -> None:
-        ok: List[bool] = [False] * (hi - lo)
-        try:
-            if not job.failed and not self._abort:
-                now = time.monotonic()
-                if job.start is None or now < job.start:
-                    job.start = now
-                keys, addresses = job.mkeys[lo:hi], job.addresses[lo:hi]
-                if job.load:
-                    ok = self._io.get(keys, addresses, self._row_bytes)
-                else:
-                    ok = self._io.put(keys, addresses, self._row_bytes)
-                job.end = max(job.end, time.monotonic())
-        except Exception as e:
-            self._errors.warn("batch", f"memkv vllm: a batch of job {job.job_id!r} failed: {e!r}")
-            ok = [False] * (hi - lo)
-        finally:
-            with self._lock:
-                job.ok[lo:hi] = ok
-                if not all(ok):
-                    job.failed = True
-                job.batches -= 1
-                if job.batches == 0:
-                    self._complete(job)
+    def _end_batch(self, job: _Job, lo: int, hi: int, ok: List[bool]) -> None:
+        # Under self._lock.
+        job.ok[lo:hi] = ok
+        if not all(ok):
+            job.failed = True
+        job.batches -= 1
+        if job.batches == 0:
+            self._complete(job)
 
     def _complete(self, job: _Job) -> None:
         # Under self._lock: record the verdicts the job taught, queue its result.
@@ -594,7 +600,6 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
             self._finished.append(self._result(job.job_id, False))
         finally:
             self._inflight -= 1
-            self._idle.notify_all()
 
     def _conclude(self, job: _Job) -> None:
         now = time.monotonic()
@@ -647,8 +652,17 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
         except Exception as e:
             self._errors.warn("result", f"memkv vllm: could not report job {job_id!r}: {e!r}")
 
+    def _step(self) -> None:
+        """What each scheduler step's calls do first: send a probe batch
+        older than _PROBE_COALESCE_S, take the client's completions."""
+        with self._lock:
+            if self._probe_batch and time.monotonic() - self._probe_since >= _PROBE_COALESCE_S:
+                self._send_probe()
+        self._pump()
+
     def get_finished_jobs(self) -> Iterable[Any]:
         """Every job (store or load) finished since the last call, as JobResult."""
+        self._step()
         with self._lock:
             done, self._finished = self._finished, []
         return done
@@ -656,13 +670,16 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
     def drain_jobs(self) -> None:
         """Blocks until every submitted job has finished (each MemKV batch is
         bounded by timeout_ms); their results stay queued for get_finished_jobs()."""
-        with self._lock:
-            while self._inflight > 0:
-                self._idle.wait()
+        while True:
+            with self._lock:
+                if self._inflight == 0:
+                    return
+            self._pump(timeout_ms=100)
 
     def has_pending_work(self) -> bool:
         """True while a job or a lookup probe is in flight, so that vLLM keeps
         stepping (and polling get_finished_jobs) even with no request scheduled."""
+        self._step()
         with self._lock:
             return self._inflight > 0 or bool(self._probe_batch) or self._probing > 0
 
@@ -683,9 +700,7 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
     def on_schedule_end(self, context: Any = None) -> None:
         """End of a scheduler step: probe the keys this step looked up, now."""
         with self._lock:
-            if self._probe_batch:
-                self._probe_flush = True
-                self._wake.notify()
+            self._send_probe()
 
     def touch(self, keys: Any = None, req_context: Any = None) -> None:
         """Nothing to do: MemKV's own LRU counts every read."""
@@ -704,6 +719,7 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
 
     def stats(self) -> Dict[str, Any]:
         """The tier's counters, with PageIO's transfer counters and the client's."""
+        self._pump()
         with self._lock:
             out: Dict[str, Any] = dict(self.counters)
             out["jobs_in_flight"] = self._inflight
@@ -715,27 +731,29 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
 
     def shutdown(self) -> None:
         """Lets the transfers in flight end (each bounded by timeout_ms), fails
-        those not started, stops the threads and closes the client. Calls after
-        it answer MISS and fail jobs; it may be called twice."""
+        those not started, and closes the client. Calls after it answer MISS
+        and fail jobs; it may be called twice."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            self._stopping = True
-            self._abort = True
-            self._wake.notify_all()
-            for _ in self._workers:
-                self._batches.put(None)
+            self._probe_batch = []
+            waiting = list(self._submitted)
         try:
-            for worker in self._workers:
-                worker.join()
-            self._prober.join()
+            for sid in waiting:
+                self._client.cancel(sid)  # completes cancelled: its batch fails, its probe answers MISS
+            while True:
+                with self._lock:
+                    if not self._submitted:
+                        break
+                self._pump(timeout_ms=100)
             self._client.close()
         except Exception as e:
             self._errors.warn("shutdown", f"memkv vllm: shutdown: {e!r}")
 
     def stop_executor(self) -> None:
-        """The adapter's threads never call back into vLLM: nothing to stop here."""
+        """The tier has no threads of its own (the client's never call back
+        into vLLM): nothing to stop here."""
         return None
 
 

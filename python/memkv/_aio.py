@@ -1,0 +1,101 @@
+"""asyncio over a Client's asynchronous batches: `await client.aget_into(keys,
+buffers)` and friends.
+
+Each call submits (Client.submit_*, returning at once) and awaits a future that
+a reader on the client's completion_fd() resolves from poll_completions(), on
+the event loop's own thread: no thread per call, no executor. The reader is
+added when the first call of a client on a loop starts and removed when its
+last ends.
+
+Rules:
+- The reader takes every completion of the client, so on one client use either
+  these coroutines or poll_completions() yourself, not both at once.
+- Cancelling the awaiting task cancels the submission when it has not started;
+  one already running finishes on its own, and its keys and buffers stay held
+  until its completion arrives (the reader then drops it).
+- Close the client only once its calls have been awaited: close() drops the
+  completions of what it cancels, and their awaiters would never wake.
+"""
+
+import asyncio
+from typing import Any, Callable, Dict, Tuple
+
+from ._memkv import BatchResult, Client
+
+# (id(client), loop) -> its reader, while calls are in flight.
+_readers: Dict[Tuple[int, asyncio.AbstractEventLoop], "_Reader"] = {}
+
+
+class _Reader:
+    def __init__(self, client: Client, loop: asyncio.AbstractEventLoop) -> None:
+        self.client = client
+        self.loop = loop
+        self.fd = client.completion_fd()
+        # Submission id -> its future; a cancelled one stays until its
+        # completion comes, so the reader keeps polling for it.
+        self.futures: Dict[int, asyncio.Future] = {}
+        loop.add_reader(self.fd, self._ready)
+
+    def _ready(self) -> None:
+        try:
+            done = self.client.poll_completions()
+        except Exception as error:  # closed under us: wake every awaiter
+            for future in self.futures.values():
+                if not future.done():
+                    future.set_exception(error)
+            self.futures.clear()
+        else:
+            for completion in done:
+                future = self.futures.pop(completion.id, None)
+                if future is not None and not future.done():
+                    future.set_result(completion)
+        if not self.futures:
+            self.loop.remove_reader(self.fd)
+            _readers.pop((id(self.client), self.loop), None)
+
+
+async def _run(client: Client, submit: Callable[..., int], *args: Any) -> BatchResult:
+    loop = asyncio.get_running_loop()
+    key = (id(client), loop)
+    reader = _readers.get(key)
+    if reader is None or reader.client is not client:
+        reader = _readers[key] = _Reader(client, loop)
+    submission = submit(*args)
+    future = loop.create_future()
+    reader.futures[submission] = future
+    try:
+        completion = await future
+    except asyncio.CancelledError:
+        try:
+            client.cancel(submission)
+        except Exception:
+            pass
+        raise
+    return completion.result
+
+
+async def aput(self: Client, keys, values) -> BatchResult:
+    """await aput(keys, values) -> BatchResult: batch_put without blocking the loop."""
+    return await _run(self, self.submit_put, keys, values)
+
+
+async def aget_into(self: Client, keys, buffers) -> BatchResult:
+    """await aget_into(keys, buffers) -> BatchResult: batch_get_into without blocking the loop."""
+    return await _run(self, self.submit_get_into, keys, buffers)
+
+
+async def aexists(self: Client, keys) -> BatchResult:
+    """await aexists(keys) -> BatchResult: batch_exists without blocking the loop."""
+    return await _run(self, self.submit_exists, keys)
+
+
+async def adelete(self: Client, keys) -> BatchResult:
+    """await adelete(keys) -> BatchResult: OK deleted, NOT_FOUND was absent."""
+    return await _run(self, self.submit_delete, keys)
+
+
+def install() -> None:
+    Client.aput = aput
+    Client.aget_into = aget_into
+    Client.aexists = aexists
+    Client.adelete = adelete

@@ -1,0 +1,423 @@
+// BatchRunner (batch_runner.h): grouping, framing and driving a batch over
+// the server pools.
+#include "client/batch_runner.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "base/clock.h"
+#include "client/connection.h"
+#include "client/ops.h"
+#include "client/placement.h"
+#include "client/pool.h"
+#include "client/rdma.h"
+#include "client/rdma_ops.h"
+#include "proto/messages.h"
+
+namespace memkv::client {
+namespace {
+
+// A server's share of a batch is spread over several connections (so several
+// server threads) once it carries this many bytes per connection.
+constexpr uint64_t kSpreadBytesPerFrame = 1 << 20;
+
+// A batch frame carries at most kMaxPayloadBytes; a larger value travels
+// alone (Put, Get).
+Status CheckBatchValueSize(uint64_t size) {
+  if (size > proto::kMaxPayloadBytes) {
+    return TooLarge("value of " + std::to_string(size) + " bytes exceeds a batch frame's payload limit of " +
+                    std::to_string(proto::kMaxPayloadBytes) + " bytes; put it on its own");
+  }
+  return Status::Ok();
+}
+
+// Splits one server's share of a batch into frames: at most kMaxBatchItems
+// items and kMaxPayloadBytes of values each (`bytes_of(i)` is what item i
+// adds to the frame's payload), and into up to `spread` frames of similar
+// size when there are enough bytes to keep several connections busy.
+template <typename BytesOf>
+std::vector<std::vector<uint32_t>> SplitFrames(const std::vector<uint32_t>& items, uint32_t spread,
+                                               BytesOf bytes_of) {
+  uint64_t total = 0;
+  for (uint32_t i : items) total += bytes_of(i);
+  const uint64_t wanted_frames = std::clamp<uint64_t>(total / kSpreadBytesPerFrame, 1, spread);
+  const uint64_t soft_bytes = wanted_frames > 1 ? (total + wanted_frames - 1) / wanted_frames : UINT64_MAX;
+  std::vector<std::vector<uint32_t>> frames(1);
+  uint64_t bytes = 0;
+  for (uint32_t i : items) {
+    const uint64_t b = bytes_of(i);
+    std::vector<uint32_t>& cur = frames.back();
+    if (!cur.empty() && (cur.size() >= proto::kMaxBatchItems || bytes + b > proto::kMaxPayloadBytes ||
+                         bytes >= soft_bytes)) {
+      frames.emplace_back();
+      bytes = 0;
+    }
+    frames.back().push_back(i);
+    bytes += b;
+  }
+  return frames;
+}
+
+}  // namespace
+
+void CountTcp(ClientCounters& counters, uint64_t bytes) {
+  ClientCounters::Add(counters.tcp_ops, 1);
+  ClientCounters::Add(counters.tcp_bytes, bytes);
+}
+
+void CountTransport(ClientCounters& counters, const RdmaExchange& x, uint64_t bytes) {
+  if (!x.status().ok()) return;
+  if (x.carried_by_rdma()) {
+    ClientCounters::Add(counters.rdma_ops, 1);
+    ClientCounters::Add(counters.rdma_bytes, bytes);
+    if (x.zero_copy()) ClientCounters::Add(counters.rdma_zero_copy_ops, 1);
+  } else {
+    CountTcp(counters, bytes);
+  }
+}
+
+struct BatchRunner::Impl {
+  Impl(const ClientOptions& options, const Placement& placement, const std::vector<std::unique_ptr<ServerPool>>& pools,
+       const std::unique_ptr<RdmaEngine>& rdma, ClientCounters& counters)
+      : options_(options), placement_(placement), pools_(pools), rdma_(rdma), counters_(counters) {}
+
+  BatchResult BatchPutImpl(std::span<const std::string_view> keys,
+                           std::span<const std::span<const uint8_t>> values) {
+    BatchResult result;
+    BatchCall call;
+    call.opcode = proto::Opcode::kBatchPut;
+    call.keys = keys;
+    call.values = values;
+    call.statuses = &result.statuses;
+    if (keys.size() != values.size()) {
+      return Mismatch("BatchPut", keys.size(), "values", values.size());
+    }
+    // A key named more than once: only its last item is sent, and every item
+    // of that key gets its status. Sent together, the items could travel in
+    // different frames and land in either order.
+    std::vector<size_t> last = LastOccurrences(keys);
+    bool repeated = false;
+    for (size_t i = 0; i < keys.size(); ++i) repeated = repeated || last[i] != i;
+    if (!repeated) {
+      RunBatch(&call, [&](size_t i) { return values[i].size(); });
+      return Finish(std::move(result));
+    }
+    std::vector<std::string_view> unique_keys;
+    std::vector<std::span<const uint8_t>> unique_values;
+    std::vector<size_t> position(keys.size());  // item i's last occurrence, in the unique lists
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (last[i] != i) continue;
+      position[i] = unique_keys.size();
+      unique_keys.push_back(keys[i]);
+      unique_values.push_back(values[i]);
+    }
+    BatchResult unique = BatchPutImpl(unique_keys, unique_values);
+    for (size_t i = 0; i < keys.size(); ++i) result.statuses.push_back(unique.statuses[position[last[i]]]);
+    return Finish(std::move(result));
+  }
+
+  // For each key, the index of the last item naming the same key.
+  static std::vector<size_t> LastOccurrences(std::span<const std::string_view> keys) {
+    std::unordered_map<std::string_view, size_t> last_of;
+    last_of.reserve(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) last_of[keys[i]] = i;
+    std::vector<size_t> last(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) last[i] = last_of[keys[i]];
+    return last;
+  }
+
+  BatchResult BatchGetIntoImpl(std::span<const std::string_view> keys,
+                               std::span<const std::span<uint8_t>> buffers, std::vector<size_t>* sizes) {
+    BatchResult result;
+    if (sizes != nullptr) sizes->assign(keys.size(), 0);
+    BatchCall call;
+    call.opcode = proto::Opcode::kBatchGet;
+    call.keys = keys;
+    call.buffers = buffers;
+    call.statuses = &result.statuses;
+    call.sizes = sizes;
+    if (keys.size() != buffers.size()) {
+      return Mismatch("BatchGetInto", keys.size(), "buffers", buffers.size());
+    }
+    // A response carries at most kMaxPayloadBytes, so frames are sized by the
+    // room the caller gave each value.
+    RunBatch(&call, [&](size_t i) {
+      return std::min<uint64_t>(buffers[i].size(), proto::kMaxPayloadBytes);
+    });
+    return Finish(std::move(result));
+  }
+
+  BatchResult BatchExistsImpl(std::span<const std::string_view> keys) {
+    BatchResult result;
+    BatchCall call;
+    call.opcode = proto::Opcode::kBatchExists;
+    call.keys = keys;
+    call.statuses = &result.statuses;
+    RunBatch(&call, [](size_t) { return uint64_t{0}; });
+    return Finish(std::move(result));
+  }
+
+  // Each key's delete is its own request; they are pipelined over each
+  // server's connections like the frames of a batch.
+  BatchResult BatchDeleteImpl(std::span<const std::string_view> keys) {
+    BatchResult result;
+    BatchCall call;
+    call.opcode = proto::Opcode::kDelete;
+    call.keys = keys;
+    call.statuses = &result.statuses;
+    const size_t n = keys.size();
+    result.statuses.assign(n, Status(StatusCode::kInternal, std::string()));
+    ClientCounters::Add(counters_.ops, n);
+    std::vector<std::vector<uint32_t>> groups(pools_.size());
+    std::vector<std::vector<std::vector<uint32_t>>> frames(pools_.size());
+    for (size_t i = 0; i < n; ++i) {
+      if (Status valid = proto::CheckKey(keys[i]); !valid.ok()) {
+        result.statuses[i] = valid.WithContext("BatchDelete item " + std::to_string(i));
+        continue;
+      }
+      const size_t server = placement_.ServerFor(keys[i]);
+      groups[server].push_back(static_cast<uint32_t>(i));
+      frames[server].push_back({static_cast<uint32_t>(i)});
+    }
+    std::vector<SingleExchange*> by_key(n, nullptr);
+    std::vector<std::unique_ptr<client::Exchange>> keep;  // read after the run
+    RunGroups(&call, groups, frames, &keep, [&](std::vector<uint32_t> items, size_t server) {
+      auto x = std::make_unique<SingleExchange>(proto::Opcode::kDelete, keys[items.front()], placement_.name(server));
+      by_key[items.front()] = x.get();
+      return x;
+    });
+    for (size_t i = 0; i < n; ++i) {
+      if (by_key[i] != nullptr) result.statuses[i] = by_key[i]->status();
+    }
+    NameUnprocessed(&call);
+    return Finish(std::move(result));
+  }
+
+  // One server's share of a batch: the connections checked out for it.
+  struct Lease {
+    size_t server;
+    std::vector<std::unique_ptr<Connection>> conns;
+  };
+
+  void CountTcp(uint64_t bytes) { client::CountTcp(counters_, bytes); }
+  void CountTransport(const RdmaExchange& x, uint64_t bytes) { client::CountTransport(counters_, x, bytes); }
+
+  Nanos Deadline() const { return MonotonicNanos() + Nanos{options_.timeout_ms} * 1'000'000; }
+
+  // Validates the keys (and values), groups them by server, splits each
+  // group into frames, and runs them (RunGroups).
+  template <typename BytesOf>
+  void RunBatch(BatchCall* call, BytesOf bytes_of) {
+    const size_t n = call->keys.size();
+    // Every item is answered below; the placeholder carries no message so
+    // that filling it costs no allocation per key (NameUnprocessed).
+    call->statuses->assign(n, Status(StatusCode::kInternal, std::string()));
+    ClientCounters::Add(counters_.ops, n);
+    std::vector<std::vector<uint32_t>> groups(pools_.size());
+    for (size_t i = 0; i < n; ++i) {
+      Status valid = proto::CheckKey(call->keys[i]);
+      if (valid.ok() && call->opcode == proto::Opcode::kBatchPut) valid = CheckBatchValueSize(call->values[i].size());
+      if (!valid.ok()) {
+        (*call->statuses)[i] = valid.WithContext(std::string(BatchOpName(call)) + " item " + std::to_string(i));
+        continue;
+      }
+      groups[placement_.ServerFor(call->keys[i])].push_back(static_cast<uint32_t>(i));
+    }
+    std::vector<std::vector<std::vector<uint32_t>>> frames(pools_.size());
+    const bool rdma = rdma_ != nullptr && rdma_->active() && call->opcode != proto::Opcode::kBatchExists;
+    for (size_t server = 0; server < groups.size(); ++server) {
+      if (groups[server].empty()) continue;
+      if (rdma) {
+        // Over RDMA every value is its own pipelined RdmaPut / RdmaGet.
+        for (uint32_t i : groups[server]) frames[server].push_back({i});
+      } else {
+        frames[server] = SplitFrames(groups[server], options_.num_connections, bytes_of);
+      }
+    }
+    if (!rdma) {
+      std::vector<std::unique_ptr<client::Exchange>> keep;
+      RunGroups(call, groups, frames, &keep, [&](std::vector<uint32_t> items, size_t server) {
+        return std::make_unique<BatchExchange>(call, std::move(items), placement_.name(server));
+      });
+      if (call->opcode != proto::Opcode::kBatchExists) CountTcpBatch(call);
+      NameUnprocessed(call);
+      return;
+    }
+    std::vector<RdmaExchange*> by_key(n, nullptr);
+    std::vector<std::unique_ptr<client::Exchange>> keep;  // read after the run
+    RunGroups(call, groups, frames, &keep, [&](std::vector<uint32_t> items, size_t server) {
+      const uint32_t i = items.front();
+      std::unique_ptr<RdmaExchange> x;
+      if (call->opcode == proto::Opcode::kBatchPut) {
+        x = std::make_unique<RdmaExchange>(rdma_.get(), &counters_, proto::Opcode::kPut, call->keys[i],
+                                           placement_.name(server), call->values[i]);
+      } else {
+        x = std::make_unique<RdmaExchange>(rdma_.get(), &counters_, proto::Opcode::kGet, call->keys[i],
+                                           placement_.name(server), std::span<const uint8_t>(), call->buffers[i]);
+      }
+      by_key[i] = x.get();
+      return x;
+    });
+    for (size_t i = 0; i < n; ++i) {
+      RdmaExchange* x = by_key[i];
+      if (x == nullptr) continue;  // invalid key, or its server's pool failed: status already set
+      const uint64_t bytes = call->opcode == proto::Opcode::kBatchPut ? call->values[i].size() : x->value_size();
+      Status s = x->status();
+      if (s.code() == StatusCode::kNotFound) s = NotFound("not found");
+      (*call->statuses)[i] = s;
+      if (s.ok() && call->sizes != nullptr) (*call->sizes)[i] = static_cast<size_t>(x->value_size());
+      CountTransport(*x, bytes);
+    }
+    NameUnprocessed(call);
+  }
+
+  // Items still at RunBatch's placeholder (none, unless the client has a bug).
+  static void NameUnprocessed(BatchCall* call) {
+    for (Status& s : *call->statuses) {
+      if (s.code() == StatusCode::kInternal && s.message().empty()) s = Internal("key was not processed (client bug)");
+    }
+  }
+
+  void CountTcpBatch(const BatchCall* call) {
+    for (size_t i = 0; i < call->keys.size(); ++i) {
+      if (!(*call->statuses)[i].ok()) continue;
+      CountTcp(call->opcode == proto::Opcode::kBatchPut ? call->values[i].size()
+                                                        : (call->sizes != nullptr ? (*call->sizes)[i] : 0));
+    }
+  }
+
+  // Sends each server's frames spread over that server's connections, in
+  // rounds: a round checks out what it can of every server left without
+  // waiting, and drives those servers together in one poll loop, handing
+  // each server's connections back as soon as its part is done. Only when
+  // every server left is busy does the call wait, for one of them, holding
+  // no connection at all. So a call never sits on a server's connection
+  // while it waits for another server (a stalled server costs its own keys
+  // their deadline and nobody else's calls a connection), and calls cannot
+  // wait on each other in a cycle.
+  // `make(items, server)` builds the exchange carrying one frame's items;
+  // they are kept in `exchanges`, which must outlive the run.
+  template <typename Make>
+  void RunGroups(BatchCall* call, const std::vector<std::vector<uint32_t>>& groups,
+                 std::vector<std::vector<std::vector<uint32_t>>>& frames,
+                 std::vector<std::unique_ptr<client::Exchange>>* kept, Make make) {
+    const Nanos deadline = Deadline();
+    std::vector<std::unique_ptr<client::Exchange>>& exchanges = *kept;
+    std::vector<size_t> todo;  // servers not yet leased or failed
+    for (size_t server = 0; server < groups.size(); ++server) {
+      if (!groups[server].empty()) todo.push_back(server);
+    }
+    // Checks out `server`'s connections and queues its frames on them; false
+    // when its pool is busy (only without `wait`). A failure is final: its
+    // keys' statuses say why.
+    std::vector<Lease> leases;
+    auto take = [&](size_t server, bool wait) {
+      std::vector<std::vector<uint32_t>>& server_frames = frames[server];
+      auto conns = pools_[server]->Acquire(std::min<size_t>(server_frames.size(), options_.num_connections),
+                                           deadline, wait);
+      if (!conns.ok()) {
+        for (uint32_t i : groups[server]) {
+          (*call->statuses)[i] = conns.status().WithContext(std::string(BatchOpName(call)) + " key " +
+                                                            client::KeyForMessage(call->keys[i]));
+        }
+        return true;
+      }
+      if (conns->empty()) return false;
+      for (size_t f = 0; f < server_frames.size(); ++f) {
+        exchanges.push_back(make(std::move(server_frames[f]), server));
+        (*conns)[f % conns->size()]->Enqueue(exchanges.back().get());
+      }
+      leases.push_back(Lease{server, std::move(conns).value()});
+      return true;
+    };
+    while (!todo.empty()) {
+      leases.clear();
+      std::vector<size_t> busy;
+      for (size_t server : todo) {
+        if (!take(server, /*wait=*/false)) busy.push_back(server);
+      }
+      if (leases.empty() && !busy.empty()) {
+        // Everything left is busy and nothing is held: wait for the first,
+        // then take whatever of the others freed up meanwhile.
+        std::vector<size_t> still_busy;
+        for (size_t k = 0; k < busy.size(); ++k) {
+          if (!take(busy[k], /*wait=*/k == 0)) still_busy.push_back(busy[k]);
+        }
+        busy = std::move(still_busy);
+      }
+      DriveAndRelease(leases, deadline);
+      todo = std::move(busy);  // each round settles at least one server
+    }
+  }
+
+  // Drives every leased connection in one poll loop, releasing each
+  // server's connections to its pool as soon as all of them are done.
+  void DriveAndRelease(std::vector<Lease>& leases, Nanos deadline) {
+    std::vector<Connection*> driven;
+    std::vector<size_t> lease_of;              // per driven connection
+    std::vector<size_t> working(leases.size());  // per lease: connections not done
+    for (size_t l = 0; l < leases.size(); ++l) {
+      for (auto& c : leases[l].conns) {
+        driven.push_back(c.get());
+        lease_of.push_back(l);
+      }
+      working[l] = leases[l].conns.size();
+    }
+    client::DriveConnections(driven, deadline, [&](size_t i) {
+      Lease& lease = leases[lease_of[i]];
+      if (--working[lease_of[i]] == 0) pools_[lease.server]->Release(std::move(lease.conns));
+    });
+  }
+
+  static const char* BatchOpName(const BatchCall* call) {
+    return call->opcode == proto::Opcode::kBatchPut      ? "BatchPut"
+           : call->opcode == proto::Opcode::kBatchGet    ? "BatchGetInto"
+           : call->opcode == proto::Opcode::kBatchExists ? "BatchExists"
+                                                         : "BatchDelete";
+  }
+
+  static BatchResult Mismatch(const char* op, size_t keys, const char* what, size_t count) {
+    BatchResult result;
+    result.statuses.assign(keys, InvalidArgument(std::string(op) + ": " + std::to_string(keys) +
+                                                 " keys but " + std::to_string(count) + " " + what));
+    return result;
+  }
+
+  static BatchResult Finish(BatchResult result) {
+    while (result.present_prefix < result.statuses.size() && result.statuses[result.present_prefix].ok()) {
+      ++result.present_prefix;
+    }
+    return result;
+  }
+
+  const ClientOptions& options_;
+  const Placement& placement_;
+  const std::vector<std::unique_ptr<ServerPool>>& pools_;
+  const std::unique_ptr<RdmaEngine>& rdma_;  // null: transport tcp; set before any call
+  ClientCounters& counters_;
+};
+
+BatchRunner::BatchRunner(const ClientOptions& options, const Placement& placement,
+                         const std::vector<std::unique_ptr<ServerPool>>& pools,
+                         const std::unique_ptr<RdmaEngine>& rdma, ClientCounters& counters)
+    : impl_(std::make_unique<Impl>(options, placement, pools, rdma, counters)) {}
+
+BatchRunner::~BatchRunner() = default;
+
+BatchResult BatchRunner::Put(std::span<const std::string_view> keys,
+                             std::span<const std::span<const uint8_t>> values) {
+  return impl_->BatchPutImpl(keys, values);
+}
+
+BatchResult BatchRunner::GetInto(std::span<const std::string_view> keys, std::span<const std::span<uint8_t>> buffers,
+                                 std::vector<size_t>* sizes) {
+  return impl_->BatchGetIntoImpl(keys, buffers, sizes);
+}
+
+BatchResult BatchRunner::Exists(std::span<const std::string_view> keys) { return impl_->BatchExistsImpl(keys); }
+
+BatchResult BatchRunner::Delete(std::span<const std::string_view> keys) { return impl_->BatchDeleteImpl(keys); }
+
+}  // namespace memkv::client

@@ -1,0 +1,60 @@
+// BatchRunner: how a Client carries out a batch (put, get into the caller's
+// buffers, exists, delete) over its server pools: keys checked and grouped
+// by server, each server's share cut into frames (or, over RDMA, one
+// pipelined exchange per value) and driven over that server's connections,
+// every key answered with its own status.
+//
+// Owned by the client beside what it reads (options, placement, pools, the
+// RDMA engine, the counters), which must outlive it. Thread-safety: any
+// thread, many at once (the blocking Batch* calls run it on the caller's
+// thread, asynchronous submissions on a driver thread); it keeps no state
+// of its own between calls.
+#ifndef MEMKV_CLIENT_BATCH_RUNNER_H_
+#define MEMKV_CLIENT_BATCH_RUNNER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "client/counters.h"
+#include "memkv/client.h"
+
+namespace memkv::client {
+
+class Placement;
+class RdmaEngine;
+class RdmaExchange;
+class ServerPool;
+
+class BatchRunner {
+ public:
+  BatchRunner(const ClientOptions& options, const Placement& placement,
+              const std::vector<std::unique_ptr<ServerPool>>& pools, const std::unique_ptr<RdmaEngine>& rdma,
+              ClientCounters& counters);
+  ~BatchRunner();
+  BatchRunner(const BatchRunner&) = delete;
+  BatchRunner& operator=(const BatchRunner&) = delete;
+
+  // What Client::BatchPut / BatchGetInto / BatchExists / BatchDelete return.
+  BatchResult Put(std::span<const std::string_view> keys, std::span<const std::span<const uint8_t>> values);
+  BatchResult GetInto(std::span<const std::string_view> keys, std::span<const std::span<uint8_t>> buffers,
+                      std::vector<size_t>* sizes);
+  BatchResult Exists(std::span<const std::string_view> keys);
+  BatchResult Delete(std::span<const std::string_view> keys);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Counts a successful operation's value bytes under the transport that
+// carried them (the single-key calls count with these too).
+void CountTcp(ClientCounters& counters, uint64_t bytes);
+void CountTransport(ClientCounters& counters, const RdmaExchange& x, uint64_t bytes);
+
+}  // namespace memkv::client
+
+#endif  // MEMKV_CLIENT_BATCH_RUNNER_H_
