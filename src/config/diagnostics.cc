@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <system_error>
 
 #include "base/bytes.h"
@@ -150,14 +149,6 @@ std::string JoinNames(std::span<const std::string_view> names) {
     out += name;
   }
   return out;
-}
-
-std::optional<uint64_t> ParseDecimal(std::string_view text) {
-  if (text.empty() || text.front() < '0' || text.front() > '9') return std::nullopt;
-  uint64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
 }
 
 Result<std::vector<uint8_t>> ParseAuthKeyHex(std::string_view text) {
