@@ -12,6 +12,7 @@
 
 #include "base/bytes.h"
 #include "base/checksum.h"
+#include "base/errno_text.h"
 #include "base/iov.h"
 #include "base/log.h"
 #include "drive/extent_store_impl.h"
