@@ -14,7 +14,9 @@
 #   - a server config field (section.field, from the ReadMap tables of
 #     src/config/server_config.cc) that docs/configuration.md does not name;
 #   - a Prometheus metric (a quoted "memkv_..." name in the server's and the
-#     client's metric code) that docs/metrics.md does not name.
+#     client's metric code) that docs/metrics.md does not name;
+#   - a copy of scripts/check-layers.sh's rule table in docs/organization.md
+#     (between the "check-layers rules" markers) that differs from the script.
 # Reads git's list of tracked files, so it runs from a checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -137,6 +139,31 @@ for path in files:
             seen.add(name)
             if not re.search(r"(?<![\w])%s(?![\w])" % re.escape(name), metrics_doc):
                 fail(path, lineno, f"metric '{name}' is missing from docs/metrics.md")
+
+# --- the layer rules' copy ---------------------------------------------------
+rules = re.findall(r'^\s*\[(\w+)\]="([^"]*)"', open("scripts/check-layers.sh", encoding="utf-8").read(), re.M)
+org = "docs/organization.md"
+lines = open(org, encoding="utf-8").read().split("\n")
+try:
+    begin = lines.index("<!-- check-layers rules: begin -->")
+    end = lines.index("<!-- check-layers rules: end -->")
+    copied = []
+    for i in range(begin + 1, end):
+        m = re.match(r"^\|\s*(\w+)\s*\|\s*([\w ]+?)\s*\|$", lines[i])
+        if m and m.group(1) != "layer":
+            copied.append((m.group(1), " ".join(m.group(2).split()), i + 1))
+    script = {layer: " ".join(deps.split()) for layer, deps in rules}
+    doc = {layer: deps for layer, deps, _ in copied}
+    for layer, deps, line in copied:
+        if layer not in script:
+            fail(org, line, f"layer '{layer}' is not in scripts/check-layers.sh")
+        elif script[layer] != deps:
+            fail(org, line, f"layer '{layer}' may include '{deps}' here but '{script[layer]}' in scripts/check-layers.sh")
+    for layer in script:
+        if layer not in doc:
+            fail(org, begin + 1, f"layer '{layer}' of scripts/check-layers.sh is missing from the table")
+except ValueError:
+    fail(org, 1, "no '<!-- check-layers rules: begin/end -->' table")
 
 for p in problems:
     print(p, file=sys.stderr)
