@@ -4,10 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "base/parse_number.h"
 
 namespace memkv::bench {
 namespace {
@@ -34,12 +35,12 @@ Result<double> ParseProcStatCpuSeconds(std::string_view stat, long ticks_per_sec
     const size_t end = std::min(rest.find_first_of(" \n"), rest.size());
     const std::string_view token = rest.substr(0, end);
     if (field == kUtimeAfterComm || field == kUtimeAfterComm + 1) {
-      uint64_t& out = ticks[field - kUtimeAfterComm];
-      auto [p, ec] = std::from_chars(token.data(), token.data() + token.size(), out);
-      if (ec != std::errc() || p != token.data() + token.size()) {
+      std::optional<uint64_t> count = ParseDecimal(token);
+      if (!count) {
         return InvalidArgument("/proc stat: field " + std::to_string(field + 3) + " is '" + std::string(token) +
                                "', not a tick count");
       }
+      ticks[field - kUtimeAfterComm] = *count;
     }
     rest.remove_prefix(end);
     ++field;

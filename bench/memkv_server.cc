@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "base/clock.h"
+#include "base/parse_number.h"
 #include "base/unique_fd.h"
 #include "bench/process.h"
 
@@ -59,13 +60,8 @@ Result<AdminAddress> FindAdminAddress(std::string_view log) {
   }
   std::string_view host = rest.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  unsigned port = 0;
-  for (char c : rest.substr(colon + 1)) {
-    if (c < '0' || c > '9' || (port = port * 10 + unsigned(c - '0')) > 65535) {
-      return NotFound("admin endpoint '" + std::string(rest) + "' has no valid port");
-    }
-  }
-  if (port == 0) return NotFound("admin endpoint '" + std::string(rest) + "' has no valid port");
+  const uint64_t port = ParseDecimal(rest.substr(colon + 1)).value_or(0);
+  if (port == 0 || port > 65535) return NotFound("admin endpoint '" + std::string(rest) + "' has no valid port");
   return AdminAddress{std::string(host), static_cast<uint16_t>(port)};
 }
 

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +16,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/parse_number.h"
 #include "bench/process.h"
 #include "io/socket.h"
 
@@ -82,9 +82,8 @@ Result<size_t> ParseRespReply(std::string_view buffer, RespReply* reply) {
         reply->text.clear();
         return eol + 2;
       }
-      uint64_t n = 0;
-      auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), n);
-      if (ec != std::errc() || end != line.data() + line.size() || n > (uint64_t{512} << 20)) {
+      const uint64_t n = ParseDecimal(line).value_or(UINT64_MAX);
+      if (n > (uint64_t{512} << 20)) {
         return ProtocolError("RESP: bad bulk length '" + std::string(line) + "'");
       }
       if (buffer.size() < eol + 2 + n + 2) return size_t{0};
@@ -114,9 +113,8 @@ Result<size_t> ParseBulkHeader(std::string_view buffer, BulkHeader* header) {
     header->kind = BulkHeader::Kind::kNull;
     return eol + 2;
   }
-  uint64_t n = 0;
-  auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), n);
-  if (line.empty() || ec != std::errc() || end != line.data() + line.size() || n > (uint64_t{512} << 20)) {
+  const uint64_t n = ParseDecimal(line).value_or(UINT64_MAX);
+  if (n > (uint64_t{512} << 20)) {
     return ProtocolError("RESP: bad bulk length '" + std::string(line) + "'");
   }
   header->kind = BulkHeader::Kind::kValue;

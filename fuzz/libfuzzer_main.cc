@@ -1,24 +1,17 @@
-// libFuzzer entry: build with clang++ -fsanitize=fuzzer,address and
-// -DMEMKV_FUZZ_TARGET=FuzzFrame (or any other target of fuzz_targets.h); see
-// docs/organization.md ("Tests"). Every target is linked in, so the sources are
-// the same for each: src/verbs/{verbs_common,detect}.cc, src/drive/format.cc
-// and src/http/{http_message,http_response,http_router}.cc besides the proto,
-// config and base sources (not libibverbs, liburing nor libssl);
-// -fno-sanitize-recover makes an UndefinedBehaviorSanitizer report a crash
-// libFuzzer keeps, e.g.:
+// libFuzzer entry: one executable per target of fuzz_targets.h, each built
+// with -DMEMKV_FUZZ_TARGET=<target> by fuzz/CMakeLists.txt when CMake is run
+// with clang and -DMEMKV_FUZZ=ON (docs/organization.md, "Tests"):
 //
-//   M=src; clang++-14 -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-//     -DMEMKV_FUZZ_TARGET=FuzzHttpRequest -Isrc -Iinclude -I. fuzz/libfuzzer_main.cc fuzz/fuzz_targets.cc \
-//     $M/proto/frame.cc $M/proto/messages.cc $M/verbs/verbs_common.cc $M/verbs/detect.cc $M/drive/format.cc \
-//     $M/base/{bytes,checksum,checksum_avx2,hmac,log,status,units}.cc $M/http/{http_message,http_response,http_router}.cc \
-//     $M/config/{server_config,client_config,diagnostics,host_port,server_rules,yaml_fields}.cc \
-//     -mavx2 -lyaml-cpp -lcrypto -lxxhash -o http_fuzz && ./http_fuzz -max_total_time=60 -timeout=3 fuzz/corpus/http_request
+//   cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+//     -DMEMKV_FUZZ=ON -DMEMKV_SANITIZE=address,undefined
+//   cmake --build build-fuzz --target memkv-fuzz-http_request
+//   build-fuzz/fuzz/memkv-fuzz-http_request /tmp/new fuzz/corpus/http_request -max_total_time=60
 //
-// Target -> corpus: FuzzFrame frame, FuzzConfig server_config, FuzzRdmaOffer
-// rdma_offer, FuzzRdmaAnswer rdma_answer, FuzzRdmaPutRequest rdma_put_request,
-// FuzzRdmaGrant rdma_grant, FuzzToken token, FuzzDcbReply dcb_reply,
-// FuzzDriveFormat drive_format, FuzzHttpResponse http_response, FuzzHttpRequest
-// http_request.
+// Target -> corpus (and executable memkv-fuzz-<corpus>): FuzzFrame frame,
+// FuzzConfig server_config, FuzzRdmaOffer rdma_offer, FuzzRdmaAnswer
+// rdma_answer, FuzzRdmaPutRequest rdma_put_request, FuzzRdmaGrant rdma_grant,
+// FuzzToken token, FuzzDcbReply dcb_reply, FuzzDriveFormat drive_format,
+// FuzzHttpResponse http_response, FuzzHttpRequest http_request.
 #include "fuzz/fuzz_targets.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The two quick-start commands (README):
 #   scripts/dev.sh start [memkv start options]   build, then run a server
-#   scripts/dev.sh test                          build, then run every test (unit and
+#   scripts/dev.sh test                          check the layering and the docs, build,
+#                                                then run every test (unit and
 #                                                integration, the Soft-RoCE stage, then
 #                                                again under ASan+UBSan)
 # Both install missing Debian packages first (scripts/install-deps.sh).
@@ -45,6 +46,7 @@ case "$cmd" in
   test)
     bash scripts/install-deps.sh
     bash scripts/check-layers.sh
+    bash scripts/check-docs.sh
     configure_and_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
     # install-deps.sh installed promtool: its checks must run, not skip.
     export MEMKV_REQUIRE_PROMTOOL=1

@@ -4,7 +4,7 @@
 #   scripts/nixl-check.sh NIXL_PREFIX [--blocks N] [--repeat N] [--transport tcp|auto|rdma]
 #                         [--batch-size N] [--workers N]
 #
-# NIXL_PREFIX is where NIXL is installed (include/nixl.h, libnixl.so); the
+# NIXL_PREFIX is where NIXL is installed ($NIXL_PREFIX/include/nixl.h, libnixl.so); the
 # Abseil NIXL was built with is found under it or through CMAKE_PREFIX_PATH.
 # Builds MemKV with -DMEMKV_NIXL_PREFIX in build-nixl/ (libplugin_MEMKV.so
 # and memkv-nixl-check), starts a memkv server on loopback and runs the agent

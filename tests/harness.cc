@@ -74,26 +74,6 @@ bool RaiseOpenFilesLimit(uint64_t wanted) {
   return ::setrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur >= wanted;
 }
 
-TempDir::TempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/memkv-test-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  char* made = ::mkdtemp(buf.data());
-  path_ = made ? made : "";
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-}
-
-std::string TempDir::Write(const std::string& name, const std::string& content) const {
-  std::string p = path_ + "/" + name;
-  std::ofstream(p, std::ios::binary) << content;
-  return p;
-}
-
 ServerProcess::~ServerProcess() { Kill(); }
 
 Status ServerProcess::Start(const ServerSpec& spec) {

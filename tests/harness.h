@@ -16,24 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "base/temp_dir.h"
 #include "memkv/client.h"
 #include "memkv/status.h"
 
 namespace memkv::testing {
-
-// A fresh directory under $TMPDIR, removed on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string Write(const std::string& name, const std::string& content) const;
-
- private:
-  std::string path_;
-};
 
 inline constexpr char kTestKeyHex[] =
     "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";

@@ -36,7 +36,7 @@ enum class StatusCode : uint16_t {
 // Short stable name of a code ("NotFound"); used in logs, the CLI and metrics.
 std::string_view StatusCodeName(StatusCode code);
 
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;  // Ok
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -74,7 +74,7 @@ inline Status FailedPrecondition(std::string m) { return {StatusCode::kFailedPre
 
 // Result<T>: a T or a non-Ok Status.
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {}  // NOLINT(google-explicit-constructor)

@@ -15,6 +15,7 @@
 #include "base/checksum_internal.h"
 #include "base/hmac.h"
 #include "base/log.h"
+#include "base/parse_number.h"
 #include "base/units.h"
 #include "memkv/status.h"
 
@@ -281,6 +282,27 @@ TEST(ChecksumTest, EveryVectorBuildTheCpuRunsIsXxh3) {
     EXPECT_EQ(XXH3_64bits_digest(state.get()), XXH3_64bits(data.data(), data.size()));
   }
   if (ran == 0) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512F: only the portable build runs";
+}
+
+TEST(ParseNumberTest, DecimalTakesDigitsOnlyUpToUint64Max) {
+  EXPECT_EQ(ParseDecimal("0"), 0u);
+  EXPECT_EQ(ParseDecimal("4096"), 4096u);
+  EXPECT_EQ(ParseDecimal("007"), 7u);
+  EXPECT_EQ(ParseDecimal("18446744073709551615"), UINT64_MAX);
+  EXPECT_FALSE(ParseDecimal("18446744073709551616").has_value());
+  for (std::string_view bad : {"", " 1", "1 ", "+1", "-1", "1.0", "1k", "0x10", "ff"}) {
+    EXPECT_FALSE(ParseDecimal(bad).has_value()) << "'" << bad << "'";
+  }
+}
+
+TEST(ParseNumberTest, HexTakesEitherCaseWithoutPrefix) {
+  EXPECT_EQ(ParseHex("ff"), 255u);
+  EXPECT_EQ(ParseHex("FF"), 255u);
+  EXPECT_EQ(ParseHex("ffffffffffffffff"), UINT64_MAX);
+  EXPECT_FALSE(ParseHex("10000000000000000").has_value());
+  for (std::string_view bad : {"", "0x10", "g", " a", "-1"}) {
+    EXPECT_FALSE(ParseHex(bad).has_value()) << "'" << bad << "'";
+  }
 }
 
 TEST(HmacTest, Rfc4231Case2) {

@@ -88,7 +88,7 @@ class Parser {
       if (!Eat(':')) return Fail("expected ':'");
       JsonValue v;
       if (!Value(&v, depth + 1)) return false;
-      out->object.emplace_back(std::move(key), std::move(v));
+      out->object.push_back(JsonMember{std::move(key), std::move(v)});
     } while (Eat(','));
     return Eat('}') || Fail("expected ',' or '}'");
   }

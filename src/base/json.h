@@ -20,6 +20,8 @@
 
 namespace memkv {
 
+struct JsonMember;
+
 struct JsonValue {
   enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
   Type type = Type::kNull;
@@ -27,7 +29,9 @@ struct JsonValue {
   double number = 0;
   std::string string;
   std::vector<JsonValue> array;
-  std::vector<std::pair<std::string, JsonValue>> object;  // in document order
+  // In document order. A struct of its own, not std::pair: clang cannot
+  // instantiate std::pair over the still-incomplete JsonValue here.
+  std::vector<JsonMember> object;
 
   // The member `key` of an object, or nullptr (also when this is not an object).
   const JsonValue* Find(std::string_view key) const;
@@ -35,6 +39,11 @@ struct JsonValue {
   const JsonValue* Path(std::initializer_list<std::string_view> keys) const;
   // The number, or `fallback` when this is not a number.
   double NumberOr(double fallback) const { return type == Type::kNumber ? number : fallback; }
+};
+
+struct JsonMember {
+  std::string key;
+  JsonValue value;
 };
 
 inline constexpr int kMaxJsonDepth = 64;

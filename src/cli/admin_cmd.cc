@@ -23,6 +23,7 @@
 
 #include "base/errno_text.h"
 #include "base/json.h"
+#include "base/parse_number.h"
 #include "base/units.h"
 #include "cli/args.h"
 #include "cli/cli.h"
@@ -115,12 +116,11 @@ std::optional<int> ParseAdminFlags(const std::vector<std::string>& raw_args, Adm
       if (flags->ca_file.empty()) return Usage("--cacert needs a file");
     } else if (a == "--timeout-ms") {
       const std::string& v = args[++i];
-      char* end = nullptr;
-      long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 1 || n > kMaxTimeoutMs) {
+      std::optional<uint64_t> n = ParseDecimal(v);
+      if (!n || *n < 1 || *n > static_cast<uint64_t>(kMaxTimeoutMs)) {
         return Usage("--timeout-ms '" + v + "': expected milliseconds, 1.." + std::to_string(kMaxTimeoutMs));
       }
-      flags->timeout_ms = static_cast<int>(n);
+      flags->timeout_ms = static_cast<int>(*n);
     } else if (a.size() > 1 && a[0] == '-') {
       return Usage("unknown option '" + a + "'");
     } else {

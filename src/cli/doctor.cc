@@ -8,6 +8,7 @@
 
 #include "base/bytes.h"
 #include "base/log.h"
+#include "base/parse_number.h"
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "config/client_config.h"
@@ -70,12 +71,10 @@ struct DoctorFlags {
 };
 
 bool ParseNumber(const std::string& text, uint64_t max, uint64_t* out) {
-  if (text.empty() || text.size() > 10) return false;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-  }
-  *out = std::stoull(text);
-  return *out <= max;
+  std::optional<uint64_t> v = ParseDecimal(text);
+  if (!v || *v > max) return false;
+  *out = *v;
+  return true;
 }
 
 std::optional<int> ParseFlags(const std::vector<std::string>& raw_args, DoctorFlags* flags) {

@@ -25,6 +25,7 @@
 
 #include "base/checksum.h"
 #include "base/clock.h"
+#include "base/errno_text.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/units.h"

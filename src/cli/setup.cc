@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/bytes.h"
+#include "base/errno_text.h"
 #include "base/log.h"
 #include "base/units.h"
 #include "cli/args.h"

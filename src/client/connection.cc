@@ -10,15 +10,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/errno_text.h"
 #include "io/socket.h"
 #include "proto/messages.h"
 
 namespace memkv::client {
-namespace {
-
-std::string ErrnoText(int err) { return std::strerror(err); }
-
-}  // namespace
 
 Connection::Connection(std::string name, ClientCounters* counters)
     : name_(std::move(name)), counters_(counters) {}
@@ -86,7 +82,7 @@ Status Connection::ConnectNext(Status last) {
     const Address& address = addresses_[next_address_++];
     UniqueFd fd(::socket(address.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd.valid()) {
-      last = Unavailable("socket() for " + name_ + ": " + ErrnoText(errno));
+      last = Unavailable("socket() for " + name_ + ": " + ErrnoMessage(errno));
       continue;
     }
     MEMKV_RETURN_IF_ERROR(SetNoDelay(fd.get()));
@@ -100,7 +96,7 @@ Status Connection::ConnectNext(Status last) {
       state_ = State::kConnecting;
       return Status::Ok();
     }
-    last = Unavailable("connect to " + name_ + ": " + ErrnoText(errno));
+    last = Unavailable("connect to " + name_ + ": " + ErrnoMessage(errno));
   }
   return last;
 }
@@ -111,7 +107,7 @@ Status Connection::OnConnectWritable() {
   if (::getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
   if (err == 0) return QueueHello();
   fd_.Reset();
-  return ConnectNext(Unavailable("connect to " + name_ + ": " + ErrnoText(err)));
+  return ConnectNext(Unavailable("connect to " + name_ + ": " + ErrnoMessage(err)));
 }
 
 Status Connection::QueueHello() {
@@ -441,7 +437,7 @@ void DriveConnections(std::span<Connection* const> connections, Nanos given_dead
     int rc = ::ppoll(fds.data(), fds.size(), &ts, nullptr);
     if (rc < 0) {
       if (errno == EINTR) continue;
-      Status status = Internal("ppoll over " + std::to_string(fds.size()) + " connections: " + ErrnoText(errno));
+      Status status = Internal("ppoll over " + std::to_string(fds.size()) + " connections: " + ErrnoMessage(errno));
       for (size_t i : polled) connections[i]->Abort(status);
       continue;  // the next pass reports them done
     }

@@ -7,6 +7,7 @@
 #include <span>
 
 #include "base/log.h"
+#include "base/parse_number.h"
 #include "config/diagnostics.h"
 #include "config/flat_yaml.h"
 #include "config/host_port.h"
@@ -42,7 +43,7 @@ Status NotA(const std::string& src, std::string_view text, std::string_view what
 // A whole number in [min, max]; InvalidArgument naming `src` otherwise.
 Result<uint32_t> ParseInRange(const std::string& text, const std::string& src, uint64_t min, uint64_t max) {
   const std::string allowed = std::to_string(min) + ".." + std::to_string(max);
-  std::optional<uint64_t> value = config_internal::ParseDecimal(text);
+  std::optional<uint64_t> value = ParseDecimal(text);
   if (!value) return NotA(src, text, "a non-negative integer", allowed);
   if (*value < min || *value > max) {
     return InvalidArgument(src + ": " + text + " is out of range; allowed: " + allowed);
@@ -71,7 +72,7 @@ Status SetAutoNumber(Values v, const std::string& src, ClientOptions* o) {
   }
   std::string allowed = "auto or 0.." + std::to_string(Max);
   if (Step > 1) allowed += ", a multiple of " + std::to_string(Step);
-  std::optional<uint64_t> value = config_internal::ParseDecimal(v.front());
+  std::optional<uint64_t> value = ParseDecimal(v.front());
   if (!value) return NotA(src, v.front(), "auto or a non-negative integer", allowed);
   if (*value > Max || *value % Step != 0) {
     return InvalidArgument(src + ": " + v.front() + " is out of range; allowed: " + allowed);
@@ -131,7 +132,7 @@ Status SetTransport(Values v, const std::string& src, ClientOptions* o) {
 constexpr std::string_view kMtus = "256, 512, 1024, 2048, 4096";
 
 Status SetRdmaMtu(Values v, const std::string& src, ClientOptions* o) {
-  std::optional<uint64_t> mtu = config_internal::ParseDecimal(v.front());
+  std::optional<uint64_t> mtu = ParseDecimal(v.front());
   if (!mtu || *mtu < 256 || *mtu > 4096 || !std::has_single_bit(*mtu)) {
     return NotA(src, v.front(), "an RDMA path MTU", kMtus);
   }

@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <system_error>
 
 #include "base/bytes.h"
+#include "base/errno_text.h"
 #include "base/unique_fd.h"
 
 namespace memkv::config_internal {
@@ -18,8 +18,6 @@ namespace {
 // Config files are a few KiB; the cap keeps a mistaken path such as
 // /dev/zero from reading forever.
 constexpr size_t kMaxConfigFileBytes = 16u << 20;
-
-std::string ErrnoText(int err) { return std::error_code(err, std::generic_category()).message(); }
 
 size_t EditDistance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
@@ -152,14 +150,6 @@ std::string JoinNames(std::span<const std::string_view> names) {
   return out;
 }
 
-std::optional<uint64_t> ParseDecimal(std::string_view text) {
-  if (text.empty() || text.front() < '0' || text.front() > '9') return std::nullopt;
-  uint64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
 Result<std::vector<uint8_t>> ParseAuthKeyHex(std::string_view text) {
   constexpr std::string_view kAllowed =
       "; allowed: exactly 64 hex characters (a 32-byte key, e.g. from `openssl rand -hex 32`)";
@@ -180,13 +170,13 @@ Result<std::vector<uint8_t>> ParseAuthKeyHex(std::string_view text) {
 
 Result<std::string> ReadConfigFile(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return IoError("open '" + path + "': " + ErrnoText(errno));
+  if (!fd.valid()) return IoError("open '" + path + "': " + ErrnoMessage(errno));
   std::string text;
   char buffer[8192];
   while (true) {
     ssize_t n = ::read(fd.get(), buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return IoError("read '" + path + "': " + ErrnoText(errno));
+    if (n < 0) return IoError("read '" + path + "': " + ErrnoMessage(errno));
     if (n == 0) return text;
     text.append(buffer, static_cast<size_t>(n));
     if (text.size() > kMaxConfigFileBytes) {

@@ -85,9 +85,6 @@ std::optional<std::string_view> ClosestName(std::string_view name,
 // "a, b, c".
 std::string JoinNames(std::span<const std::string_view> names);
 
-// A whole decimal number with no sign or spaces; nullopt otherwise or on overflow.
-std::optional<uint64_t> ParseDecimal(std::string_view text);
-
 // The 32-byte authentication key from its 64-hex form. The error names the
 // length or the first bad character's position but never echoes the text:
 // a near-miss key is still a secret and messages end up in logs.

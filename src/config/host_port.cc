@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/parse_number.h"
 #include "config/diagnostics.h"
 
 namespace memkv::config_internal {

@@ -1,5 +1,6 @@
-// Server configuration (SPEC §3): the YAML of /etc/memkv/config.yaml as typed
-// structs, with defaults, parsing and whole-config validation.
+// Server configuration (docs/configuration.md): the YAML of
+// /etc/memkv/config.yaml as typed structs, with defaults, parsing and
+// whole-config validation.
 //
 // Loading never stops at the first problem: every unknown key, unparsable
 // value and rule violation is collected, each as one line naming the field,

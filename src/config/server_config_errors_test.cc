@@ -227,7 +227,7 @@ TEST(ServerConfigErrorsTest, DocumentMustBeOneMap) {
   EXPECT_TRUE(HasLineWith(lines, {"test.yaml:2:1:", "2 YAML documents"}));
 }
 
-// yaml-cpp 0.7's LoadAll never returns on a lone ","; found by fuzz/FuzzConfig.
+// yaml-cpp 0.7's LoadAll never returns on a lone ","; found by the FuzzConfig fuzz target (fuzz/fuzz_targets.cc).
 TEST(ServerConfigErrorsTest, LoneCommaDoesNotHangTheParser) {
   for (const char* text : {",", ",,", "a: ,", "- ,\n"}) {
     Result<ServerConfig> r = ParseServerConfig(text, "test.yaml");

@@ -1,4 +1,5 @@
-// The rules of SPEC §3 over a typed ServerConfig (internal to src/config).
+// The validation rules (ranges, sizes, cross-field constraints) over a typed
+// ServerConfig (internal to src/config).
 //
 // Kept apart from the YAML reading so a config built in code (the embedded
 // default plus command-line overrides) is held to exactly the same rules as

@@ -8,6 +8,7 @@
 
 #include <yaml-cpp/eventhandler.h>
 
+#include "base/parse_number.h"
 #include "base/units.h"
 
 namespace memkv::config_internal {

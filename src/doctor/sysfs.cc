@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "base/errno_text.h"
+#include "base/parse_number.h"
 #include "base/unique_fd.h"
 
 namespace memkv::doctor {
@@ -96,28 +97,8 @@ std::string FirstLine(std::string_view text) {
 
 std::optional<uint64_t> ParseUint(std::string_view text) {
   text = Trim(text);
-  int base = 10;
-  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-    base = 16;
-    text.remove_prefix(2);
-  }
-  if (text.empty() || text.size() > 20) return std::nullopt;
-  uint64_t v = 0;
-  for (char c : text) {
-    int d;
-    if (c >= '0' && c <= '9') {
-      d = c - '0';
-    } else if (base == 16 && c >= 'a' && c <= 'f') {
-      d = c - 'a' + 10;
-    } else if (base == 16 && c >= 'A' && c <= 'F') {
-      d = c - 'A' + 10;
-    } else {
-      return std::nullopt;
-    }
-    if (v > (UINT64_MAX - static_cast<uint64_t>(d)) / static_cast<uint64_t>(base)) return std::nullopt;
-    v = v * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
-  }
-  return v;
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) return ParseHex(text.substr(2));
+  return ParseDecimal(text);
 }
 
 Result<std::map<std::string, uint64_t>> ReadHwCounters(const FsView& fs, const std::string& device, uint8_t port) {

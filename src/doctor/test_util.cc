@@ -226,21 +226,8 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::map<st
   return r;
 }
 
-ScratchDir::ScratchDir() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/memkv-doctor-XXXXXX";
-  std::vector<char> buf(pattern.begin(), pattern.end());
-  buf.push_back('\0');
-  if (::mkdtemp(buf.data()) != nullptr) path_ = buf.data();
-}
-
-ScratchDir::~ScratchDir() {
-  std::error_code ec;
-  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-}
-
 std::string ScratchDir::CopyFixture(const std::string& from, const std::string& name) const {
-  std::string to = path_ + "/" + name;
+  std::string to = File(name);
   std::filesystem::copy(from, to, std::filesystem::copy_options::recursive);
   return to;
 }

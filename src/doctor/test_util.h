@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/temp_dir.h"
+
 namespace memkv::doctor::testing {
 
 struct Json {
@@ -42,22 +44,15 @@ struct ProcessResult {
 // MEMKV_* variable, plus `env`, and waits for it.
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {});
 
-// A fresh directory under $TMPDIR, removed on destruction.
-class ScratchDir {
+// A fresh directory under $TMPDIR, removed on destruction, with fixture
+// helpers.
+class ScratchDir : public ::memkv::testing::TempDir {
  public:
-  ScratchDir();
-  ~ScratchDir();
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
   // Copies the fixture directory `from` to <path>/<name> and returns that path.
   std::string CopyFixture(const std::string& from, const std::string& name) const;
   // Writes `content` to `dir` + `rel` (absolute-style rel, e.g. "/sys/..."),
   // creating directories.
   static void Write(const std::string& dir, const std::string& rel, const std::string& content);
-
- private:
-  std::string path_;
 };
 
 }  // namespace memkv::doctor::testing

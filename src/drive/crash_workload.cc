@@ -4,11 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <random>
 #include <thread>
 
 #include "base/checksum.h"
+#include "base/parse_number.h"
 
 namespace memkv {
 namespace {
@@ -20,8 +20,9 @@ void Emit(const CrashLogLine& line) {
 }
 
 bool ParseU64(std::string_view s, uint64_t* out) {
-  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+  std::optional<uint64_t> v = ParseDecimal(s);
+  if (v) *out = *v;
+  return v.has_value();
 }
 
 }  // namespace

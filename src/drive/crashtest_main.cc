@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/parse_number.h"
 #include "drive/crash_workload.h"
 #include "drive/extent_store.h"
 
@@ -44,9 +45,9 @@ int main(int argc, char** argv) {
     auto number = [&](uint64_t* out) {
       const char* v = next();
       if (v == nullptr) return false;
-      char* end = nullptr;
-      *out = std::strtoull(v, &end, 10);
-      return *end == '\0';
+      std::optional<uint64_t> parsed = memkv::ParseDecimal(v);
+      if (parsed) *out = *parsed;
+      return parsed.has_value();
     };
     uint64_t n = 0;
     if (a == "--format") do_format = true;

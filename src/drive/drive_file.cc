@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/errno_text.h"
 #include "base/log.h"
 #include "drive/format.h"
 
@@ -30,11 +31,6 @@ uint32_t FileDioAlignment(int fd) {
 }
 
 }  // namespace
-
-std::string ErrnoName(int err) {
-  const char* name = ::strerrorname_np(err);
-  return std::string(name != nullptr ? name : "errno " + std::to_string(err)) + " (" + std::strerror(err) + ")";
-}
 
 Result<DriveFile> DriveFile::Open(const std::string& path, const DriveFileOptions& options) {
   DriveFile f;

@@ -74,9 +74,6 @@ class DriveFile {
   uint32_t logical_block_bytes_ = 4096;
 };
 
-// "EIO (Input/output error)"-style text for a positive errno.
-std::string ErrnoName(int err);
-
 }  // namespace memkv
 
 #endif  // MEMKV_DRIVE_DRIVE_FILE_H_

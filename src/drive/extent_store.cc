@@ -12,6 +12,7 @@
 
 #include "base/bytes.h"
 #include "base/checksum.h"
+#include "base/errno_text.h"
 #include "base/iov.h"
 #include "base/log.h"
 #include "drive/extent_store_impl.h"
@@ -728,7 +729,7 @@ Result<ValueInfo> ExtentStore::GetIov(std::string_view key, std::span<const iove
   if (room < e->value_bytes) {
     Status too = TooLarge("get " + KeyForLog(key) + ": value of " + std::to_string(e->value_bytes) +
                           " bytes does not fit the " + std::to_string(room) + "-byte buffer");
-    FinishRead(*impl_, e, Status::Ok(), /*counted=*/false);
+    (void)FinishRead(*impl_, e, Status::Ok(), /*counted=*/false);  // only unpins: returns the Ok it is given
     return too;
   }
   Status read = ReadExtents(*impl_, *e, buffer);

@@ -25,6 +25,7 @@
 #include <set>
 #include <string>
 
+#include "base/errno_text.h"
 #include "base/log.h"
 #include "drive/extent_store_impl.h"
 

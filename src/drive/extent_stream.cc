@@ -80,7 +80,8 @@ ExtentReader::ExtentReader(ExtentStore::Impl* store, std::shared_ptr<Entry> entr
     : store_(store), entry_(std::move(entry)) {}
 
 ExtentReader::~ExtentReader() {
-  if (!finished_) FinishRead(*store_, entry_, Status::Ok(), /*counted=*/false);
+  // Given up unread: only unpins (and returns the Ok it is given).
+  if (!finished_) (void)FinishRead(*store_, entry_, Status::Ok(), /*counted=*/false);
 }
 
 uint64_t ExtentReader::size() const { return entry_->value_bytes; }

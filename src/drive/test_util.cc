@@ -18,31 +18,6 @@
 
 namespace memkv {
 
-namespace {
-std::string DefaultBase() {
-  const char* base = std::getenv("TMPDIR");
-  return base != nullptr && *base != '\0' ? base : "/tmp";
-}
-}  // namespace
-
-TempDir::TempDir() : TempDir(DefaultBase()) {}
-
-TempDir::TempDir(const std::string& base_or_empty) {
-  const std::string base = base_or_empty.empty() ? DefaultBase() : base_or_empty;
-  std::string tmpl = base + "/memkv-drive-XXXXXX";
-  char* made = ::mkdtemp(tmpl.data());
-  if (made == nullptr && base != DefaultBase()) {
-    tmpl = DefaultBase() + "/memkv-drive-XXXXXX";
-    made = ::mkdtemp(tmpl.data());
-  }
-  path_ = made != nullptr ? made : "";
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-}
-
 std::vector<uint8_t> ReadRaw(const std::string& path, uint64_t offset, size_t size) {
   std::vector<uint8_t> out(size);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

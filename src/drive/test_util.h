@@ -7,25 +7,14 @@
 #include <utility>
 #include <vector>
 
+#include "base/temp_dir.h"
+
 namespace memkv {
 
-// A fresh directory under $TMPDIR (or /tmp), removed with its contents on
-// destruction. /tmp is a real filesystem here, so O_DIRECT is exercised.
-class TempDir {
- public:
-  TempDir();
-  // Under `base` instead, "" meaning the default (e.g. /dev/shm, where fsync costs nothing: for tests
-  // whose durability is simulated by the fault-injecting engine).
-  explicit TempDir(const std::string& base);
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+// Scratch directories: /tmp is a real filesystem here, so O_DIRECT is
+// exercised; TempDir("/dev/shm") for tests whose durability is simulated by
+// the fault-injecting engine (fsync costs nothing there).
+using testing::TempDir;
 
 // Plain (buffered) access to a drive file, around O_DIRECT and the engines:
 // what is on the disk, and damage done behind the store's back.

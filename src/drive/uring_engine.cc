@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "base/errno_text.h"
 #include "base/log.h"
 #include "drive/drive_file.h"
 #include "drive/io_engine.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/parse_number.h"
 #include "http/http_client.h"
 
 namespace memkv {
@@ -92,7 +93,7 @@ Status ParseFraming(HttpResponseHead* head) {
       head->chunked = true;
     } else if (h.name == "content-length") {
       if (!IsDigits(h.value) || h.value.size() > kMaxLengthDigits) return ProtocolError("invalid Content-Length");
-      uint64_t length = std::stoull(h.value);
+      uint64_t length = ParseDecimal(h.value).value_or(0);  // digits, at most kMaxLengthDigits
       if (head->content_length && *head->content_length != length) {
         return ProtocolError("conflicting Content-Length headers");
       }

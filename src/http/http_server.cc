@@ -208,8 +208,7 @@ void HttpServer::AcceptSome(Nanos now) {
     // Out of descriptors or memory: the listener stays readable, so back off
     // instead of spinning; open connections are still served meanwhile.
     accept_paused_until_ = now + kAcceptPauseNs;
-    if (accept_warned_at_ == 0 || now - accept_warned_at_ >= kAcceptWarnIntervalNs) {
-      accept_warned_at_ = now;
+    if (accept_warnings_.Allow(now, kAcceptWarnIntervalNs) != LogRateLimiter::kNotAllowed) {
       LOG_WARN << "http server: accept on port " << port_ << ": " << ErrnoText(err)
                << "; pausing accepts for 100 ms at a time";
     }

@@ -125,7 +125,7 @@ class HttpServer {
   int serving_ = 0;            // connections in Mode::kServe
   int rejecting_ = 0;          // connections answering 503
   Nanos accept_paused_until_ = 0;  // after EMFILE and the like
-  Nanos accept_warned_at_ = 0;
+  LogRateLimiter accept_warnings_;  // one "pausing accepts" line per 10 s
 };
 
 }  // namespace memkv

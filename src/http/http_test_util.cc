@@ -191,18 +191,6 @@ bool WaitUntil(const std::function<bool()>& condition, int timeout_ms) {
   return true;
 }
 
-TempDir::TempDir() {
-  std::error_code ec;
-  std::filesystem::path base = std::filesystem::temp_directory_path(ec);
-  std::string pattern = (ec ? std::string("/tmp") : base.string()) + "/memkv-http-XXXXXX";
-  if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-}
-
 std::string RunShell(const std::string& command, int* status) {
   std::string out;
   FILE* pipe = ::popen(command.c_str(), "r");

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "base/clock.h"
+#include "base/temp_dir.h"
 #include "base/unique_fd.h"
 #include "http/tls_context.h"
 #include "memkv/status.h"
@@ -79,20 +80,6 @@ Result<ParsedResponse> TlsExchange(uint16_t port, const std::string& ca_file, st
 
 // Polls `condition` every millisecond until it holds or `timeout_ms` passes.
 bool WaitUntil(const std::function<bool()>& condition, int timeout_ms = 10000);
-
-// A fresh directory under $TMPDIR (or /tmp), removed with its contents.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string File(std::string_view name) const { return path_ + "/" + std::string(name); }
-
- private:
-  std::string path_;
-};
 
 // Runs `command` with sh -c; its output (stdout), and the exit status in *status.
 std::string RunShell(const std::string& command, int* status);

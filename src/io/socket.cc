@@ -12,10 +12,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/errno_text.h"
+
 namespace memkv {
 namespace {
-
-std::string ErrnoText(int err) { return std::strerror(err); }
 
 // Waits for `events` on fd until the deadline. Ok, or DeadlineExceeded.
 Status WaitFor(int fd, short events, Nanos deadline_ns, const char* what) {
@@ -26,7 +26,7 @@ Status WaitFor(int fd, short events, Nanos deadline_ns, const char* what) {
     int ms = static_cast<int>(std::min<Nanos>((left + 999'999) / 1'000'000, 1'000'000));
     int rc = ::poll(&p, 1, ms);
     if (rc > 0) return Status::Ok();
-    if (rc < 0 && errno != EINTR) return Internal(std::string("poll: ") + ErrnoText(errno));
+    if (rc < 0 && errno != EINTR) return Internal(std::string("poll: ") + ErrnoMessage(errno));
   }
 }
 
@@ -35,7 +35,7 @@ Status WaitFor(int fd, short events, Nanos deadline_ns, const char* what) {
 Status SetNonBlocking(int fd) {
   int flags = ::fcntl(fd, F_GETFL, 0);
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-    return Internal(std::string("fcntl(O_NONBLOCK): ") + ErrnoText(errno));
+    return Internal(std::string("fcntl(O_NONBLOCK): ") + ErrnoMessage(errno));
   }
   return Status::Ok();
 }
@@ -43,7 +43,7 @@ Status SetNonBlocking(int fd) {
 Status SetNoDelay(int fd) {
   int one = 1;
   if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0) {
-    return Internal(std::string("setsockopt(TCP_NODELAY): ") + ErrnoText(errno));
+    return Internal(std::string("setsockopt(TCP_NODELAY): ") + ErrnoMessage(errno));
   }
   return Status::Ok();
 }
@@ -60,12 +60,12 @@ Result<UniqueFd> ConnectTcp(const std::string& host, uint16_t port, Nanos deadli
   for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
     UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol));
     if (!fd.valid()) {
-      last = Unavailable("socket() for " + where + ": " + ErrnoText(errno));
+      last = Unavailable("socket() for " + where + ": " + ErrnoMessage(errno));
       continue;
     }
     int rc = ::connect(fd.get(), ai->ai_addr, ai->ai_addrlen);
     if (rc < 0 && errno != EINPROGRESS) {
-      last = Unavailable("connect to " + where + ": " + ErrnoText(errno));
+      last = Unavailable("connect to " + where + ": " + ErrnoMessage(errno));
       continue;
     }
     if (rc < 0) {
@@ -78,7 +78,7 @@ Result<UniqueFd> ConnectTcp(const std::string& host, uint16_t port, Nanos deadli
       socklen_t len = sizeof(err);
       ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
       if (err != 0) {
-        last = Unavailable("connect to " + where + ": " + ErrnoText(err));
+        last = Unavailable("connect to " + where + ": " + ErrnoMessage(err));
         continue;
       }
     }
@@ -102,18 +102,18 @@ Result<UniqueFd> ListenTcp(const std::string& host, uint16_t port, int backlog) 
   UniqueFd fd(::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) {
     ::freeaddrinfo(res);
-    return Internal("socket(): " + ErrnoText(errno));
+    return Internal("socket(): " + ErrnoMessage(errno));
   }
   int one = 1;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (::bind(fd.get(), res->ai_addr, res->ai_addrlen) < 0) {
     int err = errno;
     ::freeaddrinfo(res);
-    return Unavailable("bind " + where + ": " + ErrnoText(err) +
+    return Unavailable("bind " + where + ": " + ErrnoMessage(err) +
                        (err == EADDRINUSE ? " (another process listens there; stop it or pick another port)" : ""));
   }
   ::freeaddrinfo(res);
-  if (::listen(fd.get(), backlog) < 0) return Internal("listen " + where + ": " + ErrnoText(errno));
+  if (::listen(fd.get(), backlog) < 0) return Internal("listen " + where + ": " + ErrnoMessage(errno));
   return fd;
 }
 
@@ -121,7 +121,7 @@ Result<uint16_t> LocalPort(int fd) {
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) < 0) {
-    return Internal("getsockname: " + ErrnoText(errno));
+    return Internal("getsockname: " + ErrnoMessage(errno));
   }
   if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
   return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
@@ -155,7 +155,7 @@ Status SendAll(int fd, std::span<iovec> iov, Nanos deadline_ns) {
       MEMKV_RETURN_IF_ERROR(WaitFor(fd, POLLOUT, deadline_ns, "send"));
       continue;
     }
-    return Unavailable("send: " + ErrnoText(errno));
+    return Unavailable("send: " + ErrnoMessage(errno));
   }
   return Status::Ok();
 }
@@ -174,7 +174,7 @@ Status RecvAll(int fd, std::span<iovec> iov, Nanos deadline_ns) {
       MEMKV_RETURN_IF_ERROR(WaitFor(fd, POLLIN, deadline_ns, "receive"));
       continue;
     }
-    return Unavailable("receive: " + ErrnoText(errno));
+    return Unavailable("receive: " + ErrnoMessage(errno));
   }
   return Status::Ok();
 }

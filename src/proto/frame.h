@@ -1,6 +1,6 @@
 // Wire protocol v1: frame header layout, limits, opcodes and the session
 // authentication that tags every frame. Byte-level specification:
-// docs/wire-protocol.md. Pure code (no I/O), fuzzed by fuzz/frame_fuzz.cc.
+// docs/wire-protocol.md. Pure code (no I/O), fuzzed by FuzzFrame (fuzz/fuzz_targets.cc).
 //
 // A frame is
 //   header (40 bytes) | tag (32 bytes) | meta (meta_len bytes) | payload (payload_len bytes)

@@ -1,4 +1,4 @@
-// AdminService: the admin endpoint (SPEC §8) on the data IP, port + 1.
+// AdminService: the admin HTTP endpoint (docs/admin.md) on the data IP, port + 1.
 //
 //   GET /v1/health   JSON {status, reason, rdma_active, drives_online,
 //                    drives_offline, drives_total}; status healthy, degraded

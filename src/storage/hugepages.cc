@@ -2,11 +2,12 @@
 
 #include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <optional>
 #include <sstream>
+
+#include "base/parse_number.h"
 
 namespace memkv {
 namespace {
@@ -28,11 +29,7 @@ Result<std::string> ReadText(const std::string& path) {
 std::optional<uint64_t> ParseCount(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
-  uint64_t value = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
-  return value;
+  return ParseDecimal(text);
 }
 
 // "HugePages_Free:      512" -> 512, from a /proc/meminfo text.

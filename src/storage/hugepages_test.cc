@@ -12,6 +12,7 @@
 #include <fstream>
 #include <string>
 
+#include "base/temp_dir.h"
 #include "storage/memory_store.h"
 
 namespace memkv {
@@ -23,14 +24,7 @@ constexpr char kThpFile[] = "/sys/kernel/mm/transparent_hugepage/enabled";
 // A fresh host-root directory tree; removed on destruction.
 class FakeRoot {
  public:
-  FakeRoot() {
-    const char* tmp = getenv("TMPDIR");
-    std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/memkv-huge-XXXXXX";
-    char* made = mkdtemp(pattern.data());
-    EXPECT_NE(made, nullptr) << std::strerror(errno);
-    root_ = pattern;
-  }
-  ~FakeRoot() { std::filesystem::remove_all(root_); }
+  FakeRoot() : root_(dir_.path()) { EXPECT_FALSE(root_.empty()) << "no temporary directory"; }
   FakeRoot(const FakeRoot&) = delete;
   FakeRoot& operator=(const FakeRoot&) = delete;
 
@@ -49,6 +43,7 @@ class FakeRoot {
   const std::string& path() const { return root_; }
 
  private:
+  testing::TempDir dir_;  // before root_, which it initializes
   std::string root_;
 };
 

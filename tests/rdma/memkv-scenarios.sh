@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MemKV against real verbs: the scenarios of issue 3 §4, two boots of a guest
+# MemKV against real verbs: the scenarios below, two boots of a guest
 # pair (README.md here). Guest a runs `memkv start`, guest b the probe.
 #   healthy    switch passes 9000-byte frames: round trips of every block
 #              size over RDMA (per-transport counters, rxe hw_counters, DSCP

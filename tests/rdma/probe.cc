@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/json.h"
+#include "base/parse_number.h"
 #include "memkv/client.h"
 #include "tests/rdma/probe_report.h"
 
@@ -108,7 +109,7 @@ bool ParseSize(const std::string& text, uint64_t* out) {
   size_t digits = 0;
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
   if (digits == 0 || digits > 12) return false;
-  uint64_t value = std::stoull(text.substr(0, digits));
+  uint64_t value = *ParseDecimal(std::string_view(text).substr(0, digits));  // 1 to 12 digits
   const std::string suffix = text.substr(digits);
   if (suffix == "k" || suffix == "K") value <<= 10;
   else if (suffix == "m" || suffix == "M") value <<= 20;

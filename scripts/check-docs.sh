@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Keeps the docs true to the tree; fails naming file:line and what is wrong:
+#   - a repository path (one under a top-level directory of this repository:
+#     src/, include/, tests/, docs/, ...) named in docs/*.md, README.md or a
+#     code comment that does not exist. Globs and placeholders are allowed:
+#     a path holding * ? < > { } [ ] $ or "..." is not checked, nor one with
+#     an upper-case word for a directory (bench/COUNTxSIZE/0). A test binary
+#     may be named by its source without ".cc" (tests/admin_test). Other
+#     projects' paths are told apart by a second component that this tree
+#     lacks under include/, python/ and docs/ (include/infiniband/verbs.h,
+#     python/sglang/..., docs/source/... of LMCache);
+#   - a relative Markdown link, in any tracked .md file, whose target does not
+#     exist (anchors are not checked);
+#   - a server config field (section.field, from the ReadMap tables of
+#     src/config/server_config.cc) that docs/configuration.md does not name;
+#   - a Prometheus metric (a quoted "memkv_..." name in the server's and the
+#     client's metric code) that docs/metrics.md does not name;
+#   - a copy of scripts/check-layers.sh's rule table in docs/organization.md
+#     (between the "check-layers rules" markers) that differs from the script.
+# Reads git's list of tracked files, so it runs from a checkout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+exec python3 - <<'EOF'
+import os
+import re
+import subprocess
+import sys
+
+files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                       check=True, capture_output=True).stdout.decode().split("\0")
+files = [f for f in files if f and os.path.exists(f)]
+problems = []
+
+def fail(path, line, what):
+    problems.append(f"check-docs: {path}:{line}: {what}")
+
+# --- repository paths -------------------------------------------------------
+TOP = ["src", "include", "tests", "docs", "scripts", "python", "bench", "fuzz", "packaging", "cmake"]
+# A path starts at a word boundary that is not part of a longer path
+# (/usr/src/..., $M/src/..., build/src/...) and runs over path characters.
+PATH_RE = re.compile(r"(?<![\w./$~-])((?:%s)/[\w.*?<>{}\[\]$,/+-]*)" % "|".join(TOP))
+FOREIGN_TOP = {"include", "python", "docs"}
+PLACEHOLDER = re.compile(r"[*?<>{}\[\]$]|\.\.\.|XXX")
+
+def check_paths(path, lineno, text):
+    for m in PATH_RE.finditer(text):
+        token = m.group(1)
+        if PLACEHOLDER.search(token):
+            continue
+        token = token.rstrip(".,:;'\")`")
+        if os.path.exists(token) or os.path.exists(token.rstrip("/")) or os.path.exists(token + ".cc"):
+            continue
+        parts = token.split("/")
+        if any(re.search(r"[A-Z]{2,}", part) for part in parts[1:-1]):
+            continue  # a placeholder directory: bench/COUNTxSIZE/0
+        if parts[0] in FOREIGN_TOP and len(parts) > 2 and not os.path.exists("/".join(parts[:2])):
+            continue  # another project's include/, python/ or docs/
+        fail(path, lineno, f"names '{token}', which does not exist")
+
+CODE_EXT = (".h", ".cc", ".c", ".cpp", ".inc", ".py", ".sh", ".cmake", ".txt", ".toml", ".yaml", ".yml", ".map")
+
+def comment_text(path, line):
+    """The comment part of one source line ('' when there is none)."""
+    stripped = line.lstrip()
+    if path.endswith((".h", ".cc", ".c", ".cpp", ".inc", ".map")):
+        if stripped.startswith(("/*", "*")):
+            return stripped
+        i = line.find("//")
+        return line[i:] if i >= 0 else ""
+    i = line.find("#")
+    if i < 0:
+        return ""
+    if path.endswith(".sh") and i > 0 and line[i - 1] in "${":
+        return ""  # ${#var}, $#
+    return line[i:]
+
+for path in files:
+    if path.endswith(".md"):
+        if not (path.startswith("docs/") or path == "README.md"):
+            continue
+        for lineno, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
+            check_paths(path, lineno, line)
+    elif path.endswith(CODE_EXT) or os.path.basename(path) == "CMakeLists.txt":
+        if path.startswith(("fuzz/corpus/", "tests/fixtures/")) or "/testdata/" in path or "/fixtures/" in path:
+            continue
+        for lineno, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
+            text = comment_text(path, line)
+            if text:
+                check_paths(path, lineno, text)
+
+# --- relative Markdown links ------------------------------------------------
+LINK_RE = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+for path in files:
+    if not path.endswith(".md"):
+        continue
+    in_fence = False
+    for lineno, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        for m in LINK_RE.finditer(re.sub(r"`[^`]*`", "", line)):
+            target = m.group(1)
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+                continue  # http:, mailto:, an anchor in this page
+            file_part = target.split("#", 1)[0]
+            resolved = os.path.normpath(os.path.join(os.path.dirname(path), file_part))
+            if not os.path.exists(resolved):
+                fail(path, lineno, f"links to '{target}', but {resolved} does not exist")
+
+# --- server config fields ---------------------------------------------------
+config_src = "src/config/server_config.cc"
+config_doc = open("docs/configuration.md", encoding="utf-8").read()
+text = open(config_src, encoding="utf-8").read()
+# ReadMap(node, "section", {{"name", reader}, XxxField("name", ...), ...}, d);
+for m in re.finditer(r'ReadMap\(\s*\w+,\s*"([a-z_]+)",\s*\{(.*?)\},\s*d\);', text, re.S):
+    section, body = m.group(1), m.group(2)
+    line = text.count("\n", 0, m.start()) + 1
+    names = re.findall(r'\{\s*"([a-z_]+)"\s*,', body) + re.findall(r'\w+Field\(\s*"([a-z_]+)"', body)
+    for name in names:
+        field = f"{section}.{name}"
+        if not re.search(r"(?<![\w.])%s(?![\w])" % re.escape(field), config_doc):
+            fail(config_src, line, f"server config field '{field}' is missing from docs/configuration.md")
+
+# --- metrics ----------------------------------------------------------------
+metrics_doc = open("docs/metrics.md", encoding="utf-8").read()
+seen = set()
+for path in files:
+    if not path.endswith((".cc", ".h")) or path.endswith("_test.cc"):
+        continue
+    if not (path.startswith("src/server/") or path.startswith("src/client/") or path.startswith("src/metrics/")):
+        continue
+    for lineno, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
+        for name in re.findall(r'"(memkv_[a-z0-9_]+)"', line):
+            if name in seen:
+                continue
+            seen.add(name)
+            if not re.search(r"(?<![\w])%s(?![\w])" % re.escape(name), metrics_doc):
+                fail(path, lineno, f"metric '{name}' is missing from docs/metrics.md")
+
+# --- the layer rules' copy ---------------------------------------------------
+rules = re.findall(r'^\s*\[(\w+)\]="([^"]*)"', open("scripts/check-layers.sh", encoding="utf-8").read(), re.M)
+org = "docs/organization.md"
+lines = open(org, encoding="utf-8").read().split("\n")
+try:
+    begin = lines.index("<!-- check-layers rules: begin -->")
+    end = lines.index("<!-- check-layers rules: end -->")
+    copied = []
+    for i in range(begin + 1, end):
+        m = re.match(r"^\|\s*(\w+)\s*\|\s*([\w ]+?)\s*\|$", lines[i])
+        if m and m.group(1) != "layer":
+            copied.append((m.group(1), " ".join(m.group(2).split()), i + 1))
+    script = {layer: " ".join(deps.split()) for layer, deps in rules}
+    doc = {layer: deps for layer, deps, _ in copied}
+    for layer, deps, line in copied:
+        if layer not in script:
+            fail(org, line, f"layer '{layer}' is not in scripts/check-layers.sh")
+        elif script[layer] != deps:
+            fail(org, line, f"layer '{layer}' may include '{deps}' here but '{script[layer]}' in scripts/check-layers.sh")
+    for layer in script:
+        if layer not in doc:
+            fail(org, begin + 1, f"layer '{layer}' of scripts/check-layers.sh is missing from the table")
+except ValueError:
+    fail(org, 1, "no '<!-- check-layers rules: begin/end -->' table")
+
+for p in problems:
+    print(p, file=sys.stderr)
+sys.exit(1 if problems else 0)
+EOF
