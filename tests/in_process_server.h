@@ -31,7 +31,7 @@ class InProcessServer {
     c.storage.mode = drives != nullptr ? StorageMode::kFile : StorageMode::kMemory;
     options.auth_key.assign(32, 0xaa);
     options.workers = 2;
-    options.hugepages = HugePagePolicy::kAuto;  // registered on a fake device: no need to pin
+    options.hugepages = storage::HugePagePolicy::kAuto;  // registered on a fake device: no need to pin
     DaemonSeams seams;
     seams.verbs = &fabric;
     seams.open_drives = [&drives](const StorageConfig&) -> Result<std::unique_ptr<ExtentStore>> {
@@ -46,7 +46,7 @@ class InProcessServer {
 
   const Status& status() const { return status_; }
   std::string address() const { return daemon_->address(); }
-  MemoryStore& store() { return daemon_->memory(); }
+  storage::MemoryStore& store() { return daemon_->memory(); }
   ServerMetrics& metrics() { return daemon_->metrics(); }
   bool rdma() const { return daemon_->rdma() != nullptr; }
 

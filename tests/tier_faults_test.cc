@@ -53,7 +53,7 @@ class TierFaultsTest : public ::testing::Test {
     c.storage.io_threads = 2;
     options.auth_key.assign(32, 0xaa);
     options.workers = 2;
-    options.hugepages = HugePagePolicy::kNever;
+    options.hugepages = storage::HugePagePolicy::kNever;
     DaemonSeams seams;
     seams.verbs = &fabric_;
     // The drives are drives_'s, opened over the fault-injecting engine.

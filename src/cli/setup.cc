@@ -416,7 +416,7 @@ std::string RenderConfig(const ConfigInputs& in) {
   y += "memory:\n  block_size: 2 MiB\n";
   y += "  max_size: " + FormatSize(in.memory_bytes) + "  # one eighth of this host's RAM\n";
   if (pinned) {
-    const uint64_t pages = HugePagesFor(in.memory_bytes);
+    const uint64_t pages = storage::HugePagesFor(in.memory_bytes);
     y += "  # pinned (" + std::string(in.rdma.device.empty() ? "direct I/O" : "RDMA") + "): 'memkv start' needs " +
          std::to_string(pages) + " free 2 MiB hugepages (sysctl -w vm.nr_hugepages=" + std::to_string(pages) + ")\n";
   }
@@ -591,9 +591,9 @@ int RunSetup(const std::vector<std::string>& args, const Environment& /*env*/, v
   in.memory_bytes = DefaultMemoryPoolBytes(PhysicalMemoryBytes());
   const std::string yaml = RenderConfig(in);
   if (direct || !in.rdma.device.empty()) {
-    Result<HugePageCounts> pages = HugePageReader().Read2MiB();
-    if (pages.ok() && pages->available() < HugePagesFor(in.memory_bytes)) {
-      LOG_WARN << "setup: " << NotEnoughHugePages(in.memory_bytes, *pages).message();
+    Result<storage::HugePageCounts> pages = storage::HugePageReader().Read2MiB();
+    if (pages.ok() && pages->available() < storage::HugePagesFor(in.memory_bytes)) {
+      LOG_WARN << "setup: " << storage::NotEnoughHugePages(in.memory_bytes, *pages).message();
     }
   }
 

@@ -354,8 +354,8 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   Daemon& daemon = **created;
   const std::string address = daemon.address();
   LOG_INFO_C("start") << "memory store: " << FormatSize(daemon.memory().pool_bytes()) << " pool ("
-                      << FormatSize(c.memory.block_size_bytes) << " blocks, values packed in " << kPoolUnitBytes
-                      << "-byte units), " << daemon.memory().backing().detail;
+                      << FormatSize(c.memory.block_size_bytes) << " blocks, values packed in "
+                      << storage::kPoolUnitBytes << "-byte units), " << daemon.memory().backing().detail;
   if (daemon.rdma() != nullptr) LOG_INFO_C("start") << daemon.rdma()->Describe();
   LOG_INFO_C("start") << "serving on " << address << "; admin endpoint on " << daemon.admin().scheme() << "://"
                       << c.network.host << ":" << daemon.admin_port();

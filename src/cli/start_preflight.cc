@@ -40,11 +40,11 @@ Status CheckMemory(const MemoryConfig& m, const PreflightOptions& options) {
   }
   if (options.pin_reason.empty() || !options.check_only) return Status::Ok();
   const std::string pinned = "the memory pool is pinned (" + options.pin_reason + "), so it must be 2 MiB hugepages";
-  Result<HugePageCounts> counts = HugePageReader().Read2MiB();
+  Result<storage::HugePageCounts> counts = storage::HugePageReader().Read2MiB();
   if (!counts.ok()) return FailedPrecondition(pinned + ", but their counts cannot be read: " + counts.status().message());
-  const uint64_t needed = HugePagesFor(m.max_size_bytes);
+  const uint64_t needed = storage::HugePagesFor(m.max_size_bytes);
   if (counts->available() >= needed) return Status::Ok();
-  Status short_status = NotEnoughHugePages(m.max_size_bytes, *counts);
+  Status short_status = storage::NotEnoughHugePages(m.max_size_bytes, *counts);
   if (options.check_only && counts->total >= needed) {
     LOG_WARN_C("start") << pinned << ": " << short_status.message()
                         << "; a running server may hold them, and they come free when it stops";

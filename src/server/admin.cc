@@ -164,7 +164,7 @@ std::string AdminService::HealthJson() const {
 }
 
 std::string AdminService::StatusJson() const {
-  const MemoryStoreStats mem = sources_.tier->MemoryStats();
+  const storage::MemoryStoreStats mem = sources_.tier->MemoryStats();
   const TierCounters tier = sources_.tier->Counters();
   const ServerMetrics& m = *sources_.metrics;
   JsonWriter w;
@@ -233,7 +233,7 @@ std::string AdminService::StatusJson() const {
       .Key("checksum_failures").Number(mem.checksum_failures)
       .Key("sent_value_checks").Number(mem.later_checks)
       .Key("sent_value_checks_skipped").Number(mem.later_checks_skipped)
-      .Key("pages").String(PageKindName(mem.page_kind))
+      .Key("pages").String(storage::PageKindName(mem.page_kind))
       .EndObject();
 
   w.Key("storage").BeginObject().Key("mode").String(sources_.storage_mode);
@@ -287,7 +287,7 @@ std::string AdminService::StatusJson() const {
 std::string AdminService::MetricsText() const {
   using metrics::Labels;
   const ServerMetrics& m = *sources_.metrics;
-  const MemoryStoreStats mem = sources_.tier->MemoryStats();
+  const storage::MemoryStoreStats mem = sources_.tier->MemoryStats();
   const TierCounters tier = sources_.tier->Counters();
   metrics::PrometheusWriter p;
 

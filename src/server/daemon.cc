@@ -23,7 +23,7 @@ std::string FormatSeconds(uint64_t ns) {
 }
 
 // The line that ends "preparing the ... DRAM pool", with how long it took.
-void LogPrefault(const PoolBacking& backing) {
+void LogPrefault(const storage::PoolBacking& backing) {
   if (backing.prefault_nanos == 0) {
     LOG_INFO_C("start") << "memory pool not prefaulted (memory.prefault: false): the first values written pay "
                            "for the page faults";
@@ -39,13 +39,13 @@ void LogPrefault(const PoolBacking& backing) {
 // The pool is mapped before RDMA registers it. Pinned it must be
 // hugetlb-backed, and Create refuses when free hugepages do not cover it
 // (docs/configuration.md).
-Result<std::unique_ptr<MemoryStore>> CreatePool(const DaemonOptions& options, const PoolPin& pin,
-                                                const PrefaultProgress& progress) {
+Result<std::unique_ptr<storage::MemoryStore>> CreatePool(const DaemonOptions& options, const PoolPin& pin,
+                                                         const storage::PrefaultProgress& progress) {
   const ServerConfig& c = options.config;
-  MemoryStoreOptions store_options;
+  storage::MemoryStoreOptions store_options;
   store_options.max_size_bytes = c.memory.max_size_bytes;
   store_options.block_size_bytes = c.memory.block_size_bytes;
-  store_options.hugepages = options.hugepages.value_or(PoolPolicyFor(pin.rdma_registers, pin.direct_io));
+  store_options.hugepages = options.hugepages.value_or(storage::PoolPolicyFor(pin.rdma_registers, pin.direct_io));
   store_options.prefault = c.memory.prefault;
   store_options.read_check_interval_ns = Nanos{c.memory.read_check_interval_ms} * 1'000'000;
   store_options.prefault_progress = progress;
@@ -55,12 +55,13 @@ Result<std::unique_ptr<MemoryStore>> CreatePool(const DaemonOptions& options, co
     LOG_INFO_C("start") << "preparing the " << FormatSize(store_options.max_size_bytes)
                         << " DRAM pool: faulting it in (memory.prefault) ...";
   }
-  Result<std::unique_ptr<MemoryStore>> store = MemoryStore::Create(store_options);
+  Result<std::unique_ptr<storage::MemoryStore>> store = storage::MemoryStore::Create(store_options);
   if (store.ok()) {
     LogPrefault((*store)->backing());
     return store;
   }
-  if (store_options.hugepages == HugePagePolicy::kRequire && store.status().code() == StatusCode::kFailedPrecondition) {
+  if (store_options.hugepages == storage::HugePagePolicy::kRequire &&
+      store.status().code() == StatusCode::kFailedPrecondition) {
     return Status(store.status().code(), "the memory pool is pinned (" + pin.reason +
                                              "), so it must be 2 MiB hugepages: " + store.status().message());
   }
@@ -95,7 +96,8 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   *failed = Step::kRdma;
   MEMKV_ASSIGN_OR_RETURN(PoolPin pin, PoolPinFor(c, *seams.verbs));
   *failed = Step::kPool;
-  MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<MemoryStore> pool, CreatePool(options_, pin, seams.prefault_progress));
+  MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<storage::MemoryStore> pool,
+                         CreatePool(options_, pin, seams.prefault_progress));
   if (seams.before_threads) seams.before_threads();
 
   std::unique_ptr<ExtentStore> drives;

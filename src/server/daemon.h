@@ -71,7 +71,7 @@ struct DaemonOptions {
   uint32_t write_stall_timeout_ms = 30000;
   // Overrides the pinned-pool rule (PoolPolicyFor): tests that register a
   // pool on a fake device on a host without hugepages.
-  std::optional<HugePagePolicy> hugepages;
+  std::optional<storage::HugePagePolicy> hugepages;
 };
 
 using DriveOpener = std::function<Result<std::unique_ptr<ExtentStore>>(const StorageConfig& storage)>;
@@ -85,7 +85,7 @@ struct DaemonSeams {
   DriveOpener open_drives;
   // The pool being faulted in (memory.prefault): bytes done of the total,
   // from one thread at a time; the last call has done == total.
-  PrefaultProgress prefault_progress;
+  storage::PrefaultProgress prefault_progress;
   // Called once on Create's thread after the pool is mapped and before the
   // Daemon starts any thread that lives on (drive I/O, workers, admin):
   // memkv start blocks its signals there so every such thread inherits the
@@ -123,7 +123,7 @@ class Daemon {
   const ServerConfig& config() const { return options_.config; }
 
   TieredStore& tier() { return *tier_; }
-  MemoryStore& memory() { return tier_->memory(); }
+  storage::MemoryStore& memory() { return tier_->memory(); }
   Server& server() { return *server_; }
   ServerMetrics& metrics() { return server_->metrics(); }
   AdminService& admin() { return *admin_; }

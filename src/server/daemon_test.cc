@@ -31,7 +31,7 @@ DaemonOptions MemoryOptions() {
   c.storage.mode = StorageMode::kMemory;
   options.auth_key = kKey;
   options.workers = 2;
-  options.hugepages = HugePagePolicy::kNever;
+  options.hugepages = storage::HugePagePolicy::kNever;
   return options;
 }
 

@@ -163,7 +163,7 @@ class Session {
       uint64_t size = 0;
       uint64_t checksum = 0;           // what the client says the bytes hash to
       uint64_t received_checksum = 0;  // what they hash to, computed as they arrive
-      PendingPut put;
+      storage::PendingPut put;
       Status status;
       // A later item of the batch names the same key: this one is not
       // stored and is answered with that item's status (SupersedeRepeats).
@@ -213,7 +213,7 @@ class Session {
   void HandleRdmaPut();
   void HandleRdmaCommit();
   void HandleRdmaGet(std::string_view key);
-  void GrantPin(ReadHandle handle);
+  void GrantPin(storage::ReadHandle handle);
   void HandleRdmaRelease();
   // An RDMA control op on a connection without accepted QPs.
   bool RequireRdma();
@@ -288,11 +288,11 @@ class Session {
   // RDMA: what a client may touch in the pool, by token. A put slot is a
   // PendingPut the client WRITEs into; a pin is a ReadHandle it READs from.
   struct Grant {
-    PendingPut put;      // slot (until RdmaCommit)
-    ReadHandle pin;      // pinned value (until RdmaRelease)
-    std::string key;     // slot: where it is published
-    uint64_t checksum = 0;  // slot: what the client says the bytes hash to
-    Nanos lease_ns = 0;     // RdmaGrantLease: the base lease plus the value's share
+    storage::PendingPut put;  // slot (until RdmaCommit)
+    storage::ReadHandle pin;  // pinned value (until RdmaRelease)
+    std::string key;          // slot: where it is published
+    uint64_t checksum = 0;    // slot: what the client says the bytes hash to
+    Nanos lease_ns = 0;       // RdmaGrantLease: the base lease plus the value's share
     Nanos expires = 0;
   };
   std::unordered_map<uint64_t, Grant> grants_;

@@ -66,7 +66,7 @@ void Session::SupersedeRepeats(std::vector<PayloadSink::Item>& items) {
     const size_t later = last[items[i].key];
     if (later == i) continue;
     items[i].superseded_by = later;
-    items[i].put = PendingPut();
+    items[i].put = storage::PendingPut();
     items[i].status = FailedPrecondition("superseded by a later item of the batch");  // not stored
   }
 }
@@ -114,7 +114,7 @@ void Session::HandleGet(std::string_view key) {
   // checksum sent with them, so the server's own check is off the latency path.
   Await(ctx_.store->Get(
       key, ReadNeed::kBytes, reply_, [this](Result<StoredValue> value) { RespondGet(std::move(value)); },
-      ReadCheck::kLater));
+      storage::ReadCheck::kLater));
 }
 
 void Session::RespondGet(Result<StoredValue> value) {
@@ -145,7 +145,8 @@ void Session::HandleBatchGet() {
     return;
   }
   Await(ctx_.store->GetMany(
-      keys, reply_, [this](std::vector<Result<StoredValue>> values) { RespondBatchGet(values); }, ReadCheck::kLater));
+      keys, reply_, [this](std::vector<Result<StoredValue>> values) { RespondBatchGet(values); },
+      storage::ReadCheck::kLater));
 }
 
 void Session::RespondBatchGet(std::vector<Result<StoredValue>>& values) {

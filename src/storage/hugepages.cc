@@ -8,7 +8,7 @@
 #include <optional>
 #include <sstream>
 
-namespace memkv {
+namespace memkv::storage {
 namespace {
 
 constexpr std::string_view kHugetlbDir = "/sys/kernel/mm/hugepages/hugepages-2048kB";
@@ -197,4 +197,4 @@ Result<BackingPlan> PlanPoolBacking(HugePagePolicy policy, uint64_t pool_bytes,
   return plan;
 }
 
-}  // namespace memkv
+}  // namespace memkv::storage

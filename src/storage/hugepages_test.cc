@@ -14,7 +14,7 @@
 
 #include "storage/memory_store.h"
 
-namespace memkv {
+namespace memkv::storage {
 namespace {
 
 constexpr char kSysDir[] = "/sys/kernel/mm/hugepages/hugepages-2048kB";
@@ -346,4 +346,4 @@ TEST(MemoryStoreBacking, RequireFailsWhenTheKernelRefusesHugetlb) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::storage

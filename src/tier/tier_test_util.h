@@ -74,7 +74,7 @@ inline std::vector<uint8_t> BytesOf(const StoredValue& v) {
 
 // Copies `bytes` (put.size() of them) into the reserved room, as a socket
 // read or an RDMA WRITE would.
-inline void CopyInto(const PendingPut& put, const std::vector<uint8_t>& bytes) {
+inline void CopyInto(const storage::PendingPut& put, const std::vector<uint8_t>& bytes) {
   size_t at = 0;
   for (const iovec& piece : put.iov()) {
     std::memcpy(piece.iov_base, bytes.data() + at, piece.iov_len);
@@ -84,7 +84,7 @@ inline void CopyInto(const PendingPut& put, const std::vector<uint8_t>& bytes) {
 
 // Reserve, copy, Commit; waits for the completion.
 inline Status PutNow(TieredStore& store, TestLoop& loop, const std::string& key, const std::vector<uint8_t>& bytes) {
-  Result<PendingPut> put = store.Reserve(bytes.size());
+  Result<storage::PendingPut> put = store.Reserve(bytes.size());
   if (!put.ok()) return put.status();
   CopyInto(*put, bytes);
   std::optional<Status> result;
@@ -117,11 +117,11 @@ inline Status DeleteNow(TieredStore& store, TestLoop& loop, const std::string& k
   return *result;
 }
 
-inline std::unique_ptr<MemoryStore> NewPool(uint64_t pool_bytes) {
-  MemoryStoreOptions o;
+inline std::unique_ptr<storage::MemoryStore> NewPool(uint64_t pool_bytes) {
+  storage::MemoryStoreOptions o;
   o.max_size_bytes = pool_bytes;
-  o.hugepages = HugePagePolicy::kNever;
-  Result<std::unique_ptr<MemoryStore>> created = MemoryStore::Create(o);
+  o.hugepages = storage::HugePagePolicy::kNever;
+  Result<std::unique_ptr<storage::MemoryStore>> created = storage::MemoryStore::Create(o);
   EXPECT_TRUE(created.ok()) << created.status().ToString();
   return created.ok() ? std::move(created).value() : nullptr;
 }

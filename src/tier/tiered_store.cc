@@ -6,7 +6,7 @@
 
 namespace memkv {
 
-TieredStore::TieredStore(std::unique_ptr<MemoryStore> memory, std::unique_ptr<ExtentStore> drives,
+TieredStore::TieredStore(std::unique_ptr<storage::MemoryStore> memory, std::unique_ptr<ExtentStore> drives,
                          const TieredStoreOptions& options)
     : memory_(std::move(memory)), drives_(std::move(drives)), options_(options) {
   if (drives_ != nullptr) io_ = std::make_unique<IoThreads>(options_.io_threads);
@@ -29,9 +29,9 @@ void TieredStore::OfferKeys(KeyPage* page) {
   if (drives_ != nullptr) drives_->OfferKeys(page);
 }
 
-Result<StoredValue> TieredStore::GetWithoutIo(std::string_view key, ReadCheck check,
+Result<StoredValue> TieredStore::GetWithoutIo(std::string_view key, storage::ReadCheck check,
                                               std::optional<uint64_t>* drive_size) {
-  Result<ReadHandle> pinned = memory_->Get(key, check);
+  Result<storage::ReadHandle> pinned = memory_->Get(key, check);
   if (pinned.ok()) return StoredValue::Pinned(std::move(pinned).value());
   if (pinned.status().code() != StatusCode::kNotFound) return pinned.status();
   // The size sizes the read's buffer; the read itself finds the extents.

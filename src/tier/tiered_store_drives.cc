@@ -39,7 +39,7 @@ void TieredStore::RunOnDrives(size_t parts, std::function<void(size_t)> part, co
   }
 }
 
-void TieredStore::CommitLater(PendingPut put, std::string key, uint64_t checksum, const ReplyTo& reply,
+void TieredStore::CommitLater(storage::PendingPut put, std::string key, uint64_t checksum, const ReplyTo& reply,
                               StatusDone done) {
   struct Commit {
     PutCommit put;
@@ -140,7 +140,7 @@ Status TieredStore::WithDriveRoom(uint64_t size, const std::function<Status()>& 
   return s;
 }
 
-Status TieredStore::WriteThrough(PendingPut put, const std::string& key, uint64_t checksum) {
+Status TieredStore::WriteThrough(storage::PendingPut put, const std::string& key, uint64_t checksum) {
   std::lock_guard<std::mutex> lock(StripeFor(key));
   MEMKV_RETURN_IF_ERROR(WithDriveRoom(put.size(), [&] { return drives_->PutIov(key, put.iov(), checksum); }));
   return memory_->CommitPut(std::move(put), key, checksum);
@@ -184,13 +184,13 @@ Result<StoredValue> TieredStore::ReadOnce(const std::string& key, uint64_t size,
   }
   if ((options_.promote_on_read && !StreamsPut(size)) || need == ReadNeed::kDramPin) {
     Status no_room;
-    Result<PendingPut> put = memory_->BeginPut(size);
+    Result<storage::PendingPut> put = memory_->BeginPut(size);
     if (put.ok()) {
       MEMKV_ASSIGN_OR_RETURN(ValueInfo read, drives_->GetIov(key, put->iov()));
       if (read.size_bytes != size) return resized(read);
       MEMKV_RETURN_IF_ERROR(memory_->CommitPut(std::move(put).value(), key, read.checksum));
       promotions_.fetch_add(1, std::memory_order_relaxed);
-      Result<ReadHandle> pinned = memory_->Get(key);
+      Result<storage::ReadHandle> pinned = memory_->Get(key);
       if (pinned.ok()) {
         drive_hits_.fetch_add(1, std::memory_order_relaxed);
         return StoredValue::Pinned(std::move(pinned).value());

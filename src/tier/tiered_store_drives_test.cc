@@ -28,7 +28,7 @@ TEST(TieredStoreDrivesTest, APutCompletesOnTheCallersLoopOnceItIsOnTheDrives) {
   TierHarness h(kPoolBytes, /*with_drives=*/true);
   TieredStore& store = h.store();
   const std::vector<uint8_t> bytes = Pattern(150'000, 1);  // three extents, striped
-  Result<PendingPut> put = store.Reserve(bytes.size());
+  Result<storage::PendingPut> put = store.Reserve(bytes.size());
   ASSERT_TRUE(put.ok());
   CopyInto(*put, bytes);
   std::optional<Status> result;
@@ -110,7 +110,7 @@ TEST(TieredStoreDrivesTest, AGetRacingAPutOfAnotherSizeReturnsTheNewValueWhole) 
       DropFromDram(store, "k");
 
       const std::vector<uint8_t> bytes = Pattern(new_size, 2);
-      Result<PendingPut> put = store.Reserve(bytes.size());
+      Result<storage::PendingPut> put = store.Reserve(bytes.size());
       ASSERT_TRUE(put.ok());
       CopyInto(*put, bytes);
       std::optional<Status> committed;
@@ -278,7 +278,7 @@ TEST(TieredStoreDrivesTest, BatchesMixDramHitsDriveReadsAndMissesInKeyOrder) {
   std::vector<PutCommit> puts;
   for (int i = 0; i < 4; ++i) {
     const std::vector<uint8_t> bytes = ValueOf(i);
-    Result<PendingPut> put = store.Reserve(bytes.size());
+    Result<storage::PendingPut> put = store.Reserve(bytes.size());
     ASSERT_TRUE(put.ok());
     CopyInto(*put, bytes);
     puts.push_back({std::move(put).value(), "b/" + std::to_string(i), Checksum(bytes.data(), bytes.size())});
