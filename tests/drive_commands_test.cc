@@ -30,6 +30,11 @@
 namespace memkv::testing {
 namespace {
 
+using drive::LoopDevice;
+using drive::Pattern;
+using drive::Shell;
+using drive::WriteVersionOneDrive;
+
 constexpr uint64_t kMiB = 1 << 20;
 
 // Runs a shell command; its exit status and output (trimmed).
@@ -71,24 +76,26 @@ void MakeExt4(const std::string& path) {
 
 Result<ServerConfig> ParseConfig(const std::string& yaml) { return ParseServerConfig(yaml, "<memkv setup>"); }
 
-Result<std::unique_ptr<ExtentStore>> OpenStore(const std::vector<std::string>& drives) {
-  ExtentStoreOptions o;
+Result<std::unique_ptr<drive::ExtentStore>> OpenStore(const std::vector<std::string>& drives) {
+  drive::ExtentStoreOptions o;
   o.drives = drives;
   o.io_buffers = 4;
-  return ExtentStore::Open(o);
+  return drive::ExtentStore::Open(o);
 }
 
 std::string StoreUuidOf(const std::string& drive) {
-  std::string raw = Peek(drive, 0, kDriveHeaderBytes);
-  auto sb = DecodeSuperblock(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(raw.data()), raw.size()), drive);
+  std::string raw = Peek(drive, 0, drive::kDriveHeaderBytes);
+  auto sb = drive::DecodeSuperblock(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(raw.data()), raw.size()),
+                                    drive);
   return sb.ok() ? sb->store_uuid.ToString() : "";
 }
 
-Superblock SuperblockOf(const std::string& drive) {
-  std::string raw = Peek(drive, 0, kDriveHeaderBytes);
-  auto sb = DecodeSuperblock(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(raw.data()), raw.size()), drive);
+drive::Superblock SuperblockOf(const std::string& drive) {
+  std::string raw = Peek(drive, 0, drive::kDriveHeaderBytes);
+  auto sb = drive::DecodeSuperblock(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(raw.data()), raw.size()),
+                                    drive);
   EXPECT_TRUE(sb.ok()) << sb.status().ToString();
-  return sb.ok() ? *sb : Superblock{};
+  return sb.ok() ? *sb : drive::Superblock{};
 }
 
 std::string Describe(const CommandResult& r) { return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err; }
@@ -173,7 +180,7 @@ TEST(Setup, AVersionOneDriveIsNamedUnsupportedAndForceReformatsIt) {
 
   CommandResult forced = MemkvSetup({"--drives", a, "--force"});
   ASSERT_EQ(forced.exit_code, 0) << Describe(forced);
-  EXPECT_EQ(SuperblockOf(a).format_version, kDriveFormatVersion);
+  EXPECT_EQ(SuperblockOf(a).format_version, drive::kDriveFormatVersion);
   auto store = OpenStore({a});
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_FALSE((*store)->Exists("old"));
@@ -369,7 +376,7 @@ TEST(SetupOnLoopDevices, AMountedDeviceIsBusy) {
   TempDir dir;
   LoopDevice loop(dir.path() + "/disk.img", 64 * kMiB);
   REQUIRE_LOOP(loop);
-  auto held = DriveFile::Open(loop.device());  // O_EXCL, as a mount or a server holds it
+  auto held = drive::DriveFile::Open(loop.device());  // O_EXCL, as a mount or a server holds it
   ASSERT_TRUE(held.ok()) << held.status().ToString();
   CommandResult r = MemkvSetup({"--drives", loop.device(), "--force"});
   EXPECT_EQ(r.exit_code, 4) << Describe(r);
@@ -486,7 +493,7 @@ TEST_F(DriveCommand, ListInspectAndVerifyAHealthyStore) {
   ASSERT_EQ(list.exit_code, 0) << Describe(list);
   EXPECT_NE(list.out.find("12 values"), std::string::npos) << list.out;
   for (const std::string& path : {a_, b_}) {
-    const Superblock sb = SuperblockOf(path);
+    const drive::Superblock sb = SuperblockOf(path);
     EXPECT_NE(list.out.find(sb.drive_uuid.ToString()), std::string::npos) << list.out;
   }
   EXPECT_EQ(std::count(list.out.begin(), list.out.end(), '\n'), 4) << "header, store line, two rows:\n" << list.out;
@@ -494,7 +501,8 @@ TEST_F(DriveCommand, ListInspectAndVerifyAHealthyStore) {
   ASSERT_EQ(json.exit_code, 0) << Describe(json);
   EXPECT_NE(json.out.find("\"path\": \"" + a_ + "\", \"index\": 0"), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"state\": \"online\""), std::string::npos) << json.out;
-  EXPECT_NE(json.out.find("\"format_version\": " + std::to_string(kDriveFormatVersion)), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"format_version\": " + std::to_string(drive::kDriveFormatVersion)), std::string::npos)
+      << json.out;
 
   CommandResult inspect = Drive("inspect");
   ASSERT_EQ(inspect.exit_code, 0) << Describe(inspect);
@@ -525,7 +533,7 @@ TEST_F(DriveCommand, VerifyNamesACorruptValueAndExitsNonZero) {
   std::string victim_drive;
   uint64_t at = 0;
   for (const std::string& path : {a_, b_}) {
-    const Superblock sb = SuperblockOf(path);
+    const drive::Superblock sb = SuperblockOf(path);
     const uint64_t data = sb.unit_offset(0) + 100;
     if (Peek(path, data, 1) != std::string(1, '\0')) {
       victim_drive = path;

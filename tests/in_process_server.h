@@ -19,7 +19,7 @@ class InProcessServer {
  public:
   // `drives`: file mode (the drive tier behind the pool); null: memory mode.
   InProcessServer(verbs::FakeFabric& fabric, const RdmaConfig& rdma, uint64_t pool_bytes = 64 << 20,
-                  std::unique_ptr<ExtentStore> drives = nullptr) {
+                  std::unique_ptr<drive::ExtentStore> drives = nullptr) {
     DaemonOptions options;
     ServerConfig& c = options.config;
     c.network.port = 0;
@@ -34,7 +34,7 @@ class InProcessServer {
     options.hugepages = storage::HugePagePolicy::kAuto;  // registered on a fake device: no need to pin
     DaemonSeams seams;
     seams.verbs = &fabric;
-    seams.open_drives = [&drives](const StorageConfig&) -> Result<std::unique_ptr<ExtentStore>> {
+    seams.open_drives = [&drives](const StorageConfig&) -> Result<std::unique_ptr<drive::ExtentStore>> {
       return std::move(drives);
     };
     Result<std::unique_ptr<Daemon>> daemon = Daemon::Create(std::move(options), std::move(seams));

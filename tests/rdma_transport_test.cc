@@ -32,6 +32,8 @@
 namespace memkv {
 namespace {
 
+using drive::TempDir;
+
 const std::string kKeyHex(64, 'a');
 
 std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
@@ -375,14 +377,14 @@ TEST_F(RdmaTransportTest, AValueOfOverAGiBMovesByteExactInEveryForm) {
 // is told the pool cannot stage it, and sends the same request inline.
 TEST_F(RdmaTransportTest, AValueKeptOnTheDrivesOnlyMovesInlineAndSmallOnesByRdma) {
   TempDir dir;
-  DriveFormatOptions format;
+  drive::DriveFormatOptions format;
   format.drives = {dir.File("d0"), dir.File("d1")};
   format.block_size_bytes = 1 << 20;
   format.file_size_bytes = 128 << 20;
-  ASSERT_TRUE(ExtentStore::Format(format).ok());
-  ExtentStoreOptions open;
+  ASSERT_TRUE(drive::ExtentStore::Format(format).ok());
+  drive::ExtentStoreOptions open;
   open.drives = format.drives;
-  auto drives = ExtentStore::Open(open);
+  auto drives = drive::ExtentStore::Open(open);
   ASSERT_TRUE(drives.ok()) << drives.status().ToString();
   InProcessServer server(fabric_, ServerRdma(), 64 << 20, std::move(drives).value());
   ASSERT_TRUE(server.status().ok()) << server.status().ToString();

@@ -25,7 +25,7 @@
 #include "base/unique_fd.h"
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::drive {
 
 struct DriveFileOptions {
   bool writable = true;
@@ -77,6 +77,6 @@ class DriveFile {
 // "EIO (Input/output error)"-style text for a positive errno.
 std::string ErrnoName(int err);
 
-}  // namespace memkv
+}  // namespace memkv::drive
 
 #endif  // MEMKV_DRIVE_DRIVE_FILE_H_

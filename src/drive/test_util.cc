@@ -16,7 +16,7 @@
 #include "base/checksum.h"
 #include "drive/format.h"
 
-namespace memkv {
+namespace memkv::drive {
 
 namespace {
 std::string DefaultBase() {
@@ -181,4 +181,4 @@ LoopDevice::~LoopDevice() {
   if (!device_.empty()) Shell("losetup -d " + device_);
 }
 
-}  // namespace memkv
+}  // namespace memkv::drive

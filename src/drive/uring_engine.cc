@@ -24,7 +24,7 @@
 #include "drive/drive_file.h"
 #include "drive/io_engine.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 struct Ring {
@@ -259,4 +259,4 @@ Result<std::unique_ptr<IoEngine>> CreateUringEngine(const IoEngineOptions& optio
   return std::unique_ptr<IoEngine>(std::move(engine));
 }
 
-}  // namespace memkv
+}  // namespace memkv::drive

@@ -108,11 +108,11 @@ HealthReport AdminService::Health() const {
   HealthReport h;
   h.rdma_active = sources_.rdma != nullptr;
   std::vector<std::string> offline;
-  const std::optional<ExtentStoreStats> drives = sources_.tier->DrivesStats();
+  const std::optional<drive::ExtentStoreStats> drives = sources_.tier->DrivesStats();
   if (drives) {
-    for (const DriveStats& d : drives->drives) {
+    for (const drive::DriveStats& d : drives->drives) {
       ++h.drives_total;
-      if (d.state == DriveState::kOffline) {
+      if (d.state == drive::DriveState::kOffline) {
         ++h.drives_offline;
         offline.push_back("drive " + std::to_string(d.index) + (d.path.empty() ? "" : " (" + d.path + ")") +
                           ": " + d.reason);
@@ -186,11 +186,11 @@ std::string AdminService::StatusJson() const {
       .Key("usable_bytes").Number(mem.pool_bytes)
       .Key("used_bytes").Number(mem.used_bytes)
       .EndObject();
-  const std::optional<ExtentStoreStats> drive_stats = sources_.tier->DrivesStats();
-  const ExtentStoreStats drives = drive_stats.value_or(ExtentStoreStats());
+  const std::optional<drive::ExtentStoreStats> drive_stats = sources_.tier->DrivesStats();
+  const drive::ExtentStoreStats drives = drive_stats.value_or(drive::ExtentStoreStats());
   if (drive_stats) {
     raw = usable = used = 0;  // the drives are the capacity; DRAM is their cache
-    for (const DriveStats& d : drives.drives) {
+    for (const drive::DriveStats& d : drives.drives) {
       raw += d.raw_bytes;
       usable += d.usable_bytes;
       used += d.used_bytes;
@@ -198,7 +198,7 @@ std::string AdminService::StatusJson() const {
           .Key("name").String("drive" + std::to_string(d.index))
           .Key("kind").String(sources_.storage_mode)
           .Key("path").String(d.path)
-          .Key("state").String(DriveStateName(d.state))
+          .Key("state").String(drive::DriveStateName(d.state))
           .Key("reason").String(d.reason)
           .Key("raw_bytes").Number(d.raw_bytes)
           .Key("usable_bytes").Number(d.usable_bytes)
@@ -251,7 +251,7 @@ std::string AdminService::StatusJson() const {
         .Key("keys").Number(drives.keys)
         .Key("journal_live_bytes").Number(drives.journal_live_bytes)
         .Key("journal_budget_bytes").Number(drives.journal_budget_bytes)
-        .Key("sync").String(SyncModeName(drives.sync))
+        .Key("sync").String(drive::SyncModeName(drives.sync))
         .Key("drive_hits").Number(tier.drive_hits)
         .Key("promotions").Number(tier.promotions)
         .Key("evictions").Number(tier.drive_evictions)
@@ -383,21 +383,21 @@ std::string AdminService::MetricsText() const {
       "free room is in one piece.";
   p.AddGauge("memkv_stored_value_bytes", kValueBytesHelp, {{"tier", "dram"}}, double(mem.value_bytes));
   p.AddGauge("memkv_fragmentation_ratio", kFragmentationHelp, {{"tier", "dram"}}, mem.fragmentation());
-  if (const std::optional<ExtentStoreStats> drive_stats = sources_.tier->DrivesStats()) {
-    const ExtentStoreStats& drives = *drive_stats;
+  if (const std::optional<drive::ExtentStoreStats> drive_stats = sources_.tier->DrivesStats()) {
+    const drive::ExtentStoreStats& drives = *drive_stats;
     p.AddGauge("memkv_keys", "Values held, by tier.", {{"tier", "drive"}}, double(drives.keys));
     p.AddGauge("memkv_stored_value_bytes", kValueBytesHelp, {{"tier", "drive"}}, double(drives.value_bytes));
     p.AddGauge("memkv_fragmentation_ratio", kFragmentationHelp, {{"tier", "drive"}}, drives.fragmentation());
-    for (const DriveStats& d : drives.drives) {
+    for (const drive::DriveStats& d : drives.drives) {
       const std::string device = "drive" + std::to_string(d.index);
       p.AddGauge("memkv_capacity_raw_bytes", "Raw size of each device (the DRAM pool, each drive).",
                  {{"device", device}}, double(d.raw_bytes));
       p.AddGauge("memkv_capacity_usable_bytes", "Bytes of each device that can hold values.", {{"device", device}},
                  double(d.usable_bytes));
       p.AddGauge("memkv_capacity_used_bytes", kUsedHelp, {{"device", device}}, double(d.used_bytes));
-      for (DriveState s : {DriveState::kOnline, DriveState::kFull, DriveState::kOffline}) {
+      for (drive::DriveState s : {drive::DriveState::kOnline, drive::DriveState::kFull, drive::DriveState::kOffline}) {
         p.AddGauge("memkv_drive_state", "1 for each drive's current state, 0 for the others.",
-                   {{"device", device}, {"state", DriveStateName(s)}}, d.state == s ? 1 : 0);
+                   {{"device", device}, {"state", drive::DriveStateName(s)}}, d.state == s ? 1 : 0);
       }
     }
     p.AddCounter("memkv_checksum_failures_total", kChecksumHelp, {{"where", "drive"}}, drives.checksum_failures);

@@ -100,7 +100,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
                          CreatePool(options_, pin, seams.prefault_progress));
   if (seams.before_threads) seams.before_threads();
 
-  std::unique_ptr<ExtentStore> drives;
+  std::unique_ptr<drive::ExtentStore> drives;
   if (c.storage.mode != StorageMode::kMemory) {
     *failed = Step::kDrives;
     MEMKV_ASSIGN_OR_RETURN(drives, seams.open_drives(c.storage));

@@ -74,7 +74,7 @@ struct DaemonOptions {
   std::optional<storage::HugePagePolicy> hugepages;
 };
 
-using DriveOpener = std::function<Result<std::unique_ptr<ExtentStore>>(const StorageConfig& storage)>;
+using DriveOpener = std::function<Result<std::unique_ptr<drive::ExtentStore>>(const StorageConfig& storage)>;
 
 // What the Daemon reaches the host through; every one optional.
 struct DaemonSeams {

@@ -18,6 +18,9 @@
 namespace memkv {
 namespace {
 
+using drive::Pattern;
+using drive::TempDir;
+
 const std::vector<uint8_t> kKey(32, 0xaa);
 
 DaemonOptions MemoryOptions() {

@@ -195,13 +195,13 @@ Status CreateMissingDriveFiles(const StorageConfig& storage) {
     MEMKV_ASSIGN_OR_RETURN(uint64_t want, NewFileSize(d, storage.block_size_bytes));
     size = std::min(size, want);
   }
-  DriveFormatOptions format;
+  drive::DriveFormatOptions format;
   for (const DriveConfig& d : storage.drives) format.drives.push_back(d.media);
   format.block_size_bytes = storage.block_size_bytes;
   format.file_size_bytes = size;
   LOG_INFO_C("start") << "creating " << storage.drives.size() << " drive file(s) of " << FormatSize(size) << " ("
            << storage.drives[0].media << (storage.drives.size() > 1 ? ", ..." : "") << ")";
-  Status formatted = ExtentStore::Format(format);
+  Status formatted = drive::ExtentStore::Format(format);
   if (!formatted.ok()) {
     // None of them held a store: whatever this start made of them (a
     // fallocated file without a superblock) goes, or is emptied again if it
@@ -225,37 +225,38 @@ Status CheckDrivesBeforeOpen(const StorageConfig& storage) {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<ExtentStore>> OpenDrives(const StorageConfig& storage) {
+Result<std::unique_ptr<drive::ExtentStore>> OpenDrives(const StorageConfig& storage) {
   MEMKV_RETURN_IF_ERROR(CheckDrivesBeforeOpen(storage));
   if (storage.mode == StorageMode::kFile) MEMKV_RETURN_IF_ERROR(CreateMissingDriveFiles(storage));
-  ExtentStoreOptions options;
+  drive::ExtentStoreOptions options;
   for (const DriveConfig& d : storage.drives) options.drives.push_back(d.media);
-  options.sync = storage.sync == StorageSync::kAlways ? SyncMode::kAlways : SyncMode::kInterval;
+  options.sync = storage.sync == StorageSync::kAlways ? drive::SyncMode::kAlways : drive::SyncMode::kInterval;
   options.sync_interval_ms = storage.sync_interval_ms;
-  Result<std::unique_ptr<ExtentStore>> store = ExtentStore::Open(options);
+  Result<std::unique_ptr<drive::ExtentStore>> store = drive::ExtentStore::Open(options);
   if (!store.ok()) return store.status();
-  const ExtentStoreStats stats = (*store)->Stats();
+  const drive::ExtentStoreStats stats = (*store)->Stats();
   if (stats.block_size_bytes != storage.block_size_bytes) {
     LOG_WARN_C("start") << "storage.block_size is " << FormatSize(storage.block_size_bytes) << " but the drives were formatted with "
              << FormatSize(stats.block_size_bytes) << "; the drives' size is used (reformat to change it)";
   }
   uint64_t usable = 0, used = 0;
-  for (const DriveStats& d : stats.drives) {
+  for (const drive::DriveStats& d : stats.drives) {
     usable += d.usable_bytes;
     used += d.used_bytes;
   }
   LOG_INFO_C("start") << "drive tier: " << stats.drives.size() << " drive(s) via " << stats.io_engine << ", "
-           << FormatSize(stats.block_size_bytes) << " extents, " << stats.keys << " value(s) re-adopted in "
-           << stats.open_nanos / 1'000'000 << " ms, " << FormatSize(used) << " of " << FormatSize(usable) << " used; "
-           << "storage.sync " << SyncModeName(stats.sync)
-           << (stats.sync == SyncMode::kInterval
-                   ? " (a put survives kill -9 at once, a power cut once flushed, every " +
-                         std::to_string(storage.sync_interval_ms) + " ms)"
-                   : std::string(" (a put survives a power cut once acknowledged)"));
-  for (const DriveStats& d : stats.drives) {
-    if (d.state != DriveState::kOnline) {
-      LOG_WARN_C("start") << "drive " << d.index << " (" << (d.path.empty() ? "not given" : d.path)
-               << ") is " << DriveStateName(d.state) << ": " << d.reason << "; serving degraded";
+                      << FormatSize(stats.block_size_bytes) << " extents, " << stats.keys << " value(s) re-adopted in "
+                      << stats.open_nanos / 1'000'000 << " ms, " << FormatSize(used) << " of " << FormatSize(usable)
+                      << " used; "
+                      << "storage.sync " << drive::SyncModeName(stats.sync)
+                      << (stats.sync == drive::SyncMode::kInterval
+                              ? " (a put survives kill -9 at once, a power cut once flushed, every " +
+                                    std::to_string(storage.sync_interval_ms) + " ms)"
+                              : std::string(" (a put survives a power cut once acknowledged)"));
+  for (const drive::DriveStats& d : stats.drives) {
+    if (d.state != drive::DriveState::kOnline) {
+      LOG_WARN_C("start") << "drive " << d.index << " (" << (d.path.empty() ? "not given" : d.path) << ") is "
+                          << drive::DriveStateName(d.state) << ": " << d.reason << "; serving degraded";
     }
   }
   return store;

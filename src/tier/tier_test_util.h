@@ -136,7 +136,7 @@ class TierHarness {
   TierHarness(uint64_t pool_bytes, bool with_drives, TieredStoreOptions options = {},
               uint64_t drive_file_bytes = 8 << 20)
       : drives_(2, kTestBlockBytes, drive_file_bytes), options_(options) {
-    std::unique_ptr<ExtentStore> drives;
+    std::unique_ptr<drive::ExtentStore> drives;
     if (with_drives) {
       Status formatted = drives_.Format();
       EXPECT_TRUE(formatted.ok()) << formatted.ToString();
@@ -152,7 +152,7 @@ class TierHarness {
 
   // Closes the store (drives included) and opens the drive files alone:
   // what an acknowledged operation left on them.
-  ExtentStore& ReopenDrives() {
+  drive::ExtentStore& ReopenDrives() {
     store_.reset();
     Status opened = drives_.Open();
     EXPECT_TRUE(opened.ok()) << opened.ToString();
@@ -160,7 +160,7 @@ class TierHarness {
   }
 
  private:
-  StoreFixture drives_;
+  drive::StoreFixture drives_;
   TieredStoreOptions options_;
   std::unique_ptr<TieredStore> store_;
   TestLoop loop_;

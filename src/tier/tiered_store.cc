@@ -6,7 +6,7 @@
 
 namespace memkv {
 
-TieredStore::TieredStore(std::unique_ptr<storage::MemoryStore> memory, std::unique_ptr<ExtentStore> drives,
+TieredStore::TieredStore(std::unique_ptr<storage::MemoryStore> memory, std::unique_ptr<drive::ExtentStore> drives,
                          const TieredStoreOptions& options)
     : memory_(std::move(memory)), drives_(std::move(drives)), options_(options) {
   if (drives_ != nullptr) io_ = std::make_unique<IoThreads>(options_.io_threads);
@@ -41,7 +41,7 @@ Result<StoredValue> TieredStore::GetWithoutIo(std::string_view key, storage::Rea
   return NotFound("");  // a miss is answered without a message: none to copy
 }
 
-std::optional<ExtentStoreStats> TieredStore::DrivesStats() const {
+std::optional<drive::ExtentStoreStats> TieredStore::DrivesStats() const {
   if (drives_ == nullptr) return std::nullopt;
   return drives_->Stats();
 }

@@ -130,7 +130,7 @@ class TieredStore {
   static constexpr uint64_t kStreamGetBytes = 4 * ValueStream::kWindowBytes;
 
   // `drives` null: memory mode.
-  TieredStore(std::unique_ptr<storage::MemoryStore> memory, std::unique_ptr<ExtentStore> drives,
+  TieredStore(std::unique_ptr<storage::MemoryStore> memory, std::unique_ptr<drive::ExtentStore> drives,
               const TieredStoreOptions& options);
   ~TieredStore();
   TieredStore(const TieredStore&) = delete;
@@ -203,7 +203,7 @@ class TieredStore {
 
   storage::MemoryStoreStats MemoryStats() const { return memory_->Stats(); }
   // Nullopt without drives.
-  std::optional<ExtentStoreStats> DrivesStats() const;
+  std::optional<drive::ExtentStoreStats> DrivesStats() const;
   TierCounters Counters() const;
 
   // The DRAM pool itself, for what sits beside the request path: registering
@@ -254,7 +254,7 @@ class TieredStore {
   std::mutex& StripeFor(std::string_view key);
 
   std::unique_ptr<storage::MemoryStore> memory_;
-  std::unique_ptr<ExtentStore> drives_;  // null: memory mode
+  std::unique_ptr<drive::ExtentStore> drives_;  // null: memory mode
   TieredStoreOptions options_;
   std::array<std::mutex, 256> stripes_;
 
@@ -274,7 +274,7 @@ Completion TieredStore::Commit(storage::PendingPut put, std::string_view key, ui
     std::forward<Done>(done)(memory_->CommitPut(std::move(put), key, checksum));
     return Completion::kInline;
   }
-  if (drives_->sync_mode() == SyncMode::kInterval && drives_->BuffersPut(put.size())) {
+  if (drives_->sync_mode() == drive::SyncMode::kInterval && drives_->BuffersPut(put.size())) {
     std::forward<Done>(done)(WriteThrough(std::move(put), std::string(key), checksum));
     return Completion::kInline;
   }
@@ -292,7 +292,7 @@ Completion TieredStore::CommitMany(std::vector<PutCommit> puts, const ReplyTo& r
     return Completion::kInline;
   }
   const bool small = std::all_of(puts.begin(), puts.end(), [&](const PutCommit& p) { return drives_->BuffersPut(p.put.size()); });
-  if (small && drives_->sync_mode() == SyncMode::kInterval) {
+  if (small && drives_->sync_mode() == drive::SyncMode::kInterval) {
     std::forward<Done>(done)(WriteThroughMany(std::move(puts)));
     return Completion::kInline;
   }

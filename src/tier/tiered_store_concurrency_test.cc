@@ -17,6 +17,8 @@
 namespace memkv {
 namespace {
 
+using drive::Pattern;
+
 constexpr int kThreads = 4;
 
 // A value that names itself: its seed in the first 8 bytes, then the pattern

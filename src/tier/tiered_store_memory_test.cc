@@ -14,6 +14,8 @@
 namespace memkv {
 namespace {
 
+using drive::Pattern;
+
 constexpr uint64_t kPoolBytes = 16 << 20;
 
 // A put whose bytes are `bytes`, reserved from `store` and ready to commit.

@@ -13,6 +13,8 @@
 namespace memkv {
 namespace {
 
+using drive::Pattern;
+
 constexpr uint64_t kPoolBytes = 4 << 20;           // streams puts over 1 MiB
 constexpr uint64_t kDriveFileBytes = 48 << 20;     // two of them
 constexpr uint64_t kBigBytes = TieredStore::kStreamGetBytes + (3 << 20) + 100;  // read in pieces too

@@ -57,8 +57,8 @@ class ValueStream {
   uint64_t moved_ = 0;
   uint64_t last_piece_ = 0;
   std::unique_ptr<uint8_t[]> window_;
-  std::unique_ptr<ExtentWriter> writer_;  // a put
-  std::unique_ptr<ExtentReader> reader_;  // a get
+  std::unique_ptr<drive::ExtentWriter> writer_;  // a put
+  std::unique_ptr<drive::ExtentReader> reader_;  // a get
 };
 
 }  // namespace memkv
