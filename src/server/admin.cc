@@ -165,7 +165,7 @@ std::string AdminService::HealthJson() const {
 
 std::string AdminService::StatusJson() const {
   const storage::MemoryStoreStats mem = sources_.tier->MemoryStats();
-  const TierCounters tier = sources_.tier->Counters();
+  const tier::TierCounters tier = sources_.tier->Counters();
   const ServerMetrics& m = *sources_.metrics;
   JsonWriter w;
   w.BeginObject();
@@ -288,7 +288,7 @@ std::string AdminService::MetricsText() const {
   using metrics::Labels;
   const ServerMetrics& m = *sources_.metrics;
   const storage::MemoryStoreStats mem = sources_.tier->MemoryStats();
-  const TierCounters tier = sources_.tier->Counters();
+  const tier::TierCounters tier = sources_.tier->Counters();
   metrics::PrometheusWriter p;
 
   p.AddGauge("memkv_build_info", "The running binary's version.", {{"version", sources_.version}}, 1);

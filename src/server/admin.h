@@ -40,7 +40,7 @@ namespace memkv {
 
 struct AdminSources {
   ServerMetrics* metrics = nullptr;
-  TieredStore* tier = nullptr;           // the memory pool, and the drives when it has them
+  tier::TieredStore* tier = nullptr;     // the memory pool, and the drives when it has them
   RdmaEndpoint* rdma = nullptr;          // null: TCP only
   std::string storage_mode;              // "memory", "file", "direct"
   std::string version;

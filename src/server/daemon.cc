@@ -105,10 +105,10 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
     *failed = Step::kDrives;
     MEMKV_ASSIGN_OR_RETURN(drives, seams.open_drives(c.storage));
   }
-  TieredStoreOptions tier_options;
+  tier::TieredStoreOptions tier_options;
   tier_options.io_threads = static_cast<int>(c.storage.io_threads);
   tier_options.promote_on_read = c.storage.promote_on_read;
-  tier_ = std::make_unique<TieredStore>(std::move(pool), std::move(drives), tier_options);
+  tier_ = std::make_unique<tier::TieredStore>(std::move(pool), std::move(drives), tier_options);
 
   // No device is a normal state (TCP only); a configured MTU above the port's
   // active MTU is refused here, before anything listens.

@@ -122,7 +122,7 @@ class Daemon {
   std::string address() const;
   const ServerConfig& config() const { return options_.config; }
 
-  TieredStore& tier() { return *tier_; }
+  tier::TieredStore& tier() { return *tier_; }
   storage::MemoryStore& memory() { return tier_->memory(); }
   Server& server() { return *server_; }
   ServerMetrics& metrics() { return server_->metrics(); }
@@ -135,12 +135,12 @@ class Daemon {
 
   DaemonOptions options_;
   // Declared in construction order; destroyed in reverse.
-  std::unique_ptr<TieredStore> tier_;    // owns the pool and the drives
-  std::unique_ptr<RdmaEndpoint> rdma_;   // registers the pool; null: TCP only
-  std::unique_ptr<Server> server_;       // uses tier_ and rdma_
-  std::unique_ptr<AdminService> admin_;  // reads server_, tier_ and rdma_
-  std::thread runner_;                   // Start's thread, running Run
-  Status run_status_;                    // Run's result on runner_; read after join
+  std::unique_ptr<tier::TieredStore> tier_;  // owns the pool and the drives
+  std::unique_ptr<RdmaEndpoint> rdma_;       // registers the pool; null: TCP only
+  std::unique_ptr<Server> server_;           // uses tier_ and rdma_
+  std::unique_ptr<AdminService> admin_;      // reads server_, tier_ and rdma_
+  std::thread runner_;                       // Start's thread, running Run
+  Status run_status_;                        // Run's result on runner_; read after join
 };
 
 }  // namespace memkv

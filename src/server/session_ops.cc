@@ -183,7 +183,7 @@ void Session::HandleRdmaGet(std::string_view key) {
   }
   // The grant's segments are addresses in the registered pool: a value on a
   // drive is staged in DRAM first (ReadNeed::kDramPin).
-  Await(ctx_.store->Get(key, ReadNeed::kDramPin, reply_, [this](Result<StoredValue> value) {
+  Await(ctx_.store->Get(key, tier::ReadNeed::kDramPin, reply_, [this](Result<tier::StoredValue> value) {
     if (value.ok()) {
       GrantPin(value->TakePin());
     } else if (value.status().code() == StatusCode::kNotFound) {

@@ -23,7 +23,7 @@
 #include "storage/memory_store.h"
 #include "tier/value_stream.h"
 
-namespace memkv {
+namespace memkv::tier {
 
 class StoredValue {
  public:
@@ -83,6 +83,6 @@ class StoredValue {
   std::shared_ptr<ValueStream> stream_;
 };
 
-}  // namespace memkv
+}  // namespace memkv::tier
 
 #endif  // MEMKV_TIER_STORED_VALUE_H_

@@ -21,7 +21,7 @@
 #include "drive/store_fixture.h"
 #include "tier/tiered_store.h"
 
-namespace memkv {
+namespace memkv::tier {
 
 // An event loop reduced to its inbox: completions posted by the I/O threads
 // run on the thread that calls RunUntil.
@@ -166,6 +166,6 @@ class TierHarness {
   TestLoop loop_;
 };
 
-}  // namespace memkv
+}  // namespace memkv::tier
 
 #endif  // MEMKV_TIER_TIER_TEST_UTIL_H_

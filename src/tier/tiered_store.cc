@@ -4,7 +4,7 @@
 
 #include <utility>
 
-namespace memkv {
+namespace memkv::tier {
 
 TieredStore::TieredStore(std::unique_ptr<storage::MemoryStore> memory, std::unique_ptr<drive::ExtentStore> drives,
                          const TieredStoreOptions& options)
@@ -53,4 +53,4 @@ TierCounters TieredStore::Counters() const {
                       .write_failures = write_failures_.load(std::memory_order_relaxed)};
 }
 
-}  // namespace memkv
+}  // namespace memkv::tier

@@ -83,7 +83,7 @@
 #include "tier/stored_value.h"
 #include "tier/value_stream.h"
 
-namespace memkv {
+namespace memkv::tier {
 
 struct TieredStoreOptions {
   int io_threads = 16;           // drive I/O threads (storage.io_threads); none without drives
@@ -343,6 +343,6 @@ Completion TieredStore::Delete(std::string_view key, const ReplyTo& reply, Done&
   return Completion::kPending;
 }
 
-}  // namespace memkv
+}  // namespace memkv::tier
 
 #endif  // MEMKV_TIER_TIERED_STORE_H_

@@ -7,7 +7,7 @@
 
 #include "tier/tiered_store.h"
 
-namespace memkv {
+namespace memkv::tier {
 namespace {
 
 // A DRAM-full eviction round per attempt; a put that still finds no room
@@ -266,4 +266,4 @@ std::vector<Status> TieredStore::WriteThroughMany(std::vector<PutCommit> puts) {
   return statuses;
 }
 
-}  // namespace memkv
+}  // namespace memkv::tier

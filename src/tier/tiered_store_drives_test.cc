@@ -11,7 +11,7 @@
 #include "drive/test_util.h"
 #include "tier/tier_test_util.h"
 
-namespace memkv {
+namespace memkv::tier {
 namespace {
 
 using drive::Pattern;
@@ -318,4 +318,4 @@ TEST(TieredStoreDrivesTest, BatchesMixDramHitsDriveReadsAndMissesInKeyOrder) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::tier

@@ -11,7 +11,7 @@
 #include "tier/allocation_count.h"
 #include "tier/tier_test_util.h"
 
-namespace memkv {
+namespace memkv::tier {
 namespace {
 
 using drive::Pattern;
@@ -222,4 +222,4 @@ TEST(TieredStoreMemoryTest, MoreDataThanThePoolEvictsTheLeastRecentlyUsed) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::tier

@@ -10,7 +10,7 @@
 #include "drive/test_util.h"
 #include "tier/tier_test_util.h"
 
-namespace memkv {
+namespace memkv::tier {
 namespace {
 
 using drive::Pattern;
@@ -148,4 +148,4 @@ TEST(TieredStoreStreamTest, NoRoomOnTheDrivesIsResourceExhaustedAfterEvictingWha
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::tier

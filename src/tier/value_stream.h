@@ -20,7 +20,7 @@
 
 #include "drive/extent_store.h"
 
-namespace memkv {
+namespace memkv::tier {
 
 class ValueStream {
  public:
@@ -61,6 +61,6 @@ class ValueStream {
   std::unique_ptr<drive::ExtentReader> reader_;  // a get
 };
 
-}  // namespace memkv
+}  // namespace memkv::tier
 
 #endif  // MEMKV_TIER_VALUE_STREAM_H_
