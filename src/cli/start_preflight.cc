@@ -76,7 +76,7 @@ Status CheckPortsFree(const NetworkConfig& network) {
   const char* what[] = {"network.address", "the admin endpoint (network.address port + 1)"};
   for (size_t i = 0; i < 2; ++i) {
     // Bound and closed again at once; the server binds it for good later.
-    Result<UniqueFd> probe = ListenTcp(network.host, ports[i], 1);
+    Result<UniqueFd> probe = io::ListenTcp(network.host, ports[i], 1);
     if (!probe.ok()) {
       return Unavailable(std::string(what[i]) + " " + network.host + ":" + std::to_string(ports[i]) +
                          " cannot be bound: " + probe.status().message() +

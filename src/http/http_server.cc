@@ -93,9 +93,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(const HttpServerOptions& 
     MEMKV_ASSIGN_OR_RETURN(tls, options.tls(options.tls_cert_path, options.tls_key_path));
   }
   const int backlog = std::clamp(options.max_connections * 2, 16, 1024);
-  Result<UniqueFd> listener = ListenTcp(options.host, options.port, backlog);
+  Result<UniqueFd> listener = io::ListenTcp(options.host, options.port, backlog);
   if (!listener.ok()) return listener.status().WithContext("http server");
-  MEMKV_ASSIGN_OR_RETURN(uint16_t port, LocalPort(listener->get()));
+  MEMKV_ASSIGN_OR_RETURN(uint16_t port, io::LocalPort(listener->get()));
   UniqueFd wake(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!wake.valid()) return Internal("http server: eventfd: " + ErrnoText(errno));
   return std::unique_ptr<HttpServer>(

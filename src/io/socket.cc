@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace memkv {
+namespace memkv::io {
 namespace {
 
 std::string ErrnoText(int err) { return std::strerror(err); }
@@ -179,4 +179,4 @@ Status RecvAll(int fd, std::span<iovec> iov, Nanos deadline_ns) {
   return Status::Ok();
 }
 
-}  // namespace memkv
+}  // namespace memkv::io

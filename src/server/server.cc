@@ -382,8 +382,8 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, tie
     return InvalidArgument("max_value_bytes " + std::to_string(options.max_value_bytes) + " is out of range 1.." +
                            std::to_string(proto::kMaxValueBytesCeiling));
   }
-  MEMKV_ASSIGN_OR_RETURN(UniqueFd listener, ListenTcp(options.host, options.port, 1024));
-  MEMKV_ASSIGN_OR_RETURN(uint16_t port, LocalPort(listener.get()));
+  MEMKV_ASSIGN_OR_RETURN(UniqueFd listener, io::ListenTcp(options.host, options.port, 1024));
+  MEMKV_ASSIGN_OR_RETURN(uint16_t port, io::LocalPort(listener.get()));
   std::unique_ptr<Server> server(new Server(options, store, std::move(listener), port));
   server->stop_event_.Reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!server->stop_event_.valid()) return Internal(std::string("eventfd: ") + std::strerror(errno));
@@ -425,7 +425,7 @@ Status Server::Run() {
         break;
       }
       UniqueFd conn(fd);
-      Status nodelay = SetNoDelay(conn.get());
+      Status nodelay = io::SetNoDelay(conn.get());
       if (!nodelay.ok()) LOG_WARN_C("server") << nodelay.ToString();
       Status keepalive = SetKeepAlive(conn.get());
       if (!keepalive.ok()) LOG_WARN_C("server") << keepalive.ToString();

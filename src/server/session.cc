@@ -346,7 +346,7 @@ bool Session::ReceivePayload() {
     buffered -= take;
     payload_left_ -= take;
     HashArrived(take);
-    payload_first_ = AdvanceIov(payload_iov_, payload_first_, take);
+    payload_first_ = io::AdvanceIov(payload_iov_, payload_first_, take);
   }
   while (payload_first_ < payload_iov_.size()) {
     if (socket_drained_) return true;
@@ -356,7 +356,7 @@ bool Session::ReceivePayload() {
       socket_drained_ = static_cast<uint64_t>(n) < payload_left_;
       ctx_.metrics->bytes_received.Add(static_cast<uint64_t>(n));
       payload_left_ -= static_cast<uint64_t>(n);
-      payload_first_ = AdvanceIov(payload_iov_, payload_first_, static_cast<size_t>(n));
+      payload_first_ = io::AdvanceIov(payload_iov_, payload_first_, static_cast<size_t>(n));
       HashArrived(static_cast<uint64_t>(n));
       continue;
     }
