@@ -45,6 +45,11 @@ using drive::kDriveUnitBytes;
 using drive::kRecordHeadBytes;
 using drive::RecordType;
 using drive::Superblock;
+using http::FindHeadEnd;
+using http::HttpHeader;
+using http::HttpRequest;
+using http::HttpResponse;
+using http::HttpRouter;
 
 using Bytes = std::span<const uint8_t>;
 
@@ -507,7 +512,7 @@ constexpr FuzzRoute kFuzzRoutes[] = {
 const HttpRouter& FuzzRouter() {
   static const HttpRouter* router = [] {
     auto* r = new HttpRouter;
-    auto add = [r](const char* method, const char* path, HttpHandler h) {
+    auto add = [r](const char* method, const char* path, http::HttpHandler h) {
       MEMKV_FUZZ_CHECK(r->Add(method, path, std::move(h)).ok());
     };
     add("GET", "/v1/health", [](const HttpRequest&) { return HttpResponse::Text(200, "ok\n"); });
@@ -541,10 +546,10 @@ const HttpRouter& FuzzRouter() {
 // The bytes the connection writes for `response` read back by our own client
 // parser (ParseResponseHead): status, length and body agree.
 void CheckWrittenResponse(const HttpResponse& response, bool head_only) {
-  const std::string wire = SerializeResponse(response, head_only, HttpDate(784111777));
+  const std::string wire = http::SerializeResponse(response, head_only, http::HttpDate(784111777));
   const size_t end = FindHeadEnd(wire);
   MEMKV_FUZZ_CHECK(end != 0);
-  Result<HttpResponseHead> head = ParseResponseHead(std::string_view(wire).substr(0, end));
+  Result<http::HttpResponseHead> head = http::ParseResponseHead(std::string_view(wire).substr(0, end));
   MEMKV_FUZZ_CHECK(head.ok());
   MEMKV_FUZZ_CHECK(head->response.status == response.status);
   MEMKV_FUZZ_CHECK(!head->chunked);
@@ -555,16 +560,16 @@ void CheckWrittenResponse(const HttpResponse& response, bool head_only) {
   MEMKV_FUZZ_CHECK(body == (head_only || no_body ? std::string_view() : std::string_view(response.body)));
   for (const HttpHeader& h : response.headers) {
     std::string name(h.name.size(), '\0');
-    std::transform(h.name.begin(), h.name.end(), name.begin(), AsciiToLower);
+    std::transform(h.name.begin(), h.name.end(), name.begin(), http::AsciiToLower);
     MEMKV_FUZZ_CHECK(head->response.Header(name).has_value());
   }
 }
 
 // One head as HttpConnection::HandleHead treats it: parse, route, write.
 void CheckRequestHead(std::string_view head) {
-  Result<HttpRequest> request = ParseRequestHead(head);
+  Result<HttpRequest> request = http::ParseRequestHead(head);
   if (!request.ok()) {
-    const int status = HttpStatusForParseError(request.status());
+    const int status = http::HttpStatusForParseError(request.status());
     MEMKV_FUZZ_CHECK(status == 400 || status == 413);
     MEMKV_FUZZ_CHECK(!request.status().message().empty());
     CheckWrittenResponse(HttpResponse::Text(status, std::string(request.status().message()) + "\n"), false);
@@ -592,7 +597,7 @@ void CheckRequestHead(std::string_view head) {
     ScopedLogTarget scope(&count_errors);
     outcome = FuzzRouter().Dispatch(*request);
   }
-  MEMKV_FUZZ_CHECK(ValidateResponse(outcome.response).ok());
+  MEMKV_FUZZ_CHECK(http::ValidateResponse(outcome.response).ok());
   MEMKV_FUZZ_CHECK(outcome.head_only == runs_get);
   if (!path_known) {
     MEMKV_FUZZ_CHECK(outcome.response.status == 404 && !outcome.handler_failed);
@@ -740,7 +745,7 @@ void FuzzDriveFormat(const uint8_t* data, size_t size) {
 void FuzzHttpResponse(const uint8_t* data, size_t size) {
   const std::string_view in(reinterpret_cast<const char*>(data), size);
   const size_t end = FindHeadEnd(in);
-  Result<HttpResponseHead> head = ParseResponseHead(end == 0 ? in : in.substr(0, end));
+  Result<http::HttpResponseHead> head = http::ParseResponseHead(end == 0 ? in : in.substr(0, end));
   if (head.ok()) {
     MEMKV_FUZZ_CHECK(end != 0);  // only a complete head parses
     MEMKV_FUZZ_CHECK(head->response.status >= 100 && head->response.status <= 599);
@@ -752,14 +757,14 @@ void FuzzHttpResponse(const uint8_t* data, size_t size) {
     }
   }
   const std::string_view body = end == 0 ? in : in.substr(end);
-  Result<std::string> decoded = DecodeChunked(body);
-  MEMKV_FUZZ_CHECK(decoded.ok() == ChunkedComplete(body));
+  Result<std::string> decoded = http::DecodeChunked(body);
+  MEMKV_FUZZ_CHECK(decoded.ok() == http::ChunkedComplete(body));
   if (decoded.ok()) MEMKV_FUZZ_CHECK(decoded->size() <= body.size());
 }
 
 void FuzzHttpRequest(const uint8_t* data, size_t size) {
   const std::string_view in(reinterpret_cast<const char*>(data), size);
-  const size_t limit = HttpConnectionLimits{}.max_header_bytes;
+  const size_t limit = http::HttpConnectionLimits{}.max_header_bytes;
   // The head ends at the same place however the bytes trickle in: whole,
   // one at a time, and in reads of uneven sizes.
   const size_t whole = FindHeadEnd(in.substr(0, limit));

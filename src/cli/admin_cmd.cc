@@ -135,7 +135,7 @@ std::optional<int> ParseAdminFlags(const std::vector<std::string>& raw_args, Adm
 // endpoint is.
 struct Target {
   std::string address;
-  HttpGetOptions get;
+  http::HttpGetOptions get;
 };
 
 // HOST:PORT (a data address: admin on PORT+1) or an admin URL.
@@ -197,8 +197,8 @@ bool LooksLikePlainHttpPeer(const Status& s) {
 Answer Ask(const Target& target) {
   Answer a;
   a.address = target.address;
-  a.url = HttpUrl(target.get);
-  Result<HttpClientResponse> r = HttpGet(target.get);
+  a.url = http::HttpUrl(target.get);
+  Result<http::HttpClientResponse> r = http::HttpGet(target.get);
   if (!r.ok()) {
     a.error = r.status().message();
     a.config_error = r.status().code() == StatusCode::kInvalidArgument;
@@ -268,7 +268,7 @@ std::vector<Answer> AskAll(const std::vector<Target>& targets, int timeout_ms) {
       }
       Answer late;
       late.address = targets[i].address;
-      late.url = HttpUrl(targets[i].get);
+      late.url = http::HttpUrl(targets[i].get);
       late.error = late.url + ": no answer within " + std::to_string(timeout_ms) + " ms (name resolution?)";
       out.push_back(std::move(late));
     }

@@ -19,7 +19,7 @@ namespace {
 
 Status CheckTls(const NetworkConfig& n) {
   if (n.tls_cert.empty() && n.tls_key.empty()) return Status::Ok();
-  Result<TlsContext> tls = TlsContext::Create(n.tls_cert, n.tls_key);
+  Result<http::TlsContext> tls = http::TlsContext::Create(n.tls_cert, n.tls_key);
   if (!tls.ok()) return InvalidArgument("network.tls_cert/tls_key (the admin endpoint's HTTPS): " + tls.status().message());
   return Status::Ok();
 }

@@ -184,14 +184,14 @@ class ClientImpl final : public Client {
   // Serves GET /metrics on `bind` (MEMKV_PROMETHEUS_BIND) until destroyed.
   Status StartExporter(const std::string& bind) {
     MEMKV_ASSIGN_OR_RETURN(ServerAddress address, ParseServerAddress(bind));
-    HttpServerOptions http;
+    http::HttpServerOptions http;
     http.host = address.host;
     http.port = address.port;
     http.log_target = &log_target_;
-    Result<std::unique_ptr<HttpServer>> server = HttpServer::Create(http);
+    Result<std::unique_ptr<http::HttpServer>> server = http::HttpServer::Create(http);
     if (!server.ok()) return server.status().WithContext("MEMKV_PROMETHEUS_BIND " + bind);
-    auto text = [this](const HttpRequest&) {
-      HttpResponse r;
+    auto text = [this](const http::HttpRequest&) {
+      http::HttpResponse r;
       r.content_type = std::string(metrics::kPrometheusContentType);
       r.body = metrics_.Text(Stats());
       return r;
@@ -684,7 +684,7 @@ class ClientImpl final : public Client {
   std::vector<std::unique_ptr<ServerPool>> pools_;  // one per server, in options_.servers order
   ClientMetrics metrics_;
   // Last: stopped first, as its handler reads the members above.
-  std::unique_ptr<HttpServer> exporter_;
+  std::unique_ptr<http::HttpServer> exporter_;
 };
 
 Result<Key32> ParseAuthKey(const std::string& hex) {

@@ -24,7 +24,7 @@
 #include "http/tls_context.h"
 #include "io/socket.h"
 
-namespace memkv {
+namespace memkv::http {
 namespace {
 
 constexpr size_t kReadChunkBytes = 16384;
@@ -348,4 +348,4 @@ Result<HttpClientResponse> HttpGet(const HttpGetOptions& options) {
   return exchange.ReadResponse();
 }
 
-}  // namespace memkv
+}  // namespace memkv::http

@@ -16,7 +16,7 @@
 #include "http/http_test_util.h"
 #include "io/socket.h"
 
-namespace memkv {
+namespace memkv::http {
 namespace {
 
 using testing::DeadlineIn;
@@ -472,4 +472,4 @@ TEST_F(HttpClientTlsTest, HttpsToAPlainPortFailsTheHandshake) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::http

@@ -5,7 +5,7 @@
 
 #include "http/http_client.h"
 
-namespace memkv {
+namespace memkv::http {
 namespace {
 
 // Content-Length values past this many digits could overflow uint64_t.
@@ -187,4 +187,4 @@ bool ChunkedComplete(std::string_view body) {
   return WalkChunked(body, nullptr, &complete).ok() && complete;
 }
 
-}  // namespace memkv
+}  // namespace memkv::http

@@ -19,7 +19,7 @@
 #include "http/http_connection.h"
 #include "io/socket.h"
 
-namespace memkv {
+namespace memkv::http {
 namespace {
 
 constexpr size_t kMinHeaderBytes = 64;
@@ -262,4 +262,4 @@ void HttpServer::Reap() {
   counters_.connections_open.store(static_cast<uint64_t>(serving_ + rejecting_), std::memory_order_relaxed);
 }
 
-}  // namespace memkv
+}  // namespace memkv::http

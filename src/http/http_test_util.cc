@@ -16,7 +16,7 @@
 #include "base/errno_text.h"
 #include "io/socket.h"
 
-namespace memkv::testing {
+namespace memkv::http::testing {
 namespace {
 
 // Waits for `events` on fd until the deadline.
@@ -224,4 +224,4 @@ bool HaveCommand(const std::string& name) {
   return status == 0;
 }
 
-}  // namespace memkv::testing
+}  // namespace memkv::http::testing

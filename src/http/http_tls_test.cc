@@ -8,7 +8,7 @@
 #include "http/http_server.h"
 #include "http/http_test_util.h"
 
-namespace memkv {
+namespace memkv::http {
 namespace {
 
 using testing::Connect;
@@ -227,4 +227,4 @@ TEST_F(HttpTlsTest, UnloadableFilesNameTheFileAndTheReason) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::http

@@ -92,7 +92,7 @@ class AdminService {
   AdminOptions options_;
   AdminSources sources_;
   Nanos started_ = 0;
-  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<http::HttpServer> http_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
