@@ -640,8 +640,8 @@ void FuzzFrame(const uint8_t* data, size_t size) {
 
 void FuzzConfig(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  (void)ParseServerConfig(text, "<fuzz>");
-  (void)ParseClientConfigYaml(text, "<fuzz>");
+  (void)config::ParseServerConfig(text, "<fuzz>");
+  (void)config::ParseClientConfigYaml(text, "<fuzz>");
 }
 
 void FuzzRdmaOffer(const uint8_t* data, size_t size) { CheckRdmaOffer(Bytes(data, size)); }

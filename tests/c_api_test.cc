@@ -178,7 +178,7 @@ TEST_F(CApiTest, BadOptionsAreRefusedAtOpenNamingTheField) {
 // is stored (the client opens with all of them but the RDMA ones, which need
 // a device), a bad one is refused at once naming the option.
 TEST_F(CApiTest, GenericSetterTakesEveryTableOptionByName) {
-  for (const memkv::test_samples::Sample& s : memkv::test_samples::Samples()) {
+  for (const memkv::config::test_samples::Sample& s : memkv::config::test_samples::Samples()) {
     OptionsPtr o = TcpOptions(server());
     EXPECT_EQ(memkv_options_set(o.get(), s.name.c_str(), s.good.c_str()), MEMKV_OK) << s.name << ": " << LastError();
     EXPECT_EQ(memkv_options_set(o.get(), s.name.c_str(), s.bad.c_str()), MEMKV_INVALID_ARGUMENT) << s.name;

@@ -74,7 +74,9 @@ void MakeExt4(const std::string& path) {
   ASSERT_EQ(Peek(path, 1080, 2), std::string("\x53\xEF", 2));
 }
 
-Result<ServerConfig> ParseConfig(const std::string& yaml) { return ParseServerConfig(yaml, "<memkv setup>"); }
+Result<config::ServerConfig> ParseConfig(const std::string& yaml) {
+  return config::ParseServerConfig(yaml, "<memkv setup>");
+}
 
 Result<std::unique_ptr<drive::ExtentStore>> OpenStore(const std::vector<std::string>& drives) {
   drive::ExtentStoreOptions o;
@@ -114,9 +116,9 @@ TEST(Setup, FormatsFilesAndPrintsAConfigTheLoaderTakes) {
   CommandResult r = MemkvSetup({"--drives", a, b, "--file-size", "64MiB", "--block-size", "1MiB"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
 
-  Result<ServerConfig> c = ParseConfig(r.out);
+  Result<config::ServerConfig> c = ParseConfig(r.out);
   ASSERT_TRUE(c.ok()) << c.status().ToString() << "\n" << r.out;
-  EXPECT_EQ(c->storage.mode, StorageMode::kFile);
+  EXPECT_EQ(c->storage.mode, config::StorageMode::kFile);
   EXPECT_EQ(c->storage.block_size_bytes, 1 * kMiB);
   ASSERT_EQ(c->storage.drives.size(), 2u);
   EXPECT_EQ(c->storage.drives[0].media, a);
@@ -128,7 +130,7 @@ TEST(Setup, FormatsFilesAndPrintsAConfigTheLoaderTakes) {
 
   // The config is a file the real loader reads, and the store it names opens.
   const std::string path = dir.Write("config.yaml", r.out);
-  EXPECT_TRUE(LoadServerConfigFile(path).ok());
+  EXPECT_TRUE(config::LoadServerConfigFile(path).ok());
   struct stat st {};
   ASSERT_EQ(::stat(a.c_str(), &st), 0);
   EXPECT_EQ(uint64_t(st.st_size), 64 * kMiB);
@@ -343,9 +345,9 @@ TEST(SetupOnLoopDevices, DirectModeRefusalsForceAndIdempotent) {
 
   r = MemkvSetup({"--drives", dev, "--block-size", "1MiB", "--force"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
-  Result<ServerConfig> c = ParseConfig(r.out);
+  Result<config::ServerConfig> c = ParseConfig(r.out);
   ASSERT_TRUE(c.ok()) << c.status().ToString() << "\n" << r.out;
-  EXPECT_EQ(c->storage.mode, StorageMode::kDirect);
+  EXPECT_EQ(c->storage.mode, config::StorageMode::kDirect);
   ASSERT_EQ(c->storage.drives.size(), 1u);
   EXPECT_EQ(c->storage.drives[0].media, dev);
   EXPECT_NE(r.out.find("hugepages"), std::string::npos) << "direct mode pins the pool: " << r.out;
@@ -417,7 +419,7 @@ TEST(SetupRdma, NamesTheDeviceWithAnActivePortAndCapsTheMtuAtItsActiveMtu) {
   int code = -1;
   std::string out = CaptureStdout(dir, [&] { code = cli::RunSetup({"--drives", a, "--file-size", "16MiB"}, env, fabric); });
   ASSERT_EQ(code, 0) << out;
-  Result<ServerConfig> c = ParseConfig(out);
+  Result<config::ServerConfig> c = ParseConfig(out);
   ASSERT_TRUE(c.ok()) << c.status().ToString() << "\n" << out;
   EXPECT_EQ(c->rdma.device, "mlx5_1");
   EXPECT_EQ(c->rdma.mtu, 1024u) << "start refuses an rdma.mtu above the port's active MTU";

@@ -48,8 +48,8 @@ std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
 
 bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-RdmaConfig ServerRdma(uint32_t mtu = 4096) {
-  RdmaConfig c;
+config::RdmaConfig ServerRdma(uint32_t mtu = 4096) {
+  config::RdmaConfig c;
   c.device = "srv0";
   c.mtu = mtu;
   c.traffic_class = 104;
@@ -251,7 +251,7 @@ TEST_F(RdmaTransportTest, MtuMismatchIsRefusedAtConnectNamingBothValues) {
 }
 
 TEST_F(RdmaTransportTest, ServerWithoutRdmaServesTcpAndAutoClientsFollow) {
-  RdmaConfig none = ServerRdma();
+  config::RdmaConfig none = ServerRdma();
   none.device = "mlx5_9";  // not on this fabric: the server serves TCP only
   InProcessServer server(fabric_, none);
   ASSERT_TRUE(server.status().ok());
@@ -267,7 +267,7 @@ TEST_F(RdmaTransportTest, StartRefusesAnMtuAboveThePortsActiveMtu) {
   verbs::PortInfo port = verbs::FakeFabric::HealthyPort("slow0");
   port.active_mtu = 1024;
   fabric_.AddDevice(port);
-  RdmaConfig c = ServerRdma(4096);
+  config::RdmaConfig c = ServerRdma(4096);
   c.device = "slow0";
   InProcessServer server(fabric_, c);
   EXPECT_EQ(server.status().code(), StatusCode::kFailedPrecondition);

@@ -40,7 +40,7 @@ class TierFaultsTest : public ::testing::Test {
     Status opened = drives_.OpenFaulty();
     ASSERT_TRUE(opened.ok()) << opened.ToString();
     DaemonOptions options;
-    ServerConfig& c = options.config;
+    config::ServerConfig& c = options.config;
     c.network.port = 0;
     // Room for 4 values: most values live on the drives only (the pool packs
     // values, so its size alone says how many fit).
@@ -49,7 +49,7 @@ class TierFaultsTest : public ::testing::Test {
     c.memory.prefault = false;
     c.memory.read_check_interval_ms = 0;
     c.rdma.device = "none";  // not on the fake fabric: TCP only
-    c.storage.mode = StorageMode::kFile;
+    c.storage.mode = config::StorageMode::kFile;
     c.storage.io_threads = 2;
     options.auth_key.assign(32, 0xaa);
     options.workers = 2;
@@ -57,7 +57,7 @@ class TierFaultsTest : public ::testing::Test {
     DaemonSeams seams;
     seams.verbs = &fabric_;
     // The drives are drives_'s, opened over the fault-injecting engine.
-    seams.open_drives = [this](const StorageConfig&) -> Result<std::unique_ptr<drive::ExtentStore>> {
+    seams.open_drives = [this](const config::StorageConfig&) -> Result<std::unique_ptr<drive::ExtentStore>> {
       return std::move(drives_.store);
     };
     auto daemon = Daemon::Create(std::move(options), std::move(seams));

@@ -158,7 +158,7 @@ Result<Target> ResolveTarget(const std::string& text, const AdminFlags& flags) {
       }
     }
   }
-  Result<ServerAddress> parsed = ParseServerAddress(rest);
+  Result<config::ServerAddress> parsed = config::ParseServerAddress(rest);
   if (!parsed.ok()) return InvalidArgument("address " + parsed.status().message());
   t.get.host = parsed->host;
   if (https) {
@@ -436,17 +436,17 @@ int RunAdmin(const std::vector<std::string>& args, const Environment& env) {
 
   std::vector<std::string> addresses = flags.addresses;
   if (addresses.empty()) {
-    EnvLookup base = ClientLookupWithDefaults(env);
-    EnvLookup lookup = [base](std::string_view name) -> std::optional<std::string> {
+    config::EnvLookup base = ClientLookupWithDefaults(env);
+    config::EnvLookup lookup = [base](std::string_view name) -> std::optional<std::string> {
       if (name == "MEMKV_AUTH_KEY") return std::string(kUnusedAuthKey);
       return base(name);
     };
-    Result<ClientConfig> config = LoadClientConfig(lookup);
+    Result<config::ClientConfig> config = config::LoadClientConfig(lookup);
     if (!config.ok()) {
       std::fprintf(stderr, "memkv admin status: client configuration: %s\n", config.status().message().c_str());
       return kExitConfig;
     }
-    for (const ServerAddress& s : config->servers) addresses.push_back(s.ToString());
+    for (const config::ServerAddress& s : config->servers) addresses.push_back(s.ToString());
   }
   std::vector<Target> targets;
   for (const std::string& text : addresses) {

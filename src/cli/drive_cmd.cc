@@ -150,18 +150,18 @@ Result<std::vector<std::string>> ResolveDrives(const DriveFlags& flags, Failure*
                                 std::string(kSystemConfig) + ")"};
     return InvalidArgument(failure->message);
   }
-  Result<ServerConfig> config = LoadServerConfigFile(path);
+  Result<config::ServerConfig> config = config::LoadServerConfigFile(path);
   if (!config.ok()) {
     *failure = {kExitConfig, "invalid configuration: " + config.status().message()};
     return config.status();
   }
   if (config->storage.drives.empty()) {
-    *failure = {kExitConfig, path + " has storage.mode " + std::string(StorageModeName(config->storage.mode)) +
+    *failure = {kExitConfig, path + " has storage.mode " + std::string(config::StorageModeName(config->storage.mode)) +
                                  " and no storage.drives: nothing to examine"};
     return InvalidArgument(failure->message);
   }
   std::vector<std::string> drives;
-  for (const DriveConfig& d : config->storage.drives) drives.push_back(d.media);
+  for (const config::DriveConfig& d : config->storage.drives) drives.push_back(d.media);
   return drives;
 }
 

@@ -134,7 +134,7 @@ std::optional<int> ParseSetupFlags(const std::vector<std::string>& raw_args, Set
       while (i + 1 < args.size() && !LooksLikeOption(args[i + 1])) flags->drives.push_back(args[++i]);
     } else if (a == "--address") {
       const std::string& v = args[++i];
-      Result<config_internal::HostPort> split = config_internal::SplitHostPort(v);
+      Result<config::internal::HostPort> split = config::internal::SplitHostPort(v);
       if (!split.ok()) return usage("--address '" + v + "': " + split.status().message());
       if (split->port > 65534) return usage("--address '" + v + "': allowed ports: 0..65534 (port+1 is the admin port)");
       flags->address = v;
@@ -589,7 +589,7 @@ int RunSetup(const std::vector<std::string>& args, const Environment& /*env*/, v
   in.store_uuid = st->store_uuid.ToString();
   for (const drive::DriveStats& d : st->drives) in.usable_bytes += d.usable_bytes;
   in.rdma = *rdma;
-  in.memory_bytes = DefaultMemoryPoolBytes(PhysicalMemoryBytes());
+  in.memory_bytes = config::DefaultMemoryPoolBytes(PhysicalMemoryBytes());
   const std::string yaml = RenderConfig(in);
   if (direct || !in.rdma.device.empty()) {
     Result<storage::HugePageCounts> pages = storage::HugePageReader().Read2MiB();
@@ -599,7 +599,7 @@ int RunSetup(const std::vector<std::string>& args, const Environment& /*env*/, v
   }
 
   // The config must be one the loader takes; a failure here is a bug.
-  if (Result<ServerConfig> parsed = ParseServerConfig(yaml, "<setup output>"); !parsed.ok()) {
+  if (Result<config::ServerConfig> parsed = config::ParseServerConfig(yaml, "<setup output>"); !parsed.ok()) {
     return Fail({kExitFailed, "internal error: the generated config does not load: " + parsed.status().message()});
   }
   std::fwrite(yaml.data(), 1, yaml.size(), stdout);

@@ -17,7 +17,7 @@
 namespace memkv::cli {
 namespace {
 
-Status CheckTls(const NetworkConfig& n) {
+Status CheckTls(const config::NetworkConfig& n) {
   if (n.tls_cert.empty() && n.tls_key.empty()) return Status::Ok();
   Result<http::TlsContext> tls = http::TlsContext::Create(n.tls_cert, n.tls_key);
   if (!tls.ok()) return InvalidArgument("network.tls_cert/tls_key (the admin endpoint's HTTPS): " + tls.status().message());
@@ -26,7 +26,7 @@ Status CheckTls(const NetworkConfig& n) {
 
 // The pool is one mapping of memory.max_size: larger than the host's memory
 // it cannot be backed (mmap refuses, or the OOM killer ends it later).
-Status CheckMemory(const MemoryConfig& m, const PreflightOptions& options) {
+Status CheckMemory(const config::MemoryConfig& m, const PreflightOptions& options) {
   const uint64_t physical = PhysicalMemoryBytes();
   if (physical != 0 && m.max_size_bytes > physical) {
     return FailedPrecondition("memory.max_size " + FormatSize(m.max_size_bytes) + " is more than this host's memory (" +
@@ -54,7 +54,7 @@ Status CheckMemory(const MemoryConfig& m, const PreflightOptions& options) {
 }
 
 // Without network.auth_key: an existing key file must be one start accepts.
-Status CheckKeyFile(const NetworkConfig& n, const std::string& data_dir) {
+Status CheckKeyFile(const config::NetworkConfig& n, const std::string& data_dir) {
   if (n.auth_key) return Status::Ok();
   const std::string path = data_dir + "/auth.key";
   struct stat st{};
@@ -70,7 +70,7 @@ Status CheckKeyFile(const NetworkConfig& n, const std::string& data_dir) {
 
 }  // namespace
 
-Status CheckPortsFree(const NetworkConfig& network) {
+Status CheckPortsFree(const config::NetworkConfig& network) {
   if (network.port == 0) return Status::Ok();  // any free port: nothing to collide with
   const uint16_t ports[] = {network.port, static_cast<uint16_t>(network.port + 1)};
   const char* what[] = {"network.address", "the admin endpoint (network.address port + 1)"};
@@ -92,7 +92,7 @@ uint64_t PhysicalMemoryBytes() {
   return pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
 }
 
-Status Preflight(const ServerConfig& config, const PreflightOptions& options) {
+Status Preflight(const config::ServerConfig& config, const PreflightOptions& options) {
   // Every problem at once, one line each, as the config loader reports them.
   Status first = Status::Ok();
   std::string lines;

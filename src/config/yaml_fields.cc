@@ -10,7 +10,7 @@
 
 #include "base/units.h"
 
-namespace memkv::config_internal {
+namespace memkv::config::internal {
 namespace {
 
 std::string ChildPath(const std::string& parent, std::string_view name) {
@@ -265,4 +265,4 @@ FieldSpec Uint32Field(std::string_view name, std::string_view allowed, Diagnosti
           }};
 }
 
-}  // namespace memkv::config_internal
+}  // namespace memkv::config::internal

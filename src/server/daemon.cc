@@ -41,7 +41,7 @@ void LogPrefault(const storage::PoolBacking& backing) {
 // (docs/configuration.md).
 Result<std::unique_ptr<storage::MemoryStore>> CreatePool(const DaemonOptions& options, const PoolPin& pin,
                                                          const storage::PrefaultProgress& progress) {
-  const ServerConfig& c = options.config;
+  const config::ServerConfig& c = options.config;
   storage::MemoryStoreOptions store_options;
   store_options.max_size_bytes = c.memory.max_size_bytes;
   store_options.block_size_bytes = c.memory.block_size_bytes;
@@ -70,11 +70,11 @@ Result<std::unique_ptr<storage::MemoryStore>> CreatePool(const DaemonOptions& op
 
 }  // namespace
 
-Result<PoolPin> PoolPinFor(const ServerConfig& config, verbs::Provider& provider) {
+Result<PoolPin> PoolPinFor(const config::ServerConfig& config, verbs::Provider& provider) {
   MEMKV_ASSIGN_OR_RETURN(std::vector<std::string> devices, provider.Devices());
   PoolPin pin;
   pin.rdma_registers = std::find(devices.begin(), devices.end(), config.rdma.device) != devices.end();
-  pin.direct_io = config.storage.mode == StorageMode::kDirect;
+  pin.direct_io = config.storage.mode == config::StorageMode::kDirect;
   pin.reason = pin.rdma_registers ? "RDMA device " + config.rdma.device + " registers it"
                : pin.direct_io    ? "storage.mode direct does O_DIRECT I/O from it"
                                   : "";
@@ -92,7 +92,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options, DaemonSeam
 }
 
 Status Daemon::Build(DaemonSeams& seams, Step* failed) {
-  const ServerConfig& c = options_.config;
+  const config::ServerConfig& c = options_.config;
   *failed = Step::kRdma;
   MEMKV_ASSIGN_OR_RETURN(PoolPin pin, PoolPinFor(c, *seams.verbs));
   *failed = Step::kPool;
@@ -101,7 +101,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   if (seams.before_threads) seams.before_threads();
 
   std::unique_ptr<drive::ExtentStore> drives;
-  if (c.storage.mode != StorageMode::kMemory) {
+  if (c.storage.mode != config::StorageMode::kMemory) {
     *failed = Step::kDrives;
     MEMKV_ASSIGN_OR_RETURN(drives, seams.open_drives(c.storage));
   }
@@ -144,7 +144,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   sources.metrics = &server_->metrics();
   sources.tier = tier_.get();
   sources.rdma = rdma_.get();
-  sources.storage_mode = std::string(StorageModeName(c.storage.mode));
+  sources.storage_mode = std::string(config::StorageModeName(c.storage.mode));
   sources.version = kMemkvVersion;
   sources.data_address = address();
   sources.serving = [server = server_.get()] { return server->serving(); };

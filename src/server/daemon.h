@@ -58,12 +58,12 @@ struct PoolPin {
 // The RDMA endpoint registers the pool exactly when the configured device is
 // on this host (RdmaEndpoint::Create's rule, asked before the pool is mapped,
 // since a registered pool must be hugetlb). Errors are the provider's.
-Result<PoolPin> PoolPinFor(const ServerConfig& config, verbs::Provider& provider);
+Result<PoolPin> PoolPinFor(const config::ServerConfig& config, verbs::Provider& provider);
 
 struct DaemonOptions {
   // Validated (ValidateServerConfig); memory.max_size_bytes must be set (the
   // caller sizes a 0 to the box). network.auth_key is not read: see auth_key.
-  ServerConfig config;
+  config::ServerConfig config;
   std::vector<uint8_t> auth_key;        // 32 bytes
   // What the config does not say (memkv start's flags).
   int workers = 0;                      // 0 = one per core, at most 8
@@ -74,7 +74,7 @@ struct DaemonOptions {
   std::optional<storage::HugePagePolicy> hugepages;
 };
 
-using DriveOpener = std::function<Result<std::unique_ptr<drive::ExtentStore>>(const StorageConfig& storage)>;
+using DriveOpener = std::function<Result<std::unique_ptr<drive::ExtentStore>>(const config::StorageConfig& storage)>;
 
 // What the Daemon reaches the host through; every one optional.
 struct DaemonSeams {
@@ -120,7 +120,7 @@ class Daemon {
   uint16_t admin_port() const { return admin_->port(); }
   // "HOST:PORT" of the data listener, the port the bound one.
   std::string address() const;
-  const ServerConfig& config() const { return options_.config; }
+  const config::ServerConfig& config() const { return options_.config; }
 
   tier::TieredStore& tier() { return *tier_; }
   storage::MemoryStore& memory() { return tier_->memory(); }
