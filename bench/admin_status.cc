@@ -57,14 +57,14 @@ Result<PoolStatus> ParsePoolStatus(std::string_view status_json) {
 }
 
 Result<PoolStatus> ReadPoolStatus(const std::string& host, uint16_t port) {
-  HttpGetOptions o;
+  http::HttpGetOptions o;
   o.host = host;
   o.port = port;
   o.path = "/v1/status";
   o.timeout_ms = kStatusTimeoutMs;
-  MEMKV_ASSIGN_OR_RETURN(HttpClientResponse r, HttpGet(o));
+  MEMKV_ASSIGN_OR_RETURN(http::HttpClientResponse r, http::HttpGet(o));
   if (r.status != 200) {
-    return Unavailable(HttpUrl(o) + " answered " + std::to_string(r.status) + " " + r.reason);
+    return Unavailable(http::HttpUrl(o) + " answered " + std::to_string(r.status) + " " + r.reason);
   }
   return ParsePoolStatus(r.body);
 }

@@ -394,9 +394,9 @@ struct ScriptedRound {
 class ScriptedPeer {
  public:
   explicit ScriptedPeer(std::vector<ScriptedRound> rounds) {
-    Result<UniqueFd> listener = ListenTcp("127.0.0.1", 0, 1);
+    Result<UniqueFd> listener = io::ListenTcp("127.0.0.1", 0, 1);
     EXPECT_TRUE(listener.ok()) << listener.status().ToString();
-    port_ = *LocalPort(listener->get());
+    port_ = *io::LocalPort(listener->get());
     thread_ = std::thread([this, fd = std::move(listener).value(), rounds = std::move(rounds)]() mutable {
       pollfd p{fd.get(), POLLIN, 0};
       ::poll(&p, 1, 10000);
@@ -404,11 +404,11 @@ class ScriptedPeer {
       const Nanos deadline = MonotonicNanos() + Nanos(10) * 1'000'000'000;
       for (const ScriptedRound& r : rounds) {
         std::string request(r.request_bytes, '\0');
-        if (!RecvAll(conn.get(), request.data(), request.size(), deadline).ok()) return;
+        if (!io::RecvAll(conn.get(), request.data(), request.size(), deadline).ok()) return;
         received_ += request;
         for (const std::string& piece : r.reply_pieces) {
           iovec v{const_cast<char*>(piece.data()), piece.size()};
-          if (!SendAll(conn.get(), std::span<iovec>(&v, 1), deadline).ok()) return;
+          if (!io::SendAll(conn.get(), std::span<iovec>(&v, 1), deadline).ok()) return;
         }
       }
     });

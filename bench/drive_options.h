@@ -32,7 +32,7 @@ struct DriveBenchOptions {
 
 inline constexpr const char* kDriveUsage = R"(Usage: memkv-drive-bench [options]
 
-Measures the drive tier (ExtentStore in file mode, O_DIRECT, io_uring) put and
+Measures the drive tier (drive::ExtentStore in file mode, O_DIRECT, io_uring) put and
 get throughput for each value size x queue depth, and in the same run fio with
 the io_uring engine, the same block size and queue depth as the reference:
 fio reads the store's own file, fio writes go to a twin of it (same

@@ -46,8 +46,8 @@ std::string ReadLogTail(const std::string& path) {
 }
 
 Result<uint16_t> FreeLoopbackPort() {
-  MEMKV_ASSIGN_OR_RETURN(UniqueFd fd, ListenTcp("127.0.0.1", 0, 1));
-  return LocalPort(fd.get());
+  MEMKV_ASSIGN_OR_RETURN(UniqueFd fd, io::ListenTcp("127.0.0.1", 0, 1));
+  return io::LocalPort(fd.get());
 }
 
 // "$<n>\r\n" or "*<n>\r\n" style length line of a request.
@@ -140,7 +140,7 @@ std::optional<std::string> InfoField(std::string_view info, std::string_view nam
 // ---- RespConnection ----
 
 Result<RespConnection> RespConnection::Connect(uint16_t port) {
-  MEMKV_ASSIGN_OR_RETURN(UniqueFd fd, ConnectTcp("127.0.0.1", port, MonotonicNanos() + kCommandTimeoutNs));
+  MEMKV_ASSIGN_OR_RETURN(UniqueFd fd, io::ConnectTcp("127.0.0.1", port, MonotonicNanos() + kCommandTimeoutNs));
   return RespConnection(std::move(fd));
 }
 
@@ -241,7 +241,7 @@ Status RespConnection::ReadBulkInto(std::span<uint8_t> buffer, Nanos deadline, S
   std::memcpy(crlf, Pending().data(), crlf_from_in);
   Consume(crlf_from_in);
   iovec rest[2] = {{buffer.data() + from_in, length - from_in}, {crlf + crlf_from_in, 2 - crlf_from_in}};
-  MEMKV_RETURN_IF_ERROR(RecvAll(fd_.get(), std::span<iovec>(rest, 2), deadline));
+  MEMKV_RETURN_IF_ERROR(io::RecvAll(fd_.get(), std::span<iovec>(rest, 2), deadline));
   if (std::string_view(crlf, 2) != kCrlf) return ProtocolError("RESP: bulk string not ended by CRLF");
   *size = length;
   *item = Status::Ok();
@@ -252,7 +252,7 @@ Result<std::string> RespConnection::Command(const std::vector<std::string_view>&
   std::string request = Length('*', args.size());
   for (std::string_view a : args) request += Length('$', a.size()) + std::string(a) + "\r\n";
   iovec v{request.data(), request.size()};
-  MEMKV_RETURN_IF_ERROR(SendAll(fd_.get(), std::span<iovec>(&v, 1), MonotonicNanos() + kCommandTimeoutNs));
+  MEMKV_RETURN_IF_ERROR(io::SendAll(fd_.get(), std::span<iovec>(&v, 1), MonotonicNanos() + kCommandTimeoutNs));
   RespReply reply;
   MEMKV_RETURN_IF_ERROR(ReadReply(&reply));
   if (reply.type == '-') {
@@ -285,7 +285,7 @@ Result<uint64_t> RespConnection::PipelinedSet(std::span<const std::string> keys,
       iov.push_back({const_cast<uint8_t*>(v.data()), v.size()});
       iov.push_back({const_cast<char*>(kCrlf.data()), kCrlf.size()});
     }
-    MEMKV_RETURN_IF_ERROR(SendAll(fd_.get(), iov, MonotonicNanos() + kCommandTimeoutNs));
+    MEMKV_RETURN_IF_ERROR(io::SendAll(fd_.get(), iov, MonotonicNanos() + kCommandTimeoutNs));
     RespReply reply;
     for (size_t j = 0; j < count; ++j) {
       MEMKV_RETURN_IF_ERROR(ReadReply(&reply));
@@ -322,7 +322,7 @@ Status RespConnection::SetBatch(std::span<const std::string_view> keys,
     iov_.push_back({const_cast<char*>(kCrlf.data()), kCrlf.size()});
     start = ends_[i];
   }
-  MEMKV_RETURN_IF_ERROR(SendAll(fd_.get(), iov_, MonotonicNanos() + kCommandTimeoutNs));
+  MEMKV_RETURN_IF_ERROR(io::SendAll(fd_.get(), iov_, MonotonicNanos() + kCommandTimeoutNs));
   Status first_failure;
   RespReply reply;
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -346,7 +346,7 @@ Status RespConnection::GetBatchInto(std::span<const std::string_view> keys,
   }
   iov_.assign(1, iovec{out_.data(), out_.size()});
   const Nanos deadline = MonotonicNanos() + kCommandTimeoutNs;
-  MEMKV_RETURN_IF_ERROR(SendAll(fd_.get(), iov_, deadline));
+  MEMKV_RETURN_IF_ERROR(io::SendAll(fd_.get(), iov_, deadline));
   sizes->assign(keys.size(), 0);
   Status first_failure;
   for (size_t i = 0; i < keys.size(); ++i) {

@@ -22,24 +22,24 @@ uint64_t NextKey(Cursor& c, uint32_t thread, uint32_t qd, uint64_t keys) { retur
 }  // namespace
 
 StoreTuning DefaultStoreTuning() {
-  ExtentStoreOptions defaults;
+  drive::ExtentStoreOptions defaults;
   return StoreTuning{.queue_depth = defaults.queue_depth, .io_buffers = defaults.io_buffers};
 }
 
 Result<std::unique_ptr<StoreBench>> StoreBench::Open(const StoreSpec& spec) {
-  DriveFormatOptions format;
+  drive::DriveFormatOptions format;
   format.drives = {spec.path};
   format.block_size_bytes = spec.block_size_bytes;
   format.force = true;  // the previous size's store
-  MEMKV_RETURN_IF_ERROR(ExtentStore::Format(format).WithContext("formatting " + spec.path));
-  ExtentStoreOptions open;
+  MEMKV_RETURN_IF_ERROR(drive::ExtentStore::Format(format).WithContext("formatting " + spec.path));
+  drive::ExtentStoreOptions open;
   open.drives = {spec.path};
-  Result<std::unique_ptr<ExtentStore>> store = ExtentStore::Open(open);
+  Result<std::unique_ptr<drive::ExtentStore>> store = drive::ExtentStore::Open(open);
   if (!store.ok()) return store.status().WithContext("opening the store on " + spec.path);
 
   // Every put allocates its extents before the value it replaces is freed,
   // so each concurrent caller needs one value's extents of headroom.
-  const ExtentStoreStats stats = (*store)->Stats();
+  const drive::ExtentStoreStats stats = (*store)->Stats();
   const uint64_t slots = stats.drives.empty() ? 0 : stats.drives[0].slots_total;
   const uint64_t extents = (spec.size_bytes + spec.block_size_bytes - 1) / spec.block_size_bytes;
   const uint64_t fit = slots / extents;
@@ -56,7 +56,7 @@ Result<std::unique_ptr<StoreBench>> StoreBench::Open(const StoreSpec& spec) {
   return bench;
 }
 
-StoreBench::StoreBench(const StoreSpec& spec, std::unique_ptr<ExtentStore> store, uint64_t keys)
+StoreBench::StoreBench(const StoreSpec& spec, std::unique_ptr<drive::ExtentStore> store, uint64_t keys)
     : spec_(spec),
       store_(std::move(store)),
       payloads_(spec.size_bytes, keys, std::max(spec.max_queue_depth, kUntimedThreads)) {

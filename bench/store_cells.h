@@ -23,7 +23,7 @@
 #include "bench/payload.h"
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::drive {
 class ExtentStore;
 }
 
@@ -70,11 +70,11 @@ class StoreBench {
   std::string io_engine() const;
 
  private:
-  StoreBench(const StoreSpec& spec, std::unique_ptr<ExtentStore> store, uint64_t keys);
+  StoreBench(const StoreSpec& spec, std::unique_ptr<drive::ExtentStore> store, uint64_t keys);
   DriveSpec Spec(const char* op, uint32_t queue_depth) const;
 
   StoreSpec spec_;
-  std::unique_ptr<ExtentStore> store_;
+  std::unique_ptr<drive::ExtentStore> store_;
   Payloads payloads_;
   std::vector<std::string> names_;  // key i is names_[i]
   uint64_t fill_errors_ = 0;

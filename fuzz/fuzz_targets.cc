@@ -38,6 +38,19 @@
 namespace memkv::fuzz {
 namespace {
 
+using drive::JournalAreaHeader;
+using drive::JournalRecord;
+using drive::kDriveHeaderBytes;
+using drive::kDriveUnitBytes;
+using drive::kRecordHeadBytes;
+using drive::RecordType;
+using drive::Superblock;
+using http::FindHeadEnd;
+using http::HttpHeader;
+using http::HttpRequest;
+using http::HttpResponse;
+using http::HttpRouter;
+
 using Bytes = std::span<const uint8_t>;
 
 bool SameBytes(std::string_view encoded, Bytes input) {
@@ -243,14 +256,15 @@ bool SameRecord(const JournalRecord& a, const JournalRecord& b) {
 
 void CheckSuperblock(const Block& block) {
   constexpr std::string_view kWhere = "fuzz-drive";
-  Result<Superblock> decoded = DecodeSuperblock(block, kWhere);
+  Result<Superblock> decoded = drive::DecodeSuperblock(block, kWhere);
   if (!decoded.ok()) {
     const Status& s = decoded.status();
     MEMKV_FUZZ_CHECK(s.message().find(kWhere) != std::string::npos);  // the message names the drive
     // Checked in the documented order: no magic is "not formatted", never damage.
     const bool has_magic = std::memcmp(block.data(), "MEMKVDRV", 8) == 0;
     const uint32_t version = LoadLe32(block.data() + 8);
-    const bool version_readable = version >= kMinReadableDriveFormatVersion && version <= kDriveFormatVersion;
+    const bool version_readable =
+        version >= drive::kMinReadableDriveFormatVersion && version <= drive::kDriveFormatVersion;
     MEMKV_FUZZ_CHECK((s.code() == StatusCode::kNotFound) == !has_magic);
     MEMKV_FUZZ_CHECK((s.code() == StatusCode::kUnsupportedVersion) == (has_magic && !version_readable));
     MEMKV_FUZZ_CHECK(s.code() == StatusCode::kNotFound || s.code() == StatusCode::kUnsupportedVersion ||
@@ -258,7 +272,8 @@ void CheckSuperblock(const Block& block) {
     return;
   }
   const Superblock& sb = *decoded;
-  MEMKV_FUZZ_CHECK(sb.format_version >= kMinReadableDriveFormatVersion && sb.format_version <= kDriveFormatVersion);
+  MEMKV_FUZZ_CHECK(sb.format_version >= drive::kMinReadableDriveFormatVersion &&
+                   sb.format_version <= drive::kDriveFormatVersion);
   // An extent ref keeps the drive index in 16 bits.
   MEMKV_FUZZ_CHECK(sb.drive_count >= 1 && sb.drive_count <= 65535 && sb.drive_index < sb.drive_count);
   const uint32_t lbs = sb.logical_block_bytes;
@@ -274,18 +289,18 @@ void CheckSuperblock(const Block& block) {
   MEMKV_FUZZ_CHECK(sb.journal_offset <= UINT64_MAX - 2 * sb.journal_area_bytes);  // journal end does not wrap
   MEMKV_FUZZ_CHECK(sb.journal_area_offset(1) + sb.journal_area_bytes <= sb.data_offset);
   MEMKV_FUZZ_CHECK(sb.data_offset % kDriveHeaderBytes == 0 && sb.data_offset <= sb.device_bytes);
-  MEMKV_FUZZ_CHECK(sb.unit_count <= kMaxUnitsPerDrive);
+  MEMKV_FUZZ_CHECK(sb.unit_count <= drive::kMaxUnitsPerDrive);
   MEMKV_FUZZ_CHECK(sb.unit_count <= (sb.device_bytes - sb.data_offset) / sb.unit_bytes);  // units inside the device
 
   Block reencoded;
-  EncodeSuperblock(sb, reencoded);
+  drive::EncodeSuperblock(sb, reencoded);
   CheckReencoding(reencoded, block, kSuperblockSkipped);
-  Result<Superblock> again = DecodeSuperblock(reencoded, kWhere);
+  Result<Superblock> again = drive::DecodeSuperblock(reencoded, kWhere);
   MEMKV_FUZZ_CHECK(again.ok() && SameSuperblock(*again, sb));
 }
 
 void CheckAreaHeader(const Block& block) {
-  Result<JournalAreaHeader> decoded = DecodeJournalAreaHeader(block);
+  Result<JournalAreaHeader> decoded = drive::DecodeJournalAreaHeader(block);
   if (!decoded.ok()) {
     const Status& s = decoded.status();
     MEMKV_FUZZ_CHECK(!s.message().empty());
@@ -294,11 +309,12 @@ void CheckAreaHeader(const Block& block) {
   }
   const JournalAreaHeader& h = *decoded;
   // The oldest format this binary reads, as for the superblock and extents.
-  MEMKV_FUZZ_CHECK(h.format_version >= kMinReadableDriveFormatVersion && h.format_version <= kDriveFormatVersion);
+  MEMKV_FUZZ_CHECK(h.format_version >= drive::kMinReadableDriveFormatVersion &&
+                   h.format_version <= drive::kDriveFormatVersion);
   Block reencoded;
-  EncodeJournalAreaHeader(h, reencoded);
+  drive::EncodeJournalAreaHeader(h, reencoded);
   CheckReencoding(reencoded, block, kAreaHeaderSkipped);
-  Result<JournalAreaHeader> again = DecodeJournalAreaHeader(reencoded);
+  Result<JournalAreaHeader> again = drive::DecodeJournalAreaHeader(reencoded);
   MEMKV_FUZZ_CHECK(again.ok() && SameAreaHeader(*again, h));
 }
 
@@ -330,21 +346,22 @@ std::vector<Skipped> RecordSkipped(const JournalRecord& r) {
 void CheckRecord(Bytes rest, uint64_t link, const JournalRecord& r, size_t consumed, uint64_t checksum) {
   MEMKV_FUZZ_CHECK(consumed > 0 && consumed <= rest.size());  // replay moves forward, inside the area
   MEMKV_FUZZ_CHECK(consumed % 8 == 0 && consumed >= kRecordHeadBytes + 8);
-  MEMKV_FUZZ_CHECK(consumed == EncodedRecordBytes(r));
+  MEMKV_FUZZ_CHECK(consumed == drive::EncodedRecordBytes(r));
   MEMKV_FUZZ_CHECK(consumed == LoadLe32(rest.data() + 8));  // the record's own length field
   MEMKV_FUZZ_CHECK(checksum == LoadLe64(rest.data() + consumed - 8));  // the next link is this record's checksum
   MEMKV_FUZZ_CHECK(r.type == RecordType::kPut || r.type == RecordType::kDelete || r.type == RecordType::kDriveOffline);
   switch (r.type) {
     case RecordType::kPut:
-      MEMKV_FUZZ_CHECK(!r.key.empty() && r.key.size() <= kMaxDriveKeyBytes);
-      MEMKV_FUZZ_CHECK(r.extents.size() == LoadLe32(rest.data() + 12) && r.extents.size() <= kMaxExtentsPerValue);
-      for (const ExtentRef& e : r.extents) {
-        MEMKV_FUZZ_CHECK(e.drive <= 0xFFFF && e.unit <= kMaxUnitsPerDrive);
+      MEMKV_FUZZ_CHECK(!r.key.empty() && r.key.size() <= drive::kMaxDriveKeyBytes);
+      MEMKV_FUZZ_CHECK(r.extents.size() == LoadLe32(rest.data() + 12) &&
+                       r.extents.size() <= drive::kMaxExtentsPerValue);
+      for (const drive::ExtentRef& e : r.extents) {
+        MEMKV_FUZZ_CHECK(e.drive <= 0xFFFF && e.unit <= drive::kMaxUnitsPerDrive);
         MEMKV_FUZZ_CHECK(e.units >= 1 && uint64_t(e.units) * kDriveUnitBytes <= (1ull << 30));  // an extent is 1 GiB at most
       }
       break;
     case RecordType::kDelete:
-      MEMKV_FUZZ_CHECK(!r.key.empty() && r.key.size() <= kMaxDriveKeyBytes);
+      MEMKV_FUZZ_CHECK(!r.key.empty() && r.key.size() <= drive::kMaxDriveKeyBytes);
       MEMKV_FUZZ_CHECK(r.extents.empty() && r.drive_uuid.IsZero() && r.drive_index == 0);
       break;
     case RecordType::kDriveOffline:
@@ -356,18 +373,19 @@ void CheckRecord(Bytes rest, uint64_t link, const JournalRecord& r, size_t consu
   JournalRecord ignored;
   size_t ignored_consumed = 0;
   uint64_t ignored_checksum = 0;
-  MEMKV_FUZZ_CHECK(!DecodeRecord(record, link ^ 1, &ignored, &ignored_consumed, &ignored_checksum));
-  MEMKV_FUZZ_CHECK(!DecodeRecord(record.first(consumed - 8), link, &ignored, &ignored_consumed, &ignored_checksum));
+  MEMKV_FUZZ_CHECK(!drive::DecodeRecord(record, link ^ 1, &ignored, &ignored_consumed, &ignored_checksum));
+  MEMKV_FUZZ_CHECK(
+      !drive::DecodeRecord(record.first(consumed - 8), link, &ignored, &ignored_consumed, &ignored_checksum));
 
   std::vector<uint8_t> reencoded;
-  const uint64_t reencoded_checksum = EncodeRecord(r, link, &reencoded);
+  const uint64_t reencoded_checksum = drive::EncodeRecord(r, link, &reencoded);
   const std::vector<Skipped> skipped = RecordSkipped(r);
   CheckReencoding(reencoded, record, skipped);
   MEMKV_FUZZ_CHECK(SameSpan(reencoded, record) == (reencoded_checksum == checksum));
   JournalRecord again;
   size_t again_consumed = 0;
   uint64_t again_checksum = 0;
-  MEMKV_FUZZ_CHECK(DecodeRecord(reencoded, link, &again, &again_consumed, &again_checksum));
+  MEMKV_FUZZ_CHECK(drive::DecodeRecord(reencoded, link, &again, &again_consumed, &again_checksum));
   MEMKV_FUZZ_CHECK(again_consumed == reencoded.size() && again_checksum == reencoded_checksum);
   MEMKV_FUZZ_CHECK(SameRecord(again, r));
 }
@@ -384,7 +402,7 @@ void CheckRecords(Bytes area, bool reseal) {
     JournalRecord r;
     size_t consumed = 0;
     uint64_t checksum = 0;
-    if (!DecodeRecord(rest, link, &r, &consumed, &checksum)) break;
+    if (!drive::DecodeRecord(rest, link, &r, &consumed, &checksum)) break;
     CheckRecord(rest, link, r, consumed, checksum);
     pos += consumed;
     link = checksum;
@@ -401,14 +419,14 @@ void CheckExtentLayout(Bytes in) {
   if (in.size() < 12) return;
   const uint64_t value_bytes = LoadLe64(in.data()) % (uint64_t{1} << 40);
   const uint64_t extent_bytes = (1 + LoadLe32(in.data() + 8) % 4096) * kDriveUnitBytes;  // 4 KiB .. 16 MiB
-  std::vector<ExtentRef> extents;
-  for (size_t at = 12; at + 4 <= in.size() && extents.size() < kMaxExtentsPerValue; at += 4) {
-    extents.push_back(ExtentRef{.drive = 0, .unit = 0, .units = LoadLe32(in.data() + at)});
+  std::vector<drive::ExtentRef> extents;
+  for (size_t at = 12; at + 4 <= in.size() && extents.size() < drive::kMaxExtentsPerValue; at += 4) {
+    extents.push_back(drive::ExtentRef{.drive = 0, .unit = 0, .units = LoadLe32(in.data() + at)});
   }
-  const bool ok = ExtentsCoverValue(extents, value_bytes, extent_bytes);
+  const bool ok = drive::ExtentsCoverValue(extents, value_bytes, extent_bytes);
   uint64_t units = 0;
   bool each_fits = true;
-  for (const ExtentRef& e : extents) {
+  for (const drive::ExtentRef& e : extents) {
     units += e.units;
     each_fits &= e.units >= 1 && uint64_t(e.units) * kDriveUnitBytes <= extent_bytes;
   }
@@ -494,7 +512,7 @@ constexpr FuzzRoute kFuzzRoutes[] = {
 const HttpRouter& FuzzRouter() {
   static const HttpRouter* router = [] {
     auto* r = new HttpRouter;
-    auto add = [r](const char* method, const char* path, HttpHandler h) {
+    auto add = [r](const char* method, const char* path, http::HttpHandler h) {
       MEMKV_FUZZ_CHECK(r->Add(method, path, std::move(h)).ok());
     };
     add("GET", "/v1/health", [](const HttpRequest&) { return HttpResponse::Text(200, "ok\n"); });
@@ -528,10 +546,10 @@ const HttpRouter& FuzzRouter() {
 // The bytes the connection writes for `response` read back by our own client
 // parser (ParseResponseHead): status, length and body agree.
 void CheckWrittenResponse(const HttpResponse& response, bool head_only) {
-  const std::string wire = SerializeResponse(response, head_only, HttpDate(784111777));
+  const std::string wire = http::SerializeResponse(response, head_only, http::HttpDate(784111777));
   const size_t end = FindHeadEnd(wire);
   MEMKV_FUZZ_CHECK(end != 0);
-  Result<HttpResponseHead> head = ParseResponseHead(std::string_view(wire).substr(0, end));
+  Result<http::HttpResponseHead> head = http::ParseResponseHead(std::string_view(wire).substr(0, end));
   MEMKV_FUZZ_CHECK(head.ok());
   MEMKV_FUZZ_CHECK(head->response.status == response.status);
   MEMKV_FUZZ_CHECK(!head->chunked);
@@ -542,16 +560,16 @@ void CheckWrittenResponse(const HttpResponse& response, bool head_only) {
   MEMKV_FUZZ_CHECK(body == (head_only || no_body ? std::string_view() : std::string_view(response.body)));
   for (const HttpHeader& h : response.headers) {
     std::string name(h.name.size(), '\0');
-    std::transform(h.name.begin(), h.name.end(), name.begin(), AsciiToLower);
+    std::transform(h.name.begin(), h.name.end(), name.begin(), http::AsciiToLower);
     MEMKV_FUZZ_CHECK(head->response.Header(name).has_value());
   }
 }
 
 // One head as HttpConnection::HandleHead treats it: parse, route, write.
 void CheckRequestHead(std::string_view head) {
-  Result<HttpRequest> request = ParseRequestHead(head);
+  Result<HttpRequest> request = http::ParseRequestHead(head);
   if (!request.ok()) {
-    const int status = HttpStatusForParseError(request.status());
+    const int status = http::HttpStatusForParseError(request.status());
     MEMKV_FUZZ_CHECK(status == 400 || status == 413);
     MEMKV_FUZZ_CHECK(!request.status().message().empty());
     CheckWrittenResponse(HttpResponse::Text(status, std::string(request.status().message()) + "\n"), false);
@@ -579,7 +597,7 @@ void CheckRequestHead(std::string_view head) {
     ScopedLogTarget scope(&count_errors);
     outcome = FuzzRouter().Dispatch(*request);
   }
-  MEMKV_FUZZ_CHECK(ValidateResponse(outcome.response).ok());
+  MEMKV_FUZZ_CHECK(http::ValidateResponse(outcome.response).ok());
   MEMKV_FUZZ_CHECK(outcome.head_only == runs_get);
   if (!path_known) {
     MEMKV_FUZZ_CHECK(outcome.response.status == 404 && !outcome.handler_failed);
@@ -622,8 +640,8 @@ void FuzzFrame(const uint8_t* data, size_t size) {
 
 void FuzzConfig(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  (void)ParseServerConfig(text, "<fuzz>");
-  (void)ParseClientConfigYaml(text, "<fuzz>");
+  (void)config::ParseServerConfig(text, "<fuzz>");
+  (void)config::ParseClientConfigYaml(text, "<fuzz>");
 }
 
 void FuzzRdmaOffer(const uint8_t* data, size_t size) { CheckRdmaOffer(Bytes(data, size)); }
@@ -702,8 +720,8 @@ void FuzzDriveFormat(const uint8_t* data, size_t size) {
   const Bytes rest(data + 1, size - 1);
   // Short blocks are refused by size, before a byte is read.
   if (rest.size() < kDriveHeaderBytes) {
-    MEMKV_FUZZ_CHECK(DecodeSuperblock(rest, "fuzz-drive").status().code() == StatusCode::kNotFound);
-    MEMKV_FUZZ_CHECK(!DecodeJournalAreaHeader(rest).ok());
+    MEMKV_FUZZ_CHECK(drive::DecodeSuperblock(rest, "fuzz-drive").status().code() == StatusCode::kNotFound);
+    MEMKV_FUZZ_CHECK(!drive::DecodeJournalAreaHeader(rest).ok());
   }
   Block block = ToBlock(rest);
   switch (data[0] & 3) {
@@ -727,7 +745,7 @@ void FuzzDriveFormat(const uint8_t* data, size_t size) {
 void FuzzHttpResponse(const uint8_t* data, size_t size) {
   const std::string_view in(reinterpret_cast<const char*>(data), size);
   const size_t end = FindHeadEnd(in);
-  Result<HttpResponseHead> head = ParseResponseHead(end == 0 ? in : in.substr(0, end));
+  Result<http::HttpResponseHead> head = http::ParseResponseHead(end == 0 ? in : in.substr(0, end));
   if (head.ok()) {
     MEMKV_FUZZ_CHECK(end != 0);  // only a complete head parses
     MEMKV_FUZZ_CHECK(head->response.status >= 100 && head->response.status <= 599);
@@ -739,14 +757,14 @@ void FuzzHttpResponse(const uint8_t* data, size_t size) {
     }
   }
   const std::string_view body = end == 0 ? in : in.substr(end);
-  Result<std::string> decoded = DecodeChunked(body);
-  MEMKV_FUZZ_CHECK(decoded.ok() == ChunkedComplete(body));
+  Result<std::string> decoded = http::DecodeChunked(body);
+  MEMKV_FUZZ_CHECK(decoded.ok() == http::ChunkedComplete(body));
   if (decoded.ok()) MEMKV_FUZZ_CHECK(decoded->size() <= body.size());
 }
 
 void FuzzHttpRequest(const uint8_t* data, size_t size) {
   const std::string_view in(reinterpret_cast<const char*>(data), size);
-  const size_t limit = HttpConnectionLimits{}.max_header_bytes;
+  const size_t limit = http::HttpConnectionLimits{}.max_header_bytes;
   // The head ends at the same place however the bytes trickle in: whole,
   // one at a time, and in reads of uneven sizes.
   const size_t whole = FindHeadEnd(in.substr(0, limit));

@@ -78,7 +78,7 @@ TEST(AcceptLimitTest, AcceptAtTheOpenFilesLimitBacksOffInsteadOfSpinningAndKeeps
   const Nanos exhausted_from = MonotonicNanos();
   std::vector<UniqueFd> hogs;
   for (int i = 0; i < 32; ++i) {
-    auto fd = ConnectTcp("127.0.0.1", server.port(), MonotonicNanos() + 5'000'000'000);
+    auto fd = io::ConnectTcp("127.0.0.1", server.port(), MonotonicNanos() + 5'000'000'000);
     ASSERT_TRUE(fd.ok()) << fd.status().ToString();
     hogs.push_back(std::move(fd).value());
   }

@@ -29,20 +29,20 @@ std::string AdminUrl(const ServerProcess& s, const std::string& scheme = "http")
 
 // A port nothing listens on (it was free a moment ago).
 uint16_t DeadPort() {
-  Result<UniqueFd> l = ListenTcp("127.0.0.1", 0, 1);
+  Result<UniqueFd> l = io::ListenTcp("127.0.0.1", 0, 1);
   EXPECT_TRUE(l.ok());
-  return l.ok() ? *LocalPort(l->get()) : 1;
+  return l.ok() ? *io::LocalPort(l->get()) : 1;
 }
 
 // A data port P with P+1 free as well, so a server given P has its admin
 // endpoint on P+1.
 uint16_t FreePortPair() {
   for (int attempt = 0; attempt < 50; ++attempt) {
-    Result<UniqueFd> a = ListenTcp("127.0.0.1", 0, 1);
+    Result<UniqueFd> a = io::ListenTcp("127.0.0.1", 0, 1);
     if (!a.ok()) continue;
-    uint16_t p = *LocalPort(a->get());
+    uint16_t p = *io::LocalPort(a->get());
     if (p == 65535) continue;
-    if (ListenTcp("127.0.0.1", static_cast<uint16_t>(p + 1), 1).ok()) return p;
+    if (io::ListenTcp("127.0.0.1", static_cast<uint16_t>(p + 1), 1).ok()) return p;
   }
   return 0;
 }
@@ -89,10 +89,10 @@ JsonValue ParseOk(const std::string& text) {
 class CannedAdmin {
  public:
   explicit CannedAdmin(std::string response) : response_(std::move(response)) {
-    Result<UniqueFd> l = ListenTcp("127.0.0.1", 0, 16);
+    Result<UniqueFd> l = io::ListenTcp("127.0.0.1", 0, 16);
     EXPECT_TRUE(l.ok());
     listener_ = std::move(l).value();
-    port_ = *LocalPort(listener_.get());
+    port_ = *io::LocalPort(listener_.get());
     thread_ = std::thread([this] { Serve(); });
   }
   ~CannedAdmin() {
@@ -279,9 +279,9 @@ TEST_F(AdminStatusTest, SilentServersTimeOutTogether) {
   std::vector<UniqueFd> listeners;  // never accepted: TCP connects, nothing answers
   std::vector<std::string> args = {"admin", "status", "--timeout-ms", "1000"};
   for (int i = 0; i < 3; ++i) {
-    Result<UniqueFd> l = ListenTcp("127.0.0.1", 0, 4);
+    Result<UniqueFd> l = io::ListenTcp("127.0.0.1", 0, 4);
     ASSERT_TRUE(l.ok());
-    args.push_back("http://127.0.0.1:" + std::to_string(*LocalPort(l->get())));
+    args.push_back("http://127.0.0.1:" + std::to_string(*io::LocalPort(l->get())));
     listeners.push_back(std::move(l).value());
   }
   const Nanos start = MonotonicNanos();

@@ -273,7 +273,7 @@ TEST_F(AdminTest, BadRequestsAreRefusedAndTheDataPlaneKeepsServing) {
             431);
   // A client that opens the admin port and never finishes its request does
   // not hold up the data plane.
-  Result<UniqueFd> stuck = ConnectTcp("127.0.0.1", admin_, MonotonicNanos() + 2'000'000'000);
+  Result<UniqueFd> stuck = io::ConnectTcp("127.0.0.1", admin_, MonotonicNanos() + 2'000'000'000);
   ASSERT_TRUE(stuck.ok());
   ASSERT_EQ(::send(stuck->get(), "GET /v1/he", 10, MSG_NOSIGNAL), 10);
   ASSERT_TRUE(client_->Put("still", Pattern(2 << 20, 9)).ok());

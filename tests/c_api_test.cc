@@ -36,8 +36,8 @@ struct ClientCloser {
 using ClientPtr = std::unique_ptr<memkv_client_t, ClientCloser>;
 
 uint16_t FreePort() {
-  Result<UniqueFd> fd = ListenTcp("127.0.0.1", 0, 1);
-  return fd.ok() ? *LocalPort(fd->get()) : 0;
+  Result<UniqueFd> fd = io::ListenTcp("127.0.0.1", 0, 1);
+  return fd.ok() ? *io::LocalPort(fd->get()) : 0;
 }
 
 // Options for a TCP client of `server`: only what every test needs.
@@ -178,7 +178,7 @@ TEST_F(CApiTest, BadOptionsAreRefusedAtOpenNamingTheField) {
 // is stored (the client opens with all of them but the RDMA ones, which need
 // a device), a bad one is refused at once naming the option.
 TEST_F(CApiTest, GenericSetterTakesEveryTableOptionByName) {
-  for (const memkv::test_samples::Sample& s : memkv::test_samples::Samples()) {
+  for (const memkv::config::test_samples::Sample& s : memkv::config::test_samples::Samples()) {
     OptionsPtr o = TcpOptions(server());
     EXPECT_EQ(memkv_options_set(o.get(), s.name.c_str(), s.good.c_str()), MEMKV_OK) << s.name << ": " << LastError();
     EXPECT_EQ(memkv_options_set(o.get(), s.name.c_str(), s.bad.c_str()), MEMKV_INVALID_ARGUMENT) << s.name;
@@ -245,9 +245,9 @@ TEST_F(CApiTest, PrometheusBindServesTheClientsMetrics) {
   EXPECT_EQ(PrometheusSamples(r.body)["memkv_client_requests_total{op=\"put\",transport=\"tcp\"}"], 1);
 
   // A port that is taken fails the open, naming the address.
-  Result<UniqueFd> taken = ListenTcp("127.0.0.1", 0, 1);
+  Result<UniqueFd> taken = io::ListenTcp("127.0.0.1", 0, 1);
   ASSERT_TRUE(taken.ok());
-  const std::string bind = "127.0.0.1:" + std::to_string(*LocalPort(taken->get()));
+  const std::string bind = "127.0.0.1:" + std::to_string(*io::LocalPort(taken->get()));
   ASSERT_EQ(memkv_options_set_prometheus_bind(o.get(), bind.c_str()), MEMKV_OK);
   memkv_client_t* bad = nullptr;
   EXPECT_NE(memkv_client_open_options(o.get(), &bad), MEMKV_OK);

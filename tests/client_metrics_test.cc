@@ -17,9 +17,9 @@ namespace memkv::testing {
 namespace {
 
 uint16_t FreePort() {
-  Result<UniqueFd> fd = ListenTcp("127.0.0.1", 0, 1);
+  Result<UniqueFd> fd = io::ListenTcp("127.0.0.1", 0, 1);
   EXPECT_TRUE(fd.ok());
-  return fd.ok() ? *LocalPort(fd->get()) : 0;
+  return fd.ok() ? *io::LocalPort(fd->get()) : 0;
 }
 
 TEST(ClientMetricsTest, AClientServesItsOwnMetricsThatFollowItsCalls) {
@@ -69,9 +69,9 @@ TEST(ClientMetricsTest, AClientServesItsOwnMetricsThatFollowItsCalls) {
 TEST(ClientMetricsTest, ABusyBindAddressIsAClearErrorAtCreate) {
   ServerProcess server;
   ASSERT_TRUE(server.Start().ok());
-  Result<UniqueFd> taken = ListenTcp("127.0.0.1", 0, 1);
+  Result<UniqueFd> taken = io::ListenTcp("127.0.0.1", 0, 1);
   ASSERT_TRUE(taken.ok());
-  const std::string bind = "127.0.0.1:" + std::to_string(*LocalPort(taken->get()));
+  const std::string bind = "127.0.0.1:" + std::to_string(*io::LocalPort(taken->get()));
   ClientOptions options = OptionsFor({&server});
   options.prometheus_bind = bind;
   Result<std::unique_ptr<Client>> created = Client::Create(options);

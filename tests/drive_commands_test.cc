@@ -30,6 +30,11 @@
 namespace memkv::testing {
 namespace {
 
+using drive::LoopDevice;
+using drive::Pattern;
+using drive::Shell;
+using drive::WriteVersionOneDrive;
+
 constexpr uint64_t kMiB = 1 << 20;
 
 // Runs a shell command; its exit status and output (trimmed).
@@ -69,26 +74,30 @@ void MakeExt4(const std::string& path) {
   ASSERT_EQ(Peek(path, 1080, 2), std::string("\x53\xEF", 2));
 }
 
-Result<ServerConfig> ParseConfig(const std::string& yaml) { return ParseServerConfig(yaml, "<memkv setup>"); }
+Result<config::ServerConfig> ParseConfig(const std::string& yaml) {
+  return config::ParseServerConfig(yaml, "<memkv setup>");
+}
 
-Result<std::unique_ptr<ExtentStore>> OpenStore(const std::vector<std::string>& drives) {
-  ExtentStoreOptions o;
+Result<std::unique_ptr<drive::ExtentStore>> OpenStore(const std::vector<std::string>& drives) {
+  drive::ExtentStoreOptions o;
   o.drives = drives;
   o.io_buffers = 4;
-  return ExtentStore::Open(o);
+  return drive::ExtentStore::Open(o);
 }
 
 std::string StoreUuidOf(const std::string& drive) {
-  std::string raw = Peek(drive, 0, kDriveHeaderBytes);
-  auto sb = DecodeSuperblock(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(raw.data()), raw.size()), drive);
+  std::string raw = Peek(drive, 0, drive::kDriveHeaderBytes);
+  auto sb = drive::DecodeSuperblock(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(raw.data()), raw.size()),
+                                    drive);
   return sb.ok() ? sb->store_uuid.ToString() : "";
 }
 
-Superblock SuperblockOf(const std::string& drive) {
-  std::string raw = Peek(drive, 0, kDriveHeaderBytes);
-  auto sb = DecodeSuperblock(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(raw.data()), raw.size()), drive);
+drive::Superblock SuperblockOf(const std::string& drive) {
+  std::string raw = Peek(drive, 0, drive::kDriveHeaderBytes);
+  auto sb = drive::DecodeSuperblock(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(raw.data()), raw.size()),
+                                    drive);
   EXPECT_TRUE(sb.ok()) << sb.status().ToString();
-  return sb.ok() ? *sb : Superblock{};
+  return sb.ok() ? *sb : drive::Superblock{};
 }
 
 std::string Describe(const CommandResult& r) { return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err; }
@@ -107,9 +116,9 @@ TEST(Setup, FormatsFilesAndPrintsAConfigTheLoaderTakes) {
   CommandResult r = MemkvSetup({"--drives", a, b, "--file-size", "64MiB", "--block-size", "1MiB"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
 
-  Result<ServerConfig> c = ParseConfig(r.out);
+  Result<config::ServerConfig> c = ParseConfig(r.out);
   ASSERT_TRUE(c.ok()) << c.status().ToString() << "\n" << r.out;
-  EXPECT_EQ(c->storage.mode, StorageMode::kFile);
+  EXPECT_EQ(c->storage.mode, config::StorageMode::kFile);
   EXPECT_EQ(c->storage.block_size_bytes, 1 * kMiB);
   ASSERT_EQ(c->storage.drives.size(), 2u);
   EXPECT_EQ(c->storage.drives[0].media, a);
@@ -121,7 +130,7 @@ TEST(Setup, FormatsFilesAndPrintsAConfigTheLoaderTakes) {
 
   // The config is a file the real loader reads, and the store it names opens.
   const std::string path = dir.Write("config.yaml", r.out);
-  EXPECT_TRUE(LoadServerConfigFile(path).ok());
+  EXPECT_TRUE(config::LoadServerConfigFile(path).ok());
   struct stat st {};
   ASSERT_EQ(::stat(a.c_str(), &st), 0);
   EXPECT_EQ(uint64_t(st.st_size), 64 * kMiB);
@@ -173,7 +182,7 @@ TEST(Setup, AVersionOneDriveIsNamedUnsupportedAndForceReformatsIt) {
 
   CommandResult forced = MemkvSetup({"--drives", a, "--force"});
   ASSERT_EQ(forced.exit_code, 0) << Describe(forced);
-  EXPECT_EQ(SuperblockOf(a).format_version, kDriveFormatVersion);
+  EXPECT_EQ(SuperblockOf(a).format_version, drive::kDriveFormatVersion);
   auto store = OpenStore({a});
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_FALSE((*store)->Exists("old"));
@@ -336,9 +345,9 @@ TEST(SetupOnLoopDevices, DirectModeRefusalsForceAndIdempotent) {
 
   r = MemkvSetup({"--drives", dev, "--block-size", "1MiB", "--force"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
-  Result<ServerConfig> c = ParseConfig(r.out);
+  Result<config::ServerConfig> c = ParseConfig(r.out);
   ASSERT_TRUE(c.ok()) << c.status().ToString() << "\n" << r.out;
-  EXPECT_EQ(c->storage.mode, StorageMode::kDirect);
+  EXPECT_EQ(c->storage.mode, config::StorageMode::kDirect);
   ASSERT_EQ(c->storage.drives.size(), 1u);
   EXPECT_EQ(c->storage.drives[0].media, dev);
   EXPECT_NE(r.out.find("hugepages"), std::string::npos) << "direct mode pins the pool: " << r.out;
@@ -369,7 +378,7 @@ TEST(SetupOnLoopDevices, AMountedDeviceIsBusy) {
   TempDir dir;
   LoopDevice loop(dir.path() + "/disk.img", 64 * kMiB);
   REQUIRE_LOOP(loop);
-  auto held = DriveFile::Open(loop.device());  // O_EXCL, as a mount or a server holds it
+  auto held = drive::DriveFile::Open(loop.device());  // O_EXCL, as a mount or a server holds it
   ASSERT_TRUE(held.ok()) << held.status().ToString();
   CommandResult r = MemkvSetup({"--drives", loop.device(), "--force"});
   EXPECT_EQ(r.exit_code, 4) << Describe(r);
@@ -410,7 +419,7 @@ TEST(SetupRdma, NamesTheDeviceWithAnActivePortAndCapsTheMtuAtItsActiveMtu) {
   int code = -1;
   std::string out = CaptureStdout(dir, [&] { code = cli::RunSetup({"--drives", a, "--file-size", "16MiB"}, env, fabric); });
   ASSERT_EQ(code, 0) << out;
-  Result<ServerConfig> c = ParseConfig(out);
+  Result<config::ServerConfig> c = ParseConfig(out);
   ASSERT_TRUE(c.ok()) << c.status().ToString() << "\n" << out;
   EXPECT_EQ(c->rdma.device, "mlx5_1");
   EXPECT_EQ(c->rdma.mtu, 1024u) << "start refuses an rdma.mtu above the port's active MTU";
@@ -486,7 +495,7 @@ TEST_F(DriveCommand, ListInspectAndVerifyAHealthyStore) {
   ASSERT_EQ(list.exit_code, 0) << Describe(list);
   EXPECT_NE(list.out.find("12 values"), std::string::npos) << list.out;
   for (const std::string& path : {a_, b_}) {
-    const Superblock sb = SuperblockOf(path);
+    const drive::Superblock sb = SuperblockOf(path);
     EXPECT_NE(list.out.find(sb.drive_uuid.ToString()), std::string::npos) << list.out;
   }
   EXPECT_EQ(std::count(list.out.begin(), list.out.end(), '\n'), 4) << "header, store line, two rows:\n" << list.out;
@@ -494,7 +503,8 @@ TEST_F(DriveCommand, ListInspectAndVerifyAHealthyStore) {
   ASSERT_EQ(json.exit_code, 0) << Describe(json);
   EXPECT_NE(json.out.find("\"path\": \"" + a_ + "\", \"index\": 0"), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"state\": \"online\""), std::string::npos) << json.out;
-  EXPECT_NE(json.out.find("\"format_version\": " + std::to_string(kDriveFormatVersion)), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"format_version\": " + std::to_string(drive::kDriveFormatVersion)), std::string::npos)
+      << json.out;
 
   CommandResult inspect = Drive("inspect");
   ASSERT_EQ(inspect.exit_code, 0) << Describe(inspect);
@@ -525,7 +535,7 @@ TEST_F(DriveCommand, VerifyNamesACorruptValueAndExitsNonZero) {
   std::string victim_drive;
   uint64_t at = 0;
   for (const std::string& path : {a_, b_}) {
-    const Superblock sb = SuperblockOf(path);
+    const drive::Superblock sb = SuperblockOf(path);
     const uint64_t data = sb.unit_offset(0) + 100;
     if (Peek(path, data, 1) != std::string(1, '\0')) {
       victim_drive = path;

@@ -180,7 +180,7 @@ HttpResult HttpRequestTo(uint16_t port, const std::string& method, const std::st
                          const std::string& raw_request) {
   HttpResult result;
   const Nanos deadline = DeadlineIn(timeout_ms);
-  Result<UniqueFd> fd = ConnectTcp("127.0.0.1", port, deadline);
+  Result<UniqueFd> fd = io::ConnectTcp("127.0.0.1", port, deadline);
   if (!fd.ok()) return result;
   const std::string request = raw_request.empty()
                                   ? method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"

@@ -47,10 +47,10 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
-HugePageCounts HostCounts() {
-  Result<HugePageCounts> c = HugePageReader("/").Read2MiB();
+storage::HugePageCounts HostCounts() {
+  Result<storage::HugePageCounts> c = storage::HugePageReader("/").Read2MiB();
   EXPECT_TRUE(c.ok()) << c.status().ToString();
-  return c.ok() ? *c : HugePageCounts{};
+  return c.ok() ? *c : storage::HugePageCounts{};
 }
 
 // The smaps block of the mapping that starts at `base`, or "".
@@ -86,7 +86,7 @@ class HostHugePages : public ::testing::Test {
     std::string text = ReadFile(kNrHugepages);
     if (text.empty()) GTEST_SKIP() << "cannot read " << kNrHugepages << ": no hugetlb in this kernel";
     old_nr_ = std::strtoull(text.c_str(), nullptr, 10);
-    Result<HugePageCounts> c = HugePageReader("/").Read2MiB();
+    Result<storage::HugePageCounts> c = storage::HugePageReader("/").Read2MiB();
     if (!c.ok()) GTEST_SKIP() << c.status().message();
   }
   void TearDown() override {
@@ -105,7 +105,7 @@ class HostHugePages : public ::testing::Test {
   // Makes at least `pages` 2 MiB hugepages available (free and unreserved);
   // on failure `why` says what the kernel did.
   bool Provide(uint64_t pages, std::string* why) {
-    HugePageCounts c = HostCounts();
+    storage::HugePageCounts c = HostCounts();
     if (c.available() >= pages) return true;
     uint64_t want = c.total + (pages - c.available());
     changed_ = true;
@@ -132,8 +132,8 @@ class HostHugePages : public ::testing::Test {
     if (!Provide(pages, &why)) GTEST_SKIP() << "no hugetlb pages for the test: " << why; \
   } while (0)
 
-MemoryStoreOptions HostOptions(HugePagePolicy policy, uint64_t bytes, uint64_t chunk = 2 * kMiB) {
-  MemoryStoreOptions o;
+storage::MemoryStoreOptions HostOptions(storage::HugePagePolicy policy, uint64_t bytes, uint64_t chunk = 2 * kMiB) {
+  storage::MemoryStoreOptions o;
   o.max_size_bytes = bytes;
   o.block_size_bytes = chunk;
   o.hugepages = policy;
@@ -142,18 +142,19 @@ MemoryStoreOptions HostOptions(HugePagePolicy policy, uint64_t bytes, uint64_t c
 
 TEST_F(HostHugePages, RequireMapsRealHugetlbPages) {
   PROVIDE_OR_SKIP(4);
-  const HugePageCounts before = HostCounts();
-  Result<std::unique_ptr<MemoryStore>> made = MemoryStore::Create(HostOptions(HugePagePolicy::kRequire, 8 * kMiB));
+  const storage::HugePageCounts before = HostCounts();
+  Result<std::unique_ptr<storage::MemoryStore>> made =
+      storage::MemoryStore::Create(HostOptions(storage::HugePagePolicy::kRequire, 8 * kMiB));
   ASSERT_TRUE(made.ok()) << made.status().ToString();
-  MemoryStore& store = **made;
-  EXPECT_EQ(store.backing().kind, PageKind::kHugetlb2MiB);
-  EXPECT_EQ(PageKindName(store.Stats().page_kind), "hugetlb 2MiB");
+  storage::MemoryStore& store = **made;
+  EXPECT_EQ(store.backing().kind, storage::PageKind::kHugetlb2MiB);
+  EXPECT_EQ(storage::PageKindName(store.Stats().page_kind), "hugetlb 2MiB");
   EXPECT_EQ(store.backing().mapping_bytes, 8 * kMiB);
   EXPECT_NE(store.backing().detail.find("4 pages reserved"), std::string::npos) << store.backing().detail;
 
   // The kernel reserved the pages at mmap: nothing can take them before the
   // first touch (which would otherwise be a SIGBUS).
-  HugePageCounts mapped = HostCounts();
+  storage::HugePageCounts mapped = HostCounts();
   EXPECT_EQ(mapped.reserved, before.reserved + 4);
   EXPECT_EQ(mapped.free, before.free);
 
@@ -170,11 +171,11 @@ TEST_F(HostHugePages, RequireMapsRealHugetlbPages) {
   }
   smaps = SmapsOf(store.pool_base());
   EXPECT_EQ(SmapsKb(smaps, "Private_Hugetlb") + SmapsKb(smaps, "Shared_Hugetlb"), 8192u) << smaps;
-  HugePageCounts touched = HostCounts();
+  storage::HugePageCounts touched = HostCounts();
   EXPECT_EQ(touched.free, before.free - 4);
   EXPECT_EQ(touched.reserved, before.reserved);
   for (int i = 0; i < 4; ++i) {
-    Result<ReadHandle> h = store.Get("k" + std::to_string(i));
+    Result<storage::ReadHandle> h = store.Get("k" + std::to_string(i));
     ASSERT_TRUE(h.ok()) << h.status().ToString();
     std::vector<uint8_t> got(h->size());
     h->CopyTo(got.data());
@@ -182,29 +183,29 @@ TEST_F(HostHugePages, RequireMapsRealHugetlbPages) {
   }
 
   made->reset();  // munmap gives the pages back
-  HugePageCounts after = HostCounts();
+  storage::HugePageCounts after = HostCounts();
   EXPECT_EQ(after.free, before.free);
   EXPECT_EQ(after.reserved, before.reserved);
 }
 
 TEST_F(HostHugePages, PoolOfPartPagesIsRoundedUpToWholeHugepages) {
   PROVIDE_OR_SKIP(2);
-  const HugePageCounts before = HostCounts();
+  const storage::HugePageCounts before = HostCounts();
   // 3 MiB in 4 KiB chunks: two 2 MiB pages, the last one half used.
-  Result<std::unique_ptr<MemoryStore>> made =
-      MemoryStore::Create(HostOptions(HugePagePolicy::kRequire, 3 * kMiB, 4 * kKiB));
+  Result<std::unique_ptr<storage::MemoryStore>> made =
+      storage::MemoryStore::Create(HostOptions(storage::HugePagePolicy::kRequire, 3 * kMiB, 4 * kKiB));
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   EXPECT_EQ((*made)->pool_bytes(), 3 * kMiB);
   EXPECT_EQ((*made)->backing().mapping_bytes, 4 * kMiB);
   EXPECT_EQ(HostCounts().reserved, before.reserved + 2);
   std::vector<uint8_t> value = testing::Pattern(3 * kMiB, 7);
   ASSERT_TRUE((*made)->Put("whole-pool", value.data(), value.size()).ok());
-  Result<ReadHandle> h = (*made)->Get("whole-pool");
+  Result<storage::ReadHandle> h = (*made)->Get("whole-pool");
   ASSERT_TRUE(h.ok()) << h.status().ToString();
   std::vector<uint8_t> got(h->size());
   h->CopyTo(got.data());
   EXPECT_EQ(got, value);
-  *h = ReadHandle();
+  *h = storage::ReadHandle();
   made->reset();  // munmap of the rounded length, or the pages would leak
   EXPECT_EQ(HostCounts().free, before.free);
   EXPECT_EQ(HostCounts().reserved, before.reserved);
@@ -212,19 +213,20 @@ TEST_F(HostHugePages, PoolOfPartPagesIsRoundedUpToWholeHugepages) {
 
 TEST_F(HostHugePages, AutoTakesHugetlbWhenEnoughAreFree) {
   PROVIDE_OR_SKIP(4);
-  Result<std::unique_ptr<MemoryStore>> made = MemoryStore::Create(HostOptions(HugePagePolicy::kAuto, 8 * kMiB));
+  Result<std::unique_ptr<storage::MemoryStore>> made =
+      storage::MemoryStore::Create(HostOptions(storage::HugePagePolicy::kAuto, 8 * kMiB));
   ASSERT_TRUE(made.ok()) << made.status().ToString();
-  EXPECT_EQ((*made)->backing().kind, PageKind::kHugetlb2MiB);
+  EXPECT_EQ((*made)->backing().kind, storage::PageKind::kHugetlb2MiB);
   EXPECT_EQ(SmapsKb(SmapsOf((*made)->pool_base()), "KernelPageSize"), 2048u);
 }
 
 TEST_F(HostHugePages, AutoWithTooFewFreeFallsBackAndSaysWhy) {
-  const HugePageCounts c = HostCounts();
+  const storage::HugePageCounts c = HostCounts();
   const uint64_t pages = c.available() + 16;
-  Result<std::unique_ptr<MemoryStore>> made =
-      MemoryStore::Create(HostOptions(HugePagePolicy::kAuto, pages * kHugePageBytes));
+  Result<std::unique_ptr<storage::MemoryStore>> made =
+      storage::MemoryStore::Create(HostOptions(storage::HugePagePolicy::kAuto, pages * storage::kHugePageBytes));
   ASSERT_TRUE(made.ok()) << made.status().ToString();
-  EXPECT_NE((*made)->backing().kind, PageKind::kHugetlb2MiB);
+  EXPECT_NE((*made)->backing().kind, storage::PageKind::kHugetlb2MiB);
   EXPECT_NE((*made)->backing().detail.find("hugetlb not used: " + std::to_string(c.available()) +
                                            " free 2 MiB hugepages, " + std::to_string(pages) + " needed"),
             std::string::npos)
@@ -303,7 +305,7 @@ constexpr char kNoSuchDevice[] = "memkv-test-no-such-hca";
 
 TEST_F(HostHugePages, StartBacksThePoolWithFreeHugepages) {
   PROVIDE_OR_SKIP(32);
-  const HugePageCounts before = HostCounts();
+  const storage::HugePageCounts before = HostCounts();
   TempDir dir;
   StartedServer server(dir, dir.Write("config.yaml", ServerConfigYaml(64 * kMiB, kNoSuchDevice)));
   ASSERT_TRUE(server.WaitReady()) << server.Err();
@@ -381,10 +383,10 @@ TEST_F(HostHugePages, DirectModeServesFromALoopDeviceAcrossARestart) {
 TEST_F(HostHugePages, StartWithoutRdmaServesWhenHugepagesAreShort) {
   // The embedded-default shape (no RDMA device in use): too few hugepages is
   // not a refusal, the pool takes transparent hugepages or 4 KiB pages.
-  const HugePageCounts c = HostCounts();
+  const storage::HugePageCounts c = HostCounts();
   const uint64_t pages = c.available() + 16;
   TempDir dir;
-  StartedServer server(dir, dir.Write("config.yaml", ServerConfigYaml(pages * kHugePageBytes, kNoSuchDevice)));
+  StartedServer server(dir, dir.Write("config.yaml", ServerConfigYaml(pages * storage::kHugePageBytes, kNoSuchDevice)));
   ASSERT_TRUE(server.WaitReady()) << server.Err();
   EXPECT_NE(server.Err().find("hugetlb not used: " + std::to_string(c.available()) + " free 2 MiB hugepages, " +
                               std::to_string(pages) + " needed"),
@@ -413,14 +415,14 @@ TEST_F(HostHugePages, StartRefusesAPinnedPoolWithoutFreeHugepages) {
     GTEST_SKIP() << "no RDMA device (/sys/class/infiniband is empty): the refusal needs one; "
                     "src/storage/hugepages_test.cc tests the decision and its message";
   }
-  const HugePageCounts c = HostCounts();
+  const storage::HugePageCounts c = HostCounts();
   const uint64_t pages = c.available() + 16;
   TempDir dir;
-  StartedServer server(dir, dir.Write("config.yaml", ServerConfigYaml(pages * kHugePageBytes, device)));
+  StartedServer server(dir, dir.Write("config.yaml", ServerConfigYaml(pages * storage::kHugePageBytes, device)));
   EXPECT_EQ(server.WaitExit(), 3) << server.Err();
   EXPECT_NE(server.Err().find("memkv start: the memory pool is pinned (RDMA device " + device +
                               " registers it), so it must be 2 MiB hugepages: memory.max_size " +
-                              FormatSize(pages * kHugePageBytes) + " needs " + std::to_string(pages) +
+                              FormatSize(pages * storage::kHugePageBytes) + " needs " + std::to_string(pages) +
                               " free 2 MiB hugepages but only " + std::to_string(c.available()) + " are free"),
             std::string::npos)
       << server.Err();

@@ -18,23 +18,23 @@ namespace memkv {
 class InProcessServer {
  public:
   // `drives`: file mode (the drive tier behind the pool); null: memory mode.
-  InProcessServer(verbs::FakeFabric& fabric, const RdmaConfig& rdma, uint64_t pool_bytes = 64 << 20,
-                  std::unique_ptr<ExtentStore> drives = nullptr) {
+  InProcessServer(verbs::FakeFabric& fabric, const config::RdmaConfig& rdma, uint64_t pool_bytes = 64 << 20,
+                  std::unique_ptr<drive::ExtentStore> drives = nullptr) {
     DaemonOptions options;
-    ServerConfig& c = options.config;
+    config::ServerConfig& c = options.config;
     c.network.port = 0;
     c.memory.max_size_bytes = pool_bytes;
     c.memory.block_size_bytes = 1 << 20;
     c.memory.prefault = false;
     c.memory.read_check_interval_ms = 0;
     c.rdma = rdma;
-    c.storage.mode = drives != nullptr ? StorageMode::kFile : StorageMode::kMemory;
+    c.storage.mode = drives != nullptr ? config::StorageMode::kFile : config::StorageMode::kMemory;
     options.auth_key.assign(32, 0xaa);
     options.workers = 2;
-    options.hugepages = HugePagePolicy::kAuto;  // registered on a fake device: no need to pin
+    options.hugepages = storage::HugePagePolicy::kAuto;  // registered on a fake device: no need to pin
     DaemonSeams seams;
     seams.verbs = &fabric;
-    seams.open_drives = [&drives](const StorageConfig&) -> Result<std::unique_ptr<ExtentStore>> {
+    seams.open_drives = [&drives](const config::StorageConfig&) -> Result<std::unique_ptr<drive::ExtentStore>> {
       return std::move(drives);
     };
     Result<std::unique_ptr<Daemon>> daemon = Daemon::Create(std::move(options), std::move(seams));
@@ -46,7 +46,7 @@ class InProcessServer {
 
   const Status& status() const { return status_; }
   std::string address() const { return daemon_->address(); }
-  MemoryStore& store() { return daemon_->memory(); }
+  storage::MemoryStore& store() { return daemon_->memory(); }
   ServerMetrics& metrics() { return daemon_->metrics(); }
   bool rdma() const { return daemon_->rdma() != nullptr; }
 

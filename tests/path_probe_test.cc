@@ -15,8 +15,8 @@
 namespace memkv {
 namespace {
 
-RdmaConfig ServerRdma() {
-  RdmaConfig c;
+config::RdmaConfig ServerRdma() {
+  config::RdmaConfig c;
   c.device = "srv0";
   c.traffic_class = 104;
   c.service_level = 3;

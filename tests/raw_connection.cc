@@ -18,7 +18,7 @@ Nanos In(int ms) { return MonotonicNanos() + Nanos(ms) * 1'000'000; }
 }  // namespace
 
 Result<std::unique_ptr<RawConnection>> RawConnection::Open(uint16_t port) {
-  MEMKV_ASSIGN_OR_RETURN(UniqueFd fd, ConnectTcp("127.0.0.1", port, In(5000)));
+  MEMKV_ASSIGN_OR_RETURN(UniqueFd fd, io::ConnectTcp("127.0.0.1", port, In(5000)));
   auto c = std::make_unique<RawConnection>();
   c->fd_ = std::move(fd);
   return c;
@@ -78,20 +78,20 @@ std::vector<uint8_t> RawConnection::BuildFrame(proto::Opcode opcode, const std::
 
 Status RawConnection::SendBytes(const std::vector<uint8_t>& bytes) {
   iovec v{const_cast<uint8_t*>(bytes.data()), bytes.size()};
-  return SendAll(fd_.get(), std::span<iovec>(&v, 1), In(10000));
+  return io::SendAll(fd_.get(), std::span<iovec>(&v, 1), In(10000));
 }
 
 Result<RawResponse> RawConnection::Read(int timeout_ms) {
   Nanos deadline = In(timeout_ms);
   RawResponse r;
   uint8_t head[proto::kHeaderSize];
-  MEMKV_RETURN_IF_ERROR(RecvAll(fd_.get(), head, sizeof(head), deadline));
+  MEMKV_RETURN_IF_ERROR(io::RecvAll(fd_.get(), head, sizeof(head), deadline));
   Status s = proto::DecodeFields(head, &r.header);
   if (!s.ok()) return s;
   r.meta.resize(r.header.meta_len);
   r.payload.resize(r.header.payload_len);
-  MEMKV_RETURN_IF_ERROR(RecvAll(fd_.get(), r.meta.data(), r.meta.size(), deadline));
-  MEMKV_RETURN_IF_ERROR(RecvAll(fd_.get(), r.payload.data(), r.payload.size(), deadline));
+  MEMKV_RETURN_IF_ERROR(io::RecvAll(fd_.get(), r.meta.data(), r.meta.size(), deadline));
+  MEMKV_RETURN_IF_ERROR(io::RecvAll(fd_.get(), r.payload.data(), r.payload.size(), deadline));
   if (auth_ && r.header.opcode != static_cast<uint8_t>(proto::Opcode::kConnect)) {
     Tag tag;
     std::memcpy(tag.data(), head + proto::kFieldsSize, tag.size());

@@ -32,6 +32,8 @@
 namespace memkv {
 namespace {
 
+using drive::TempDir;
+
 const std::string kKeyHex(64, 'a');
 
 std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
@@ -46,8 +48,8 @@ std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
 
 bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-RdmaConfig ServerRdma(uint32_t mtu = 4096) {
-  RdmaConfig c;
+config::RdmaConfig ServerRdma(uint32_t mtu = 4096) {
+  config::RdmaConfig c;
   c.device = "srv0";
   c.mtu = mtu;
   c.traffic_class = 104;
@@ -249,7 +251,7 @@ TEST_F(RdmaTransportTest, MtuMismatchIsRefusedAtConnectNamingBothValues) {
 }
 
 TEST_F(RdmaTransportTest, ServerWithoutRdmaServesTcpAndAutoClientsFollow) {
-  RdmaConfig none = ServerRdma();
+  config::RdmaConfig none = ServerRdma();
   none.device = "mlx5_9";  // not on this fabric: the server serves TCP only
   InProcessServer server(fabric_, none);
   ASSERT_TRUE(server.status().ok());
@@ -265,7 +267,7 @@ TEST_F(RdmaTransportTest, StartRefusesAnMtuAboveThePortsActiveMtu) {
   verbs::PortInfo port = verbs::FakeFabric::HealthyPort("slow0");
   port.active_mtu = 1024;
   fabric_.AddDevice(port);
-  RdmaConfig c = ServerRdma(4096);
+  config::RdmaConfig c = ServerRdma(4096);
   c.device = "slow0";
   InProcessServer server(fabric_, c);
   EXPECT_EQ(server.status().code(), StatusCode::kFailedPrecondition);
@@ -375,14 +377,14 @@ TEST_F(RdmaTransportTest, AValueOfOverAGiBMovesByteExactInEveryForm) {
 // is told the pool cannot stage it, and sends the same request inline.
 TEST_F(RdmaTransportTest, AValueKeptOnTheDrivesOnlyMovesInlineAndSmallOnesByRdma) {
   TempDir dir;
-  DriveFormatOptions format;
+  drive::DriveFormatOptions format;
   format.drives = {dir.File("d0"), dir.File("d1")};
   format.block_size_bytes = 1 << 20;
   format.file_size_bytes = 128 << 20;
-  ASSERT_TRUE(ExtentStore::Format(format).ok());
-  ExtentStoreOptions open;
+  ASSERT_TRUE(drive::ExtentStore::Format(format).ok());
+  drive::ExtentStoreOptions open;
   open.drives = format.drives;
-  auto drives = ExtentStore::Open(open);
+  auto drives = drive::ExtentStore::Open(open);
   ASSERT_TRUE(drives.ok()) << drives.status().ToString();
   InProcessServer server(fabric_, ServerRdma(), 64 << 20, std::move(drives).value());
   ASSERT_TRUE(server.status().ok()) << server.status().ToString();

@@ -40,7 +40,7 @@ class TierFaultsTest : public ::testing::Test {
     Status opened = drives_.OpenFaulty();
     ASSERT_TRUE(opened.ok()) << opened.ToString();
     DaemonOptions options;
-    ServerConfig& c = options.config;
+    config::ServerConfig& c = options.config;
     c.network.port = 0;
     // Room for 4 values: most values live on the drives only (the pool packs
     // values, so its size alone says how many fit).
@@ -49,15 +49,15 @@ class TierFaultsTest : public ::testing::Test {
     c.memory.prefault = false;
     c.memory.read_check_interval_ms = 0;
     c.rdma.device = "none";  // not on the fake fabric: TCP only
-    c.storage.mode = StorageMode::kFile;
+    c.storage.mode = config::StorageMode::kFile;
     c.storage.io_threads = 2;
     options.auth_key.assign(32, 0xaa);
     options.workers = 2;
-    options.hugepages = HugePagePolicy::kNever;
+    options.hugepages = storage::HugePagePolicy::kNever;
     DaemonSeams seams;
     seams.verbs = &fabric_;
     // The drives are drives_'s, opened over the fault-injecting engine.
-    seams.open_drives = [this](const StorageConfig&) -> Result<std::unique_ptr<ExtentStore>> {
+    seams.open_drives = [this](const config::StorageConfig&) -> Result<std::unique_ptr<drive::ExtentStore>> {
       return std::move(drives_.store);
     };
     auto daemon = Daemon::Create(std::move(options), std::move(seams));
@@ -97,7 +97,7 @@ class TierFaultsTest : public ::testing::Test {
     return hits;
   }
 
-  StoreFixture drives_{2, kBlock, 8 << 20};
+  drive::StoreFixture drives_{2, kBlock, 8 << 20};
   verbs::FakeFabric fabric_;          // no device: the daemon serves TCP only
   std::unique_ptr<Daemon> daemon_;    // owns the pool and drives_'s store
   std::unique_ptr<Client> client_;
@@ -105,15 +105,15 @@ class TierFaultsTest : public ::testing::Test {
 
 TEST_F(TierFaultsTest, AFailingDriveGoesOfflineAndTheOtherKeepsServing) {
   ASSERT_EQ(ReadAll(), kValues);
-  drives_.faults->FailNth(1, IoKind::kRead, 1, EIO, /*sticky=*/true);  // counts from now
-  drives_.faults->FailNth(1, IoKind::kWrite, 1, EIO, /*sticky=*/true);
+  drives_.faults->FailNth(1, drive::IoKind::kRead, 1, EIO, /*sticky=*/true);  // counts from now
+  drives_.faults->FailNth(1, drive::IoKind::kWrite, 1, EIO, /*sticky=*/true);
   const int hits = ReadAll();
   EXPECT_GT(hits, 0) << "drive 0's values must still be served";
   EXPECT_LT(hits, kValues) << "drive 1's values (not in DRAM) must be misses";
-  const ExtentStoreStats stats = *daemon_->tier().DrivesStats();
+  const drive::ExtentStoreStats stats = *daemon_->tier().DrivesStats();
   EXPECT_TRUE(stats.degraded);
-  EXPECT_EQ(stats.drives[1].state, DriveState::kOffline);
-  EXPECT_EQ(stats.drives[0].state, DriveState::kOnline);
+  EXPECT_EQ(stats.drives[1].state, drive::DriveState::kOffline);
+  EXPECT_EQ(stats.drives[0].state, drive::DriveState::kOnline);
   // New puts go to the drive that is left, and read back.
   for (int i = 0; i < 8; ++i) {
     Status s = client_->Put("fault/new/" + std::to_string(i), ValueOf(100 + i));
@@ -133,12 +133,12 @@ TEST_F(TierFaultsTest, HealthGoesDegradedThenUnhealthyWith503) {
   EXPECT_EQ(testing::HttpRequestTo(port, "GET", "/v1/health").status, 200);
   EXPECT_EQ(admin->Health().status, "healthy");
 
-  drives_.faults->FailNth(1, IoKind::kRead, 1, EIO, /*sticky=*/true);
+  drives_.faults->FailNth(1, drive::IoKind::kRead, 1, EIO, /*sticky=*/true);
   ReadAll();
   EXPECT_EQ(admin->Health().status, "degraded");
   EXPECT_EQ(testing::HttpRequestTo(port, "GET", "/v1/health").status, 200);
 
-  drives_.faults->FailNth(0, IoKind::kRead, 1, EIO, /*sticky=*/true);
+  drives_.faults->FailNth(0, drive::IoKind::kRead, 1, EIO, /*sticky=*/true);
   EXPECT_LE(ReadAll(), 4) << "only what DRAM still holds (4 values)";
   const HealthReport h = admin->Health();
   EXPECT_EQ(h.status, "unhealthy");
@@ -156,12 +156,12 @@ TEST_F(TierFaultsTest, HealthGoesDegradedThenUnhealthyWith503) {
 // server was up and answered that its drives were offline.
 TEST_F(TierFaultsTest, EveryDriveOfflineIsReportedAsTheServersAnswerNotAsADownServer) {
   for (uint32_t d = 0; d < 2; ++d) {
-    drives_.faults->FailNth(d, IoKind::kRead, 1, EIO, /*sticky=*/true);
-    drives_.faults->FailNth(d, IoKind::kWrite, 1, EIO, /*sticky=*/true);
+    drives_.faults->FailNth(d, drive::IoKind::kRead, 1, EIO, /*sticky=*/true);
+    drives_.faults->FailNth(d, drive::IoKind::kWrite, 1, EIO, /*sticky=*/true);
   }
   ReadAll();
-  ASSERT_FALSE(daemon_->tier().DrivesStats()->drives[0].state == DriveState::kOnline &&
-               daemon_->tier().DrivesStats()->drives[1].state == DriveState::kOnline);
+  ASSERT_FALSE(daemon_->tier().DrivesStats()->drives[0].state == drive::DriveState::kOnline &&
+               daemon_->tier().DrivesStats()->drives[1].state == drive::DriveState::kOnline);
   const std::map<std::string, std::string> env = {
       {"MEMKV_SERVERS", daemon_->address()}, {"MEMKV_AUTH_KEY", std::string(64, 'a')}};
   testing::CommandResult r = testing::RunMemkv({"put", "fault/cli"}, env, "value");
@@ -177,7 +177,7 @@ TEST_F(TierFaultsTest, FullDrivesFailPutsCleanlyAndKeepServingReads) {
   // drive filled from its first unit; the journals, before the data, keep
   // working).
   const uint64_t data_offset = [&] {
-    auto sb = DecodeSuperblock(ReadRaw(drives_.paths[0], 0, kDriveHeaderBytes), "d0");
+    auto sb = drive::DecodeSuperblock(drive::ReadRaw(drives_.paths[0], 0, drive::kDriveHeaderBytes), "d0");
     return sb->data_offset;
   }();
   for (uint32_t d = 0; d < 2; ++d) drives_.faults->LimitWrites(d, data_offset + (kValues / 2) * kValueBytes);

@@ -256,7 +256,7 @@ memkv_status_t memkv_batch_exists(memkv_client_t* client, const void* const* key
                                   size_t count, memkv_status_t* statuses, size_t* prefix);
 
 /* ---- Asynchronous batches ---------------------------------------------
- * The batch calls above, submitted without waiting (docs/client.md,
+ * The batch calls above, submitted without waiting (docs/client-library.md,
  * "Asynchronous calls"; memkv/async.h is the C++ side). A submit call
  * returns at once with an id (in *id; id may be NULL); the client's driver
  * threads run the batch, and its completion is taken by memkv_async_poll,

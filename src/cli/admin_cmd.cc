@@ -135,7 +135,7 @@ std::optional<int> ParseAdminFlags(const std::vector<std::string>& raw_args, Adm
 // endpoint is.
 struct Target {
   std::string address;
-  HttpGetOptions get;
+  http::HttpGetOptions get;
 };
 
 // HOST:PORT (a data address: admin on PORT+1) or an admin URL.
@@ -158,7 +158,7 @@ Result<Target> ResolveTarget(const std::string& text, const AdminFlags& flags) {
       }
     }
   }
-  Result<ServerAddress> parsed = ParseServerAddress(rest);
+  Result<config::ServerAddress> parsed = config::ParseServerAddress(rest);
   if (!parsed.ok()) return InvalidArgument("address " + parsed.status().message());
   t.get.host = parsed->host;
   if (https) {
@@ -197,8 +197,8 @@ bool LooksLikePlainHttpPeer(const Status& s) {
 Answer Ask(const Target& target) {
   Answer a;
   a.address = target.address;
-  a.url = HttpUrl(target.get);
-  Result<HttpClientResponse> r = HttpGet(target.get);
+  a.url = http::HttpUrl(target.get);
+  Result<http::HttpClientResponse> r = http::HttpGet(target.get);
   if (!r.ok()) {
     a.error = r.status().message();
     a.config_error = r.status().code() == StatusCode::kInvalidArgument;
@@ -268,7 +268,7 @@ std::vector<Answer> AskAll(const std::vector<Target>& targets, int timeout_ms) {
       }
       Answer late;
       late.address = targets[i].address;
-      late.url = HttpUrl(targets[i].get);
+      late.url = http::HttpUrl(targets[i].get);
       late.error = late.url + ": no answer within " + std::to_string(timeout_ms) + " ms (name resolution?)";
       out.push_back(std::move(late));
     }
@@ -436,17 +436,17 @@ int RunAdmin(const std::vector<std::string>& args, const Environment& env) {
 
   std::vector<std::string> addresses = flags.addresses;
   if (addresses.empty()) {
-    EnvLookup base = ClientLookupWithDefaults(env);
-    EnvLookup lookup = [base](std::string_view name) -> std::optional<std::string> {
+    config::EnvLookup base = ClientLookupWithDefaults(env);
+    config::EnvLookup lookup = [base](std::string_view name) -> std::optional<std::string> {
       if (name == "MEMKV_AUTH_KEY") return std::string(kUnusedAuthKey);
       return base(name);
     };
-    Result<ClientConfig> config = LoadClientConfig(lookup);
+    Result<config::ClientConfig> config = config::LoadClientConfig(lookup);
     if (!config.ok()) {
       std::fprintf(stderr, "memkv admin status: client configuration: %s\n", config.status().message().c_str());
       return kExitConfig;
     }
-    for (const ServerAddress& s : config->servers) addresses.push_back(s.ToString());
+    for (const config::ServerAddress& s : config->servers) addresses.push_back(s.ToString());
   }
   std::vector<Target> targets;
   for (const std::string& text : addresses) {

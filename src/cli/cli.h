@@ -47,7 +47,7 @@ std::string DefaultDataDir(const Environment& env);
 // The client's view of the environment: the real one, plus the local
 // defaults (127.0.0.1:9900 and the key in the default data directory) when
 // neither a config file nor the variable provides a value.
-EnvLookup ClientLookupWithDefaults(const Environment& env);
+config::EnvLookup ClientLookupWithDefaults(const Environment& env);
 
 int RunStart(const std::vector<std::string>& args, const Environment& env);
 int RunClientVerb(const std::string& verb, const std::vector<std::string>& args, const Environment& env);

@@ -59,7 +59,7 @@ Result<std::unique_ptr<Client>> MakeClient(const Environment& env) {
   SetLogLevel(LogLevel::kWarn);
   // Every MEMKV_* variable, MEMKV_CONNECT_TIMEOUT_MS (the wait a hung server
   // costs each command) included, is read by LoadClientConfig.
-  MEMKV_ASSIGN_OR_RETURN(ClientConfig config, LoadClientConfig(ClientLookupWithDefaults(env)));
+  MEMKV_ASSIGN_OR_RETURN(config::ClientConfig config, config::LoadClientConfig(ClientLookupWithDefaults(env)));
   return CreateClient(config);
 }
 
@@ -361,7 +361,7 @@ int RunClientVerb(const std::string& verb, const std::vector<std::string>& args,
 
 // The client's view of the environment: the real one, plus the local
 // defaults when neither a config file nor the variable provides a value.
-EnvLookup ClientLookupWithDefaults(const Environment& env) {
+config::EnvLookup ClientLookupWithDefaults(const Environment& env) {
   return [env](std::string_view name) -> std::optional<std::string> {
     if (auto v = env.Get(name)) return v;
     if (env.Get("MEMKV_CONFIG")) return std::nullopt;

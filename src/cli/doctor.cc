@@ -132,13 +132,13 @@ std::optional<int> ParseFlags(const std::vector<std::string>& raw_args, DoctorFl
 // The path check: counters around a real RDMA transfer to `peer`.
 Status CheckPeer(const DoctorFlags& flags, const Environment& env, doctor::HostProbe& probe,
                  const std::optional<doctor::HostState>& host, doctor::Report* report) {
-  EnvLookup base = ClientLookupWithDefaults(env);
+  config::EnvLookup base = ClientLookupWithDefaults(env);
   const std::string peer = flags.peer;
-  EnvLookup lookup = [&](std::string_view name) -> std::optional<std::string> {
+  config::EnvLookup lookup = [&](std::string_view name) -> std::optional<std::string> {
     if (name == "MEMKV_SERVERS") return peer;
     return base(name);
   };
-  MEMKV_ASSIGN_OR_RETURN(ClientConfig client, LoadClientConfig(lookup));
+  MEMKV_ASSIGN_OR_RETURN(config::ClientConfig client, config::LoadClientConfig(lookup));
   doctor::PathProbeOptions o;
   o.peer = client.servers.front().ToString();
   o.auth_key_hex = HexEncode(client.auth_key.data(), client.auth_key.size());
@@ -184,9 +184,9 @@ int RunDoctor(const std::vector<std::string>& args, const Environment& env) {
     if (FileExists(system)) path = system;
   }
   doctor::DoctorOptions& options = flags.options;
-  options.config = EmbeddedDefaultConfig(DefaultDataDir(env));
+  options.config = config::EmbeddedDefaultConfig(DefaultDataDir(env));
   if (!path.empty()) {
-    Result<ServerConfig> config = LoadServerConfigFile(path);
+    Result<config::ServerConfig> config = config::LoadServerConfigFile(path);
     if (!config.ok()) {
       std::fprintf(stderr, "memkv doctor: invalid configuration:\n%s\n", config.status().message().c_str());
       return kExitConfig;

@@ -42,6 +42,10 @@
 namespace memkv::cli {
 namespace {
 
+using drive::DriveStats;
+using drive::ExtentStoreStats;
+using drive::Superblock;
+
 constexpr const char* kDriveUsage = R"(Usage: memkv drive <list|inspect|verify> [--config PATH | --drives PATH...] [--json]
 
 Offline maintenance of a stopped server's drives. A drive in use by a running
@@ -147,18 +151,18 @@ Result<std::vector<std::string>> ResolveDrives(const DriveFlags& flags, Failure*
                                 std::string(kSystemConfig) + ")"};
     return InvalidArgument(failure->message);
   }
-  Result<ServerConfig> config = LoadServerConfigFile(path);
+  Result<config::ServerConfig> config = config::LoadServerConfigFile(path);
   if (!config.ok()) {
     *failure = {kExitConfig, "invalid configuration: " + config.status().message()};
     return config.status();
   }
   if (config->storage.drives.empty()) {
-    *failure = {kExitConfig, path + " has storage.mode " + std::string(StorageModeName(config->storage.mode)) +
+    *failure = {kExitConfig, path + " has storage.mode " + std::string(config::StorageModeName(config->storage.mode)) +
                                  " and no storage.drives: nothing to examine"};
     return InvalidArgument(failure->message);
   }
   std::vector<std::string> drives;
-  for (const DriveConfig& d : config->storage.drives) drives.push_back(d.media);
+  for (const config::DriveConfig& d : config->storage.drives) drives.push_back(d.media);
   return drives;
 }
 
@@ -176,16 +180,16 @@ struct Peek {
 
 // The keys of every Put record in the drive's journal (a superset of the
 // live values: replaced and deleted keys are there too).
-void CollectKeys(const DriveFile& f, const Superblock& sb, std::set<std::string>* keys) {
-  std::unique_ptr<IoEngine> engine = CreateSyncIoEngine({f.fd()});
-  DriveJournal journal(0, sb);
-  Result<ReplayedJournal> r = journal.Replay(*engine);
+void CollectKeys(const drive::DriveFile& f, const Superblock& sb, std::set<std::string>* keys) {
+  std::unique_ptr<drive::IoEngine> engine = drive::CreateSyncIoEngine({f.fd()});
+  drive::DriveJournal journal(0, sb);
+  Result<drive::ReplayedJournal> r = journal.Replay(*engine);
   if (!r.ok()) {
     LOG_WARN << "drive: " << f.path() << ": journal not readable (" << r.status().message() << ")";
     return;
   }
-  for (const JournalRecord& rec : r->records) {
-    if (rec.type == RecordType::kPut) keys->insert(rec.key);
+  for (const drive::JournalRecord& rec : r->records) {
+    if (rec.type == drive::RecordType::kPut) keys->insert(rec.key);
   }
 }
 
@@ -203,7 +207,7 @@ Result<Peek> PeekDrive(const std::string& path, std::set<std::string>* keys) {
     p.reason = "neither a regular file nor a block device";
     return p;
   }
-  Result<DriveFile> f = DriveFile::Open(path, {.writable = false});
+  Result<drive::DriveFile> f = drive::DriveFile::Open(path, {.writable = false});
   if (f.status().code() == StatusCode::kFailedPrecondition) return f.status();  // in use, or not a drive
   if (!f.ok()) {
     p.state = "unreadable";
@@ -211,10 +215,10 @@ Result<Peek> PeekDrive(const std::string& path, std::set<std::string>* keys) {
     return p;
   }
   p.raw_bytes = f->size_bytes();
-  Result<AlignedBuffer> block = AlignedBuffer::Allocate(kDriveHeaderBytes);
+  Result<drive::AlignedBuffer> block = drive::AlignedBuffer::Allocate(drive::kDriveHeaderBytes);
   if (!block.ok()) return block.status();
-  Status read = p.raw_bytes < kDriveHeaderBytes ? NotFound("") : f->ReadAt(0, block->span());
-  Result<Superblock> sb = read.ok() ? DecodeSuperblock(block->span(), path) : Result<Superblock>(read);
+  Status read = p.raw_bytes < drive::kDriveHeaderBytes ? NotFound("") : f->ReadAt(0, block->span());
+  Result<Superblock> sb = read.ok() ? drive::DecodeSuperblock(block->span(), path) : Result<Superblock>(read);
   if (sb.ok()) {
     p.state = "formatted";
     p.has_sb = true;
@@ -352,7 +356,7 @@ std::vector<Row> Rows(const std::vector<Peek>& peeks, const ExtentStoreStats* st
       rows.push_back(r);
       it = rows.end() - 1;
     }
-    it->state = std::string(DriveStateName(d.state));
+    it->state = std::string(drive::DriveStateName(d.state));
     it->reason = d.reason;
     if (d.raw_bytes != 0) it->raw = d.raw_bytes;
     if (d.usable_bytes != 0) it->usable = d.usable_bytes;
@@ -422,7 +426,7 @@ std::string RenderInspectText(const std::vector<Peek>& peeks, const ExtentStoreS
     out += line;
   };
   size_t online = 0;
-  for (const DriveStats& d : st.drives) online += d.state != DriveState::kOffline;
+  for (const DriveStats& d : st.drives) online += d.state != drive::DriveState::kOffline;
   out += "store " + st.store_uuid.ToString() + "\n";
   field("block size", FormatSize(st.block_size_bytes));
   field("drives", std::to_string(st.drives.size()) + " (" + std::to_string(online) + " online)" +
@@ -432,13 +436,13 @@ std::string RenderInspectText(const std::vector<Peek>& peeks, const ExtentStoreS
   field("opened in", std::to_string(st.open_nanos / 1000000) + " ms (journal replay)");
   for (const DriveStats& d : st.drives) {
     out += "drive " + std::to_string(d.index) + ": " + (d.path.empty() ? "(not given)" : d.path) + "\n";
-    field("state", std::string(DriveStateName(d.state)) + (d.reason.empty() ? "" : ": " + d.reason));
+    field("state", std::string(drive::DriveStateName(d.state)) + (d.reason.empty() ? "" : ": " + d.reason));
     const Peek* p = PeekFor(peeks, d.path);
     if (p != nullptr && p->has_sb) {
       const Superblock& sb = p->sb;
       field("drive uuid", sb.drive_uuid.ToString());
       field("format version", std::to_string(sb.format_version) + " (this memkv writes " +
-                                  std::to_string(kDriveFormatVersion) + ")");
+                                  std::to_string(drive::kDriveFormatVersion) + ")");
       field("drive", std::to_string(sb.drive_index) + " of " + std::to_string(sb.drive_count));
       field("logical block", std::to_string(sb.logical_block_bytes) + " B");
       field("extent / unit", "up to " + FormatSize(sb.extent_bytes) + " / " + std::to_string(sb.unit_bytes) + " B");
@@ -476,14 +480,15 @@ std::string RenderInspectJson(const std::vector<Peek>& peeks, const ExtentStoreS
     const DriveStats& d = st.drives[i];
     char frag[32];
     std::snprintf(frag, sizeof(frag), "%.4f", d.fragmentation());
-    out += std::string(i ? ",\n" : "\n") + "    {\"index\": " + n(d.index) + ", \"path\": " +
-           (d.path.empty() ? "null" : JsonQuote(d.path)) + ", \"state\": " + JsonQuote(DriveStateName(d.state)) +
-           ", \"reason\": " + JsonQuote(d.reason) + ",\n     \"raw_bytes\": " + n(d.raw_bytes) +
-           ", \"usable_bytes\": " + n(d.usable_bytes) + ", \"used_bytes\": " + n(d.used_bytes) +
-           ", \"value_bytes\": " + n(d.value_bytes) + ", \"free_bytes\": " + n(d.free_bytes) +
-           ", \"largest_free_bytes\": " + n(d.largest_free_bytes) + ", \"free_runs\": " + n(d.free_runs) +
-           ", \"fragmentation\": " + frag + ",\n     \"slots_total\": " + n(d.slots_total) +
-           ", \"slots_free\": " + n(d.slots_free) + ", \"journal_used_bytes\": " + n(d.journal_used_bytes) +
+    out += std::string(i ? ",\n" : "\n") + "    {\"index\": " + n(d.index) +
+           ", \"path\": " + (d.path.empty() ? "null" : JsonQuote(d.path)) +
+           ", \"state\": " + JsonQuote(drive::DriveStateName(d.state)) + ", \"reason\": " + JsonQuote(d.reason) +
+           ",\n     \"raw_bytes\": " + n(d.raw_bytes) + ", \"usable_bytes\": " + n(d.usable_bytes) +
+           ", \"used_bytes\": " + n(d.used_bytes) + ", \"value_bytes\": " + n(d.value_bytes) +
+           ", \"free_bytes\": " + n(d.free_bytes) + ", \"largest_free_bytes\": " + n(d.largest_free_bytes) +
+           ", \"free_runs\": " + n(d.free_runs) + ", \"fragmentation\": " + frag +
+           ",\n     \"slots_total\": " + n(d.slots_total) + ", \"slots_free\": " + n(d.slots_free) +
+           ", \"journal_used_bytes\": " + n(d.journal_used_bytes) +
            ", \"journal_area_bytes\": " + n(d.journal_area_bytes);
     const Peek* p = PeekFor(peeks, d.path);
     if (p != nullptr && p->has_sb) {
@@ -526,7 +531,7 @@ struct VerifyReport {
 // Reads every live value back. A Get that fails is "bad" when the store
 // counted a checksum failure for it (torn, stale or rotten extent) and
 // "unreadable" otherwise (an I/O error took its drive offline).
-VerifyReport Verify(ExtentStore& store, const std::set<std::string>& candidates) {
+VerifyReport Verify(drive::ExtentStore& store, const std::set<std::string>& candidates) {
   VerifyReport r;
   const Nanos start = MonotonicNanos();
   const bool progress = ::isatty(STDERR_FILENO) == 1;
@@ -534,7 +539,7 @@ VerifyReport Verify(ExtentStore& store, const std::set<std::string>& candidates)
   uint64_t seen = 0;
   for (const std::string& key : candidates) {
     ++seen;
-    Result<ValueInfo> info = store.Stat(key);
+    Result<drive::ValueInfo> info = store.Stat(key);
     if (!info.ok()) continue;  // replaced or deleted: not a live value
     ++r.values;
     const ExtentStoreStats before = store.Stats();
@@ -563,7 +568,7 @@ VerifyReport Verify(ExtentStore& store, const std::set<std::string>& candidates)
   if (progress && last_progress != start) std::fputs("\n", stderr);
   r.nanos = uint64_t(MonotonicNanos() - start);
   for (const DriveStats& d : store.Stats().drives) {
-    if (d.state != DriveState::kOffline) continue;
+    if (d.state != drive::DriveState::kOffline) continue;
     r.offline.push_back("drive " + std::to_string(d.index) + (d.path.empty() ? "" : " (" + d.path + ")") + ": " +
                         d.reason);
   }
@@ -650,12 +655,12 @@ int RunDrive(const std::vector<std::string>& args, const Environment& /*env*/) {
   // Second pass: the store, as `memkv start` opens it, but only when all of
   // its drives are here (CompleteStore says why).
   Status complete = CompleteStore(peeks);
-  Result<std::unique_ptr<ExtentStore>> store = complete;
+  Result<std::unique_ptr<drive::ExtentStore>> store = complete;
   if (complete.ok() || (flags.allow_degraded && flags.action != Action::kList)) {
-    ExtentStoreOptions o;
+    drive::ExtentStoreOptions o;
     o.drives = *drives;
     o.io_buffers = 8;
-    store = ExtentStore::Open(o);
+    store = drive::ExtentStore::Open(o);
     if (!store.ok() && store.status().message().find("in use by another") != std::string::npos) {
       return fail({kExitUnavailable, store.status().message() + "; stop the server first"});  // started meanwhile
     }

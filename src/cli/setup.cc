@@ -135,7 +135,7 @@ std::optional<int> ParseSetupFlags(const std::vector<std::string>& raw_args, Set
       while (i + 1 < args.size() && !LooksLikeOption(args[i + 1])) flags->drives.push_back(args[++i]);
     } else if (a == "--address") {
       const std::string& v = args[++i];
-      Result<config_internal::HostPort> split = config_internal::SplitHostPort(v);
+      Result<config::internal::HostPort> split = config::internal::SplitHostPort(v);
       if (!split.ok()) return usage("--address '" + v + "': " + split.status().message());
       if (split->port > 65534) return usage("--address '" + v + "': allowed ports: 0..65534 (port+1 is the admin port)");
       flags->address = v;
@@ -190,7 +190,7 @@ struct DriveCheck {
   bool exists = false;
   bool block_device = false;
   Holds holds = Holds::kNothing;
-  Superblock sb;           // kMemkv
+  drive::Superblock sb;    // kMemkv
   std::string what;        // kMemkvUnusable, kForeign: what was found
 };
 
@@ -253,12 +253,13 @@ Result<DriveCheck> ExamineDrive(const std::string& path, const SetupFlags& flags
   if (!c.block_device && st.st_size == 0 && flags.file_size_bytes == 0) {
     return InvalidArgument(path + " is an empty file; pass --file-size SIZE to size it");
   }
-  MEMKV_ASSIGN_OR_RETURN(DriveFile f, DriveFile::Open(path, {.writable = false}));
-  const uint64_t len = std::min(kHeadBytes, f.size_bytes() / kDriveHeaderBytes * kDriveHeaderBytes);
+  MEMKV_ASSIGN_OR_RETURN(drive::DriveFile f, drive::DriveFile::Open(path, {.writable = false}));
+  const uint64_t len = std::min(kHeadBytes, f.size_bytes() / drive::kDriveHeaderBytes * drive::kDriveHeaderBytes);
   if (len == 0) return c;
-  MEMKV_ASSIGN_OR_RETURN(AlignedBuffer head, AlignedBuffer::Allocate(len));
+  MEMKV_ASSIGN_OR_RETURN(drive::AlignedBuffer head, drive::AlignedBuffer::Allocate(len));
   MEMKV_RETURN_IF_ERROR(f.ReadAt(0, head.span()));
-  Result<Superblock> sb = DecodeSuperblock(std::span<const uint8_t>(head.data(), kDriveHeaderBytes), path);
+  Result<drive::Superblock> sb =
+      drive::DecodeSuperblock(std::span<const uint8_t>(head.data(), drive::kDriveHeaderBytes), path);
   if (sb.ok()) {
     c.holds = Holds::kMemkv;
     c.sb = *sb;
@@ -322,9 +323,9 @@ Status SameStore(const std::vector<DriveCheck>& checks, const SetupFlags& flags)
 // Zeroes the head of a drive so that no tool (blkid, udev, mount) still
 // takes it for what it held before --force.
 Status WipeHead(const DriveCheck& c) {
-  MEMKV_ASSIGN_OR_RETURN(DriveFile f, DriveFile::Open(c.path));
-  const uint64_t len = std::min(kWipeBytes, f.size_bytes() / kDriveHeaderBytes * kDriveHeaderBytes);
-  MEMKV_ASSIGN_OR_RETURN(AlignedBuffer zeros, AlignedBuffer::Allocate(len));
+  MEMKV_ASSIGN_OR_RETURN(drive::DriveFile f, drive::DriveFile::Open(c.path));
+  const uint64_t len = std::min(kWipeBytes, f.size_bytes() / drive::kDriveHeaderBytes * drive::kDriveHeaderBytes);
+  MEMKV_ASSIGN_OR_RETURN(drive::AlignedBuffer zeros, drive::AlignedBuffer::Allocate(len));
   MEMKV_RETURN_IF_ERROR(f.WriteAt(0, zeros.span()));
   return f.Sync();
 }
@@ -417,7 +418,7 @@ std::string RenderConfig(const ConfigInputs& in) {
   y += "memory:\n  block_size: 2 MiB\n";
   y += "  max_size: " + FormatSize(in.memory_bytes) + "  # one eighth of this host's RAM\n";
   if (pinned) {
-    const uint64_t pages = HugePagesFor(in.memory_bytes);
+    const uint64_t pages = storage::HugePagesFor(in.memory_bytes);
     y += "  # pinned (" + std::string(in.rdma.device.empty() ? "direct I/O" : "RDMA") + "): 'memkv start' needs " +
          std::to_string(pages) + " free 2 MiB hugepages (sysctl -w vm.nr_hugepages=" + std::to_string(pages) + ")\n";
   }
@@ -485,15 +486,15 @@ Result<std::vector<DriveCheck>> ExamineAll(const SetupFlags& flags, Failure* fai
 }
 
 // Opens the store once: proof that it works, and its figures for the config.
-Result<ExtentStoreStats> OpenOnce(const std::vector<std::string>& drives) {
-  ExtentStoreOptions o;
+Result<drive::ExtentStoreStats> OpenOnce(const std::vector<std::string>& drives) {
+  drive::ExtentStoreOptions o;
   o.drives = drives;
   o.io_buffers = 1;
-  MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<ExtentStore> store, ExtentStore::Open(o));
-  ExtentStoreStats st = store->Stats();
+  MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<drive::ExtentStore> store, drive::ExtentStore::Open(o));
+  drive::ExtentStoreStats st = store->Stats();
   if (st.degraded) {
-    for (const DriveStats& d : st.drives) {
-      if (d.state == DriveState::kOffline) {
+    for (const drive::DriveStats& d : st.drives) {
+      if (d.state == drive::DriveState::kOffline) {
         return Unavailable("drive " + std::to_string(d.index) + (d.path.empty() ? "" : " (" + d.path + ")") +
                            " of store " + st.store_uuid.ToString() + " is offline: " + d.reason);
       }
@@ -522,12 +523,12 @@ int RunSetup(const std::vector<std::string>& args, const Environment& /*env*/, v
   for (const DriveCheck& c : checks) paths.push_back(c.path);
 
   // --idempotent: a store that is already right is kept as it is.
-  std::optional<ExtentStoreStats> kept;
+  std::optional<drive::ExtentStoreStats> kept;
   std::string why_not_kept;
   if (flags.idempotent) {
     Status same = SameStore(checks, flags);
     if (same.ok()) {
-      Result<ExtentStoreStats> st = OpenOnce(paths);
+      Result<drive::ExtentStoreStats> st = OpenOnce(paths);
       if (st.ok()) {
         kept = *st;
         LOG_INFO << "setup: the drives already hold store " << st->store_uuid.ToString() << " (" << st->keys
@@ -564,7 +565,7 @@ int RunSetup(const std::vector<std::string>& args, const Environment& /*env*/, v
       if (c.holds != Holds::kForeign) continue;
       if (Status s = WipeHead(c); !s.ok()) return Fail({kExitFailed, "wiping " + c.path + ": " + s.message()});
     }
-    DriveFormatOptions fo;
+    drive::DriveFormatOptions fo;
     fo.drives = paths;
     fo.block_size_bytes = flags.block_size_bytes;
     fo.file_size_bytes = flags.file_size_bytes;
@@ -572,13 +573,13 @@ int RunSetup(const std::vector<std::string>& args, const Environment& /*env*/, v
     fo.force = flags.force;
     LOG_INFO << "setup: formatting " << paths.size() << " drive(s) for storage.mode " << (direct ? "direct" : "file")
              << ", block size " << FormatSize(flags.block_size_bytes);
-    if (Status s = ExtentStore::Format(fo); !s.ok()) {
+    if (Status s = drive::ExtentStore::Format(fo); !s.ok()) {
       return Fail({s.code() == StatusCode::kInvalidArgument ? int(kExitConfig) : int(kExitFailed),
                    "format failed: " + s.message()});
     }
   }
 
-  Result<ExtentStoreStats> st = keep ? Result<ExtentStoreStats>(*kept) : OpenOnce(paths);
+  Result<drive::ExtentStoreStats> st = keep ? Result<drive::ExtentStoreStats>(*kept) : OpenOnce(paths);
   if (!st.ok()) return Fail({kExitFailed, "the store does not open after formatting: " + st.status().message()});
 
   ConfigInputs in;
@@ -587,19 +588,19 @@ int RunSetup(const std::vector<std::string>& args, const Environment& /*env*/, v
   in.block_size_bytes = st->block_size_bytes;
   for (const DriveCheck& c : checks) in.drives.push_back(c.config_path);
   in.store_uuid = st->store_uuid.ToString();
-  for (const DriveStats& d : st->drives) in.usable_bytes += d.usable_bytes;
+  for (const drive::DriveStats& d : st->drives) in.usable_bytes += d.usable_bytes;
   in.rdma = *rdma;
-  in.memory_bytes = DefaultMemoryPoolBytes(PhysicalMemoryBytes());
+  in.memory_bytes = config::DefaultMemoryPoolBytes(PhysicalMemoryBytes());
   const std::string yaml = RenderConfig(in);
   if (direct || !in.rdma.device.empty()) {
-    Result<HugePageCounts> pages = HugePageReader().Read2MiB();
-    if (pages.ok() && pages->available() < HugePagesFor(in.memory_bytes)) {
-      LOG_WARN << "setup: " << NotEnoughHugePages(in.memory_bytes, *pages).message();
+    Result<storage::HugePageCounts> pages = storage::HugePageReader().Read2MiB();
+    if (pages.ok() && pages->available() < storage::HugePagesFor(in.memory_bytes)) {
+      LOG_WARN << "setup: " << storage::NotEnoughHugePages(in.memory_bytes, *pages).message();
     }
   }
 
   // The config must be one the loader takes; a failure here is a bug.
-  if (Result<ServerConfig> parsed = ParseServerConfig(yaml, "<setup output>"); !parsed.ok()) {
+  if (Result<config::ServerConfig> parsed = config::ParseServerConfig(yaml, "<setup output>"); !parsed.ok()) {
     return Fail({kExitFailed, "internal error: the generated config does not load: " + parsed.status().message()});
   }
   std::fwrite(yaml.data(), 1, yaml.size(), stdout);

@@ -126,7 +126,7 @@ std::optional<int> ParseFlags(const std::vector<std::string>& raw_args, StartFla
     } else if (a == "--data-dir") {
       flags->data_dir = *v;
     } else if (a == "--address") {
-      Result<config_internal::HostPort> split = config_internal::SplitHostPort(*v);
+      Result<config::internal::HostPort> split = config::internal::SplitHostPort(*v);
       if (!split.ok() || split->port > 65534) {
         std::fprintf(stderr, "memkv start: --address '%s': %s\n", v->c_str(),
                      split.ok() ? "port out of range; allowed: 0..65534 (port+1 is the admin port)"
@@ -158,34 +158,34 @@ std::optional<int> ParseFlags(const std::vector<std::string>& raw_args, StartFla
   return std::nullopt;
 }
 
-Result<ServerConfig> ResolveConfig(const StartFlags& flags) {
-  if (!flags.config_path.empty()) return LoadServerConfigFile(flags.config_path);
+Result<config::ServerConfig> ResolveConfig(const StartFlags& flags) {
+  if (!flags.config_path.empty()) return config::LoadServerConfigFile(flags.config_path);
   struct stat st{};
   if (::stat(kSystemConfig, &st) == 0) {
     LOG_INFO_C("start") << "using " << kSystemConfig;
-    return LoadServerConfigFile(kSystemConfig);
+    return config::LoadServerConfigFile(kSystemConfig);
   }
   LOG_INFO_C("start") << "no config file: using the embedded single-node default";
-  return EmbeddedDefaultConfig(flags.data_dir);
+  return config::EmbeddedDefaultConfig(flags.data_dir);
 }
 
 // The config start serves: the file (or the embedded default) with the
 // data directory's default drive filled in and --address / --port applied.
-Result<ServerConfig> EffectiveConfig(const StartFlags& flags) {
-  MEMKV_ASSIGN_OR_RETURN(ServerConfig c, ResolveConfig(flags));
-  ResolveDataDir(flags.data_dir, &c);
+Result<config::ServerConfig> EffectiveConfig(const StartFlags& flags) {
+  MEMKV_ASSIGN_OR_RETURN(config::ServerConfig c, ResolveConfig(flags));
+  config::ResolveDataDir(flags.data_dir, &c);
   if (flags.host) c.network.host = *flags.host;
   if (flags.port) c.network.port = *flags.port;
   return c;
 }
 
-void PrintEffective(const ServerConfig& c, const std::string& key_source) {
+void PrintEffective(const config::ServerConfig& c, const std::string& key_source) {
   std::printf("network.address: %s:%u\n", c.network.host.c_str(), c.network.port);
   std::printf("network.auth_key: %s\n", key_source.c_str());
   std::printf("memory.block_size: %s\n", FormatSize(c.memory.block_size_bytes).c_str());
   std::printf("memory.max_size: %s\n", FormatSize(c.memory.max_size_bytes).c_str());
-  std::printf("storage.mode: %s\n", std::string(StorageModeName(c.storage.mode)).c_str());
-  for (const DriveConfig& d : c.storage.drives) std::printf("storage.drive: %s\n", d.media.c_str());
+  std::printf("storage.mode: %s\n", std::string(config::StorageModeName(c.storage.mode)).c_str());
+  for (const config::DriveConfig& d : c.storage.drives) std::printf("storage.drive: %s\n", d.media.c_str());
 }
 
 // Every connection is a descriptor; the default soft limit (1024) would cap
@@ -283,14 +283,14 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   if (auto code = ParseFlags(args, &flags)) return *code;
   if (flags.data_dir.empty()) flags.data_dir = DefaultDataDir(env);
 
-  Result<ServerConfig> config = EffectiveConfig(flags);
+  Result<config::ServerConfig> config = EffectiveConfig(flags);
   if (!config.ok()) {
     std::fprintf(stderr, "memkv start: invalid configuration:\n%s\n", config.status().message().c_str());
     return kExitConfig;
   }
-  ServerConfig& c = *config;
+  config::ServerConfig& c = *config;
   if (LogLevel level; !flags.log_level_set && ParseLogLevel(c.log.level, &level)) SetLogLevel(level);
-  if (c.memory.max_size_bytes == 0) c.memory.max_size_bytes = DefaultMemoryPoolBytes(PhysicalMemoryBytes());
+  if (c.memory.max_size_bytes == 0) c.memory.max_size_bytes = config::DefaultMemoryPoolBytes(PhysicalMemoryBytes());
 
   // RDMA registers the pool exactly when the configured device is on this
   // host; registered, or the source of O_DIRECT I/O, the pool must be hugetlb.
@@ -354,8 +354,8 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   Daemon& daemon = **created;
   const std::string address = daemon.address();
   LOG_INFO_C("start") << "memory store: " << FormatSize(daemon.memory().pool_bytes()) << " pool ("
-                      << FormatSize(c.memory.block_size_bytes) << " blocks, values packed in " << kPoolUnitBytes
-                      << "-byte units), " << daemon.memory().backing().detail;
+                      << FormatSize(c.memory.block_size_bytes) << " blocks, values packed in "
+                      << storage::kPoolUnitBytes << "-byte units), " << daemon.memory().backing().detail;
   if (daemon.rdma() != nullptr) LOG_INFO_C("start") << daemon.rdma()->Describe();
   LOG_INFO_C("start") << "serving on " << address << "; admin endpoint on " << daemon.admin().scheme() << "://"
                       << c.network.host << ":" << daemon.admin_port();

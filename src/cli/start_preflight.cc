@@ -17,16 +17,16 @@
 namespace memkv::cli {
 namespace {
 
-Status CheckTls(const NetworkConfig& n) {
+Status CheckTls(const config::NetworkConfig& n) {
   if (n.tls_cert.empty() && n.tls_key.empty()) return Status::Ok();
-  Result<TlsContext> tls = TlsContext::Create(n.tls_cert, n.tls_key);
+  Result<http::TlsContext> tls = http::TlsContext::Create(n.tls_cert, n.tls_key);
   if (!tls.ok()) return InvalidArgument("network.tls_cert/tls_key (the admin endpoint's HTTPS): " + tls.status().message());
   return Status::Ok();
 }
 
 // The pool is one mapping of memory.max_size: larger than the host's memory
 // it cannot be backed (mmap refuses, or the OOM killer ends it later).
-Status CheckMemory(const MemoryConfig& m, const PreflightOptions& options) {
+Status CheckMemory(const config::MemoryConfig& m, const PreflightOptions& options) {
   const uint64_t physical = PhysicalMemoryBytes();
   if (physical != 0 && m.max_size_bytes > physical) {
     return FailedPrecondition("memory.max_size " + FormatSize(m.max_size_bytes) + " is more than this host's memory (" +
@@ -40,11 +40,11 @@ Status CheckMemory(const MemoryConfig& m, const PreflightOptions& options) {
   }
   if (options.pin_reason.empty() || !options.check_only) return Status::Ok();
   const std::string pinned = "the memory pool is pinned (" + options.pin_reason + "), so it must be 2 MiB hugepages";
-  Result<HugePageCounts> counts = HugePageReader().Read2MiB();
+  Result<storage::HugePageCounts> counts = storage::HugePageReader().Read2MiB();
   if (!counts.ok()) return FailedPrecondition(pinned + ", but their counts cannot be read: " + counts.status().message());
-  const uint64_t needed = HugePagesFor(m.max_size_bytes);
+  const uint64_t needed = storage::HugePagesFor(m.max_size_bytes);
   if (counts->available() >= needed) return Status::Ok();
-  Status short_status = NotEnoughHugePages(m.max_size_bytes, *counts);
+  Status short_status = storage::NotEnoughHugePages(m.max_size_bytes, *counts);
   if (options.check_only && counts->total >= needed) {
     LOG_WARN_C("start") << pinned << ": " << short_status.message()
                         << "; a running server may hold them, and they come free when it stops";
@@ -54,7 +54,7 @@ Status CheckMemory(const MemoryConfig& m, const PreflightOptions& options) {
 }
 
 // Without network.auth_key: an existing key file must be one start accepts.
-Status CheckKeyFile(const NetworkConfig& n, const std::string& data_dir) {
+Status CheckKeyFile(const config::NetworkConfig& n, const std::string& data_dir) {
   if (n.auth_key) return Status::Ok();
   const std::string path = data_dir + "/auth.key";
   struct stat st{};
@@ -70,13 +70,13 @@ Status CheckKeyFile(const NetworkConfig& n, const std::string& data_dir) {
 
 }  // namespace
 
-Status CheckPortsFree(const NetworkConfig& network) {
+Status CheckPortsFree(const config::NetworkConfig& network) {
   if (network.port == 0) return Status::Ok();  // any free port: nothing to collide with
   const uint16_t ports[] = {network.port, static_cast<uint16_t>(network.port + 1)};
   const char* what[] = {"network.address", "the admin endpoint (network.address port + 1)"};
   for (size_t i = 0; i < 2; ++i) {
     // Bound and closed again at once; the server binds it for good later.
-    Result<UniqueFd> probe = ListenTcp(network.host, ports[i], 1);
+    Result<UniqueFd> probe = io::ListenTcp(network.host, ports[i], 1);
     if (!probe.ok()) {
       return Unavailable(std::string(what[i]) + " " + network.host + ":" + std::to_string(ports[i]) +
                          " cannot be bound: " + probe.status().message() +
@@ -92,7 +92,7 @@ uint64_t PhysicalMemoryBytes() {
   return pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
 }
 
-Status Preflight(const ServerConfig& config, const PreflightOptions& options) {
+Status Preflight(const config::ServerConfig& config, const PreflightOptions& options) {
   // Every problem at once, one line each, as the config loader reports them.
   Status first = Status::Ok();
   std::string lines;

@@ -30,13 +30,13 @@ struct PreflightOptions {
 // Ok, or every reason start would refuse, one line each naming the field
 // and the fix (the status code is the first one's).
 // Degraded-but-serving cases (a missing drive of several) are WARN log lines.
-Status Preflight(const ServerConfig& config, const PreflightOptions& options);
+Status Preflight(const config::ServerConfig& config, const PreflightOptions& options);
 
 // start only (not --check, which runs beside the server it checks): the data
 // port and the admin port (port + 1) can be bound now. Checked before the
 // auth key or any drive file is created, so a start on a busy port leaves
 // nothing behind. Unavailable naming the address and the errno text.
-Status CheckPortsFree(const NetworkConfig& network);
+Status CheckPortsFree(const config::NetworkConfig& network);
 
 // This host's physical memory; 0 when unknown.
 uint64_t PhysicalMemoryBytes();

@@ -87,9 +87,9 @@ class ClientImpl final : public Client {
   // fallbacks into them); the pools then offer RDMA on new connections.
   Status StartRdma(const ClientOptions& options) {
     client::RdmaSettings settings;
-    settings.mode = options.transport == "rdma"  ? TransportMode::kRdma
-                    : options.transport == "tcp" ? TransportMode::kTcp
-                                                 : TransportMode::kAuto;
+    settings.mode = options.transport == "rdma"  ? config::TransportMode::kRdma
+                    : options.transport == "tcp" ? config::TransportMode::kTcp
+                                                 : config::TransportMode::kAuto;
     settings.devices = options.rdma_devices;
     settings.mtu = options.rdma_mtu;
     settings.retry_count = static_cast<uint8_t>(options.rdma_retry_count);
@@ -98,7 +98,7 @@ class ClientImpl final : public Client {
     settings.gid_index = options.rdma_gid_index;
     settings.traffic_class = options.rdma_traffic_class;
     settings.service_level = options.rdma_service_level;
-    if (settings.mode == TransportMode::kTcp) return Status::Ok();
+    if (settings.mode == config::TransportMode::kTcp) return Status::Ok();
     ScopedLogTarget log_scope(&log_target_);
     MEMKV_ASSIGN_OR_RETURN(rdma_, RdmaEngine::Create(settings, *provider_, &counters_));
     for (auto& pool : pools_) pool->set_rdma(rdma_.get());
@@ -205,15 +205,15 @@ class ClientImpl final : public Client {
 
   // Serves GET /metrics on `bind` (MEMKV_PROMETHEUS_BIND) until destroyed.
   Status StartExporter(const std::string& bind) {
-    MEMKV_ASSIGN_OR_RETURN(ServerAddress address, ParseServerAddress(bind));
-    HttpServerOptions http;
+    MEMKV_ASSIGN_OR_RETURN(config::ServerAddress address, config::ParseServerAddress(bind));
+    http::HttpServerOptions http;
     http.host = address.host;
     http.port = address.port;
     http.log_target = &log_target_;
-    Result<std::unique_ptr<HttpServer>> server = HttpServer::Create(http);
+    Result<std::unique_ptr<http::HttpServer>> server = http::HttpServer::Create(http);
     if (!server.ok()) return server.status().WithContext("MEMKV_PROMETHEUS_BIND " + bind);
-    auto text = [this](const HttpRequest&) {
-      HttpResponse r;
+    auto text = [this](const http::HttpRequest&) {
+      http::HttpResponse r;
       r.content_type = std::string(metrics::kPrometheusContentType);
       r.body = metrics_.Text(Stats());
       return r;
@@ -429,7 +429,7 @@ class ClientImpl final : public Client {
   // Runs the asynchronous submissions; shut down first by the destructor.
   std::shared_ptr<client::Driver> driver_;
   // Last: stopped first, as its handler reads the members above.
-  std::unique_ptr<HttpServer> exporter_;
+  std::unique_ptr<http::HttpServer> exporter_;
 };
 
 Result<Key32> ParseAuthKey(const std::string& hex) {
@@ -472,7 +472,7 @@ Result<std::unique_ptr<Client>> CreateClientWithVerbs(const ClientOptions& optio
   std::vector<std::string> names;
   std::vector<std::string> ids;  // what keys are placed by: the spelling of a server does not move them
   for (size_t i = 0; i < options.servers.size(); ++i) {
-    Result<ServerAddress> address = ParseServerAddress(options.servers[i]);
+    Result<config::ServerAddress> address = config::ParseServerAddress(options.servers[i]);
     if (!address.ok()) {
       return InvalidArgument("servers[" + std::to_string(i) + "]: " + address.status().message());
     }

@@ -10,15 +10,17 @@
 namespace memkv {
 
 Result<std::unique_ptr<Client>> Client::CreateFromEnvironment() {
-  EnvLookup env = [](std::string_view name) -> std::optional<std::string> {
+  config::EnvLookup env = [](std::string_view name) -> std::optional<std::string> {
     const char* value = std::getenv(std::string(name).c_str());
     if (value == nullptr) return std::nullopt;
     return std::string(value);
   };
-  MEMKV_ASSIGN_OR_RETURN(ClientConfig config, LoadClientConfig(env));
+  MEMKV_ASSIGN_OR_RETURN(config::ClientConfig config, config::LoadClientConfig(env));
   return CreateClient(config);
 }
 
-Result<std::unique_ptr<Client>> CreateClient(const ClientConfig& config) { return Client::Create(config.options); }
+Result<std::unique_ptr<Client>> CreateClient(const config::ClientConfig& config) {
+  return Client::Create(config.options);
+}
 
 }  // namespace memkv

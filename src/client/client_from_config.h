@@ -12,7 +12,7 @@
 
 namespace memkv {
 
-Result<std::unique_ptr<Client>> CreateClient(const ClientConfig& config);
+Result<std::unique_ptr<Client>> CreateClient(const config::ClientConfig& config);
 
 // Client::Create with the verbs implementation to use (tests pass a
 // verbs::FakeFabric; Client::Create uses verbs::SystemProvider()).

@@ -49,8 +49,8 @@ std::unique_ptr<Client> MakeClient(const ClientOptions& o) {
 
 // A loopback port with nothing listening on it.
 std::string ClosedAddress() {
-  UniqueFd fd = ListenTcp("127.0.0.1", 0, 1).value();
-  uint16_t port = LocalPort(fd.get()).value();
+  UniqueFd fd = io::ListenTcp("127.0.0.1", 0, 1).value();
+  uint16_t port = io::LocalPort(fd.get()).value();
   return "127.0.0.1:" + std::to_string(port);  // closed when fd goes
 }
 

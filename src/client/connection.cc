@@ -85,7 +85,7 @@ Status Connection::ConnectNext(Status last) {
       last = Unavailable("socket() for " + name_ + ": " + ErrnoMessage(errno));
       continue;
     }
-    MEMKV_RETURN_IF_ERROR(SetNoDelay(fd.get()));
+    MEMKV_RETURN_IF_ERROR(io::SetNoDelay(fd.get()));
     int rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address.addr), address.len);
     if (rc == 0) {  // loopback can connect at once
       fd_ = std::move(fd);

@@ -93,7 +93,7 @@ Status Connection::Send() {
     if (n >= 0) {
       ClientCounters::Add(counters_->bytes_sent, static_cast<uint64_t>(n));
       bytes_written_ += static_cast<uint64_t>(n);
-      send_first_ = AdvanceIov(send_iov_, send_first_, static_cast<size_t>(n));
+      send_first_ = io::AdvanceIov(send_iov_, send_first_, static_cast<size_t>(n));
       continue;
     }
     if (errno == EINTR) continue;

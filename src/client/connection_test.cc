@@ -51,10 +51,10 @@ struct ReadFrame {
 
 Status ReadOne(int fd, ReadFrame* f) {
   const Nanos deadline = MonotonicNanos() + 5000 * kMs;
-  MEMKV_RETURN_IF_ERROR(RecvAll(fd, f->raw, sizeof(f->raw), deadline));
+  MEMKV_RETURN_IF_ERROR(io::RecvAll(fd, f->raw, sizeof(f->raw), deadline));
   MEMKV_RETURN_IF_ERROR(proto::DecodeFields(f->raw, &f->header));
   f->meta.resize(f->header.meta_len);
-  if (!f->meta.empty()) MEMKV_RETURN_IF_ERROR(RecvAll(fd, f->meta.data(), f->meta.size(), deadline));
+  if (!f->meta.empty()) MEMKV_RETURN_IF_ERROR(io::RecvAll(fd, f->meta.data(), f->meta.size(), deadline));
   return Status::Ok();
 }
 
@@ -90,7 +90,7 @@ std::vector<uint8_t> EncodeAnswer(proto::FrameAuth& auth, const proto::FrameHead
 
 Status SendBytes(int fd, const uint8_t* data, size_t size) {
   iovec v{const_cast<uint8_t*>(data), size};
-  return SendAll(fd, std::span<iovec>(&v, 1), MonotonicNanos() + 5000 * kMs);
+  return io::SendAll(fd, std::span<iovec>(&v, 1), MonotonicNanos() + 5000 * kMs);
 }
 
 Status Answer(int fd, proto::FrameAuth& auth, const proto::FrameHeader& request, StatusCode status,
@@ -191,7 +191,7 @@ TEST(ConnectionTest, BigPutsAndGetsInOnePipelineDoNotDeadlock) {
       ReadFrame f;
       if (!ReadSigned(p, &f)) return;
       if (f.header.payload_len > 0 &&
-          !RecvAll(p.peer.get(), sink.data(), f.header.payload_len, MonotonicNanos() + 5000 * kMs).ok()) {
+          !io::RecvAll(p.peer.get(), sink.data(), f.header.payload_len, MonotonicNanos() + 5000 * kMs).ok()) {
         return;
       }
       bool get = f.header.opcode == static_cast<uint8_t>(proto::Opcode::kGet);

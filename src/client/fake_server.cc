@@ -41,7 +41,7 @@ Status Respond(int fd, proto::FrameAuth* auth, const proto::FrameHeader& request
     std::memcpy(head.data() + proto::kFieldsSize, tag.data(), tag.size());
   }
   iovec iov[2] = {{head.data(), head.size()}, {const_cast<uint8_t*>(payload.data()), payload.size()}};
-  return SendAll(fd, std::span<iovec>(iov, payload.empty() ? 1 : 2), Far());
+  return io::SendAll(fd, std::span<iovec>(iov, payload.empty() ? 1 : 2), Far());
 }
 
 struct Frame {
@@ -51,10 +51,10 @@ struct Frame {
 };
 
 Status ReadFrameHead(int fd, Frame* f) {
-  MEMKV_RETURN_IF_ERROR(RecvAll(fd, f->raw, sizeof(f->raw), Far()));
+  MEMKV_RETURN_IF_ERROR(io::RecvAll(fd, f->raw, sizeof(f->raw), Far()));
   MEMKV_RETURN_IF_ERROR(proto::DecodeFields(f->raw, &f->header));
   f->meta.resize(f->header.meta_len);
-  if (!f->meta.empty()) MEMKV_RETURN_IF_ERROR(RecvAll(fd, f->meta.data(), f->meta.size(), Far()));
+  if (!f->meta.empty()) MEMKV_RETURN_IF_ERROR(io::RecvAll(fd, f->meta.data(), f->meta.size(), Far()));
   return Status::Ok();
 }
 
@@ -62,10 +62,10 @@ Status ReadFrameHead(int fd, Frame* f) {
 
 std::unique_ptr<FakeServer> FakeServer::Start(const Key32& key, Mode mode, uint32_t max_inflight) {
   std::unique_ptr<FakeServer> server(new FakeServer(key, mode, max_inflight));
-  Result<UniqueFd> listener = ListenTcp("127.0.0.1", 0, 64);
+  Result<UniqueFd> listener = io::ListenTcp("127.0.0.1", 0, 64);
   if (!listener.ok()) return nullptr;
   server->listener_ = std::move(listener).value();
-  server->port_ = LocalPort(server->listener_.get()).value();
+  server->port_ = io::LocalPort(server->listener_.get()).value();
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return nullptr;
   server->stop_read_.Reset(pipe_fds[0]);
@@ -150,7 +150,7 @@ Status FakeServer::ServeFrames(int fd) {
     if (mode_.load() == Mode::kBadConnectTag) t[0] ^= 1;
     std::memcpy(head.data() + proto::kFieldsSize, t.data(), t.size());
     iovec iov{head.data(), head.size()};
-    MEMKV_RETURN_IF_ERROR(SendAll(fd, std::span<iovec>(&iov, 1), Far()));
+    MEMKV_RETURN_IF_ERROR(io::SendAll(fd, std::span<iovec>(&iov, 1), Far()));
   }
   std::array<uint8_t, proto::kNonceSize> client_nonce;
   std::memcpy(client_nonce.data(), f.meta.data(), client_nonce.size());
@@ -164,7 +164,7 @@ Status FakeServer::ServeFrames(int fd) {
       return Respond(fd, auth.get(), f.header, StatusCode::kAuthFailed, "frame tag does not verify");
     }
     std::vector<uint8_t> payload(f.header.payload_len);
-    if (!payload.empty()) MEMKV_RETURN_IF_ERROR(RecvAll(fd, payload.data(), payload.size(), Far()));
+    if (!payload.empty()) MEMKV_RETURN_IF_ERROR(io::RecvAll(fd, payload.data(), payload.size(), Far()));
     requests_.fetch_add(1);
     const Mode mode = mode_.load();
     if (mode == Mode::kSilentAfterHandshake) continue;

@@ -404,14 +404,14 @@ RdmaEngine::~RdmaEngine() = default;
 
 Result<std::unique_ptr<RdmaEngine>> RdmaEngine::Create(const RdmaSettings& settings, verbs::Provider& provider,
                                                        ClientCounters* counters) {
-  if (settings.mode == TransportMode::kTcp) return std::unique_ptr<RdmaEngine>();
+  if (settings.mode == config::TransportMode::kTcp) return std::unique_ptr<RdmaEngine>();
   std::unique_ptr<RdmaEngine> engine(new RdmaEngine(settings, counters));
   Status s = engine->Open(provider);
   if (s.ok()) {
     engine->active_.store(true, std::memory_order_release);
     return engine;
   }
-  if (settings.mode == TransportMode::kRdma) {
+  if (settings.mode == config::TransportMode::kRdma) {
     return FailedPrecondition(s.message() + "; MEMKV_TRANSPORT=rdma never falls back to TCP: fix RDMA, "
                               "or use auto or tcp");
   }
@@ -466,7 +466,7 @@ Status RdmaEngine::Open(verbs::Provider& provider) {
 }
 
 bool RdmaEngine::OnFailure(const std::string& reason, bool normal_state) {
-  if (settings_.mode != TransportMode::kAuto) return false;
+  if (settings_.mode != config::TransportMode::kAuto) return false;
   active_.store(false, std::memory_order_release);
   bool first = false;
   if (downgraded_.compare_exchange_strong(first, true)) {

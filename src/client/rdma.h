@@ -40,7 +40,7 @@
 namespace memkv::client {
 
 struct RdmaSettings {
-  TransportMode mode = TransportMode::kAuto;
+  config::TransportMode mode = config::TransportMode::kAuto;
   std::vector<std::string> devices;  // empty: the first device present
   uint32_t mtu = 4096;
   uint8_t retry_count = 6;
@@ -252,7 +252,7 @@ class RdmaEngine {
   // auto on a host without any RDMA device: TCP from the start, a normal
   // state rather than a fallback (not counted in ClientStats::fallbacks).
   bool no_device() const { return no_device_.load(std::memory_order_acquire); }
-  TransportMode mode() const { return settings_.mode; }
+  config::TransportMode mode() const { return settings_.mode; }
   // An RDMA failure. auto: downgrade for good (WARN once, counted) and true
   // ("re-issue over TCP"); rdma: false (the caller reports the error).
   // `normal_state` (no device at all): the line is INFO, not WARN, and it

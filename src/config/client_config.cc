@@ -12,10 +12,10 @@
 #include "config/flat_yaml.h"
 #include "config/host_port.h"
 
-namespace memkv {
+namespace memkv::config {
 namespace {
 
-using config_internal::Diagnostics;
+using internal::Diagnostics;
 
 // ---- The option table ----
 //
@@ -111,7 +111,7 @@ Status SetServers(Values v, const std::string& src, ClientOptions* o) {
 
 Status SetAuthKey(Values v, const std::string& src, ClientOptions* o) {
   // The key is never echoed: the message says only what is wrong with it.
-  Result<std::vector<uint8_t>> key = config_internal::ParseAuthKeyHex(v.front());
+  Result<std::vector<uint8_t>> key = internal::ParseAuthKeyHex(v.front());
   if (!key.ok()) return InvalidArgument(src + ": " + key.status().message());
   o->auth_key_hex = v.front();
   return Status::Ok();
@@ -155,7 +155,7 @@ Status SetRdmaDevices(Values v, const std::string& src, ClientOptions* o) {
 Status SetPrometheusBind(Values v, const std::string& src, ClientOptions* o) {
   const std::string& text = v.front();
   if (!text.empty()) {
-    Result<config_internal::HostPort> split = config_internal::SplitHostPort(text);
+    Result<internal::HostPort> split = internal::SplitHostPort(text);
     // Port 0 would be a port nobody learns, so nothing could scrape it.
     if (!split.ok() || split->port == 0 || split->port > UINT16_MAX) {
       const std::string why = split.ok() ? "port " + std::to_string(split->port) + " is out of range"
@@ -294,16 +294,16 @@ std::string DefaultCell(const ClientOptionInfo& info) {
 
 // A value of the file through the row's setter: one string, or the list's
 // strings. A null value ("key:" alone) keeps the default.
-void ReadClientField(const OptionRow& row, const config_internal::FlatYamlEntry& entry, Diagnostics* d,
+void ReadClientField(const OptionRow& row, const internal::FlatYamlEntry& entry, Diagnostics* d,
                      ClientOptions* options) {
-  using Kind = config_internal::FlatYamlValue::Kind;
+  using Kind = internal::FlatYamlValue::Kind;
   const std::string& path = entry.key;
-  const config_internal::FlatYamlValue& value = entry.value;
+  const internal::FlatYamlValue& value = entry.value;
   if (value.kind == Kind::kNull) return;
   const Kind want = row.info.is_list ? Kind::kList : Kind::kScalar;
   if (value.kind != want) {
     d->Fail(path, path + ": expected " + (row.info.is_list ? "a list" : "a string") + ", got " +
-                      std::string(config_internal::FlatYamlKind(value)));
+                      std::string(internal::FlatYamlKind(value)));
     return;
   }
   std::vector<std::string> values = value.items;
@@ -312,12 +312,12 @@ void ReadClientField(const OptionRow& row, const config_internal::FlatYamlEntry&
 }
 
 void ParseYamlInto(std::string_view yaml_text, Diagnostics* d, ClientOptions* options) {
-  std::optional<std::vector<config_internal::FlatYamlEntry>> entries = config_internal::ParseFlatYaml(yaml_text, d);
+  std::optional<std::vector<internal::FlatYamlEntry>> entries = internal::ParseFlatYaml(yaml_text, d);
   if (!entries) return;
   std::vector<std::string_view> names;
   for (const OptionRow& row : kRows) names.push_back(row.info.name);
   std::set<std::string, std::less<>> seen;
-  for (const config_internal::FlatYamlEntry& entry : *entries) {
+  for (const internal::FlatYamlEntry& entry : *entries) {
     d->NoteLocation(entry.key, entry.line, entry.value_column);
     if (!seen.insert(entry.key).second) {
       d->Fail(entry.key, "duplicate field '" + entry.key + "'; give each field once");
@@ -327,10 +327,10 @@ void ParseYamlInto(std::string_view yaml_text, Diagnostics* d, ClientOptions* op
                             [&](const OptionRow& r) { return r.info.name == entry.key; });
     if (row == std::end(kRows)) {
       std::string text = "unknown field '" + entry.key + "'";
-      if (std::optional<std::string_view> close = config_internal::ClosestName(entry.key, names)) {
+      if (std::optional<std::string_view> close = internal::ClosestName(entry.key, names)) {
         text += " (did you mean '" + std::string(*close) + "'?)";
       }
-      d->Fail(entry.key, text + "; allowed: " + config_internal::JoinNames(names));
+      d->Fail(entry.key, text + "; allowed: " + internal::JoinNames(names));
       continue;
     }
     ReadClientField(*row, entry, d, options);
@@ -393,7 +393,7 @@ ClientConfig Resolved(ClientOptions options) {
   for (const std::string& server : options.servers) {
     if (Result<ServerAddress> a = ParseServerAddress(server); a.ok()) config.servers.push_back(std::move(*a));
   }
-  if (Result<std::vector<uint8_t>> key = config_internal::ParseAuthKeyHex(options.auth_key_hex); key.ok()) {
+  if (Result<std::vector<uint8_t>> key = internal::ParseAuthKeyHex(options.auth_key_hex); key.ok()) {
     config.auth_key = std::move(*key);
   }
   config.options = std::move(options);
@@ -401,11 +401,15 @@ ClientConfig Resolved(ClientOptions options) {
 }
 
 }  // namespace
+}  // namespace memkv::config
 
-std::span<const ClientOptionInfo> ClientOptionTable() { return Infos(); }
+// The client-option API of memkv/client.h, over the table above.
+namespace memkv {
+
+std::span<const ClientOptionInfo> ClientOptionTable() { return config::Infos(); }
 
 const ClientOptionInfo* FindClientOption(std::string_view name) {
-  for (const ClientOptionInfo& info : Infos()) {
+  for (const ClientOptionInfo& info : config::Infos()) {
     if (info.name == name) return &info;
   }
   return nullptr;
@@ -413,8 +417,8 @@ const ClientOptionInfo* FindClientOption(std::string_view name) {
 
 Status SetClientOptionList(ClientOptions* options, std::string_view name, std::span<const std::string> values,
                            std::string_view source) {
-  const OptionRow* row = FindRow(name);
-  if (row == nullptr) return UnknownOption(name, source);
+  const config::OptionRow* row = config::FindRow(name);
+  if (row == nullptr) return config::UnknownOption(name, source);
   const std::string src(source.empty() ? name : source);
   if (!row->info.is_list && values.size() != 1) {
     return InvalidArgument(src + ": " + std::to_string(values.size()) + " values; allowed: one");
@@ -424,19 +428,19 @@ Status SetClientOptionList(ClientOptions* options, std::string_view name, std::s
 
 Status SetClientOption(ClientOptions* options, std::string_view name, std::string_view value,
                        std::string_view source) {
-  const OptionRow* row = FindRow(name);
-  if (row == nullptr) return UnknownOption(name, source);
+  const config::OptionRow* row = config::FindRow(name);
+  if (row == nullptr) return config::UnknownOption(name, source);
   const std::string src(source.empty() ? name : source);
   if (!row->info.is_list) {
-    const std::string text = Trim(value);
+    const std::string text = config::Trim(value);
     return row->set(std::span<const std::string>(&text, 1), src, options);
   }
-  MEMKV_ASSIGN_OR_RETURN(std::vector<std::string> items, SplitList(value, src));
+  MEMKV_ASSIGN_OR_RETURN(std::vector<std::string> items, config::SplitList(value, src));
   return row->set(items, src, options);
 }
 
 std::string ClientOptionText(const ClientOptions& options, std::string_view name) {
-  const OptionRow* row = FindRow(name);
+  const config::OptionRow* row = config::FindRow(name);
   if (row == nullptr) return "";
   std::string text;
   for (const std::string& value : row->get(options)) text += (text.empty() ? "" : ",") + value;
@@ -446,7 +450,7 @@ std::string ClientOptionText(const ClientOptions& options, std::string_view name
 Status CheckClientOptions(const ClientOptions& options) {
   if (options.servers.empty()) return InvalidArgument("servers: none given; list at least one host:port");
   ClientOptions scratch;
-  for (const OptionRow& row : kRows) {
+  for (const config::OptionRow& row : config::kRows) {
     const std::vector<std::string> values = row.get(options);
     MEMKV_RETURN_IF_ERROR(row.set(values, std::string(row.info.name), &scratch));
   }
@@ -454,8 +458,8 @@ Status CheckClientOptions(const ClientOptions& options) {
 }
 
 Status SetClientOptionsFromEnvironment(ClientOptions* options, const ClientEnvLookup& env) {
-  Diagnostics d("");
-  ApplyEnv(env, &d, options);
+  config::Diagnostics d("");
+  config::ApplyEnv(env, &d, options);
   return d.ToStatus();
 }
 
@@ -464,11 +468,15 @@ std::string ClientOptionsMarkdown() {
       "| option (YAML key) | variable | default | allowed | meaning |\n"
       "|---|---|---|---|---|\n";
   for (const ClientOptionInfo& info : ClientOptionTable()) {
-    out += "| `" + std::string(info.name) + "` | `" + std::string(info.env) + "` | " + DefaultCell(info) + " | " +
-           std::string(info.allowed) + " | " + std::string(info.doc) + " |\n";
+    out += "| `" + std::string(info.name) + "` | `" + std::string(info.env) + "` | " + config::DefaultCell(info) +
+           " | " + std::string(info.allowed) + " | " + std::string(info.doc) + " |\n";
   }
   return out;
 }
+
+}  // namespace memkv
+
+namespace memkv::config {
 
 std::string_view TransportModeName(TransportMode mode) {
   switch (mode) {
@@ -479,11 +487,11 @@ std::string_view TransportModeName(TransportMode mode) {
   return "unknown";
 }
 
-std::string ServerAddress::ToString() const { return config_internal::JoinHostPort(host, port); }
+std::string ServerAddress::ToString() const { return internal::JoinHostPort(host, port); }
 
 Result<ServerAddress> ParseServerAddress(std::string_view text) {
   constexpr std::string_view kAllowed = "; allowed: host:port or [IPv6]:port, port 1..65535";
-  Result<config_internal::HostPort> split = config_internal::SplitHostPort(text);
+  Result<internal::HostPort> split = internal::SplitHostPort(text);
   if (!split.ok()) return InvalidArgument(split.status().message() + std::string(kAllowed));
   if (split->port == 0 || split->port > UINT16_MAX) {
     return InvalidArgument("'" + std::string(text) + "': port " + std::to_string(split->port) +
@@ -509,7 +517,7 @@ Result<ClientConfig> LoadClientConfig(const EnvLookup& env) {
   bool file_unreadable = false;
   std::optional<std::string> config_path = GetEnv(env, "MEMKV_CONFIG");
   if (config_path) {
-    Result<std::string> text = config_internal::ReadConfigFile(*config_path);
+    Result<std::string> text = internal::ReadConfigFile(*config_path);
     if (!text.ok()) {
       problems.push_back("MEMKV_CONFIG: " + text.status().message());
       file_unreadable = true;
@@ -525,8 +533,8 @@ Result<ClientConfig> LoadClientConfig(const EnvLookup& env) {
   std::set<std::string> unreadable;
   CollectUnreadable(file_d ? &*file_d : nullptr, file_unreadable, env_d, &unreadable);
   CheckRequired(options, config_path, unreadable, &problems);
-  if (!problems.empty()) return config_internal::JoinProblems(problems);
+  if (!problems.empty()) return internal::JoinProblems(problems);
   return Resolved(std::move(options));
 }
 
-}  // namespace memkv
+}  // namespace memkv::config

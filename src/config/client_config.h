@@ -17,7 +17,7 @@
 #include "memkv/client.h"
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::config {
 
 enum class TransportMode { kAuto, kRdma, kTcp };
 std::string_view TransportModeName(TransportMode mode);
@@ -52,6 +52,6 @@ Result<ClientConfig> LoadClientConfig(const EnvLookup& env);
 // The parts of LoadClientConfig, for tests.
 Result<ClientConfig> ParseClientConfigYaml(std::string_view yaml_text, std::string_view source);
 
-}  // namespace memkv
+}  // namespace memkv::config
 
 #endif  // MEMKV_CONFIG_CLIENT_CONFIG_H_

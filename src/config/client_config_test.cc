@@ -8,13 +8,13 @@
 
 #include "config/config_test_util.h"
 
-namespace memkv {
+namespace memkv::config {
 namespace {
 
-using config_test::CountLinesWith;
-using config_test::HasLineWith;
-using config_test::ProblemLines;
-using config_test::TempFile;
+using testing::CountLinesWith;
+using testing::HasLineWith;
+using testing::ProblemLines;
+using testing::TempFile;
 
 const std::string kKey(64, 'a');
 
@@ -276,4 +276,4 @@ TEST(ClientConfigLoadTest, MissingValuesPointAtTheNamedFile) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::config

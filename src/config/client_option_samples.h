@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace memkv::test_samples {
+namespace memkv::config::test_samples {
 
 struct Sample {
   std::string name;
@@ -49,6 +49,6 @@ inline const Sample& SampleFor(std::string_view name) {
   std::abort();  // a table row without a sample: add one above
 }
 
-}  // namespace memkv::test_samples
+}  // namespace memkv::config::test_samples
 
 #endif  // MEMKV_CONFIG_CLIENT_OPTION_SAMPLES_H_

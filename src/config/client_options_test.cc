@@ -15,7 +15,7 @@
 #include "memkv/client.h"
 #include "config/client_option_samples.h"
 
-namespace memkv {
+namespace memkv::config {
 namespace {
 
 EnvLookup MapEnv(std::map<std::string, std::string> vars) {
@@ -130,4 +130,4 @@ TEST(ClientOptionTableTest, DocsCarryTheTable) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::config

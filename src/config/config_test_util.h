@@ -14,7 +14,7 @@
 
 #include "memkv/status.h"
 
-namespace memkv::config_test {
+namespace memkv::config::testing {
 
 // The lines of a failed load; fails the test when it did not fail with
 // InvalidArgument.
@@ -80,6 +80,6 @@ class TempFile {
   std::string path_;
 };
 
-}  // namespace memkv::config_test
+}  // namespace memkv::config::testing
 
 #endif  // MEMKV_CONFIG_CONFIG_TEST_UTIL_H_

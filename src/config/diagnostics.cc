@@ -12,7 +12,7 @@
 #include "base/errno_text.h"
 #include "base/unique_fd.h"
 
-namespace memkv::config_internal {
+namespace memkv::config::internal {
 namespace {
 
 // Config files are a few KiB; the cap keeps a mistaken path such as
@@ -185,4 +185,4 @@ Result<std::string> ReadConfigFile(const std::string& path) {
   }
 }
 
-}  // namespace memkv::config_internal
+}  // namespace memkv::config::internal

@@ -26,7 +26,7 @@
 
 #include "memkv/status.h"
 
-namespace memkv::config_internal {
+namespace memkv::config::internal {
 
 class Diagnostics {
  public:
@@ -94,6 +94,6 @@ Result<std::vector<uint8_t>> ParseAuthKeyHex(std::string_view text);
 // Reads a small text file; IoError naming the path and the errno text.
 Result<std::string> ReadConfigFile(const std::string& path);
 
-}  // namespace memkv::config_internal
+}  // namespace memkv::config::internal
 
 #endif  // MEMKV_CONFIG_DIAGNOSTICS_H_

@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-namespace memkv::config_internal {
+namespace memkv::config::internal {
 namespace {
 
 constexpr std::string_view kAllowed =
@@ -270,4 +270,4 @@ std::optional<std::vector<FlatYamlEntry>> ParseFlatYaml(std::string_view text, D
   return entries;
 }
 
-}  // namespace memkv::config_internal
+}  // namespace memkv::config::internal

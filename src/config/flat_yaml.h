@@ -27,7 +27,7 @@
 
 #include "config/diagnostics.h"
 
-namespace memkv::config_internal {
+namespace memkv::config::internal {
 
 struct FlatYamlValue {
   enum class Kind { kNull, kScalar, kList };
@@ -52,6 +52,6 @@ std::optional<std::vector<FlatYamlEntry>> ParseFlatYaml(std::string_view text, D
 // "nothing", "a string", "a list": what a value holds, for messages.
 std::string_view FlatYamlKind(const FlatYamlValue& value);
 
-}  // namespace memkv::config_internal
+}  // namespace memkv::config::internal
 
 #endif  // MEMKV_CONFIG_FLAT_YAML_H_

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace memkv::config_internal {
+namespace memkv::config::internal {
 namespace {
 
 using Kind = FlatYamlValue::Kind;
@@ -94,4 +94,4 @@ TEST(FlatYamlTest, RefusesWhatAClientConfigDoesNotHoldNamingTheLine) {
 }
 
 }  // namespace
-}  // namespace memkv::config_internal
+}  // namespace memkv::config::internal

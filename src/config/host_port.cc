@@ -8,7 +8,7 @@
 #include "base/parse_number.h"
 #include "config/diagnostics.h"
 
-namespace memkv::config_internal {
+namespace memkv::config::internal {
 namespace {
 
 constexpr size_t kMaxHostnameLength = 253;
@@ -119,4 +119,4 @@ std::string JoinHostPort(std::string_view host, uint64_t port) {
   return out + ":" + std::to_string(port);
 }
 
-}  // namespace memkv::config_internal
+}  // namespace memkv::config::internal

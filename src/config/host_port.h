@@ -12,7 +12,7 @@
 
 #include "memkv/status.h"
 
-namespace memkv::config_internal {
+namespace memkv::config::internal {
 
 struct HostPort {
   std::string host;   // without brackets
@@ -30,6 +30,6 @@ std::optional<std::string> CheckHost(std::string_view host);
 // "host:port", with brackets around an IPv6 host.
 std::string JoinHostPort(std::string_view host, uint64_t port);
 
-}  // namespace memkv::config_internal
+}  // namespace memkv::config::internal
 
 #endif  // MEMKV_CONFIG_HOST_PORT_H_

@@ -9,31 +9,31 @@
 #include "config/server_rules.h"
 #include "config/yaml_fields.h"
 
-namespace memkv {
+namespace memkv::config {
 namespace {
 
-using config_internal::Diagnostics;
-using config_internal::ReadMap;
-using config_internal::ReadString;
-using config_internal::BoolField;
-using config_internal::SizeField;
-using config_internal::StringField;
-using config_internal::Uint32Field;
+using internal::BoolField;
+using internal::Diagnostics;
+using internal::ReadMap;
+using internal::ReadString;
+using internal::SizeField;
+using internal::StringField;
+using internal::Uint32Field;
 
-using config_internal::kAddressAllowed;
-using config_internal::kGidIndexAllowed;
-using config_internal::kMtuAllowed;
-using config_internal::kNumDcisAllowed;
-using config_internal::kIoThreadsAllowed;
-using config_internal::kSyncIntervalAllowed;
-using config_internal::kServiceLevelAllowed;
-using config_internal::kTrafficClassAllowed;
+using internal::kAddressAllowed;
+using internal::kGidIndexAllowed;
+using internal::kIoThreadsAllowed;
+using internal::kMtuAllowed;
+using internal::kNumDcisAllowed;
+using internal::kServiceLevelAllowed;
+using internal::kSyncIntervalAllowed;
+using internal::kTrafficClassAllowed;
 
 void ReadAddress(const YAML::Node& node, const std::string& path, Diagnostics* d,
                  NetworkConfig* out) {
   std::string text;
   if (!ReadString(node, path, d, &text)) return;
-  Result<config_internal::HostPort> split = config_internal::SplitHostPort(text);
+  Result<internal::HostPort> split = internal::SplitHostPort(text);
   if (!split.ok()) {
     d->Fail(path, path + ": " + split.status().message() + "; " + std::string(kAddressAllowed));
     return;
@@ -51,7 +51,7 @@ void ReadAuthKey(const YAML::Node& node, const std::string& path, Diagnostics* d
                  std::optional<std::vector<uint8_t>>* out) {
   std::string text;
   if (!ReadString(node, path, d, &text)) return;
-  Result<std::vector<uint8_t>> key = config_internal::ParseAuthKeyHex(text);
+  Result<std::vector<uint8_t>> key = internal::ParseAuthKeyHex(text);
   if (!key.ok()) {
     d->Fail(path, path + ": " + key.status().message());
     return;
@@ -69,21 +69,18 @@ void ReadNetwork(const YAML::Node& node, Diagnostics* d, NetworkConfig* out) {
            {"auth_key", auth_key},
            StringField("tls_cert", d, &out->tls_cert),
            StringField("tls_key", d, &out->tls_key),
-           Uint32Field("max_connections", config_internal::kMaxConnectionsAllowed, d, &out->max_connections),
-           Uint32Field("max_unauthenticated_connections", config_internal::kMaxUnauthenticatedAllowed, d,
+           Uint32Field("max_connections", internal::kMaxConnectionsAllowed, d, &out->max_connections),
+           Uint32Field("max_unauthenticated_connections", internal::kMaxUnauthenticatedAllowed, d,
                        &out->max_unauthenticated_connections),
-           Uint32Field("frame_timeout_ms", config_internal::kFrameTimeoutAllowed, d, &out->frame_timeout_ms)},
+           Uint32Field("frame_timeout_ms", internal::kFrameTimeoutAllowed, d, &out->frame_timeout_ms)},
           d);
 }
 
 void ReadMemory(const YAML::Node& node, Diagnostics* d, MemoryConfig* out) {
   ReadMap(node, "memory",
-          {SizeField("block_size", d, &out->block_size_bytes),
-           SizeField("max_size", d, &out->max_size_bytes),
-           SizeField("max_value_size", d, &out->max_value_size_bytes),
-           BoolField("prefault", d, &out->prefault),
-           Uint32Field("read_check_interval_ms", config_internal::kReadCheckIntervalAllowed, d,
-                       &out->read_check_interval_ms)},
+          {SizeField("block_size", d, &out->block_size_bytes), SizeField("max_size", d, &out->max_size_bytes),
+           SizeField("max_value_size", d, &out->max_value_size_bytes), BoolField("prefault", d, &out->prefault),
+           Uint32Field("read_check_interval_ms", internal::kReadCheckIntervalAllowed, d, &out->read_check_interval_ms)},
           d);
 }
 
@@ -127,8 +124,7 @@ void ReadDrives(const YAML::Node& node, const std::string& path, Diagnostics* d,
                 std::vector<DriveConfig>* out) {
   if (node.IsNull()) return;
   if (!node.IsSequence()) {
-    d->Fail(path, path + ": expected a list of {media: PATH}, got " +
-                      std::string(config_internal::NodeKind(node)));
+    d->Fail(path, path + ": expected a list of {media: PATH}, got " + std::string(internal::NodeKind(node)));
     return;
   }
   out->clear();
@@ -251,28 +247,28 @@ Result<ServerConfig> ParseServerConfig(std::string_view yaml_text, std::string_v
   Diagnostics d{std::string(source)};
   ServerConfig config;
   try {
-    std::optional<YAML::Node> root = config_internal::LoadYamlDocument(yaml_text, &d);
+    std::optional<YAML::Node> root = internal::LoadYamlDocument(yaml_text, &d);
     if (root) ReadServerConfig(*root, &d, &config);
   } catch (const std::exception& e) {
     // The readers check node kinds first; this is a backstop so yaml-cpp
     // never throws past the config layer.
     d.Fail("", std::string("reading the YAML failed: ") + e.what());
   }
-  config_internal::CheckServerRules(config, &d);
+  internal::CheckServerRules(config, &d);
   if (!d.empty()) return d.ToStatus();
   return config;
 }
 
 Result<ServerConfig> LoadServerConfigFile(const std::string& path) {
-  Result<std::string> text = config_internal::ReadConfigFile(path);
+  Result<std::string> text = internal::ReadConfigFile(path);
   if (!text.ok()) return text.status();
   return ParseServerConfig(*text, path);
 }
 
 Status ValidateServerConfig(const ServerConfig& config) {
   Diagnostics d("");
-  config_internal::CheckServerRules(config, &d);
+  internal::CheckServerRules(config, &d);
   return d.ToStatus();
 }
 
-}  // namespace memkv
+}  // namespace memkv::config

@@ -18,7 +18,7 @@
 
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::config {
 
 enum class StorageMode { kDirect, kFile, kMemory };
 std::string_view StorageModeName(StorageMode mode);
@@ -131,6 +131,6 @@ Result<ServerConfig> LoadServerConfigFile(const std::string& path);
 // is one line in the returned InvalidArgument; Ok when there are none.
 Status ValidateServerConfig(const ServerConfig& config);
 
-}  // namespace memkv
+}  // namespace memkv::config
 
 #endif  // MEMKV_CONFIG_SERVER_CONFIG_H_

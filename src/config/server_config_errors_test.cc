@@ -11,13 +11,13 @@
 #include "base/units.h"
 #include "config/server_config.h"
 
-namespace memkv {
+namespace memkv::config {
 namespace {
 
-using config_test::CountLinesWith;
-using config_test::HasLineWith;
-using config_test::ProblemLines;
-using config_test::TempFile;
+using testing::CountLinesWith;
+using testing::HasLineWith;
+using testing::ProblemLines;
+using testing::TempFile;
 
 constexpr char kMemoryMode[] = "storage:\n  mode: memory\n";
 
@@ -326,4 +326,4 @@ TEST(ServerConfigFileTest, MissingFileIsAnIoErrorNamingPathAndErrno) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::config

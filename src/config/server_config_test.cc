@@ -11,13 +11,13 @@
 #include "base/units.h"
 #include "config/config_test_util.h"
 
-namespace memkv {
+namespace memkv::config {
 namespace {
 
-using config_test::CountLinesWith;
-using config_test::HasLineWith;
-using config_test::ProblemLines;
-using config_test::TempFile;
+using testing::CountLinesWith;
+using testing::HasLineWith;
+using testing::ProblemLines;
+using testing::TempFile;
 
 // Storage defaults to mode direct, which needs drives; most tests are about
 // something else, so they start from a config that is valid on its own.
@@ -268,4 +268,4 @@ TEST(ServerConfigMemoryTest, MaxSizeIsZeroOrAtLeastOneBlock) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::config

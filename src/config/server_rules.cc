@@ -8,7 +8,7 @@
 #include "base/units.h"
 #include "config/host_port.h"
 
-namespace memkv::config_internal {
+namespace memkv::config::internal {
 namespace {
 
 constexpr uint64_t kMinBlockBytes = 4 * kKiB;
@@ -208,4 +208,4 @@ void CheckServerRules(const ServerConfig& config, Diagnostics* d) {
   CheckStorage(config.storage, d);
 }
 
-}  // namespace memkv::config_internal
+}  // namespace memkv::config::internal

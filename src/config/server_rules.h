@@ -14,7 +14,7 @@
 #include "config/diagnostics.h"
 #include "config/server_config.h"
 
-namespace memkv::config_internal {
+namespace memkv::config::internal {
 
 inline constexpr std::string_view kAddressAllowed =
     "allowed: host:port with an IPv4 address, a hostname or a [bracketed] IPv6 address, "
@@ -39,6 +39,6 @@ inline constexpr std::string_view kReadCheckIntervalAllowed = "0..3600000 (milli
 // Adds one Violation line to `d` per broken rule.
 void CheckServerRules(const ServerConfig& config, Diagnostics* d);
 
-}  // namespace memkv::config_internal
+}  // namespace memkv::config::internal
 
 #endif  // MEMKV_CONFIG_SERVER_RULES_H_

@@ -11,7 +11,7 @@
 #include "base/parse_number.h"
 #include "base/units.h"
 
-namespace memkv::config_internal {
+namespace memkv::config::internal {
 namespace {
 
 std::string ChildPath(const std::string& parent, std::string_view name) {
@@ -266,4 +266,4 @@ FieldSpec Uint32Field(std::string_view name, std::string_view allowed, Diagnosti
           }};
 }
 
-}  // namespace memkv::config_internal
+}  // namespace memkv::config::internal

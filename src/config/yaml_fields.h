@@ -22,7 +22,7 @@
 
 #include "config/diagnostics.h"
 
-namespace memkv::config_internal {
+namespace memkv::config::internal {
 
 // Parses `text` as exactly one YAML document. A syntax error (reported with
 // line and column) or a second document fails `""` in `d`; returns nullopt
@@ -72,6 +72,6 @@ bool ReadUint32(const YAML::Node& node, const std::string& path, std::string_vie
 // A size: "2 MiB", "4096", "1.5 GiB" (see base/units.h).
 bool ReadSize(const YAML::Node& node, const std::string& path, Diagnostics* d, uint64_t* out);
 
-}  // namespace memkv::config_internal
+}  // namespace memkv::config::internal
 
 #endif  // MEMKV_CONFIG_YAML_FIELDS_H_

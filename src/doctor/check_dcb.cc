@@ -45,7 +45,7 @@ bool IsStayZeroWarning(const std::string& w) {
 }
 
 void DcbUnreadable(Ctx& ctx) {
-  const RdmaConfig& r = ctx.rdma();
+  const config::RdmaConfig& r = ctx.rdma();
   HostState& s = ctx.state;
   s.roce_dscp = r.traffic_class != 0 ? static_cast<uint8_t>(r.traffic_class >> 2) : kRunbookDscp;
   s.roce_priority = r.service_level != 0 ? static_cast<uint8_t>(r.service_level) : kRunbookPriority;
@@ -216,7 +216,7 @@ void CheckEcn(Ctx& ctx) {
 
 void CheckMarking(Ctx& ctx) {
   const HostState& s = ctx.state;
-  const RdmaConfig& r = ctx.rdma();
+  const config::RdmaConfig& r = ctx.rdma();
   const verbs::ResolvedPath& path = s.path;
   const std::string nd = ctx.ifname();
   auto how = [](uint32_t configured) { return configured != 0 ? "pinned" : "auto"; };

@@ -21,7 +21,7 @@ struct Ctx {
   HostState& state;
   Report& report;
 
-  const RdmaConfig& rdma() const { return options.config.rdma; }
+  const config::RdmaConfig& rdma() const { return options.config.rdma; }
   // "enp1s0f0", or "<if>" where no netdev is known (fix lines stay commands).
   std::string ifname() const { return state.netdev.empty() ? "<if>" : state.netdev; }
 };

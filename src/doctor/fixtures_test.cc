@@ -94,7 +94,7 @@ struct Outcome {
 Outcome Check(const std::string& dir, const std::function<void(DoctorOptions&)>& tweak = {}) {
   DoctorOptions o;
   o.config_path = dir + "/etc/memkv/config.yaml";
-  Result<ServerConfig> config = LoadServerConfigFile(o.config_path);
+  Result<config::ServerConfig> config = config::LoadServerConfigFile(o.config_path);
   EXPECT_TRUE(config.ok()) << config.status().ToString();
   if (config.ok()) o.config = *config;
   if (tweak) tweak(o);
@@ -511,7 +511,7 @@ TEST(DeviceTest, FlagBeatsConfigAndNoConfigTakesTheFirstDevice) {
   EXPECT_EQ(Get(flag.report, "device.present").observed, "mlx5_0 (--device; present: mlx5_0)");
 
   Outcome none = Check(Fixture("healthy-mlx5"), [](DoctorOptions& o) {
-    o.config = EmbeddedDefaultConfig("/var/lib/memkv");
+    o.config = config::EmbeddedDefaultConfig("/var/lib/memkv");
     o.config.memory.max_size_bytes = 1ull << 30;
     o.config_path.clear();
   });

@@ -190,7 +190,7 @@ std::optional<HostState> CheckHost(HostProbe& probe, const DoctorOptions& option
   state.netdev = state.port.netdev;
   state.mtu = options.config.rdma.mtu;
   state.pool_bytes = options.config.memory.max_size_bytes != 0 ? options.config.memory.max_size_bytes
-                                                               : DefaultMemoryPoolBytes(MemTotalBytes(probe));
+                                                               : config::DefaultMemoryPoolBytes(MemTotalBytes(probe));
   report->netdev = state.netdev;
 
   state.counters_before = probe.ReadCounters(*device, options.port, state.netdev);
@@ -200,7 +200,7 @@ std::optional<HostState> CheckHost(HostProbe& probe, const DoctorOptions& option
   internal::CheckMtus(ctx);
   if (state.port.ethernet) {
     state.dcb = probe.Dcb(state.netdev);
-    const RdmaConfig& r = options.config.rdma;
+    const config::RdmaConfig& r = options.config.rdma;
     state.path = verbs::ResolvePath(state.port, state.dcb, r.gid_index, r.traffic_class, r.service_level);
     internal::CheckGids(ctx);
     internal::CheckDcb(ctx);

@@ -26,7 +26,7 @@
 namespace memkv::doctor {
 
 // The device MemKV's embedded default config names (RdmaConfig{}.device).
-inline const std::string kDefaultDevice = RdmaConfig{}.device;
+inline const std::string kDefaultDevice = config::RdmaConfig{}.device;
 // The runbook's conventional marking, assumed where the NIC cannot tell.
 inline constexpr uint8_t kRunbookDscp = 26;
 inline constexpr uint8_t kRunbookPriority = 3;
@@ -42,7 +42,7 @@ struct DoctorOptions {
   std::string device;       // --device; "" = rdma.device of the config file, else the first device
   std::string netdev;       // --netdev; "" = the port's netdev
   uint8_t port = 1;
-  ServerConfig config;      // the MemKV settings to check against
+  config::ServerConfig config;  // the MemKV settings to check against
   std::string config_path;  // where `config` came from; "" = no config file (defaults)
   // MEMKV_RDMA_MTU as the environment has it (nullopt: unset, clients use 4096).
   std::optional<std::string> client_mtu;

@@ -8,7 +8,7 @@
 
 #include "base/log.h"
 
-namespace memkv {
+namespace memkv::drive {
 
 Result<AlignedBuffer> AlignedBuffer::Allocate(size_t size) {
   if (size == 0) return AlignedBuffer();
@@ -41,4 +41,4 @@ AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& other) noexcept {
   return *this;
 }
 
-}  // namespace memkv
+}  // namespace memkv::drive

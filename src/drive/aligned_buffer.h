@@ -14,7 +14,7 @@
 
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::drive {
 
 class AlignedBuffer {
  public:
@@ -38,6 +38,6 @@ class AlignedBuffer {
   size_t size_ = 0;
 };
 
-}  // namespace memkv
+}  // namespace memkv::drive
 
 #endif  // MEMKV_DRIVE_ALIGNED_BUFFER_H_

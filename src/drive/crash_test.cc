@@ -30,7 +30,7 @@
 #include "drive/extent_store.h"
 #include "drive/test_util.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -234,4 +234,4 @@ TEST(CrashSafety, KillNineWithIntervalSyncLosesNoAcknowledgedWrite) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::drive

@@ -10,7 +10,7 @@
 #include "base/checksum.h"
 #include "base/parse_number.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 void Emit(const CrashLogLine& line) {
@@ -140,4 +140,4 @@ void RunCrashWorkload(ExtentStore& store, const CrashWorkloadOptions& o) {
   for (auto& t : threads) t.join();
 }
 
-}  // namespace memkv
+}  // namespace memkv::drive

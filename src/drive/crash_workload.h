@@ -20,7 +20,7 @@
 
 #include "drive/extent_store.h"
 
-namespace memkv {
+namespace memkv::drive {
 
 struct CrashLogLine {
   enum class Phase { kBegin, kAck, kFail } phase = Phase::kBegin;
@@ -47,6 +47,6 @@ struct CrashWorkloadOptions {
 // is killed), printing the log on stdout.
 void RunCrashWorkload(ExtentStore& store, const CrashWorkloadOptions& options);
 
-}  // namespace memkv
+}  // namespace memkv::drive
 
 #endif  // MEMKV_DRIVE_CRASH_WORKLOAD_H_

@@ -31,14 +31,14 @@ int Usage(const char* why) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  using memkv::ExtentStore;
-  memkv::DriveFormatOptions format;
+  using memkv::drive::ExtentStore;
+  memkv::drive::DriveFormatOptions format;
   format.block_size_bytes = 64 << 10;
   format.file_size_bytes = 32 << 20;
   bool do_format = false;
-  memkv::CrashWorkloadOptions work;
+  memkv::drive::CrashWorkloadOptions work;
   std::vector<std::string> drives;
-  memkv::SyncMode sync = memkv::SyncMode::kAlways;
+  memkv::drive::SyncMode sync = memkv::drive::SyncMode::kAlways;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
@@ -59,8 +59,10 @@ int main(int argc, char** argv) {
     else if (a == "--max-value" && number(&n)) work.max_value_bytes = n;
     else if (a == "--round" && number(&n)) work.round = n;
     else if (a == "--ops" && number(&n)) work.ops_per_thread = n;
-    else if (a == "--sync" && i + 1 < argc && std::string(argv[i + 1]) == "interval") sync = memkv::SyncMode::kInterval, ++i;
-    else if (a == "--sync" && i + 1 < argc && std::string(argv[i + 1]) == "always") sync = memkv::SyncMode::kAlways, ++i;
+    else if (a == "--sync" && i + 1 < argc && std::string(argv[i + 1]) == "interval")
+      sync = memkv::drive::SyncMode::kInterval, ++i;
+    else if (a == "--sync" && i + 1 < argc && std::string(argv[i + 1]) == "always")
+      sync = memkv::drive::SyncMode::kAlways, ++i;
     else if (!a.empty() && a[0] != '-') drives.push_back(a);
     else return Usage(("bad argument " + a).c_str());
   }
@@ -75,7 +77,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  memkv::ExtentStoreOptions options;
+  memkv::drive::ExtentStoreOptions options;
   options.drives = drives;
   options.io_buffers = 16;
   options.sync = sync;
@@ -87,6 +89,6 @@ int main(int argc, char** argv) {
   const char opened[] = "opened\n";
   ssize_t w = write(STDOUT_FILENO, opened, sizeof(opened) - 1);
   (void)w;
-  memkv::RunCrashWorkload(**store, work);
+  memkv::drive::RunCrashWorkload(**store, work);
   return 0;
 }

@@ -14,7 +14,7 @@
 #include "base/log.h"
 #include "drive/format.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 std::string Describe(const std::string& call, const std::string& path, int err) {
@@ -150,4 +150,4 @@ Status DriveFile::Sync() const {
   return Status::Ok();
 }
 
-}  // namespace memkv
+}  // namespace memkv::drive

@@ -25,7 +25,7 @@
 #include "base/unique_fd.h"
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::drive {
 
 struct DriveFileOptions {
   bool writable = true;
@@ -74,6 +74,6 @@ class DriveFile {
   uint32_t logical_block_bytes_ = 4096;
 };
 
-}  // namespace memkv
+}  // namespace memkv::drive
 
 #endif  // MEMKV_DRIVE_DRIVE_FILE_H_

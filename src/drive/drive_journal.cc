@@ -8,7 +8,7 @@
 
 #include "base/bytes.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 constexpr uint64_t kBlock = kDriveHeaderBytes;
@@ -237,4 +237,4 @@ void DriveJournal::FinishCheckpoint() {
   appendable_ = true;
 }
 
-}  // namespace memkv
+}  // namespace memkv::drive

@@ -28,7 +28,7 @@
 #include "drive/io_engine.h"
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::drive {
 
 struct ReplayedJournal {
   std::vector<JournalRecord> records;  // in log order
@@ -103,6 +103,6 @@ class DriveJournal {
   uint64_t checkpoint_link_ = 0;
 };
 
-}  // namespace memkv
+}  // namespace memkv::drive
 
 #endif  // MEMKV_DRIVE_DRIVE_JOURNAL_H_

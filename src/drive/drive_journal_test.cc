@@ -7,7 +7,7 @@
 #include "drive/drive_file.h"
 #include "drive/test_util.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 class DriveJournalTest : public ::testing::Test {
@@ -182,4 +182,4 @@ TEST_F(DriveJournalTest, ForeignOrMissingHeadersAreCorruption) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::drive

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace memkv {
+namespace memkv::drive {
 
 ExtentAllocator::ExtentAllocator(uint64_t unit_count) : unit_count_(unit_count) {}
 
@@ -100,4 +100,4 @@ bool ExtentAllocator::Free(uint64_t first, uint64_t units) {
   return true;
 }
 
-}  // namespace memkv
+}  // namespace memkv::drive

@@ -24,7 +24,7 @@
 #include <set>
 #include <utility>
 
-namespace memkv {
+namespace memkv::drive {
 
 struct UnitRun {
   uint64_t first = 0;
@@ -85,6 +85,6 @@ class ExtentAllocator {
   std::set<std::pair<uint64_t, uint64_t>> by_length_;     // free runs: (units, first)
 };
 
-}  // namespace memkv
+}  // namespace memkv::drive
 
 #endif  // MEMKV_DRIVE_EXTENT_ALLOCATOR_H_

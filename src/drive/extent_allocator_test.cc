@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 ExtentAllocator Fresh(uint64_t units) {
@@ -172,4 +172,4 @@ TEST(ExtentAllocator, ARandomWorkloadKeepsEveryUnitAccountedFor) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::drive

@@ -17,7 +17,7 @@
 #include "base/log.h"
 #include "drive/extent_store_impl.h"
 
-namespace memkv {
+namespace memkv::drive {
 Status CheckKey(std::string_view key) {
   if (key.empty() || key.size() > kMaxDriveKeyBytes) {
     return InvalidArgument("key of " + std::to_string(key.size()) + " bytes; keys are 1.." +
@@ -942,4 +942,4 @@ double ExtentStoreStats::bytes_per_value_byte() const {
 ExtentStore::ExtentStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ExtentStore::~ExtentStore() { impl_->StopFlusher(); }
 
-}  // namespace memkv
+}  // namespace memkv::drive

@@ -57,7 +57,7 @@
 #include "drive/io_engine.h"
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::drive {
 
 // Default journal size: bytes of each journal area per 4 KiB unit of the
 // whole store. A put record takes 72 bytes + key (padded to 8) + 16 per
@@ -391,6 +391,6 @@ class ExtentReader {
   ChecksumStream sum_;
 };
 
-}  // namespace memkv
+}  // namespace memkv::drive
 
 #endif  // MEMKV_DRIVE_EXTENT_STORE_H_

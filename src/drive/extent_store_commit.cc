@@ -29,7 +29,7 @@
 #include "base/log.h"
 #include "drive/extent_store_impl.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 constexpr size_t kMaxBatchOps = 256;
@@ -412,4 +412,4 @@ Status ExtentStore::Impl::CheckpointAll(const std::vector<uint32_t>& first, int 
   return Status::Ok();
 }
 
-}  // namespace memkv
+}  // namespace memkv::drive

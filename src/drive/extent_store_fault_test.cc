@@ -7,7 +7,7 @@
 #include "drive/extent_store.h"
 #include "drive/store_fixture.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 constexpr uint64_t kBlock = 64 << 10;
@@ -146,4 +146,4 @@ TEST(ExtentStoreFaults, ADriveThatLiesAboutAWriteIsCaughtOnRead) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::drive

@@ -34,7 +34,7 @@
 #include "drive/format.h"
 #include "drive/io_engine.h"
 
-namespace memkv {
+namespace memkv::drive {
 
 // One value in the index. Immutable once published, except the pin count,
 // the LRU position and `linked`, which change under Impl::mu.
@@ -232,6 +232,6 @@ inline constexpr double kJournalLiveShare = 0.75;
 // Bytes a put record of this key and extent count takes in the journal.
 uint64_t PutRecordBytes(size_t key_bytes, size_t extents);
 
-}  // namespace memkv
+}  // namespace memkv::drive
 
 #endif  // MEMKV_DRIVE_EXTENT_STORE_IMPL_H_

@@ -30,7 +30,7 @@
 #include "base/units.h"
 #include "drive/extent_store_impl.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 constexpr uint64_t kDataAlignment = 1 << 20;  // unit 0 starts on a MiB boundary
@@ -443,4 +443,4 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
   return std::unique_ptr<ExtentStore>(new ExtentStore(std::move(impl)));
 }
 
-}  // namespace memkv
+}  // namespace memkv::drive

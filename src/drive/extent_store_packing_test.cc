@@ -12,7 +12,7 @@
 #include "drive/extent_store.h"
 #include "drive/store_fixture.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 // Durability is not what these tests look at: files in memory keep them quick.
@@ -236,4 +236,4 @@ TEST(Packing, AVersionOneDriveIsRefusedNamingBothVersionsUntilReformatted) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::drive

@@ -11,7 +11,7 @@
 #include "drive/aligned_buffer.h"
 #include "drive/store_fixture.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 constexpr uint64_t kBlock = 64 << 10;
@@ -500,4 +500,4 @@ TEST(ExtentStore, ClosingReleasesTheDrivesAtOnce) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::drive

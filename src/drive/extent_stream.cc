@@ -6,7 +6,7 @@
 #include "base/iov.h"
 #include "drive/extent_store_impl.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 // Every piece but the last of a value starts and ends on a unit.
@@ -101,4 +101,4 @@ Status ExtentReader::Read(std::span<const iovec> piece) {
   return s.ok() ? finished : s;
 }
 
-}  // namespace memkv
+}  // namespace memkv::drive

@@ -11,7 +11,7 @@
 #include "drive/extent_store.h"
 #include "drive/store_fixture.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 constexpr uint64_t kBlock = 64 << 10;
@@ -163,4 +163,4 @@ TEST(ExtentStream, AValueBeingReadIsNotEvictedAndItsExtentsAreNotReused) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::drive

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <utility>
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 constexpr uint32_t kTearGranularity = 4096;
 }  // namespace
@@ -199,4 +199,4 @@ void FaultInjectingEngine::Run(std::span<IoOp> ops) {
   }
 }
 
-}  // namespace memkv
+}  // namespace memkv::drive

@@ -35,7 +35,7 @@
 #include "drive/aligned_buffer.h"
 #include "drive/io_engine.h"
 
-namespace memkv {
+namespace memkv::drive {
 
 class FaultInjectingEngine final : public IoEngine {
  public:
@@ -101,6 +101,6 @@ class FaultInjectingEngine final : public IoEngine {
   bool powered_off_ = false;
 };
 
-}  // namespace memkv
+}  // namespace memkv::drive
 
 #endif  // MEMKV_DRIVE_FAULT_ENGINE_H_

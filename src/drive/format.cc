@@ -11,7 +11,7 @@
 #include "base/bytes.h"
 #include "base/checksum.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 constexpr char kSuperblockMagic[8] = {'M', 'E', 'M', 'K', 'V', 'D', 'R', 'V'};
@@ -312,4 +312,4 @@ bool ExtentsCoverValue(std::span<const ExtentRef> extents, uint64_t value_bytes,
   return units == UnitsFor(value_bytes);
 }
 
-}  // namespace memkv
+}  // namespace memkv::drive

@@ -22,7 +22,7 @@
 
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::drive {
 
 // The format this binary writes, and the oldest it still reads. A binary
 // refuses a drive whose version is newer than kDriveFormatVersion, and one
@@ -149,6 +149,6 @@ uint64_t EncodeRecord(const JournalRecord& r, uint64_t link, std::vector<uint8_t
 bool DecodeRecord(std::span<const uint8_t> bytes, uint64_t link, JournalRecord* out, size_t* consumed,
                   uint64_t* checksum);
 
-}  // namespace memkv
+}  // namespace memkv::drive
 
 #endif  // MEMKV_DRIVE_FORMAT_H_

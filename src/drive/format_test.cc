@@ -9,7 +9,7 @@
 #include "base/bytes.h"
 #include "base/checksum.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 using Block = std::array<uint8_t, kDriveHeaderBytes>;
@@ -277,4 +277,4 @@ TEST(ExtentsCoverValue, TheUnitsMustAddUpAndEachExtentFitABlock) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::drive

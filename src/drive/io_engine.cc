@@ -10,7 +10,7 @@
 #include "base/log.h"
 #include "drive/drive_file.h"
 
-namespace memkv {
+namespace memkv::drive {
 
 // Defined in uring_engine.cc: Unavailable carrying io_uring_queue_init's errno.
 Result<std::unique_ptr<IoEngine>> CreateUringEngine(const IoEngineOptions& options);
@@ -83,4 +83,4 @@ Result<std::unique_ptr<IoEngine>> CreateIoEngine(const IoEngineOptions& options)
   return CreateSyncIoEngine(options.fds, options.buffered_fds);
 }
 
-}  // namespace memkv
+}  // namespace memkv::drive

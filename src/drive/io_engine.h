@@ -39,7 +39,7 @@
 
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::drive {
 
 enum class IoKind : uint8_t { kRead, kWrite, kSync };
 
@@ -113,6 +113,6 @@ int DescriptorFor(const IoOp& op, std::span<const int> fds, std::span<const int>
 // the io_uring engine's fallback.
 void RunOpSync(int fd, IoOp& op);
 
-}  // namespace memkv
+}  // namespace memkv::drive
 
 #endif  // MEMKV_DRIVE_IO_ENGINE_H_

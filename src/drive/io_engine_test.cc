@@ -20,7 +20,7 @@
 #include "drive/fault_engine.h"
 #include "drive/test_util.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 constexpr uint32_t kBlock = 8192;
@@ -405,4 +405,4 @@ TEST(FaultEngine, PowerCutKeepsSyncedDataAndStopsEverything) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::drive

@@ -13,7 +13,7 @@
 #include "drive/extent_store.h"
 #include "drive/test_util.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 // Runs a shell command; its stdout (trimmed) and exit status.
@@ -86,4 +86,4 @@ TEST(LoopDevice, ABlockDeviceInUseIsRefused) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::drive

@@ -20,7 +20,7 @@
 #include "drive/extent_store.h"
 #include "drive/store_fixture.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 constexpr uint64_t kBlock = 16 << 10;
@@ -222,4 +222,4 @@ TEST(PowerCut, IntervalSyncAmongPackedSmallValuesLosesAtMostWhatFollowedTheLastF
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::drive

@@ -45,7 +45,7 @@
 #define MEMKV_SOURCE_DIR "."
 #endif
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 struct Args {
@@ -136,10 +136,11 @@ Sample TimeOpens(const ExtentStoreOptions& o, int repeat, uint64_t want_keys, ui
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::drive
 
 int main(int argc, char** argv) {
   using namespace memkv;
+  using namespace memkv::drive;
   Args a;
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];

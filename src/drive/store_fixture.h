@@ -12,7 +12,7 @@
 #include "drive/fault_engine.h"
 #include "drive/test_util.h"
 
-namespace memkv {
+namespace memkv::drive {
 
 struct StoreFixture {
   TempDir dir;
@@ -80,6 +80,6 @@ struct StoreFixture {
   Result<std::vector<uint8_t>> Get(const std::string& key) { return store->Get(key); }
 };
 
-}  // namespace memkv
+}  // namespace memkv::drive
 
 #endif  // MEMKV_DRIVE_STORE_FIXTURE_H_

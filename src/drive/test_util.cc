@@ -16,7 +16,7 @@
 #include "base/checksum.h"
 #include "drive/format.h"
 
-namespace memkv {
+namespace memkv::drive {
 
 std::vector<uint8_t> ReadRaw(const std::string& path, uint64_t offset, size_t size) {
   std::vector<uint8_t> out(size);
@@ -156,4 +156,4 @@ LoopDevice::~LoopDevice() {
   if (!device_.empty()) Shell("losetup -d " + device_);
 }
 
-}  // namespace memkv
+}  // namespace memkv::drive

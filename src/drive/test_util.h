@@ -9,7 +9,7 @@
 
 #include "base/temp_dir.h"
 
-namespace memkv {
+namespace memkv::drive {
 
 // Scratch directories: /tmp is a real filesystem here, so O_DIRECT is
 // exercised; TempDir("/dev/shm") for tests whose durability is simulated by
@@ -57,11 +57,11 @@ class LoopDevice {
 };
 
 // Skips the test (with the reason) when loop devices cannot be used here.
-#define REQUIRE_LOOP(loop)                                                                         \
-  if (::geteuid() != 0) GTEST_SKIP() << "loop devices need root; skipping the direct-mode test";   \
-  if (::memkv::Shell("command -v losetup").first != 0) GTEST_SKIP() << "losetup is not installed"; \
+#define REQUIRE_LOOP(loop)                                                                                \
+  if (::geteuid() != 0) GTEST_SKIP() << "loop devices need root; skipping the direct-mode test";          \
+  if (::memkv::drive::Shell("command -v losetup").first != 0) GTEST_SKIP() << "losetup is not installed"; \
   if ((loop).device().empty()) GTEST_SKIP() << "no loop device: " << (loop).error()
 
-}  // namespace memkv
+}  // namespace memkv::drive
 
 #endif  // MEMKV_DRIVE_TEST_UTIL_H_

@@ -25,7 +25,7 @@
 #include "drive/drive_file.h"
 #include "drive/io_engine.h"
 
-namespace memkv {
+namespace memkv::drive {
 namespace {
 
 struct Ring {
@@ -260,4 +260,4 @@ Result<std::unique_ptr<IoEngine>> CreateUringEngine(const IoEngineOptions& optio
   return std::unique_ptr<IoEngine>(std::move(engine));
 }
 
-}  // namespace memkv
+}  // namespace memkv::drive

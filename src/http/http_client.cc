@@ -24,7 +24,7 @@
 #include "http/tls_context.h"
 #include "io/socket.h"
 
-namespace memkv {
+namespace memkv::http {
 namespace {
 
 constexpr size_t kReadChunkBytes = 16384;
@@ -124,7 +124,7 @@ Status Exchange::Wait(short events, const char* what) {
 }
 
 Status Exchange::Connect() {
-  Result<UniqueFd> fd = ConnectTcp(options_.host, options_.port, deadline_);
+  Result<UniqueFd> fd = io::ConnectTcp(options_.host, options_.port, deadline_);
   if (!fd.ok()) {
     if (fd.status().code() == StatusCode::kDeadlineExceeded) {
       return Fail(StatusCode::kDeadlineExceeded,
@@ -213,7 +213,7 @@ Status Exchange::Handshake() {
 Status Exchange::WriteAll(std::string_view bytes) {
   if (!ssl_) {
     iovec v{const_cast<char*>(bytes.data()), bytes.size()};
-    Status s = SendAll(fd_.get(), std::span<iovec>(&v, 1), deadline_);
+    Status s = io::SendAll(fd_.get(), std::span<iovec>(&v, 1), deadline_);
     if (s.code() == StatusCode::kDeadlineExceeded) {
       return Fail(StatusCode::kDeadlineExceeded,
                   "sending the request timed out (deadline " + std::to_string(options_.timeout_ms) + " ms)");
@@ -348,4 +348,4 @@ Result<HttpClientResponse> HttpGet(const HttpGetOptions& options) {
   return exchange.ReadResponse();
 }
 
-}  // namespace memkv
+}  // namespace memkv::http

@@ -43,7 +43,7 @@
 #include "http/http_message.h"
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::http {
 
 inline constexpr size_t kDefaultMaxResponseBytes = size_t{4} << 20;  // 4 MiB
 
@@ -98,6 +98,6 @@ Result<std::string> DecodeChunked(std::string_view body);
 // `body` (false also when it is malformed; DecodeChunked then says why).
 bool ChunkedComplete(std::string_view body);
 
-}  // namespace memkv
+}  // namespace memkv::http
 
 #endif  // MEMKV_HTTP_HTTP_CLIENT_H_

@@ -16,13 +16,13 @@
 #include "http/http_test_util.h"
 #include "io/socket.h"
 
-namespace memkv {
+namespace memkv::http {
 namespace {
 
 using testing::DeadlineIn;
 using testing::HaveCommand;
 using testing::RunShell;
-using testing::TempDir;
+using memkv::testing::TempDir;
 
 bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -190,9 +190,9 @@ TEST(HttpClientTest, LargeBodyArrivesWholeAndTheCapRefusesABiggerOne) {
 TEST(HttpClientTest, RefusedPortNamesTheAddress) {
   uint16_t port = 0;
   {
-    Result<UniqueFd> l = ListenTcp("127.0.0.1", 0, 1);
+    Result<UniqueFd> l = io::ListenTcp("127.0.0.1", 0, 1);
     ASSERT_TRUE(l.ok());
-    port = *LocalPort(l->get());
+    port = *io::LocalPort(l->get());
   }  // closed: nothing listens there now
   Result<HttpClientResponse> r = HttpGet(Local(port));
   ASSERT_FALSE(r.ok());
@@ -223,10 +223,10 @@ class ScriptedPeer {
  public:
   enum class Mode { kAnswer, kAnswerAtOnce, kSilent, kNeverAccept };
   explicit ScriptedPeer(std::string reply, Mode mode = Mode::kAnswer) {
-    Result<UniqueFd> l = ListenTcp("127.0.0.1", 0, 4);
+    Result<UniqueFd> l = io::ListenTcp("127.0.0.1", 0, 4);
     EXPECT_TRUE(l.ok()) << l.status().ToString();
     listener_ = std::move(l).value();
-    port_ = *LocalPort(listener_.get());
+    port_ = *io::LocalPort(listener_.get());
     if (mode == Mode::kNeverAccept) return;
     thread_ = std::thread([this, reply = std::move(reply), mode] { Serve(reply, mode); });
   }
@@ -265,7 +265,7 @@ class ScriptedPeer {
       return;
     }
     iovec v{const_cast<char*>(reply.data()), reply.size()};
-    (void)SendAll(conn.get(), std::span<iovec>(&v, 1), DeadlineIn(10000));
+    (void)io::SendAll(conn.get(), std::span<iovec>(&v, 1), DeadlineIn(10000));
   }
 
   UniqueFd listener_;
@@ -472,4 +472,4 @@ TEST_F(HttpClientTlsTest, HttpsToAPlainPortFailsTheHandshake) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::http

@@ -10,7 +10,7 @@
 
 #include "base/log.h"
 
-namespace memkv {
+namespace memkv::http {
 
 HttpConnection::HttpConnection(UniqueFd fd, std::unique_ptr<TlsSession> tls, std::string peer, Mode mode,
                                const HttpConnectionLimits& limits, Nanos now)
@@ -257,4 +257,4 @@ HttpConnection::Io HttpConnection::TlsOutcome(TlsSession::Io io) {
   return Io::kError;
 }
 
-}  // namespace memkv
+}  // namespace memkv::http

@@ -41,7 +41,7 @@
 #include "http/http_stats.h"
 #include "http/tls.h"
 
-namespace memkv {
+namespace memkv::http {
 
 struct HttpConnectionLimits {
   size_t max_header_bytes = 8192;
@@ -108,6 +108,6 @@ class HttpConnection {
   size_t lingered_bytes_ = 0;
 };
 
-}  // namespace memkv
+}  // namespace memkv::http
 
 #endif  // MEMKV_HTTP_HTTP_CONNECTION_H_

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace memkv {
+namespace memkv::http {
 namespace {
 
 constexpr size_t kMaxMethodBytes = 32;
@@ -273,4 +273,4 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return true;
 }
 
-}  // namespace memkv
+}  // namespace memkv::http

@@ -29,7 +29,7 @@
 
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::http {
 
 struct HttpHeader {
   std::string name;
@@ -98,6 +98,6 @@ std::string SerializeResponse(const HttpResponse& response, bool head_only, std:
 char AsciiToLower(char c);
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 
-}  // namespace memkv
+}  // namespace memkv::http
 
 #endif  // MEMKV_HTTP_HTTP_MESSAGE_H_

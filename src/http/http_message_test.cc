@@ -7,7 +7,7 @@
 #include "http/http_message.h"
 #include "http/http_router.h"
 
-namespace memkv {
+namespace memkv::http {
 namespace {
 
 Result<HttpRequest> Parse(const std::string& head) {
@@ -241,4 +241,4 @@ TEST(HttpRouterTest, ThrowingOrInvalidHandlerBecomes500) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::http

@@ -6,7 +6,7 @@
 #include "base/parse_number.h"
 #include "http/http_client.h"
 
-namespace memkv {
+namespace memkv::http {
 namespace {
 
 // Content-Length values past this many digits could overflow uint64_t.
@@ -188,4 +188,4 @@ bool ChunkedComplete(std::string_view body) {
   return WalkChunked(body, nullptr, &complete).ok() && complete;
 }
 
-}  // namespace memkv
+}  // namespace memkv::http

@@ -4,7 +4,7 @@
 
 #include "base/log.h"
 
-namespace memkv {
+namespace memkv::http {
 namespace {
 
 bool IsMethodToken(const std::string& method) {
@@ -90,4 +90,4 @@ HttpRouter::Outcome HttpRouter::Dispatch(const HttpRequest& request) const {
   return out;
 }
 
-}  // namespace memkv
+}  // namespace memkv::http

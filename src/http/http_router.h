@@ -20,7 +20,7 @@
 #include "http/http_message.h"
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::http {
 
 class HttpRouter {
  public:
@@ -42,6 +42,6 @@ class HttpRouter {
   std::map<std::string, std::map<std::string, HttpHandler>> routes_;
 };
 
-}  // namespace memkv
+}  // namespace memkv::http
 
 #endif  // MEMKV_HTTP_HTTP_ROUTER_H_

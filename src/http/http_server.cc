@@ -19,7 +19,7 @@
 #include "http/http_connection.h"
 #include "io/socket.h"
 
-namespace memkv {
+namespace memkv::http {
 namespace {
 
 constexpr size_t kMinHeaderBytes = 64;
@@ -93,9 +93,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(const HttpServerOptions& 
     MEMKV_ASSIGN_OR_RETURN(tls, options.tls(options.tls_cert_path, options.tls_key_path));
   }
   const int backlog = std::clamp(options.max_connections * 2, 16, 1024);
-  Result<UniqueFd> listener = ListenTcp(options.host, options.port, backlog);
+  Result<UniqueFd> listener = io::ListenTcp(options.host, options.port, backlog);
   if (!listener.ok()) return listener.status().WithContext("http server");
-  MEMKV_ASSIGN_OR_RETURN(uint16_t port, LocalPort(listener->get()));
+  MEMKV_ASSIGN_OR_RETURN(uint16_t port, io::LocalPort(listener->get()));
   UniqueFd wake(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!wake.valid()) return Internal("http server: eventfd: " + ErrnoText(errno));
   return std::unique_ptr<HttpServer>(
@@ -261,4 +261,4 @@ void HttpServer::Reap() {
   counters_.connections_open.store(static_cast<uint64_t>(serving_ + rejecting_), std::memory_order_relaxed);
 }
 
-}  // namespace memkv
+}  // namespace memkv::http

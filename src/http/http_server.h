@@ -54,7 +54,7 @@
 #include "http/http_stats.h"
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::http {
 
 class HttpConnection;
 
@@ -128,6 +128,6 @@ class HttpServer {
   LogRateLimiter accept_warnings_;  // one "pausing accepts" line per 10 s
 };
 
-}  // namespace memkv
+}  // namespace memkv::http
 
 #endif  // MEMKV_HTTP_HTTP_SERVER_H_

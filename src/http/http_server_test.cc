@@ -11,7 +11,7 @@
 
 #include "http/http_test_util.h"
 
-namespace memkv {
+namespace memkv::http {
 namespace {
 
 using testing::Connect;
@@ -358,4 +358,4 @@ TEST(HttpServerTest, HandlerMayStopTheServer) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::http

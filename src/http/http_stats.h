@@ -8,7 +8,7 @@
 #include <atomic>
 #include <cstdint>
 
-namespace memkv {
+namespace memkv::http {
 
 struct HttpServerStats {
   uint64_t connections_accepted = 0;
@@ -47,6 +47,6 @@ struct HttpCounters {
   }
 };
 
-}  // namespace memkv
+}  // namespace memkv::http
 
 #endif  // MEMKV_HTTP_HTTP_STATS_H_

@@ -16,7 +16,7 @@
 #include "base/errno_text.h"
 #include "io/socket.h"
 
-namespace memkv::testing {
+namespace memkv::http::testing {
 namespace {
 
 // Waits for `events` on fd until the deadline.
@@ -66,11 +66,11 @@ std::string Request(std::string_view method, std::string_view path) {
   return std::string(method) + " " + std::string(path) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
 }
 
-Result<UniqueFd> Connect(uint16_t port) { return ConnectTcp("127.0.0.1", port, DeadlineIn(10000)); }
+Result<UniqueFd> Connect(uint16_t port) { return io::ConnectTcp("127.0.0.1", port, DeadlineIn(10000)); }
 
 Status SendString(int fd, std::string_view bytes, Nanos deadline) {
   iovec v{const_cast<char*>(bytes.data()), bytes.size()};
-  return SendAll(fd, std::span<iovec>(&v, 1), deadline);
+  return io::SendAll(fd, std::span<iovec>(&v, 1), deadline);
 }
 
 Result<std::string> ReadToClose(int fd, Nanos deadline) {
@@ -100,7 +100,7 @@ Result<ParsedResponse> PlainExchange(uint16_t port, std::string_view request, in
 
 Result<TlsClient> TlsClient::Connect(uint16_t port, const TlsClientOptions& options, Nanos deadline) {
   TlsClient client;
-  MEMKV_ASSIGN_OR_RETURN(client.fd_, ConnectTcp("127.0.0.1", port, deadline));
+  MEMKV_ASSIGN_OR_RETURN(client.fd_, io::ConnectTcp("127.0.0.1", port, deadline));
   ERR_clear_error();
   client.ctx_.reset(SSL_CTX_new(TLS_client_method()));
   if (!client.ctx_) return Internal("SSL_CTX_new: " + DrainOpenSslErrors());
@@ -212,4 +212,4 @@ bool HaveCommand(const std::string& name) {
   return status == 0;
 }
 
-}  // namespace memkv::testing
+}  // namespace memkv::http::testing

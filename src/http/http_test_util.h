@@ -19,7 +19,7 @@
 #include "http/tls_context.h"
 #include "memkv/status.h"
 
-namespace memkv::testing {
+namespace memkv::http::testing {
 
 Nanos DeadlineIn(int timeout_ms);
 
@@ -85,6 +85,6 @@ bool WaitUntil(const std::function<bool()>& condition, int timeout_ms = 10000);
 std::string RunShell(const std::string& command, int* status);
 bool HaveCommand(const std::string& name);
 
-}  // namespace memkv::testing
+}  // namespace memkv::http::testing
 
 #endif  // MEMKV_HTTP_HTTP_TEST_UTIL_H_

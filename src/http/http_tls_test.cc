@@ -8,7 +8,7 @@
 #include "http/http_server.h"
 #include "http/http_test_util.h"
 
-namespace memkv {
+namespace memkv::http {
 namespace {
 
 using testing::Connect;
@@ -20,7 +20,7 @@ using testing::ReadToClose;
 using testing::Request;
 using testing::RunShell;
 using testing::SendString;
-using testing::TempDir;
+using memkv::testing::TempDir;
 using testing::TlsClient;
 using testing::TlsClientOptions;
 using testing::TlsExchange;
@@ -227,4 +227,4 @@ TEST_F(HttpTlsTest, UnloadableFilesNameTheFileAndTheReason) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::http

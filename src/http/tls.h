@@ -17,7 +17,7 @@
 
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::http {
 
 // The server side of one TLS session over a connected non-blocking socket
 // it does not own (the socket must outlive it).
@@ -48,6 +48,6 @@ class TlsServer {
 using TlsServerFactory =
     std::function<Result<std::unique_ptr<TlsServer>>(const std::string& cert_path, const std::string& key_path)>;
 
-}  // namespace memkv
+}  // namespace memkv::http
 
 #endif  // MEMKV_HTTP_TLS_H_

@@ -8,7 +8,7 @@
 
 #include "base/errno_text.h"
 
-namespace memkv {
+namespace memkv::http {
 
 std::string DrainOpenSslErrors() {
   std::string out;
@@ -148,4 +148,4 @@ Result<std::unique_ptr<TlsServer>> CreateOpenSslServer(const std::string& cert_p
   return std::unique_ptr<TlsServer>(new TlsContext(std::move(context)));
 }
 
-}  // namespace memkv
+}  // namespace memkv::http

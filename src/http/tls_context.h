@@ -23,7 +23,7 @@
 #include "http/tls.h"
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::http {
 
 struct SslDeleter {
   void operator()(SSL* ssl) const { SSL_free(ssl); }
@@ -57,6 +57,6 @@ class TlsContext final : public TlsServer {
 // The factory HttpServerOptions::tls takes for HTTPS over OpenSSL.
 Result<std::unique_ptr<TlsServer>> CreateOpenSslServer(const std::string& cert_path, const std::string& key_path);
 
-}  // namespace memkv
+}  // namespace memkv::http
 
 #endif  // MEMKV_HTTP_TLS_CONTEXT_H_

@@ -14,7 +14,7 @@
 
 #include "base/errno_text.h"
 
-namespace memkv {
+namespace memkv::io {
 namespace {
 
 // Waits for `events` on fd until the deadline. Ok, or DeadlineExceeded.
@@ -179,4 +179,4 @@ Status RecvAll(int fd, std::span<iovec> iov, Nanos deadline_ns) {
   return Status::Ok();
 }
 
-}  // namespace memkv
+}  // namespace memkv::io

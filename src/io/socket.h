@@ -15,7 +15,7 @@
 #include "base/unique_fd.h"
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::io {
 
 // Resolves host (numeric or name) and connects; TCP_NODELAY on. DeadlineExceeded
 // or Unavailable (naming host:port and the errno text) on failure.
@@ -42,6 +42,6 @@ inline Status RecvAll(int fd, void* data, size_t size, Nanos deadline_ns) {
 // unfinished element's index (== iov.size() when all are done).
 size_t AdvanceIov(std::span<iovec> iov, size_t first, size_t n);
 
-}  // namespace memkv
+}  // namespace memkv::io
 
 #endif  // MEMKV_IO_SOCKET_H_

@@ -86,7 +86,7 @@ TEST(StoreSettingsTest, EveryClientOptionComesFromItsVariable) {
   std::map<std::string, std::string> env{{"MEMKV_AUTH_KEY", kKey}};
   ClientOptions want;
   for (const ClientOptionInfo& o : ClientOptionTable()) {
-    const test_samples::Sample& s = test_samples::SampleFor(o.name);
+    const config::test_samples::Sample& s = config::test_samples::SampleFor(o.name);
     env[std::string(o.env)] = s.good;
     ASSERT_TRUE(SetClientOption(&want, o.name, s.good).ok()) << o.name;
   }
@@ -99,7 +99,7 @@ TEST(StoreSettingsTest, EveryClientOptionComesFromItsVariable) {
     }
     EXPECT_EQ(ClientOptionText(got->client, o.name), ClientOptionText(want, o.name)) << o.env;
     std::map<std::string, std::string> bad{{"MEMKV_AUTH_KEY", kKey}};
-    bad[std::string(o.env)] = test_samples::SampleFor(o.name).bad;
+    bad[std::string(o.env)] = config::test_samples::SampleFor(o.name).bad;
     Result<StoreSettings> refused = SettingsFromEnvironment(EnvOf(bad), {"h:1"});
     ASSERT_FALSE(refused.ok()) << o.env;
     EXPECT_NE(refused.status().message().find(std::string(o.env) + ": "), std::string::npos)

@@ -6,7 +6,7 @@
 // row plus the increment where it happens.
 //
 // The tables themselves live with their components (the server's in
-// src/server/metrics_table.cc, the client's in src/client/metrics_table.cc);
+// src/server/metrics_table.cc, the client's in src/client/client_metrics.cc);
 // this layer knows only the row shape, the Prometheus writer and the docs
 // format.
 //

@@ -68,7 +68,7 @@ TEST(NixlSettings, EveryClientOptionIsAParameterAndAVariable) {
   std::map<std::string, std::string> env;
   ClientOptions want;
   for (const ClientOptionInfo& o : ClientOptionTable()) {
-    const test_samples::Sample& s = test_samples::SampleFor(o.name);
+    const config::test_samples::Sample& s = config::test_samples::SampleFor(o.name);
     ASSERT_TRUE(SetClientOption(&want, o.name, s.good).ok()) << o.name;
     params[std::string(o.name)] = s.good;
     env[std::string(o.env)] = s.good;
@@ -81,7 +81,7 @@ TEST(NixlSettings, EveryClientOptionIsAParameterAndAVariable) {
   }
   for (const ClientOptionInfo& o : ClientOptionTable()) {
     std::map<std::string, std::string> bad = params;
-    bad[std::string(o.name)] = test_samples::SampleFor(o.name).bad;
+    bad[std::string(o.name)] = config::test_samples::SampleFor(o.name).bad;
     Result<EngineSettings> refused = SettingsFrom(bad, EnvOf({}));
     ASSERT_FALSE(refused.ok()) << o.name;
     EXPECT_NE(refused.status().message().find(std::string(o.name) + " (NIXL parameter): "), std::string::npos)

@@ -16,8 +16,8 @@ constexpr size_t kRateSamples = 11;  // ops/s over the last 10 intervals
 
 double Seconds(Nanos ns) { return double(ns) / 1e9; }
 
-HttpResponse Json(int status, std::string body) {
-  HttpResponse r;
+http::HttpResponse Json(int status, std::string body) {
+  http::HttpResponse r;
   r.status = status;
   r.content_type = "application/json";
   r.body = std::move(body) + "\n";
@@ -32,29 +32,29 @@ AdminService::AdminService(const AdminOptions& options, const AdminSources& sour
 Result<std::unique_ptr<AdminService>> AdminService::Start(const AdminOptions& options,
                                                           const AdminSources& sources) {
   std::unique_ptr<AdminService> admin(new AdminService(options, sources));
-  HttpServerOptions http;
+  http::HttpServerOptions http;
   http.host = options.host;
   http.port = options.port;
   http.tls_cert_path = options.tls_cert_path;
   http.tls_key_path = options.tls_key_path;
-  http.tls = CreateOpenSslServer;
-  MEMKV_ASSIGN_OR_RETURN(admin->http_, HttpServer::Create(http));
+  http.tls = http::CreateOpenSslServer;
+  MEMKV_ASSIGN_OR_RETURN(admin->http_, http::HttpServer::Create(http));
   AdminService* self = admin.get();
-  MEMKV_RETURN_IF_ERROR(admin->http_->Handle("GET", "/v1/health", [self](const HttpRequest&) {
+  MEMKV_RETURN_IF_ERROR(admin->http_->Handle("GET", "/v1/health", [self](const http::HttpRequest&) {
     const bool unhealthy = self->Health().status == "unhealthy";
     return Json(unhealthy ? 503 : 200, self->HealthJson());
   }));
-  MEMKV_RETURN_IF_ERROR(admin->http_->Handle("GET", "/v1/ready", [self](const HttpRequest&) {
+  MEMKV_RETURN_IF_ERROR(admin->http_->Handle("GET", "/v1/ready", [self](const http::HttpRequest&) {
     const bool serving = self->sources_.serving && self->sources_.serving();
-    return HttpResponse::Text(serving ? 200 : 503, serving ? "ok\n" : "not serving (starting or draining)\n");
+    return http::HttpResponse::Text(serving ? 200 : 503, serving ? "ok\n" : "not serving (starting or draining)\n");
   }));
   MEMKV_RETURN_IF_ERROR(admin->http_->Handle(
-      "GET", "/v1/status", [self](const HttpRequest&) { return Json(200, self->StatusJson()); }));
+      "GET", "/v1/status", [self](const http::HttpRequest&) { return Json(200, self->StatusJson()); }));
   // Prometheus scrapes /metrics unless told otherwise, so the same text is
   // served there too.
   for (const char* path : {"/v1/metrics", "/metrics"}) {
-    MEMKV_RETURN_IF_ERROR(admin->http_->Handle("GET", path, [self](const HttpRequest&) {
-      HttpResponse r;
+    MEMKV_RETURN_IF_ERROR(admin->http_->Handle("GET", path, [self](const http::HttpRequest&) {
+      http::HttpResponse r;
       r.content_type = std::string(metrics::kPrometheusContentType);
       r.body = self->MetricsText();
       return r;
@@ -109,11 +109,11 @@ HealthReport AdminService::Health() const {
   HealthReport h;
   h.rdma_active = sources_.rdma != nullptr;
   std::vector<std::string> offline;
-  const std::optional<ExtentStoreStats> drives = sources_.tier->DrivesStats();
+  const std::optional<drive::ExtentStoreStats> drives = sources_.tier->DrivesStats();
   if (drives) {
-    for (const DriveStats& d : drives->drives) {
+    for (const drive::DriveStats& d : drives->drives) {
       ++h.drives_total;
-      if (d.state == DriveState::kOffline) {
+      if (d.state == drive::DriveState::kOffline) {
         ++h.drives_offline;
         offline.push_back("drive " + std::to_string(d.index) + (d.path.empty() ? "" : " (" + d.path + ")") +
                           ": " + d.reason);

@@ -42,7 +42,7 @@ struct ServerSnapshot;  // server/metrics_table.h
 
 struct AdminSources {
   ServerMetrics* metrics = nullptr;
-  TieredStore* tier = nullptr;           // the memory pool, and the drives when it has them
+  tier::TieredStore* tier = nullptr;     // the memory pool, and the drives when it has them
   RdmaEndpoint* rdma = nullptr;          // null: TCP only
   std::string storage_mode;              // "memory", "file", "direct"
   std::string version;
@@ -96,7 +96,7 @@ class AdminService {
   AdminOptions options_;
   AdminSources sources_;
   Nanos started_ = 0;
-  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<http::HttpServer> http_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

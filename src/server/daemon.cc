@@ -23,7 +23,7 @@ std::string FormatSeconds(uint64_t ns) {
 }
 
 // The line that ends "preparing the ... DRAM pool", with how long it took.
-void LogPrefault(const PoolBacking& backing) {
+void LogPrefault(const storage::PoolBacking& backing) {
   if (backing.prefault_nanos == 0) {
     LOG_INFO_C("start") << "memory pool not prefaulted (memory.prefault: false): the first values written pay "
                            "for the page faults";
@@ -39,13 +39,13 @@ void LogPrefault(const PoolBacking& backing) {
 // The pool is mapped before RDMA registers it. Pinned it must be
 // hugetlb-backed, and Create refuses when free hugepages do not cover it
 // (docs/configuration.md).
-Result<std::unique_ptr<MemoryStore>> CreatePool(const DaemonOptions& options, const PoolPin& pin,
-                                                const PrefaultProgress& progress) {
-  const ServerConfig& c = options.config;
-  MemoryStoreOptions store_options;
+Result<std::unique_ptr<storage::MemoryStore>> CreatePool(const DaemonOptions& options, const PoolPin& pin,
+                                                         const storage::PrefaultProgress& progress) {
+  const config::ServerConfig& c = options.config;
+  storage::MemoryStoreOptions store_options;
   store_options.max_size_bytes = c.memory.max_size_bytes;
   store_options.block_size_bytes = c.memory.block_size_bytes;
-  store_options.hugepages = options.hugepages.value_or(PoolPolicyFor(pin.rdma_registers, pin.direct_io));
+  store_options.hugepages = options.hugepages.value_or(storage::PoolPolicyFor(pin.rdma_registers, pin.direct_io));
   store_options.prefault = c.memory.prefault;
   store_options.read_check_interval_ns = Nanos{c.memory.read_check_interval_ms} * 1'000'000;
   store_options.prefault_progress = progress;
@@ -55,12 +55,13 @@ Result<std::unique_ptr<MemoryStore>> CreatePool(const DaemonOptions& options, co
     LOG_INFO_C("start") << "preparing the " << FormatSize(store_options.max_size_bytes)
                         << " DRAM pool: faulting it in (memory.prefault) ...";
   }
-  Result<std::unique_ptr<MemoryStore>> store = MemoryStore::Create(store_options);
+  Result<std::unique_ptr<storage::MemoryStore>> store = storage::MemoryStore::Create(store_options);
   if (store.ok()) {
     LogPrefault((*store)->backing());
     return store;
   }
-  if (store_options.hugepages == HugePagePolicy::kRequire && store.status().code() == StatusCode::kFailedPrecondition) {
+  if (store_options.hugepages == storage::HugePagePolicy::kRequire &&
+      store.status().code() == StatusCode::kFailedPrecondition) {
     return Status(store.status().code(), "the memory pool is pinned (" + pin.reason +
                                              "), so it must be 2 MiB hugepages: " + store.status().message());
   }
@@ -69,11 +70,11 @@ Result<std::unique_ptr<MemoryStore>> CreatePool(const DaemonOptions& options, co
 
 }  // namespace
 
-Result<PoolPin> PoolPinFor(const ServerConfig& config, verbs::Provider& provider) {
+Result<PoolPin> PoolPinFor(const config::ServerConfig& config, verbs::Provider& provider) {
   MEMKV_ASSIGN_OR_RETURN(std::vector<std::string> devices, provider.Devices());
   PoolPin pin;
   pin.rdma_registers = std::find(devices.begin(), devices.end(), config.rdma.device) != devices.end();
-  pin.direct_io = config.storage.mode == StorageMode::kDirect;
+  pin.direct_io = config.storage.mode == config::StorageMode::kDirect;
   pin.reason = pin.rdma_registers ? "RDMA device " + config.rdma.device + " registers it"
                : pin.direct_io    ? "storage.mode direct does O_DIRECT I/O from it"
                                   : "";
@@ -91,22 +92,23 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options, DaemonSeam
 }
 
 Status Daemon::Build(DaemonSeams& seams, Step* failed) {
-  const ServerConfig& c = options_.config;
+  const config::ServerConfig& c = options_.config;
   *failed = Step::kRdma;
   MEMKV_ASSIGN_OR_RETURN(PoolPin pin, PoolPinFor(c, *seams.verbs));
   *failed = Step::kPool;
-  MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<MemoryStore> pool, CreatePool(options_, pin, seams.prefault_progress));
+  MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<storage::MemoryStore> pool,
+                         CreatePool(options_, pin, seams.prefault_progress));
   if (seams.before_threads) seams.before_threads();
 
-  std::unique_ptr<ExtentStore> drives;
-  if (c.storage.mode != StorageMode::kMemory) {
+  std::unique_ptr<drive::ExtentStore> drives;
+  if (c.storage.mode != config::StorageMode::kMemory) {
     *failed = Step::kDrives;
     MEMKV_ASSIGN_OR_RETURN(drives, seams.open_drives(c.storage));
   }
-  TieredStoreOptions tier_options;
+  tier::TieredStoreOptions tier_options;
   tier_options.io_threads = static_cast<int>(c.storage.io_threads);
   tier_options.promote_on_read = c.storage.promote_on_read;
-  tier_ = std::make_unique<TieredStore>(std::move(pool), std::move(drives), tier_options);
+  tier_ = std::make_unique<tier::TieredStore>(std::move(pool), std::move(drives), tier_options);
 
   // No device is a normal state (TCP only); a configured MTU above the port's
   // active MTU is refused here, before anything listens.
@@ -142,7 +144,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   sources.metrics = &server_->metrics();
   sources.tier = tier_.get();
   sources.rdma = rdma_.get();
-  sources.storage_mode = std::string(StorageModeName(c.storage.mode));
+  sources.storage_mode = std::string(config::StorageModeName(c.storage.mode));
   sources.version = kMemkvVersion;
   sources.data_address = address();
   sources.serving = [server = server_.get()] { return server->serving(); };

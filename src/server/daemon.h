@@ -58,12 +58,12 @@ struct PoolPin {
 // The RDMA endpoint registers the pool exactly when the configured device is
 // on this host (RdmaEndpoint::Create's rule, asked before the pool is mapped,
 // since a registered pool must be hugetlb). Errors are the provider's.
-Result<PoolPin> PoolPinFor(const ServerConfig& config, verbs::Provider& provider);
+Result<PoolPin> PoolPinFor(const config::ServerConfig& config, verbs::Provider& provider);
 
 struct DaemonOptions {
   // Validated (ValidateServerConfig); memory.max_size_bytes must be set (the
   // caller sizes a 0 to the box). network.auth_key is not read: see auth_key.
-  ServerConfig config;
+  config::ServerConfig config;
   std::vector<uint8_t> auth_key;        // 32 bytes
   // What the config does not say (memkv start's flags).
   int workers = 0;                      // 0 = one per core, at most 8
@@ -71,10 +71,10 @@ struct DaemonOptions {
   uint32_t write_stall_timeout_ms = 30000;
   // Overrides the pinned-pool rule (PoolPolicyFor): tests that register a
   // pool on a fake device on a host without hugepages.
-  std::optional<HugePagePolicy> hugepages;
+  std::optional<storage::HugePagePolicy> hugepages;
 };
 
-using DriveOpener = std::function<Result<std::unique_ptr<ExtentStore>>(const StorageConfig& storage)>;
+using DriveOpener = std::function<Result<std::unique_ptr<drive::ExtentStore>>(const config::StorageConfig& storage)>;
 
 // What the Daemon reaches the host through; every one optional.
 struct DaemonSeams {
@@ -85,7 +85,7 @@ struct DaemonSeams {
   DriveOpener open_drives;
   // The pool being faulted in (memory.prefault): bytes done of the total,
   // from one thread at a time; the last call has done == total.
-  PrefaultProgress prefault_progress;
+  storage::PrefaultProgress prefault_progress;
   // Called once on Create's thread after the pool is mapped and before the
   // Daemon starts any thread that lives on (drive I/O, workers, admin):
   // memkv start blocks its signals there so every such thread inherits the
@@ -120,10 +120,10 @@ class Daemon {
   uint16_t admin_port() const { return admin_->port(); }
   // "HOST:PORT" of the data listener, the port the bound one.
   std::string address() const;
-  const ServerConfig& config() const { return options_.config; }
+  const config::ServerConfig& config() const { return options_.config; }
 
-  TieredStore& tier() { return *tier_; }
-  MemoryStore& memory() { return tier_->memory(); }
+  tier::TieredStore& tier() { return *tier_; }
+  storage::MemoryStore& memory() { return tier_->memory(); }
   Server& server() { return *server_; }
   ServerMetrics& metrics() { return server_->metrics(); }
   AdminService& admin() { return *admin_; }
@@ -135,12 +135,12 @@ class Daemon {
 
   DaemonOptions options_;
   // Declared in construction order; destroyed in reverse.
-  std::unique_ptr<TieredStore> tier_;    // owns the pool and the drives
-  std::unique_ptr<RdmaEndpoint> rdma_;   // registers the pool; null: TCP only
-  std::unique_ptr<Server> server_;       // uses tier_ and rdma_
-  std::unique_ptr<AdminService> admin_;  // reads server_, tier_ and rdma_
-  std::thread runner_;                   // Start's thread, running Run
-  Status run_status_;                    // Run's result on runner_; read after join
+  std::unique_ptr<tier::TieredStore> tier_;  // owns the pool and the drives
+  std::unique_ptr<RdmaEndpoint> rdma_;       // registers the pool; null: TCP only
+  std::unique_ptr<Server> server_;           // uses tier_ and rdma_
+  std::unique_ptr<AdminService> admin_;      // reads server_, tier_ and rdma_
+  std::thread runner_;                       // Start's thread, running Run
+  Status run_status_;                        // Run's result on runner_; read after join
 };
 
 }  // namespace memkv

@@ -18,29 +18,32 @@
 namespace memkv {
 namespace {
 
+using drive::Pattern;
+using drive::TempDir;
+
 const std::vector<uint8_t> kKey(32, 0xaa);
 
 DaemonOptions MemoryOptions() {
   DaemonOptions options;
-  ServerConfig& c = options.config;
+  config::ServerConfig& c = options.config;
   c.network.port = 0;
   c.memory.max_size_bytes = 16 << 20;
   c.memory.block_size_bytes = 1 << 20;
   c.memory.prefault = false;
   c.rdma.device = "srv0";
-  c.storage.mode = StorageMode::kMemory;
+  c.storage.mode = config::StorageMode::kMemory;
   options.auth_key = kKey;
   options.workers = 2;
-  options.hugepages = HugePagePolicy::kNever;
+  options.hugepages = storage::HugePagePolicy::kNever;
   return options;
 }
 
 DaemonOptions FileOptions(const TempDir& dir) {
   DaemonOptions options = MemoryOptions();
-  StorageConfig& s = options.config.storage;
-  s.mode = StorageMode::kFile;
+  config::StorageConfig& s = options.config.storage;
+  s.mode = config::StorageMode::kFile;
   s.block_size_bytes = 1 << 20;
-  s.drives = {DriveConfig{.media = dir.File("data/drive0.memkv"), .size_bytes = 128 << 20}};
+  s.drives = {config::DriveConfig{.media = dir.File("data/drive0.memkv"), .size_bytes = 128 << 20}};
   s.io_threads = 2;
   return options;
 }

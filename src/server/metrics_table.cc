@@ -7,6 +7,9 @@ namespace {
 using metrics::Labels;
 using metrics::MetricType;
 using metrics::Samples;
+using drive::DriveState;
+using drive::DriveStateName;
+using drive::DriveStats;
 using S = ServerSnapshot;
 
 constexpr MetricType kCounter = MetricType::kCounter;

@@ -35,9 +35,9 @@ namespace memkv {
 // Everything one scrape or status read reports, each source read once.
 struct ServerSnapshot {
   const ServerMetrics* metrics = nullptr;   // live cells, read by the rows
-  MemoryStoreStats memory;
-  TierCounters tier;
-  std::optional<ExtentStoreStats> drives;   // file and direct modes only
+  storage::MemoryStoreStats memory;
+  tier::TierCounters tier;
+  std::optional<drive::ExtentStoreStats> drives;   // file and direct modes only
   HealthReport health;
   std::string_view version;
   std::string_view address;                 // the data listener, HOST:PORT

@@ -50,7 +50,7 @@ std::string ExistingAncestor(std::string dir) {
 
 // The size a new drive file gets: its configured size, else the default
 // capped at half the free space of its filesystem, in whole blocks.
-Result<uint64_t> NewFileSize(const DriveConfig& drive, uint64_t block_bytes) {
+Result<uint64_t> NewFileSize(const config::DriveConfig& drive, uint64_t block_bytes) {
   if (drive.size_bytes != 0) return drive.size_bytes;
   struct statvfs vfs{};
   const std::string dir = ExistingAncestor(Parent(drive.media));
@@ -58,7 +58,7 @@ Result<uint64_t> NewFileSize(const DriveConfig& drive, uint64_t block_bytes) {
     return IoError("storage.drives: cannot read the free space of " + dir + ": " + ErrnoText(errno));
   }
   const uint64_t free_bytes = uint64_t(vfs.f_bavail) * vfs.f_frsize;
-  uint64_t size = std::min(kDefaultDriveFileBytes, free_bytes / 2);
+  uint64_t size = std::min(config::kDefaultDriveFileBytes, free_bytes / 2);
   size -= size % block_bytes;
   constexpr uint64_t kMinimum = 64 * kMiB;
   if (size < kMinimum) {
@@ -70,9 +70,9 @@ Result<uint64_t> NewFileSize(const DriveConfig& drive, uint64_t block_bytes) {
   return size;
 }
 
-Result<std::vector<FileState>> ExamineAll(const StorageConfig& storage) {
+Result<std::vector<FileState>> ExamineAll(const config::StorageConfig& storage) {
   std::vector<FileState> states;
-  for (const DriveConfig& d : storage.drives) {
+  for (const config::DriveConfig& d : storage.drives) {
     MEMKV_ASSIGN_OR_RETURN(FileState state, Examine(d.media));
     states.push_back(state);
   }
@@ -106,7 +106,7 @@ Status CheckNewFileDirectory(const std::string& media) {
   return Status::Ok();
 }
 
-Status CheckFileDrives(const StorageConfig& storage) {
+Status CheckFileDrives(const config::StorageConfig& storage) {
   MEMKV_ASSIGN_OR_RETURN(std::vector<FileState> states, ExamineAll(storage));
   const size_t fresh = CountFresh(states);
   if (fresh == 0) return Status::Ok();
@@ -125,7 +125,7 @@ Status CheckFileDrives(const StorageConfig& storage) {
   // A first start: the files must fit where they go, all of them together
   // on a filesystem they share, before any is made.
   std::map<unsigned long, std::pair<uint64_t, uint64_t>> wanted_and_free;  // by filesystem id
-  for (const DriveConfig& d : storage.drives) {
+  for (const config::DriveConfig& d : storage.drives) {
     MEMKV_RETURN_IF_ERROR(CheckNewFileDirectory(d.media));
     MEMKV_ASSIGN_OR_RETURN(uint64_t size, NewFileSize(d, storage.block_size_bytes));
     const std::string dir = ExistingAncestor(Parent(d.media));
@@ -151,7 +151,7 @@ Status CheckFileDrives(const StorageConfig& storage) {
 // Direct mode: every drive that exists must be a block device this process
 // can read and write; a missing one leaves the store degraded, all missing
 // leaves nothing to serve from.
-Status CheckBlockDevices(const StorageConfig& storage) {
+Status CheckBlockDevices(const config::StorageConfig& storage) {
   size_t missing = 0;
   for (size_t i = 0; i < storage.drives.size(); ++i) {
     const std::string& path = storage.drives[i].media;
@@ -183,11 +183,11 @@ Status CheckBlockDevices(const StorageConfig& storage) {
 
 // File mode: formats the drive files when none of them exists yet (the first
 // start). Files missing from an existing store are left missing (degraded).
-Status CreateMissingDriveFiles(const StorageConfig& storage) {
+Status CreateMissingDriveFiles(const config::StorageConfig& storage) {
   MEMKV_ASSIGN_OR_RETURN(std::vector<FileState> states, ExamineAll(storage));
   if (CountFresh(states) != states.size()) return Status::Ok();
   uint64_t size = UINT64_MAX;
-  for (const DriveConfig& d : storage.drives) {
+  for (const config::DriveConfig& d : storage.drives) {
     const std::string dir = Parent(d.media);
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
       return IoError("storage.drives: cannot create the directory " + dir + ": " + ErrnoText(errno));
@@ -195,13 +195,13 @@ Status CreateMissingDriveFiles(const StorageConfig& storage) {
     MEMKV_ASSIGN_OR_RETURN(uint64_t want, NewFileSize(d, storage.block_size_bytes));
     size = std::min(size, want);
   }
-  DriveFormatOptions format;
-  for (const DriveConfig& d : storage.drives) format.drives.push_back(d.media);
+  drive::DriveFormatOptions format;
+  for (const config::DriveConfig& d : storage.drives) format.drives.push_back(d.media);
   format.block_size_bytes = storage.block_size_bytes;
   format.file_size_bytes = size;
   LOG_INFO_C("start") << "creating " << storage.drives.size() << " drive file(s) of " << FormatSize(size) << " ("
            << storage.drives[0].media << (storage.drives.size() > 1 ? ", ..." : "") << ")";
-  Status formatted = ExtentStore::Format(format);
+  Status formatted = drive::ExtentStore::Format(format);
   if (!formatted.ok()) {
     // None of them held a store: whatever this start made of them (a
     // fallocated file without a superblock) goes, or is emptied again if it
@@ -219,43 +219,44 @@ Status CreateMissingDriveFiles(const StorageConfig& storage) {
 
 }  // namespace
 
-Status CheckDrivesBeforeOpen(const StorageConfig& storage) {
-  if (storage.mode == StorageMode::kFile) return CheckFileDrives(storage);
-  if (storage.mode == StorageMode::kDirect) return CheckBlockDevices(storage);
+Status CheckDrivesBeforeOpen(const config::StorageConfig& storage) {
+  if (storage.mode == config::StorageMode::kFile) return CheckFileDrives(storage);
+  if (storage.mode == config::StorageMode::kDirect) return CheckBlockDevices(storage);
   return Status::Ok();
 }
 
-Result<std::unique_ptr<ExtentStore>> OpenDrives(const StorageConfig& storage) {
+Result<std::unique_ptr<drive::ExtentStore>> OpenDrives(const config::StorageConfig& storage) {
   MEMKV_RETURN_IF_ERROR(CheckDrivesBeforeOpen(storage));
-  if (storage.mode == StorageMode::kFile) MEMKV_RETURN_IF_ERROR(CreateMissingDriveFiles(storage));
-  ExtentStoreOptions options;
-  for (const DriveConfig& d : storage.drives) options.drives.push_back(d.media);
-  options.sync = storage.sync == StorageSync::kAlways ? SyncMode::kAlways : SyncMode::kInterval;
+  if (storage.mode == config::StorageMode::kFile) MEMKV_RETURN_IF_ERROR(CreateMissingDriveFiles(storage));
+  drive::ExtentStoreOptions options;
+  for (const config::DriveConfig& d : storage.drives) options.drives.push_back(d.media);
+  options.sync = storage.sync == config::StorageSync::kAlways ? drive::SyncMode::kAlways : drive::SyncMode::kInterval;
   options.sync_interval_ms = storage.sync_interval_ms;
-  Result<std::unique_ptr<ExtentStore>> store = ExtentStore::Open(options);
+  Result<std::unique_ptr<drive::ExtentStore>> store = drive::ExtentStore::Open(options);
   if (!store.ok()) return store.status();
-  const ExtentStoreStats stats = (*store)->Stats();
+  const drive::ExtentStoreStats stats = (*store)->Stats();
   if (stats.block_size_bytes != storage.block_size_bytes) {
     LOG_WARN_C("start") << "storage.block_size is " << FormatSize(storage.block_size_bytes) << " but the drives were formatted with "
              << FormatSize(stats.block_size_bytes) << "; the drives' size is used (reformat to change it)";
   }
   uint64_t usable = 0, used = 0;
-  for (const DriveStats& d : stats.drives) {
+  for (const drive::DriveStats& d : stats.drives) {
     usable += d.usable_bytes;
     used += d.used_bytes;
   }
   LOG_INFO_C("start") << "drive tier: " << stats.drives.size() << " drive(s) via " << stats.io_engine << ", "
-           << FormatSize(stats.block_size_bytes) << " extents, " << stats.keys << " value(s) re-adopted in "
-           << stats.open_nanos / 1'000'000 << " ms, " << FormatSize(used) << " of " << FormatSize(usable) << " used; "
-           << "storage.sync " << SyncModeName(stats.sync)
-           << (stats.sync == SyncMode::kInterval
-                   ? " (a put survives kill -9 at once, a power cut once flushed, every " +
-                         std::to_string(storage.sync_interval_ms) + " ms)"
-                   : std::string(" (a put survives a power cut once acknowledged)"));
-  for (const DriveStats& d : stats.drives) {
-    if (d.state != DriveState::kOnline) {
-      LOG_WARN_C("start") << "drive " << d.index << " (" << (d.path.empty() ? "not given" : d.path)
-               << ") is " << DriveStateName(d.state) << ": " << d.reason << "; serving degraded";
+                      << FormatSize(stats.block_size_bytes) << " extents, " << stats.keys << " value(s) re-adopted in "
+                      << stats.open_nanos / 1'000'000 << " ms, " << FormatSize(used) << " of " << FormatSize(usable)
+                      << " used; "
+                      << "storage.sync " << drive::SyncModeName(stats.sync)
+                      << (stats.sync == drive::SyncMode::kInterval
+                              ? " (a put survives kill -9 at once, a power cut once flushed, every " +
+                                    std::to_string(storage.sync_interval_ms) + " ms)"
+                              : std::string(" (a put survives a power cut once acknowledged)"));
+  for (const drive::DriveStats& d : stats.drives) {
+    if (d.state != drive::DriveState::kOnline) {
+      LOG_WARN_C("start") << "drive " << d.index << " (" << (d.path.empty() ? "not given" : d.path) << ") is "
+                          << drive::DriveStateName(d.state) << ": " << d.reason << "; serving degraded";
     }
   }
   return store;

@@ -19,7 +19,7 @@ namespace memkv {
 // opens degraded. Refuses (with the reason and the fix) unformatted block
 // devices (memkv setup formats them), drives of a newer format, and drives of
 // different stores. Logs what it opened, and each drive that is offline.
-Result<std::unique_ptr<ExtentStore>> OpenDrives(const StorageConfig& storage);
+Result<std::unique_ptr<drive::ExtentStore>> OpenDrives(const config::StorageConfig& storage);
 
 // What OpenDrives checks before it creates or opens anything, and what
 // `memkv start --check` runs: file mode: each drive file that exists is a
@@ -28,7 +28,7 @@ Result<std::unique_ptr<ExtentStore>> OpenDrives(const StorageConfig& storage);
 // readable and writable block device, and at least one exists. A missing
 // drive of an existing store is a warning (the store opens degraded without
 // it). Creates nothing.
-Status CheckDrivesBeforeOpen(const StorageConfig& storage);
+Status CheckDrivesBeforeOpen(const config::StorageConfig& storage);
 
 }  // namespace memkv
 

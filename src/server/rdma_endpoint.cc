@@ -48,8 +48,8 @@ Nanos RdmaGrantLease(Nanos base_ns, uint64_t value_bytes) {
 
 RdmaEndpoint::~RdmaEndpoint() = default;
 
-Result<std::unique_ptr<RdmaEndpoint>> RdmaEndpoint::Create(const RdmaConfig& config, MemoryStore* store,
-                                                           verbs::Provider& provider) {
+Result<std::unique_ptr<RdmaEndpoint>> RdmaEndpoint::Create(const config::RdmaConfig& config,
+                                                           storage::MemoryStore* store, verbs::Provider& provider) {
   MEMKV_ASSIGN_OR_RETURN(std::vector<std::string> devices, provider.Devices());
   if (devices.empty()) {
     LOG_INFO_C("rdma") << "no RDMA device on this host (" << provider.WhyNoDevices()

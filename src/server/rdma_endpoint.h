@@ -61,7 +61,7 @@ class RdmaEndpoint {
   // the configured device is absent while others exist (a WARN naming them):
   // the server then serves TCP only. FailedPrecondition when rdma.mtu exceeds
   // the port's active MTU (start refuses), naming both values.
-  static Result<std::unique_ptr<RdmaEndpoint>> Create(const RdmaConfig& config, MemoryStore* store,
+  static Result<std::unique_ptr<RdmaEndpoint>> Create(const config::RdmaConfig& config, storage::MemoryStore* store,
                                                       verbs::Provider& provider);
   ~RdmaEndpoint();
 

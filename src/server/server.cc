@@ -100,7 +100,7 @@ class Server::Worker {
     if (!epoll_.valid() || !wake_.valid()) return Internal(std::string("epoll/eventfd: ") + std::strerror(errno));
     MEMKV_ASSIGN_OR_RETURN(master_mac_, HmacSha256::Create(server_->options_.auth_key));
     ctx_.store = server_->store_;
-    inbox_ = std::make_shared<CompletionInbox>(wake_.get());
+    inbox_ = std::make_shared<tier::CompletionInbox>(wake_.get());
     ctx_.inbox = inbox_;
     ctx_.rdma = server_->options_.rdma;
     ctx_.rdma_grant_lease_ns = Nanos(server_->options_.rdma_grant_lease_ms) * 1'000'000;
@@ -352,14 +352,14 @@ class Server::Worker {
   std::unordered_map<int, uint32_t> interest_;
   std::unordered_map<uint64_t, server::Session*> by_id_;
   uint64_t next_id_ = 1;
-  std::shared_ptr<CompletionInbox> inbox_;
+  std::shared_ptr<tier::CompletionInbox> inbox_;
   Nanos next_reap_ = 0;
   std::vector<uint64_t> buffered_;  // connection ids for RunBuffered
   uint64_t closed_since_trim_ = 0;
   Nanos last_trim_ = 0;
 };
 
-Server::Server(const ServerOptions& options, TieredStore* store, UniqueFd listener, uint16_t port)
+Server::Server(const ServerOptions& options, tier::TieredStore* store, UniqueFd listener, uint16_t port)
     : options_(options),
       store_(store),
       listener_(std::move(listener)),
@@ -371,7 +371,7 @@ Server::~Server() {
   for (auto& w : workers_) w->Join();
 }
 
-Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, TieredStore* store) {
+Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, tier::TieredStore* store) {
   if (store == nullptr) return InvalidArgument("a server needs a store");
   if (options.auth_key.size() != 32) return InvalidArgument("auth key must be 32 bytes");
   if (options.max_connections == 0 || options.max_unauthenticated_connections == 0) {
@@ -382,8 +382,8 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, Tie
     return InvalidArgument("max_value_bytes " + std::to_string(options.max_value_bytes) + " is out of range 1.." +
                            std::to_string(proto::kMaxValueBytesCeiling));
   }
-  MEMKV_ASSIGN_OR_RETURN(UniqueFd listener, ListenTcp(options.host, options.port, 1024));
-  MEMKV_ASSIGN_OR_RETURN(uint16_t port, LocalPort(listener.get()));
+  MEMKV_ASSIGN_OR_RETURN(UniqueFd listener, io::ListenTcp(options.host, options.port, 1024));
+  MEMKV_ASSIGN_OR_RETURN(uint16_t port, io::LocalPort(listener.get()));
   std::unique_ptr<Server> server(new Server(options, store, std::move(listener), port));
   server->stop_event_.Reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!server->stop_event_.valid()) return Internal(std::string("eventfd: ") + std::strerror(errno));
@@ -425,7 +425,7 @@ Status Server::Run() {
         break;
       }
       UniqueFd conn(fd);
-      Status nodelay = SetNoDelay(conn.get());
+      Status nodelay = io::SetNoDelay(conn.get());
       if (!nodelay.ok()) LOG_WARN_C("server") << nodelay.ToString();
       Status keepalive = SetKeepAlive(conn.get());
       if (!keepalive.ok()) LOG_WARN_C("server") << keepalive.ToString();

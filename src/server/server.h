@@ -59,7 +59,7 @@ class Server {
  public:
   // Binds the listener (so the port is known and in use on return). `store`
   // (memory only or with drives) must outlive the server.
-  static Result<std::unique_ptr<Server>> Create(const ServerOptions& options, TieredStore* store);
+  static Result<std::unique_ptr<Server>> Create(const ServerOptions& options, tier::TieredStore* store);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -76,10 +76,10 @@ class Server {
 
  private:
   class Worker;
-  Server(const ServerOptions& options, TieredStore* store, UniqueFd listener, uint16_t port);
+  Server(const ServerOptions& options, tier::TieredStore* store, UniqueFd listener, uint16_t port);
 
   ServerOptions options_;
-  TieredStore* store_;
+  tier::TieredStore* store_;
   UniqueFd listener_;
   UniqueFd stop_event_;  // eventfd that wakes the acceptor
   uint16_t port_;

@@ -141,7 +141,7 @@ bool Session::OnReadable() {
 
 bool Session::OnWritable() { return Flush(); }
 
-bool Session::OnStorageDone(CompletionInbox::Closure& done) {
+bool Session::OnStorageDone(tier::CompletionInbox::Closure& done) {
   storage_wait_ = false;
   done();
   return OnReadable();
@@ -346,7 +346,7 @@ bool Session::ReceivePayload() {
     buffered -= take;
     payload_left_ -= take;
     HashArrived(take);
-    payload_first_ = AdvanceIov(payload_iov_, payload_first_, take);
+    payload_first_ = io::AdvanceIov(payload_iov_, payload_first_, take);
   }
   while (payload_first_ < payload_iov_.size()) {
     if (socket_drained_) return true;
@@ -356,7 +356,7 @@ bool Session::ReceivePayload() {
       socket_drained_ = static_cast<uint64_t>(n) < payload_left_;
       ctx_.metrics->bytes_received.Add(static_cast<uint64_t>(n));
       payload_left_ -= static_cast<uint64_t>(n);
-      payload_first_ = AdvanceIov(payload_iov_, payload_first_, static_cast<size_t>(n));
+      payload_first_ = io::AdvanceIov(payload_iov_, payload_first_, static_cast<size_t>(n));
       HashArrived(static_cast<uint64_t>(n));
       continue;
     }
@@ -366,7 +366,7 @@ bool Session::ReceivePayload() {
   }
   if (put_stream_ != nullptr) {
     // A window of a put in pieces is full: to the drives with it.
-    Await(Completion::kPending);
+    Await(tier::Completion::kPending);
     ctx_.store->MoveStreamPiece(put_stream_, reply_, [this](Status s) { OnStreamPieceWritten(std::move(s)); });
     return true;
   }
@@ -451,7 +451,7 @@ std::span<const uint8_t> MetaOf(const std::vector<uint8_t>& head) {
 }  // namespace
 
 void Session::Respond(StatusCode status, std::string meta, std::vector<iovec> payload,
-                         std::vector<StoredValue> values, uint64_t checksum, uint64_t streamed_len) {
+                      std::vector<tier::StoredValue> values, uint64_t checksum, uint64_t streamed_len) {
   uint64_t payload_len = streamed_len;
   for (const iovec& v : payload) payload_len += v.iov_len;
   OpMetrics& op = ctx_.metrics->op(cur_.opcode);
@@ -524,7 +524,7 @@ bool Session::Flush() {
       // The bytes are in the kernel now: check those the store handed out
       // unchecked (a mismatch drops the value and is counted; the client
       // has the checksum and refuses the bytes), then release them.
-      for (StoredValue& v : f.values) (void)v.CheckLater();  // the store drops and counts a mismatch
+      for (tier::StoredValue& v : f.values) (void)v.CheckLater();  // the store drops and counts a mismatch
       out_.pop_front();
     }
   }

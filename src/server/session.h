@@ -73,10 +73,10 @@ namespace memkv::server {
 // What every connection of a worker shares. The HMAC under the master key is
 // per worker (HmacSha256 is not thread-safe).
 struct SessionContext {
-  TieredStore* store = nullptr;
+  tier::TieredStore* store = nullptr;
   // The worker's inbox: completions of storage operations that waited on a
   // drive come back through it, tagged with the connection's id.
-  std::shared_ptr<CompletionInbox> inbox;
+  std::shared_ptr<tier::CompletionInbox> inbox;
   RdmaEndpoint* rdma = nullptr;  // null: TCP only
   Nanos rdma_grant_lease_ns = 30'000'000'000;  // a slot or pin held longer closes the connection
   Nanos frame_timeout_ns = 30'000'000'000;     // a frame must arrive whole within this (CheckFrameDeadline)
@@ -114,7 +114,7 @@ class Session {
   // The storage operation this connection waits for has completed (the
   // worker took `done` from its inbox): runs it, which queues the response,
   // and resumes reading requests.
-  bool OnStorageDone(CompletionInbox::Closure& done);
+  bool OnStorageDone(tier::CompletionInbox::Closure& done);
 
   bool WantsRead() const;
   // Buffered bytes can be parsed now (room freed up below the in-flight
@@ -148,10 +148,10 @@ class Session {
   enum class ReadState { kHeader, kMeta, kPayload };
 
   struct OutFrame {
-    std::vector<uint8_t> head;         // fields | tag | meta
-    std::vector<iovec> iov;            // head, then payload pieces
-    std::vector<StoredValue> values;   // keep value bytes (pinned or owned) alive until sent
-    size_t first = 0;                  // first unsent iov
+    std::vector<uint8_t> head;              // fields | tag | meta
+    std::vector<iovec> iov;                 // head, then payload pieces
+    std::vector<tier::StoredValue> values;  // keep value bytes (pinned or owned) alive until sent
+    size_t first = 0;                       // first unsent iov
   };
 
   // What a payload being received turns into once it is complete. Items
@@ -163,7 +163,7 @@ class Session {
       uint64_t size = 0;
       uint64_t checksum = 0;           // what the client says the bytes hash to
       uint64_t received_checksum = 0;  // what they hash to, computed as they arrive
-      PendingPut put;
+      storage::PendingPut put;
       Status status;
       // A later item of the batch names the same key: this one is not
       // stored and is answered with that item's status (SupersedeRepeats).
@@ -188,7 +188,7 @@ class Session {
   void Queue(OutFrame frame);
   // `streamed_len`: payload bytes that follow in later frames (a streamed get).
   void Respond(StatusCode status, std::string meta, std::vector<iovec> payload = {},
-               std::vector<StoredValue> values = {}, uint64_t checksum = 0, uint64_t streamed_len = 0);
+               std::vector<tier::StoredValue> values = {}, uint64_t checksum = 0, uint64_t streamed_len = 0);
   // The Connect answer: tagged under the shared key and bound to the client nonce.
   void RespondConnect(std::string meta, std::span<const uint8_t> client_nonce);
   void RespondError(const Status& status);
@@ -213,7 +213,7 @@ class Session {
   void HandleRdmaPut();
   void HandleRdmaCommit();
   void HandleRdmaGet(std::string_view key);
-  void GrantPin(ReadHandle handle);
+  void GrantPin(storage::ReadHandle handle);
   void HandleRdmaRelease();
   // An RDMA control op on a connection without accepted QPs.
   bool RequireRdma();
@@ -223,16 +223,16 @@ class Session {
   // Await parks the connection while it is pending. A completion may
   // capture `this`: it runs on this worker, and is dropped if the
   // connection is closed before it arrives.
-  void Await(Completion completion);
+  void Await(tier::Completion completion);
   void FinishPayload();
   void SupersedeRepeats(std::vector<PayloadSink::Item>& items);
   void CommitPut(PayloadSink::Item& item);
   void CommitBatch(std::vector<PayloadSink::Item> items);
   void RespondBatchPut(std::vector<PayloadSink::Item>& items);
   void HandleGet(std::string_view key);
-  void RespondGet(Result<StoredValue> value);
+  void RespondGet(Result<tier::StoredValue> value);
   void HandleBatchGet();
-  void RespondBatchGet(std::vector<Result<StoredValue>>& values);
+  void RespondBatchGet(std::vector<Result<tier::StoredValue>>& values);
   void HandleDelete(std::string_view key);
 
   // session_stream.cc: values in pieces (see above).
@@ -243,7 +243,7 @@ class Session {
   // put failed and the rest was discarded): answer it.
   void EndPayload();
   void FinishStreamPut();
-  void BeginStreamGet(StoredValue value);
+  void BeginStreamGet(tier::StoredValue value);
   // A streamed get's window has left (or it has just begun): reads the next
   // piece, or ends the stream after the last.
   void ContinueStreamGet();
@@ -259,7 +259,7 @@ class Session {
   bool closing_ = false;
   bool logged_error_ = false;
   bool storage_wait_ = false;  // parked until a storage operation completes
-  ReplyTo reply_;               // this connection at its worker's inbox
+  tier::ReplyTo reply_;        // this connection at its worker's inbox
 
   // Input buffer for headers and metas; payloads bypass it when large.
   InputBuffer in_;
@@ -276,8 +276,8 @@ class Session {
   std::vector<iovec> payload_iov_;
   size_t payload_first_ = 0;
   uint64_t payload_left_ = 0;
-  std::shared_ptr<ValueStream> put_stream_;  // the put being received in pieces
-  std::shared_ptr<ValueStream> get_stream_;  // the value being sent in pieces
+  std::shared_ptr<tier::ValueStream> put_stream_;  // the put being received in pieces
+  std::shared_ptr<tier::ValueStream> get_stream_;  // the value being sent in pieces
   ChecksumStream hash_;            // of the item being received
   size_t hash_item_ = 0;
   uint64_t hash_offset_ = 0;       // bytes of items[hash_item_] hashed so far
@@ -288,11 +288,11 @@ class Session {
   // RDMA: what a client may touch in the pool, by token. A put slot is a
   // PendingPut the client WRITEs into; a pin is a ReadHandle it READs from.
   struct Grant {
-    PendingPut put;      // slot (until RdmaCommit)
-    ReadHandle pin;      // pinned value (until RdmaRelease)
-    std::string key;     // slot: where it is published
-    uint64_t checksum = 0;  // slot: what the client says the bytes hash to
-    Nanos lease_ns = 0;     // RdmaGrantLease: the base lease plus the value's share
+    storage::PendingPut put;  // slot (until RdmaCommit)
+    storage::ReadHandle pin;  // pinned value (until RdmaRelease)
+    std::string key;          // slot: where it is published
+    uint64_t checksum = 0;    // slot: what the client says the bytes hash to
+    Nanos lease_ns = 0;       // RdmaGrantLease: the base lease plus the value's share
     Nanos expires = 0;
   };
   std::unordered_map<uint64_t, Grant> grants_;

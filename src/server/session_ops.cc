@@ -121,7 +121,7 @@ void Session::HandleRdmaPut() {
                           " bytes, over a quarter of the DRAM pool, goes to the drives in pieces over TCP, not "
                           "through the pool an RDMA WRITE lands in");
   }
-  Result<PendingPut> put = s.ok() ? ctx_.store->Reserve(size) : Result<PendingPut>(s);
+  Result<storage::PendingPut> put = s.ok() ? ctx_.store->Reserve(size) : Result<storage::PendingPut>(s);
   if (!put.ok()) {
     RespondError(put.status());
     return;
@@ -183,7 +183,7 @@ void Session::HandleRdmaGet(std::string_view key) {
   }
   // The grant's segments are addresses in the registered pool: a value on a
   // drive is staged in DRAM first (ReadNeed::kDramPin).
-  Await(ctx_.store->Get(key, ReadNeed::kDramPin, reply_, [this](Result<StoredValue> value) {
+  Await(ctx_.store->Get(key, tier::ReadNeed::kDramPin, reply_, [this](Result<tier::StoredValue> value) {
     if (value.ok()) {
       GrantPin(value->TakePin());
     } else if (value.status().code() == StatusCode::kNotFound) {
@@ -194,7 +194,7 @@ void Session::HandleRdmaGet(std::string_view key) {
   }));
 }
 
-void Session::GrantPin(ReadHandle handle) {
+void Session::GrantPin(storage::ReadHandle handle) {
   proto::RdmaGrant grant;
   grant.token = next_token_++;
   grant.value_len = handle.size();
@@ -285,7 +285,7 @@ void Session::HandlePut(std::string_view key) {
     return;
   }
   if (sink.frame_error.ok()) {
-    Result<PendingPut> put = ctx_.store->Reserve(item.size);
+    Result<storage::PendingPut> put = ctx_.store->Reserve(item.size);
     if (put.ok()) {
       item.put = std::move(put).value();
     } else {
@@ -308,7 +308,8 @@ void Session::HandleBatchPut() {
       item.size = in.value_len;
       item.checksum = in.checksum;
       item.status = CheckValueSize(in.value_len, ctx_.max_value_bytes);
-      Result<PendingPut> put = item.status.ok() ? ctx_.store->Reserve(in.value_len) : Result<PendingPut>(item.status);
+      Result<storage::PendingPut> put =
+          item.status.ok() ? ctx_.store->Reserve(in.value_len) : Result<storage::PendingPut>(item.status);
       if (put.ok()) {
         item.put = std::move(put).value();
       } else {

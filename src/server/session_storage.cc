@@ -12,7 +12,7 @@
 
 namespace memkv::server {
 
-void Session::Await(Completion completion) { storage_wait_ = completion == Completion::kPending; }
+void Session::Await(tier::Completion completion) { storage_wait_ = completion == tier::Completion::kPending; }
 
 void Session::FinishPayload() {
   PayloadSink sink = std::move(sink_);
@@ -66,13 +66,13 @@ void Session::SupersedeRepeats(std::vector<PayloadSink::Item>& items) {
     const size_t later = last[items[i].key];
     if (later == i) continue;
     items[i].superseded_by = later;
-    items[i].put = PendingPut();
+    items[i].put = storage::PendingPut();
     items[i].status = FailedPrecondition("superseded by a later item of the batch");  // not stored
   }
 }
 
 void Session::CommitBatch(std::vector<PayloadSink::Item> items) {
-  std::vector<PutCommit> puts;
+  std::vector<tier::PutCommit> puts;
   std::vector<size_t> where;  // puts[j] is items[where[j]]
   for (size_t i = 0; i < items.size(); ++i) {
     PayloadSink::Item& item = items[i];
@@ -113,11 +113,11 @@ void Session::HandleGet(std::string_view key) {
   // Checked after the send (Flush): the client checks the bytes against the
   // checksum sent with them, so the server's own check is off the latency path.
   Await(ctx_.store->Get(
-      key, ReadNeed::kBytes, reply_, [this](Result<StoredValue> value) { RespondGet(std::move(value)); },
-      ReadCheck::kLater));
+      key, tier::ReadNeed::kBytes, reply_, [this](Result<tier::StoredValue> value) { RespondGet(std::move(value)); },
+      storage::ReadCheck::kLater));
 }
 
-void Session::RespondGet(Result<StoredValue> value) {
+void Session::RespondGet(Result<tier::StoredValue> value) {
   if (!value.ok()) {
     if (value.status().code() == StatusCode::kNotFound) {
       Respond(StatusCode::kNotFound, "");
@@ -132,7 +132,7 @@ void Session::RespondGet(Result<StoredValue> value) {
   }
   std::vector<iovec> iov(value->iov().begin(), value->iov().end());
   const uint64_t checksum = value->checksum();
-  std::vector<StoredValue> values;
+  std::vector<tier::StoredValue> values;
   values.push_back(std::move(value).value());
   Respond(StatusCode::kOk, "", std::move(iov), std::move(values), checksum);
 }
@@ -145,20 +145,21 @@ void Session::HandleBatchGet() {
     return;
   }
   Await(ctx_.store->GetMany(
-      keys, reply_, [this](std::vector<Result<StoredValue>> values) { RespondBatchGet(values); }, ReadCheck::kLater));
+      keys, reply_, [this](std::vector<Result<tier::StoredValue>> values) { RespondBatchGet(values); },
+      storage::ReadCheck::kLater));
 }
 
-void Session::RespondBatchGet(std::vector<Result<StoredValue>>& values) {
+void Session::RespondBatchGet(std::vector<Result<tier::StoredValue>>& values) {
   std::vector<proto::GetItem> items(values.size());
   std::vector<iovec> iov;
-  std::vector<StoredValue> kept;
+  std::vector<tier::StoredValue> kept;
   uint64_t total = 0;
   for (size_t i = 0; i < values.size(); ++i) {
     if (!values[i].ok()) {
       items[i].status = values[i].status().code();
       continue;
     }
-    StoredValue& v = *values[i];
+    tier::StoredValue& v = *values[i];
     if (v.streamed() || total + v.size() > proto::kMaxPayloadBytes) {
       // The answer would exceed one frame, or the value is read from the
       // drives in pieces: the client fetches this one alone.

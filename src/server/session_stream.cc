@@ -17,9 +17,9 @@ void Session::BeginStreamPut(std::string key) {
   payload_first_ = 0;
   payload_left_ = cur_.payload_len;
   state_ = ReadState::kPayload;
-  Await(Completion::kPending);
+  Await(tier::Completion::kPending);
   ctx_.store->BeginStreamPut(std::move(key), cur_.payload_len, reply_,
-                             [this](Result<std::shared_ptr<ValueStream>> stream) {
+                             [this](Result<std::shared_ptr<tier::ValueStream>> stream) {
                                if (!stream.ok()) {
                                  OnStreamPieceWritten(stream.status());
                                  return;
@@ -56,9 +56,9 @@ void Session::OnStreamPieceWritten(Status written) {
 }
 
 void Session::FinishStreamPut() {
-  std::shared_ptr<ValueStream> stream = std::move(put_stream_);
+  std::shared_ptr<tier::ValueStream> stream = std::move(put_stream_);
   const uint64_t size = stream->size();
-  Await(Completion::kPending);
+  Await(tier::Completion::kPending);
   ctx_.store->FinishStreamPut(stream, cur_.payload_checksum, reply_, [this, size](Status s) {
     if (s.code() == StatusCode::kInvalidArgument) {  // the bytes are not what the client hashed
       ctx_.metrics->payload_checksum_failures.Add(1);
@@ -70,7 +70,7 @@ void Session::FinishStreamPut() {
   });
 }
 
-void Session::BeginStreamGet(StoredValue value) {
+void Session::BeginStreamGet(tier::StoredValue value) {
   get_stream_ = value.stream();
   Respond(StatusCode::kOk, "", {}, {}, value.checksum(), value.size());
   ContinueStreamGet();
@@ -82,7 +82,7 @@ void Session::ContinueStreamGet() {
     get_stream_.reset();  // sent whole: requests are read again
     return;
   }
-  Await(Completion::kPending);
+  Await(tier::Completion::kPending);
   ctx_.store->MoveStreamPiece(get_stream_, reply_, [this](Status s) { OnStreamPieceRead(std::move(s)); });
 }
 

@@ -9,7 +9,7 @@
 
 #include "base/parse_number.h"
 
-namespace memkv {
+namespace memkv::storage {
 namespace {
 
 constexpr std::string_view kHugetlbDir = "/sys/kernel/mm/hugepages/hugepages-2048kB";
@@ -194,4 +194,4 @@ Result<BackingPlan> PlanPoolBacking(HugePagePolicy policy, uint64_t pool_bytes,
   return plan;
 }
 
-}  // namespace memkv
+}  // namespace memkv::storage

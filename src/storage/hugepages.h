@@ -24,7 +24,7 @@
 #include "base/units.h"
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::storage {
 
 inline constexpr uint64_t kHugePageBytes = 2 * kMiB;
 
@@ -96,6 +96,6 @@ Result<BackingPlan> PlanPoolBacking(HugePagePolicy policy, uint64_t pool_bytes,
 // memory.max_size)". The sysctl figure keeps the pages others use.
 Status NotEnoughHugePages(uint64_t pool_bytes, const HugePageCounts& counts);
 
-}  // namespace memkv
+}  // namespace memkv::storage
 
 #endif  // MEMKV_STORAGE_HUGEPAGES_H_

@@ -15,7 +15,7 @@
 #include "base/temp_dir.h"
 #include "storage/memory_store.h"
 
-namespace memkv {
+namespace memkv::storage {
 namespace {
 
 constexpr char kSysDir[] = "/sys/kernel/mm/hugepages/hugepages-2048kB";
@@ -341,4 +341,4 @@ TEST(MemoryStoreBacking, RequireFailsWhenTheKernelRefusesHugetlb) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::storage

@@ -33,7 +33,7 @@
 #include "base/clock.h"
 #include "base/units.h"
 
-namespace memkv {
+namespace memkv::storage {
 namespace {
 
 // Intrusive LRU links, so that touching or unlinking an entry under the lock
@@ -761,4 +761,4 @@ void MemoryStore::Unpin(const std::shared_ptr<StoreEntry>& entry) {
   impl_->UnpinLocked(entry.get());
 }
 
-}  // namespace memkv
+}  // namespace memkv::storage

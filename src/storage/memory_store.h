@@ -66,7 +66,7 @@
 #include "storage/hugepages.h"
 #include "storage/pool_allocator.h"
 
-namespace memkv {
+namespace memkv::storage {
 
 // The pool's allocation unit: every value's room is a whole number of these,
 // and every value starts at a multiple of it (cache-line aligned).
@@ -277,6 +277,6 @@ class MemoryStore {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace memkv
+}  // namespace memkv::storage
 
 #endif  // MEMKV_STORAGE_MEMORY_STORE_H_

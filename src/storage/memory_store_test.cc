@@ -16,7 +16,7 @@
 #include "base/checksum.h"
 #include "base/units.h"
 
-namespace memkv {
+namespace memkv::storage {
 namespace {
 
 // Most tests count in blocks of this size: values that are whole blocks take
@@ -784,4 +784,4 @@ TEST(MemoryStoreStress, ConcurrentMixedOpsNeverTearAndAccountForEveryUnit) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::storage

@@ -5,7 +5,7 @@
 #include <cassert>
 #include <iterator>
 
-namespace memkv {
+namespace memkv::storage {
 
 PoolAllocator::PoolAllocator(uint64_t unit_count) : unit_count_(unit_count) {
   if (unit_count > 0) Insert(0, unit_count);
@@ -107,4 +107,4 @@ void PoolAllocator::Free(std::span<const PoolRun> runs) {
   }
 }
 
-}  // namespace memkv
+}  // namespace memkv::storage

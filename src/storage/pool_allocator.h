@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-namespace memkv {
+namespace memkv::storage {
 
 // A stretch of the pool, in units.
 struct PoolRun {
@@ -65,6 +65,6 @@ class PoolAllocator {
   std::set<std::pair<uint64_t, uint64_t>> by_size_;  // (length, offset)
 };
 
-}  // namespace memkv
+}  // namespace memkv::storage
 
 #endif  // MEMKV_STORAGE_POOL_ALLOCATOR_H_

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-namespace memkv {
+namespace memkv::storage {
 namespace {
 
 uint64_t Total(const std::vector<PoolRun>& runs) {
@@ -131,4 +131,4 @@ TEST(PoolAllocator, RandomChurnNeverOverlapsAndCoalescesBackToOneRun) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::storage

@@ -8,11 +8,11 @@
 #include <cstdint>
 #include <functional>
 
-namespace memkv {
+namespace memkv::tier {
 
 // How many times `f` called operator new on this thread.
 uint64_t AllocationsOf(const std::function<void()>& f);
 
-}  // namespace memkv
+}  // namespace memkv::tier
 
 #endif  // MEMKV_TIER_ALLOCATION_COUNT_H_

@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace memkv {
+namespace memkv::tier {
 
 template <typename Signature>
 class Callback;
@@ -51,6 +51,6 @@ class Callback<R(Args...)> {
   std::unique_ptr<Base> impl_;
 };
 
-}  // namespace memkv
+}  // namespace memkv::tier
 
 #endif  // MEMKV_TIER_CALLBACK_H_

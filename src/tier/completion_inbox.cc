@@ -2,7 +2,7 @@
 
 #include <unistd.h>
 
-namespace memkv {
+namespace memkv::tier {
 
 void CompletionInbox::Post(uint64_t owner, Closure closure) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -25,4 +25,4 @@ void CompletionInbox::Close() {
   dropped.swap(posted_);
 }
 
-}  // namespace memkv
+}  // namespace memkv::tier

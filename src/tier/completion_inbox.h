@@ -24,7 +24,7 @@
 
 #include "tier/callback.h"
 
-namespace memkv {
+namespace memkv::tier {
 
 class CompletionInbox {
  public:
@@ -57,6 +57,6 @@ struct ReplyTo {
   uint64_t owner = 0;
 };
 
-}  // namespace memkv
+}  // namespace memkv::tier
 
 #endif  // MEMKV_TIER_COMPLETION_INBOX_H_

@@ -13,7 +13,7 @@
 #include "tier/completion_inbox.h"
 #include "tier/io_threads.h"
 
-namespace memkv {
+namespace memkv::tier {
 namespace {
 
 bool Readable(int fd) {
@@ -75,4 +75,4 @@ TEST(IoThreadsTest, RunsEveryJobSubmittedEvenWhenDestroyedWithJobsQueued) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::tier

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-namespace memkv {
+namespace memkv::tier {
 
 IoThreads::IoThreads(int threads) {
   const int n = std::max(1, threads);
@@ -41,4 +41,4 @@ void IoThreads::Loop() {
   }
 }
 
-}  // namespace memkv
+}  // namespace memkv::tier

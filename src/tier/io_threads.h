@@ -15,7 +15,7 @@
 
 #include "tier/callback.h"
 
-namespace memkv {
+namespace memkv::tier {
 
 class IoThreads {
  public:
@@ -38,6 +38,6 @@ class IoThreads {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace memkv
+}  // namespace memkv::tier
 
 #endif  // MEMKV_TIER_IO_THREADS_H_

@@ -23,7 +23,7 @@
 #include "storage/memory_store.h"
 #include "tier/value_stream.h"
 
-namespace memkv {
+namespace memkv::tier {
 
 class StoredValue {
  public:
@@ -33,7 +33,7 @@ class StoredValue {
   StoredValue(const StoredValue&) = delete;
   StoredValue& operator=(const StoredValue&) = delete;
 
-  static StoredValue Pinned(ReadHandle pin) {
+  static StoredValue Pinned(storage::ReadHandle pin) {
     StoredValue v;
     v.pinned_ = true;
     v.pin_ = std::move(pin);
@@ -72,17 +72,17 @@ class StoredValue {
   // a value already checked (and for bytes a drive read checked).
   Status CheckLater() { return pinned_ ? pin_.CheckLater() : Status::Ok(); }
   // The DRAM pin, for a holder that outlives this value (pinned() only).
-  ReadHandle TakePin() { return std::move(pin_); }
+  storage::ReadHandle TakePin() { return std::move(pin_); }
 
  private:
   bool pinned_ = false;
-  ReadHandle pin_;
+  storage::ReadHandle pin_;
   std::vector<uint8_t> bytes_;
   iovec bytes_iov_{};
   uint64_t checksum_ = 0;
   std::shared_ptr<ValueStream> stream_;
 };
 
-}  // namespace memkv
+}  // namespace memkv::tier
 
 #endif  // MEMKV_TIER_STORED_VALUE_H_

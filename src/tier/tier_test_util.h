@@ -21,7 +21,7 @@
 #include "drive/store_fixture.h"
 #include "tier/tiered_store.h"
 
-namespace memkv {
+namespace memkv::tier {
 
 // An event loop reduced to its inbox: completions posted by the I/O threads
 // run on the thread that calls RunUntil.
@@ -74,7 +74,7 @@ inline std::vector<uint8_t> BytesOf(const StoredValue& v) {
 
 // Copies `bytes` (put.size() of them) into the reserved room, as a socket
 // read or an RDMA WRITE would.
-inline void CopyInto(const PendingPut& put, const std::vector<uint8_t>& bytes) {
+inline void CopyInto(const storage::PendingPut& put, const std::vector<uint8_t>& bytes) {
   size_t at = 0;
   for (const iovec& piece : put.iov()) {
     std::memcpy(piece.iov_base, bytes.data() + at, piece.iov_len);
@@ -84,7 +84,7 @@ inline void CopyInto(const PendingPut& put, const std::vector<uint8_t>& bytes) {
 
 // Reserve, copy, Commit; waits for the completion.
 inline Status PutNow(TieredStore& store, TestLoop& loop, const std::string& key, const std::vector<uint8_t>& bytes) {
-  Result<PendingPut> put = store.Reserve(bytes.size());
+  Result<storage::PendingPut> put = store.Reserve(bytes.size());
   if (!put.ok()) return put.status();
   CopyInto(*put, bytes);
   std::optional<Status> result;
@@ -117,11 +117,11 @@ inline Status DeleteNow(TieredStore& store, TestLoop& loop, const std::string& k
   return *result;
 }
 
-inline std::unique_ptr<MemoryStore> NewPool(uint64_t pool_bytes) {
-  MemoryStoreOptions o;
+inline std::unique_ptr<storage::MemoryStore> NewPool(uint64_t pool_bytes) {
+  storage::MemoryStoreOptions o;
   o.max_size_bytes = pool_bytes;
-  o.hugepages = HugePagePolicy::kNever;
-  Result<std::unique_ptr<MemoryStore>> created = MemoryStore::Create(o);
+  o.hugepages = storage::HugePagePolicy::kNever;
+  Result<std::unique_ptr<storage::MemoryStore>> created = storage::MemoryStore::Create(o);
   EXPECT_TRUE(created.ok()) << created.status().ToString();
   return created.ok() ? std::move(created).value() : nullptr;
 }
@@ -136,7 +136,7 @@ class TierHarness {
   TierHarness(uint64_t pool_bytes, bool with_drives, TieredStoreOptions options = {},
               uint64_t drive_file_bytes = 8 << 20)
       : drives_(2, kTestBlockBytes, drive_file_bytes), options_(options) {
-    std::unique_ptr<ExtentStore> drives;
+    std::unique_ptr<drive::ExtentStore> drives;
     if (with_drives) {
       Status formatted = drives_.Format();
       EXPECT_TRUE(formatted.ok()) << formatted.ToString();
@@ -152,7 +152,7 @@ class TierHarness {
 
   // Closes the store (drives included) and opens the drive files alone:
   // what an acknowledged operation left on them.
-  ExtentStore& ReopenDrives() {
+  drive::ExtentStore& ReopenDrives() {
     store_.reset();
     Status opened = drives_.Open();
     EXPECT_TRUE(opened.ok()) << opened.ToString();
@@ -160,12 +160,12 @@ class TierHarness {
   }
 
  private:
-  StoreFixture drives_;
+  drive::StoreFixture drives_;
   TieredStoreOptions options_;
   std::unique_ptr<TieredStore> store_;
   TestLoop loop_;
 };
 
-}  // namespace memkv
+}  // namespace memkv::tier
 
 #endif  // MEMKV_TIER_TIER_TEST_UTIL_H_

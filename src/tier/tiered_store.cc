@@ -4,9 +4,9 @@
 
 #include <utility>
 
-namespace memkv {
+namespace memkv::tier {
 
-TieredStore::TieredStore(std::unique_ptr<MemoryStore> memory, std::unique_ptr<ExtentStore> drives,
+TieredStore::TieredStore(std::unique_ptr<storage::MemoryStore> memory, std::unique_ptr<drive::ExtentStore> drives,
                          const TieredStoreOptions& options)
     : memory_(std::move(memory)), drives_(std::move(drives)), options_(options) {
   if (drives_ != nullptr) io_ = std::make_unique<IoThreads>(options_.io_threads);
@@ -29,9 +29,9 @@ void TieredStore::OfferKeys(KeyPage* page) {
   if (drives_ != nullptr) drives_->OfferKeys(page);
 }
 
-Result<StoredValue> TieredStore::GetWithoutIo(std::string_view key, ReadCheck check,
+Result<StoredValue> TieredStore::GetWithoutIo(std::string_view key, storage::ReadCheck check,
                                               std::optional<uint64_t>* drive_size) {
-  Result<ReadHandle> pinned = memory_->Get(key, check);
+  Result<storage::ReadHandle> pinned = memory_->Get(key, check);
   if (pinned.ok()) return StoredValue::Pinned(std::move(pinned).value());
   if (pinned.status().code() != StatusCode::kNotFound) return pinned.status();
   // The size sizes the read's buffer; the read itself finds the extents.
@@ -41,7 +41,7 @@ Result<StoredValue> TieredStore::GetWithoutIo(std::string_view key, ReadCheck ch
   return NotFound("");  // a miss is answered without a message: none to copy
 }
 
-std::optional<ExtentStoreStats> TieredStore::DrivesStats() const {
+std::optional<drive::ExtentStoreStats> TieredStore::DrivesStats() const {
   if (drives_ == nullptr) return std::nullopt;
   return drives_->Stats();
 }
@@ -53,4 +53,4 @@ TierCounters TieredStore::Counters() const {
                       .write_failures = write_failures_.load(std::memory_order_relaxed)};
 }
 
-}  // namespace memkv
+}  // namespace memkv::tier

@@ -83,7 +83,7 @@
 #include "tier/stored_value.h"
 #include "tier/value_stream.h"
 
-namespace memkv {
+namespace memkv::tier {
 
 struct TieredStoreOptions {
   int io_threads = 16;           // drive I/O threads (storage.io_threads); none without drives
@@ -105,7 +105,7 @@ enum class ReadNeed {
 
 // A put whose bytes are in reserved pool space, ready to publish.
 struct PutCommit {
-  PendingPut put;
+  storage::PendingPut put;
   std::string key;
   uint64_t checksum = 0;  // Checksum() of the bytes in `put`
 };
@@ -130,7 +130,7 @@ class TieredStore {
   static constexpr uint64_t kStreamGetBytes = 4 * ValueStream::kWindowBytes;
 
   // `drives` null: memory mode.
-  TieredStore(std::unique_ptr<MemoryStore> memory, std::unique_ptr<ExtentStore> drives,
+  TieredStore(std::unique_ptr<storage::MemoryStore> memory, std::unique_ptr<drive::ExtentStore> drives,
               const TieredStoreOptions& options);
   ~TieredStore();
   TieredStore(const TieredStore&) = delete;
@@ -142,7 +142,7 @@ class TieredStore {
   // its iov() and published with Commit (dropped: the space is given back).
   // May evict DRAM values; TooLarge beyond the pool, ResourceExhausted when
   // nothing can be evicted now.
-  Result<PendingPut> Reserve(uint64_t size) { return memory_->BeginPut(size); }
+  Result<storage::PendingPut> Reserve(uint64_t size) { return memory_->BeginPut(size); }
   // In DRAM or on a drive (index lookups only).
   bool Exists(std::string_view key);
   // The size of the value under `key`, in DRAM or on a drive (index lookups only).
@@ -155,7 +155,8 @@ class TieredStore {
   // Publishes `put` under `key`, replacing any previous value; with drives,
   // after writing it through. done(Status).
   template <std::invocable<Status> Done>
-  Completion Commit(PendingPut put, std::string_view key, uint64_t checksum, const ReplyTo& reply, Done&& done);
+  Completion Commit(storage::PendingPut put, std::string_view key, uint64_t checksum, const ReplyTo& reply,
+                    Done&& done);
   // Commit for several puts at once (written through in parallel, or in one
   // drive commit, and one flush, when the drives buffer them all); the keys
   // must differ. done(std::vector<Status>), one per put, in order.
@@ -165,7 +166,7 @@ class TieredStore {
   // (a failed checksum or drive).
   template <std::invocable<Result<StoredValue>> Done>
   Completion Get(std::string_view key, ReadNeed need, const ReplyTo& reply, Done&& done,
-                 ReadCheck check = ReadCheck::kNow);
+                 storage::ReadCheck check = storage::ReadCheck::kNow);
   // Get for several keys (ReadNeed::kBytes), drive reads in parallel.
   // done(std::vector<Result<StoredValue>>), one per key, in order.
   // `check`: when a value found in DRAM is checked against its checksum
@@ -173,7 +174,7 @@ class TieredStore {
   // a value read from a drive is always checked by the read.
   template <std::invocable<std::vector<Result<StoredValue>>> Done>
   Completion GetMany(std::span<const std::string_view> keys, const ReplyTo& reply, Done&& done,
-                     ReadCheck check = ReadCheck::kNow);
+                     storage::ReadCheck check = storage::ReadCheck::kNow);
   // Removes `key` from both tiers. done(Status): NotFound when neither had
   // it; a drive's error leaves the value readable.
   template <std::invocable<Status> Done>
@@ -200,25 +201,25 @@ class TieredStore {
 
   // --- Reporting (admin endpoint); any thread. ---
 
-  MemoryStoreStats MemoryStats() const { return memory_->Stats(); }
+  storage::MemoryStoreStats MemoryStats() const { return memory_->Stats(); }
   // Nullopt without drives.
-  std::optional<ExtentStoreStats> DrivesStats() const;
+  std::optional<drive::ExtentStoreStats> DrivesStats() const;
   TierCounters Counters() const;
 
   // The DRAM pool itself, for what sits beside the request path: registering
   // its mapping for RDMA, start-up logging, tests. Requests go through the
   // methods above, which keep the tiers consistent.
-  MemoryStore& memory() { return *memory_; }
+  storage::MemoryStore& memory() { return *memory_; }
 
  private:
   // The part of a get that needs no I/O: the DRAM lookup and, on a miss, the
   // drive index's. When the value is on a drive only, the result is a
   // NotFound to be replaced by a read and *drive_size is set to its size.
-  Result<StoredValue> GetWithoutIo(std::string_view key, ReadCheck check, std::optional<uint64_t>* drive_size);
+  Result<StoredValue> GetWithoutIo(std::string_view key, storage::ReadCheck check, std::optional<uint64_t>* drive_size);
 
   // tiered_store_drives.cc: the drive paths. The *Later functions queue
   // the work on the I/O threads and post `done` to `reply` when it is done.
-  void CommitLater(PendingPut put, std::string key, uint64_t checksum, const ReplyTo& reply, StatusDone done);
+  void CommitLater(storage::PendingPut put, std::string key, uint64_t checksum, const ReplyTo& reply, StatusDone done);
   // `together`: one I/O job and one drive commit for the whole batch
   // (values the drives buffer); else a job per put, written in parallel.
   void CommitManyLater(std::vector<PutCommit> puts, bool together, const ReplyTo& reply, StatusesDone done);
@@ -242,7 +243,7 @@ class TieredStore {
   // Runs `attempt` (a drive write of `size` bytes) again while it fails for
   // want of room that evicting the drives' coldest values can make.
   Status WithDriveRoom(uint64_t size, const std::function<Status()>& attempt);
-  Status WriteThrough(PendingPut put, const std::string& key, uint64_t checksum);
+  Status WriteThrough(storage::PendingPut put, const std::string& key, uint64_t checksum);
   // WriteThrough for several puts (keys differ) in one drive commit.
   std::vector<Status> WriteThroughMany(std::vector<PutCommit> puts);
   bool EvictionCanHelp(uint64_t extents) const;
@@ -252,8 +253,8 @@ class TieredStore {
   Status DeleteFromBoth(const std::string& key);
   std::mutex& StripeFor(std::string_view key);
 
-  std::unique_ptr<MemoryStore> memory_;
-  std::unique_ptr<ExtentStore> drives_;  // null: memory mode
+  std::unique_ptr<storage::MemoryStore> memory_;
+  std::unique_ptr<drive::ExtentStore> drives_;  // null: memory mode
   TieredStoreOptions options_;
   std::array<std::mutex, 256> stripes_;
 
@@ -267,13 +268,13 @@ class TieredStore {
 };
 
 template <std::invocable<Status> Done>
-Completion TieredStore::Commit(PendingPut put, std::string_view key, uint64_t checksum, const ReplyTo& reply,
+Completion TieredStore::Commit(storage::PendingPut put, std::string_view key, uint64_t checksum, const ReplyTo& reply,
                                Done&& done) {
   if (drives_ == nullptr) {
     std::forward<Done>(done)(memory_->CommitPut(std::move(put), key, checksum));
     return Completion::kInline;
   }
-  if (drives_->sync_mode() == SyncMode::kInterval && drives_->BuffersPut(put.size())) {
+  if (drives_->sync_mode() == drive::SyncMode::kInterval && drives_->BuffersPut(put.size())) {
     std::forward<Done>(done)(WriteThrough(std::move(put), std::string(key), checksum));
     return Completion::kInline;
   }
@@ -291,7 +292,7 @@ Completion TieredStore::CommitMany(std::vector<PutCommit> puts, const ReplyTo& r
     return Completion::kInline;
   }
   const bool small = std::all_of(puts.begin(), puts.end(), [&](const PutCommit& p) { return drives_->BuffersPut(p.put.size()); });
-  if (small && drives_->sync_mode() == SyncMode::kInterval) {
+  if (small && drives_->sync_mode() == drive::SyncMode::kInterval) {
     std::forward<Done>(done)(WriteThroughMany(std::move(puts)));
     return Completion::kInline;
   }
@@ -301,9 +302,10 @@ Completion TieredStore::CommitMany(std::vector<PutCommit> puts, const ReplyTo& r
 
 template <std::invocable<Result<StoredValue>> Done>
 Completion TieredStore::Get(std::string_view key, ReadNeed need, const ReplyTo& reply, Done&& done,
-                            ReadCheck check) {
+                            storage::ReadCheck check) {
   std::optional<uint64_t> drive_size;
-  Result<StoredValue> value = GetWithoutIo(key, need == ReadNeed::kDramPin ? ReadCheck::kNow : check, &drive_size);
+  Result<StoredValue> value =
+      GetWithoutIo(key, need == ReadNeed::kDramPin ? storage::ReadCheck::kNow : check, &drive_size);
   if (!drive_size) {
     std::forward<Done>(done)(std::move(value));
     return Completion::kInline;
@@ -314,7 +316,7 @@ Completion TieredStore::Get(std::string_view key, ReadNeed need, const ReplyTo& 
 
 template <std::invocable<std::vector<Result<StoredValue>>> Done>
 Completion TieredStore::GetMany(std::span<const std::string_view> keys, const ReplyTo& reply, Done&& done,
-                                ReadCheck check) {
+                                storage::ReadCheck check) {
   std::vector<Result<StoredValue>> values;
   values.reserve(keys.size());
   std::vector<DriveRead> reads;
@@ -341,6 +343,6 @@ Completion TieredStore::Delete(std::string_view key, const ReplyTo& reply, Done&
   return Completion::kPending;
 }
 
-}  // namespace memkv
+}  // namespace memkv::tier
 
 #endif  // MEMKV_TIER_TIERED_STORE_H_

@@ -14,8 +14,10 @@
 #include "drive/test_util.h"
 #include "tier/tier_test_util.h"
 
-namespace memkv {
+namespace memkv::tier {
 namespace {
+
+using drive::Pattern;
 
 constexpr int kThreads = 4;
 
@@ -139,4 +141,4 @@ INSTANTIATE_TEST_SUITE_P(Modes, TieredStoreConcurrencyTest, ::testing::Bool(),
                          });
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::tier

@@ -7,7 +7,7 @@
 
 #include "tier/tiered_store.h"
 
-namespace memkv {
+namespace memkv::tier {
 namespace {
 
 // A DRAM-full eviction round per attempt; a put that still finds no room
@@ -39,7 +39,7 @@ void TieredStore::RunOnDrives(size_t parts, std::function<void(size_t)> part, co
   }
 }
 
-void TieredStore::CommitLater(PendingPut put, std::string key, uint64_t checksum, const ReplyTo& reply,
+void TieredStore::CommitLater(storage::PendingPut put, std::string key, uint64_t checksum, const ReplyTo& reply,
                               StatusDone done) {
   struct Commit {
     PutCommit put;
@@ -140,7 +140,7 @@ Status TieredStore::WithDriveRoom(uint64_t size, const std::function<Status()>& 
   return s;
 }
 
-Status TieredStore::WriteThrough(PendingPut put, const std::string& key, uint64_t checksum) {
+Status TieredStore::WriteThrough(storage::PendingPut put, const std::string& key, uint64_t checksum) {
   std::lock_guard<std::mutex> lock(StripeFor(key));
   MEMKV_RETURN_IF_ERROR(WithDriveRoom(put.size(), [&] { return drives_->PutIov(key, put.iov(), checksum); }));
   return memory_->CommitPut(std::move(put), key, checksum);
@@ -149,10 +149,10 @@ Status TieredStore::WriteThrough(PendingPut put, const std::string& key, uint64_
 // Evicting makes room only on drives that take new extents (not full after
 // ENOSPC, not offline), and only for a value that fits them at all.
 bool TieredStore::EvictionCanHelp(uint64_t extents) const {
-  const ExtentStoreStats stats = drives_->Stats();
+  const drive::ExtentStoreStats stats = drives_->Stats();
   uint64_t slots = 0;
-  for (const DriveStats& d : stats.drives) {
-    if (d.state == DriveState::kOnline) slots += d.slots_total;
+  for (const drive::DriveStats& d : stats.drives) {
+    if (d.state == drive::DriveState::kOnline) slots += d.slots_total;
   }
   return extents <= slots;
 }
@@ -164,7 +164,7 @@ Result<StoredValue> TieredStore::ReadFromDrives(const std::string& key, uint64_t
   // A put of the key ran between the index lookup and this lock, and its
   // value no longer fits the buffer sized for the old one. Under the lock
   // the size holds still: one more lookup, one more read.
-  Result<ValueInfo> now = drives_->Stat(key);
+  Result<drive::ValueInfo> now = drives_->Stat(key);
   if (!now.ok()) return now.status();
   return ReadOnce(key, now->size_bytes, need);
 }
@@ -173,7 +173,7 @@ Result<StoredValue> TieredStore::ReadFromDrives(const std::string& key, uint64_t
 // drives is of another size now (so a shorter value is never published with
 // stale bytes after it).
 Result<StoredValue> TieredStore::ReadOnce(const std::string& key, uint64_t size, ReadNeed need) {
-  const auto resized = [&](const ValueInfo& read) {
+  const auto resized = [&](const drive::ValueInfo& read) {
     return TooLarge("get '" + key.substr(0, 64) + "': the value changed from " + std::to_string(size) + " to " +
                     std::to_string(read.size_bytes) + " bytes while it was being read");
   };
@@ -184,13 +184,13 @@ Result<StoredValue> TieredStore::ReadOnce(const std::string& key, uint64_t size,
   }
   if ((options_.promote_on_read && !StreamsPut(size)) || need == ReadNeed::kDramPin) {
     Status no_room;
-    Result<PendingPut> put = memory_->BeginPut(size);
+    Result<storage::PendingPut> put = memory_->BeginPut(size);
     if (put.ok()) {
-      MEMKV_ASSIGN_OR_RETURN(ValueInfo read, drives_->GetIov(key, put->iov()));
+      MEMKV_ASSIGN_OR_RETURN(drive::ValueInfo read, drives_->GetIov(key, put->iov()));
       if (read.size_bytes != size) return resized(read);
       MEMKV_RETURN_IF_ERROR(memory_->CommitPut(std::move(put).value(), key, read.checksum));
       promotions_.fetch_add(1, std::memory_order_relaxed);
-      Result<ReadHandle> pinned = memory_->Get(key);
+      Result<storage::ReadHandle> pinned = memory_->Get(key);
       if (pinned.ok()) {
         drive_hits_.fetch_add(1, std::memory_order_relaxed);
         return StoredValue::Pinned(std::move(pinned).value());
@@ -208,7 +208,7 @@ Result<StoredValue> TieredStore::ReadOnce(const std::string& key, uint64_t size,
     }
   }
   if (size > kStreamGetBytes) {
-    MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<ExtentReader> reader, drives_->BeginGet(key));
+    MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<drive::ExtentReader> reader, drives_->BeginGet(key));
     auto stream = std::shared_ptr<ValueStream>(new ValueStream(key, reader->size()));
     stream->checksum_ = reader->checksum();
     stream->reader_ = std::move(reader);
@@ -217,7 +217,7 @@ Result<StoredValue> TieredStore::ReadOnce(const std::string& key, uint64_t size,
   }
   std::vector<uint8_t> bytes(size);
   const iovec one{bytes.data(), bytes.size()};
-  MEMKV_ASSIGN_OR_RETURN(ValueInfo read, drives_->GetIov(key, std::span<const iovec>(&one, 1)));
+  MEMKV_ASSIGN_OR_RETURN(drive::ValueInfo read, drives_->GetIov(key, std::span<const iovec>(&one, 1)));
   if (read.size_bytes != size) return resized(read);
   drive_hits_.fetch_add(1, std::memory_order_relaxed);
   return StoredValue::Owned(std::move(bytes), read.checksum);
@@ -245,7 +245,7 @@ std::vector<Status> TieredStore::WriteThroughMany(std::vector<PutCommit> puts) {
     locks.reserve(stripes.size());
     for (std::mutex* m : stripes) locks.emplace_back(*m);
 
-    std::vector<ExtentStore::IovPut> writes;
+    std::vector<drive::ExtentStore::IovPut> writes;
     writes.reserve(puts.size());
     for (const PutCommit& p : puts) writes.push_back({p.key, p.put.iov(), p.checksum});
     std::vector<Status> written = drives_->PutManyIov(writes);
@@ -266,4 +266,4 @@ std::vector<Status> TieredStore::WriteThroughMany(std::vector<PutCommit> puts) {
   return statuses;
 }
 
-}  // namespace memkv
+}  // namespace memkv::tier

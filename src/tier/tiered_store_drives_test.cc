@@ -11,8 +11,10 @@
 #include "drive/test_util.h"
 #include "tier/tier_test_util.h"
 
-namespace memkv {
+namespace memkv::tier {
 namespace {
+
+using drive::Pattern;
 
 constexpr uint64_t kPoolBytes = 4 << 20;
 constexpr size_t kValueBytes = 48 << 10;  // one extent
@@ -28,7 +30,7 @@ TEST(TieredStoreDrivesTest, APutCompletesOnTheCallersLoopOnceItIsOnTheDrives) {
   TierHarness h(kPoolBytes, /*with_drives=*/true);
   TieredStore& store = h.store();
   const std::vector<uint8_t> bytes = Pattern(150'000, 1);  // three extents, striped
-  Result<PendingPut> put = store.Reserve(bytes.size());
+  Result<storage::PendingPut> put = store.Reserve(bytes.size());
   ASSERT_TRUE(put.ok());
   CopyInto(*put, bytes);
   std::optional<Status> result;
@@ -44,7 +46,7 @@ TEST(TieredStoreDrivesTest, APutCompletesOnTheCallersLoopOnceItIsOnTheDrives) {
   EXPECT_EQ(ran_on, std::this_thread::get_id()) << "completions run on the loop that takes them, not an I/O thread";
   EXPECT_TRUE(store.memory().Exists("k")) << "published in DRAM after the drives";
 
-  ExtentStore& drives = h.ReopenDrives();
+  drive::ExtentStore& drives = h.ReopenDrives();
   Result<std::vector<uint8_t>> on_disk = drives.Get("k");
   ASSERT_TRUE(on_disk.ok()) << on_disk.status().ToString();
   EXPECT_EQ(*on_disk, bytes);
@@ -110,7 +112,7 @@ TEST(TieredStoreDrivesTest, AGetRacingAPutOfAnotherSizeReturnsTheNewValueWhole) 
       DropFromDram(store, "k");
 
       const std::vector<uint8_t> bytes = Pattern(new_size, 2);
-      Result<PendingPut> put = store.Reserve(bytes.size());
+      Result<storage::PendingPut> put = store.Reserve(bytes.size());
       ASSERT_TRUE(put.ok());
       CopyInto(*put, bytes);
       std::optional<Status> committed;
@@ -185,8 +187,8 @@ TEST(TieredStoreDrivesTest, APutOnFullDrivesEvictsTheirColdestValuesAndSparesWha
   TierHarness h(kPoolBytes, /*with_drives=*/true);
   TieredStore& store = h.store();
   uint64_t usable_bytes = 0;
-  const ExtentStoreStats drives = *store.DrivesStats();
-  for (const DriveStats& d : drives.drives) usable_bytes += d.usable_bytes;
+  const drive::ExtentStoreStats drives = *store.DrivesStats();
+  for (const drive::DriveStats& d : drives.drives) usable_bytes += d.usable_bytes;
   // Well past what the drives hold, in case each value costs less than a
   // value's size of them.
   const int most = static_cast<int>(4 * usable_bytes / kValueBytes);
@@ -231,7 +233,7 @@ TEST(TieredStoreDrivesTest, DeleteRemovesTheValueFromBothTiers) {
   EXPECT_FALSE(store.memory().Exists("both"));
   EXPECT_EQ(GetNow(store, h.loop(), "drive-only").status().code(), StatusCode::kNotFound);
 
-  ExtentStore& drives = h.ReopenDrives();
+  drive::ExtentStore& drives = h.ReopenDrives();
   EXPECT_FALSE(drives.Exists("both"));
   EXPECT_FALSE(drives.Exists("drive-only"));
   EXPECT_TRUE(drives.Exists("kept"));
@@ -278,7 +280,7 @@ TEST(TieredStoreDrivesTest, BatchesMixDramHitsDriveReadsAndMissesInKeyOrder) {
   std::vector<PutCommit> puts;
   for (int i = 0; i < 4; ++i) {
     const std::vector<uint8_t> bytes = ValueOf(i);
-    Result<PendingPut> put = store.Reserve(bytes.size());
+    Result<storage::PendingPut> put = store.Reserve(bytes.size());
     ASSERT_TRUE(put.ok());
     CopyInto(*put, bytes);
     puts.push_back({std::move(put).value(), "b/" + std::to_string(i), Checksum(bytes.data(), bytes.size())});
@@ -311,9 +313,9 @@ TEST(TieredStoreDrivesTest, BatchesMixDramHitsDriveReadsAndMissesInKeyOrder) {
   EXPECT_EQ(store.Counters().drive_hits, 2u);
   values.reset();  // the pins go before the pool
 
-  ExtentStore& drives = h.ReopenDrives();
+  drive::ExtentStore& drives = h.ReopenDrives();
   for (int i = 0; i < 4; ++i) EXPECT_TRUE(drives.Exists("b/" + std::to_string(i))) << i;
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::tier

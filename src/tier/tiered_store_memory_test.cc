@@ -11,16 +11,18 @@
 #include "tier/allocation_count.h"
 #include "tier/tier_test_util.h"
 
-namespace memkv {
+namespace memkv::tier {
 namespace {
+
+using drive::Pattern;
 
 constexpr uint64_t kPoolBytes = 16 << 20;
 
 // A put whose bytes are `bytes`, reserved from `store` and ready to commit.
-PendingPut Filled(TieredStore& store, const std::vector<uint8_t>& bytes) {
-  Result<PendingPut> put = store.Reserve(bytes.size());
+storage::PendingPut Filled(TieredStore& store, const std::vector<uint8_t>& bytes) {
+  Result<storage::PendingPut> put = store.Reserve(bytes.size());
   EXPECT_TRUE(put.ok()) << put.status().ToString();
-  if (!put.ok()) return PendingPut();
+  if (!put.ok()) return storage::PendingPut();
   CopyInto(*put, bytes);
   return std::move(put).value();
 }
@@ -70,8 +72,9 @@ TEST(TieredStoreMemoryTest, ACheckLeftForLaterDropsACorruptValueOnceItIsChecked)
 
   std::vector<std::string_view> keys = {"k", "absent"};
   std::optional<std::vector<Result<StoredValue>>> got;
-  store.GetMany(keys, h.loop().reply(), [&](std::vector<Result<StoredValue>> v) { got = std::move(v); },
-                ReadCheck::kLater);
+  store.GetMany(
+      keys, h.loop().reply(), [&](std::vector<Result<StoredValue>> v) { got = std::move(v); },
+      storage::ReadCheck::kLater);
   ASSERT_TRUE(got.has_value()) << "DRAM only: inline";
   ASSERT_EQ(got->size(), 2u);
   ASSERT_TRUE((*got)[0].ok()) << (*got)[0].status().ToString();
@@ -144,7 +147,7 @@ TEST(TieredStoreMemoryTest, EveryOperationCompletesInlineBeforeItReturns) {
 TEST(TieredStoreMemoryTest, GetsAndCommitsAllocateNothingBeyondTheMemoryStore) {
   TierHarness h(kPoolBytes, /*with_drives=*/false);
   TieredStore& store = h.store();
-  MemoryStore& memory = store.memory();
+  storage::MemoryStore& memory = store.memory();
   const std::vector<uint8_t> bytes = Pattern(70'000, 9);
   const uint64_t sum = Checksum(bytes.data(), bytes.size());
   const std::string k1 = "a key longer than the short-string buffer/1";
@@ -169,11 +172,11 @@ TEST(TieredStoreMemoryTest, GetsAndCommitsAllocateNothingBeyondTheMemoryStore) {
 
   // Each overwrites a value a reader still pins, so both commits take the
   // same path through the store (the old room is freed later, by the pin).
-  Result<ReadHandle> pin1 = memory.Get(k1);
-  Result<ReadHandle> pin2 = memory.Get(k2);
+  Result<storage::ReadHandle> pin1 = memory.Get(k1);
+  Result<storage::ReadHandle> pin2 = memory.Get(k2);
   ASSERT_TRUE(pin1.ok() && pin2.ok());
-  PendingPut put1 = Filled(store, bytes);
-  PendingPut put2 = Filled(store, bytes);
+  storage::PendingPut put1 = Filled(store, bytes);
+  storage::PendingPut put2 = Filled(store, bytes);
   const uint64_t direct_commit =
       AllocationsOf([&] { EXPECT_TRUE(memory.CommitPut(std::move(put1), k1, sum).ok()); });
   const uint64_t tier_commit = AllocationsOf([&] {
@@ -219,4 +222,4 @@ TEST(TieredStoreMemoryTest, MoreDataThanThePoolEvictsTheLeastRecentlyUsed) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::tier

@@ -6,7 +6,7 @@
 
 #include "tier/tiered_store.h"
 
-namespace memkv {
+namespace memkv::tier {
 
 bool TieredStore::StreamsPut(uint64_t size) const {
   return drives_ != nullptr && size > memory_->pool_bytes() / 4;
@@ -76,4 +76,4 @@ void TieredStore::FinishStreamPut(std::shared_ptr<ValueStream> stream, uint64_t 
       reply, [status, done = std::move(done)]() mutable { done(std::move(*status)); });
 }
 
-}  // namespace memkv
+}  // namespace memkv::tier

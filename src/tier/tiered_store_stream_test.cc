@@ -10,8 +10,10 @@
 #include "drive/test_util.h"
 #include "tier/tier_test_util.h"
 
-namespace memkv {
+namespace memkv::tier {
 namespace {
+
+using drive::Pattern;
 
 constexpr uint64_t kPoolBytes = 4 << 20;           // streams puts over 1 MiB
 constexpr uint64_t kDriveFileBytes = 48 << 20;     // two of them
@@ -146,4 +148,4 @@ TEST(TieredStoreStreamTest, NoRoomOnTheDrivesIsResourceExhaustedAfterEvictingWha
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::tier

@@ -20,7 +20,7 @@
 
 #include "drive/extent_store.h"
 
-namespace memkv {
+namespace memkv::tier {
 
 class ValueStream {
  public:
@@ -57,10 +57,10 @@ class ValueStream {
   uint64_t moved_ = 0;
   uint64_t last_piece_ = 0;
   std::unique_ptr<uint8_t[]> window_;
-  std::unique_ptr<ExtentWriter> writer_;  // a put
-  std::unique_ptr<ExtentReader> reader_;  // a get
+  std::unique_ptr<drive::ExtentWriter> writer_;  // a put
+  std::unique_ptr<drive::ExtentReader> reader_;  // a get
 };
 
-}  // namespace memkv
+}  // namespace memkv::tier
 
 #endif  // MEMKV_TIER_VALUE_STREAM_H_
