@@ -13,13 +13,16 @@ Rules:
 - Cancelling the awaiting task cancels the submission when it has not started;
   one already running finishes on its own, and its keys and buffers stay held
   until its completion arrives (the reader then drops it).
-- Close the client only once its calls have been awaited: close() drops the
-  completions of what it cancels, and their awaiters would never wake.
+- Closing the client (close() or leaving its `with` block) while calls are
+  awaited wakes each of them with memkv.FailedPrecondition "the client is
+  closed": close() drops the completions of what it cancels, so they would
+  otherwise never come.
 """
 
 import asyncio
 from typing import Any, Callable, Dict, Tuple
 
+from ._errors import FailedPrecondition
 from ._memkv import BatchResult, Client
 
 # (id(client), loop) -> its reader, while calls are in flight.
@@ -36,14 +39,38 @@ class _Reader:
         self.futures: Dict[int, asyncio.Future] = {}
         loop.add_reader(self.fd, self._ready)
 
+    def _fail(self, error: BaseException) -> None:
+        """Wakes every awaiter with `error` and stops reading; on the loop."""
+        for future in self.futures.values():
+            if not future.done():
+                future.set_exception(error)
+        self.futures.clear()
+        self.loop.remove_reader(self.fd)
+        if _readers.get((id(self.client), self.loop)) is self:
+            del _readers[(id(self.client), self.loop)]
+
+    def closing(self) -> None:
+        """The client is about to close (any thread): its queue, and the fd,
+        go with it, so stop reading it and fail the awaiters."""
+        error = FailedPrecondition("the client is closed")
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            self._fail(error)
+        elif not self.loop.is_closed():
+            # Not waited for: the loop's thread may be the one close() waits
+            # on. A readiness seen meanwhile finds the client closed and fails
+            # the awaiters the same way.
+            self.loop.call_soon_threadsafe(self._fail, error)
+
     def _ready(self) -> None:
         try:
             done = self.client.poll_completions()
         except Exception as error:  # closed under us: wake every awaiter
-            for future in self.futures.values():
-                if not future.done():
-                    future.set_exception(error)
-            self.futures.clear()
+            self._fail(error)
+            return
         else:
             for completion in done:
                 future = self.futures.pop(completion.id, None)
@@ -94,7 +121,27 @@ async def adelete(self: Client, keys) -> BatchResult:
     return await _run(self, self.submit_delete, keys)
 
 
+def _closing(client: Client) -> None:
+    for reader in [r for r in _readers.values() if r.client is client]:
+        reader.closing()
+
+
 def install() -> None:
+    close = Client.close
+    leave = Client.__exit__
+
+    def close_waking_awaiters(self: Client) -> None:
+        _closing(self)
+        close(self)
+
+    def exit_waking_awaiters(self: Client, *exc: Any) -> None:
+        _closing(self)
+        leave(self, *exc)
+
+    close_waking_awaiters.__doc__ = close.__doc__
+    exit_waking_awaiters.__doc__ = leave.__doc__
+    Client.close = close_waking_awaiters
+    Client.__exit__ = exit_waking_awaiters
     Client.aput = aput
     Client.aget_into = aget_into
     Client.aexists = aexists

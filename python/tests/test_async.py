@@ -126,3 +126,43 @@ def test_asyncio_coroutines(client, key):
 
     asyncio.run(main())
     assert client.batch_exists(keys).present_prefix == 0
+
+
+@pytest.mark.parametrize("how", ["close", "with"])
+def test_closing_the_client_wakes_its_awaiters(server, key, how):
+    c = server.client(timeout_ms=10000)
+    value = bytes(256 * 1024)
+
+    async def main():
+        calls = [asyncio.ensure_future(c.aput([f"{key}/{i}"], [value])) for i in range(200)]
+        await asyncio.sleep(0)  # every call submitted and awaiting
+        if how == "close":
+            c.close()
+        else:
+            c.__exit__(None, None, None)
+        # Each wakes: finished before the close, or failed by it; none waits on.
+        return await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), timeout=20)
+
+    outcomes = asyncio.run(main())
+    assert len(outcomes) == 200
+    failed = [o for o in outcomes if isinstance(o, BaseException)]
+    assert all(isinstance(o, memkv.FailedPrecondition) for o in failed), failed
+    assert all(o.ok for o in outcomes if not isinstance(o, BaseException))
+    assert failed, "close() came after every put had finished"
+
+
+def test_closing_from_another_thread_wakes_awaiters(server, key):
+    c = server.client(timeout_ms=10000)
+    value = bytes(256 * 1024)
+
+    async def main():
+        calls = [asyncio.ensure_future(c.aput([f"{key}/{i}"], [value])) for i in range(200)]
+        await asyncio.sleep(0)
+        closer = threading.Thread(target=c.close)
+        closer.start()
+        outcomes = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), timeout=20)
+        closer.join()
+        return outcomes
+
+    outcomes = asyncio.run(main())
+    assert all(isinstance(o, memkv.FailedPrecondition) or o.ok for o in outcomes), outcomes
