@@ -13,6 +13,7 @@
 #include "base/bytes.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/parse_number.h"
 #include "base/units.h"
 #include "cli/args.h"
 #include "cli/cli.h"
@@ -75,12 +76,10 @@ struct StartFlags {
 };
 
 bool ParseUint(const std::string& text, uint64_t max, uint64_t* out) {
-  if (text.empty() || text.size() > 19) return false;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-  }
-  *out = std::stoull(text);
-  return *out <= max;
+  const std::optional<uint64_t> value = ParseDecimal(text);
+  if (!value || *value > max) return false;
+  *out = *value;
+  return true;
 }
 
 int BadValue(const std::string& option, const std::string& value, const char* allowed) {

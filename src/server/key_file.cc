@@ -11,13 +11,14 @@
 #include <sstream>
 
 #include "base/bytes.h"
+#include "base/errno_text.h"
 #include "base/hmac.h"
 #include "base/unique_fd.h"
 
 namespace memkv {
 namespace {
 
-std::string Errno() { return std::strerror(errno); }
+std::string Errno() { return ErrnoMessage(errno); }
 
 Status MakeDirs(const std::string& dir) {
   std::string partial;
