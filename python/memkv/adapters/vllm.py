@@ -33,9 +33,10 @@ with IncompatibleVLLMError, which says what is missing.
 
 Every method runs on vLLM's scheduler thread and returns at once: lookups
 are answered from a verdict cache and resolved by one batched ``exists`` per
-scheduler step on the adapter's lookup thread (RETRY meanwhile); stores and
-loads are MemKV batches on the adapter's I/O threads, straight between the
-primary tier's rows and the network (their addresses; no copy in Python).
+scheduler step, submitted to the client (RETRY meanwhile); stores and loads
+are MemKV batches submitted to the client and run by its driver threads,
+straight between the primary tier's rows and the network (their addresses;
+no copy in Python). The adapter has no threads of its own.
 """
 
 from __future__ import annotations
