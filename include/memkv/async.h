@@ -103,7 +103,11 @@ class AsyncQueue {
   // how many. Never blocks.
   virtual size_t Poll(std::vector<AsyncCompletion>* out, size_t max = SIZE_MAX) = 0;
   // Like Poll, but first waits up to `timeout_ms` for one to arrive (0: do
-  // not wait; negative: without limit).
+  // not wait; negative: without limit). A caller that would wait first runs
+  // one of this queue's submissions that no driver thread has started yet
+  // itself (no thread wake-up on either side); it then returns once that
+  // batch is done, which can be later than `timeout_ms` (never later than the
+  // client's deadline).
   virtual size_t Wait(std::vector<AsyncCompletion>* out, size_t max, int timeout_ms) = 0;
   // Submitted and not yet taken by Poll / Wait.
   virtual size_t outstanding() const = 0;

@@ -324,7 +324,9 @@ memkv_status_t memkv_async_delete(memkv_client_t* client, const void* const* key
 memkv_status_t memkv_async_fd(memkv_client_t* client, int* fd);
 /* Takes up to max waiting completions into out[0..*n), first waiting up to
  * timeout_ms for one (0: not at all; negative: without limit). *n 0 when
- * none came. */
+ * none came. A caller that waits may first run a submission no driver
+ * thread has started on its own thread, and then returns after that batch
+ * (at most the client's deadline). */
 memkv_status_t memkv_async_poll(memkv_client_t* client, memkv_async_completion_t* out, size_t max, int timeout_ms,
                                 size_t* n);
 /* *cancelled 1 when submission id had not started and now completes as

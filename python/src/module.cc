@@ -232,8 +232,10 @@ void BindClient(py::module_& m) {
       .def("poll_completions", &PyClient::PollCompletions, py::arg("max") = py::none(), py::arg("timeout_ms") = 0,
            "poll_completions(max=None, timeout_ms=0) -> list[Completion]\n\n"
            "The completions waiting (at most max), oldest first, after waiting up to timeout_ms\n"
-           "for one (0: not at all; negative: until one comes) with the GIL released. Each\n"
-           "submission completes exactly once; its keys and buffers are released here.")
+           "for one (0: not at all; negative: until one comes) with the GIL released. A call\n"
+           "that waits may first run a submission no driver thread has started itself, and\n"
+           "then returns after it. Each submission completes exactly once; its keys and\n"
+           "buffers are released here.")
       .def("cancel", &PyClient::Cancel, py::arg("id"),
            "cancel(id: int) -> bool\n\n"
            "Takes back a submission that has not started: True, and it completes cancelled with\n"

@@ -6,9 +6,13 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/bytes.h"
@@ -316,6 +320,48 @@ TEST(AsyncQueueTest, DriverStartsThreadsOnlyWhenSubmittedTo) {
   EXPECT_EQ(done.size(), 1u);
   EXPECT_EQ(ran, 1u);
   EXPECT_EQ(driver.threads_started(), 1u);
+}
+
+TEST(AsyncQueueTest, WaitRunsASubmissionNoDriverThreadHasTaken) {
+  // One driver thread, held by the first batch until released; the second
+  // batch is then run by the thread that waits for it.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  std::atomic<bool> first_started{false};
+  std::map<uint64_t, std::thread::id> ran_on;  // guarded by mu
+  auto driver = std::make_shared<client::Driver>(
+      [&](client::BatchJob* job) {
+        std::unique_lock<std::mutex> lock(mu);
+        ran_on[job->completion.tag] = std::this_thread::get_id();
+        if (job->completion.tag == 1) {
+          first_started = true;
+          cv.wait(lock, [&] { return release; });
+        }
+      },
+      1);
+  client::DriverQueue q(driver, client::QueueCore::Create().value());
+  const std::vector<std::string_view> keys = {"k"};
+  q.SubmitExists(keys, 1);
+  const Nanos deadline = MonotonicNanos() + 10'000 * kMs;
+  while (!first_started && MonotonicNanos() < deadline) std::this_thread::yield();
+  ASSERT_TRUE(first_started);
+  const AsyncId second = q.SubmitExists(keys, 2);
+  std::vector<AsyncCompletion> done;
+  ASSERT_EQ(q.Wait(&done, 1, 10'000), 1u);
+  EXPECT_EQ(done[0].id, second);
+  EXPECT_FALSE(q.Cancel(second));  // it ran
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(ran_on.at(2), std::this_thread::get_id());
+    EXPECT_NE(ran_on.at(1), std::this_thread::get_id());
+    release = true;
+  }
+  cv.notify_all();
+  done.clear();
+  while (done.empty() && MonotonicNanos() < deadline) q.Wait(&done, 1, 100);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].tag, 1u);
 }
 
 }  // namespace

@@ -97,6 +97,20 @@ void Driver::CancelAll(const QueueCore* queue, std::string_view why) {
   }
 }
 
+bool Driver::RunOneOf(const QueueCore* queue) {
+  Pending taken;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find_if(pending_.begin(), pending_.end(), [&](const Pending& p) { return p.queue.get() == queue; });
+    if (it == pending_.end()) return false;
+    taken = std::move(*it);
+    pending_.erase(it);
+  }
+  runner_(taken.job.get());
+  taken.queue->Post(std::move(taken.job->completion));
+  return true;
+}
+
 void Driver::Shutdown() {
   std::vector<std::thread> threads;
   {
@@ -194,6 +208,11 @@ void QueueCore::CloseAndWait() {
   cv_.wait(lock, [this] { return running_ == 0; });
 }
 
+bool QueueCore::has_completions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !done_.empty();
+}
+
 size_t QueueCore::outstanding() const {
   std::lock_guard<std::mutex> lock(mu_);
   return running_ + done_.size();
@@ -248,6 +267,9 @@ AsyncId DriverQueue::SubmitDelete(std::span<const std::string_view> keys, uint64
 }
 
 size_t DriverQueue::Wait(std::vector<AsyncCompletion>* out, size_t max, int timeout_ms) {
+  // A caller about to wait runs a submission no driver thread has taken yet
+  // itself instead of waiting for one to wake up.
+  if (timeout_ms != 0 && !core_->has_completions()) driver_->RunOneOf(core_.get());
   if (timeout_ms != 0) core_->WaitReady(timeout_ms);
   return core_->Take(out, max);
 }

@@ -71,6 +71,10 @@ class Driver {
   bool Cancel(const QueueCore* queue, AsyncId id);
   // Cancels every submission of `queue` that has not started.
   void CancelAll(const QueueCore* queue, std::string_view why);
+  // Runs the oldest submission of `queue` that no driver thread has started
+  // yet on the calling thread and posts its completion. False when there was
+  // none.
+  bool RunOneOf(const QueueCore* queue);
   void Shutdown();
 
   AsyncId NextId() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
@@ -111,6 +115,7 @@ class QueueCore {
   // to it is still running (every outstanding submission was posted).
   void CloseAndWait();
   size_t outstanding() const;
+  bool has_completions() const;
 
  private:
   explicit QueueCore(UniqueFd fd) : fd_(std::move(fd)) {}
