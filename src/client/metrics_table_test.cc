@@ -3,29 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 
 #include "client/client_metrics.h"
 #include "client/counters.h"
+#include "metrics/docs_test_util.h"
 
 namespace memkv::client {
 namespace {
-
-std::string ReadDoc(const std::string& relative) {
-  std::filesystem::path dir = std::filesystem::current_path();
-  while (!std::filesystem::exists(dir / relative) && dir.has_parent_path() && dir != dir.parent_path()) {
-    dir = dir.parent_path();
-  }
-  std::ifstream in(dir / relative);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 TEST(ClientMetricTableTest, RowsFollowThePrometheusRules) {
   EXPECT_EQ(metrics::CheckTable(metrics::Infos(ClientMetricTable())).message(), "");
@@ -34,13 +21,8 @@ TEST(ClientMetricTableTest, RowsFollowThePrometheusRules) {
 // docs/metrics.md's "Client" table lists exactly the families the table
 // exports, with their types and labels.
 TEST(ClientMetricTableTest, DocsListEveryRow) {
-  const std::string docs = ReadDoc("docs/metrics.md");
-  ASSERT_FALSE(docs.empty()) << "docs/metrics.md not found above " << std::filesystem::current_path();
-  const std::vector<metrics::DocumentedMetric> documented = metrics::ParseDocumentedMetrics(docs, "## Client");
-  EXPECT_FALSE(documented.empty());
-  for (const std::string& problem :
-       metrics::CheckTableAgainstDocs(metrics::Infos(ClientMetricTable()), documented)) {
-    ADD_FAILURE() << "docs/metrics.md, section Client: " << problem;
+  for (const std::string& problem : metrics::testing::DocsProblems(metrics::Infos(ClientMetricTable()), "## Client")) {
+    ADD_FAILURE() << problem;
   }
 }
 

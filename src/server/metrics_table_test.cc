@@ -2,24 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
+
+#include "metrics/docs_test_util.h"
 
 namespace memkv {
 namespace {
-
-std::string ReadDoc(const std::string& relative) {
-  std::filesystem::path dir = std::filesystem::current_path();
-  while (!std::filesystem::exists(dir / relative) && dir.has_parent_path() && dir != dir.parent_path()) {
-    dir = dir.parent_path();
-  }
-  std::ifstream in(dir / relative);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 TEST(ServerMetricTableTest, RowsFollowThePrometheusRules) {
   const std::vector<metrics::MetricInfo> infos = metrics::Infos(ServerMetricTable());
@@ -29,13 +17,8 @@ TEST(ServerMetricTableTest, RowsFollowThePrometheusRules) {
 // docs/metrics.md's "Server" table lists exactly the families the table
 // exports, with their types and labels.
 TEST(ServerMetricTableTest, DocsListEveryRow) {
-  const std::string docs = ReadDoc("docs/metrics.md");
-  ASSERT_FALSE(docs.empty()) << "docs/metrics.md not found above " << std::filesystem::current_path();
-  const std::vector<metrics::DocumentedMetric> documented = metrics::ParseDocumentedMetrics(docs, "## Server");
-  EXPECT_FALSE(documented.empty());
-  for (const std::string& problem :
-       metrics::CheckTableAgainstDocs(metrics::Infos(ServerMetricTable()), documented)) {
-    ADD_FAILURE() << "docs/metrics.md, section Server: " << problem;
+  for (const std::string& problem : metrics::testing::DocsProblems(metrics::Infos(ServerMetricTable()), "## Server")) {
+    ADD_FAILURE() << problem;
   }
 }
 
