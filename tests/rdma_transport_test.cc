@@ -33,6 +33,9 @@ namespace memkv {
 namespace {
 
 using drive::TempDir;
+using server::GrantSegments;
+using server::kMaxGrantSegmentBytes;
+using server::RdmaGrantLease;
 
 const std::string kKeyHex(64, 'a');
 

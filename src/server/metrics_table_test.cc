@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-namespace memkv {
+namespace memkv::server {
 namespace {
 
 std::string ReadDoc(const std::string& relative) {
@@ -90,4 +90,4 @@ TEST(ServerStatusTableTest, SectionsBecomeObjects) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::server
