@@ -20,7 +20,7 @@ class InProcessServer {
   // `drives`: file mode (the drive tier behind the pool); null: memory mode.
   InProcessServer(verbs::FakeFabric& fabric, const config::RdmaConfig& rdma, uint64_t pool_bytes = 64 << 20,
                   std::unique_ptr<drive::ExtentStore> drives = nullptr) {
-    DaemonOptions options;
+    server::DaemonOptions options;
     config::ServerConfig& c = options.config;
     c.network.port = 0;
     c.memory.max_size_bytes = pool_bytes;
@@ -32,12 +32,13 @@ class InProcessServer {
     options.auth_key.assign(32, 0xaa);
     options.workers = 2;
     options.hugepages = storage::HugePagePolicy::kAuto;  // registered on a fake device: no need to pin
-    DaemonSeams seams;
+    server::DaemonSeams seams;
     seams.verbs = &fabric;
     seams.open_drives = [&drives](const config::StorageConfig&) -> Result<std::unique_ptr<drive::ExtentStore>> {
       return std::move(drives);
     };
-    Result<std::unique_ptr<Daemon>> daemon = Daemon::Create(std::move(options), std::move(seams));
+    Result<std::unique_ptr<server::Daemon>> daemon =
+        server::Daemon::Create(std::move(options), std::move(seams));
     status_ = daemon.status();
     if (!daemon.ok()) return;
     daemon_ = std::move(daemon).value();
@@ -47,12 +48,12 @@ class InProcessServer {
   const Status& status() const { return status_; }
   std::string address() const { return daemon_->address(); }
   storage::MemoryStore& store() { return daemon_->memory(); }
-  ServerMetrics& metrics() { return daemon_->metrics(); }
+  server::ServerMetrics& metrics() { return daemon_->metrics(); }
   bool rdma() const { return daemon_->rdma() != nullptr; }
 
  private:
   Status status_;
-  std::unique_ptr<Daemon> daemon_;
+  std::unique_ptr<server::Daemon> daemon_;
 };
 
 }  // namespace memkv

@@ -33,6 +33,9 @@ namespace memkv {
 namespace {
 
 using drive::TempDir;
+using server::GrantSegments;
+using server::kMaxGrantSegmentBytes;
+using server::RdmaGrantLease;
 
 const std::string kKeyHex(64, 'a');
 
@@ -81,7 +84,7 @@ class RdmaTransportTest : public ::testing::Test {
     o.rdma_mtu = mtu;
     o.timeout_ms = timeout_ms;
     o.num_connections = 2;
-    auto c = CreateClientWithVerbs(o, fabric_);
+    auto c = client::CreateClientWithVerbs(o, fabric_);
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     return c.ok() ? std::move(c).value() : nullptr;
   }

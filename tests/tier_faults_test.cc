@@ -23,6 +23,12 @@
 namespace memkv {
 namespace {
 
+using server::AdminService;
+using server::Daemon;
+using server::DaemonOptions;
+using server::DaemonSeams;
+using server::HealthReport;
+
 constexpr uint64_t kBlock = 64 << 10;
 constexpr size_t kValueBytes = 48 << 10;  // one extent each: values alternate over the drives
 constexpr int kValues = 24;

@@ -60,7 +60,7 @@ Result<std::unique_ptr<Client>> MakeClient(const Environment& env) {
   // Every MEMKV_* variable, MEMKV_CONNECT_TIMEOUT_MS (the wait a hung server
   // costs each command) included, is read by LoadClientConfig.
   MEMKV_ASSIGN_OR_RETURN(config::ClientConfig config, config::LoadClientConfig(ClientLookupWithDefaults(env)));
-  return CreateClient(config);
+  return client::CreateClient(config);
 }
 
 // What an Unavailable or DeadlineExceeded means for the operator, told from

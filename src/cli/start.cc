@@ -230,16 +230,16 @@ sigset_t StopSignals() {
 }
 
 // The exit code of a Daemon::Create that failed at `step` with `status`.
-int ExitCodeForStep(Daemon::Step step, const Status& status) {
-  if (step == Daemon::Step::kListen) return kExitUnavailable;
-  if (step == Daemon::Step::kAdmin && status.code() != StatusCode::kInvalidArgument) return kExitUnavailable;
+int ExitCodeForStep(server::Daemon::Step step, const Status& status) {
+  if (step == server::Daemon::Step::kListen) return kExitUnavailable;
+  if (step == server::Daemon::Step::kAdmin && status.code() != StatusCode::kInvalidArgument) return kExitUnavailable;
   return kExitConfig;
 }
 
 // The data directory's key file, created on the first start. Returns the
 // exit code when start must end.
 std::optional<int> LoadKeyFile(const std::string& data_dir, std::vector<uint8_t>* key, std::string* source) {
-  Result<AuthKeyFile> file = LoadOrCreateAuthKey(data_dir);
+  Result<server::AuthKeyFile> file = server::LoadOrCreateAuthKey(data_dir);
   if (!file.ok()) {
     std::fprintf(stderr, "memkv start: %s\n", file.status().message().c_str());
     return kExitConfig;
@@ -253,7 +253,7 @@ std::optional<int> LoadKeyFile(const std::string& data_dir, std::vector<uint8_t>
 
 // Serves on this thread until one of `signals` (blocked in every thread)
 // arrives on a thread that waits for it, then drains; the exit code.
-int ServeUntilSignalled(Daemon& daemon, const sigset_t& signals) {
+int ServeUntilSignalled(server::Daemon& daemon, const sigset_t& signals) {
   std::atomic<bool> signalled{false};
   std::thread signal_thread([&] {
     int sig = 0;
@@ -293,7 +293,7 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
 
   // RDMA registers the pool exactly when the configured device is on this
   // host; registered, or the source of O_DIRECT I/O, the pool must be hugetlb.
-  Result<PoolPin> pin = PoolPinFor(c, verbs::SystemProvider());
+  Result<server::PoolPin> pin = server::PoolPinFor(c, verbs::SystemProvider());
   if (!pin.ok()) {
     std::fprintf(stderr, "memkv start: %s\n", pin.status().message().c_str());
     return kExitConfig;
@@ -323,7 +323,7 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
     return kExitUnavailable;
   }
 
-  DaemonOptions options;
+  server::DaemonOptions options;
   options.config = c;
   options.workers = flags.workers;
   options.handshake_timeout_ms = flags.handshake_timeout_ms;
@@ -337,20 +337,21 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
 
   PrefaultMeter meter;
   const sigset_t signals = StopSignals();
-  DaemonSeams seams;
+  server::DaemonSeams seams;
   seams.prefault_progress = [&meter](uint64_t done, uint64_t total) { meter.Update(done, total); };
   seams.before_threads = [&signals] {
     RaiseOpenFilesLimit();
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     ::signal(SIGPIPE, SIG_IGN);
   };
-  Daemon::Step failed_step = Daemon::Step::kPool;
-  Result<std::unique_ptr<Daemon>> created = Daemon::Create(std::move(options), std::move(seams), &failed_step);
+  server::Daemon::Step failed_step = server::Daemon::Step::kPool;
+  Result<std::unique_ptr<server::Daemon>> created =
+      server::Daemon::Create(std::move(options), std::move(seams), &failed_step);
   if (!created.ok()) {
     std::fprintf(stderr, "memkv start: %s\n", created.status().message().c_str());
     return ExitCodeForStep(failed_step, created.status());
   }
-  Daemon& daemon = **created;
+  server::Daemon& daemon = **created;
   const std::string address = daemon.address();
   LOG_INFO_C("start") << "memory store: " << FormatSize(daemon.memory().pool_bytes()) << " pool ("
                       << FormatSize(c.memory.block_size_bytes) << " blocks, values packed in "

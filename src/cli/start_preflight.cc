@@ -65,7 +65,7 @@ Status CheckKeyFile(const config::NetworkConfig& n, const std::string& data_dir)
     return FailedPrecondition("auth key file " + path + " has mode " + mode +
                               ", readable by group or others; run: chmod 600 " + path);
   }
-  return ReadAuthKeyFile(path).status();
+  return server::ReadAuthKeyFile(path).status();
 }
 
 }  // namespace
@@ -97,7 +97,8 @@ Status Preflight(const config::ServerConfig& config, const PreflightOptions& opt
   Status first = Status::Ok();
   std::string lines;
   for (const Status& s : {CheckTls(config.network), CheckMemory(config.memory, options),
-                          CheckKeyFile(config.network, options.data_dir), CheckDrivesBeforeOpen(config.storage)}) {
+                          CheckKeyFile(config.network, options.data_dir),
+                          server::CheckDrivesBeforeOpen(config.storage)}) {
     if (s.ok()) continue;
     if (first.ok()) first = s;
     lines += (lines.empty() ? "" : "\n") + s.message();

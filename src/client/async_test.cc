@@ -21,7 +21,7 @@
 #include "client/fake_server.h"
 #include "memkv/client.h"
 
-namespace memkv {
+namespace memkv::client {
 namespace {
 
 using client::testing::FakeServer;
@@ -204,7 +204,7 @@ TEST(AsyncQueueTest, CancelBeforeStartCompletesCancelledAndLeavesBuffersAlone) {
   auto q = MakeQueue(*client);
   // Every driver thread is held by a batch to a server that never answers,
   // so the submissions after them wait their turn.
-  constexpr size_t kBatches = client::Driver::kDefaultThreads + 3;
+  constexpr size_t kBatches = Driver::kDefaultThreads + 3;
   std::vector<std::unique_ptr<Batch>> batches;
   std::vector<AsyncId> ids;
   for (size_t i = 0; i < kBatches; ++i) {
@@ -281,7 +281,7 @@ TEST(AsyncQueueTest, DestroyingTheClientCompletesEverySubmissionOnce) {
     EXPECT_TRUE(tags.insert(c.tag).second);
     if (c.cancelled) ++cancelled;
   }
-  EXPECT_GE(cancelled, kBatches - client::Driver::kDefaultThreads);
+  EXPECT_GE(cancelled, kBatches - Driver::kDefaultThreads);
   // A submission to a queue whose client is gone completes at once, cancelled.
   q->SubmitExists(batches[0]->keys, 99);
   done.clear();
@@ -305,10 +305,10 @@ TEST(AsyncQueueTest, MismatchedCountsCompleteWithInvalidArgument) {
 
 TEST(AsyncQueueTest, DriverStartsThreadsOnlyWhenSubmittedTo) {
   size_t ran = 0;
-  client::Driver driver([&](client::BatchJob*) { ++ran; }, 2);
+  Driver driver([&](BatchJob*) { ++ran; }, 2);
   EXPECT_EQ(driver.threads_started(), 0u);
-  auto core = client::QueueCore::Create().value();
-  auto job = std::make_unique<client::BatchJob>();
+  auto core = QueueCore::Create().value();
+  auto job = std::make_unique<BatchJob>();
   job->completion.id = driver.NextId();
   driver.Submit(core, std::move(job));
   std::vector<AsyncCompletion> done;
@@ -365,4 +365,4 @@ TEST(AsyncQueueTest, WaitRunsASubmissionNoDriverThreadHasTaken) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::client

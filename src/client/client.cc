@@ -29,19 +29,8 @@
 #include "config/client_config.h"
 #include "proto/messages.h"
 
-namespace memkv {
+namespace memkv::client {
 namespace {
-
-using client::ClientCounters;
-using client::ClientMetrics;
-using client::ClientOp;
-using client::Connection;
-using client::Endpoint;
-using client::Placement;
-using client::RdmaEngine;
-using client::RdmaExchange;
-using client::ServerPool;
-using client::SingleExchange;
 
 constexpr uint32_t kMaxConnectionsPerServer = 256;
 // The option table (src/config/client_config.cc) states these ranges.
@@ -68,8 +57,7 @@ class ClientImpl final : public Client {
                                                     &counters_, &clock_));
     }
     provider_ = provider;
-    driver_ = std::make_shared<client::Driver>([this](client::BatchJob* job) { RunJob(job); },
-                                              options.async_threads);
+    driver_ = std::make_shared<Driver>([this](BatchJob* job) { RunJob(job); }, options.async_threads);
   }
 
   // Torn down under the client's log target: closing connections and
@@ -86,7 +74,7 @@ class ClientImpl final : public Client {
   // The RDMA engine is made after the pools' counters exist (it reports
   // fallbacks into them); the pools then offer RDMA on new connections.
   Status StartRdma(const ClientOptions& options) {
-    client::RdmaSettings settings;
+    RdmaSettings settings;
     settings.mode = options.transport == "rdma"  ? config::TransportMode::kRdma
                     : options.transport == "tcp" ? config::TransportMode::kTcp
                                                  : config::TransportMode::kAuto;
@@ -129,39 +117,39 @@ class ClientImpl final : public Client {
   // job, on the caller's thread, no handoff.
   BatchResult BatchPut(std::span<const std::string_view> keys,
                        std::span<const std::span<const uint8_t>> values) override {
-    client::BatchJob job = Job(AsyncOp::kPut, keys);
+    BatchJob job = Job(AsyncOp::kPut, keys);
     job.values = values;
     RunJob(&job);
     return ResultOf(std::move(job.completion));
   }
   BatchResult BatchGetInto(std::span<const std::string_view> keys, std::span<const std::span<uint8_t>> buffers,
                            std::vector<size_t>* sizes) override {
-    client::BatchJob job = Job(AsyncOp::kGet, keys);
+    BatchJob job = Job(AsyncOp::kGet, keys);
     job.buffers = buffers;
     RunJob(&job);
     if (sizes != nullptr) *sizes = std::move(job.completion.sizes);
     return ResultOf(std::move(job.completion));
   }
   BatchResult BatchExists(std::span<const std::string_view> keys) override {
-    client::BatchJob job = Job(AsyncOp::kExists, keys);
+    BatchJob job = Job(AsyncOp::kExists, keys);
     RunJob(&job);
     return ResultOf(std::move(job.completion));
   }
   BatchResult BatchDelete(std::span<const std::string_view> keys) override {
-    client::BatchJob job = Job(AsyncOp::kDelete, keys);
+    BatchJob job = Job(AsyncOp::kDelete, keys);
     RunJob(&job);
     return ResultOf(std::move(job.completion));
   }
 
   Result<std::unique_ptr<AsyncQueue>> NewAsyncQueue() override {
-    MEMKV_ASSIGN_OR_RETURN(std::shared_ptr<client::QueueCore> core, client::QueueCore::Create());
-    return std::unique_ptr<AsyncQueue>(std::make_unique<client::DriverQueue>(driver_, std::move(core)));
+    MEMKV_ASSIGN_OR_RETURN(std::shared_ptr<QueueCore> core, QueueCore::Create());
+    return std::unique_ptr<AsyncQueue>(std::make_unique<DriverQueue>(driver_, std::move(core)));
   }
 
   // Runs one batch, timed and counted (client_metrics.h), on whichever
   // thread calls: the blocking calls' own, or a driver thread. A batch
   // delete counts as one delete.
-  void RunJob(client::BatchJob* job) {
+  void RunJob(BatchJob* job) {
     AsyncCompletion& c = job->completion;
     BatchResult result;
     switch (job->op) {
@@ -185,8 +173,8 @@ class ClientImpl final : public Client {
     c.present_prefix = result.present_prefix;
   }
 
-  static client::BatchJob Job(AsyncOp op, std::span<const std::string_view> keys) {
-    client::BatchJob job;
+  static BatchJob Job(AsyncOp op, std::span<const std::string_view> keys) {
+    BatchJob job;
     job.op = op;
     job.keys = keys;
     return job;
@@ -228,7 +216,7 @@ class ClientImpl final : public Client {
   Status PutImpl(std::string_view key, std::span<const uint8_t> value) {
     MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("Put"));
     if (Status size = CheckValueSize(value.size()); !size.ok()) {
-      return size.WithContext("Put " + client::KeyForMessage(key));  // built only when needed
+      return size.WithContext("Put " + KeyForMessage(key));  // built only when needed
     }
     const size_t server = placement_.ServerFor(key);
     if (rdma_ != nullptr) {
@@ -323,7 +311,7 @@ class ClientImpl final : public Client {
     std::optional<std::string> bound;  // keys past it may be missing from some server's page
     bool more = false;
     for (size_t server = 0; server < pools_.size(); ++server) {
-      client::ListExchange x(request, placement_.name(server));
+      ListExchange x(request, placement_.name(server));
       RunSingle(server, &x);
       if (!x.status().ok()) return x.status();
       if (x.more()) {
@@ -388,7 +376,7 @@ class ClientImpl final : public Client {
 
   Nanos Deadline() const { return MonotonicNanos() + Nanos{options_.timeout_ms} * 1'000'000; }
 
-  void RunSingle(size_t server, client::Exchange* x) {
+  void RunSingle(size_t server, Exchange* x) {
     ClientCounters::Add(counters_.ops, 1);
     const Nanos deadline = Deadline();
     auto conns = pools_[server]->Acquire(1, deadline, /*wait=*/true);
@@ -398,7 +386,7 @@ class ClientImpl final : public Client {
     }
     Connection* c = conns->front().get();
     c->Enqueue(x);
-    client::DriveConnections(std::span<Connection* const>(&c, 1), deadline);
+    DriveConnections(std::span<Connection* const>(&c, 1), deadline);
     pools_[server]->Release(std::move(conns).value());
   }
 
@@ -424,10 +412,10 @@ class ClientImpl final : public Client {
   SteadyClock clock_;
   ClientCounters counters_;
   std::vector<std::unique_ptr<ServerPool>> pools_;  // one per server, in options_.servers order
-  client::BatchRunner batches_{options_, placement_, pools_, rdma_, counters_};
+  BatchRunner batches_{options_, placement_, pools_, rdma_, counters_};
   ClientMetrics metrics_;
   // Runs the asynchronous submissions; shut down first by the destructor.
-  std::shared_ptr<client::Driver> driver_;
+  std::shared_ptr<Driver> driver_;
   // Last: stopped first, as its handler reads the members above.
   std::unique_ptr<http::HttpServer> exporter_;
 };
@@ -443,6 +431,37 @@ Result<Key32> ParseAuthKey(const std::string& hex) {
 }
 
 }  // namespace
+
+Result<std::unique_ptr<Client>> CreateClientWithVerbs(const ClientOptions& options, verbs::Provider& provider) {
+  // Every option against its row of the table (memkv/client.h), naming it.
+  MEMKV_RETURN_IF_ERROR(CheckClientOptions(options));
+  std::vector<Endpoint> endpoints;
+  std::vector<std::string> names;
+  std::vector<std::string> ids;  // what keys are placed by: the spelling of a server does not move them
+  for (size_t i = 0; i < options.servers.size(); ++i) {
+    Result<config::ServerAddress> address = config::ParseServerAddress(options.servers[i]);
+    if (!address.ok()) {
+      return InvalidArgument("servers[" + std::to_string(i) + "]: " + address.status().message());
+    }
+    std::string name = address->ToString();
+    names.push_back(name);
+    ids.push_back(CanonicalServerId(address->host, address->port));
+    endpoints.push_back(Endpoint{address->host, address->port, std::move(name)});
+  }
+  MEMKV_ASSIGN_OR_RETURN(Key32 key, ParseAuthKey(options.auth_key_hex));
+  Result<Placement> placement = Placement::Create(std::move(names), ids);
+  if (!placement.ok()) return placement.status().WithContext("servers");
+  auto client =
+      std::make_unique<ClientImpl>(options, std::move(placement).value(), std::move(endpoints), key, &provider);
+  MEMKV_RETURN_IF_ERROR(client->StartRdma(options));
+  if (!options.prometheus_bind.empty()) MEMKV_RETURN_IF_ERROR(client->StartExporter(options.prometheus_bind));
+  return std::unique_ptr<Client>(std::move(client));
+}
+
+}  // namespace memkv::client
+
+// The public API of memkv/client.h.
+namespace memkv {
 
 std::string_view LibraryVersion() { return kMemkvVersion; }
 
@@ -462,33 +481,7 @@ std::string_view ClientLogLevelName(ClientLogLevel level) {
 }
 
 Result<std::unique_ptr<Client>> Client::Create(const ClientOptions& options) {
-  return CreateClientWithVerbs(options, verbs::SystemProvider());
-}
-
-Result<std::unique_ptr<Client>> CreateClientWithVerbs(const ClientOptions& options, verbs::Provider& provider) {
-  // Every option against its row of the table (memkv/client.h), naming it.
-  MEMKV_RETURN_IF_ERROR(CheckClientOptions(options));
-  std::vector<Endpoint> endpoints;
-  std::vector<std::string> names;
-  std::vector<std::string> ids;  // what keys are placed by: the spelling of a server does not move them
-  for (size_t i = 0; i < options.servers.size(); ++i) {
-    Result<config::ServerAddress> address = config::ParseServerAddress(options.servers[i]);
-    if (!address.ok()) {
-      return InvalidArgument("servers[" + std::to_string(i) + "]: " + address.status().message());
-    }
-    std::string name = address->ToString();
-    names.push_back(name);
-    ids.push_back(client::CanonicalServerId(address->host, address->port));
-    endpoints.push_back(Endpoint{address->host, address->port, std::move(name)});
-  }
-  MEMKV_ASSIGN_OR_RETURN(Key32 key, ParseAuthKey(options.auth_key_hex));
-  Result<Placement> placement = Placement::Create(std::move(names), ids);
-  if (!placement.ok()) return placement.status().WithContext("servers");
-  auto client =
-      std::make_unique<ClientImpl>(options, std::move(placement).value(), std::move(endpoints), key, &provider);
-  MEMKV_RETURN_IF_ERROR(client->StartRdma(options));
-  if (!options.prometheus_bind.empty()) MEMKV_RETURN_IF_ERROR(client->StartExporter(options.prometheus_bind));
-  return std::unique_ptr<Client>(std::move(client));
+  return client::CreateClientWithVerbs(options, verbs::SystemProvider());
 }
 
 }  // namespace memkv

@@ -16,11 +16,15 @@ Result<std::unique_ptr<Client>> Client::CreateFromEnvironment() {
     return std::string(value);
   };
   MEMKV_ASSIGN_OR_RETURN(config::ClientConfig config, config::LoadClientConfig(env));
-  return CreateClient(config);
+  return client::CreateClient(config);
 }
+
+}  // namespace memkv
+
+namespace memkv::client {
 
 Result<std::unique_ptr<Client>> CreateClient(const config::ClientConfig& config) {
   return Client::Create(config.options);
 }
 
-}  // namespace memkv
+}  // namespace memkv::client

@@ -10,7 +10,7 @@
 #include "memkv/client.h"
 #include "verbs/verbs.h"
 
-namespace memkv {
+namespace memkv::client {
 
 Result<std::unique_ptr<Client>> CreateClient(const config::ClientConfig& config);
 
@@ -18,6 +18,6 @@ Result<std::unique_ptr<Client>> CreateClient(const config::ClientConfig& config)
 // verbs::FakeFabric; Client::Create uses verbs::SystemProvider()).
 Result<std::unique_ptr<Client>> CreateClientWithVerbs(const ClientOptions& options, verbs::Provider& provider);
 
-}  // namespace memkv
+}  // namespace memkv::client
 
 #endif  // MEMKV_CLIENT_CLIENT_FROM_CONFIG_H_

@@ -16,7 +16,7 @@
 #include "io/socket.h"
 #include "proto/frame.h"
 
-namespace memkv {
+namespace memkv::client {
 namespace {
 
 using client::testing::FakeServer;
@@ -628,4 +628,4 @@ TEST(ClientFailureTest, BatchWaitingForABusyServerHoldsNoOtherServersConnection)
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::client

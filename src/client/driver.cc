@@ -11,6 +11,7 @@
 
 #include "base/errno_text.h"
 
+// The public API of memkv/async.h.
 namespace memkv {
 
 std::string_view AsyncOpName(AsyncOp op) {
@@ -23,7 +24,9 @@ std::string_view AsyncOpName(AsyncOp op) {
   return "unknown";
 }
 
-namespace client {
+}  // namespace memkv
+
+namespace memkv::client {
 
 void CompleteCancelled(BatchJob* job, std::string_view why) {
   AsyncCompletion& c = job->completion;
@@ -274,5 +277,4 @@ size_t DriverQueue::Wait(std::vector<AsyncCompletion>* out, size_t max, int time
   return core_->Take(out, max);
 }
 
-}  // namespace client
-}  // namespace memkv
+}  // namespace memkv::client

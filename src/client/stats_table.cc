@@ -5,10 +5,9 @@
 #include "client/counters.h"
 #include "memkv/client.h"
 
-namespace memkv {
+namespace memkv::client {
 namespace {
 
-using client::ClientCounters;
 using Cell = std::atomic<uint64_t> ClientCounters::*;
 
 struct StatRow {
@@ -63,17 +62,6 @@ constexpr StatRow kRows[] = {
 
 }  // namespace
 
-std::span<const ClientStatInfo> ClientStatsTable() {
-  static const std::vector<ClientStatInfo> infos = [] {
-    std::vector<ClientStatInfo> out;
-    for (const StatRow& row : kRows) out.push_back(row.info);
-    return out;
-  }();
-  return infos;
-}
-
-namespace client {
-
 ClientStats ClientCounters::Snapshot() const {
   ClientStats s;
   for (const StatRow& row : kRows) {
@@ -89,5 +77,18 @@ ClientStats ClientCounters::Snapshot() const {
   return s;
 }
 
-}  // namespace client
+}  // namespace memkv::client
+
+// The public API of memkv/client.h.
+namespace memkv {
+
+std::span<const ClientStatInfo> ClientStatsTable() {
+  static const std::vector<ClientStatInfo> infos = [] {
+    std::vector<ClientStatInfo> out;
+    for (const client::StatRow& row : client::kRows) out.push_back(row.info);
+    return out;
+  }();
+  return infos;
+}
+
 }  // namespace memkv

@@ -54,7 +54,7 @@ double PathProbeResult::ReadGbps() const {
 PathProbeResult RunPathProbe(const PathProbeOptions& o, verbs::Provider& provider) {
   PathProbeResult r;
   // TCP first: is the server there at all, and does it take our key?
-  Result<std::unique_ptr<Client>> tcp = CreateClientWithVerbs(BaseOptions(o, "tcp"), provider);
+  Result<std::unique_ptr<Client>> tcp = client::CreateClientWithVerbs(BaseOptions(o, "tcp"), provider);
   if (!tcp.ok()) {
     r.tcp = tcp.status();
   } else {
@@ -62,7 +62,7 @@ PathProbeResult RunPathProbe(const PathProbeOptions& o, verbs::Provider& provide
     r.tcp = present.ok() ? Status::Ok() : present.status();
   }
 
-  Result<std::unique_ptr<Client>> rdma = CreateClientWithVerbs(BaseOptions(o, "rdma"), provider);
+  Result<std::unique_ptr<Client>> rdma = client::CreateClientWithVerbs(BaseOptions(o, "rdma"), provider);
   if (!rdma.ok()) {
     r.rdma = rdma.status();
     return r;

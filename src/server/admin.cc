@@ -9,7 +9,7 @@
 #include "metrics/prometheus.h"
 #include "server/metrics_table.h"
 
-namespace memkv {
+namespace memkv::server {
 namespace {
 
 constexpr size_t kRateSamples = 11;  // ops/s over the last 10 intervals
@@ -171,4 +171,4 @@ std::string AdminService::StatusJson() const { return ServerStatusJson(Snapshot(
 
 std::string AdminService::MetricsText() const { return ServerMetricsText(Snapshot()); }
 
-}  // namespace memkv
+}  // namespace memkv::server

@@ -36,7 +36,7 @@
 #include "server/rdma_endpoint.h"
 #include "tier/tiered_store.h"
 
-namespace memkv {
+namespace memkv::server {
 
 struct ServerSnapshot;  // server/metrics_table.h
 
@@ -105,6 +105,6 @@ class AdminService {
   std::thread sampler_;
 };
 
-}  // namespace memkv
+}  // namespace memkv::server
 
 #endif  // MEMKV_SERVER_ADMIN_H_

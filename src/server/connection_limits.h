@@ -14,7 +14,7 @@
 #include <atomic>
 #include <cstdint>
 
-namespace memkv {
+namespace memkv::server {
 
 class ConnectionLimits {
  public:
@@ -58,6 +58,6 @@ class ConnectionLimits {
   std::atomic<int64_t> unauthenticated_{0};
 };
 
-}  // namespace memkv
+}  // namespace memkv::server
 
 #endif  // MEMKV_SERVER_CONNECTION_LIMITS_H_

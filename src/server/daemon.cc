@@ -8,7 +8,7 @@
 #include "base/version.h"
 #include "server/open_drives.h"
 
-namespace memkv {
+namespace memkv::server {
 namespace {
 
 // "1.25 s" or "340 ms".
@@ -182,4 +182,4 @@ Status Daemon::Shutdown() {
   return run_status_;
 }
 
-}  // namespace memkv
+}  // namespace memkv::server

@@ -44,7 +44,7 @@
 #include "tier/tiered_store.h"
 #include "verbs/verbs.h"
 
-namespace memkv {
+namespace memkv::server {
 
 // Whether the pool is pinned, and why: it must then be hugetlb-backed.
 struct PoolPin {
@@ -143,6 +143,6 @@ class Daemon {
   Status run_status_;                        // Run's result on runner_; read after join
 };
 
-}  // namespace memkv
+}  // namespace memkv::server
 
 #endif  // MEMKV_SERVER_DAEMON_H_

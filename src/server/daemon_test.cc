@@ -15,7 +15,7 @@
 #include "memkv/client.h"
 #include "verbs/fake.h"
 
-namespace memkv {
+namespace memkv::server {
 namespace {
 
 using drive::Pattern;
@@ -227,4 +227,4 @@ TEST(DaemonTest, StopBeforeRunMakesRunReturnAtOnce) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::server

@@ -15,7 +15,7 @@
 #include "base/hmac.h"
 #include "base/unique_fd.h"
 
-namespace memkv {
+namespace memkv::server {
 namespace {
 
 std::string Errno() { return ErrnoMessage(errno); }
@@ -82,4 +82,4 @@ Result<AuthKeyFile> LoadOrCreateAuthKey(const std::string& data_dir) {
   return out;
 }
 
-}  // namespace memkv
+}  // namespace memkv::server

@@ -13,7 +13,7 @@
 
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::server {
 
 struct AuthKeyFile {
   std::vector<uint8_t> key;  // 32 bytes
@@ -25,6 +25,6 @@ Result<AuthKeyFile> LoadOrCreateAuthKey(const std::string& data_dir);
 // Reads a key file (64 hex chars, surrounding whitespace allowed).
 Result<std::vector<uint8_t>> ReadAuthKeyFile(const std::string& path);
 
-}  // namespace memkv
+}  // namespace memkv::server
 
 #endif  // MEMKV_SERVER_KEY_FILE_H_

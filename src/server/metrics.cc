@@ -2,7 +2,7 @@
 
 #include "proto/frame.h"
 
-namespace memkv {
+namespace memkv::server {
 
 OpSlot OpSlotFor(uint8_t opcode) {
   switch (static_cast<proto::Opcode>(opcode)) {
@@ -45,4 +45,4 @@ std::string_view OpSlotTransport(OpSlot slot) {
   }
 }
 
-}  // namespace memkv
+}  // namespace memkv::server

@@ -15,7 +15,7 @@
 
 #include "metrics/histogram.h"
 
-namespace memkv {
+namespace memkv::server {
 
 // The operations the server counts separately (one per known opcode, plus
 // one for everything else).
@@ -70,6 +70,6 @@ struct ServerMetrics {
   OpMetrics& op(uint8_t opcode) { return ops[static_cast<size_t>(OpSlotFor(opcode))]; }
 };
 
-}  // namespace memkv
+}  // namespace memkv::server
 
 #endif  // MEMKV_SERVER_METRICS_H_

@@ -1,7 +1,7 @@
 #include "server/metrics_table.h"
 
 
-namespace memkv {
+namespace memkv::server {
 namespace {
 
 using metrics::Labels;
@@ -391,4 +391,4 @@ std::string ServerStatusJson(const ServerSnapshot& snapshot) {
   return w.text();
 }
 
-}  // namespace memkv
+}  // namespace memkv::server

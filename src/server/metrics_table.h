@@ -30,7 +30,7 @@
 #include "storage/memory_store.h"
 #include "tier/tiered_store.h"
 
-namespace memkv {
+namespace memkv::server {
 
 // Everything one scrape or status read reports, each source read once.
 struct ServerSnapshot {
@@ -69,6 +69,6 @@ void WriteHealthJson(JsonWriter& w, const HealthReport& health);
 std::string ServerMetricsText(const ServerSnapshot& snapshot);
 std::string ServerStatusJson(const ServerSnapshot& snapshot);
 
-}  // namespace memkv
+}  // namespace memkv::server
 
 #endif  // MEMKV_SERVER_METRICS_TABLE_H_

@@ -6,7 +6,7 @@
 
 #include "metrics/docs_test_util.h"
 
-namespace memkv {
+namespace memkv::server {
 namespace {
 
 TEST(ServerMetricTableTest, RowsFollowThePrometheusRules) {
@@ -73,4 +73,4 @@ TEST(ServerStatusTableTest, SectionsBecomeObjects) {
 }
 
 }  // namespace
-}  // namespace memkv
+}  // namespace memkv::server

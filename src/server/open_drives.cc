@@ -14,7 +14,7 @@
 #include "base/units.h"
 #include "server/open_drives.h"
 
-namespace memkv {
+namespace memkv::server {
 namespace {
 
 // What is at a drive file's path before the first start.
@@ -262,4 +262,4 @@ Result<std::unique_ptr<drive::ExtentStore>> OpenDrives(const config::StorageConf
   return store;
 }
 
-}  // namespace memkv
+}  // namespace memkv::server

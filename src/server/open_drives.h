@@ -10,7 +10,7 @@
 #include "drive/extent_store.h"
 #include "memkv/status.h"
 
-namespace memkv {
+namespace memkv::server {
 
 // Opens the drives of storage.mode file or direct. In file mode, when none of
 // the drive files exists yet (or all are empty), they are created and
@@ -30,6 +30,6 @@ Result<std::unique_ptr<drive::ExtentStore>> OpenDrives(const config::StorageConf
 // it). Creates nothing.
 Status CheckDrivesBeforeOpen(const config::StorageConfig& storage);
 
-}  // namespace memkv
+}  // namespace memkv::server
 
 #endif  // MEMKV_SERVER_OPEN_DRIVES_H_

@@ -5,7 +5,7 @@
 
 #include "base/log.h"
 
-namespace memkv {
+namespace memkv::server {
 namespace {
 
 constexpr uint32_t kServerQpSendWr = 1;  // responder only: nothing is ever posted
@@ -153,4 +153,4 @@ proto::RdmaAnswer RdmaEndpoint::Accept(const proto::RdmaOffer& offer, const std:
   return answer;
 }
 
-}  // namespace memkv
+}  // namespace memkv::server

@@ -32,7 +32,7 @@
 #include "verbs/detect.h"
 #include "verbs/verbs.h"
 
-namespace memkv {
+namespace memkv::server {
 
 // The longest segment a grant hands out. RemoteSegment::len is 32 bits, and a
 // value in one run of the pool may be far longer (up to 64 GiB); 1 GiB pieces
@@ -87,6 +87,6 @@ class RdmaEndpoint {
   uint32_t mtu_ = 4096;
 };
 
-}  // namespace memkv
+}  // namespace memkv::server
 
 #endif  // MEMKV_SERVER_RDMA_ENDPOINT_H_

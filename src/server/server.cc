@@ -23,7 +23,7 @@
 #include "io/socket.h"
 #include "server/session.h"
 
-namespace memkv {
+namespace memkv::server {
 namespace {
 
 std::string PeerName(const sockaddr_storage& ss) {
@@ -173,7 +173,7 @@ class Server::Worker {
         }
         auto it = conns_.find(fd);
         if (it == conns_.end()) continue;
-        server::Session& conn = *it->second;
+        Session& conn = *it->second;
         bool keep = true;
         if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) keep = conn.OnReadable();
         if (keep && (events[i].events & EPOLLOUT)) keep = conn.OnWritable();
@@ -187,7 +187,7 @@ class Server::Worker {
     }
   }
 
-  void NoteBuffered(server::Session& conn) {
+  void NoteBuffered(Session& conn) {
     if (conn.HasBufferedRequests()) buffered_.push_back(conn.id());
   }
 
@@ -199,7 +199,7 @@ class Server::Worker {
     for (uint64_t id : ids) {
       auto it = by_id_.find(id);
       if (it == by_id_.end()) continue;
-      server::Session& conn = *it->second;
+      Session& conn = *it->second;
       if (!conn.HasBufferedRequests()) continue;  // a duplicate, or already run
       if (!conn.OnReadable() || conn.Finished()) {
         Close(conn.fd());
@@ -219,7 +219,7 @@ class Server::Worker {
     for (auto& [fd, peer] : incoming) {
       if (!Admit(peer)) continue;  // fd closes here
       int raw = fd.get();
-      auto conn = std::make_unique<server::Session>(next_id_++, std::move(fd), std::move(peer), ctx_, MonotonicNanos());
+      auto conn = std::make_unique<Session>(next_id_++, std::move(fd), std::move(peer), ctx_, MonotonicNanos());
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.fd = raw;
@@ -240,7 +240,7 @@ class Server::Worker {
     for (auto& [id, done] : inbox_->Take()) {
       auto it = by_id_.find(id);
       if (it == by_id_.end()) continue;
-      server::Session& conn = *it->second;
+      Session& conn = *it->second;
       if (!conn.OnStorageDone(done) || conn.Finished()) {
         Close(conn.fd());
       } else {
@@ -275,7 +275,7 @@ class Server::Worker {
     return false;
   }
 
-  void UpdateInterest(server::Session& conn) {
+  void UpdateInterest(Session& conn) {
     uint32_t want = (conn.WantsRead() ? EPOLLIN : 0u) | (conn.WantsWrite() ? EPOLLOUT : 0u);
     uint32_t& have = interest_[conn.fd()];
     if (want == have) return;
@@ -331,9 +331,9 @@ class Server::Worker {
     last_trim_ = now;
     if (conns_.empty()) {
       // The tables' bucket arrays never shrink on their own.
-      std::unordered_map<int, std::unique_ptr<server::Session>>().swap(conns_);
+      std::unordered_map<int, std::unique_ptr<Session>>().swap(conns_);
       std::unordered_map<int, uint32_t>().swap(interest_);
-      std::unordered_map<uint64_t, server::Session*>().swap(by_id_);
+      std::unordered_map<uint64_t, Session*>().swap(by_id_);
     }
     ::malloc_trim(0);
   }
@@ -343,14 +343,14 @@ class Server::Worker {
   UniqueFd epoll_;
   UniqueFd wake_;
   std::unique_ptr<HmacSha256> master_mac_;
-  server::SessionContext ctx_;
+  SessionContext ctx_;
   std::thread thread_;
   std::mutex mu_;
   std::vector<std::pair<UniqueFd, std::string>> incoming_;  // guarded by mu_
   // Owned by the worker thread only.
-  std::unordered_map<int, std::unique_ptr<server::Session>> conns_;
+  std::unordered_map<int, std::unique_ptr<Session>> conns_;
   std::unordered_map<int, uint32_t> interest_;
-  std::unordered_map<uint64_t, server::Session*> by_id_;
+  std::unordered_map<uint64_t, Session*> by_id_;
   uint64_t next_id_ = 1;
   std::shared_ptr<tier::CompletionInbox> inbox_;
   Nanos next_reap_ = 0;
@@ -442,4 +442,4 @@ void Server::Stop() {
   if (stop_event_.valid()) Wake(stop_event_.get());
 }
 
-}  // namespace memkv
+}  // namespace memkv::server

@@ -26,7 +26,7 @@
 #include "server/rdma_endpoint.h"
 #include "tier/tiered_store.h"
 
-namespace memkv {
+namespace memkv::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -89,6 +89,6 @@ class Server {
   std::vector<std::unique_ptr<Worker>> workers_;
 };
 
-}  // namespace memkv
+}  // namespace memkv::server
 
 #endif  // MEMKV_SERVER_SERVER_H_
