@@ -545,7 +545,7 @@ TEST(ParseDcbReplyTest, GarbageNeverCrashes) {
 // byte-identical to what BuildReply produces for DSCP 26 -> 3, PFC on 3, so a
 // change to either is noticed.
 TEST(ParseDcbReplyTest, TestdataFixture) {
-  auto path = std::filesystem::path(__FILE__).parent_path() / "testdata" / "dcb_ieee_dscp26_prio3.hex";
+  auto path = std::filesystem::path(MEMKV_VERBS_TESTDATA) / "dcb_ieee_dscp26_prio3.hex";
   std::ifstream in(path);
   ASSERT_TRUE(in) << path;
   std::stringstream ss;
