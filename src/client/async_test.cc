@@ -364,5 +364,61 @@ TEST(AsyncQueueTest, WaitRunsASubmissionNoDriverThreadHasTaken) {
   EXPECT_EQ(done[0].tag, 1u);
 }
 
+TEST(AsyncQueueTest, ShutdownWaitsForABatchAWaitingCallerRuns) {
+  // Batch 1 holds the one driver thread; batch 2 is run by the thread that
+  // waits for it, and holds it until released. Shutdown (the client going)
+  // must not return while batch 2 runs: the runner uses the client.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release_first = false, release_second = false;
+  std::atomic<bool> first_started{false}, second_started{false}, second_done{false};
+  auto driver = std::make_shared<client::Driver>(
+      [&](client::BatchJob* job) {
+        std::unique_lock<std::mutex> lock(mu);
+        if (job->completion.tag == 1) first_started = true;
+        if (job->completion.tag == 2) second_started = true;
+        bool& release = job->completion.tag == 1 ? release_first : release_second;
+        cv.wait(lock, [&] { return release; });
+        if (job->completion.tag == 2) second_done = true;
+      },
+      1);
+  client::DriverQueue q(driver, client::QueueCore::Create().value());
+  const std::vector<std::string_view> keys = {"k"};
+  const Nanos deadline = MonotonicNanos() + 10'000 * kMs;
+  q.SubmitExists(keys, 1);
+  while (!first_started && MonotonicNanos() < deadline) std::this_thread::yield();
+  q.SubmitExists(keys, 2);
+  std::thread waiter([&] {
+    std::vector<AsyncCompletion> done;
+    q.Wait(&done, 1, 10'000);
+  });
+  while (!second_started && MonotonicNanos() < deadline) std::this_thread::yield();
+  ASSERT_TRUE(second_started);
+  std::atomic<bool> shut{false};
+  std::thread closer([&] {
+    driver->Shutdown();
+    shut = true;
+  });
+  // The driver thread's batch ends, so only batch 2 can hold Shutdown up:
+  // give it a while to show that it does.
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release_first = true;
+  }
+  cv.notify_all();
+  const Nanos window = MonotonicNanos() + 200 * kMs;
+  while (!shut && MonotonicNanos() < window) std::this_thread::yield();
+  EXPECT_FALSE(shut);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release_second = true;
+  }
+  cv.notify_all();
+  closer.join();
+  waiter.join();
+  EXPECT_TRUE(shut);
+  EXPECT_TRUE(second_done);
+}
+
 }  // namespace
 }  // namespace memkv::client

@@ -104,13 +104,20 @@ bool Driver::RunOneOf(const QueueCore* queue) {
   Pending taken;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return false;  // the client is going: nothing may run now
     auto it = std::find_if(pending_.begin(), pending_.end(), [&](const Pending& p) { return p.queue.get() == queue; });
     if (it == pending_.end()) return false;
     taken = std::move(*it);
     pending_.erase(it);
+    ++callers_running_;
   }
   runner_(taken.job.get());
   taken.queue->Post(std::move(taken.job->completion));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --callers_running_;
+  }
+  callers_done_.notify_all();
   return true;
 }
 
@@ -124,6 +131,9 @@ void Driver::Shutdown() {
   cv_.notify_all();
   CancelAll(nullptr, "the client was destroyed before this batch started");
   for (std::thread& t : threads) t.join();
+  // And the batches that waiting callers run themselves (RunOneOf).
+  std::unique_lock<std::mutex> lock(mu_);
+  callers_done_.wait(lock, [this] { return callers_running_ == 0; });
 }
 
 size_t Driver::threads_started() const {

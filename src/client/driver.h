@@ -73,7 +73,7 @@ class Driver {
   void CancelAll(const QueueCore* queue, std::string_view why);
   // Runs the oldest submission of `queue` that no driver thread has started
   // yet on the calling thread and posts its completion. False when there was
-  // none.
+  // none, or after Shutdown began; Shutdown waits for the runs in progress.
   bool RunOneOf(const QueueCore* queue);
   void Shutdown();
 
@@ -94,6 +94,8 @@ class Driver {
   std::condition_variable cv_;
   std::deque<Pending> pending_;        // guarded by mu_
   size_t idle_ = 0;                    // guarded by mu_: threads waiting for work
+  size_t callers_running_ = 0;         // guarded by mu_: batches RunOneOf runs now
+  std::condition_variable callers_done_;  // callers_running_ dropped
   bool stopping_ = false;              // guarded by mu_
   std::vector<std::thread> threads_;   // guarded by mu_ (joined by Shutdown)
 };
