@@ -425,8 +425,8 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
         seen for the first time is probed, in one batch per scheduler step
         submitted to the client, and answers RETRY until then."""
         try:
-            if self._probing:
-                self._pump()
+            if self._probing or self._inflight:
+                self._pump()  # a finished store ends its keys' RETRY; a probe, their PENDING
             k = bytes(key)
             now = time.monotonic()
             with self._lock:
@@ -699,9 +699,11 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
         return None
 
     def on_schedule_end(self, context: Any = None) -> None:
-        """End of a scheduler step: probe the keys this step looked up, now."""
+        """End of a scheduler step: probe the keys this step looked up, now,
+        and take what finished meanwhile."""
         with self._lock:
             self._send_probe()
+        self._pump()
 
     def touch(self, keys: Any = None, req_context: Any = None) -> None:
         """Nothing to do: MemKV's own LRU counts every read."""
