@@ -679,9 +679,13 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
 
     def has_pending_work(self) -> bool:
         """True while a job or a lookup probe is in flight, so that vLLM keeps
-        stepping (and polling get_finished_jobs) even with no request scheduled."""
-        self._step()
+        stepping (and polling get_finished_jobs) even with no request scheduled.
+        A job counts until get_finished_jobs or drain_jobs takes its completion:
+        this call sends a due probe but takes no completion, so its answer does
+        not depend on how fast the batches ran."""
         with self._lock:
+            if self._probe_batch and time.monotonic() - self._probe_since >= _PROBE_COALESCE_S:
+                self._send_probe()
             return self._inflight > 0 or bool(self._probe_batch) or self._probing > 0
 
     # ------------------------------------------------------ request lifecycle
