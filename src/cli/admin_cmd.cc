@@ -370,6 +370,30 @@ std::string JournalLine(const JsonValue& d) {
          ") the live index may take" + (sync != nullptr ? ", sync " + sync->string : "") + "\n";
 }
 
+// One line per namespace that saw traffic: its hit ratio (matched over
+// requested blocks), what it read and wrote, and what it lost to eviction.
+std::string NamespaceLines(const JsonValue& d) {
+  const JsonValue* list = d.Find("namespaces");
+  if (list == nullptr || list->type != JsonValue::Type::kArray) return "";
+  std::string out;
+  for (const JsonValue& ns : list->array) {
+    const JsonValue* name = ns.Find("name");
+    auto number = [&ns](std::string_view key) {
+      const JsonValue* v = ns.Find(key);
+      return v == nullptr ? 0.0 : v->NumberOr(0);
+    };
+    const double lookups = number("lookups");
+    const double puts = number("puts");
+    if (name == nullptr || (lookups == 0 && puts == 0 && number("evictions") == 0)) continue;
+    out += "  namespace " + (name->string.empty() ? std::string("\"\"") : name->string) + ": " +
+           std::to_string(uint64_t(lookups)) + " lookups, " + Percent(number("hit_ratio")) + " hit, " +
+           FormatSizeRounded(uint64_t(number("read_bytes"))) + " read, " + std::to_string(uint64_t(puts)) +
+           " puts (" + FormatSizeRounded(uint64_t(number("written_bytes"))) + "), " +
+           std::to_string(uint64_t(number("evictions"))) + " evictions\n";
+  }
+  return out;
+}
+
 std::string RenderText(const std::vector<Answer>& answers) {
   std::vector<std::vector<std::string>> rows = {{"ADDRESS", "HEALTH", "UPTIME", "USED", "HIT RATIO", "OPS/S", "TRANSPORT"}};
   for (const Answer& a : answers) rows.push_back(Cells(a));
@@ -394,6 +418,7 @@ std::string RenderText(const std::vector<Answer>& answers) {
     out += TierLine(a.status, "dram", "memory", "pool_bytes");
     out += TierLine(a.status, "drives", "storage", "usable_bytes");
     out += JournalLine(a.status);
+    out += NamespaceLines(a.status);
     const std::string health = HealthOf(a);
     const JsonValue* reason = a.status.Path({"health", "reason"});
     if (health != "healthy" && reason != nullptr && !reason->string.empty()) {

@@ -84,6 +84,13 @@ void ReadMemory(const YAML::Node& node, Diagnostics* d, MemoryConfig* out) {
           d);
 }
 
+void ReadMetrics(const YAML::Node& node, Diagnostics* d, MetricsConfig* out) {
+  ReadMap(node, "metrics",
+          {StringField("namespace_separator", d, &out->namespace_separator),
+           Uint32Field("namespace_top", internal::kNamespaceTopAllowed, d, &out->namespace_top)},
+          d);
+}
+
 void ReadRdma(const YAML::Node& node, Diagnostics* d, RdmaConfig* out) {
   ReadMap(node, "rdma",
           {StringField("device", d, &out->device),
@@ -187,6 +194,7 @@ void ReadServerConfig(const YAML::Node& root, Diagnostics* d, ServerConfig* out)
            {"memory", section([=](const YAML::Node& v) { ReadMemory(v, d, &out->memory); })},
            {"rdma", section([=](const YAML::Node& v) { ReadRdma(v, d, &out->rdma); })},
            {"storage", section([=](const YAML::Node& v) { ReadStorage(v, d, &out->storage, given); })},
+           {"metrics", section([=](const YAML::Node& v) { ReadMetrics(v, d, &out->metrics); })},
            {"log", section([=](const YAML::Node& v) {
               ReadMap(v, "log", {StringField("level", d, &out->log.level)}, d);
             })}},

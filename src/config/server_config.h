@@ -95,6 +95,12 @@ struct StorageConfig {
   bool drive_in_data_dir = false;
 };
 
+// Per-namespace counts in /metrics and /v1/status (docs/metrics.md, "Namespaces").
+struct MetricsConfig {
+  std::string namespace_separator = "/";  // a key's namespace: its text up to the first of these
+  uint32_t namespace_top = 16;            // namespaces with series of their own; the rest are "other"
+};
+
 struct LogConfig {
   std::string level = "info";            // debug, info, warn, error; --log-level overrides it
 };
@@ -105,6 +111,7 @@ struct ServerConfig {
   RdmaConfig rdma;
   StorageConfig storage;
   LogConfig log;
+  MetricsConfig metrics;
 };
 
 // The embedded default: what `memkv start` runs with no config file.

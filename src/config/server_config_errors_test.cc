@@ -325,5 +325,22 @@ TEST(ServerConfigFileTest, MissingFileIsAnIoErrorNamingPathAndErrno) {
       << dir.status().ToString();
 }
 
+
+TEST(ServerConfigMetricsTest, NamespaceSettingsDefaultAndAreChecked) {
+  Result<ServerConfig> defaults = Parse("memory:\n  max_size: 1 GiB\n");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->metrics.namespace_separator, "/");
+  EXPECT_EQ(defaults->metrics.namespace_top, 16u);
+  Result<ServerConfig> set = Parse("metrics:\n  namespace_separator: \"::\"\n  namespace_top: 4\n");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->metrics.namespace_separator, "::");
+  EXPECT_EQ(set->metrics.namespace_top, 4u);
+  std::vector<std::string> lines =
+      ProblemLines(Parse("metrics:\n  namespace_top: 257\n  namespace_separator: \"123456789\"\n"));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_TRUE(HasLineWith(lines, {"metrics.namespace_top: 257 is out of range", "0..256"}));
+  EXPECT_TRUE(HasLineWith(lines, {"metrics.namespace_separator: '123456789' is 9 bytes long", "0 to 8 bytes"}));
+}
+
 }  // namespace
 }  // namespace memkv::config

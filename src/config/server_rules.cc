@@ -100,6 +100,18 @@ void CheckMemory(const MemoryConfig& m, Diagnostics* d) {
   }
 }
 
+void CheckMetrics(const MetricsConfig& m, Diagnostics* d) {
+  if (m.namespace_top > kMaxNamespaceTop) {
+    d->Violation({"metrics.namespace_top"}, OutOfRange("metrics.namespace_top", m.namespace_top, kNamespaceTopAllowed));
+  }
+  if (m.namespace_separator.size() > kMaxNamespaceSeparatorBytes) {
+    d->Violation({"metrics.namespace_separator"},
+                 "metrics.namespace_separator: '" + m.namespace_separator + "' is " +
+                     std::to_string(m.namespace_separator.size()) +
+                     " bytes long; allowed: 0 to 8 bytes (empty: every key in one namespace)");
+  }
+}
+
 std::string TrafficClassHint(uint32_t tc) {
   // People often write the DSCP itself (26) where the ToS byte (104) is meant.
   if (tc <= 63) {
@@ -205,6 +217,7 @@ void CheckServerRules(const ServerConfig& config, Diagnostics* d) {
   CheckConnectionLimits(config.network, d);
   CheckMemory(config.memory, d);
   CheckRdma(config.rdma, d);
+  CheckMetrics(config.metrics, d);
   CheckStorage(config.storage, d);
 }
 

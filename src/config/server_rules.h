@@ -35,6 +35,9 @@ inline constexpr uint32_t kMaxFrameTimeoutMs = 3'600'000;
 inline constexpr std::string_view kFrameTimeoutAllowed = "100..3600000 (milliseconds)";
 inline constexpr uint32_t kMaxReadCheckIntervalMs = 3'600'000;
 inline constexpr std::string_view kReadCheckIntervalAllowed = "0..3600000 (milliseconds; 0 = after every send)";
+inline constexpr uint32_t kMaxNamespaceTop = 256;
+inline constexpr std::string_view kNamespaceTopAllowed = "0..256 (0 = every namespace counted as other)";
+inline constexpr size_t kMaxNamespaceSeparatorBytes = 8;
 
 // Adds one Violation line to `d` per broken rule.
 void CheckServerRules(const ServerConfig& config, Diagnostics* d);

@@ -152,6 +152,7 @@ std::string AdminService::HealthJson() const {
 ServerSnapshot AdminService::Snapshot() const {
   ServerSnapshot s;
   s.metrics = sources_.metrics;
+  if (sources_.namespaces != nullptr) s.namespaces = sources_.namespaces->Snapshot();
   s.memory = sources_.tier->MemoryStats();
   s.tier = sources_.tier->Counters();
   s.drives = sources_.tier->DrivesStats();

@@ -33,6 +33,7 @@
 #include "http/http_server.h"
 #include "memkv/status.h"
 #include "server/metrics.h"
+#include "server/namespace_stats.h"
 #include "server/rdma_endpoint.h"
 #include "tier/tiered_store.h"
 
@@ -42,6 +43,7 @@ struct ServerSnapshot;  // server/metrics_table.h
 
 struct AdminSources {
   ServerMetrics* metrics = nullptr;
+  NamespaceStats* namespaces = nullptr;  // null: no per-namespace counts
   tier::TieredStore* tier = nullptr;     // the memory pool, and the drives when it has them
   RdmaEndpoint* rdma = nullptr;          // null: TCP only
   std::string storage_mode;              // "memory", "file", "direct"

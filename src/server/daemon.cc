@@ -127,6 +127,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   server_options.frame_timeout_ms = c.network.frame_timeout_ms;
   server_options.max_value_bytes = c.memory.max_value_size_bytes;
   server_options.rdma = rdma_.get();
+  server_options.namespaces = {c.metrics.namespace_separator, c.metrics.namespace_top};
   Result<std::unique_ptr<Server>> server = Server::Create(server_options, tier_.get());
   if (!server.ok()) {
     *failed = Step::kListen;
@@ -142,6 +143,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   admin_options.tls_key_path = c.network.tls_key;
   AdminSources sources;
   sources.metrics = &server_->metrics();
+  sources.namespaces = &server_->namespaces();
   sources.tier = tier_.get();
   sources.rdma = rdma_.get();
   sources.storage_mode = std::string(config::StorageModeName(c.storage.mode));

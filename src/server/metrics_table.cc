@@ -28,6 +28,13 @@ void ReadCell(const S& s, Samples& out) {
   out.Counter({}, ((*s.metrics).*Cell).Value());
 }
 
+// The reader of a per-namespace counter row: one sample per reported
+// namespace, then "other".
+template <uint64_t NamespaceCounts::*Field>
+void ReadNamespaces(const S& s, Samples& out) {
+  for (const NamespaceRow& row : s.namespaces) out.Counter({{"namespace", row.name}}, row.counts.*Field);
+}
+
 std::string DeviceName(const DriveStats& d) { return "drive" + std::to_string(d.index); }
 
 const std::vector<DriveStats>& Drives(const S& s) {
@@ -216,6 +223,22 @@ constexpr ServerMetric kMetrics[] = {
        out.Counter({{"direction", "put"}}, s.metrics->rdma_put_bytes.Value());
        out.Counter({{"direction", "get"}}, s.metrics->rdma_get_bytes.Value());
      }},
+
+    // Namespaces (metrics.namespace_separator, metrics.namespace_top).
+    {"memkv_namespace_lookups_total", kCounter, "namespace",
+     "Blocks asked for (each key of a get, an exists or a prefix match), by key namespace.",
+     ReadNamespaces<&NamespaceCounts::lookups>},
+    {"memkv_namespace_hits_total", kCounter, "namespace",
+     "Blocks asked for and found (a prefix match's matched keys), by key namespace.",
+     ReadNamespaces<&NamespaceCounts::hits>},
+    {"memkv_namespace_read_bytes_total", kCounter, "namespace", "Value bytes served, by key namespace.",
+     ReadNamespaces<&NamespaceCounts::read_bytes>},
+    {"memkv_namespace_puts_total", kCounter, "namespace", "Values stored, by key namespace.",
+     ReadNamespaces<&NamespaceCounts::puts>},
+    {"memkv_namespace_written_bytes_total", kCounter, "namespace", "Value bytes stored, by key namespace.",
+     ReadNamespaces<&NamespaceCounts::written_bytes>},
+    {"memkv_namespace_evictions_total", kCounter, "namespace",
+     "Values evicted to make room (any tier), by key namespace.", ReadNamespaces<&NamespaceCounts::evictions>},
 };
 
 // ---- /v1/status ----
@@ -269,6 +292,24 @@ void WriteDevices(const S& s, JsonWriter& w) {
 }
 
 bool HasDrives(const S& s) { return s.drives.has_value(); }
+
+void WriteNamespaces(const S& s, JsonWriter& w) {
+  w.BeginArray();
+  for (const NamespaceRow& row : s.namespaces) {
+    const NamespaceCounts& c = row.counts;
+    w.BeginObject()
+        .Key("name").String(row.name)
+        .Key("lookups").Number(c.lookups)
+        .Key("hits").Number(c.hits)
+        .Key("hit_ratio").Number(c.hit_ratio())
+        .Key("read_bytes").Number(c.read_bytes)
+        .Key("puts").Number(c.puts)
+        .Key("written_bytes").Number(c.written_bytes)
+        .Key("evictions").Number(c.evictions)
+        .EndObject();
+  }
+  w.EndArray();
+}
 
 constexpr StatusField kStatus[] = {
     {"version", [](const S& s, JsonWriter& w) { w.String(s.version); }},
@@ -345,6 +386,7 @@ constexpr StatusField kStatus[] = {
        const uint64_t gets = s.memory.hits + s.memory.misses;
        w.Number(gets == 0 ? 0.0 : double(s.memory.hits + s.tier.drive_hits) / double(gets));
      }},
+    {"namespaces", WriteNamespaces},
 };
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "metrics/table.h"
 #include "server/admin.h"
 #include "server/metrics.h"
+#include "server/namespace_stats.h"
 #include "storage/memory_store.h"
 #include "tier/tiered_store.h"
 
@@ -47,6 +48,7 @@ struct ServerSnapshot {
   std::string rdma_path;                    // RdmaEndpoint::Describe(), when active
   uint64_t requests_total = 0;
   double ops_per_second = 0;
+  std::vector<NamespaceRow> namespaces;     // the reported namespaces, then "other"
 };
 
 using ServerMetric = metrics::MetricDescriptor<ServerSnapshot>;

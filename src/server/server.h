@@ -23,6 +23,7 @@
 #include "memkv/status.h"
 #include "server/connection_limits.h"
 #include "server/metrics.h"
+#include "server/namespace_stats.h"
 #include "server/rdma_endpoint.h"
 #include "tier/tiered_store.h"
 
@@ -53,6 +54,8 @@ struct ServerOptions {
   // the connection that holds it.
   RdmaEndpoint* rdma = nullptr;
   uint32_t rdma_grant_lease_ms = 30000;
+  // metrics.namespace_separator / namespace_top: per-namespace counts.
+  NamespaceStatsOptions namespaces;
 };
 
 class Server {
@@ -70,6 +73,7 @@ class Server {
   void Stop();
 
   ServerMetrics& metrics() { return metrics_; }
+  NamespaceStats& namespaces() { return namespaces_; }
   // True from Create (the listener is bound: connections queue until Run
   // accepts them) until Stop.
   bool serving() const { return !stopping_.load(std::memory_order_acquire); }
@@ -85,6 +89,7 @@ class Server {
   uint16_t port_;
   std::atomic<bool> stopping_{false};
   ServerMetrics metrics_;
+  NamespaceStats namespaces_;
   ConnectionLimits limits_;
   std::vector<std::unique_ptr<Worker>> workers_;
 };
