@@ -136,6 +136,7 @@ bool Publisher::Publish(Event event) {
     }
     was_empty = queue_.empty();
     queue_.push_back(std::move(event));
+    queued_.fetch_add(1, std::memory_order_relaxed);
   }
   // Only the first event wakes the thread; it drains the rest.
   if (was_empty) Wake();
@@ -144,6 +145,7 @@ bool Publisher::Publish(Event event) {
 
 PublisherCounters Publisher::counters() const {
   PublisherCounters c;
+  c.events_queued = queued_.load(std::memory_order_relaxed);
   c.events_published = published_.load(std::memory_order_relaxed);
   c.batches_published = batches_.load(std::memory_order_relaxed);
   c.events_dropped = dropped_.load(std::memory_order_relaxed);

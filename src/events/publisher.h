@@ -57,6 +57,7 @@ struct PublisherOptions {
 
 // Monotonic counts since Create (docs/metrics.md, memkv_events_*).
 struct PublisherCounters {
+  uint64_t events_queued = 0;     // accepted by Publish (sent, or waiting to be)
   uint64_t events_published = 0;
   uint64_t batches_published = 0;
   uint64_t events_dropped = 0;    // the queue was full
@@ -106,7 +107,7 @@ class Publisher {
   std::deque<std::pair<uint64_t, std::string>> ring_;
   size_t ring_bytes_ = 0;
 
-  std::atomic<uint64_t> published_{0}, batches_{0}, dropped_{0}, replay_requests_{0}, replay_misses_{0};
+  std::atomic<uint64_t> queued_{0}, published_{0}, batches_{0}, dropped_{0}, replay_requests_{0}, replay_misses_{0};
   std::thread thread_;
 };
 

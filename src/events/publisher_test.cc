@@ -175,6 +175,7 @@ TEST_F(PublisherTest, AFullQueueDropsAndCounts) {
   int accepted = 0;
   for (int i = 0; i < 10; ++i) accepted += p->Publish(Event::AllCleared()) ? 1 : 0;
   EXPECT_EQ(accepted, 4);
+  EXPECT_EQ(p->counters().events_queued, 4u);
   EXPECT_EQ(p->counters().events_dropped, 6u);
   release.set_value();
   const auto deadline = Clock::now() + kDeadline;
