@@ -68,7 +68,8 @@ void CheckEvents(const EventsConfig& e, Diagnostics* d) {
   if (!e.replay.empty() && e.publish.empty()) {
     d->Violation({"events.replay"}, "events.replay: set, but events.publish is not; replay serves what is published");
   }
-  if (!e.replay.empty() && e.replay == e.publish) {
+  // Port 0 binds any free port, a different one for each socket.
+  if (!e.replay.empty() && e.replay == e.publish && !e.replay.ends_with(":0")) {
     d->Violation({"events.replay", "events.publish"},
                  "events.replay: '" + e.replay + "' is also events.publish; each socket needs its own port");
   }

@@ -56,6 +56,7 @@ TEST(EventsConfigTest, EndpointsMustBeTcpHostPort) {
                           {"events.replay", "events.publish is not"}));
   EXPECT_TRUE(HasLineWith(ProblemLines(ParseEvents("  publish: tcp://127.0.0.1:5557\n  replay: tcp://127.0.0.1:5557\n")),
                           {"events.replay", "its own port"}));
+  EXPECT_TRUE(ParseEvents("  publish: tcp://127.0.0.1:0\n  replay: tcp://127.0.0.1:0\n").ok());
 }
 
 TEST(EventsConfigTest, SizesAndEncodingAreChecked) {
