@@ -212,14 +212,15 @@ std::vector<Event> Publisher::TakeBatch() {
 void Publisher::SendBatch(std::vector<Event> batch) {
   const uint64_t seq = next_seq_++;
   std::string payload = EncodeBatch(NowSeconds(), batch, options_.encoding);
+  // Counted before the send, so a subscriber that sees the batch sees the counters too.
+  published_.fetch_add(batch.size(), std::memory_order_relaxed);
+  batches_.fetch_add(1, std::memory_order_relaxed);
   // PUB never blocks: a subscriber past its high-water mark loses the
   // message and heals the gap through replay.
   if (!SendFrame(pub_, options_.topic, true) || !SendFrame(pub_, BigEndian(seq), true) ||
       !SendFrame(pub_, payload, false)) {
     LOG_WARN_C("events") << "sending batch " << seq << " failed: " << ZmqErrorText(zmq_errno());
   }
-  published_.fetch_add(batch.size(), std::memory_order_relaxed);
-  batches_.fetch_add(1, std::memory_order_relaxed);
   if (options_.replay_batches == 0) return;
   ring_bytes_ += payload.size();
   ring_.emplace_back(seq, std::move(payload));

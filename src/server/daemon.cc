@@ -129,13 +129,14 @@ void Daemon::AnnounceEmptyStore() {
 
 Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   const config::ServerConfig& c = options_.config;
-  MEMKV_RETURN_IF_ERROR(StartEvents(failed));
   *failed = Step::kRdma;
   MEMKV_ASSIGN_OR_RETURN(PoolPin pin, PoolPinFor(c, *seams.verbs));
   *failed = Step::kPool;
   MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<storage::MemoryStore> pool,
                          CreatePool(options_, pin, seams.prefault_progress));
   if (seams.before_threads) seams.before_threads();
+  // The publisher's thread and libzmq's inherit the signal mask set above.
+  MEMKV_RETURN_IF_ERROR(StartEvents(failed));
 
   std::unique_ptr<drive::ExtentStore> drives;
   if (c.storage.mode != config::StorageMode::kMemory) {

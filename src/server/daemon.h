@@ -2,8 +2,8 @@
 // injected seams it builds, in this order, the DRAM pool, the drives (file and
 // direct modes), the TieredStore over them, the RDMA endpoint (when the
 // configured device is on this host), the data Server and the AdminService,
-// and serves until stopped. With events.publish set it first binds the block
-// events Publisher (docs/events.md), which the storage observer publishes to. `memkv start`, the in-process test servers and
+// and serves until stopped. With events.publish set it binds the block events
+// Publisher (docs/events.md) before the drives, and storage publishes to it. `memkv start`, the in-process test servers and
 // the unit tests build a server through it, the same way.
 //
 // Ownership: the Daemon owns all of it. The TieredStore owns the pool and the
