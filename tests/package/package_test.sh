@@ -70,7 +70,7 @@ field() { dpkg-deb --field "$deb" "$1"; }
 version=$(field Version)
 # dpkg-shlibdeps computed the library dependencies.
 depends=$(field Depends)
-for lib in libc6 libstdc++6 libssl3 libyaml-cpp libzmq5 libmsgpack; do
+for lib in libc6 libstdc++6 libssl3 libyaml-cpp libzmq5; do
   case "$depends" in *"$lib"*) ;; *) fail "Depends lacks $lib: $depends" ;; esac
 done
 # libibverbs is loaded at run time where it is installed, never required.
