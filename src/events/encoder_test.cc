@@ -101,6 +101,24 @@ TEST(EncoderTest, HashesFromPutsAndKeys) {
   EXPECT_EQ(BlockHash::ForValue("k", "h", HashKind::kBytes), BlockHash::Bytes("h"));
 }
 
+TEST(EncoderTest, ValueEventsTakeTheHashesAPutCarried) {
+  const std::string le_minus_two("\xfe\xff\xff\xff\xff\xff\xff\xff", 8);
+  Event stored = ValueStored("k", 4096, le_minus_two, std::string("\x05\0\0\0\0\0\0\0", 8), HashKind::kInt64,
+                             kMediumDrive);
+  EXPECT_EQ(stored.kind, Event::Kind::kStored);
+  EXPECT_EQ(stored.block_hashes, std::vector<BlockHash>{BlockHash::Int64(-2)});
+  EXPECT_EQ(stored.parent_hash, BlockHash::Int64(5));
+  EXPECT_EQ(stored.block_size, 4096u);
+  EXPECT_EQ(stored.medium, kMediumDrive);
+  Event plain = ValueStored("k", 1, "", "", HashKind::kBytes, kMediumDram);
+  EXPECT_EQ(plain.block_hashes, std::vector<BlockHash>{BlockHash::OfKey("k")});
+  EXPECT_FALSE(plain.parent_hash.has_value());
+  Event removed = ValueRemoved("k", "abc", HashKind::kBytes, kMediumDram);
+  EXPECT_EQ(removed.kind, Event::Kind::kRemoved);
+  EXPECT_EQ(removed.block_hashes, std::vector<BlockHash>{BlockHash::Bytes("abc")});
+  EXPECT_EQ(removed.medium, kMediumDram);
+}
+
 TEST(EncoderTest, ParseEncodingNamesTheAllowedValues) {
   EXPECT_EQ(*ParseEncoding("map"), Encoding::kMap);
   EXPECT_EQ(*ParseEncoding("array"), Encoding::kArray);

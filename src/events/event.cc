@@ -38,4 +38,15 @@ Event Event::Removed(BlockHash hash, std::string_view medium) {
 
 Event Event::AllCleared() { return Event{}; }
 
+Event ValueStored(std::string_view key, uint64_t size_bytes, std::string_view block_hash,
+                  std::string_view parent_hash, HashKind kind, std::string_view medium) {
+  std::optional<BlockHash> parent;
+  if (!parent_hash.empty()) parent = BlockHash::FromPut(parent_hash, kind);
+  return Event::Stored(BlockHash::ForValue(key, block_hash, kind), std::move(parent), size_bytes, medium);
+}
+
+Event ValueRemoved(std::string_view key, std::string_view block_hash, HashKind kind, std::string_view medium) {
+  return Event::Removed(BlockHash::ForValue(key, block_hash, kind), medium);
+}
+
 }  // namespace memkv::events

@@ -56,6 +56,13 @@ struct Event {
   static Event AllCleared();
 };
 
+// The events of one value, from what its put carried (memkv/put_options.h):
+// `block_hash` empty publishes the key's XXH3-64, `parent_hash` empty no
+// parent. `medium` is kMediumDram or kMediumDrive.
+Event ValueStored(std::string_view key, uint64_t size_bytes, std::string_view block_hash,
+                  std::string_view parent_hash, HashKind kind, std::string_view medium);
+Event ValueRemoved(std::string_view key, std::string_view block_hash, HashKind kind, std::string_view medium);
+
 }  // namespace memkv::events
 
 #endif  // MEMKV_EVENTS_EVENT_H_
