@@ -111,18 +111,19 @@ for path in files:
                 fail(path, lineno, f"links to '{target}', but {resolved} does not exist")
 
 # --- server config fields ---------------------------------------------------
-config_src = "src/config/server_config.cc"
 config_doc = open("docs/configuration.md", encoding="utf-8").read()
-text = open(config_src, encoding="utf-8").read()
-# ReadMap(node, "section", {{"name", reader}, XxxField("name", ...), ...}, d);
-for m in re.finditer(r'ReadMap\(\s*\w+,\s*"([a-z_]+)",\s*\{(.*?)\},\s*d\);', text, re.S):
-    section, body = m.group(1), m.group(2)
-    line = text.count("\n", 0, m.start()) + 1
-    names = re.findall(r'\{\s*"([a-z_]+)"\s*,', body) + re.findall(r'\w+Field\(\s*"([a-z_]+)"', body)
-    for name in names:
-        field = f"{section}.{name}"
-        if not re.search(r"(?<![\w.])%s(?![\w])" % re.escape(field), config_doc):
-            fail(config_src, line, f"server config field '{field}' is missing from docs/configuration.md")
+# The sections read in a file of their own (events_config.cc) count too.
+for config_src in ("src/config/server_config.cc", "src/config/events_config.cc"):
+    text = open(config_src, encoding="utf-8").read()
+    # ReadMap(node, "section", {{"name", reader}, XxxField("name", ...), ...}, d);
+    for m in re.finditer(r'ReadMap\(\s*\w+,\s*"([a-z_]+)",\s*\{(.*?)\},\s*d\);', text, re.S):
+        section, body = m.group(1), m.group(2)
+        line = text.count("\n", 0, m.start()) + 1
+        names = re.findall(r'\{\s*"([a-z_]+)"\s*,', body) + re.findall(r'\w+Field\(\s*"([a-z_]+)"', body)
+        for name in names:
+            field = f"{section}.{name}"
+            if not re.search(r"(?<![\w.])%s(?![\w])" % re.escape(field), config_doc):
+                fail(config_src, line, f"server config field '{field}' is missing from docs/configuration.md")
 
 # --- metrics ----------------------------------------------------------------
 metrics_doc = open("docs/metrics.md", encoding="utf-8").read()

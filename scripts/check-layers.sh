@@ -15,14 +15,15 @@ declare -A allowed=(
   [drive]="base drive"
   [tier]="base storage drive tier"
   [verbs]="base verbs"
-  [server]="base proto config io http storage drive tier verbs metrics server"
+  [events]="base events"
+  [server]="base proto config io http storage drive tier verbs metrics events server"
   [client]="base proto config io verbs http metrics client"
   [capi]="base client capi"
   [kvstore]="kvstore"   # plugins over the public API only (include/memkv)
   [nixl]="nixl"
   [preload]="preload"
   [doctor]="base config verbs client doctor"
-  [cli]="base proto config io http server storage drive tier verbs metrics client doctor cli"
+  [cli]="base proto config io http server storage drive tier verbs metrics events client doctor cli"
 )
 
 status=0

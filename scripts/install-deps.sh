@@ -8,10 +8,12 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libssl-dev libxxhash-dev libyaml-cpp-dev liburing-dev
   libgtest-dev libgmock-dev
+  libzmq3-dev libmsgpack-dev  # the server's block events (src/events); never the client library
   libibverbs-dev ibverbs-providers
   python3
   python3-dev pybind11-dev  # the Python package (python/)
   python3-numpy python3-pytest  # its tests and benchmark
+  python3-zmq python3-msgpack  # the block events subscriber test (tests/events)
   python3-pip python3-venv  # the wheel test: pip wheel ., then a fresh venv (tests/wheel)
   util-linux  # unshare: the wheel test hides libibverbs in a private mount namespace
   rsync tar sed findutils  # the preload shim's shell-command tests (tests/preload)

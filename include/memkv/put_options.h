@@ -1,6 +1,6 @@
 // What a put may say about its value besides its bytes: a lifetime, a
 // retention class, its place in a prefix chain and the engine's block hashes
-// (docs/retention.md). The client sends these with the put; the server keeps
+// (docs/storage.md, "Value attributes"). The client sends these with the put; the server keeps
 // them with the value, in DRAM and in the drive journal, so they survive a
 // restart.
 #ifndef MEMKV_PUT_OPTIONS_H_

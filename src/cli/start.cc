@@ -231,7 +231,7 @@ sigset_t StopSignals() {
 
 // The exit code of a Daemon::Create that failed at `step` with `status`.
 int ExitCodeForStep(server::Daemon::Step step, const Status& status) {
-  if (step == server::Daemon::Step::kListen) return kExitUnavailable;
+  if (step == server::Daemon::Step::kListen || step == server::Daemon::Step::kEvents) return kExitUnavailable;
   if (step == server::Daemon::Step::kAdmin && status.code() != StatusCode::kInvalidArgument) return kExitUnavailable;
   return kExitConfig;
 }

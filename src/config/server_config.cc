@@ -5,6 +5,7 @@
 
 #include "base/units.h"
 #include "config/diagnostics.h"
+#include "config/events_config.h"
 #include "config/host_port.h"
 #include "config/server_rules.h"
 #include "config/yaml_fields.h"
@@ -197,7 +198,8 @@ void ReadServerConfig(const YAML::Node& root, Diagnostics* d, ServerConfig* out)
            {"metrics", section([=](const YAML::Node& v) { ReadMetrics(v, d, &out->metrics); })},
            {"log", section([=](const YAML::Node& v) {
               ReadMap(v, "log", {StringField("level", d, &out->log.level)}, d);
-            })}},
+            })},
+           {"events", section([=](const YAML::Node& v) { internal::ReadEvents(v, d, &out->events); })}},
           d);
   // No storage named at all: what the embedded default does, as every field
   // is optional (docs/configuration.md). A mode without drives stays an error.

@@ -105,6 +105,22 @@ struct LogConfig {
   std::string level = "info";            // debug, info, warn, error; --log-level overrides it
 };
 
+// events.*: block events for cache-aware routers, in the wire format of
+// vLLM's KV-events publisher (docs/events.md). Off unless publish is set.
+enum class EventsEncoding : uint8_t { kMap, kArray };
+std::string_view EventsEncodingName(EventsEncoding encoding);
+
+struct EventsConfig {
+  std::string publish;                   // "tcp://HOST:PORT" of the PUB socket; empty: off
+  std::string replay;                    // "tcp://HOST:PORT" of the replay ROUTER socket; empty: none
+  std::string topic;                     // first frame of every message
+  EventsEncoding encoding = EventsEncoding::kMap;  // each event a tagged map, or a tagged array
+  uint32_t queue_size = 100000;          // events waiting to be sent; more are dropped
+  uint32_t replay_buffer = 10000;        // batches kept for replay ...
+  uint64_t replay_buffer_size_bytes = 64ULL << 20;  // ... in at most this many payload bytes
+  bool enabled() const { return !publish.empty(); }
+};
+
 struct ServerConfig {
   NetworkConfig network;
   MemoryConfig memory;
@@ -112,6 +128,7 @@ struct ServerConfig {
   StorageConfig storage;
   LogConfig log;
   MetricsConfig metrics;
+  EventsConfig events;
 };
 
 // The embedded default: what `memkv start` runs with no config file.

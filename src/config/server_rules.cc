@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "base/units.h"
+#include "config/events_config.h"
 #include "config/host_port.h"
 
 namespace memkv::config::internal {
@@ -219,6 +220,7 @@ void CheckServerRules(const ServerConfig& config, Diagnostics* d) {
   CheckRdma(config.rdma, d);
   CheckMetrics(config.metrics, d);
   CheckStorage(config.storage, d);
+  CheckEvents(config.events, d);
 }
 
 }  // namespace memkv::config::internal

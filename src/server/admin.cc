@@ -156,6 +156,7 @@ ServerSnapshot AdminService::Snapshot() const {
   s.memory = sources_.tier->MemoryStats();
   s.tier = sources_.tier->Counters();
   s.drives = sources_.tier->DrivesStats();
+  if (sources_.events != nullptr) s.events = sources_.events->counters();
   s.health = Health();
   s.version = sources_.version;
   s.address = sources_.data_address;

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "events/publisher.h"
 #include "http/http_server.h"
 #include "memkv/status.h"
 #include "server/metrics.h"
@@ -46,6 +47,7 @@ struct AdminSources {
   NamespaceStats* namespaces = nullptr;  // null: no per-namespace counts
   tier::TieredStore* tier = nullptr;     // the memory pool, and the drives when it has them
   RdmaEndpoint* rdma = nullptr;          // null: TCP only
+  const events::Publisher* events = nullptr;  // null: block events off
   std::string storage_mode;              // "memory", "file", "direct"
   std::string version;
   std::string data_address;              // "HOST:PORT" of the data listener

@@ -91,6 +91,42 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options, DaemonSeam
   return daemon;
 }
 
+// The Publisher the config asks for (events.*).
+events::PublisherOptions EventsOptions(const config::EventsConfig& e) {
+  events::PublisherOptions o;
+  o.publish = e.publish;
+  o.replay = e.replay;
+  o.topic = e.topic;
+  o.encoding = e.encoding == config::EventsEncoding::kMap ? events::Encoding::kMap : events::Encoding::kArray;
+  o.queue_size = e.queue_size;
+  o.replay_batches = e.replay_buffer;
+  o.replay_bytes = e.replay_buffer_size_bytes;
+  return o;
+}
+
+Status Daemon::StartEvents(Step* failed) {
+  const config::EventsConfig& e = options_.config.events;
+  if (!e.enabled()) return Status::Ok();
+  *failed = Step::kEvents;
+  Result<std::unique_ptr<events::Publisher>> publisher = events::Publisher::Create(EventsOptions(e));
+  if (!publisher.ok()) return publisher.status();
+  events_ = std::move(publisher).value();
+  LOG_INFO_C("start") << "block events: publishing on " << events_->publish_endpoint()
+                      << (events_->replay_endpoint().empty() ? std::string(", no replay")
+                                                             : ", replay on " + events_->replay_endpoint());
+  return Status::Ok();
+}
+
+// A store that starts holding nothing (memory mode, freshly formatted or
+// empty drives) tells routers to forget whatever they knew of this server.
+void Daemon::AnnounceEmptyStore() {
+  if (events_ == nullptr) return;
+  std::optional<drive::ExtentStoreStats> drives = tier_->DrivesStats();
+  if (tier_->MemoryStats().keys == 0 && (!drives || drives->keys == 0)) {
+    events_->Publish(events::Event::AllCleared());
+  }
+}
+
 Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   const config::ServerConfig& c = options_.config;
   *failed = Step::kRdma;
@@ -99,6 +135,8 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<storage::MemoryStore> pool,
                          CreatePool(options_, pin, seams.prefault_progress));
   if (seams.before_threads) seams.before_threads();
+  // The publisher's thread and libzmq's inherit the signal mask set above.
+  MEMKV_RETURN_IF_ERROR(StartEvents(failed));
 
   std::unique_ptr<drive::ExtentStore> drives;
   if (c.storage.mode != config::StorageMode::kMemory) {
@@ -109,6 +147,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   tier_options.io_threads = static_cast<int>(c.storage.io_threads);
   tier_options.promote_on_read = c.storage.promote_on_read;
   tier_ = std::make_unique<tier::TieredStore>(std::move(pool), std::move(drives), tier_options);
+  AnnounceEmptyStore();
 
   // No device is a normal state (TCP only); a configured MTU above the port's
   // active MTU is refused here, before anything listens.
@@ -146,6 +185,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   sources.namespaces = &server_->namespaces();
   sources.tier = tier_.get();
   sources.rdma = rdma_.get();
+  sources.events = events_.get();
   sources.storage_mode = std::string(config::StorageModeName(c.storage.mode));
   sources.version = kMemkvVersion;
   sources.data_address = address();

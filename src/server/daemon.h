@@ -2,12 +2,13 @@
 // injected seams it builds, in this order, the DRAM pool, the drives (file and
 // direct modes), the TieredStore over them, the RDMA endpoint (when the
 // configured device is on this host), the data Server and the AdminService,
-// and serves until stopped. `memkv start`, the in-process test servers and
+// and serves until stopped. With events.publish set it binds the block events
+// Publisher (docs/events.md) before the drives, and storage publishes to it. `memkv start`, the in-process test servers and
 // the unit tests build a server through it, the same way.
 //
 // Ownership: the Daemon owns all of it. The TieredStore owns the pool and the
 // drives; members are declared in construction order and destroyed in
-// reverse: the admin endpoint (it reads the others) first, then the server,
+// reverse (the events Publisher last: storage publishes to it until gone): the admin endpoint (it reads the others) first, then the server,
 // then the RDMA endpoint (it registers the pool), the tier (pool and drives)
 // last. The seams (the verbs provider, the callbacks) must outlive Create, the
 // provider also the Daemon.
@@ -35,6 +36,7 @@
 
 #include "config/server_config.h"
 #include "drive/extent_store.h"
+#include "events/publisher.h"
 #include "memkv/status.h"
 #include "server/admin.h"
 #include "server/rdma_endpoint.h"
@@ -96,7 +98,7 @@ struct DaemonSeams {
 class Daemon {
  public:
   // The step of Create that failed.
-  enum class Step { kPool, kDrives, kRdma, kListen, kAdmin };
+  enum class Step { kPool, kDrives, kRdma, kListen, kAdmin, kEvents };
 
   // Builds everything and binds both listeners (their ports are known on
   // return; connections queue until Run or Start). Logs what it builds.
@@ -128,13 +130,19 @@ class Daemon {
   ServerMetrics& metrics() { return server_->metrics(); }
   AdminService& admin() { return *admin_; }
   RdmaEndpoint* rdma() const { return rdma_.get(); }  // null: TCP only
+  // The block events Publisher; null when events.publish is not set. Any
+  // thread may Publish to it while the Daemon lives.
+  events::Publisher* events() const { return events_.get(); }
 
  private:
   explicit Daemon(DaemonOptions options) : options_(std::move(options)) {}
   Status Build(DaemonSeams& seams, Step* failed);
+  Status StartEvents(Step* failed);
+  void AnnounceEmptyStore();
 
   DaemonOptions options_;
   // Declared in construction order; destroyed in reverse.
+  std::unique_ptr<events::Publisher> events_;  // null: events off; outlives the storage that publishes
   std::unique_ptr<tier::TieredStore> tier_;  // owns the pool and the drives
   std::unique_ptr<RdmaEndpoint> rdma_;       // registers the pool; null: TCP only
   std::unique_ptr<Server> server_;           // uses tier_ and rdma_

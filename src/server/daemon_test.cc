@@ -7,8 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "drive/test_util.h"
@@ -216,6 +218,63 @@ TEST(DaemonTest, ThePoolIsFaultedInBeforeTheThreadsHookWhichRunsOnce) {
   EXPECT_GT(last_total, 0u);
   EXPECT_EQ(last_done, last_total) << "the last call says the pool is done";
   EXPECT_GT((*daemon)->memory().backing().prefault_nanos, 0u);
+}
+
+// Publishing events of a fresh store: the one AllBlocksCleared, once sent.
+uint64_t PublishedOnceSent(const Daemon& daemon) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (daemon.events()->counters().batches_published == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  return daemon.events()->counters().events_published;
+}
+
+TEST(DaemonTest, EventsAreOffUnlessConfigured) {
+  verbs::FakeFabric fabric;
+  std::unique_ptr<Daemon> daemon = Started(MemoryOptions(), fabric);
+  ASSERT_NE(daemon, nullptr);
+  EXPECT_EQ(daemon->events(), nullptr);
+  EXPECT_EQ(daemon->admin().MetricsText().find("memkv_events_"), std::string::npos);
+}
+
+TEST(DaemonTest, AFreshStoreAnnouncesAllBlocksClearedAndARestartWithValuesDoesNot) {
+  TempDir dir;
+  verbs::FakeFabric fabric;
+  DaemonOptions options = FileOptions(dir);
+  options.config.events.publish = "tcp://127.0.0.1:0";
+  {
+    std::unique_ptr<Daemon> daemon = Started(options, fabric);
+    ASSERT_NE(daemon, nullptr);
+    ASSERT_NE(daemon->events(), nullptr);
+    EXPECT_EQ(daemon->events()->counters().events_queued, 1u) << "a freshly formatted drive holds nothing";
+    EXPECT_EQ(PublishedOnceSent(*daemon), 1u);
+    EXPECT_NE(daemon->admin().MetricsText().find("memkv_events_published_total 1"), std::string::npos);
+    std::unique_ptr<Client> client = ClientOf(*daemon);
+    ASSERT_NE(client, nullptr);
+    ASSERT_TRUE(client->Put("e/kept", Pattern(4096, 1)).ok());
+    client.reset();
+    EXPECT_TRUE(daemon->Shutdown().ok());
+  }
+  std::unique_ptr<Daemon> daemon = Started(options, fabric);
+  ASSERT_NE(daemon, nullptr);
+  EXPECT_EQ(daemon->events()->counters().events_queued, 0u) << "the drive still holds a value";
+}
+
+TEST(DaemonTest, ATakenEventsAddressIsAStartErrorNamingIt) {
+  verbs::FakeFabric fabric;
+  DaemonOptions options = MemoryOptions();
+  options.config.events.publish = "tcp://127.0.0.1:0";
+  std::unique_ptr<Daemon> first = Started(options, fabric);
+  ASSERT_NE(first, nullptr);
+  DaemonOptions same = MemoryOptions();
+  same.config.events.publish = first->events()->publish_endpoint();
+  Daemon::Step step = Daemon::Step::kPool;
+  Result<std::unique_ptr<Daemon>> second = Daemon::Create(std::move(same), On(fabric), &step);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(step, Daemon::Step::kEvents);
+  EXPECT_NE(second.status().message().find(first->events()->publish_endpoint()), std::string::npos)
+      << second.status().ToString();
+  EXPECT_NE(second.status().message().find("EADDRINUSE"), std::string::npos) << second.status().ToString();
 }
 
 TEST(DaemonTest, StopBeforeRunMakesRunReturnAtOnce) {

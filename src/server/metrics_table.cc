@@ -239,6 +239,28 @@ constexpr ServerMetric kMetrics[] = {
      ReadNamespaces<&NamespaceCounts::written_bytes>},
     {"memkv_namespace_evictions_total", kCounter, "namespace",
      "Values evicted to make room (any tier), by key namespace.", ReadNamespaces<&NamespaceCounts::evictions>},
+    // Block events (events.publish set only: no samples otherwise).
+    {"memkv_events_published_total", kCounter, "", "Block events sent to subscribers.",
+     [](const S& s, Samples& out) {
+       if (s.events) out.Counter({}, s.events->events_published);
+     }},
+    {"memkv_events_batches_total", kCounter, "", "Event batches sent, each with its own sequence number.",
+     [](const S& s, Samples& out) {
+       if (s.events) out.Counter({}, s.events->batches_published);
+     }},
+    {"memkv_events_dropped_total", kCounter, "", "Block events dropped because the publish queue was full.",
+     [](const S& s, Samples& out) {
+       if (s.events) out.Counter({}, s.events->events_dropped);
+     }},
+    {"memkv_events_replay_requests_total", kCounter, "", "Replay requests served on the replay socket.",
+     [](const S& s, Samples& out) {
+       if (s.events) out.Counter({}, s.events->replay_requests);
+     }},
+    {"memkv_events_replay_misses_total", kCounter, "",
+     "Replay requests for a sequence older than the replay buffer holds.",
+     [](const S& s, Samples& out) {
+       if (s.events) out.Counter({}, s.events->replay_misses);
+     }},
 };
 
 // ---- /v1/status ----

@@ -24,6 +24,7 @@
 
 #include "base/json.h"
 #include "drive/extent_store.h"
+#include "events/publisher.h"
 #include "metrics/table.h"
 #include "server/admin.h"
 #include "server/metrics.h"
@@ -39,6 +40,7 @@ struct ServerSnapshot {
   storage::MemoryStoreStats memory;
   tier::TierCounters tier;
   std::optional<drive::ExtentStoreStats> drives;   // file and direct modes only
+  std::optional<events::PublisherCounters> events; // events.publish set only
   HealthReport health;
   std::string_view version;
   std::string_view address;                 // the data listener, HOST:PORT

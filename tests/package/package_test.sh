@@ -70,7 +70,7 @@ field() { dpkg-deb --field "$deb" "$1"; }
 version=$(field Version)
 # dpkg-shlibdeps computed the library dependencies.
 depends=$(field Depends)
-for lib in libc6 libstdc++6 libssl3 libyaml-cpp; do
+for lib in libc6 libstdc++6 libssl3 libyaml-cpp libzmq5; do
   case "$depends" in *"$lib"*) ;; *) fail "Depends lacks $lib: $depends" ;; esac
 done
 # libibverbs is loaded at run time where it is installed, never required.
@@ -112,7 +112,7 @@ libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$build_dir/CMakeCache.txt")
 printf '%s\n' "/usr/$libdir/libmemkv.so.$version" "/usr/$libdir/libmemkv.so.0" "/usr/$libdir/libkv_store_memkv.so" \
   "/usr/$libdir/libmemkv_preload.so" | expect_files "$lib_deb"
 {
-  for h in async.h client.h kv_store.h memkv.h status.h; do echo "/usr/include/memkv/$h"; done
+  for h in async.h client.h kv_store.h memkv.h put_options.h status.h; do echo "/usr/include/memkv/$h"; done
   echo "/usr/$libdir/libmemkv.so"
   echo "/usr/$libdir/pkgconfig/memkv.pc"
   for f in memkvConfig.cmake memkvConfigVersion.cmake memkvTargets.cmake memkvTargets-relwithdebinfo.cmake; do
@@ -136,8 +136,9 @@ for lib in libc6 libstdc++6 libssl3; do
   case "$lib_depends" in *"$lib"*) ;; *) fail "libmemkv0 Depends lacks $lib: $lib_depends" ;; esac
 done
 # The library links xxhash in, reads its config without yaml-cpp and loads
-# libibverbs at run time: none of them is a dependency.
-for lib in libyaml-cpp libxxhash libibverbs; do
+# libibverbs at run time, and publishes no block events (libzmq, msgpack-c):
+# none of them is a dependency.
+for lib in libyaml-cpp libxxhash libibverbs libzmq libmsgpack; do
   case "$lib_depends" in *"$lib"*) fail "libmemkv0 Depends names $lib: $lib_depends" ;; esac
 done
 dpkg-deb --control "$lib_deb" "$scratch/lib-control"

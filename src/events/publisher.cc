@@ -1,0 +1,262 @@
+#include "events/publisher.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+
+#include "base/errno_text.h"
+#include "base/log.h"
+
+namespace memkv::events {
+namespace {
+
+// The end of a replay: sequence -1 (8 bytes big-endian) and an empty payload.
+constexpr char kEndSeq[8] = {'\xff', '\xff', '\xff', '\xff', '\xff', '\xff', '\xff', '\xff'};
+
+std::string BigEndian(uint64_t v) {
+  std::string out(8, '\0');
+  for (int i = 7; i >= 0; --i, v >>= 8) out[i] = static_cast<char>(v & 0xff);
+  return out;
+}
+
+uint64_t FromBigEndian(std::string_view b) {
+  uint64_t v = 0;
+  for (char c : b) v = v << 8 | uint8_t(c);
+  return v;
+}
+
+std::string ZmqErrorText(int err) {
+  // libzmq's own codes lie above the system's; strerror does not know them.
+  return err < 4096 ? ErrnoText(err) : std::string(zmq_strerror(err));
+}
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Port 0 is libzmq's "*": any free port.
+std::string BindSpelling(const std::string& endpoint) {
+  if (endpoint.size() > 2 && endpoint.ends_with(":0")) return endpoint.substr(0, endpoint.size() - 1) + "*";
+  return endpoint;
+}
+
+Result<std::string> BindSocket(void* socket, const std::string& endpoint, std::string_view what) {
+  if (zmq_bind(socket, BindSpelling(endpoint).c_str()) != 0) {
+    int err = zmq_errno();
+    return Status(StatusCode::kUnavailable, "cannot bind the events " + std::string(what) + " socket to " + endpoint +
+                                                ": " + ZmqErrorText(err));
+  }
+  char bound[256];
+  size_t size = sizeof(bound);
+  if (zmq_getsockopt(socket, ZMQ_LAST_ENDPOINT, bound, &size) != 0) return endpoint;
+  return std::string(bound);
+}
+
+void SetInt(void* socket, int option, int value) { zmq_setsockopt(socket, option, &value, sizeof(value)); }
+
+bool SendFrame(void* socket, std::string_view frame, bool more) {
+  return zmq_send(socket, frame.data(), frame.size(), ZMQ_DONTWAIT | (more ? ZMQ_SNDMORE : 0)) >= 0;
+}
+
+// All frames of the next message; empty when none was waiting.
+std::vector<std::string> ReceiveMessage(void* socket) {
+  std::vector<std::string> frames;
+  int more = 1;
+  while (more) {
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    if (zmq_msg_recv(&msg, socket, ZMQ_DONTWAIT) < 0) {
+      zmq_msg_close(&msg);
+      break;
+    }
+    frames.emplace_back(static_cast<const char*>(zmq_msg_data(&msg)), zmq_msg_size(&msg));
+    more = zmq_msg_more(&msg);
+    zmq_msg_close(&msg);
+  }
+  return frames;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Publisher>> Publisher::Create(PublisherOptions options) {
+  std::unique_ptr<Publisher> p(new Publisher(std::move(options)));
+  MEMKV_RETURN_IF_ERROR(p->Bind());
+  p->thread_ = std::thread([raw = p.get()] { raw->Loop(); });
+  return p;
+}
+
+Status Publisher::Bind() {
+  wake_ = UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (wake_.get() < 0) {
+    return Status(StatusCode::kInternal, "eventfd for the events publisher: " + ErrnoText(errno));
+  }
+  context_ = zmq_ctx_new();
+  if (context_ == nullptr) return Status(StatusCode::kInternal, "zmq_ctx_new: " + ZmqErrorText(zmq_errno()));
+  pub_ = zmq_socket(context_, ZMQ_PUB);
+  SetInt(pub_, ZMQ_SNDHWM, 100000);
+  MEMKV_ASSIGN_OR_RETURN(publish_endpoint_, BindSocket(pub_, options_.publish, "PUB"));
+  if (!options_.replay.empty()) {
+    router_ = zmq_socket(context_, ZMQ_ROUTER);
+    MEMKV_ASSIGN_OR_RETURN(replay_endpoint_, BindSocket(router_, options_.replay, "replay (ROUTER)"));
+  }
+  return Status::Ok();
+}
+
+Publisher::~Publisher() {
+  if (thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    Wake();
+    thread_.join();
+  }
+  // The last batches get a moment to leave; a replay answer does not.
+  if (pub_ != nullptr) {
+    SetInt(pub_, ZMQ_LINGER, 100);
+    zmq_close(pub_);
+  }
+  if (router_ != nullptr) {
+    SetInt(router_, ZMQ_LINGER, 0);
+    zmq_close(router_);
+  }
+  if (context_ != nullptr) zmq_ctx_term(context_);
+}
+
+bool Publisher::Publish(Event event) {
+  bool was_empty;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.size() >= options_.queue_size) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    was_empty = queue_.empty();
+    queue_.push_back(std::move(event));
+    queued_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Only the first event wakes the thread; it drains the rest.
+  if (was_empty) Wake();
+  return true;
+}
+
+PublisherCounters Publisher::counters() const {
+  PublisherCounters c;
+  c.events_queued = queued_.load(std::memory_order_relaxed);
+  c.events_published = published_.load(std::memory_order_relaxed);
+  c.batches_published = batches_.load(std::memory_order_relaxed);
+  c.events_dropped = dropped_.load(std::memory_order_relaxed);
+  c.replay_requests = replay_requests_.load(std::memory_order_relaxed);
+  c.replay_misses = replay_misses_.load(std::memory_order_relaxed);
+  return c;
+}
+
+void Publisher::Wake() {
+  uint64_t one = 1;
+  ssize_t n = write(wake_.get(), &one, sizeof(one));
+  (void)n;  // EAGAIN: the counter is already non-zero, the thread wakes anyway
+}
+
+void Publisher::Loop() {
+  for (;;) {
+    WaitForEvents();
+    if (options_.before_batch) options_.before_batch();
+    std::vector<Event> batch = TakeBatch();
+    if (batch.empty()) return;  // stopping, and the queue is drained
+    SendBatch(std::move(batch));
+  }
+}
+
+// Serves replay requests until events are queued (or stop is asked), then
+// lets batch_window_ms pass so that a burst leaves as one batch.
+void Publisher::WaitForEvents() {
+  zmq_pollitem_t items[2] = {{nullptr, wake_.get(), ZMQ_POLLIN, 0}, {router_, 0, ZMQ_POLLIN, 0}};
+  const int n = router_ != nullptr ? 2 : 1;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+      if (!queue_.empty()) break;
+    }
+    if (zmq_poll(items, n, -1) < 0) continue;  // EINTR
+    if (items[0].revents & ZMQ_POLLIN) {
+      uint64_t count;
+      ssize_t r = read(wake_.get(), &count, sizeof(count));
+      (void)r;
+    }
+    if (n == 2 && (items[1].revents & ZMQ_POLLIN)) ServeReplay();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.batch_window_ms);
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_ || queue_.size() >= options_.max_batch_events) return;
+    }
+    if (zmq_poll(&items[1], n - 1, static_cast<long>(left.count())) > 0) ServeReplay();
+  }
+}
+
+std::vector<Event> Publisher::TakeBatch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const size_t n = std::min(queue_.size(), std::max<size_t>(options_.max_batch_events, 1));
+  std::vector<Event> batch(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.begin() + n));
+  queue_.erase(queue_.begin(), queue_.begin() + n);
+  return batch;
+}
+
+void Publisher::SendBatch(std::vector<Event> batch) {
+  const uint64_t seq = next_seq_++;
+  std::string payload = EncodeBatch(NowSeconds(), batch, options_.encoding);
+  // Counted before the send, so a subscriber that sees the batch sees the counters too.
+  published_.fetch_add(batch.size(), std::memory_order_relaxed);
+  batches_.fetch_add(1, std::memory_order_relaxed);
+  // PUB never blocks: a subscriber past its high-water mark loses the
+  // message and heals the gap through replay.
+  if (!SendFrame(pub_, options_.topic, true) || !SendFrame(pub_, BigEndian(seq), true) ||
+      !SendFrame(pub_, payload, false)) {
+    LOG_WARN_C("events") << "sending batch " << seq << " failed: " << ZmqErrorText(zmq_errno());
+  }
+  if (options_.replay_batches == 0) return;
+  ring_bytes_ += payload.size();
+  ring_.emplace_back(seq, std::move(payload));
+  while (!ring_.empty() && (ring_.size() > options_.replay_batches || ring_bytes_ > options_.replay_bytes)) {
+    ring_bytes_ -= ring_.front().second.size();
+    ring_.pop_front();
+  }
+}
+
+// A request is [identity, empty, start sequence]: what a REQ socket, or a
+// DEALER sending an empty delimiter first, delivers to the ROUTER.
+void Publisher::ServeReplay() {
+  std::vector<std::string> frames = ReceiveMessage(router_);
+  if (frames.empty()) return;
+  if (frames.size() != 3 || frames[2].size() != 8) {
+    LOG_WARN_C("events") << "ignoring a replay request of " << frames.size()
+                         << " frames; expected [identity, empty, 8-byte start sequence]";
+    return;
+  }
+  replay_requests_.fetch_add(1, std::memory_order_relaxed);
+  const std::string& id = frames[0];
+  const uint64_t start = FromBigEndian(frames[2]);
+  const uint64_t oldest = ring_.empty() ? next_seq_ : ring_.front().first;
+  if (start < oldest) replay_misses_.fetch_add(1, std::memory_order_relaxed);
+  for (const auto& [seq, payload] : ring_) {
+    if (seq < start) continue;
+    SendFrame(router_, id, true);
+    SendFrame(router_, "", true);
+    SendFrame(router_, BigEndian(seq), true);
+    SendFrame(router_, payload, false);
+  }
+  SendFrame(router_, id, true);
+  SendFrame(router_, "", true);
+  SendFrame(router_, std::string_view(kEndSeq, 8), true);
+  SendFrame(router_, "", false);
+}
+
+}  // namespace memkv::events

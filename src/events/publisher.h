@@ -1,0 +1,116 @@
+// Publisher: sends the server's block events to cache-aware routers on a
+// ZeroMQ PUB socket, in the wire format of vLLM's KV-events publisher
+// (docs/events.md), and serves missed batches again on an optional ROUTER
+// socket.
+//
+// Publish queues an event and returns at once: it takes a short lock and
+// never waits on the network. A full queue drops the event (counted in
+// dropped). The Publisher's own thread takes queued events, up to
+// max_batch_events at a time and after waiting batch_window_ms for more,
+// encodes them as one batch with the next sequence number (from 0), sends
+// [topic, sequence as 8 bytes big-endian, payload] on the PUB socket and keeps
+// [sequence, payload] in a replay ring bounded both in batches and in bytes.
+// A replay request (the start sequence as 8 bytes big-endian) is answered with
+// every kept batch from that sequence on, then the end marker (sequence -1,
+// empty payload).
+//
+// Ownership and threads: Create binds both sockets (a taken address fails it,
+// naming the address and errno) and starts the thread; the destructor sends
+// what is queued, then stops the thread and closes the sockets. Publish and
+// counters may be called from any thread.
+#ifndef MEMKV_EVENTS_PUBLISHER_H_
+#define MEMKV_EVENTS_PUBLISHER_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "events/encoder.h"
+#include "events/event.h"
+#include "memkv/status.h"
+
+namespace memkv::events {
+
+struct PublisherOptions {
+  // "tcp://HOST:PORT"; port 0 binds any free port (publish_endpoint() says which).
+  std::string publish;
+  std::string replay;            // "tcp://HOST:PORT", or empty: no replay socket
+  std::string topic;             // the first frame of every message; empty like vLLM's default
+  size_t queue_size = 100000;    // events waiting for the thread; more are dropped
+  size_t replay_batches = 10000; // batches kept for replay ...
+  size_t replay_bytes = 64 << 20;  // ... and their payload bytes at most
+  size_t max_batch_events = 512;
+  uint32_t batch_window_ms = 2;
+  Encoding encoding = Encoding::kMap;
+  // Called on the Publisher's thread before it takes each batch (tests:
+  // holds the thread so the queue fills).
+  std::function<void()> before_batch;
+};
+
+// Monotonic counts since Create (docs/metrics.md, memkv_events_*).
+struct PublisherCounters {
+  uint64_t events_queued = 0;     // accepted by Publish (sent, or waiting to be)
+  uint64_t events_published = 0;
+  uint64_t batches_published = 0;
+  uint64_t events_dropped = 0;    // the queue was full
+  uint64_t replay_requests = 0;
+  uint64_t replay_misses = 0;     // asked for a sequence older than the ring holds
+};
+
+class Publisher {
+ public:
+  static Result<std::unique_ptr<Publisher>> Create(PublisherOptions options);
+  ~Publisher();
+  Publisher(const Publisher&) = delete;
+  Publisher& operator=(const Publisher&) = delete;
+
+  // Queues `event`; false when the queue was full and it was dropped.
+  bool Publish(Event event);
+  PublisherCounters counters() const;
+
+  // The bound endpoints, "tcp://HOST:PORT" with the port the bound one.
+  const std::string& publish_endpoint() const { return publish_endpoint_; }
+  const std::string& replay_endpoint() const { return replay_endpoint_; }  // empty: none
+
+ private:
+  explicit Publisher(PublisherOptions options) : options_(std::move(options)) {}
+  Status Bind();
+  void Loop();
+  void WaitForEvents();
+  std::vector<Event> TakeBatch();
+  void SendBatch(std::vector<Event> batch);
+  void ServeReplay();
+  void Wake();
+
+  PublisherOptions options_;
+  void* context_ = nullptr;  // zmq context; sockets below are used only by thread_
+  void* pub_ = nullptr;
+  void* router_ = nullptr;   // null: no replay
+  UniqueFd wake_;            // eventfd: the queue became non-empty, or stop
+  std::string publish_endpoint_;
+  std::string replay_endpoint_;
+
+  std::mutex mu_;
+  std::deque<Event> queue_;  // guarded by mu_
+  bool stopping_ = false;    // guarded by mu_
+
+  // Only thread_ touches these.
+  uint64_t next_seq_ = 0;
+  std::deque<std::pair<uint64_t, std::string>> ring_;
+  size_t ring_bytes_ = 0;
+
+  std::atomic<uint64_t> queued_{0}, published_{0}, batches_{0}, dropped_{0}, replay_requests_{0}, replay_misses_{0};
+  std::thread thread_;
+};
+
+}  // namespace memkv::events
+
+#endif  // MEMKV_EVENTS_PUBLISHER_H_

@@ -1,0 +1,258 @@
+"""Block events of a real `memkv start` process, read by a subscriber written
+against docs/events.md alone (pyzmq and msgpack; no MemKV code decodes them).
+
+The binary comes from MEMKV_BINARY (set by ctest), else build/memkv of this
+checkout; the client package from PYTHONPATH (ctest sets build/python).
+"""
+
+import os
+import re
+import secrets
+import select
+import subprocess
+import tempfile
+import time
+
+import msgpack
+import pytest
+import zmq
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEADLINE_S = 20.0
+TOPIC = b"memkv-test"
+
+# BlockStored/BlockRemoved come from the storage layer's observer, which the
+# Daemon connects to its Publisher. Until it does, only AllBlocksCleared (the
+# Daemon's own) is published and the tests that put values are skipped.
+STORAGE_EVENTS_WIRED = os.environ.get("MEMKV_STORAGE_EVENTS_WIRED", "0") == "1"
+needs_storage_events = pytest.mark.skipif(
+    not STORAGE_EVENTS_WIRED, reason="the storage observer is not connected to the events Publisher")
+
+
+# ---- the subscriber: docs/events.md, "Format" ------------------------------
+
+def decode_event(e):
+    """One event, map or array encoded, as a dict with a "type"."""
+    if isinstance(e, dict):
+        return e
+    fields = {"BlockStored": ["block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id",
+                              "medium", "lora_name"],
+              "BlockRemoved": ["block_hashes", "medium"],
+              "AllBlocksCleared": []}[e[0]]
+    return dict(zip(["type"] + fields, e))
+
+
+def decode_batch(payload):
+    ts, events, rank = msgpack.unpackb(payload, raw=False)
+    assert isinstance(ts, float) and rank == 0
+    return [decode_event(e) for e in events]
+
+
+def seq_of(frame):
+    return int.from_bytes(frame, "big", signed=True)
+
+
+class Subscriber:
+    def __init__(self, ctx, publish, replay):
+        self.ctx, self.publish, self.replay = ctx, publish, replay
+        self.sub = None
+        self.last_seq = -1
+        self.events = []
+
+    def connect(self):
+        self.sub = self.ctx.socket(zmq.SUB)
+        self.sub.setsockopt(zmq.SUBSCRIBE, TOPIC)
+        self.sub.connect(self.publish)
+
+    def close(self):
+        self.sub.close(linger=0)
+        self.sub = None
+
+    def replay_from(self, start):
+        """Every kept batch from `start` on, up to the end marker."""
+        dealer = self.ctx.socket(zmq.DEALER)
+        dealer.connect(self.replay)
+        dealer.send_multipart([b"", start.to_bytes(8, "big")])
+        out = []
+        try:
+            while True:
+                assert dealer.poll(int(DEADLINE_S * 1000)), "no end marker from the replay socket"
+                empty, seq, payload = dealer.recv_multipart()
+                assert empty == b""
+                if seq_of(seq) == -1:
+                    assert payload == b""
+                    return out
+                out.append((seq_of(seq), payload))
+        finally:
+            dealer.close(linger=0)
+
+    def take(self, seq, payload):
+        assert seq == self.last_seq + 1, f"sequence {seq} after {self.last_seq}"
+        self.last_seq = seq
+        self.events += decode_batch(payload)
+
+    def poll_once(self, timeout_ms):
+        """Takes one message, healing a gap through replay first. False: none came."""
+        if not self.sub.poll(timeout_ms):
+            return False
+        topic, seq, payload = self.sub.recv_multipart()
+        assert topic == TOPIC
+        seq = seq_of(seq)
+        if seq <= self.last_seq:
+            return True
+        if seq > self.last_seq + 1:
+            for s, p in self.replay_from(self.last_seq + 1):
+                if self.last_seq < s < seq:
+                    self.take(s, p)
+        self.take(seq, payload)
+        return True
+
+    def wait_for(self, predicate, poke=None):
+        """Reads until predicate(events) holds; poke() between empty polls."""
+        deadline = time.monotonic() + DEADLINE_S
+        while not predicate(self.events):
+            assert time.monotonic() < deadline, f"events so far: {self.events}"
+            if not self.poll_once(100) and poke is not None:
+                poke()
+
+
+# ---- a server with events on ------------------------------------------------
+
+class EventsServer:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="memkv-events-")
+        self.auth_key = secrets.token_hex(32)
+        self.process = None
+        self.address = ""
+
+    def start(self):
+        config = os.path.join(self.dir, "config.yaml")
+        with open(config, "w") as f:
+            f.write(f"network:\n  address: 127.0.0.1:0\n  auth_key: {self.auth_key}\n"
+                    "memory:\n  max_size: 256 MiB\n  prefault: false\n"
+                    "storage:\n  mode: memory\n"
+                    "events:\n  publish: tcp://127.0.0.1:0\n  replay: tcp://127.0.0.1:0\n"
+                    f"  topic: {TOPIC.decode()}\n")
+        binary = os.environ.get("MEMKV_BINARY") or os.path.join(REPO, "build", "memkv")
+        self.stderr_path = os.path.join(self.dir, "stderr.log")
+        with open(self.stderr_path, "wb") as err:
+            self.process = subprocess.Popen([binary, "start", "--config", config, "--data-dir",
+                                             os.path.join(self.dir, "data"), "--workers", "2"],
+                                            stdout=subprocess.PIPE, stderr=err)
+        line = self._first_line()
+        assert line.startswith("ready "), f"not ready: {line!r}\n{self.stderr()}"
+        self.address = line.split()[1]
+        # The bound ports (0 in the config) are in the start log.
+        m = re.search(r"publishing on (tcp://\S+), replay on (tcp://\S+)", self.stderr())
+        assert m, self.stderr()
+        self.publish, self.replay = m.group(1), m.group(2)
+        return self
+
+    def _first_line(self):
+        fd = self.process.stdout.fileno()
+        deadline = time.monotonic() + DEADLINE_S
+        data = b""
+        while b"\n" not in data:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                break
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            data += chunk
+        return data.decode(errors="replace").split("\n")[0]
+
+    def stderr(self):
+        with open(self.stderr_path, errors="replace") as f:
+            return f.read()
+
+    def stop(self):
+        self.process.terminate()
+        status = self.process.wait(DEADLINE_S)
+        self.process.stdout.close()
+        return status
+
+    def client(self):
+        import memkv
+        return memkv.Client(servers=[self.address], auth_key=self.auth_key, transport="tcp", timeout_ms=10000)
+
+
+@pytest.fixture
+def server():
+    s = EventsServer().start()
+    yield s
+    assert s.stop() == 0, s.stderr()
+
+
+@pytest.fixture
+def subscriber(server):
+    ctx = zmq.Context()
+    sub = Subscriber(ctx, server.publish, server.replay)
+    sub.connect()
+    yield sub
+    if sub.sub is not None:
+        sub.close()
+    ctx.term()
+
+
+def of_type(events, kind):
+    return [e for e in events if e["type"] == kind]
+
+
+# ---- tests ------------------------------------------------------------------
+
+def test_a_fresh_server_announces_all_blocks_cleared_first(subscriber):
+    # Published at start, before anyone subscribed: replay has it as sequence 0
+    # (once the publisher's thread has sent it).
+    deadline = time.monotonic() + DEADLINE_S
+    batches = subscriber.replay_from(0)
+    while not batches and time.monotonic() < deadline:
+        batches = subscriber.replay_from(0)
+    assert batches, "nothing to replay"
+    seq, payload = batches[0]
+    assert seq == 0
+    assert decode_batch(payload) == [{"type": "AllBlocksCleared"}]
+
+
+def test_replay_from_a_future_sequence_is_just_the_end_marker(subscriber):
+    assert subscriber.replay_from(1 << 40) == []
+
+
+@needs_storage_events
+def test_put_publishes_block_stored_and_delete_block_removed(server, subscriber):
+    with server.client() as c:
+        value = b"x" * 1000
+        # The SUB socket's subscription reaches the server asynchronously: put
+        # until the first BlockStored arrives, gaps healed through replay.
+        subscriber.last_seq = -1
+        subscriber.wait_for(lambda ev: of_type(ev, "BlockStored"), poke=lambda: c.put("events/a", value))
+        stored = of_type(subscriber.events, "BlockStored")[0]
+        assert stored["medium"] == "MEMKV_DRAM"
+        assert stored["block_size"] == len(value)
+        assert stored["token_ids"] == []
+        assert stored["parent_block_hash"] is None
+        (block_hash,) = stored["block_hashes"]
+        assert isinstance(block_hash, int)  # a put without a block hash: XXH3-64 of the key
+        assert c.delete("events/a")
+        subscriber.wait_for(lambda ev: of_type(ev, "BlockRemoved"))
+        removed = of_type(subscriber.events, "BlockRemoved")[0]
+        assert removed["block_hashes"] == [block_hash]
+        assert removed["medium"] == "MEMKV_DRAM"
+
+
+@needs_storage_events
+def test_a_gap_heals_through_replay(server, subscriber):
+    with server.client() as c:
+        subscriber.last_seq = -1
+        subscriber.wait_for(lambda ev: of_type(ev, "BlockStored"), poke=lambda: c.put("gap/first", b"1"))
+        seen = len(of_type(subscriber.events, "BlockStored"))
+        subscriber.close()
+        for i in range(3):
+            c.put(f"gap/missed{i}", b"2" * (10 + i))
+        subscriber.connect()
+        # The puts above were published while nobody listened; the next
+        # message shows the gap and the subscriber replays it.
+        subscriber.wait_for(lambda ev: len(of_type(ev, "BlockStored")) >= seen + 4,
+                            poke=lambda: c.put("gap/after", b"3"))
+        sizes = [e["block_size"] for e in of_type(subscriber.events, "BlockStored")[seen:seen + 3]]
+        assert sizes == [10, 11, 12]
