@@ -346,6 +346,8 @@ struct MemoryStore::Impl {
   uint64_t EvictableUnitsLocked() const { return linked_units - pinned_linked_units - held_units; }
   void PublishFreeLocked();
   void QueueEventLocked(const StoreEntry& e, StoreEventKind kind, RemovalReason reason);
+  // Ok when a pin of `units` under `key` stays within the cap.
+  Status PinRoomLocked(std::string_view key, uint64_t units) const;
   std::string PinCapMessage(std::string_view key, uint64_t units, uint64_t others_units) const;
 
   uint8_t* const base;
@@ -361,7 +363,7 @@ struct MemoryStore::Impl {
   const uint64_t pinned_cap_units;
   const uint64_t pin_ttl_ms;
   const uint64_t pin_ttl_max_ms;
-  const StoreObserver observer;
+  StoreObserver observer;  // set before the store is shared (SetObserver)
 
   mutable std::mutex mu;
   // Guarded by mu: index, lru, queues, children, allocator, the *_units
@@ -710,6 +712,15 @@ bool MemoryStore::Impl::MakeRoomLocked(uint64_t units) {
   return allocator.CanAllocate(units, kMaxPiecesPerValue);
 }
 
+Status MemoryStore::Impl::PinRoomLocked(std::string_view key, uint64_t units) const {
+  // A pin replacing a pin of the same key gives its room back.
+  auto it = index.find(key);
+  const uint64_t replaced = it != index.end() && it->second->pinned() ? it->second->units : 0;
+  const uint64_t others = retained_units - replaced;
+  if (others + units <= pinned_cap_units) return Status::Ok();
+  return ResourceExhausted(PinCapMessage(key, units, others));
+}
+
 std::string MemoryStore::Impl::PinCapMessage(std::string_view key, uint64_t units, uint64_t others_units) const {
   std::ostringstream fraction;
   fraction << pinned_max_fraction;
@@ -916,12 +927,11 @@ Status MemoryStore::CommitPut(PendingPut put, std::string_view key, uint64_t che
   Impl::EventScope scope(s);
   auto it = s.index.find(key);
   if (entry->pinned()) {
-    const bool replaces_pin = it != s.index.end() && it->second->pinned();
-    const uint64_t others = s.retained_units - (replaces_pin ? it->second->units : 0);
-    if (others + entry->units > s.pinned_cap_units) {
+    Status room = s.PinRoomLocked(key, entry->units);
+    if (!room.ok()) {
       s.pin_refusals.fetch_add(1, std::memory_order_relaxed);
       s.FreeLocked(entry->runs);
-      return ResourceExhausted(s.PinCapMessage(key, entry->units, others));
+      return room;
     }
   }
   if (it != s.index.end()) {
@@ -994,6 +1004,12 @@ Status MemoryStore::CheckPinned(const std::shared_ptr<StoreEntry>& entry) {
                        << FormatSize(entry->size) << "): stored " << std::hex << entry->checksum << ", computed "
                        << actual << std::dec << "; value dropped";
   return Corruption("key " + KeyForLog(entry->key) + ": checksum mismatch, value dropped");
+}
+
+Status MemoryStore::CheckPinRoom(std::string_view key, uint64_t size, const PutOptions& options) const {
+  if (options.retention != Retention::kPinned) return Status::Ok();
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->PinRoomLocked(key, UnitsFor(size));
 }
 
 bool MemoryStore::Exists(std::string_view key) {
@@ -1074,6 +1090,8 @@ MemoryStoreStats MemoryStore::Stats() const {
   out.page_kind = s.backing.kind;
   return out;
 }
+
+void MemoryStore::SetObserver(StoreObserver observer) { impl_->observer = std::move(observer); }
 
 void* MemoryStore::pool_base() const { return impl_->base; }
 uint64_t MemoryStore::pool_bytes() const { return impl_->pool_bytes; }

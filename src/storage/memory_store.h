@@ -267,6 +267,12 @@ class MemoryStore {
   // and any previous value of the key stays.
   Status CommitPut(PendingPut put, std::string_view key, uint64_t checksum, const PutOptions& options = {});
 
+  // What CommitPut of a value of `size` bytes under `key` with `options`
+  // would say about the pin cap, now: Ok, or its ResourceExhausted. For a
+  // caller that must know before it writes the value elsewhere (the drives);
+  // CommitPut checks again.
+  Status CheckPinRoom(std::string_view key, uint64_t size, const PutOptions& options) const;
+
   // NotFound on a miss (including a checksum mismatch, which is also counted).
   // With ReadCheck::kLater the bytes are returned unchecked, for a caller
   // whose reader checks them end to end anyway (a TCP get: the client hashes
@@ -297,6 +303,10 @@ class MemoryStore {
 
   // Convenience for tests and small callers: BeginPut + copy + CommitPut.
   Status Put(std::string_view key, const void* data, uint64_t size, const PutOptions& options = {});
+
+  // Replaces the observer (MemoryStoreOptions::observer). Only before the
+  // store is shared between threads: the observer is read without a lock.
+  void SetObserver(StoreObserver observer);
 
   MemoryStoreStats Stats() const;
   // The pool mapping (for RDMA registration).
