@@ -915,8 +915,7 @@ Status MemoryStore::CommitPut(PendingPut put, std::string_view key, uint64_t che
   entry->iov = std::move(put.iov_);
   put.store_ = nullptr;  // the room now belongs to the entry
   entry->retention = options.retention;
-  entry->ttl_ms = options.ttl_ms;
-  if (entry->pinned()) entry->ttl_ms = options.ttl_ms == 0 ? s.pin_ttl_ms : std::min(options.ttl_ms, s.pin_ttl_max_ms);
+  entry->ttl_ms = AppliedTtlMs(options);
   // A value naming itself would keep itself forever; it has no parent.
   if (options.parent_key != key) entry->parent_key = options.parent_key;
   entry->block_hash = options.block_hash;
@@ -1090,6 +1089,13 @@ MemoryStoreStats MemoryStore::Stats() const {
   out.page_kind = s.backing.kind;
   return out;
 }
+
+uint64_t MemoryStore::AppliedTtlMs(const PutOptions& options) const {
+  if (options.retention != Retention::kPinned) return options.ttl_ms;
+  return options.ttl_ms == 0 ? impl_->pin_ttl_ms : std::min(options.ttl_ms, impl_->pin_ttl_max_ms);
+}
+
+const RealtimeClock& MemoryStore::realtime_clock() const { return *impl_->realtime; }
 
 void MemoryStore::SetObserver(StoreObserver observer) { impl_->observer = std::move(observer); }
 

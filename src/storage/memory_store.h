@@ -308,6 +308,12 @@ class MemoryStore {
   // store is shared between threads: the observer is read without a lock.
   void SetObserver(StoreObserver observer);
 
+  // The TTL CommitPut gives a value put with `options`: a pin's defaulted
+  // (pin_ttl) and clamped (pin_ttl_max); others' as given (0: none).
+  uint64_t AppliedTtlMs(const PutOptions& options) const;
+  // The clock expiry instants are read from.
+  const RealtimeClock& realtime_clock() const;
+
   MemoryStoreStats Stats() const;
   // The pool mapping (for RDMA registration).
   void* pool_base() const;

@@ -139,6 +139,7 @@ class TierHarness {
               uint64_t drive_file_bytes = 8 << 20, const RealtimeClock* clock = nullptr)
       : drives_(2, kTestBlockBytes, drive_file_bytes), options_(options) {
     std::unique_ptr<drive::ExtentStore> drives;
+    drives_.clock = clock;
     if (with_drives) {
       Status formatted = drives_.Format();
       EXPECT_TRUE(formatted.ok()) << formatted.ToString();

@@ -27,7 +27,15 @@ size_t TieredStore::MatchPrefix(std::span<const std::string_view> keys) {
   return matched;
 }
 
-size_t TieredStore::SweepExpired(size_t max_entries) { return memory_->SweepExpired(max_entries); }
+size_t TieredStore::SweepExpired(size_t max_entries) {
+  size_t swept = memory_->SweepExpired(max_entries);
+  if (drives_ != nullptr && swept < max_entries) {
+    std::vector<drive::RemovedValue> removed = drives_->SweepExpired(max_entries - swept);
+    NoteDriveRemovals(removed);
+    swept += removed.size();
+  }
+  return swept;
+}
 
 TieredStore::~TieredStore() { io_.reset(); }
 

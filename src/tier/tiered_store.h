@@ -281,6 +281,12 @@ class TieredStore {
   // want of room that evicting the drives' coldest values can make.
   Status WithDriveRoom(uint64_t size, const std::function<Status()>& attempt);
   Status WriteThrough(PutCommit commit);
+  // What the drives keep of a put's options: the expiry as an instant.
+  drive::ValueAttrs DriveAttrs(const PutOptions& options) const;
+  // The options a value read back from the drives is published in DRAM with
+  // (the TTL it has left).
+  PutOptions OptionsFromDrive(const drive::ValueAttrs& attrs) const;
+  void NoteDriveRemovals(const std::vector<drive::RemovedValue>& removed);
   // A drive change the drives do not report themselves, to the observer
   // (medium drive). `options`: the stored value's, when known.
   void NoteDriveEvent(storage::StoreEventKind kind, storage::RemovalReason reason, std::string_view key,

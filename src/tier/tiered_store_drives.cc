@@ -130,13 +130,11 @@ Status TieredStore::WithDriveRoom(uint64_t size, const std::function<Status()>& 
     if (s.code() != StatusCode::kResourceExhausted || !EvictionCanHelp(extents)) break;
     // Values DRAM holds are hot (their reads never reach the drives' LRU):
     // evict them from the drives last. Ask for the bytes this put needs.
-    Result<std::vector<std::string>> evicted = drives_->EvictColdest(
+    Result<std::vector<drive::RemovedValue>> evicted = drives_->EvictColdestValues(
         std::max<uint64_t>(1, size), [this](std::string_view k) { return memory_->Exists(k); });
     if (!evicted.ok()) break;
     drive_evictions_.fetch_add(evicted->size(), std::memory_order_relaxed);
-    for (const std::string& k : *evicted) {
-      NoteDriveEvent(storage::StoreEventKind::kRemoved, storage::RemovalReason::kEvicted, k, 0, nullptr);
-    }
+    NoteDriveRemovals(*evicted);
   }
   if (!s.ok()) write_failures_.fetch_add(1, std::memory_order_relaxed);
   return s;
@@ -149,9 +147,52 @@ Status TieredStore::WriteThrough(PutCommit commit) {
   // A pin DRAM will refuse must not reach the drives either.
   MEMKV_RETURN_IF_ERROR(memory_->CheckPinRoom(key, put.size(), commit.options));
   const std::optional<uint64_t> replaced = options_.observer ? drives_->ValueSize(key) : std::nullopt;
-  MEMKV_RETURN_IF_ERROR(WithDriveRoom(put.size(), [&] { return drives_->PutIov(key, put.iov(), commit.checksum); }));
+  const drive::ValueAttrs attrs = DriveAttrs(commit.options);
+  MEMKV_RETURN_IF_ERROR(
+      WithDriveRoom(put.size(), [&] { return drives_->PutIov(key, put.iov(), commit.checksum, &attrs); }));
   NoteDrivePut(key, put.size(), commit.options, replaced);
   return memory_->CommitPut(std::move(put), key, commit.checksum, commit.options);
+}
+
+drive::ValueAttrs TieredStore::DriveAttrs(const PutOptions& options) const {
+  drive::ValueAttrs attrs;
+  attrs.ttl_ms = memory_->AppliedTtlMs(options);
+  if (attrs.ttl_ms != 0) {
+    const int64_t now = memory_->realtime_clock().NowMillis();
+    attrs.expires_at_ms = attrs.ttl_ms > uint64_t(INT64_MAX - now) ? INT64_MAX : now + int64_t(attrs.ttl_ms);
+  }
+  attrs.retention = options.retention;
+  attrs.hash_kind = options.hash_kind;
+  attrs.parent_key = options.parent_key;
+  attrs.block_hash = options.block_hash;
+  attrs.parent_hash = options.parent_hash;
+  return attrs;
+}
+
+PutOptions TieredStore::OptionsFromDrive(const drive::ValueAttrs& attrs) const {
+  PutOptions options;
+  options.retention = attrs.retention;
+  options.ttl_ms = attrs.ttl_ms;
+  if (attrs.expires_at_ms != 0 && attrs.retention != Retention::kPinned) {
+    // What is left of it; at least 1 ms (a lookup found it unexpired).
+    const int64_t left = attrs.expires_at_ms - memory_->realtime_clock().NowMillis();
+    options.ttl_ms = uint64_t(std::max<int64_t>(left, 1));
+  }
+  options.hash_kind = attrs.hash_kind;
+  options.parent_key = attrs.parent_key;
+  options.block_hash = attrs.block_hash;
+  options.parent_hash = attrs.parent_hash;
+  return options;
+}
+
+void TieredStore::NoteDriveRemovals(const std::vector<drive::RemovedValue>& removed) {
+  if (!options_.observer) return;
+  for (const drive::RemovedValue& r : removed) {
+    const PutOptions options = OptionsFromDrive(r.attrs);
+    NoteDriveEvent(storage::StoreEventKind::kRemoved,
+                   r.expired ? storage::RemovalReason::kExpired : storage::RemovalReason::kEvicted, r.key,
+                   r.size_bytes, &options);
+  }
 }
 
 void TieredStore::NoteDriveEvent(storage::StoreEventKind kind, storage::RemovalReason reason, std::string_view key,
@@ -223,7 +264,11 @@ Result<StoredValue> TieredStore::ReadOnce(const std::string& key, uint64_t size,
     if (put.ok()) {
       MEMKV_ASSIGN_OR_RETURN(drive::ValueInfo read, drives_->GetIov(key, put->iov()));
       if (read.size_bytes != size) return resized(read);
-      MEMKV_RETURN_IF_ERROR(memory_->CommitPut(std::move(put).value(), key, read.checksum));
+      PutOptions options = OptionsFromDrive(read.attrs);
+      // A pin the DRAM cap has no room for is promoted as a normal value
+      // (its drive copy stays pinned): a get must not fail for it.
+      if (!memory_->CheckPinRoom(key, size, options).ok()) options.retention = Retention::kNormal;
+      MEMKV_RETURN_IF_ERROR(memory_->CommitPut(std::move(put).value(), key, read.checksum, options));
       promotions_.fetch_add(1, std::memory_order_relaxed);
       Result<storage::ReadHandle> pinned = memory_->Get(key);
       if (pinned.ok()) {
@@ -288,12 +333,15 @@ std::vector<Status> TieredStore::WriteThroughMany(std::vector<PutCommit> puts) {
     writes.reserve(puts.size());
     std::vector<size_t> sent;  // puts[sent[j]] is writes[j]
     std::vector<std::optional<uint64_t>> replaced;
+    std::vector<drive::ValueAttrs> attrs;
+    attrs.reserve(puts.size());  // never reallocated: writes point into it
     for (size_t i = 0; i < puts.size(); ++i) {
       const PutCommit& p = puts[i];
       statuses[i] = memory_->CheckPinRoom(p.key, p.put.size(), p.options);
       if (!statuses[i].ok()) continue;
       sent.push_back(i);
-      writes.push_back({p.key, p.put.iov(), p.checksum});
+      attrs.push_back(DriveAttrs(p.options));
+      writes.push_back({p.key, p.put.iov(), p.checksum, &attrs.back()});
       replaced.push_back(options_.observer ? drives_->ValueSize(p.key) : std::nullopt);
     }
     std::vector<Status> written = drives_->PutManyIov(writes);

@@ -47,6 +47,51 @@ TEST(TieredStoreOptionsTest, MatchPrefixCountsLeadingKeysInEitherTierAndStopsAtA
   EXPECT_EQ(store.MatchPrefix(std::span<const std::string_view>()), 0u);
 }
 
+TEST(TieredStoreOptionsTest, AValueOnlyTheDrivesHoldExpiresThereAndTheSweepSaysSo) {
+  ManualRealtimeClock clock;
+  std::vector<storage::StoreEvent> events;
+  TieredStoreOptions options;
+  options.observer = [&](const storage::StoreEvent& e) { events.push_back(e); };
+  TierHarness h(kPoolBytes, /*with_drives=*/true, options, 8 << 20, &clock);
+  TieredStore& store = h.store();
+  PutOptions brief;
+  brief.ttl_ms = 100;
+  brief.block_hash = "bh";
+  ASSERT_TRUE(PutNow(store, h.loop(), "k0", ValueOf(0)).ok());
+  ASSERT_TRUE(PutNow(store, h.loop(), "k1", ValueOf(1), brief).ok());
+  ASSERT_TRUE(store.memory().Delete("k1").ok());  // on the drives only now
+  const std::vector<std::string_view> keys = {"k0", "k1"};
+  EXPECT_EQ(store.MatchPrefix(keys), 2u);
+  clock.Advance(100);
+  EXPECT_EQ(store.MatchPrefix(keys), 1u);
+  EXPECT_EQ(GetNow(store, h.loop(), "k1").status().code(), StatusCode::kNotFound);
+  events.clear();
+  EXPECT_EQ(store.SweepExpired(10), 1u);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].medium, storage::StoreMedium::kDrive);
+  EXPECT_EQ(events[0].reason, storage::RemovalReason::kExpired);
+  EXPECT_EQ(events[0].block_hash, "bh");
+  EXPECT_EQ(events[0].value_size, kValueBytes);
+}
+
+TEST(TieredStoreOptionsTest, AValueReadBackFromTheDrivesKeepsItsOptionsInDram) {
+  ManualRealtimeClock clock;
+  TierHarness h(kPoolBytes, /*with_drives=*/true, {}, 8 << 20, &clock);
+  TieredStore& store = h.store();
+  ASSERT_TRUE(PutNow(store, h.loop(), "pin", ValueOf(0), PinnedFor(1000)).ok());
+  PutOptions brief;
+  brief.ttl_ms = 1000;
+  ASSERT_TRUE(PutNow(store, h.loop(), "brief", ValueOf(1), brief).ok());
+  ASSERT_TRUE(store.memory().Delete("pin").ok());
+  ASSERT_TRUE(store.memory().Delete("brief").ok());
+  clock.Advance(600);
+  ASSERT_TRUE(GetNow(store, h.loop(), "pin").ok());
+  ASSERT_TRUE(GetNow(store, h.loop(), "brief").ok());
+  EXPECT_EQ(store.MemoryStats().pinned_values, 1u);
+  clock.Advance(400);  // the rest of brief's TTL: gone from DRAM too
+  EXPECT_FALSE(store.memory().Exists("brief"));
+}
+
 TEST(TieredStoreOptionsTest, MatchPrefixReArmsAPinnedValuesTtl) {
   ManualRealtimeClock clock;
   TierHarness h(kPoolBytes, /*with_drives=*/false, {}, 8 << 20, &clock);

@@ -27,7 +27,8 @@ void TieredStore::BeginStreamPut(std::string key, uint64_t size, const PutOption
       [this, begin](size_t) {
         ValueStream& s = *begin->stream;
         begin->status = WithDriveRoom(s.size(), [&]() -> Status {
-          MEMKV_ASSIGN_OR_RETURN(s.writer_, drives_->BeginPut(s.key_, s.size()));
+          const drive::ValueAttrs attrs = DriveAttrs(s.options_);
+          MEMKV_ASSIGN_OR_RETURN(s.writer_, drives_->BeginPut(s.key_, s.size(), &attrs));
           return Status::Ok();
         });
       },
