@@ -41,7 +41,7 @@
 // right now (everything pinned or pending), BeginPut fails with
 // ResourceExhausted and evicts nothing.
 //
-// Value attributes (PutOptions, docs/retention.md): CommitPut keeps each
+// Value attributes (PutOptions, docs/storage.md): CommitPut keeps each
 // value's expiry (wall-clock ms, from the RealtimeClock), retention class,
 // parent key and block hashes.
 //   - Expiry: past it a value is a miss to Get, Exists, ValueSize and
