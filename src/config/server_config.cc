@@ -81,7 +81,9 @@ void ReadMemory(const YAML::Node& node, Diagnostics* d, MemoryConfig* out) {
   ReadMap(node, "memory",
           {SizeField("block_size", d, &out->block_size_bytes), SizeField("max_size", d, &out->max_size_bytes),
            SizeField("max_value_size", d, &out->max_value_size_bytes), BoolField("prefault", d, &out->prefault),
-           Uint32Field("read_check_interval_ms", internal::kReadCheckIntervalAllowed, d, &out->read_check_interval_ms)},
+           Uint32Field("read_check_interval_ms", internal::kReadCheckIntervalAllowed, d, &out->read_check_interval_ms),
+           FractionField("pinned_max_fraction", d, &out->pinned_max_fraction),
+           DurationField("pin_ttl", d, &out->pin_ttl_ms), DurationField("pin_ttl_max", d, &out->pin_ttl_max_ms)},
           d);
 }
 

@@ -53,6 +53,12 @@ struct MemoryConfig {
   // The largest value this server stores (announced to clients at Connect);
   // 1 MiB .. 64 GiB (proto::kMaxValueBytesCeiling).
   uint64_t max_value_size_bytes = 16ULL << 30;
+  // Values put with retention "pinned" (docs/storage.md): together at
+  // most this fraction of the pool, in (0, 1]; a pin put without a TTL
+  // gets pin_ttl_ms, and none lasts longer than pin_ttl_max_ms.
+  double pinned_max_fraction = 0.5;
+  uint64_t pin_ttl_ms = 30ULL * 60 * 1000;
+  uint64_t pin_ttl_max_ms = 24ULL * 60 * 60 * 1000;
 };
 
 struct RdmaConfig {

@@ -92,6 +92,35 @@ TEST(ServerConfigMemoryTest, ReadCheckIntervalDefaultsToOneSecondAndIsChecked) {
                                   "0 = after every send"}));
 }
 
+TEST(ServerConfigMemoryTest, PinningSettingsDefaultAndParse) {
+  Result<ServerConfig> defaults = Parse("memory:\n  max_size: 1 GiB\n");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->memory.pinned_max_fraction, 0.5);
+  EXPECT_EQ(defaults->memory.pin_ttl_ms, 30u * 60 * 1000);
+  EXPECT_EQ(defaults->memory.pin_ttl_max_ms, 24u * 3600 * 1000);
+  Result<ServerConfig> set =
+      Parse("memory:\n  pinned_max_fraction: 0.25\n  pin_ttl: 90s\n  pin_ttl_max: 2h\n");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->memory.pinned_max_fraction, 0.25);
+  EXPECT_EQ(set->memory.pin_ttl_ms, 90'000u);
+  EXPECT_EQ(set->memory.pin_ttl_max_ms, 7'200'000u);
+}
+
+TEST(ServerConfigMemoryTest, PinningSettingsOutOfRangeNameTheFieldAndTheRule) {
+  EXPECT_TRUE(HasLineWith(ProblemLines(Parse("memory:\n  pinned_max_fraction: 1.5\n")),
+                          {"memory.pinned_max_fraction: 1.5 is out of range", "above 0, at most 1"}));
+  EXPECT_TRUE(HasLineWith(ProblemLines(Parse("memory:\n  pinned_max_fraction: 0\n")),
+                          {"memory.pinned_max_fraction: 0 is out of range"}));
+  EXPECT_TRUE(HasLineWith(ProblemLines(Parse("memory:\n  pinned_max_fraction: half\n")),
+                          {"memory.pinned_max_fraction: 'half' is not a number"}));
+  EXPECT_TRUE(HasLineWith(ProblemLines(Parse("memory:\n  pin_ttl: 1800\n")),
+                          {"memory.pin_ttl: '1800' is not a duration", "'30m'"}));
+  EXPECT_TRUE(HasLineWith(ProblemLines(Parse("memory:\n  pin_ttl: 2d\n  pin_ttl_max: 1d\n")),
+                          {"memory.pin_ttl: 48h is out of range", "memory.pin_ttl_max (24h)"}));
+  EXPECT_TRUE(HasLineWith(ProblemLines(Parse("memory:\n  pin_ttl_max: 31d\n")),
+                          {"memory.pin_ttl_max: 744h is out of range", "1s to 30d"}));
+}
+
 TEST(ServerConfigMemoryTest, MaxValueSizeDefaultsTo16GiBAndIsChecked) {
   Result<ServerConfig> defaults = Parse("memory:\n  max_size: 1 GiB\n");
   ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
@@ -186,7 +215,7 @@ TEST(ServerConfigErrorsTest, UnknownFieldsAtEveryLevelSuggestTheClosest) {
   EXPECT_TRUE(HasLineWith(lines, {"unknown field 'rdam' (did you mean 'rdma'?)",
                                   "allowed: network, memory, rdma, storage"}));
   EXPECT_TRUE(HasLineWith(lines, {"'memory.blocksize' (did you mean 'block_size'?)"}));
-  EXPECT_TRUE(HasLineWith(lines, {"unknown field 'memory.colour'; allowed: block_size, max_size, max_value_size, prefault, read_check_interval_ms"}));
+  EXPECT_TRUE(HasLineWith(lines, {"unknown field 'memory.colour'; allowed: block_size, max_size, max_value_size, prefault, read_check_interval_ms, pinned_max_fraction, pin_ttl, pin_ttl_max"}));
 }
 
 TEST(ServerConfigErrorsTest, DuplicateFieldIsRefused) {
@@ -214,7 +243,7 @@ memory: 12
   EXPECT_TRUE(HasLineWith(lines, {"rdma.gid_index: '-1'", "0..255"}));
   EXPECT_TRUE(HasLineWith(lines, {"rdma.num_dcis: expected an integer, got a list", "1..1024"}));
   EXPECT_TRUE(HasLineWith(lines, {"rdma.device: expected a string, got a map"}));
-  EXPECT_TRUE(HasLineWith(lines, {"memory: expected a map of block_size, max_size, max_value_size, prefault, read_check_interval_ms; got a string"}));
+  EXPECT_TRUE(HasLineWith(lines, {"memory: expected a map of block_size, max_size, max_value_size, prefault, read_check_interval_ms, pinned_max_fraction, pin_ttl, pin_ttl_max; got a string"}));
 }
 
 TEST(ServerConfigErrorsTest, DocumentMustBeOneMap) {

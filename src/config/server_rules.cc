@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "base/log.h"
@@ -83,6 +84,32 @@ void CheckBlockSize(const std::string& path, uint64_t bytes, Diagnostics* d) {
   }
 }
 
+std::string FormatMillis(uint64_t ms) {
+  if (ms % 3'600'000 == 0) return std::to_string(ms / 3'600'000) + "h";
+  if (ms % 60'000 == 0) return std::to_string(ms / 60'000) + "m";
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+  return std::to_string(ms) + "ms";
+}
+
+// Pinned values: the cap, and TTLs from a second to kMaxPinTtlMs.
+void CheckPinning(const MemoryConfig& m, Diagnostics* d) {
+  constexpr uint64_t kMaxPinTtlMs = 30ULL * 86'400'000;
+  if (!(m.pinned_max_fraction > 0.0 && m.pinned_max_fraction <= 1.0)) {
+    std::ostringstream text;
+    text << "memory.pinned_max_fraction: " << m.pinned_max_fraction
+         << " is out of range; allowed: above 0, at most 1 (the share of memory.max_size pinned values may take)";
+    d->Violation({"memory.pinned_max_fraction"}, text.str());
+  }
+  if (m.pin_ttl_max_ms < 1000 || m.pin_ttl_max_ms > kMaxPinTtlMs) {
+    d->Violation({"memory.pin_ttl_max"}, "memory.pin_ttl_max: " + FormatMillis(m.pin_ttl_max_ms) +
+                                             " is out of range; allowed: 1s to 30d");
+  } else if (m.pin_ttl_ms < 1000 || m.pin_ttl_ms > m.pin_ttl_max_ms) {
+    d->Violation({"memory.pin_ttl", "memory.pin_ttl_max"},
+                 "memory.pin_ttl: " + FormatMillis(m.pin_ttl_ms) + " is out of range; allowed: 1s to memory.pin_ttl_max (" +
+                     FormatMillis(m.pin_ttl_max_ms) + ")");
+  }
+}
+
 void CheckMemory(const MemoryConfig& m, Diagnostics* d) {
   CheckBlockSize("memory.block_size", m.block_size_bytes, d);
   if (m.max_size_bytes != 0 && m.max_size_bytes < m.block_size_bytes) {
@@ -99,6 +126,7 @@ void CheckMemory(const MemoryConfig& m, Diagnostics* d) {
     d->Violation({"memory.read_check_interval_ms"},
                  OutOfRange("memory.read_check_interval_ms", m.read_check_interval_ms, kReadCheckIntervalAllowed));
   }
+  CheckPinning(m, d);
 }
 
 void CheckMetrics(const MetricsConfig& m, Diagnostics* d) {

@@ -1,8 +1,13 @@
 #include "config/yaml_fields.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <iterator>
 #include <exception>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -247,6 +252,43 @@ bool ReadSize(const YAML::Node& node, const std::string& path, Diagnostics* d, u
   return true;
 }
 
+bool ReadFraction(const YAML::Node& node, const std::string& path, Diagnostics* d, double* out) {
+  if (node.IsNull()) return false;
+  const std::string text = node.IsScalar() ? node.Scalar() : std::string();
+  char* end = nullptr;
+  const double value = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
+  if (!node.IsScalar() || text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) {
+    d->Fail(path, path + ": '" + text + "' is not a number; allowed: a decimal fraction such as 0.5");
+    return false;
+  }
+  *out = value;
+  return true;
+}
+
+bool ReadDurationMs(const YAML::Node& node, const std::string& path, Diagnostics* d, uint64_t* out) {
+  if (node.IsNull()) return false;
+  const std::string text = node.IsScalar() ? node.Scalar() : std::string();
+  const std::string allowed = "; allowed: a whole number and a unit (ms, s, m, h, d), such as '30m' or '24h'";
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  std::string_view unit = std::string_view(text).substr(digits);
+  while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+  static constexpr std::pair<std::string_view, uint64_t> kUnits[] = {
+      {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}};
+  const auto* found = std::find_if(std::begin(kUnits), std::end(kUnits), [&](const auto& u) { return u.first == unit; });
+  std::optional<uint64_t> number = digits == 0 ? std::nullopt : ParseDecimal(text.substr(0, digits));
+  if (!node.IsScalar() || !number || found == std::end(kUnits)) {
+    d->Fail(path, path + ": '" + text + "' is not a duration" + allowed);
+    return false;
+  }
+  if (*number > std::numeric_limits<uint64_t>::max() / found->second) {
+    d->Fail(path, path + ": '" + text + "' is out of range" + allowed);
+    return false;
+  }
+  *out = *number * found->second;
+  return true;
+}
+
 FieldSpec StringField(std::string_view name, Diagnostics* d, std::string* out) {
   return {name, [d, out](const YAML::Node& v, const std::string& p) { ReadString(v, p, d, out); }};
 }
@@ -264,6 +306,14 @@ FieldSpec Uint32Field(std::string_view name, std::string_view allowed, Diagnosti
   return {name, [d, out, allowed](const YAML::Node& v, const std::string& p) {
             ReadUint32(v, p, allowed, d, out);
           }};
+}
+
+FieldSpec FractionField(std::string_view name, Diagnostics* d, double* out) {
+  return {name, [d, out](const YAML::Node& v, const std::string& p) { ReadFraction(v, p, d, out); }};
+}
+
+FieldSpec DurationField(std::string_view name, Diagnostics* d, uint64_t* out_ms) {
+  return {name, [d, out_ms](const YAML::Node& v, const std::string& p) { ReadDurationMs(v, p, d, out_ms); }};
 }
 
 }  // namespace memkv::config::internal

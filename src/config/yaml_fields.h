@@ -51,6 +51,8 @@ FieldSpec SizeField(std::string_view name, Diagnostics* d, uint64_t* out);
 FieldSpec BoolField(std::string_view name, Diagnostics* d, bool* out);
 FieldSpec Uint32Field(std::string_view name, std::string_view allowed, Diagnostics* d,
                       uint32_t* out);
+FieldSpec FractionField(std::string_view name, Diagnostics* d, double* out);
+FieldSpec DurationField(std::string_view name, Diagnostics* d, uint64_t* out_ms);
 
 // A scalar as text.
 bool ReadString(const YAML::Node& node, const std::string& path, Diagnostics* d, std::string* out);
@@ -68,6 +70,13 @@ bool ReadUint(const YAML::Node& node, const std::string& path, uint64_t max,
               std::string_view allowed, Diagnostics* d, uint64_t* out);
 bool ReadUint32(const YAML::Node& node, const std::string& path, std::string_view allowed,
                 Diagnostics* d, uint32_t* out);
+
+// A decimal number such as "0.5" (the range is the caller's rule).
+bool ReadFraction(const YAML::Node& node, const std::string& path, Diagnostics* d, double* out);
+
+// A duration: a whole number and a unit, "1500ms", "90s", "30m", "24h",
+// "7d"; stored in milliseconds.
+bool ReadDurationMs(const YAML::Node& node, const std::string& path, Diagnostics* d, uint64_t* out);
 
 // A size: "2 MiB", "4096", "1.5 GiB" (see base/units.h).
 bool ReadSize(const YAML::Node& node, const std::string& path, Diagnostics* d, uint64_t* out);

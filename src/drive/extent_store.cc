@@ -121,8 +121,9 @@ namespace {
 
 // Adds (sign 1) or takes away (sign -1) what `e` counts in the store's and its drives' figures.
 void CountLocked(ExtentStore::Impl& s, const Entry& e, int sign) {
-  const uint64_t record = PutRecordBytes(e.key.size(), e.extents.size());
+  const uint64_t record = PutRecordBytes(e.key.size(), e.extents.size()) + AttrsTailBytes(e.attrs);
   s.journal_live_bytes = sign > 0 ? s.journal_live_bytes + record : s.journal_live_bytes - record;
+  if (e.attrs.expires_at_ms != 0) s.expiring = sign > 0 ? s.expiring + 1 : s.expiring - 1;
   uint64_t offset = 0;
   for (const ExtentRef& x : e.extents) {
     const uint64_t n = DataBytes(e.value_bytes, offset, x.units);
@@ -481,8 +482,9 @@ void ExtentStore::Impl::CommitPuts(std::span<CommitOp* const> ops) {
 namespace {
 
 // The put record of a value written to `a`'s extents.
-CommitOp PutOp(std::string_view key, Allocation a, uint64_t value_bytes, uint64_t checksum) {
+CommitOp PutOp(std::string_view key, Allocation a, uint64_t value_bytes, uint64_t checksum, const ValueAttrs* attrs) {
   CommitOp op;
+  if (attrs != nullptr) op.attrs = *attrs;
   op.kind = CommitOp::Kind::kPut;
   op.key = key;
   op.generation = a.generation;
@@ -507,15 +509,15 @@ Status StagePut(ExtentStore::Impl& s, const ExtentStore::IovPut& p, CommitOp* op
     s.FreeUnitsLocked(a.extents);
     return w;
   }
-  *op = PutOp(p.key, std::move(a), value_bytes, p.checksum);
+  *op = PutOp(p.key, std::move(a), value_bytes, p.checksum, p.attrs);
   return Status::Ok();
 }
 
 }  // namespace
 
 Status ExtentStore::Impl::Publish(std::string_view key, const Allocation& a, uint64_t value_bytes,
-                                  uint64_t checksum, bool* drive_failed) {
-  CommitOp op = PutOp(key, a, value_bytes, checksum);
+                                  uint64_t checksum, const ValueAttrs& attrs, bool* drive_failed) {
+  CommitOp op = PutOp(key, a, value_bytes, checksum, &attrs);
   CommitOp* ops[] = {&op};
   CommitPuts(ops);
   *drive_failed = op.drive_failed;
@@ -559,12 +561,13 @@ std::vector<Status> ExtentStore::PutManyIov(std::span<const IovPut> puts) {
       std::lock_guard<std::mutex> lock(s.mu);
       s.counters.puts--;
     }
-    statuses[i] = PutIov(puts[i].key, puts[i].value, puts[i].checksum);
+    statuses[i] = PutIov(puts[i].key, puts[i].value, puts[i].checksum, puts[i].attrs);
   }
   return statuses;
 }
 
-Status ExtentStore::PutIov(std::string_view key, std::span<const iovec> value, uint64_t checksum) {
+Status ExtentStore::PutIov(std::string_view key, std::span<const iovec> value, uint64_t checksum,
+                           const ValueAttrs* attrs) {
   MEMKV_RETURN_IF_ERROR(CheckKey(key));
   Impl& s = *impl_;
   {
@@ -577,7 +580,7 @@ Status ExtentStore::PutIov(std::string_view key, std::span<const iovec> value, u
   for (size_t attempt = 0; attempt <= s.drives.size(); ++attempt) {
     CommitOp op;
     bool drive_failed = false;
-    Status w = StagePut(s, IovPut{key, value, checksum}, &op, &drive_failed);
+    Status w = StagePut(s, IovPut{key, value, checksum, attrs}, &op, &drive_failed);
     if (w.ok()) {
       CommitOp* ops[] = {&op};
       s.CommitPuts(ops);
@@ -670,7 +673,7 @@ Result<std::shared_ptr<Entry>> PinForRead(ExtentStore::Impl& s, std::string_view
   std::lock_guard<std::mutex> lock(s.mu);
   s.counters.gets++;
   auto it = s.index.find(key);
-  if (it == s.index.end()) {
+  if (it == s.index.end() || s.ExpiredLocked(*it->second)) {
     s.counters.misses++;
     return NotFound("key " + KeyForLog(key) + " not present");
   }
@@ -734,32 +737,40 @@ Result<ValueInfo> ExtentStore::GetIov(std::string_view key, std::span<const iove
   }
   Status read = ReadExtents(*impl_, *e, buffer);
   MEMKV_RETURN_IF_ERROR(FinishRead(*impl_, e, read));
-  return ValueInfo{.size_bytes = e->value_bytes, .checksum = e->value_checksum, .generation = e->generation};
+  return ValueInfo{
+      .size_bytes = e->value_bytes, .checksum = e->value_checksum, .generation = e->generation, .attrs = e->attrs};
 }
 
 Result<ValueInfo> ExtentStore::Stat(std::string_view key) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->index.find(key);
-  if (it == impl_->index.end()) return NotFound("key " + KeyForLog(key) + " not present");
+  if (it == impl_->index.end() || impl_->ExpiredLocked(*it->second)) {
+    return NotFound("key " + KeyForLog(key) + " not present");
+  }
   const Entry& e = *it->second;
-  return ValueInfo{.size_bytes = e.value_bytes, .checksum = e.value_checksum, .generation = e.generation};
+  return ValueInfo{
+      .size_bytes = e.value_bytes, .checksum = e.value_checksum, .generation = e.generation, .attrs = e.attrs};
 }
 
 bool ExtentStore::Exists(std::string_view key) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->index.count(key) != 0;
+  auto it = impl_->index.find(key);
+  return it != impl_->index.end() && !impl_->ExpiredLocked(*it->second);
 }
 
 std::optional<uint64_t> ExtentStore::ValueSize(std::string_view key) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->index.find(key);
-  if (it == impl_->index.end()) return std::nullopt;
+  if (it == impl_->index.end() || impl_->ExpiredLocked(*it->second)) return std::nullopt;
   return it->second->value_bytes;
 }
 
 void ExtentStore::OfferKeys(KeyPage* page) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  for (const auto& [key, entry] : impl_->index) page->Offer(key);
+  const int64_t now = impl_->clock->NowMillis();
+  for (const auto& [key, entry] : impl_->index) {
+    if (!entry->attrs.expired(now)) page->Offer(key);
+  }
 }
 
 Status ExtentStore::Delete(std::string_view key) {
@@ -776,66 +787,123 @@ Status ExtentStore::Delete(std::string_view key) {
   return op.status;
 }
 
-Result<std::vector<std::string>> ExtentStore::EvictColdest(uint64_t bytes,
-                                                          const std::function<bool(std::string_view)>& spare) {
-  if (bytes == 0) return InvalidArgument("EvictColdest(0): ask for at least one byte");
-  Impl& s = *impl_;
-  std::vector<std::string> keys;
-  std::vector<uint64_t> generations;
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    // What the victims' extents give back, in whole units.
-    auto bytes_of = [](const Entry* e) {
-      uint64_t n = 0;
-      for (const ExtentRef& x : e->extents) n += x.units;
-      return n * kDriveUnitBytes;
-    };
-    uint64_t freed = 0;
-    std::vector<const Entry*> spared;
-    for (auto it = s.lru.rbegin(); it != s.lru.rend() && freed < bytes; ++it) {
-      const Entry* e = *it;
-      if (e->pins > 0) continue;  // being read: evicting it frees nothing now
-      if (spare && spare(e->key)) {
-        spared.push_back(e);
-        continue;
-      }
-      keys.push_back(e->key);
-      generations.push_back(e->generation);
-      freed += std::max<uint64_t>(bytes_of(e), 1);  // an empty value frees a journal record
-    }
-    for (size_t i = 0; i < spared.size() && freed < bytes; ++i) {  // coldest of the spared first
-      keys.push_back(spared[i]->key);
-      generations.push_back(spared[i]->generation);
-      freed += std::max<uint64_t>(bytes_of(spared[i]), 1);
-    }
-  }
-  if (keys.empty()) {
-    return ResourceExhausted("nothing to evict: " + std::to_string(Stats().keys) + " values, all being read");
-  }
-  std::vector<CommitOp> ops(keys.size());
+namespace {
+
+// What a victim's extents give back, in whole units (an empty value frees a
+// journal record: counted as one byte).
+uint64_t FreedBytes(const Entry& e) {
+  uint64_t n = 0;
+  for (const ExtentRef& x : e.extents) n += x.units;
+  return std::max<uint64_t>(n * kDriveUnitBytes, 1);
+}
+
+RemovedValue Victim(const Entry& e, bool expired) {
+  return RemovedValue{.key = e.key, .size_bytes = e.value_bytes, .attrs = e.attrs, .expired = expired};
+}
+
+// Deletes `victims` (each only in the version chosen: `generations`), in one
+// commit; returns those deleted. *first_error: the first failure other than
+// NotFound (replaced or deleted meanwhile).
+std::vector<RemovedValue> DeleteVictims(ExtentStore::Impl& s, std::vector<RemovedValue> victims,
+                                        const std::vector<uint64_t>& generations, Status* first_error) {
+  std::vector<CommitOp> ops(victims.size());
   std::vector<CommitOp*> ptrs;
-  for (size_t i = 0; i < keys.size(); ++i) {
+  for (size_t i = 0; i < victims.size(); ++i) {
     ops[i].kind = CommitOp::Kind::kDelete;
-    ops[i].key = keys[i];
+    ops[i].key = victims[i].key;
     ops[i].expect_generation = generations[i];
     ptrs.push_back(&ops[i]);
   }
-  s.Commit(ptrs);
-  std::vector<std::string> evicted;
-  Status first_error;
-  for (size_t i = 0; i < keys.size(); ++i) {
+  if (!ptrs.empty()) s.Commit(ptrs);
+  std::vector<RemovedValue> removed;
+  for (size_t i = 0; i < victims.size(); ++i) {
     if (ops[i].status.ok()) {
-      evicted.push_back(std::move(keys[i]));
-    } else if (ops[i].status.code() != StatusCode::kNotFound && first_error.ok()) {
-      first_error = ops[i].status;  // NotFound: replaced or deleted meanwhile
+      removed.push_back(std::move(victims[i]));
+    } else if (ops[i].status.code() != StatusCode::kNotFound && first_error->ok()) {
+      *first_error = ops[i].status;
     }
   }
+  return removed;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ExtentStore::EvictColdest(uint64_t bytes,
+                                                          const std::function<bool(std::string_view)>& spare) {
+  MEMKV_ASSIGN_OR_RETURN(std::vector<RemovedValue> removed, EvictColdestValues(bytes, spare));
+  std::vector<std::string> keys;
+  keys.reserve(removed.size());
+  for (RemovedValue& r : removed) keys.push_back(std::move(r.key));
+  return keys;
+}
+
+Result<std::vector<RemovedValue>> ExtentStore::EvictColdestValues(uint64_t bytes,
+                                                                  const std::function<bool(std::string_view)>& spare) {
+  if (bytes == 0) return InvalidArgument("EvictColdest(0): ask for at least one byte");
+  Impl& s = *impl_;
+  std::vector<RemovedValue> victims;
+  std::vector<uint64_t> generations;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    s.counters.evictions += evicted.size();
+    const int64_t now = s.clock->NowMillis();
+    uint64_t freed = 0;
+    // Passes over the LRU list, coldest first: expired values, evict_first
+    // ones, the others, then those `spare` asked to keep. Pinned values
+    // whose TTL runs, and values being read (evicting frees nothing now),
+    // are never taken.
+    enum Pass { kExpired, kFirst, kNormal, kSpared };
+    for (int pass = kExpired; pass <= kSpared && freed < bytes; ++pass) {
+      for (auto it = s.lru.rbegin(); it != s.lru.rend() && freed < bytes; ++it) {
+        const Entry* e = *it;
+        const bool expired = e->attrs.expired(now);
+        if (e->pins > 0 || (!expired && e->attrs.retention == Retention::kPinned)) continue;
+        const bool spared = !expired && spare && spare(e->key);
+        const bool take = pass == kExpired   ? expired
+                          : pass == kFirst   ? !expired && !spared && e->attrs.retention == Retention::kEvictFirst
+                          : pass == kNormal  ? !expired && !spared && e->attrs.retention == Retention::kNormal
+                                             : spared;
+        if (!take) continue;
+        victims.push_back(Victim(*e, expired));
+        generations.push_back(e->generation);
+        freed += FreedBytes(*e);
+      }
+    }
+  }
+  if (victims.empty()) {
+    return ResourceExhausted("nothing to evict: " + std::to_string(Stats().keys) +
+                             " values, all being read or pinned");
+  }
+  Status first_error;
+  std::vector<RemovedValue> evicted = DeleteVictims(s, std::move(victims), generations, &first_error);
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    for (const RemovedValue& r : evicted) (r.expired ? s.counters.expired : s.counters.evictions)++;
   }
   if (evicted.empty() && !first_error.ok()) return first_error;
   return evicted;
+}
+
+std::vector<RemovedValue> ExtentStore::SweepExpired(size_t max_entries) {
+  Impl& s = *impl_;
+  std::vector<RemovedValue> victims;
+  std::vector<uint64_t> generations;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.expiring == 0) return {};
+    const int64_t now = s.clock->NowMillis();
+    // O(values): meant for a slow cadence; the lookups miss expired values anyway.
+    for (auto it = s.lru.rbegin(); it != s.lru.rend() && victims.size() < max_entries; ++it) {
+      const Entry* e = *it;
+      if (!e->attrs.expired(now)) continue;
+      victims.push_back(Victim(*e, true));
+      generations.push_back(e->generation);
+    }
+  }
+  Status ignored;  // a failed delete leaves the value a miss; the next sweep tries again
+  std::vector<RemovedValue> removed = DeleteVictims(s, std::move(victims), generations, &ignored);
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.counters.expired += removed.size();
+  return removed;
 }
 
 Status ExtentStore::Checkpoint() {

@@ -55,6 +55,7 @@
 #include "base/key_page.h"
 #include "drive/format.h"
 #include "drive/io_engine.h"
+#include "base/clock.h"
 #include "memkv/status.h"
 
 namespace memkv::drive {
@@ -129,6 +130,9 @@ struct ExtentStoreOptions {
   uint32_t io_buffers = 32;
   // Test seam: wraps the I/O engine (e.g. in a FaultInjectingEngine).
   std::function<std::unique_ptr<IoEngine>(std::unique_ptr<IoEngine>)> wrap_engine;
+  // Values' expiry instants (ValueAttrs::expires_at_ms); nullptr: the
+  // system's wall clock.
+  const RealtimeClock* realtime_clock = nullptr;
 };
 
 enum class DriveState : uint8_t {
@@ -180,6 +184,7 @@ struct ExtentStoreStats {
   uint64_t misses = 0;
   uint64_t deletes = 0;
   uint64_t evictions = 0;
+  uint64_t expired = 0;             // values deleted because their TTL had run out
   uint64_t checksum_failures = 0;   // reads whose value failed its checksum (torn, stale or rotten extent)
   uint64_t io_errors = 0;
   uint64_t journal_commits = 0;     // journal writes (each may carry several operations)
@@ -211,6 +216,15 @@ struct ValueInfo {
   uint64_t size_bytes = 0;
   uint64_t checksum = 0;            // Checksum() of the value (what MemoryStore::CommitPut takes)
   uint64_t generation = 0;
+  ValueAttrs attrs;                 // what its put said about it
+};
+
+// A value the store removed by itself (expired, or evicted for room).
+struct RemovedValue {
+  std::string key;
+  uint64_t size_bytes = 0;
+  ValueAttrs attrs;
+  bool expired = false;             // its TTL had run out (else evicted)
 };
 
 class ExtentWriter;
@@ -242,7 +256,9 @@ class ExtentStore {
   // Checksum() the caller already knows: the tier writes straight from DRAM
   // pool chunks. The bytes written are checked against `checksum` (every
   // read is): InvalidArgument, nothing stored, when they differ.
-  Status PutIov(std::string_view key, std::span<const iovec> value, uint64_t checksum);
+  // `attrs` (optional) are journaled with the value and kept across restarts.
+  Status PutIov(std::string_view key, std::span<const iovec> value, uint64_t checksum,
+                const ValueAttrs* attrs = nullptr);
   // Several PutIov in one group commit: every value is written, then one
   // journal append (and, with kAlways, one flush) publishes them all. The
   // keys must differ. One status per put, in order, each as PutIov's.
@@ -250,12 +266,14 @@ class ExtentStore {
     std::string_view key;
     std::span<const iovec> value;
     uint64_t checksum = 0;
+    const ValueAttrs* attrs = nullptr;  // optional, as PutIov's
   };
   std::vector<Status> PutManyIov(std::span<const IovPut> puts);
   // A value written in pieces, for a value too large to hold whole in
   // memory (ExtentWriter): reserves its extents now (ResourceExhausted, as
   // Put, when there is no room). Counted as a put.
-  Result<std::unique_ptr<ExtentWriter>> BeginPut(std::string_view key, uint64_t size);
+  Result<std::unique_ptr<ExtentWriter>> BeginPut(std::string_view key, uint64_t size,
+                                                 const ValueAttrs* attrs = nullptr);
   // NotFound on a miss, including a value that fails its checksum or whose
   // drive failed (both counted; the value is dropped).
   Result<std::vector<uint8_t>> Get(std::string_view key);
@@ -290,8 +308,17 @@ class ExtentStore {
   // others do not free enough (the tier spares what DRAM holds: it is hot
   // even though the drives never saw it read). `spare` runs under the store's
   // lock: it must be quick and must not call into this store.
+  // Order: values whose TTL has run out, then evict_first values, then the
+  // others; pinned values whose TTL runs are never taken.
   Result<std::vector<std::string>> EvictColdest(uint64_t bytes,
                                                 const std::function<bool(std::string_view)>& spare = {});
+  // EvictColdest, telling what each removed value was.
+  Result<std::vector<RemovedValue>> EvictColdestValues(uint64_t bytes,
+                                                       const std::function<bool(std::string_view)>& spare = {});
+  // Deletes (journaled) up to `max_entries` values whose TTL has run out,
+  // soonest first. Lookups already treat them as misses; this frees their
+  // room. Open runs it over every value.
+  std::vector<RemovedValue> SweepExpired(size_t max_entries);
   // Writes the live index into the other journal area of every drive (the
   // store does this by itself when an area fills).
   Status Checkpoint();
@@ -356,6 +383,7 @@ class ExtentWriter {
   uint64_t size_;
   uint64_t written_ = 0;
   std::unique_ptr<Allocation> allocation_;  // null once published or freed
+  ValueAttrs attrs_;
   ChecksumStream sum_;
 };
 

@@ -121,6 +121,7 @@ void ExtentStore::Impl::ProcessBatch(std::span<CommitOp*> batch) {
           r.value_bytes = op.value_bytes;
           r.value_checksum = op.value_checksum;
           r.extents = op.extents;
+          r.attrs = op.attrs;
           break;
         }
         case CommitOp::Kind::kDelete: {
@@ -183,6 +184,7 @@ void ExtentStore::Impl::ProcessBatch(std::span<CommitOp*> batch) {
         e->value_bytes = op.value_bytes;
         e->value_checksum = op.value_checksum;
         e->extents = op.extents;
+        e->attrs = op.attrs;
         LinkLocked(std::move(e));
         op.adopted = true;
         op.status = Status::Ok();
@@ -323,6 +325,7 @@ std::vector<JournalRecord> ExtentStore::Impl::LiveRecordsLocked() {
     r.value_bytes = e.value_bytes;
     r.value_checksum = e.value_checksum;
     r.extents = e.extents;
+    r.attrs = e.attrs;
     out.push_back(std::move(r));
   }
   return out;

@@ -45,6 +45,7 @@ struct Entry {
   uint64_t value_bytes = 0;
   uint64_t value_checksum = 0;
   std::vector<ExtentRef> extents;
+  ValueAttrs attrs;              // expiry, retention, chain, hashes (format.h)
   uint32_t pins = 0;             // readers copying it out right now
   bool linked = false;           // in the index and the LRU list
   bool units_owned = true;       // its units go back to the allocators when unlinked and unpinned
@@ -88,6 +89,7 @@ struct CommitOp {
   uint64_t value_bytes = 0;
   uint64_t value_checksum = 0;
   std::vector<ExtentRef> extents;
+  ValueAttrs attrs;
   // kDelete: 0 deletes any version; else only that generation (eviction)
   uint64_t expect_generation = 0;
   // kOffline
@@ -118,6 +120,10 @@ struct ExtentStore::Impl {
 
   mutable std::mutex mu;
   std::unordered_map<std::string_view, std::shared_ptr<Entry>> index;
+  SystemRealtimeClock system_clock;
+  const RealtimeClock* clock = &system_clock;  // options.realtime_clock when given
+  bool ExpiredLocked(const Entry& e) const { return e.attrs.expired(clock->NowMillis()); }
+  uint64_t expiring = 0;  // linked entries with an expiry: a sweep is free while 0
   std::list<Entry*> lru;          // front: most recently used
   uint64_t next_sequence = 1;
   uint64_t next_generation = 1;
@@ -158,7 +164,7 @@ struct ExtentStore::Impl {
   // units unless the index took them; *drive_failed: a retry on the other
   // drives may succeed.
   Status Publish(std::string_view key, const Allocation& a, uint64_t value_bytes, uint64_t checksum,
-                 bool* drive_failed);
+                 const ValueAttrs& attrs, bool* drive_failed);
   // Takes a drive offline in memory. True when it was online: the caller
   // must then get a kOffline record into the journal.
   bool MarkOfflineLocked(uint32_t drive, const std::string& reason);

@@ -218,6 +218,7 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
   auto impl = std::make_unique<Impl>();
   Impl& s = *impl;
   s.options = options;
+  if (options.realtime_clock != nullptr) s.clock = options.realtime_clock;
   s.store_uuid = ref.store_uuid;
   s.block_bytes = ref.extent_bytes;
   s.journal_area_bytes = ref.journal_area_bytes;
@@ -410,6 +411,7 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
     e->value_bytes = rec.value_bytes;
     e->value_checksum = rec.value_checksum;
     e->extents = std::move(rec.extents);
+    e->attrs = std::move(rec.attrs);
     s.LinkLocked(std::move(e));
   }
   s.next_sequence = std::max<uint64_t>(max_sequence, 1);
@@ -440,7 +442,11 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
     ExtentStore::Impl* raw = impl.get();
     impl->flusher = std::thread([raw] { raw->RunFlusher(); });
   }
-  return std::unique_ptr<ExtentStore>(new ExtentStore(std::move(impl)));
+  auto store = std::unique_ptr<ExtentStore>(new ExtentStore(std::move(impl)));
+  // Values whose TTL ran out while the store was closed: their room back now.
+  const size_t expired = store->SweepExpired(SIZE_MAX).size();
+  if (expired > 0) LOG_INFO_C("drive") << "extent store: " << expired << " expired values deleted at open";
+  return store;
 }
 
 }  // namespace memkv::drive

@@ -26,7 +26,8 @@ Status CheckPiece(std::string_view what, std::string_view key, uint64_t done, ui
 
 }  // namespace
 
-Result<std::unique_ptr<ExtentWriter>> ExtentStore::BeginPut(std::string_view key, uint64_t size) {
+Result<std::unique_ptr<ExtentWriter>> ExtentStore::BeginPut(std::string_view key, uint64_t size,
+                                                            const ValueAttrs* attrs) {
   MEMKV_RETURN_IF_ERROR(CheckKey(key));
   Impl& s = *impl_;
   {
@@ -36,6 +37,7 @@ Result<std::unique_ptr<ExtentWriter>> ExtentStore::BeginPut(std::string_view key
   MEMKV_ASSIGN_OR_RETURN(Allocation a, s.Allocate(key, size));
   std::unique_ptr<ExtentWriter> w(new ExtentWriter(impl_.get(), std::string(key), size));
   w->allocation_ = std::make_unique<Allocation>(std::move(a));
+  if (attrs != nullptr) w->attrs_ = *attrs;
   return w;
 }
 
@@ -68,7 +70,7 @@ Status ExtentWriter::Finish(uint64_t checksum) {
   MEMKV_RETURN_IF_ERROR(ChecksumMatches(key_, size_, sum_.Digest(), checksum));
   std::unique_ptr<Allocation> a = std::move(allocation_);
   bool drive_failed = false;
-  return store_->Publish(key_, *a, size_, checksum, &drive_failed);
+  return store_->Publish(key_, *a, size_, checksum, attrs_, &drive_failed);
 }
 
 Result<std::unique_ptr<ExtentReader>> ExtentStore::BeginGet(std::string_view key) {

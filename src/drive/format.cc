@@ -213,8 +213,63 @@ Result<JournalAreaHeader> DecodeJournalAreaHeader(std::span<const uint8_t> block
 
 // ------------------------------------------------------------------ records
 
+namespace {
+
+// Byte 5 of a record: flags (0 in records written before attributes).
+constexpr uint8_t kRecordHasAttrs = 0x01;
+// The tail's fixed part: expires_at_ms, ttl_ms, then retention, hash kind,
+// parent key length (16 bits), block and parent hash lengths, 2 zero bytes.
+constexpr size_t kAttrsFixedBytes = 24;
+
+void EncodeAttrs(const ValueAttrs& a, uint8_t* p) {
+  StoreLe64(p, static_cast<uint64_t>(a.expires_at_ms));
+  StoreLe64(p + 8, a.ttl_ms);
+  p[16] = static_cast<uint8_t>(a.retention);
+  p[17] = static_cast<uint8_t>(a.hash_kind);
+  StoreLe16(p + 18, static_cast<uint16_t>(a.parent_key.size()));
+  p[20] = static_cast<uint8_t>(a.block_hash.size());
+  p[21] = static_cast<uint8_t>(a.parent_hash.size());
+  uint8_t* at = p + kAttrsFixedBytes;
+  for (const std::string* field : {&a.parent_key, &a.block_hash, &a.parent_hash}) {
+    std::memcpy(at, field->data(), field->size());
+    at += Pad8(field->size());
+  }
+}
+
+// False when the tail in [p, p + bytes) is malformed or not exactly that long.
+bool DecodeAttrs(const uint8_t* p, size_t bytes, ValueAttrs* a) {
+  if (bytes < kAttrsFixedBytes) return false;
+  a->expires_at_ms = static_cast<int64_t>(LoadLe64(p));
+  a->ttl_ms = LoadLe64(p + 8);
+  if (p[16] > kMaxRetention || p[17] > static_cast<uint8_t>(HashKind::kInt64) || p[22] != 0 || p[23] != 0) {
+    return false;
+  }
+  a->retention = static_cast<Retention>(p[16]);
+  a->hash_kind = static_cast<HashKind>(p[17]);
+  const size_t lengths[] = {LoadLe16(p + 18), p[20], p[21]};
+  if (lengths[0] > kMaxDriveKeyBytes || lengths[1] > kMaxBlockHashBytes || lengths[2] > kMaxBlockHashBytes) {
+    return false;
+  }
+  if (bytes != kAttrsFixedBytes + Pad8(lengths[0]) + Pad8(lengths[1]) + Pad8(lengths[2])) return false;
+  const uint8_t* at = p + kAttrsFixedBytes;
+  std::string* fields[] = {&a->parent_key, &a->block_hash, &a->parent_hash};
+  for (int i = 0; i < 3; ++i) {
+    fields[i]->assign(reinterpret_cast<const char*>(at), lengths[i]);
+    at += Pad8(lengths[i]);
+  }
+  return true;
+}
+
+}  // namespace
+
+size_t AttrsTailBytes(const ValueAttrs& a) {
+  if (a.empty()) return 0;
+  return kAttrsFixedBytes + Pad8(a.parent_key.size()) + Pad8(a.block_hash.size()) + Pad8(a.parent_hash.size());
+}
+
 size_t EncodedRecordBytes(const JournalRecord& r) {
-  return kRecordHeadBytes + BodyBytes(r.type, r.key.size(), r.extents.size()) + 8;
+  const size_t tail = r.type == RecordType::kPut ? AttrsTailBytes(r.attrs) : 0;
+  return kRecordHeadBytes + BodyBytes(r.type, r.key.size(), r.extents.size()) + tail + 8;
 }
 
 uint64_t EncodeRecord(const JournalRecord& r, uint64_t link, std::vector<uint8_t>* out) {
@@ -224,6 +279,8 @@ uint64_t EncodeRecord(const JournalRecord& r, uint64_t link, std::vector<uint8_t
   uint8_t* p = out->data() + start;
   std::memcpy(p, kRecordMagic, 4);
   p[4] = uint8_t(r.type);
+  const bool has_attrs = r.type == RecordType::kPut && !r.attrs.empty();
+  p[5] = has_attrs ? kRecordHasAttrs : 0;
   const bool has_key = r.type != RecordType::kDriveOffline;
   StoreLe16(p + 6, has_key ? uint16_t(r.key.size()) : 0);
   StoreLe32(p + 8, uint32_t(n));
@@ -245,6 +302,7 @@ uint64_t EncodeRecord(const JournalRecord& r, uint64_t link, std::vector<uint8_t
       EncodeExtentRef(e, body);
       body += kExtentRefBytes;
     }
+    if (has_attrs) EncodeAttrs(r.attrs, body);
   } else if (r.type == RecordType::kDriveOffline) {
     PutUuid(body, r.drive_uuid);
     StoreLe32(body + 16, r.drive_index);
@@ -265,7 +323,9 @@ bool DecodeRecord(std::span<const uint8_t> bytes, uint64_t link, JournalRecord* 
   const uint64_t sum = Checksum(p, n - 8);
   if (LoadLe64(p + n - 8) != sum) return false;
   const uint8_t type = p[4];
-  if (type < uint8_t(RecordType::kPut) || type > uint8_t(RecordType::kDriveOffline) || p[5] != 0) {
+  const bool has_attrs = p[5] == kRecordHasAttrs;
+  if (type < uint8_t(RecordType::kPut) || type > uint8_t(RecordType::kDriveOffline) || (p[5] != 0 && !has_attrs) ||
+      (has_attrs && type != uint8_t(RecordType::kPut))) {
     return false;
   }
   const size_t key_bytes = LoadLe16(p + 6);
@@ -274,7 +334,8 @@ bool DecodeRecord(std::span<const uint8_t> bytes, uint64_t link, JournalRecord* 
   const bool has_key = out->type != RecordType::kDriveOffline;
   if (has_key ? (key_bytes == 0 || key_bytes > kMaxDriveKeyBytes) : key_bytes != 0) return false;
   if (out->type == RecordType::kPut ? extent_count > kMaxExtentsPerValue : extent_count != 0) return false;
-  if (n != kRecordHeadBytes + BodyBytes(out->type, key_bytes, extent_count) + 8) return false;
+  const size_t body_bytes = BodyBytes(out->type, key_bytes, extent_count);
+  if (has_attrs ? n <= kRecordHeadBytes + body_bytes + 8 : n != kRecordHeadBytes + body_bytes + 8) return false;
 
   out->sequence = LoadLe64(p + 24);
   out->generation = LoadLe64(p + 32);
@@ -286,11 +347,13 @@ bool DecodeRecord(std::span<const uint8_t> bytes, uint64_t link, JournalRecord* 
   out->extents.clear();
   out->drive_uuid = Uuid{};
   out->drive_index = 0;
+  out->attrs = ValueAttrs{};
   if (out->type == RecordType::kPut) {
     out->extents.resize(extent_count);
     for (uint32_t i = 0; i < extent_count; ++i, body += kExtentRefBytes) {
       if (!DecodeExtentRef(body, &out->extents[i])) return false;
     }
+    if (has_attrs && !DecodeAttrs(body, n - 8 - size_t(body - p), &out->attrs)) return false;
   } else if (out->type == RecordType::kDriveOffline) {
     out->drive_uuid = GetUuid(body);
     out->drive_index = LoadLe32(body + 16);

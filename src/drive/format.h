@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "memkv/put_options.h"
 #include "memkv/status.h"
 
 namespace memkv::drive {
@@ -118,6 +119,30 @@ inline uint64_t UnitsFor(uint64_t value_bytes) {
 // drive: the allocator checks that.)
 bool ExtentsCoverValue(std::span<const ExtentRef> extents, uint64_t value_bytes, uint64_t extent_bytes);
 
+// What a put said about its value besides its bytes (PutOptions), as the
+// journal keeps it: the expiry as a wall-clock instant, so that it means the
+// same after a restart. Encoded as an optional tail of the put record,
+// present only when something is set (format.cc, docs/storage.md).
+struct ValueAttrs {
+  int64_t expires_at_ms = 0;  // ms since the epoch; 0: never
+  uint64_t ttl_ms = 0;        // the TTL as applied (a pin's is re-armed on hits)
+  Retention retention = Retention::kNormal;
+  HashKind hash_kind = HashKind::kBytes;
+  std::string parent_key;     // at most kMaxDriveKeyBytes
+  std::string block_hash;     // at most kMaxBlockHashBytes
+  std::string parent_hash;    // at most kMaxBlockHashBytes
+
+  bool empty() const {
+    return expires_at_ms == 0 && ttl_ms == 0 && retention == Retention::kNormal && hash_kind == HashKind::kBytes &&
+           parent_key.empty() && block_hash.empty() && parent_hash.empty();
+  }
+  bool expired(int64_t now_ms) const { return expires_at_ms != 0 && now_ms >= expires_at_ms; }
+  bool operator==(const ValueAttrs&) const = default;
+};
+
+// Encoded bytes of the attribute tail (0 when `a` is empty).
+size_t AttrsTailBytes(const ValueAttrs& a);
+
 struct JournalRecord {
   RecordType type = RecordType::kPut;
   uint64_t sequence = 0;        // commit order, store-wide; the highest wins per key
@@ -126,6 +151,7 @@ struct JournalRecord {
   uint64_t value_bytes = 0;
   uint64_t value_checksum = 0;  // Checksum() of the whole value
   std::vector<ExtentRef> extents;
+  ValueAttrs attrs;             // empty: a plain put (no tail; what older binaries wrote)
   // kPut, kDelete
   std::string key;
   // kDriveOffline: the drive whose journal and extents are stale from here on

@@ -21,6 +21,7 @@ struct StoreFixture {
   std::unique_ptr<ExtentStore> store;
   FaultInjectingEngine* faults = nullptr;  // set by OpenFaulty, owned by the store
   SyncMode sync = SyncMode::kAlways;       // kInterval: flushed by Flush() only (no timer)
+  const RealtimeClock* clock = nullptr;    // expiry instants; nullptr: the system's
 
   explicit StoreFixture(int drives, uint64_t block = 64 << 10, uint64_t file_bytes = 8 << 20,
                         uint64_t journal_area = 0, const std::string& dir_base = "")
@@ -40,6 +41,7 @@ struct StoreFixture {
     o.io_buffers = 8;
     o.sync = sync;
     o.sync_interval_ms = 0;
+    o.realtime_clock = clock;
     return o;
   }
 

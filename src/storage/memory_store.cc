@@ -23,6 +23,8 @@
 #include <cstring>
 #include <iterator>
 #include <mutex>
+#include <set>
+#include <sstream>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -207,6 +209,29 @@ void Prefault(uint8_t* base, uint64_t bytes, uint64_t page_bytes, const Prefault
 
 }  // namespace
 
+struct StoreEntry;
+
+namespace {
+
+// Entries ordered by a sequence (last use) or an instant (expiry); the
+// pointer breaks ties and makes each pair unique.
+using SeqSet = std::set<std::pair<uint64_t, StoreEntry*>>;
+using ExpirySet = std::set<std::pair<int64_t, StoreEntry*>>;
+
+// Which eviction queue an entry waits in.
+enum class EvictQueue : uint8_t {
+  kNone,   // not evictable in order: pinned, or a normal value with stored children
+  kFirst,  // evict_first values
+  kLeaf,   // normal values with no stored child
+};
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+}  // namespace
+
 struct StoreEntry : LruNode {
   // Immutable once the entry is published; pin holders read them unlocked.
   std::string key;  // the index's string_view key points into this string
@@ -215,15 +240,29 @@ struct StoreEntry : LruNode {
   uint64_t units = 0;  // the room it takes, in units
   std::vector<PoolRun> runs;
   std::vector<iovec> iov;
+  // The put's attributes (PutOptions); ttl_ms as applied (a pin's clamped).
+  Retention retention = Retention::kNormal;
+  uint64_t ttl_ms = 0;
+  std::string parent_key;
+  std::string block_hash;
+  std::string parent_hash;
+  HashKind hash_kind = HashKind::kBytes;
 
   // Guarded by MemoryStore::Impl::mu.
   uint32_t pins = 0;
   EntryState state = EntryState::kLinked;
+  int64_t expires_at_ms = 0;  // 0: never; a pin's moves on with each hit
+  uint64_t last_use = 0;      // Impl::use_seq at the last put or hit
+  EvictQueue queue = EvictQueue::kNone;
+  SeqSet::iterator queue_pos;       // valid unless queue == kNone
+  ExpirySet::iterator expiry_pos;   // valid when expires_at_ms != 0
 
   // When a read last found the bytes matching (the store's clock);
   // kNeverChecked until then. Written by readers without the lock.
   std::atomic<Nanos> checked_at{kNeverChecked};
   static constexpr Nanos kNeverChecked = INT64_MIN;
+
+  bool pinned() const { return retention == Retention::kPinned; }
 };
 
 struct MemoryStore::Impl {
@@ -234,6 +273,13 @@ struct MemoryStore::Impl {
         backing(std::move(pool.backing)),
         read_check_interval(options.read_check_interval_ns),
         clock(options.clock != nullptr ? options.clock : &steady_clock),
+        realtime(options.realtime_clock != nullptr ? options.realtime_clock : &system_realtime),
+        pinned_max_fraction(options.pinned_max_fraction),
+        pinned_cap_units(static_cast<uint64_t>(options.pinned_max_fraction *
+                                               static_cast<double>(pool_bytes_in / kPoolUnitBytes))),
+        pin_ttl_ms(options.pin_ttl_ms),
+        pin_ttl_max_ms(options.pin_ttl_max_ms),
+        observer(options.observer),
         allocator(pool_bytes_in / kPoolUnitBytes) {}
   ~Impl() {
     if (munmap(base, backing.mapping_bytes) != 0) {
@@ -243,6 +289,8 @@ struct MemoryStore::Impl {
   }
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
+
+  class EventScope;
 
   uint8_t* UnitAddress(uint64_t unit) const { return base + unit * kPoolUnitBytes; }
 
@@ -254,19 +302,53 @@ struct MemoryStore::Impl {
   void LruPushFrontLocked(StoreEntry* e);
   static void LruRemoveLocked(StoreEntry* e);
   void LinkLocked(const std::shared_ptr<StoreEntry>& e);
-  // Removes the entry at `it` from the index and LRU. Returns it so the caller
-  // can drop the last reference after releasing mu.
+  // Removes the entry at `it` from the index, LRU and queues, and queues its
+  // removal event. The entry goes to `dropped`, released after mu.
   using Index = std::unordered_map<std::string_view, std::shared_ptr<StoreEntry>>;
-  std::shared_ptr<StoreEntry> UnlinkLocked(Index::iterator it);
+  void UnlinkLocked(Index::iterator it, RemovalReason reason);
+  // The linked entry of `key`, or index.end(); an expired one is unlinked
+  // on the way (RemovalReason::kExpired).
+  Index::iterator FindLiveLocked(std::string_view key);
+  bool ExpiredLocked(const StoreEntry& e) const {
+    return e.expires_at_ms != 0 && realtime->NowMillis() >= e.expires_at_ms;
+  }
+  // A use: most recently used now; a pin's TTL starts again.
+  void TouchLocked(StoreEntry* e);
+  void SetExpiryLocked(StoreEntry* e, int64_t expires_at_ms);
+  // The eviction queue an entry belongs in (by retention and stored children).
+  void EnqueueLocked(StoreEntry* e);
+  void DequeueLocked(StoreEntry* e);
+  void ChildLinkedLocked(const std::string& parent_key);
+  void ChildUnlinkedLocked(const std::string& parent_key);
+  bool HasChildrenLocked(std::string_view key) const { return children.contains(key); }
   void PinLocked(StoreEntry* e);
   void UnpinLocked(StoreEntry* e);
   void FreeRunsLocked(StoreEntry* e);
   void FreeLocked(std::span<const PoolRun> runs);
-  // Evicts LRU values until `units` fit in kMaxPiecesPerValue runs; false
-  // (having evicted nothing) when even evicting every unpinned value would
-  // not free enough units.
-  bool MakeRoomLocked(uint64_t units, std::vector<std::shared_ptr<StoreEntry>>* evicted);
+  // Unlinks expired values, soonest first, up to `max_entries`, stopping
+  // early once `units` (0: never) fit. Returns how many.
+  size_t SweepExpiredLocked(size_t max_entries, uint64_t units);
+  bool FitsLocked(uint64_t units) const {
+    return allocator.free_units() >= units && allocator.CanAllocate(units, kMaxPiecesPerValue);
+  }
+  // Evicts from `queue` front to back, skipping values readers hold, until
+  // `units` fit; true when they do.
+  bool EvictFromQueueLocked(SeqSet& queue, uint64_t units);
+  // The last resort: any unpinned value, least recently used first.
+  bool EvictLruLocked(uint64_t units);
+  // Evicts until `units` fit in kMaxPiecesPerValue runs: expired values,
+  // then evict_first ones, then leaves, then (parent cycles, leaves held by
+  // readers) any other unpinned value; false (having evicted nothing but
+  // expired values) when even evicting every evictable value would not free
+  // enough units.
+  bool MakeRoomLocked(uint64_t units);
+  // Units that evicting every evictable value would free.
+  uint64_t EvictableUnitsLocked() const { return linked_units - pinned_linked_units - held_units; }
   void PublishFreeLocked();
+  void QueueEventLocked(const StoreEntry& e, StoreEventKind kind, RemovalReason reason);
+  // Ok when a pin of `units` under `key` stays within the cap.
+  Status PinRoomLocked(std::string_view key, uint64_t units) const;
+  std::string PinCapMessage(std::string_view key, uint64_t units, uint64_t others_units) const;
 
   uint8_t* const base;
   const uint64_t block_size;
@@ -275,17 +357,38 @@ struct MemoryStore::Impl {
   const Nanos read_check_interval;
   const SteadyClock steady_clock;
   const Clock* const clock;
+  const SystemRealtimeClock system_realtime;
+  const RealtimeClock* const realtime;
+  const double pinned_max_fraction;
+  const uint64_t pinned_cap_units;
+  const uint64_t pin_ttl_ms;
+  const uint64_t pin_ttl_max_ms;
+  StoreObserver observer;  // set before the store is shared (SetObserver)
 
   mutable std::mutex mu;
-  // Guarded by mu: index, lru, allocator, the *_units tallies below, and
-  // StoreEntry::{pins, state, prev, next} of every entry.
+  // Guarded by mu: index, lru, queues, children, allocator, the *_units
+  // tallies below, and StoreEntry::{pins, state, prev, next, expires_at_ms,
+  // last_use, queue*} of every entry.
   // Invariant: index[k] == e  <=>  e->state == kLinked, and k views e->key.
   Index index;
   LruNode lru;  // lru.next: most recently used
+  ExpirySet by_expiry;   // linked entries with an expiry
+  SeqSet evict_first;    // linked evict_first entries by last use
+  SeqSet leaves;         // linked normal entries without stored children, by last use
+  // Parent key -> how many linked entries name it (the parent itself may be
+  // absent: a child can arrive first).
+  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> children;
+  uint64_t use_seq = 0;
+  uint64_t event_seq = 0;
   PoolAllocator allocator;
   uint64_t linked_units = 0;         // held by entries in the index
   uint64_t pinned_linked_units = 0;  // subset of linked_units with pins > 0
   uint64_t draining_units = 0;       // held by unlinked entries with pins > 0
+  uint64_t retained_units = 0;       // linked entries of retention pinned
+  uint64_t held_units = 0;           // of those, with no reader pin (not in pinned_linked_units)
+  // Collected under mu, handed over after it (EventScope).
+  std::vector<StoreEvent> events;
+  std::vector<std::shared_ptr<StoreEntry>> dropped;
 
   // Mirrors and counters for Stats(); written under mu or not, read lock-free.
   std::atomic<uint64_t> free_units{0};
@@ -299,6 +402,58 @@ struct MemoryStore::Impl {
   std::atomic<uint64_t> checksum_failures{0};
   std::atomic<uint64_t> later_checks{0};
   std::atomic<uint64_t> later_checks_skipped{0};
+  std::atomic<uint64_t> expired{0};
+  std::atomic<uint64_t> retained_bytes{0};
+  std::atomic<uint64_t> retained_values{0};
+  std::atomic<uint64_t> pin_refusals{0};
+};
+
+namespace {
+
+Status CheckRetentionOptions(const MemoryStoreOptions& o) {
+  if (!(o.pinned_max_fraction > 0.0 && o.pinned_max_fraction <= 1.0)) {
+    std::ostringstream text;
+    text << "MemoryStore: pinned_max_fraction " << o.pinned_max_fraction << " is out of range; allowed: above 0, at most 1";
+    return InvalidArgument(text.str());
+  }
+  if (o.pin_ttl_ms == 0 || o.pin_ttl_max_ms < o.pin_ttl_ms) {
+    return InvalidArgument("MemoryStore: pin_ttl_ms " + std::to_string(o.pin_ttl_ms) + " and pin_ttl_max_ms " +
+                           std::to_string(o.pin_ttl_max_ms) + ": allowed: 0 < pin_ttl_ms <= pin_ttl_max_ms");
+  }
+  return Status::Ok();
+}
+
+// The instant `ttl_ms` after `now_ms` (0 for no TTL), saturating.
+int64_t ExpiryAfter(int64_t now_ms, uint64_t ttl_ms) {
+  constexpr uint64_t kMax = static_cast<uint64_t>(INT64_MAX);
+  if (ttl_ms == 0) return 0;
+  if (now_ms < 0 || ttl_ms > kMax - static_cast<uint64_t>(now_ms)) return INT64_MAX;
+  return now_ms + static_cast<int64_t>(ttl_ms);
+}
+
+}  // namespace
+
+// Holds the store's mutex; on the way out releases it, then drops the
+// entries unlinked meanwhile and hands their events to the observer, so
+// neither runs under the lock.
+class MemoryStore::Impl::EventScope {
+ public:
+  explicit EventScope(Impl& s) : s_(s), lock_(s.mu) {}
+  ~EventScope() {
+    std::vector<StoreEvent> events = std::move(s_.events);
+    std::vector<std::shared_ptr<StoreEntry>> dropped = std::move(s_.dropped);
+    s_.events.clear();
+    s_.dropped.clear();
+    lock_.unlock();
+    dropped.clear();
+    for (const StoreEvent& event : events) s_.observer(event);
+  }
+  EventScope(const EventScope&) = delete;
+  EventScope& operator=(const EventScope&) = delete;
+
+ private:
+  Impl& s_;
+  std::unique_lock<std::mutex> lock_;
 };
 
 std::vector<iovec> MemoryStore::Impl::BuildIov(const std::vector<PoolRun>& runs, uint64_t size) const {
@@ -332,34 +487,141 @@ void MemoryStore::Impl::LruRemoveLocked(StoreEntry* e) {
   e->next = e;
 }
 
+void MemoryStore::Impl::QueueEventLocked(const StoreEntry& e, StoreEventKind kind, RemovalReason reason) {
+  if (!observer) return;
+  events.push_back(StoreEvent{.kind = kind,
+                              .medium = StoreMedium::kDram,
+                              .reason = reason,
+                              .key = e.key,
+                              .value_size = e.size,
+                              .block_hash = e.block_hash,
+                              .parent_hash = e.parent_hash,
+                              .hash_kind = e.hash_kind,
+                              .retention = e.retention,
+                              .seq = ++event_seq});
+}
+
 void MemoryStore::Impl::LinkLocked(const std::shared_ptr<StoreEntry>& e) {
   index.emplace(std::string_view(e->key), e);
   LruPushFrontLocked(e.get());
   e->state = EntryState::kLinked;
+  e->last_use = ++use_seq;
+  if (e->expires_at_ms != 0) e->expiry_pos = by_expiry.emplace(e->expires_at_ms, e.get()).first;
   linked_units += e->units;
+  if (e->pinned()) {
+    retained_units += e->units;
+    held_units += e->units;  // a fresh entry has no reader pin
+    retained_bytes.store(retained_units * kPoolUnitBytes, std::memory_order_relaxed);
+    retained_values.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (!e->parent_key.empty()) ChildLinkedLocked(e->parent_key);
+  EnqueueLocked(e.get());
   value_bytes.fetch_add(e->size, std::memory_order_relaxed);
   keys.fetch_add(1, std::memory_order_relaxed);
+  QueueEventLocked(*e, StoreEventKind::kStored, RemovalReason::kNone);
 }
 
-std::shared_ptr<StoreEntry> MemoryStore::Impl::UnlinkLocked(Index::iterator it) {
+void MemoryStore::Impl::UnlinkLocked(Index::iterator it, RemovalReason reason) {
   std::shared_ptr<StoreEntry> e = std::move(it->second);
   index.erase(it);
   LruRemoveLocked(e.get());
+  DequeueLocked(e.get());
+  if (e->expires_at_ms != 0) by_expiry.erase(e->expiry_pos);
   e->state = EntryState::kUnlinked;
   linked_units -= e->units;
+  if (e->pinned()) {
+    retained_units -= e->units;
+    if (e->pins == 0) held_units -= e->units;
+    retained_bytes.store(retained_units * kPoolUnitBytes, std::memory_order_relaxed);
+    retained_values.fetch_sub(1, std::memory_order_relaxed);
+  }
+  if (!e->parent_key.empty()) ChildUnlinkedLocked(e->parent_key);
   value_bytes.fetch_sub(e->size, std::memory_order_relaxed);
   keys.fetch_sub(1, std::memory_order_relaxed);
+  if (reason == RemovalReason::kEvicted) evictions.fetch_add(1, std::memory_order_relaxed);
+  if (reason == RemovalReason::kExpired) expired.fetch_add(1, std::memory_order_relaxed);
+  QueueEventLocked(*e, StoreEventKind::kRemoved, reason);
   if (e->pins > 0) {
     pinned_linked_units -= e->units;
     draining_units += e->units;
   } else {
     FreeRunsLocked(e.get());
   }
-  return e;
+  dropped.push_back(std::move(e));
+}
+
+MemoryStore::Impl::Index::iterator MemoryStore::Impl::FindLiveLocked(std::string_view key) {
+  auto it = index.find(key);
+  if (it == index.end() || !ExpiredLocked(*it->second)) return it;
+  UnlinkLocked(it, RemovalReason::kExpired);
+  return index.end();
+}
+
+void MemoryStore::Impl::SetExpiryLocked(StoreEntry* e, int64_t expires_at_ms) {
+  if (e->expires_at_ms == expires_at_ms) return;
+  if (e->expires_at_ms != 0) by_expiry.erase(e->expiry_pos);
+  e->expires_at_ms = expires_at_ms;
+  if (expires_at_ms != 0) e->expiry_pos = by_expiry.emplace(expires_at_ms, e).first;
+}
+
+void MemoryStore::Impl::TouchLocked(StoreEntry* e) {
+  LruRemoveLocked(e);
+  LruPushFrontLocked(e);
+  e->last_use = ++use_seq;
+  if (e->queue != EvictQueue::kNone) {
+    // Re-keyed in place: extract and insert move the node, allocating nothing.
+    SeqSet& queue = e->queue == EvictQueue::kFirst ? evict_first : leaves;
+    auto node = queue.extract(e->queue_pos);
+    node.value().first = e->last_use;
+    e->queue_pos = queue.insert(std::move(node)).position;
+  }
+  if (e->pinned()) SetExpiryLocked(e, ExpiryAfter(realtime->NowMillis(), e->ttl_ms));
+}
+
+void MemoryStore::Impl::EnqueueLocked(StoreEntry* e) {
+  assert(e->queue == EvictQueue::kNone);
+  if (e->retention == Retention::kEvictFirst) {
+    e->queue = EvictQueue::kFirst;
+    e->queue_pos = evict_first.emplace(e->last_use, e).first;
+  } else if (e->retention == Retention::kNormal && !HasChildrenLocked(e->key)) {
+    e->queue = EvictQueue::kLeaf;
+    e->queue_pos = leaves.emplace(e->last_use, e).first;
+  }
+}
+
+void MemoryStore::Impl::DequeueLocked(StoreEntry* e) {
+  if (e->queue == EvictQueue::kFirst) evict_first.erase(e->queue_pos);
+  if (e->queue == EvictQueue::kLeaf) leaves.erase(e->queue_pos);
+  e->queue = EvictQueue::kNone;
+}
+
+void MemoryStore::Impl::ChildLinkedLocked(const std::string& parent_key) {
+  auto counted = children.find(std::string_view(parent_key));
+  if (counted != children.end()) {
+    ++counted->second;
+    return;
+  }
+  children.emplace(parent_key, 1);
+  // The parent's first stored child: it stops being a leaf.
+  auto parent = index.find(parent_key);
+  if (parent != index.end() && parent->second->queue == EvictQueue::kLeaf) DequeueLocked(parent->second.get());
+}
+
+void MemoryStore::Impl::ChildUnlinkedLocked(const std::string& parent_key) {
+  auto counted = children.find(std::string_view(parent_key));
+  assert(counted != children.end());
+  if (--counted->second > 0) return;
+  children.erase(counted);
+  // Its last child went: a leaf again, placed by its own last use.
+  auto parent = index.find(parent_key);
+  if (parent != index.end() && parent->second->queue == EvictQueue::kNone) EnqueueLocked(parent->second.get());
 }
 
 void MemoryStore::Impl::PinLocked(StoreEntry* e) {
-  if (e->pins++ == 0 && e->state == EntryState::kLinked) pinned_linked_units += e->units;
+  if (e->pins++ == 0 && e->state == EntryState::kLinked) {
+    pinned_linked_units += e->units;
+    if (e->pinned()) held_units -= e->units;
+  }
 }
 
 void MemoryStore::Impl::UnpinLocked(StoreEntry* e) {
@@ -367,6 +629,7 @@ void MemoryStore::Impl::UnpinLocked(StoreEntry* e) {
   if (--e->pins > 0) return;
   if (e->state == EntryState::kLinked) {
     pinned_linked_units -= e->units;
+    if (e->pinned()) held_units += e->units;
   } else {
     draining_units -= e->units;
     FreeRunsLocked(e);
@@ -390,26 +653,83 @@ void MemoryStore::Impl::PublishFreeLocked() {
   free_runs.store(allocator.free_runs(), std::memory_order_relaxed);
 }
 
-bool MemoryStore::Impl::MakeRoomLocked(uint64_t units, std::vector<std::shared_ptr<StoreEntry>>* evicted) {
-  if (allocator.CanAllocate(units, kMaxPiecesPerValue)) return true;
-  // Refuse before evicting anything: emptying the cache for a put that fails
-  // anyway would only turn future hits into misses.
-  if (allocator.free_units() + (linked_units - pinned_linked_units) < units) return false;
+size_t MemoryStore::Impl::SweepExpiredLocked(size_t max_entries, uint64_t units) {
+  if (by_expiry.empty()) return 0;
+  const int64_t now = realtime->NowMillis();
+  size_t swept = 0;
+  while (swept < max_entries && !by_expiry.empty() && by_expiry.begin()->first <= now) {
+    UnlinkLocked(index.find(by_expiry.begin()->second->key), RemovalReason::kExpired);
+    ++swept;
+    if (units != 0 && FitsLocked(units)) break;
+  }
+  return swept;
+}
+
+bool MemoryStore::Impl::EvictFromQueueLocked(SeqSet& queue, uint64_t units) {
+  auto it = queue.begin();
+  while (it != queue.end()) {
+    StoreEntry* e = it->second;
+    // Values readers hold would free nothing now; empty ones never free anything.
+    if (e->pins > 0 || e->units == 0) {
+      ++it;
+      continue;
+    }
+    UnlinkLocked(index.find(e->key), RemovalReason::kEvicted);
+    // Only whole-unit counts matter until enough are free; then whether they
+    // come in few enough pieces.
+    if (FitsLocked(units)) return true;
+    // Evicting a leaf may have made its parent one, older than what follows.
+    it = queue.begin();
+  }
+  return false;
+}
+
+bool MemoryStore::Impl::EvictLruLocked(uint64_t units) {
   LruNode* node = lru.prev;
   while (node != &lru) {
     auto* e = static_cast<StoreEntry*>(node);
     node = node->prev;  // before e leaves the list
-    // Pinned entries would free nothing now; empty ones never free anything.
-    if (e->pins > 0 || e->units == 0) continue;
-    evicted->push_back(UnlinkLocked(index.find(e->key)));
-    evictions.fetch_add(1, std::memory_order_relaxed);
-    // Only whole-unit counts matter until enough are free; then whether they
-    // come in few enough pieces.
-    if (allocator.free_units() >= units && allocator.CanAllocate(units, kMaxPiecesPerValue)) return true;
+    if (e->pins > 0 || e->units == 0 || e->pinned()) continue;
+    UnlinkLocked(index.find(e->key), RemovalReason::kEvicted);
+    if (FitsLocked(units)) return true;
+  }
+  return false;
+}
+
+bool MemoryStore::Impl::MakeRoomLocked(uint64_t units) {
+  if (allocator.CanAllocate(units, kMaxPiecesPerValue)) return true;
+  // Expired values first: their room is free for the taking anyway.
+  SweepExpiredLocked(SIZE_MAX, units);
+  if (FitsLocked(units)) return true;
+  // Refuse before evicting anything: emptying the cache for a put that fails
+  // anyway would only turn future hits into misses.
+  if (allocator.free_units() + EvictableUnitsLocked() < units) return false;
+  if (EvictFromQueueLocked(evict_first, units) || EvictFromQueueLocked(leaves, units) || EvictLruLocked(units)) {
+    return true;
   }
   // Everything unpinned is gone and the pinned values still cut the free
   // room into more than kMaxPiecesPerValue pieces.
   return allocator.CanAllocate(units, kMaxPiecesPerValue);
+}
+
+Status MemoryStore::Impl::PinRoomLocked(std::string_view key, uint64_t units) const {
+  // A pin replacing a pin of the same key gives its room back.
+  auto it = index.find(key);
+  const uint64_t replaced = it != index.end() && it->second->pinned() ? it->second->units : 0;
+  const uint64_t others = retained_units - replaced;
+  if (others + units <= pinned_cap_units) return Status::Ok();
+  return ResourceExhausted(PinCapMessage(key, units, others));
+}
+
+std::string MemoryStore::Impl::PinCapMessage(std::string_view key, uint64_t units, uint64_t others_units) const {
+  std::ostringstream fraction;
+  fraction << pinned_max_fraction;
+  return "CommitPut(key " + KeyForLog(key) + "): pinning " + FormatSize(units * kPoolUnitBytes) +
+         " would bring the pinned values to " + FormatSize((others_units + units) * kPoolUnitBytes) +
+         ", past memory.pinned_max_fraction " + fraction.str() + " of the " + FormatSize(pool_bytes) +
+         " pool (cap " + FormatSize(pinned_cap_units * kPoolUnitBytes) + "; pinned now " +
+         FormatSize(others_units * kPoolUnitBytes) +
+         "); delete pinned values, let their TTLs run out, or raise memory.pinned_max_fraction";
 }
 
 // ---------------------------------------------------------------------------
@@ -524,6 +844,7 @@ Result<std::unique_ptr<MemoryStore>> MemoryStore::Create(const MemoryStoreOption
     return InvalidArgument("MemoryStore: read_check_interval_ns " + std::to_string(options.read_check_interval_ns) +
                            " is negative");
   }
+  MEMKV_RETURN_IF_ERROR(CheckRetentionOptions(options));
   auto impl = std::make_unique<Impl>(std::move(pool), options, bytes);
   impl->PublishFreeLocked();  // no other thread can see impl yet
   return std::unique_ptr<MemoryStore>(new MemoryStore(std::move(impl)));
@@ -552,20 +873,18 @@ Result<PendingPut> MemoryStore::BeginPut(uint64_t size) {
   const uint64_t units = UnitsFor(size);
   PendingPut put;
   put.size_ = size;
-  // Declared before the lock so evicted entries are destroyed after it is released.
-  std::vector<std::shared_ptr<StoreEntry>> evicted;
   if (units > 0) {
-    std::lock_guard<std::mutex> lock(s.mu);
-    if (!s.MakeRoomLocked(units, &evicted)) {
+    Impl::EventScope scope(s);
+    if (!s.MakeRoomLocked(units)) {
       const uint64_t pinned = s.pinned_linked_units + s.draining_units;
       const uint64_t pending =
           s.allocator.unit_count() - s.allocator.free_units() - s.linked_units - s.draining_units;
-      const uint64_t evictable = s.linked_units - s.pinned_linked_units;
       return ResourceExhausted(
           "BeginPut: value of " + FormatSize(size) + " does not fit: free " +
           FormatSize(s.allocator.free_units() * kPoolUnitBytes) + " in " + std::to_string(s.allocator.free_runs()) +
           " pieces (at most " + std::to_string(kMaxPiecesPerValue) + " per value), evictable " +
-          FormatSize(evictable * kPoolUnitBytes) + ", pinned by readers " + FormatSize(pinned * kPoolUnitBytes) +
+          FormatSize(s.EvictableUnitsLocked() * kPoolUnitBytes) + ", pinned by readers " +
+          FormatSize(pinned * kPoolUnitBytes) + ", pinned values " + FormatSize(s.held_units * kPoolUnitBytes) +
           ", reserved by uncommitted puts " + FormatSize(pending * kPoolUnitBytes) + " (pool: " +
           FormatSize(s.pool_bytes) + ")");
     }
@@ -579,12 +898,13 @@ Result<PendingPut> MemoryStore::BeginPut(uint64_t size) {
   return put;
 }
 
-Status MemoryStore::CommitPut(PendingPut put, std::string_view key, uint64_t checksum) {
+Status MemoryStore::CommitPut(PendingPut put, std::string_view key, uint64_t checksum, const PutOptions& options) {
   if (put.store_ != this) {
     return InvalidArgument("CommitPut(key " + KeyForLog(key) +
                            "): the PendingPut was not issued by this store "
                            "(default-constructed, moved-from or another store's)");
   }
+  Impl& s = *impl_;
   // Built outside the lock: the key copy and allocations cost nothing there.
   auto entry = std::make_shared<StoreEntry>();
   entry->key.assign(key);
@@ -594,12 +914,28 @@ Status MemoryStore::CommitPut(PendingPut put, std::string_view key, uint64_t che
   entry->runs = std::move(put.runs_);
   entry->iov = std::move(put.iov_);
   put.store_ = nullptr;  // the room now belongs to the entry
+  entry->retention = options.retention;
+  entry->ttl_ms = AppliedTtlMs(options);
+  // A value naming itself would keep itself forever; it has no parent.
+  if (options.parent_key != key) entry->parent_key = options.parent_key;
+  entry->block_hash = options.block_hash;
+  entry->parent_hash = options.parent_hash;
+  entry->hash_kind = options.hash_kind;
+  entry->expires_at_ms = ExpiryAfter(s.realtime->NowMillis(), entry->ttl_ms);
 
-  Impl& s = *impl_;
-  std::shared_ptr<StoreEntry> replaced;  // dropped after the lock is released
-  std::lock_guard<std::mutex> lock(s.mu);
+  Impl::EventScope scope(s);
   auto it = s.index.find(key);
-  if (it != s.index.end()) replaced = s.UnlinkLocked(it);
+  if (entry->pinned()) {
+    Status room = s.PinRoomLocked(key, entry->units);
+    if (!room.ok()) {
+      s.pin_refusals.fetch_add(1, std::memory_order_relaxed);
+      s.FreeLocked(entry->runs);
+      return room;
+    }
+  }
+  if (it != s.index.end()) {
+    s.UnlinkLocked(it, s.ExpiredLocked(*it->second) ? RemovalReason::kExpired : RemovalReason::kReplaced);
+  }
   s.LinkLocked(entry);
   return Status::Ok();
 }
@@ -608,16 +944,15 @@ Result<ReadHandle> MemoryStore::Get(std::string_view key, ReadCheck check) {
   Impl& s = *impl_;
   std::shared_ptr<StoreEntry> entry;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
-    auto it = s.index.find(key);
+    Impl::EventScope scope(s);
+    auto it = s.FindLiveLocked(key);
     if (it == s.index.end()) {
       s.misses.fetch_add(1, std::memory_order_relaxed);
       return NotFound("Get: key " + KeyForLog(key) + " not present");
     }
     entry = it->second;
     s.PinLocked(entry.get());
-    Impl::LruRemoveLocked(entry.get());
-    s.LruPushFrontLocked(entry.get());
+    s.TouchLocked(entry.get());
   }
 
   if (check == ReadCheck::kNow) {
@@ -657,12 +992,11 @@ Status MemoryStore::CheckPinned(const std::shared_ptr<StoreEntry>& entry) {
     if (s.read_check_interval > 0) entry->checked_at.store(s.clock->NowNanos(), std::memory_order_relaxed);
     return Status::Ok();
   }
-  std::shared_ptr<StoreEntry> dropped;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    Impl::EventScope scope(s);
     // A concurrent overwrite or delete may already have replaced it; then
     // the index holds a different value that is not ours to drop.
-    if (entry->state == EntryState::kLinked) dropped = s.UnlinkLocked(s.index.find(entry->key));
+    if (entry->state == EntryState::kLinked) s.UnlinkLocked(s.index.find(entry->key), RemovalReason::kChecksum);
   }
   s.checksum_failures.fetch_add(1, std::memory_order_relaxed);
   LOG_WARN_C("memory") << "MemoryStore: checksum mismatch on key " << KeyForLog(entry->key) << " ("
@@ -671,41 +1005,63 @@ Status MemoryStore::CheckPinned(const std::shared_ptr<StoreEntry>& entry) {
   return Corruption("key " + KeyForLog(entry->key) + ": checksum mismatch, value dropped");
 }
 
-bool MemoryStore::Exists(std::string_view key) {
+Status MemoryStore::CheckPinRoom(std::string_view key, uint64_t size, const PutOptions& options) const {
+  if (options.retention != Retention::kPinned) return Status::Ok();
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->index.contains(key);
+  return impl_->PinRoomLocked(key, UnitsFor(size));
+}
+
+bool MemoryStore::Exists(std::string_view key) {
+  Impl::EventScope scope(*impl_);
+  return impl_->FindLiveLocked(key) != impl_->index.end();
+}
+
+bool MemoryStore::Match(std::string_view key) {
+  Impl& s = *impl_;
+  Impl::EventScope scope(s);
+  auto it = s.FindLiveLocked(key);
+  if (it == s.index.end()) return false;
+  if (it->second->pinned()) s.SetExpiryLocked(it->second.get(), ExpiryAfter(s.realtime->NowMillis(), it->second->ttl_ms));
+  return true;
+}
+
+size_t MemoryStore::SweepExpired(size_t max_entries) {
+  Impl::EventScope scope(*impl_);
+  return impl_->SweepExpiredLocked(max_entries, 0);
 }
 
 std::optional<uint64_t> MemoryStore::ValueSize(std::string_view key) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  auto it = impl_->index.find(key);
+  Impl::EventScope scope(*impl_);
+  auto it = impl_->FindLiveLocked(key);
   if (it == impl_->index.end()) return std::nullopt;
   return it->second->size;
 }
 
 void MemoryStore::OfferKeys(KeyPage* page) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  for (const auto& [key, entry] : impl_->index) page->Offer(key);
+  const int64_t now = impl_->realtime->NowMillis();
+  for (const auto& [key, entry] : impl_->index) {
+    if (entry->expires_at_ms == 0 || now < entry->expires_at_ms) page->Offer(key);
+  }
 }
 
 Status MemoryStore::Delete(std::string_view key) {
   Impl& s = *impl_;
-  std::shared_ptr<StoreEntry> removed;  // dropped after the lock is released
-  std::lock_guard<std::mutex> lock(s.mu);
-  auto it = s.index.find(key);
+  Impl::EventScope scope(s);
+  auto it = s.FindLiveLocked(key);
   if (it == s.index.end()) return NotFound("Delete: key " + KeyForLog(key) + " not present");
-  removed = s.UnlinkLocked(it);
+  s.UnlinkLocked(it, RemovalReason::kDeleted);
   return Status::Ok();
 }
 
-Status MemoryStore::Put(std::string_view key, const void* data, uint64_t size) {
+Status MemoryStore::Put(std::string_view key, const void* data, uint64_t size, const PutOptions& options) {
   MEMKV_ASSIGN_OR_RETURN(PendingPut put, BeginPut(size));
   const auto* in = static_cast<const uint8_t*>(data);
   for (const iovec& v : put.iov()) {
     std::memcpy(v.iov_base, in, v.iov_len);
     in += v.iov_len;
   }
-  return CommitPut(std::move(put), key, Checksum(data, size));
+  return CommitPut(std::move(put), key, Checksum(data, size), options);
 }
 
 MemoryStoreStats MemoryStore::Stats() const {
@@ -725,9 +1081,23 @@ MemoryStoreStats MemoryStore::Stats() const {
   out.checksum_failures = s.checksum_failures.load(std::memory_order_relaxed);
   out.later_checks = s.later_checks.load(std::memory_order_relaxed);
   out.later_checks_skipped = s.later_checks_skipped.load(std::memory_order_relaxed);
+  out.expired = s.expired.load(std::memory_order_relaxed);
+  out.pinned_bytes = s.retained_bytes.load(std::memory_order_relaxed);
+  out.pinned_cap_bytes = s.pinned_cap_units * kPoolUnitBytes;
+  out.pinned_values = s.retained_values.load(std::memory_order_relaxed);
+  out.pin_refusals = s.pin_refusals.load(std::memory_order_relaxed);
   out.page_kind = s.backing.kind;
   return out;
 }
+
+uint64_t MemoryStore::AppliedTtlMs(const PutOptions& options) const {
+  if (options.retention != Retention::kPinned) return options.ttl_ms;
+  return options.ttl_ms == 0 ? impl_->pin_ttl_ms : std::min(options.ttl_ms, impl_->pin_ttl_max_ms);
+}
+
+const RealtimeClock& MemoryStore::realtime_clock() const { return *impl_->realtime; }
+
+void MemoryStore::SetObserver(StoreObserver observer) { impl_->observer = std::move(observer); }
 
 void* MemoryStore::pool_base() const { return impl_->base; }
 uint64_t MemoryStore::pool_bytes() const { return impl_->pool_bytes; }

@@ -41,6 +41,25 @@
 // right now (everything pinned or pending), BeginPut fails with
 // ResourceExhausted and evicts nothing.
 //
+// Value attributes (PutOptions, docs/storage.md): CommitPut keeps each
+// value's expiry (wall-clock ms, from the RealtimeClock), retention class,
+// parent key and block hashes.
+//   - Expiry: past it a value is a miss to Get, Exists, ValueSize and
+//     OfferKeys, and its room is freed when a lookup meets it, when room is
+//     needed, or by SweepExpired (an expiry-ordered index keeps that cheap).
+//   - Retention pinned: not evicted while its TTL runs; each Get hit re-arms
+//     the TTL (ttl 0: pin_ttl; at most pin_ttl_max). All pinned values
+//     together take at most pinned_max_fraction of the pool: CommitPut of a
+//     pin past that fails ResourceExhausted and leaves the key as it was.
+//   - Eviction order: expired values, then evict_first values (least
+//     recently used first), then normal values least recently used first
+//     among the "leaves": a value whose descendants (values naming it as
+//     parent_key) are stored goes only after them, so prefix chains lose
+//     their tails before their heads. As a last resort (parent cycles, or
+//     every leaf held by readers) any unpinned value goes, LRU first.
+// An observer (MemoryStoreOptions::observer, store_event.h) hears of every
+// publish and every removal, after the change, outside the store's lock.
+//
 // Thread-safety: every method may be called from any thread. One mutex guards
 // the index, LRU list and allocator; checksum work and data copies happen
 // outside it. PendingPut and ReadHandle are move-only and may be destroyed on
@@ -62,9 +81,11 @@
 
 #include "base/clock.h"
 #include "base/key_page.h"
+#include "memkv/put_options.h"
 #include "memkv/status.h"
 #include "storage/hugepages.h"
 #include "storage/pool_allocator.h"
+#include "storage/store_event.h"
 
 namespace memkv::storage {
 
@@ -101,6 +122,18 @@ struct MemoryStoreOptions {
   // after every send. Gets checked before they return (kNow) always hash.
   Nanos read_check_interval_ns = 0;
   const Clock* clock = nullptr;  // for that interval; nullptr: the real monotonic clock
+  // Expiry instants (ms since the epoch, so the drives can keep them);
+  // nullptr: the system's wall clock.
+  const RealtimeClock* realtime_clock = nullptr;
+  // memory.pinned_max_fraction: the most of the pool that pinned values may
+  // take together, in (0, 1].
+  double pinned_max_fraction = 0.5;
+  // memory.pin_ttl: the TTL of a pinned value put without one.
+  uint64_t pin_ttl_ms = 30ULL * 60 * 1000;
+  // memory.pin_ttl_max: longer pin TTLs are cut to this.
+  uint64_t pin_ttl_max_ms = 24ULL * 60 * 60 * 1000;
+  // Told of every publish and removal (store_event.h); optional.
+  StoreObserver observer = nullptr;
 };
 
 // How the pool is mapped; fixed at Create().
@@ -135,6 +168,13 @@ struct MemoryStoreStats {
   // within read_check_interval_ns.
   uint64_t later_checks = 0;
   uint64_t later_checks_skipped = 0;
+  uint64_t expired = 0;            // values dropped because their TTL ran out
+  // Room held by values of retention class pinned, and its cap
+  // (pinned_max_fraction of the pool).
+  uint64_t pinned_bytes = 0;
+  uint64_t pinned_cap_bytes = 0;
+  uint64_t pinned_values = 0;
+  uint64_t pin_refusals = 0;       // pinned puts refused at the cap
   PageKind page_kind = PageKind::kSmall;  // PageKindName(): "hugetlb 2MiB", ...
 
   // 1 - largest_free_bytes / free_bytes: 0 when the free bytes are one run,
@@ -220,8 +260,18 @@ class MemoryStore {
 
   Result<PendingPut> BeginPut(uint64_t size);
   // Publishes the value under key. `checksum` is Checksum() of the bytes the
-  // caller wrote; it is stored and verified on every read.
-  Status CommitPut(PendingPut put, std::string_view key, uint64_t checksum);
+  // caller wrote; it is stored and verified on every read. `options` are
+  // kept with the value (see above). ResourceExhausted, naming
+  // memory.pinned_max_fraction and the figures, when a pinned value would
+  // take the pinned values past their cap: the room goes back to the pool
+  // and any previous value of the key stays.
+  Status CommitPut(PendingPut put, std::string_view key, uint64_t checksum, const PutOptions& options = {});
+
+  // What CommitPut of a value of `size` bytes under `key` with `options`
+  // would say about the pin cap, now: Ok, or its ResourceExhausted. For a
+  // caller that must know before it writes the value elsewhere (the drives);
+  // CommitPut checks again.
+  Status CheckPinRoom(std::string_view key, uint64_t size, const PutOptions& options) const;
 
   // NotFound on a miss (including a checksum mismatch, which is also counted).
   // With ReadCheck::kLater the bytes are returned unchecked, for a caller
@@ -233,7 +283,15 @@ class MemoryStore {
   // Index lookup only: no checksum verification, no hit/miss counting and no
   // LRU refresh, so batch prefix probes stay cheap and do not skew the
   // counters. A later Get may still miss if the bytes turn out corrupt.
+  // An expired value is absent (and freed).
   bool Exists(std::string_view key);
+  // Exists for a prefix match: also re-arms a pinned value's TTL, as a hit
+  // does (the engine is about to use the value).
+  bool Match(std::string_view key);
+  // Frees up to `max_entries` values whose TTL has run out, soonest expired
+  // first; returns how many. Cheap when none has: meant to be called
+  // periodically (a Redis-style active sweep) beside the lazy freeing.
+  size_t SweepExpired(size_t max_entries);
   // The size of the value under `key`, if present (index lookup only, like
   // Exists).
   std::optional<uint64_t> ValueSize(std::string_view key);
@@ -244,7 +302,17 @@ class MemoryStore {
   Status Delete(std::string_view key);
 
   // Convenience for tests and small callers: BeginPut + copy + CommitPut.
-  Status Put(std::string_view key, const void* data, uint64_t size);
+  Status Put(std::string_view key, const void* data, uint64_t size, const PutOptions& options = {});
+
+  // Replaces the observer (MemoryStoreOptions::observer). Only before the
+  // store is shared between threads: the observer is read without a lock.
+  void SetObserver(StoreObserver observer);
+
+  // The TTL CommitPut gives a value put with `options`: a pin's defaulted
+  // (pin_ttl) and clamped (pin_ttl_max); others' as given (0: none).
+  uint64_t AppliedTtlMs(const PutOptions& options) const;
+  // The clock expiry instants are read from.
+  const RealtimeClock& realtime_clock() const;
 
   MemoryStoreStats Stats() const;
   // The pool mapping (for RDMA registration).
@@ -265,6 +333,8 @@ class MemoryStore {
   explicit MemoryStore(std::unique_ptr<Impl> impl);
   // Back to the pool: the room of a PendingPut dropped uncommitted.
   void ReleaseRuns(std::vector<PoolRun>& runs);
+  // Hands events collected under the lock to the observer.
+  void Emit(std::vector<StoreEvent>& events) const;
   // Drops one ReadHandle pin; frees the room if it was the last pin of an
   // entry already unlinked from the index.
   void Unpin(const std::shared_ptr<StoreEntry>& entry);

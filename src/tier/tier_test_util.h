@@ -83,12 +83,13 @@ inline void CopyInto(const storage::PendingPut& put, const std::vector<uint8_t>&
 }
 
 // Reserve, copy, Commit; waits for the completion.
-inline Status PutNow(TieredStore& store, TestLoop& loop, const std::string& key, const std::vector<uint8_t>& bytes) {
+inline Status PutNow(TieredStore& store, TestLoop& loop, const std::string& key, const std::vector<uint8_t>& bytes,
+                     const PutOptions& options = {}) {
   Result<storage::PendingPut> put = store.Reserve(bytes.size());
   if (!put.ok()) return put.status();
   CopyInto(*put, bytes);
   std::optional<Status> result;
-  store.Commit(std::move(put).value(), key, Checksum(bytes.data(), bytes.size()), loop.reply(),
+  store.Commit(std::move(put).value(), key, Checksum(bytes.data(), bytes.size()), options, loop.reply(),
                [&](Status s) { result = std::move(s); });
   if (!loop.RunUntil([&] { return result.has_value(); })) return DeadlineExceeded("put " + key);
   return *result;
@@ -117,9 +118,10 @@ inline Status DeleteNow(TieredStore& store, TestLoop& loop, const std::string& k
   return *result;
 }
 
-inline std::unique_ptr<storage::MemoryStore> NewPool(uint64_t pool_bytes) {
+inline std::unique_ptr<storage::MemoryStore> NewPool(uint64_t pool_bytes, const RealtimeClock* clock = nullptr) {
   storage::MemoryStoreOptions o;
   o.max_size_bytes = pool_bytes;
+  o.realtime_clock = clock;
   o.hugepages = storage::HugePagePolicy::kNever;
   Result<std::unique_ptr<storage::MemoryStore>> created = storage::MemoryStore::Create(o);
   EXPECT_TRUE(created.ok()) << created.status().ToString();
@@ -134,9 +136,10 @@ constexpr uint64_t kTestBlockBytes = 64 << 10;
 class TierHarness {
  public:
   TierHarness(uint64_t pool_bytes, bool with_drives, TieredStoreOptions options = {},
-              uint64_t drive_file_bytes = 8 << 20)
+              uint64_t drive_file_bytes = 8 << 20, const RealtimeClock* clock = nullptr)
       : drives_(2, kTestBlockBytes, drive_file_bytes), options_(options) {
     std::unique_ptr<drive::ExtentStore> drives;
+    drives_.clock = clock;
     if (with_drives) {
       Status formatted = drives_.Format();
       EXPECT_TRUE(formatted.ok()) << formatted.ToString();
@@ -144,7 +147,7 @@ class TierHarness {
       EXPECT_TRUE(opened.ok()) << opened.ToString();
       drives = std::move(drives_.store);
     }
-    store_ = std::make_unique<TieredStore>(NewPool(pool_bytes), std::move(drives), options_);
+    store_ = std::make_unique<TieredStore>(NewPool(pool_bytes, clock), std::move(drives), options_);
   }
 
   TieredStore& store() { return *store_; }

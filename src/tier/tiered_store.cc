@@ -10,6 +10,31 @@ TieredStore::TieredStore(std::unique_ptr<storage::MemoryStore> memory, std::uniq
                          const TieredStoreOptions& options)
     : memory_(std::move(memory)), drives_(std::move(drives)), options_(options) {
   if (drives_ != nullptr) io_ = std::make_unique<IoThreads>(options_.io_threads);
+  if (options_.observer) memory_->SetObserver(options_.observer);
+}
+
+void TieredStore::SetObserver(storage::StoreObserver observer) {
+  options_.observer = std::move(observer);
+  memory_->SetObserver(options_.observer);
+}
+
+size_t TieredStore::MatchPrefix(std::span<const std::string_view> keys) {
+  size_t matched = 0;
+  for (std::string_view key : keys) {
+    if (!memory_->Match(key) && (drives_ == nullptr || !drives_->Exists(key))) break;
+    ++matched;
+  }
+  return matched;
+}
+
+size_t TieredStore::SweepExpired(size_t max_entries) {
+  size_t swept = memory_->SweepExpired(max_entries);
+  if (drives_ != nullptr && swept < max_entries) {
+    std::vector<drive::RemovedValue> removed = drives_->SweepExpired(max_entries - swept);
+    NoteDriveRemovals(removed);
+    swept += removed.size();
+  }
+  return swept;
 }
 
 TieredStore::~TieredStore() { io_.reset(); }

@@ -75,8 +75,10 @@
 
 #include "base/key_page.h"
 #include "drive/extent_store.h"
+#include "memkv/put_options.h"
 #include "memkv/status.h"
 #include "storage/memory_store.h"
+#include "storage/store_event.h"
 #include "tier/callback.h"
 #include "tier/completion_inbox.h"
 #include "tier/io_threads.h"
@@ -88,6 +90,10 @@ namespace memkv::tier {
 struct TieredStoreOptions {
   int io_threads = 16;           // drive I/O threads (storage.io_threads); none without drives
   bool promote_on_read = true;   // copy a value read from the drives back into DRAM
+  // Told of every value published in or removed from DRAM and the drives
+  // (StoreEvent::medium says which); see storage/store_event.h for when and
+  // on which thread. Optional; SetObserver replaces it.
+  storage::StoreObserver observer = nullptr;
 };
 
 // How an operation that may need a drive completed.
@@ -105,9 +111,14 @@ enum class ReadNeed {
 
 // A put whose bytes are in reserved pool space, ready to publish.
 struct PutCommit {
+  PutCommit() = default;
+  PutCommit(storage::PendingPut put_in, std::string key_in, uint64_t checksum_in, PutOptions options_in = {})
+      : put(std::move(put_in)), key(std::move(key_in)), checksum(checksum_in), options(std::move(options_in)) {}
+
   storage::PendingPut put;
   std::string key;
   uint64_t checksum = 0;  // Checksum() of the bytes in `put`
+  PutOptions options;     // kept with the value (memory_store.h, "Value attributes")
 };
 
 struct TierCounters {
@@ -149,14 +160,35 @@ class TieredStore {
   std::optional<uint64_t> ValueSize(std::string_view key);
   // Offers the keys of both tiers to `page` (a key in both is kept once).
   void OfferKeys(KeyPage* page);
+  // How many of `keys`, from the first, are stored (in DRAM, else in the
+  // drive index): stops at the first key in neither tier, or expired. Index
+  // lookups only, no I/O; a matched pinned value's TTL starts again, as a
+  // hit's does (the engine is about to load it).
+  size_t MatchPrefix(std::span<const std::string_view> keys);
+  // Frees up to `max_entries` values whose TTL has run out, in DRAM and on
+  // the drives, soonest first; returns how many. For a periodic sweep
+  // (cheap when nothing has expired); lookups free what they meet anyway.
+  size_t SweepExpired(size_t max_entries);
+  // Replaces TieredStoreOptions::observer. Only before the store is shared
+  // between threads.
+  void SetObserver(storage::StoreObserver observer);
 
   // --- May need a drive: `done` runs inline or from `reply` (see above). ---
 
   // Publishes `put` under `key`, replacing any previous value; with drives,
-  // after writing it through. done(Status).
+  // after writing it through. `options` are kept with the value, in DRAM and
+  // on the drives. done(Status): ResourceExhausted naming
+  // memory.pinned_max_fraction for a pin past the cap (the key keeps its
+  // previous value).
+  template <std::invocable<Status> Done>
+  Completion Commit(storage::PendingPut put, std::string_view key, uint64_t checksum, const PutOptions& options,
+                    const ReplyTo& reply, Done&& done);
+  // A plain put: Commit with no options.
   template <std::invocable<Status> Done>
   Completion Commit(storage::PendingPut put, std::string_view key, uint64_t checksum, const ReplyTo& reply,
-                    Done&& done);
+                    Done&& done) {
+    return Commit(std::move(put), key, checksum, PutOptions{}, reply, std::forward<Done>(done));
+  }
   // Commit for several puts at once (written through in parallel, or in one
   // drive commit, and one flush, when the drives buffer them all); the keys
   // must differ. done(std::vector<Status>), one per put, in order.
@@ -188,7 +220,12 @@ class TieredStore {
   // the drives' coldest values for room, as a put does). done(Result<
   // std::shared_ptr<ValueStream>>): ResourceExhausted without room, TooLarge
   // beyond the drives' extent limit.
-  void BeginStreamPut(std::string key, uint64_t size, const ReplyTo& reply, StreamDone done);
+  // `options` are kept with the value once FinishStreamPut publishes it.
+  void BeginStreamPut(std::string key, uint64_t size, const PutOptions& options, const ReplyTo& reply,
+                      StreamDone done);
+  void BeginStreamPut(std::string key, uint64_t size, const ReplyTo& reply, StreamDone done) {
+    BeginStreamPut(std::move(key), size, PutOptions{}, reply, std::move(done));
+  }
   // Moves the stream's next piece (next_piece() bytes): a put's window to the
   // drives, or the drives to a get's window. done(Status): a failed piece
   // ends the stream (a put is lost, its extents freed when it goes; a get's
@@ -219,7 +256,7 @@ class TieredStore {
 
   // tiered_store_drives.cc: the drive paths. The *Later functions queue
   // the work on the I/O threads and post `done` to `reply` when it is done.
-  void CommitLater(storage::PendingPut put, std::string key, uint64_t checksum, const ReplyTo& reply, StatusDone done);
+  void CommitLater(PutCommit commit, const ReplyTo& reply, StatusDone done);
   // `together`: one I/O job and one drive commit for the whole batch
   // (values the drives buffer); else a job per put, written in parallel.
   void CommitManyLater(std::vector<PutCommit> puts, bool together, const ReplyTo& reply, StatusesDone done);
@@ -243,7 +280,20 @@ class TieredStore {
   // Runs `attempt` (a drive write of `size` bytes) again while it fails for
   // want of room that evicting the drives' coldest values can make.
   Status WithDriveRoom(uint64_t size, const std::function<Status()>& attempt);
-  Status WriteThrough(storage::PendingPut put, const std::string& key, uint64_t checksum);
+  Status WriteThrough(PutCommit commit);
+  // What the drives keep of a put's options: the expiry as an instant.
+  drive::ValueAttrs DriveAttrs(const PutOptions& options) const;
+  // The options a value read back from the drives is published in DRAM with
+  // (the TTL it has left).
+  PutOptions OptionsFromDrive(const drive::ValueAttrs& attrs) const;
+  void NoteDriveRemovals(const std::vector<drive::RemovedValue>& removed);
+  // A drive change the drives do not report themselves, to the observer
+  // (medium drive). `options`: the stored value's, when known.
+  void NoteDriveEvent(storage::StoreEventKind kind, storage::RemovalReason reason, std::string_view key,
+                      uint64_t size, const PutOptions* options);
+  // A drive put of `key` (the key's stripe held): what it replaced, then it.
+  void NoteDrivePut(std::string_view key, uint64_t size, const PutOptions& options,
+                    std::optional<uint64_t> replaced_size);
   // WriteThrough for several puts (keys differ) in one drive commit.
   std::vector<Status> WriteThroughMany(std::vector<PutCommit> puts);
   bool EvictionCanHelp(uint64_t extents) const;
@@ -262,23 +312,26 @@ class TieredStore {
   std::atomic<uint64_t> promotions_{0};
   std::atomic<uint64_t> drive_evictions_{0};
   std::atomic<uint64_t> write_failures_{0};
+  std::atomic<uint64_t> drive_event_seq_{0};
 
   // Last: joined (running what is queued) before the stores go.
   std::unique_ptr<IoThreads> io_;  // null: memory mode
 };
 
 template <std::invocable<Status> Done>
-Completion TieredStore::Commit(storage::PendingPut put, std::string_view key, uint64_t checksum, const ReplyTo& reply,
-                               Done&& done) {
+Completion TieredStore::Commit(storage::PendingPut put, std::string_view key, uint64_t checksum,
+                               const PutOptions& options, const ReplyTo& reply, Done&& done) {
   if (drives_ == nullptr) {
-    std::forward<Done>(done)(memory_->CommitPut(std::move(put), key, checksum));
+    std::forward<Done>(done)(memory_->CommitPut(std::move(put), key, checksum, options));
     return Completion::kInline;
   }
-  if (drives_->sync_mode() == drive::SyncMode::kInterval && drives_->BuffersPut(put.size())) {
-    std::forward<Done>(done)(WriteThrough(std::move(put), std::string(key), checksum));
+  const bool inline_write = drives_->sync_mode() == drive::SyncMode::kInterval && drives_->BuffersPut(put.size());
+  PutCommit commit{std::move(put), std::string(key), checksum, options};
+  if (inline_write) {
+    std::forward<Done>(done)(WriteThrough(std::move(commit)));
     return Completion::kInline;
   }
-  CommitLater(std::move(put), std::string(key), checksum, reply, StatusDone(std::forward<Done>(done)));
+  CommitLater(std::move(commit), reply, StatusDone(std::forward<Done>(done)));
   return Completion::kPending;
 }
 
@@ -287,7 +340,7 @@ Completion TieredStore::CommitMany(std::vector<PutCommit> puts, const ReplyTo& r
   if (drives_ == nullptr || puts.empty()) {
     std::vector<Status> statuses;
     statuses.reserve(puts.size());
-    for (PutCommit& p : puts) statuses.push_back(memory_->CommitPut(std::move(p.put), p.key, p.checksum));
+    for (PutCommit& p : puts) statuses.push_back(memory_->CommitPut(std::move(p.put), p.key, p.checksum, p.options));
     std::forward<Done>(done)(std::move(statuses));
     return Completion::kInline;
   }

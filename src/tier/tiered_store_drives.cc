@@ -3,6 +3,7 @@
 // inbox; the functions below them block and run only on the I/O threads.
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <utility>
 
 #include "tier/tiered_store.h"
@@ -39,17 +40,16 @@ void TieredStore::RunOnDrives(size_t parts, std::function<void(size_t)> part, co
   }
 }
 
-void TieredStore::CommitLater(storage::PendingPut put, std::string key, uint64_t checksum, const ReplyTo& reply,
-                              StatusDone done) {
+void TieredStore::CommitLater(PutCommit put, const ReplyTo& reply, StatusDone done) {
   struct Commit {
     PutCommit put;
     Status status;
   };
   auto commit = std::make_shared<Commit>();
-  commit->put = PutCommit{std::move(put), std::move(key), checksum};
+  commit->put = std::move(put);
   RunOnDrives(
-      1, [this, commit](size_t) { commit->status = WriteThrough(std::move(commit->put.put), commit->put.key, commit->put.checksum); },
-      reply, [commit, done = std::move(done)]() mutable { done(std::move(commit->status)); });
+      1, [this, commit](size_t) { commit->status = WriteThrough(std::move(commit->put)); }, reply,
+      [commit, done = std::move(done)]() mutable { done(std::move(commit->status)); });
 }
 
 void TieredStore::CommitManyLater(std::vector<PutCommit> puts, bool together, const ReplyTo& reply,
@@ -70,8 +70,7 @@ void TieredStore::CommitManyLater(std::vector<PutCommit> puts, bool together, co
   RunOnDrives(
       batch->puts.size(),
       [this, batch](size_t i) {
-        PutCommit& p = batch->puts[i];
-        batch->statuses[i] = WriteThrough(std::move(p.put), p.key, p.checksum);
+        batch->statuses[i] = WriteThrough(std::move(batch->puts[i]));
       },
       reply, [batch, done = std::move(done)]() mutable { done(std::move(batch->statuses)); });
 }
@@ -131,19 +130,96 @@ Status TieredStore::WithDriveRoom(uint64_t size, const std::function<Status()>& 
     if (s.code() != StatusCode::kResourceExhausted || !EvictionCanHelp(extents)) break;
     // Values DRAM holds are hot (their reads never reach the drives' LRU):
     // evict them from the drives last. Ask for the bytes this put needs.
-    Result<std::vector<std::string>> evicted = drives_->EvictColdest(
+    Result<std::vector<drive::RemovedValue>> evicted = drives_->EvictColdestValues(
         std::max<uint64_t>(1, size), [this](std::string_view k) { return memory_->Exists(k); });
     if (!evicted.ok()) break;
     drive_evictions_.fetch_add(evicted->size(), std::memory_order_relaxed);
+    NoteDriveRemovals(*evicted);
   }
   if (!s.ok()) write_failures_.fetch_add(1, std::memory_order_relaxed);
   return s;
 }
 
-Status TieredStore::WriteThrough(storage::PendingPut put, const std::string& key, uint64_t checksum) {
+Status TieredStore::WriteThrough(PutCommit commit) {
+  const std::string& key = commit.key;
+  storage::PendingPut& put = commit.put;
   std::lock_guard<std::mutex> lock(StripeFor(key));
-  MEMKV_RETURN_IF_ERROR(WithDriveRoom(put.size(), [&] { return drives_->PutIov(key, put.iov(), checksum); }));
-  return memory_->CommitPut(std::move(put), key, checksum);
+  // A pin DRAM will refuse must not reach the drives either.
+  MEMKV_RETURN_IF_ERROR(memory_->CheckPinRoom(key, put.size(), commit.options));
+  const std::optional<uint64_t> replaced = options_.observer ? drives_->ValueSize(key) : std::nullopt;
+  const drive::ValueAttrs attrs = DriveAttrs(commit.options);
+  MEMKV_RETURN_IF_ERROR(
+      WithDriveRoom(put.size(), [&] { return drives_->PutIov(key, put.iov(), commit.checksum, &attrs); }));
+  NoteDrivePut(key, put.size(), commit.options, replaced);
+  return memory_->CommitPut(std::move(put), key, commit.checksum, commit.options);
+}
+
+drive::ValueAttrs TieredStore::DriveAttrs(const PutOptions& options) const {
+  drive::ValueAttrs attrs;
+  attrs.ttl_ms = memory_->AppliedTtlMs(options);
+  if (attrs.ttl_ms != 0) {
+    const int64_t now = memory_->realtime_clock().NowMillis();
+    attrs.expires_at_ms = attrs.ttl_ms > uint64_t(INT64_MAX - now) ? INT64_MAX : now + int64_t(attrs.ttl_ms);
+  }
+  attrs.retention = options.retention;
+  attrs.hash_kind = options.hash_kind;
+  attrs.parent_key = options.parent_key;
+  attrs.block_hash = options.block_hash;
+  attrs.parent_hash = options.parent_hash;
+  return attrs;
+}
+
+PutOptions TieredStore::OptionsFromDrive(const drive::ValueAttrs& attrs) const {
+  PutOptions options;
+  options.retention = attrs.retention;
+  options.ttl_ms = attrs.ttl_ms;
+  if (attrs.expires_at_ms != 0 && attrs.retention != Retention::kPinned) {
+    // What is left of it; at least 1 ms (a lookup found it unexpired).
+    const int64_t left = attrs.expires_at_ms - memory_->realtime_clock().NowMillis();
+    options.ttl_ms = uint64_t(std::max<int64_t>(left, 1));
+  }
+  options.hash_kind = attrs.hash_kind;
+  options.parent_key = attrs.parent_key;
+  options.block_hash = attrs.block_hash;
+  options.parent_hash = attrs.parent_hash;
+  return options;
+}
+
+void TieredStore::NoteDriveRemovals(const std::vector<drive::RemovedValue>& removed) {
+  if (!options_.observer) return;
+  for (const drive::RemovedValue& r : removed) {
+    const PutOptions options = OptionsFromDrive(r.attrs);
+    NoteDriveEvent(storage::StoreEventKind::kRemoved,
+                   r.expired ? storage::RemovalReason::kExpired : storage::RemovalReason::kEvicted, r.key,
+                   r.size_bytes, &options);
+  }
+}
+
+void TieredStore::NoteDriveEvent(storage::StoreEventKind kind, storage::RemovalReason reason, std::string_view key,
+                                 uint64_t size, const PutOptions* options) {
+  if (!options_.observer) return;
+  storage::StoreEvent event;
+  event.kind = kind;
+  event.medium = storage::StoreMedium::kDrive;
+  event.reason = reason;
+  event.key.assign(key);
+  event.value_size = size;
+  if (options != nullptr) {
+    event.block_hash = options->block_hash;
+    event.parent_hash = options->parent_hash;
+    event.hash_kind = options->hash_kind;
+    event.retention = options->retention;
+  }
+  event.seq = drive_event_seq_.fetch_add(1, std::memory_order_relaxed) + 1;
+  options_.observer(event);
+}
+
+void TieredStore::NoteDrivePut(std::string_view key, uint64_t size, const PutOptions& options,
+                               std::optional<uint64_t> replaced_size) {
+  if (replaced_size) {
+    NoteDriveEvent(storage::StoreEventKind::kRemoved, storage::RemovalReason::kReplaced, key, *replaced_size, nullptr);
+  }
+  NoteDriveEvent(storage::StoreEventKind::kStored, storage::RemovalReason::kNone, key, size, &options);
 }
 
 // Evicting makes room only on drives that take new extents (not full after
@@ -188,7 +264,11 @@ Result<StoredValue> TieredStore::ReadOnce(const std::string& key, uint64_t size,
     if (put.ok()) {
       MEMKV_ASSIGN_OR_RETURN(drive::ValueInfo read, drives_->GetIov(key, put->iov()));
       if (read.size_bytes != size) return resized(read);
-      MEMKV_RETURN_IF_ERROR(memory_->CommitPut(std::move(put).value(), key, read.checksum));
+      PutOptions options = OptionsFromDrive(read.attrs);
+      // A pin the DRAM cap has no room for is promoted as a normal value
+      // (its drive copy stays pinned): a get must not fail for it.
+      if (!memory_->CheckPinRoom(key, size, options).ok()) options.retention = Retention::kNormal;
+      MEMKV_RETURN_IF_ERROR(memory_->CommitPut(std::move(put).value(), key, read.checksum, options));
       promotions_.fetch_add(1, std::memory_order_relaxed);
       Result<storage::ReadHandle> pinned = memory_->Get(key);
       if (pinned.ok()) {
@@ -225,8 +305,12 @@ Result<StoredValue> TieredStore::ReadOnce(const std::string& key, uint64_t size,
 
 Status TieredStore::DeleteFromBoth(const std::string& key) {
   std::lock_guard<std::mutex> lock(StripeFor(key));
+  const std::optional<uint64_t> size = options_.observer ? drives_->ValueSize(key) : std::nullopt;
   Status on_drive = drives_->Delete(key);
   if (!on_drive.ok() && on_drive.code() != StatusCode::kNotFound) return on_drive;  // still readable
+  if (on_drive.ok()) {
+    NoteDriveEvent(storage::StoreEventKind::kRemoved, storage::RemovalReason::kDeleted, key, size.value_or(0), nullptr);
+  }
   Status in_dram = memory_->Delete(key);
   return on_drive.ok() ? Status::Ok() : in_dram;
 }
@@ -247,21 +331,35 @@ std::vector<Status> TieredStore::WriteThroughMany(std::vector<PutCommit> puts) {
 
     std::vector<drive::ExtentStore::IovPut> writes;
     writes.reserve(puts.size());
-    for (const PutCommit& p : puts) writes.push_back({p.key, p.put.iov(), p.checksum});
-    std::vector<Status> written = drives_->PutManyIov(writes);
+    std::vector<size_t> sent;  // puts[sent[j]] is writes[j]
+    std::vector<std::optional<uint64_t>> replaced;
+    std::vector<drive::ValueAttrs> attrs;
+    attrs.reserve(puts.size());  // never reallocated: writes point into it
     for (size_t i = 0; i < puts.size(); ++i) {
-      if (written[i].ok()) {
-        statuses[i] = memory_->CommitPut(std::move(puts[i].put), puts[i].key, puts[i].checksum);
-      } else if (written[i].code() == StatusCode::kResourceExhausted) {
+      const PutCommit& p = puts[i];
+      statuses[i] = memory_->CheckPinRoom(p.key, p.put.size(), p.options);
+      if (!statuses[i].ok()) continue;
+      sent.push_back(i);
+      attrs.push_back(DriveAttrs(p.options));
+      writes.push_back({p.key, p.put.iov(), p.checksum, &attrs.back()});
+      replaced.push_back(options_.observer ? drives_->ValueSize(p.key) : std::nullopt);
+    }
+    std::vector<Status> written = drives_->PutManyIov(writes);
+    for (size_t j = 0; j < sent.size(); ++j) {
+      const size_t i = sent[j];
+      if (written[j].ok()) {
+        NoteDrivePut(puts[i].key, puts[i].put.size(), puts[i].options, replaced[j]);
+        statuses[i] = memory_->CommitPut(std::move(puts[i].put), puts[i].key, puts[i].checksum, puts[i].options);
+      } else if (written[j].code() == StatusCode::kResourceExhausted) {
         needs_room[i] = true;  // below, alone, evicting for room as a single put does
       } else {
-        statuses[i] = std::move(written[i]);
+        statuses[i] = std::move(written[j]);
         write_failures_.fetch_add(1, std::memory_order_relaxed);
       }
     }
   }
   for (size_t i = 0; i < puts.size(); ++i) {
-    if (needs_room[i]) statuses[i] = WriteThrough(std::move(puts[i].put), puts[i].key, puts[i].checksum);
+    if (needs_room[i]) statuses[i] = WriteThrough(std::move(puts[i]));
   }
   return statuses;
 }

@@ -2,6 +2,7 @@
 // (tiered_store.h, "Values in pieces"). Each call queues one step on the I/O
 // threads and posts its completion to the caller's inbox.
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "tier/tiered_store.h"
@@ -12,19 +13,22 @@ bool TieredStore::StreamsPut(uint64_t size) const {
   return drives_ != nullptr && size > memory_->pool_bytes() / 4;
 }
 
-void TieredStore::BeginStreamPut(std::string key, uint64_t size, const ReplyTo& reply, StreamDone done) {
+void TieredStore::BeginStreamPut(std::string key, uint64_t size, const PutOptions& options, const ReplyTo& reply,
+                                 StreamDone done) {
   struct Begin {
     std::shared_ptr<ValueStream> stream;
     Status status;
   };
   auto begin = std::make_shared<Begin>();
   begin->stream = std::shared_ptr<ValueStream>(new ValueStream(std::move(key), size));
+  begin->stream->options_ = options;
   RunOnDrives(
       1,
       [this, begin](size_t) {
         ValueStream& s = *begin->stream;
         begin->status = WithDriveRoom(s.size(), [&]() -> Status {
-          MEMKV_ASSIGN_OR_RETURN(s.writer_, drives_->BeginPut(s.key_, s.size()));
+          const drive::ValueAttrs attrs = DriveAttrs(s.options_);
+          MEMKV_ASSIGN_OR_RETURN(s.writer_, drives_->BeginPut(s.key_, s.size(), &attrs));
           return Status::Ok();
         });
       },
@@ -65,8 +69,10 @@ void TieredStore::FinishStreamPut(std::shared_ptr<ValueStream> stream, uint64_t 
         // Under the key's lock, so that DRAM never keeps a value older than
         // the one the drives now hold.
         std::lock_guard<std::mutex> lock(StripeFor(s.key_));
+        const std::optional<uint64_t> replaced = options_.observer ? drives_->ValueSize(s.key_) : std::nullopt;
         *status = s.writer_->Finish(checksum);
         if (status->ok()) {
+          NoteDrivePut(s.key_, s.size(), s.options_, replaced);
           (void)memory_->Delete(s.key_);  // Ok, or NotFound when DRAM had none: no older copy either way
         } else {
           write_failures_.fetch_add(1, std::memory_order_relaxed);

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "drive/extent_store.h"
+#include "memkv/put_options.h"
 
 namespace memkv::tier {
 
@@ -57,6 +58,7 @@ class ValueStream {
   uint64_t moved_ = 0;
   uint64_t last_piece_ = 0;
   std::unique_ptr<uint8_t[]> window_;
+  PutOptions options_;                           // a put's
   std::unique_ptr<drive::ExtentWriter> writer_;  // a put
   std::unique_ptr<drive::ExtentReader> reader_;  // a get
 };
