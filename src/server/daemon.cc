@@ -49,6 +49,9 @@ Result<std::unique_ptr<storage::MemoryStore>> CreatePool(const DaemonOptions& op
   store_options.prefault = c.memory.prefault;
   store_options.read_check_interval_ns = Nanos{c.memory.read_check_interval_ms} * 1'000'000;
   store_options.prefault_progress = progress;
+  store_options.pinned_max_fraction = c.memory.pinned_max_fraction;
+  store_options.pin_ttl_ms = c.memory.pin_ttl_ms;
+  store_options.pin_ttl_max_ms = c.memory.pin_ttl_max_ms;
   // Faulting a pool of gigabytes in takes seconds (docs/cli.md): say so
   // before, not only after, so a first start does not look hung.
   if (store_options.prefault) {
@@ -127,6 +130,25 @@ void Daemon::AnnounceEmptyStore() {
   }
 }
 
+// Storage changes fan out to the block events (when on) and to the
+// per-namespace eviction counts.
+storage::StoreObserver Daemon::StoreObserver() {
+  events::Publisher* publisher = events_.get();
+  NamespaceStats* namespaces = namespaces_.get();
+  return [publisher, namespaces](const storage::StoreEvent& e) {
+    const bool stored = e.kind == storage::StoreEventKind::kStored;
+    if (!stored && e.reason == storage::RemovalReason::kEvicted) {
+      NamespaceCounts evicted;
+      evicted.evictions = 1;
+      namespaces->Count(e.key, evicted);
+    }
+    if (publisher == nullptr) return;
+    const std::string_view medium = e.medium == storage::StoreMedium::kDrive ? events::kMediumDrive : events::kMediumDram;
+    publisher->Publish(stored ? events::ValueStored(e.key, e.value_size, e.block_hash, e.parent_hash, e.hash_kind, medium)
+                              : events::ValueRemoved(e.key, e.block_hash, e.hash_kind, medium));
+  };
+}
+
 Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   const config::ServerConfig& c = options_.config;
   *failed = Step::kRdma;
@@ -137,6 +159,8 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   if (seams.before_threads) seams.before_threads();
   // The publisher's thread and libzmq's inherit the signal mask set above.
   MEMKV_RETURN_IF_ERROR(StartEvents(failed));
+  namespaces_ = std::make_unique<NamespaceStats>(
+      NamespaceStatsOptions{c.metrics.namespace_separator, c.metrics.namespace_top});
 
   std::unique_ptr<drive::ExtentStore> drives;
   if (c.storage.mode != config::StorageMode::kMemory) {
@@ -146,6 +170,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   tier::TieredStoreOptions tier_options;
   tier_options.io_threads = static_cast<int>(c.storage.io_threads);
   tier_options.promote_on_read = c.storage.promote_on_read;
+  tier_options.observer = StoreObserver();
   tier_ = std::make_unique<tier::TieredStore>(std::move(pool), std::move(drives), tier_options);
   AnnounceEmptyStore();
 
@@ -166,7 +191,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   server_options.frame_timeout_ms = c.network.frame_timeout_ms;
   server_options.max_value_bytes = c.memory.max_value_size_bytes;
   server_options.rdma = rdma_.get();
-  server_options.namespaces = {c.metrics.namespace_separator, c.metrics.namespace_top};
+  server_options.namespaces = namespaces_.get();
   Result<std::unique_ptr<Server>> server = Server::Create(server_options, tier_.get());
   if (!server.ok()) {
     *failed = Step::kListen;
@@ -174,6 +199,8 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
                                               std::to_string(c.network.port) + ": " + server.status().message());
   }
   server_ = std::move(server).value();
+  sweeper_ = std::make_unique<ExpirySweeper>([tier = tier_.get()](size_t max) { return tier->SweepExpired(max); },
+                                             kExpirySweepInterval);
 
   AdminOptions admin_options;
   admin_options.host = c.network.host;
@@ -182,7 +209,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   admin_options.tls_key_path = c.network.tls_key;
   AdminSources sources;
   sources.metrics = &server_->metrics();
-  sources.namespaces = &server_->namespaces();
+  sources.namespaces = namespaces_.get();
   sources.tier = tier_.get();
   sources.rdma = rdma_.get();
   sources.events = events_.get();

@@ -39,6 +39,7 @@
 #include "events/publisher.h"
 #include "memkv/status.h"
 #include "server/admin.h"
+#include "server/expiry_sweeper.h"
 #include "server/rdma_endpoint.h"
 #include "server/server.h"
 #include "storage/hugepages.h"
@@ -139,13 +140,18 @@ class Daemon {
   Status Build(DaemonSeams& seams, Step* failed);
   Status StartEvents(Step* failed);
   void AnnounceEmptyStore();
+  storage::StoreObserver StoreObserver();
+  // How often expired values nobody looked up are freed.
+  static constexpr std::chrono::milliseconds kExpirySweepInterval{100};
 
   DaemonOptions options_;
   // Declared in construction order; destroyed in reverse.
   std::unique_ptr<events::Publisher> events_;  // null: events off; outlives the storage that publishes
+  std::unique_ptr<NamespaceStats> namespaces_;  // counted by the server and by storage, so outlives both
   std::unique_ptr<tier::TieredStore> tier_;  // owns the pool and the drives
   std::unique_ptr<RdmaEndpoint> rdma_;       // registers the pool; null: TCP only
   std::unique_ptr<Server> server_;           // uses tier_ and rdma_
+  std::unique_ptr<ExpirySweeper> sweeper_;   // frees expired values in tier_
   std::unique_ptr<AdminService> admin_;      // reads server_, tier_ and rdma_
   std::thread runner_;                       // Start's thread, running Run
   Status run_status_;                        // Run's result on runner_; read after join

@@ -364,7 +364,6 @@ Server::Server(const ServerOptions& options, tier::TieredStore* store, UniqueFd 
       store_(store),
       listener_(std::move(listener)),
       port_(port),
-      namespaces_(options.namespaces),
       limits_(options.max_connections, options.max_unauthenticated_connections) {}
 
 Server::~Server() {

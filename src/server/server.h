@@ -54,8 +54,9 @@ struct ServerOptions {
   // the connection that holds it.
   RdmaEndpoint* rdma = nullptr;
   uint32_t rdma_grant_lease_ms = 30000;
-  // metrics.namespace_separator / namespace_top: per-namespace counts.
-  NamespaceStatsOptions namespaces;
+  // Per-namespace counts (metrics.namespace_*); null: not counted. Must
+  // outlive the server.
+  NamespaceStats* namespaces = nullptr;
 };
 
 class Server {
@@ -73,7 +74,6 @@ class Server {
   void Stop();
 
   ServerMetrics& metrics() { return metrics_; }
-  NamespaceStats& namespaces() { return namespaces_; }
   // True from Create (the listener is bound: connections queue until Run
   // accepts them) until Stop.
   bool serving() const { return !stopping_.load(std::memory_order_acquire); }
@@ -89,7 +89,6 @@ class Server {
   uint16_t port_;
   std::atomic<bool> stopping_{false};
   ServerMetrics metrics_;
-  NamespaceStats namespaces_;
   ConnectionLimits limits_;
   std::vector<std::unique_ptr<Worker>> workers_;
 };

@@ -21,13 +21,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DEADLINE_S = 20.0
 TOPIC = b"memkv-test"
 
-# BlockStored/BlockRemoved come from the storage layer's observer, which the
-# Daemon connects to its Publisher. Until it does, only AllBlocksCleared (the
-# Daemon's own) is published and the tests that put values are skipped.
-STORAGE_EVENTS_WIRED = os.environ.get("MEMKV_STORAGE_EVENTS_WIRED", "0") == "1"
-needs_storage_events = pytest.mark.skipif(
-    not STORAGE_EVENTS_WIRED, reason="the storage observer is not connected to the events Publisher")
-
 
 # ---- the subscriber: docs/events.md, "Format" ------------------------------
 
@@ -218,7 +211,6 @@ def test_replay_from_a_future_sequence_is_just_the_end_marker(subscriber):
     assert subscriber.replay_from(1 << 40) == []
 
 
-@needs_storage_events
 def test_put_publishes_block_stored_and_delete_block_removed(server, subscriber):
     with server.client() as c:
         value = b"x" * 1000
@@ -240,7 +232,6 @@ def test_put_publishes_block_stored_and_delete_block_removed(server, subscriber)
         assert removed["medium"] == "MEMKV_DRAM"
 
 
-@needs_storage_events
 def test_a_gap_heals_through_replay(server, subscriber):
     with server.client() as c:
         subscriber.last_seq = -1
