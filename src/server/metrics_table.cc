@@ -148,6 +148,17 @@ constexpr ServerMetric kMetrics[] = {
        out.Counter({{"tier", "dram"}}, s.memory.evictions);
        out.Counter({{"tier", "drive"}}, s.tier.drive_evictions);
      }},
+    {"memkv_expired_total", kCounter, "tier", "Values freed because their TTL ran out, by tier.",
+     [](const S& s, Samples& out) {
+       out.Counter({{"tier", "dram"}}, s.memory.expired);
+       if (s.drives) out.Counter({{"tier", "drive"}}, s.drives->expired);
+     }},
+    {"memkv_pinned_bytes", kGauge, "", "DRAM pool room held by values of retention class pinned.",
+     [](const S& s, Samples& out) { out.Gauge({}, double(s.memory.pinned_bytes)); }},
+    {"memkv_pinned_cap_bytes", kGauge, "", "The most room pinned values may take (memory.pinned_max_fraction).",
+     [](const S& s, Samples& out) { out.Gauge({}, double(s.memory.pinned_cap_bytes)); }},
+    {"memkv_pin_refusals_total", kCounter, "", "Pinned puts refused because pinned values were at their cap.",
+     [](const S& s, Samples& out) { out.Counter({}, s.memory.pin_refusals); }},
     {"memkv_promotions_total", kCounter, "", "Values read from a drive and copied back into DRAM.",
      [](const S& s, Samples& out) { out.Counter({}, s.tier.promotions); }},
     {"memkv_keys", kGauge, "tier", "Values held, by tier.",
@@ -356,6 +367,11 @@ constexpr StatusField kStatus[] = {
     {"memory.misses", [](const S& s, JsonWriter& w) { w.Number(s.memory.misses); }},
     {"memory.evictions", [](const S& s, JsonWriter& w) { w.Number(s.memory.evictions); }},
     {"memory.checksum_failures", [](const S& s, JsonWriter& w) { w.Number(s.memory.checksum_failures); }},
+    {"memory.expired", [](const S& s, JsonWriter& w) { w.Number(s.memory.expired); }},
+    {"memory.pinned_values", [](const S& s, JsonWriter& w) { w.Number(s.memory.pinned_values); }},
+    {"memory.pinned_bytes", [](const S& s, JsonWriter& w) { w.Number(s.memory.pinned_bytes); }},
+    {"memory.pinned_cap_bytes", [](const S& s, JsonWriter& w) { w.Number(s.memory.pinned_cap_bytes); }},
+    {"memory.pin_refusals", [](const S& s, JsonWriter& w) { w.Number(s.memory.pin_refusals); }},
     {"memory.sent_value_checks", [](const S& s, JsonWriter& w) { w.Number(s.memory.later_checks); }},
     {"memory.sent_value_checks_skipped", [](const S& s, JsonWriter& w) { w.Number(s.memory.later_checks_skipped); }},
     {"memory.pages", [](const S& s, JsonWriter& w) { w.String(PageKindName(s.memory.page_kind)); }},
@@ -382,6 +398,7 @@ constexpr StatusField kStatus[] = {
     {"storage.drive_hits", [](const S& s, JsonWriter& w) { w.Number(s.tier.drive_hits); }, HasDrives},
     {"storage.promotions", [](const S& s, JsonWriter& w) { w.Number(s.tier.promotions); }, HasDrives},
     {"storage.evictions", [](const S& s, JsonWriter& w) { w.Number(s.tier.drive_evictions); }, HasDrives},
+    {"storage.expired", [](const S& s, JsonWriter& w) { w.Number(s.drives->expired); }, HasDrives},
     {"storage.write_failures", [](const S& s, JsonWriter& w) { w.Number(s.tier.write_failures); }, HasDrives},
     {"storage.checksum_failures", [](const S& s, JsonWriter& w) { w.Number(s.drives->checksum_failures); },
      HasDrives},
