@@ -4,7 +4,7 @@
 // (docs/benchmarks.md, "Prefix match"; run it with
 // bench/match_prefix_bench.sh, which starts four servers on loopback).
 //
-// It puts --keys keys of 64 bytes (bench/chain/0 .. N-1), deleting key
+// It puts --keys keys of 64 bytes (a chain, named by index), deleting key
 // --hole when it is below --keys, then times --calls calls of each, one at a
 // time, the two in alternating order after --warmup untimed calls of both,
 // checks every answer, and prints the median and p99 latency of each in
