@@ -76,6 +76,46 @@ TEST(MatchPrefixFallbackTest, OldServersAreAskedWithBatchExists) {
   }
 }
 
+TEST(MatchPrefixFallbackTest, TheFallbackIsRememberedPerServer) {
+  OldServers old(1);
+  auto client = MakeClient(old.addresses);
+  const std::vector<std::string_view> keys = {"a", "b"};
+  ASSERT_TRUE(client->MatchPrefix(keys).ok());
+  const int after_first = old.servers[0]->requests_seen();
+  ASSERT_TRUE(client->MatchPrefix(keys).ok());
+  // Only the BatchExists: no MatchPrefix the server would refuse again.
+  EXPECT_EQ(old.servers[0]->requests_seen() - after_first, 1);
+  const std::string v = "v";
+  ASSERT_TRUE(client->PutWith("a", AsSpan(v), SomeOptions()).ok());
+  const int after_put = old.servers[0]->requests_seen();
+  ASSERT_TRUE(client->PutWith("b", AsSpan(v), SomeOptions()).ok());
+  EXPECT_EQ(old.servers[0]->requests_seen() - after_put, 1);
+  EXPECT_EQ(client->Stats().put_options_dropped, 2u);
+  // Bad options are refused also where they would be dropped.
+  PutOptions bad;
+  bad.retention = static_cast<Retention>(9);
+  EXPECT_EQ(client->PutWith("c", AsSpan(v), bad).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(client->Stats().put_options_dropped, 2u);
+}
+
+TEST(PutOptionsFallbackTest, AsyncSubmissionsCarryOptionsToo) {
+  OldServers old(1);
+  auto client = MakeClient(old.addresses);
+  auto queue = client->NewAsyncQueue();
+  ASSERT_TRUE(queue.ok());
+  const std::string v = "value";
+  const std::vector<std::string_view> keys = {"x", "y"};
+  const std::vector<std::span<const uint8_t>> values = {AsSpan(v), AsSpan(v)};
+  const std::vector<PutOptions> options(2, SomeOptions());
+  (*queue)->SubmitPutWith(keys, values, options, 7);
+  std::vector<AsyncCompletion> done;
+  while (done.empty()) (*queue)->Wait(&done, 1, -1);
+  EXPECT_EQ(done[0].tag, 7u);
+  EXPECT_EQ(done[0].op, AsyncOp::kPut);
+  EXPECT_EQ(done[0].present_prefix, 2u);
+  EXPECT_EQ(client->Stats().put_options_dropped, 2u);
+}
+
 TEST(MatchPrefixTest, BadKeysAndTooManyKeysAreRefused) {
   OldServers old(1);
   auto client = MakeClient(old.addresses);
