@@ -371,9 +371,7 @@ struct BatchRunner::Impl {
       groups[placement_.ServerFor(call->keys[i])].push_back(static_cast<uint32_t>(i));
     }
     std::vector<std::vector<std::vector<uint32_t>>> frames(pools_.size());
-    // Puts with options ride TCP: BatchPutWith carries them.
-    const bool rdma = rdma_ != nullptr && rdma_->active() && call->opcode != proto::Opcode::kBatchExists &&
-                      call->opcode != proto::Opcode::kBatchPutWith;
+    const bool rdma = rdma_ != nullptr && rdma_->active() && call->opcode != proto::Opcode::kBatchExists;
     for (size_t server = 0; server < groups.size(); ++server) {
       if (groups[server].empty()) continue;
       if (rdma) {
@@ -401,9 +399,10 @@ struct BatchRunner::Impl {
     RunGroups(call, groups, frames, &keep, [&](std::vector<uint32_t> items, size_t server) {
       const uint32_t i = items.front();
       std::unique_ptr<RdmaExchange> x;
-      if (call->opcode == proto::Opcode::kBatchPut) {
+      if (IsBatchPut(call->opcode)) {
         x = std::make_unique<RdmaExchange>(rdma_.get(), &counters_, proto::Opcode::kPut, call->keys[i],
                                            placement_.name(server), call->values[i]);
+        if (call->opcode == proto::Opcode::kBatchPutWith) x->set_options(&call->options[i]);
       } else {
         x = std::make_unique<RdmaExchange>(rdma_.get(), &counters_, proto::Opcode::kGet, call->keys[i],
                                            placement_.name(server), std::span<const uint8_t>(), call->buffers[i]);
@@ -414,7 +413,7 @@ struct BatchRunner::Impl {
     for (size_t i = 0; i < n; ++i) {
       RdmaExchange* x = by_key[i];
       if (x == nullptr) continue;  // invalid key, or its server's pool failed: status already set
-      const uint64_t bytes = call->opcode == proto::Opcode::kBatchPut ? call->values[i].size() : x->value_size();
+      const uint64_t bytes = IsBatchPut(call->opcode) ? call->values[i].size() : x->value_size();
       Status s = x->status();
       if (s.code() == StatusCode::kNotFound) s = NotFound("not found");
       (*call->statuses)[i] = s;
