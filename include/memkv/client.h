@@ -307,9 +307,9 @@ class Client {
   // server is asked once, in parallel, for its keys in chain order and stops
   // at its first miss. A key the client could not ask about (its server
   // unreachable or timed out) counts as a miss, as in BatchExists'
-  // present_prefix. InvalidArgument for a bad key (empty, over kMaxKeyBytes)
-  // or more than 1024 keys. A server that predates the call is asked with
-  // BatchExists instead.
+  // present_prefix. A bad key fails the call (InvalidArgument when empty,
+  // TooLarge over 1024 bytes), as do more than 1024 keys (InvalidArgument).
+  // A server that predates the call is asked with BatchExists instead.
   virtual Result<size_t> MatchPrefix(std::span<const std::string_view> keys) = 0;
 };
 
