@@ -491,6 +491,36 @@ TEST_F(RdmaTransportTest, BatchesMoveEveryValueByRdma) {
   EXPECT_EQ(client->BatchExists(keys).present_prefix, 2u);
 }
 
+TEST_F(RdmaTransportTest, PutsWithOptionsMoveByRdmaAndFallBackToTcpWithTheirOptions) {
+  InProcessServer server(fabric_, ServerRdma());
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  auto client = MakeClient(server, "auto");
+  ASSERT_NE(client, nullptr);
+  PutOptions options;
+  options.ttl_ms = 60'000;
+  options.retention = Retention::kEvictFirst;
+  options.parent_key = "opt/parent";
+  const std::vector<uint8_t> value = Pattern(64 << 10, 5);
+  ASSERT_TRUE(client->PutWith("opt/a", value, options).ok());
+  EXPECT_EQ(client->Stats().rdma_ops, 1u);
+  EXPECT_EQ(*client->Get("opt/a"), value);
+  const std::vector<std::string_view> keys = {"opt/b", "opt/c"};
+  const std::vector<std::span<const uint8_t>> values = {value, value};
+  const std::vector<PutOptions> per_key(2, options);
+  EXPECT_EQ(client->BatchPutWith(keys, values, per_key).present_prefix, 2u);
+  EXPECT_EQ(client->Stats().rdma_ops, 4u);  // the get above, and the two puts
+  // An RDMA failure re-issues the put over TCP, as a BatchPutWith.
+  fabric_.FailCompletions(1, verbs::kWcRetryExcErr);
+  Status s = client->PutWith("opt/d", value, options);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(*client->Get("opt/d"), value);
+  ClientStats stats = client->Stats();
+  EXPECT_EQ(stats.transport, "tcp");
+  EXPECT_EQ(stats.put_options_dropped, 0u);
+  const std::vector<std::string_view> chain = {"opt/a", "opt/b", "opt/c", "opt/d", "opt/e"};
+  EXPECT_EQ(*client->MatchPrefix(chain), 4u);
+}
+
 TEST_F(RdmaTransportTest, ABatchCaughtByAnRdmaFailureCompletesOverTcpInAuto) {
   InProcessServer server(fabric_, ServerRdma(), 256 << 20);
   auto client = MakeClient(server, "auto");

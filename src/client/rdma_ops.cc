@@ -82,13 +82,15 @@ RequestFrame RdmaExchange::BuildRequest() {
       if (channel_ == nullptr || !engine_->active()) {
         phase_ = Phase::kTcp;
         via_tcp_ = true;
-        return tcp_.BuildRequest();
+        return Tcp().BuildRequest();
       }
       phase_ = Phase::kGrant;
       if (is_put()) {
         checksum_ = Checksum(put_value_.data(), put_value_.size());
-        frame.opcode = proto::Opcode::kRdmaPut;
-        frame.meta = proto::EncodeRdmaPutRequest(key_, put_value_.size(), checksum_);
+        frame.opcode = options_ != nullptr ? proto::Opcode::kRdmaPutWith : proto::Opcode::kRdmaPut;
+        frame.meta = options_ != nullptr
+                         ? proto::EncodeRdmaPutWithRequest(key_, put_value_.size(), checksum_, *options_)
+                         : proto::EncodeRdmaPutRequest(key_, put_value_.size(), checksum_);
       } else {
         frame.opcode = proto::Opcode::kRdmaGet;
         frame.meta.assign(key_);
@@ -106,7 +108,7 @@ RequestFrame RdmaExchange::BuildRequest() {
       return frame;
     case Phase::kTcp:
       via_tcp_ = true;
-      return tcp_.BuildRequest();
+      return Tcp().BuildRequest();
     case Phase::kGrant:
     case Phase::kTransfer:
     case Phase::kDone:
@@ -121,7 +123,7 @@ Status RdmaExchange::OnResponse(const proto::FrameHeader& header, std::span<cons
                                 std::vector<PayloadSegment>* payload) {
   switch (phase_) {
     case Phase::kTcp:
-      return tcp_.OnResponse(header, meta, payload);
+      return Tcp().OnResponse(header, meta, payload);
     case Phase::kGrant: {
       if (header.status == StatusCode::kOk) return StartTransfer(meta);
       if (header.payload_len != 0) return ProtocolError(Context() + ": error response carries a payload");
@@ -302,13 +304,32 @@ void RdmaExchange::OnRdmaDone(const Status& status, bool connection_lost) {
 }
 
 void RdmaExchange::OnSegment(const PayloadSegment& segment, bool checksum_ok) {
-  tcp_.OnSegment(segment, checksum_ok);
+  Tcp().OnSegment(segment, checksum_ok);
+}
+
+Exchange& RdmaExchange::Tcp() {
+  if (options_ == nullptr) return tcp_;
+  if (tcp_with_ == nullptr) {
+    tcp_with_ = std::make_unique<TcpWithOptions>();
+    TcpWithOptions& t = *tcp_with_;
+    t.key = key_;
+    t.value = put_value_;
+    t.options = options_;
+    t.call.opcode = proto::Opcode::kBatchPutWith;
+    t.call.keys = std::span<const std::string_view>(&t.key, 1);
+    t.call.values = std::span<const std::span<const uint8_t>>(&t.value, 1);
+    t.call.options = std::span<const PutOptions>(t.options, 1);
+    t.statuses.assign(1, Internal("request was never answered (client bug)"));
+    t.call.statuses = &t.statuses;
+    t.exchange = std::make_unique<BatchExchange>(&t.call, std::vector<uint32_t>{0}, server_);
+  }
+  return *tcp_with_->exchange;
 }
 
 void RdmaExchange::OnFailure(const Status& status) {
   ReleaseBuffers();
   if (phase_ == Phase::kTcp) {
-    tcp_.OnFailure(status);
+    Tcp().OnFailure(status);
     return;
   }
   if (phase_ != Phase::kRelease) status_ = status.WithContext(Context());

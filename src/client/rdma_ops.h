@@ -61,7 +61,14 @@ class RdmaExchange final : public Exchange, public RdmaSink {
                std::optional<std::span<uint8_t>> get_buffer = std::nullopt);
   ~RdmaExchange() override;
 
-  const Status& status() const { return via_tcp_ ? tcp_.status() : status_; }
+  // A put with options (`options` outlives the exchange): RdmaPutWith; over
+  // TCP a one-item BatchPutWith, so the options ride every path.
+  void set_options(const PutOptions* options) { options_ = options; }
+
+  const Status& status() const {
+    if (!via_tcp_) return status_;
+    return tcp_with_ != nullptr ? tcp_with_->statuses.front() : tcp_.status();
+  }
   uint64_t value_size() const { return via_tcp_ ? tcp_.value_size() : value_size_; }
   std::vector<uint8_t>& value() { return via_tcp_ ? tcp_.value() : value_; }
   // The value bytes moved by RDMA (false: inline TCP, or no value moved).
@@ -107,6 +114,18 @@ class RdmaExchange final : public Exchange, public RdmaSink {
   std::span<const uint8_t> put_value_;
   std::optional<std::span<uint8_t>> get_buffer_;
   SingleExchange tcp_;  // the inline-bulk form of the same request
+  // The inline-bulk form of a put with options: a one-item BatchPutWith.
+  struct TcpWithOptions {
+    std::string_view key;
+    std::span<const uint8_t> value;
+    const PutOptions* options = nullptr;
+    std::vector<Status> statuses;
+    BatchCall call;
+    std::unique_ptr<BatchExchange> exchange;
+  };
+  Exchange& Tcp();  // the inline-bulk form in use (made on first use)
+  const PutOptions* options_ = nullptr;
+  std::unique_ptr<TcpWithOptions> tcp_with_;
   bool via_tcp_ = false;
   bool carried_by_rdma_ = false;
   bool zero_copy_ = false;
