@@ -46,6 +46,7 @@
 #include <string_view>
 #include <vector>
 
+#include "memkv/put_options.h"
 #include "memkv/status.h"
 
 namespace memkv {
@@ -111,6 +112,13 @@ class AsyncQueue {
   virtual size_t Wait(std::vector<AsyncCompletion>* out, size_t max, int timeout_ms) = 0;
   // Submitted and not yet taken by Poll / Wait.
   virtual size_t outstanding() const = 0;
+
+  // SubmitPut with options (Client::BatchPutWith): `options` is empty or
+  // holds one PutOptions per key; it is lent like the keys and values.
+  // Completes as AsyncOp::kPut. (Declared last: the slots above stay put.)
+  virtual AsyncId SubmitPutWith(std::span<const std::string_view> keys,
+                                std::span<const std::span<const uint8_t>> values,
+                                std::span<const PutOptions> options, uint64_t tag = 0) = 0;
 };
 
 }  // namespace memkv

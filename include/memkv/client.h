@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "memkv/async.h"
+#include "memkv/put_options.h"
 #include "memkv/status.h"
 
 namespace memkv {
@@ -189,6 +190,9 @@ struct ClientStats {
   // Work completions that came back in error, by ibv_wc_status value
   // (12 = IBV_WC_RETRY_EXC_ERR, 5 = IBV_WC_WR_FLUSH_ERR, ...).
   std::map<int, uint64_t> completion_errors;
+  // Puts whose PutOptions were dropped because their server predates them
+  // (the value was stored as a plain put; logged once per server).
+  uint64_t put_options_dropped = 0;
 };
 
 // ---- Client statistics, described once ----
@@ -280,6 +284,33 @@ class Client {
   virtual Status RegisterMemory(std::span<uint8_t> region) = 0;
   // NotFound when `base` is not the start of a registered region.
   virtual Status UnregisterMemory(void* base) = 0;
+
+  // ---- Put options and prefix matching ----
+  // (Declared last so that the vtable slots of the calls above stay put.)
+
+  // Put with what the value's options say (memkv/put_options.h): TTL,
+  // retention class, parent key, block hashes. InvalidArgument naming the
+  // field when an option is out of range (parent_key over kMaxKeyBytes, a
+  // hash over kMaxBlockHashBytes, an unknown retention); a pin past the
+  // server's pinned-bytes cap is ResourceExhausted with the server's message.
+  // A server that predates options stores the value as a plain put: the
+  // options are dropped, counted in ClientStats::put_options_dropped and
+  // logged once per server (docs/client-library.md, "Put options").
+  virtual Status PutWith(std::string_view key, std::span<const uint8_t> value, const PutOptions& options) = 0;
+  // BatchPut with options: `options` is empty (plain puts) or holds one
+  // PutOptions per key (InvalidArgument for every key otherwise).
+  virtual BatchResult BatchPutWith(std::span<const std::string_view> keys,
+                                   std::span<const std::span<const uint8_t>> values,
+                                   std::span<const PutOptions> options) = 0;
+  // The length of the longest leading run of `keys` that is stored: keys[0]
+  // .. keys[n-1] present and keys[n] absent (keys.size() when all are). Each
+  // server is asked once, in parallel, for its keys in chain order and stops
+  // at its first miss. A key the client could not ask about (its server
+  // unreachable or timed out) counts as a miss, as in BatchExists'
+  // present_prefix. InvalidArgument for a bad key (empty, over kMaxKeyBytes)
+  // or more than 1024 keys. A server that predates the call is asked with
+  // BatchExists instead.
+  virtual Result<size_t> MatchPrefix(std::span<const std::string_view> keys) = 0;
 };
 
 }  // namespace memkv

@@ -255,6 +255,66 @@ memkv_status_t memkv_batch_get(memkv_client_t* client, const void* const* keys, 
 memkv_status_t memkv_batch_exists(memkv_client_t* client, const void* const* keys, const size_t* key_lens,
                                   size_t count, memkv_status_t* statuses, size_t* prefix);
 
+/* ---- Put options and prefix matching ---------------------------------
+ * What a put may say about its value besides its bytes (memkv/put_options.h,
+ * docs/client-library.md "Put options"), and the prefix-cache lookup.
+ *
+ *   memkv_put_options_t o;
+ *   memkv_put_options_init(&o);
+ *   o.ttl_ms = 60000; o.retention = MEMKV_RETENTION_PINNED;
+ *   memkv_put_with(c, key, key_len, value, value_len, &o);
+ *
+ * A server that predates options stores such a put as a plain one (the
+ * options dropped, counted in memkv_stats_t.put_options_dropped). */
+
+#define MEMKV_RETENTION_NORMAL 0      /* least recently used first */
+#define MEMKV_RETENTION_PINNED 1      /* not evicted while its TTL runs; capped */
+#define MEMKV_RETENTION_EVICT_FIRST 2 /* evicted before any normal value */
+
+#define MEMKV_HASH_BYTES 0 /* block hashes are opaque bytes */
+#define MEMKV_HASH_INT64 1 /* block hashes are 8 bytes, a little-endian int64 */
+
+/* Longest block_hash / parent_hash, in bytes. */
+#define MEMKV_MAX_BLOCK_HASH_BYTES 64
+
+/* The struct only ever grows at its end: memkv_put_options_init sets
+ * struct_size to sizeof(memkv_put_options_t) and every field to "none", so
+ * a program built against an older header keeps working. Pointers with a
+ * length may be NULL when the length is 0; the bytes are copied before the
+ * call returns. */
+typedef struct memkv_put_options {
+  size_t struct_size;
+  uint64_t ttl_ms;          /* lifetime from the put; 0: none */
+  int32_t retention;        /* MEMKV_RETENTION_* */
+  int32_t hash_kind;        /* MEMKV_HASH_* */
+  const void* parent_key;   /* the previous block's key (0..1024 bytes) */
+  size_t parent_key_len;
+  const void* block_hash;   /* this block's hash (0..64 bytes) */
+  size_t block_hash_len;
+  const void* parent_hash;  /* the parent block's hash (0..64 bytes) */
+  size_t parent_hash_len;
+} memkv_put_options_t;
+
+/* Fills *options with no options at all (a plain put) and its struct_size. */
+void memkv_put_options_init(memkv_put_options_t* options);
+
+/* memkv_put with options (NULL: a plain put). MEMKV_INVALID_ARGUMENT naming
+ * the field when one is out of range; MEMKV_RESOURCE_EXHAUSTED when the
+ * server refuses a pin past its pinned-bytes cap. */
+memkv_status_t memkv_put_with(memkv_client_t* client, const void* key, size_t key_len, const void* value,
+                              size_t value_len, const memkv_put_options_t* options);
+/* memkv_batch_put with options[i] for key i (options NULL: plain puts). */
+memkv_status_t memkv_batch_put_with(memkv_client_t* client, const void* const* keys, const size_t* key_lens,
+                                    const void* const* values, const size_t* value_lens,
+                                    const memkv_put_options_t* options, size_t count, memkv_status_t* statuses,
+                                    size_t* prefix);
+/* *matched is the length of the longest leading run of the keys that is
+ * stored (count when all are): the prefix-cache lookup, one request per
+ * server, in parallel, each server stopping at its first miss. A key whose
+ * server cannot be reached counts as a miss. At most 1024 keys. */
+memkv_status_t memkv_match_prefix(memkv_client_t* client, const void* const* keys, const size_t* key_lens,
+                                  size_t count, size_t* matched);
+
 /* ---- Asynchronous batches ---------------------------------------------
  * The batch calls above, submitted without waiting (docs/client-library.md,
  * "Asynchronous calls"; memkv/async.h is the C++ side). A submit call
@@ -428,6 +488,9 @@ typedef struct memkv_stats {
   /* The last RDMA connection set up: device, GID index, traffic class,
    * service level, MTU, QPs and server; "" if none. */
   char rdma_path[MEMKV_STATS_TEXT_BYTES];
+  /* Puts whose options were dropped because their server predates them
+   * (stored as plain puts). Filled when struct_size reaches it. */
+  uint64_t put_options_dropped;
 } memkv_stats_t;
 
 /* MEMKV_INVALID_ARGUMENT when struct_size is below MEMKV_STATS_MIN_SIZE, the

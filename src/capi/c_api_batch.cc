@@ -97,6 +97,45 @@ memkv_status_t memkv_batch_put(memkv_client_t* c, const void* const* keys, const
               });
 }
 
+memkv_status_t memkv_batch_put_with(memkv_client_t* c, const void* const* keys, const size_t* key_lens,
+                                    const void* const* values, const size_t* value_lens,
+                                    const memkv_put_options_t* options, size_t count, memkv_status_t* statuses,
+                                    size_t* prefix) {
+  const char* fn = __func__;
+  const bool any = count > 0;
+  return Call(fn,
+              {{"client", c},
+               {"keys", keys, any},
+               {"key_lens", key_lens, any},
+               {"values", values, any},
+               {"value_lens", value_lens, any},
+               {"statuses", statuses, any}},
+              [&] {
+                auto views =
+                    ViewBatch<std::span<const uint8_t>>(fn, keys, key_lens, "values", values, value_lens, count);
+                if (!views.ok()) return Fail(views.status());
+                auto converted = memkv::capi::ToPutOptionsArray(fn, options, count);
+                if (!converted.ok()) return Fail(converted.status());
+                return Deliver(c->client->BatchPutWith(views->keys, views->bytes, *converted), count, statuses,
+                               prefix);
+              });
+}
+
+memkv_status_t memkv_match_prefix(memkv_client_t* c, const void* const* keys, const size_t* key_lens, size_t count,
+                                  size_t* matched) {
+  const char* fn = __func__;
+  const bool any = count > 0;
+  return Call(fn, {{"client", c}, {"keys", keys, any}, {"key_lens", key_lens, any}, {"matched", matched}}, [&] {
+    std::vector<std::string_view> key_views;
+    memkv::Status s = Views(fn, "keys", keys, key_lens, count, &key_views);
+    if (!s.ok()) return Fail(s);
+    memkv::Result<size_t> n = c->client->MatchPrefix(key_views);
+    if (!n.ok()) return Fail(n.status());
+    *matched = *n;
+    return MEMKV_OK;
+  });
+}
+
 memkv_status_t memkv_batch_get(memkv_client_t* c, const void* const* keys, const size_t* key_lens, void* const* bufs,
                                const size_t* buf_lens, size_t count, size_t* value_lens, memkv_status_t* statuses,
                                size_t* prefix) {

@@ -107,6 +107,10 @@ T CallOr(T fallback, F&& body) noexcept {
   }
 }
 
+// The C put options of a batch (NULL: none, an empty vector), each checked
+// and copied; InvalidArgument naming "<fn>: options[i].<field>" otherwise.
+Result<std::vector<PutOptions>> ToPutOptionsArray(const char* fn, const memkv_put_options_t* options, size_t count);
+
 inline std::string_view Key(const void* key, size_t key_len) { return {static_cast<const char*>(key), key_len}; }
 
 }  // namespace memkv::capi

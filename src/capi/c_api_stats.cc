@@ -62,6 +62,7 @@ constexpr CStatsField kFields[] = {
     {.name = "completion_errors", .by_status = &T::completion_errors},
     {.name = "fallback_reason", .text = &T::fallback_reason},
     {.name = "rdma_path", .text = &T::rdma_path},
+    {.name = "put_options_dropped", .count = &T::put_options_dropped},
 };
 
 const CStatsField* FindField(std::string_view name) {

@@ -122,6 +122,22 @@ class ClientImpl final : public Client {
     RunJob(&job);
     return ResultOf(std::move(job.completion));
   }
+  Status PutWith(std::string_view key, std::span<const uint8_t> value, const PutOptions& options) override {
+    (void)key, (void)value, (void)options;
+    return Internal("PutWith is not implemented yet");
+  }
+  BatchResult BatchPutWith(std::span<const std::string_view> keys, std::span<const std::span<const uint8_t>> values,
+                           std::span<const PutOptions> options) override {
+    BatchJob job = Job(AsyncOp::kPut, keys);
+    job.values = values;
+    job.options = options;
+    RunJob(&job);
+    return ResultOf(std::move(job.completion));
+  }
+  Result<size_t> MatchPrefix(std::span<const std::string_view> keys) override {
+    (void)keys;
+    return Internal("MatchPrefix is not implemented yet");
+  }
   BatchResult BatchGetInto(std::span<const std::string_view> keys, std::span<const std::span<uint8_t>> buffers,
                            std::vector<size_t>* sizes) override {
     BatchJob job = Job(AsyncOp::kGet, keys);

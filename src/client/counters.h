@@ -32,6 +32,7 @@ struct ClientCounters {
   std::atomic<uint64_t> tcp_ops{0};
   std::atomic<uint64_t> tcp_bytes{0};
   std::atomic<uint64_t> rdma_reissued{0};
+  std::atomic<uint64_t> put_options_dropped{0};
   std::atomic<uint64_t> fallbacks{0};
   std::array<std::atomic<uint64_t>, 32> completion_errors{};  // by ibv_wc_status (last: 31 and above)
   mutable std::mutex fallback_mu;

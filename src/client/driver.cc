@@ -265,6 +265,17 @@ AsyncId DriverQueue::SubmitPut(std::span<const std::string_view> keys,
   return Submit(std::move(job), tag);
 }
 
+AsyncId DriverQueue::SubmitPutWith(std::span<const std::string_view> keys,
+                                   std::span<const std::span<const uint8_t>> values,
+                                   std::span<const PutOptions> options, uint64_t tag) {
+  auto job = std::make_unique<BatchJob>();
+  job->op = AsyncOp::kPut;
+  job->keys = keys;
+  job->values = values;
+  job->options = options;
+  return Submit(std::move(job), tag);
+}
+
 AsyncId DriverQueue::SubmitExists(std::span<const std::string_view> keys, uint64_t tag) {
   auto job = std::make_unique<BatchJob>();
   job->op = AsyncOp::kExists;

@@ -42,6 +42,7 @@ struct BatchJob {
   AsyncOp op = AsyncOp::kGet;
   std::span<const std::string_view> keys;
   std::span<const std::span<const uint8_t>> values;  // put
+  std::span<const PutOptions> options;               // put: empty, or one per key
   std::span<const std::span<uint8_t>> buffers;       // get
   AsyncCompletion completion;                        // id, tag and op set on submission
 };
@@ -142,6 +143,8 @@ class DriverQueue final : public AsyncQueue {
                     uint64_t tag) override;
   AsyncId SubmitPut(std::span<const std::string_view> keys, std::span<const std::span<const uint8_t>> values,
                     uint64_t tag) override;
+  AsyncId SubmitPutWith(std::span<const std::string_view> keys, std::span<const std::span<const uint8_t>> values,
+                        std::span<const PutOptions> options, uint64_t tag) override;
   AsyncId SubmitExists(std::span<const std::string_view> keys, uint64_t tag) override;
   AsyncId SubmitDelete(std::span<const std::string_view> keys, uint64_t tag) override;
   bool Cancel(AsyncId id) override { return driver_->Cancel(core_.get(), id); }

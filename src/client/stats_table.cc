@@ -58,6 +58,8 @@ constexpr StatRow kRows[] = {
       .doc = "RDMA work completions in error, by ibv_wc_status",
       .by_status = &ClientStats::completion_errors},
      nullptr},
+    Count("put_options_dropped", "puts stored without their options because their server predates them",
+          &ClientStats::put_options_dropped, &ClientCounters::put_options_dropped),
 };
 
 }  // namespace
