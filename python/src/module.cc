@@ -47,6 +47,12 @@ and read into, any C-contiguous object with the buffer protocol, with no copy.
 A miss is not an exception: get and get_into return None, delete and exists
 return False. Other failures raise the memkv.Error subclass of their status.
 
+Puts may say more than their bytes: put and put_ptr take ttl_ms, retention
+("normal", "pinned", "evict_first"), parent_key, block_hash and parent_hash
+as keywords; the batch and submitted puts take options=, one memkv.PutOptions
+(or None) per key. match_prefix(keys) is the prefix-cache lookup: how many
+keys, from the first, are stored without a gap.
+
 Use it as a context manager, or call close(); calls after close() raise
 memkv.FailedPrecondition. Calls release the GIL while they wait on the network,
 so threads sharing one client run in parallel.

@@ -21,6 +21,7 @@
 #include "client/client_from_config.h"
 #include "config/client_config.h"
 #include "memkv/client.h"
+#include "memkv/put_options.h"
 #include "proto/frame.h"
 
 namespace memkv::cli {
