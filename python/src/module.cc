@@ -174,9 +174,9 @@ void BindClient(py::module_& m) {
                   "MEMKV_AUTH_KEY, MEMKV_TRANSPORT, MEMKV_TIMEOUT_MS, ... (docs/configuration.md).")
       .def(
           "put",
-          [](PyClient& c, py::handle key, py::handle value, py::handle ttl_ms, py::handle retention,
+          [](PyClient& c, py::handle k, py::handle value, py::handle ttl_ms, py::handle retention,
              py::handle parent_key, py::handle block_hash, py::handle parent_hash) {
-            c.Put(key, value,
+            c.Put(k, value,
                   PutOptionsFrom(ttl_ms, retention, parent_key, block_hash, parent_hash, "memkv.Client.put"));
           },
           key, py::arg("value"), py::kw_only(), kTtl, kRetention, kParentKey, kBlockHash, kParentHash,
@@ -187,9 +187,9 @@ void BindClient(py::module_& m) {
           "\"evict_first\"), the parent block's key and the engine's block hashes (bytes or int).")
       .def(
           "put_ptr",
-          [](PyClient& c, py::handle key, py::handle address, py::handle length, py::handle ttl_ms,
+          [](PyClient& c, py::handle k, py::handle address, py::handle length, py::handle ttl_ms,
              py::handle retention, py::handle parent_key, py::handle block_hash, py::handle parent_hash) {
-            c.PutPtr(key, address, length,
+            c.PutPtr(k, address, length,
                      PutOptionsFrom(ttl_ms, retention, parent_key, block_hash, parent_hash, "memkv.Client.put_ptr"));
           },
           key, py::arg("address"), py::arg("length"), py::kw_only(), kTtl, kRetention, kParentKey, kBlockHash,

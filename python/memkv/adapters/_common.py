@@ -386,24 +386,34 @@ class PageIO:
     def exists_prefix(self, keys: Sequence[Key]) -> int:
         """How many keys, from keys[0], are present without a gap: the
         client's match_prefix (one request per server, each stopping at its
-        first miss; the client asks a server that predates it with exists),
-        MAX_MATCH_KEYS at a time, asking no further than the first slice
-        with a gap. As in the client, a key whose server cannot be asked is a
-        miss; a call that fails ends the prefix where it began."""
+        first miss; the client itself asks a server that predates it with
+        exists), MAX_MATCH_KEYS at a time, asking no further than the first
+        slice with a gap. A slice the client cannot match (an error other
+        than a closed client) is counted from a batch exists instead, which
+        reads the same: a key whose server cannot be asked is a miss."""
         hit = 0
         for i in range(0, len(keys), MAX_MATCH_KEYS):
             part = keys[i:i + MAX_MATCH_KEYS]
-            try:
-                n = self.client.match_prefix(part)
-            except memkv.Error as e:
-                self._failed("exists", e, len(part))
-                self._count(exists_keys=len(part))
-                return hit
-            self._count(exists_keys=len(part), exists_hits=n)
+            n = self._match_prefix(part)
             hit += n
             if n < len(part):
                 break
         return hit
+
+    def _match_prefix(self, keys: Sequence[Key]) -> int:
+        try:
+            n = self.client.match_prefix(keys)
+        except memkv.FailedPrecondition as e:  # closed: nothing else will answer either
+            self._failed("exists", e, len(keys))
+            self._count(exists_keys=len(keys))
+            return 0
+        except memkv.Error as e:
+            self.errors.warn(f"match:{type(e).__name__}", f"memkv {self.engine}: match_prefix of {len(keys)} key(s) "
+                                                          f"failed, counted from exists instead: {e}")
+            present = self.exists(keys)
+            return present.index(False) if False in present else len(present)
+        self._count(exists_keys=len(keys), exists_hits=n)
+        return n
 
     def delete(self, keys: Sequence[Key]) -> List[bool]:
         """Deletes each key: True where it was deleted or already absent."""
