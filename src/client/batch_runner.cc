@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/clock.h"
+#include "base/log.h"
 #include "client/connection.h"
 #include "client/ops.h"
 #include "client/placement.h"
@@ -37,25 +38,29 @@ Status CheckBatchValueSize(uint64_t size) {
 // items and kMaxPayloadBytes of values each (`bytes_of(i)` is what item i
 // adds to the frame's payload), and into up to `spread` frames of similar
 // size when there are enough bytes to keep several connections busy.
-template <typename BytesOf>
+template <typename BytesOf, typename MetaOf>
 std::vector<std::vector<uint32_t>> SplitFrames(const std::vector<uint32_t>& items, uint32_t spread,
-                                               BytesOf bytes_of) {
+                                               BytesOf bytes_of, MetaOf meta_of) {
   uint64_t total = 0;
   for (uint32_t i : items) total += bytes_of(i);
   const uint64_t wanted_frames = std::clamp<uint64_t>(total / kSpreadBytesPerFrame, 1, spread);
   const uint64_t soft_bytes = wanted_frames > 1 ? (total + wanted_frames - 1) / wanted_frames : UINT64_MAX;
   std::vector<std::vector<uint32_t>> frames(1);
   uint64_t bytes = 0;
+  uint64_t meta = 4;  // the item count
   for (uint32_t i : items) {
     const uint64_t b = bytes_of(i);
+    const uint64_t m = meta_of(i);
     std::vector<uint32_t>& cur = frames.back();
     if (!cur.empty() && (cur.size() >= proto::kMaxBatchItems || bytes + b > proto::kMaxPayloadBytes ||
-                         bytes >= soft_bytes)) {
+                         meta + m > proto::kMaxMetaBytes || bytes >= soft_bytes)) {
       frames.emplace_back();
       bytes = 0;
+      meta = 4;
     }
     frames.back().push_back(i);
     bytes += b;
+    meta += m;
   }
   return frames;
 }
@@ -84,16 +89,15 @@ struct BatchRunner::Impl {
       : options_(options), placement_(placement), pools_(pools), rdma_(rdma), counters_(counters) {}
 
   BatchResult BatchPutImpl(std::span<const std::string_view> keys,
-                           std::span<const std::span<const uint8_t>> values) {
+                           std::span<const std::span<const uint8_t>> values, std::span<const PutOptions> options) {
     BatchResult result;
-    BatchCall call;
-    call.opcode = proto::Opcode::kBatchPut;
-    call.keys = keys;
-    call.values = values;
-    call.statuses = &result.statuses;
     if (keys.size() != values.size()) {
-      return Mismatch("BatchPut", keys.size(), "values", values.size());
+      return Mismatch(options.empty() ? "BatchPut" : "BatchPutWith", keys.size(), "values", values.size());
     }
+    if (!options.empty() && options.size() != keys.size()) {
+      return Mismatch("BatchPutWith", keys.size(), "options", options.size());
+    }
+    if (std::all_of(options.begin(), options.end(), [](const PutOptions& o) { return o.empty(); })) options = {};
     // A key named more than once: only its last item is sent, and every item
     // of that key gets its status. Sent together, the items could travel in
     // different frames and land in either order.
@@ -101,21 +105,155 @@ struct BatchRunner::Impl {
     bool repeated = false;
     for (size_t i = 0; i < keys.size(); ++i) repeated = repeated || last[i] != i;
     if (!repeated) {
-      RunBatch(&call, [&](size_t i) { return values[i].size(); });
+      if (options.empty()) {
+        BatchCall call;
+        call.opcode = proto::Opcode::kBatchPut;
+        call.keys = keys;
+        call.values = values;
+        call.statuses = &result.statuses;
+        RunBatch(&call, [&](size_t i) { return values[i].size(); });
+      } else {
+        result.statuses.assign(keys.size(), Status());
+        RunPutWith(keys, values, options, &result.statuses);
+      }
       return Finish(std::move(result));
     }
     std::vector<std::string_view> unique_keys;
     std::vector<std::span<const uint8_t>> unique_values;
+    std::vector<PutOptions> unique_options;
     std::vector<size_t> position(keys.size());  // item i's last occurrence, in the unique lists
     for (size_t i = 0; i < keys.size(); ++i) {
       if (last[i] != i) continue;
       position[i] = unique_keys.size();
       unique_keys.push_back(keys[i]);
       unique_values.push_back(values[i]);
+      if (!options.empty()) unique_options.push_back(options[i]);
     }
-    BatchResult unique = BatchPutImpl(unique_keys, unique_values);
+    BatchResult unique = BatchPutImpl(unique_keys, unique_values, unique_options);
     for (size_t i = 0; i < keys.size(); ++i) result.statuses.push_back(unique.statuses[position[last[i]]]);
     return Finish(std::move(result));
+  }
+
+  // Runs `run(sub_keys, &sub_statuses)` over the keys at `items` and copies
+  // each status back to its place in `statuses`. Skips an empty subset.
+  template <typename Run>
+  static void OnSubset(std::span<const std::string_view> keys, const std::vector<uint32_t>& items,
+                       std::vector<Status>* statuses, Run run) {
+    if (items.empty()) return;
+    std::vector<std::string_view> sub_keys;
+    sub_keys.reserve(items.size());
+    for (uint32_t i : items) sub_keys.push_back(keys[i]);
+    std::vector<Status> sub;
+    run(std::span<const std::string_view>(sub_keys), &sub);
+    for (size_t j = 0; j < items.size(); ++j) (*statuses)[items[j]] = std::move(sub[j]);
+  }
+
+  // Plain puts of the keys at `items` (distinct keys).
+  void RunPlainPut(std::span<const std::string_view> keys, std::span<const std::span<const uint8_t>> values,
+                   const std::vector<uint32_t>& items, std::vector<Status>* statuses) {
+    std::vector<std::span<const uint8_t>> sub_values;
+    sub_values.reserve(items.size());
+    for (uint32_t i : items) sub_values.push_back(values[i]);
+    OnSubset(keys, items, statuses, [&](std::span<const std::string_view> sub_keys, std::vector<Status>* out) {
+      BatchCall call;
+      call.opcode = proto::Opcode::kBatchPut;
+      call.keys = sub_keys;
+      call.values = sub_values;
+      call.statuses = out;
+      RunBatch(&call, [&](size_t i) { return sub_values[i].size(); });
+    });
+  }
+
+  // Puts with options (distinct keys): BatchPutWith to the servers that know
+  // it; to one that predates it (it answers "unknown opcode", remembered per
+  // server), plain puts, the options dropped, counted and logged once.
+  void RunPutWith(std::span<const std::string_view> keys, std::span<const std::span<const uint8_t>> values,
+                  std::span<const PutOptions> options, std::vector<Status>* statuses) {
+    std::vector<uint32_t> with, plain;
+    for (uint32_t i = 0; i < keys.size(); ++i) {
+      const bool lacks = pools_[placement_.ServerFor(keys[i])]->Lacks(ServerPool::kPutOptions);
+      (lacks ? plain : with).push_back(i);
+    }
+    std::vector<std::span<const uint8_t>> sub_values;
+    std::vector<PutOptions> sub_options;
+    for (uint32_t i : with) {
+      sub_values.push_back(values[i]);
+      sub_options.push_back(options[i]);
+    }
+    OnSubset(keys, with, statuses, [&](std::span<const std::string_view> sub_keys, std::vector<Status>* out) {
+      BatchCall call;
+      call.opcode = proto::Opcode::kBatchPutWith;
+      call.keys = sub_keys;
+      call.values = sub_values;
+      call.options = sub_options;
+      call.statuses = out;
+      RunBatch(&call, [&](size_t i) { return sub_values[i].size(); });
+    });
+    for (uint32_t i : with) {
+      if (!IsUnknownOpcode((*statuses)[i])) continue;
+      const size_t server = placement_.ServerFor(keys[i]);
+      if (pools_[server]->MarkLacking(ServerPool::kPutOptions)) {
+        LOG_WARN_C("client") << "server " << placement_.name(server)
+                             << " predates put options (it answered BatchPutWith with 'unknown opcode'); puts to "
+                                "it are stored as plain puts, their TTL, retention and parent key dropped";
+      }
+      plain.push_back(i);
+    }
+    RunPlainPut(keys, values, plain, statuses);
+    for (uint32_t i : plain) {
+      if (!options[i].empty()) ClientCounters::Add(counters_.put_options_dropped, 1);
+    }
+  }
+
+  // MatchPrefix: one request per server with its keys in chain order, the
+  // servers asked in parallel; a server that predates MatchPrefix is asked
+  // with BatchExists. The answer is the first key not Ok in chain order.
+  Result<size_t> MatchPrefixImpl(std::span<const std::string_view> keys) {
+    if (keys.size() > proto::kMaxBatchItems) {
+      return InvalidArgument("MatchPrefix of " + std::to_string(keys.size()) + " keys exceeds the limit of " +
+                             std::to_string(proto::kMaxBatchItems) + " keys per call");
+    }
+    for (size_t i = 0; i < keys.size(); ++i) {
+      MEMKV_RETURN_IF_ERROR(proto::CheckKey(keys[i]).WithContext("MatchPrefix key " + std::to_string(i)));
+    }
+    std::vector<Status> statuses(keys.size(), Status(StatusCode::kInternal, std::string()));
+    ClientCounters::Add(counters_.ops, keys.size());
+    std::vector<std::vector<uint32_t>> groups(pools_.size());
+    std::vector<uint32_t> by_exists;
+    for (uint32_t i = 0; i < keys.size(); ++i) {
+      const size_t server = placement_.ServerFor(keys[i]);
+      if (pools_[server]->Lacks(ServerPool::kMatchPrefix)) {
+        by_exists.push_back(i);
+      } else {
+        groups[server].push_back(i);
+      }
+    }
+    std::vector<std::vector<std::vector<uint32_t>>> frames(pools_.size());
+    for (size_t server = 0; server < groups.size(); ++server) {
+      if (!groups[server].empty()) frames[server].push_back(groups[server]);
+    }
+    BatchCall call;
+    call.opcode = proto::Opcode::kMatchPrefix;
+    call.keys = keys;
+    call.statuses = &statuses;
+    std::vector<std::unique_ptr<client::Exchange>> keep;
+    RunGroups(&call, groups, frames, &keep, [&](std::vector<uint32_t> items, size_t server) {
+      return std::make_unique<MatchPrefixExchange>(&call, std::move(items), placement_.name(server));
+    });
+    for (size_t server = 0; server < groups.size(); ++server) {
+      if (groups[server].empty() || !IsUnknownOpcode(statuses[groups[server].front()])) continue;
+      if (pools_[server]->MarkLacking(ServerPool::kMatchPrefix)) {
+        LOG_INFO_C("client") << "server " << placement_.name(server)
+                             << " predates MatchPrefix (it answered 'unknown opcode'); asking it with BatchExists";
+      }
+      by_exists.insert(by_exists.end(), groups[server].begin(), groups[server].end());
+    }
+    OnSubset(keys, by_exists, &statuses, [&](std::span<const std::string_view> sub_keys, std::vector<Status>* out) {
+      *out = BatchExistsImpl(sub_keys).statuses;
+    });
+    size_t matched = 0;
+    while (matched < statuses.size() && statuses[matched].ok()) ++matched;
+    return matched;
   }
 
   // For each key, the index of the last item naming the same key.
@@ -218,7 +356,8 @@ struct BatchRunner::Impl {
     std::vector<std::vector<uint32_t>> groups(pools_.size());
     for (size_t i = 0; i < n; ++i) {
       Status valid = proto::CheckKey(call->keys[i]);
-      if (valid.ok() && call->opcode == proto::Opcode::kBatchPut) valid = CheckBatchValueSize(call->values[i].size());
+      if (valid.ok() && IsBatchPut(call->opcode)) valid = CheckBatchValueSize(call->values[i].size());
+      if (valid.ok() && call->opcode == proto::Opcode::kBatchPutWith) valid = proto::CheckPutOptions(call->options[i]);
       if (!valid.ok()) {
         (*call->statuses)[i] = valid.WithContext(std::string(BatchOpName(call)) + " item " + std::to_string(i));
         continue;
@@ -226,14 +365,20 @@ struct BatchRunner::Impl {
       groups[placement_.ServerFor(call->keys[i])].push_back(static_cast<uint32_t>(i));
     }
     std::vector<std::vector<std::vector<uint32_t>>> frames(pools_.size());
-    const bool rdma = rdma_ != nullptr && rdma_->active() && call->opcode != proto::Opcode::kBatchExists;
+    // Puts with options ride TCP: BatchPutWith carries them.
+    const bool rdma = rdma_ != nullptr && rdma_->active() && call->opcode != proto::Opcode::kBatchExists &&
+                      call->opcode != proto::Opcode::kBatchPutWith;
     for (size_t server = 0; server < groups.size(); ++server) {
       if (groups[server].empty()) continue;
       if (rdma) {
         // Over RDMA every value is its own pipelined RdmaPut / RdmaGet.
         for (uint32_t i : groups[server]) frames[server].push_back({i});
       } else {
-        frames[server] = SplitFrames(groups[server], options_.num_connections, bytes_of);
+        frames[server] = SplitFrames(groups[server], options_.num_connections, bytes_of, [&](uint32_t i) {
+          return call->opcode == proto::Opcode::kBatchPutWith
+                     ? proto::BatchPutWithItemBytes(call->keys[i], call->options[i])
+                     : 2 + call->keys[i].size() + 16;
+        });
       }
     }
     if (!rdma) {
@@ -283,7 +428,7 @@ struct BatchRunner::Impl {
   void CountTcpBatch(const BatchCall* call) {
     for (size_t i = 0; i < call->keys.size(); ++i) {
       if (!(*call->statuses)[i].ok()) continue;
-      CountTcp(call->opcode == proto::Opcode::kBatchPut ? call->values[i].size()
+      CountTcp(IsBatchPut(call->opcode) ? call->values[i].size()
                                                         : (call->sizes != nullptr ? (*call->sizes)[i] : 0));
     }
   }
@@ -372,10 +517,14 @@ struct BatchRunner::Impl {
   }
 
   static const char* BatchOpName(const BatchCall* call) {
-    return call->opcode == proto::Opcode::kBatchPut      ? "BatchPut"
-           : call->opcode == proto::Opcode::kBatchGet    ? "BatchGetInto"
-           : call->opcode == proto::Opcode::kBatchExists ? "BatchExists"
-                                                         : "BatchDelete";
+    switch (call->opcode) {
+      case proto::Opcode::kBatchPut: return "BatchPut";
+      case proto::Opcode::kBatchPutWith: return "BatchPutWith";
+      case proto::Opcode::kBatchGet: return "BatchGetInto";
+      case proto::Opcode::kBatchExists: return "BatchExists";
+      case proto::Opcode::kMatchPrefix: return "MatchPrefix";
+      default: return "BatchDelete";
+    }
   }
 
   static BatchResult Mismatch(const char* op, size_t keys, const char* what, size_t count) {
@@ -407,8 +556,12 @@ BatchRunner::BatchRunner(const ClientOptions& options, const Placement& placemen
 BatchRunner::~BatchRunner() = default;
 
 BatchResult BatchRunner::Put(std::span<const std::string_view> keys,
-                             std::span<const std::span<const uint8_t>> values) {
-  return impl_->BatchPutImpl(keys, values);
+                             std::span<const std::span<const uint8_t>> values, std::span<const PutOptions> options) {
+  return impl_->BatchPutImpl(keys, values, options);
+}
+
+Result<size_t> BatchRunner::MatchPrefix(std::span<const std::string_view> keys) {
+  return impl_->MatchPrefixImpl(keys);
 }
 
 BatchResult BatchRunner::GetInto(std::span<const std::string_view> keys, std::span<const std::span<uint8_t>> buffers,

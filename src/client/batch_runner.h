@@ -39,7 +39,11 @@ class BatchRunner {
   BatchRunner& operator=(const BatchRunner&) = delete;
 
   // What Client::BatchPut / BatchGetInto / BatchExists / BatchDelete return.
-  BatchResult Put(std::span<const std::string_view> keys, std::span<const std::span<const uint8_t>> values);
+  // `options`: empty (plain puts) or one per key (Client::BatchPutWith).
+  BatchResult Put(std::span<const std::string_view> keys, std::span<const std::span<const uint8_t>> values,
+                  std::span<const PutOptions> options = {});
+  // What Client::MatchPrefix returns.
+  Result<size_t> MatchPrefix(std::span<const std::string_view> keys);
   BatchResult GetInto(std::span<const std::string_view> keys, std::span<const std::span<uint8_t>> buffers,
                       std::vector<size_t>* sizes);
   BatchResult Exists(std::span<const std::string_view> keys);

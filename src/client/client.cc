@@ -122,9 +122,15 @@ class ClientImpl final : public Client {
     RunJob(&job);
     return ResultOf(std::move(job.completion));
   }
+  // A put with options travels as a one-item BatchPutWith.
   Status PutWith(std::string_view key, std::span<const uint8_t> value, const PutOptions& options) override {
-    (void)key, (void)value, (void)options;
-    return Internal("PutWith is not implemented yet");
+    if (options.empty()) return Put(key, value);
+    return Timed(ClientOp::kPut, [&] {
+      const std::string_view keys[] = {key};
+      const std::span<const uint8_t> values[] = {value};
+      BatchResult r = batches_.Put(keys, values, std::span<const PutOptions>(&options, 1));
+      return r.statuses.front();
+    });
   }
   BatchResult BatchPutWith(std::span<const std::string_view> keys, std::span<const std::span<const uint8_t>> values,
                            std::span<const PutOptions> options) override {
@@ -135,8 +141,7 @@ class ClientImpl final : public Client {
     return ResultOf(std::move(job.completion));
   }
   Result<size_t> MatchPrefix(std::span<const std::string_view> keys) override {
-    (void)keys;
-    return Internal("MatchPrefix is not implemented yet");
+    return Timed(ClientOp::kBatchExists, [&] { return batches_.MatchPrefix(keys); });
   }
   BatchResult BatchGetInto(std::span<const std::string_view> keys, std::span<const std::span<uint8_t>> buffers,
                            std::vector<size_t>* sizes) override {
@@ -175,7 +180,7 @@ class ClientImpl final : public Client {
         break;
       case AsyncOp::kPut:
         metrics_.RecordBatch(ClientOp::kBatchPut, job->keys.size());
-        result = Timed(ClientOp::kBatchPut, [&] { return batches_.Put(job->keys, job->values); });
+        result = Timed(ClientOp::kBatchPut, [&] { return batches_.Put(job->keys, job->values, job->options); });
         break;
       case AsyncOp::kExists:
         metrics_.RecordBatch(ClientOp::kBatchExists, job->keys.size());

@@ -30,6 +30,8 @@ std::string OpName(proto::Opcode opcode) {
     case proto::Opcode::kBatchExists: return "BatchExists";
     case proto::Opcode::kList: return "ListKeys";
     case proto::Opcode::kStat: return "ValueSize";
+    case proto::Opcode::kBatchPutWith: return "BatchPutWith";
+    case proto::Opcode::kMatchPrefix: return "MatchPrefix";
     default: return proto::OpcodeName(static_cast<uint8_t>(opcode));
   }
 }
@@ -163,7 +165,7 @@ void SingleExchange::OnFailure(const Status& status) {
 RequestFrame BatchExchange::BuildRequest() {
   RequestFrame frame;
   frame.opcode = call_->opcode;
-  if (call_->opcode == proto::Opcode::kBatchPut) {
+  if (IsBatchPut(call_->opcode)) {
     std::vector<proto::PutItem> items;
     items.reserve(items_.size());
     for (uint32_t index : items_) {
@@ -172,7 +174,14 @@ RequestFrame BatchExchange::BuildRequest() {
       if (!value.empty()) frame.payload.push_back(ConstIov(value));
       frame.payload_len += value.size();
     }
-    frame.meta = proto::EncodeBatchPutRequest(items);
+    if (call_->opcode == proto::Opcode::kBatchPut) {
+      frame.meta = proto::EncodeBatchPutRequest(items);
+    } else {
+      std::vector<PutOptions> options;
+      options.reserve(items_.size());
+      for (uint32_t index : items_) options.push_back(call_->options[index]);
+      frame.meta = proto::EncodeBatchPutWithRequest(items, options);
+    }
   } else {
     std::vector<std::string_view> keys;
     keys.reserve(items_.size());
@@ -206,6 +215,20 @@ Status BatchExchange::OnResponse(const proto::FrameHeader& header, std::span<con
     return Status::Ok();
   }
   const auto count = static_cast<uint32_t>(items_.size());
+  if (call_->opcode == proto::Opcode::kBatchPutWith) {
+    // Each item's own message: a store's refusal (a pin past the cap) says why.
+    if (header.payload_len != 0) return ProtocolError(context + ": response carries a payload");
+    std::vector<Status> statuses;
+    MEMKV_RETURN_IF_ERROR(proto::DecodeStatusMessageList(meta, count, &statuses).WithContext(context));
+    for (size_t i = 0; i < statuses.size(); ++i) {
+      StatusOf(i) = statuses[i].ok() ? Status::Ok()
+                                     : Status(statuses[i].code(), OpName(call_->opcode) + " key " +
+                                                                      KeyForMessage(call_->keys[items_[i]]) + " on " +
+                                                                      std::string(server_) + ": " +
+                                                                      statuses[i].message());
+    }
+    return Status::Ok();
+  }
   if (call_->opcode != proto::Opcode::kBatchGet) {
     if (header.payload_len != 0) return ProtocolError(context + ": response carries a payload");
     std::vector<StatusCode> codes;
@@ -259,6 +282,49 @@ void BatchExchange::OnFailure(const Status& status) {
   for (size_t i = 0; i < items_.size(); ++i) {
     StatusOf(i) = status.WithContext(op + " key " + KeyForMessage(call_->keys[items_[i]]));
   }
+}
+
+// ---- MatchPrefixExchange ----
+
+RequestFrame MatchPrefixExchange::BuildRequest() {
+  RequestFrame frame;
+  frame.opcode = proto::Opcode::kMatchPrefix;
+  std::vector<std::string_view> keys;
+  keys.reserve(items_.size());
+  for (uint32_t index : items_) keys.push_back(call_->keys[index]);
+  frame.meta = proto::EncodeKeyList(keys);
+  return frame;
+}
+
+Status MatchPrefixExchange::OnResponse(const proto::FrameHeader& header, std::span<const uint8_t> meta,
+                                       std::vector<PayloadSegment>*) {
+  const std::string context = "MatchPrefix of " + std::to_string(items_.size()) + " keys on " + std::string(server_);
+  if (header.payload_len != 0) return ProtocolError(context + ": response carries a payload");
+  if (header.status != StatusCode::kOk) {
+    std::string text = MetaText(meta);
+    const Status all = StatusFromWire(header.status, context + ": " + (text.empty() ? "server gave no reason" : text));
+    for (uint32_t index : items_) (*call_->statuses)[index] = all;
+    return Status::Ok();
+  }
+  uint32_t matched = 0;
+  MEMKV_RETURN_IF_ERROR(
+      proto::DecodeMatchPrefixResponse(meta, static_cast<uint32_t>(items_.size()), &matched).WithContext(context));
+  // The server stopped at its first miss: the keys after it were not looked
+  // at, and count as misses (none of them can extend the prefix).
+  for (size_t i = 0; i < items_.size(); ++i) {
+    (*call_->statuses)[items_[i]] = i < matched ? Status::Ok() : NotFound("not found");
+  }
+  return Status::Ok();
+}
+
+void MatchPrefixExchange::OnFailure(const Status& status) {
+  for (uint32_t index : items_) {
+    (*call_->statuses)[index] = status.WithContext("MatchPrefix key " + KeyForMessage(call_->keys[index]));
+  }
+}
+
+bool IsUnknownOpcode(const Status& status) {
+  return status.code() == StatusCode::kProtocolError && status.message().find("unknown opcode") != std::string::npos;
 }
 
 // ---- ListExchange ----

@@ -73,7 +73,8 @@ class SingleExchange final : public Exchange {
 struct BatchCall {
   proto::Opcode opcode = proto::Opcode::kBatchExists;
   std::span<const std::string_view> keys;
-  std::span<const std::span<const uint8_t>> values;  // BatchPut
+  std::span<const std::span<const uint8_t>> values;  // BatchPut, BatchPutWith
+  std::span<const PutOptions> options;               // BatchPutWith: one per key
   std::span<const std::span<uint8_t>> buffers;       // BatchGet
   std::vector<Status>* statuses = nullptr;           // one per key
   std::vector<size_t>* sizes = nullptr;              // BatchGet; may be null
@@ -99,6 +100,34 @@ class BatchExchange final : public Exchange {
   std::vector<uint32_t> items_;
   std::string_view server_;
 };
+
+inline bool IsBatchPut(proto::Opcode opcode) {
+  return opcode == proto::Opcode::kBatchPut || opcode == proto::Opcode::kBatchPutWith;
+}
+
+// One MatchPrefix request to one server: the keys at `items` (indices into
+// call->keys, in chain order). Answers each key Ok up to the server's first
+// miss and NotFound from there on.
+class MatchPrefixExchange final : public Exchange {
+ public:
+  MatchPrefixExchange(BatchCall* call, std::vector<uint32_t> items, std::string_view server)
+      : call_(call), items_(std::move(items)), server_(server) {}
+
+  RequestFrame BuildRequest() override;
+  Status OnResponse(const proto::FrameHeader& header, std::span<const uint8_t> meta,
+                    std::vector<PayloadSegment>* payload) override;
+  void OnSegment(const PayloadSegment&, bool) override {}
+  void OnFailure(const Status& status) override;
+
+ private:
+  BatchCall* call_;
+  std::vector<uint32_t> items_;
+  std::string_view server_;
+};
+
+// The server's answer to an opcode it does not know (it predates it):
+// ProtocolError "unknown opcode ...".
+bool IsUnknownOpcode(const Status& status);
 
 // One List request to one server: a page of its keys under a prefix.
 class ListExchange final : public Exchange {

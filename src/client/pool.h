@@ -29,6 +29,7 @@
 #ifndef MEMKV_CLIENT_POOL_H_
 #define MEMKV_CLIENT_POOL_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -77,6 +78,14 @@ class ServerPool {
   ServerPool& operator=(const ServerPool&) = delete;
 
   const Endpoint& endpoint() const { return endpoint_; }
+
+  // Wire features this server answered "unknown opcode" for: it predates
+  // them, and the client falls back for good (docs/wire-protocol.md,
+  // "Versions").
+  enum Feature : uint32_t { kMatchPrefix = 1u << 0, kPutOptions = 1u << 1 };
+  bool Lacks(Feature f) const { return (lacking_.load(std::memory_order_relaxed) & f) != 0; }
+  // Remembers that the server lacks `f`; true the first time (to log it once).
+  bool MarkLacking(Feature f) { return (lacking_.fetch_or(f, std::memory_order_relaxed) & f) == 0; }
   // Set once, before the pool is used.
   void set_rdma(RdmaEngine* rdma) { rdma_ = rdma; }
 
@@ -95,6 +104,7 @@ class ServerPool {
   void Release(std::vector<std::unique_ptr<Connection>> connections);
 
  private:
+  std::atomic<uint32_t> lacking_{0};
   const Endpoint endpoint_;
   const Key32 auth_key_;
   const uint32_t max_connections_;

@@ -20,10 +20,13 @@ std::string OpcodeName(uint8_t opcode) {
     case Opcode::kBatchExists: return "BatchExists";
     case Opcode::kList: return "List";
     case Opcode::kStat: return "Stat";
+    case Opcode::kMatchPrefix: return "MatchPrefix";
+    case Opcode::kBatchPutWith: return "BatchPutWith";
     case Opcode::kRdmaPut: return "RdmaPut";
     case Opcode::kRdmaCommit: return "RdmaCommit";
     case Opcode::kRdmaGet: return "RdmaGet";
     case Opcode::kRdmaRelease: return "RdmaRelease";
+    case Opcode::kRdmaPutWith: return "RdmaPutWith";
   }
   char buf[8];
   std::snprintf(buf, sizeof(buf), "0x%02x", opcode);

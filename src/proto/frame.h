@@ -69,11 +69,14 @@ enum class Opcode : uint8_t {
   kBatchExists = 0x26,
   kList = 0x27,  // keys under a prefix, a page at a time
   kStat = 0x28,  // a value's size, without its bytes
+  kMatchPrefix = 0x29,   // how many leading keys of a chain are stored
+  kBatchPutWith = 0x2a,  // BatchPut whose items carry put options
   // RDMA control (bulk bytes move by one-sided RDMA; docs/rdma.md).
   kRdmaPut = 0x30,      // allocate a landing slot in the pool
   kRdmaCommit = 0x31,   // publish what landed, after checking its checksum
   kRdmaGet = 0x32,      // look up and pin a value for RDMA READ
   kRdmaRelease = 0x33,  // unpin a value or drop an uncommitted slot
+  kRdmaPutWith = 0x34,  // RdmaPut carrying put options (committed by RdmaCommit)
 };
 // Name of a known opcode, or "0x7f" style hex for an unknown one.
 std::string OpcodeName(uint8_t opcode);

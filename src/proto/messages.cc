@@ -501,6 +501,211 @@ Status DecodeBatchGetResponse(std::span<const uint8_t> meta, uint32_t expected_c
   return Status::Ok();
 }
 
+// ---- Put options ----
+
+namespace {
+
+// ttl_ms u64 | retention u8 | hash_kind u8 | parent_key_len u16 | parent_key |
+// block_hash_len u8 | block_hash | parent_hash_len u8 | parent_hash
+constexpr size_t kPutOptionsFixedBytes = 8 + 1 + 1 + 2 + 1 + 1;
+
+void WritePutOptions(Writer& w, const PutOptions& o) {
+  w.U64(o.ttl_ms);
+  w.U8(static_cast<uint8_t>(o.retention));
+  w.U8(static_cast<uint8_t>(o.hash_kind));
+  w.U16(static_cast<uint16_t>(o.parent_key.size()));
+  w.Bytes(o.parent_key);
+  w.U8(static_cast<uint8_t>(o.block_hash.size()));
+  w.Bytes(o.block_hash);
+  w.U8(static_cast<uint8_t>(o.parent_hash.size()));
+  w.Bytes(o.parent_hash);
+}
+
+Status CheckRetention(uint8_t retention) {
+  if (retention <= kMaxRetention) return Status::Ok();
+  return InvalidArgument("retention " + std::to_string(retention) +
+                         " is not a retention class; allowed: 0 (normal), 1 (pinned), 2 (evict_first)");
+}
+
+Status CheckHashKind(uint8_t kind) {
+  if (kind <= static_cast<uint8_t>(HashKind::kInt64)) return Status::Ok();
+  return InvalidArgument("hash kind " + std::to_string(kind) + " is not a hash kind; allowed: 0 (bytes), 1 (int64)");
+}
+
+Status CheckHash(std::string_view name, size_t size) {
+  if (size <= kMaxBlockHashBytes) return Status::Ok();
+  return InvalidArgument(std::string(name) + " of " + std::to_string(size) + " bytes exceeds the limit of " +
+                         std::to_string(kMaxBlockHashBytes) + " bytes");
+}
+
+// False when truncated; *valid says whether the values are in range.
+bool ReadPutOptions(Reader& r, PutOptions* o, Status* valid) {
+  uint8_t retention = 0, kind = 0, block_len = 0, parent_hash_len = 0;
+  uint16_t parent_len = 0;
+  std::string_view parent, block, parent_hash;
+  if (!r.U64(&o->ttl_ms) || !r.U8(&retention) || !r.U8(&kind) || !r.U16(&parent_len) ||
+      !r.Bytes(parent_len, &parent) || !r.U8(&block_len) || !r.Bytes(block_len, &block) ||
+      !r.U8(&parent_hash_len) || !r.Bytes(parent_hash_len, &parent_hash)) {
+    return false;
+  }
+  o->retention = static_cast<Retention>(retention);
+  o->hash_kind = static_cast<HashKind>(kind);
+  o->parent_key.assign(parent);
+  o->block_hash.assign(block);
+  o->parent_hash.assign(parent_hash);
+  *valid = CheckRetention(retention);
+  if (valid->ok()) *valid = CheckHashKind(kind);
+  if (valid->ok()) *valid = CheckPutOptions(*o);
+  return true;
+}
+
+}  // namespace
+
+Status CheckPutOptions(const PutOptions& o) {
+  MEMKV_RETURN_IF_ERROR(CheckRetention(static_cast<uint8_t>(o.retention)));
+  MEMKV_RETURN_IF_ERROR(CheckHashKind(static_cast<uint8_t>(o.hash_kind)));
+  if (o.parent_key.size() > kMaxKeyBytes) {
+    return InvalidArgument("parent_key of " + std::to_string(o.parent_key.size()) + " bytes exceeds the limit of " +
+                           std::to_string(kMaxKeyBytes) + " bytes");
+  }
+  MEMKV_RETURN_IF_ERROR(CheckHash("block_hash", o.block_hash.size()));
+  return CheckHash("parent_hash", o.parent_hash.size());
+}
+
+size_t PutOptionsWireBytes(const PutOptions& o) {
+  return kPutOptionsFixedBytes + o.parent_key.size() + o.block_hash.size() + o.parent_hash.size();
+}
+
+size_t BatchPutWithItemBytes(std::string_view key, const PutOptions& options) {
+  return 2 + key.size() + 16 + PutOptionsWireBytes(options);
+}
+
+std::string EncodeBatchPutWithRequest(std::span<const PutItem> items, std::span<const PutOptions> options) {
+  Writer w;
+  w.U32(static_cast<uint32_t>(items.size()));
+  for (size_t i = 0; i < items.size(); ++i) {
+    w.U16(static_cast<uint16_t>(items[i].key.size()));
+    w.Bytes(items[i].key);
+    w.U64(items[i].value_len);
+    w.U64(items[i].checksum);
+    WritePutOptions(w, options[i]);
+  }
+  return w.Take();
+}
+
+Status DecodeBatchPutWithRequest(std::span<const uint8_t> meta, uint64_t payload_len, std::vector<PutItem>* items,
+                                 std::vector<PutOptions>* options) {
+  Reader r(meta);
+  uint32_t count = 0;
+  if (!r.U32(&count)) return Truncated("BatchPutWith");
+  MEMKV_RETURN_IF_ERROR(CheckCount(count));
+  items->clear();
+  options->assign(count, PutOptions());
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    uint16_t key_len = 0;
+    PutItem item;
+    Status valid;
+    if (!r.U16(&key_len) || !r.Bytes(key_len, &item.key) || !r.U64(&item.value_len) || !r.U64(&item.checksum) ||
+        !ReadPutOptions(r, &(*options)[i], &valid)) {
+      return Truncated("BatchPutWith");
+    }
+    const std::string where = "item " + std::to_string(i);
+    MEMKV_RETURN_IF_ERROR(CheckKey(item.key).WithContext(where));
+    MEMKV_RETURN_IF_ERROR(valid.WithContext(where));
+    if (item.value_len > kMaxPayloadBytes) {
+      return TooLarge(where + ": value of " + std::to_string(item.value_len) +
+                      " bytes exceeds a batch frame's payload limit of " + std::to_string(kMaxPayloadBytes) +
+                      " bytes");
+    }
+    total += item.value_len;
+    items->push_back(item);
+  }
+  if (!r.AtEnd()) return Truncated("BatchPutWith");
+  if (total != payload_len) {
+    return ProtocolError("BatchPutWith value lengths add up to " + std::to_string(total) + " but payload_len is " +
+                         std::to_string(payload_len));
+  }
+  return Status::Ok();
+}
+
+std::string EncodeStatusMessageList(std::span<const Status> statuses) {
+  Writer w;
+  w.U32(static_cast<uint32_t>(statuses.size()));
+  for (const Status& s : statuses) {
+    w.U16(static_cast<uint16_t>(s.code()));
+    const std::string_view message = std::string_view(s.message()).substr(0, kMaxStatusMessageBytes);
+    w.U16(static_cast<uint16_t>(message.size()));
+    w.Bytes(message);
+  }
+  return w.Take();
+}
+
+Status DecodeStatusMessageList(std::span<const uint8_t> meta, uint32_t expected_count, std::vector<Status>* out) {
+  Reader r(meta);
+  uint32_t count = 0;
+  if (!r.U32(&count)) return Truncated("status list");
+  MEMKV_RETURN_IF_ERROR(CheckCountMatches(count, expected_count));
+  out->clear();
+  out->reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    uint16_t code = 0, len = 0;
+    std::string_view message;
+    if (!r.U16(&code) || !r.U16(&len) || !r.Bytes(len, &message)) return Truncated("status list");
+    if (code > static_cast<uint16_t>(StatusCode::kFailedPrecondition)) {
+      return ProtocolError("status list item " + std::to_string(i) + " has unknown status code " +
+                           std::to_string(code));
+    }
+    out->emplace_back(static_cast<StatusCode>(code), std::string(message));
+  }
+  if (!r.AtEnd()) return Truncated("status list");
+  return Status::Ok();
+}
+
+std::string EncodeRdmaPutWithRequest(std::string_view key, uint64_t value_len, uint64_t checksum,
+                                     const PutOptions& options) {
+  Writer w;
+  w.U64(value_len);
+  w.U64(checksum);
+  WritePutOptions(w, options);
+  w.Bytes(key);
+  return w.Take();
+}
+
+Status DecodeRdmaPutWithRequest(std::span<const uint8_t> meta, std::string_view* key, uint64_t* value_len,
+                                uint64_t* checksum, PutOptions* options) {
+  Reader r(meta);
+  Status valid;
+  if (!r.U64(value_len) || !r.U64(checksum) || !ReadPutOptions(r, options, &valid)) {
+    return Truncated("RdmaPutWith request");
+  }
+  const size_t used = 16 + PutOptionsWireBytes(*options);
+  if (!r.Bytes(meta.size() - used, key)) return Truncated("RdmaPutWith request");
+  MEMKV_RETURN_IF_ERROR(CheckKey(*key));
+  MEMKV_RETURN_IF_ERROR(valid);
+  if (*value_len > kMaxValueBytesCeiling) {
+    return TooLarge("value of " + std::to_string(*value_len) + " bytes exceeds the protocol's limit of " +
+                    std::to_string(kMaxValueBytesCeiling) + " bytes");
+  }
+  return Status::Ok();
+}
+
+std::string EncodeMatchPrefixResponse(uint32_t matched) {
+  Writer w;
+  w.U32(matched);
+  return w.Take();
+}
+
+Status DecodeMatchPrefixResponse(std::span<const uint8_t> meta, uint32_t count, uint32_t* matched) {
+  Reader r(meta);
+  if (!r.U32(matched) || !r.AtEnd()) return Truncated("MatchPrefix response");
+  if (*matched > count) {
+    return ProtocolError("MatchPrefix response matched " + std::to_string(*matched) + " of " +
+                         std::to_string(count) + " keys");
+  }
+  return Status::Ok();
+}
+
 size_t PresentPrefix(std::span<const StatusCode> statuses) {
   size_t n = 0;
   while (n < statuses.size() && statuses[n] == StatusCode::kOk) ++n;

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "memkv/put_options.h"
 #include "memkv/status.h"
 #include "proto/frame.h"
 
@@ -155,6 +156,41 @@ Status DecodeListResponse(std::span<const uint8_t> meta, uint32_t limit, ListRes
 // Stat response: the value's size (the request is the key, as for Exists).
 std::string EncodeStatResponse(uint64_t value_len);
 Status DecodeStatResponse(std::span<const uint8_t> meta, uint64_t* value_len);
+
+// ---- Put options (docs/wire-protocol.md "Put options") ----
+
+// Checks what a receiver checks: retention 0..2, hash kind 0..1, parent key
+// at most kMaxKeyBytes, each hash at most kMaxBlockHashBytes; InvalidArgument
+// naming the field and what is allowed.
+Status CheckPutOptions(const PutOptions& options);
+// Encoded size of `options`.
+size_t PutOptionsWireBytes(const PutOptions& options);
+
+// BatchPutWith request: BatchPut's items, each followed by its options.
+// `options` has one entry per item.
+std::string EncodeBatchPutWithRequest(std::span<const PutItem> items, std::span<const PutOptions> options);
+Status DecodeBatchPutWithRequest(std::span<const uint8_t> meta, uint64_t payload_len, std::vector<PutItem>* items,
+                                 std::vector<PutOptions>* options);
+// Encoded size of one BatchPutWith item (meta bytes).
+size_t BatchPutWithItemBytes(std::string_view key, const PutOptions& options);
+
+// BatchPutWith response: per item its status and message (an item refused
+// by the store, say a pin past the pinned-bytes cap, says why). A message
+// longer than kMaxStatusMessageBytes is cut.
+inline constexpr size_t kMaxStatusMessageBytes = 1024;
+std::string EncodeStatusMessageList(std::span<const Status> statuses);
+Status DecodeStatusMessageList(std::span<const uint8_t> meta, uint32_t expected_count, std::vector<Status>* out);
+
+// RdmaPutWith request: RdmaPut's value length and checksum, the options, then the key.
+std::string EncodeRdmaPutWithRequest(std::string_view key, uint64_t value_len, uint64_t checksum,
+                                     const PutOptions& options);
+Status DecodeRdmaPutWithRequest(std::span<const uint8_t> meta, std::string_view* key, uint64_t* value_len,
+                                uint64_t* checksum, PutOptions* options);
+
+// MatchPrefix: the request is a key list (as BatchExists); the response is
+// the number of leading keys stored (at most the request's count).
+std::string EncodeMatchPrefixResponse(uint32_t matched);
+Status DecodeMatchPrefixResponse(std::span<const uint8_t> meta, uint32_t count, uint32_t* matched);
 
 // Length of the leading run of Ok statuses: the present prefix of a batch.
 size_t PresentPrefix(std::span<const StatusCode> statuses);

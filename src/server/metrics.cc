@@ -21,6 +21,10 @@ OpSlot OpSlotFor(uint8_t opcode) {
     case proto::Opcode::kRdmaRelease: return OpSlot::kRdmaRelease;
     case proto::Opcode::kList: return OpSlot::kList;
     case proto::Opcode::kStat: return OpSlot::kStat;
+    case proto::Opcode::kMatchPrefix: return OpSlot::kMatchPrefix;
+    // Puts with options count with the puts they extend.
+    case proto::Opcode::kBatchPutWith: return OpSlot::kBatchPut;
+    case proto::Opcode::kRdmaPutWith: return OpSlot::kRdmaPut;
   }
   return OpSlot::kOther;
 }
@@ -29,7 +33,7 @@ std::string_view OpSlotName(OpSlot slot) {
   static constexpr std::string_view kNames[kOpSlots] = {
       "ping",    "connect",   "put",      "get",        "delete",   "exists",       "batch_put",
       "batch_get", "batch_exists", "rdma_put", "rdma_commit", "rdma_get", "rdma_release", "list",
-      "stat",    "other"};
+      "stat",    "match_prefix", "other"};
   return kNames[static_cast<size_t>(slot)];
 }
 

@@ -21,9 +21,9 @@ namespace memkv::server {
 // one for everything else).
 enum class OpSlot : uint8_t {
   kPing, kConnect, kPut, kGet, kDelete, kExists, kBatchPut, kBatchGet, kBatchExists,
-  kRdmaPut, kRdmaCommit, kRdmaGet, kRdmaRelease, kList, kStat, kOther,
+  kRdmaPut, kRdmaCommit, kRdmaGet, kRdmaRelease, kList, kStat, kMatchPrefix, kOther,
 };
-inline constexpr size_t kOpSlots = 16;
+inline constexpr size_t kOpSlots = 17;
 OpSlot OpSlotFor(uint8_t opcode);
 // "put", "rdma_get", ...: the `op` label.
 std::string_view OpSlotName(OpSlot slot);

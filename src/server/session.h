@@ -164,6 +164,7 @@ class Session {
       uint64_t checksum = 0;           // what the client says the bytes hash to
       uint64_t received_checksum = 0;  // what they hash to, computed as they arrive
       storage::PendingPut put;
+      PutOptions options;
       Status status;
       // A later item of the batch names the same key: this one is not
       // stored and is answered with that item's status (SupersedeRepeats).
@@ -172,6 +173,7 @@ class Session {
     static constexpr size_t kNotSuperseded = SIZE_MAX;
     std::vector<Item> items;
     bool batch = false;
+    bool with_messages = false;  // BatchPutWith: answered with each item's message
     Status frame_error;
   };
 
@@ -206,11 +208,18 @@ class Session {
   void DispatchAuthenticated();
   void HandlePut(std::string_view key);
   void HandleBatchPut();
+  void HandleBatchPutWith();
+  // Reserves pool space for each decoded batch item (its options, when the
+  // request carried them, in `options`) and starts receiving the payload.
+  void ReceiveBatch(PayloadSink sink, const std::vector<proto::PutItem>& items, std::vector<PutOptions> options);
+  void HandleMatchPrefix();
   void HandleExists(std::string_view key);
   void HandleBatchExists();
   void HandleList();
   void HandleStat(std::string_view key);
   void HandleRdmaPut();
+  void HandleRdmaPutWith();
+  void GrantSlot(std::string_view key, uint64_t size, uint64_t checksum, PutOptions options);
   void HandleRdmaCommit();
   void HandleRdmaGet(std::string_view key);
   void GrantPin(storage::ReadHandle handle);
@@ -227,8 +236,8 @@ class Session {
   void FinishPayload();
   void SupersedeRepeats(std::vector<PayloadSink::Item>& items);
   void CommitPut(PayloadSink::Item& item);
-  void CommitBatch(std::vector<PayloadSink::Item> items);
-  void RespondBatchPut(std::vector<PayloadSink::Item>& items);
+  void CommitBatch(std::vector<PayloadSink::Item> items, bool with_messages);
+  void RespondBatchPut(std::vector<PayloadSink::Item>& items, bool with_messages);
   void HandleGet(std::string_view key);
   void RespondGet(Result<tier::StoredValue> value);
   void HandleBatchGet();
@@ -292,6 +301,7 @@ class Session {
     storage::ReadHandle pin;  // pinned value (until RdmaRelease)
     std::string key;          // slot: where it is published
     uint64_t checksum = 0;    // slot: what the client says the bytes hash to
+    PutOptions options;       // slot: what the put says about its value
     Nanos lease_ns = 0;       // RdmaGrantLease: the base lease plus the value's share
     Nanos expires = 0;
   };

@@ -113,7 +113,28 @@ void Session::HandleRdmaPut() {
   std::string_view key;
   uint64_t size = 0, checksum = 0;
   Status s = proto::DecodeRdmaPutRequest(meta_, &key, &size, &checksum);
-  if (s.ok()) s = CheckValueSize(size, ctx_.max_value_bytes);
+  if (!s.ok()) {
+    RespondError(s);
+    return;
+  }
+  GrantSlot(key, size, checksum, PutOptions());
+}
+
+void Session::HandleRdmaPutWith() {
+  if (!RequireRdma()) return;
+  std::string_view key;
+  uint64_t size = 0, checksum = 0;
+  PutOptions options;
+  Status s = proto::DecodeRdmaPutWithRequest(meta_, &key, &size, &checksum, &options);
+  if (!s.ok()) {
+    RespondError(s);
+    return;
+  }
+  GrantSlot(key, size, checksum, std::move(options));
+}
+
+void Session::GrantSlot(std::string_view key, uint64_t size, uint64_t checksum, PutOptions options) {
+  Status s = CheckValueSize(size, ctx_.max_value_bytes);
   if (s.ok()) s = GrantRoom(grants_.size());
   if (s.ok() && ctx_.store->StreamsPut(size)) {
     // ResourceExhausted: the client sends the same put inline.
@@ -135,6 +156,7 @@ void Session::HandleRdmaPut() {
   g.put = std::move(put).value();
   g.key = std::string(key);
   g.checksum = checksum;
+  g.options = std::move(options);
   g.lease_ns = RdmaGrantLease(ctx_.rdma_grant_lease_ns, size);
   g.expires = MonotonicNanos() + g.lease_ns;
   Respond(StatusCode::kOk, proto::EncodeRdmaGrant(grant));
@@ -164,7 +186,7 @@ void Session::HandleRdmaCommit() {
     return;
   }
   const uint64_t size = g.put.size();
-  Await(ctx_.store->Commit(std::move(g.put), g.key, g.checksum, reply_, [this, size](Status committed) {
+  Await(ctx_.store->Commit(std::move(g.put), g.key, g.checksum, g.options, reply_, [this, size](Status committed) {
     if (committed.ok()) {
       ctx_.metrics->rdma_put_bytes.Add(size);
       ctx_.metrics->op(cur_.opcode).value_bytes.Add(size);
@@ -234,7 +256,8 @@ bool Session::CheckGrantLeases(Nanos now) {
 
 void Session::DispatchAuthenticated() {
   const auto op = static_cast<proto::Opcode>(cur_.opcode);
-  const bool carries_payload = op == proto::Opcode::kPut || op == proto::Opcode::kBatchPut;
+  const bool carries_payload =
+      op == proto::Opcode::kPut || op == proto::Opcode::kBatchPut || op == proto::Opcode::kBatchPutWith;
   if (cur_.payload_len != 0 && !carries_payload && proto::IsKnownOpcode(cur_.opcode)) {
     ctx_.metrics->protocol_errors.Add(1);
     Fail(ProtocolError(proto::OpcodeName(cur_.opcode) + " carries no payload, got payload_len " +
@@ -257,10 +280,13 @@ void Session::DispatchAuthenticated() {
     case proto::Opcode::kBatchExists: HandleBatchExists(); return;
     case proto::Opcode::kList: HandleList(); return;
     case proto::Opcode::kStat: HandleStat(key); return;
+    case proto::Opcode::kMatchPrefix: HandleMatchPrefix(); return;
+    case proto::Opcode::kBatchPutWith: HandleBatchPutWith(); return;
     case proto::Opcode::kRdmaPut: HandleRdmaPut(); return;
     case proto::Opcode::kRdmaCommit: HandleRdmaCommit(); return;
     case proto::Opcode::kRdmaGet: HandleRdmaGet(key); return;
     case proto::Opcode::kRdmaRelease: HandleRdmaRelease(); return;
+    case proto::Opcode::kRdmaPutWith: HandleRdmaPutWith(); return;
   }
   // Unknown opcode in a well-formed, authenticated frame: answer it and
   // stay in sync by consuming its payload.
@@ -298,15 +324,31 @@ void Session::HandlePut(std::string_view key) {
 
 void Session::HandleBatchPut() {
   PayloadSink sink;
-  sink.batch = true;
   std::vector<proto::PutItem> items;
   sink.frame_error = proto::DecodeBatchPutRequest(meta_, cur_.payload_len, &items);
+  ReceiveBatch(std::move(sink), items, {});
+}
+
+void Session::HandleBatchPutWith() {
+  PayloadSink sink;
+  sink.with_messages = true;
+  std::vector<proto::PutItem> items;
+  std::vector<PutOptions> options;
+  sink.frame_error = proto::DecodeBatchPutWithRequest(meta_, cur_.payload_len, &items, &options);
+  ReceiveBatch(std::move(sink), items, std::move(options));
+}
+
+void Session::ReceiveBatch(PayloadSink sink, const std::vector<proto::PutItem>& items,
+                           std::vector<PutOptions> options) {
+  sink.batch = true;
   if (sink.frame_error.ok()) {
-    for (const proto::PutItem& in : items) {
+    for (size_t i = 0; i < items.size(); ++i) {
+      const proto::PutItem& in = items[i];
       PayloadSink::Item item;
       item.key = std::string(in.key);
       item.size = in.value_len;
       item.checksum = in.checksum;
+      if (i < options.size()) item.options = std::move(options[i]);
       item.status = CheckValueSize(in.value_len, ctx_.max_value_bytes);
       Result<storage::PendingPut> put =
           item.status.ok() ? ctx_.store->Reserve(in.value_len) : Result<storage::PendingPut>(item.status);
@@ -357,6 +399,17 @@ void Session::HandleBatchExists() {
     statuses.push_back(ctx_.store->Exists(key) ? StatusCode::kOk : StatusCode::kNotFound);
   }
   Respond(StatusCode::kOk, proto::EncodeStatusList(statuses));
+}
+
+void Session::HandleMatchPrefix() {
+  std::vector<std::string_view> keys;
+  Status valid = proto::DecodeKeyList(meta_, &keys);
+  if (!valid.ok()) {
+    RespondError(valid);
+    return;
+  }
+  const size_t matched = ctx_.store->MatchPrefix(keys);
+  Respond(StatusCode::kOk, proto::EncodeMatchPrefixResponse(static_cast<uint32_t>(matched)));
 }
 
 void Session::HandleList() {

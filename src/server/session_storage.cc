@@ -37,7 +37,7 @@ void Session::FinishPayload() {
     return;
   }
   SupersedeRepeats(sink.items);
-  CommitBatch(std::move(sink.items));
+  CommitBatch(std::move(sink.items), sink.with_messages);
 }
 
 void Session::CommitPut(PayloadSink::Item& item) {
@@ -46,7 +46,8 @@ void Session::CommitPut(PayloadSink::Item& item) {
     return;
   }
   const uint64_t size = item.size;
-  Await(ctx_.store->Commit(std::move(item.put), item.key, item.checksum, reply_, [this, size](Status s) {
+  Await(ctx_.store->Commit(std::move(item.put), item.key, item.checksum, item.options, reply_,
+                           [this, size](Status s) {
     if (s.ok()) ctx_.metrics->op(cur_.opcode).value_bytes.Add(size);
     RespondError(s);
   }));
@@ -71,37 +72,44 @@ void Session::SupersedeRepeats(std::vector<PayloadSink::Item>& items) {
   }
 }
 
-void Session::CommitBatch(std::vector<PayloadSink::Item> items) {
+void Session::CommitBatch(std::vector<PayloadSink::Item> items, bool with_messages) {
   std::vector<tier::PutCommit> puts;
   std::vector<size_t> where;  // puts[j] is items[where[j]]
   for (size_t i = 0; i < items.size(); ++i) {
     PayloadSink::Item& item = items[i];
     if (!item.status.ok()) continue;
-    puts.push_back({std::move(item.put), std::move(item.key), item.checksum});
+    puts.push_back({std::move(item.put), std::move(item.key), item.checksum, std::move(item.options)});
     where.push_back(i);
   }
   Await(ctx_.store->CommitMany(std::move(puts), reply_,
-                               [this, items = std::move(items), where = std::move(where)](
+                               [this, items = std::move(items), where = std::move(where), with_messages](
                                    std::vector<Status> statuses) mutable {
                                  for (size_t j = 0; j < where.size(); ++j) items[where[j]].status = std::move(statuses[j]);
-                                 RespondBatchPut(items);
+                                 RespondBatchPut(items, with_messages);
                                }));
 }
 
-void Session::RespondBatchPut(std::vector<PayloadSink::Item>& items) {
-  std::vector<StatusCode> statuses;
+void Session::RespondBatchPut(std::vector<PayloadSink::Item>& items, bool with_messages) {
+  std::vector<Status> statuses;
   statuses.reserve(items.size());
   uint64_t stored = 0;
   for (const PayloadSink::Item& item : items) {
     if (item.superseded_by != PayloadSink::kNotSuperseded) {
-      statuses.push_back(items[item.superseded_by].status.code());
+      statuses.push_back(items[item.superseded_by].status);
       continue;
     }
-    statuses.push_back(item.status.code());
+    statuses.push_back(item.status);
     if (item.status.ok()) stored += item.size;
   }
   ctx_.metrics->op(cur_.opcode).value_bytes.Add(stored);
-  Respond(StatusCode::kOk, proto::EncodeStatusList(statuses));
+  if (with_messages) {
+    Respond(StatusCode::kOk, proto::EncodeStatusMessageList(statuses));
+    return;
+  }
+  std::vector<StatusCode> codes;
+  codes.reserve(statuses.size());
+  for (const Status& s : statuses) codes.push_back(s.code());
+  Respond(StatusCode::kOk, proto::EncodeStatusList(codes));
 }
 
 void Session::HandleGet(std::string_view key) {

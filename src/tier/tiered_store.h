@@ -73,6 +73,7 @@
 #include <utility>
 #include <vector>
 
+#include "memkv/put_options.h"
 #include "base/key_page.h"
 #include "drive/extent_store.h"
 #include "memkv/status.h"
@@ -108,6 +109,7 @@ struct PutCommit {
   storage::PendingPut put;
   std::string key;
   uint64_t checksum = 0;  // Checksum() of the bytes in `put`
+  PutOptions options;     // what the put says about its value (not kept by this store yet)
 };
 
 struct TierCounters {
@@ -149,6 +151,13 @@ class TieredStore {
   std::optional<uint64_t> ValueSize(std::string_view key);
   // Offers the keys of both tiers to `page` (a key in both is kept once).
   void OfferKeys(KeyPage* page);
+  // The length of the leading run of `keys` that is stored (keys.size()
+  // when all are): stops at the first miss.
+  size_t MatchPrefix(std::span<const std::string_view> keys) {
+    size_t n = 0;
+    while (n < keys.size() && Exists(keys[n])) ++n;
+    return n;
+  }
 
   // --- May need a drive: `done` runs inline or from `reply` (see above). ---
 
@@ -157,6 +166,13 @@ class TieredStore {
   template <std::invocable<Status> Done>
   Completion Commit(storage::PendingPut put, std::string_view key, uint64_t checksum, const ReplyTo& reply,
                     Done&& done);
+  // Commit with the put's options; this store does not keep them yet.
+  template <std::invocable<Status> Done>
+  Completion Commit(storage::PendingPut put, std::string_view key, uint64_t checksum, const PutOptions& options,
+                    const ReplyTo& reply, Done&& done) {
+    (void)options;
+    return Commit(std::move(put), key, checksum, reply, std::forward<Done>(done));
+  }
   // Commit for several puts at once (written through in parallel, or in one
   // drive commit, and one flush, when the drives buffer them all); the keys
   // must differ. done(std::vector<Status>), one per put, in order.
@@ -189,6 +205,12 @@ class TieredStore {
   // std::shared_ptr<ValueStream>>): ResourceExhausted without room, TooLarge
   // beyond the drives' extent limit.
   void BeginStreamPut(std::string key, uint64_t size, const ReplyTo& reply, StreamDone done);
+  // BeginStreamPut with the put's options; this store does not keep them yet.
+  void BeginStreamPut(std::string key, uint64_t size, const PutOptions& options, const ReplyTo& reply,
+                      StreamDone done) {
+    (void)options;
+    BeginStreamPut(std::move(key), size, reply, std::move(done));
+  }
   // Moves the stream's next piece (next_piece() bytes): a put's window to the
   // drives, or the drives to a get's window. done(Status): a failed piece
   // ends the stream (a put is lost, its extents freed when it goes; a get's
