@@ -742,7 +742,9 @@ def test_server_killed_then_restarted(sg):
         start = time.monotonic()
         assert call() == expected
         assert time.monotonic() - start < 2.0
-    assert storage.memkv_stats()["errors"] >= 6 and reader.memkv_stats()["errors"] >= 2
+    # The four stores and gets count an error each; a lookup is a match_prefix,
+    # for which a server that cannot be asked is a miss, as in the client.
+    assert storage.memkv_stats()["errors"] >= 4 and reader.memkv_stats()["errors"] >= 2
     assert not fresh.kv_buffer.any()
 
     second = start_server(auth_key=key, address=address)
