@@ -136,27 +136,46 @@ def test_bad_options_are_refused_naming_what_is_allowed(client, key):
     assert not client.exists(f"{key}/a")
 
 
-def _ttl_server():
-    """A server that keeps TTLs, or a skip naming what it lacks: one that does
-    not know memory.pin_ttl refuses to start with it (its storage predates
-    TTLs), and one that predates put options on the wire stores them as a
-    plain put (the client counts them in put_options_dropped)."""
+def _retention_server(**memory_settings):
+    """A server that keeps TTLs and pins, or a skip naming what it lacks: one
+    that does not know memory.pin_ttl refuses to start with it (its storage
+    predates them). One that predates put options on the wire stores them as
+    plain puts, which the caller checks (_skip_if_dropped)."""
     try:
-        return start_server(memory_settings={"pin_ttl": "30m"})
+        return start_server(memory_settings={"pin_ttl": "30m", **memory_settings})
     except RuntimeError as e:
         if "pin_ttl" in str(e):
-            pytest.skip("the server's storage predates TTLs (it does not know memory.pin_ttl)")
+            pytest.skip("the server's storage predates TTLs and pins (it does not know memory.pin_ttl)")
         raise
 
 
+def _skip_if_dropped(client):
+    if client.stats().get("put_options_dropped", 0) > 0:
+        pytest.skip("the server predates put options (the client counted them dropped)")
+
+
+def test_pins_past_the_cap_are_refused_naming_the_setting(key):
+    server = _retention_server()
+    try:
+        with server.client() as client:
+            client.put(f"{key}/probe", b"v", retention="evict_first")
+            _skip_if_dropped(client)
+            page = bytes(4 << 20)
+            with pytest.raises(memkv.ResourceExhausted, match="memory.pinned_max_fraction"):
+                for i in range(100):  # 400 MiB of pins against the default cap, half of 512 MiB
+                    client.put(f"{key}/pin/{i}", page, retention="pinned")
+            client.put(f"{key}/normal", page)  # the pool itself still takes values
+    finally:
+        server.stop()
+
+
 def test_a_value_past_its_ttl_is_a_miss(key):
-    server = _ttl_server()
+    server = _retention_server()
     try:
         with server.client() as client:
             client.put(f"{key}/short", b"v", ttl_ms=200)
             client.put(f"{key}/long", b"v", ttl_ms=600_000)
-            if client.stats().get("put_options_dropped", 0) > 0:
-                pytest.skip("the server predates put options (the client counted them dropped)")
+            _skip_if_dropped(client)
             deadline = time.monotonic() + 30
             while client.get(f"{key}/short") is not None:
                 assert time.monotonic() < deadline, "the value outlived its 200 ms TTL by 30 s"
