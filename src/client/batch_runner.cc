@@ -171,6 +171,12 @@ struct BatchRunner::Impl {
                   std::span<const PutOptions> options, std::vector<Status>* statuses) {
     std::vector<uint32_t> with, plain;
     for (uint32_t i = 0; i < keys.size(); ++i) {
+      // Checked whichever way the put goes: bad options are the caller's
+      // mistake also where the server would never see them.
+      if (Status valid = proto::CheckPutOptions(options[i]); !valid.ok()) {
+        (*statuses)[i] = valid.WithContext("BatchPutWith item " + std::to_string(i));
+        continue;
+      }
       const bool lacks = pools_[placement_.ServerFor(keys[i])]->Lacks(ServerPool::kPutOptions);
       (lacks ? plain : with).push_back(i);
     }

@@ -141,7 +141,7 @@ class ClientImpl final : public Client {
     return ResultOf(std::move(job.completion));
   }
   Result<size_t> MatchPrefix(std::span<const std::string_view> keys) override {
-    return Timed(ClientOp::kBatchExists, [&] { return batches_.MatchPrefix(keys); });
+    return Timed(ClientOp::kMatchPrefix, [&] { return batches_.MatchPrefix(keys); });
   }
   BatchResult BatchGetInto(std::span<const std::string_view> keys, std::span<const std::span<uint8_t>> buffers,
                            std::vector<size_t>* sizes) override {

@@ -14,7 +14,7 @@ using S = ClientScrape;
 
 constexpr std::string_view kOpNames[kClientOps] = {"put",       "get",       "delete",       "exists",
                                                    "batch_put", "batch_get", "batch_exists", "list",
-                                                   "stat"};
+                                                   "stat", "match_prefix"};
 constexpr ClientOp kBatchOps[] = {ClientOp::kBatchPut, ClientOp::kBatchGet, ClientOp::kBatchExists};
 
 // 1, 2, 4, ... 4096 keys per batch.

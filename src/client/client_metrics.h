@@ -34,8 +34,8 @@
 
 namespace memkv::client {
 
-enum class ClientOp : uint8_t { kPut, kGet, kDelete, kExists, kBatchPut, kBatchGet, kBatchExists, kList, kStat };
-inline constexpr size_t kClientOps = 9;
+enum class ClientOp : uint8_t { kPut, kGet, kDelete, kExists, kBatchPut, kBatchGet, kBatchExists, kList, kStat, kMatchPrefix };
+inline constexpr size_t kClientOps = 10;
 
 // One operation's cells over one transport.
 struct ClientCallCells {

@@ -76,7 +76,7 @@ TEST(ClientStatsTableTest, SnapshotReadsEveryCounterIntoItsField) {
       {"ops", 1},      {"bytes_sent", 2},          {"bytes_received", 3}, {"checksum_failures", 4},
       {"timeouts", 5}, {"connections_opened", 6},  {"rdma_ops", 7},       {"rdma_bytes", 8},
       {"rdma_zero_copy_ops", 9}, {"tcp_ops", 10}, {"tcp_bytes", 11},     {"rdma_reissued", 12},
-      {"fallbacks", 13}};
+      {"fallbacks", 13}, {"put_options_dropped", 14}};
   c.ops = 1;
   c.bytes_sent = 2;
   c.bytes_received = 3;
@@ -90,6 +90,7 @@ TEST(ClientStatsTableTest, SnapshotReadsEveryCounterIntoItsField) {
   c.tcp_bytes = 11;
   c.rdma_reissued = 12;
   c.fallbacks = 13;
+  c.put_options_dropped = 14;
   c.CountCompletionError(5);
   c.SetFallbackReason("why");
   c.SetRdmaPath("mlx5_0");

@@ -22,6 +22,108 @@ TEST(MessagesTest, BatchPutRoundTrip) {
   EXPECT_EQ(DecodeBatchPutRequest(Bytes(meta), 9, &back).code(), StatusCode::kProtocolError);
 }
 
+PutOptions FullOptions() {
+  PutOptions o;
+  o.ttl_ms = 123456;
+  o.retention = Retention::kPinned;
+  o.hash_kind = HashKind::kInt64;
+  o.parent_key = "parent";
+  o.block_hash = std::string(8, 'b');
+  o.parent_hash = std::string(64, 'p');
+  return o;
+}
+
+void ExpectSameOptions(const PutOptions& a, const PutOptions& b) {
+  EXPECT_EQ(a.ttl_ms, b.ttl_ms);
+  EXPECT_EQ(a.retention, b.retention);
+  EXPECT_EQ(a.hash_kind, b.hash_kind);
+  EXPECT_EQ(a.parent_key, b.parent_key);
+  EXPECT_EQ(a.block_hash, b.block_hash);
+  EXPECT_EQ(a.parent_hash, b.parent_hash);
+}
+
+TEST(MessagesTest, BatchPutWithRoundTripTruncationAndSize) {
+  std::vector<PutItem> items = {{"a", 3, 11}, {"bb", 5, 22}};
+  std::vector<PutOptions> options = {FullOptions(), PutOptions()};
+  const std::string meta = EncodeBatchPutWithRequest(items, options);
+  EXPECT_EQ(meta.size(), 4 + BatchPutWithItemBytes("a", options[0]) + BatchPutWithItemBytes("bb", options[1]));
+  std::vector<PutItem> back;
+  std::vector<PutOptions> back_options;
+  ASSERT_TRUE(DecodeBatchPutWithRequest(Bytes(meta), 8, &back, &back_options).ok());
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[1].key, "bb");
+  EXPECT_EQ(back[1].checksum, 22u);
+  ExpectSameOptions(back_options[0], options[0]);
+  ExpectSameOptions(back_options[1], options[1]);
+  for (size_t cut = 0; cut < meta.size(); ++cut) {
+    EXPECT_FALSE(DecodeBatchPutWithRequest(Bytes(meta.substr(0, cut)), 8, &back, &back_options).ok()) << cut;
+  }
+  EXPECT_EQ(DecodeBatchPutWithRequest(Bytes(meta), 9, &back, &back_options).code(), StatusCode::kProtocolError);
+}
+
+TEST(MessagesTest, OutOfRangeOptionsAreInvalidArgumentNamingTheField) {
+  std::vector<PutItem> items = {{"k", 0, 0}};
+  auto decode = [&](const PutOptions& o) {
+    std::vector<PutOptions> options = {o};
+    std::vector<PutItem> back;
+    std::vector<PutOptions> back_options;
+    return DecodeBatchPutWithRequest(Bytes(EncodeBatchPutWithRequest(items, options)), 0, &back, &back_options);
+  };
+  PutOptions o;
+  o.retention = static_cast<Retention>(3);
+  Status s = decode(o);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "item 0: retention 3 is not a retention class; allowed: 0 (normal), 1 (pinned), 2 (evict_first)");
+  o = PutOptions();
+  o.hash_kind = static_cast<HashKind>(2);
+  EXPECT_EQ(decode(o).code(), StatusCode::kInvalidArgument);
+  o = PutOptions();
+  o.parent_hash = std::string(65, 'x');
+  s = decode(o);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("parent_hash of 65 bytes exceeds the limit of 64 bytes"), std::string::npos);
+  o = PutOptions();
+  o.parent_key = std::string(1025, 'x');
+  EXPECT_EQ(CheckPutOptions(o).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CheckPutOptions(FullOptions()).ok());
+}
+
+TEST(MessagesTest, RdmaPutWithRoundTrip) {
+  const PutOptions options = FullOptions();
+  const std::string meta = EncodeRdmaPutWithRequest("the/key", 4096, 77, options);
+  std::string_view key;
+  uint64_t len = 0, checksum = 0;
+  PutOptions back;
+  ASSERT_TRUE(DecodeRdmaPutWithRequest(Bytes(meta), &key, &len, &checksum, &back).ok());
+  EXPECT_EQ(key, "the/key");
+  EXPECT_EQ(len, 4096u);
+  EXPECT_EQ(checksum, 77u);
+  ExpectSameOptions(back, options);
+  EXPECT_FALSE(DecodeRdmaPutWithRequest(Bytes(meta.substr(0, 20)), &key, &len, &checksum, &back).ok());
+  // No key left after the options.
+  const std::string keyless = EncodeRdmaPutWithRequest("", 1, 1, options);
+  EXPECT_FALSE(DecodeRdmaPutWithRequest(Bytes(keyless), &key, &len, &checksum, &back).ok());
+}
+
+TEST(MessagesTest, StatusMessageListAndMatchPrefixResponse) {
+  const std::vector<Status> statuses = {Status::Ok(), ResourceExhausted("pinned bytes at the cap"),
+                                        NotFound(std::string(2000, 'm'))};
+  std::vector<Status> back;
+  ASSERT_TRUE(DecodeStatusMessageList(Bytes(EncodeStatusMessageList(statuses)), 3, &back).ok());
+  EXPECT_TRUE(back[0].ok());
+  EXPECT_EQ(back[1].code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(back[1].message(), "pinned bytes at the cap");
+  EXPECT_EQ(back[2].message().size(), kMaxStatusMessageBytes);
+  EXPECT_EQ(DecodeStatusMessageList(Bytes(EncodeStatusMessageList(statuses)), 2, &back).code(),
+            StatusCode::kProtocolError);
+  uint32_t matched = 0;
+  ASSERT_TRUE(DecodeMatchPrefixResponse(Bytes(EncodeMatchPrefixResponse(3)), 5, &matched).ok());
+  EXPECT_EQ(matched, 3u);
+  EXPECT_EQ(DecodeMatchPrefixResponse(Bytes(EncodeMatchPrefixResponse(6)), 5, &matched).code(),
+            StatusCode::kProtocolError);
+}
+
 TEST(MessagesTest, TruncatedAndTrailingRejected) {
   std::vector<std::string_view> keys = {"k1", "k2"};
   std::string meta = EncodeKeyList(keys);

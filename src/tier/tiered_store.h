@@ -73,9 +73,9 @@
 #include <utility>
 #include <vector>
 
-#include "memkv/put_options.h"
 #include "base/key_page.h"
 #include "drive/extent_store.h"
+#include "memkv/put_options.h"
 #include "memkv/status.h"
 #include "storage/memory_store.h"
 #include "tier/callback.h"
@@ -109,7 +109,7 @@ struct PutCommit {
   storage::PendingPut put;
   std::string key;
   uint64_t checksum = 0;  // Checksum() of the bytes in `put`
-  PutOptions options;     // what the put says about its value (not kept by this store yet)
+  PutOptions options = {};  // what the put says about its value (not kept by this store yet)
 };
 
 struct TierCounters {

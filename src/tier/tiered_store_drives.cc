@@ -46,7 +46,7 @@ void TieredStore::CommitLater(storage::PendingPut put, std::string key, uint64_t
     Status status;
   };
   auto commit = std::make_shared<Commit>();
-  commit->put = PutCommit{std::move(put), std::move(key), checksum, {}};
+  commit->put = PutCommit{std::move(put), std::move(key), checksum};
   RunOnDrives(
       1, [this, commit](size_t) { commit->status = WriteThrough(std::move(commit->put.put), commit->put.key, commit->put.checksum); },
       reply, [commit, done = std::move(done)]() mutable { done(std::move(commit->status)); });
