@@ -195,6 +195,41 @@ TEST_F(CliTest, DelExistsAndMissingKeys) {
   EXPECT_EQ(r.out, "absent cli/a\npresent cli/c\n");
 }
 
+TEST_F(CliTest, MatchPrefixPrintsTheCountAndTheFirstMiss) {
+  ASSERT_EQ(RunMemkv({"put", "cli/m0"}, Env(), "0").exit_code, 0);
+  ASSERT_EQ(RunMemkv({"put", "--parent", "cli/m0", "cli/m1"}, Env(), "1").exit_code, 0);
+  ASSERT_EQ(RunMemkv({"put", "--parent=cli/m2", "cli/m3"}, Env(), "3").exit_code, 0);
+
+  CommandResult r = RunMemkv({"match-prefix", "cli/m0", "cli/m1", "cli/m2", "cli/m3"}, Env());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, "matched 2 of 4\nfirst miss cli/m2\n");
+  r = RunMemkv({"match-prefix", "cli/m0", "cli/m1"}, Env());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "matched 2 of 2\n");
+  r = RunMemkv({"match-prefix", "cli/m2", "cli/m0"}, Env());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, "matched 0 of 2\nfirst miss cli/m2\n");
+}
+
+TEST_F(CliTest, PutTakesTtlRetentionAndParent) {
+  CommandResult r = RunMemkv({"put", "--ttl", "10m", "--retention", "evict_first", "cli/opt"}, Env(), "v");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = RunMemkv({"get", "cli/opt"}, Env());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "v");
+  r = RunMemkv({"put", "--ttl=60000", "--retention=normal", "--parent", "cli/opt", "cli/opt2"}, Env(), "w");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+
+  // A bad value names the flag and what it allows, and stores nothing.
+  r = RunMemkv({"put", "--retention", "forever", "cli/bad"}, Env(), "x");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("normal, pinned, evict_first"), std::string::npos) << r.err;
+  r = RunMemkv({"put", "--ttl", "soon", "cli/bad"}, Env(), "x");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--ttl 'soon'"), std::string::npos) << r.err;
+  EXPECT_EQ(RunMemkv({"get", "cli/bad"}, Env()).exit_code, 1);
+}
+
 TEST_F(CliTest, UsageErrorsExitTwo) {
   const std::vector<std::vector<std::string>> cases = {
       {"frobnicate"},
@@ -204,7 +239,12 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
       {"del"},
       {"del", "k1", "k2"},
       {"exists"},
+      {"match-prefix"},
       {"put"},
+      {"put", "--ttl", "5d", "k"},
+      {"put", "--retention", "pin", "k"},
+      {"put", "--parent=", "k"},
+      {"get", "--ttl", "5", "k"},
       {"put", "k", "f1", "f2"},
       {"put", "--bogus", "k"},
       {"get", "-x", "k"},

@@ -39,7 +39,7 @@ def _extension_error(error: ImportError) -> ImportError:
 
 
 try:
-    from ._memkv import BatchResult, Client, Completion, __version__, client_options
+    from ._memkv import BatchResult, Client, Completion, PutOptions, __version__, client_options
 except ImportError as _error:
     raise _extension_error(_error) from None
 
@@ -74,6 +74,6 @@ LOG_OFF = 4
 __all__ = [
     "AuthFailed", "BatchResult", "Client", "Completion", "Corruption", "DeadlineExceeded", "Error", "FailedPrecondition",
     "Internal", "InvalidArgument", "IoError", "LOG_DEBUG", "LOG_ERROR", "LOG_INFO", "LOG_OFF", "LOG_WARN",
-    "NotFound", "ProtocolError", "ResourceExhausted", "StatusCode", "TooLarge", "Unavailable",
+    "NotFound", "ProtocolError", "PutOptions", "ResourceExhausted", "StatusCode", "TooLarge", "Unavailable",
     "UnsupportedVersion", "__version__", "client_options",
 ]

@@ -101,9 +101,12 @@ async def _run(client: Client, submit: Callable[..., int], *args: Any) -> BatchR
     return completion.result
 
 
-async def aput(self: Client, keys, values) -> BatchResult:
-    """await aput(keys, values) -> BatchResult: batch_put without blocking the loop."""
-    return await _run(self, self.submit_put, keys, values)
+async def aput(self: Client, keys, values, *, options=None) -> BatchResult:
+    """await aput(keys, values, *, options=None) -> BatchResult: batch_put
+    (options: one memkv.PutOptions or None per key) without blocking the loop."""
+    if options is None:
+        return await _run(self, self.submit_put, keys, values)
+    return await _run(self, lambda k, v: self.submit_put(k, v, options=options), keys, values)
 
 
 async def aget_into(self: Client, keys, buffers) -> BatchResult:

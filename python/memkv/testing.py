@@ -18,7 +18,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ._memkv import Client
 
@@ -59,12 +59,14 @@ class LocalServer:
 
     def __init__(self, binary: Optional[str] = None, memory: str = "512 MiB", block_size: str = "2 MiB",
                  workers: Optional[int] = None, auth_key: Optional[str] = None,
-                 extra_args: Optional[List[str]] = None) -> None:
+                 extra_args: Optional[List[str]] = None, memory_settings: Optional[Dict[str, str]] = None) -> None:
         self.binary = binary or _default_binary()
         self.memory = memory
         self.block_size = block_size
         self.workers = workers
         self.extra_args = list(extra_args or [])
+        # More fields of the config's memory section ({"pin_ttl": "30m"}).
+        self.memory_settings = dict(memory_settings or {})
         self.auth_key = auth_key or secrets.token_hex(32)
         self.address = ""
         self._dir: Optional[str] = None
@@ -77,7 +79,8 @@ class LocalServer:
         with open(config, "w") as f:
             f.write(f"network:\n  address: 127.0.0.1:0\n  auth_key: {self.auth_key}\n"
                     f"memory:\n  max_size: {self.memory}\n  block_size: {self.block_size}\n"
-                    "storage:\n  mode: memory\n")
+                    + "".join(f"  {k}: {v}\n" for k, v in self.memory_settings.items())
+                    + "storage:\n  mode: memory\n")
         args = [self.binary, "start", "--config", config, "--data-dir", os.path.join(self._dir, "data")]
         if self.workers:
             args += ["--workers", str(self.workers)]

@@ -6,6 +6,7 @@
 
 #include "client.h"
 #include "errors.h"
+#include "put_options.h"
 
 namespace memkv::python {
 namespace {
@@ -41,6 +42,13 @@ void RawAll(py::handle addresses, py::handle lengths, size_t count, std::string_
 
 }  // namespace
 
+// A put submission: plain when it carries no options (as a server that
+// predates them expects), else with them.
+AsyncId PyClient::SubmitPutOf(AsyncQueue& queue, Submission& sub, uint64_t tag) {
+  if (sub.options.empty()) return queue.SubmitPut(sub.keys.views(), sub.values, tag);
+  return queue.SubmitPutWith(sub.keys.views(), sub.values, sub.options, tag);
+}
+
 Result<AsyncQueue*> PyClient::QueueLocked(Client& client) {
   std::lock_guard<std::mutex> lock(async_mu_);
   if (queue_ == nullptr) {
@@ -65,20 +73,21 @@ uint64_t PyClient::SubmitHeld(std::unique_ptr<Submission>& sub, std::string_view
   return *id;
 }
 
-uint64_t PyClient::SubmitPut(py::handle keys, py::handle values, uint64_t tag) {
+uint64_t PyClient::SubmitPut(py::handle keys, py::handle values, uint64_t tag, py::handle options) {
   constexpr std::string_view kCall = "memkv.Client.submit_put";
   auto sub = std::make_unique<Submission>(keys, kCall, true);
   AcquireAll(values, sub->keys.size(), Access::kRead, &sub->held, kCall, "values", &sub->values);
-  return SubmitHeld(sub, kCall,
-                    [&](AsyncQueue& q, Submission& s) { return q.SubmitPut(s.keys.views(), s.values, tag); });
+  sub->options = PutOptionsList(options, sub->keys.size(), kCall);
+  return SubmitHeld(sub, kCall, [&](AsyncQueue& q, Submission& s) { return SubmitPutOf(q, s, tag); });
 }
 
-uint64_t PyClient::SubmitPutPtr(py::handle keys, py::handle addresses, py::handle lengths, uint64_t tag) {
+uint64_t PyClient::SubmitPutPtr(py::handle keys, py::handle addresses, py::handle lengths, uint64_t tag,
+                                py::handle options) {
   constexpr std::string_view kCall = "memkv.Client.submit_put_ptr";
   auto sub = std::make_unique<Submission>(keys, kCall, false);
   RawAll(addresses, lengths, sub->keys.size(), kCall, &sub->values);
-  return SubmitHeld(sub, kCall,
-                    [&](AsyncQueue& q, Submission& s) { return q.SubmitPut(s.keys.views(), s.values, tag); });
+  sub->options = PutOptionsList(options, sub->keys.size(), kCall);
+  return SubmitHeld(sub, kCall, [&](AsyncQueue& q, Submission& s) { return SubmitPutOf(q, s, tag); });
 }
 
 uint64_t PyClient::SubmitGetInto(py::handle keys, py::handle buffers, uint64_t tag) {

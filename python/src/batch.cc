@@ -4,6 +4,7 @@
 
 #include "client.h"
 #include "errors.h"
+#include "put_options.h"
 
 namespace memkv::python {
 namespace {
@@ -52,8 +53,12 @@ BatchOutcome OutcomeOf(Result<BatchResult> result, std::string_view call) {
 }  // namespace
 
 BatchOutcome PyClient::BatchPutSpans(const KeyList& keys, std::span<const std::span<const uint8_t>> values,
-                                     std::string_view call) {
-  return OutcomeOf(Call([&](Client& c) -> Result<BatchResult> { return c.BatchPut(keys.views(), values); }), call);
+                                     const std::vector<PutOptions>& options, std::string_view call) {
+  return OutcomeOf(Call([&](Client& c) -> Result<BatchResult> {
+                     return options.empty() ? c.BatchPut(keys.views(), values)
+                                            : c.BatchPutWith(keys.views(), values, options);
+                   }),
+                   call);
 }
 
 BatchOutcome PyClient::BatchGetIntoSpans(const KeyList& keys, std::span<const std::span<uint8_t>> buffers,
@@ -66,17 +71,19 @@ BatchOutcome PyClient::BatchGetIntoSpans(const KeyList& keys, std::span<const st
   return out;
 }
 
-BatchOutcome PyClient::BatchPut(py::handle keys, py::handle values) {
+BatchOutcome PyClient::BatchPut(py::handle keys, py::handle values, py::handle options) {
   constexpr std::string_view kCall = "memkv.Client.batch_put";
   const KeyList k(keys, kCall);
   HeldBuffers held(k.size());
-  return BatchPutSpans(k, BufferSpans<const uint8_t>(values, k.size(), Access::kRead, &held, kCall, "values"), kCall);
+  const auto spans = BufferSpans<const uint8_t>(values, k.size(), Access::kRead, &held, kCall, "values");
+  return BatchPutSpans(k, spans, PutOptionsList(options, k.size(), kCall), kCall);
 }
 
-BatchOutcome PyClient::BatchPutPtr(py::handle keys, py::handle addresses, py::handle lengths) {
+BatchOutcome PyClient::BatchPutPtr(py::handle keys, py::handle addresses, py::handle lengths, py::handle options) {
   constexpr std::string_view kCall = "memkv.Client.batch_put_ptr";
   const KeyList k(keys, kCall);
-  return BatchPutSpans(k, RawSpans<const uint8_t>(addresses, lengths, k.size(), kCall), kCall);
+  const auto spans = RawSpans<const uint8_t>(addresses, lengths, k.size(), kCall);
+  return BatchPutSpans(k, spans, PutOptionsList(options, k.size(), kCall), kCall);
 }
 
 BatchOutcome PyClient::BatchGetInto(py::handle keys, py::handle buffers) {
@@ -97,6 +104,14 @@ BatchOutcome PyClient::BatchExists(py::handle keys) {
   constexpr std::string_view kCall = "memkv.Client.batch_exists";
   const KeyList k(keys, kCall);
   return OutcomeOf(Call([&](Client& c) -> Result<BatchResult> { return c.BatchExists(k.views()); }), kCall);
+}
+
+size_t PyClient::MatchPrefix(py::handle keys) {
+  constexpr std::string_view kCall = "memkv.Client.match_prefix";
+  const KeyList k(keys, kCall);
+  Result<size_t> matched = Call([&](Client& c) { return c.MatchPrefix(k.views()); });
+  Check(matched.status(), kCall);
+  return *matched;
 }
 
 }  // namespace memkv::python

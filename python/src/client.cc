@@ -36,21 +36,23 @@ std::unique_ptr<PyClient> PyClient::FromEnvironment() {
   return Created([] { return Client::CreateFromEnvironment(); }, "memkv.Client.from_env", std::nullopt);
 }
 
-void PyClient::PutSpan(py::handle key, std::span<const uint8_t> value, std::string_view call) {
+void PyClient::PutSpan(py::handle key, std::span<const uint8_t> value, const PutOptions& options,
+                       std::string_view call) {
   const std::string_view k = KeyView(key, call, {"key"});
-  Check(Call([&](Client& c) { return c.Put(k, value); }), call);
+  // A plain put stays a plain put, so a server that predates options sees no difference.
+  Check(Call([&](Client& c) { return options.empty() ? c.Put(k, value) : c.PutWith(k, value, options); }), call);
 }
 
-void PyClient::Put(py::handle key, py::handle value) {
+void PyClient::Put(py::handle key, py::handle value, const PutOptions& options) {
   constexpr std::string_view kCall = "memkv.Client.put";
   HeldBuffers held(1);
-  PutSpan(key, held.Acquire(value, Access::kRead, kCall, {"value"}), kCall);
+  PutSpan(key, held.Acquire(value, Access::kRead, kCall, {"value"}), options, kCall);
 }
 
-void PyClient::PutPtr(py::handle key, py::handle address, py::handle length) {
+void PyClient::PutPtr(py::handle key, py::handle address, py::handle length, const PutOptions& options) {
   constexpr std::string_view kCall = "memkv.Client.put_ptr";
   PutSpan(key, RawSpan(SizeArg(address, kCall, {"address"}), SizeArg(length, kCall, {"length"}), kCall, {"address"}),
-          kCall);
+          options, kCall);
 }
 
 py::object PyClient::Get(py::handle key) {

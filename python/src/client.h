@@ -32,6 +32,7 @@
 
 #include "convert.h"
 #include "memkv/client.h"
+#include "memkv/put_options.h"
 
 namespace memkv::python {
 
@@ -70,8 +71,10 @@ class PyClient {
 
   // One key (client.cc). A miss is not an error: get and get_into return
   // None, delete returns False, exists returns False.
-  void Put(py::handle key, py::handle value);
-  void PutPtr(py::handle key, py::handle address, py::handle length);
+  // put / put_ptr: `options` from the keywords (put_options.h); a plain
+  // put when none is set.
+  void Put(py::handle key, py::handle value, const PutOptions& options);
+  void PutPtr(py::handle key, py::handle address, py::handle length, const PutOptions& options);
   py::object Get(py::handle key);
   py::object GetInto(py::handle key, py::handle buffer);
   py::object GetIntoPtr(py::handle key, py::handle address, py::handle length);
@@ -82,20 +85,25 @@ class PyClient {
   // list_keys: (keys as bytes, the next cursor as bytes or None when done).
   py::tuple ListKeys(py::handle prefix, py::handle cursor, py::handle page_size);
 
-  // Batches (batch.cc).
-  BatchOutcome BatchPut(py::handle keys, py::handle values);
-  BatchOutcome BatchPutPtr(py::handle keys, py::handle addresses, py::handle lengths);
+  // Batches (batch.cc). `options`: None or one memkv.PutOptions (or None)
+  // per key.
+  BatchOutcome BatchPut(py::handle keys, py::handle values, py::handle options);
+  BatchOutcome BatchPutPtr(py::handle keys, py::handle addresses, py::handle lengths, py::handle options);
   BatchOutcome BatchGetInto(py::handle keys, py::handle buffers);
   BatchOutcome BatchGetIntoPtr(py::handle keys, py::handle addresses, py::handle lengths);
   BatchOutcome BatchExists(py::handle keys);
+  // match_prefix: how many keys, from keys[0], are stored without a gap
+  // (Client::MatchPrefix: one request per server).
+  size_t MatchPrefix(py::handle keys);
 
   // Asynchronous batches (async.cc; memkv/async.h states the rules). Each
   // submit_* converts its arguments with the GIL held, then submits without
   // it and returns the submission's id. The keys and buffers are held (as
   // a blocking call holds them) until poll_completions hands the
   // submission's completion back. One queue per client, made on first use.
-  uint64_t SubmitPut(py::handle keys, py::handle values, uint64_t tag);
-  uint64_t SubmitPutPtr(py::handle keys, py::handle addresses, py::handle lengths, uint64_t tag);
+  uint64_t SubmitPut(py::handle keys, py::handle values, uint64_t tag, py::handle options);
+  uint64_t SubmitPutPtr(py::handle keys, py::handle addresses, py::handle lengths, uint64_t tag,
+                        py::handle options);
   uint64_t SubmitGetInto(py::handle keys, py::handle buffers, uint64_t tag);
   uint64_t SubmitGetIntoPtr(py::handle keys, py::handle addresses, py::handle lengths, uint64_t tag);
   uint64_t SubmitExists(py::handle keys, uint64_t tag);
@@ -134,10 +142,10 @@ class PyClient {
     return fn(*client_);
   }
 
-  void PutSpan(py::handle key, std::span<const uint8_t> value, std::string_view call);
+  void PutSpan(py::handle key, std::span<const uint8_t> value, const PutOptions& options, std::string_view call);
   py::object GetIntoSpan(py::handle key, std::span<uint8_t> buffer, std::string_view call);
   BatchOutcome BatchPutSpans(const KeyList& keys, std::span<const std::span<const uint8_t>> values,
-                             std::string_view call);
+                             const std::vector<PutOptions>& options, std::string_view call);
   BatchOutcome BatchGetIntoSpans(const KeyList& keys, std::span<const std::span<uint8_t>> buffers,
                                  std::string_view call);
 
@@ -150,7 +158,9 @@ class PyClient {
     HeldBuffers held;
     std::vector<std::span<const uint8_t>> values;
     std::vector<std::span<uint8_t>> buffers;
+    std::vector<PutOptions> options;  // a put's: empty, or one per key
   };
+  static AsyncId SubmitPutOf(AsyncQueue& queue, Submission& sub, uint64_t tag);
   template <typename F>
   uint64_t SubmitHeld(std::unique_ptr<Submission>& sub, std::string_view call, F submit);
   // The queue (made on first use), with mu_ held shared.

@@ -1,5 +1,6 @@
 // memkv._memkv: the extension module behind the `memkv` package. It binds
-// memkv.Client (client.h), memkv.BatchResult and memkv.client_options(); the exceptions, the
+// memkv.Client (client.h), memkv.BatchResult, memkv.PutOptions (put_options.h) and
+// memkv.client_options(); the exceptions, the
 // constants and the stubs are pure Python (memkv/*.py, *.pyi).
 //
 // Every exception pybind11 can see stops here: C++ exceptions thrown by the
@@ -11,11 +12,13 @@
 #include "convert.h"
 #include "errors.h"
 #include "options.h"
+#include "put_options.h"
 
 namespace py = pybind11;
 using memkv::python::BatchOutcome;
 using memkv::python::PyCompletion;
 using memkv::python::PyClient;
+using memkv::python::PutOptionsFrom;
 
 namespace {
 
@@ -43,6 +46,12 @@ Keys are str (sent as UTF-8) or bytes, 1..1024 bytes. Values are read from,
 and read into, any C-contiguous object with the buffer protocol, with no copy.
 A miss is not an exception: get and get_into return None, delete and exists
 return False. Other failures raise the memkv.Error subclass of their status.
+
+Puts may say more than their bytes: put and put_ptr take ttl_ms, retention
+("normal", "pinned", "evict_first"), parent_key, block_hash and parent_hash
+as keywords; the batch and submitted puts take options=, one memkv.PutOptions
+(or None) per key. match_prefix(keys) is the prefix-cache lookup: how many
+keys, from the first, are stored without a gap.
 
 Use it as a context manager, or call close(); calls after close() raise
 memkv.FailedPrecondition. Calls release the GIL while they wait on the network,
@@ -148,6 +157,12 @@ void BindCompletion(py::module_& m) {
 
 void BindClient(py::module_& m) {
   const auto key = py::arg("key");
+  const auto kTtl = py::arg("ttl_ms") = 0;
+  const auto kRetention = py::arg("retention") = "normal";
+  const auto kParentKey = py::arg("parent_key") = py::none();
+  const auto kBlockHash = py::arg("block_hash") = py::none();
+  const auto kParentHash = py::arg("parent_hash") = py::none();
+  const auto kOptions = py::arg("options") = py::none();
   py::class_<PyClient>(m, "Client", kClientDoc)
       .def(py::init(&PyClient::Create), py::arg("servers") = py::none(), py::arg("auth_key") = py::none(),
            "__init__(servers: str | list[str], auth_key: str, **options) -> None\n\n"
@@ -157,12 +172,31 @@ void BindClient(py::module_& m) {
                   "from_env() -> Client\n\n"
                   "A client configured from the environment: MEMKV_CONFIG (a YAML file), then MEMKV_SERVERS,\n"
                   "MEMKV_AUTH_KEY, MEMKV_TRANSPORT, MEMKV_TIMEOUT_MS, ... (docs/configuration.md).")
-      .def("put", &PyClient::Put, key, py::arg("value"),
-           "put(key: str | bytes, value: Buffer) -> None\n\n"
-           "Stores value (any C-contiguous object with the buffer protocol, sent from its own memory) under key.")
-      .def("put_ptr", &PyClient::PutPtr, key, py::arg("address"), py::arg("length"),
-           "put_ptr(key: str | bytes, address: int, length: int) -> None\n\n"
-           "Stores the length bytes at the raw address under key. The memory must stay valid during the call.")
+      .def(
+          "put",
+          [](PyClient& c, py::handle k, py::handle value, py::handle ttl_ms, py::handle retention,
+             py::handle parent_key, py::handle block_hash, py::handle parent_hash) {
+            c.Put(k, value,
+                  PutOptionsFrom(ttl_ms, retention, parent_key, block_hash, parent_hash, "memkv.Client.put"));
+          },
+          key, py::arg("value"), py::kw_only(), kTtl, kRetention, kParentKey, kBlockHash, kParentHash,
+          "put(key: str | bytes, value: Buffer, *, ttl_ms=0, retention='normal', parent_key=None,\n"
+          "    block_hash=None, parent_hash=None) -> None\n\n"
+          "Stores value (any C-contiguous object with the buffer protocol, sent from its own memory) under key.\n"
+          "The keywords are those of memkv.PutOptions: a lifetime, a retention class (\"normal\", \"pinned\",\n"
+          "\"evict_first\"), the parent block's key and the engine's block hashes (bytes or int).")
+      .def(
+          "put_ptr",
+          [](PyClient& c, py::handle k, py::handle address, py::handle length, py::handle ttl_ms,
+             py::handle retention, py::handle parent_key, py::handle block_hash, py::handle parent_hash) {
+            c.PutPtr(k, address, length,
+                     PutOptionsFrom(ttl_ms, retention, parent_key, block_hash, parent_hash, "memkv.Client.put_ptr"));
+          },
+          key, py::arg("address"), py::arg("length"), py::kw_only(), kTtl, kRetention, kParentKey, kBlockHash,
+          kParentHash,
+          "put_ptr(key: str | bytes, address: int, length: int, *, ttl_ms=0, retention='normal', ...) -> None\n\n"
+          "Stores the length bytes at the raw address under key. The memory must stay valid during the call.\n"
+          "The keywords are put's.")
       .def("get", &PyClient::Get, key,
            "get(key: str | bytes) -> bytes | None\n\n"
            "The value of key as a new bytes object (one copy; get_into has none), or None on a miss.")
@@ -186,12 +220,15 @@ void BindClient(py::module_& m) {
            "One page of the keys that start with prefix, in bytewise order: at most page_size (1..1024)\n"
            "keys after cursor, and the cursor of the next page (None when the listing is complete).\n"
            "Every server is asked; iter_keys() walks every page.")
-      .def("batch_put", &PyClient::BatchPut, py::arg("keys"), py::arg("values"),
-           "batch_put(keys: Sequence[str | bytes], values: Sequence[Buffer]) -> BatchResult\n\n"
-           "Stores values[i] under keys[i]; keys may live on different servers.")
+      .def("batch_put", &PyClient::BatchPut, py::arg("keys"), py::arg("values"), py::kw_only(), kOptions,
+           "batch_put(keys: Sequence[str | bytes], values: Sequence[Buffer], *,\n"
+           "          options: Sequence[PutOptions | None] | None = None) -> BatchResult\n\n"
+           "Stores values[i] under keys[i]; keys may live on different servers. options: one\n"
+           "memkv.PutOptions (or None: a plain put) per key.")
       .def("batch_put_ptr", &PyClient::BatchPutPtr, py::arg("keys"), py::arg("addresses"), py::arg("lengths"),
-           "batch_put_ptr(keys: Sequence[str | bytes], addresses: Sequence[int], lengths: int | Sequence[int])"
-           " -> BatchResult\n\n"
+           py::kw_only(), kOptions,
+           "batch_put_ptr(keys: Sequence[str | bytes], addresses: Sequence[int], lengths: int | Sequence[int],"
+           " *, options=None) -> BatchResult\n\n"
            "batch_put from raw memory; lengths is one int for every key, or one per key.")
       .def("batch_get_into", &PyClient::BatchGetInto, py::arg("keys"), py::arg("buffers"),
            "batch_get_into(keys: Sequence[str | bytes], buffers: Sequence[Buffer]) -> BatchResult\n\n"
@@ -205,13 +242,19 @@ void BindClient(py::module_& m) {
       .def("batch_exists", &PyClient::BatchExists, py::arg("keys"),
            "batch_exists(keys: Sequence[str | bytes]) -> BatchResult\n\n"
            "Which keys are present: status OK (0) where present, NOT_FOUND (1) where absent.")
+      .def("match_prefix", &PyClient::MatchPrefix, py::arg("keys"),
+           "match_prefix(keys: Sequence[str | bytes]) -> int\n\n"
+           "How many keys, from keys[0], are stored without a gap: keys[0..n) present and keys[n]\n"
+           "absent (len(keys) when all are). One request per server, in parallel, each stopping at its\n"
+           "first miss; a key whose server cannot be asked counts as a miss. At most 1024 keys.")
       .def("submit_put", &PyClient::SubmitPut, py::arg("keys"), py::arg("values"), py::arg("tag") = 0,
-           "submit_put(keys, values, tag=0) -> int\n\n"
+           py::kw_only(), kOptions,
+           "submit_put(keys, values, tag=0, *, options=None) -> int\n\n"
            "batch_put without waiting: returns the submission's id; its Completion comes from\n"
            "poll_completions. keys and values are held until then.")
       .def("submit_put_ptr", &PyClient::SubmitPutPtr, py::arg("keys"), py::arg("addresses"), py::arg("lengths"),
-           py::arg("tag") = 0,
-           "submit_put_ptr(keys, addresses, lengths, tag=0) -> int\n\n"
+           py::arg("tag") = 0, py::kw_only(), kOptions,
+           "submit_put_ptr(keys, addresses, lengths, tag=0, *, options=None) -> int\n\n"
            "batch_put_ptr without waiting; the memory must stay valid until the completion is polled.")
       .def("submit_get_into", &PyClient::SubmitGetInto, py::arg("keys"), py::arg("buffers"), py::arg("tag") = 0,
            "submit_get_into(keys, buffers, tag=0) -> int\n\n"
@@ -277,6 +320,7 @@ PYBIND11_MODULE(_memkv, m) {
   m.attr("__version__") = std::string(memkv::LibraryVersion());
   BindBatchResult(m);
   BindCompletion(m);
+  memkv::python::BindPutOptions(m);
   BindClient(m);
   m.def("client_options", &memkv::python::ClientOptionsToPython,
         "client_options() -> list[dict]\n\n"

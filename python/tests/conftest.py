@@ -26,8 +26,9 @@ def memkv_binary() -> str:
     return os.environ.get("MEMKV_BINARY") or os.path.join(REPO, "build", "memkv")
 
 
-def start_server(auth_key=None) -> "memkv.testing.LocalServer":
-    return memkv.testing.LocalServer(memkv_binary(), memory=SERVER_MEMORY, workers=2, auth_key=auth_key).start()
+def start_server(auth_key=None, memory_settings=None) -> "memkv.testing.LocalServer":
+    return memkv.testing.LocalServer(memkv_binary(), memory=SERVER_MEMORY, workers=2, auth_key=auth_key,
+                                     memory_settings=memory_settings).start()
 
 
 @pytest.fixture(scope="session")

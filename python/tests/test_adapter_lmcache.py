@@ -828,6 +828,39 @@ def test_plugin_store_lookup_load_across_requests(lm, plugin, new_api):
     assert not cpu.live
 
 
+def test_plugin_stores_chain_each_chunk_to_the_one_before_it(lm, plugin):
+    """A store names the previous chunk of the request as each chunk's
+    parent (the first chunk heads the chain) and carries the chunk hashes as
+    ints; the lookup is one match_prefix call."""
+    backend, cpu, manager, md = plugin("sp-chain")
+    keys = engine_keys("qwen", list(range(4 * md.chunk_size)), md.chunk_size)
+    client = backend._core.io.client
+    seen = []
+    real_put = client.batch_put_ptr
+
+    class Recording:  # the real client, with its batch_put_ptr arguments kept
+        def __getattr__(self, name):
+            return getattr(client, name)
+
+        def batch_put_ptr(self, *args, **kwargs):
+            seen.append(kwargs.get("options"))
+            return real_put(*args, **kwargs)
+
+        def match_prefix(self, names):
+            seen.append(("match", len(names)))
+            return client.match_prefix(names)
+
+    backend._core.io.client = Recording()
+    assert manager.put(keys, [filled(cpu, md, k) for k in keys]) == [True] * 4
+    options = seen[0]
+    int64 = [k.chunk_hash - (1 << 64) if k.chunk_hash >= 1 << 63 else k.chunk_hash for k in keys]  # as sent
+    assert [o.block_hash for o in options] == int64
+    assert [o.parent_key for o in options] == [None] + [backend.key_of(k) for k in keys[:3]]
+    assert [o.parent_hash for o in options] == [None] + int64[:3]
+    assert {o.hash_kind for o in options} == {"int64"}
+    assert manager.lookup(keys) == 4 and seen[-1] == ("match", 4)
+
+
 def test_plugin_prefix_stops_at_a_missing_middle_chunk(lm, plugin):
     backend, cpu, manager, md = plugin("sp-prefix")
     keys = engine_keys("qwen", list(range(6 * md.chunk_size)), md.chunk_size)

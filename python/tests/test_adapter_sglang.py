@@ -378,11 +378,13 @@ def load(storage, hashes, indices, page_size):
 
 
 class CountingClient:
-    """Forwards every call to the real client and counts them by name."""
+    """Forwards every call to the real client, counts them by name and keeps
+    the arguments of the last one of each name."""
 
     def __init__(self, real):
         self.real = real
         self.calls = {}
+        self.last = {}
 
     def __getattr__(self, name):
         attr = getattr(self.real, name)
@@ -391,6 +393,7 @@ class CountingClient:
 
         def call(*args, **kwargs):
             self.calls[name] = self.calls.get(name, 0) + 1
+            self.last[name] = (args, kwargs)
             return attr(*args, **kwargs)
         return call
 
@@ -496,7 +499,7 @@ def test_a_missing_middle_page_stops_the_prefix(sg, server):
 
 
 def test_one_round_trip_per_call(sg, server):
-    """batch_exists of 100 pages (200 keys) is one MemKV batch-exists call;
+    """batch_exists of 100 pages (200 keys) is one MemKV match_prefix call;
     a load and a store are one batch call each."""
     pool = MHAPool("page_first", size=512)
     pool.fill(range(100), np.random.default_rng(4))
@@ -507,7 +510,38 @@ def test_one_round_trip_per_call(sg, server):
     assert all(storage.batch_set_v1(hashes, host_indices(pool, range(100))))
     assert storage.batch_exists(hashes) == 100
     assert storage.batch_get_v1(hashes, host_indices(pool, range(100))) == [True] * 100
-    assert spy.calls == {"batch_put_ptr": 1, "batch_exists": 1, "batch_get_into_ptr": 1}
+    assert spy.calls == {"batch_put_ptr": 1, "match_prefix": 1, "batch_get_into_ptr": 1}
+    storage.close()
+
+
+def test_stores_name_the_previous_page_and_carry_the_page_hashes(sg, server):
+    """Each part of a page names the same part of the page before it as its
+    parent (the batch's first page: the last of the prefix keys SGLang
+    passes), and every part carries the page hash and its parent's."""
+    pool = MHAPool("page_first", size=64)
+    pool.fill(range(3), np.random.default_rng(5))
+    storage = make_backend(sg, pool, settings(server))
+    spy = CountingClient(storage._io.client)
+    storage._io.client = spy
+    prior, *hashes = page_hashes(4)
+    assert all(storage.batch_set_v1(hashes, host_indices(pool, range(3)), HiCacheStorageExtraInfo([prior])))
+    (keys, _, _), kwargs = spy.last["batch_put_ptr"]
+    options = kwargs["options"]
+    assert len(options) == len(keys) == 6
+    chain = [prior] + hashes
+    for i, key in enumerate(keys):
+        page, part = divmod(i, 2)
+        assert key == storage.memkv_keys(hashes[page])[part]
+        assert options[i].parent_key == storage.memkv_keys(chain[page])[part]
+        assert options[i].block_hash == bytes.fromhex(hashes[page])
+        assert options[i].parent_hash == bytes.fromhex(chain[page])
+    # Without prefix keys the batch's first page heads its chain.
+    more = page_hashes(2)
+    assert all(storage.batch_set_v1(more, host_indices(pool, range(2)), HiCacheStorageExtraInfo()))
+    first, second = spy.last["batch_put_ptr"][1]["options"][0], spy.last["batch_put_ptr"][1]["options"][2]
+    assert first.parent_key is None and first.parent_hash is None
+    assert second.parent_key == storage.memkv_keys(more[0])[0]
+    assert storage.batch_exists(hashes) == 3
     storage.close()
 
 
@@ -708,7 +742,9 @@ def test_server_killed_then_restarted(sg):
         start = time.monotonic()
         assert call() == expected
         assert time.monotonic() - start < 2.0
-    assert storage.memkv_stats()["errors"] >= 6 and reader.memkv_stats()["errors"] >= 2
+    # The four stores and gets count an error each; a lookup is a match_prefix,
+    # for which a server that cannot be asked is a miss, as in the client.
+    assert storage.memkv_stats()["errors"] >= 4 and reader.memkv_stats()["errors"] >= 2
     assert not fresh.kv_buffer.any()
 
     second = start_server(auth_key=key, address=address)

@@ -427,6 +427,33 @@ def test_factory_builds_the_tier_and_a_request_round_trips(server, vllm_api, mak
     assert stats["loaded_chunks"] == 8 and stats["io"]["get_bytes"] == 8 * ROW
 
 
+def test_stores_carry_each_chunks_block_hash(server, vllm_api, make_tier):
+    """A store's puts carry the block hash of each OffloadKey (without its
+    group index) and no parent: a job does not say its keys are one chain."""
+    _, view = primary(4, seed=2)
+    tier = make_tier(tier_config(server), view)
+    client = tier._client
+    seen = []
+    real_submit = client.submit_put_ptr
+
+    class Recording:  # the real client, with its submit_put_ptr options kept
+        def __getattr__(self, name):
+            return getattr(client, name)
+
+        def submit_put_ptr(self, *args, **kwargs):
+            seen.extend(kwargs["options"])
+            return real_submit(*args, **kwargs)
+
+    tier._client = Recording()
+    sched = Scheduler(vllm_api, tier)
+    ctx = sched.request("req-hash")
+    keys = offload_keys(b"h", 4, group=1)
+    assert sched.store(keys, range(4), ctx).success
+    assert [o.block_hash for o in seen] == [k[:-4] for k in keys]
+    assert all(o.parent_key is None and o.parent_hash is None and o.retention == "normal" for o in seen)
+    assert sched.matched(keys, ctx) == 4
+
+
 def test_register_entry_point_and_the_registered_name(server, vllm_api, make_tier):
     adapter = vllm_api.adapter
     adapter.register()

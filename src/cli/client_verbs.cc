@@ -1,4 +1,4 @@
-// memkv put / get / del / exists / ls: the client library from the shell.
+// memkv put / get / del / exists / match-prefix / ls: the client library from the shell.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -21,6 +21,7 @@
 #include "client/client_from_config.h"
 #include "config/client_config.h"
 #include "memkv/client.h"
+#include "memkv/put_options.h"
 #include "proto/frame.h"
 
 namespace memkv::cli {
@@ -29,12 +30,24 @@ namespace {
 constexpr const char* kDefaultServer = "127.0.0.1:9900";
 
 constexpr const char* kVerbUsage = R"(Usage:
-  memkv put KEY [FILE|-]     store FILE (default: standard input) under KEY
+  memkv put [--ttl T] [--retention R] [--parent KEY] KEY [FILE|-]
+                             store FILE (default: standard input) under KEY
   memkv get KEY [-o FILE]    write the value to standard output or FILE
   memkv del KEY              delete KEY
   memkv exists KEY...        print "present KEY" or "absent KEY" per key
+  memkv match-prefix KEY...  print "matched N of M": the keys stored from the
+                             first without a gap, then "first miss KEY" when
+                             N < M (exit 1: not all matched)
   memkv ls [PREFIX]          print every key that starts with PREFIX, one per
                              line in bytewise order (every server is asked)
+
+put's options:
+  --ttl T          lifetime from the put: milliseconds, or a number with ms,
+                   s, m or h (30s, 10m); past it the value is a miss. 0: none
+  --retention R    normal (default), pinned (not evicted while its TTL runs;
+                   no TTL: the server's memory.pin_ttl) or evict_first
+  --parent KEY     the previous block of the value's prefix chain: eviction
+                   takes tails before heads
 
 "--" ends the options: memkv put -- -key file, memkv get -- -key.
 -o FILE and --output=FILE are the same; -o - is standard output. A FILE
@@ -250,6 +263,58 @@ int Usage(const std::string& verb, const std::string& problem) {
   return kExitUsage;
 }
 
+// --ttl: milliseconds, or a whole number with ms, s, m or h.
+Result<uint64_t> ParseTtl(const std::string& text) {
+  constexpr std::pair<std::string_view, uint64_t> kUnits[] = {{"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}};
+  const size_t digits = text.find_first_not_of("0123456789");
+  const std::string number = text.substr(0, digits);
+  const std::string unit = digits == std::string::npos ? std::string() : text.substr(digits);
+  uint64_t scale = unit.empty() ? 1 : 0;
+  for (const auto& [name, ms] : kUnits) {
+    if (unit == name) scale = ms;
+  }
+  const Status bad = InvalidArgument("--ttl '" + text + "' is not a duration; allowed: milliseconds, or a number with "
+                                     "ms, s, m or h (30s, 10m, 0 for none)");
+  if (number.empty() || number.size() > 15 || scale == 0) return bad;
+  return std::stoull(number) * scale;
+}
+
+// --retention: the names of memkv::RetentionName.
+Result<Retention> ParseRetention(const std::string& text) {
+  for (Retention r : {Retention::kNormal, Retention::kPinned, Retention::kEvictFirst}) {
+    if (text == RetentionName(r)) return r;
+  }
+  return InvalidArgument("--retention '" + text + "' is not a retention class; allowed: normal, pinned, evict_first");
+}
+
+// put's options from its flags (name -> value, as given).
+Result<PutOptions> ParsePutOptions(const std::vector<std::pair<std::string, std::string>>& flags) {
+  PutOptions options;
+  for (const auto& [name, value] : flags) {
+    if (name == "--ttl") {
+      MEMKV_ASSIGN_OR_RETURN(options.ttl_ms, ParseTtl(value));
+    } else if (name == "--retention") {
+      MEMKV_ASSIGN_OR_RETURN(options.retention, ParseRetention(value));
+    } else if (value.empty()) {
+      return InvalidArgument("--parent needs a key");
+    } else {
+      options.parent_key = value;
+    }
+  }
+  return options;
+}
+
+// memkv match-prefix: the matched count, then the first key not matched.
+int MatchPrefix(Client& client, const std::vector<std::string>& positional) {
+  const std::vector<std::string_view> keys(positional.begin(), positional.end());
+  Result<size_t> matched = client.MatchPrefix(keys);
+  if (!matched.ok()) return Report("match-prefix", matched.status());
+  std::printf("matched %zu of %zu\n", *matched, keys.size());
+  if (*matched == keys.size()) return kExitOk;
+  std::printf("first miss %s\n", positional[*matched].c_str());
+  return kExitNotFound;
+}
+
 }  // namespace
 
 // memkv ls: every key under `prefix`, a page at a time, one per line.
@@ -274,11 +339,13 @@ int ListKeys(const std::string& prefix, const Environment& env) {
 }
 
 int RunClientVerb(const std::string& verb, const std::vector<std::string>& args, const Environment& env) {
-  Result<std::vector<std::string>> expanded =
-      ExpandOptions(args, verb == "get" ? OptionTable{.valued = {"-o", "--output"}, .operand = "key"}
-                                        : OptionTable{.operand = "key"});
+  Result<std::vector<std::string>> expanded = ExpandOptions(
+      args, verb == "get"   ? OptionTable{.valued = {"-o", "--output"}, .operand = "key"}
+            : verb == "put" ? OptionTable{.valued = {"--ttl", "--retention", "--parent"}, .operand = "key"}
+                            : OptionTable{.operand = "key"});
   if (!expanded.ok()) return Usage(verb, expanded.status().message());
   std::vector<std::string> positional;
+  std::vector<std::pair<std::string, std::string>> put_flags;
   std::string out_path;
   bool options_done = false;
   for (size_t i = 0; i < expanded->size(); ++i) {
@@ -297,6 +364,10 @@ int RunClientVerb(const std::string& verb, const std::vector<std::string>& args,
         if (out_path.empty()) return Usage(verb, a + " needs a file name");
         continue;
       }
+      if (a == "--ttl" || a == "--retention" || a == "--parent") {  // put only, as above
+        put_flags.emplace_back(a, (*expanded)[++i]);
+        continue;
+      }
     }
     positional.push_back(a);
   }
@@ -308,17 +379,22 @@ int RunClientVerb(const std::string& verb, const std::vector<std::string>& args,
   const bool one_key = verb == "get" || verb == "del";
   if (one_key && positional.size() != 1) return Usage(verb, "takes exactly one KEY");
   if (verb == "put" && positional.size() > 2) return Usage(verb, "takes KEY and at most one FILE");
+  Result<PutOptions> put_options = ParsePutOptions(put_flags);
+  if (!put_options.ok()) return Usage(verb, put_options.status().message());
 
   Result<std::unique_ptr<Client>> client = MakeClient(env);
   if (!client.ok()) {
     std::fprintf(stderr, "memkv %s: client configuration: %s\n", verb.c_str(), client.status().message().c_str());
     return kExitConfig;
   }
+  if (verb == "match-prefix") return MatchPrefix(**client, positional);
   const std::string& key = positional[0];
   if (verb == "put") {
     Result<InputValue> data = ReadInput(positional.size() == 2 ? positional[1] : "-");
     if (!data.ok()) return Report(verb, data.status());
-    Status s = (*client)->Put(key, data->bytes());
+    // Without flags a plain put, which every server takes.
+    Status s = put_options->empty() ? (*client)->Put(key, data->bytes())
+                                    : (*client)->PutWith(key, data->bytes(), *put_options);
     return s.ok() ? kExitOk : Report(verb, s);
   }
   if (verb == "get") {

@@ -48,10 +48,14 @@ Diagnostics:
 
 Client (servers from MEMKV_CONFIG / MEMKV_SERVERS, key from MEMKV_AUTH_KEY;
 without them: 127.0.0.1:9900 and the key in ~/.memkv/auth.key):
-  put KEY [FILE|-]            store FILE (or standard input) under KEY
+  put [--ttl T] [--retention R] [--parent KEY] KEY [FILE|-]
+                              store FILE (or standard input) under KEY, with a
+                              lifetime, a retention class, a parent key
   get KEY [-o FILE]           write the value of KEY to standard output or FILE
   del KEY                     delete KEY
   exists KEY...               print which keys are present
+  match-prefix KEY...         print how many keys, from the first, are stored
+                              without a gap, and the first missing one
   ls [PREFIX]                 list the keys that start with PREFIX
 
   memkv <command> --help      options of one command
@@ -96,7 +100,8 @@ int main(int argc, char** argv) {
   if (command == "setup") return RunSetup(args, env, memkv::verbs::SystemProvider());
   if (command == "drive") return RunDrive(args, env);
   if (command == "admin") return RunAdmin(args, env);
-  if (command == "put" || command == "get" || command == "del" || command == "exists" || command == "ls") {
+  if (command == "put" || command == "get" || command == "del" || command == "exists" || command == "ls" ||
+      command == "match-prefix") {
     return RunClientVerb(command, args, env);
   }
   std::fprintf(stderr, "memkv: unknown command '%s'; run 'memkv --help' for the list\n", command.c_str());

@@ -38,6 +38,10 @@ NAMESPACE_VARIABLE = "MEMKV_NAMESPACE"
 ENVIRONMENT: Dict[str, str] = {**{o["name"]: o["env"] for o in CLIENT_OPTIONS}, "namespace": NAMESPACE_VARIABLE}
 
 MAX_NAMESPACE_BYTES = 200
+# The most keys one Client.match_prefix call takes.
+MAX_MATCH_KEYS = 1024
+# The longest block hash a put carries (memkv/put_options.h, kMaxBlockHashBytes).
+MAX_HASH_BYTES = 64
 _CLIENT_PREFIX = "memkv.Client: "
 
 
@@ -201,6 +205,45 @@ def make_client(config: AdapterConfig) -> "memkv.Client":
         raise ConfigError(f"memkv {config.engine} adapter: the client refused its settings: {text}") from None
 
 
+def chained_options(keys: Sequence[Key], hashes: Sequence[Optional[Union[bytes, int]]],
+                    parent_key: Optional[Key] = None, parent_hash: Optional[Union[bytes, int]] = None,
+                    ) -> List["memkv.PutOptions"]:
+    """The put options of blocks the engine hands in chain order: block i
+    names block i - 1 as its parent (key and hash), block 0 the given parent
+    (None: unknown, or a chain head). A hash that is None, or does not fit a
+    PutOptions (bytes over 64, an int past 64 bits), is left out, and so is
+    a parent hash of another kind than the block's."""
+    make = memkv.PutOptions
+    parent_hash = parent_hash if _usable_hash(parent_hash) else None
+    out = []
+    for key, block_hash in zip(keys, hashes):
+        if not _usable_hash(block_hash):
+            block_hash = None
+        if block_hash is not None and parent_hash is not None and type(block_hash) is not type(parent_hash):
+            parent_hash = None
+        out.append(make(parent_key=parent_key or None, block_hash=block_hash, parent_hash=parent_hash))
+        parent_key, parent_hash = key, block_hash
+    return out
+
+
+def put_options(block_hash: Optional[Union[bytes, int]] = None, parent_key: Optional[Key] = None,
+                parent_hash: Optional[Union[bytes, int]] = None) -> "memkv.PutOptions":
+    """A memkv.PutOptions of what is usable among these; never raises (an
+    adapter's data path does not): a hash the client refuses is dropped,
+    with the parent hash when the two are not of one kind."""
+    if not _usable_hash(block_hash):
+        block_hash = None
+    if not _usable_hash(parent_hash) or (block_hash is not None and type(block_hash) is not type(parent_hash)):
+        parent_hash = None
+    return memkv.PutOptions(parent_key=parent_key or None, block_hash=block_hash, parent_hash=parent_hash)
+
+
+def _usable_hash(value: Any) -> bool:
+    if isinstance(value, bytes):
+        return 0 < len(value) <= MAX_HASH_BYTES
+    return isinstance(value, int) and not isinstance(value, bool) and -(1 << 63) <= value < (1 << 64)
+
+
 def namespaced(namespace: str, *parts: Union[str, bytes, int]) -> bytes:
     """namespace/part/part...: the key layout every adapter writes."""
     out = [namespace.encode()] if namespace else []
@@ -300,13 +343,15 @@ class PageIO:
         self._count(get_keys=n, get_hits=hits, get_bytes=sum(w for w, o in zip(want, ok) if o))
         return ok
 
-    def put(self, keys: Sequence[Key], addresses: Sequence[int], lengths: Union[int, Sequence[int]]) -> List[bool]:
-        """Stores lengths[i] bytes at addresses[i] under keys[i]: True where stored."""
+    def put(self, keys: Sequence[Key], addresses: Sequence[int], lengths: Union[int, Sequence[int]],
+            options: Optional[Sequence[Optional["memkv.PutOptions"]]] = None) -> List[bool]:
+        """Stores lengths[i] bytes at addresses[i] under keys[i], with
+        options[i] (a memkv.PutOptions or None) when given: True where stored."""
         n = len(keys)
         if n == 0:
             return []
         try:
-            result = self.client.batch_put_ptr(keys, addresses, lengths)
+            result = self.client.batch_put_ptr(keys, addresses, lengths, options=options)
         except memkv.Error as e:
             self._failed("put", e, n)
             self._count(put_keys=n)
@@ -345,12 +390,36 @@ class PageIO:
         return present
 
     def exists_prefix(self, keys: Sequence[Key]) -> int:
-        """How many keys, from keys[0], are present without a gap."""
-        present = self.exists(keys)
-        for i, p in enumerate(present):
-            if not p:
-                return i
-        return len(present)
+        """How many keys, from keys[0], are present without a gap: the
+        client's match_prefix (one request per server, each stopping at its
+        first miss; the client itself asks a server that predates it with
+        exists), MAX_MATCH_KEYS at a time, asking no further than the first
+        slice with a gap. A slice the client cannot match (an error other
+        than a closed client) is counted from a batch exists instead, which
+        reads the same: a key whose server cannot be asked is a miss."""
+        hit = 0
+        for i in range(0, len(keys), MAX_MATCH_KEYS):
+            part = keys[i:i + MAX_MATCH_KEYS]
+            n = self._match_prefix(part)
+            hit += n
+            if n < len(part):
+                break
+        return hit
+
+    def _match_prefix(self, keys: Sequence[Key]) -> int:
+        try:
+            n = self.client.match_prefix(keys)
+        except memkv.FailedPrecondition as e:  # closed: nothing else will answer either
+            self._failed("exists", e, len(keys))
+            self._count(exists_keys=len(keys))
+            return 0
+        except memkv.Error as e:
+            self.errors.warn(f"match:{type(e).__name__}", f"memkv {self.engine}: match_prefix of {len(keys)} key(s) "
+                                                          f"failed, counted from exists instead: {e}")
+            present = self.exists(keys)
+            return present.index(False) if False in present else len(present)
+        self._count(exists_keys=len(keys), exists_hits=n)
+        return n
 
     def delete(self, keys: Sequence[Key]) -> List[bool]:
         """Deletes each key: True where it was deleted or already absent."""

@@ -52,7 +52,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import memkv
 
-from ._common import (ConfigError, PageIO, load_config, log, make_client, namespaced, positive_int)
+from ._common import (ConfigError, PageIO, load_config, log, make_client, namespaced, positive_int, put_options)
 
 try:
     import numpy as _np
@@ -77,7 +77,7 @@ except ImportError:
             self.local_cpu_backend = local_cpu_backend
             self.loop = loop
 
-__all__ = ["HAVE_LMCACHE", "MemKVL2Connector", "MemKVStorageBackend", "ConfigError"]
+__all__ = ["HAVE_LMCACHE", "MemKVL2Connector", "MemKVStorageBackend", "ConfigError", "chunk_hash_of"]
 
 ENGINE = "lmcache"
 MAX_KEY_BYTES = 1024      # MemKV's key limit
@@ -140,6 +140,24 @@ def _object_span(obj: Any) -> Span:
     return address, min(size, length)
 
 
+def chunk_hash_of(key: Any) -> Optional[Union[int, bytes]]:
+    """LMCache's chunk hash of a key, as a put carries it (and its events
+    publish): a CacheEngineKey's chunk_hash (an int), or the hash field of
+    an L2 adapter's key string (model@kv_rank@group@hash[@salt]), the bytes
+    its hex spells; None when there is none."""
+    value = getattr(key, "chunk_hash", None)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = key.decode(errors="replace") if isinstance(key, bytes) else key
+    fields = text.split("@") if isinstance(text, str) else []
+    if len(fields) >= 4:
+        try:
+            return bytes.fromhex(fields[3])
+        except ValueError:
+            return None
+    return None
+
+
 def _key_text(key: Any) -> Union[str, bytes]:
     """The string LMCache names a chunk by: CacheEngineKey.to_string(), or the
     L2 adapter's key string as it is."""
@@ -185,11 +203,12 @@ class _Core:
             out += self.io.get(keys[i:j], addresses[i:j], lengths[i:j])
         return out
 
-    def put(self, keys: Sequence[bytes], addresses: Sequence[int], lengths: Sequence[int]) -> List[bool]:
+    def put(self, keys: Sequence[bytes], addresses: Sequence[int], lengths: Sequence[int],
+            options: Optional[Sequence[Any]] = None) -> List[bool]:
         out: List[bool] = []
         for i in range(0, len(keys), MAX_BATCH_KEYS):
             j = i + MAX_BATCH_KEYS
-            out += self.io.put(keys[i:j], addresses[i:j], lengths[i:j])
+            out += self.io.put(keys[i:j], addresses[i:j], lengths[i:j], None if options is None else options[i:j])
         return out
 
     def exists(self, keys: Sequence[bytes]) -> List[bool]:
@@ -199,16 +218,9 @@ class _Core:
         return out
 
     def exists_prefix(self, keys: Sequence[bytes]) -> int:
-        """How many keys from keys[0] are present without a gap; asks no
-        further than the first slice with a gap."""
-        hit = 0
-        for i in range(0, len(keys), MAX_BATCH_KEYS):
-            part = keys[i:i + MAX_BATCH_KEYS]
-            n = self.io.exists_prefix(part)
-            hit += n
-            if n < len(part):
-                break
-        return hit
+        """How many keys from keys[0] are present without a gap (PageIO's
+        match_prefix, which asks no further than the first slice with a gap)."""
+        return self.io.exists_prefix(keys)
 
     def delete(self, keys: Sequence[bytes]) -> List[bool]:
         return self.io.delete(keys)
@@ -235,10 +247,11 @@ class _Submitted:
     with an unusable buffer are not submitted); the views are kept alive."""
 
     def __init__(self, fid: int, kind: str, count: int, names: List[bytes], index: List[int],
-                 addresses: List[int], lengths: List[int], views: Optional[List[Any]], first_bad: str) -> None:
+                 addresses: List[int], lengths: List[int], views: Optional[List[Any]], first_bad: str,
+                 options: Optional[List[Any]] = None) -> None:
         self.fid, self.kind, self.count = fid, kind, count
         self.names, self.index, self.addresses, self.lengths = names, index, addresses, lengths
-        self.views, self.first_bad = views, first_bad
+        self.views, self.first_bad, self.options = views, first_bad, options
 
 
 class MemKVL2Connector:
@@ -364,7 +377,8 @@ class MemKVL2Connector:
                 if kind == "get":
                     sid = client.submit_get_into_ptr(submitted.names, submitted.addresses, submitted.lengths)
                 elif kind == "set":
-                    sid = client.submit_put_ptr(submitted.names, submitted.addresses, submitted.lengths)
+                    sid = client.submit_put_ptr(submitted.names, submitted.addresses, submitted.lengths,
+                                                options=submitted.options)
                 elif kind == "exists":
                     sid = client.submit_exists(submitted.names)
                 else:
@@ -385,6 +399,9 @@ class MemKVL2Connector:
         if len(keys) != len(views):
             raise ValueError(f"{len(keys)} keys but {len(views)} memoryviews")
         index, names, addresses, lengths = [], [], [], []
+        # A store carries each chunk's hash; no parent: a batch's keys are
+        # not said to be one chain, in order.
+        options: Optional[List[Any]] = [] if kind == "set" else None
         first_bad = ""
         for i, (k, v) in enumerate(zip(keys, views)):
             try:
@@ -393,13 +410,16 @@ class MemKVL2Connector:
                 first_bad = first_bad or f"key {k!r}: {e}"
                 continue
             index.append(i)
-            names.append(self._core.key(_key_text(k)))
+            text = _key_text(k)
+            names.append(self._core.key(text))
             addresses.append(address)
             lengths.append(length)
+            if options is not None:
+                options.append(put_options(block_hash=chunk_hash_of(text)))
         what = "loaded" if kind == "get" else "stored"
         if first_bad:
             self._core.io.errors.warn(f"{what}:buffer", f"memkv {ENGINE}: {what}: unusable buffer, {first_bad}")
-        return _Submitted(fid, kind, len(keys), names, index, addresses, lengths, views, first_bad)
+        return _Submitted(fid, kind, len(keys), names, index, addresses, lengths, views, first_bad, options)
 
     def _complete_here(self, completion: Completion) -> None:
         """A completion decided without the client; an empty submission makes
@@ -641,7 +661,9 @@ class MemKVStorageBackend(_PluginBase):
             log.info("memkv %s: chunk layout taken from the first store: %s", ENGINE, self._layout)
         want = self._layout.nbytes if self._layout is not None else None
         batch: List[Tuple[Any, bytes, Any]] = []
+        options: List[Any] = []
         names = set()
+        parent: Optional[Tuple[bytes, Optional[int]]] = None  # the previous chunk of the chain
         with self._lock:
             if self._closed:
                 return None
@@ -652,6 +674,10 @@ class MemKVStorageBackend(_PluginBase):
                 return None
             for key, obj in zip(keys, objs):
                 name = self.key_of(key)
+                # LMCache hands one request's chunks in token order: each
+                # chunk's parent is the one before it, stored or not here.
+                chunk_hash = chunk_hash_of(key)
+                previous, parent = parent, (name, chunk_hash)
                 size = obj.get_size()
                 if size != want:
                     self._core.io.errors.warn("put:size", f"memkv {ENGINE}: a chunk of {size} bytes is not the "
@@ -662,6 +688,8 @@ class MemKVStorageBackend(_PluginBase):
                     continue
                 names.add(name)
                 batch.append((key, name, obj))
+                options.append(put_options(block_hash=chunk_hash, parent_key=previous[0] if previous else None,
+                                           parent_hash=previous[1] if previous else None))
             if not batch:
                 return None
             for _, name, obj in batch:
@@ -669,17 +697,18 @@ class MemKVStorageBackend(_PluginBase):
                 self._in_flight[name] = self._in_flight.get(name, 0) + 1
             self._queued_puts += 1
         try:
-            return [self._core.pool.submit(self._put_job, batch, callback)]
+            return [self._core.pool.submit(self._put_job, batch, callback, options)]
         except Exception:
             self._put_done(batch)
             raise
 
-    def _put_job(self, batch: List[Tuple[Any, bytes, Any]], callback: Optional[Callable[[Any], None]]
-                 ) -> List[bool]:
+    def _put_job(self, batch: List[Tuple[Any, bytes, Any]], callback: Optional[Callable[[Any], None]],
+                 options: Optional[List[Any]] = None) -> List[bool]:
         stored = [False] * len(batch)
         try:
             spans = [_object_span(obj) for _, _, obj in batch]
-            stored = self._core.put([name for _, name, _ in batch], [a for a, _ in spans], [n for _, n in spans])
+            stored = self._core.put([name for _, name, _ in batch], [a for a, _ in spans], [n for _, n in spans],
+                                    options)
         except Exception as e:
             self._core.failed("put", e)
         finally:

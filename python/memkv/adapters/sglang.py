@@ -41,7 +41,7 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tup
 
 import memkv
 
-from ._common import AdapterConfig, ConfigError, PageIO, load_config, make_client, namespaced
+from ._common import AdapterConfig, ConfigError, PageIO, chained_options, load_config, make_client, namespaced
 
 log = logging.getLogger("memkv.adapters.sglang")
 
@@ -136,6 +136,29 @@ def _region(buffer: Any) -> Optional[Tuple[int, int]]:
     ctypes_attr = getattr(buffer, "ctypes", None)
     if ctypes_attr is not None and hasattr(buffer, "nbytes"):
         return int(ctypes_attr.data), int(buffer.nbytes)
+    return None
+
+
+def page_hash_value(page_hash: Any) -> Optional[bytes]:
+    """The block hash a put of the page carries (and its events publish):
+    SGLang's page hash, a hex str, as the bytes it spells; a hash that is not
+    hex as its UTF-8 (left out past 64 bytes)."""
+    if isinstance(page_hash, bytes):
+        return page_hash
+    text = str(page_hash)
+    try:
+        return bytes.fromhex(text)
+    except ValueError:
+        return text.encode()
+
+
+def _prior_page(extra_info: Any) -> Optional[Any]:
+    """The hash of the page before a batch's first, when SGLang passes the
+    prefix's page hashes (HiCacheStorageExtraInfo.prefix_keys, with
+    hicache_storage_pass_prefix_keys); None otherwise."""
+    prefix = getattr(extra_info, "prefix_keys", None)
+    if isinstance(prefix, (list, tuple)) and prefix and isinstance(prefix[-1], (str, bytes)):
+        return prefix[-1]
     return None
 
 
@@ -328,6 +351,23 @@ class MemKVHiCacheStorage(HiCacheStorage):
     def _flat_keys(self, lay: _Layout, keys: Sequence[Any]) -> List[bytes]:
         return [self._prefix + self._hash_bytes(k) + lay.flat_tail for k in keys]
 
+    def _store_options(self, keys: Sequence[Any], tails: Sequence[bytes], extra_info: Any) -> List[Any]:
+        """The put options of the pages' values, in the order of their keys
+        (page by page, a page's parts in order): SGLang hands a batch's pages
+        in prefix order, so each part names the same part of the previous
+        page as its parent (the batch's first page: the last prefix page,
+        when SGLang passes the prefix keys), and carries the page hashes."""
+        hashes = [page_hash_value(k) for k in keys]
+        prior = _prior_page(extra_info)
+        chains = []
+        for tail in tails:
+            part_keys = [self._prefix + self._hash_bytes(k) + tail for k in keys]
+            parent = None if prior is None else self._prefix + self._hash_bytes(prior) + tail
+            chains.append(chained_options(part_keys, hashes, parent, None if prior is None else page_hash_value(prior)))
+        if len(chains) == 1:
+            return chains[0]
+        return [chain[i] for i in range(len(keys)) for chain in chains]
+
     def _ready(self, op: str) -> Optional[_Layout]:
         lay = self._layout
         if lay is None:
@@ -360,7 +400,8 @@ class MemKVHiCacheStorage(HiCacheStorage):
 
     def batch_exists(self, keys: List[str], extra_info: Any = None) -> int:
         """How many pages, from keys[0], are stored whole (all parts): one
-        MemKV batch-exists call. 0 on any failure."""
+        MemKV match_prefix over the pages' part keys in order (one request
+        per server, each stopping at its first miss). 0 on any failure."""
         try:
             if not keys:
                 return 0
@@ -390,9 +431,9 @@ class MemKVHiCacheStorage(HiCacheStorage):
         nothing and returns True (rank 0 stores the same pages)."""
         if keys and not self.writer:
             return [True] * len(keys)
-        return self._move_pages("put", keys, host_indices)
+        return self._move_pages("put", keys, host_indices, extra_info)
 
-    def _move_pages(self, op: str, keys: List[str], host_indices: Any) -> List[bool]:
+    def _move_pages(self, op: str, keys: List[str], host_indices: Any, extra_info: Any = None) -> List[bool]:
         """batch_get_v1 / batch_set_v1 ("get" / "put") between the host pool's
         page memory and MemKV; never raises."""
         n = len(keys)
@@ -404,8 +445,12 @@ class MemKVHiCacheStorage(HiCacheStorage):
                 return [False] * n
             ptrs, sizes = self._page_meta(lay, n, host_indices)
             start = time.perf_counter()
-            transfer = self._io.get if op == "get" else self._io.put
-            ok = self._per_page(transfer(self._part_keys(lay, keys), ptrs, sizes), len(lay.parts))
+            part_keys = self._part_keys(lay, keys)
+            if op == "get":
+                moved = self._io.get(part_keys, ptrs, sizes)
+            else:
+                moved = self._io.put(part_keys, ptrs, sizes, self._store_options(keys, lay.tails, extra_info))
+            ok = self._per_page(moved, len(lay.parts))
             pgs, bandwidth = ((self._prefetch_pgs, self._prefetch_bw) if op == "get"
                               else (self._backup_pgs, self._backup_bw))
             self._record(pgs, bandwidth, n, lay.page_bytes * sum(ok), start)
@@ -497,7 +542,8 @@ class MemKVHiCacheStorage(HiCacheStorage):
             sizes_in = list(target_sizes) if target_sizes is not None else [None] * n
             buffers = [self._target(src, size, False) for src, size in zip(sources, sizes_in)]
             start = time.perf_counter()
-            ok = self._io.put(self._flat_keys(lay, keys), [b[0] for b in buffers], [b[1] for b in buffers])
+            ok = self._io.put(self._flat_keys(lay, keys), [b[0] for b in buffers], [b[1] for b in buffers],
+                              self._store_options(keys, (lay.flat_tail,), None))
             self._record(self._backup_pgs, self._backup_bw, n, sum(b[1] for b, o in zip(buffers, ok) if o), start)
             return all(ok)
         except Exception as e:  # noqa: BLE001 - never raise on the data path

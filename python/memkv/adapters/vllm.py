@@ -53,7 +53,7 @@ import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from ._common import (ConfigError, PageIO, RateLimitedLog, load_config, make_client, namespaced,
-                      positive_int)
+                      positive_int, put_options)
 
 log = logging.getLogger("memkv.adapters")
 
@@ -281,13 +281,20 @@ def layout_part(offloading_spec: Any, row_bytes: int) -> str:
     return "-".join(parts)
 
 
+def block_hash_of(key: bytes) -> bytes:
+    """The block hash of an OffloadKey (the hash, then the KV cache group
+    index as 4 bytes): what a store's put carries, and its events publish."""
+    return key[:-4] if len(key) > 4 else key
+
+
 # ------------------------------------------------------------------- the tier
 
 _PENDING = object()
 
 
 class _Job:
-    __slots__ = ("job_id", "load", "keys", "mkeys", "addresses", "ok", "batches", "failed", "start", "end")
+    __slots__ = ("job_id", "load", "keys", "mkeys", "addresses", "options", "ok", "batches", "failed", "start",
+                 "end")
     # One per submitted job; its batches are submissions on the client's queue.
 
     def __init__(self, job_id: Any, load: bool, keys: List[bytes], mkeys: List[bytes], addresses: List[int]):
@@ -296,6 +303,9 @@ class _Job:
         self.keys = keys
         self.mkeys = mkeys
         self.addresses = addresses
+        # A store's put options: each chunk's block hash (no parent: a job
+        # does not say that its keys are one chain, in order).
+        self.options = None if load else [put_options(block_hash=block_hash_of(k)) for k in keys]
         self.ok = [False] * len(keys)
         self.batches = 0
         self.failed = False
@@ -563,10 +573,13 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
                 work.start = time.monotonic()
                 if not spans:
                     self._complete(work)
-                submit = self._client.submit_get_into_ptr if load else self._client.submit_put_ptr
                 for lo, hi in spans:
                     try:
-                        sid = submit(mkeys[lo:hi], addresses[lo:hi], self._row_bytes)
+                        if load:
+                            sid = self._client.submit_get_into_ptr(mkeys[lo:hi], addresses[lo:hi], self._row_bytes)
+                        else:
+                            sid = self._client.submit_put_ptr(mkeys[lo:hi], addresses[lo:hi], self._row_bytes,
+                                                              options=work.options[lo:hi])
                     except Exception as e:
                         self._errors.warn("batch", f"memkv vllm: a batch of job {job_id!r} failed: {e!r}")
                         self._end_batch(work, lo, hi, [False] * (hi - lo))
