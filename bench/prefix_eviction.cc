@@ -366,6 +366,8 @@ int main(int argc, char** argv) {
               "reachable", "local hits", "memkv hits", "computed", "evictions");
   PrintRow("prefix-aware", aware);
   PrintRow("plain LRU", lru);
+  std::printf("samples: %llu aware, %llu LRU (after each batch of the last pool's worth of puts)\n",
+              static_cast<unsigned long long>(aware.samples), static_cast<unsigned long long>(lru.samples));
   const double reach_ratio = Ratio(aware.Mean(aware.reachable), lru.Mean(lru.reachable));
   std::printf("reachable aware / LRU: %.2fx (target >= 1.5x: %s)\n", reach_ratio, reach_ratio >= 1.5 ? "met" : "not met");
   std::printf("whole-prefix fraction, aware: %.4f (target >= 0.95: %s)\n", aware.fraction(),
