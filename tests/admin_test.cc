@@ -135,6 +135,44 @@ TEST_F(AdminTest, CountersMoveExactlyAsTheWorkloadPredicts) {
   EXPECT_EQ(after["memkv_capacity_used_bytes{device=\"drive0\"}"], 6.0 * 4096) << "6 values of 1000 bytes, a 4 KiB unit each";
 }
 
+// Per-namespace counts (docs/metrics.md, "Namespaces"): each key counted in
+// the namespace before its first '/', in /v1/status and in /metrics.
+TEST_F(AdminTest, NamespacesCountLookupsHitsAndBytesPerModel) {
+  Start(FileModeSpec(dir_.path(), 1));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(client_->Put("llama/" + std::to_string(i), Pattern(1000, i)).ok());
+  ASSERT_TRUE(client_->Put("qwen/0", Pattern(1000, 9)).ok());
+  ASSERT_TRUE(client_->Get("llama/0").ok());
+  ASSERT_TRUE(client_->Get("llama/1").ok());
+  EXPECT_EQ(client_->Get("llama/absent").status().code(), StatusCode::kNotFound);
+  const std::vector<std::string_view> chain = {"llama/0", "llama/1", "llama/absent", "llama/2"};
+  Result<size_t> matched = client_->MatchPrefix(chain);
+  ASSERT_TRUE(matched.ok()) << matched.status().ToString();
+  EXPECT_EQ(*matched, 2u);
+  ASSERT_TRUE(client_->Exists("qwen/0").ok());
+
+  JsonValue st = ParseOk(HttpRequestTo(admin_, "GET", "/v1/status").body);
+  const JsonValue* list = st.Find("namespaces");
+  ASSERT_NE(list, nullptr);
+  std::map<std::string, const JsonValue*> by_name;
+  for (const JsonValue& ns : list->array) by_name[Str(ns, {"name"})] = &ns;
+  ASSERT_TRUE(by_name.count("llama") && by_name.count("qwen") && by_name.count("other")) << HttpRequestTo(admin_, "GET", "/v1/status").body;
+  const JsonValue& llama = *by_name["llama"];
+  EXPECT_EQ(Num(llama, {"lookups"}), 7) << "3 gets and a prefix match of 4 keys";
+  EXPECT_EQ(Num(llama, {"hits"}), 4) << "2 gets and the 2 matched keys";
+  EXPECT_DOUBLE_EQ(Num(llama, {"hit_ratio"}), 4.0 / 7.0);
+  EXPECT_EQ(Num(llama, {"read_bytes"}), 2000);
+  EXPECT_EQ(Num(llama, {"puts"}), 3);
+  EXPECT_EQ(Num(llama, {"written_bytes"}), 3000);
+  EXPECT_EQ(Num(*by_name["qwen"], {"lookups"}), 1);
+  EXPECT_EQ(Num(*by_name["qwen"], {"hits"}), 1);
+  EXPECT_EQ(Num(*by_name["other"], {"lookups"}), 0);
+
+  std::map<std::string, double> scrape = Scrape();
+  EXPECT_EQ(scrape["memkv_namespace_lookups_total{namespace=\"llama\"}"], 7);
+  EXPECT_EQ(scrape["memkv_namespace_hits_total{namespace=\"llama\"}"], 4);
+  EXPECT_EQ(scrape["memkv_namespace_written_bytes_total{namespace=\"qwen\"}"], 1000);
+}
+
 // memory.read_check_interval_ms: the server hashes a value it sent over TCP
 // at most once per interval (the client checks every response itself).
 TEST_F(AdminTest, AValueSentAgainWithinTheReadCheckIntervalIsNotHashedAgain) {

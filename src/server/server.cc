@@ -107,6 +107,7 @@ class Server::Worker {
     ctx_.frame_timeout_ns = Nanos(server_->options_.frame_timeout_ms) * 1'000'000;
     ctx_.max_value_bytes = server_->options_.max_value_bytes;
     ctx_.metrics = &server_->metrics_;
+    ctx_.namespaces = server_->options_.namespaces;
     ctx_.limits = &server_->limits_;
     ctx_.master_mac = master_mac_.get();
     ctx_.master_key = server_->options_.auth_key;

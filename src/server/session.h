@@ -63,6 +63,7 @@
 #include "server/session_buffer.h"
 #include "server/connection_limits.h"
 #include "server/metrics.h"
+#include "server/namespace_stats.h"
 #include "server/rdma_endpoint.h"
 #include "tier/completion_inbox.h"
 #include "tier/tiered_store.h"
@@ -82,6 +83,7 @@ struct SessionContext {
   Nanos frame_timeout_ns = 30'000'000'000;     // a frame must arrive whole within this (CheckFrameDeadline)
   uint64_t max_value_bytes = 16ULL << 30;      // memory.max_value_size, announced at Connect
   ServerMetrics* metrics = nullptr;
+  NamespaceStats* namespaces = nullptr;  // null: no per-namespace counts
   // The slot each connection holds (reserved by the worker before it builds
   // the Session, given back by ~Session). Null: no limits.
   ConnectionLimits* limits = nullptr;
@@ -235,13 +237,17 @@ class Session {
   void Await(tier::Completion completion);
   void FinishPayload();
   void SupersedeRepeats(std::vector<PayloadSink::Item>& items);
+  // Per-namespace counts (NamespaceStats), when the server keeps them: a
+  // lookup of `key` (found or not, `bytes` served), a value stored.
+  void CountLookup(std::string_view key, bool hit, uint64_t bytes = 0);
+  void CountStored(std::string_view key, uint64_t bytes);
   void CommitPut(PayloadSink::Item& item);
   void CommitBatch(std::vector<PayloadSink::Item> items, bool with_messages);
   void RespondBatchPut(std::vector<PayloadSink::Item>& items, bool with_messages);
   void HandleGet(std::string_view key);
-  void RespondGet(Result<tier::StoredValue> value);
+  void RespondGet(std::string_view key, Result<tier::StoredValue> value);
   void HandleBatchGet();
-  void RespondBatchGet(std::vector<Result<tier::StoredValue>>& values);
+  void RespondBatchGet(std::span<const std::string_view> keys, std::vector<Result<tier::StoredValue>>& values);
   void HandleDelete(std::string_view key);
 
   // session_stream.cc: values in pieces (see above).

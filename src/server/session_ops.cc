@@ -186,10 +186,12 @@ void Session::HandleRdmaCommit() {
     return;
   }
   const uint64_t size = g.put.size();
-  Await(ctx_.store->Commit(std::move(g.put), g.key, g.checksum, g.options, reply_, [this, size](Status committed) {
+  Await(ctx_.store->Commit(std::move(g.put), g.key, g.checksum, g.options, reply_,
+                           [this, size, key = g.key](Status committed) {
     if (committed.ok()) {
       ctx_.metrics->rdma_put_bytes.Add(size);
       ctx_.metrics->op(cur_.opcode).value_bytes.Add(size);
+      CountStored(key, size);
     }
     RespondError(committed);
   }));
@@ -205,7 +207,8 @@ void Session::HandleRdmaGet(std::string_view key) {
   }
   // The grant's segments are addresses in the registered pool: a value on a
   // drive is staged in DRAM first (ReadNeed::kDramPin).
-  Await(ctx_.store->Get(key, tier::ReadNeed::kDramPin, reply_, [this](Result<tier::StoredValue> value) {
+  Await(ctx_.store->Get(key, tier::ReadNeed::kDramPin, reply_, [this, key](Result<tier::StoredValue> value) {
+    CountLookup(key, value.ok(), value.ok() ? value->size() : 0);
     if (value.ok()) {
       GrantPin(value->TakePin());
     } else if (value.status().code() == StatusCode::kNotFound) {
@@ -369,7 +372,9 @@ void Session::HandleExists(std::string_view key) {
     RespondError(s);
     return;
   }
-  Respond(ctx_.store->Exists(key) ? StatusCode::kOk : StatusCode::kNotFound, "");
+  const bool found = ctx_.store->Exists(key);
+  CountLookup(key, found);
+  Respond(found ? StatusCode::kOk : StatusCode::kNotFound, "");
 }
 
 void Session::HandleStat(std::string_view key) {
@@ -395,9 +400,13 @@ void Session::HandleBatchExists() {
   }
   std::vector<StatusCode> statuses;
   statuses.reserve(keys.size());
+  std::vector<KeyCounts> counts;
   for (std::string_view key : keys) {
-    statuses.push_back(ctx_.store->Exists(key) ? StatusCode::kOk : StatusCode::kNotFound);
+    const bool found = ctx_.store->Exists(key);
+    statuses.push_back(found ? StatusCode::kOk : StatusCode::kNotFound);
+    counts.push_back({key, {1, found ? 1u : 0u}});
   }
+  if (ctx_.namespaces != nullptr) ctx_.namespaces->CountMany(counts);
   Respond(StatusCode::kOk, proto::EncodeStatusList(statuses));
 }
 
@@ -409,6 +418,13 @@ void Session::HandleMatchPrefix() {
     return;
   }
   const size_t matched = ctx_.store->MatchPrefix(keys);
+  // Matched over requested blocks: the leading `matched` keys are hits.
+  if (ctx_.namespaces != nullptr) {
+    std::vector<KeyCounts> counts;
+    counts.reserve(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) counts.push_back({keys[i], {1, i < matched ? 1u : 0u}});
+    ctx_.namespaces->CountMany(counts);
+  }
   Respond(StatusCode::kOk, proto::EncodeMatchPrefixResponse(static_cast<uint32_t>(matched)));
 }
 

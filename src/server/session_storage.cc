@@ -40,6 +40,23 @@ void Session::FinishPayload() {
   CommitBatch(std::move(sink.items), sink.with_messages);
 }
 
+void Session::CountLookup(std::string_view key, bool hit, uint64_t bytes) {
+  if (ctx_.namespaces == nullptr) return;
+  NamespaceCounts c;
+  c.lookups = 1;
+  c.hits = hit ? 1 : 0;
+  c.read_bytes = bytes;
+  ctx_.namespaces->Count(key, c);
+}
+
+void Session::CountStored(std::string_view key, uint64_t bytes) {
+  if (ctx_.namespaces == nullptr) return;
+  NamespaceCounts c;
+  c.puts = 1;
+  c.written_bytes = bytes;
+  ctx_.namespaces->Count(key, c);
+}
+
 void Session::CommitPut(PayloadSink::Item& item) {
   if (!item.status.ok()) {
     RespondError(item.status);
@@ -47,8 +64,11 @@ void Session::CommitPut(PayloadSink::Item& item) {
   }
   const uint64_t size = item.size;
   Await(ctx_.store->Commit(std::move(item.put), item.key, item.checksum, item.options, reply_,
-                           [this, size](Status s) {
-    if (s.ok()) ctx_.metrics->op(cur_.opcode).value_bytes.Add(size);
+                           [this, size, key = item.key](Status s) {
+    if (s.ok()) {
+      ctx_.metrics->op(cur_.opcode).value_bytes.Add(size);
+      CountStored(key, size);
+    }
     RespondError(s);
   }));
 }
@@ -78,7 +98,8 @@ void Session::CommitBatch(std::vector<PayloadSink::Item> items, bool with_messag
   for (size_t i = 0; i < items.size(); ++i) {
     PayloadSink::Item& item = items[i];
     if (!item.status.ok()) continue;
-    puts.push_back({std::move(item.put), std::move(item.key), item.checksum, std::move(item.options)});
+    // The key is copied, not moved: the answer counts it in its namespace.
+    puts.push_back({std::move(item.put), item.key, item.checksum, std::move(item.options)});
     where.push_back(i);
   }
   Await(ctx_.store->CommitMany(std::move(puts), reply_,
@@ -93,14 +114,20 @@ void Session::RespondBatchPut(std::vector<PayloadSink::Item>& items, bool with_m
   std::vector<Status> statuses;
   statuses.reserve(items.size());
   uint64_t stored = 0;
+  std::vector<KeyCounts> counts;
   for (const PayloadSink::Item& item : items) {
     if (item.superseded_by != PayloadSink::kNotSuperseded) {
       statuses.push_back(items[item.superseded_by].status);
       continue;
     }
     statuses.push_back(item.status);
-    if (item.status.ok()) stored += item.size;
+    if (!item.status.ok()) continue;
+    stored += item.size;
+    KeyCounts& c = counts.emplace_back(KeyCounts{item.key, {}});
+    c.counts.puts = 1;
+    c.counts.written_bytes = item.size;
   }
+  if (ctx_.namespaces != nullptr) ctx_.namespaces->CountMany(counts);
   ctx_.metrics->op(cur_.opcode).value_bytes.Add(stored);
   if (with_messages) {
     Respond(StatusCode::kOk, proto::EncodeStatusMessageList(statuses));
@@ -120,12 +147,15 @@ void Session::HandleGet(std::string_view key) {
   }
   // Checked after the send (Flush): the client checks the bytes against the
   // checksum sent with them, so the server's own check is off the latency path.
+  // `key` points into the request's meta, which stays while the request is
+  // parked on its storage operation.
   Await(ctx_.store->Get(
-      key, tier::ReadNeed::kBytes, reply_, [this](Result<tier::StoredValue> value) { RespondGet(std::move(value)); },
-      storage::ReadCheck::kLater));
+      key, tier::ReadNeed::kBytes, reply_,
+      [this, key](Result<tier::StoredValue> value) { RespondGet(key, std::move(value)); }, storage::ReadCheck::kLater));
 }
 
-void Session::RespondGet(Result<tier::StoredValue> value) {
+void Session::RespondGet(std::string_view key, Result<tier::StoredValue> value) {
+  CountLookup(key, value.ok(), value.ok() ? value->size() : 0);
   if (!value.ok()) {
     if (value.status().code() == StatusCode::kNotFound) {
       Respond(StatusCode::kNotFound, "");
@@ -153,11 +183,22 @@ void Session::HandleBatchGet() {
     return;
   }
   Await(ctx_.store->GetMany(
-      keys, reply_, [this](std::vector<Result<tier::StoredValue>> values) { RespondBatchGet(values); },
+      keys, reply_,
+      [this, keys](std::vector<Result<tier::StoredValue>> values) { RespondBatchGet(keys, values); },
       storage::ReadCheck::kLater));
 }
 
-void Session::RespondBatchGet(std::vector<Result<tier::StoredValue>>& values) {
+void Session::RespondBatchGet(std::span<const std::string_view> keys, std::vector<Result<tier::StoredValue>>& values) {
+  if (ctx_.namespaces != nullptr) {
+    std::vector<KeyCounts> counts(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      counts[i] = {keys[i], {}};
+      counts[i].counts.lookups = 1;
+      counts[i].counts.hits = values[i].ok() ? 1 : 0;
+      counts[i].counts.read_bytes = values[i].ok() ? values[i]->size() : 0;
+    }
+    ctx_.namespaces->CountMany(counts);
+  }
   std::vector<proto::GetItem> items(values.size());
   std::vector<iovec> iov;
   std::vector<tier::StoredValue> kept;

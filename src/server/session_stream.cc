@@ -59,13 +59,16 @@ void Session::FinishStreamPut() {
   std::shared_ptr<tier::ValueStream> stream = std::move(put_stream_);
   const uint64_t size = stream->size();
   Await(tier::Completion::kPending);
-  ctx_.store->FinishStreamPut(stream, cur_.payload_checksum, reply_, [this, size](Status s) {
+  ctx_.store->FinishStreamPut(stream, cur_.payload_checksum, reply_, [this, size, stream](Status s) {
     if (s.code() == StatusCode::kInvalidArgument) {  // the bytes are not what the client hashed
       ctx_.metrics->payload_checksum_failures.Add(1);
       Fail(Corruption("payload of " + std::to_string(size) + " bytes does not match its checksum; nothing was stored"));
       return;
     }
-    if (s.ok()) ctx_.metrics->op(cur_.opcode).value_bytes.Add(size);
+    if (s.ok()) {
+      ctx_.metrics->op(cur_.opcode).value_bytes.Add(size);
+      CountStored(stream->key(), size);
+    }
     RespondError(s);
   });
 }

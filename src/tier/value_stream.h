@@ -38,6 +38,7 @@ class ValueStream {
   // Bytes moved to or from the drives so far.
   uint64_t moved() const { return moved_; }
   uint64_t left() const { return size_ - moved_; }
+  const std::string& key() const { return key_; }
   // The length of the next piece.
   uint64_t next_piece() const { return std::min(left(), kWindowBytes); }
   // The length of the piece the last move moved.
