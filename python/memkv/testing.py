@@ -59,7 +59,8 @@ class LocalServer:
 
     def __init__(self, binary: Optional[str] = None, memory: str = "512 MiB", block_size: str = "2 MiB",
                  workers: Optional[int] = None, auth_key: Optional[str] = None,
-                 extra_args: Optional[List[str]] = None, memory_settings: Optional[Dict[str, str]] = None) -> None:
+                 extra_args: Optional[List[str]] = None, memory_settings: Optional[Dict[str, str]] = None,
+                 extra_config: str = "") -> None:
         self.binary = binary or _default_binary()
         self.memory = memory
         self.block_size = block_size
@@ -67,6 +68,8 @@ class LocalServer:
         self.extra_args = list(extra_args or [])
         # More fields of the config's memory section ({"pin_ttl": "30m"}).
         self.memory_settings = dict(memory_settings or {})
+        # More sections of the config, as YAML text ("events:\n  publish: ...\n").
+        self.extra_config = extra_config
         self.auth_key = auth_key or secrets.token_hex(32)
         self.address = ""
         self._dir: Optional[str] = None
@@ -80,7 +83,7 @@ class LocalServer:
             f.write(f"network:\n  address: 127.0.0.1:0\n  auth_key: {self.auth_key}\n"
                     f"memory:\n  max_size: {self.memory}\n  block_size: {self.block_size}\n"
                     + "".join(f"  {k}: {v}\n" for k, v in self.memory_settings.items())
-                    + "storage:\n  mode: memory\n")
+                    + "storage:\n  mode: memory\n" + self.extra_config)
         args = [self.binary, "start", "--config", config, "--data-dir", os.path.join(self._dir, "data")]
         if self.workers:
             args += ["--workers", str(self.workers)]

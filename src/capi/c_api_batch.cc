@@ -66,9 +66,36 @@ memkv_status_t Deliver(const BatchResult& result, size_t count, memkv_status_t* 
   return MEMKV_OK;
 }
 
+// memkv_batch_put and memkv_batch_put_with (`options` NULL: plain puts),
+// reporting as `fn`.
+memkv_status_t BatchPut(const char* fn, memkv_client_t* c, const void* const* keys, const size_t* key_lens,
+                        const void* const* values, const size_t* value_lens, const memkv_put_options_t* options,
+                        size_t count, memkv_status_t* statuses, size_t* prefix) {
+  const bool any = count > 0;
+  return Call(fn,
+              {{"client", c},
+               {"keys", keys, any},
+               {"key_lens", key_lens, any},
+               {"values", values, any},
+               {"value_lens", value_lens, any},
+               {"statuses", statuses, any}},
+              [&] {
+                auto views =
+                    ViewBatch<std::span<const uint8_t>>(fn, keys, key_lens, "values", values, value_lens, count);
+                if (!views.ok()) return Fail(views.status());
+                if (options == nullptr) {
+                  return Deliver(c->client->BatchPut(views->keys, views->bytes), count, statuses, prefix);
+                }
+                auto converted = ToPutOptionsArray(fn, options, count);
+                if (!converted.ok()) return Fail(converted.status());
+                return Deliver(c->client->BatchPutWith(views->keys, views->bytes, *converted), count, statuses, prefix);
+              });
+}
+
 }  // namespace
 }  // namespace memkv::capi
 
+using memkv::capi::BatchPut;
 using memkv::capi::Call;
 using memkv::capi::Deliver;
 using memkv::capi::Fail;
@@ -80,45 +107,14 @@ extern "C" {
 memkv_status_t memkv_batch_put(memkv_client_t* c, const void* const* keys, const size_t* key_lens,
                                const void* const* values, const size_t* value_lens, size_t count,
                                memkv_status_t* statuses, size_t* prefix) {
-  const char* fn = __func__;
-  const bool any = count > 0;
-  return Call(fn,
-              {{"client", c},
-               {"keys", keys, any},
-               {"key_lens", key_lens, any},
-               {"values", values, any},
-               {"value_lens", value_lens, any},
-               {"statuses", statuses, any}},
-              [&] {
-                auto views =
-                    ViewBatch<std::span<const uint8_t>>(fn, keys, key_lens, "values", values, value_lens, count);
-                if (!views.ok()) return Fail(views.status());
-                return Deliver(c->client->BatchPut(views->keys, views->bytes), count, statuses, prefix);
-              });
+  return BatchPut(__func__, c, keys, key_lens, values, value_lens, nullptr, count, statuses, prefix);
 }
 
 memkv_status_t memkv_batch_put_with(memkv_client_t* c, const void* const* keys, const size_t* key_lens,
                                     const void* const* values, const size_t* value_lens,
                                     const memkv_put_options_t* options, size_t count, memkv_status_t* statuses,
                                     size_t* prefix) {
-  const char* fn = __func__;
-  const bool any = count > 0;
-  return Call(fn,
-              {{"client", c},
-               {"keys", keys, any},
-               {"key_lens", key_lens, any},
-               {"values", values, any},
-               {"value_lens", value_lens, any},
-               {"statuses", statuses, any}},
-              [&] {
-                auto views =
-                    ViewBatch<std::span<const uint8_t>>(fn, keys, key_lens, "values", values, value_lens, count);
-                if (!views.ok()) return Fail(views.status());
-                auto converted = memkv::capi::ToPutOptionsArray(fn, options, count);
-                if (!converted.ok()) return Fail(converted.status());
-                return Deliver(c->client->BatchPutWith(views->keys, views->bytes, *converted), count, statuses,
-                               prefix);
-              });
+  return BatchPut(__func__, c, keys, key_lens, values, value_lens, options, count, statuses, prefix);
 }
 
 memkv_status_t memkv_match_prefix(memkv_client_t* c, const void* const* keys, const size_t* key_lens, size_t count,

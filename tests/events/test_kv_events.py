@@ -1,23 +1,20 @@
 """Block events of a real `memkv start` process, read by a subscriber written
 against docs/events.md alone (pyzmq and msgpack; no MemKV code decodes them).
 
-The binary comes from MEMKV_BINARY (set by ctest), else build/memkv of this
-checkout; the client package from PYTHONPATH (ctest sets build/python).
+The server is started by memkv.testing.LocalServer: the binary from
+MEMKV_BINARY (set by ctest); the client package from PYTHONPATH (ctest sets
+build/python).
 """
 
-import os
 import re
-import secrets
-import select
-import subprocess
-import tempfile
 import time
 
 import msgpack
 import pytest
 import zmq
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from memkv.testing import LocalServer
+
 DEADLINE_S = 20.0
 TOPIC = b"memkv-test"
 
@@ -111,63 +108,19 @@ class Subscriber:
 
 # ---- a server with events on ------------------------------------------------
 
-class EventsServer:
+class EventsServer(LocalServer):
     def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="memkv-events-")
-        self.auth_key = secrets.token_hex(32)
-        self.process = None
-        self.address = ""
+        super().__init__(memory="256 MiB", workers=2,
+                         extra_config="events:\n  publish: tcp://127.0.0.1:0\n  replay: tcp://127.0.0.1:0\n"
+                                      f"  topic: {TOPIC.decode()}\n")
 
     def start(self):
-        config = os.path.join(self.dir, "config.yaml")
-        with open(config, "w") as f:
-            f.write(f"network:\n  address: 127.0.0.1:0\n  auth_key: {self.auth_key}\n"
-                    "memory:\n  max_size: 256 MiB\n  prefault: false\n"
-                    "storage:\n  mode: memory\n"
-                    "events:\n  publish: tcp://127.0.0.1:0\n  replay: tcp://127.0.0.1:0\n"
-                    f"  topic: {TOPIC.decode()}\n")
-        binary = os.environ.get("MEMKV_BINARY") or os.path.join(REPO, "build", "memkv")
-        self.stderr_path = os.path.join(self.dir, "stderr.log")
-        with open(self.stderr_path, "wb") as err:
-            self.process = subprocess.Popen([binary, "start", "--config", config, "--data-dir",
-                                             os.path.join(self.dir, "data"), "--workers", "2"],
-                                            stdout=subprocess.PIPE, stderr=err)
-        line = self._first_line()
-        assert line.startswith("ready "), f"not ready: {line!r}\n{self.stderr()}"
-        self.address = line.split()[1]
+        super().start()
         # The bound ports (0 in the config) are in the start log.
         m = re.search(r"publishing on (tcp://\S+), replay on (tcp://\S+)", self.stderr())
         assert m, self.stderr()
         self.publish, self.replay = m.group(1), m.group(2)
         return self
-
-    def _first_line(self):
-        fd = self.process.stdout.fileno()
-        deadline = time.monotonic() + DEADLINE_S
-        data = b""
-        while b"\n" not in data:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                break
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            data += chunk
-        return data.decode(errors="replace").split("\n")[0]
-
-    def stderr(self):
-        with open(self.stderr_path, errors="replace") as f:
-            return f.read()
-
-    def stop(self):
-        self.process.terminate()
-        status = self.process.wait(DEADLINE_S)
-        self.process.stdout.close()
-        return status
-
-    def client(self):
-        import memkv
-        return memkv.Client(servers=[self.address], auth_key=self.auth_key, transport="tcp", timeout_ms=10000)
 
 
 @pytest.fixture
