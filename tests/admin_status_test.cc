@@ -53,6 +53,7 @@ struct Row {
   std::string line;
   std::string detail;              // the reason or error line
   std::vector<std::string> tiers;  // "  dram: ...", "  drives: ..." and "  journal: ..."
+  std::vector<std::string> namespaces;  // "  namespace NAME: ..."
 };
 std::map<std::string, Row> Rows(const std::string& out) {
   std::map<std::string, Row> rows;
@@ -66,6 +67,10 @@ std::map<std::string, Row> Rows(const std::string& out) {
     if (line.rfind("ADDRESS", 0) == 0 || line.empty()) continue;
     if (line.rfind("  dram: ", 0) == 0 || line.rfind("  drives: ", 0) == 0 || line.rfind("  journal: ", 0) == 0) {
       rows[last].tiers.push_back(line);
+      continue;
+    }
+    if (line.rfind("  namespace ", 0) == 0) {
+      rows[last].namespaces.push_back(line);
       continue;
     }
     if (line.rfind("  ", 0) == 0) {
@@ -184,6 +189,11 @@ TEST_F(AdminStatusTest, DataAddressesOfHealthyServersGiveOneRowEachAndExitZero) 
   EXPECT_EQ(rows[a.address()].tiers,
             std::vector<std::string>{"  dram: 3 MiB of 32 MiB used by 1 value (3 MiB), fragmentation 0.0%"})
       << "memory mode: no drives line\n" << r.out;
+  // "k" has no '/': the namespace "". The idle server has no namespace line.
+  EXPECT_EQ(rows[a.address()].namespaces,
+            std::vector<std::string>{"  namespace \"\": 1 lookups, 100.0% hit, 3 MiB read, 1 puts (3 MiB), 0 evictions"})
+      << r.out;
+  EXPECT_TRUE(rows[b.address()].namespaces.empty()) << r.out;
   EXPECT_EQ(rows[b.address()].tiers,
             std::vector<std::string>{"  dram: 0 B of 32 MiB used by 0 values (0 B), fragmentation 0.0%"})
       << r.out;
