@@ -148,6 +148,62 @@ TEST(DaemonTest, FileModeCreatesItsDriveAndFindsTheValuesAgainAfterARestart) {
   EXPECT_TRUE(daemon->Shutdown().ok());
 }
 
+// Put options through a real client: a restart keeps TTLs and retention (a
+// short TTL still ends after it; a long one still runs), and a pinned put
+// past memory.pinned_max_fraction is refused naming it.
+TEST(DaemonTest, ARestartKeepsTtlsAndPinsPastTheCapAreRefused) {
+  TempDir dir;
+  verbs::FakeFabric fabric;
+  const std::vector<uint8_t> value = Pattern(4096, 4);
+  PutOptions short_lived;
+  short_lived.ttl_ms = 1500;
+  PutOptions long_lived;
+  long_lived.ttl_ms = 3'600'000;
+  long_lived.retention = Retention::kEvictFirst;
+  {
+    std::unique_ptr<Daemon> daemon = Started(FileOptions(dir), fabric);
+    ASSERT_NE(daemon, nullptr);
+    std::unique_ptr<Client> client = ClientOf(*daemon);
+    ASSERT_NE(client, nullptr);
+    ASSERT_TRUE(client->PutWith("t/short", value, short_lived).ok());
+    ASSERT_TRUE(client->PutWith("t/long", value, long_lived).ok());
+    ASSERT_TRUE(client->Put("t/plain", value).ok());
+    client.reset();
+    EXPECT_TRUE(daemon->Shutdown().ok());
+  }
+  DaemonOptions options = FileOptions(dir);
+  options.config.memory.pinned_max_fraction = 0.25;  // 4 MiB of the 16 MiB pool
+  std::unique_ptr<Daemon> daemon = Started(std::move(options), fabric);
+  ASSERT_NE(daemon, nullptr);
+  std::unique_ptr<Client> client = ClientOf(*daemon);
+  ASSERT_NE(client, nullptr);
+  // Whether the restart took longer than 1.5 s or not, the short TTL ends:
+  // if the restart had lost it, the value would stay forever.
+  const Nanos deadline = MonotonicNanos() + 30'000'000'000;
+  for (;;) {
+    Result<bool> there = client->Exists("t/short");
+    ASSERT_TRUE(there.ok()) << there.status().ToString();
+    if (!*there) break;
+    ASSERT_LT(MonotonicNanos(), deadline) << "t/short outlived its TTL across a restart";
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the next poll
+  }
+  EXPECT_EQ(client->Get("t/short").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(client->Get("t/long").ok());
+  EXPECT_TRUE(client->Get("t/plain").ok());
+
+  PutOptions pin;
+  pin.retention = Retention::kPinned;
+  const std::vector<uint8_t> three_mib = Pattern(3 << 20, 5);
+  ASSERT_TRUE(client->PutWith("p/1", three_mib, pin).ok());
+  Status refused = client->PutWith("p/2", three_mib, pin);
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted) << refused.ToString();
+  EXPECT_NE(refused.message().find("memory.pinned_max_fraction"), std::string::npos) << refused.ToString();
+  EXPECT_EQ(client->Get("p/2").status().code(), StatusCode::kNotFound) << "nothing stored";
+  EXPECT_TRUE(client->Get("p/1").ok());
+  client.reset();
+  EXPECT_TRUE(daemon->Shutdown().ok());
+}
+
 TEST(DaemonTest, FakeVerbsRegisterThePoolUntilTheDaemonIsGone) {
   verbs::FakeFabric fabric;
   fabric.AddDevice("srv0");
