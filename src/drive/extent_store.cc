@@ -121,9 +121,15 @@ namespace {
 
 // Adds (sign 1) or takes away (sign -1) what `e` counts in the store's and its drives' figures.
 void CountLocked(ExtentStore::Impl& s, const Entry& e, int sign) {
+  if (e.attrs.expires_at_ms != 0) {
+    if (sign > 0) {
+      s.by_expiry.emplace(e.attrs.expires_at_ms, &e);
+    } else {
+      s.by_expiry.erase({e.attrs.expires_at_ms, &e});
+    }
+  }
   const uint64_t record = PutRecordBytes(e.key.size(), e.extents.size()) + AttrsTailBytes(e.attrs);
   s.journal_live_bytes = sign > 0 ? s.journal_live_bytes + record : s.journal_live_bytes - record;
-  if (e.attrs.expires_at_ms != 0) s.expiring = sign > 0 ? s.expiring + 1 : s.expiring - 1;
   uint64_t offset = 0;
   for (const ExtentRef& x : e.extents) {
     const uint64_t n = DataBytes(e.value_bytes, offset, x.units);
@@ -889,12 +895,10 @@ std::vector<RemovedValue> ExtentStore::SweepExpired(size_t max_entries) {
   std::vector<uint64_t> generations;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (s.expiring == 0) return {};
     const int64_t now = s.clock->NowMillis();
-    // O(values): meant for a slow cadence; the lookups miss expired values anyway.
-    for (auto it = s.lru.rbegin(); it != s.lru.rend() && victims.size() < max_entries; ++it) {
-      const Entry* e = *it;
-      if (!e->attrs.expired(now)) continue;
+    for (auto it = s.by_expiry.begin(); it != s.by_expiry.end() && victims.size() < max_entries; ++it) {
+      const Entry* e = it->second;
+      if (!e->attrs.expired(now)) break;  // soonest first: the rest run later
       victims.push_back(Victim(*e, true));
       generations.push_back(e->generation);
     }

@@ -316,8 +316,9 @@ class ExtentStore {
   Result<std::vector<RemovedValue>> EvictColdestValues(uint64_t bytes,
                                                        const std::function<bool(std::string_view)>& spare = {});
   // Deletes (journaled) up to `max_entries` values whose TTL has run out,
-  // soonest first. Lookups already treat them as misses; this frees their
-  // room. Open runs it over every value.
+  // soonest first (an expiry-ordered index: it reads only what it frees).
+  // Lookups already treat them as misses; this frees their room. Open runs
+  // it over every value.
   std::vector<RemovedValue> SweepExpired(size_t max_entries);
   // Writes the live index into the other journal area of every drive (the
   // store does this by itself when an area fills).

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <deque>
 #include <list>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -123,7 +124,9 @@ struct ExtentStore::Impl {
   SystemRealtimeClock system_clock;
   const RealtimeClock* clock = &system_clock;  // options.realtime_clock when given
   bool ExpiredLocked(const Entry& e) const { return e.attrs.expired(clock->NowMillis()); }
-  uint64_t expiring = 0;  // linked entries with an expiry: a sweep is free while 0
+  // Linked entries with an expiry, soonest first: the sweep reads only the
+  // expired ones.
+  std::set<std::pair<int64_t, const Entry*>> by_expiry;
   std::list<Entry*> lru;          // front: most recently used
   uint64_t next_sequence = 1;
   uint64_t next_generation = 1;
