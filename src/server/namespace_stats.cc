@@ -43,7 +43,7 @@ void NamespaceStats::CountLocked(std::string_view ns, const NamespaceCounts& cou
     other_.Add(counts);
     return;
   }
-  auto it = entries_.find(std::string(ns));
+  auto it = entries_.find(ns);
   Entry* entry = it != entries_.end() ? &it->second : AdmitLocked(ns);
   if (entry == nullptr) {
     other_.Add(counts);

@@ -26,6 +26,7 @@
 #define MEMKV_SERVER_NAMESPACE_STATS_H_
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -93,9 +94,15 @@ class NamespaceStats {
   Entry* AdmitLocked(std::string_view ns);
   void RebalanceLocked();
 
+  // Looked up by string_view: counting a request allocates nothing.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view name) const { return std::hash<std::string_view>()(name); }
+  };
+
   NamespaceStatsOptions options_;
   std::mutex mu_;
-  std::unordered_map<std::string, Entry> entries_;
+  std::unordered_map<std::string, Entry, NameHash, std::equal_to<>> entries_;
   uint32_t reported_ = 0;
   NamespaceCounts other_;
 };
