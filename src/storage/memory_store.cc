@@ -569,11 +569,12 @@ void MemoryStore::Impl::TouchLocked(StoreEntry* e) {
   LruPushFrontLocked(e);
   e->last_use = ++use_seq;
   if (e->queue != EvictQueue::kNone) {
-    // Re-keyed in place: extract and insert move the node, allocating nothing.
+    // Re-keyed in place: extract and insert move the node, allocating
+    // nothing; the newest use goes last, so the end is the exact hint.
     SeqSet& queue = e->queue == EvictQueue::kFirst ? evict_first : leaves;
     auto node = queue.extract(e->queue_pos);
     node.value().first = e->last_use;
-    e->queue_pos = queue.insert(std::move(node)).position;
+    e->queue_pos = queue.insert(queue.end(), std::move(node));
   }
   if (e->pinned()) SetExpiryLocked(e, ExpiryAfter(realtime->NowMillis(), e->ttl_ms));
 }
