@@ -8,7 +8,7 @@ namespace memkv::tier {
 
 TieredStore::TieredStore(std::unique_ptr<storage::MemoryStore> memory, std::unique_ptr<drive::ExtentStore> drives,
                          const TieredStoreOptions& options)
-    : memory_(std::move(memory)), drives_(std::move(drives)), options_(options) {
+    : memory_(std::move(memory)), drives_(std::move(drives)), options_(options), tenants_(std::make_shared<const TenantMap>()) {
   if (drives_ != nullptr) io_ = std::make_unique<IoThreads>(options_.io_threads);
   if (options_.observer) memory_->SetObserver(options_.observer);
 }
@@ -64,6 +64,22 @@ Result<StoredValue> TieredStore::GetWithoutIo(std::string_view key, storage::Rea
     if (std::optional<uint64_t> size = drives_->ValueSize(key)) *drive_size = size;
   }
   return NotFound("");  // a miss is answered without a message: none to copy
+}
+
+Result<storage::PendingPut> TieredStore::Reserve(uint64_t size, std::string_view key) {
+  (void)key;
+  return memory_->BeginPut(size);
+}
+
+void TieredStore::SetTenants(std::shared_ptr<const TenantMap> tenants) {
+  if (tenants == nullptr) tenants = std::make_shared<const TenantMap>();
+  std::lock_guard lock(tenants_mu_);
+  tenants_ = std::move(tenants);
+}
+
+std::vector<TenantUsage> TieredStore::TenantUsages() const {
+  std::lock_guard lock(tenants_mu_);
+  return std::vector<TenantUsage>(tenants_->size());
 }
 
 std::optional<drive::ExtentStoreStats> TieredStore::DrivesStats() const {

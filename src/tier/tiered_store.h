@@ -74,6 +74,7 @@
 #include <vector>
 
 #include "base/key_page.h"
+#include "base/tenant_map.h"
 #include "drive/extent_store.h"
 #include "memkv/put_options.h"
 #include "memkv/status.h"
@@ -154,6 +155,17 @@ class TieredStore {
   // May evict DRAM values; TooLarge beyond the pool, ResourceExhausted when
   // nothing can be evicted now.
   Result<storage::PendingPut> Reserve(uint64_t size) { return memory_->BeginPut(size); }
+  // The same for a put of `key` (the stored key, tenant prefix included):
+  // a tenant at its DRAM quota makes room from its own coldest values, never
+  // another tenant's; ResourceExhausted naming the quota when it cannot.
+  Result<storage::PendingPut> Reserve(uint64_t size, std::string_view key);
+
+  // The tenants whose quotas and usage the store keeps (docs/tenants.md).
+  // May be called at any time (a reload); tenants are matched by name, so
+  // one that stays keeps its usage.
+  void SetTenants(std::shared_ptr<const TenantMap> tenants);
+  // One row per tenant of the last SetTenants, in its order.
+  std::vector<TenantUsage> TenantUsages() const;
   // In DRAM or on a drive (index lookups only).
   bool Exists(std::string_view key);
   // The size of the value under `key`, in DRAM or on a drive (index lookups only).
@@ -313,6 +325,8 @@ class TieredStore {
   std::atomic<uint64_t> drive_evictions_{0};
   std::atomic<uint64_t> write_failures_{0};
   std::atomic<uint64_t> drive_event_seq_{0};
+  mutable std::mutex tenants_mu_;
+  std::shared_ptr<const TenantMap> tenants_;  // guarded by tenants_mu_; never null
 
   // Last: joined (running what is queued) before the stores go.
   std::unique_ptr<IoThreads> io_;  // null: memory mode
