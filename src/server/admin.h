@@ -53,6 +53,10 @@ struct AdminSources {
   std::string data_address;              // "HOST:PORT" of the data listener
   // True while the data listener serves (false before Run and while draining).
   std::function<bool()> serving;
+  // Re-reads credentials and tenants from the config file (Daemon::Reload):
+  // the JSON report on success. Null: reload is not available (no config
+  // file), answered 409.
+  std::function<Result<std::string>()> reload;
 };
 
 struct AdminOptions {
