@@ -111,10 +111,11 @@ typedef int memkv_status_t;
 #define MEMKV_INTERNAL 11
 #define MEMKV_IO_ERROR 12
 #define MEMKV_FAILED_PRECONDITION 13
+#define MEMKV_PERMISSION_DENIED 14
 
 /* The calling thread's message for its last failed call ("" if none). */
 const char* memkv_last_error(void);
-/* Stable name of a code: "NotFound", ... ("Unknown" outside 0..13). */
+/* Stable name of a code: "NotFound", ... ("Unknown" outside 0..14). */
 const char* memkv_status_name(memkv_status_t status);
 
 /* ---- Options ---------------------------------------------------------- */

@@ -31,6 +31,7 @@ enum class StatusCode : uint16_t {
   kInternal = 11,           // a bug or an unexpected OS failure
   kIoError = 12,            // a file or device operation failed
   kFailedPrecondition = 13, // system not in a state that allows the operation
+  kPermissionDenied = 14,   // the credential does not allow the operation (a read-only tenant's write)
 };
 
 // Short stable name of a code ("NotFound"); used in logs, the CLI and metrics.
@@ -71,6 +72,7 @@ inline Status ProtocolError(std::string m) { return {StatusCode::kProtocolError,
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
 inline Status FailedPrecondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
+inline Status PermissionDenied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
 
 // Result<T>: a T or a non-Ok Status.
 template <typename T>

@@ -12,7 +12,7 @@ codes, same behaviour. See docs/client-library.md, "Python".
 
 from ._errors import (
     AuthFailed, Corruption, DeadlineExceeded, Error, FailedPrecondition, Internal, InvalidArgument, IoError,
-    NotFound, ProtocolError, ResourceExhausted, StatusCode, TooLarge, Unavailable, UnsupportedVersion)
+    NotFound, PermissionDenied, ProtocolError, ResourceExhausted, StatusCode, TooLarge, Unavailable, UnsupportedVersion)
 
 
 def _extension_error(error: ImportError) -> ImportError:
@@ -74,6 +74,6 @@ LOG_OFF = 4
 __all__ = [
     "AuthFailed", "BatchResult", "Client", "Completion", "Corruption", "DeadlineExceeded", "Error", "FailedPrecondition",
     "Internal", "InvalidArgument", "IoError", "LOG_DEBUG", "LOG_ERROR", "LOG_INFO", "LOG_OFF", "LOG_WARN",
-    "NotFound", "ProtocolError", "PutOptions", "ResourceExhausted", "StatusCode", "TooLarge", "Unavailable",
+    "NotFound", "PermissionDenied", "ProtocolError", "PutOptions", "ResourceExhausted", "StatusCode", "TooLarge", "Unavailable",
     "UnsupportedVersion", "__version__", "client_options",
 ]

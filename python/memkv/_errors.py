@@ -26,6 +26,7 @@ class StatusCode(enum.IntEnum):
     INTERNAL = 11
     IO_ERROR = 12
     FAILED_PRECONDITION = 13
+    PERMISSION_DENIED = 14
 
 
 class Error(Exception):
@@ -104,6 +105,11 @@ class IoError(Error):
 class FailedPrecondition(Error):
     """The system is not in a state that allows the call (e.g. the client is closed)."""
     code = StatusCode.FAILED_PRECONDITION
+
+
+class PermissionDenied(Error):
+    """The credential does not allow the call (a write with a read-only tenant's key)."""
+    code = StatusCode.PERMISSION_DENIED
 
 
 _BY_CODE: Dict[int, Type[Error]] = {int(cls.code): cls for cls in Error.__subclasses__()}

@@ -23,6 +23,7 @@ CLASSES = {
     "TOO_LARGE": memkv.TooLarge, "RESOURCE_EXHAUSTED": memkv.ResourceExhausted,
     "CORRUPTION": memkv.Corruption, "PROTOCOL_ERROR": memkv.ProtocolError, "INTERNAL": memkv.Internal,
     "IO_ERROR": memkv.IoError, "FAILED_PRECONDITION": memkv.FailedPrecondition,
+    "PERMISSION_DENIED": memkv.PermissionDenied,
 }
 
 

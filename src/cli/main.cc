@@ -24,7 +24,8 @@ Server:
   start [--config PATH] [--address HOST:PORT | --port N] [--check]
                               run a server (default config /etc/memkv/config.yaml
                               if present, else the embedded single-node default);
-                              SIGINT, SIGTERM and SIGHUP drain and stop it
+                              SIGINT and SIGTERM drain and stop it; SIGHUP
+                              reloads its credentials (docs/tenants.md)
 
 Drives:
   setup --drives PATH... [--address HOST:PORT] [--rdma DEV]

@@ -157,6 +157,13 @@ std::optional<int> ParseFlags(const std::vector<std::string>& raw_args, StartFla
   return std::nullopt;
 }
 
+// The config file start reads (what a reload reads again); empty for none.
+std::string ConfigPathOf(const StartFlags& flags) {
+  if (!flags.config_path.empty()) return flags.config_path;
+  struct stat st{};
+  return ::stat(kSystemConfig, &st) == 0 ? std::string(kSystemConfig) : std::string();
+}
+
 Result<config::ServerConfig> ResolveConfig(const StartFlags& flags) {
   if (!flags.config_path.empty()) return config::LoadServerConfigFile(flags.config_path);
   struct stat st{};
@@ -217,9 +224,8 @@ class PrefaultMeter {
 };
 
 // Signals are taken by one thread with sigwait; every other thread inherits
-// the blocked mask. SIGHUP (the terminal went away, or a `kill -HUP` meant as
-// "reload") drains like SIGTERM instead of killing the server mid-response;
-// the config is not reloaded (docs/cli.md).
+// the blocked mask. SIGINT and SIGTERM drain and stop; SIGHUP reloads the
+// config file's credentials (Daemon::Reload, docs/tenants.md) and serves on.
 sigset_t StopSignals() {
   sigset_t signals;
   sigemptyset(&signals);
@@ -257,7 +263,16 @@ int ServeUntilSignalled(server::Daemon& daemon, const sigset_t& signals) {
   std::atomic<bool> signalled{false};
   std::thread signal_thread([&] {
     int sig = 0;
-    sigwait(&signals, &sig);
+    for (;;) {
+      sigwait(&signals, &sig);
+      if (sig != SIGHUP || signalled.load()) break;
+      Result<server::ReloadReport> report = daemon.Reload();
+      if (report.ok()) {
+        LOG_INFO_C("start") << "received SIGHUP: reloaded the config: " << report->ToString();
+      } else {
+        LOG_ERROR_C("start") << "received SIGHUP: reload failed, nothing changed: " << report.status().message();
+      }
+    }
     signalled.store(true);
     const char* name = sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM";
     LOG_INFO_C("start") << "received " << name << ": draining and stopping";
@@ -325,6 +340,7 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
 
   server::DaemonOptions options;
   options.config = c;
+  options.config_path = ConfigPathOf(flags);
   options.workers = flags.workers;
   options.handshake_timeout_ms = flags.handshake_timeout_ms;
   options.write_stall_timeout_ms = flags.write_stall_timeout_ms;

@@ -112,6 +112,10 @@ Status Connection::OnConnectWritable() {
 
 Status Connection::QueueHello() {
   MEMKV_RETURN_IF_ERROR(RandomBytes(client_nonce_.data(), client_nonce_.size()));
+  // The key hint leads the nonce: a server holding many keys (tenants) finds
+  // the one that signs this Connect without trying each.
+  MEMKV_ASSIGN_OR_RETURN(const proto::KeyHint hint, proto::KeyHintOf(master_key_));
+  std::memcpy(client_nonce_.data(), hint.data(), hint.size());
   MEMKV_ASSIGN_OR_RETURN(master_mac_, HmacSha256::Create(master_key_));
   proto::FrameHeader header;
   header.opcode = static_cast<uint8_t>(proto::Opcode::kConnect);

@@ -57,7 +57,7 @@ std::string KeyForMessage(std::string_view key) {
 }
 
 Status StatusFromWire(StatusCode code, std::string message) {
-  if (static_cast<uint16_t>(code) > static_cast<uint16_t>(StatusCode::kFailedPrecondition)) {
+  if (static_cast<uint16_t>(code) > static_cast<uint16_t>(StatusCode::kPermissionDenied)) {
     return Internal(message + " (server answered unknown status code " +
                     std::to_string(static_cast<uint16_t>(code)) + ")");
   }

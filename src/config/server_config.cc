@@ -8,6 +8,7 @@
 #include "config/events_config.h"
 #include "config/host_port.h"
 #include "config/server_rules.h"
+#include "config/tenants_config.h"
 #include "config/yaml_fields.h"
 
 namespace memkv::config {
@@ -201,7 +202,8 @@ void ReadServerConfig(const YAML::Node& root, Diagnostics* d, ServerConfig* out)
            {"log", section([=](const YAML::Node& v) {
               ReadMap(v, "log", {StringField("level", d, &out->log.level)}, d);
             })},
-           {"events", section([=](const YAML::Node& v) { internal::ReadEvents(v, d, &out->events); })}},
+           {"events", section([=](const YAML::Node& v) { internal::ReadEvents(v, d, &out->events); })},
+           {"tenants", [=](const YAML::Node& v, const std::string& p) { internal::ReadTenants(v, p, d, &out->tenants); }}},
           d);
   // No storage named at all: what the embedded default does, as every field
   // is optional (docs/configuration.md). A mode without drives stays an error.
@@ -267,6 +269,7 @@ Result<ServerConfig> ParseServerConfig(std::string_view yaml_text, std::string_v
     d.Fail("", std::string("reading the YAML failed: ") + e.what());
   }
   internal::CheckServerRules(config, &d);
+  internal::CheckTenantRules(config, &d);
   if (!d.empty()) return d.ToStatus();
   return config;
 }
@@ -280,6 +283,7 @@ Result<ServerConfig> LoadServerConfigFile(const std::string& path) {
 Status ValidateServerConfig(const ServerConfig& config) {
   Diagnostics d("");
   internal::CheckServerRules(config, &d);
+  internal::CheckTenantRules(config, &d);
   return d.ToStatus();
 }
 

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/tenant_map.h"
 #include "memkv/status.h"
 
 namespace memkv::config {
@@ -38,6 +39,7 @@ struct NetworkConfig {
   // first byte; one stuck mid-frame is closed, and the pool space reserved
   // for its put released.
   uint32_t frame_timeout_ms = 30000;
+  bool operator==(const NetworkConfig&) const = default;
 };
 
 struct MemoryConfig {
@@ -59,6 +61,7 @@ struct MemoryConfig {
   double pinned_max_fraction = 0.5;
   uint64_t pin_ttl_ms = 30ULL * 60 * 1000;
   uint64_t pin_ttl_max_ms = 24ULL * 60 * 60 * 1000;
+  bool operator==(const MemoryConfig&) const = default;
 };
 
 struct RdmaConfig {
@@ -68,6 +71,7 @@ struct RdmaConfig {
   uint32_t service_level = 0;            // 0 = auto; 0..15
   uint32_t mtu = 4096;                   // 256/512/1024/2048/4096
   uint32_t num_dcis = 16;                // DC initiator pool size
+  bool operator==(const RdmaConfig&) const = default;
 };
 
 struct DriveConfig {
@@ -75,6 +79,7 @@ struct DriveConfig {
   // Mode file only: the size a missing drive file is created with on the
   // first start (0 = kDefaultDriveFileBytes, at most half the free space).
   uint64_t size_bytes = 0;
+  bool operator==(const DriveConfig&) const = default;
 };
 
 inline constexpr uint64_t kDefaultDriveFileBytes = 4ULL << 30;
@@ -99,16 +104,19 @@ struct StorageConfig {
   // storage.drives): mode file with the embedded default's one drive file,
   // <data dir>/drive0.memkv, filled in by ResolveDataDir.
   bool drive_in_data_dir = false;
+  bool operator==(const StorageConfig&) const = default;
 };
 
 // Per-namespace counts in /metrics and /v1/status (docs/metrics.md, "Namespaces").
 struct MetricsConfig {
   std::string namespace_separator = "/";  // a key's namespace: its text up to the first of these
   uint32_t namespace_top = 16;            // namespaces with series of their own; the rest are "other"
+  bool operator==(const MetricsConfig&) const = default;
 };
 
 struct LogConfig {
   std::string level = "info";            // debug, info, warn, error; --log-level overrides it
+  bool operator==(const LogConfig&) const = default;
 };
 
 // events.*: block events for cache-aware routers, in the wire format of
@@ -125,7 +133,25 @@ struct EventsConfig {
   uint32_t replay_buffer = 10000;        // batches kept for replay ...
   uint64_t replay_buffer_size_bytes = 64ULL << 20;  // ... in at most this many payload bytes
   bool enabled() const { return !publish.empty(); }
+  bool operator==(const EventsConfig&) const = default;
 };
+
+// tenants[]: a credential bound to a key prefix (docs/tenants.md). Keys
+// given as files are read when the config is loaded.
+struct TenantConfig {
+  std::string name;                  // [a-z0-9_-], 1..64 characters, unique
+  std::string prefix;                // non-empty, at most 256 bytes; no prefix starts another
+  std::vector<uint8_t> key;          // 32 bytes: key (64 hex) or key_file
+  std::vector<uint8_t> next_key;     // empty, or 32 bytes: next_key or next_key_file (rotation)
+  bool read_only = false;            // writes refused with PermissionDenied
+  bool rdma = false;                 // its connections may set up RDMA
+  uint64_t dram_quota_bytes = 0;     // 0: none
+  uint64_t drive_quota_bytes = 0;    // 0: none
+};
+
+inline constexpr size_t kMaxTenants = 1024;
+inline constexpr size_t kMaxTenantNameBytes = 64;
+inline constexpr size_t kMaxTenantPrefixBytes = 256;
 
 struct ServerConfig {
   NetworkConfig network;
@@ -135,7 +161,11 @@ struct ServerConfig {
   LogConfig log;
   MetricsConfig metrics;
   EventsConfig events;
+  std::vector<TenantConfig> tenants;
 };
+
+// The tenants' storage identities and quotas, for TieredStore::SetTenants.
+TenantMap TenantMapOf(const std::vector<TenantConfig>& tenants);
 
 // The embedded default: what `memkv start` runs with no config file.
 // Loopback 127.0.0.1:9900, pool sized to the box, file mode with one drive

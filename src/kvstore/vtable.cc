@@ -53,7 +53,8 @@ int CodeOf(const Status& status) {
     case StatusCode::kProtocolError:
     case StatusCode::kInternal:
     case StatusCode::kIoError:
-    case StatusCode::kFailedPrecondition: return KV_STORE_ERR_IO;
+    case StatusCode::kFailedPrecondition:
+    case StatusCode::kPermissionDenied: return KV_STORE_ERR_IO;
   }
   return KV_STORE_ERR_IO;
 }

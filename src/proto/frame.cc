@@ -134,6 +134,15 @@ bool FrameAuth::VerifyNext(const uint8_t* fields, std::span<const uint8_t> meta,
   return TagsEqual(TagOf(*verify_, recv_seq_++, fields, meta), tag);
 }
 
+Result<KeyHint> KeyHintOf(std::span<const uint8_t> key) {
+  static constexpr std::string_view kLabel = "memkv v1 key id";
+  MEMKV_ASSIGN_OR_RETURN(auto mac, HmacSha256::Create(key));
+  const Tag tag = mac->Compute(kLabel.data(), kLabel.size());
+  KeyHint hint;
+  std::memcpy(hint.data(), tag.data(), hint.size());
+  return hint;
+}
+
 Tag ConnectTag(HmacSha256& master, const uint8_t* fields, std::span<const uint8_t> meta,
                std::span<const uint8_t> client_nonce) {
   static constexpr std::string_view kLabel = "memkv v1 connect";

@@ -153,6 +153,16 @@ class FrameAuth {
 Tag ConnectTag(HmacSha256& master, const uint8_t* fields, std::span<const uint8_t> meta,
                std::span<const uint8_t> client_nonce);
 
+// The key hint (docs/wire-protocol.md, "Connect handshake"): a client puts
+// the first kKeyHintSize bytes of HMAC-SHA256(key, "memkv v1 key id") at the
+// start of its client nonce, so a server that holds many keys finds the one
+// that signed the Connect with one lookup. The rest of the nonce stays
+// random; a nonce without the hint (an older client) still works, the server
+// then trying its keys in turn.
+inline constexpr size_t kKeyHintSize = 8;
+using KeyHint = std::array<uint8_t, kKeyHintSize>;
+Result<KeyHint> KeyHintOf(std::span<const uint8_t> key);
+
 }  // namespace memkv::proto
 
 #endif  // MEMKV_PROTO_FRAME_H_

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/json.h"
 #include "base/log.h"
 #include "base/units.h"
 #include "base/version.h"
@@ -71,7 +72,70 @@ Result<std::unique_ptr<storage::MemoryStore>> CreatePool(const DaemonOptions& op
   return Status(store.status().code(), store.status().ToString());
 }
 
+// The Credentials for an administrator key and the configured tenants.
+Result<std::shared_ptr<const Credentials>> CredentialsFor(std::span<const uint8_t> admin_key,
+                                                          const std::vector<config::TenantConfig>& tenants,
+                                                          TenantStats* stats) {
+  std::vector<TenantCredential> credentials;
+  credentials.reserve(tenants.size());
+  for (const config::TenantConfig& t : tenants) {
+    TenantCredential& c = credentials.emplace_back();
+    c.identity.name = t.name;
+    c.identity.prefix = t.prefix;
+    c.identity.read_only = t.read_only;
+    c.identity.rdma = t.rdma;
+    c.keys.push_back(t.key);
+    if (!t.next_key.empty()) c.keys.push_back(t.next_key);
+  }
+  return Credentials::Create(admin_key, std::move(credentials), stats);
+}
+
+// What changed between two loads of the config file that only a restart
+// applies: everything but network.auth_key and tenants.
+std::vector<std::string> RestartNeeded(const config::ServerConfig& was, const config::ServerConfig& now) {
+  std::vector<std::string> out;
+  const config::NetworkConfig& a = was.network;
+  const config::NetworkConfig& b = now.network;
+  if (a.host != b.host || a.port != b.port) out.push_back("network.address");
+  if (a.tls_cert != b.tls_cert) out.push_back("network.tls_cert");
+  if (a.tls_key != b.tls_key) out.push_back("network.tls_key");
+  if (a.max_connections != b.max_connections) out.push_back("network.max_connections");
+  if (a.max_unauthenticated_connections != b.max_unauthenticated_connections) {
+    out.push_back("network.max_unauthenticated_connections");
+  }
+  if (a.frame_timeout_ms != b.frame_timeout_ms) out.push_back("network.frame_timeout_ms");
+  if (!(was.memory == now.memory)) out.push_back("memory");
+  if (!(was.rdma == now.rdma)) out.push_back("rdma");
+  if (!(was.storage == now.storage)) out.push_back("storage");
+  if (!(was.log == now.log)) out.push_back("log");
+  if (!(was.metrics == now.metrics)) out.push_back("metrics");
+  if (!(was.events == now.events)) out.push_back("events");
+  return out;
+}
+
 }  // namespace
+
+std::string ReloadReport::ToJson() const {
+  std::string out = "{\"tenants\":" + std::to_string(tenants) + ",\"keys\":" + std::to_string(keys) +
+                    ",\"connections_closed\":" + std::to_string(connections_closed) +
+                    ",\"all_checked\":" + (all_checked ? "true" : "false") + ",\"restart_needed\":[";
+  for (size_t i = 0; i < restart_needed.size(); ++i) {
+    if (i > 0) out += ",";
+    out += JsonQuote(restart_needed[i]);
+  }
+  return out + "]}";
+}
+
+std::string ReloadReport::ToString() const {
+  std::string out = std::to_string(tenants) + " tenants, " + std::to_string(keys) + " keys, " +
+                    std::to_string(connections_closed) + " connections closed (credential removed)";
+  if (!all_checked) out += "; some workers had not re-checked yet, their connections follow on their next sweep";
+  if (!restart_needed.empty()) {
+    out += "; changed but applied only on a restart:";
+    for (const std::string& field : restart_needed) out += " " + field;
+  }
+  return out;
+}
 
 Result<PoolPin> PoolPinFor(const config::ServerConfig& config, verbs::Provider& provider) {
   MEMKV_ASSIGN_OR_RETURN(std::vector<std::string> devices, provider.Devices());
@@ -161,6 +225,18 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   MEMKV_RETURN_IF_ERROR(StartEvents(failed));
   namespaces_ = std::make_unique<NamespaceStats>(
       NamespaceStatsOptions{c.metrics.namespace_separator, c.metrics.namespace_top});
+  tenant_stats_ = std::make_unique<TenantStats>();
+  MEMKV_ASSIGN_OR_RETURN(std::shared_ptr<const Credentials> credentials,
+                         CredentialsFor(options_.auth_key, c.tenants, tenant_stats_.get()));
+  credentials_ = std::make_unique<CredentialStore>(std::move(credentials));
+  file_config_ = c;
+  if (!options_.config_path.empty()) {
+    // The baseline a reload compares with: the file as it reads now (the
+    // caller may have filled in what the file left to the host).
+    if (Result<config::ServerConfig> file = config::LoadServerConfigFile(options_.config_path); file.ok()) {
+      file_config_ = std::move(file).value();
+    }
+  }
 
   std::unique_ptr<drive::ExtentStore> drives;
   if (c.storage.mode != config::StorageMode::kMemory) {
@@ -172,6 +248,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   tier_options.promote_on_read = c.storage.promote_on_read;
   tier_options.observer = StoreObserver();
   tier_ = std::make_unique<tier::TieredStore>(std::move(pool), std::move(drives), tier_options);
+  tier_->SetTenants(std::make_shared<const TenantMap>(config::TenantMapOf(c.tenants)));
   AnnounceEmptyStore();
 
   // No device is a normal state (TCP only); a configured MTU above the port's
@@ -192,6 +269,8 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   server_options.max_value_bytes = c.memory.max_value_size_bytes;
   server_options.rdma = rdma_.get();
   server_options.namespaces = namespaces_.get();
+  server_options.credentials = credentials_.get();
+  server_options.tenant_stats = tenant_stats_.get();
   Result<std::unique_ptr<Server>> server = Server::Create(server_options, tier_.get());
   if (!server.ok()) {
     *failed = Step::kListen;
@@ -217,6 +296,12 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   sources.version = kMemkvVersion;
   sources.data_address = address();
   sources.serving = [server = server_.get()] { return server->serving(); };
+  if (!options_.config_path.empty()) {
+    sources.reload = [this]() -> Result<std::string> {
+      MEMKV_ASSIGN_OR_RETURN(ReloadReport report, Reload());
+      return report.ToJson();
+    };
+  }
   Result<std::unique_ptr<AdminService>> admin = AdminService::Start(admin_options, sources);
   if (!admin.ok()) {
     *failed = Step::kAdmin;
@@ -242,6 +327,46 @@ void Daemon::Start() {
 
 void Daemon::Stop() {
   if (server_ != nullptr) server_->Stop();
+}
+
+Result<ReloadReport> Daemon::Reload() {
+  std::lock_guard<std::mutex> lock(reload_mu_);
+  if (options_.config_path.empty()) {
+    return FailedPrecondition("this server was started without a config file (memkv start --config PATH), so a "
+                              "reload has nothing to read; nothing changed");
+  }
+  Result<config::ServerConfig> loaded = config::LoadServerConfigFile(options_.config_path);
+  if (!loaded.ok()) {
+    return Status(loaded.status().code(), "reload of " + options_.config_path + " changed nothing: the file has " +
+                                              "problems:\n" + loaded.status().message());
+  }
+  const config::ServerConfig& now = *loaded;
+  std::vector<uint8_t> admin_key = options_.auth_key;
+  if (now.network.auth_key) {
+    admin_key = *now.network.auth_key;
+  } else if (file_config_.network.auth_key) {
+    return FailedPrecondition("reload of " + options_.config_path + " changed nothing: it drops network.auth_key, " +
+                              "and the data directory's key file that would replace it is read at start only; " +
+                              "set network.auth_key to the administrator key, or restart");
+  }
+  Result<std::shared_ptr<const Credentials>> credentials = CredentialsFor(admin_key, now.tenants, tenant_stats_.get());
+  if (!credentials.ok()) {
+    return Status(credentials.status().code(),
+                  "reload of " + options_.config_path + " changed nothing: " + credentials.status().message());
+  }
+  ReloadReport report;
+  report.tenants = (*credentials)->tenant_count();
+  report.keys = (*credentials)->key_count();
+  report.restart_needed = RestartNeeded(file_config_, now);
+  tier_->SetTenants(std::make_shared<const TenantMap>(config::TenantMapOf(now.tenants)));
+  const uint64_t revoked_before = server_->credentials_revoked();
+  credentials_->Replace(std::move(credentials).value());
+  options_.auth_key = std::move(admin_key);
+  report.all_checked = server_->RecheckCredentials(kReloadRecheckTimeoutNs);
+  report.connections_closed = server_->credentials_revoked() - revoked_before;
+  file_config_ = now;
+  LOG_INFO_C("daemon") << "reloaded " << options_.config_path << ": " << report.ToString();
+  return report;
 }
 
 Status Daemon::Shutdown() {

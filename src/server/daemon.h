@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,9 +40,11 @@
 #include "events/publisher.h"
 #include "memkv/status.h"
 #include "server/admin.h"
+#include "server/credentials.h"
 #include "server/expiry_sweeper.h"
 #include "server/rdma_endpoint.h"
 #include "server/server.h"
+#include "server/tenant_stats.h"
 #include "storage/hugepages.h"
 #include "storage/memory_store.h"
 #include "tier/tiered_store.h"
@@ -67,7 +70,10 @@ struct DaemonOptions {
   // Validated (ValidateServerConfig); memory.max_size_bytes must be set (the
   // caller sizes a 0 to the box). network.auth_key is not read: see auth_key.
   config::ServerConfig config;
-  std::vector<uint8_t> auth_key;        // 32 bytes
+  std::vector<uint8_t> auth_key;        // 32 bytes: the administrator key
+  // The config file the server started with; Reload reads it again. Empty:
+  // started without one (Reload then fails with FailedPrecondition).
+  std::string config_path;
   // What the config does not say (memkv start's flags).
   int workers = 0;                      // 0 = one per core, at most 8
   uint32_t handshake_timeout_ms = 10000;
@@ -96,6 +102,23 @@ struct DaemonSeams {
   std::function<void()> before_threads;
 };
 
+// What a reload did (Daemon::Reload).
+struct ReloadReport {
+  size_t tenants = 0;               // tenants configured now
+  size_t keys = 0;                  // keys that may sign a Connect now, the administrator's included
+  uint64_t connections_closed = 0;  // connections whose key the reload removed
+  // Every worker re-checked its connections before Reload returned (else
+  // the rest are closed on their workers' next sweep).
+  bool all_checked = true;
+  // Sections of the file that changed but apply only on a restart
+  // ("memory", "network.address", ...): everything but network.auth_key and tenants.
+  std::vector<std::string> restart_needed;
+  // {"tenants":N,"keys":N,"connections_closed":N,"restart_needed":[...]}
+  std::string ToJson() const;
+  // One line for the log.
+  std::string ToString() const;
+};
+
 class Daemon {
  public:
   // The step of Create that failed.
@@ -118,6 +141,19 @@ class Daemon {
   void Stop();
   // Stop, then wait for Start's thread: Run's status (Ok without Start).
   Status Shutdown();
+
+  // Reads the config file again (options.config_path) and applies its
+  // credentials without a restart: network.auth_key and tenants[] (keys,
+  // prefixes, read_only, rdma, quotas through TieredStore::SetTenants).
+  // Connections whose key is still configured keep running (under their
+  // tenant's new flags); those whose key is gone are answered AuthFailed and
+  // closed. A file with problems changes nothing: InvalidArgument listing
+  // every one. FailedPrecondition when the server has no config file, or the
+  // file drops network.auth_key (the data directory's key file is read at
+  // start only). Any thread; reloads run one at a time.
+  Result<ReloadReport> Reload();
+  TenantStats& tenant_stats() { return *tenant_stats_; }
+  CredentialStore& credentials() { return *credentials_; }
 
   uint16_t port() const { return server_->port(); }
   uint16_t admin_port() const { return admin_->port(); }
@@ -143,11 +179,17 @@ class Daemon {
   storage::StoreObserver StoreObserver();
   // How often expired values nobody looked up are freed.
   static constexpr std::chrono::milliseconds kExpirySweepInterval{100};
+  // How long Reload waits for the workers to re-check their connections.
+  static constexpr Nanos kReloadRecheckTimeoutNs = 5'000'000'000;
 
   DaemonOptions options_;
   // Declared in construction order; destroyed in reverse.
   std::unique_ptr<events::Publisher> events_;  // null: events off; outlives the storage that publishes
   std::unique_ptr<NamespaceStats> namespaces_;  // counted by the server and by storage, so outlives both
+  std::unique_ptr<TenantStats> tenant_stats_;   // the tenants' request counts; outlives the credentials
+  std::unique_ptr<CredentialStore> credentials_;  // administrator and tenant keys; outlives the server
+  std::mutex reload_mu_;                        // one Reload at a time
+  config::ServerConfig file_config_;            // the file as last loaded (guarded by reload_mu_ after Create)
   std::unique_ptr<tier::TieredStore> tier_;  // owns the pool and the drives
   std::unique_ptr<RdmaEndpoint> rdma_;       // registers the pool; null: TCP only
   std::unique_ptr<Server> server_;           // uses tier_ and rdma_

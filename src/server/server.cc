@@ -98,7 +98,6 @@ class Server::Worker {
     epoll_.Reset(::epoll_create1(EPOLL_CLOEXEC));
     wake_.Reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (!epoll_.valid() || !wake_.valid()) return Internal(std::string("epoll/eventfd: ") + std::strerror(errno));
-    MEMKV_ASSIGN_OR_RETURN(master_mac_, HmacSha256::Create(server_->options_.auth_key));
     ctx_.store = server_->store_;
     inbox_ = std::make_shared<tier::CompletionInbox>(wake_.get());
     ctx_.inbox = inbox_;
@@ -109,15 +108,25 @@ class Server::Worker {
     ctx_.metrics = &server_->metrics_;
     ctx_.namespaces = server_->options_.namespaces;
     ctx_.limits = &server_->limits_;
-    ctx_.master_mac = master_mac_.get();
-    ctx_.master_key = server_->options_.auth_key;
+    ctx_.credentials = server_->credentials_;
+    ctx_.tenant_stats = server_->options_.tenant_stats;
+    checked_generation_.store(server_->credentials_->generation(), std::memory_order_release);
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = wake_.get();
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_.get(), &ev);
-    thread_ = std::thread([this] { Loop(); });
+    running_.store(true, std::memory_order_release);
+    thread_ = std::thread([this] {
+      Loop();
+      running_.store(false, std::memory_order_release);
+      server_->recheck_cv_.notify_all();
+    });
     return Status::Ok();
   }
+
+  void WakeUp() { Wake(wake_.get()); }
+  bool running() const { return running_.load(std::memory_order_acquire); }
+  uint64_t checked_generation() const { return checked_generation_.load(std::memory_order_acquire); }
 
   // Called by the acceptor thread.
   void Adopt(UniqueFd fd, std::string peer) {
@@ -158,6 +167,9 @@ class Server::Worker {
         inbox_->Close();
         return;
       }
+      if (server_->credentials_->generation() != checked_generation_.load(std::memory_order_relaxed)) {
+        RecheckCredentials();
+      }
       // Connections with parsable requests already buffered run again
       // without waiting: their sockets may have nothing more to say.
       int n = ::epoll_wait(epoll_.get(), events, 128, buffered_.empty() ? 250 : 0);
@@ -186,6 +198,27 @@ class Server::Worker {
         }
       }
     }
+  }
+
+  // A reload replaced the credentials: each connection keeps running under
+  // its key's new flags, or is revoked (closed now when idle, else after
+  // answering its next request AuthFailed; ReapFinished closes it once idle).
+  void RecheckCredentials() {
+    const uint64_t generation = server_->credentials_->generation();
+    const std::shared_ptr<const Credentials> now = server_->credentials_->Current();
+    uint64_t revoked = 0;
+    std::vector<int> to_close;
+    for (auto& [fd, conn] : conns_) {
+      if (!conn->RecheckCredential(*now)) ++revoked;
+      if (conn->RevokedAndIdle()) to_close.push_back(fd);
+    }
+    for (int fd : to_close) Close(fd);
+    server_->credentials_revoked_.fetch_add(revoked, std::memory_order_acq_rel);
+    {
+      std::lock_guard<std::mutex> lock(server_->recheck_mu_);
+      checked_generation_.store(generation, std::memory_order_release);
+    }
+    server_->recheck_cv_.notify_all();
   }
 
   void NoteBuffered(Session& conn) {
@@ -301,6 +334,7 @@ class Server::Worker {
       bool drained = stopping && (conn->Finished() || now > drain_deadline);
       bool lease_expired = !conn->CheckGrantLeases(now);
       bool frame_expired = !drained && !conn->CheckFrameDeadline(now);
+      bool revoked = conn->RevokedAndIdle();  // its key was removed by a reload
       conn->TrimIdle(now);
       if (idle) {
         MEMKV_LOG_EVERY_C(kInfo, 10, "server") << "closing " << conn->peer() << ": no Connect within "
@@ -311,7 +345,7 @@ class Server::Worker {
                  << server_->options_.write_stall_timeout_ms << " ms";
         server_->metrics_.connections_closed_stalled.Add(1);
       }
-      if (idle || stalled || drained || lease_expired || frame_expired) to_close.push_back(fd);
+      if (idle || stalled || drained || lease_expired || frame_expired || revoked) to_close.push_back(fd);
     }
     for (int fd : to_close) Close(fd);
   }
@@ -343,8 +377,9 @@ class Server::Worker {
   int index_;
   UniqueFd epoll_;
   UniqueFd wake_;
-  std::unique_ptr<HmacSha256> master_mac_;
   SessionContext ctx_;
+  std::atomic<bool> running_{false};
+  std::atomic<uint64_t> checked_generation_{0};  // of the credentials its connections were last checked against
   std::thread thread_;
   std::mutex mu_;
   std::vector<std::pair<UniqueFd, std::string>> incoming_;  // guarded by mu_
@@ -365,7 +400,8 @@ Server::Server(const ServerOptions& options, tier::TieredStore* store, UniqueFd 
       store_(store),
       listener_(std::move(listener)),
       port_(port),
-      limits_(options.max_connections, options.max_unauthenticated_connections) {}
+      limits_(options.max_connections, options.max_unauthenticated_connections),
+      credentials_(options.credentials) {}
 
 Server::~Server() {
   Stop();
@@ -386,6 +422,12 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, tie
   MEMKV_ASSIGN_OR_RETURN(UniqueFd listener, io::ListenTcp(options.host, options.port, 1024));
   MEMKV_ASSIGN_OR_RETURN(uint16_t port, io::LocalPort(listener.get()));
   std::unique_ptr<Server> server(new Server(options, store, std::move(listener), port));
+  if (server->credentials_ == nullptr) {
+    MEMKV_ASSIGN_OR_RETURN(std::shared_ptr<const Credentials> admin_only,
+                           Credentials::Create(options.auth_key, {}, options.tenant_stats));
+    server->own_credentials_ = std::make_unique<CredentialStore>(std::move(admin_only));
+    server->credentials_ = server->own_credentials_.get();
+  }
   server->stop_event_.Reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!server->stop_event_.valid()) return Internal(std::string("eventfd: ") + std::strerror(errno));
   int workers = options.workers;
@@ -436,6 +478,18 @@ Status Server::Run() {
   listener_.Reset();
   for (auto& w : workers_) w->Join();
   return Status::Ok();
+}
+
+bool Server::RecheckCredentials(Nanos timeout_ns) {
+  const uint64_t generation = credentials_->generation();
+  for (auto& w : workers_) w->WakeUp();
+  std::unique_lock<std::mutex> lock(recheck_mu_);
+  return recheck_cv_.wait_for(lock, std::chrono::nanoseconds(timeout_ns), [&] {
+    for (const auto& w : workers_) {
+      if (w->running() && w->checked_generation() < generation) return false;
+    }
+    return true;
+  });
 }
 
 void Server::Stop() {

@@ -14,14 +14,18 @@
 #define MEMKV_SERVER_SERVER_H_
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/unique_fd.h"
 #include "memkv/status.h"
 #include "server/connection_limits.h"
+#include "server/credentials.h"
 #include "server/metrics.h"
 #include "server/namespace_stats.h"
 #include "server/rdma_endpoint.h"
@@ -57,6 +61,11 @@ struct ServerOptions {
   // Per-namespace counts (metrics.namespace_*); null: not counted. Must
   // outlive the server.
   NamespaceStats* namespaces = nullptr;
+  // The keys that may sign a Connect (administrator and tenants), replaced
+  // whole on a reload; must outlive the server. Null: the server holds just
+  // auth_key, the administrator's.
+  CredentialStore* credentials = nullptr;
+  TenantStats* tenant_stats = nullptr;  // the tenants' counters; null: none
 };
 
 class Server {
@@ -74,6 +83,15 @@ class Server {
   void Stop();
 
   ServerMetrics& metrics() { return metrics_; }
+  CredentialStore& credentials() { return *credentials_; }
+  // After the credentials were replaced: wakes every worker to re-check its
+  // connections against them (Session::RecheckCredential) and waits until
+  // each has, or `timeout_ns` passed (workers not running have nothing to
+  // check). True when every worker had checked. Any thread.
+  bool RecheckCredentials(Nanos timeout_ns);
+  // Connections revoked by re-checks, ever (a reload's share: the
+  // difference across it).
+  uint64_t credentials_revoked() const { return credentials_revoked_.load(std::memory_order_acquire); }
   // True from Create (the listener is bound: connections queue until Run
   // accepts them) until Stop.
   bool serving() const { return !stopping_.load(std::memory_order_acquire); }
@@ -90,6 +108,11 @@ class Server {
   std::atomic<bool> stopping_{false};
   ServerMetrics metrics_;
   ConnectionLimits limits_;
+  std::unique_ptr<CredentialStore> own_credentials_;  // when options_.credentials is null
+  CredentialStore* credentials_ = nullptr;
+  std::atomic<uint64_t> credentials_revoked_{0};      // connections revoked by reloads, ever
+  std::mutex recheck_mu_;
+  std::condition_variable recheck_cv_;                // a worker finished a re-check
   std::vector<std::unique_ptr<Worker>> workers_;
 };
 

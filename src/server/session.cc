@@ -92,6 +92,7 @@ Session::Session(uint64_t id, UniqueFd fd, std::string peer, const SessionContex
 }
 
 Session::~Session() {
+  std::fill(key_.begin(), key_.end(), 0);
   if (ctx_.limits != nullptr) ctx_.limits->Release(authenticated());
   ctx_.metrics->connections_active.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -211,6 +212,13 @@ bool Session::OnHeader() {
   if (cur_.is_response()) {
     ctx_.metrics->protocol_errors.Add(1);
     Fail(ProtocolError("a client sent a frame flagged as a response"));
+    return false;
+  }
+  if (authenticated() && revoked_) {
+    // A reload removed this connection's key: the request is answered
+    // (the client matches it to its call) and the connection closed.
+    ctx_.metrics->auth_failures.Add(1);
+    Fail(AuthFailed("credential removed by a reload"));
     return false;
   }
   if (!authenticated()) {
@@ -468,10 +476,10 @@ void Session::Respond(StatusCode status, std::string meta, std::vector<iovec> pa
   Queue(std::move(frame));
 }
 
-void Session::RespondConnect(std::string meta, std::span<const uint8_t> client_nonce) {
+void Session::RespondConnect(std::string meta, std::span<const uint8_t> client_nonce, HmacSha256& key_mac) {
   OutFrame frame;
   frame.head = ResponseHead(cur_, StatusCode::kOk, meta, 0, 0);
-  SetTag(frame.head, proto::ConnectTag(*ctx_.master_mac, frame.head.data(), MetaOf(frame.head), client_nonce));
+  SetTag(frame.head, proto::ConnectTag(key_mac, frame.head.data(), MetaOf(frame.head), client_nonce));
   Queue(std::move(frame));
 }
 

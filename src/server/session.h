@@ -62,6 +62,7 @@
 #include "proto/frame.h"
 #include "server/session_buffer.h"
 #include "server/connection_limits.h"
+#include "server/credentials.h"
 #include "server/metrics.h"
 #include "server/namespace_stats.h"
 #include "server/rdma_endpoint.h"
@@ -71,8 +72,7 @@
 
 namespace memkv::server {
 
-// What every connection of a worker shares. The HMAC under the master key is
-// per worker (HmacSha256 is not thread-safe).
+// What every connection of a worker shares.
 struct SessionContext {
   tier::TieredStore* store = nullptr;
   // The worker's inbox: completions of storage operations that waited on a
@@ -87,8 +87,11 @@ struct SessionContext {
   // The slot each connection holds (reserved by the worker before it builds
   // the Session, given back by ~Session). Null: no limits.
   ConnectionLimits* limits = nullptr;
-  HmacSha256* master_mac = nullptr;
-  std::span<const uint8_t> master_key;
+  // The keys that may sign a Connect (the administrator's and the
+  // tenants'); a connection takes the current snapshot at Connect and is
+  // re-checked when a reload replaces it (RecheckCredential).
+  const CredentialStore* credentials = nullptr;
+  TenantStats* tenant_stats = nullptr;  // the tenants' counters (also reached through each TenantIdentity)
 };
 
 // Ok, or TooLarge naming `limit` (the server's memory.max_value_size).
@@ -146,6 +149,22 @@ class Session {
   // does not count: while it lasts, the frame's clock is moved forward.
   bool CheckFrameDeadline(Nanos now);
 
+  // Tenants (session_tenant.cc). After a reload replaced the credentials:
+  // a connection whose key is still configured (the same bytes, for the
+  // same tenant and prefix, or still the administrator key) takes the
+  // tenant's new flags and keeps running; one whose key is gone is revoked:
+  // the next request it sends is answered AuthFailed "credential removed by
+  // a reload" and the connection closed. Returns false when the connection
+  // was revoked (counted by the caller).
+  bool RecheckCredential(const Credentials& credentials);
+  // Revoked, with nothing in progress or queued: the worker closes it now
+  // (the client notices the close and reconnects, which its key no longer
+  // passes).
+  bool RevokedAndIdle() const;
+  // The tenant this connection authenticated as; null for the administrator
+  // key (and before Connect).
+  const TenantIdentity* tenant() const { return tenant_.get(); }
+
  private:
   enum class ReadState { kHeader, kMeta, kPayload };
 
@@ -194,7 +213,7 @@ class Session {
   void Respond(StatusCode status, std::string meta, std::vector<iovec> payload = {},
                std::vector<tier::StoredValue> values = {}, uint64_t checksum = 0, uint64_t streamed_len = 0);
   // The Connect answer: tagged under the shared key and bound to the client nonce.
-  void RespondConnect(std::string meta, std::span<const uint8_t> client_nonce);
+  void RespondConnect(std::string meta, std::span<const uint8_t> client_nonce, HmacSha256& key_mac);
   void RespondError(const Status& status);
   void Fail(const Status& status);  // respond, then close
   // A frame was taken in whole: the next one's clock starts now if some of
@@ -228,6 +247,30 @@ class Session {
   void HandleRdmaRelease();
   // An RDMA control op on a connection without accepted QPs.
   bool RequireRdma();
+
+  // session_tenant.cc: a tenant's keys live under its prefix. Each key a
+  // request names is checked (1..the credential's limit) and turned into
+  // its stored form; each key answered is turned back.
+  // The credential's key limit: proto::kMaxKeyBytes less the prefix.
+  uint64_t MaxKeyBytes() const;
+  // Ok, or why the key cannot be named with this credential.
+  Status CheckClientKey(std::string_view key) const;
+  // The stored form of `key`: itself for the administrator; the tenant's
+  // prefix and `key`, kept in key_scratch_ until the next request.
+  std::string_view StoredKey(std::string_view key);
+  // Every key of `keys` in its stored form (in key_scratch_); Ok, or the
+  // first key over the credential's limit.
+  Status StoreKeys(std::vector<std::string_view>* keys);
+  // A put's parent_key is a key too: in its stored form. Ok, or TooLarge.
+  Status ScopeOptions(PutOptions* options);
+  // The key as the client named it (the prefix taken off).
+  std::string_view ClientKey(std::string_view stored) const;
+  // Ok, or PermissionDenied (counted) for a write (`what`: "put") with a
+  // read-only tenant's key.
+  Status CheckWritable(std::string_view what);
+  // The tenant's counters, when a tenant's connection.
+  void CountTenantLookups(uint64_t lookups, uint64_t hits, uint64_t bytes);
+  void CountTenantStored(uint64_t puts, uint64_t bytes);
 
   // session_storage.cc: requests whose storage operation may wait on a
   // drive. Each passes the store a completion that queues the response;
@@ -271,6 +314,12 @@ class Session {
   Nanos accepted_at_;
   Nanos last_write_progress_;
   std::unique_ptr<proto::FrameAuth> auth_;
+  // The credential this connection authenticated with: its key (re-checked
+  // on reload) and, for a tenant's key, the tenant (null: administrator).
+  Key32 key_{};
+  std::shared_ptr<const TenantIdentity> tenant_;
+  bool revoked_ = false;            // its key was removed by a reload
+  std::deque<std::string> key_scratch_;  // stored forms of the current request's keys
   bool closing_ = false;
   bool logged_error_ = false;
   bool storage_wait_ = false;  // parked until a storage operation completes

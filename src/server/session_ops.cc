@@ -43,17 +43,42 @@ namespace {
 void Session::HandleConnect() {
   Tag tag;
   std::memcpy(tag.data(), cur_raw_.data() + proto::kFieldsSize, proto::kTagSize);
-  if (!TagsEqual(proto::ConnectTag(*ctx_.master_mac, cur_raw_.data(), meta_, {}), tag)) {
+  // Which configured key signed it: the one the nonce's key hint names,
+  // else (an older client's nonce has no hint) each in turn.
+  std::shared_ptr<const Credentials> credentials = ctx_.credentials->Current();
+  std::vector<const CredentialKey*> candidates;
+  credentials->Candidates(std::span<const uint8_t>(meta_).first(proto::kNonceSize), &candidates);
+  const CredentialKey* signer = nullptr;
+  std::unique_ptr<HmacSha256> key_mac;
+  for (const CredentialKey* candidate : candidates) {
+    Result<std::unique_ptr<HmacSha256>> mac = HmacSha256::Create(candidate->key);
+    if (!mac.ok()) {
+      Fail(mac.status());
+      return;
+    }
+    if (TagsEqual(proto::ConnectTag(**mac, cur_raw_.data(), meta_, {}), tag)) {
+      signer = candidate;
+      key_mac = std::move(mac).value();
+      break;
+    }
+  }
+  if (signer == nullptr) {
     ctx_.metrics->auth_failures.Add(1);
-    Fail(AuthFailed("Connect tag does not verify: the client's auth key differs from the server's"));
+    Fail(AuthFailed("Connect tag does not verify: the client's auth key is none of the server's keys (a wrong key, "
+                    "or one a reload removed)"));
     return;
   }
   proto::ConnectResponse response;
   response.max_value_bytes = ctx_.max_value_bytes;
+  if (signer->tenant != nullptr) {
+    // The tenant's keys are stored under its prefix: the client keeps its
+    // own keys within what is left of the limit.
+    response.max_key_bytes = static_cast<uint32_t>(proto::kMaxKeyBytes - signer->tenant->prefix.size());
+  }
   Status s = RandomBytes(response.server_nonce.data(), response.server_nonce.size());
   std::array<uint8_t, proto::kNonceSize> client_nonce{};
   std::memcpy(client_nonce.data(), meta_.data(), proto::kNonceSize);
-  Result<proto::SessionKeys> keys = s.ok() ? proto::DeriveSessionKeys(ctx_.master_key, client_nonce,
+  Result<proto::SessionKeys> keys = s.ok() ? proto::DeriveSessionKeys(signer->key, client_nonce,
                                                                       response.server_nonce)
                                            : Result<proto::SessionKeys>(s);
   Result<std::unique_ptr<proto::FrameAuth>> auth =
@@ -78,6 +103,12 @@ void Session::HandleConnect() {
     if (ctx_.rdma == nullptr) {
       answer.result = proto::RdmaAnswerResult::kUnavailable;
       answer.message = "this server has no RDMA device configured; it serves inline-bulk TCP only";
+    } else if (signer->tenant != nullptr && !signer->tenant->rdma) {
+      // One-sided access reaches the whole registered pool, not only the
+      // tenant's prefix (docs/tenants.md, "RDMA and tenants").
+      answer.result = proto::RdmaAnswerResult::kRefused;
+      answer.message = "RDMA is not enabled for this credential (tenants[].rdma): one-sided RDMA access reaches "
+                       "the whole registered pool, so a tenant uses TCP unless the administrator allows it";
     } else {
       answer = ctx_.rdma->Accept(offer, peer_, &qps_);
     }
@@ -86,8 +117,11 @@ void Session::HandleConnect() {
     counter.Add();
     meta += proto::EncodeRdmaAnswer(answer);
   }
-  RespondConnect(std::move(meta), client_nonce);
+  RespondConnect(std::move(meta), client_nonce, *key_mac);
   auth_ = std::move(auth).value();
+  key_ = signer->key;
+  tenant_ = signer->tenant;
+  if (tenant_ != nullptr) tenant_->counters->connections.fetch_add(1, std::memory_order_relaxed);
   if (ctx_.limits != nullptr) ctx_.limits->Authenticated();
 }
 
@@ -113,11 +147,13 @@ void Session::HandleRdmaPut() {
   std::string_view key;
   uint64_t size = 0, checksum = 0;
   Status s = proto::DecodeRdmaPutRequest(meta_, &key, &size, &checksum);
+  if (s.ok()) s = CheckClientKey(key);
+  if (s.ok()) s = CheckWritable("RdmaPut");
   if (!s.ok()) {
     RespondError(s);
     return;
   }
-  GrantSlot(key, size, checksum, PutOptions());
+  GrantSlot(StoredKey(key), size, checksum, PutOptions());
 }
 
 void Session::HandleRdmaPutWith() {
@@ -126,11 +162,14 @@ void Session::HandleRdmaPutWith() {
   uint64_t size = 0, checksum = 0;
   PutOptions options;
   Status s = proto::DecodeRdmaPutWithRequest(meta_, &key, &size, &checksum, &options);
+  if (s.ok()) s = CheckClientKey(key);
+  if (s.ok()) s = CheckWritable("RdmaPutWith");
+  if (s.ok()) s = ScopeOptions(&options);
   if (!s.ok()) {
     RespondError(s);
     return;
   }
-  GrantSlot(key, size, checksum, std::move(options));
+  GrantSlot(StoredKey(key), size, checksum, std::move(options));
 }
 
 void Session::GrantSlot(std::string_view key, uint64_t size, uint64_t checksum, PutOptions options) {
@@ -199,12 +238,13 @@ void Session::HandleRdmaCommit() {
 
 void Session::HandleRdmaGet(std::string_view key) {
   if (!RequireRdma()) return;
-  Status s = proto::CheckKey(key);
+  Status s = CheckClientKey(key);
   if (s.ok()) s = GrantRoom(grants_.size());
   if (!s.ok()) {
     RespondError(s);
     return;
   }
+  key = StoredKey(key);
   // The grant's segments are addresses in the registered pool: a value on a
   // drive is staged in DRAM first (ReadNeed::kDramPin).
   Await(ctx_.store->Get(key, tier::ReadNeed::kDramPin, reply_, [this, key](Result<tier::StoredValue> value) {
@@ -267,6 +307,7 @@ void Session::DispatchAuthenticated() {
                        std::to_string(cur_.payload_len)));
     return;
   }
+  key_scratch_.clear();
   std::string_view key = AsView(meta_);
   switch (op) {
     case proto::Opcode::kPing: Respond(StatusCode::kOk, ""); return;
@@ -307,7 +348,9 @@ void Session::HandlePut(std::string_view key) {
   item.key = std::string(key);
   item.size = cur_.payload_len;
   item.checksum = cur_.payload_checksum;
-  sink.frame_error = proto::CheckKey(key);
+  sink.frame_error = CheckClientKey(key);
+  if (sink.frame_error.ok()) sink.frame_error = CheckWritable("put");
+  if (sink.frame_error.ok()) item.key = std::string(StoredKey(key));
   if (sink.frame_error.ok()) sink.frame_error = CheckValueSize(item.size, ctx_.max_value_bytes);
   if (sink.frame_error.ok() && ctx_.store->StreamsPut(item.size)) {
     BeginStreamPut(std::move(item.key));
@@ -329,6 +372,7 @@ void Session::HandleBatchPut() {
   PayloadSink sink;
   std::vector<proto::PutItem> items;
   sink.frame_error = proto::DecodeBatchPutRequest(meta_, cur_.payload_len, &items);
+  if (sink.frame_error.ok()) sink.frame_error = CheckWritable("batch put");
   ReceiveBatch(std::move(sink), items, {});
 }
 
@@ -338,6 +382,7 @@ void Session::HandleBatchPutWith() {
   std::vector<proto::PutItem> items;
   std::vector<PutOptions> options;
   sink.frame_error = proto::DecodeBatchPutWithRequest(meta_, cur_.payload_len, &items, &options);
+  if (sink.frame_error.ok()) sink.frame_error = CheckWritable("batch put");
   ReceiveBatch(std::move(sink), items, std::move(options));
 }
 
@@ -348,11 +393,13 @@ void Session::ReceiveBatch(PayloadSink sink, const std::vector<proto::PutItem>& 
     for (size_t i = 0; i < items.size(); ++i) {
       const proto::PutItem& in = items[i];
       PayloadSink::Item item;
-      item.key = std::string(in.key);
+      item.key = std::string(StoredKey(in.key));
       item.size = in.value_len;
       item.checksum = in.checksum;
       if (i < options.size()) item.options = std::move(options[i]);
-      item.status = CheckValueSize(in.value_len, ctx_.max_value_bytes);
+      item.status = CheckClientKey(in.key);
+      if (item.status.ok()) item.status = ScopeOptions(&item.options);
+      if (item.status.ok()) item.status = CheckValueSize(in.value_len, ctx_.max_value_bytes);
       Result<storage::PendingPut> put =
           item.status.ok() ? ctx_.store->Reserve(in.value_len) : Result<storage::PendingPut>(item.status);
       if (put.ok()) {
@@ -367,22 +414,24 @@ void Session::ReceiveBatch(PayloadSink sink, const std::vector<proto::PutItem>& 
 }
 
 void Session::HandleExists(std::string_view key) {
-  Status s = proto::CheckKey(key);
+  Status s = CheckClientKey(key);
   if (!s.ok()) {
     RespondError(s);
     return;
   }
+  key = StoredKey(key);
   const bool found = ctx_.store->Exists(key);
   CountLookup(key, found);
   Respond(found ? StatusCode::kOk : StatusCode::kNotFound, "");
 }
 
 void Session::HandleStat(std::string_view key) {
-  Status s = proto::CheckKey(key);
+  Status s = CheckClientKey(key);
   if (!s.ok()) {
     RespondError(s);
     return;
   }
+  key = StoredKey(key);
   std::optional<uint64_t> size = ctx_.store->ValueSize(key);
   if (!size) {
     Respond(StatusCode::kNotFound, "");
@@ -394,6 +443,7 @@ void Session::HandleStat(std::string_view key) {
 void Session::HandleBatchExists() {
   std::vector<std::string_view> keys;
   Status valid = proto::DecodeKeyList(meta_, &keys);
+  if (valid.ok()) valid = StoreKeys(&keys);
   if (!valid.ok()) {
     RespondError(valid);
     return;
@@ -405,6 +455,7 @@ void Session::HandleBatchExists() {
     const bool found = ctx_.store->Exists(key);
     statuses.push_back(found ? StatusCode::kOk : StatusCode::kNotFound);
     counts.push_back({key, {1, found ? 1u : 0u}});
+    CountTenantLookups(1, found ? 1 : 0, 0);
   }
   if (ctx_.namespaces != nullptr) ctx_.namespaces->CountMany(counts);
   Respond(StatusCode::kOk, proto::EncodeStatusList(statuses));
@@ -413,11 +464,13 @@ void Session::HandleBatchExists() {
 void Session::HandleMatchPrefix() {
   std::vector<std::string_view> keys;
   Status valid = proto::DecodeKeyList(meta_, &keys);
+  if (valid.ok()) valid = StoreKeys(&keys);
   if (!valid.ok()) {
     RespondError(valid);
     return;
   }
   const size_t matched = ctx_.store->MatchPrefix(keys);
+  CountTenantLookups(keys.size(), matched, 0);
   // Matched over requested blocks: the leading `matched` keys are hits.
   if (ctx_.namespaces != nullptr) {
     std::vector<KeyCounts> counts;
@@ -435,10 +488,21 @@ void Session::HandleList() {
     RespondError(valid);
     return;
   }
-  KeyPage page(request.prefix, request.after, request.limit);
+  if (tenant_ != nullptr && (request.prefix.size() > MaxKeyBytes() || request.after.size() > MaxKeyBytes())) {
+    RespondError(TooLarge("List prefix or cursor of " +
+                          std::to_string(std::max(request.prefix.size(), request.after.size())) +
+                          " bytes exceeds this credential's key limit of " + std::to_string(MaxKeyBytes()) + " bytes"));
+    return;
+  }
+  // A tenant lists under its prefix; an empty cursor stays empty (from the first).
+  const std::string_view prefix = StoredKey(request.prefix);
+  const std::string_view after = request.after.empty() ? request.after : StoredKey(request.after);
+  KeyPage page(prefix, after, request.limit);
   ctx_.store->OfferKeys(&page);
   const std::vector<std::string> keys = page.Take();
-  const std::vector<std::string_view> views(keys.begin(), keys.end());
+  std::vector<std::string_view> views;
+  views.reserve(keys.size());
+  for (const std::string& k : keys) views.push_back(ClientKey(k));
   Respond(StatusCode::kOk, proto::EncodeListResponse(views, page.more()));
 }
 

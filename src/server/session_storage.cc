@@ -27,7 +27,7 @@ void Session::FinishPayload() {
     if (!item.status.ok()) continue;
     if (item.received_checksum != item.checksum) {
       ctx_.metrics->payload_checksum_failures.Add(1);
-      Fail(Corruption("payload of key '" + item.key.substr(0, 64) +
+      Fail(Corruption("payload of key '" + std::string(ClientKey(item.key).substr(0, 64)) +
                       "' does not match its checksum; nothing was stored"));
       return;
     }
@@ -41,6 +41,7 @@ void Session::FinishPayload() {
 }
 
 void Session::CountLookup(std::string_view key, bool hit, uint64_t bytes) {
+  CountTenantLookups(1, hit ? 1 : 0, bytes);
   if (ctx_.namespaces == nullptr) return;
   NamespaceCounts c;
   c.lookups = 1;
@@ -50,6 +51,7 @@ void Session::CountLookup(std::string_view key, bool hit, uint64_t bytes) {
 }
 
 void Session::CountStored(std::string_view key, uint64_t bytes) {
+  CountTenantStored(1, bytes);
   if (ctx_.namespaces == nullptr) return;
   NamespaceCounts c;
   c.puts = 1;
@@ -128,6 +130,7 @@ void Session::RespondBatchPut(std::vector<PayloadSink::Item>& items, bool with_m
     c.counts.written_bytes = item.size;
   }
   if (ctx_.namespaces != nullptr) ctx_.namespaces->CountMany(counts);
+  CountTenantStored(counts.size(), stored);
   ctx_.metrics->op(cur_.opcode).value_bytes.Add(stored);
   if (with_messages) {
     Respond(StatusCode::kOk, proto::EncodeStatusMessageList(statuses));
@@ -140,15 +143,16 @@ void Session::RespondBatchPut(std::vector<PayloadSink::Item>& items, bool with_m
 }
 
 void Session::HandleGet(std::string_view key) {
-  Status valid = proto::CheckKey(key);
+  Status valid = CheckClientKey(key);
   if (!valid.ok()) {
     RespondError(valid);
     return;
   }
+  key = StoredKey(key);
   // Checked after the send (Flush): the client checks the bytes against the
   // checksum sent with them, so the server's own check is off the latency path.
-  // `key` points into the request's meta, which stays while the request is
-  // parked on its storage operation.
+  // `key` points into the request's meta (or, a tenant's, into key_scratch_),
+  // which stays while the request is parked on its storage operation.
   Await(ctx_.store->Get(
       key, tier::ReadNeed::kBytes, reply_,
       [this, key](Result<tier::StoredValue> value) { RespondGet(key, std::move(value)); }, storage::ReadCheck::kLater));
@@ -178,6 +182,7 @@ void Session::RespondGet(std::string_view key, Result<tier::StoredValue> value) 
 void Session::HandleBatchGet() {
   std::vector<std::string_view> keys;
   Status valid = proto::DecodeKeyList(meta_, &keys);
+  if (valid.ok()) valid = StoreKeys(&keys);
   if (!valid.ok()) {
     RespondError(valid);
     return;
@@ -189,6 +194,15 @@ void Session::HandleBatchGet() {
 }
 
 void Session::RespondBatchGet(std::span<const std::string_view> keys, std::vector<Result<tier::StoredValue>>& values) {
+  if (tenant_ != nullptr) {
+    uint64_t hits = 0, bytes = 0;
+    for (const Result<tier::StoredValue>& v : values) {
+      if (!v.ok()) continue;
+      ++hits;
+      bytes += v->size();
+    }
+    CountTenantLookups(values.size(), hits, bytes);
+  }
   if (ctx_.namespaces != nullptr) {
     std::vector<KeyCounts> counts(values.size());
     for (size_t i = 0; i < values.size(); ++i) {
@@ -224,11 +238,13 @@ void Session::RespondBatchGet(std::span<const std::string_view> keys, std::vecto
 }
 
 void Session::HandleDelete(std::string_view key) {
-  Status valid = proto::CheckKey(key);
+  Status valid = CheckClientKey(key);
+  if (valid.ok()) valid = CheckWritable("delete");
   if (!valid.ok()) {
     RespondError(valid);
     return;
   }
+  key = StoredKey(key);
   Await(ctx_.store->Delete(key, reply_, [this](Status s) {
     if (s.code() == StatusCode::kNotFound) {
       Respond(StatusCode::kNotFound, "");

@@ -1,0 +1,396 @@
+// Tenants against a real server on loopback (the Daemon, as memkv start
+// builds it, from a config file in a temporary directory), driven by the
+// client library and a raw protocol peer: isolation by prefix, read-only
+// credentials, the shorter key limit, an older client's Connect without a
+// key hint, and key rotation by Daemon::Reload under continuous load.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/temp_dir.h"
+#include "config/server_config.h"
+#include "memkv/client.h"
+#include "proto/messages.h"
+#include "server/daemon.h"
+#include "tests/raw_connection.h"
+#include "verbs/fake.h"
+
+namespace memkv {
+namespace {
+
+using testing::TempDir;
+
+const std::string kAdminHex(64, 'a');
+const std::string kAHex(64, 'b');
+const std::string kA2Hex(64, 'c');
+const std::string kBHex(64, 'd');
+const std::string kReaderHex(64, 'e');
+
+std::string Config(const std::string& tenants_yaml) {
+  return "network:\n  address: 127.0.0.1:0\n  auth_key: \"" + kAdminHex +
+         "\"\n"
+         "memory:\n  max_size: 32MiB\n  block_size: 1MiB\n  prefault: false\n"
+         "storage:\n  mode: memory\n"
+         "rdma:\n  device: srv0\n" +
+         tenants_yaml;
+}
+
+std::string Tenant(const std::string& name, const std::string& prefix, const std::string& key_hex,
+                   const std::string& more = "") {
+  return "  - name: " + name + "\n    prefix: \"" + prefix + "\"\n    key: \"" + key_hex + "\"\n" + more;
+}
+
+std::vector<uint8_t> Bytes(std::string_view s) { return {s.begin(), s.end()}; }
+std::string Text(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
+
+// A Daemon started from a config file it can reload.
+class TenantServer {
+ public:
+  explicit TenantServer(const std::string& yaml) {
+    path_ = dir_.Write("config.yaml", yaml);
+    Result<config::ServerConfig> c = config::LoadServerConfigFile(path_);
+    status_ = c.status();
+    if (!c.ok()) return;
+    server::DaemonOptions options;
+    options.config = *c;
+    options.auth_key = *c->network.auth_key;
+    options.config_path = path_;
+    options.workers = 2;
+    options.hugepages = storage::HugePagePolicy::kNever;
+    server::DaemonSeams seams;
+    seams.verbs = &fabric_;  // no device: TCP only
+    Result<std::unique_ptr<server::Daemon>> daemon = server::Daemon::Create(std::move(options), seams);
+    status_ = daemon.status();
+    if (!daemon.ok()) return;
+    daemon_ = std::move(daemon).value();
+    daemon_->Start();
+  }
+
+  const Status& status() const { return status_; }
+  server::Daemon& daemon() { return *daemon_; }
+  void Rewrite(const std::string& yaml) { dir_.Write("config.yaml", yaml); }
+
+  std::unique_ptr<Client> ClientWith(const std::string& key_hex) {
+    ClientOptions o;
+    o.servers = {daemon_->address()};
+    o.auth_key_hex = key_hex;
+    o.transport = "tcp";
+    o.timeout_ms = 5000;
+    o.num_connections = 2;
+    Result<std::unique_ptr<Client>> client = Client::Create(o);
+    EXPECT_TRUE(client.ok()) << client.status().ToString();
+    return client.ok() ? std::move(client).value() : nullptr;
+  }
+
+ private:
+  TempDir dir_;
+  std::string path_;
+  verbs::FakeFabric fabric_;
+  Status status_;
+  std::unique_ptr<server::Daemon> daemon_;
+};
+
+std::vector<std::string> AllKeys(Client& client, size_t page_size = 2) {
+  std::vector<std::string> out;
+  std::string cursor;
+  for (int pages = 0; pages < 100; ++pages) {
+    Result<KeyListPage> page = client.ListKeys("", cursor, page_size);
+    EXPECT_TRUE(page.ok()) << page.status().ToString();
+    if (!page.ok()) break;
+    out.insert(out.end(), page->keys.begin(), page->keys.end());
+    if (page->next_cursor.empty()) break;
+    cursor = page->next_cursor;
+  }
+  return out;
+}
+
+const std::string kTwoTenants =
+    "tenants:\n" + Tenant("team-a", "team-a/", kAHex) + Tenant("team-b", "team-b/", kBHex) +
+    Tenant("reader", "shared/", kReaderHex, "    read_only: true\n");
+
+TEST(TenantsTest, EachTenantReachesOnlyItsOwnKeys) {
+  TenantServer server(Config(kTwoTenants));
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  auto a = server.ClientWith(kAHex);
+  auto b = server.ClientWith(kBHex);
+  auto admin = server.ClientWith(kAdminHex);
+  ASSERT_TRUE(a && b && admin);
+
+  ASSERT_TRUE(a->Put("k", Bytes("from-a")).ok());
+  EXPECT_EQ(b->Get("k").status().code(), StatusCode::kNotFound) << "A's k is a miss for B";
+  ASSERT_TRUE(b->Put("k", Bytes("from-b")).ok());
+  EXPECT_EQ(Text(*a->Get("k")), "from-a");
+  EXPECT_EQ(Text(*b->Get("k")), "from-b");
+  // The administrator sees the stored keys as they are.
+  EXPECT_EQ(Text(*admin->Get("team-a/k")), "from-a");
+  EXPECT_EQ(Text(*admin->Get("team-b/k")), "from-b");
+
+  ASSERT_TRUE(a->Put("x1", Bytes("1")).ok());
+  ASSERT_TRUE(a->Put("x2", Bytes("2")).ok());
+  // Listing, paged through the cursor: each tenant's keys without its prefix.
+  EXPECT_EQ(AllKeys(*a), (std::vector<std::string>{"k", "x1", "x2"}));
+  EXPECT_EQ(AllKeys(*b), (std::vector<std::string>{"k"}));
+  EXPECT_EQ(AllKeys(*admin, 10), (std::vector<std::string>{"team-a/k", "team-a/x1", "team-a/x2", "team-b/k"}));
+  Result<KeyListPage> prefixed = a->ListKeys("x", "", 10);
+  ASSERT_TRUE(prefixed.ok());
+  EXPECT_EQ(prefixed->keys, (std::vector<std::string>{"x1", "x2"}));
+
+  // Exists, Stat, prefix match.
+  EXPECT_TRUE(*a->Exists("x1"));
+  EXPECT_FALSE(*b->Exists("x1"));
+  EXPECT_EQ(*a->ValueSize("x1"), 1u);
+  EXPECT_EQ(b->ValueSize("x1").status().code(), StatusCode::kNotFound);
+  const std::vector<std::string_view> chain = {"k", "x1", "x2"};
+  EXPECT_EQ(*a->MatchPrefix(chain), 3u);
+  EXPECT_EQ(*b->MatchPrefix(chain), 1u) << "B has its own k only";
+
+  // Batches.
+  const std::vector<std::string_view> bkeys = {"b1", "b2"};
+  const std::vector<uint8_t> v1 = Bytes("v1"), v2 = Bytes("v2");
+  const std::vector<std::span<const uint8_t>> values = {v1, v2};
+  BatchResult put = b->BatchPut(bkeys, values);
+  ASSERT_TRUE(put.statuses[0].ok() && put.statuses[1].ok());
+  BatchResult a_sees = a->BatchExists(bkeys);
+  EXPECT_EQ(a_sees.statuses[0].code(), StatusCode::kNotFound);
+  EXPECT_EQ(a_sees.present_prefix, 0u);
+  std::vector<uint8_t> buf1(16), buf2(16);
+  const std::vector<std::span<uint8_t>> buffers = {buf1, buf2};
+  std::vector<size_t> sizes;
+  BatchResult got = b->BatchGetInto(bkeys, buffers, &sizes);
+  ASSERT_EQ(got.present_prefix, 2u);
+  EXPECT_EQ(std::string(buf1.begin(), buf1.begin() + static_cast<long>(sizes[0])), "v1");
+  EXPECT_EQ(a->BatchGetInto(bkeys, buffers, &sizes).present_prefix, 0u);
+
+  // B deleting "k" deletes its own; A's stays. B cannot delete A's x1.
+  EXPECT_TRUE(b->Delete("k").ok());
+  EXPECT_EQ(b->Get("k").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(Text(*a->Get("k")), "from-a");
+  EXPECT_EQ(b->Delete("x1").code(), StatusCode::kNotFound);
+  EXPECT_TRUE(*a->Exists("x1"));
+
+  // The counts land in each tenant's slot.
+  uint64_t a_puts = 0, b_lookups = 0;
+  for (const server::TenantCountsRow& row : server.daemon().tenant_stats().Snapshot()) {
+    if (row.name == "team-a") a_puts = row.puts;
+    if (row.name == "team-b") b_lookups = row.lookups;
+  }
+  EXPECT_EQ(a_puts, 3u);
+  EXPECT_GE(b_lookups, 3u);
+}
+
+TEST(TenantsTest, AReadOnlyCredentialReadsButEveryWriteIsPermissionDenied) {
+  TenantServer server(Config(kTwoTenants));
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  auto admin = server.ClientWith(kAdminHex);
+  auto reader = server.ClientWith(kReaderHex);
+  ASSERT_TRUE(admin && reader);
+  ASSERT_TRUE(admin->Put("shared/doc", Bytes("original")).ok());
+  EXPECT_EQ(Text(*reader->Get("doc")), "original");
+
+  Status put = reader->Put("doc", Bytes("changed"));
+  EXPECT_EQ(put.code(), StatusCode::kPermissionDenied) << put.ToString();
+  EXPECT_NE(put.message().find("read-only"), std::string::npos) << put.message();
+  EXPECT_EQ(put.message().find("team-"), std::string::npos) << "names no other tenant: " << put.message();
+  EXPECT_EQ(reader->Put("new", Bytes("x")).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(reader->Delete("doc").code(), StatusCode::kPermissionDenied);
+  const std::vector<std::string_view> keys = {"doc", "other"};
+  const std::vector<uint8_t> v = Bytes("v");
+  const std::vector<std::span<const uint8_t>> values = {v, v};
+  BatchResult batch = reader->BatchPut(keys, values);
+  for (const Status& s : batch.statuses) EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << s.ToString();
+
+  // Nothing stored changed; the connection still serves reads.
+  EXPECT_EQ(Text(*admin->Get("shared/doc")), "original");
+  EXPECT_EQ(admin->Get("shared/new").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(admin->Get("shared/other").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(Text(*reader->Get("doc")), "original");
+  uint64_t refusals = 0;
+  for (const server::TenantCountsRow& row : server.daemon().tenant_stats().Snapshot()) {
+    if (row.name == "reader") refusals = row.read_only_refusals;
+  }
+  EXPECT_EQ(refusals, 4u);
+}
+
+TEST(TenantsTest, AnOlderClientsNonceWithoutHintStillAuthenticatesAndTheKeyLimitIsShorter) {
+  TenantServer server(Config(kTwoTenants));
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  // RawConnection's nonce is 32 random bytes: no key hint.
+  for (const auto& [hex, max_key] : std::vector<std::pair<std::string, uint32_t>>{
+           {kAHex, 1024 - 7}, {kReaderHex, 1024 - 7}, {kAdminHex, 1024}}) {
+    auto raw = testing::RawConnection::Open(server.daemon().port());
+    ASSERT_TRUE(raw.ok());
+    Result<testing::RawResponse> hello = (*raw)->Handshake(hex);
+    ASSERT_TRUE(hello.ok()) << hello.status().ToString();
+    ASSERT_EQ(hello->header.status, StatusCode::kOk) << hello->message();
+    proto::ConnectResponse response;
+    std::span<const uint8_t> rest;
+    ASSERT_TRUE(proto::DecodeConnectResponse(hello->meta, &response, &rest).ok());
+    EXPECT_EQ(response.max_key_bytes, max_key);
+  }
+  auto wrong = testing::RawConnection::Open(server.daemon().port());
+  ASSERT_TRUE(wrong.ok());
+  Result<testing::RawResponse> refused = (*wrong)->Handshake(std::string(64, 'f'));
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->header.status, StatusCode::kAuthFailed);
+
+  // A key that fits 1024 bytes but not with the tenant's prefix in front.
+  auto a = server.ClientWith(kAHex);
+  ASSERT_TRUE(a);
+  Status too_long = a->Put(std::string(1024 - 6, 'k'), Bytes("v"));
+  EXPECT_EQ(too_long.code(), StatusCode::kTooLarge) << too_long.ToString();
+  EXPECT_NE(too_long.message().find("1017"), std::string::npos) << too_long.message();
+  EXPECT_TRUE(a->Put(std::string(1024 - 7, 'k'), Bytes("v")).ok());
+}
+
+TEST(TenantsTest, ReloadWithoutAConfigFileOrWithABadOneChangesNothing) {
+  TenantServer server(Config(kTwoTenants));
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  server.Rewrite(Config("tenants:\n" + Tenant("team-a", "team-a/", kAHex) + Tenant("team-b", "team-", kAHex)));
+  Result<server::ReloadReport> bad = server.daemon().Reload();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("tenants[1].prefix"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("tenants[1].key"), std::string::npos) << bad.status().message();
+  EXPECT_EQ(bad.status().message().find(kAHex), std::string::npos) << "never shows a key";
+  // Still the old credentials: B works.
+  auto b = server.ClientWith(kBHex);
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(b->Put("still", Bytes("here")).ok());
+
+  server.Rewrite(Config(kTwoTenants + "    rdma: true\n") + "log:\n  level: debug\n");
+  Result<server::ReloadReport> good = server.daemon().Reload();
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_EQ(good->tenants, 3u);
+  EXPECT_EQ(good->keys, 4u);
+  EXPECT_EQ(good->connections_closed, 0u);
+  EXPECT_EQ(good->restart_needed, std::vector<std::string>{"log"});
+  EXPECT_NE(good->ToJson().find("\"restart_needed\":[\"log\"]"), std::string::npos) << good->ToJson();
+  EXPECT_TRUE(b->Put("still", Bytes("here")).ok());
+}
+
+// Runs puts and gets of its own keys until stopped, checking every value.
+class Load {
+ public:
+  explicit Load(std::string name) : name_(std::move(name)) {}
+  ~Load() { Stop(); }
+
+  void Start(std::unique_ptr<Client> client) {
+    client_ = std::move(client);
+    thread_ = std::thread([this] { Run(); });
+  }
+  // The client is swapped between operations.
+  void Swap(std::unique_ptr<Client> next) {
+    std::lock_guard<std::mutex> lock(mu_);
+    client_ = std::move(next);
+  }
+  void Stop() {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+  uint64_t ok() const { return ok_.load(); }
+  // Waits until `more` further operations succeeded (false at the deadline).
+  bool Progress(uint64_t more) const {
+    const uint64_t target = ok() + more;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (ok() < target) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // poll interval
+    }
+    return true;
+  }
+  std::vector<Status> failures() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return failures_;
+  }
+  uint64_t wrong_data() const { return wrong_.load(); }
+
+ private:
+  void Run() {
+    for (uint64_t i = 0; !stop_.load(); ++i) {
+      const std::string key = name_ + "-" + std::to_string(i % 64);
+      const std::string value = name_ + "/" + std::to_string(i);
+      std::lock_guard<std::mutex> lock(mu_);
+      Status put = client_->Put(key, Bytes(value));
+      if (!put.ok()) {
+        failures_.push_back(put);
+        continue;
+      }
+      Result<std::vector<uint8_t>> got = client_->Get(key);
+      if (!got.ok()) {
+        failures_.push_back(got.status());
+        continue;
+      }
+      if (Text(*got) != value) wrong_.fetch_add(1);
+      ok_.fetch_add(1);
+    }
+  }
+
+  std::string name_;
+  mutable std::mutex mu_;
+  std::unique_ptr<Client> client_;  // guarded by mu_
+  std::vector<Status> failures_;    // guarded by mu_
+  std::atomic<uint64_t> ok_{0};
+  std::atomic<uint64_t> wrong_{0};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST(TenantsTest, RotatingAKeyUnderLoadLosesNoRequestAndARemovedKeyIsRefused) {
+  TenantServer server(Config("tenants:\n" + Tenant("team-a", "team-a/", kAHex) + Tenant("team-b", "team-b/", kBHex)));
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  Load a("a"), b("b");
+  a.Start(server.ClientWith(kAHex));
+  b.Start(server.ClientWith(kBHex));
+  ASSERT_TRUE(a.Progress(50));
+  ASSERT_TRUE(b.Progress(50));
+
+  // 1. A gets a next key; B's tenant is removed.
+  server.Rewrite(Config("tenants:\n" + Tenant("team-a", "team-a/", kAHex, "    next_key: \"" + kA2Hex + "\"\n")));
+  Result<server::ReloadReport> first = server.daemon().Reload();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->keys, 3u);
+  ASSERT_TRUE(a.Progress(50));
+  // B's client is refused (AuthFailed, saying why) within the deadline.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  bool refused = false;
+  while (!refused && std::chrono::steady_clock::now() < deadline) {
+    for (const Status& s : b.failures()) {
+      if (s.code() == StatusCode::kAuthFailed) refused = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // poll interval
+  }
+  ASSERT_TRUE(refused);
+  const uint64_t b_ok = b.ok();
+
+  // 2. A's client switches to the next key; the old one is removed.
+  a.Swap(server.ClientWith(kA2Hex));
+  ASSERT_TRUE(a.Progress(50));
+  server.Rewrite(Config("tenants:\n" + Tenant("team-a", "team-a/", kA2Hex)));
+  Result<server::ReloadReport> second = server.daemon().Reload();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->keys, 2u);
+  EXPECT_EQ(second->connections_closed, 0u) << "A's connections all use the key that stays";
+  ASSERT_TRUE(a.Progress(50));
+  a.Stop();
+  b.Stop();
+
+  EXPECT_TRUE(a.failures().empty()) << a.failures().front().ToString();
+  EXPECT_EQ(a.wrong_data(), 0u);
+  EXPECT_EQ(b.wrong_data(), 0u);
+  EXPECT_EQ(b.ok(), b_ok) << "nothing B did succeeded after its refusal";
+  for (const Status& s : b.failures()) {
+    // The removed key's connections are answered AuthFailed (or, closed
+    // while idle, noticed as lost before the reconnect is refused).
+    EXPECT_TRUE(s.code() == StatusCode::kAuthFailed || s.code() == StatusCode::kUnavailable) << s.ToString();
+    if (s.code() == StatusCode::kAuthFailed) EXPECT_NE(s.message().find("reload"), std::string::npos) << s.ToString();
+  }
+}
+
+}  // namespace
+}  // namespace memkv
