@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/temp_dir.h"
+#include "client/client_from_config.h"
 #include "config/server_config.h"
 #include "memkv/client.h"
 #include "proto/messages.h"
@@ -52,7 +53,12 @@ std::string Text(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
 // A Daemon started from a config file it can reload.
 class TenantServer {
  public:
-  explicit TenantServer(const std::string& yaml) {
+  // `rdma`: the fabric has the server's device (srv0) and a client's (cli0).
+  explicit TenantServer(const std::string& yaml, bool rdma = false) {
+    if (rdma) {
+      fabric_.AddDevice("srv0");
+      fabric_.AddDevice("cli0");
+    }
     path_ = dir_.Write("config.yaml", yaml);
     Result<config::ServerConfig> c = config::LoadServerConfigFile(path_);
     status_ = c.status();
@@ -62,9 +68,10 @@ class TenantServer {
     options.auth_key = *c->network.auth_key;
     options.config_path = path_;
     options.workers = 2;
-    options.hugepages = storage::HugePagePolicy::kNever;
+    // A pool registered on a fake device need not be pinned.
+    options.hugepages = rdma ? storage::HugePagePolicy::kAuto : storage::HugePagePolicy::kNever;
     server::DaemonSeams seams;
-    seams.verbs = &fabric_;  // no device: TCP only
+    seams.verbs = &fabric_;
     Result<std::unique_ptr<server::Daemon>> daemon = server::Daemon::Create(std::move(options), seams);
     status_ = daemon.status();
     if (!daemon.ok()) return;
@@ -88,10 +95,24 @@ class TenantServer {
     return client.ok() ? std::move(client).value() : nullptr;
   }
 
+  // A client on the fake fabric's cli0 device.
+  std::unique_ptr<Client> RdmaClientWith(const std::string& key_hex, const std::string& transport) {
+    ClientOptions o;
+    o.servers = {daemon_->address()};
+    o.auth_key_hex = key_hex;
+    o.transport = transport;
+    o.rdma_devices = {"cli0"};
+    o.timeout_ms = 5000;
+    o.num_connections = 2;
+    Result<std::unique_ptr<Client>> client = client::CreateClientWithVerbs(o, fabric_);
+    EXPECT_TRUE(client.ok()) << client.status().ToString();
+    return client.ok() ? std::move(client).value() : nullptr;
+  }
+
  private:
   TempDir dir_;
   std::string path_;
-  verbs::FakeFabric fabric_;
+  verbs::FakeFabric fabric_;  // declared first among what the Daemon uses: it outlives the Daemon
   Status status_;
   std::unique_ptr<server::Daemon> daemon_;
 };
@@ -274,6 +295,35 @@ TEST(TenantsTest, ReloadWithoutAConfigFileOrWithABadOneChangesNothing) {
   EXPECT_TRUE(b->Put("still", Bytes("here")).ok());
 }
 
+TEST(TenantsTest, RdmaIsRefusedToATenantUnlessItsCredentialAllowsIt) {
+  TenantServer server(Config("tenants:\n" + Tenant("tcp-only", "t/", kAHex) +
+                             Tenant("fast", "f/", kBHex, "    rdma: true\n")),
+                      /*rdma=*/true);
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  const std::vector<uint8_t> value(64 << 10, 0x5a);
+
+  // rdma: false: the offer is refused, an auto client goes on over TCP.
+  auto tcp_only = server.RdmaClientWith(kAHex, "auto");
+  ASSERT_TRUE(tcp_only);
+  ASSERT_TRUE(tcp_only->Put("v", value).ok());
+  EXPECT_EQ(*tcp_only->Get("v"), value);
+  ClientStats stats = tcp_only->Stats();
+  EXPECT_EQ(stats.rdma_ops, 0u);
+  EXPECT_NE(stats.fallback_reason.find("tenants[].rdma"), std::string::npos) << stats.fallback_reason;
+
+  // rdma: true: puts and gets move by RDMA, under the tenant's prefix.
+  auto fast = server.RdmaClientWith(kBHex, "rdma");
+  ASSERT_TRUE(fast);
+  ASSERT_TRUE(fast->Put("v", value).ok());
+  EXPECT_EQ(*fast->Get("v"), value);
+  EXPECT_GE(fast->Stats().rdma_ops, 2u);
+  auto admin = server.ClientWith(kAdminHex);
+  ASSERT_TRUE(admin);
+  EXPECT_EQ(*admin->Get("f/v"), value);
+  EXPECT_EQ(*admin->Get("t/v"), value);
+  EXPECT_EQ(AllKeys(*fast), std::vector<std::string>{"v"});
+}
+
 // Runs puts and gets of its own keys until stopped, checking every value.
 class Load {
  public:
@@ -347,15 +397,15 @@ TEST(TenantsTest, RotatingAKeyUnderLoadLosesNoRequestAndARemovedKeyIsRefused) {
   Load a("a"), b("b");
   a.Start(server.ClientWith(kAHex));
   b.Start(server.ClientWith(kBHex));
-  ASSERT_TRUE(a.Progress(50));
-  ASSERT_TRUE(b.Progress(50));
+  ASSERT_TRUE(a.Progress(200));
+  ASSERT_TRUE(b.Progress(200));
 
   // 1. A gets a next key; B's tenant is removed.
   server.Rewrite(Config("tenants:\n" + Tenant("team-a", "team-a/", kAHex, "    next_key: \"" + kA2Hex + "\"\n")));
   Result<server::ReloadReport> first = server.daemon().Reload();
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_EQ(first->keys, 3u);
-  ASSERT_TRUE(a.Progress(50));
+  ASSERT_TRUE(a.Progress(200));
   // B's client is refused (AuthFailed, saying why) within the deadline.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   bool refused = false;
@@ -370,13 +420,13 @@ TEST(TenantsTest, RotatingAKeyUnderLoadLosesNoRequestAndARemovedKeyIsRefused) {
 
   // 2. A's client switches to the next key; the old one is removed.
   a.Swap(server.ClientWith(kA2Hex));
-  ASSERT_TRUE(a.Progress(50));
+  ASSERT_TRUE(a.Progress(200));
   server.Rewrite(Config("tenants:\n" + Tenant("team-a", "team-a/", kA2Hex)));
   Result<server::ReloadReport> second = server.daemon().Reload();
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   EXPECT_EQ(second->keys, 2u);
   EXPECT_EQ(second->connections_closed, 0u) << "A's connections all use the key that stays";
-  ASSERT_TRUE(a.Progress(50));
+  ASSERT_TRUE(a.Progress(200));
   a.Stop();
   b.Stop();
 
@@ -388,7 +438,9 @@ TEST(TenantsTest, RotatingAKeyUnderLoadLosesNoRequestAndARemovedKeyIsRefused) {
     // The removed key's connections are answered AuthFailed (or, closed
     // while idle, noticed as lost before the reconnect is refused).
     EXPECT_TRUE(s.code() == StatusCode::kAuthFailed || s.code() == StatusCode::kUnavailable) << s.ToString();
-    if (s.code() == StatusCode::kAuthFailed) EXPECT_NE(s.message().find("reload"), std::string::npos) << s.ToString();
+    if (s.code() == StatusCode::kAuthFailed) {
+      EXPECT_NE(s.message().find("reload"), std::string::npos) << s.ToString();
+    }
   }
 }
 
