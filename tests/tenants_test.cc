@@ -269,7 +269,7 @@ TEST(TenantsTest, AnOlderClientsNonceWithoutHintStillAuthenticatesAndTheKeyLimit
   EXPECT_TRUE(a->Put(std::string(1024 - 7, 'k'), Bytes("v")).ok());
 }
 
-TEST(TenantsTest, ReloadWithoutAConfigFileOrWithABadOneChangesNothing) {
+TEST(TenantsTest, ReloadOfAFileWithProblemsChangesNothingAndAGoodOneReports) {
   TenantServer server(Config(kTwoTenants));
   ASSERT_TRUE(server.status().ok()) << server.status().ToString();
   server.Rewrite(Config("tenants:\n" + Tenant("team-a", "team-a/", kAHex) + Tenant("team-b", "team-", kAHex)));
@@ -322,6 +322,46 @@ TEST(TenantsTest, RdmaIsRefusedToATenantUnlessItsCredentialAllowsIt) {
   EXPECT_EQ(*admin->Get("f/v"), value);
   EXPECT_EQ(*admin->Get("t/v"), value);
   EXPECT_EQ(AllKeys(*fast), std::vector<std::string>{"v"});
+}
+
+TEST(TenantsTest, ANewAdministratorKeyClosesTheOldKeysConnections) {
+  TenantServer server(Config(kTwoTenants));
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  auto admin = server.ClientWith(kAdminHex);
+  auto a = server.ClientWith(kAHex);
+  ASSERT_TRUE(admin && a);
+  ASSERT_TRUE(admin->Put("x", Bytes("1")).ok());
+  ASSERT_TRUE(a->Put("x", Bytes("2")).ok());
+  const std::string next_admin(64, '9');
+  std::string yaml = Config(kTwoTenants);
+  yaml.replace(yaml.find(kAdminHex), kAdminHex.size(), next_admin);
+  server.Rewrite(yaml);
+  Result<server::ReloadReport> report = server.daemon().Reload();
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->connections_closed, 1u) << "the old administrator key's connection; A's stays";
+  Result<std::vector<uint8_t>> refused = admin->Get("x");
+  EXPECT_EQ(refused.status().code(), StatusCode::kAuthFailed) << refused.status().ToString();
+  EXPECT_EQ(Text(*a->Get("x")), "2");
+  EXPECT_EQ(Text(*server.ClientWith(next_admin)->Get("team-a/x")), "2");
+}
+
+TEST(TenantsTest, AServerWithoutAConfigFileHasNothingToReload) {
+  verbs::FakeFabric fabric;
+  server::DaemonOptions options;
+  options.config.network.port = 0;
+  options.config.memory.max_size_bytes = 16 << 20;
+  options.config.memory.block_size_bytes = 1 << 20;
+  options.config.memory.prefault = false;
+  options.config.storage.mode = config::StorageMode::kMemory;
+  options.auth_key.assign(32, 0xaa);
+  options.hugepages = storage::HugePagePolicy::kNever;
+  server::DaemonSeams seams;
+  seams.verbs = &fabric;
+  Result<std::unique_ptr<server::Daemon>> daemon = server::Daemon::Create(std::move(options), seams);
+  ASSERT_TRUE(daemon.ok()) << daemon.status().ToString();
+  Result<server::ReloadReport> report = (*daemon)->Reload();
+  EXPECT_EQ(report.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(report.status().message().find("without a config file"), std::string::npos) << report.status().message();
 }
 
 // Runs puts and gets of its own keys until stopped, checking every value.
