@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstring>
 #include <vector>
 
@@ -157,6 +159,20 @@ TEST(ConnectTagTest, BoundToClientNonce) {
   EncodeFields(SampleHeader(), fields);
   std::vector<uint8_t> n1(32, 1), n2(32, 2);
   EXPECT_NE(ConnectTag(**mac, fields, {}, n1), ConnectTag(**mac, fields, {}, n2));
+}
+
+TEST(KeyHintTest, IsTheLeadingBytesOfTheKeysIdTagAndDiffersByKey) {
+  std::vector<uint8_t> k1(32, 3), k2(32, 4);
+  Result<KeyHint> h1 = KeyHintOf(k1);
+  Result<KeyHint> h2 = KeyHintOf(k2);
+  ASSERT_TRUE(h1.ok() && h2.ok());
+  EXPECT_NE(*h1, *h2);
+  EXPECT_EQ(*KeyHintOf(k1), *h1);
+  auto mac = HmacSha256::Create(k1);
+  ASSERT_TRUE(mac.ok());
+  const std::string label = "memkv v1 key id";
+  const Tag tag = (*mac)->Compute(label.data(), label.size());
+  EXPECT_TRUE(std::equal(h1->begin(), h1->end(), tag.begin()));
 }
 
 }  // namespace

@@ -64,8 +64,8 @@ void Session::HandleConnect() {
   }
   if (signer == nullptr) {
     ctx_.metrics->auth_failures.Add(1);
-    Fail(AuthFailed("Connect tag does not verify: the client's auth key is none of the server's keys (a wrong key, "
-                    "or one a reload removed)"));
+    Fail(AuthFailed("Connect tag does not verify: the client's auth key differs from the server's (from each of "
+                    "its keys: a wrong key, or one a reload removed)"));
     return;
   }
   proto::ConnectResponse response;
