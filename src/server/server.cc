@@ -118,7 +118,10 @@ class Server::Worker {
     running_.store(true, std::memory_order_release);
     thread_ = std::thread([this] {
       Loop();
-      running_.store(false, std::memory_order_release);
+      {
+        std::lock_guard<std::mutex> lock(server_->recheck_mu_);  // a RecheckCredentials waiter sees it
+        running_.store(false, std::memory_order_release);
+      }
       server_->recheck_cv_.notify_all();
     });
     return Status::Ok();
