@@ -394,6 +394,43 @@ std::string NamespaceLines(const JsonValue& d) {
   return out;
 }
 
+// One line per tenant (docs/tenants.md): what it holds against its quotas,
+// its hit ratio, and what it lost or was refused.
+std::string TenantLines(const JsonValue& d) {
+  const JsonValue* list = d.Find("tenants");
+  if (list == nullptr || list->type != JsonValue::Type::kArray) return "";
+  const bool drives = d.Path({"storage", "keys"}) != nullptr;
+  std::string out;
+  for (const JsonValue& t : list->array) {
+    const JsonValue* name = t.Find("name");
+    if (name == nullptr) continue;
+    auto number = [&t](std::string_view key) {
+      const JsonValue* v = t.Find(key);
+      return v == nullptr ? uint64_t(0) : uint64_t(v->NumberOr(0));
+    };
+    auto held = [&](std::string_view tier) {
+      const std::string k(tier);
+      std::string text = tier == "dram" ? "DRAM " : "drives ";
+      text += FormatSizeRounded(number(k + "_bytes"));
+      if (number(k + "_quota_bytes") > 0) text += " of " + FormatSizeRounded(number(k + "_quota_bytes"));
+      return text + " (" + std::to_string(number(k + "_keys")) + " keys)";
+    };
+    const JsonValue* configured = t.Find("configured");
+    const JsonValue* ratio = t.Find("hit_ratio");
+    out += "  tenant " + name->string + ": ";
+    if (configured != nullptr && !configured->boolean) {
+      out += "removed from the config, ";
+    } else {
+      out += held("dram") + (drives ? ", " + held("drive") : "") + ", ";
+    }
+    out += std::to_string(number("lookups")) + " lookups, " + Percent(ratio == nullptr ? 0 : ratio->NumberOr(0)) +
+           " hit, " + std::to_string(number("evictions")) + " evictions (" + std::to_string(number("quota_evictions")) +
+           " by its quota), refused: " + std::to_string(number("quota_refusals")) + " over quota, " +
+           std::to_string(number("read_only_refusals")) + " read-only\n";
+  }
+  return out;
+}
+
 std::string RenderText(const std::vector<Answer>& answers) {
   std::vector<std::vector<std::string>> rows = {{"ADDRESS", "HEALTH", "UPTIME", "USED", "HIT RATIO", "OPS/S", "TRANSPORT"}};
   for (const Answer& a : answers) rows.push_back(Cells(a));
@@ -419,6 +456,7 @@ std::string RenderText(const std::vector<Answer>& answers) {
     out += TierLine(a.status, "drives", "storage", "usable_bytes");
     out += JournalLine(a.status);
     out += NamespaceLines(a.status);
+    out += TenantLines(a.status);
     const std::string health = HealthOf(a);
     const JsonValue* reason = a.status.Path({"health", "reason"});
     if (health != "healthy" && reason != nullptr && !reason->string.empty()) {

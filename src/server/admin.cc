@@ -153,6 +153,12 @@ ServerSnapshot AdminService::Snapshot() const {
   ServerSnapshot s;
   s.metrics = sources_.metrics;
   if (sources_.namespaces != nullptr) s.namespaces = sources_.namespaces->Snapshot();
+  const std::shared_ptr<const TenantMap> map = sources_.tier->Tenants();
+  std::vector<TenantCountsRow> requests;
+  if (sources_.tenants != nullptr) requests = sources_.tenants->Snapshot();
+  if (!requests.empty() || !map->empty()) {
+    s.tenants = JoinTenantRows(std::move(requests), *map, sources_.tier->TenantUsages());
+  }
   s.memory = sources_.tier->MemoryStats();
   s.tier = sources_.tier->Counters();
   s.drives = sources_.tier->DrivesStats();

@@ -35,6 +35,7 @@
 #include "memkv/status.h"
 #include "server/metrics.h"
 #include "server/namespace_stats.h"
+#include "server/tenant_stats.h"
 #include "server/rdma_endpoint.h"
 #include "tier/tiered_store.h"
 
@@ -45,6 +46,7 @@ struct ServerSnapshot;  // server/metrics_table.h
 struct AdminSources {
   ServerMetrics* metrics = nullptr;
   NamespaceStats* namespaces = nullptr;  // null: no per-namespace counts
+  TenantStats* tenants = nullptr;        // null: no per-tenant request counts
   tier::TieredStore* tier = nullptr;     // the memory pool, and the drives when it has them
   RdmaEndpoint* rdma = nullptr;          // null: TCP only
   const events::Publisher* events = nullptr;  // null: block events off

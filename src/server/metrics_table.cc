@@ -35,6 +35,31 @@ void ReadNamespaces(const S& s, Samples& out) {
   for (const NamespaceRow& row : s.namespaces) out.Counter({{"namespace", row.name}}, row.counts.*Field);
 }
 
+// The reader of a per-tenant request counter row.
+template <uint64_t TenantCountsRow::*Field>
+void ReadTenantRequests(const S& s, Samples& out) {
+  for (const TenantRow& row : s.tenants) out.Counter({{"tenant", row.name()}}, row.requests.*Field);
+}
+
+// The reader of a per-tenant usage counter row (configured tenants only).
+template <uint64_t TenantUsage::*Field>
+void ReadTenantUsage(const S& s, Samples& out) {
+  for (const TenantRow& row : s.tenants) {
+    if (row.configured) out.Counter({{"tenant", row.name()}}, row.usage.*Field);
+  }
+}
+
+// The reader of a per-tenant, per-tier gauge: `dram` then `drive` (drive
+// only where the server has drives).
+template <uint64_t TenantUsage::*Dram, uint64_t TenantUsage::*Drive>
+void ReadTenantTiers(const S& s, Samples& out) {
+  for (const TenantRow& row : s.tenants) {
+    if (!row.configured) continue;
+    out.Gauge({{"tenant", row.name()}, {"tier", "dram"}}, double(row.usage.*Dram));
+    if (s.drives) out.Gauge({{"tenant", row.name()}, {"tier", "drive"}}, double(row.usage.*Drive));
+  }
+}
+
 std::string DeviceName(const DriveStats& d) { return "drive" + std::to_string(d.index); }
 
 const std::vector<DriveStats>& Drives(const S& s) {
@@ -250,6 +275,51 @@ constexpr ServerMetric kMetrics[] = {
      ReadNamespaces<&NamespaceCounts::written_bytes>},
     {"memkv_namespace_evictions_total", kCounter, "namespace",
      "Values evicted to make room (any tier), by key namespace.", ReadNamespaces<&NamespaceCounts::evictions>},
+
+    // Tenants (docs/tenants.md): every tenant in the config, and any a
+    // reload removed, which keeps its request counts.
+    {"memkv_tenant_bytes", kGauge, "tenant,tier", "Value bytes a tenant holds, by tier.",
+     ReadTenantTiers<&TenantUsage::dram_bytes, &TenantUsage::drive_bytes>},
+    {"memkv_tenant_keys", kGauge, "tenant,tier", "Values a tenant holds, by tier.",
+     ReadTenantTiers<&TenantUsage::dram_keys, &TenantUsage::drive_keys>},
+    {"memkv_tenant_quota_bytes", kGauge, "tenant,tier", "A tenant's byte quota, by tier (tenants with one only).",
+     [](const S& s, Samples& out) {
+       for (const TenantRow& row : s.tenants) {
+         if (!row.configured) continue;
+         if (row.dram_quota_bytes > 0) out.Gauge({{"tenant", row.name()}, {"tier", "dram"}}, double(row.dram_quota_bytes));
+         if (s.drives && row.drive_quota_bytes > 0) {
+           out.Gauge({{"tenant", row.name()}, {"tier", "drive"}}, double(row.drive_quota_bytes));
+         }
+       }
+     }},
+    {"memkv_tenant_lookups_total", kCounter, "tenant",
+     "Blocks a tenant asked for (each key of a get, an exists or a prefix match).",
+     ReadTenantRequests<&TenantCountsRow::lookups>},
+    {"memkv_tenant_hits_total", kCounter, "tenant", "Blocks a tenant asked for and found.",
+     ReadTenantRequests<&TenantCountsRow::hits>},
+    {"memkv_tenant_misses_total", kCounter, "tenant", "Blocks a tenant asked for and did not find.",
+     [](const S& s, Samples& out) {
+       for (const TenantRow& row : s.tenants) out.Counter({{"tenant", row.name()}}, row.requests.misses());
+     }},
+    {"memkv_tenant_read_bytes_total", kCounter, "tenant", "Value bytes served to a tenant.",
+     ReadTenantRequests<&TenantCountsRow::read_bytes>},
+    {"memkv_tenant_puts_total", kCounter, "tenant", "Values a tenant stored.", ReadTenantRequests<&TenantCountsRow::puts>},
+    {"memkv_tenant_written_bytes_total", kCounter, "tenant", "Value bytes a tenant stored.",
+     ReadTenantRequests<&TenantCountsRow::written_bytes>},
+    {"memkv_tenant_evictions_total", kCounter, "tenant", "A tenant's values evicted (any tier, any cause).",
+     ReadTenantUsage<&TenantUsage::evictions>},
+    {"memkv_tenant_quota_evictions_total", kCounter, "tenant",
+     "A tenant's values evicted to keep it within its own quota.", ReadTenantUsage<&TenantUsage::quota_evictions>},
+    {"memkv_tenant_refusals_total", kCounter, "tenant,reason",
+     "A tenant's requests refused: quota (what is left is pinned or being read), read_only.",
+     [](const S& s, Samples& out) {
+       for (const TenantRow& row : s.tenants) {
+         out.Counter({{"tenant", row.name()}, {"reason", "quota"}}, row.usage.quota_refusals);
+         out.Counter({{"tenant", row.name()}, {"reason", "read_only"}}, row.requests.read_only_refusals);
+       }
+     }},
+    {"memkv_tenant_connections_total", kCounter, "tenant", "Connections authenticated with a tenant's keys.",
+     ReadTenantRequests<&TenantCountsRow::connections>},
     // Block events (events.publish set only: no samples otherwise).
     {"memkv_events_published_total", kCounter, "", "Block events sent to subscribers.",
      [](const S& s, Samples& out) {
@@ -344,6 +414,37 @@ void WriteNamespaces(const S& s, JsonWriter& w) {
   w.EndArray();
 }
 
+void WriteTenants(const S& s, JsonWriter& w) {
+  w.BeginArray();
+  for (const TenantRow& row : s.tenants) {
+    const TenantCountsRow& r = row.requests;
+    const TenantUsage& u = row.usage;
+    w.BeginObject()
+        .Key("name").String(row.name())
+        .Key("configured").Bool(row.configured)
+        .Key("dram_bytes").Number(u.dram_bytes)
+        .Key("dram_keys").Number(u.dram_keys)
+        .Key("dram_quota_bytes").Number(row.dram_quota_bytes)
+        .Key("drive_bytes").Number(u.drive_bytes)
+        .Key("drive_keys").Number(u.drive_keys)
+        .Key("drive_quota_bytes").Number(row.drive_quota_bytes)
+        .Key("lookups").Number(r.lookups)
+        .Key("hits").Number(r.hits)
+        .Key("misses").Number(r.misses())
+        .Key("hit_ratio").Number(r.lookups == 0 ? 0.0 : double(r.hits) / double(r.lookups))
+        .Key("read_bytes").Number(r.read_bytes)
+        .Key("puts").Number(r.puts)
+        .Key("written_bytes").Number(r.written_bytes)
+        .Key("evictions").Number(u.evictions)
+        .Key("quota_evictions").Number(u.quota_evictions)
+        .Key("quota_refusals").Number(u.quota_refusals)
+        .Key("read_only_refusals").Number(r.read_only_refusals)
+        .Key("connections").Number(r.connections)
+        .EndObject();
+  }
+  w.EndArray();
+}
+
 constexpr StatusField kStatus[] = {
     {"version", [](const S& s, JsonWriter& w) { w.String(s.version); }},
     {"address", [](const S& s, JsonWriter& w) { w.String(s.address); }},
@@ -426,9 +527,36 @@ constexpr StatusField kStatus[] = {
        w.Number(gets == 0 ? 0.0 : double(s.memory.hits + s.tier.drive_hits) / double(gets));
      }},
     {"namespaces", WriteNamespaces},
+    {"tenants", WriteTenants},
 };
 
 }  // namespace
+
+std::vector<TenantRow> JoinTenantRows(std::vector<TenantCountsRow> requests, const TenantMap& map,
+                                      const std::vector<TenantUsage>& usage) {
+  std::vector<TenantRow> rows;
+  std::vector<bool> joined(map.size(), false);
+  auto fill = [&](TenantRow& row, uint32_t i) {
+    row.configured = true;
+    if (i < usage.size()) row.usage = usage[i];
+    row.dram_quota_bytes = map[i].dram_quota_bytes;
+    row.drive_quota_bytes = map[i].drive_quota_bytes;
+    joined[i] = true;
+  };
+  for (TenantCountsRow& r : requests) {
+    TenantRow& row = rows.emplace_back();
+    row.requests = std::move(r);
+    const uint32_t i = map.FindByName(row.name());
+    if (i != TenantMap::kNone) fill(row, i);
+  }
+  for (uint32_t i = 0; i < map.size(); ++i) {
+    if (joined[i]) continue;
+    TenantRow& row = rows.emplace_back();
+    row.requests.name = map[i].name;
+    fill(row, i);
+  }
+  return rows;
+}
 
 std::span<const ServerMetric> ServerMetricTable() { return kMetrics; }
 std::span<const StatusField> ServerStatusTable() { return kStatus; }

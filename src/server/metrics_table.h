@@ -29,10 +29,28 @@
 #include "server/admin.h"
 #include "server/metrics.h"
 #include "server/namespace_stats.h"
+#include "server/tenant_stats.h"
 #include "storage/memory_store.h"
 #include "tier/tiered_store.h"
 
 namespace memkv::server {
+
+// One tenant's row: its request counts and, while it is configured, what
+// the store holds of it and its quotas (docs/tenants.md, "Metrics").
+struct TenantRow {
+  TenantCountsRow requests;     // name, lookups, hits, ...
+  bool configured = false;      // in the current config (a removed tenant keeps its counts)
+  TenantUsage usage;            // zeros when not configured
+  uint64_t dram_quota_bytes = 0;   // 0: none
+  uint64_t drive_quota_bytes = 0;  // 0: none
+  const std::string& name() const { return requests.name; }
+};
+
+// Joins the request counters (every tenant ever seen) with the store's usage
+// rows (`usage[i]` is `map[i]`'s) by name; tenants only in the map come
+// after, with zero requests.
+std::vector<TenantRow> JoinTenantRows(std::vector<TenantCountsRow> requests, const TenantMap& map,
+                                      const std::vector<TenantUsage>& usage);
 
 // Everything one scrape or status read reports, each source read once.
 struct ServerSnapshot {
@@ -51,6 +69,7 @@ struct ServerSnapshot {
   uint64_t requests_total = 0;
   double ops_per_second = 0;
   std::vector<NamespaceRow> namespaces;     // the reported namespaces, then "other"
+  std::vector<TenantRow> tenants;           // every tenant seen or configured; empty without tenants
 };
 
 using ServerMetric = metrics::MetricDescriptor<ServerSnapshot>;

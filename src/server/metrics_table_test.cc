@@ -30,6 +30,10 @@ TEST(ServerMetricTableTest, EveryRowWritesWhatItDeclares) {
   s.metrics = &cells;
   s.health.status = "healthy";
   s.version = "1.2.3";
+  TenantMap map({{"team-a", "a/", 1 << 20, 0}, {"team-b", "b/", 0, 0}});
+  std::vector<TenantUsage> usage(2);
+  usage[0].dram_bytes = 4096;
+  s.tenants = JoinTenantRows({TenantCountsRow{.name = "gone", .lookups = 3, .hits = 1}}, map, usage);
   for (bool drives : {false, true}) {
     if (drives) {
       s.drives.emplace();
@@ -42,7 +46,34 @@ TEST(ServerMetricTableTest, EveryRowWritesWhatItDeclares) {
     const std::string text = writer.Text();
     EXPECT_EQ(text.find("memkv_drive_state") != std::string::npos, drives) << text;
     EXPECT_NE(text.find("memkv_build_info{version=\"1.2.3\"} 1\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("memkv_tenant_bytes{tenant=\"team-a\",tier=\"dram\"} 4096\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("memkv_tenant_misses_total{tenant=\"gone\"} 2\n"), std::string::npos) << text;
+    EXPECT_EQ(text.find("memkv_tenant_bytes{tenant=\"gone\""), std::string::npos) << text;
   }
+}
+
+// Request counters (every tenant ever seen) meet the store's rows by name:
+// a removed tenant keeps its counts without usage, a configured one without
+// traffic yet still appears with its quotas.
+TEST(ServerMetricTableTest, TenantRowsJoinCountersAndUsageByName) {
+  TenantMap map({{"team-a", "a/", 1 << 20, 2 << 20}, {"team-b", "b/", 0, 0}});
+  std::vector<TenantUsage> usage(2);
+  usage[0].dram_keys = 7;
+  usage[1].drive_keys = 9;
+  const std::vector<TenantRow> rows = JoinTenantRows(
+      {TenantCountsRow{.name = "gone", .lookups = 5}, TenantCountsRow{.name = "team-b", .hits = 2}}, map, usage);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].name(), "gone");
+  EXPECT_FALSE(rows[0].configured);
+  EXPECT_EQ(rows[0].requests.lookups, 5u);
+  EXPECT_EQ(rows[1].name(), "team-b");
+  EXPECT_TRUE(rows[1].configured);
+  EXPECT_EQ(rows[1].usage.drive_keys, 9u);
+  EXPECT_EQ(rows[1].requests.hits, 2u);
+  EXPECT_EQ(rows[2].name(), "team-a");
+  EXPECT_EQ(rows[2].usage.dram_keys, 7u);
+  EXPECT_EQ(rows[2].dram_quota_bytes, 1u << 20);
+  EXPECT_EQ(rows[2].drive_quota_bytes, 2u << 20);
 }
 
 TEST(ServerStatusTableTest, SectionsAreContiguousAndKeysUnique) {

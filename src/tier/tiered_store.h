@@ -166,6 +166,11 @@ class TieredStore {
   void SetTenants(std::shared_ptr<const TenantMap> tenants);
   // One row per tenant of the last SetTenants, in its order.
   std::vector<TenantUsage> TenantUsages() const;
+  // The map of the last SetTenants (never null).
+  std::shared_ptr<const TenantMap> Tenants() const {
+    std::lock_guard lock(tenants_mu_);
+    return tenants_;
+  }
   // In DRAM or on a drive (index lookups only).
   bool Exists(std::string_view key);
   // The size of the value under `key`, in DRAM or on a drive (index lookups only).
