@@ -93,7 +93,12 @@ uint64_t OpenFilesLimit() {
 // One event loop thread and the connections it owns.
 class Server::Worker {
  public:
-  Worker(Server* server, int index) : server_(server), index_(index) {}
+  Worker(Server* server, int index, int workers)
+      : server_(server),
+        index_(index),
+        limits_(UINT32_MAX,
+                ConnectionLimits::Share(server->options_.max_unauthenticated_connections, workers, index),
+                &server->limits_) {}
 
   Status Start() {
     epoll_.Reset(::epoll_create1(EPOLL_CLOEXEC));
@@ -109,7 +114,7 @@ class Server::Worker {
     ctx_.max_value_bytes = server_->options_.max_value_bytes;
     ctx_.metrics = &server_->metrics_;
     ctx_.namespaces = server_->options_.namespaces;
-    ctx_.limits = &server_->limits_;
+    ctx_.limits = &limits_;
     ctx_.master_mac = master_mac_.get();
     ctx_.master_key = server_->options_.auth_key;
     epoll_event ev{};
@@ -272,7 +277,7 @@ class Server::Worker {
   bool Admit(const std::string& peer) {
     ConnectionLimits& limits = server_->limits_;
     for (;;) {
-      switch (limits.TryAdmit()) {
+      switch (limits_.TryAdmit()) {
         case ConnectionLimits::Refusal::kNone:
           return true;
         case ConnectionLimits::Refusal::kMaxConnections:
@@ -302,6 +307,18 @@ class Server::Worker {
       unauthenticated_order_.pop_front();
       auto it = by_id_.find(id);
       if (it == by_id_.end() || it->second->authenticated()) continue;  // closed or authenticated since
+      // A Connect that arrived but has not been read yet is read first: a
+      // client that sent it in time is never shed for the worker's delay.
+      Session& victim = *it->second;
+      if (!victim.OnReadable() || victim.Finished()) {
+        Close(victim.fd());  // gone, or refused: its slot is free now
+        return true;
+      }
+      if (victim.authenticated()) {
+        UpdateInterest(victim);
+        NoteBuffered(victim);
+        continue;
+      }
       server_->metrics_.connections_shed.Add(1);
       MEMKV_LOG_EVERY_C(kInfo, 10, "server")
           << "closing " << it->second->peer() << ": not authenticated yet, shed to admit a newer connection "
@@ -389,6 +406,7 @@ class Server::Worker {
 
   Server* server_;
   int index_;
+  ConnectionLimits limits_;  // this worker's share of the Server's
   UniqueFd epoll_;
   UniqueFd wake_;
   std::unique_ptr<HmacSha256> master_mac_;
@@ -441,7 +459,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, tie
   if (!server->stop_event_.valid()) return Internal(std::string("eventfd: ") + std::strerror(errno));
   int workers = options.workers;
   if (workers <= 0) workers = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
-  for (int i = 0; i < workers; ++i) server->workers_.push_back(std::make_unique<Worker>(server.get(), i));
+  for (int i = 0; i < workers; ++i) server->workers_.push_back(std::make_unique<Worker>(server.get(), i, workers));
   return server;
 }
 
