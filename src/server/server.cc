@@ -11,9 +11,9 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <deque>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
