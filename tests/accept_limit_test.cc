@@ -6,17 +6,22 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/clock.h"
 #include "base/unique_fd.h"
 #include "io/socket.h"
 #include "tests/harness.h"
+#include "tests/raw_connection.h"
 
 namespace memkv::testing {
 namespace {
@@ -118,6 +123,79 @@ TEST(AcceptLimitTest, AcceptAtTheOpenFilesLimitBacksOffInsteadOfSpinningAndKeeps
     ++lines;
   }
   EXPECT_LE(lines, 1 + static_cast<size_t>(exhausted_ns / 10'000'000'000)) << err;
+}
+
+// A flood of connections that never authenticate, opened as fast as one
+// thread can, holds network.max_unauthenticated_connections full the whole
+// time; an honest client that connects, authenticates and asks something
+// right away is still served every time: the server sheds its oldest
+// unauthenticated connection to admit each new one.
+TEST(AcceptLimitTest, FloodOfKeylessConnectionsNeverLocksOutAPromptClient) {
+  constexpr int kLimit = 64;
+  constexpr int kHonestRounds = 60;
+  constexpr size_t kFloodHeld = 256;  // the flood's own descriptors, newest kept
+  ServerProcess server;
+  ServerSpec spec;
+  spec.network_yaml = "  max_unauthenticated_connections: " + std::to_string(kLimit) + "\n";
+  spec.extra_args = {"--workers", "2"};
+  ASSERT_TRUE(server.Start(spec).ok()) << server.Stderr();
+
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> flood_opened{0};
+  std::thread flood([&] {
+    std::deque<UniqueFd> held;
+    while (!stop.load(std::memory_order_relaxed)) {
+      auto fd = io::ConnectTcp("127.0.0.1", server.port(), MonotonicNanos() + 2'000'000'000);
+      if (!fd.ok()) continue;  // refused or reset under the flood: try again
+      held.push_back(std::move(fd).value());
+      if (held.size() > kFloodHeld) held.pop_front();
+      flood_opened.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  // The flood fills the limit before the honest client starts.
+  auto shed = [&] {
+    HttpResult r = HttpRequestTo(server.AdminPort(), "GET", "/v1/metrics");
+    return PrometheusSamples(r.body)["memkv_connections_shed_total"];
+  };
+  EXPECT_TRUE(PollUntil([&] { return shed() >= 1; }, 20000)) << server.Stderr();
+
+  int served = 0;
+  std::string failures;
+  for (int i = 0; i < kHonestRounds; ++i) {
+    auto conn = RawConnection::Open(server.port());
+    if (!conn.ok()) {
+      failures += "round " + std::to_string(i) + ": connect: " + conn.status().ToString() + "\n";
+      continue;
+    }
+    auto hello = (*conn)->Handshake(kTestKeyHex);
+    if (!hello.ok() || hello->header.status != StatusCode::kOk) {
+      failures += "round " + std::to_string(i) + ": Connect: " +
+                  (hello.ok() ? std::string(StatusCodeName(hello->header.status)) : hello.status().ToString()) + "\n";
+      continue;
+    }
+    Status sent = (*conn)->SendBytes((*conn)->BuildFrame(proto::Opcode::kExists, "absent", {}, 1));
+    auto answer = sent.ok() ? (*conn)->Read(10000) : Result<RawResponse>(sent);
+    if (!answer.ok() || answer->header.status != StatusCode::kNotFound) {
+      failures += "round " + std::to_string(i) + ": exists: " +
+                  (answer.ok() ? std::string(StatusCodeName(answer->header.status)) : answer.status().ToString()) +
+                  "\n";
+      continue;
+    }
+    ++served;
+  }
+  const double shed_during = shed();
+  stop = true;
+  flood.join();
+  HttpResult after = HttpRequestTo(server.AdminPort(), "GET", "/v1/metrics");
+  std::map<std::string, double> m = PrometheusSamples(after.body);
+  EXPECT_EQ(served, kHonestRounds) << failures << "shed " << m["memkv_connections_shed_total"] << ", refused "
+                                   << m["memkv_connections_refused_total{reason=\"max_unauthenticated\"}"]
+                                   << ", flood connections " << flood_opened.load();
+  // Each worker sheds within its own share of the limit: none is ever left
+  // without a connection to shed, so nothing is refused.
+  EXPECT_EQ(m["memkv_connections_refused_total{reason=\"max_unauthenticated\"}"], 0);
+  EXPECT_GT(flood_opened.load(), static_cast<uint64_t>(kLimit));
+  EXPECT_GE(shed_during, 1);
 }
 
 }  // namespace

@@ -6,15 +6,18 @@
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "base/clock.h"
 #include "base/json.h"
+#include "base/temp_dir.h"
 #include "io/socket.h"
 #include "tests/harness.h"
 
@@ -366,6 +369,84 @@ TEST_F(AdminTest, ALostDriveMakesHealthDegradedNamingIt) {
   EXPECT_EQ(Num(h, {"drives_online"}), 1);
   EXPECT_NE(Str(h, {"reason"}).find("drive 1"), std::string::npos) << Str(h, {"reason"});
   EXPECT_EQ(Scrape()["memkv_health{status=\"degraded\"}"], 1);
+}
+
+}  // namespace
+}  // namespace memkv::testing
+
+namespace memkv::testing {
+namespace {
+
+// `memkv admin reload` against a real `memkv start`: signed with the key the
+// CLI finds, refused with a wrong one, and the endpoint's other requests
+// still open without a key.
+TEST(AdminReloadCliTest, SignsWithTheAdministratorKeyAndReportsRefusals) {
+  TempDir dir;
+  ServerProcess server;
+  ASSERT_TRUE(server.Start().ok()) << server.Stderr();
+  const uint16_t admin = server.AdminPort();
+  const std::string url = "http://127.0.0.1:" + std::to_string(admin);
+  auto write_key = [&](const std::string& name, const std::string& hex) {
+    const std::string path = dir.path() + "/" + name;
+    std::ofstream(path) << hex << "\n";
+    ::chmod(path.c_str(), 0600);
+    return path;
+  };
+  auto failures = [&](const std::string& reason) {
+    HttpResult r = HttpRequestTo(admin, "GET", "/v1/metrics");
+    return PrometheusSamples(r.body)["memkv_admin_auth_failures_total{reason=\"" + reason + "\"}"];
+  };
+
+  // The right key, from a key file: the signature is accepted. The server
+  // either reloads (0, its JSON report) or, without a reload to run, says
+  // it needs a config file (6, the server's message) -- never 401.
+  const std::string good = write_key("good.key", kTestKeyHex);
+  CommandResult r = RunMemkv({"admin", "reload", "--server", url, "--key-file", good}, {});
+  if (r.exit_code == 0) {
+    EXPECT_EQ(r.out.rfind("{", 0), 0u) << r.out;
+  } else {
+    EXPECT_EQ(r.exit_code, 6) << r.out << r.err;
+    EXPECT_NE(r.err.find("HTTP 409"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("reload needs a config file"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(failures("signature"), 0) << r.err;
+  EXPECT_EQ(failures("missing"), 0);
+
+  // The same key from MEMKV_AUTH_KEY, as the client verbs take it.
+  CommandResult env = RunMemkv({"admin", "reload", url}, {{"MEMKV_AUTH_KEY", kTestKeyHex}});
+  EXPECT_EQ(env.exit_code, r.exit_code) << env.out << env.err;
+  EXPECT_EQ(failures("signature"), 0) << env.err;
+
+  // A wrong key: refused, exit 5, the server's reason on stderr.
+  const std::string wrong = write_key("wrong.key", std::string(64, 'e'));
+  r = RunMemkv({"admin", "reload", "--server", url, "--key-file", wrong}, {});
+  EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
+  EXPECT_NE(r.err.find("HTTP 401"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("wrong signature"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(failures("signature"), 1);
+
+  // No usable key: a configuration error before anything is sent.
+  const std::string bad = write_key("bad.key", "not-hex");
+  r = RunMemkv({"admin", "reload", "--server", url, "--key-file", bad}, {});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("--key-file " + bad), std::string::npos) << r.err;
+
+  // Unsigned, by hand: 401 naming the expected header.
+  HttpResult unsigned_post = HttpRequestTo(admin, "POST", "/v1/admin/reload");
+  EXPECT_EQ(unsigned_post.status, 401) << unsigned_post.body;
+  EXPECT_NE(unsigned_post.body.find("MemKV-HMAC-SHA256 ts=<unix ms>, nonce=<32 hex>, sig=<64 hex>"),
+            std::string::npos)
+      << unsigned_post.body;
+  EXPECT_EQ(failures("missing"), 1);
+
+  // The read-only requests stay open.
+  for (const char* path : {"/v1/health", "/v1/ready", "/v1/status", "/v1/metrics"}) {
+    EXPECT_EQ(HttpRequestTo(admin, "GET", path).status, 200) << path;
+  }
+  // Usage errors.
+  EXPECT_EQ(RunMemkv({"admin", "status", "--key-file", good}, {}).exit_code, 2);
+  EXPECT_EQ(RunMemkv({"admin", "reload", "--json", url}, {}).exit_code, 2);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // its value for as long as its connection stayed open: an honest 32 MiB put
 // failed with ResourceExhausted whatever the server's timeouts.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
 #include <map>
 #include <memory>
@@ -105,6 +106,70 @@ TEST(StalledFrameConfigTest, FrameTimeoutOutOfRangeStopsStartNamingTheField) {
   EXPECT_NE(s.message().find("network.frame_timeout_ms: 5 is out of range; allowed: 100..3600000 (milliseconds)"),
             std::string::npos)
       << s.message();
+}
+
+}  // namespace
+}  // namespace memkv::testing
+
+namespace memkv::testing {
+namespace {
+
+constexpr int kWriteStallMs = 1000;
+
+// A client that pipelines puts and never reads their answers. The answers
+// are small: they all fit in the server's socket send buffer, so nothing
+// waits in the server's own queue, yet the client, whose receive window is
+// tiny, takes none of them. The write-stall timeout applies all the same.
+TEST(WriteStallTest, ClientThatNeverReadsSmallAnswersIsClosedAtTheWriteStallDeadline) {
+  ServerProcess server;
+  ServerSpec spec;
+  spec.extra_args = {"--write-stall-timeout-ms", std::to_string(kWriteStallMs), "--workers", "1"};
+  ASSERT_TRUE(server.Start(spec).ok()) << server.Stderr();
+  const uint16_t admin = server.AdminPort();
+
+  // An honest idle connection: owes nothing, so it stays open throughout.
+  auto idle = RawConnection::Open(server.port());
+  ASSERT_TRUE(idle.ok());
+  ASSERT_TRUE((*idle)->Handshake(kTestKeyHex).ok());
+
+  auto hostile = RawConnection::Open(server.port());
+  ASSERT_TRUE(hostile.ok());
+  ASSERT_TRUE((*hostile)->Handshake(kTestKeyHex).ok());
+  // The smallest receive buffer the kernel allows: the client's TCP soon
+  // stops taking the answers it is not reading.
+  const int tiny = 1;
+  ASSERT_EQ(::setsockopt((*hostile)->fd(), SOL_SOCKET, SO_RCVBUF, &tiny, sizeof(tiny)), 0);
+  // 100 puts of 16 KiB (fewer than the in-flight limit, so the server reads
+  // them all): answers of under a hundred bytes each, which leave the
+  // server's own queue for its socket send buffer.
+  std::vector<uint8_t> batch;
+  for (uint64_t i = 0; i < 100; ++i) {
+    std::vector<uint8_t> f =
+        (*hostile)->BuildFrame(proto::Opcode::kPut, "silent-" + std::to_string(i), Pattern(16 << 10, i), i + 1);
+    batch.insert(batch.end(), f.begin(), f.end());
+  }
+  ASSERT_TRUE((*hostile)->SendBytes(batch).ok());
+  // Then silence: no reads, no writes. The server closes it once the stall
+  // deadline passes (bounded generously: the sweep runs every 100 ms). Its
+  // FIN waits behind the answers the client does not read, so the server's
+  // count says so; reading then drains the answers and meets the close.
+  auto stalled_closes = [&] {
+    HttpResult r = HttpRequestTo(admin, "GET", "/v1/metrics");
+    return PrometheusSamples(r.body)["memkv_connections_closed_total{reason=\"write_stall\"}"];
+  };
+  EXPECT_TRUE(PollUntil([&] { return stalled_closes() >= 1; }, kWriteStallMs + 20000)) << server.Stderr();
+  EXPECT_NE(server.Stderr().find("it has not read its responses"), std::string::npos) << server.Stderr();
+  EXPECT_TRUE((*hostile)->ClosedByPeer(10000));
+
+  // The idle connection was not touched, and still works.
+  auto client = ClientFor({&server});
+  ASSERT_NE(client, nullptr);
+  EXPECT_TRUE(client->Put("after", Pattern(100, 3)).ok());
+  std::vector<uint8_t> ping = (*idle)->BuildFrame(proto::Opcode::kExists, "after", {}, 1);
+  ASSERT_TRUE((*idle)->SendBytes(ping).ok());
+  auto answer = (*idle)->Read(5000);
+  ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+  EXPECT_EQ(answer->header.status, StatusCode::kOk);
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 // docs/admin.md) how they are, all at once, and prints one row per server or
 // a JSON array (docs/cli.md, "memkv admin status").
 //
+// memkv admin reload: POST /v1/admin/reload, signed with the administrator
+// key (server/admin_auth.h), to each server in turn; prints each report.
+//
 // Each server is asked on a thread of its own with HttpGet (src/http), whose
 // deadline covers connect, TLS and the answer; the command waits for all of
 // them up to that deadline (plus a little grace for name resolution, which
@@ -17,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,11 +33,16 @@
 #include "cli/cli.h"
 #include "config/client_config.h"
 #include "http/http_client.h"
+#include "server/admin_auth.h"
+#include "server/key_file.h"
 
 namespace memkv::cli {
 namespace {
 
 constexpr const char* kAdminUsage = R"(Usage: memkv admin status [--json] [--timeout-ms N] [--insecure | --cacert FILE] [ADDR...]
+       memkv admin reload [--key-file FILE] [--timeout-ms N] [--insecure | --cacert FILE] [--server ADDR | ADDR...]
+
+status
 
 Asks each server's admin endpoint (GET /v1/status) for its health, uptime,
 capacity, hit ratio, load and transport; all servers at once.
@@ -59,6 +68,24 @@ Exit codes: 0 every server answered healthy or degraded, 1 a server answered
 unhealthy, 2 usage error, 3 configuration error (client configuration,
 --cacert file), 4 a server could not be asked (unreachable, timed out, TLS
 or HTTP error, not a MemKV status document).
+
+reload
+Asks each server (in turn) to re-read its config file: POST /v1/admin/reload,
+signed with the administrator key (docs/admin.md, "Authentication"), and
+prints each server's JSON report on standard output.
+
+  --server ADDR     a server to reload (as ADDR; may be given several times)
+  --key-file FILE   the administrator key: a file of 64 hex characters (the
+                    server's auth.key). Default: the client's key, as the
+                    data-plane verbs find it (MEMKV_AUTH_KEY, MEMKV_CONFIG's
+                    auth_key, else ~/.memkv/auth.key)
+The servers' clocks must be within 300 s of this host's.
+
+Exit codes: 0 every server reloaded, 2 usage error, 3 configuration error
+(no key, unreadable key file or --cacert file), 4 a server could not be asked,
+5 a server refused the signature (wrong key, clock skew), 6 a server
+answered another error (no config file to reload: 409; the reload failed:
+500), with the server's message on standard error.
 )";
 
 constexpr int kDefaultTimeoutMs = 3000;
@@ -74,6 +101,8 @@ constexpr int kExitSomeUnhealthy = 1;
 constexpr const char* kUnusedAuthKey = "0000000000000000000000000000000000000000000000000000000000000000";
 
 struct AdminFlags {
+  std::string action;  // "status" or "reload"
+  std::string key_file;
   bool json = false;
   int timeout_ms = kDefaultTimeoutMs;
   bool insecure = false;
@@ -88,15 +117,18 @@ int Usage(const std::string& what) {
 
 std::optional<int> ParseAdminFlags(const std::vector<std::string>& raw_args, AdminFlags* flags) {
   Result<std::vector<std::string>> expanded = ExpandOptions(
-      raw_args, {.switches = {"--json", "--insecure"}, .valued = {"--cacert", "--timeout-ms"}, .operand = "address"});
+      raw_args, {.switches = {"--json", "--insecure"},
+                 .valued = {"--cacert", "--timeout-ms", "--key-file", "--server"},
+                 .operand = "address"});
   if (!expanded.ok()) return Usage(expanded.status().message());
   const std::vector<std::string>& args = *expanded;
-  if (args.empty()) return Usage("name an action: status");
+  if (args.empty()) return Usage("name an action: status, reload");
   if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::fputs(kAdminUsage, stdout);
     return kExitOk;
   }
-  if (args[0] != "status") return Usage("unknown action '" + args[0] + "' (status)");
+  if (args[0] != "status" && args[0] != "reload") return Usage("unknown action '" + args[0] + "' (status, reload)");
+  flags->action = args[0];
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == kEndOfOptions) {
@@ -107,10 +139,18 @@ std::optional<int> ParseAdminFlags(const std::vector<std::string>& raw_args, Adm
       std::fputs(kAdminUsage, stdout);
       return kExitOk;
     }
-    if (a == "--json") {
+    if (a == "--json" && flags->action == "reload") {
+      return Usage("--json is an option of 'memkv admin status' (reload always prints JSON)");
+    } else if (a == "--json") {
       flags->json = true;
     } else if (a == "--insecure") {
       flags->insecure = true;
+    } else if (a == "--key-file") {
+      if (flags->action != "reload") return Usage("--key-file is an option of 'memkv admin reload'");
+      flags->key_file = args[++i];
+      if (flags->key_file.empty()) return Usage("--key-file needs a file");
+    } else if (a == "--server") {
+      flags->addresses.push_back(args[++i]);
     } else if (a == "--cacert") {
       flags->ca_file = args[++i];
       if (flags->ca_file.empty()) return Usage("--cacert needs a file");
@@ -491,6 +531,66 @@ int ExitCodeOf(const std::vector<Answer>& answers) {
   return unhealthy ? kExitSomeUnhealthy : kExitOk;
 }
 
+// ---------------------------------------------------------------- reload
+
+// The administrator key: --key-file, else the client's key.
+Result<std::vector<uint8_t>> AdminKey(const AdminFlags& flags, const Environment& env) {
+  if (!flags.key_file.empty()) {
+    Result<std::vector<uint8_t>> key = server::ReadAuthKeyFile(flags.key_file);
+    if (!key.ok()) return key.status().WithContext("--key-file " + flags.key_file);
+    return key;
+  }
+  Result<config::ClientConfig> config = config::LoadClientConfig(ClientLookupWithDefaults(env));
+  if (!config.ok()) {
+    return InvalidArgument("no administrator key: " + config.status().message() +
+                           " (or give --key-file with the server's auth.key)");
+  }
+  return config->auth_key;
+}
+
+// Signs and sends one reload; the exit code, having printed the report or
+// the error.
+int ReloadOne(const Target& target, std::span<const uint8_t> key, bool several) {
+  http::HttpGetOptions o = target.get;
+  o.path = "/v1/admin/reload";
+  o.method = "POST";
+  Result<std::string> nonce = server::NewAdminNonce();
+  if (!nonce.ok()) {
+    std::fprintf(stderr, "memkv admin reload: %s\n", nonce.status().ToString().c_str());
+    return kExitFailed;
+  }
+  o.headers.push_back({"Authorization", server::SignAdminRequest(key, o.method, o.path, o.body,
+                                                                 server::UnixMillis(), *nonce)});
+  const std::string url = http::HttpUrl(o);
+  Result<http::HttpClientResponse> r = http::HttpGet(o);
+  if (!r.ok()) {
+    std::fprintf(stderr, "memkv admin reload: %s\n", r.status().message().c_str());
+    return r.status().code() == StatusCode::kInvalidArgument ? kExitConfig : kExitUnavailable;
+  }
+  std::string body = r->body;
+  while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
+  if (r->status == 200) {
+    if (several) {
+      std::printf("%s: %s\n", target.address.c_str(), body.c_str());
+    } else {
+      std::printf("%s\n", body.c_str());
+    }
+    std::fflush(stdout);
+    return kExitOk;
+  }
+  // The server's message: the JSON error, or the first line of a text body.
+  std::string message = body.substr(0, body.find('\n'));
+  if (Result<JsonValue> doc = ParseJson(body); doc.ok() && doc->type == JsonValue::Type::kObject) {
+    if (const JsonValue* e = doc->Find("error"); e != nullptr && e->type == JsonValue::Type::kString) message = e->string;
+  }
+  if (r->status == 400 && body.find("speaks HTTPS") != std::string::npos) {
+    message += " (pass --cacert FILE or --insecure)";
+  }
+  std::fprintf(stderr, "memkv admin reload: %s: HTTP %d %s: %s\n", url.c_str(), r->status, r->reason.c_str(),
+               message.c_str());
+  return r->status == 401 ? kExitAuth : kExitFailed;
+}
+
 }  // namespace
 
 int RunAdmin(const std::vector<std::string>& args, const Environment& env) {
@@ -506,7 +606,8 @@ int RunAdmin(const std::vector<std::string>& args, const Environment& env) {
     };
     Result<config::ClientConfig> config = config::LoadClientConfig(lookup);
     if (!config.ok()) {
-      std::fprintf(stderr, "memkv admin status: client configuration: %s\n", config.status().message().c_str());
+      std::fprintf(stderr, "memkv admin %s: client configuration: %s\n", flags.action.c_str(),
+                   config.status().message().c_str());
       return kExitConfig;
     }
     for (const config::ServerAddress& s : config->servers) addresses.push_back(s.ToString());
@@ -518,8 +619,23 @@ int RunAdmin(const std::vector<std::string>& args, const Environment& env) {
     targets.push_back(std::move(t).value());
   }
   if (!flags.ca_file.empty() && ::access(flags.ca_file.c_str(), R_OK) != 0) {
-    std::fprintf(stderr, "memkv admin status: --cacert %s: %s\n", flags.ca_file.c_str(), ErrnoText(errno).c_str());
+    std::fprintf(stderr, "memkv admin %s: --cacert %s: %s\n", flags.action.c_str(), flags.ca_file.c_str(),
+                 ErrnoText(errno).c_str());
     return kExitConfig;
+  }
+
+  if (flags.action == "reload") {
+    Result<std::vector<uint8_t>> key = AdminKey(flags, env);
+    if (!key.ok()) {
+      std::fprintf(stderr, "memkv admin reload: %s\n", key.status().message().c_str());
+      return kExitConfig;
+    }
+    int code = kExitOk;
+    for (const Target& t : targets) {
+      const int one = ReloadOne(t, *key, targets.size() > 1);
+      if (code == kExitOk) code = one;
+    }
+    return code;
   }
 
   std::vector<Answer> answers = AskAll(targets, flags.timeout_ms);

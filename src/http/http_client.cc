@@ -234,8 +234,12 @@ Status Exchange::WriteAll(std::string_view bytes) {
 Status Exchange::SendRequest() {
   std::string host = HostForUrl(options_.host);
   if (options_.port != (options_.https ? 443 : 80)) host += ":" + std::to_string(options_.port);
-  std::string request = "GET " + options_.path + " HTTP/1.1\r\nHost: " + host +
-                        "\r\nUser-Agent: memkv/" + kMemkvVersion + "\r\nAccept: */*\r\nConnection: close\r\n\r\n";
+  std::string request = options_.method + " " + options_.path + " HTTP/1.1\r\nHost: " + host +
+                        "\r\nUser-Agent: memkv/" + kMemkvVersion + "\r\nAccept: */*\r\nConnection: close\r\n";
+  for (const HttpHeader& h : options_.headers) request += h.name + ": " + h.value + "\r\n";
+  if (options_.method != "GET") request += "Content-Length: " + std::to_string(options_.body.size()) + "\r\n";
+  request += "\r\n";
+  if (options_.method != "GET") request += options_.body;
   return WriteAll(request);
 }
 
@@ -340,6 +344,16 @@ Result<HttpClientResponse> HttpGet(const HttpGetOptions& options) {
     return InvalidArgument(url + ": the path must start with '/' and hold no spaces or line breaks");
   }
   if (options.max_response_bytes == 0) return InvalidArgument(url + ": max_response_bytes is 0");
+  const bool token = !options.method.empty() && std::all_of(options.method.begin(), options.method.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '-';
+  });
+  if (!token) return InvalidArgument(url + ": method '" + options.method + "' is not a token");
+  for (const HttpHeader& h : options.headers) {
+    if (h.name.empty() || h.name.find_first_of(std::string_view(" :\r\n\0", 5)) != std::string::npos ||
+        h.value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+      return InvalidArgument(url + ": header '" + h.name + "' holds a space, colon or line break");
+    }
+  }
   ScopedSigpipeBlock no_sigpipe;
   Exchange exchange(options, MonotonicNanos() + Nanos(options.timeout_ms) * 1'000'000);
   MEMKV_RETURN_IF_ERROR(exchange.Connect());

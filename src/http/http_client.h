@@ -56,6 +56,12 @@ struct HttpGetOptions {
   std::string ca_file;      // https: trust this PEM file instead of the system store
   bool insecure = false;    // https: no certificate verification at all
   size_t max_response_bytes = kDefaultMaxResponseBytes;  // head and body together
+  // Another method (a token: "POST") with a body (sent with Content-Length,
+  // also when empty) and extra header fields (no CR, LF or NUL), e.g. the
+  // signed `memkv admin reload`. GET sends no body.
+  std::string method = "GET";
+  std::vector<HttpHeader> headers;
+  std::string body;
 };
 
 struct HttpClientResponse {
@@ -68,7 +74,8 @@ struct HttpClientResponse {
   std::optional<std::string_view> Header(std::string_view name) const;
 };
 
-// GETs `options.path` from host:port; see the file comment for errors.
+// GETs (or options.method) `options.path` from host:port; see the file
+// comment for errors.
 Result<HttpClientResponse> HttpGet(const HttpGetOptions& options);
 
 // "http://host:port/path" ("https://[::1]:9901/v1/status"), for messages.

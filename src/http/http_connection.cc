@@ -36,6 +36,7 @@ void HttpConnection::Advance(Nanos now, const HttpRouter& router, HttpCounters& 
     switch (state_) {
       case State::kHandshake: more = DoHandshake(now, counters); break;
       case State::kReading: more = DoRead(now, router, counters); break;
+      case State::kReadingBody: more = DoReadBody(now, router, counters); break;
       case State::kWriting: more = DoWrite(now); break;
       case State::kLingering: more = DoLinger(); break;
       case State::kDone: more = false; break;
@@ -51,6 +52,7 @@ void HttpConnection::Expire(Nanos now, HttpCounters& counters) {
       state_ = State::kDone;
       break;
     case State::kReading:
+    case State::kReadingBody:
       HttpCounters::Bump(counters.timeouts);
       LOG_DEBUG << "http: no complete request from " << peer_ << " in time";
       RespondError(now, 408, "no complete request in time");
@@ -122,27 +124,60 @@ bool HttpConnection::DoRead(Nanos now, const HttpRouter& router, HttpCounters& c
     in_.append(buf, n);
     size_t end = FindHeadEnd(in_, from);
     if (end != 0) {
-      HandleHead(now, std::string_view(in_).substr(0, end), router, counters);
+      HandleHead(now, end, router, counters);
       return true;
     }
   }
 }
 
-void HttpConnection::HandleHead(Nanos now, std::string_view head, const HttpRouter& router,
-                                HttpCounters& counters) {
-  Result<HttpRequest> request = ParseRequestHead(head);
+void HttpConnection::HandleHead(Nanos now, size_t head_end, const HttpRouter& router, HttpCounters& counters) {
+  Result<HttpRequest> request = ParseRequestHead(std::string_view(in_).substr(0, head_end), limits_.max_body_bytes);
   if (!request.ok()) {
     HttpCounters::Bump(counters.bad_requests);
     LOG_DEBUG << "http: bad request from " << peer_ << ": " << request.status().message();
     RespondError(now, HttpStatusForParseError(request.status()), request.status().message());
     return;
   }
-  request->peer = peer_;
+  request_ = std::move(request).value();
+  request_.peer = peer_;
+  // Body bytes that came with the head; anything past the body is ignored
+  // (one request per connection).
+  const size_t length = static_cast<size_t>(request_.content_length);
+  request_.body = in_.substr(head_end, length);
+  if (request_.body.size() < length) {
+    std::string().swap(in_);
+    state_ = State::kReadingBody;
+    events_ = POLLIN;
+    return;
+  }
+  Dispatch(now, router, counters);
+}
+
+bool HttpConnection::DoReadBody(Nanos now, const HttpRouter& router, HttpCounters& counters) {
+  char buf[4096];
+  const size_t length = static_cast<size_t>(request_.content_length);
+  while (request_.body.size() < length) {
+    size_t n = 0;
+    Io io = Receive(buf, std::min(length - request_.body.size(), sizeof(buf)), &n);
+    if (io == Io::kWait) return false;
+    if (io != Io::kProgress) {  // gone before the whole body: nobody to answer
+      state_ = State::kDone;
+      return false;
+    }
+    request_.body.append(buf, n);
+  }
+  Dispatch(now, router, counters);
+  return true;
+}
+
+void HttpConnection::Dispatch(Nanos now, const HttpRouter& router, HttpCounters& counters) {
   HttpCounters::Bump(counters.requests);
-  HttpRouter::Outcome outcome = router.Dispatch(*request);
+  HttpRouter::Outcome outcome = router.Dispatch(request_);
   if (outcome.handler_failed) HttpCounters::Bump(counters.handler_errors);
   // No HEAD response carries a body, not even a 404's or a 405's.
-  Respond(now, outcome.response, outcome.head_only || request->method == "HEAD");
+  const bool head_only = outcome.head_only || request_.method == "HEAD";
+  request_ = HttpRequest();
+  Respond(now, outcome.response, head_only);
 }
 
 void HttpConnection::RespondError(Nanos now, int status, std::string_view detail) {

@@ -4,7 +4,8 @@
 // the socket for events() and calls Step() when it is ready or when
 // deadline() has passed.
 //
-//   [TLS handshake] -> read the request head -> write the response
+//   [TLS handshake] -> read the request head -> [read the body]
+//                   -> write the response
 //                   -> lingering close -> done
 //
 // One request per connection; every response says "Connection: close".
@@ -15,6 +16,8 @@
 //     a time does not extend it; a late head is answered 408, a late
 //     handshake just closed;
 //   - at most max_header_bytes of head are buffered; more is answered 431;
+//   - a body (Content-Length, at most max_body_bytes, else 413 unread) must
+//     arrive within the same read deadline as the head;
 //   - the response must be taken within write_timeout;
 //   - then the server shuts down its sending side and discards what the
 //     client still sends, for at most kLingerNs and kMaxLingerBytes. Closing
@@ -31,6 +34,7 @@
 #define MEMKV_HTTP_HTTP_CONNECTION_H_
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -45,6 +49,7 @@ namespace memkv::http {
 
 struct HttpConnectionLimits {
   size_t max_header_bytes = 8192;
+  size_t max_body_bytes = 0;  // 0: requests with a body are answered 413
   Nanos read_timeout_ns = 5'000'000'000;
   Nanos write_timeout_ns = 5'000'000'000;
 };
@@ -74,18 +79,20 @@ class HttpConnection {
   Mode mode() const { return mode_; }
 
  private:
-  enum class State { kHandshake, kReading, kWriting, kLingering, kDone };
+  enum class State { kHandshake, kReading, kReadingBody, kWriting, kLingering, kDone };
   enum class Io { kProgress, kWait, kEof, kError };
 
   void Advance(Nanos now, const HttpRouter& router, HttpCounters& counters);
   // Each returns true when the state changed and Advance should go on.
   bool DoHandshake(Nanos now, HttpCounters& counters);
   bool DoRead(Nanos now, const HttpRouter& router, HttpCounters& counters);
+  bool DoReadBody(Nanos now, const HttpRouter& router, HttpCounters& counters);
   bool DoWrite(Nanos now);
   bool DoLinger();
   void Expire(Nanos now, HttpCounters& counters);
 
-  void HandleHead(Nanos now, std::string_view head, const HttpRouter& router, HttpCounters& counters);
+  void HandleHead(Nanos now, size_t head_end, const HttpRouter& router, HttpCounters& counters);
+  void Dispatch(Nanos now, const HttpRouter& router, HttpCounters& counters);
   void Respond(Nanos now, const HttpResponse& response, bool head_only);
   void RespondError(Nanos now, int status, std::string_view detail);
   void StartLinger(Nanos now);
@@ -103,6 +110,7 @@ class HttpConnection {
   short events_;
   Nanos deadline_;
   std::string in_;   // request head bytes so far
+  HttpRequest request_;  // parsed head while its body is read
   std::string out_;  // the serialized response
   size_t out_offset_ = 0;
   size_t lingered_bytes_ = 0;

@@ -105,11 +105,16 @@ Status ParseHeaderLine(std::string_view line, HttpRequest* request) {
   return Status::Ok();
 }
 
-// Refuses any request that carries a body; these endpoints take none.
-Status CheckNoBody(const HttpRequest& request) {
+// Reads Content-Length into request->content_length; refuses a body over
+// `max_body_bytes` (0: no body at all) and any Transfer-Encoding, before a
+// byte of the body is read.
+Status CheckBody(HttpRequest* request, size_t max_body_bytes) {
   std::optional<std::string_view> length;
-  for (const HttpHeader& h : request.headers) {
-    if (h.name == "transfer-encoding") return TooLarge("request bodies are not accepted");
+  for (const HttpHeader& h : request->headers) {
+    if (h.name == "transfer-encoding") {
+      return TooLarge(max_body_bytes == 0 ? std::string("request bodies are not accepted")
+                                          : "Transfer-Encoding is not accepted; send the body with Content-Length");
+    }
     if (h.name != "content-length") continue;
     if (h.value.empty() || h.value.size() > kMaxContentLengthDigits ||
         !std::all_of(h.value.begin(), h.value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
@@ -118,9 +123,16 @@ Status CheckNoBody(const HttpRequest& request) {
     if (length && *length != h.value) return ProtocolError("conflicting Content-Length headers");
     length = h.value;
   }
-  if (length && length->find_first_not_of('0') != std::string_view::npos) {
-    return TooLarge("request bodies are not accepted");
+  if (!length) return Status::Ok();
+  uint64_t n = 0;
+  for (char c : *length) n = n * 10 + static_cast<uint64_t>(c - '0');
+  if (n == 0) return Status::Ok();
+  if (max_body_bytes == 0) return TooLarge("request bodies are not accepted");
+  if (n > max_body_bytes) {
+    return TooLarge("a request body of " + std::to_string(n) + " bytes is over the limit of " +
+                    std::to_string(max_body_bytes) + " bytes");
   }
+  request->content_length = n;
   return Status::Ok();
 }
 
@@ -161,7 +173,7 @@ size_t FindHeadEnd(std::string_view data, size_t from) {
   return 0;
 }
 
-Result<HttpRequest> ParseRequestHead(std::string_view head) {
+Result<HttpRequest> ParseRequestHead(std::string_view head, size_t max_body_bytes) {
   HttpRequest request;
   std::string_view rest = head;
   MEMKV_RETURN_IF_ERROR(ParseRequestLine(NextLine(&rest), &request));
@@ -170,7 +182,7 @@ Result<HttpRequest> ParseRequestHead(std::string_view head) {
     if (line.empty()) break;  // the blank line that ends the head
     MEMKV_RETURN_IF_ERROR(ParseHeaderLine(line, &request));
   }
-  MEMKV_RETURN_IF_ERROR(CheckNoBody(request));
+  MEMKV_RETURN_IF_ERROR(CheckBody(&request, max_body_bytes));
   return request;
 }
 

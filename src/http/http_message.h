@@ -10,8 +10,10 @@
 //   - header fields "name: value"; no whitespace before the colon, no
 //     obsolete line folding, no control characters in values;
 //   - lines end in CRLF or a bare LF (as netcat users type them);
-//   - no request body: Content-Length above 0 or any Transfer-Encoding is
-//     refused (TooLarge -> 413) before a byte of it is read.
+//   - a request body only with Content-Length and at most max_body_bytes
+//     (0, the default: none at all); a longer one, or any
+//     Transfer-Encoding, is refused (TooLarge -> 413) before a byte of it is
+//     read.
 // The path is matched as sent: it is not percent-decoded or normalized.
 // A missing Host header is tolerated (simple probes omit it).
 //
@@ -20,6 +22,7 @@
 #define MEMKV_HTTP_HTTP_MESSAGE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <ctime>
 #include <functional>
 #include <optional>
@@ -43,6 +46,8 @@ struct HttpRequest {
   int version_minor = 1;     // HTTP/1.<minor>
   std::vector<HttpHeader> headers;  // names lowercased, values trimmed, in order
   std::string peer;          // "127.0.0.1:53122"; filled in by the server
+  uint64_t content_length = 0;  // the announced body length (0: none)
+  std::string body;          // filled in by the connection once it arrived whole
 
   // First value of the header `name` (any case), or nullopt.
   std::optional<std::string_view> Header(std::string_view name) const;
@@ -71,9 +76,10 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 size_t FindHeadEnd(std::string_view data, size_t from = 0);
 
 // Parses a complete head (as delimited by FindHeadEnd). ProtocolError for
-// anything malformed, TooLarge for a request that announces a body; the
-// message says what was wrong, for the response body.
-Result<HttpRequest> ParseRequestHead(std::string_view head);
+// anything malformed, TooLarge for a request that announces a body over
+// `max_body_bytes` (0: any body) or uses Transfer-Encoding; the message says
+// what was wrong, for the response body.
+Result<HttpRequest> ParseRequestHead(std::string_view head, size_t max_body_bytes = 0);
 
 // The status to answer a ParseRequestHead error with: 413 or 400.
 int HttpStatusForParseError(const Status& status);

@@ -120,6 +120,27 @@ TEST(ParseRequestHeadTest, RefusesBodiesWith413) {
   EXPECT_TRUE(Parse("GET / HTTP/1.1\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n").ok());
 }
 
+TEST(ParseRequestHeadTest, AcceptsABodyUpToTheLimitAnnouncedByContentLength) {
+  Result<HttpRequest> r = ParseRequestHead("POST /x HTTP/1.1\r\nContent-Length: 100\r\n\r\n", 100);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->content_length, 100u);
+  r = ParseRequestHead("POST /x HTTP/1.1\r\nContent-Length: 101\r\n\r\n", 100);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(HttpStatusForParseError(r.status()), 413);
+  EXPECT_NE(r.status().message().find("101 bytes is over the limit of 100 bytes"), std::string::npos)
+      << r.status().message();
+  r = ParseRequestHead("POST /x HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", 100);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(HttpStatusForParseError(r.status()), 400);  // too many digits to be a length at all
+  r = ParseRequestHead("POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 100);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(HttpStatusForParseError(r.status()), 413);
+  EXPECT_NE(r.status().message().find("send the body with Content-Length"), std::string::npos);
+  r = ParseRequestHead("POST /x HTTP/1.1\r\n\r\n", 100);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->content_length, 0u);
+}
+
 // Stands in for a fuzzer until fuzz/ grows an HTTP target: random bytes and
 // mutations of a valid head must parse or fail, never crash (ASan/UBSan runs).
 TEST(ParseRequestHeadTest, SurvivesRandomAndMutatedInput) {

@@ -71,6 +71,10 @@ Status ValidateOptions(const HttpServerOptions& o) {
     return InvalidArgument("http max_header_bytes " + std::to_string(o.max_header_bytes) + " outside " +
                            std::to_string(kMinHeaderBytes) + ".." + std::to_string(kMaxHeaderBytes));
   }
+  if (o.max_body_bytes > kMaxHeaderBytes) {
+    return InvalidArgument("http max_body_bytes " + std::to_string(o.max_body_bytes) + " over " +
+                           std::to_string(kMaxHeaderBytes));
+  }
   if (o.read_timeout_ms == 0) return InvalidArgument("http read_timeout_ms is 0");
   if (o.write_timeout_ms == 0) return InvalidArgument("http write_timeout_ms is 0");
   if (o.max_connections < 1 || o.max_connections > kMaxConnections) {
@@ -241,6 +245,7 @@ void HttpServer::Admit(UniqueFd fd, std::string peer, Nanos now) {
   }
   HttpConnectionLimits limits;
   limits.max_header_bytes = options_.max_header_bytes;
+  limits.max_body_bytes = options_.max_body_bytes;
   limits.read_timeout_ns = Nanos(options_.read_timeout_ms) * 1'000'000;
   limits.write_timeout_ns = Nanos(options_.write_timeout_ms) * 1'000'000;
   auto connection = std::make_unique<HttpConnection>(std::move(fd), std::move(session), std::move(peer), mode, limits, now);

@@ -20,8 +20,8 @@
 // always carries Content-Type and Content-Length, except 204/304 which carry
 // no body); HEAD is served by the GET handler without the body; unknown path
 // 404; wrong method 405 with Allow; malformed request or a version other than
-// HTTP/1.x 400; head over max_header_bytes 431; any request body 413 (not
-// read); request head not complete within read_timeout_ms of accept 408;
+// HTTP/1.x 400; head over max_header_bytes 431; a request body over
+// max_body_bytes (by default any) 413 (not read); request head not complete within read_timeout_ms of accept 408;
 // more than max_connections open: 503 (further ones beyond twice that are
 // closed at accept). Every error response closes the connection.
 //
@@ -68,6 +68,10 @@ struct HttpServerOptions {
   // Unset while the paths are set: InvalidArgument, HTTPS is not built in.
   TlsServerFactory tls;
   size_t max_header_bytes = 8192;  // request line + headers; 64 .. 1 MiB
+  // A request body (Content-Length only) up to this many bytes is read and
+  // handed to the handler in HttpRequest::body; a longer one is answered 413
+  // unread. 0: no body at all. At most 1 MiB.
+  size_t max_body_bytes = 0;
   uint32_t read_timeout_ms = 5000;   // accept -> complete request head (and TLS handshake)
   uint32_t write_timeout_ms = 5000;  // response written -> taken by the client
   int max_connections = 64;          // open at once; 1 .. 4096

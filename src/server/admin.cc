@@ -24,10 +24,37 @@ http::HttpResponse Json(int status, std::string body) {
   return r;
 }
 
+std::string JsonError(std::string_view message) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("error");
+  w.String(message);
+  w.EndObject();
+  return w.text();
+}
+
 }  // namespace
 
 AdminService::AdminService(const AdminOptions& options, const AdminSources& sources)
-    : options_(options), sources_(sources), started_(MonotonicNanos()) {}
+    : options_(options), sources_(sources), started_(MonotonicNanos()) {
+  auth_.SetKey(options.admin_key);
+  options_.admin_key.clear();
+}
+
+http::HttpHandler AdminService::RequireSigned(http::HttpHandler handler) {
+  return [this, handler = std::move(handler)](const http::HttpRequest& request) {
+    const std::string path = request.query.empty() ? request.path : request.path + "?" + request.query;
+    AdminAuthenticator::Verdict v =
+        auth_.Check(request.method, path, request.Header("authorization"), request.body, UnixMillis());
+    if (v.ok()) return handler(request);
+    if (sources_.metrics != nullptr) sources_.metrics->admin_auth_failures[static_cast<size_t>(*v.failure)].Add(1);
+    LOG_WARN_EVERY_C("admin", 10) << "refused " << request.method << " " << request.path << " from " << request.peer
+                                  << " (" << AdminAuthFailureName(*v.failure) << "): " << v.message;
+    http::HttpResponse r = Json(v.http_status, JsonError(v.message));
+    if (v.http_status == 401) r.headers.push_back({"WWW-Authenticate", std::string(kAdminAuthScheme)});
+    return r;
+  };
+}
 
 Result<std::unique_ptr<AdminService>> AdminService::Start(const AdminOptions& options,
                                                           const AdminSources& sources) {
@@ -38,6 +65,7 @@ Result<std::unique_ptr<AdminService>> AdminService::Start(const AdminOptions& op
   http.tls_cert_path = options.tls_cert_path;
   http.tls_key_path = options.tls_key_path;
   http.tls = http::CreateOpenSslServer;
+  http.max_body_bytes = kAdminMaxBodyBytes;
   MEMKV_ASSIGN_OR_RETURN(admin->http_, http::HttpServer::Create(http));
   AdminService* self = admin.get();
   MEMKV_RETURN_IF_ERROR(admin->http_->Handle("GET", "/v1/health", [self](const http::HttpRequest&) {
@@ -60,6 +88,16 @@ Result<std::unique_ptr<AdminService>> AdminService::Start(const AdminOptions& op
       return r;
     }));
   }
+  MEMKV_RETURN_IF_ERROR(admin->http_->Handle(
+      "POST", "/v1/admin/reload", admin->RequireSigned([self](const http::HttpRequest&) {
+        if (!self->sources_.reload) {
+          return Json(409, JsonError("reload needs a config file: this server was started without one "
+                                     "(memkv start --config FILE)"));
+        }
+        Result<std::string> report = self->sources_.reload();
+        if (!report.ok()) return Json(500, JsonError("reload failed: " + report.status().message()));
+        return Json(200, *report);
+      })));
   MEMKV_RETURN_IF_ERROR(admin->http_->Start());
   admin->Sample();
   admin->sampler_ = std::thread([self] {

@@ -9,6 +9,15 @@
 //                    used bytes in total and per device, connections, request
 //                    totals, hit ratio and ops/s (docs/admin.md)
 //   GET /v1/metrics  Prometheus text (docs/metrics.md)
+//   POST /v1/admin/reload  signed (below): AdminSources::reload's JSON report;
+//                    409 without a config file, 500 when the reload failed
+//
+// Every state-changing route is signed with the administrator key
+// (server/admin_auth.h, docs/admin.md "Authentication"): RequireSigned wraps
+// its handler, which runs only for a request that passed the check; refusals
+// are 401 (429 while the nonce set is full) with a JSON error, counted in
+// ServerMetrics::admin_auth_failures. Request bodies over kAdminMaxBodyBytes
+// are answered 413 before they are read. The read-only routes stay open.
 //
 // HTTPS when network.tls_cert and tls_key are set. The HTTP server runs on its
 // own thread (src/http): a slow or hostile admin client never touches the
@@ -25,6 +34,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +43,7 @@
 #include "events/publisher.h"
 #include "http/http_server.h"
 #include "memkv/status.h"
+#include "server/admin_auth.h"
 #include "server/metrics.h"
 #include "server/namespace_stats.h"
 #include "server/tenant_stats.h"
@@ -67,6 +78,10 @@ struct AdminOptions {
   std::string tls_cert_path;
   std::string tls_key_path;
   uint32_t sample_interval_ms = 1000;    // ops/s is the rate over the last 10 samples
+  // The administrator key (network.auth_key or the data directory's key
+  // file, 32 bytes) that signed requests are checked against; empty: every
+  // signed route answers 401. Replaced at run time with SetAdminKey.
+  std::vector<uint8_t> admin_key;
 };
 
 struct HealthReport {
@@ -90,6 +105,15 @@ class AdminService {
   uint16_t port() const { return http_->port(); }
   std::string_view scheme() const { return http_->scheme(); }
 
+  // Replaces the administrator key (a reload that rotated
+  // network.auth_key); requests checked afterwards use the new one. Any
+  // thread.
+  void SetAdminKey(std::span<const uint8_t> admin_key) { auth_.SetKey(admin_key); }
+
+  // Wraps the handler of a state-changing route: it runs only for a request
+  // signed with the administrator key; any other is refused (and counted).
+  http::HttpHandler RequireSigned(http::HttpHandler handler);
+
   HealthReport Health() const;
   std::string HealthJson() const;
   std::string StatusJson() const;
@@ -107,6 +131,7 @@ class AdminService {
   AdminSources sources_;
   Nanos started_ = 0;
   std::unique_ptr<http::HttpServer> http_;
+  AdminAuthenticator auth_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -7,7 +7,16 @@
 // gives it back when it is destroyed. Counts are exact across workers
 // (compare-and-swap), so a limit of N admits at most N.
 //
-// Shared by the workers of one Server; every method is thread-safe.
+// Shares: each worker admits through a share of its own (a ConnectionLimits
+// with the Server's as parent) that holds its part of the unauthenticated
+// limit (the limit divided among the workers, at least 1 each); the share
+// reserves in itself and then in the parent. A worker whose share is full
+// sheds its own oldest unauthenticated connection (server.cc): the slot
+// that frees is its own, so no other worker can take it, and a worker's
+// share never drains into another's.
+//
+// Shared by the workers of one Server (a share by its worker and its
+// connections); every method is thread-safe.
 #ifndef MEMKV_SERVER_CONNECTION_LIMITS_H_
 #define MEMKV_SERVER_CONNECTION_LIMITS_H_
 
@@ -20,8 +29,18 @@ class ConnectionLimits {
  public:
   enum class Refusal { kNone, kMaxConnections, kMaxUnauthenticated };
 
-  ConnectionLimits(uint32_t max_connections, uint32_t max_unauthenticated)
-      : max_open_(max_connections), max_unauthenticated_(max_unauthenticated) {}
+  // `parent`: the Server's limits, of which this is a worker's share (it
+  // must outlive the share).
+  ConnectionLimits(uint32_t max_connections, uint32_t max_unauthenticated, ConnectionLimits* parent = nullptr)
+      : max_open_(max_connections), max_unauthenticated_(max_unauthenticated), parent_(parent) {}
+
+  // Worker `index` of `workers`' part of `max_unauthenticated`: an even
+  // split, the remainder to the first workers, at least 1.
+  static uint32_t Share(uint32_t max_unauthenticated, int workers, int index) {
+    const uint32_t n = static_cast<uint32_t>(workers);
+    const uint32_t share = max_unauthenticated / n + (static_cast<uint32_t>(index) < max_unauthenticated % n ? 1 : 0);
+    return share == 0 ? 1 : share;
+  }
 
   // Reserves an unauthenticated slot, or says which limit is reached.
   Refusal TryAdmit() {
@@ -30,12 +49,24 @@ class ConnectionLimits {
       unauthenticated_.fetch_sub(1, std::memory_order_relaxed);
       return Refusal::kMaxConnections;
     }
+    if (parent_ != nullptr) {
+      const Refusal refusal = parent_->TryAdmit();
+      if (refusal != Refusal::kNone) {
+        unauthenticated_.fetch_sub(1, std::memory_order_relaxed);
+        open_.fetch_sub(1, std::memory_order_relaxed);
+        return refusal;
+      }
+    }
     return Refusal::kNone;
   }
-  void Authenticated() { unauthenticated_.fetch_sub(1, std::memory_order_relaxed); }
+  void Authenticated() {
+    unauthenticated_.fetch_sub(1, std::memory_order_relaxed);
+    if (parent_ != nullptr) parent_->Authenticated();
+  }
   void Release(bool authenticated) {
     if (!authenticated) unauthenticated_.fetch_sub(1, std::memory_order_relaxed);
     open_.fetch_sub(1, std::memory_order_relaxed);
+    if (parent_ != nullptr) parent_->Release(authenticated);
   }
 
   uint32_t max_connections() const { return max_open_; }
@@ -54,6 +85,7 @@ class ConnectionLimits {
 
   const uint32_t max_open_;
   const uint32_t max_unauthenticated_;
+  ConnectionLimits* const parent_;
   std::atomic<int64_t> open_{0};
   std::atomic<int64_t> unauthenticated_{0};
 };

@@ -286,6 +286,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   admin_options.port = c.network.port == 0 ? 0 : static_cast<uint16_t>(server_->port() + 1);
   admin_options.tls_cert_path = c.network.tls_cert;
   admin_options.tls_key_path = c.network.tls_key;
+  admin_options.admin_key = options_.auth_key;  // signed admin requests (AdminService::SetAdminKey on rotation)
   AdminSources sources;
   sources.metrics = &server_->metrics();
   sources.namespaces = namespaces_.get();

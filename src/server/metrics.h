@@ -52,6 +52,12 @@ struct ServerMetrics {
   // network.max_unauthenticated_connections (before Connect) was reached.
   Counter connections_refused_max_connections;
   Counter connections_refused_max_unauthenticated;
+  // An unauthenticated connection closed to admit a newer one while
+  // network.max_unauthenticated_connections was reached (oldest first).
+  Counter connections_shed;
+  // Admin requests refused for failed authentication, by AdminAuthFailure
+  // (server/admin_auth.h).
+  std::array<Counter, 7> admin_auth_failures;  // kAdminAuthFailureKinds
   Counter auth_failures;               // wrong key, tampered, replayed, unauthenticated
   Counter protocol_errors;             // malformed frames, unknown opcodes, bad checksums
   Counter unsupported_version;

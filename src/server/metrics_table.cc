@@ -1,4 +1,5 @@
 #include "server/metrics_table.h"
+#include "server/admin_auth.h"
 
 
 namespace memkv::server {
@@ -129,6 +130,18 @@ constexpr ServerMetric kMetrics[] = {
      [](const S& s, Samples& out) {
        out.Counter({{"reason", "max_connections"}}, s.metrics->connections_refused_max_connections.Value());
        out.Counter({{"reason", "max_unauthenticated"}}, s.metrics->connections_refused_max_unauthenticated.Value());
+     }},
+    {"memkv_connections_shed_total", kCounter, "",
+     "Unauthenticated connections closed, oldest first, to admit a newer one while "
+     "network.max_unauthenticated_connections was reached.",
+     ReadCell<&ServerMetrics::connections_shed>},
+    {"memkv_admin_auth_failures_total", kCounter, "reason",
+     "State-changing admin requests refused for failed authentication, by reason.",
+     [](const S& s, Samples& out) {
+       for (size_t i = 0; i < s.metrics->admin_auth_failures.size(); ++i) {
+         out.Counter({{"reason", std::string(AdminAuthFailureName(static_cast<AdminAuthFailure>(i)))}},
+                     s.metrics->admin_auth_failures[i].Value());
+       }
      }},
     {"memkv_auth_failures_total", kCounter, "", "Frames or connections refused for failed authentication.",
      ReadCell<&ServerMetrics::auth_failures>},

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -92,7 +93,12 @@ uint64_t OpenFilesLimit() {
 // One event loop thread and the connections it owns.
 class Server::Worker {
  public:
-  Worker(Server* server, int index) : server_(server), index_(index) {}
+  Worker(Server* server, int index, int workers)
+      : server_(server),
+        index_(index),
+        limits_(UINT32_MAX,
+                ConnectionLimits::Share(server->options_.max_unauthenticated_connections, workers, index),
+                &server->limits_) {}
 
   Status Start() {
     epoll_.Reset(::epoll_create1(EPOLL_CLOEXEC));
@@ -107,7 +113,7 @@ class Server::Worker {
     ctx_.max_value_bytes = server_->options_.max_value_bytes;
     ctx_.metrics = &server_->metrics_;
     ctx_.namespaces = server_->options_.namespaces;
-    ctx_.limits = &server_->limits_;
+    ctx_.limits = &limits_;
     ctx_.credentials = server_->credentials_;
     ctx_.tenant_stats = server_->options_.tenant_stats;
     checked_generation_.store(server_->credentials_->generation(), std::memory_order_release);
@@ -266,7 +272,17 @@ class Server::Worker {
       }
       interest_[raw] = EPOLLIN;
       by_id_[conn->id()] = conn.get();
+      unauthenticated_order_.push_back(conn->id());
+      Session& session = *conn;
       conns_.emplace(raw, std::move(conn));
+      // A client that sent its Connect right behind the connect authenticates
+      // now, before a flood accepted in the same batch could shed it.
+      if (!session.OnReadable() || session.Finished()) {
+        Close(raw);
+      } else {
+        UpdateInterest(session);
+        NoteBuffered(session);
+      }
     }
   }
 
@@ -289,25 +305,62 @@ class Server::Worker {
 
   // Reserves a slot under network.max_connections and
   // network.max_unauthenticated_connections; false (counted, logged) when
-  // one is reached and the connection must be closed at once.
+  // one is reached and the connection must be closed at once. At the
+  // unauthenticated limit this worker's oldest unauthenticated connection is
+  // closed to make room (shed), so a flood of connections that never
+  // authenticate cannot keep a prompt client out: it is refused only when
+  // this worker holds no unauthenticated connection to shed.
   bool Admit(const std::string& peer) {
     ConnectionLimits& limits = server_->limits_;
-    switch (limits.TryAdmit()) {
-      case ConnectionLimits::Refusal::kNone:
+    for (;;) {
+      switch (limits_.TryAdmit()) {
+        case ConnectionLimits::Refusal::kNone:
+          return true;
+        case ConnectionLimits::Refusal::kMaxConnections:
+          server_->metrics_.connections_refused_max_connections.Add(1);
+          LOG_WARN_EVERY_C("server", 10) << "refusing connection from " << peer << ": " << limits.open()
+                                         << " connections are open, the limit network.max_connections is "
+                                         << limits.max_connections();
+          return false;
+        case ConnectionLimits::Refusal::kMaxUnauthenticated:
+          if (ShedOldestUnauthenticated()) continue;
+          server_->metrics_.connections_refused_max_unauthenticated.Add(1);
+          LOG_WARN_EVERY_C("server", 10) << "refusing connection from " << peer << ": " << limits.unauthenticated()
+                                         << " connections have not authenticated yet, the limit "
+                                            "network.max_unauthenticated_connections is "
+                                         << limits.max_unauthenticated();
+          return false;
+      }
+      return false;
+    }
+  }
+
+  // Closes this worker's oldest connection that has not authenticated yet;
+  // false when it has none.
+  bool ShedOldestUnauthenticated() {
+    while (!unauthenticated_order_.empty()) {
+      const uint64_t id = unauthenticated_order_.front();
+      unauthenticated_order_.pop_front();
+      auto it = by_id_.find(id);
+      if (it == by_id_.end() || it->second->authenticated()) continue;  // closed or authenticated since
+      // A Connect that arrived but has not been read yet is read first: a
+      // client that sent it in time is never shed for the worker's delay.
+      Session& victim = *it->second;
+      if (!victim.OnReadable() || victim.Finished()) {
+        Close(victim.fd());  // gone, or refused: its slot is free now
         return true;
-      case ConnectionLimits::Refusal::kMaxConnections:
-        server_->metrics_.connections_refused_max_connections.Add(1);
-        LOG_WARN_EVERY_C("server", 10) << "refusing connection from " << peer << ": " << limits.open()
-                                       << " connections are open, the limit network.max_connections is "
-                                       << limits.max_connections();
-        return false;
-      case ConnectionLimits::Refusal::kMaxUnauthenticated:
-        server_->metrics_.connections_refused_max_unauthenticated.Add(1);
-        LOG_WARN_EVERY_C("server", 10) << "refusing connection from " << peer << ": " << limits.unauthenticated()
-                                       << " connections have not authenticated yet, the limit "
-                                          "network.max_unauthenticated_connections is "
-                                       << limits.max_unauthenticated();
-        return false;
+      }
+      if (victim.authenticated()) {
+        UpdateInterest(victim);
+        NoteBuffered(victim);
+        continue;
+      }
+      server_->metrics_.connections_shed.Add(1);
+      MEMKV_LOG_EVERY_C(kInfo, 10, "server")
+          << "closing " << it->second->peer() << ": not authenticated yet, shed to admit a newer connection "
+          << "(network.max_unauthenticated_connections " << server_->limits_.max_unauthenticated() << " reached)";
+      Close(it->second->fd());
+      return true;
     }
     return false;
   }
@@ -331,9 +384,11 @@ class Server::Worker {
     const Nanos handshake_ns = Nanos(server_->options_.handshake_timeout_ms) * 1'000'000;
     const Nanos stall_ns = Nanos(server_->options_.write_stall_timeout_ms) * 1'000'000;
     std::vector<int> to_close;
+    size_t unauthenticated = 0;
     for (auto& [fd, conn] : conns_) {
+      if (!conn->authenticated()) ++unauthenticated;
       bool idle = !conn->authenticated() && now - conn->accepted_at() > handshake_ns;
-      bool stalled = conn->WantsWrite() && now - conn->last_write_progress() > stall_ns;
+      bool stalled = conn->WriteStalled(now, stall_ns);
       bool drained = stopping && (conn->Finished() || now > drain_deadline);
       bool lease_expired = !conn->CheckGrantLeases(now);
       bool frame_expired = !drained && !conn->CheckFrameDeadline(now);
@@ -351,6 +406,16 @@ class Server::Worker {
       if (idle || stalled || drained || lease_expired || frame_expired || revoked) to_close.push_back(fd);
     }
     for (int fd : to_close) Close(fd);
+    // The shedding order keeps ids of connections that authenticated or
+    // closed since; drop them once they outnumber the live ones.
+    if (unauthenticated_order_.size() > 2 * unauthenticated + 64) {
+      std::deque<uint64_t> live;
+      for (uint64_t id : unauthenticated_order_) {
+        auto it = by_id_.find(id);
+        if (it != by_id_.end() && !it->second->authenticated()) live.push_back(id);
+      }
+      unauthenticated_order_.swap(live);
+    }
   }
 
   void Close(int fd) {
@@ -378,6 +443,7 @@ class Server::Worker {
 
   Server* server_;
   int index_;
+  ConnectionLimits limits_;  // this worker's share of the Server's
   UniqueFd epoll_;
   UniqueFd wake_;
   SessionContext ctx_;
@@ -394,6 +460,9 @@ class Server::Worker {
   std::shared_ptr<tier::CompletionInbox> inbox_;
   Nanos next_reap_ = 0;
   std::vector<uint64_t> buffered_;  // connection ids for RunBuffered
+  // Ids in accept order of the connections that may not have authenticated
+  // yet (stale ids are skipped): the shedding order, oldest first.
+  std::deque<uint64_t> unauthenticated_order_;
   uint64_t closed_since_trim_ = 0;
   Nanos last_trim_ = 0;
 };
@@ -435,7 +504,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, tie
   if (!server->stop_event_.valid()) return Internal(std::string("eventfd: ") + std::strerror(errno));
   int workers = options.workers;
   if (workers <= 0) workers = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
-  for (int i = 0; i < workers; ++i) server->workers_.push_back(std::make_unique<Worker>(server.get(), i));
+  for (int i = 0; i < workers; ++i) server->workers_.push_back(std::make_unique<Worker>(server.get(), i, workers));
   return server;
 }
 

@@ -2,6 +2,10 @@
 
 #include "proto/messages.h"
 
+#include <linux/sockios.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 
@@ -424,6 +428,30 @@ bool Session::CheckFrameDeadline(Nanos now) {
                                  << " ms allowed (network.frame_timeout_ms " << ctx_.frame_timeout_ns / 1'000'000
                                  << " plus 1 s per 64 MiB of the frame; the client is gone or stuck)";
   return false;
+}
+
+bool Session::WriteStalled(Nanos now, Nanos stall_ns) {
+  if (!out_.empty()) {
+    kernel_owed_since_ = 0;
+    return now - last_write_progress_ > stall_ns;
+  }
+  // Everything left this process; what the kernel still holds must reach
+  // the client. SIOCOUTQ: bytes not yet acknowledged by the peer.
+  int unacked = 0;
+  if (::ioctl(fd_.get(), SIOCOUTQ, &unacked) != 0 || unacked <= 0) {
+    kernel_owed_since_ = 0;
+    return false;
+  }
+  tcp_info info{};
+  socklen_t len = sizeof(info);
+  if (::getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
+  const uint64_t acked = info.tcpi_bytes_acked;
+  if (kernel_owed_since_ == 0 || acked != kernel_acked_seen_) {
+    kernel_owed_since_ = now;  // first seen owing, or the client took some since the last look
+    kernel_acked_seen_ = acked;
+    return false;
+  }
+  return now - kernel_owed_since_ > stall_ns;
 }
 
 void Session::Queue(OutFrame frame) {

@@ -22,6 +22,12 @@
 // sweep): a client that stalls mid-put would otherwise hold the pool chunks
 // reserved for its value for as long as it stays connected.
 //
+// Write stall: a connection that owes its client bytes, queued here or
+// still in the kernel's send queue, and has had none of them taken (sent on
+// from here, or acknowledged by the client's TCP) for the write-stall
+// timeout is stalled (WriteStalled, run by the worker's sweep): small answers
+// that all fit in the socket's send buffer are owed as much as large ones.
+//
 // Memory: the input buffer (InputBuffer) starts at a few KiB on the first
 // read, grows only while a busy client keeps it full, and is freed, with the
 // other per-request scratch, once the connection is idle (TrimIdle).
@@ -112,6 +118,11 @@ class Session {
   Nanos accepted_at() const { return accepted_at_; }
   // When queued output last made progress (or was queued on an idle socket).
   Nanos last_write_progress() const { return last_write_progress_; }
+  // True when the client has taken none of the bytes it is owed for
+  // `stall_ns`: answers queued here that did not move, or answers in the
+  // kernel's send queue that the client's TCP has not acknowledged (it
+  // stopped reading and its window closed). Run by the worker's sweep.
+  bool WriteStalled(Nanos now, Nanos stall_ns);
 
   // Event handlers; false means "close me now".
   bool OnReadable();
@@ -313,6 +324,10 @@ class Session {
   SessionContext ctx_;
   Nanos accepted_at_;
   Nanos last_write_progress_;
+  // Kernel send queue (WriteStalled): since when bytes sit unacknowledged,
+  // and the acknowledged-bytes count (TCP_INFO) seen then.
+  Nanos kernel_owed_since_ = 0;
+  uint64_t kernel_acked_seen_ = 0;
   std::unique_ptr<proto::FrameAuth> auth_;
   // The credential this connection authenticated with: its key (re-checked
   // on reload) and, for a tenant's key, the tenant (null: administrator).
