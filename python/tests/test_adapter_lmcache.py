@@ -36,6 +36,7 @@ import threading
 import time
 import types
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 import pytest
@@ -534,6 +535,42 @@ def test_l2_long_key_stays_within_the_key_limit(lm, server):
         connector.close()
 
 
+def test_l2_cache_salt_keeps_two_requests_apart(lm, server):
+    """LMCache's ObjectKey carries the request's cache salt, and the native
+    connector's key string ends with it (model@rank@group@hash[@salt]); the
+    chunk hash itself is the tokens' only. The connector keeps the whole
+    string: what one salt stored is a miss (exists, get) for another salt
+    and for an unsalted request, and the same salt from another connector
+    (another LMCache server) finds and loads it."""
+    writer = create_native_plugin(params(server, namespace="l2-salts"))
+    reader = create_native_plugin(params(server, namespace="l2-salts"))
+    size, chunk = 4096, 16
+    try:
+        hashes = prefix_hashes(list(range(3 * chunk)), chunk)
+        a = [l2_key("llama", h, salt="tenant-a") for h in hashes]
+        b = [l2_key("llama", h, salt="tenant-b") for h in hashes]
+        plain = [l2_key("llama", h) for h in hashes]
+        arena = Arena(6, size)
+        for row, h in enumerate(hashes):
+            arena.array[row] = chunk_bytes_of(h, size)
+        assert one(writer, writer.submit_batch_set(a, arena.views(range(3)))) == (True, "", [True] * 3)
+        for other in (b, plain):
+            assert one(reader, reader.submit_batch_exists(other))[2] == [False] * 3
+            ok, _, loaded = one(reader, reader.submit_batch_get(other, arena.views(range(3, 6))))
+            assert not ok and loaded == [False] * 3
+        assert not arena.array[3:].any(), "a miss wrote into the caller's memory"
+        assert one(reader, reader.submit_batch_exists(a))[2] == [True] * 3
+        assert one(reader, reader.submit_batch_get(a, arena.views(range(3, 6)))) == (True, "", [True] * 3)
+        assert np.array_equal(arena.array[3:], arena.array[:3])
+        # The key is the namespace and LMCache's whole key string; the chunk
+        # hash (a put's block hash) is the same for both salts.
+        assert reader.key_of(a[0]) == b"l2-salts/" + a[0].encode() != reader.key_of(b[0])
+        assert lm.chunk_hash_of(a[0]) == lm.chunk_hash_of(b[0]) == hashes[0]
+    finally:
+        writer.close()
+        reader.close()
+
+
 def test_l2_many_batches_in_flight_and_batches_over_1024_keys(lm, server):
     connector = create_native_plugin(params(server, namespace="l2-many", io_threads=3))
     try:
@@ -1006,6 +1043,85 @@ def test_plugin_listed_twice_is_refused(lm, server):
     config.storage_plugins = ["memkv", "again"]
     with pytest.raises(lm.ConfigError, match="again, memkv all load"):
         launch_plugins(config, Metadata(), LocalCPUBackend())
+
+
+@dataclass(frozen=True, eq=False)
+class TaggedCacheEngineKey:
+    """CacheEngineKey as LMCache has it since request tags: model, world size,
+    worker id, chunk hash and dtype, plus the ``lmcache.tag.*`` entries of
+    request_configs as tags, all of them part of its identity. LMCache's vLLM
+    integration stamps a request's cache_salt in as
+    ``lmcache.tag.cache_salt``. to_string() writes the tags after the dtype
+    (``@name%value`` each); with tags_in_string=False it leaves them out."""
+    model_name: str
+    world_size: int
+    worker_id: int
+    chunk_hash: int
+    dtype: str = "bfloat16"
+    request_configs: Optional[dict] = None
+    tags_in_string: bool = True
+
+    @property
+    def tags(self):
+        tags = tuple((k[len("lmcache.tag."):], v) for k, v in (self.request_configs or {}).items()
+                     if k.startswith("lmcache.tag."))
+        return tags or None
+
+    def __eq__(self, other):
+        return (self.model_name, self.world_size, self.worker_id, self.chunk_hash, self.dtype, self.tags) == \
+            (other.model_name, other.world_size, other.worker_id, other.chunk_hash, other.dtype, other.tags)
+
+    def __hash__(self):
+        return hash((self.model_name, self.world_size, self.worker_id, self.chunk_hash, self.dtype, self.tags))
+
+    def to_string(self):
+        text = f"{self.model_name}@{self.world_size}@{self.worker_id}@{self.chunk_hash:x}@{self.dtype}"
+        if self.tags_in_string and self.tags:
+            text += "".join(f"@{k}%{v}" for k, v in self.tags)
+        return text
+
+
+def salted_keys(model, tokens, chunk, cache_salt=None, tags_in_string=True, **more_tags):
+    configs = {"lmcache.tag.cache_salt": cache_salt} if cache_salt else {}
+    configs.update({f"lmcache.tag.{k}": v for k, v in more_tags.items()})
+    configs["lmcache.ttl"] = 60  # not a tag: no part of the key's identity
+    return [TaggedCacheEngineKey(model, 1, 0, int.from_bytes(h[:8], "little"), request_configs=dict(configs),
+                                 tags_in_string=tags_in_string) for h in prefix_hashes(tokens, chunk)]
+
+
+@pytest.mark.parametrize("tags_in_string", [True, False], ids=["to_string-with-tags", "to_string-without-tags"])
+def test_plugin_cache_salt_keeps_two_requests_apart(lm, plugin, tags_in_string):
+    """Two requests with the same tokens and two cache salts: LMCache's chunk
+    hashes are the same, its CacheEngineKeys differ by the cache_salt tag.
+    What one stored is a miss (contains, lookup, get) for the other salt and
+    for an unsalted request; the same salt, from another LMCache instance,
+    finds and loads it. A to_string() that leaves the tags out is completed
+    with them, so that the keys still differ; one that writes them is used
+    as it is."""
+    writer, cpu, manager, md = plugin(f"sp-salts-{tags_in_string}")
+    reader, cpu_r, manager_r, _ = plugin(f"sp-salts-{tags_in_string}")
+    tokens = list(range(3 * md.chunk_size))
+    a = salted_keys("llama", tokens, md.chunk_size, "tenant-a", tags_in_string)
+    b = salted_keys("llama", tokens, md.chunk_size, "tenant-b", tags_in_string)
+    plain = salted_keys("llama", tokens, md.chunk_size, None, tags_in_string)
+    other_tag = salted_keys("llama", tokens, md.chunk_size, "tenant-a", tags_in_string, user="u2")
+    assert [k.chunk_hash for k in a] == [k.chunk_hash for k in b] and a[0] != b[0]
+    assert manager.put(a, [filled(cpu, md, k) for k in a]) == [True] * 3
+    for other in (b, plain, other_tag):
+        assert manager_r.lookup(other) == 0
+        assert not any(reader.contains(k) for k in other)
+        assert manager_r.retrieve(other) == [None] * 3
+    assert not cpu_r.live, "the misses' MemoryObjs must be released"
+    again = salted_keys("llama", tokens, md.chunk_size, "tenant-a", tags_in_string)
+    assert manager_r.lookup(again) == 3
+    objs = manager_r.retrieve(again)
+    assert all(holds(o, k) for o, k in zip(objs, again))
+    for o in objs:
+        o.ref_count_down()
+    stored = reader.key_of(a[0])
+    assert stored == b"sp-salts-%s/" % str(tags_in_string).encode() + \
+        f"llama@1@0@{a[0].chunk_hash:x}@bfloat16@cache_salt%tenant-a".encode()
+    assert reader.key_of(plain[0]).endswith(b"@bfloat16"), "an unsalted key keeps LMCache's string as it is"
 
 
 def test_module_imports_without_lmcache():

@@ -339,37 +339,37 @@ def make_backend(sg, pool, extra, model="org/model-a", tp_rank=0, tp_size=1, is_
     return backend
 
 
-def backup(storage, hashes, indices, page_size):
+def backup(storage, hashes, indices, page_size, info=None):
     """The controller's backup loop: batch_set_v1 per batch, all() of it, stop at a failure."""
     done = 0
     for i in range(0, len(hashes), STORAGE_BATCH_SIZE):
         batch = hashes[i:i + STORAGE_BATCH_SIZE]
         if not all(storage.batch_set_v1(batch, indices[i * page_size:(i + len(batch)) * page_size],
-                                        HiCacheStorageExtraInfo())):
+                                        info or HiCacheStorageExtraInfo())):
             break
         done += len(batch)
     return done
 
 
-def query(storage, hashes):
+def query(storage, hashes, info=None):
     """The controller's storage hit query: batch_exists per batch, stop at a short one."""
     hits = 0
     for i in range(0, len(hashes), STORAGE_BATCH_SIZE):
         batch = hashes[i:i + STORAGE_BATCH_SIZE]
-        n = storage.batch_exists(batch, HiCacheStorageExtraInfo())
+        n = storage.batch_exists(batch, info or HiCacheStorageExtraInfo())
         hits += n
         if n < len(batch):
             break
     return hits
 
 
-def load(storage, hashes, indices, page_size):
+def load(storage, hashes, indices, page_size, info=None):
     """The controller's zero-copy page transfer: the hit prefix of batch_get_v1, per batch."""
     done = 0
     for i in range(0, len(hashes), STORAGE_BATCH_SIZE):
         batch = hashes[i:i + STORAGE_BATCH_SIZE]
         results = storage.batch_get_v1(batch, indices[i * page_size:(i + len(batch)) * page_size],
-                                       HiCacheStorageExtraInfo())
+                                       info or HiCacheStorageExtraInfo())
         inc = results.index(False) if False in results else len(results)
         done += inc
         if inc != len(batch):
@@ -913,6 +913,126 @@ def test_threads_share_one_backend(sg, server):
         t.join()
     assert not failures, failures
     storage.close()
+    reader.close()
+
+
+# --------------------------------------------------------------------------- tenants: extra key and cache salt
+
+def storage_page_hashes(tokens, page_size, extra_key=None, cache_salt=None):
+    """Page hashes shaped as SGLang's HiCache makes them for L3 storage:
+    SHA-256 over each page's tokens, chained from the page before
+    (get_hash_str), hex. As in SGLang releases that seed a storage hash chain
+    with the request namespace, a request with an extra key or a cache salt
+    starts its chain from a digest of them (framed: presence, length, bytes);
+    one with neither keeps the unseeded chain, the hashes of the token-only
+    SGLang. The backend never recomputes them: only their shape matters."""
+    prior = None
+    if extra_key or cache_salt:
+        framed = b"".join(b"\x01" + len(v.encode()).to_bytes(4, "big") + v.encode() if v else b"\x00"
+                          for v in (extra_key, cache_salt))
+        prior = hashlib.sha256(b"hicache-namespace" + framed).digest()
+    out = []
+    for i in range(0, len(tokens) - len(tokens) % page_size, page_size):
+        h = hashlib.sha256((prior or b"") + np.asarray(tokens[i:i + page_size], dtype=np.uint32).tobytes())
+        prior = h.digest()
+        out.append(h.hexdigest())
+    return out
+
+
+def test_salted_page_hashes_keep_tenants_apart(sg, server):
+    """An SGLang whose storage page hashes carry the request namespace: two
+    tenants' identical prompts have different page hashes, and the backend
+    keeps each hash whole in its keys, so what one tenant stored is a miss
+    (exists, get) for the other and for an unsalted request, while a request
+    with the same salt, in another SGLang instance, loads it all."""
+    pool = MHAPool("page_first", size=64)
+    pool.fill(range(6), np.random.default_rng(21))
+    tokens = [7000 + t for t in range(6 * pool.page_size)]
+    a = storage_page_hashes(tokens, pool.page_size, cache_salt="tenant-a")
+    b = storage_page_hashes(tokens, pool.page_size, cache_salt="tenant-b")
+    plain = storage_page_hashes(tokens, pool.page_size)
+    lora = storage_page_hashes(tokens, pool.page_size, extra_key="tenant-a")
+    assert len({a[0], b[0], plain[0], lora[0]}) == 4 and not set(a) & set(b)
+    writer = make_backend(sg, pool, settings(server))
+    assert backup(writer, a, host_indices(pool, range(6)), pool.page_size) == 6
+    assert all(a[0].encode() in k for k in writer.memkv_keys(a[0]))
+
+    fresh = MHAPool("page_first", size=64)
+    reader = make_backend(sg, fresh, settings(server))
+    for other in (b, plain, lora):
+        assert query(reader, other) == 0
+        assert reader.batch_get_v1(other, host_indices(fresh, range(6))) == [False] * 6
+    assert not fresh.kv_buffer.any(), "a miss wrote into the host pool"
+    again = storage_page_hashes(tokens, pool.page_size, cache_salt="tenant-a")
+    assert query(reader, again) == 6
+    assert load(reader, again, host_indices(fresh, range(6)), fresh.page_size) == 6
+    assert np.array_equal(fresh.kv_buffer, pool.kv_buffer)
+    writer.close()
+    reader.close()
+
+
+def test_request_namespace_in_extra_info_is_part_of_every_key(sg, server):
+    """An SGLang whose page hashes cover the tokens only, and that passes the
+    request's extra key / cache salt in the call's HiCacheStorageExtraInfo
+    (an entry of its extra_info dict, or an attribute): the backend puts a
+    digest of them in every key, so tenants with the same tokens never share
+    a page, a tenant shares with itself, and a request without a namespace
+    keeps the plain layout."""
+    pool = MHAPool("page_first", size=64)
+    pool.fill(range(4), np.random.default_rng(22))
+    hashes = storage_page_hashes([11 + t for t in range(4 * pool.page_size)], pool.page_size)
+    tenant_a = HiCacheStorageExtraInfo(extra_info={"cache_salt": "tenant-a"})
+    tenant_b = HiCacheStorageExtraInfo(extra_info={"cache_salt": "tenant-b"})
+    writer = make_backend(sg, pool, settings(server))
+    assert backup(writer, hashes, host_indices(pool, range(4)), pool.page_size, tenant_a) == 4
+
+    fresh = MHAPool("page_first", size=64)
+    reader = make_backend(sg, fresh, settings(server))
+    unsalted = HiCacheStorageExtraInfo()
+    as_extra_key = HiCacheStorageExtraInfo(extra_info={"extra_key": "tenant-a"})
+    for other in (tenant_b, unsalted, None, as_extra_key):
+        assert reader.batch_exists(hashes, other) == 0, other
+        assert reader.batch_get_v1(hashes, host_indices(fresh, range(4)), other) == [False] * 4
+    assert not fresh.kv_buffer.any()
+    same = HiCacheStorageExtraInfo(prefix_keys=None, extra_info={"cache_salt": "tenant-a", "other": 1})
+    assert query(reader, hashes, same) == 4
+    assert load(reader, hashes, host_indices(fresh, range(4)), fresh.page_size, same) == 4
+    assert np.array_equal(fresh.kv_buffer, pool.kv_buffer)
+
+    # A namespace given as an attribute of the extra info is the same namespace.
+    @dataclasses.dataclass
+    class ExtraInfoWithFields(HiCacheStorageExtraInfo):
+        extra_key: Optional[str] = None
+        cache_salt: Optional[str] = None
+    assert writer.memkv_keys(hashes[0], ExtraInfoWithFields(cache_salt="tenant-a")) == \
+        writer.memkv_keys(hashes[0], tenant_a)
+
+    # The layout: one part after the namespace for a request that has one;
+    # none (the layout of every earlier release) for one that has not.
+    salted, plain = writer.memkv_keys(hashes[0], tenant_a)[0], writer.memkv_keys(hashes[0])[0]
+    assert writer.memkv_keys(hashes[0], unsalted) == writer.memkv_keys(hashes[0])
+    assert plain.split(b"/")[:3] == [b"sglang", b"org-model-a", hashes[0].encode()]
+    part = salted.split(b"/")[2]
+    assert part.startswith(b"ns-") and len(part) == 3 + 32
+    assert salted == plain.replace(hashes[0].encode(), part + b"/" + hashes[0].encode(), 1)
+    # Fields are framed, not concatenated: ("a", "bc") is not ("ab", "c").
+    ns = sg.namespace_part
+    assert ns({"extra_key": "a", "cache_salt": "bc"}) != ns({"extra_key": "ab", "cache_salt": "c"})
+    assert ns({"extra_key": "", "cache_salt": None}) == b"" and ns(None) == b""
+
+    # A store names its parent in the same namespace, and carries SGLang's page hashes.
+    spy = CountingClient(writer._io.client)
+    writer._io.client = spy
+    more = storage_page_hashes([99 + t for t in range(3 * pool.page_size)], pool.page_size)
+    info = HiCacheStorageExtraInfo(prefix_keys=[more[0]], extra_info={"cache_salt": "tenant-a"})
+    assert all(writer.batch_set_v1(more[1:], host_indices(pool, range(2)), info))
+    (keys, _, _), kwargs = spy.last["batch_put_ptr"]
+    options = kwargs["options"]
+    assert keys[0] == writer.memkv_keys(more[1], info)[0]
+    assert options[0].parent_key == writer.memkv_keys(more[0], info)[0]
+    assert options[2].parent_key == writer.memkv_keys(more[1], info)[0]
+    assert options[0].block_hash == bytes.fromhex(more[1]) and options[0].parent_hash == bytes.fromhex(more[0])
+    writer.close()
     reader.close()
 
 

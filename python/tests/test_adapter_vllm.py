@@ -14,8 +14,10 @@ is never mocked: every transfer goes to a memkv server process.
 import abc
 import dataclasses
 import enum
+import hashlib
 import importlib
 import os
+import pickle
 import resource
 import signal
 import subprocess
@@ -644,6 +646,67 @@ def test_two_models_and_two_layouts_do_not_collide(server, vllm_api, make_tier):
     named = make_tier(tier_config(server, namespace="team-x"), ns_view)
     assert named.memkv_key(keys[0]).startswith(b"team-x/") and named.memkv_key(keys[0]).endswith(
         a.memkv_key(keys[0]).rsplit(b"/", 1)[1])
+
+
+# vLLM's prefix-cache hashing, as vllm/v1/core/kv_cache_utils.py does it:
+# hash_block_tokens(hash_fn, parent, tokens, extra_keys) over (parent, tokens,
+# extra_keys), NONE_HASH as the first block's parent, and
+# generate_block_hash_extra_keys putting the request's cache_salt (and its
+# LoRA name) in the extra keys of the block that starts at token 0 only;
+# make_offload_key appends the KV cache group index as 4 big-endian bytes.
+NONE_HASH = hashlib.sha256(b"none-hash-of-this-test").digest()
+
+
+def hash_block_tokens(parent: Optional[bytes], tokens, extra_keys) -> bytes:
+    return hashlib.sha256(pickle.dumps((parent or NONE_HASH, tuple(tokens), extra_keys))).digest()
+
+
+def generate_block_hash_extra_keys(start_token_idx: int, cache_salt: Optional[str], lora_name: Optional[str]):
+    keys = ([lora_name] if lora_name else []) + ([cache_salt] if start_token_idx == 0 and cache_salt else [])
+    return tuple(keys) or None
+
+
+def request_offload_keys(tokens, block_size: int = 16, cache_salt: Optional[str] = None,
+                         lora_name: Optional[str] = None, group_idx: int = 0) -> List[bytes]:
+    """The OffloadKeys of a request's full blocks (one block per chunk)."""
+    out, parent = [], None
+    for start in range(0, len(tokens) - len(tokens) % block_size, block_size):
+        parent = hash_block_tokens(parent, tokens[start:start + block_size],
+                                   generate_block_hash_extra_keys(start, cache_salt, lora_name))
+        out.append(parent + group_idx.to_bytes(4, "big", signed=False))
+    return out
+
+
+def test_cache_salt_keeps_two_requests_apart(server, vllm_api, make_tier):
+    """Two requests with the same tokens and two cache salts: vLLM's block
+    hashes differ from the first block on, the tier keys the whole
+    OffloadKey, so what one stored is a MISS (and fails to load) for the
+    other, for an unsalted request and for another LoRA; the same salt, in
+    another engine process, finds and loads it all."""
+    tokens = list(range(5000, 5000 + 6 * 16))
+    a = request_offload_keys(tokens, cache_salt="tenant-a")
+    b = request_offload_keys(tokens, cache_salt="tenant-b")
+    plain = request_offload_keys(tokens)
+    lora = request_offload_keys(tokens, cache_salt="tenant-a", lora_name="adapter-1")
+    assert all(len({x, y, z, w}) == 4 for x, y, z, w in zip(a, b, plain, lora)), "every block's hash differs"
+    src, view = primary(6, seed=12)
+    tier = make_tier(tier_config(server), view)
+    assert all(k.hex().encode() in tier.memkv_key(k) for k in a)
+    writer = Scheduler(vllm_api, tier)
+    assert writer.store(a, range(6), writer.request("a")).success
+
+    dst, dst_view = primary(6)
+    reader = Scheduler(vllm_api, make_tier(tier_config(server), dst_view))
+    for name, other in (("b", b), ("plain", plain), ("lora", lora)):
+        ctx = reader.request(name)
+        assert reader.matched(other, ctx) == 0, name
+        assert not reader.load(other, range(6), ctx).success, name
+    assert not dst.any(), "a miss wrote into the primary rows"
+    again = request_offload_keys(tokens, cache_salt="tenant-a")
+    ctx = reader.request("a-again")
+    assert reader.matched(again, ctx) == 6
+    assert reader.load(again, range(6), ctx).success
+    assert np.array_equal(dst, src)
 
 
 def test_wrong_size_value_fails_the_load(server, vllm_api, make_tier):

@@ -160,11 +160,34 @@ def chunk_hash_of(key: Any) -> Optional[Union[int, bytes]]:
 
 def _key_text(key: Any) -> Union[str, bytes]:
     """The string LMCache names a chunk by: CacheEngineKey.to_string(), or the
-    L2 adapter's key string as it is."""
+    L2 adapter's key string as it is.
+
+    A CacheEngineKey's identity (its __eq__ and __hash__) includes its tags:
+    the ``lmcache.tag.*`` entries of its request_configs, among them
+    ``lmcache.tag.cache_salt``, the request's cache salt. LMCache's
+    to_string() writes them after the dtype (``@name%value`` each); a tag it
+    did not write (a to_string() that leaves them out) is appended the same
+    way, so that two requests LMCache keeps apart never share a MemKV key."""
     if isinstance(key, (str, bytes)):
         return key
     to_string = getattr(key, "to_string", None)
-    return to_string() if callable(to_string) else str(key)
+    text = to_string() if callable(to_string) else str(key)
+    missing = [f"{name}%{value}" for name, value in _tags(key) if f"@{name}%{value}" not in text]
+    return text + "".join("@" + tag for tag in missing) if missing and isinstance(text, str) else text
+
+
+def _tags(key: Any) -> List[Tuple[str, Any]]:
+    """The (name, value) tags of a CacheEngineKey: its ``tags``, else the
+    ``lmcache.tag.*`` entries of its request_configs (names without the
+    prefix); none for a key with neither."""
+    tags = getattr(key, "tags", None)
+    if isinstance(tags, (tuple, list)):
+        return [(str(t[0]), t[1]) for t in tags if isinstance(t, (tuple, list)) and len(t) == 2]
+    configs = getattr(key, "request_configs", None)
+    if isinstance(configs, Mapping):
+        return [(k[len("lmcache.tag."):], v) for k, v in configs.items()
+                if isinstance(k, str) and k.startswith("lmcache.tag.")]
+    return []
 
 
 class _Core:

@@ -20,6 +20,12 @@ Keys (every one starts with the namespace):
 
     <namespace>/<page hash>/<model>/[tp<r>of<n>/]pp<r>of<n>/[cp<r>of<n>/]<layout>/<page bytes>B/<part>
 
+A page of a request SGLang hands a request namespace for (its extra key or
+cache salt, in the HiCacheStorageExtraInfo of the call) has one more part
+after the namespace, `ns-<digest of the extra key and cache salt>/`, so that
+two tenants' pages of the same tokens never share a key; a page without one
+keeps the layout above (see "Keeping tenants apart" in docs/engines/sglang.md).
+
 `<part>` names one entry of get_page_buffer_meta for a page: `k` and `v`
 (MHA, page-first layouts), `k<l>` and `v<l>` (MHA, layer_first), `kv` (MLA,
 page-first), `l<l>` (MLA, layer_first), `c<i>` (other pools), or `page` for
@@ -33,6 +39,7 @@ stands in, so that this module imports (for tests and benchmarks) without it.
 
 import ctypes
 import hashlib
+import json
 import logging
 import re
 import threading
@@ -150,6 +157,42 @@ def page_hash_value(page_hash: Any) -> Optional[bytes]:
         return bytes.fromhex(text)
     except ValueError:
         return text.encode()
+
+
+# The request namespace SGLang keeps tenants apart by (Req.extra_key, which
+# the OpenAI server makes of cache_salt and extra_key, with the LoRA id
+# appended; RadixKey.extra_key in the radix tree), by the names it may carry
+# it under in a storage call's HiCacheStorageExtraInfo: an attribute of its
+# own, or an entry of its extra_info dict.
+NAMESPACE_FIELDS = ("extra_key", "cache_salt")
+
+
+def request_namespace(extra_info: Any) -> Optional[Tuple[Optional[str], ...]]:
+    """The request namespace a storage call carries (NAMESPACE_FIELDS, each
+    as a str or None), or None when it carries none: no extra_info, or every
+    field absent or empty."""
+    if extra_info is None:
+        return None
+    inner = extra_info if isinstance(extra_info, Mapping) else getattr(extra_info, "extra_info", None)
+    values: List[Optional[str]] = []
+    for name in NAMESPACE_FIELDS:
+        value = None if isinstance(extra_info, Mapping) else getattr(extra_info, name, None)
+        if value is None and isinstance(inner, Mapping):
+            value = inner.get(name)
+        values.append(None if value is None or value == "" else str(value))
+    return tuple(values) if any(v is not None for v in values) else None
+
+
+def namespace_part(extra_info: Any) -> bytes:
+    """The key part of a call's request namespace: b"ns-<32 hex>/", the first
+    16 bytes of the BLAKE2b of the fields as a JSON list (so that no two
+    different pairs give one digest by concatenation), or b"" when the call
+    carries none (the layout of a request without a namespace is unchanged)."""
+    fields = request_namespace(extra_info)
+    if fields is None:
+        return b""
+    digest = hashlib.blake2b(json.dumps(list(fields)).encode(), digest_size=16, person=b"memkv-sglang-ns")
+    return b"ns-" + digest.hexdigest().encode() + b"/"
 
 
 def _prior_page(extra_info: Any) -> Optional[Any]:
@@ -330,39 +373,46 @@ class MemKVHiCacheStorage(HiCacheStorage):
     def _hash_bytes(page_hash: Any) -> bytes:
         return page_hash if isinstance(page_hash, bytes) else str(page_hash).encode()
 
-    def memkv_keys(self, page_hash: Any) -> List[bytes]:
+    def memkv_keys(self, page_hash: Any, extra_info: Any = None) -> List[bytes]:
         """The MemKV keys that hold one page (one per part, in
-        get_page_buffer_meta order); empty before register_mem_pool_host."""
+        get_page_buffer_meta order) for a call with this extra_info (its
+        request namespace, if any, is part of every key); empty before
+        register_mem_pool_host."""
         lay = self._layout
         if lay is None:
             return []
-        h = self._prefix + self._hash_bytes(page_hash)
+        h = self._prefix + namespace_part(extra_info) + self._hash_bytes(page_hash)
         return [h + t for t in lay.tails]
 
-    def memkv_flat_key(self, page_hash: Any) -> Optional[bytes]:
+    def memkv_flat_key(self, page_hash: Any, extra_info: Any = None) -> Optional[bytes]:
         """The MemKV key of a page stored by batch_set/set (flat pages)."""
         lay = self._layout
-        return None if lay is None else self._prefix + self._hash_bytes(page_hash) + lay.flat_tail
+        if lay is None:
+            return None
+        return self._prefix + namespace_part(extra_info) + self._hash_bytes(page_hash) + lay.flat_tail
 
-    def _part_keys(self, lay: _Layout, keys: Sequence[Any]) -> List[bytes]:
-        prefix, tails = self._prefix, lay.tails
+    def _part_keys(self, lay: _Layout, keys: Sequence[Any], extra_info: Any = None) -> List[bytes]:
+        prefix, tails = self._prefix + namespace_part(extra_info), lay.tails
         return [prefix + self._hash_bytes(k) + t for k in keys for t in tails]
 
-    def _flat_keys(self, lay: _Layout, keys: Sequence[Any]) -> List[bytes]:
-        return [self._prefix + self._hash_bytes(k) + lay.flat_tail for k in keys]
+    def _flat_keys(self, lay: _Layout, keys: Sequence[Any], extra_info: Any = None) -> List[bytes]:
+        prefix = self._prefix + namespace_part(extra_info)
+        return [prefix + self._hash_bytes(k) + lay.flat_tail for k in keys]
 
     def _store_options(self, keys: Sequence[Any], tails: Sequence[bytes], extra_info: Any) -> List[Any]:
         """The put options of the pages' values, in the order of their keys
         (page by page, a page's parts in order): SGLang hands a batch's pages
         in prefix order, so each part names the same part of the previous
         page as its parent (the batch's first page: the last prefix page,
-        when SGLang passes the prefix keys), and carries the page hashes."""
+        when SGLang passes the prefix keys), in the same request namespace,
+        and carries the page hashes as SGLang made them."""
         hashes = [page_hash_value(k) for k in keys]
         prior = _prior_page(extra_info)
+        prefix = self._prefix + namespace_part(extra_info)
         chains = []
         for tail in tails:
-            part_keys = [self._prefix + self._hash_bytes(k) + tail for k in keys]
-            parent = None if prior is None else self._prefix + self._hash_bytes(prior) + tail
+            part_keys = [prefix + self._hash_bytes(k) + tail for k in keys]
+            parent = None if prior is None else prefix + self._hash_bytes(prior) + tail
             chains.append(chained_options(part_keys, hashes, parent, None if prior is None else page_hash_value(prior)))
         if len(chains) == 1:
             return chains[0]
@@ -401,7 +451,8 @@ class MemKVHiCacheStorage(HiCacheStorage):
     def batch_exists(self, keys: List[str], extra_info: Any = None) -> int:
         """How many pages, from keys[0], are stored whole (all parts): one
         MemKV match_prefix over the pages' part keys in order (one request
-        per server, each stopping at its first miss). 0 on any failure."""
+        per server, each stopping at its first miss), in the request
+        namespace extra_info carries, if any. 0 on any failure."""
         try:
             if not keys:
                 return 0
@@ -409,8 +460,8 @@ class MemKVHiCacheStorage(HiCacheStorage):
             if lay is None:
                 return 0
             if self.zero_copy:
-                return self._io.exists_prefix(self._part_keys(lay, keys)) // len(lay.parts)
-            return self._io.exists_prefix(self._flat_keys(lay, keys))
+                return self._io.exists_prefix(self._part_keys(lay, keys, extra_info)) // len(lay.parts)
+            return self._io.exists_prefix(self._flat_keys(lay, keys, extra_info))
         except Exception as e:  # noqa: BLE001 - never raise on the data path
             self._failed("exists", e)
             return 0
@@ -423,7 +474,7 @@ class MemKVHiCacheStorage(HiCacheStorage):
         """Reads each page straight into the host pool at host_indices
         (len(keys) * page_size token indices): True per page whose every part
         was there and of the right size."""
-        return self._move_pages("get", keys, host_indices)
+        return self._move_pages("get", keys, host_indices, extra_info)
 
     def batch_set_v1(self, keys: List[str], host_indices: Any, extra_info: Any = None) -> List[bool]:
         """Stores each page straight from the host pool: True per page whose
@@ -445,7 +496,7 @@ class MemKVHiCacheStorage(HiCacheStorage):
                 return [False] * n
             ptrs, sizes = self._page_meta(lay, n, host_indices)
             start = time.perf_counter()
-            part_keys = self._part_keys(lay, keys)
+            part_keys = self._part_keys(lay, keys, extra_info)
             if op == "get":
                 moved = self._io.get(part_keys, ptrs, sizes)
             else:
@@ -492,7 +543,8 @@ class MemKVHiCacheStorage(HiCacheStorage):
         """Reads flat pages (SGLang without interface_v1) into
         target_locations[i] (a tensor, a buffer, or an address with
         target_sizes[i]); without targets, into new bytearrays of the page's
-        size. Returns per key the filled target, or None on a miss."""
+        size. Returns per key the filled target, or None on a miss. SGLang
+        hands this path no extra_info: its keys have no request namespace."""
         n = len(keys)
         try:
             if n == 0:
@@ -648,4 +700,5 @@ class MemKVHiCacheStorage(HiCacheStorage):
             log.warning("memkv %s: closing the client: %s", ENGINE, e)
 
 
-__all__ = ["MemKVHiCacheStorage", "ConfigError", "SGLANG_AVAILABLE", "SGLANG_KEYS", "model_tag"]
+__all__ = ["MemKVHiCacheStorage", "ConfigError", "NAMESPACE_FIELDS", "SGLANG_AVAILABLE", "SGLANG_KEYS", "model_tag",
+           "namespace_part", "request_namespace"]

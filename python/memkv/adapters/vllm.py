@@ -415,7 +415,13 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
 
     def memkv_key(self, key: bytes) -> bytes:
         """The MemKV key of an OffloadKey: namespace/<key as hex>/<layout>
-        (namespaced(namespace, key.hex(), layout), its constant parts made once)."""
+        (namespaced(namespace, key.hex(), layout), its constant parts made once).
+
+        The whole OffloadKey goes in: the block hash and the KV cache group
+        index. vLLM feeds a request's cache_salt (and its LoRA name,
+        multimodal inputs and prompt embeddings) into the hash of the
+        request's first block, and every later block's hash chains from it,
+        so two requests vLLM keeps apart have different keys here too."""
         return self._key_head + bytes(key).hex().encode() + self._key_tail
 
     def row_address(self, chunk_id: int) -> int:
