@@ -290,6 +290,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   AdminSources sources;
   sources.metrics = &server_->metrics();
   sources.namespaces = namespaces_.get();
+  sources.tenants = tenant_stats_.get();
   sources.tier = tier_.get();
   sources.rdma = rdma_.get();
   sources.events = events_.get();
@@ -363,6 +364,7 @@ Result<ReloadReport> Daemon::Reload() {
   const uint64_t revoked_before = server_->credentials_revoked();
   credentials_->Replace(std::move(credentials).value());
   options_.auth_key = std::move(admin_key);
+  if (admin_ != nullptr) admin_->SetAdminKey(options_.auth_key);
   report.all_checked = server_->RecheckCredentials(kReloadRecheckTimeoutNs);
   report.connections_closed = server_->credentials_revoked() - revoked_before;
   file_config_ = now;
