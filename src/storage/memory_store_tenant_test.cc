@@ -4,10 +4,12 @@
 // change.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/checksum.h"
@@ -203,6 +205,46 @@ TEST_F(TenantQuotaTest, AValueLargerThanTheQuotaIsRefused) {
   Status s = Put("a/1");
   EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
   EXPECT_NE(s.message().find("tenants[].dram_quota"), std::string::npos) << s.ToString();
+}
+
+TEST_F(TenantQuotaTest, ReloadsWhilePutsRunKeepTheCountsTrue) {
+  // Writers of both tenants and the administrator overwrite keys of their
+  // own while the tenants are reloaded with other quotas, other orders and
+  // none; afterwards each tenant's counts are what is stored under its prefix.
+  const auto first = Tenants(6 * kValue, 10 * kValue);
+  const auto swapped = std::make_shared<const TenantMap>(std::vector<TenantLimits>{
+      {.name = "team-b", .prefix = "b/", .dram_quota_bytes = 4 * kValue},
+      {.name = "team-a", .prefix = "a/", .dram_quota_bytes = 3 * kValue}});
+  store_->SetTenants(first);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> writers;
+  for (const std::string prefix : {"a/", "b/", "admin/"}) {
+    writers.emplace_back([&, prefix] {
+      const std::vector<uint8_t> v(kValue / 2, 'v');
+      for (int i = 0; !stop.load(); ++i) {
+        const std::string key = prefix + std::to_string(i % 20);
+        Result<PendingPut> put = store_->BeginPut(v.size(), key);
+        if (!put.ok()) continue;
+        (void)store_->CommitPut(std::move(put).value(), key, Checksum(v.data(), v.size()));
+      }
+    });
+  }
+  for (int round = 0; round < 300; ++round) {
+    store_->SetTenants(round % 3 == 0 ? first : round % 3 == 1 ? swapped : nullptr);
+  }
+  store_->SetTenants(first);
+  stop.store(true);
+  for (std::thread& t : writers) t.join();
+  for (size_t t = 0; t < 2; ++t) {
+    const std::string prefix = t == 0 ? "a/" : "b/";
+    uint64_t keys = 0;
+    for (int i = 0; i < 20; ++i) keys += store_->Exists(prefix + std::to_string(i)) ? 1 : 0;
+    EXPECT_EQ(Usage(t).dram_keys, keys) << prefix;
+    EXPECT_EQ(Usage(t).dram_bytes, keys * (kValue / 2)) << prefix;
+  }
+  // A last put under the first quotas evicts a back under 6 values' worth.
+  ASSERT_TRUE(Put("a/last").ok());
+  EXPECT_LE(Usage(0).dram_bytes, 6 * kValue);
 }
 
 }  // namespace

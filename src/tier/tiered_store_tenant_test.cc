@@ -22,7 +22,7 @@ constexpr uint64_t kPoolBytes = 4 << 20;
 constexpr uint64_t kValue = 32 << 10;
 
 std::vector<uint8_t> ValueOf(const std::string& key, uint32_t version = 0) {
-  return Pattern(kValue, std::hash<std::string>{}(key) + version);
+  return drive::Pattern(kValue, std::hash<std::string>{}(key) + version);
 }
 
 std::shared_ptr<const TenantMap> Tenants(uint64_t a_dram, uint64_t a_drive, uint64_t b_dram = 0,
@@ -50,9 +50,11 @@ TEST(TieredStoreTenantTest, ATenantWritingTenTimesItsQuotasTouchesNoOtherValueIn
   TierHarness h(kPoolBytes, /*with_drives=*/true);
   TieredStore& store = h.store();
   store.SetTenants(Tenants(8 * kValue, 16 * kValue));
+  // The pool holds 128 values: with b's 60, the administrator's 60 and a's
+  // 8 it is full, so a's puts find no free room once a is at its quota.
   std::map<std::string, uint32_t> others;
-  for (int i = 0; i < 40; ++i) others["b/" + std::to_string(i)] = 0;
-  for (int i = 0; i < 40; ++i) others["admin/" + std::to_string(i)] = 0;
+  for (int i = 0; i < 60; ++i) others["b/" + std::to_string(i)] = 0;
+  for (int i = 0; i < 60; ++i) others["admin/" + std::to_string(i)] = 0;
   for (const auto& [key, version] : others) ASSERT_TRUE(PutKeyNow(store, h.loop(), key, ValueOf(key)).ok()) << key;
   const uint64_t dram_keys_before = store.MemoryStats().keys;
 
@@ -71,8 +73,8 @@ TEST(TieredStoreTenantTest, ATenantWritingTenTimesItsQuotasTouchesNoOtherValueIn
   EXPECT_EQ(usage[0].drive_bytes, 16 * kValue);
   EXPECT_EQ(usage[0].quota_evictions, (160u - 8u) + (160u - 16u)) << "DRAM and drive evictions, summed";
   EXPECT_EQ(usage[0].quota_refusals, 0u);
-  EXPECT_EQ(usage[1].dram_keys, 40u);
-  EXPECT_EQ(usage[1].drive_keys, 40u);
+  EXPECT_EQ(usage[1].dram_keys, 60u);
+  EXPECT_EQ(usage[1].drive_keys, 60u);
   EXPECT_EQ(usage[1].evictions, 0u);
   EXPECT_EQ(store.MemoryStats().keys, dram_keys_before + 8u);
 
