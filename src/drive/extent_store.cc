@@ -148,6 +148,7 @@ void ExtentStore::Impl::LinkLocked(std::shared_ptr<Entry> e) {
   counters.keys++;
   counters.value_bytes += e->value_bytes;
   CountLocked(*this, *e, 1);
+  CountTenantLocked(*e, 1);
   std::string_view key = e->key;
   index[key] = std::move(e);
 }
@@ -167,6 +168,7 @@ void ExtentStore::Impl::UnlinkLocked(Entry* e) {
   counters.keys--;
   counters.value_bytes -= e->value_bytes;
   CountLocked(*this, *e, -1);
+  CountTenantLocked(*e, -1);
   if (e->pins == 0 && e->units_owned) {
     FreeUnitsLocked(e->extents);
     e->units_owned = false;
@@ -474,6 +476,7 @@ Result<Allocation> ExtentStore::Impl::Allocate(std::string_view key, uint64_t va
                     std::to_string(extents) + " extents, more than " + std::to_string(kMaxExtentsPerValue));
   }
   std::lock_guard<std::mutex> lock(mu);
+  MEMKV_RETURN_IF_ERROR(TenantQuotaLocked(key, value_bytes));
   return AllocateLocked(*this, value_bytes, key);
 }
 
@@ -883,7 +886,75 @@ Result<std::vector<RemovedValue>> ExtentStore::EvictColdestValues(uint64_t bytes
   std::vector<RemovedValue> evicted = DeleteVictims(s, std::move(victims), generations, &first_error);
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    for (const RemovedValue& r : evicted) (r.expired ? s.counters.expired : s.counters.evictions)++;
+    for (const RemovedValue& r : evicted) {
+      (r.expired ? s.counters.expired : s.counters.evictions)++;
+      if (!r.expired) s.CountTenantEvictionLocked(r.key, false);
+    }
+  }
+  if (evicted.empty() && !first_error.ok()) return first_error;
+  return evicted;
+}
+
+Result<std::vector<RemovedValue>> ExtentStore::EvictForTenantQuota(std::string_view key, uint64_t bytes,
+                                                                   const std::function<bool(std::string_view)>& spare) {
+  Impl& s = *impl_;
+  std::vector<RemovedValue> victims;
+  std::vector<uint64_t> generations;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.tenants == nullptr) return victims;
+    const uint32_t t = s.tenants->Find(key);
+    if (t == TenantMap::kNone) return victims;
+    const uint64_t quota = (*s.tenants)[t].drive_quota_bytes;
+    const TenantUsage& usage = s.tenant_usage[t];
+    auto current = s.index.find(key);
+    const uint64_t replaced =
+        current != s.index.end() && current->second->tenant == t ? current->second->value_bytes : 0;
+    const uint64_t used = usage.drive_bytes - replaced;
+    if (quota == 0 || used + bytes <= quota) return victims;
+    if (bytes > quota) {
+      s.tenant_usage[t].quota_refusals++;
+      return ResourceExhausted(s.TenantQuotaMessageLocked(t, "a value of " + std::to_string(bytes) +
+                                                                 " bytes is larger than the whole quota"));
+    }
+    const uint64_t need = used + bytes - quota;
+    const int64_t now = s.clock->NowMillis();
+    uint64_t freed = 0;
+    // As EvictColdestValues, among the tenant's values only (never `key`'s,
+    // which the put replaces), counting value bytes as the quota does.
+    enum Pass { kExpired, kFirst, kNormal, kSpared };
+    for (int pass = kExpired; pass <= kSpared && freed < need; ++pass) {
+      for (auto it = s.lru.rbegin(); it != s.lru.rend() && freed < need; ++it) {
+        const Entry* e = *it;
+        if (e->tenant != t || e->key == key || e->value_bytes == 0) continue;
+        const bool expired = e->attrs.expired(now);
+        if (e->pins > 0 || (!expired && e->attrs.retention == Retention::kPinned)) continue;
+        const bool spared = !expired && spare && spare(e->key);
+        const bool take = pass == kExpired   ? expired
+                          : pass == kFirst   ? !expired && !spared && e->attrs.retention == Retention::kEvictFirst
+                          : pass == kNormal  ? !expired && !spared && e->attrs.retention == Retention::kNormal
+                                             : spared;
+        if (!take) continue;
+        victims.push_back(Victim(*e, expired));
+        generations.push_back(e->generation);
+        freed += e->value_bytes;
+      }
+    }
+    if (freed < need) {
+      s.tenant_usage[t].quota_refusals++;
+      return ResourceExhausted(s.TenantQuotaMessageLocked(
+          t, "a put of " + std::to_string(bytes) + " bytes needs " + std::to_string(need) +
+                 " bytes freed and what is left is pinned or being read"));
+    }
+  }
+  Status first_error;
+  std::vector<RemovedValue> evicted = DeleteVictims(s, std::move(victims), generations, &first_error);
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    for (const RemovedValue& r : evicted) {
+      (r.expired ? s.counters.expired : s.counters.evictions)++;
+      if (!r.expired) s.CountTenantEvictionLocked(r.key, true);
+    }
   }
   if (evicted.empty() && !first_error.ok()) return first_error;
   return evicted;

@@ -53,6 +53,7 @@
 
 #include "base/checksum.h"
 #include "base/key_page.h"
+#include "base/tenant_map.h"
 #include "drive/format.h"
 #include "drive/io_engine.h"
 #include "base/clock.h"
@@ -315,6 +316,37 @@ class ExtentStore {
   // EvictColdest, telling what each removed value was.
   Result<std::vector<RemovedValue>> EvictColdestValues(uint64_t bytes,
                                                        const std::function<bool(std::string_view)>& spare = {});
+  // Tenant drive quotas (docs/storage.md, "Tenant quotas"). A value belongs
+  // to the tenant whose prefix starts its key (TenantMap), or to none.
+  // A put (Put, PutIov, PutManyIov, BeginPut) that would take its tenant's
+  // value bytes (less the value it replaces) past tenants[].drive_quota
+  // fails with ResourceExhausted naming the quota; the caller first makes
+  // room with EvictForTenantQuota, as it does with EvictColdest for drive
+  // room. Puts in flight at once are each checked against the usage before
+  // them, so concurrent puts of one tenant may pass the quota by what they
+  // add together; the next put evicts it back under.
+  //
+  // The tenants to count and hold to their quotas; null or empty: none. Any
+  // thread, any time (a reload): recomputes every stored value's tenant from
+  // its key (O(keys)); so after Open, SetTenants rebuilds the usage from the
+  // index. Counters of a tenant whose name stays carry over.
+  void SetTenants(std::shared_ptr<const TenantMap> tenants);
+  // One row per tenant of the last SetTenants, in its order: drive_bytes
+  // (value bytes of its stored values), drive_keys, evictions (its values
+  // evicted, for drive room or its quota; expired ones not counted),
+  // quota_evictions (of those, by EvictForTenantQuota), quota_refusals
+  // (puts refused at its quota). The DRAM fields are 0.
+  std::vector<TenantUsage> TenantUsages() const;
+  // Makes room within the drive quota of `key`'s tenant for a put of
+  // `bytes` under `key`: evicts that tenant's least recently used values
+  // (never another's, never key's own, which the put replaces), in
+  // EvictColdest's order and with its `spare`, until the tenant's usage
+  // less key's value plus `bytes` fits the quota. Returns what it removed:
+  // empty when nothing was needed (no tenant, no quota, within it).
+  // ResourceExhausted naming tenants[].drive_quota, nothing evicted and a
+  // refusal counted, when the tenant's evictable values cannot free enough.
+  Result<std::vector<RemovedValue>> EvictForTenantQuota(std::string_view key, uint64_t bytes,
+                                                        const std::function<bool(std::string_view)>& spare = {});
   // Deletes (journaled) up to `max_entries` values whose TTL has run out,
   // soonest first (an expiry-ordered index: it reads only what it frees).
   // Lookups already treat them as misses; this frees their room. Open runs

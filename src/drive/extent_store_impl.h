@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "base/checksum.h"
+#include "base/tenant_map.h"
 #include "drive/aligned_buffer.h"
 #include "drive/drive_file.h"
 #include "drive/drive_journal.h"
@@ -51,6 +52,7 @@ struct Entry {
   bool linked = false;           // in the index and the LRU list
   bool units_owned = true;       // its units go back to the allocators when unlinked and unpinned
   std::list<Entry*>::iterator lru;
+  uint32_t tenant = TenantMap::kNone;  // Impl::tenants' index of its key, while linked
 };
 
 struct Drive {
@@ -136,6 +138,23 @@ struct ExtentStore::Impl {
   // deletes and evictions always find room.
   uint64_t journal_live_bytes = 0;
   ExtentStoreStats counters;      // the counter fields only
+
+  // Tenants (extent_store_tenants.cc; SetTenants): null without any.
+  // tenant_usage[i] counts tenants' tenant i: drive_bytes, drive_keys and
+  // the eviction and refusal counters.
+  std::shared_ptr<const TenantMap> tenants;
+  std::vector<TenantUsage> tenant_usage;
+  // Adds (sign 1, finding its tenant) or takes away (-1) what a linked
+  // entry counts in its tenant's usage.
+  void CountTenantLocked(Entry& e, int sign);
+  // Ok when a put of `value_bytes` under `key` stays within its tenant's
+  // drive quota (the key's current value counts as freed); else counts a
+  // refusal and returns ResourceExhausted naming tenants[].drive_quota.
+  Status TenantQuotaLocked(std::string_view key, uint64_t value_bytes);
+  // The quota message for tenant `t` (`detail`: what is left).
+  std::string TenantQuotaMessageLocked(uint32_t t, const std::string& detail) const;
+  // Counts the eviction of `key`'s value in its tenant's row.
+  void CountTenantEvictionLocked(std::string_view key, bool for_quota);
 
   // SyncMode::kInterval: something was written since the last flush; the
   // flusher thread (sync_interval_ms) and its stop signal.

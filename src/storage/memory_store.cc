@@ -232,6 +232,13 @@ struct StringHash {
 
 }  // namespace
 
+// A value's links in its tenant's LRU list (intrusive, as LruNode).
+struct TenantLink {
+  TenantLink* prev = this;
+  TenantLink* next = this;
+  StoreEntry* owner = nullptr;  // null in a list's head
+};
+
 struct StoreEntry : LruNode {
   // Immutable once the entry is published; pin holders read them unlocked.
   std::string key;  // the index's string_view key points into this string
@@ -256,6 +263,8 @@ struct StoreEntry : LruNode {
   EvictQueue queue = EvictQueue::kNone;
   SeqSet::iterator queue_pos;       // valid unless queue == kNone
   ExpirySet::iterator expiry_pos;   // valid when expires_at_ms != 0
+  uint32_t tenant = TenantMap::kNone;  // index in Impl::tenant_states, while linked
+  TenantLink tenant_link;              // in that tenant's LRU list (tenant != kNone)
 
   // When a read last found the bytes matching (the store's clock);
   // kNeverChecked until then. Written by readers without the lock.
@@ -342,6 +351,44 @@ struct MemoryStore::Impl {
   // expired values) when even evicting every evictable value would not free
   // enough units.
   bool MakeRoomLocked(uint64_t units);
+  // --- tenant quotas (mu held)
+  struct TenantState {
+    const TenantLimits* limits = nullptr;  // in tenant_map
+    uint64_t bytes = 0;                    // value bytes of its linked entries
+    uint64_t keys = 0;
+    uint64_t evictions = 0;
+    uint64_t quota_evictions = 0;
+    uint64_t quota_refusals = 0;
+    TenantLink lru;                        // lru.next: most recently used
+  };
+  // The tenant of `key` under the current map (kNone without tenants).
+  uint32_t TenantOfLocked(std::string_view key) const {
+    return tenant_states.empty() ? TenantMap::kNone : tenant_map->Find(key);
+  }
+  static void TenantListRemove(TenantLink* l) {
+    l->prev->next = l->next;
+    l->next->prev = l->prev;
+    l->prev = l;
+    l->next = l;
+  }
+  static void TenantListPushFront(TenantLink* head, TenantLink* l) {
+    l->prev = head;
+    l->next = head->next;
+    head->next->prev = l;
+    head->next = l;
+  }
+  // Room within tenant `t`'s dram quota for a value of `size` bytes under
+  // `key`, whose current value (`replaced` bytes, the tenant's) the put
+  // replaces: evicts the tenant's coldest evictable values (expired and
+  // evict_first ones first; never `key`'s) when the quota needs it. Ok, or
+  // ResourceExhausted naming the quota with nothing evicted.
+  Status TenantRoomLocked(uint32_t t, std::string_view key, uint64_t size, uint64_t replaced);
+  // The bytes of `key`'s linked value when it is tenant `t`'s, else 0.
+  uint64_t ReplacedBytesLocked(uint32_t t, std::string_view key) const {
+    auto it = index.find(key);
+    return it != index.end() && it->second->tenant == t ? it->second->size : 0;
+  }
+
   // Units that evicting every evictable value would free.
   uint64_t EvictableUnitsLocked() const { return linked_units - pinned_linked_units - held_units; }
   void PublishFreeLocked();
@@ -389,6 +436,9 @@ struct MemoryStore::Impl {
   // Collected under mu, handed over after it (EventScope).
   std::vector<StoreEvent> events;
   std::vector<std::shared_ptr<StoreEntry>> dropped;
+  // Tenants (SetTenants): empty without; tenant_states[i] is tenant_map's i.
+  std::shared_ptr<const TenantMap> tenant_map;
+  std::vector<std::unique_ptr<TenantState>> tenant_states;
 
   // Mirrors and counters for Stats(); written under mu or not, read lock-free.
   std::atomic<uint64_t> free_units{0};
@@ -516,6 +566,13 @@ void MemoryStore::Impl::LinkLocked(const std::shared_ptr<StoreEntry>& e) {
   }
   if (!e->parent_key.empty()) ChildLinkedLocked(e->parent_key);
   EnqueueLocked(e.get());
+  if (e->tenant != TenantMap::kNone) {
+    TenantState& ts = *tenant_states[e->tenant];
+    e->tenant_link.owner = e.get();
+    TenantListPushFront(&ts.lru, &e->tenant_link);
+    ts.bytes += e->size;
+    ++ts.keys;
+  }
   value_bytes.fetch_add(e->size, std::memory_order_relaxed);
   keys.fetch_add(1, std::memory_order_relaxed);
   QueueEventLocked(*e, StoreEventKind::kStored, RemovalReason::kNone);
@@ -539,6 +596,13 @@ void MemoryStore::Impl::UnlinkLocked(Index::iterator it, RemovalReason reason) {
   value_bytes.fetch_sub(e->size, std::memory_order_relaxed);
   keys.fetch_sub(1, std::memory_order_relaxed);
   if (reason == RemovalReason::kEvicted) evictions.fetch_add(1, std::memory_order_relaxed);
+  if (e->tenant != TenantMap::kNone) {
+    TenantState& ts = *tenant_states[e->tenant];
+    TenantListRemove(&e->tenant_link);
+    ts.bytes -= e->size;
+    --ts.keys;
+    if (reason == RemovalReason::kEvicted) ++ts.evictions;
+  }
   if (reason == RemovalReason::kExpired) expired.fetch_add(1, std::memory_order_relaxed);
   QueueEventLocked(*e, StoreEventKind::kRemoved, reason);
   if (e->pins > 0) {
@@ -567,6 +631,10 @@ void MemoryStore::Impl::SetExpiryLocked(StoreEntry* e, int64_t expires_at_ms) {
 void MemoryStore::Impl::TouchLocked(StoreEntry* e) {
   LruRemoveLocked(e);
   LruPushFrontLocked(e);
+  if (e->tenant != TenantMap::kNone) {
+    TenantListRemove(&e->tenant_link);
+    TenantListPushFront(&tenant_states[e->tenant]->lru, &e->tenant_link);
+  }
   e->last_use = ++use_seq;
   if (e->queue != EvictQueue::kNone) {
     // Re-keyed in place: extract and insert move the node, allocating
@@ -711,6 +779,45 @@ bool MemoryStore::Impl::MakeRoomLocked(uint64_t units) {
   // Everything unpinned is gone and the pinned values still cut the free
   // room into more than kMaxPiecesPerValue pieces.
   return allocator.CanAllocate(units, kMaxPiecesPerValue);
+}
+
+Status MemoryStore::Impl::TenantRoomLocked(uint32_t t, std::string_view key, uint64_t size, uint64_t replaced) {
+  TenantState& ts = *tenant_states[t];
+  const uint64_t quota = ts.limits->dram_quota_bytes;
+  if (quota == 0) return Status::Ok();
+  const uint64_t used = ts.bytes - replaced;
+  if (used + size <= quota) return Status::Ok();
+  const std::string& name = ts.limits->name;
+  if (size > quota) {
+    return ResourceExhausted("tenant " + name + ": a value of " + FormatSizeRounded(size) +
+                             " is larger than its DRAM quota (tenants[].dram_quota " + FormatSizeRounded(quota) + ")");
+  }
+  // Choose first, evict after: a put that fails anyway evicts nothing.
+  const uint64_t need = used + size - quota;
+  uint64_t freed = 0;
+  std::vector<StoreEntry*> victims;
+  for (int pass = 0; pass < 2 && freed < need; ++pass) {
+    for (TenantLink* l = ts.lru.prev; l != &ts.lru && freed < need; l = l->prev) {
+      StoreEntry* e = l->owner;
+      if (e->pins > 0 || e->pinned() || e->size == 0 || e->key == key) continue;
+      const bool early = e->retention == Retention::kEvictFirst || ExpiredLocked(*e);
+      if (early != (pass == 0)) continue;
+      victims.push_back(e);
+      freed += e->size;
+    }
+  }
+  if (freed < need) {
+    return ResourceExhausted("tenant " + name + " is at its DRAM quota (tenants[].dram_quota " +
+                             FormatSizeRounded(quota) + ", " + FormatSizeRounded(ts.bytes) + " used; a put of " +
+                             FormatSizeRounded(size) + " needs " + FormatSizeRounded(need) +
+                             " freed and what is left is pinned or being read)");
+  }
+  for (StoreEntry* e : victims) {
+    const bool expired_now = ExpiredLocked(*e);
+    UnlinkLocked(index.find(e->key), expired_now ? RemovalReason::kExpired : RemovalReason::kEvicted);
+    if (!expired_now) ++ts.quota_evictions;
+  }
+  return Status::Ok();
 }
 
 Status MemoryStore::Impl::PinRoomLocked(std::string_view key, uint64_t units) const {
@@ -865,7 +972,9 @@ MemoryStore::~MemoryStore() {
   }
 }
 
-Result<PendingPut> MemoryStore::BeginPut(uint64_t size) {
+Result<PendingPut> MemoryStore::BeginPut(uint64_t size) { return BeginPut(size, std::string_view(), QuotaUse::kPut); }
+
+Result<PendingPut> MemoryStore::BeginPut(uint64_t size, std::string_view key, QuotaUse use) {
   Impl& s = *impl_;
   if (size > s.pool_bytes) {
     return TooLarge("BeginPut: value of " + FormatSize(size) + " is larger than the whole memory pool of " +
@@ -876,6 +985,15 @@ Result<PendingPut> MemoryStore::BeginPut(uint64_t size) {
   put.size_ = size;
   if (units > 0) {
     Impl::EventScope scope(s);
+    // The tenant's own values first: room in its quota before room in the
+    // pool, so a tenant at its quota never pushes out another's values.
+    if (const uint32_t t = s.TenantOfLocked(key); t != TenantMap::kNone) {
+      Status room = s.TenantRoomLocked(t, key, size, s.ReplacedBytesLocked(t, key));
+      if (!room.ok()) {
+        if (use == QuotaUse::kPut) ++s.tenant_states[t]->quota_refusals;
+        return room;
+      }
+    }
     if (!s.MakeRoomLocked(units)) {
       const uint64_t pinned = s.pinned_linked_units + s.draining_units;
       const uint64_t pending =
@@ -930,6 +1048,16 @@ Status MemoryStore::CommitPut(PendingPut put, std::string_view key, uint64_t che
     Status room = s.PinRoomLocked(key, entry->units);
     if (!room.ok()) {
       s.pin_refusals.fetch_add(1, std::memory_order_relaxed);
+      s.FreeLocked(entry->runs);
+      return room;
+    }
+  }
+  entry->tenant = s.TenantOfLocked(key);
+  if (entry->tenant != TenantMap::kNone) {
+    // Evicting other values of the tenant leaves `it` valid (never the key's).
+    Status room = s.TenantRoomLocked(entry->tenant, key, entry->size, s.ReplacedBytesLocked(entry->tenant, key));
+    if (!room.ok()) {
+      ++s.tenant_states[entry->tenant]->quota_refusals;
       s.FreeLocked(entry->runs);
       return room;
     }
@@ -1097,6 +1225,58 @@ uint64_t MemoryStore::AppliedTtlMs(const PutOptions& options) const {
 }
 
 const RealtimeClock& MemoryStore::realtime_clock() const { return *impl_->realtime; }
+
+void MemoryStore::SetTenants(std::shared_ptr<const TenantMap> tenants) {
+  Impl& s = *impl_;
+  if (tenants != nullptr && tenants->empty()) tenants = nullptr;
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (tenants == nullptr && s.tenant_states.empty()) return;
+  std::vector<std::unique_ptr<Impl::TenantState>> states;
+  if (tenants != nullptr) {
+    for (const TenantLimits& limits : tenants->tenants()) {
+      auto ts = std::make_unique<Impl::TenantState>();
+      ts->limits = &limits;
+      for (const auto& old : s.tenant_states) {
+        if (old->limits->name != limits.name) continue;
+        ts->evictions = old->evictions;
+        ts->quota_evictions = old->quota_evictions;
+        ts->quota_refusals = old->quota_refusals;
+      }
+      states.push_back(std::move(ts));
+    }
+  }
+  // Every linked entry, coldest first, into its tenant's list at the front:
+  // each list keeps the order of the global LRU.
+  for (LruNode* node = s.lru.prev; node != &s.lru; node = node->prev) {
+    auto* e = static_cast<StoreEntry*>(node);
+    e->tenant_link.prev = &e->tenant_link;
+    e->tenant_link.next = &e->tenant_link;
+    e->tenant = tenants != nullptr ? tenants->Find(e->key) : TenantMap::kNone;
+    if (e->tenant == TenantMap::kNone) continue;
+    Impl::TenantState& ts = *states[e->tenant];
+    e->tenant_link.owner = e;
+    Impl::TenantListPushFront(&ts.lru, &e->tenant_link);
+    ts.bytes += e->size;
+    ++ts.keys;
+  }
+  s.tenant_states = std::move(states);
+  s.tenant_map = std::move(tenants);
+}
+
+std::vector<TenantUsage> MemoryStore::TenantUsages() const {
+  const Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  std::vector<TenantUsage> rows;
+  rows.reserve(s.tenant_states.size());
+  for (const auto& ts : s.tenant_states) {
+    rows.push_back(TenantUsage{.dram_bytes = ts->bytes,
+                               .dram_keys = ts->keys,
+                               .evictions = ts->evictions,
+                               .quota_evictions = ts->quota_evictions,
+                               .quota_refusals = ts->quota_refusals});
+  }
+  return rows;
+}
 
 void MemoryStore::SetObserver(StoreObserver observer) { impl_->observer = std::move(observer); }
 

@@ -57,6 +57,20 @@
 //     parent_key) are stored goes only after them, so prefix chains lose
 //     their tails before their heads. As a last resort (parent cycles, or
 //     every leaf held by readers) any unpinned value goes, LRU first.
+// Tenant quotas (SetTenants, docs/storage.md "Tenant quotas"): each value
+// belongs to the tenant whose prefix starts its key (TenantMap), or to none
+// (the administrator's keys, which have no quota). The store counts each
+// tenant's value bytes and keys and keeps an LRU list per tenant. A put of a
+// tenant whose usage (less the value the put replaces) plus the new value
+// would pass its dram quota first evicts that tenant's own values, coldest
+// first (expired and evict_first ones before the others; within a tenant
+// plain LRU, without the leaves-first order), never another tenant's or the
+// administrator's. Values it cannot evict (retention pinned, held by
+// readers) make the put fail with ResourceExhausted naming
+// tenants[].dram_quota, having evicted nothing. BeginPut(size, key) does
+// this before any eviction for pool room, and CommitPut checks again (so
+// that a tenant's usage never passes its quota); a refused CommitPut leaves
+// the key's previous value as it was.
 // An observer (MemoryStoreOptions::observer, store_event.h) hears of every
 // publish and every removal, after the change, outside the store's lock.
 //
@@ -81,6 +95,7 @@
 
 #include "base/clock.h"
 #include "base/key_page.h"
+#include "base/tenant_map.h"
 #include "memkv/put_options.h"
 #include "memkv/status.h"
 #include "storage/hugepages.h"
@@ -245,6 +260,11 @@ enum class ReadCheck {
   kLater,  // by the caller, with ReadHandle::CheckLater once the bytes are used
 };
 
+// What a put of a tenant's key that cannot be placed within the tenant's
+// quota is: a refused put (counted in TenantUsage::quota_refusals), or a
+// promotion from the drives, which the tier just skips (not counted).
+enum class QuotaUse : uint8_t { kPut, kPromotion };
+
 class MemoryStore {
  public:
   // InvalidArgument when the block size is not a multiple of kPoolUnitBytes
@@ -259,6 +279,14 @@ class MemoryStore {
   MemoryStore& operator=(const MemoryStore&) = delete;
 
   Result<PendingPut> BeginPut(uint64_t size);
+  // BeginPut for a put of `key` (the stored key, tenant prefix included):
+  // when key's tenant would pass its dram quota, first evicts that tenant's
+  // own coldest values (the key's current value, which the put replaces,
+  // counts as freed and is not evicted), and only then anything for pool
+  // room. ResourceExhausted naming tenants[].dram_quota, nothing evicted,
+  // when the tenant's evictable values do not free enough. For a key under
+  // no tenant (or without tenants) exactly BeginPut(size).
+  Result<PendingPut> BeginPut(uint64_t size, std::string_view key, QuotaUse use = QuotaUse::kPut);
   // Publishes the value under key. `checksum` is Checksum() of the bytes the
   // caller wrote; it is stored and verified on every read. `options` are
   // kept with the value (see above). ResourceExhausted, naming
@@ -303,6 +331,18 @@ class MemoryStore {
 
   // Convenience for tests and small callers: BeginPut + copy + CommitPut.
   Status Put(std::string_view key, const void* data, uint64_t size, const PutOptions& options = {});
+
+  // The tenants whose quotas and usage the store keeps; null or empty: none.
+  // Any thread, any time (a config reload): recomputes every stored value's
+  // tenant under the store's lock (O(keys)). Counters of a tenant whose name
+  // stays carry over; the new quotas apply from the next put.
+  void SetTenants(std::shared_ptr<const TenantMap> tenants);
+  // One row per tenant of the last SetTenants, in its order: dram_bytes
+  // (value bytes of the tenant's stored values), dram_keys, evictions (its
+  // values evicted, for pool room or its quota), quota_evictions (of those,
+  // for its quota), quota_refusals (puts refused at its quota). The drive
+  // fields are 0.
+  std::vector<TenantUsage> TenantUsages() const;
 
   // Replaces the observer (MemoryStoreOptions::observer). Only before the
   // store is shared between threads: the observer is read without a lock.

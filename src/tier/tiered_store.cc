@@ -67,19 +67,38 @@ Result<StoredValue> TieredStore::GetWithoutIo(std::string_view key, storage::Rea
 }
 
 Result<storage::PendingPut> TieredStore::Reserve(uint64_t size, std::string_view key) {
-  (void)key;
-  return memory_->BeginPut(size);
+  return memory_->BeginPut(size, key);
 }
 
 void TieredStore::SetTenants(std::shared_ptr<const TenantMap> tenants) {
   if (tenants == nullptr) tenants = std::make_shared<const TenantMap>();
+  // Held while both tiers take the map, so TenantUsages sees them agree.
   std::lock_guard lock(tenants_mu_);
+  memory_->SetTenants(tenants);
+  if (drives_ != nullptr) drives_->SetTenants(tenants);
   tenants_ = std::move(tenants);
+}
+
+std::shared_ptr<const TenantMap> TieredStore::Tenants() const {
+  std::lock_guard lock(tenants_mu_);
+  return tenants_;
 }
 
 std::vector<TenantUsage> TieredStore::TenantUsages() const {
   std::lock_guard lock(tenants_mu_);
-  return std::vector<TenantUsage>(tenants_->size());
+  std::vector<TenantUsage> rows = memory_->TenantUsages();
+  rows.resize(tenants_->size());
+  if (drives_ != nullptr) {
+    const std::vector<TenantUsage> on_drives = drives_->TenantUsages();
+    for (size_t i = 0; i < rows.size() && i < on_drives.size(); ++i) {
+      rows[i].drive_bytes = on_drives[i].drive_bytes;
+      rows[i].drive_keys = on_drives[i].drive_keys;
+      rows[i].evictions += on_drives[i].evictions;
+      rows[i].quota_evictions += on_drives[i].quota_evictions;
+      rows[i].quota_refusals += on_drives[i].quota_refusals;
+    }
+  }
+  return rows;
 }
 
 std::optional<drive::ExtentStoreStats> TieredStore::DrivesStats() const {

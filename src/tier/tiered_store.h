@@ -160,17 +160,20 @@ class TieredStore {
   // another tenant's; ResourceExhausted naming the quota when it cannot.
   Result<storage::PendingPut> Reserve(uint64_t size, std::string_view key);
 
-  // The tenants whose quotas and usage the store keeps (docs/tenants.md).
-  // May be called at any time (a reload); tenants are matched by name, so
-  // one that stays keeps its usage.
+  // The tenants whose quotas and usage the store keeps (docs/tenants.md;
+  // docs/storage.md, "Tenant quotas"). May be called at any time (a
+  // reload); tenants are matched by name, so one that stays keeps its
+  // counters (its usage is recounted from what is stored). Both tiers
+  // recount every value's tenant: O(keys) under each tier's lock.
   void SetTenants(std::shared_ptr<const TenantMap> tenants);
-  // One row per tenant of the last SetTenants, in its order.
+  // One row per tenant of the last SetTenants, in its order: dram_* from
+  // the pool, drive_* from the drives (0 without), evictions and
+  // quota_evictions summed over both tiers (a value evicted from DRAM and
+  // later from the drives counts twice), quota_refusals summed over both
+  // (a put refused at a DRAM quota, or at a drive quota).
   std::vector<TenantUsage> TenantUsages() const;
   // The map of the last SetTenants (never null).
-  std::shared_ptr<const TenantMap> Tenants() const {
-    std::lock_guard lock(tenants_mu_);
-    return tenants_;
-  }
+  std::shared_ptr<const TenantMap> Tenants() const;
   // In DRAM or on a drive (index lookups only).
   bool Exists(std::string_view key);
   // The size of the value under `key`, in DRAM or on a drive (index lookups only).
@@ -296,8 +299,19 @@ class TieredStore {
   // Blocking, on the I/O threads.
   // Runs `attempt` (a drive write of `size` bytes) again while it fails for
   // want of room that evicting the drives' coldest values can make.
-  Status WithDriveRoom(uint64_t size, const std::function<Status()>& attempt);
+  // First, when `key`'s tenant would pass its drive quota, evicts that
+  // tenant's own coldest values (failing with the quota's ResourceExhausted
+  // when it cannot), so that drive room is never made from another tenant's
+  // values for a tenant at its quota.
+  Status WithDriveRoom(std::string_view key, uint64_t size, const std::function<Status()>& attempt);
+  // The tenant-quota part of WithDriveRoom: evicts for key's tenant quota.
+  Status MakeTenantDriveRoom(std::string_view key, uint64_t size, bool* evicted);
   Status WriteThrough(PutCommit commit);
+  // Publishes in DRAM a put the drives now hold. When DRAM refuses it at
+  // the tenant's quota (taken meanwhile), drops any older DRAM copy and
+  // returns Ok: the value is stored, on the drives.
+  Status PublishWritten(storage::PendingPut put, const std::string& key, uint64_t checksum,
+                        const PutOptions& options);
   // What the drives keep of a put's options: the expiry as an instant.
   drive::ValueAttrs DriveAttrs(const PutOptions& options) const;
   // The options a value read back from the drives is published in DRAM with

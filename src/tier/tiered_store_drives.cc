@@ -121,13 +121,38 @@ std::mutex& TieredStore::StripeFor(std::string_view key) {
   return stripes_[std::hash<std::string_view>{}(key) % stripes_.size()];
 }
 
-Status TieredStore::WithDriveRoom(uint64_t size, const std::function<Status()>& attempt) {
+Status TieredStore::MakeTenantDriveRoom(std::string_view key, uint64_t size, bool* evicted) {
+  *evicted = false;
+  Result<std::vector<drive::RemovedValue>> own =
+      drives_->EvictForTenantQuota(key, size, [this](std::string_view k) { return memory_->Exists(k); });
+  if (!own.ok()) return own.status();
+  *evicted = !own->empty();
+  drive_evictions_.fetch_add(own->size(), std::memory_order_relaxed);
+  NoteDriveRemovals(*own);
+  return Status::Ok();
+}
+
+Status TieredStore::WithDriveRoom(std::string_view key, uint64_t size, const std::function<Status()>& attempt) {
   const uint64_t block = drives_->block_size_bytes();
   const uint64_t extents = std::max<uint64_t>(1, (size + block - 1) / block);
-  Status s;
+  bool own_evicted = false;
+  Status s = MakeTenantDriveRoom(key, size, &own_evicted);
+  if (!s.ok()) {
+    write_failures_.fetch_add(1, std::memory_order_relaxed);
+    return s;
+  }
   for (int round = 0; round < kMaxRoomAttempts; ++round) {
     s = attempt();
-    if (s.code() != StatusCode::kResourceExhausted || !EvictionCanHelp(extents)) break;
+    if (s.code() != StatusCode::kResourceExhausted) break;
+    // Another put of the tenant may have taken the quota meanwhile: its
+    // own values again, before anyone else's.
+    Status own = MakeTenantDriveRoom(key, size, &own_evicted);
+    if (!own.ok()) {
+      s = own;
+      break;
+    }
+    if (own_evicted) continue;
+    if (!EvictionCanHelp(extents)) break;
     // Values DRAM holds are hot (their reads never reach the drives' LRU):
     // evict them from the drives last. Ask for the bytes this put needs.
     Result<std::vector<drive::RemovedValue>> evicted = drives_->EvictColdestValues(
@@ -149,9 +174,20 @@ Status TieredStore::WriteThrough(PutCommit commit) {
   const std::optional<uint64_t> replaced = options_.observer ? drives_->ValueSize(key) : std::nullopt;
   const drive::ValueAttrs attrs = DriveAttrs(commit.options);
   MEMKV_RETURN_IF_ERROR(
-      WithDriveRoom(put.size(), [&] { return drives_->PutIov(key, put.iov(), commit.checksum, &attrs); }));
+      WithDriveRoom(key, put.size(), [&] { return drives_->PutIov(key, put.iov(), commit.checksum, &attrs); }));
   NoteDrivePut(key, put.size(), commit.options, replaced);
-  return memory_->CommitPut(std::move(put), key, commit.checksum, commit.options);
+  return PublishWritten(std::move(put), key, commit.checksum, commit.options);
+}
+
+Status TieredStore::PublishWritten(storage::PendingPut put, const std::string& key, uint64_t checksum,
+                                   const PutOptions& options) {
+  Status published = memory_->CommitPut(std::move(put), key, checksum, options);
+  if (published.code() != StatusCode::kResourceExhausted) return published;
+  // The drives hold the value now; DRAM refused it (the tenant's DRAM quota
+  // filled meanwhile): the put is stored, served from the drives, and DRAM
+  // must not keep an older copy.
+  (void)memory_->Delete(key);
+  return Status::Ok();
 }
 
 drive::ValueAttrs TieredStore::DriveAttrs(const PutOptions& options) const {
@@ -260,7 +296,9 @@ Result<StoredValue> TieredStore::ReadOnce(const std::string& key, uint64_t size,
   }
   if ((options_.promote_on_read && !StreamsPut(size)) || need == ReadNeed::kDramPin) {
     Status no_room;
-    Result<storage::PendingPut> put = memory_->BeginPut(size);
+    // Within the tenant's DRAM quota (its own coldest values make room),
+    // or not promoted: a get does not fail for the quota.
+    Result<storage::PendingPut> put = memory_->BeginPut(size, key, storage::QuotaUse::kPromotion);
     if (put.ok()) {
       MEMKV_ASSIGN_OR_RETURN(drive::ValueInfo read, drives_->GetIov(key, put->iov()));
       if (read.size_bytes != size) return resized(read);
@@ -268,15 +306,16 @@ Result<StoredValue> TieredStore::ReadOnce(const std::string& key, uint64_t size,
       // A pin the DRAM cap has no room for is promoted as a normal value
       // (its drive copy stays pinned): a get must not fail for it.
       if (!memory_->CheckPinRoom(key, size, options).ok()) options.retention = Retention::kNormal;
-      MEMKV_RETURN_IF_ERROR(memory_->CommitPut(std::move(put).value(), key, read.checksum, options));
-      promotions_.fetch_add(1, std::memory_order_relaxed);
-      Result<storage::ReadHandle> pinned = memory_->Get(key);
+      Status published = memory_->CommitPut(std::move(put).value(), key, read.checksum, options);
+      if (!published.ok() && published.code() != StatusCode::kResourceExhausted) return published;
+      Result<storage::ReadHandle> pinned = published.ok() ? memory_->Get(key) : Result<storage::ReadHandle>(published);
+      if (published.ok()) promotions_.fetch_add(1, std::memory_order_relaxed);
       if (pinned.ok()) {
         drive_hits_.fetch_add(1, std::memory_order_relaxed);
         return StoredValue::Pinned(std::move(pinned).value());
       }
-      // Evicted again by other puts before it could be pinned; the drives
-      // still hold it.
+      // Evicted again by other puts before it could be pinned, or refused
+      // at the tenant's quota meanwhile; the drives still hold it.
       no_room = pinned.status();
     } else {
       no_room = put.status();
@@ -335,10 +374,23 @@ std::vector<Status> TieredStore::WriteThroughMany(std::vector<PutCommit> puts) {
     std::vector<std::optional<uint64_t>> replaced;
     std::vector<drive::ValueAttrs> attrs;
     attrs.reserve(puts.size());  // never reallocated: writes point into it
+    // Room in each tenant's drive quota for what the batch adds to it.
+    const std::shared_ptr<const TenantMap> tenants = Tenants();
+    std::vector<uint64_t> batch_bytes(tenants->size(), 0);
     for (size_t i = 0; i < puts.size(); ++i) {
       const PutCommit& p = puts[i];
       statuses[i] = memory_->CheckPinRoom(p.key, p.put.size(), p.options);
       if (!statuses[i].ok()) continue;
+      if (const uint32_t t = tenants->Find(p.key); t != TenantMap::kNone) {
+        batch_bytes[t] += p.put.size();
+        bool evicted = false;
+        statuses[i] = MakeTenantDriveRoom(p.key, batch_bytes[t], &evicted);
+        if (!statuses[i].ok()) {
+          batch_bytes[t] -= p.put.size();
+          write_failures_.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
+      }
       sent.push_back(i);
       attrs.push_back(DriveAttrs(p.options));
       writes.push_back({p.key, p.put.iov(), p.checksum, &attrs.back()});
@@ -349,7 +401,7 @@ std::vector<Status> TieredStore::WriteThroughMany(std::vector<PutCommit> puts) {
       const size_t i = sent[j];
       if (written[j].ok()) {
         NoteDrivePut(puts[i].key, puts[i].put.size(), puts[i].options, replaced[j]);
-        statuses[i] = memory_->CommitPut(std::move(puts[i].put), puts[i].key, puts[i].checksum, puts[i].options);
+        statuses[i] = PublishWritten(std::move(puts[i].put), puts[i].key, puts[i].checksum, puts[i].options);
       } else if (written[j].code() == StatusCode::kResourceExhausted) {
         needs_room[i] = true;  // below, alone, evicting for room as a single put does
       } else {

@@ -26,7 +26,7 @@ void TieredStore::BeginStreamPut(std::string key, uint64_t size, const PutOption
       1,
       [this, begin](size_t) {
         ValueStream& s = *begin->stream;
-        begin->status = WithDriveRoom(s.size(), [&]() -> Status {
+        begin->status = WithDriveRoom(s.key_, s.size(), [&]() -> Status {
           const drive::ValueAttrs attrs = DriveAttrs(s.options_);
           MEMKV_ASSIGN_OR_RETURN(s.writer_, drives_->BeginPut(s.key_, s.size(), &attrs));
           return Status::Ok();
