@@ -72,6 +72,7 @@ Result<storage::PendingPut> TieredStore::Reserve(uint64_t size, std::string_view
 }
 
 void TieredStore::SetTenants(std::shared_ptr<const TenantMap> tenants) {
+  if (drives_) drives_->SetTenants(tenants);
   if (tenants == nullptr) tenants = std::make_shared<const TenantMap>();
   std::lock_guard lock(tenants_mu_);
   tenants_ = std::move(tenants);
