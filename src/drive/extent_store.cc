@@ -686,14 +686,30 @@ Status ReadValueRange(ExtentStore::Impl& s, const Entry& e, uint64_t from, std::
   for (size_t start = 0; start < pieces.size();) {
     std::vector<uint32_t> bufs = s.AcquireBuffers(pieces.size() - start);
     std::vector<IoOp> ops;
+    std::vector<size_t> op_segment;  // encrypted: the segment each read holds (one read per segment)
     ops.reserve(bufs.size());
     for (size_t j = 0; j < bufs.size(); ++j) {
       const ExtentPiece& p = pieces[start + j];
       const Drive& d = s.drives[p.extent->drive];
-      ops.push_back(IoOp{.kind = IoKind::kRead, .drive = p.extent->drive,
-                         .offset = d.sb.unit_offset(p.extent->unit + p.unit), .buf = s.buffer(bufs[j]),
-                         .length = uint32_t(UnitsFor(p.data_bytes) * kDriveUnitBytes),
-                         .fixed_buffer = int32_t(bufs[j])});
+      const uint64_t at = d.sb.unit_offset(p.extent->unit + p.unit);
+      if (!s.encrypted) {
+        ops.push_back(IoOp{.kind = IoKind::kRead, .drive = p.extent->drive, .offset = at, .buf = s.buffer(bufs[j]),
+                           .length = uint32_t(UnitsFor(p.data_bytes) * kDriveUnitBytes),
+                           .fixed_buffer = int32_t(bufs[j])});
+        continue;
+      }
+      // A read per segment: the first is opened while the drive still
+      // reads the others.
+      const uint64_t piece_end = p.offset + p.data_bytes;
+      for (size_t g = next_segment; g < segments.size() && segments[g].offset < piece_end; ++g) {
+        const uint64_t skip = segments[g].offset - p.offset;  // a multiple of the unit
+        ops.push_back(IoOp{.kind = IoKind::kRead, .drive = p.extent->drive, .offset = at + skip,
+                           .buf = s.buffer(bufs[j]) + skip,
+                           .length = uint32_t(UnitsFor(segments[g].bytes) * kDriveUnitBytes),
+                           .fixed_buffer = int32_t(bufs[j])});
+        op_segment.push_back(g);
+      }
+      while (next_segment < segments.size() && segments[next_segment].offset < piece_end) ++next_segment;
     }
     size_t next = 0;  // the first read not yet hashed and copied
     std::vector<bool> in(ops.size(), false);
@@ -702,34 +718,32 @@ Status ReadValueRange(ExtentStore::Impl& s, const Entry& e, uint64_t from, std::
       in[i] = true;
       failed = failed || !ops[i].ok();
       for (; !failed && next < ops.size() && in[next]; ++next) {
-        const ExtentPiece& p = pieces[start + next];
         if (!s.encrypted) {
+          const ExtentPiece& p = pieces[start + next];
           sum->Update(ops[next].buf, p.data_bytes);
           CopyToIov(dst, p.offset - from, ops[next].buf, p.data_bytes);
           continue;
         }
-        // Open each segment on its copy out of the buffer; its tag is
+        // Open the segment on its copy out of the buffer; its tag is
         // checked before the read returns any of it.
-        const uint64_t piece_end = p.offset + p.data_bytes;
-        for (; next_segment < segments.size() && segments[next_segment].offset < piece_end; ++next_segment) {
-          const SealSegment& g = segments[next_segment];
-          const SegmentSeal& seal = e.seals[next_segment];
-          SegmentCipher& cipher = ThreadCipher();
-          cipher.Begin(false, (*keys)[g.drive], seal.nonce, e.key, e.value_bytes, g.offset);
-          const uint8_t* sealed = ops[next].buf + (g.offset - p.offset);
-          ForEachIovPiece(dst, g.offset - from, g.bytes, [&](uint8_t* out, uint64_t n, uint64_t done) {
-            for (uint64_t at = 0; at < n; at += kCryptSliceBytes) {
-              const uint64_t k = std::min<uint64_t>(kCryptSliceBytes, n - at);
-              cipher.Update(sealed + done + at, out + at, k);
-              sum->Update(out + at, k);
-            }
-          });
-          if (!cipher.FinishOpen(seal.tag) && auth_failure.empty()) {
-            auth_failure = "get " + KeyForLog(e.key) + ": segment at offset " + std::to_string(g.offset) + " (" +
-                           std::to_string(g.bytes) + " bytes) on drive " + std::to_string(g.drive) +
-                           " failed its authentication tag: written under another key (its tenant removed "
-                           "from the config, or another master key) or changed on the drive";
+        const size_t gi = op_segment[next];
+        const SealSegment& g = segments[gi];
+        const SegmentSeal& seal = e.seals[gi];
+        SegmentCipher& cipher = ThreadCipher();
+        cipher.Begin(false, (*keys)[g.drive], seal.nonce, e.key, e.value_bytes, g.offset);
+        const uint8_t* sealed = ops[next].buf;
+        ForEachIovPiece(dst, g.offset - from, g.bytes, [&](uint8_t* out, uint64_t n, uint64_t done) {
+          for (uint64_t at = 0; at < n; at += kCryptSliceBytes) {
+            const uint64_t k = std::min<uint64_t>(kCryptSliceBytes, n - at);
+            cipher.Update(sealed + done + at, out + at, k);
+            sum->Update(out + at, k);
           }
+        });
+        if (!cipher.FinishOpen(seal.tag) && auth_failure.empty()) {
+          auth_failure = "get " + KeyForLog(e.key) + ": segment at offset " + std::to_string(g.offset) + " (" +
+                         std::to_string(g.bytes) + " bytes) on drive " + std::to_string(g.drive) +
+                         " failed its authentication tag: written under another key (its tenant removed "
+                         "from the config, or another master key) or changed on the drive";
         }
       }
     });
