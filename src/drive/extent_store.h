@@ -33,6 +33,11 @@
 // ResourceExhausted naming each drive's free space; the caller (the tier)
 // makes room with EvictColdest and retries.
 //
+// Encryption at rest (ExtentStoreOptions::master_key; drive_crypto.h):
+// every value is sealed with AES-256-GCM in seal segments on its way into
+// the staging buffers and opened on its way out; a segment that fails its
+// tag is a miss (decrypt_failures) and the value is dropped.
+//
 // Thread-safety: every method may be called from any thread. One mutex
 // guards the index, the LRU list, the allocators and the drive states; drive
 // I/O and checksums run outside it. Journal writes are serialised by the
