@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -63,6 +64,46 @@ TEST(TierTest, ValuesSurviveARestartAndAreReadFromTheDrivesAfterDramEviction) {
   Result<bool> exists = client->Exists(Key(kValues - 1));
   ASSERT_TRUE(exists.ok());
   EXPECT_TRUE(*exists);
+}
+
+TEST(TierTest, EncryptedDrivesServeValuesAcrossARestartAndRefuseAPlainConfig) {
+  TempDir dir;
+  const std::string key_file = dir.path() + "/drive.key";
+  {
+    std::FILE* f = std::fopen(key_file.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n", f);
+    std::fclose(f);
+  }
+  const ServerSpec spec = FileModeSpec(dir.path(), 2, "256 MiB", "16 MiB",
+                                       "  encryption: aes-256-gcm\n  encryption_key_file: " + key_file + "\n");
+  constexpr int kValues = 40;  // ~36 MiB through a 16 MiB pool: most are read from the drives
+  const std::vector<uint8_t> kBig = Pattern(20 * kMiB + 3, 77);
+  {
+    ServerProcess server;
+    ASSERT_TRUE(server.Start(spec).ok()) << server.Stderr();
+    auto client = ClientFor({&server}, 20000);
+    for (int i = 0; i < kValues; ++i) ASSERT_TRUE(client->Put(Key(i), Value(i)).ok()) << i << server.Stderr();
+    // Larger than the pool: streamed to and from the drives a window at a time.
+    ASSERT_TRUE(client->Put("tier/big", kBig).ok()) << server.Stderr();
+    for (int i = 0; i < kValues; ++i) ExpectValue(*client, Key(i), Value(i), server);
+    ExpectValue(*client, "tier/big", kBig, server);
+    EXPECT_EQ(server.Stop(), 0) << server.Stderr();
+  }
+  {
+    ServerProcess server;
+    ASSERT_TRUE(server.Start(spec).ok()) << server.Stderr();
+    auto client = ClientFor({&server}, 20000);
+    for (int i = 0; i < kValues; ++i) ExpectValue(*client, Key(i), Value(i), server);
+    ExpectValue(*client, "tier/big", kBig, server);
+    EXPECT_EQ(server.Stop(), 0) << server.Stderr();
+  }
+  // The same drive files under a config without encryption: refused, naming both.
+  ServerProcess plain;
+  EXPECT_FALSE(plain.Start(FileModeSpec(dir.path(), 2, "256 MiB", "16 MiB")).ok());
+  EXPECT_NE(plain.Stderr().find("formatted with encryption (aes-256-gcm) but storage.encryption is off"),
+            std::string::npos)
+      << plain.Stderr();
 }
 
 TEST(TierTest, BatchGetMixesDramAndDriveHitsInKeyOrder) {

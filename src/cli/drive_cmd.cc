@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -141,8 +142,10 @@ struct Failure {
   std::string message;
 };
 
-// The drives to examine: --drives, else storage.drives of the config.
-Result<std::vector<std::string>> ResolveDrives(const DriveFlags& flags, Failure* failure) {
+// The drives to examine: --drives, else storage.drives of the config (and
+// its master key when storage.encryption is on).
+Result<std::vector<std::string>> ResolveDrives(const DriveFlags& flags, Failure* failure,
+                                               std::optional<drive::MasterKey>* master_key) {
   if (!flags.drives.empty()) return flags.drives;
   std::string path = flags.config_path;
   if (path.empty() && ::access(kSystemConfig, F_OK) == 0) path = kSystemConfig;
@@ -160,6 +163,14 @@ Result<std::vector<std::string>> ResolveDrives(const DriveFlags& flags, Failure*
     *failure = {kExitConfig, path + " has storage.mode " + std::string(config::StorageModeName(config->storage.mode)) +
                                  " and no storage.drives: nothing to examine"};
     return InvalidArgument(failure->message);
+  }
+  if (config->storage.encryption != config::StorageEncryption::kOff) {
+    Result<drive::MasterKey> key = drive::ReadMasterKeyFile(config->storage.encryption_key_file);
+    if (!key.ok()) {
+      *failure = {kExitConfig, key.status().message()};
+      return key.status();
+    }
+    *master_key = *key;
   }
   std::vector<std::string> drives;
   for (const config::DriveConfig& d : config->storage.drives) drives.push_back(d.media);
@@ -637,7 +648,8 @@ int RunDrive(const std::vector<std::string>& args, const Environment& /*env*/) {
   };
 
   Failure failure;
-  Result<std::vector<std::string>> drives = ResolveDrives(flags, &failure);
+  std::optional<drive::MasterKey> master_key;
+  Result<std::vector<std::string>> drives = ResolveDrives(flags, &failure, &master_key);
   if (!drives.ok()) return failure.code == kExitUsage ? Usage(failure.message) : fail(failure);
 
   // First pass: read-only; a drive held by a running server stops us here.
@@ -660,6 +672,7 @@ int RunDrive(const std::vector<std::string>& args, const Environment& /*env*/) {
     drive::ExtentStoreOptions o;
     o.drives = *drives;
     o.io_buffers = 8;
+    o.master_key = master_key;
     store = drive::ExtentStore::Open(o);
     if (!store.ok() && store.status().message().find("in use by another") != std::string::npos) {
       return fail({kExitUnavailable, store.status().message() + "; stop the server first"});  // started meanwhile

@@ -70,6 +70,11 @@ Options:
                        bytes) per value of the store: with large values a
                        smaller journal gives drive space back
                        (docs/storage.md, "Journal capacity")
+  --encryption-key-file PATH
+                       format the drives encrypted (storage.encryption:
+                       aes-256-gcm) under the master key in PATH: 32 raw
+                       bytes or 64 hex characters (docs/storage.md,
+                       "Encryption at rest")
   --force              erase whatever the drives hold (MemKV data, filesystems)
   --idempotent         drives that already form one MemKV store with these
                        settings are left alone; the config is printed again
@@ -94,6 +99,7 @@ struct SetupFlags {
   uint64_t block_size_bytes = kDefaultBlockBytes;
   uint64_t file_size_bytes = 0;
   uint64_t journal_area_bytes = 0;  // 0: ExtentStore::Format's default
+  std::string encryption_key_file;  // set: format encrypted
   bool force = false;
   bool idempotent = false;
 };
@@ -110,7 +116,8 @@ std::optional<int> ParseSetupFlags(const std::vector<std::string>& raw_args, Set
     return kExitUsage;
   };
   Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, {.switches = {"--force", "--idempotent"},
-                                     .valued = {"--address", "--rdma", "--block-size", "--file-size", "--journal-size"},
+                                     .valued = {"--address", "--rdma", "--block-size", "--file-size", "--journal-size",
+                                                "--encryption-key-file"},
                                      .lists = {"--drives"},
                                      .operand = "drive path"});
   if (!expanded.ok()) return usage(expanded.status().message());
@@ -133,6 +140,8 @@ std::optional<int> ParseSetupFlags(const std::vector<std::string>& raw_args, Set
       // ExpandOptions: at least one path follows (the first may be "--drives=-x").
       flags->drives.push_back(args[++i]);
       while (i + 1 < args.size() && !LooksLikeOption(args[i + 1])) flags->drives.push_back(args[++i]);
+    } else if (a == "--encryption-key-file") {
+      flags->encryption_key_file = args[++i];
     } else if (a == "--address") {
       const std::string& v = args[++i];
       Result<config::internal::HostPort> split = config::internal::SplitHostPort(v);
@@ -393,6 +402,7 @@ std::string YamlQuoted(const std::string& s) {
 }
 
 struct ConfigInputs {
+  std::string encryption_key_file;  // set: the drives are encrypted
   std::string address;
   bool direct = false;
   uint64_t block_size_bytes = 0;
@@ -434,6 +444,9 @@ std::string RenderConfig(const ConfigInputs& in) {
        "  sync: interval\n  sync_interval_ms: 1000\n";
   y += "  block_size: " + FormatSize(in.block_size_bytes) + "\n  drives:\n";
   for (const std::string& d : in.drives) y += "    - media: " + YamlQuoted(d) + "\n";
+  if (!in.encryption_key_file.empty()) {
+    y += "  encryption: aes-256-gcm\n  encryption_key_file: " + YamlQuoted(in.encryption_key_file) + "\n";
+  }
   return y;
 }
 
@@ -486,9 +499,11 @@ Result<std::vector<DriveCheck>> ExamineAll(const SetupFlags& flags, Failure* fai
 }
 
 // Opens the store once: proof that it works, and its figures for the config.
-Result<drive::ExtentStoreStats> OpenOnce(const std::vector<std::string>& drives) {
+Result<drive::ExtentStoreStats> OpenOnce(const std::vector<std::string>& drives,
+                                         const std::optional<drive::MasterKey>& master_key) {
   drive::ExtentStoreOptions o;
   o.drives = drives;
+  o.master_key = master_key;
   o.io_buffers = 1;
   MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<drive::ExtentStore> store, drive::ExtentStore::Open(o));
   drive::ExtentStoreStats st = store->Stats();
@@ -513,6 +528,12 @@ int RunSetup(const std::vector<std::string>& args, const Environment& /*env*/, v
   Result<std::vector<DriveCheck>> examined = ExamineAll(flags, &failure);
   if (!examined.ok()) return Fail(failure);
   const std::vector<DriveCheck>& checks = *examined;
+  std::optional<drive::MasterKey> master_key;
+  if (!flags.encryption_key_file.empty()) {
+    Result<drive::MasterKey> key = drive::ReadMasterKeyFile(flags.encryption_key_file);
+    if (!key.ok()) return Fail({kExitConfig, "--encryption-key-file: " + key.status().message()});
+    master_key = *key;
+  }
   const bool direct = checks[0].block_device;
 
   // Before anything is written: the RDMA device must exist when named.
@@ -528,7 +549,7 @@ int RunSetup(const std::vector<std::string>& args, const Environment& /*env*/, v
   if (flags.idempotent) {
     Status same = SameStore(checks, flags);
     if (same.ok()) {
-      Result<drive::ExtentStoreStats> st = OpenOnce(paths);
+      Result<drive::ExtentStoreStats> st = OpenOnce(paths, master_key);
       if (st.ok()) {
         kept = *st;
         LOG_INFO << "setup: the drives already hold store " << st->store_uuid.ToString() << " (" << st->keys
@@ -571,6 +592,7 @@ int RunSetup(const std::vector<std::string>& args, const Environment& /*env*/, v
     fo.file_size_bytes = flags.file_size_bytes;
     fo.journal_area_bytes = flags.journal_area_bytes;
     fo.force = flags.force;
+    fo.master_key = master_key;
     LOG_INFO << "setup: formatting " << paths.size() << " drive(s) for storage.mode " << (direct ? "direct" : "file")
              << ", block size " << FormatSize(flags.block_size_bytes);
     if (Status s = drive::ExtentStore::Format(fo); !s.ok()) {
@@ -579,11 +601,16 @@ int RunSetup(const std::vector<std::string>& args, const Environment& /*env*/, v
     }
   }
 
-  Result<drive::ExtentStoreStats> st = keep ? Result<drive::ExtentStoreStats>(*kept) : OpenOnce(paths);
+  Result<drive::ExtentStoreStats> st = keep ? Result<drive::ExtentStoreStats>(*kept) : OpenOnce(paths, master_key);
   if (!st.ok()) return Fail({kExitFailed, "the store does not open after formatting: " + st.status().message()});
 
   ConfigInputs in;
   in.address = flags.address;
+  if (!flags.encryption_key_file.empty()) {
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(flags.encryption_key_file, ec);
+    in.encryption_key_file = ec ? flags.encryption_key_file : abs.string();
+  }
   in.direct = direct;
   in.block_size_bytes = st->block_size_bytes;
   for (const DriveCheck& c : checks) in.drives.push_back(c.config_path);

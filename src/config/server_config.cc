@@ -131,6 +131,19 @@ void ReadStorageSync(const YAML::Node& node, const std::string& path, Diagnostic
   d->Fail(path, path + ": '" + text + "' is not a sync policy; allowed: always, interval");
 }
 
+void ReadStorageEncryption(const YAML::Node& node, const std::string& path, Diagnostics* d,
+                           StorageEncryption* out) {
+  std::string text;
+  if (!ReadString(node, path, d, &text)) return;
+  for (StorageEncryption e : {StorageEncryption::kOff, StorageEncryption::kAes256Gcm}) {
+    if (text == StorageEncryptionName(e)) {
+      *out = e;
+      return;
+    }
+  }
+  d->Fail(path, path + ": '" + text + "' is not an encryption; allowed: off, aes-256-gcm");
+}
+
 void ReadDrives(const YAML::Node& node, const std::string& path, Diagnostics* d,
                 std::vector<DriveConfig>* out) {
   if (node.IsNull()) return;
@@ -175,6 +188,9 @@ void ReadStorage(const YAML::Node& node, Diagnostics* d, StorageConfig* out, boo
     ReadDrives(v, p, d, &out->drives);
   };
   auto sync = [d, out](const YAML::Node& v, const std::string& p) { ReadStorageSync(v, p, d, &out->sync); };
+  auto encryption = [d, out](const YAML::Node& v, const std::string& p) {
+    ReadStorageEncryption(v, p, d, &out->encryption);
+  };
   ReadMap(node, "storage",
           {{"mode", mode},
            SizeField("block_size", d, &out->block_size_bytes),
@@ -182,7 +198,9 @@ void ReadStorage(const YAML::Node& node, Diagnostics* d, StorageConfig* out, boo
            BoolField("promote_on_read", d, &out->promote_on_read),
            Uint32Field("io_threads", kIoThreadsAllowed, d, &out->io_threads),
            {"sync", sync},
-           Uint32Field("sync_interval_ms", kSyncIntervalAllowed, d, &out->sync_interval_ms)},
+           Uint32Field("sync_interval_ms", kSyncIntervalAllowed, d, &out->sync_interval_ms),
+           {"encryption", encryption},
+           StringField("encryption_key_file", d, &out->encryption_key_file)},
           d);
 }
 
@@ -226,6 +244,10 @@ std::string_view StorageModeName(StorageMode mode) {
 
 std::string_view StorageSyncName(StorageSync sync) {
   return sync == StorageSync::kAlways ? "always" : "interval";
+}
+
+std::string_view StorageEncryptionName(StorageEncryption encryption) {
+  return encryption == StorageEncryption::kAes256Gcm ? "aes-256-gcm" : "off";
 }
 
 ServerConfig EmbeddedDefaultConfig(const std::string& data_dir) {

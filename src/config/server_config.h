@@ -92,6 +92,14 @@ enum class StorageSync : uint8_t {
 };
 std::string_view StorageSyncName(StorageSync sync);
 
+// storage.encryption: whether values on the drives are sealed (docs/storage.md,
+// "Encryption at rest").
+enum class StorageEncryption : uint8_t {
+  kOff,
+  kAes256Gcm,  // AES-256-GCM under a key per tenant derived from encryption_key_file
+};
+std::string_view StorageEncryptionName(StorageEncryption encryption);
+
 struct StorageConfig {
   StorageMode mode = StorageMode::kDirect;
   uint64_t block_size_bytes = 4ULL << 20;
@@ -100,6 +108,9 @@ struct StorageConfig {
   uint32_t io_threads = 16;      // drive I/O threads, 1..64
   StorageSync sync = StorageSync::kInterval;
   uint32_t sync_interval_ms = 1000;  // kInterval: the longest a write waits for its flush, 1..60000
+  StorageEncryption encryption = StorageEncryption::kOff;
+  // The master key: 32 raw bytes or 64 hex characters; required with encryption.
+  std::string encryption_key_file;
   // Set when the file names no storage (neither storage.mode nor
   // storage.drives): mode file with the embedded default's one drive file,
   // <data dir>/drive0.memkv, filled in by ResolveDataDir.

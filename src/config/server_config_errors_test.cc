@@ -79,6 +79,29 @@ TEST(ServerConfigStorageTest, ModeAndDrivesMustAgree) {
   EXPECT_TRUE(HasLineWith(lines, {"storage.mode", "'disk'", "direct, file, memory"}));
 }
 
+TEST(ServerConfigStorageTest, EncryptionNeedsAKeyFileAndDrives) {
+  Result<ServerConfig> off = Parse("storage:\n  mode: direct\n  drives:\n    - media: /dev/nvme0n1\n");
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_EQ(off->storage.encryption, StorageEncryption::kOff);
+  Result<ServerConfig> on = Parse(
+      "storage:\n  mode: direct\n  drives:\n    - media: /dev/nvme0n1\n  encryption: aes-256-gcm\n"
+      "  encryption_key_file: /etc/memkv/drive.key\n");
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  EXPECT_EQ(on->storage.encryption, StorageEncryption::kAes256Gcm);
+  EXPECT_EQ(on->storage.encryption_key_file, "/etc/memkv/drive.key");
+  std::vector<std::string> lines =
+      ProblemLines(Parse("storage:\n  mode: direct\n  drives:\n    - media: /a\n  encryption: aes-256-gcm\n"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(HasLineWith(lines, {"storage.encryption_key_file: missing", "32 raw bytes or 64 hex"}));
+  lines = ProblemLines(
+      Parse("storage:\n  mode: memory\n  encryption: aes-256-gcm\n  encryption_key_file: /k\n"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(HasLineWith(lines, {"storage.encryption", "no drives to encrypt"}));
+  lines = ProblemLines(Parse("storage:\n  mode: direct\n  drives:\n    - media: /a\n  encryption: aes\n"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(HasLineWith(lines, {"storage.encryption", "'aes'", "off, aes-256-gcm"}));
+}
+
 TEST(ServerConfigMemoryTest, ReadCheckIntervalDefaultsToOneSecondAndIsChecked) {
   Result<ServerConfig> defaults = Parse("memory:\n  max_size: 1 GiB\n");
   ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();

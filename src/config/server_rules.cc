@@ -226,6 +226,15 @@ void CheckStorage(const StorageConfig& s, Diagnostics* d) {
                  "storage.drives: mode '" + mode +
                      "' needs at least one drive; add drives or set storage.mode: memory");
   }
+  if (s.encryption != StorageEncryption::kOff && s.mode == StorageMode::kMemory) {
+    d->Violation({"storage.encryption", "storage.mode"},
+                 "storage.encryption: mode 'memory' has no drives to encrypt (values stay in RAM); set "
+                 "storage.encryption: off or use storage.mode: direct or file");
+  } else if (s.encryption != StorageEncryption::kOff && s.encryption_key_file.empty()) {
+    d->Violation({"storage.encryption_key_file", "storage.encryption"},
+                 "storage.encryption_key_file: missing; storage.encryption: aes-256-gcm needs the path of a "
+                 "master key file (32 raw bytes or 64 hex characters)");
+  }
   if (s.mode == StorageMode::kMemory && !s.drives.empty()) {
     d->Violation({"storage.drives", "storage.mode"},
                  "storage.drives: mode 'memory' keeps blocks in RAM only, but " +

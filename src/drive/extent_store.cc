@@ -128,7 +128,8 @@ void CountLocked(ExtentStore::Impl& s, const Entry& e, int sign) {
       s.by_expiry.erase({e.attrs.expires_at_ms, &e});
     }
   }
-  const uint64_t record = PutRecordBytes(e.key.size(), e.extents.size()) + AttrsTailBytes(e.attrs);
+  const uint64_t record = PutRecordBytes(e.key.size(), e.extents.size()) + AttrsTailBytes(e.attrs) +
+                          SealsBytes(e.seals.size());
   s.journal_live_bytes = sign > 0 ? s.journal_live_bytes + record : s.journal_live_bytes - record;
   uint64_t offset = 0;
   for (const ExtentRef& x : e.extents) {
@@ -341,7 +342,9 @@ Result<Allocation> AllocateLocked(ExtentStore::Impl& s, uint64_t value_bytes, st
                              std::to_string(free_total * kDriveUnitBytes) + " free: " + DescribeSpaceLocked(s.drives));
   }
   const uint64_t block_units = s.block_bytes / kDriveUnitBytes;
-  const uint64_t record = PutRecordBytes(key.size(), (units + block_units - 1) / block_units);
+  const uint64_t extents = (units + block_units - 1) / block_units;
+  const uint64_t record = PutRecordBytes(key.size(), extents) +
+                          (s.encrypted ? SealsBytes(value_bytes / kSealSegmentBytes + extents) : 0);
   const uint64_t budget = uint64_t(double(s.journal_area_bytes - kDriveHeaderBytes) * kJournalLiveShare);
   if (s.journal_live_bytes + record > budget) {
     return ResourceExhausted("put " + KeyForLog(key) + ": the journal is full: the live index takes " +
@@ -392,6 +395,21 @@ Result<Allocation> AllocateLocked(ExtentStore::Impl& s, uint64_t value_bytes, st
   return a;
 }
 
+// Plaintext hashed, then sealed, in slices of this many bytes (both passes
+// over a slice while it is in the core's cache).
+constexpr uint64_t kCryptSliceBytes = 64 << 10;
+
+// An encrypted value moves in whole seal segments: InvalidArgument unless
+// [from, from + len) starts on one and ends on one or at the value's end.
+Status CheckSegmentRange(const char* what, std::string_view key, uint64_t from, uint64_t len, uint64_t value_bytes) {
+  const uint64_t to = from + len;
+  if (from % kSealSegmentBytes == 0 && (to == value_bytes || to % kSealSegmentBytes == 0)) return Status::Ok();
+  return InvalidArgument(std::string(what) + " " + KeyForLog(key) + ": a piece of " + std::to_string(len) +
+                         " bytes at offset " + std::to_string(from) +
+                         " of an encrypted value; pieces start and end on multiples of " +
+                         std::to_string(kSealSegmentBytes) + " bytes (or at the value's end)");
+}
+
 // The parts of a value's extents that hold value bytes [from, from + len):
 // for each, the extent, the first unit of it that the range touches and the
 // value bytes there. `from` is a multiple of the unit.
@@ -429,9 +447,20 @@ std::vector<ExtentPiece> PiecesOf(std::span<const ExtentRef> extents, uint64_t v
 // record will carry: no read could ever take them.
 Status WriteValueRange(ExtentStore::Impl& s, std::string_view key, std::span<const iovec> src, uint64_t from,
                        uint64_t value_bytes, std::span<const ExtentRef> extents, ChecksumStream* sum,
-                       bool* drive_failed) {
-  const std::vector<ExtentPiece> pieces = PiecesOf(extents, value_bytes, from, IovBytes(src));
+                       bool* drive_failed, std::vector<SegmentSeal>* seals) {
+  const uint64_t len = IovBytes(src);
+  const std::vector<ExtentPiece> pieces = PiecesOf(extents, value_bytes, from, len);
   const bool buffered = value_bytes <= kBufferedValueBytes;  // BuffersPut
+  std::vector<SealSegment> segments;
+  std::shared_ptr<const std::vector<DataKey>> keys;
+  size_t next_segment = 0;  // the first segment of the range, then the next to seal
+  if (s.encrypted) {
+    MEMKV_RETURN_IF_ERROR(CheckSegmentRange("put", key, from, len, value_bytes));
+    segments = SealSegments(extents, value_bytes);
+    seals->resize(segments.size());
+    keys = s.KeysFor(key);
+    while (next_segment < segments.size() && segments[next_segment].offset < from) ++next_segment;
+  }
   for (size_t start = 0; start < pieces.size();) {
     std::vector<uint32_t> bufs = s.AcquireBuffers(pieces.size() - start);
     std::vector<IoOp> ops;
@@ -441,9 +470,31 @@ Status WriteValueRange(ExtentStore::Impl& s, std::string_view key, std::span<con
       const Drive& d = s.drives[p.extent->drive];
       const uint64_t io_bytes = UnitsFor(p.data_bytes) * kDriveUnitBytes;
       uint8_t* b = s.buffer(bufs[j]);
-      CopyFromIov(src, p.offset - from, b, p.data_bytes);
+      if (s.encrypted) {
+        // Seal each segment of the piece on its copy into the buffer (one
+        // pass; the plaintext is hashed a slice ahead, while it is in cache).
+        const uint64_t piece_end = p.offset + p.data_bytes;
+        for (; next_segment < segments.size() && segments[next_segment].offset < piece_end; ++next_segment) {
+          const SealSegment& g = segments[next_segment];
+          SegmentCipher& cipher = ThreadCipher();
+          SegmentSeal& seal = (*seals)[next_segment];
+          seal.nonce = s.NextNonce(g.drive);
+          cipher.Begin(true, (*keys)[g.drive], seal.nonce, key, value_bytes, g.offset);
+          uint8_t* out = b + (g.offset - p.offset);
+          ForEachIovPiece(src, g.offset - from, g.bytes, [&](const uint8_t* in, uint64_t n, uint64_t done) {
+            for (uint64_t at = 0; at < n; at += kCryptSliceBytes) {
+              const uint64_t k = std::min<uint64_t>(kCryptSliceBytes, n - at);
+              sum->Update(in + at, k);
+              cipher.Update(in + at, out + done + at, k);
+            }
+          });
+          seal.tag = cipher.FinishSeal();
+        }
+      } else {
+        CopyFromIov(src, p.offset - from, b, p.data_bytes);
+        sum->Update(b, p.data_bytes);
+      }
       std::memset(b + p.data_bytes, 0, io_bytes - p.data_bytes);
-      sum->Update(b, p.data_bytes);
       ops.push_back(IoOp{.kind = IoKind::kWrite, .drive = p.extent->drive,
                          .offset = d.sb.unit_offset(p.extent->unit + p.unit), .buf = b,
                          .length = uint32_t(io_bytes), .fixed_buffer = int32_t(bufs[j]),
@@ -491,8 +542,10 @@ void ExtentStore::Impl::CommitPuts(std::span<CommitOp* const> ops) {
 namespace {
 
 // The put record of a value written to `a`'s extents.
-CommitOp PutOp(std::string_view key, Allocation a, uint64_t value_bytes, uint64_t checksum, const ValueAttrs* attrs) {
+CommitOp PutOp(std::string_view key, Allocation a, uint64_t value_bytes, uint64_t checksum, const ValueAttrs* attrs,
+               std::vector<SegmentSeal> seals) {
   CommitOp op;
+  op.seals = std::move(seals);
   if (attrs != nullptr) op.attrs = *attrs;
   op.kind = CommitOp::Kind::kPut;
   op.key = key;
@@ -511,22 +564,24 @@ Status StagePut(ExtentStore::Impl& s, const ExtentStore::IovPut& p, CommitOp* op
   const uint64_t value_bytes = IovBytes(p.value);
   MEMKV_ASSIGN_OR_RETURN(Allocation a, s.Allocate(p.key, value_bytes));
   ChecksumStream sum;
-  Status w = WriteValueRange(s, p.key, p.value, 0, value_bytes, a.extents, &sum, drive_failed);
+  std::vector<SegmentSeal> seals;
+  Status w = WriteValueRange(s, p.key, p.value, 0, value_bytes, a.extents, &sum, drive_failed, &seals);
   if (w.ok()) w = ChecksumMatches(p.key, value_bytes, sum.Digest(), p.checksum);
   if (!w.ok()) {
     std::lock_guard<std::mutex> lock(s.mu);
     s.FreeUnitsLocked(a.extents);
     return w;
   }
-  *op = PutOp(p.key, std::move(a), value_bytes, p.checksum, p.attrs);
+  *op = PutOp(p.key, std::move(a), value_bytes, p.checksum, p.attrs, std::move(seals));
   return Status::Ok();
 }
 
 }  // namespace
 
 Status ExtentStore::Impl::Publish(std::string_view key, const Allocation& a, uint64_t value_bytes,
-                                  uint64_t checksum, const ValueAttrs& attrs, bool* drive_failed) {
-  CommitOp op = PutOp(key, a, value_bytes, checksum, &attrs);
+                                  uint64_t checksum, const ValueAttrs& attrs, std::vector<SegmentSeal> seals,
+                                  bool* drive_failed) {
+  CommitOp op = PutOp(key, a, value_bytes, checksum, &attrs, std::move(seals));
   CommitOp* ops[] = {&op};
   CommitPuts(ops);
   *drive_failed = op.drive_failed;
@@ -610,7 +665,22 @@ Status ExtentStore::PutIov(std::string_view key, std::span<const iovec> value, u
 // (CheckValueSum) once it has read it all.
 Status ReadValueRange(ExtentStore::Impl& s, const Entry& e, uint64_t from, std::span<const iovec> dst,
                       ChecksumStream* sum) {
-  const std::vector<ExtentPiece> pieces = PiecesOf(e.extents, e.value_bytes, from, IovBytes(dst));
+  const uint64_t len = IovBytes(dst);
+  const std::vector<ExtentPiece> pieces = PiecesOf(e.extents, e.value_bytes, from, len);
+  std::vector<SealSegment> segments;
+  std::shared_ptr<const std::vector<DataKey>> keys;
+  size_t next_segment = 0;
+  if (s.encrypted) {
+    MEMKV_RETURN_IF_ERROR(CheckSegmentRange("get", e.key, from, len, e.value_bytes));
+    segments = SealSegments(e.extents, e.value_bytes);
+    if (segments.size() != e.seals.size()) {
+      return Corruption("get " + KeyForLog(e.key) + ": " + std::to_string(e.seals.size()) + " seals for " +
+                        std::to_string(segments.size()) + " segments");
+    }
+    keys = s.KeysFor(e.key);
+    while (next_segment < segments.size() && segments[next_segment].offset < from) ++next_segment;
+  }
+  std::string auth_failure;  // the first segment that failed its tag
   // Each piece is read into a staging buffer (huge pages: a few segments per
   // request, where 4 KiB pages would cut a 4 MiB read into several device
   // requests), then hashed and copied out as soon as it and the pieces
@@ -619,14 +689,30 @@ Status ReadValueRange(ExtentStore::Impl& s, const Entry& e, uint64_t from, std::
   for (size_t start = 0; start < pieces.size();) {
     std::vector<uint32_t> bufs = s.AcquireBuffers(pieces.size() - start);
     std::vector<IoOp> ops;
+    std::vector<size_t> op_segment;  // encrypted: the segment each read holds (one read per segment)
     ops.reserve(bufs.size());
     for (size_t j = 0; j < bufs.size(); ++j) {
       const ExtentPiece& p = pieces[start + j];
       const Drive& d = s.drives[p.extent->drive];
-      ops.push_back(IoOp{.kind = IoKind::kRead, .drive = p.extent->drive,
-                         .offset = d.sb.unit_offset(p.extent->unit + p.unit), .buf = s.buffer(bufs[j]),
-                         .length = uint32_t(UnitsFor(p.data_bytes) * kDriveUnitBytes),
-                         .fixed_buffer = int32_t(bufs[j])});
+      const uint64_t at = d.sb.unit_offset(p.extent->unit + p.unit);
+      if (!s.encrypted) {
+        ops.push_back(IoOp{.kind = IoKind::kRead, .drive = p.extent->drive, .offset = at, .buf = s.buffer(bufs[j]),
+                           .length = uint32_t(UnitsFor(p.data_bytes) * kDriveUnitBytes),
+                           .fixed_buffer = int32_t(bufs[j])});
+        continue;
+      }
+      // A read per segment: the first is opened while the drive still
+      // reads the others.
+      const uint64_t piece_end = p.offset + p.data_bytes;
+      for (size_t g = next_segment; g < segments.size() && segments[g].offset < piece_end; ++g) {
+        const uint64_t skip = segments[g].offset - p.offset;  // a multiple of the unit
+        ops.push_back(IoOp{.kind = IoKind::kRead, .drive = p.extent->drive, .offset = at + skip,
+                           .buf = s.buffer(bufs[j]) + skip,
+                           .length = uint32_t(UnitsFor(segments[g].bytes) * kDriveUnitBytes),
+                           .fixed_buffer = int32_t(bufs[j])});
+        op_segment.push_back(g);
+      }
+      while (next_segment < segments.size() && segments[next_segment].offset < piece_end) ++next_segment;
     }
     size_t next = 0;  // the first read not yet hashed and copied
     std::vector<bool> in(ops.size(), false);
@@ -635,12 +721,37 @@ Status ReadValueRange(ExtentStore::Impl& s, const Entry& e, uint64_t from, std::
       in[i] = true;
       failed = failed || !ops[i].ok();
       for (; !failed && next < ops.size() && in[next]; ++next) {
-        const ExtentPiece& p = pieces[start + next];
-        sum->Update(ops[next].buf, p.data_bytes);
-        CopyToIov(dst, p.offset - from, ops[next].buf, p.data_bytes);
+        if (!s.encrypted) {
+          const ExtentPiece& p = pieces[start + next];
+          sum->Update(ops[next].buf, p.data_bytes);
+          CopyToIov(dst, p.offset - from, ops[next].buf, p.data_bytes);
+          continue;
+        }
+        // Open the segment on its copy out of the buffer; its tag is
+        // checked before the read returns any of it.
+        const size_t gi = op_segment[next];
+        const SealSegment& g = segments[gi];
+        const SegmentSeal& seal = e.seals[gi];
+        SegmentCipher& cipher = ThreadCipher();
+        cipher.Begin(false, (*keys)[g.drive], seal.nonce, e.key, e.value_bytes, g.offset);
+        const uint8_t* sealed = ops[next].buf;
+        ForEachIovPiece(dst, g.offset - from, g.bytes, [&](uint8_t* out, uint64_t n, uint64_t done) {
+          for (uint64_t at = 0; at < n; at += kCryptSliceBytes) {
+            const uint64_t k = std::min<uint64_t>(kCryptSliceBytes, n - at);
+            cipher.Update(sealed + done + at, out + at, k);
+            sum->Update(out + at, k);
+          }
+        });
+        if (!cipher.FinishOpen(seal.tag) && auth_failure.empty()) {
+          auth_failure = "get " + KeyForLog(e.key) + ": segment at offset " + std::to_string(g.offset) + " (" +
+                         std::to_string(g.bytes) + " bytes) on drive " + std::to_string(g.drive) +
+                         " failed its authentication tag: written under another key (its tenant removed "
+                         "from the config, or another master key) or changed on the drive";
+        }
       }
     });
     s.ReleaseBuffers(bufs);
+    if (!auth_failure.empty()) return AuthFailed(auth_failure);
     if (failed) return Unavailable("get " + KeyForLog(e.key) + ": " + s.HandleFailures(ops, "reading an extent"));
     start += bufs.size();
   }
@@ -708,6 +819,13 @@ Status FinishRead(ExtentStore::Impl& s, const std::shared_ptr<Entry>& e, const S
       s.counters.checksum_failures++;
       LOG_WARN_EVERY_C("drive", 10) << "extent store: " << read.message() << "; the value is dropped";
       s.UnlinkLocked(e.get());
+    } else if (read.code() == StatusCode::kAuthFailed) {
+      s.counters.decrypt_failures++;
+      // Once per value: it is dropped here, so it fails no second read.
+      if (e->linked) {
+        LOG_WARN_EVERY_C("drive", 10) << "extent store: " << read.message() << "; the value is dropped";
+      }
+      s.UnlinkLocked(e.get());
     }
   }
   if (!e->linked && e->pins == 0 && e->units_owned) {
@@ -765,6 +883,13 @@ bool ExtentStore::Exists(std::string_view key) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->index.find(key);
   return it != impl_->index.end() && !impl_->ExpiredLocked(*it->second);
+}
+
+std::vector<SegmentSeal> ExtentStore::Seals(std::string_view key) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->index.find(key);
+  if (it == impl_->index.end()) return {};
+  return it->second->seals;
 }
 
 std::optional<uint64_t> ExtentStore::ValueSize(std::string_view key) {
@@ -998,6 +1123,7 @@ ExtentStoreStats ExtentStore::Stats() const {
   out.block_size_bytes = s.block_bytes;
   out.io_engine = std::string(s.io->name());
   out.open_nanos = s.open_nanos;
+  out.encrypted = s.encrypted;
   out.unit_bytes = kDriveUnitBytes;
   out.journal_live_bytes = s.journal_live_bytes;
   out.journal_budget_bytes =
@@ -1031,6 +1157,36 @@ ExtentStoreStats ExtentStore::Stats() const {
 }
 
 uint64_t ExtentStore::block_size_bytes() const { return impl_->block_bytes; }
+
+void ExtentStore::Impl::SetSealTenants(std::shared_ptr<const TenantMap> map) {
+  std::lock_guard<std::mutex> lock(keys_mu);
+  seal_tenants = std::move(map);
+}
+
+std::shared_ptr<const std::vector<DataKey>> ExtentStore::Impl::KeysFor(std::string_view key) {
+  std::lock_guard<std::mutex> lock(keys_mu);
+  std::string name;
+  if (seal_tenants != nullptr) {
+    const uint32_t t = seal_tenants->Find(key);
+    if (t != TenantMap::kNone) name = (*seal_tenants)[t].name;
+  }
+  auto it = data_keys.find(name);
+  if (it != data_keys.end()) return it->second;
+  // Derived once per tenant name (an HKDF per drive, microseconds).
+  auto keys = std::make_shared<std::vector<DataKey>>(drives.size());
+  for (const Drive& d : drives) {
+    if (d.present) (*keys)[d.index] = DeriveDataKey(*options.master_key, d.sb.encryption_id, name);
+  }
+  data_keys.emplace(std::move(name), keys);
+  return keys;
+}
+
+std::array<uint8_t, 12> ExtentStore::Impl::NextNonce(uint32_t drive) {
+  std::array<uint8_t, 12> nonce{};
+  StoreLe32(nonce.data(), drives[drive].sb.open_epoch);
+  StoreLe64(nonce.data() + 4, nonce_counters[drive].fetch_add(1, std::memory_order_relaxed));
+  return nonce;
+}
 
 bool ExtentStore::BuffersPut(uint64_t value_bytes) const { return value_bytes <= kBufferedValueBytes; }
 

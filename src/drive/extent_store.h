@@ -33,6 +33,11 @@
 // ResourceExhausted naming each drive's free space; the caller (the tier)
 // makes room with EvictColdest and retries.
 //
+// Encryption at rest (ExtentStoreOptions::master_key; drive_crypto.h):
+// every value is sealed with AES-256-GCM in seal segments on its way into
+// the staging buffers and opened on its way out; a segment that fails its
+// tag is a miss (decrypt_failures) and the value is dropped.
+//
 // Thread-safety: every method may be called from any thread. One mutex
 // guards the index, the LRU list, the allocators and the drive states; drive
 // I/O and checksums run outside it. Journal writes are serialised by the
@@ -54,6 +59,7 @@
 #include "base/checksum.h"
 #include "base/key_page.h"
 #include "base/tenant_map.h"
+#include "drive/drive_crypto.h"
 #include "drive/format.h"
 #include "drive/io_engine.h"
 #include "base/clock.h"
@@ -87,6 +93,10 @@ struct DriveFormatOptions {
   // 1 GiB (docs/storage.md, "Journal capacity").
   uint64_t journal_area_bytes = 0;
   bool force = false;                 // overwrite drives that hold a MemKV superblock
+  // Set: the drives are formatted encrypted (a fresh encryption id each,
+  // and the key check value of this master key); docs/storage.md,
+  // "Encryption at rest".
+  std::optional<MasterKey> master_key;
   uint64_t created_unix_ns = 0;       // 0: now
 };
 
@@ -134,6 +144,10 @@ struct ExtentStoreOptions {
   // Values' expiry instants (ValueAttrs::expires_at_ms); nullptr: the
   // system's wall clock.
   const RealtimeClock* realtime_clock = nullptr;
+  // Set: storage.encryption is on; every drive must have been formatted
+  // encrypted with this master key (else Open refuses, saying so). Unset:
+  // every drive must have been formatted without encryption.
+  std::optional<MasterKey> master_key;
 };
 
 enum class DriveState : uint8_t {
@@ -187,6 +201,8 @@ struct ExtentStoreStats {
   uint64_t evictions = 0;
   uint64_t expired = 0;             // values deleted because their TTL had run out
   uint64_t checksum_failures = 0;   // reads whose value failed its checksum (torn, stale or rotten extent)
+  uint64_t decrypt_failures = 0;    // reads of an encrypted value that failed its tag (dropped, a miss)
+  bool encrypted = false;           // the drives are encrypted at rest
   uint64_t io_errors = 0;
   uint64_t journal_commits = 0;     // journal writes (each may carry several operations)
   uint64_t flushes = 0;             // drive cache flushes of SyncMode::kInterval (Flush and the timer)
@@ -291,6 +307,9 @@ class ExtentStore {
   // Size, checksum and generation from the index (no I/O, no LRU touch).
   Result<ValueInfo> Stat(std::string_view key);
   bool Exists(std::string_view key);
+  // An encrypted value's seals (nonce and tag per seal segment), from the
+  // index; empty on a plain store or a miss. For inspection and tests.
+  std::vector<SegmentSeal> Seals(std::string_view key) const;
   // The size of the value under `key`, if present (index lookup only, like
   // Exists).
   std::optional<uint64_t> ValueSize(std::string_view key);
@@ -330,6 +349,11 @@ class ExtentStore {
   // thread, any time (a reload): recomputes every stored value's tenant from
   // its key (O(keys)); so after Open, SetTenants rebuilds the usage from the
   // index. Counters of a tenant whose name stays carry over.
+  // On an encrypted store a value is also sealed under its tenant's data
+  // key (the administrator's for a key under no prefix). Each tenant's keys
+  // are derived once, by name, and kept. A value written under a tenant
+  // that is later removed fails its tag (a counted miss, dropped) until the
+  // tenant is configured again.
   void SetTenants(std::shared_ptr<const TenantMap> tenants);
   // One row per tenant of the last SetTenants, in its order: drive_bytes
   // (value bytes of its stored values), drive_keys, evictions (its values
@@ -401,7 +425,8 @@ class ExtentWriter {
   uint64_t written() const { return written_; }
   // Writes the next IovBytes(piece) bytes of the value. Each piece but the
   // last must be a multiple of 4 KiB (InvalidArgument otherwise, as for a
-  // piece past the value's end). IoError or ResourceExhausted when a drive
+  // piece past the value's end); on an encrypted store, of kSealSegmentBytes
+  // (each segment is sealed whole). IoError or ResourceExhausted when a drive
   // failed: the put is lost, drop the writer.
   Status Write(std::span<const iovec> piece);
   // Every byte written: InvalidArgument (nothing stored) when they do not
@@ -417,6 +442,7 @@ class ExtentWriter {
   uint64_t written_ = 0;
   std::unique_ptr<Allocation> allocation_;  // null once published or freed
   ValueAttrs attrs_;
+  std::vector<SegmentSeal> seals_;  // an encrypted store's
   ChecksumStream sum_;
 };
 
@@ -438,8 +464,11 @@ class ExtentReader {
   uint64_t checksum() const;
   uint64_t read() const { return read_; }
   // Reads the next IovBytes(piece) bytes (each piece but the last a multiple
-  // of 4 KiB). Unavailable when a drive failed; Corruption, the value
-  // dropped, when the last piece completes a value that fails its checksum.
+  // of 4 KiB; on an encrypted store, of kSealSegmentBytes, so that every
+  // byte handed out has passed its segment's tag). Unavailable when a drive
+  // failed; AuthFailed, the value dropped, when a segment fails its tag;
+  // Corruption, the value dropped, when the last piece completes a value
+  // that fails its checksum.
   Status Read(std::span<const iovec> piece);
 
  private:

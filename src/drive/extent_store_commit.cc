@@ -122,6 +122,7 @@ void ExtentStore::Impl::ProcessBatch(std::span<CommitOp*> batch) {
           r.value_checksum = op.value_checksum;
           r.extents = op.extents;
           r.attrs = op.attrs;
+          r.seals = op.seals;
           break;
         }
         case CommitOp::Kind::kDelete: {
@@ -185,6 +186,7 @@ void ExtentStore::Impl::ProcessBatch(std::span<CommitOp*> batch) {
         e->value_checksum = op.value_checksum;
         e->extents = op.extents;
         e->attrs = op.attrs;
+        e->seals = op.seals;
         LinkLocked(std::move(e));
         op.adopted = true;
         op.status = Status::Ok();
@@ -326,6 +328,7 @@ std::vector<JournalRecord> ExtentStore::Impl::LiveRecordsLocked() {
     r.value_checksum = e.value_checksum;
     r.extents = e.extents;
     r.attrs = e.attrs;
+    r.seals = e.seals;
     out.push_back(std::move(r));
   }
   return out;

@@ -29,6 +29,7 @@
 #include "base/checksum.h"
 #include "base/tenant_map.h"
 #include "drive/aligned_buffer.h"
+#include "drive/drive_crypto.h"
 #include "drive/drive_file.h"
 #include "drive/drive_journal.h"
 #include "drive/extent_allocator.h"
@@ -48,6 +49,7 @@ struct Entry {
   uint64_t value_checksum = 0;
   std::vector<ExtentRef> extents;
   ValueAttrs attrs;              // expiry, retention, chain, hashes (format.h)
+  std::vector<SegmentSeal> seals;  // an encrypted store's: one per seal segment
   uint32_t pins = 0;             // readers copying it out right now
   bool linked = false;           // in the index and the LRU list
   bool units_owned = true;       // its units go back to the allocators when unlinked and unpinned
@@ -93,6 +95,7 @@ struct CommitOp {
   uint64_t value_checksum = 0;
   std::vector<ExtentRef> extents;
   ValueAttrs attrs;
+  std::vector<SegmentSeal> seals;
   // kDelete: 0 deletes any version; else only that generation (eviction)
   uint64_t expect_generation = 0;
   // kOffline
@@ -164,6 +167,21 @@ struct ExtentStore::Impl {
   bool flusher_stop = false;  // guarded by flusher_mu
   std::thread flusher;
 
+  // Encryption at rest (drive_crypto.h): on when options.master_key is set.
+  bool encrypted = false;
+  // Nonces drawn in this open, per drive (drive index): the low 8 bytes of
+  // each nonce; the drive's open_epoch is the high 4.
+  std::unique_ptr<std::atomic<uint64_t>[]> nonce_counters;
+  std::mutex keys_mu;
+  std::shared_ptr<const TenantMap> seal_tenants;  // guarded by keys_mu; null: every key is the administrator's
+  // Data keys by tenant name, one per drive (by index); guarded by keys_mu.
+  std::unordered_map<std::string, std::shared_ptr<const std::vector<DataKey>>> data_keys;
+  // The tenants whose data keys seal values (SetTenants).
+  void SetSealTenants(std::shared_ptr<const TenantMap> map);
+  // The data keys (per drive) of the tenant `key` belongs to.
+  std::shared_ptr<const std::vector<DataKey>> KeysFor(std::string_view key);
+  std::array<uint8_t, 12> NextNonce(uint32_t drive);
+
   std::mutex commit_mu;
   std::condition_variable commit_cv;
   std::deque<CommitOp*> commit_queue;  // guarded by commit_mu
@@ -186,7 +204,7 @@ struct ExtentStore::Impl {
   // units unless the index took them; *drive_failed: a retry on the other
   // drives may succeed.
   Status Publish(std::string_view key, const Allocation& a, uint64_t value_bytes, uint64_t checksum,
-                 const ValueAttrs& attrs, bool* drive_failed);
+                 const ValueAttrs& attrs, std::vector<SegmentSeal> seals, bool* drive_failed);
   // Takes a drive offline in memory. True when it was online: the caller
   // must then get a kOffline record into the journal.
   bool MarkOfflineLocked(uint32_t drive, const std::string& reason);
@@ -233,20 +251,25 @@ Status CheckKey(std::string_view key);
 // multiple of the 4 KiB unit; the range ends on one or at the value's end),
 // whole units, zero-padded, hashing the bytes into `sum`. No sync.
 // *drive_failed when a drive refused (it is then offline or full).
+// Encrypted store: each seal segment is sealed on the copy into the staging
+// buffer, its seal stored at its index in *seals (resized to the value's
+// segment count); the range then starts and ends on segments.
 Status WriteValueRange(ExtentStore::Impl& s, std::string_view key, std::span<const iovec> src, uint64_t from,
                        uint64_t value_bytes, std::span<const ExtentRef> extents, ChecksumStream* sum,
-                       bool* drive_failed);
+                       bool* drive_failed, std::vector<SegmentSeal>* seals);
 // InvalidArgument, nothing stored, when the hash of the bytes written is not `checksum`.
 Status ChecksumMatches(std::string_view key, uint64_t value_bytes, uint64_t written, uint64_t checksum);
 // Reads value bytes [from, from + IovBytes(dst)) of `e` into dst, hashing
-// them into `sum` (unchecked until CheckValueSum).
+// them into `sum` (unchecked until CheckValueSum). Encrypted store: the
+// range starts and ends on seal segments, each is opened on the copy out of
+// the staging buffer, and AuthFailed when one fails its tag.
 Status ReadValueRange(ExtentStore::Impl& s, const Entry& e, uint64_t from, std::span<const iovec> dst,
                       ChecksumStream* sum);
 // Corruption naming the extents when `digest` is not the value's checksum.
 Status CheckValueSum(const Entry& e, uint64_t digest);
 // Pins the entry of `key` for a read and marks it used; NotFound on a miss.
 Result<std::shared_ptr<Entry>> PinForRead(ExtentStore::Impl& s, std::string_view key);
-// Drops the pin; a read that failed with Corruption drops the value, and any
+// Drops the pin; a read that failed with Corruption (or AuthFailed) drops the value, and any
 // failure becomes NotFound. `counted`: false when no read was attempted.
 Status FinishRead(ExtentStore::Impl& s, const std::shared_ptr<Entry>& e, const Status& read, bool counted = true);
 

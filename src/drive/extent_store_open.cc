@@ -122,6 +122,11 @@ Status ExtentStore::Format(const DriveFormatOptions& o) {
                              " + one extent of " + FormatSize(o.block_size_bytes) + ")");
     }
     sb.unit_count = std::min((f.size_bytes() - sb.data_offset) / kDriveUnitBytes, kMaxUnitsPerDrive);
+    if (o.master_key) {
+      sb.encrypted = true;
+      sb.encryption_id = Uuid::Random();
+      sb.key_check = KeyCheckValue(*o.master_key, sb.encryption_id);
+    }
 
     // The old superblock goes first and the new one last, so a drive whose
     // format was interrupted holds no valid superblock at all.
@@ -140,7 +145,8 @@ Status ExtentStore::Format(const DriveFormatOptions& o) {
     LOG_INFO_C("drive") << "format: " << f.path() << ": drive " << i << " of store " << store_uuid.ToString() << ", "
              << FormatSize(sb.unit_count * kDriveUnitBytes) << " of data in 4 KiB units, extents up to "
              << FormatSize(o.block_size_bytes) << ", journal 2 x "
-             << FormatSize(area) << (f.direct_io() ? "" : " (buffered I/O)");
+             << FormatSize(area) << (f.direct_io() ? "" : " (buffered I/O)")
+             << (o.master_key ? ", encrypted (aes-256-gcm)" : "");
   }
   return Status::Ok();
 }
@@ -159,6 +165,47 @@ struct Mark {
   uint32_t drive_index;
   Uuid drive_uuid;
 };
+
+// Every drive agrees with storage.encryption and the master key; then each
+// encrypted drive's open epoch is advanced and made durable, before this
+// open writes anything: the nonces of this open (epoch | counter) are new.
+Status CheckEncryption(const ExtentStoreOptions& options, std::vector<OpenedDrive>* opened) {
+  const bool want = options.master_key.has_value();
+  for (const OpenedDrive& o : *opened) {
+    if (o.sb.encrypted == want) continue;
+    if (want) {
+      return FailedPrecondition("drive " + o.path +
+                                " was formatted without encryption but storage.encryption is aes-256-gcm; reformat "
+                                "it (memkv setup --force; its values are lost) or set storage.encryption: off");
+    }
+    return FailedPrecondition("drive " + o.path +
+                              " was formatted with encryption (aes-256-gcm) but storage.encryption is off; set "
+                              "storage.encryption: aes-256-gcm with its storage.encryption_key_file, or reformat it "
+                              "(memkv setup --force; its values are lost)");
+  }
+  if (!want) return Status::Ok();
+  for (const OpenedDrive& o : *opened) {
+    if (KeyCheckValue(*options.master_key, o.sb.encryption_id) != o.sb.key_check) {
+      return FailedPrecondition("drive " + o.path +
+                                " was formatted encrypted under another master key than the one in "
+                                "storage.encryption_key_file; use the key it was formatted with, or reformat it "
+                                "(memkv setup --force; its values are lost)");
+    }
+    if (o.sb.open_epoch == UINT32_MAX) {
+      return FailedPrecondition("drive " + o.path + " has been opened 2^32 - 1 times since its format, the most " +
+                                "its nonces allow; reformat it (memkv setup --force)");
+    }
+  }
+  for (OpenedDrive& o : *opened) {
+    o.sb.open_epoch++;
+    MEMKV_ASSIGN_OR_RETURN(AlignedBuffer buf, AlignedBuffer::Allocate(kDriveHeaderBytes));
+    EncodeSuperblock(o.sb, Block(buf, 0));
+    Status written = o.file.WriteAt(0, std::span<const uint8_t>(buf.data(), kDriveHeaderBytes));
+    if (written.ok()) written = o.file.Sync();
+    if (!written.ok()) return written.WithContext("drive " + o.path + ": recording its open epoch");
+  }
+  return Status::Ok();
+}
 
 bool MarkNames(const Mark& m, const Drive& d) {
   return m.drive_index == d.index && (m.drive_uuid.IsZero() || !d.present || m.drive_uuid == d.sb.drive_uuid);
@@ -215,8 +262,12 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
     }
   }
 
+  MEMKV_RETURN_IF_ERROR(CheckEncryption(options, &opened));
+
   auto impl = std::make_unique<Impl>();
   Impl& s = *impl;
+  s.encrypted = options.master_key.has_value();
+  s.nonce_counters = std::make_unique<std::atomic<uint64_t>[]>(ref.drive_count);
   s.options = options;
   if (options.realtime_clock != nullptr) s.clock = options.realtime_clock;
   s.store_uuid = ref.store_uuid;
@@ -370,7 +421,9 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
   for (auto& [key, w] : winners) {
     const JournalRecord* rec = w.rec;
     if (rec->type != RecordType::kPut) continue;
-    bool ok = ExtentsCoverValue(rec->extents, rec->value_bytes, s.block_bytes) &&
+    // An encrypted store's value carries one seal per segment; a plain one's none.
+    const size_t seals = s.encrypted ? SealSegments(rec->extents, rec->value_bytes).size() : 0;
+    bool ok = ExtentsCoverValue(rec->extents, rec->value_bytes, s.block_bytes) && rec->seals.size() == seals &&
               std::all_of(rec->extents.begin(), rec->extents.end(), [&](const ExtentRef& e) { return usable(e.drive); });
     if (ok) live.push_back(w);
     else dropped++;
@@ -412,6 +465,7 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
     e->value_checksum = rec.value_checksum;
     e->extents = std::move(rec.extents);
     e->attrs = std::move(rec.attrs);
+    e->seals = std::move(rec.seals);
     s.LinkLocked(std::move(e));
   }
   s.next_sequence = std::max<uint64_t>(max_sequence, 1);

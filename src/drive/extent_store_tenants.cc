@@ -53,6 +53,7 @@ void ExtentStore::Impl::CountTenantEvictionLocked(std::string_view key, bool for
 
 void ExtentStore::SetTenants(std::shared_ptr<const TenantMap> tenants) {
   Impl& s = *impl_;
+  s.SetSealTenants(tenants);
   if (tenants != nullptr && tenants->empty()) tenants = nullptr;
   std::lock_guard<std::mutex> lock(s.mu);
   if (tenants == nullptr && s.tenants == nullptr) return;

@@ -56,7 +56,7 @@ Status ExtentWriter::Write(std::span<const iovec> piece) {
   MEMKV_RETURN_IF_ERROR(CheckPiece("put", key_, written_, bytes, size_));
   bool drive_failed = false;
   MEMKV_RETURN_IF_ERROR(
-      WriteValueRange(*store_, key_, piece, written_, size_, allocation_->extents, &sum_, &drive_failed));
+      WriteValueRange(*store_, key_, piece, written_, size_, allocation_->extents, &sum_, &drive_failed, &seals_));
   written_ += bytes;
   return Status::Ok();
 }
@@ -70,7 +70,7 @@ Status ExtentWriter::Finish(uint64_t checksum) {
   MEMKV_RETURN_IF_ERROR(ChecksumMatches(key_, size_, sum_.Digest(), checksum));
   std::unique_ptr<Allocation> a = std::move(allocation_);
   bool drive_failed = false;
-  return store_->Publish(key_, *a, size_, checksum, attrs_, &drive_failed);
+  return store_->Publish(key_, *a, size_, checksum, attrs_, std::move(seals_), &drive_failed);
 }
 
 Result<std::unique_ptr<ExtentReader>> ExtentStore::BeginGet(std::string_view key) {

@@ -22,6 +22,8 @@ constexpr size_t kExtentRefBytes = 16;
 constexpr uint32_t kMaxUnitsPerExtent = (1u << 30) / kDriveUnitBytes;  // extents are at most 1 GiB
 // The checksum of every 4 KiB header block sits in its last 8 bytes.
 constexpr size_t kBlockChecksumAt = kDriveHeaderBytes - 8;
+// Superblock flags (offset 128).
+constexpr uint32_t kSuperblockEncrypted = 0x1;
 
 uint64_t Pad8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
 
@@ -127,6 +129,10 @@ void EncodeSuperblock(const Superblock& sb, std::span<uint8_t, kDriveHeaderBytes
   StoreLe64(p + 104, sb.journal_area_bytes);
   StoreLe64(p + 112, sb.data_offset);
   StoreLe64(p + 120, sb.unit_count);
+  StoreLe32(p + 128, sb.encrypted ? kSuperblockEncrypted : 0);
+  StoreLe32(p + 132, sb.open_epoch);
+  PutUuid(p + 136, sb.encryption_id);
+  std::memcpy(p + 152, sb.key_check.data(), sb.key_check.size());
   SealBlock(out);
 }
 
@@ -158,6 +164,12 @@ Result<Superblock> DecodeSuperblock(std::span<const uint8_t> block, std::string_
   sb.journal_area_bytes = LoadLe64(p + 104);
   sb.data_offset = LoadLe64(p + 112);
   sb.unit_count = LoadLe64(p + 120);
+  const uint32_t flags = LoadLe32(p + 128);
+  if ((flags & ~kSuperblockEncrypted) != 0) return Corruption(at + ": superblock has unknown flags");
+  sb.encrypted = (flags & kSuperblockEncrypted) != 0;
+  sb.open_epoch = LoadLe32(p + 132);
+  sb.encryption_id = GetUuid(p + 136);
+  std::memcpy(sb.key_check.data(), p + 152, sb.key_check.size());
 
   const uint32_t lbs = sb.logical_block_bytes;
   bool sane = sb.drive_count >= 1 && sb.drive_count <= 65535 && sb.drive_index < sb.drive_count &&
@@ -217,6 +229,9 @@ namespace {
 
 // Byte 5 of a record: flags (0 in records written before attributes).
 constexpr uint8_t kRecordHasAttrs = 0x01;
+// A put of an encrypted value: its seals follow its extents.
+constexpr uint8_t kRecordHasSeals = 0x02;
+constexpr size_t kSealBytes = 32;  // nonce (12), 4 zero bytes, tag (16)
 // The tail's fixed part: expires_at_ms, ttl_ms, then retention, hash kind,
 // parent key length (16 bits), block and parent hash lengths, 2 zero bytes.
 constexpr size_t kAttrsFixedBytes = 24;
@@ -267,8 +282,10 @@ size_t AttrsTailBytes(const ValueAttrs& a) {
   return kAttrsFixedBytes + Pad8(a.parent_key.size()) + Pad8(a.block_hash.size()) + Pad8(a.parent_hash.size());
 }
 
+size_t SealsBytes(size_t seals) { return seals == 0 ? 0 : 8 + kSealBytes * seals; }
+
 size_t EncodedRecordBytes(const JournalRecord& r) {
-  const size_t tail = r.type == RecordType::kPut ? AttrsTailBytes(r.attrs) : 0;
+  const size_t tail = r.type == RecordType::kPut ? AttrsTailBytes(r.attrs) + SealsBytes(r.seals.size()) : 0;
   return kRecordHeadBytes + BodyBytes(r.type, r.key.size(), r.extents.size()) + tail + 8;
 }
 
@@ -280,7 +297,8 @@ uint64_t EncodeRecord(const JournalRecord& r, uint64_t link, std::vector<uint8_t
   std::memcpy(p, kRecordMagic, 4);
   p[4] = uint8_t(r.type);
   const bool has_attrs = r.type == RecordType::kPut && !r.attrs.empty();
-  p[5] = has_attrs ? kRecordHasAttrs : 0;
+  const bool has_seals = r.type == RecordType::kPut && !r.seals.empty();
+  p[5] = uint8_t((has_attrs ? kRecordHasAttrs : 0) | (has_seals ? kRecordHasSeals : 0));
   const bool has_key = r.type != RecordType::kDriveOffline;
   StoreLe16(p + 6, has_key ? uint16_t(r.key.size()) : 0);
   StoreLe32(p + 8, uint32_t(n));
@@ -301,6 +319,15 @@ uint64_t EncodeRecord(const JournalRecord& r, uint64_t link, std::vector<uint8_t
     for (const ExtentRef& e : r.extents) {
       EncodeExtentRef(e, body);
       body += kExtentRefBytes;
+    }
+    if (has_seals) {
+      StoreLe32(body, uint32_t(r.seals.size()));
+      body += 8;
+      for (const SegmentSeal& seal : r.seals) {
+        std::memcpy(body, seal.nonce.data(), seal.nonce.size());
+        std::memcpy(body + 16, seal.tag.data(), seal.tag.size());
+        body += kSealBytes;
+      }
     }
     if (has_attrs) EncodeAttrs(r.attrs, body);
   } else if (r.type == RecordType::kDriveOffline) {
@@ -323,9 +350,11 @@ bool DecodeRecord(std::span<const uint8_t> bytes, uint64_t link, JournalRecord* 
   const uint64_t sum = Checksum(p, n - 8);
   if (LoadLe64(p + n - 8) != sum) return false;
   const uint8_t type = p[4];
-  const bool has_attrs = p[5] == kRecordHasAttrs;
-  if (type < uint8_t(RecordType::kPut) || type > uint8_t(RecordType::kDriveOffline) || (p[5] != 0 && !has_attrs) ||
-      (has_attrs && type != uint8_t(RecordType::kPut))) {
+  const bool has_attrs = (p[5] & kRecordHasAttrs) != 0;
+  const bool has_seals = (p[5] & kRecordHasSeals) != 0;
+  if (type < uint8_t(RecordType::kPut) || type > uint8_t(RecordType::kDriveOffline) ||
+      (p[5] & ~(kRecordHasAttrs | kRecordHasSeals)) != 0 ||
+      ((has_attrs || has_seals) && type != uint8_t(RecordType::kPut))) {
     return false;
   }
   const size_t key_bytes = LoadLe16(p + 6);
@@ -334,7 +363,17 @@ bool DecodeRecord(std::span<const uint8_t> bytes, uint64_t link, JournalRecord* 
   const bool has_key = out->type != RecordType::kDriveOffline;
   if (has_key ? (key_bytes == 0 || key_bytes > kMaxDriveKeyBytes) : key_bytes != 0) return false;
   if (out->type == RecordType::kPut ? extent_count > kMaxExtentsPerValue : extent_count != 0) return false;
-  const size_t body_bytes = BodyBytes(out->type, key_bytes, extent_count);
+  size_t body_bytes = BodyBytes(out->type, key_bytes, extent_count);
+  size_t seal_count = 0;
+  if (has_seals) {
+    if (n < kRecordHeadBytes + body_bytes + 8 + 8) return false;
+    const uint8_t* at = p + kRecordHeadBytes + body_bytes;
+    seal_count = LoadLe32(at);
+    if (seal_count == 0 || LoadLe32(at + 4) != 0 || seal_count > (n - kRecordHeadBytes - body_bytes) / kSealBytes) {
+      return false;
+    }
+    body_bytes += SealsBytes(seal_count);
+  }
   if (has_attrs ? n <= kRecordHeadBytes + body_bytes + 8 : n != kRecordHeadBytes + body_bytes + 8) return false;
 
   out->sequence = LoadLe64(p + 24);
@@ -348,10 +387,21 @@ bool DecodeRecord(std::span<const uint8_t> bytes, uint64_t link, JournalRecord* 
   out->drive_uuid = Uuid{};
   out->drive_index = 0;
   out->attrs = ValueAttrs{};
+  out->seals.clear();
   if (out->type == RecordType::kPut) {
     out->extents.resize(extent_count);
     for (uint32_t i = 0; i < extent_count; ++i, body += kExtentRefBytes) {
       if (!DecodeExtentRef(body, &out->extents[i])) return false;
+    }
+    if (has_seals) {
+      body += 8;
+      out->seals.resize(seal_count);
+      for (SegmentSeal& seal : out->seals) {
+        std::memcpy(seal.nonce.data(), body, seal.nonce.size());
+        if (LoadLe32(body + 12) != 0) return false;
+        std::memcpy(seal.tag.data(), body + 16, seal.tag.size());
+        body += kSealBytes;
+      }
     }
     if (has_attrs && !DecodeAttrs(body, n - 8 - size_t(body - p), &out->attrs)) return false;
   } else if (out->type == RecordType::kDriveOffline) {

@@ -69,6 +69,14 @@ struct Superblock {
   uint64_t journal_area_bytes = 0;    // each area, header included
   uint64_t data_offset = 0;           // unit 0
   uint64_t unit_count = 0;
+  // Encryption at rest (docs/storage.md, "Encryption at rest"); all zero on
+  // a drive formatted without it.
+  bool encrypted = false;
+  // Incremented and made durable at every open of an encrypted drive before
+  // its first write: the first 4 bytes of every nonce used in that open.
+  uint32_t open_epoch = 0;
+  Uuid encryption_id;                  // the HKDF salt of this drive's data keys
+  std::array<uint8_t, 16> key_check{};  // KeyCheckValue of the master key
 
   uint64_t journal_area_offset(int area) const { return journal_offset + uint64_t(area) * journal_area_bytes; }
   uint64_t unit_offset(uint64_t unit) const { return data_offset + unit * unit_bytes; }
@@ -142,6 +150,16 @@ struct ValueAttrs {
 
 // Encoded bytes of the attribute tail (0 when `a` is empty).
 size_t AttrsTailBytes(const ValueAttrs& a);
+// Encoded bytes of a put record's seals (0 when there are none).
+size_t SealsBytes(size_t seals);
+
+// How one seal segment of an encrypted value was sealed (drive_crypto.h):
+// its AES-256-GCM nonce and tag.
+struct SegmentSeal {
+  std::array<uint8_t, 12> nonce{};
+  std::array<uint8_t, 16> tag{};
+  bool operator==(const SegmentSeal&) const = default;
+};
 
 struct JournalRecord {
   RecordType type = RecordType::kPut;
@@ -152,6 +170,7 @@ struct JournalRecord {
   uint64_t value_checksum = 0;  // Checksum() of the whole value
   std::vector<ExtentRef> extents;
   ValueAttrs attrs;             // empty: a plain put (no tail; what older binaries wrote)
+  std::vector<SegmentSeal> seals;  // an encrypted value's, one per seal segment; empty on a plain drive
   // kPut, kDelete
   std::string key;
   // kDriveOffline: the drive whose journal and extents are stale from here on

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct StoreFixture {
   FaultInjectingEngine* faults = nullptr;  // set by OpenFaulty, owned by the store
   SyncMode sync = SyncMode::kAlways;       // kInterval: flushed by Flush() only (no timer)
   const RealtimeClock* clock = nullptr;    // expiry instants; nullptr: the system's
+  std::optional<MasterKey> master_key;     // set: opened with encryption (format.master_key formats so)
 
   explicit StoreFixture(int drives, uint64_t block = 64 << 10, uint64_t file_bytes = 8 << 20,
                         uint64_t journal_area = 0, const std::string& dir_base = "")
@@ -42,6 +44,7 @@ struct StoreFixture {
     o.sync = sync;
     o.sync_interval_ms = 0;
     o.realtime_clock = clock;
+    o.master_key = master_key;
     return o;
   }
 

@@ -163,6 +163,9 @@ constexpr ServerMetric kMetrics[] = {
        out.Counter({{"where", "dram"}}, s.memory.checksum_failures);
        if (s.drives) out.Counter({{"where", "drive"}}, s.drives->checksum_failures);
      }},
+    {"memkv_decrypt_failures_total", kCounter, "",
+     "Encrypted values read from the drives that failed their authentication tag (each a miss, the value dropped).",
+     [](const S& s, Samples& out) { if (s.drives) out.Counter({}, s.drives->decrypt_failures); }},
     {"memkv_sent_value_checks_total", kCounter, "result",
      "DRAM values sent to a TCP reader (which checks them end to end) and then checked by the server: "
      "hashed, or skipped because the bytes had matched within memory.read_check_interval_ms.",

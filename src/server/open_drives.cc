@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include "base/errno_text.h"
 #include "base/log.h"
@@ -183,7 +184,8 @@ Status CheckBlockDevices(const config::StorageConfig& storage) {
 
 // File mode: formats the drive files when none of them exists yet (the first
 // start). Files missing from an existing store are left missing (degraded).
-Status CreateMissingDriveFiles(const config::StorageConfig& storage) {
+Status CreateMissingDriveFiles(const config::StorageConfig& storage,
+                               const std::optional<drive::MasterKey>& master_key) {
   MEMKV_ASSIGN_OR_RETURN(std::vector<FileState> states, ExamineAll(storage));
   if (CountFresh(states) != states.size()) return Status::Ok();
   uint64_t size = UINT64_MAX;
@@ -199,6 +201,7 @@ Status CreateMissingDriveFiles(const config::StorageConfig& storage) {
   for (const config::DriveConfig& d : storage.drives) format.drives.push_back(d.media);
   format.block_size_bytes = storage.block_size_bytes;
   format.file_size_bytes = size;
+  format.master_key = master_key;
   LOG_INFO_C("start") << "creating " << storage.drives.size() << " drive file(s) of " << FormatSize(size) << " ("
            << storage.drives[0].media << (storage.drives.size() > 1 ? ", ..." : "") << ")";
   Status formatted = drive::ExtentStore::Format(format);
@@ -219,7 +222,15 @@ Status CreateMissingDriveFiles(const config::StorageConfig& storage) {
 
 }  // namespace
 
+// storage.encryption: the master key from storage.encryption_key_file.
+Result<std::optional<drive::MasterKey>> MasterKeyOf(const config::StorageConfig& storage) {
+  if (storage.encryption == config::StorageEncryption::kOff) return std::optional<drive::MasterKey>();
+  MEMKV_ASSIGN_OR_RETURN(drive::MasterKey key, drive::ReadMasterKeyFile(storage.encryption_key_file));
+  return std::optional<drive::MasterKey>(key);
+}
+
 Status CheckDrivesBeforeOpen(const config::StorageConfig& storage) {
+  if (storage.mode != config::StorageMode::kMemory) MEMKV_RETURN_IF_ERROR(MasterKeyOf(storage).status());
   if (storage.mode == config::StorageMode::kFile) return CheckFileDrives(storage);
   if (storage.mode == config::StorageMode::kDirect) return CheckBlockDevices(storage);
   return Status::Ok();
@@ -227,8 +238,10 @@ Status CheckDrivesBeforeOpen(const config::StorageConfig& storage) {
 
 Result<std::unique_ptr<drive::ExtentStore>> OpenDrives(const config::StorageConfig& storage) {
   MEMKV_RETURN_IF_ERROR(CheckDrivesBeforeOpen(storage));
-  if (storage.mode == config::StorageMode::kFile) MEMKV_RETURN_IF_ERROR(CreateMissingDriveFiles(storage));
+  MEMKV_ASSIGN_OR_RETURN(std::optional<drive::MasterKey> master_key, MasterKeyOf(storage));
+  if (storage.mode == config::StorageMode::kFile) MEMKV_RETURN_IF_ERROR(CreateMissingDriveFiles(storage, master_key));
   drive::ExtentStoreOptions options;
+  options.master_key = master_key;
   for (const config::DriveConfig& d : storage.drives) options.drives.push_back(d.media);
   options.sync = storage.sync == config::StorageSync::kAlways ? drive::SyncMode::kAlways : drive::SyncMode::kInterval;
   options.sync_interval_ms = storage.sync_interval_ms;
