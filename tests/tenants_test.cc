@@ -484,5 +484,52 @@ TEST(TenantsTest, RotatingAKeyUnderLoadLosesNoRequestAndARemovedKeyIsRefused) {
   }
 }
 
+// A tenant writing ten times its DRAM quota through the server evicts only
+// its own values: every byte of the other tenant's and the administrator's
+// is still there, and the tenant's rows in /metrics and /v1/status say what
+// happened.
+TEST(TenantsTest, ATenantWritingTenTimesItsQuotaNeverEvictsAnotherTenantsBytes) {
+  TenantServer server(Config("tenants:\n" + Tenant("team-a", "team-a/", kAHex, "    dram_quota: 2MiB\n") +
+                             Tenant("team-b", "team-b/", kBHex)));
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  auto a = server.ClientWith(kAHex);
+  auto b = server.ClientWith(kBHex);
+  auto admin = server.ClientWith(kAdminHex);
+  ASSERT_TRUE(a && b && admin);
+
+  constexpr size_t kValueBytes = 64 << 10;
+  auto value = [](char tag, int i) {
+    std::vector<uint8_t> v(kValueBytes);
+    for (size_t j = 0; j < v.size(); ++j) v[j] = static_cast<uint8_t>(tag + i * 7 + j % 251);
+    return v;
+  };
+  for (int i = 0; i < 32; ++i) ASSERT_TRUE(b->Put("b" + std::to_string(i), value('b', i)).ok());
+  for (int i = 0; i < 16; ++i) ASSERT_TRUE(admin->Put("admin/" + std::to_string(i), value('z', i)).ok());
+  // 10 x 2 MiB in 64 KiB values.
+  for (int i = 0; i < 320; ++i) {
+    ASSERT_TRUE(a->Put("a" + std::to_string(i), value('a', i)).ok()) << i;
+  }
+
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(*b->Get("b" + std::to_string(i)), value('b', i)) << i;
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(*admin->Get("admin/" + std::to_string(i)), value('z', i)) << i;
+  EXPECT_EQ(*a->Get("a319"), value('a', 319)) << "the newest of A's values stays";
+  EXPECT_EQ(a->Get("a0").status().code(), StatusCode::kNotFound) << "the oldest made room";
+
+  const std::vector<TenantUsage> usage = server.daemon().tier().TenantUsages();
+  ASSERT_EQ(usage.size(), 2u);
+  EXPECT_LE(usage[0].dram_bytes, 2u << 20);
+  EXPECT_GT(usage[0].quota_evictions, 0u);
+  EXPECT_EQ(usage[1].dram_bytes, 32 * kValueBytes);
+  EXPECT_EQ(usage[1].evictions, 0u);
+
+  const std::string metrics = server.daemon().admin().MetricsText();
+  EXPECT_NE(metrics.find("memkv_tenant_quota_bytes{tenant=\"team-a\",tier=\"dram\"} 2097152\n"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("memkv_tenant_evictions_total{tenant=\"team-b\"} 0\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("memkv_tenant_puts_total{tenant=\"team-a\"} 320\n"), std::string::npos) << metrics;
+  const std::string status = server.daemon().admin().StatusJson();
+  EXPECT_NE(status.find("\"name\":\"team-a\",\"configured\":true"), std::string::npos) << status;
+}
+
 }  // namespace
 }  // namespace memkv

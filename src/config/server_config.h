@@ -158,6 +158,11 @@ struct TenantConfig {
   bool rdma = false;                 // its connections may set up RDMA
   uint64_t dram_quota_bytes = 0;     // 0: none
   uint64_t drive_quota_bytes = 0;    // 0: none
+  // Block events of this tenant's keys alone (docs/tenants.md, "Events"):
+  // tcp://HOST:PORT of its own PUB and replay sockets; empty: none. Read
+  // at start (a reload that changes them says a restart is needed).
+  std::string events_publish;
+  std::string events_replay;
 };
 
 inline constexpr size_t kMaxTenants = 1024;

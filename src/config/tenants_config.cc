@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <utility>
 
 #include "base/bytes.h"
+#include "config/events_config.h"
 #include "config/yaml_fields.h"
 
 namespace memkv::config {
@@ -70,6 +72,14 @@ void ReadKeyFileField(const YAML::Node& v, const std::string& p, Diagnostics* d,
   *out = std::move(*key);
 }
 
+// A tenant's events endpoint: tcp://HOST:PORT, as events.publish.
+void ReadEndpoint(const YAML::Node& v, const std::string& p, Diagnostics* d, std::string* out) {
+  if (!ReadString(v, p, d, out)) return;
+  if (std::optional<std::string> why = CheckEventsEndpoint(*out)) {
+    d->Fail(p, p + ": '" + *out + "' " + *why + "; " + std::string(kEventsEndpointAllowed));
+  }
+}
+
 void ReadTenant(const YAML::Node& item, const std::string& path, Diagnostics* d, TenantConfig* t) {
   KeySlot key, next;
   bool has_name = false, has_prefix = false;
@@ -97,8 +107,14 @@ void ReadTenant(const YAML::Node& item, const std::string& path, Diagnostics* d,
            BoolField("read_only", d, &t->read_only),
            BoolField("rdma", d, &t->rdma),
            SizeField("dram_quota", d, &t->dram_quota_bytes),
-           SizeField("drive_quota", d, &t->drive_quota_bytes)},
+           SizeField("drive_quota", d, &t->drive_quota_bytes),
+           {"events_publish", [&](const YAML::Node& v, const std::string& p) { ReadEndpoint(v, p, d, &t->events_publish); }},
+           {"events_replay", [&](const YAML::Node& v, const std::string& p) { ReadEndpoint(v, p, d, &t->events_replay); }}},
           d);
+  if (!t->events_replay.empty() && t->events_publish.empty() && !d->IsFailed(path + ".events_publish")) {
+    d->Fail(path + ".events_replay", path + ".events_replay: set without " + path +
+                                         ".events_publish; a replay socket serves what the tenant's publisher sent");
+  }
   if (!has_name && !d->IsFailed(path + ".name")) {
     d->Fail(path + ".name", path + ".name: missing; each tenant has a name (" + std::string(kNameAllowed) + ")");
   }

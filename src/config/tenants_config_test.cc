@@ -21,6 +21,8 @@ using testing::TempFile;
 const std::string kA(64, 'a');
 const std::string kB(64, 'b');
 const std::string kC(64, 'c');
+const std::string kD(64, 'd');
+const std::string kE(64, 'e');
 
 Result<ServerConfig> Parse(const std::string& tenants) {
   return ParseServerConfig("storage:\n  mode: memory\ntenants:\n" + tenants, "test.yaml");
@@ -33,7 +35,7 @@ std::string Key(const std::string& hex) { return "    key: \"" + hex + "\"\n"; }
 
 bool NoKeyShown(const std::vector<std::string>& lines) {
   for (const std::string& line : lines) {
-    for (const std::string* key : {&kA, &kB, &kC}) {
+    for (const std::string* key : {&kA, &kB, &kC, &kD, &kE}) {
       if (line.find(*key) != std::string::npos) return false;
     }
   }
@@ -43,7 +45,8 @@ bool NoKeyShown(const std::vector<std::string>& lines) {
 TEST(TenantsConfigTest, EveryFieldIsRead) {
   Result<ServerConfig> c = Parse(Item("team-a", "team-a/", Key(kA)) + "    next_key: \"" + kB +
                                  "\"\n    read_only: true\n    rdma: true\n    dram_quota: 8GiB\n"
-                                 "    drive_quota: 100GiB\n" +
+                                 "    drive_quota: 100GiB\n    events_publish: tcp://127.0.0.1:5571\n"
+                                 "    events_replay: tcp://127.0.0.1:5572\n" +
                                  Item("team_b-2", "b/", Key(kC)));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   ASSERT_EQ(c->tenants.size(), 2u);
@@ -56,6 +59,8 @@ TEST(TenantsConfigTest, EveryFieldIsRead) {
   EXPECT_TRUE(a.rdma);
   EXPECT_EQ(a.dram_quota_bytes, 8 * kGiB);
   EXPECT_EQ(a.drive_quota_bytes, 100 * kGiB);
+  EXPECT_EQ(a.events_publish, "tcp://127.0.0.1:5571");
+  EXPECT_EQ(a.events_replay, "tcp://127.0.0.1:5572");
   const TenantConfig& b = c->tenants[1];
   EXPECT_FALSE(b.read_only);
   EXPECT_FALSE(b.rdma);
@@ -93,7 +98,9 @@ TEST(TenantsConfigTest, EachItemsProblemsAreLinesOfTheirOwn) {
             "  - prefix: \"p/\"\n"                                                  // no name, no key
             "  - name: c\n    key: \"" + kC + "\"\n    key_file: /x\n"               // no prefix, two keys
             "  - name: d\n    prefix: \"" + std::string(257, 'p') + "\"\n" + Key(kB) +  // prefix too long
-            "    next_key: \"" + std::string(63, '1') + "\"\n    colour: red\n"));
+            "    next_key: \"" + std::string(63, '1') + "\"\n    colour: red\n"
+            "  - name: e\n    prefix: \"e/\"\n" + Key(kD) + "    events_publish: udp://x:1\n"  // not tcp://
+            "  - name: f\n    prefix: \"f/\"\n" + Key(kE) + "    events_replay: tcp://127.0.0.1:1\n"));  // no publish
   EXPECT_TRUE(HasLineWith(lines, {"tenants[0].name", "'Team A'", "a-z, 0-9"}));
   EXPECT_TRUE(HasLineWith(lines, {"tenants[0].prefix", "0 bytes", "1..256"}));
   EXPECT_TRUE(HasLineWith(lines, {"tenants[0].key", "3 characters", "64 hex"}));
@@ -104,6 +111,8 @@ TEST(TenantsConfigTest, EachItemsProblemsAreLinesOfTheirOwn) {
   EXPECT_TRUE(HasLineWith(lines, {"tenants[3].prefix", "257 bytes", "1..256"}));
   EXPECT_TRUE(HasLineWith(lines, {"tenants[3].next_key", "63 characters"}));
   EXPECT_TRUE(HasLineWith(lines, {"tenants[3]", "colour"}));
+  EXPECT_TRUE(HasLineWith(lines, {"tenants[4].events_publish", "udp://x:1", "tcp://HOST:PORT"}));
+  EXPECT_TRUE(HasLineWith(lines, {"tenants[5].events_replay", "without", "events_publish"}));
   EXPECT_TRUE(NoKeyShown(lines));
 }
 

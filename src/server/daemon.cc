@@ -110,6 +110,17 @@ std::vector<std::string> RestartNeeded(const config::ServerConfig& was, const co
   if (!(was.log == now.log)) out.push_back("log");
   if (!(was.metrics == now.metrics)) out.push_back("metrics");
   if (!(was.events == now.events)) out.push_back("events");
+  // Each tenant's events endpoints are bound at start.
+  for (const config::TenantConfig& t : now.tenants) {
+    auto before = std::find_if(was.tenants.begin(), was.tenants.end(),
+                               [&](const config::TenantConfig& w) { return w.name == t.name; });
+    const bool had = before != was.tenants.end() && !before->events_publish.empty();
+    if ((had || !t.events_publish.empty()) &&
+        (before == was.tenants.end() || before->events_publish != t.events_publish ||
+         before->events_replay != t.events_replay || before->prefix != t.prefix)) {
+      out.push_back("tenants[" + t.name + "].events_publish");
+    }
+  }
   return out;
 }
 
@@ -173,24 +184,47 @@ events::PublisherOptions EventsOptions(const config::EventsConfig& e) {
 
 Status Daemon::StartEvents(Step* failed) {
   const config::EventsConfig& e = options_.config.events;
-  if (!e.enabled()) return Status::Ok();
-  *failed = Step::kEvents;
-  Result<std::unique_ptr<events::Publisher>> publisher = events::Publisher::Create(EventsOptions(e));
-  if (!publisher.ok()) return publisher.status();
-  events_ = std::move(publisher).value();
-  LOG_INFO_C("start") << "block events: publishing on " << events_->publish_endpoint()
-                      << (events_->replay_endpoint().empty() ? std::string(", no replay")
-                                                             : ", replay on " + events_->replay_endpoint());
+  if (e.enabled()) {
+    *failed = Step::kEvents;
+    Result<std::unique_ptr<events::Publisher>> publisher = events::Publisher::Create(EventsOptions(e));
+    if (!publisher.ok()) return publisher.status();
+    events_ = std::move(publisher).value();
+    LOG_INFO_C("start") << "block events: publishing on " << events_->publish_endpoint()
+                        << (events_->replay_endpoint().empty() ? std::string(", no replay")
+                                                               : ", replay on " + events_->replay_endpoint());
+  }
+  // Each tenant with endpoints of its own gets a publisher of its keys'
+  // events alone, with the events section's topic, encoding and bounds.
+  std::vector<TenantLimits> with_events;
+  for (const config::TenantConfig& t : options_.config.tenants) {
+    if (t.events_publish.empty()) continue;
+    *failed = Step::kEvents;
+    events::PublisherOptions o = EventsOptions(e);
+    o.publish = t.events_publish;
+    o.replay = t.events_replay;
+    Result<std::unique_ptr<events::Publisher>> publisher = events::Publisher::Create(std::move(o));
+    if (!publisher.ok()) {
+      return Status(publisher.status().code(), "tenants[] " + t.name + ": " + publisher.status().message());
+    }
+    LOG_INFO_C("start") << "block events of tenant " << t.name << ": publishing on "
+                        << (*publisher)->publish_endpoint()
+                        << ((*publisher)->replay_endpoint().empty() ? std::string(", no replay")
+                                                                    : ", replay on " + (*publisher)->replay_endpoint());
+    tenant_events_.push_back(std::move(publisher).value());
+    with_events.push_back({t.name, t.prefix, 0, 0});
+  }
+  tenant_events_map_ = TenantMap(std::move(with_events));
   return Status::Ok();
 }
 
 // A store that starts holding nothing (memory mode, freshly formatted or
 // empty drives) tells routers to forget whatever they knew of this server.
 void Daemon::AnnounceEmptyStore() {
-  if (events_ == nullptr) return;
+  if (events_ == nullptr && tenant_events_.empty()) return;
   std::optional<drive::ExtentStoreStats> drives = tier_->DrivesStats();
   if (tier_->MemoryStats().keys == 0 && (!drives || drives->keys == 0)) {
-    events_->Publish(events::Event::AllCleared());
+    if (events_ != nullptr) events_->Publish(events::Event::AllCleared());
+    for (const auto& publisher : tenant_events_) publisher->Publish(events::Event::AllCleared());
   }
 }
 
@@ -199,17 +233,29 @@ void Daemon::AnnounceEmptyStore() {
 storage::StoreObserver Daemon::StoreObserver() {
   events::Publisher* publisher = events_.get();
   NamespaceStats* namespaces = namespaces_.get();
-  return [publisher, namespaces](const storage::StoreEvent& e) {
+  const TenantMap* tenant_map = &tenant_events_map_;
+  const std::vector<std::unique_ptr<events::Publisher>>* tenant_publishers = &tenant_events_;
+  return [publisher, namespaces, tenant_map, tenant_publishers](const storage::StoreEvent& e) {
     const bool stored = e.kind == storage::StoreEventKind::kStored;
     if (!stored && e.reason == storage::RemovalReason::kEvicted) {
       NamespaceCounts evicted;
       evicted.evictions = 1;
       namespaces->Count(e.key, evicted);
     }
-    if (publisher == nullptr) return;
     const std::string_view medium = e.medium == storage::StoreMedium::kDrive ? events::kMediumDrive : events::kMediumDram;
-    publisher->Publish(stored ? events::ValueStored(e.key, e.value_size, e.block_hash, e.parent_hash, e.hash_kind, medium)
-                              : events::ValueRemoved(e.key, e.block_hash, e.hash_kind, medium));
+    // `key` names the value as its publisher's subscribers know it (a hash
+    // of it stands in for a put without a block hash).
+    auto publish = [&](events::Publisher* to, std::string_view key) {
+      to->Publish(stored ? events::ValueStored(key, e.value_size, e.block_hash, e.parent_hash, e.hash_kind, medium)
+                         : events::ValueRemoved(key, e.block_hash, e.hash_kind, medium));
+    };
+    if (publisher != nullptr) publish(publisher, e.key);
+    if (tenant_map->empty()) return;
+    // A tenant's own stream carries its keys alone, as its clients name them.
+    const uint32_t t = tenant_map->Find(e.key);
+    if (t != TenantMap::kNone) {
+      publish((*tenant_publishers)[t].get(), std::string_view(e.key).substr((*tenant_map)[t].prefix.size()));
+    }
   };
 }
 

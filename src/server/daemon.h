@@ -185,6 +185,10 @@ class Daemon {
   DaemonOptions options_;
   // Declared in construction order; destroyed in reverse.
   std::unique_ptr<events::Publisher> events_;  // null: events off; outlives the storage that publishes
+  // Tenants with events of their own (tenants[].events_publish), read at
+  // start: tenant_events_map_[i] publishes on tenant_events_[i].
+  TenantMap tenant_events_map_;
+  std::vector<std::unique_ptr<events::Publisher>> tenant_events_;
   std::unique_ptr<NamespaceStats> namespaces_;  // counted by the server and by storage, so outlives both
   std::unique_ptr<TenantStats> tenant_stats_;   // the tenants' request counts; outlives the credentials
   std::unique_ptr<CredentialStore> credentials_;  // administrator and tenant keys; outlives the server

@@ -181,7 +181,7 @@ void Session::GrantSlot(std::string_view key, uint64_t size, uint64_t checksum, 
                           " bytes, over a quarter of the DRAM pool, goes to the drives in pieces over TCP, not "
                           "through the pool an RDMA WRITE lands in");
   }
-  Result<storage::PendingPut> put = s.ok() ? ctx_.store->Reserve(size) : Result<storage::PendingPut>(s);
+  Result<storage::PendingPut> put = s.ok() ? ctx_.store->Reserve(size, key) : Result<storage::PendingPut>(s);
   if (!put.ok()) {
     RespondError(put.status());
     return;
@@ -357,7 +357,7 @@ void Session::HandlePut(std::string_view key) {
     return;
   }
   if (sink.frame_error.ok()) {
-    Result<storage::PendingPut> put = ctx_.store->Reserve(item.size);
+    Result<storage::PendingPut> put = ctx_.store->Reserve(item.size, item.key);
     if (put.ok()) {
       item.put = std::move(put).value();
     } else {
@@ -401,7 +401,7 @@ void Session::ReceiveBatch(PayloadSink sink, const std::vector<proto::PutItem>& 
       if (item.status.ok()) item.status = ScopeOptions(&item.options);
       if (item.status.ok()) item.status = CheckValueSize(in.value_len, ctx_.max_value_bytes);
       Result<storage::PendingPut> put =
-          item.status.ok() ? ctx_.store->Reserve(in.value_len) : Result<storage::PendingPut>(item.status);
+          item.status.ok() ? ctx_.store->Reserve(in.value_len, item.key) : Result<storage::PendingPut>(item.status);
       if (put.ok()) {
         item.put = std::move(put).value();
       } else {

@@ -7,12 +7,14 @@ build/python).
 """
 
 import re
+import secrets
 import time
 
 import msgpack
 import pytest
 import zmq
 
+from memkv import Client
 from memkv.testing import LocalServer
 
 DEADLINE_S = 20.0
@@ -200,3 +202,45 @@ def test_a_gap_heals_through_replay(server, subscriber):
                             poke=lambda: c.put("gap/after", b"3"))
         sizes = [e["block_size"] for e in of_type(subscriber.events, "BlockStored")[seen:seen + 3]]
         assert sizes == [10, 11, 12]
+
+
+def test_a_tenants_own_stream_carries_its_keys_alone():
+    # docs/tenants.md, "Events": team-a's publisher sends events of its keys
+    # only, named as its client names them; team-b's and the administrator's
+    # puts never appear there.
+    a_key, b_key = secrets.token_hex(32), secrets.token_hex(32)
+    tenants = ("tenants:\n"
+               f"  - name: team-a\n    prefix: \"team-a/\"\n    key: \"{a_key}\"\n"
+               "    events_publish: tcp://127.0.0.1:0\n    events_replay: tcp://127.0.0.1:0\n"
+               f"  - name: team-b\n    prefix: \"team-b/\"\n    key: \"{b_key}\"\n")
+    server = LocalServer(memory="256 MiB", workers=2,
+                         extra_config=f"events:\n  topic: {TOPIC.decode()}\n" + tenants).start()
+    ctx = zmq.Context()
+    try:
+        m = re.search(r"block events of tenant team-a: publishing on (tcp://\S+), replay on (tcp://\S+)",
+                      server.stderr())
+        assert m, server.stderr()
+        sub = Subscriber(ctx, m.group(1), m.group(2))
+        sub.connect()
+        with Client(servers=[server.address], auth_key=a_key, transport="tcp") as a, \
+                Client(servers=[server.address], auth_key=b_key, transport="tcp") as b, server.client() as admin:
+            def poke():
+                b.put("k", b"b" * 10)
+                admin.put("elsewhere", b"x" * 11)
+                a.put("k", b"a" * 12)
+            sub.last_seq = -1
+            sub.wait_for(lambda ev: of_type(ev, "BlockStored"), poke=poke)
+            stored = of_type(sub.events, "BlockStored")
+            assert {e["block_size"] for e in stored} == {12}, stored
+            assert all(e["block_hashes"] == stored[0]["block_hashes"] for e in stored)
+            assert b.delete("k")
+            assert a.delete("k")
+            sub.wait_for(lambda ev: of_type(ev, "BlockRemoved") and
+                         of_type(ev, "BlockRemoved")[-1]["block_hashes"] == stored[0]["block_hashes"] and
+                         len(of_type(ev, "BlockRemoved")) >= len(stored))
+            removed = of_type(sub.events, "BlockRemoved")
+            assert all(e["block_hashes"] == stored[0]["block_hashes"] for e in removed), removed
+        sub.close()
+    finally:
+        ctx.term()
+        assert server.stop() == 0, server.stderr()
