@@ -191,7 +191,7 @@ struct Skipped {
   size_t begin;
   size_t end;
 };
-constexpr Skipped kSuperblockSkipped[] = {{60, 64}, {128, kBlockChecksumAt}};
+constexpr Skipped kSuperblockSkipped[] = {{60, 64}, {168, kBlockChecksumAt}};
 constexpr Skipped kAreaHeaderSkipped[] = {{72, kBlockChecksumAt}};
 
 bool SameSpan(Bytes a, Bytes b) {
@@ -232,7 +232,8 @@ bool SameSuperblock(const Superblock& a, const Superblock& b) {
          a.logical_block_bytes == b.logical_block_bytes && a.extent_bytes == b.extent_bytes &&
          a.unit_bytes == b.unit_bytes && a.created_unix_ns == b.created_unix_ns && a.device_bytes == b.device_bytes &&
          a.journal_offset == b.journal_offset && a.journal_area_bytes == b.journal_area_bytes &&
-         a.data_offset == b.data_offset && a.unit_count == b.unit_count;
+         a.data_offset == b.data_offset && a.unit_count == b.unit_count && a.encrypted == b.encrypted &&
+         a.open_epoch == b.open_epoch && a.encryption_id == b.encryption_id && a.key_check == b.key_check;
 }
 
 bool SameAreaHeader(const JournalAreaHeader& a, const JournalAreaHeader& b) {

@@ -960,6 +960,26 @@ std::vector<RemovedValue> DeleteVictims(ExtentStore::Impl& s, std::vector<Remove
   return removed;
 }
 
+// Eviction's passes over the LRU list, coldest first: expired values,
+// evict_first ones, the others, then those `spare` asked to keep.
+enum EvictPass { kPassExpired, kPassFirst, kPassNormal, kPassSpared };
+
+// Whether `pass` takes `e` (*expired: whether its TTL has run out). Pinned
+// values whose TTL runs, and values being read (evicting frees nothing now),
+// are never taken.
+bool TakenInPass(const Entry& e, int pass, int64_t now, const std::function<bool(std::string_view)>& spare,
+                 bool* expired) {
+  *expired = e.attrs.expired(now);
+  if (e.pins > 0 || (!*expired && e.attrs.retention == Retention::kPinned)) return false;
+  const bool spared = !*expired && spare && spare(e.key);
+  switch (pass) {
+    case kPassExpired: return *expired;
+    case kPassFirst: return !*expired && !spared && e.attrs.retention == Retention::kEvictFirst;
+    case kPassNormal: return !*expired && !spared && e.attrs.retention == Retention::kNormal;
+    default: return spared;
+  }
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> ExtentStore::EvictColdest(uint64_t bytes,
@@ -981,22 +1001,12 @@ Result<std::vector<RemovedValue>> ExtentStore::EvictColdestValues(uint64_t bytes
     std::lock_guard<std::mutex> lock(s.mu);
     const int64_t now = s.clock->NowMillis();
     uint64_t freed = 0;
-    // Passes over the LRU list, coldest first: expired values, evict_first
-    // ones, the others, then those `spare` asked to keep. Pinned values
-    // whose TTL runs, and values being read (evicting frees nothing now),
-    // are never taken.
-    enum Pass { kExpired, kFirst, kNormal, kSpared };
-    for (int pass = kExpired; pass <= kSpared && freed < bytes; ++pass) {
+    // EvictPass's passes, coldest first.
+    for (int pass = kPassExpired; pass <= kPassSpared && freed < bytes; ++pass) {
       for (auto it = s.lru.rbegin(); it != s.lru.rend() && freed < bytes; ++it) {
         const Entry* e = *it;
-        const bool expired = e->attrs.expired(now);
-        if (e->pins > 0 || (!expired && e->attrs.retention == Retention::kPinned)) continue;
-        const bool spared = !expired && spare && spare(e->key);
-        const bool take = pass == kExpired   ? expired
-                          : pass == kFirst   ? !expired && !spared && e->attrs.retention == Retention::kEvictFirst
-                          : pass == kNormal  ? !expired && !spared && e->attrs.retention == Retention::kNormal
-                                             : spared;
-        if (!take) continue;
+        bool expired = false;
+        if (!TakenInPass(*e, pass, now, spare, &expired)) continue;
         victims.push_back(Victim(*e, expired));
         generations.push_back(e->generation);
         freed += FreedBytes(*e);
@@ -1047,19 +1057,12 @@ Result<std::vector<RemovedValue>> ExtentStore::EvictForTenantQuota(std::string_v
     uint64_t freed = 0;
     // As EvictColdestValues, among the tenant's values only (never `key`'s,
     // which the put replaces), counting value bytes as the quota does.
-    enum Pass { kExpired, kFirst, kNormal, kSpared };
-    for (int pass = kExpired; pass <= kSpared && freed < need; ++pass) {
+    for (int pass = kPassExpired; pass <= kPassSpared && freed < need; ++pass) {
       for (auto it = s.lru.rbegin(); it != s.lru.rend() && freed < need; ++it) {
         const Entry* e = *it;
         if (e->tenant != t || e->key == key || e->value_bytes == 0) continue;
-        const bool expired = e->attrs.expired(now);
-        if (e->pins > 0 || (!expired && e->attrs.retention == Retention::kPinned)) continue;
-        const bool spared = !expired && spare && spare(e->key);
-        const bool take = pass == kExpired   ? expired
-                          : pass == kFirst   ? !expired && !spared && e->attrs.retention == Retention::kEvictFirst
-                          : pass == kNormal  ? !expired && !spared && e->attrs.retention == Retention::kNormal
-                                             : spared;
-        if (!take) continue;
+        bool expired = false;
+        if (!TakenInPass(*e, pass, now, spare, &expired)) continue;
         victims.push_back(Victim(*e, expired));
         generations.push_back(e->generation);
         freed += e->value_bytes;
