@@ -36,10 +36,6 @@ Status CheckValueSize(uint64_t size, uint64_t limit) {
   return Status::Ok();
 }
 
-namespace {
-
-}  // namespace
-
 void Session::HandleConnect() {
   Tag tag;
   std::memcpy(tag.data(), cur_raw_.data() + proto::kFieldsSize, proto::kTagSize);
