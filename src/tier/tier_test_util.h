@@ -82,10 +82,10 @@ inline void CopyInto(const storage::PendingPut& put, const std::vector<uint8_t>&
   }
 }
 
-// Reserve, copy, Commit; waits for the completion.
+// Reserve (by key, as the server does), copy, Commit; waits for the completion.
 inline Status PutNow(TieredStore& store, TestLoop& loop, const std::string& key, const std::vector<uint8_t>& bytes,
                      const PutOptions& options = {}) {
-  Result<storage::PendingPut> put = store.Reserve(bytes.size());
+  Result<storage::PendingPut> put = store.Reserve(bytes.size(), key);
   if (!put.ok()) return put.status();
   CopyInto(*put, bytes);
   std::optional<Status> result;

@@ -33,19 +33,6 @@ std::shared_ptr<const TenantMap> Tenants(uint64_t a_dram, uint64_t a_drive, uint
   });
 }
 
-// As the server puts once it knows the key: Reserve(size, key), Commit.
-Status PutKeyNow(TieredStore& store, TestLoop& loop, const std::string& key, const std::vector<uint8_t>& bytes,
-                 const PutOptions& options = {}) {
-  Result<storage::PendingPut> put = store.Reserve(bytes.size(), key);
-  if (!put.ok()) return put.status();
-  CopyInto(*put, bytes);
-  std::optional<Status> result;
-  store.Commit(std::move(put).value(), key, Checksum(bytes.data(), bytes.size()), options, loop.reply(),
-               [&](Status s) { result = std::move(s); });
-  if (!loop.RunUntil([&] { return result.has_value(); })) return DeadlineExceeded("put " + key);
-  return *result;
-}
-
 TEST(TieredStoreTenantTest, ATenantWritingTenTimesItsQuotasTouchesNoOtherValueInEitherTier) {
   TierHarness h(kPoolBytes, /*with_drives=*/true);
   TieredStore& store = h.store();
@@ -55,12 +42,12 @@ TEST(TieredStoreTenantTest, ATenantWritingTenTimesItsQuotasTouchesNoOtherValueIn
   std::map<std::string, uint32_t> others;
   for (int i = 0; i < 60; ++i) others["b/" + std::to_string(i)] = 0;
   for (int i = 0; i < 60; ++i) others["admin/" + std::to_string(i)] = 0;
-  for (const auto& [key, version] : others) ASSERT_TRUE(PutKeyNow(store, h.loop(), key, ValueOf(key)).ok()) << key;
+  for (const auto& [key, version] : others) ASSERT_TRUE(PutNow(store, h.loop(), key, ValueOf(key)).ok()) << key;
   const uint64_t dram_keys_before = store.MemoryStats().keys;
 
   for (int i = 0; i < 160; ++i) {
     const std::string key = "a/" + std::to_string(i);
-    Status s = PutKeyNow(store, h.loop(), key, ValueOf(key));
+    Status s = PutNow(store, h.loop(), key, ValueOf(key));
     ASSERT_TRUE(s.ok()) << key << ": " << s.ToString();
     const TenantUsage a = store.TenantUsages().at(0);
     ASSERT_LE(a.dram_bytes, 8 * kValue) << key;
@@ -107,15 +94,15 @@ TEST(TieredStoreTenantTest, PinnedValuesFillingTheDramQuotaRefuseTheTenantsNextP
     pin.retention = Retention::kPinned;
     for (int i = 0; i < 3; ++i) {
       const std::string key = "a/pin" + std::to_string(i);
-      ASSERT_TRUE(PutKeyNow(store, h.loop(), key, ValueOf(key), pin).ok());
+      ASSERT_TRUE(PutNow(store, h.loop(), key, ValueOf(key), pin).ok());
     }
-    Status refused = PutKeyNow(store, h.loop(), "a/next", ValueOf("a/next"));
+    Status refused = PutNow(store, h.loop(), "a/next", ValueOf("a/next"));
     EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted);
     EXPECT_NE(refused.message().find("tenant team-a is at its DRAM quota (tenants[].dram_quota"), std::string::npos)
         << refused.ToString();
     EXPECT_FALSE(store.Exists("a/next"));
-    ASSERT_TRUE(PutKeyNow(store, h.loop(), "b/1", ValueOf("b/1")).ok());
-    ASSERT_TRUE(PutKeyNow(store, h.loop(), "admin", ValueOf("admin")).ok());
+    ASSERT_TRUE(PutNow(store, h.loop(), "b/1", ValueOf("b/1")).ok());
+    ASSERT_TRUE(PutNow(store, h.loop(), "admin", ValueOf("admin")).ok());
     for (int i = 0; i < 3; ++i) {
       const std::string key = "a/pin" + std::to_string(i);
       EXPECT_EQ(*GetBytes(store, h.loop(), key), ValueOf(key));
@@ -133,14 +120,14 @@ TEST(TieredStoreTenantTest, PinnedValuesFillingTheDriveQuotaRefuseTheTenantsNext
   store.SetTenants(Tenants(0, 2 * kValue));
   PutOptions pin;
   pin.retention = Retention::kPinned;
-  ASSERT_TRUE(PutKeyNow(store, h.loop(), "a/pin0", ValueOf("a/pin0"), pin).ok());
-  ASSERT_TRUE(PutKeyNow(store, h.loop(), "a/pin1", ValueOf("a/pin1"), pin).ok());
-  Status refused = PutKeyNow(store, h.loop(), "a/next", ValueOf("a/next"));
+  ASSERT_TRUE(PutNow(store, h.loop(), "a/pin0", ValueOf("a/pin0"), pin).ok());
+  ASSERT_TRUE(PutNow(store, h.loop(), "a/pin1", ValueOf("a/pin1"), pin).ok());
+  Status refused = PutNow(store, h.loop(), "a/next", ValueOf("a/next"));
   EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted);
   EXPECT_NE(refused.message().find("tenant team-a is at its drive quota (tenants[].drive_quota"), std::string::npos)
       << refused.ToString();
   EXPECT_FALSE(store.Exists("a/next"));
-  ASSERT_TRUE(PutKeyNow(store, h.loop(), "b/1", ValueOf("b/1")).ok());
+  ASSERT_TRUE(PutNow(store, h.loop(), "b/1", ValueOf("b/1")).ok());
   EXPECT_EQ(store.TenantUsages().at(0).quota_refusals, 1u);
   EXPECT_EQ(store.TenantUsages().at(0).drive_bytes, 2 * kValue);
 }
@@ -151,9 +138,9 @@ TEST(TieredStoreTenantTest, PromotionStaysWithinTheDramQuotaAndNeverFailsTheGet)
   store.SetTenants(Tenants(2 * kValue, 0));
   for (int i = 0; i < 6; ++i) {
     const std::string key = "a/" + std::to_string(i);
-    ASSERT_TRUE(PutKeyNow(store, h.loop(), key, ValueOf(key)).ok());
+    ASSERT_TRUE(PutNow(store, h.loop(), key, ValueOf(key)).ok());
   }
-  ASSERT_TRUE(PutKeyNow(store, h.loop(), "b/0", ValueOf("b/0")).ok());
+  ASSERT_TRUE(PutNow(store, h.loop(), "b/0", ValueOf("b/0")).ok());
   EXPECT_FALSE(store.memory().Exists("a/0"));
   // Promoted: a's own coldest makes room.
   Result<StoredValue> got = GetNow(store, h.loop(), "a/0");
@@ -182,7 +169,7 @@ TEST(TieredStoreTenantTest, WithoutTenantsReserveByKeyIsPlainReserve) {
   EXPECT_TRUE(store.TenantUsages().empty());
   for (int i = 0; i < 70; ++i) {
     const std::string key = "a/" + std::to_string(i);
-    ASSERT_TRUE(PutKeyNow(store, h.loop(), key, ValueOf(key)).ok());
+    ASSERT_TRUE(PutNow(store, h.loop(), key, ValueOf(key)).ok());
   }
   EXPECT_EQ(store.MemoryStats().keys, 64u) << "pool eviction as ever";
   store.SetTenants(Tenants(kValue, 0));
