@@ -32,6 +32,8 @@ enum class StatusCode : uint16_t {
   kIoError = 12,            // a file or device operation failed
   kFailedPrecondition = 13, // system not in a state that allows the operation
   kPermissionDenied = 14,   // the credential does not allow the operation (a read-only tenant's write)
+  kBusy = 15,               // the server is overloaded and shed the request: not a failure; skip the store, retry later
+  kDraining = 16,           // the server is draining and takes no new keys: place the key on the next server
 };
 
 // Short stable name of a code ("NotFound"); used in logs, the CLI and metrics.
@@ -71,6 +73,8 @@ inline Status Corruption(std::string m) { return {StatusCode::kCorruption, std::
 inline Status ProtocolError(std::string m) { return {StatusCode::kProtocolError, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
+inline Status Busy(std::string m) { return {StatusCode::kBusy, std::move(m)}; }
+inline Status Draining(std::string m) { return {StatusCode::kDraining, std::move(m)}; }
 inline Status FailedPrecondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
 inline Status PermissionDenied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
 

@@ -19,6 +19,8 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kIoError: return "IoError";
     case StatusCode::kFailedPrecondition: return "FailedPrecondition";
     case StatusCode::kPermissionDenied: return "PermissionDenied";
+    case StatusCode::kBusy: return "Busy";
+    case StatusCode::kDraining: return "Draining";
   }
   return "Unknown";
 }

@@ -44,7 +44,9 @@ int CodeOf(const Status& status) {
     case StatusCode::kNotFound: return KV_STORE_ERR_NOT_FOUND;
     case StatusCode::kInvalidArgument: return KV_STORE_ERR_INVALID_ARGUMENT;
     case StatusCode::kDeadlineExceeded: return KV_STORE_ERR_TIMEOUT;
-    case StatusCode::kUnavailable: return KV_STORE_ERR_UNAVAILABLE;
+    case StatusCode::kUnavailable:
+    case StatusCode::kDraining: return KV_STORE_ERR_UNAVAILABLE;
+    case StatusCode::kBusy: return KV_STORE_ERR_FULL;
     case StatusCode::kAuthFailed: return KV_STORE_ERR_AUTH;
     case StatusCode::kTooLarge: return KV_STORE_ERR_TOO_LARGE;
     case StatusCode::kResourceExhausted: return KV_STORE_ERR_FULL;

@@ -22,6 +22,7 @@ std::string OpcodeName(uint8_t opcode) {
     case Opcode::kStat: return "Stat";
     case Opcode::kMatchPrefix: return "MatchPrefix";
     case Opcode::kBatchPutWith: return "BatchPutWith";
+    case Opcode::kServerInfo: return "ServerInfo";
     case Opcode::kRdmaPut: return "RdmaPut";
     case Opcode::kRdmaCommit: return "RdmaCommit";
     case Opcode::kRdmaGet: return "RdmaGet";

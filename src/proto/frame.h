@@ -71,6 +71,7 @@ enum class Opcode : uint8_t {
   kStat = 0x28,  // a value's size, without its bytes
   kMatchPrefix = 0x29,   // how many leading keys of a chain are stored
   kBatchPutWith = 0x2a,  // BatchPut whose items carry put options
+  kServerInfo = 0x2b,    // the server's identity, placement weight and state (ServerInfo)
   // RDMA control (bulk bytes move by one-sided RDMA; docs/rdma.md).
   kRdmaPut = 0x30,      // allocate a landing slot in the pool
   kRdmaCommit = 0x31,   // publish what landed, after checking its checksum

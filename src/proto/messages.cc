@@ -712,4 +712,36 @@ size_t PresentPrefix(std::span<const StatusCode> statuses) {
   return n;
 }
 
+std::string EncodeServerInfo(const ServerInfo& info) {
+  Writer w;
+  w.U8(static_cast<uint8_t>(info.id.size()));
+  w.Bytes(info.id);
+  w.U64(info.capacity_bytes);
+  w.U64(info.weight);
+  w.U8(static_cast<uint8_t>((info.draining ? 1u : 0u) | (info.busy ? 2u : 0u)));
+  return w.Take();
+}
+
+Status DecodeServerInfo(std::span<const uint8_t> meta, ServerInfo* out) {
+  Reader r(meta);
+  uint8_t id_len = 0;
+  std::string_view id;
+  uint8_t flags = 0;
+  if (!r.U8(&id_len) || !r.Bytes(id_len, &id) || !r.U64(&out->capacity_bytes) || !r.U64(&out->weight) ||
+      !r.U8(&flags)) {
+    return Truncated("ServerInfo response");
+  }
+  if (id.empty() || id.size() > kMaxServerIdBytes) {
+    return ProtocolError("ServerInfo: server id of " + std::to_string(id.size()) + " bytes; allowed 1.." +
+                         std::to_string(kMaxServerIdBytes));
+  }
+  for (char c : id) {
+    if (c < 0x21 || c > 0x7e) return ProtocolError("ServerInfo: server id holds a byte that is not printable ASCII");
+  }
+  out->id.assign(id);
+  out->draining = (flags & 1u) != 0;
+  out->busy = (flags & 2u) != 0;
+  return Status::Ok();
+}
+
 }  // namespace memkv::proto

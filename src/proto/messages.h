@@ -187,6 +187,28 @@ std::string EncodeRdmaPutWithRequest(std::string_view key, uint64_t value_len, u
 Status DecodeRdmaPutWithRequest(std::span<const uint8_t> meta, std::string_view* key, uint64_t* value_len,
                                 uint64_t* checksum, PutOptions* options);
 
+// ServerInfo: the request has no meta; the response meta is the server's
+// identity (docs/fleet.md): its id, kept with its data (the drives' store
+// UUID in file and direct mode; fleet.id or one made at start in memory
+// mode), the capacity and placement weight it offers, and whether it is
+// draining. Clients place keys by id, weighted, so an address change moves
+// no key. An old server answers "unknown opcode": the client then places it
+// by its address, with equal weights. Layout: u8 id length (1..64), the id
+// (printable ASCII), u64 capacity_bytes, u64 weight (0: use capacity_bytes),
+// u8 flags (bit 0: draining; bit 1: busy); later fields may follow and are
+// ignored by older clients.
+inline constexpr size_t kMaxServerIdBytes = 64;
+struct ServerInfo {
+  std::string id;
+  uint64_t capacity_bytes = 0;  // DRAM pool plus drives, as configured
+  uint64_t weight = 0;          // placement weight; 0 = capacity_bytes
+  bool draining = false;        // takes no new keys (answers puts Draining)
+  bool busy = false;            // shedding puts right now (answers them Busy)
+};
+std::string EncodeServerInfo(const ServerInfo& info);
+// InvalidArgument/ProtocolError-style errors name what was wrong.
+Status DecodeServerInfo(std::span<const uint8_t> meta, ServerInfo* out);
+
 // MatchPrefix: the request is a key list (as BatchExists); the response is
 // the number of leading keys stored (at most the request's count).
 std::string EncodeMatchPrefixResponse(uint32_t matched);

@@ -327,6 +327,7 @@ void Session::DispatchAuthenticated() {
     case proto::Opcode::kRdmaGet: HandleRdmaGet(key); return;
     case proto::Opcode::kRdmaRelease: HandleRdmaRelease(); return;
     case proto::Opcode::kRdmaPutWith: HandleRdmaPutWith(); return;
+    case proto::Opcode::kServerInfo: break;  // not answered yet: "unknown opcode" below
   }
   // Unknown opcode in a well-formed, authenticated frame: answer it and
   // stay in sync by consuming its payload.
