@@ -217,6 +217,19 @@ struct ClientStatInfo {
 // The rows, in ClientStats order.
 std::span<const ClientStatInfo> ClientStatsTable();
 
+// One server as a client sees it (Client::Servers).
+struct ServerView {
+  std::string name;        // "host:port" it is reached at
+  std::string source;      // the server-list entry that named it ("dns:memkv:9900")
+  std::string id;          // its server id (ServerInfo); empty until known
+  uint64_t weight = 0;     // placement weight in use (equal weights: 1)
+  double share = 0;        // fraction of the key space it owns now, 0..1
+  // "up", "pending" (id not known yet), "down" (backing off after a
+  // failure), "draining", "busy", "duplicate" (its id is another server's)
+  std::string state;
+  std::string detail;      // why, for any state but "up"
+};
+
 class Client {
  public:
   // InvalidArgument naming the bad option (bad address, key not 64 hex, ...).
@@ -274,6 +287,9 @@ class Client {
   // Index into options.servers of the server that owns `key`.
   virtual size_t ServerFor(std::string_view key) const = 0;
   virtual ClientStats Stats() const = 0;
+  // Every server the client knows (the servers its list names, resolved),
+  // as it sees each one now (docs/fleet.md, "What the client shows").
+  virtual std::vector<ServerView> Servers() const { return {}; }
 
   // RDMA: registers `region` with the client's RDMA device(s) once, so that
   // puts from it and GetInto / BatchGetInto into it move with no copy (the
