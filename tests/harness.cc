@@ -77,7 +77,8 @@ bool RaiseOpenFilesLimit(uint64_t wanted) {
 ServerProcess::~ServerProcess() { Kill(); }
 
 Status ServerProcess::Start(const ServerSpec& spec) {
-  std::string config = "network:\n  address: 127.0.0.1:" + std::to_string(spec.port) + "\n";
+  host_ = spec.host;
+  std::string config = "network:\n  address: " + spec.host + ":" + std::to_string(spec.port) + "\n";
   if (!spec.auth_key_hex.empty()) config += "  auth_key: " + spec.auth_key_hex + "\n";
   config += spec.network_yaml;
   config += "memory:\n  max_size: " + spec.memory_max_size + "\n  block_size: " + spec.memory_block_size + "\n" +
@@ -178,9 +179,14 @@ uint16_t ServerProcess::AdminPort() const {
 
 HttpResult HttpRequestTo(uint16_t port, const std::string& method, const std::string& path, int timeout_ms,
                          const std::string& raw_request) {
+  return HttpRequestToHost("127.0.0.1", port, method, path, timeout_ms, raw_request);
+}
+
+HttpResult HttpRequestToHost(const std::string& host, uint16_t port, const std::string& method,
+                             const std::string& path, int timeout_ms, const std::string& raw_request) {
   HttpResult result;
   const Nanos deadline = DeadlineIn(timeout_ms);
-  Result<UniqueFd> fd = io::ConnectTcp("127.0.0.1", port, deadline);
+  Result<UniqueFd> fd = io::ConnectTcp(host, port, deadline);
   if (!fd.ok()) return result;
   const std::string request = raw_request.empty()
                                   ? method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"

@@ -40,6 +40,9 @@ struct ServerSpec {
   // The data port (the admin endpoint is then port + 1); 0: any free port
   // (and any free admin port).
   uint16_t port = 0;
+  // The loopback address it listens on (any of 127.0.0.0/8, so several
+  // servers can share one port behind one DNS name).
+  std::string host = "127.0.0.1";
   // More lines for the network section (e.g. "  tls_cert: /x\n").
   std::string network_yaml;
   // More lines for the memory section (e.g. "  prefault: false\n").
@@ -68,7 +71,8 @@ class ServerProcess {
   void Resume();
 
   uint16_t port() const { return port_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string address() const { return host_ + ":" + std::to_string(port_); }
+  const std::string& host() const { return host_; }
   pid_t pid() const { return pid_; }
   // Everything the server wrote on stderr so far.
   std::string Stderr() const;
@@ -79,6 +83,7 @@ class ServerProcess {
   TempDir dir_;
   pid_t pid_ = -1;
   uint16_t port_ = 0;
+  std::string host_ = "127.0.0.1";
   std::string stderr_path_;
 };
 
@@ -106,6 +111,9 @@ struct HttpResult {
 };
 HttpResult HttpRequestTo(uint16_t port, const std::string& method, const std::string& path, int timeout_ms = 5000,
                          const std::string& raw_request = "");
+// The same to host:port (a loopback address other than 127.0.0.1).
+HttpResult HttpRequestToHost(const std::string& host, uint16_t port, const std::string& method,
+                             const std::string& path, int timeout_ms = 5000, const std::string& raw_request = "");
 
 // Runs a shell command; its exit code and standard output.
 CommandResult RunShell(const std::string& command);
