@@ -136,6 +136,20 @@ TEST_F(DiscoveryTest, SrvTargetAddressesFromTheirOwnRecords) {
   EXPECT_TRUE(errors.empty()) << Messages(errors);
 }
 
+TEST_F(DiscoveryTest, SrvTargetWithoutAddressesInTheAnswerIsLookedUp) {
+  // An SRV record's target that is an alias comes without addresses in the
+  // answer: the resolver asks for them (following the CNAME). A dns: name
+  // that is an alias resolves too.
+  ASSERT_TRUE(dns_->SetAddresses("pool.memkv.test", {"127.0.0.6", "127.0.0.7"}).ok());
+  ASSERT_TRUE(dns_->SetCname("alias.memkv.test", "pool.memkv.test").ok());
+  ASSERT_TRUE(dns_->SetSrv("_memkv._tcp.memkv.test", {{"alias.memkv.test", 9901, ""}}).ok());
+  std::vector<Status> errors;
+  EXPECT_EQ(Names(Resolve({"srv:memkv.test", "dns:alias.memkv.test:9900"}, &errors)),
+            (std::vector<std::string>{"127.0.0.6:9900", "127.0.0.6:9901", "127.0.0.7:9900", "127.0.0.7:9901"}));
+  EXPECT_TRUE(errors.empty()) << Messages(errors);
+  EXPECT_NE(dns_->Log().find("query[A] alias.memkv.test"), std::string::npos) << dns_->Log();
+}
+
 TEST_F(DiscoveryTest, FailedLookupsNameTheEntryAndOthersStillResolve) {
   ASSERT_TRUE(dns_->SetAddresses("memkv.test", {"127.0.0.2", "127.0.0.3"}).ok());
   ASSERT_TRUE(dns_->SetSrv("_memkv._tcp.gone.test", {{"a.gone.test", 9901, "127.0.0.9"}}).ok());

@@ -38,8 +38,8 @@ std::string Lower(std::string s) {
 
 // One DNS query over UDP to 127.0.0.1:port, written and read here (not by
 // the resolver under test): the response code and the answer section's
-// records of `type` (A as dotted quads, SRV as "target:port"); nullopt when
-// no answer came within `wait_ms`.
+// records of `type` (A as dotted quads, SRV as "target:port", CNAME as the
+// target); nullopt when no answer came within `wait_ms`.
 struct QueryResult {
   int rcode = 0;
   std::vector<std::string> records;
@@ -81,6 +81,10 @@ std::optional<QueryResult> Query(uint16_t port, const std::string& name, int typ
       char text[INET_ADDRSTRLEN];
       inet_ntop(AF_INET, ns_rr_rdata(rr), text, sizeof(text));
       out->records.push_back(text);
+    } else if (type == ns_t_cname) {
+      char target[NS_MAXDNAME];
+      if (dn_expand(ns_msg_base(msg), ns_msg_end(msg), ns_rr_rdata(rr), target, sizeof(target)) < 0) continue;
+      out->records.push_back(Lower(target));
     } else if (type == ns_t_srv && ns_rr_rdlen(rr) > 6) {
       const unsigned char* rd = ns_rr_rdata(rr);
       char target[NS_MAXDNAME];
@@ -177,6 +181,7 @@ Status DnsmasqServer::WriteFiles() const {
       if (!ip.empty()) conf += "host-record=" + target + "," + ip + "\n";
     }
   }
+  for (const auto& [alias, target] : cnames_) conf += "cname=" + alias + "," + target + "\n";
   dir_.Write("hosts.new", hosts);
   dir_.Write("dnsmasq.conf", conf);
   // Renamed into place, so a reload never reads half a file.
@@ -293,6 +298,25 @@ Status DnsmasqServer::SetSrv(
   if (!WaitForAnswer(port_, owner, ns_t_srv, want, &last)) {
     return Internal("dnsmasq did not serve the new SRV records of " + owner + " within " +
                     std::to_string(kChangeMs) + " ms (last: " + last + "): " + Log());
+  }
+  return Status::Ok();
+}
+
+Status DnsmasqServer::SetCname(const std::string& alias, const std::string& target) {
+  if (target.empty()) {
+    cnames_.erase(alias);
+  } else {
+    cnames_[alias] = target;
+  }
+  if (Status s = WriteFiles(); !s.ok()) return s;
+  Stop();
+  if (Status s = Launch(port_); !s.ok()) return s;
+  std::vector<std::string> want;
+  if (!target.empty()) want.push_back(Lower(target));
+  std::string last;
+  if (!WaitForAnswer(port_, alias, ns_t_cname, want, &last)) {
+    return Internal("dnsmasq did not serve the CNAME " + alias + " within " + std::to_string(kChangeMs) +
+                    " ms (last: " + last + "): " + Log());
   }
   return Status::Ok();
 }

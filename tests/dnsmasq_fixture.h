@@ -54,6 +54,12 @@ class DnsmasqServer {
   Status SetSrv(const std::string& owner,
                 const std::vector<std::tuple<std::string /*target*/, uint16_t /*port*/, std::string /*ipv4*/>>& records);
 
+  // Makes `alias` a CNAME of `target` (empty target removes it), restarting
+  // dnsmasq as SetSrv does, then waits until a query sees it. An SRV record
+  // whose target is an alias comes without the target's addresses, so the
+  // resolver must look them up itself.
+  Status SetCname(const std::string& alias, const std::string& target);
+
   // dnsmasq's log (every query and answer), for failure messages.
   std::string Log() const;
 
@@ -68,6 +74,7 @@ class DnsmasqServer {
   uint16_t port_ = 0;
   std::map<std::string, std::vector<std::string>> addresses_;  // addn-hosts: name -> IPv4
   std::map<std::string, std::vector<std::tuple<std::string, uint16_t, std::string>>> srv_;  // owner -> records
+  std::map<std::string, std::string> cnames_;  // alias -> target
 };
 
 }  // namespace memkv::testing
