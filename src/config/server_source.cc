@@ -37,13 +37,13 @@ Result<ServerSource> ParseServerSource(std::string_view text) {
     std::string name(text.substr(4));
     if (name.empty()) return Bad(text, "the SRV name is empty");
     if (!name.starts_with("_")) name = "_memkv._tcp." + name;
+    if (name.find(':') != std::string::npos) return Bad(text, "an SRV name has no port (its records carry them)");
     // An SRV owner name has labels starting with '_'; check the rest as a host.
     std::string plain = name;
     for (char& c : plain) {
       if (c == '_') c = 'x';
     }
     if (std::optional<std::string> why = internal::CheckHost(plain)) return Bad(text, "not a DNS name: " + *why);
-    if (name.find(':') != std::string::npos) return Bad(text, "an SRV name has no port (its records carry them)");
     s.kind = ServerSource::Kind::kSrv;
     s.host = std::move(name);
     return s;

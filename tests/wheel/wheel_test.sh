@@ -2,7 +2,8 @@
 # The Python wheel end to end, as an engine user meets it:
 #   1. pip wheel . --no-build-isolation --no-deps (no package index), through
 #      pyproject.toml's backend; the wheel's tag and contents;
-#   2. every shared object's DT_NEEDED against the allowed list (glibc,
+#   2. every shared object's DT_NEEDED against the allowed list (glibc with
+#      its libresolv, for the client's DNS discovery,
 #      libstdc++, libgcc, libcrypto 3, and libmemkv.so.0 inside the wheel),
 #      RUNPATH $ORIGIN only;
 #   3. a fresh `python3 -m venv` (no system site packages) gets the wheel with
@@ -59,7 +60,7 @@ print(f"contents: {len(names)} files, entry point and metadata present")
 PY
 
 echo "== 2. DT_NEEDED and RUNPATH"
-allowed=" libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1 ld-linux-x86-64.so.2 libstdc++.so.6 libgcc_s.so.1 libcrypto.so.3 libmemkv.so.0 "
+allowed=" libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1 libresolv.so.2 ld-linux-x86-64.so.2 libstdc++.so.6 libgcc_s.so.1 libcrypto.so.3 libmemkv.so.0 "
 for so in "$work"/unpacked/memkv/*.so*; do
   needed="$(readelf -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
   echo "$(basename "$so"): $needed"
