@@ -1174,6 +1174,7 @@ def test_l2_chunks_a_busy_server_sheds_are_not_stored_and_loads_go_on(lm, server
         arena = Arena(4, size)
         for row, k in enumerate(keys):
             arena.array[row] = chunk_bytes_of(bytes.fromhex(k.split("@")[3]), size)
+        caplog.clear()
         with caplog.at_level(logging.INFO, logger="memkv.adapters"):
             ok, error, bools = one(connector, connector.submit_batch_set(keys, arena.views(range(4))))
         assert not ok and bools == [True, False, True, False]
@@ -1203,6 +1204,7 @@ def test_plugin_chunks_a_busy_server_sheds_are_not_stored_and_loads_go_on(lm, pl
     names = {backend.key_of(k) for k in keys[2:]}
     backend._core.io.client = SheddingClient(backend._core.io.client, lambda key: key in names)
     called = []
+    caplog.clear()
     with caplog.at_level(logging.INFO, logger="memkv.adapters"):
         objs = [filled(cpu, md, k) for k in keys]
         futures = backend.batched_submit_put_task(keys, objs, on_complete_callback=called.append)

@@ -1087,6 +1087,7 @@ def test_pages_a_busy_server_sheds_are_not_stored_and_loads_go_on(sg, server, ca
     hashes = page_hashes(6, "busy")
     shed = {storage.memkv_keys(hashes[i])[1] for i in (2, 4)}
     storage._io.client = SheddingClient(storage._io.client, lambda key: key in shed)
+    caplog.clear()
     with caplog.at_level(logging.INFO, logger="memkv.adapters"):
         assert storage.batch_set_v1(hashes, host_indices(pool, range(6))) == [True, True, False, True, False, True]
     stats = storage.memkv_stats()
@@ -1108,6 +1109,7 @@ def test_a_flat_store_answered_draining_fails_like_unavailable(sg, server, caplo
     pool.fill(range(2), np.random.default_rng(22))
     storage = make_backend(sg, pool, settings(server))
     storage._io.client = SheddingClient(storage._io.client, lambda key: True, code=memkv.StatusCode.DRAINING)
+    caplog.clear()
     with caplog.at_level(logging.INFO, logger="memkv.adapters"):
         assert storage.batch_set_v1(page_hashes(2, "drain"), host_indices(pool, range(2))) == [False, False]
     stats = storage.memkv_stats()

@@ -991,6 +991,7 @@ def test_a_store_a_busy_server_sheds_is_skipped_not_failed(server, vllm_api, mak
     assert sched.store(stored, range(4), ctx).success
     shed_names = {tier.memkv_key(k) for k in shed}
     tier._client = SheddingClient(tier._client, lambda key: key in shed_names)
+    caplog.clear()
     with caplog.at_level(logging.INFO, logger="memkv.adapters"):
         result = sched.store(shed, range(4, 8), ctx)
         half = sched.store(shed[:2] + offload_keys(b"y", 2), range(4, 8), ctx)
@@ -1024,6 +1025,7 @@ def test_a_store_answered_draining_fails_like_unavailable(server, vllm_api, make
     sched = Scheduler(vllm_api, tier)
     ctx = sched.request("drain")
     tier._client = SheddingClient(tier._client, lambda key: True, code=memkv.StatusCode.DRAINING)
+    caplog.clear()
     with caplog.at_level(logging.INFO, logger="memkv.adapters"):
         assert not sched.store(offload_keys(b"d", 2), range(2), ctx).success
     stats = tier.stats()
