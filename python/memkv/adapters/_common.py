@@ -473,8 +473,9 @@ class PageIO:
         return [s in (0, 1) for s in result.statuses]
 
     def failed_submission(self, op: str, error: Exception, keys: int) -> None:
-        """Counts and logs (rate-limited) a submission the client refused."""
-        self._failed(op, error, keys)
+        """Counts and logs (rate-limited) a submission the client refused
+        ("set" is a put)."""
+        self._failed("put" if op == "set" else op, error, keys)
 
     def delete_prefix(self, prefix: bytes, page_size: int = 1000) -> Tuple[int, int]:
         """Deletes every key that starts with `prefix` (found by key listing,
