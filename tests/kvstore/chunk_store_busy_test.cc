@@ -18,6 +18,10 @@
 namespace memkv::kvstore {
 namespace {
 
+using ::memkv::testing::OptionsFor;
+using ::memkv::testing::ServerProcess;
+using ::memkv::testing::ServerSpec;
+
 // Forwards to a real client; while `shed` is set, every put answers Busy
 // (batch puts per key) without reaching the server.
 class SheddingClient final : public Client {
