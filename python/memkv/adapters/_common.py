@@ -336,7 +336,8 @@ class PageIO:
             shed = [i for i, s in enumerate(statuses) if s == memkv.StatusCode.BUSY]
             if shed:
                 self._shed(len(shed), len(statuses), result.error(shed[0]))
-        bad = [i for i, s in enumerate(statuses) if s not in (0, 1) and not (op == "put" and s == memkv.StatusCode.BUSY)]
+        busy = memkv.StatusCode.BUSY if op == "put" else None  # a shed put is not a failure
+        bad = [i for i, s in enumerate(statuses) if s not in (0, 1) and s != busy]
         if bad:
             self._count(errors=1)
             first = result.error(bad[0])

@@ -409,8 +409,8 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
         self._inflight = 0
         self._closed = False
         self.counters = {"lookups": 0, "lookup_hits": 0, "lookup_misses": 0, "lookup_retries": 0, "probes": 0,
-                         "store_jobs": 0, "store_jobs_failed": 0, "store_jobs_shed": 0, "load_jobs": 0, "load_jobs_failed": 0,
-                         "stored_chunks": 0, "loaded_chunks": 0}
+                         "store_jobs": 0, "store_jobs_failed": 0, "store_jobs_shed": 0, "load_jobs": 0,
+                         "load_jobs_failed": 0, "stored_chunks": 0, "loaded_chunks": 0}
         log.info("memkv vllm: tier %r on %s, namespace %r, layout %r, %d rows of %d bytes",
                  tier_type, ",".join(self.config.servers), self.namespace, self.layout, self._rows, self._row_bytes)
 
