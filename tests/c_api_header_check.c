@@ -117,14 +117,16 @@ static int ConstantsAndStructsAreC(void) {
                             MEMKV_INTERNAL,
                             MEMKV_IO_ERROR,
                             MEMKV_FAILED_PRECONDITION,
-                            MEMKV_PERMISSION_DENIED};
+                            MEMKV_PERMISSION_DENIED,
+                            MEMKV_BUSY,
+                            MEMKV_DRAINING};
   int levels[] = {MEMKV_LOG_DEBUG, MEMKV_LOG_INFO, MEMKV_LOG_WARN, MEMKV_LOG_ERROR, MEMKV_LOG_OFF};
   int states[] = {MEMKV_RDMA_OFF, MEMKV_RDMA_ACTIVE, MEMKV_RDMA_FALLBACK, MEMKV_RDMA_NO_DEVICE};
   int failures = 0;
   (void)client;
   memset(&stats, 0, sizeof(stats));
   stats.struct_size = sizeof(stats);
-  failures += codes[13] != 13 || codes[14] != 14 || levels[4] != 4 || states[3] != 3;
+  failures += codes[13] != 13 || codes[14] != 14 || codes[15] != 15 || codes[16] != 16 || levels[4] != 4 || states[3] != 3;
   failures += MEMKV_TRANSPORT_TCP == MEMKV_TRANSPORT_RDMA;
   failures += MEMKV_STATS_MIN_SIZE > sizeof(stats);
   failures += sizeof(stats.completion_errors) / sizeof(stats.completion_errors[0]) != MEMKV_STATS_COMPLETION_STATUSES;

@@ -569,9 +569,12 @@ TEST(CApiVersionTest, VersionIsTheLibrarysInEveryForm) {
 }
 
 TEST(CApiNamesTest, CodesAndLevelsHaveTheirStableNames) {
-  for (int code = MEMKV_OK; code <= MEMKV_PERMISSION_DENIED; ++code) {
+  for (int code = MEMKV_OK; code <= MEMKV_DRAINING; ++code) {
     EXPECT_EQ(std::string(memkv_status_name(code)), StatusCodeName(static_cast<StatusCode>(code)));
   }
+  EXPECT_STREQ(memkv_status_name(MEMKV_BUSY), "Busy");
+  EXPECT_STREQ(memkv_status_name(MEMKV_DRAINING), "Draining");
+  EXPECT_STREQ(memkv_status_name(MEMKV_DRAINING + 1), "Unknown");
   EXPECT_STREQ(memkv_status_name(-1), "Unknown");
   EXPECT_STREQ(memkv_status_name(65536 + MEMKV_NOT_FOUND), "Unknown");
   EXPECT_STREQ(memkv_log_level_name(MEMKV_LOG_DEBUG), "debug");

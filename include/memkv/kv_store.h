@@ -100,7 +100,8 @@ extern "C" {
 #define KV_STORE_ERR_NO_MEMORY (-3)
 /* The operation's deadline (MEMKV_TIMEOUT_MS, default 5000) passed. */
 #define KV_STORE_ERR_TIMEOUT (-4)
-/* A server is unreachable, the connection was lost, or it is shutting down. */
+/* A server is unreachable, the connection was lost, or it is shutting down;
+ * or it is overloaded and shed the put, or draining (try again later). */
 #define KV_STORE_ERR_UNAVAILABLE (-5)
 /* A server refused the key (MEMKV_AUTH_KEY) or a frame. */
 #define KV_STORE_ERR_AUTH (-6)

@@ -112,10 +112,16 @@ typedef int memkv_status_t;
 #define MEMKV_IO_ERROR 12
 #define MEMKV_FAILED_PRECONDITION 13
 #define MEMKV_PERMISSION_DENIED 14
+/* The server is overloaded and shed the put: not a failure. Skip the store
+ * (the value is simply not there later) and go on; do not retry at once. */
+#define MEMKV_BUSY 15
+/* The server is draining and takes no new keys. The client itself places
+ * such a put on the next server, so callers rarely see this code. */
+#define MEMKV_DRAINING 16
 
 /* The calling thread's message for its last failed call ("" if none). */
 const char* memkv_last_error(void);
-/* Stable name of a code: "NotFound", ... ("Unknown" outside 0..14). */
+/* Stable name of a code: "NotFound", ... ("Unknown" outside 0..16). */
 const char* memkv_status_name(memkv_status_t status);
 
 /* ---- Options ---------------------------------------------------------- */

@@ -11,8 +11,8 @@ codes, same behaviour. See docs/client-library.md, "Python".
 """
 
 from ._errors import (
-    AuthFailed, Corruption, DeadlineExceeded, Error, FailedPrecondition, Internal, InvalidArgument, IoError,
-    NotFound, PermissionDenied, ProtocolError, ResourceExhausted, StatusCode, TooLarge, Unavailable, UnsupportedVersion)
+    AuthFailed, Busy, Corruption, DeadlineExceeded, Draining, Error, FailedPrecondition, Internal, InvalidArgument,
+    IoError, NotFound, PermissionDenied, ProtocolError, ResourceExhausted, StatusCode, TooLarge, Unavailable, UnsupportedVersion)
 
 
 def _extension_error(error: ImportError) -> ImportError:
@@ -72,7 +72,8 @@ LOG_ERROR = 3
 LOG_OFF = 4
 
 __all__ = [
-    "AuthFailed", "BatchResult", "Client", "Completion", "Corruption", "DeadlineExceeded", "Error", "FailedPrecondition",
+    "AuthFailed", "BatchResult", "Busy", "Client", "Completion", "Corruption", "DeadlineExceeded", "Draining", "Error",
+    "FailedPrecondition",
     "Internal", "InvalidArgument", "IoError", "LOG_DEBUG", "LOG_ERROR", "LOG_INFO", "LOG_OFF", "LOG_WARN",
     "NotFound", "PermissionDenied", "ProtocolError", "PutOptions", "ResourceExhausted", "StatusCode", "TooLarge", "Unavailable",
     "UnsupportedVersion", "__version__", "client_options",

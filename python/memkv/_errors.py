@@ -27,6 +27,8 @@ class StatusCode(enum.IntEnum):
     IO_ERROR = 12
     FAILED_PRECONDITION = 13
     PERMISSION_DENIED = 14
+    BUSY = 15
+    DRAINING = 16
 
 
 class Error(Exception):
@@ -110,6 +112,18 @@ class FailedPrecondition(Error):
 class PermissionDenied(Error):
     """The credential does not allow the call (a write with a read-only tenant's key)."""
     code = StatusCode.PERMISSION_DENIED
+
+
+class Busy(Error):
+    """The server is overloaded and shed the put: not a failure. Skip the
+    store (the value is simply not there later) and go on."""
+    code = StatusCode.BUSY
+
+
+class Draining(Error):
+    """The server is draining and takes no new keys. The client itself puts
+    such a key on the next server, so callers rarely see this."""
+    code = StatusCode.DRAINING
 
 
 _BY_CODE: Dict[int, Type[Error]] = {int(cls.code): cls for cls in Error.__subclasses__()}

@@ -157,6 +157,25 @@ py::dict PyClient::Stats() {
   return d;
 }
 
+py::list PyClient::Servers() {
+  Result<std::vector<ServerView>> views =
+      Call([](Client& c) -> Result<std::vector<ServerView>> { return c.Servers(); });
+  Check(views.status(), "memkv.Client.servers");
+  py::list out;
+  for (const ServerView& v : *views) {
+    py::dict d;
+    d["name"] = Utf8Lossy(v.name);
+    d["source"] = Utf8Lossy(v.source);
+    d["id"] = Utf8Lossy(v.id);
+    d["weight"] = v.weight;
+    d["share"] = v.share;
+    d["state"] = Utf8Lossy(v.state);
+    d["detail"] = Utf8Lossy(v.detail);
+    out.append(d);
+  }
+  return out;
+}
+
 py::dict PyClient::Options() const {
   if (!options_) {
     ThrowStatus(FailedPrecondition("a client made by from_env() does not keep its options (MEMKV_CONFIG and the "

@@ -119,6 +119,7 @@ class PyClient {
   // The rest (client.cc).
   size_t ServerFor(py::handle key);
   py::dict Stats();
+  py::list Servers();
   // options: every client option's value as text, by name (ClientOptionText);
   // memkv.FailedPrecondition for a client made by from_env.
   py::dict Options() const;

@@ -287,6 +287,11 @@ void BindClient(py::module_& m) {
            "server_for(key: str | bytes) -> int\n\nIndex into servers of the server that owns key.")
       .def("stats", &PyClient::Stats,
            "stats() -> dict\n\nThe client's counters: every field of the C++ ClientStats, by name.")
+      .def("servers", &PyClient::Servers,
+           "servers() -> list[dict]\n\n"
+           "Every server the client knows, as it sees each one now: dicts with name (host:port),\n"
+           "source (the server-list entry that named it), id (\"\" until known), weight, share (0..1)\n"
+           "state (\"up\", \"pending\", \"down\", \"draining\", \"busy\", \"duplicate\") and detail.")
       .def("options", &PyClient::Options,
            "options() -> dict\n\n"
            "The options the client was created with, defaults filled in: every option of\n"

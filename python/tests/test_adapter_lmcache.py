@@ -44,6 +44,7 @@ import pytest
 import memkv
 import memkv.testing
 from client_option_samples import SOURCES, check_bad_option_is_named, check_option_reaches_client, option_names
+from shedding_client import SheddingClient
 
 MODULE = "memkv.adapters.lmcache"
 MiB = 1 << 20
@@ -1155,3 +1156,70 @@ def test_every_client_option_refused_names_where_it_came_from(lm, server, monkey
     base = {"servers": [server.address], "auth_key": server.auth_key}
     message = check_bad_option_is_named(create_native_plugin, lm.ConfigError, base, name, source, monkeypatch)
     assert message.startswith("memkv lmcache adapter: ") and message in capsys.readouterr().err
+
+
+# --- back-pressure ----------------------------------------------------------------
+
+def test_l2_chunks_a_busy_server_sheds_are_not_stored_and_loads_go_on(lm, server, caplog):
+    """Chunks 1 and 3 of four shed by an overloaded server (Busy; a
+    SheddingClient in place of the connector's client): the set completes
+    not ok with exactly those keys False and says they were shed, nothing is
+    counted as an error, the log line is INFO, and the stored chunks load."""
+    connector = create_native_plugin(params(server, namespace="l2-busy"))
+    size = 8192
+    try:
+        keys = [l2_key("m", h) for h in prefix_hashes(list(range(4 * 16)), 16)]
+        names = {connector.key_of(keys[i]) for i in (1, 3)}
+        connector._core.client = SheddingClient(connector._core.client, lambda key: key in names)
+        arena = Arena(4, size)
+        for row, k in enumerate(keys):
+            arena.array[row] = chunk_bytes_of(bytes.fromhex(k.split("@")[3]), size)
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="memkv.adapters"):
+            ok, error, bools = one(connector, connector.submit_batch_set(keys, arena.views(range(4))))
+        assert not ok and bools == [True, False, True, False]
+        assert "2 of 4" in error and "2 shed by a busy server" in error
+        stats = connector.get_stats()
+        assert stats["stores_shed"] == 2 and stats["errors"] == 0 and stats["put_ok"] == 2
+        assert [r.levelno for r in caplog.records if "busy" in r.getMessage()] == [logging.INFO]
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert one(connector, connector.submit_batch_exists(keys))[2] == [True, False, True, False]
+        arena.array[:] = 0
+        assert one(connector, connector.submit_batch_get([keys[0], keys[2]], arena.views([0, 2]))) == \
+            (True, "", [True, True])
+        for row in (0, 2):
+            assert np.array_equal(arena.array[row], chunk_bytes_of(bytes.fromhex(keys[row].split("@")[3]), size))
+    finally:
+        connector.close()
+
+
+def test_plugin_chunks_a_busy_server_sheds_are_not_stored_and_loads_go_on(lm, plugin, caplog):
+    """The storage plugin: a store whose last two chunks a busy server sheds
+    (a SheddingClient in place of PageIO's client) reports them not stored,
+    runs the store callback only for the stored ones, releases every
+    MemoryObj, raises nothing; the lookup finds the stored prefix and it
+    loads."""
+    backend, cpu, manager, md = plugin("sp-busy")
+    keys = engine_keys("llama", list(range(4 * md.chunk_size)), md.chunk_size)
+    names = {backend.key_of(k) for k in keys[2:]}
+    backend._core.io.client = SheddingClient(backend._core.io.client, lambda key: key in names)
+    called = []
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="memkv.adapters"):
+        objs = [filled(cpu, md, k) for k in keys]
+        futures = backend.batched_submit_put_task(keys, objs, on_complete_callback=called.append)
+        for o in objs:
+            o.ref_count_down()
+        done, pending = concurrent.futures.wait(futures, timeout=10)
+    assert not pending
+    assert [ok for f in done for ok in f.result()] == [True, True, False, False]
+    assert called == keys[:2]
+    assert not cpu.live, "every MemoryObj of the store is released, stored or shed"
+    stats = backend.get_stats()
+    assert stats["stores_shed"] == 2 and stats["errors"] == 0
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert manager.lookup(keys) == 2
+    objs = manager.retrieve(keys[:2])
+    assert all(holds(o, k) for o, k in zip(objs, keys))
+    for o in objs:
+        o.ref_count_down()

@@ -16,6 +16,7 @@ import abc
 import dataclasses
 import hashlib
 import importlib
+import logging
 import os
 import signal
 import subprocess
@@ -34,6 +35,7 @@ import memkv
 import memkv.testing
 from memkv.adapters._common import ConfigError, namespaced
 from client_option_samples import SOURCES, check_bad_option_is_named, check_option_reaches_client, option_names
+from shedding_client import SheddingClient
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STORAGE_BATCH_SIZE = 128  # pages per storage call, as SGLang's controller batches them
@@ -1068,3 +1070,49 @@ def test_every_client_option_refused_names_where_it_came_from(sg, server, monkey
     message = check_bad_option_is_named(lambda extra: make_backend(sg, MHAPool(), extra), ConfigError,
                                         settings(server, transport=None, timeout_ms=None), name, source, monkeypatch)
     assert message.startswith("memkv sglang adapter: ")
+
+
+# --------------------------------------------------------------------------- back-pressure
+
+def test_pages_a_busy_server_sheds_are_not_stored_and_loads_go_on(sg, server, caplog):
+    """Pages 2 and 4 of six: their V part shed by an overloaded server (Busy;
+    a SheddingClient in place of PageIO's client, the seam CountingClient
+    uses). batch_set_v1 reports exactly those pages not stored, nothing
+    raises, the shed parts are counted in stores_shed (not errors) and
+    logged at INFO only; the prefix stops at page 2, and the stored pages
+    load byte for byte."""
+    pool = MHAPool("page_first")
+    pool.fill(range(6), np.random.default_rng(21))
+    storage = make_backend(sg, pool, settings(server))
+    hashes = page_hashes(6, "busy")
+    shed = {storage.memkv_keys(hashes[i])[1] for i in (2, 4)}
+    storage._io.client = SheddingClient(storage._io.client, lambda key: key in shed)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="memkv.adapters"):
+        assert storage.batch_set_v1(hashes, host_indices(pool, range(6))) == [True, True, False, True, False, True]
+    stats = storage.memkv_stats()
+    assert stats["stores_shed"] == 2 and stats["errors"] == 0
+    assert [r.levelno for r in caplog.records if "busy" in r.getMessage()] == [logging.INFO]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert storage.batch_exists(hashes) == 2
+    fresh = MHAPool("page_first")
+    reader = make_backend(sg, fresh, settings(server))
+    assert reader.batch_get_v1(hashes, host_indices(fresh, range(6))) == [True, True, False, True, False, True]
+    for page in (0, 1, 3, 5):
+        assert np.array_equal(fresh.page(page * fresh.page_size), pool.page(page * pool.page_size)), page
+    reader.close()
+    storage.close()
+
+
+def test_a_flat_store_answered_draining_fails_like_unavailable(sg, server, caplog):
+    pool = MHAPool("page_first")
+    pool.fill(range(2), np.random.default_rng(22))
+    storage = make_backend(sg, pool, settings(server))
+    storage._io.client = SheddingClient(storage._io.client, lambda key: True, code=memkv.StatusCode.DRAINING)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="memkv.adapters"):
+        assert storage.batch_set_v1(page_hashes(2, "drain"), host_indices(pool, range(2))) == [False, False]
+    stats = storage.memkv_stats()
+    assert stats["stores_shed"] == 0 and stats["errors"] == 1
+    assert any(r.levelno == logging.WARNING and "Draining" in r.getMessage() for r in caplog.records)
+    storage.close()

@@ -16,6 +16,7 @@ import dataclasses
 import enum
 import hashlib
 import importlib
+import logging
 import os
 import pickle
 import resource
@@ -33,6 +34,7 @@ import pytest
 import memkv
 import memkv.testing
 from client_option_samples import SOURCES, check_bad_option_is_named, check_option_reaches_client, option_names
+from shedding_client import SheddingClient
 
 ADAPTER = "memkv.adapters.vllm"
 ROW = 16 * 1024  # bytes of one primary row (one offloaded chunk) in most tests
@@ -971,3 +973,62 @@ def test_every_client_option_refused_names_where_it_came_from(server, vllm_api, 
     message = check_bad_option_is_named(_tier_builder(vllm_api), vllm_api.adapter.ConfigError, base, name, source,
                                         monkeypatch)
     assert message.startswith("memkv vllm adapter: ")
+
+
+# ------------------------------------------------------------ back-pressure
+
+def test_a_store_a_busy_server_sheds_is_skipped_not_failed(server, vllm_api, make_tier, caplog):
+    """A store whose puts an overloaded server sheds (Busy; injected by a
+    SheddingClient in place of the tier's client, the seam the hash test
+    uses): the job reports success=False (its chunks are not in this tier),
+    counts as shed rather than failed, logs at INFO, and lookups and loads of
+    what was stored go on."""
+    src, view = primary(8, seed=11)
+    tier = make_tier(tier_config(server), view)
+    sched = Scheduler(vllm_api, tier)
+    ctx = sched.request("busy")
+    stored, shed = offload_keys(b"s", 4), offload_keys(b"x", 4)
+    assert sched.store(stored, range(4), ctx).success
+    shed_names = {tier.memkv_key(k) for k in shed}
+    tier._client = SheddingClient(tier._client, lambda key: key in shed_names)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="memkv.adapters"):
+        result = sched.store(shed, range(4, 8), ctx)
+        half = sched.store(shed[:2] + offload_keys(b"y", 2), range(4, 8), ctx)
+    assert not result.success and not half.success
+    stats = tier.stats()
+    assert stats["store_jobs_shed"] == 2 and stats["store_jobs_failed"] == 0
+    assert stats["io"]["stores_shed"] == 6 and stats["io"]["errors"] == 0
+    assert tier._client.shed_keys == 6
+    busy_lines = [r for r in caplog.records if "busy" in r.getMessage()]
+    assert busy_lines and all(r.levelno == logging.INFO for r in busy_lines)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    LR = vllm_api.base.LookupResult
+    # The shed chunks are not there; the stored ones (and the two half-job
+    # chunks the server took) are found and load.
+    assert sched.matched(shed, ctx) == 0
+    assert sched.matched(offload_keys(b"y", 2), ctx) == 2
+    assert sched.matched(stored, ctx) == 4
+    dst, dst_view = primary(4)
+    reader = make_tier(tier_config(server), dst_view)
+    s2 = Scheduler(vllm_api, reader)
+    ctx2 = s2.request("busy-load")
+    assert s2.matched(stored, ctx2) == 4
+    assert s2.load(stored, range(4), ctx2).success
+    assert np.array_equal(dst, src[:4])
+    assert reader.lookup(shed[0], ctx2) in (LR.MISS, LR.RETRY)
+
+
+def test_a_store_answered_draining_fails_like_unavailable(server, vllm_api, make_tier, caplog):
+    _, view = primary(2, seed=12)
+    tier = make_tier(tier_config(server), view)
+    sched = Scheduler(vllm_api, tier)
+    ctx = sched.request("drain")
+    tier._client = SheddingClient(tier._client, lambda key: True, code=memkv.StatusCode.DRAINING)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="memkv.adapters"):
+        assert not sched.store(offload_keys(b"d", 2), range(2), ctx).success
+    stats = tier.stats()
+    assert stats["store_jobs_failed"] == 1 and stats["store_jobs_shed"] == 0
+    assert stats["io"]["stores_shed"] == 0 and stats["io"]["errors"] == 1
+    assert any(r.levelno == logging.WARNING and "Draining" in r.getMessage() for r in caplog.records)

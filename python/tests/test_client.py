@@ -122,3 +122,23 @@ def test_register_memory_round_trip(client, key):
     raw = np.zeros(4096, dtype=np.uint8)
     assert client.register_memory(raw.ctypes.data, raw.nbytes) == raw.ctypes.data
     client.unregister_memory(raw.ctypes.data)
+
+
+SERVER_VIEW_KEYS = {"name", "source", "id", "weight", "share", "state", "detail"}
+SERVER_STATES = {"up", "pending", "down", "draining", "busy", "duplicate"}
+
+
+def test_servers_lists_what_the_client_sees(two_servers):
+    with memkv.Client(servers=[s.address for s in two_servers], auth_key=two_servers[0].auth_key) as c:
+        views = c.servers()
+        assert isinstance(views, list)
+        for view in views:
+            assert set(view) == SERVER_VIEW_KEYS, view
+            assert isinstance(view["name"], str) and view["name"]
+            assert isinstance(view["weight"], int) and view["weight"] >= 0
+            assert 0.0 <= view["share"] <= 1.0
+            assert view["state"] in SERVER_STATES, view
+        if views:
+            assert {v["name"] for v in views} == {s.address for s in two_servers}
+    with pytest.raises(memkv.FailedPrecondition):
+        c.servers()

@@ -65,7 +65,17 @@ Status ChunkStore::PutChunk(std::span<const uint8_t> hash, std::span<const uint8
     pending_.chunks.emplace(std::move(key), std::move(copy));
     flush = pending_.chunks.size() >= kFlushChunks || pending_.bytes >= buffer_bytes_;
   }
-  return flush ? FlushOnce() : Status::Ok();
+  if (!flush) return Status::Ok();
+  Status status = FlushOnce();
+  if (status.code() == StatusCode::kBusy) {
+    // A busy server shed the flush: a skipped store, not a failure. The
+    // chunks stay buffered for the next flush or put_manifest, as long as
+    // the buffer stays within twice its bounds; past that the put reports
+    // the server's state, so a saver facing a server that stays busy stops.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pending_.chunks.size() < 2 * kFlushChunks && pending_.bytes < 2 * buffer_bytes_) return Status::Ok();
+  }
+  return status;
 }
 
 Result<MallocBuffer> ChunkStore::GetChunk(std::span<const uint8_t> hash) {

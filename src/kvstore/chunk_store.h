@@ -48,6 +48,12 @@ class ChunkStore {
   // Parses `uri`, reads the environment, creates the client (which connects
   // lazily: no server is contacted here).
   static Result<std::unique_ptr<ChunkStore>> Open(std::string_view uri, const EnvLookup& env);
+  // A store over a client the caller made (tests: a real client wrapped to
+  // inject a fault hard to provoke, such as a server shedding puts).
+  static std::unique_ptr<ChunkStore> WithClient(std::unique_ptr<Client> client, std::string name_space,
+                                                const StoreSettings& settings) {
+    return std::unique_ptr<ChunkStore>(new ChunkStore(std::move(client), std::move(name_space), settings));
+  }
   ~ChunkStore() = default;
   ChunkStore(const ChunkStore&) = delete;
   ChunkStore& operator=(const ChunkStore&) = delete;

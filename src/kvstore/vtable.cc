@@ -44,9 +44,13 @@ int CodeOf(const Status& status) {
     case StatusCode::kNotFound: return KV_STORE_ERR_NOT_FOUND;
     case StatusCode::kInvalidArgument: return KV_STORE_ERR_INVALID_ARGUMENT;
     case StatusCode::kDeadlineExceeded: return KV_STORE_ERR_TIMEOUT;
+    // Busy (a server shed the put under load) and Draining (every server
+    // that could take the key is draining) are "not now, try later": the
+    // ABI's unavailable. Full would say the store has no room, which is
+    // not so.
     case StatusCode::kUnavailable:
+    case StatusCode::kBusy:
     case StatusCode::kDraining: return KV_STORE_ERR_UNAVAILABLE;
-    case StatusCode::kBusy: return KV_STORE_ERR_FULL;
     case StatusCode::kAuthFailed: return KV_STORE_ERR_AUTH;
     case StatusCode::kTooLarge: return KV_STORE_ERR_TOO_LARGE;
     case StatusCode::kResourceExhausted: return KV_STORE_ERR_FULL;

@@ -13,6 +13,13 @@
   corrupted or wrongly sized value, are misses and failed stores, each
   reported to the caller as False; the reason is logged (rate-limited) on the
   "memkv.adapters" logger.
+- Back-pressure: a put an overloaded server sheds (memkv.Busy, per key in a
+  batch) is a store skipped, not a failure: it is reported to the caller as
+  not stored (False), counted in stores_shed (not in errors) and logged at
+  INFO at most once per interval. This is the distinction vLLM's KV-offload
+  back-pressure RFC draws between a store skipped under back-pressure and a
+  failed one. Loads are unaffected. A put answered Draining (the client
+  itself places such keys on the next server) is a failure like Unavailable.
 """
 
 import difflib
@@ -253,11 +260,13 @@ def namespaced(namespace: str, *parts: Union[str, bytes, int]) -> bytes:
 
 
 class RateLimitedLog:
-    """One WARNING per `interval_s` per kind of failure, with how many were
-    folded into it, so that a dead server does not flood the engine's log."""
+    """One line (WARNING unless `level` says otherwise) per `interval_s` per
+    kind of event, with how many were folded into it, so that a dead or
+    overloaded server does not flood the engine's log."""
 
-    def __init__(self, interval_s: float = 10.0) -> None:
+    def __init__(self, interval_s: float = 10.0, level: int = logging.WARNING) -> None:
         self._interval = interval_s
+        self._level = level
         self._lock = threading.Lock()
         self._last: Dict[str, float] = {}
         self._folded: Dict[str, int] = {}
@@ -272,7 +281,14 @@ class RateLimitedLog:
             folded = self._folded.pop(kind, 0)
             self._last[kind] = now
         suffix = f" ({folded} more like it since the last report)" if folded else ""
-        log.warning("%s%s", message, suffix)
+        log.log(self._level, "%s%s", message, suffix)
+
+
+def _kind(error: Exception) -> str:
+    """The kind a failure is logged under: Draining is reported with
+    Unavailable (the client retries such puts on the next server, so it only
+    surfaces when no server takes the key)."""
+    return "Unavailable" if isinstance(error, memkv.Draining) else type(error).__name__
 
 
 class PageIO:
@@ -281,15 +297,18 @@ class PageIO:
     Every call returns one bool per key. A miss, a value whose size is not the
     page's, a corrupted value (the client checks each value's checksum), a
     server that is down or slower than timeout_ms: False, and the reason is
-    logged (rate-limited). Counters are kept for get_stats()."""
+    logged (rate-limited). A put the server shed (Busy) is False too, but
+    counted in stores_shed rather than errors, and logged at INFO (see the
+    module's docstring). Counters are kept for get_stats()."""
 
     def __init__(self, client: "memkv.Client", engine: str) -> None:
         self.client = client
         self.engine = engine
         self.errors = RateLimitedLog()
+        self.shed = RateLimitedLog(level=logging.INFO)
         self._lock = threading.Lock()
         self.counters = {"get_keys": 0, "get_hits": 0, "get_bytes": 0, "put_keys": 0, "put_ok": 0, "put_bytes": 0,
-                         "exists_keys": 0, "exists_hits": 0, "errors": 0}
+                         "stores_shed": 0, "exists_keys": 0, "exists_hits": 0, "errors": 0}
 
     def _count(self, **deltas: int) -> None:
         with self._lock:
@@ -297,17 +316,32 @@ class PageIO:
                 self.counters[k] += v
 
     def _failed(self, op: str, e: Exception, keys: int) -> None:
+        if op == "put" and isinstance(e, memkv.Busy):
+            self._shed(keys, keys, e)
+            return
         self._count(errors=1)
-        self.errors.warn(f"{op}:{type(e).__name__}",
+        self.errors.warn(f"{op}:{_kind(e)}",
                          f"memkv {self.engine}: {op} of {keys} key(s) failed, treated as "
                          f"{'misses' if op != 'put' else 'not stored'}: {e}")
 
+    def _shed(self, shed: int, keys: int, first: Exception) -> None:
+        """Counts and logs (INFO, rate-limited) puts an overloaded server shed."""
+        self._count(stores_shed=shed)
+        self.shed.warn("put:Busy", f"memkv {self.engine}: the server is busy: {shed} of {keys} store(s) shed, "
+                                   f"not stored (loads go on): {first}")
+
     def _per_key(self, op: str, result: "memkv.BatchResult") -> None:
-        bad = [i for i, s in enumerate(result.statuses) if s not in (0, 1)]
+        statuses = result.statuses
+        if op == "put":
+            shed = [i for i, s in enumerate(statuses) if s == memkv.StatusCode.BUSY]
+            if shed:
+                self._shed(len(shed), len(statuses), result.error(shed[0]))
+        busy = memkv.StatusCode.BUSY if op == "put" else None  # a shed put is not a failure
+        bad = [i for i, s in enumerate(statuses) if s not in (0, 1) and s != busy]
         if bad:
             self._count(errors=1)
             first = result.error(bad[0])
-            self.errors.warn(f"{op}:{type(first).__name__}",
+            self.errors.warn(f"{op}:{_kind(first)}",
                              f"memkv {self.engine}: {op}: {len(bad)} of {len(result)} key(s) failed, treated as "
                              f"{'misses' if op != 'put' else 'not stored'}; first: {first}")
 
@@ -440,8 +474,9 @@ class PageIO:
         return [s in (0, 1) for s in result.statuses]
 
     def failed_submission(self, op: str, error: Exception, keys: int) -> None:
-        """Counts and logs (rate-limited) a submission the client refused."""
-        self._failed(op, error, keys)
+        """Counts and logs (rate-limited) a submission the client refused
+        ("set" is a put)."""
+        self._failed("put" if op == "set" else op, error, keys)
 
     def delete_prefix(self, prefix: bytes, page_size: int = 1000) -> Tuple[int, int]:
         """Deletes every key that starts with `prefix` (found by key listing,

@@ -32,7 +32,9 @@ MemoryObjs of LocalCPUBackend) and MemKV, one MemKV batch per engine batch
 (split at MemKV's 1024 keys per call). A server that is down, slow or
 restarted gives misses and failed stores, never an exception out of a data
 path method; a value whose size is not the buffer's, or whose checksum
-fails, is a miss.
+fails, is a miss. A store an overloaded server sheds (Busy) is skipped: its
+keys are reported not stored (False; no store callback), counted in
+get_stats()'s stores_shed, and logged at INFO at most once per interval.
 
 LMCache is imported only to subclass its StoragePluginInterface; without it
 the module still imports (HAVE_LMCACHE is then False) and the backend
@@ -477,6 +479,9 @@ class MemKVL2Connector:
             return s.fid, True, "", bools
         what = "loaded" if s.kind == "get" else "stored"
         reason = f"; first unusable buffer: {s.first_bad}" if s.first_bad else ""
+        if s.kind == "set":
+            shed = sum(1 for code in result.statuses if code == memkv.StatusCode.BUSY)
+            reason += f"; {shed} shed by a busy server (skipped, not a failure)" if shed else ""
         error = f"memkv {ENGINE}: {what}: {len(bools) - hits} of {len(bools)} key(s) not {what}{reason}"
         return s.fid, False, error, bools
 

@@ -33,6 +33,11 @@ the flat pages of the non-zero-copy path. The tp part is left out for MLA
 models, whose pages every TP rank holds whole: only TP rank 0 stores them and
 every rank reads them. A page is a hit only when all of its parts are.
 
+A store an overloaded server sheds (Busy) is skipped, not failed: the page is
+reported not stored (False from batch_set_v1 / batch_set, as for any page not
+backed up), counted in memkv_stats()'s stores_shed and logged at INFO at most
+once per interval; loads are unaffected.
+
 SGLang is imported when it is installed; otherwise a minimal local base class
 stands in, so that this module imports (for tests and benchmarks) without it.
 """

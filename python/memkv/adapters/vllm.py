@@ -52,6 +52,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
+import memkv
+
 from ._common import (ConfigError, PageIO, RateLimitedLog, load_config, make_client, namespaced,
                       positive_int, put_options)
 
@@ -294,7 +296,7 @@ _PENDING = object()
 
 class _Job:
     __slots__ = ("job_id", "load", "keys", "mkeys", "addresses", "options", "ok", "batches", "failed", "start",
-                 "end")
+                 "end", "shed")
     # One per submitted job; its batches are submissions on the client's queue.
 
     def __init__(self, job_id: Any, load: bool, keys: List[bytes], mkeys: List[bytes], addresses: List[int]):
@@ -311,6 +313,7 @@ class _Job:
         self.failed = False
         self.start: Optional[float] = None
         self.end = 0.0
+        self.shed = 0  # chunks of a store the server shed (Busy): skipped, not failed
 
 
 class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
@@ -406,8 +409,8 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
         self._inflight = 0
         self._closed = False
         self.counters = {"lookups": 0, "lookup_hits": 0, "lookup_misses": 0, "lookup_retries": 0, "probes": 0,
-                         "store_jobs": 0, "store_jobs_failed": 0, "load_jobs": 0, "load_jobs_failed": 0,
-                         "stored_chunks": 0, "loaded_chunks": 0}
+                         "store_jobs": 0, "store_jobs_failed": 0, "store_jobs_shed": 0, "load_jobs": 0,
+                         "load_jobs_failed": 0, "stored_chunks": 0, "loaded_chunks": 0}
         log.info("memkv vllm: tier %r on %s, namespace %r, layout %r, %d rows of %d bytes",
                  tier_type, ",".join(self.config.servers), self.namespace, self.layout, self._rows, self._row_bytes)
 
@@ -599,6 +602,8 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
         keys = job.mkeys[lo:hi]
         ok = (self._io.get_result(keys, self._row_bytes, result) if job.load
               else self._io.put_result(keys, self._row_bytes, result))
+        if not job.load:
+            job.shed += sum(1 for s in result.statuses if s == memkv.StatusCode.BUSY)
         job.end = max(job.end, time.monotonic())
         self._end_batch(job, lo, hi, ok)
 
@@ -646,7 +651,13 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
                 self.counters["load_jobs_failed"] += 1
         else:
             self.counters["stored_chunks"] += done
-            if not success:
+            if not success and job.shed == len(job.ok) - done:
+                # Every chunk not stored was shed by a busy server: a store
+                # skipped under back-pressure, reported to vLLM as not done
+                # (success=False: the chunks are not in this tier) but not
+                # counted as a failure.
+                self.counters["store_jobs_shed"] += 1
+            elif not success:
                 self.counters["store_jobs_failed"] += 1
         partial = [k for k, ok in zip(job.keys, job.ok) if ok] if job.load and not success and done else None
         elapsed = (job.end - job.start) if job.start is not None else None
