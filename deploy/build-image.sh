@@ -25,7 +25,7 @@ usage() {
 usage: deploy/build-image.sh [--build-dir DIR] [--deb FILE] [--base IMAGE]
                              [--tag NAME] [--tool podman|buildah]
                              [--mirror URL] [--rebuild-base] [--base-only] [--smoke]
-                             [--smoke-port N]
+                             [--smoke-port N] [--runtime R] [--ulimit SPEC]...
   --build-dir DIR  the CMake tree to build and package (default: build-image)
   --deb FILE       use this memkv_*.deb instead of building one
   --base IMAGE     base image (default: debian:bookworm-slim)
@@ -36,6 +36,12 @@ usage: deploy/build-image.sh [--build-dir DIR] [--deb FILE] [--base IMAGE]
   --base-only      only pull or make the base image, then stop
   --smoke          run the image and check health, ready, put and get
   --smoke-port N   data port for --smoke (default 19900; admin on N+1)
+  --runtime R      OCI runtime for RUN steps and --smoke (e.g. runc where crun
+                   refuses hybrid cgroups: "cgroups in hybrid mode not supported")
+  --ulimit SPEC    passed to the build and to --smoke's run (repeatable), e.g.
+                   nofile=20000:20000 where the default (nofile 1048576) is above
+                   this shell's hard limit ("setrlimit RLIMIT_NOFILE: Operation
+                   not permitted")
 Environment: MEMKV_IMAGE_STORAGE_DRIVER (e.g. vfs) is passed to podman/buildah
 as --storage-driver, for hosts without overlay support.
 EOF
@@ -52,6 +58,8 @@ rebuild_base=0
 base_only=0
 smoke=0
 smoke_port=19900
+runtime=""
+ulimits=()
 local_base=localhost/memkv-base:bookworm
 
 while [ $# -gt 0 ]; do
@@ -66,6 +74,8 @@ while [ $# -gt 0 ]; do
     --base-only) base_only=1; shift ;;
     --smoke) smoke=1; shift ;;
     --smoke-port) smoke_port=$2; shift 2 ;;
+    --runtime) runtime=$2; shift 2 ;;
+    --ulimit) ulimits+=(--ulimit "$2"); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "build-image: unknown option '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -85,6 +95,10 @@ command -v "$tool" >/dev/null || die "$tool is not installed (apt-get install $t
 storage_opts=()
 if [ -n "${MEMKV_IMAGE_STORAGE_DRIVER:-}" ]; then
   storage_opts=(--storage-driver "$MEMKV_IMAGE_STORAGE_DRIVER")
+fi
+if [ -n "$runtime" ]; then
+  if [ "$tool" = podman ]; then storage_opts+=(--runtime "$runtime")
+  else export BUILDAH_RUNTIME=$runtime; fi
 fi
 ctr() { "$tool" "${storage_opts[@]}" "$@"; }
 image_exists() {
@@ -154,10 +168,10 @@ cp "$repo/deploy/Containerfile" "$context/Containerfile"
 cp "$deb" "$context/"
 log "$tool build: $tag:$version from $base"
 if [ "$tool" = podman ]; then
-  ctr build --format docker --network host --build-arg "BASE=$base" -f "$context/Containerfile" \
+  ctr build --format docker --network host "${ulimits[@]}" --build-arg "BASE=$base" -f "$context/Containerfile" \
     -t "$tag:$version" -t "$tag:latest" "$context"
 else
-  ctr bud --format docker --network host --isolation chroot --build-arg "BASE=$base" -f "$context/Containerfile" \
+  ctr bud --format docker --network host --isolation chroot "${ulimits[@]}" --build-arg "BASE=$base" -f "$context/Containerfile" \
     -t "$tag:$version" "$context"
   ctr tag "$tag:$version" "$tag:latest"
 fi
@@ -172,7 +186,7 @@ if [ "$smoke" -eq 1 ]; then
   trap cleanup_smoke EXIT
   log "smoke: podman run --network host $tag:$version on 127.0.0.1:$smoke_port"
   # A small memory-mode config (the packaged one creates an 8 GiB drive file).
-  ctr run -d --name "$name" --network host -e "MEMKV_SMOKE_KEY=$key" \
+  ctr run -d --name "$name" --network host "${ulimits[@]}" -e "MEMKV_SMOKE_KEY=$key" \
     --entrypoint /bin/sh "$tag:$version" -c \
     "printf '%s' \"\$MEMKV_SMOKE_KEY\" > /var/lib/memkv/auth.key && chmod 0600 /var/lib/memkv/auth.key && \
      printf 'memory: {max_size: 256 MiB}\\nstorage: {mode: memory}\\n' > /var/lib/memkv/smoke.yaml && \

@@ -14,6 +14,7 @@ packages=(
   python3-dev pybind11-dev  # the Python package (python/)
   python3-numpy python3-pytest  # its tests and benchmark
   python3-zmq python3-msgpack  # the block events subscriber test (tests/events)
+  python3-yaml python3-kubernetes  # the Kubernetes manifests test (tests/deploy): rendering, the models as schema
   python3-pip python3-venv  # the wheel test: pip wheel ., then a fresh venv (tests/wheel)
   util-linux  # unshare: the wheel test hides libibverbs in a private mount namespace
   rsync tar sed findutils  # the preload shim's shell-command tests (tests/preload)
