@@ -5,8 +5,9 @@
 #      local or can be pulled; otherwise a Debian 12 root file system made
 #      with debootstrap from the mirror apt uses, imported as
 #      localhost/memkv-base:bookworm (kept for the next run);
-#   2. the .deb: configure and build the tree, then `cpack -G DEB` (the
-#      project's own packaging, docs/packaging.md); skipped with --deb FILE;
+#   2. the .deb: configure the tree, build `memkv`, then `cpack -G DEB` of
+#      the server component (the project's own packaging, docs/packaging.md);
+#      skipped with --deb FILE;
 #   3. the image: deploy/Containerfile with podman (or buildah), tagged
 #      memkv:VERSION and memkv:latest;
 #   4. with --smoke: the image's `memkv start` on host networking, then
@@ -149,11 +150,13 @@ fi
 if [ -z "$deb" ]; then
   log "building the tree in $build_dir (RelWithDebInfo) and packaging it with cpack"
   cmake -S "$repo" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  # cpack packages what is built (docs/packaging.md): every component's target.
-  cmake --build "$build_dir" --target memkv memkv_shared memkv_python
+  # The image needs the server package only: build its one target and
+  # package that component alone (cpack packages what is built and builds
+  # nothing itself, docs/packaging.md).
+  cmake --build "$build_dir" --target memkv
   rm -rf "$build_dir/deb"
-  cpack -G DEB --config "$build_dir/CPackConfig.cmake" -B "$build_dir/deb" >"$build_dir/cpack.log" 2>&1 \
-    || { cat "$build_dir/cpack.log" >&2; die "cpack failed"; }
+  cpack -G DEB --config "$build_dir/CPackConfig.cmake" -B "$build_dir/deb" -D CPACK_COMPONENTS_ALL=server \
+    >"$build_dir/cpack.log" 2>&1 || { cat "$build_dir/cpack.log" >&2; die "cpack failed"; }
   deb=$(ls "$build_dir"/deb/memkv_*.deb | head -n 1)
 fi
 [ -f "$deb" ] || die "no package at '$deb'"
@@ -177,35 +180,63 @@ else
 fi
 log "built $tag:$version"
 
-# 4. Smoke test: the image's server on host networking, its own client verbs.
+# 4. Smoke test: the image's own entrypoint, run the way the StatefulSet
+# runs it (its user, read-only root, no capabilities, the config and the
+# data directory as volumes, the key in auth.key), on host networking; its
+# own client verbs; then a restart on the same data directory must find the
+# value again (the drive file is the server's store).
 if [ "$smoke" -eq 1 ]; then
   [ "$tool" = podman ] || die "--smoke runs the image with podman"
   name=memkv-smoke-$$
   key=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
-  cleanup_smoke() { ctr rm -f "$name" >/dev/null 2>&1 || true; rm -rf "$context"; }
+  smoke_dir=$(mktemp -d /var/tmp/memkv-smoke.XXXXXX)
+  cleanup_smoke() { ctr rm -f "$name" >/dev/null 2>&1 || true; rm -rf "$context" "$smoke_dir"; }
   trap cleanup_smoke EXIT
-  log "smoke: podman run --network host $tag:$version on 127.0.0.1:$smoke_port"
-  # A small memory-mode config (the packaged one creates an 8 GiB drive file).
-  ctr run -d --name "$name" --network host "${ulimits[@]}" -e "MEMKV_SMOKE_KEY=$key" \
-    --entrypoint /bin/sh "$tag:$version" -c \
-    "printf '%s' \"\$MEMKV_SMOKE_KEY\" > /var/lib/memkv/auth.key && chmod 0600 /var/lib/memkv/auth.key && \
-     printf 'memory: {max_size: 256 MiB}\\nstorage: {mode: memory}\\n' > /var/lib/memkv/smoke.yaml && \
-     exec memkv start --config /var/lib/memkv/smoke.yaml --data-dir /var/lib/memkv --address 127.0.0.1:$smoke_port" >/dev/null
-  deadline=$((SECONDS + 60))
-  until curl -fsS "http://127.0.0.1:$((smoke_port + 1))/v1/ready" >/dev/null 2>&1; do
-    if [ $SECONDS -ge $deadline ] || [ "$(ctr inspect -f '{{.State.Running}}' "$name")" != true ]; then
-      ctr logs "$name" >&2 || true
-      die "smoke: the server did not become ready within 60 s"
-    fi
-    sleep 0.5
-  done
-  log "smoke: /v1/health: $(curl -fsS "http://127.0.0.1:$((smoke_port + 1))/v1/health")"
-  log "smoke: /v1/ready: $(curl -fsS "http://127.0.0.1:$((smoke_port + 1))/v1/ready")"
-  ctr exec -e "MEMKV_SERVERS=127.0.0.1:$smoke_port" -e "MEMKV_AUTH_KEY=$key" "$name" \
-    sh -c 'echo smoke-value | memkv put smoke-key -' >&2
-  got=$(ctr exec -e "MEMKV_SERVERS=127.0.0.1:$smoke_port" -e "MEMKV_AUTH_KEY=$key" "$name" memkv get smoke-key)
+  mkdir -p "$smoke_dir/etc" "$smoke_dir/data"
+  cat >"$smoke_dir/etc/config.yaml" <<'CONFIG'
+memory: {block_size: 2 MiB, max_size: 256 MiB}
+storage:
+  mode: file
+  block_size: 4 MiB
+  drives:
+    - {media: /var/lib/memkv/drive0.memkv, size: 256 MiB}
+CONFIG
+  printf '%s' "$key" >"$smoke_dir/data/auth.key"
+  chmod 0600 "$smoke_dir/data/auth.key"
+  chown -R 10001:10001 "$smoke_dir/data"
+  admin=http://127.0.0.1:$((smoke_port + 1))
+  wait_ready() {
+    local deadline=$((SECONDS + 60))
+    until curl -fsS "$admin/v1/ready" >/dev/null 2>&1; do
+      if [ $SECONDS -ge $deadline ] || [ "$(ctr inspect -f '{{.State.Running}}' "$name")" != true ]; then
+        ctr logs "$name" >&2 || true
+        die "smoke: the server did not become ready within 60 s"
+      fi
+      sleep 0.5
+    done
+  }
+  client() { ctr exec -e "MEMKV_SERVERS=127.0.0.1:$smoke_port" -e "MEMKV_AUTH_KEY=$key" "$name" "$@"; }
+  log "smoke: podman run --network host --read-only --cap-drop ALL $tag:$version on 127.0.0.1:$smoke_port (file mode)"
+  ctr run -d --name "$name" --network host "${ulimits[@]}" --read-only --cap-drop ALL \
+    --security-opt no-new-privileges --tmpfs /tmp \
+    -v "$smoke_dir/etc:/etc/memkv:ro" -v "$smoke_dir/data:/var/lib/memkv" \
+    "$tag:$version" --config /etc/memkv/config.yaml --data-dir /var/lib/memkv \
+    --address "127.0.0.1:$smoke_port" >/dev/null
+  wait_ready
+  log "smoke: /v1/health: $(curl -fsS "$admin/v1/health")"
+  log "smoke: /v1/ready: $(curl -fsS "$admin/v1/ready")"
+  client sh -c 'echo smoke-value | memkv put smoke-key -' >&2
+  got=$(client memkv get smoke-key)
   [ "$got" = smoke-value ] || die "smoke: get smoke-key returned '$got', expected 'smoke-value'"
   log "smoke: put and get through the image's client verbs: ok"
   ctr stop -t 30 "$name" >/dev/null
-  log "smoke: exit code after SIGTERM: $(ctr inspect -f '{{.State.ExitCode}}' "$name")"
+  code=$(ctr inspect -f '{{.State.ExitCode}}' "$name")
+  log "smoke: exit code after SIGTERM: $code"
+  [ "$code" = 0 ] || die "smoke: the server exited $code after SIGTERM, expected 0"
+  ctr start "$name" >/dev/null
+  wait_ready
+  got=$(client memkv get smoke-key)
+  [ "$got" = smoke-value ] || die "smoke: after a restart get smoke-key returned '$got', expected 'smoke-value'"
+  log "smoke: after a restart on the same data directory the value is still there: ok"
+  ctr stop -t 30 "$name" >/dev/null
 fi
