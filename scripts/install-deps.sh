@@ -15,6 +15,7 @@ packages=(
   python3-numpy python3-pytest  # its tests and benchmark
   python3-zmq python3-msgpack  # the block events subscriber test (tests/events)
   dnsmasq-base  # a real DNS server for the client's discovery tests (tests/dnsmasq_fixture.h)
+  python3-yaml python3-kubernetes  # the Kubernetes manifests test (tests/deploy): rendering, the models as schema
   python3-pip python3-venv  # the wheel test: pip wheel ., then a fresh venv (tests/wheel)
   util-linux  # unshare: the wheel test hides libibverbs in a private mount namespace
   rsync tar sed findutils  # the preload shim's shell-command tests (tests/preload)
