@@ -200,7 +200,7 @@ HealthReport AdminService::Health() const {
     h.reason = "no drive is online: " + join(offline);
   } else if (sources_.serving && !sources_.serving()) {
     h.status = "unhealthy";
-    h.reason = "the server is not serving (starting or draining)";
+    h.reason = "the server is not serving (starting or stopping)";
   } else if (h.drives_offline > 0) {
     h.status = "degraded";
     h.reason = std::to_string(h.drives_offline) + " of " + std::to_string(h.drives_total) +

@@ -4,7 +4,8 @@
 //                    drives_offline, drives_total}; status healthy, degraded
 //                    (some drive offline) or unhealthy (no drive left in a
 //                    drive mode, or the server is stopping); 503 when unhealthy
-//   GET /v1/ready    "ok" (200) while serving; 503 while starting or draining
+//   GET /v1/ready    "ok" (200) while serving; 503 while starting or stopping,
+//                    and 503 "draining" while draining (below)
 //   GET /v1/status   JSON: memory, storage and RDMA figures, raw / usable /
 //                    used bytes in total and per device, connections, request
 //                    totals, hit ratio and ops/s (docs/admin.md)
