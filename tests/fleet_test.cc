@@ -321,39 +321,42 @@ TEST(FleetDrainTest, CliDrainsAndUndrainsAndStatusShowsIt) {
   spec.extra_yaml = "fleet:\n  id: cli-drain\n";
   ASSERT_TRUE(server.Start(spec).ok()) << server.Stderr();
   const uint16_t admin = server.AdminPort();
+  // Port 0: the admin endpoint is named by its URL (not data port + 1).
+  std::string url = "http://127.0.0.1:" + std::to_string(admin);
   const std::string key_file = dir.path() + "/admin.key";
   std::ofstream(key_file) << kTestKeyHex << "\n";
   ::chmod(key_file.c_str(), 0600);
 
-  CommandResult r = RunMemkv({"admin", "drain", "--key-file", key_file, server.address()}, {});
+  CommandResult r = RunMemkv({"admin", "drain", "--key-file", key_file, url}, {});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "{\"state\":\"draining\",\"server_id\":\"cli-drain\"}\n");
   EXPECT_EQ(HttpRequestTo(admin, "GET", "/v1/ready").status, 503);
-  CommandResult status = RunMemkv({"admin", "status", server.address()}, {});
+  CommandResult status = RunMemkv({"admin", "status", url}, {});
   EXPECT_NE(status.out.find("server cli-drain: draining"), std::string::npos) << status.out << status.err;
 
   // A wrong key: refused (exit 5), still draining.
   const std::string wrong = dir.path() + "/wrong.key";
   std::ofstream(wrong) << std::string(64, 'e') << "\n";
   ::chmod(wrong.c_str(), 0600);
-  r = RunMemkv({"admin", "undrain", "--key-file", wrong, server.address()}, {});
+  r = RunMemkv({"admin", "undrain", "--key-file", wrong, url}, {});
   EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
   EXPECT_NE(r.err.find("HTTP 401"), std::string::npos) << r.err;
   EXPECT_TRUE(InfoOf(server.port()).draining);
 
   // The key from MEMKV_AUTH_KEY, as the client verbs take it.
-  r = RunMemkv({"admin", "undrain", server.address()}, {{"MEMKV_AUTH_KEY", kTestKeyHex}});
+  r = RunMemkv({"admin", "undrain", url}, {{"MEMKV_AUTH_KEY", kTestKeyHex}});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "{\"state\":\"serving\",\"server_id\":\"cli-drain\"}\n");
   EXPECT_EQ(HttpRequestTo(admin, "GET", "/v1/ready").status, 200);
-  status = RunMemkv({"admin", "status", server.address()}, {});
+  status = RunMemkv({"admin", "status", url}, {});
   EXPECT_NE(status.out.find("server cli-drain: serving"), std::string::npos) << status.out;
-  EXPECT_EQ(RunMemkv({"admin", "drain", "--json", server.address()}, {}).exit_code, 2);
+  EXPECT_EQ(RunMemkv({"admin", "drain", "--json", url}, {}).exit_code, 2);
 
   // Draining is not kept: a restart comes back serving.
-  ASSERT_EQ(RunMemkv({"admin", "drain", "--key-file", key_file, server.address()}, {}).exit_code, 0);
+  ASSERT_EQ(RunMemkv({"admin", "drain", "--key-file", key_file, url}, {}).exit_code, 0);
   EXPECT_EQ(server.Stop(), 0);
   ASSERT_TRUE(server.Start(spec).ok()) << server.Stderr();
+  url = "http://127.0.0.1:" + std::to_string(server.AdminPort());
   EXPECT_FALSE(InfoOf(server.port()).draining);
   EXPECT_EQ(HttpRequestTo(server.AdminPort(), "GET", "/v1/ready").status, 200);
 }
