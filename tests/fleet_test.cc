@@ -227,6 +227,38 @@ TEST(FleetIdentityTest, FileModeIdIsTheStoreUuidAndMovesWithTheDrives) {
   EXPECT_NE(moved.Stderr().find("server id " + id + " (the drives' store UUID)"), std::string::npos) << moved.Stderr();
 }
 
+// A server built without a data directory (in process) makes its id at
+// start: a fresh UUID each time.
+TEST(FleetIdentityTest, WithoutADataDirectoryTheIdIsMadeAtStart) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 2; ++i) {
+    server::DaemonOptions options;
+    options.config.network.port = 0;
+    options.config.memory.max_size_bytes = 16 << 20;
+    options.config.memory.block_size_bytes = 1 << 20;
+    options.config.memory.prefault = false;
+    options.config.rdma.device = "none";
+    options.config.storage.mode = config::StorageMode::kMemory;
+    options.auth_key = KeyBytes();
+    options.workers = 1;
+    options.hugepages = storage::HugePagePolicy::kNever;
+    verbs::FakeFabric fabric;
+    server::DaemonSeams seams;
+    seams.verbs = &fabric;
+    auto daemon = server::Daemon::Create(std::move(options), std::move(seams));
+    ASSERT_TRUE(daemon.ok()) << daemon.status().ToString();
+    (*daemon)->Start();
+    const proto::ServerInfo info = InfoOf((*daemon)->port());
+    EXPECT_TRUE(IsUuid(info.id)) << info.id;
+    EXPECT_EQ(info.id, (*daemon)->fleet().id());
+    EXPECT_EQ(info.capacity_bytes, 16u << 20);
+    EXPECT_NE((*daemon)->fleet().identity().source.find("changes at every restart"), std::string::npos);
+    ids.push_back(info.id);
+    EXPECT_TRUE((*daemon)->Shutdown().ok());
+  }
+  EXPECT_NE(ids[0], ids[1]);
+}
+
 TEST(FleetIdentityTest, FleetIdInFileModeIsRefusedAtConfigCheck) {
   TempDir dir;
   ServerProcess server;

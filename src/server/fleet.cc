@@ -46,7 +46,7 @@ Result<std::string> MemoryModeServerId(const config::FleetConfig& fleet, const s
     return fleet.id;
   }
   if (data_dir.empty()) {
-    *source = "made at start; it changes at every restart (set fleet.id, or start with a data directory)";
+    *source = "made at start: it changes at every restart; set fleet.id, or give the server a data directory, to keep one";
     return drive::Uuid::Random().ToString();
   }
   const std::string path = data_dir + "/server-id";
