@@ -54,6 +54,7 @@ struct Row {
   std::string detail;              // the reason or error line
   std::vector<std::string> tiers;  // "  dram: ...", "  drives: ..." and "  journal: ..."
   std::vector<std::string> namespaces;  // "  namespace NAME: ..."
+  std::string server;              // "  server ID: STATE"
 };
 std::map<std::string, Row> Rows(const std::string& out) {
   std::map<std::string, Row> rows;
@@ -71,6 +72,10 @@ std::map<std::string, Row> Rows(const std::string& out) {
     }
     if (line.rfind("  namespace ", 0) == 0) {
       rows[last].namespaces.push_back(line);
+      continue;
+    }
+    if (line.rfind("  server ", 0) == 0) {
+      rows[last].server = line;
       continue;
     }
     if (line.rfind("  ", 0) == 0) {
@@ -182,6 +187,7 @@ TEST_F(AdminStatusTest, DataAddressesOfHealthyServersGiveOneRowEachAndExitZero) 
     EXPECT_NE(row.line.find(" healthy "), std::string::npos) << r.out;
     EXPECT_NE(row.line.find(" tcp"), std::string::npos) << r.out;
     EXPECT_EQ(row.detail, "") << "no reason line for a healthy server\n" << r.out;
+    EXPECT_TRUE(row.server.starts_with("  server ") && row.server.ends_with(": serving")) << r.out;
   }
   // 3 MiB of the 32 MiB pool, and the one get a hit.
   EXPECT_NE(rows[a.address()].line.find("3 MiB / 32 MiB (9.4%)"), std::string::npos) << r.out;

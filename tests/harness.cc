@@ -82,7 +82,7 @@ Status ServerProcess::Start(const ServerSpec& spec) {
   if (!spec.auth_key_hex.empty()) config += "  auth_key: " + spec.auth_key_hex + "\n";
   config += spec.network_yaml;
   config += "memory:\n  max_size: " + spec.memory_max_size + "\n  block_size: " + spec.memory_block_size + "\n" +
-            spec.memory_yaml + "storage:\n" + (spec.storage_yaml.empty() ? std::string("  mode: memory\n") : spec.storage_yaml);
+            spec.memory_yaml + "storage:\n" + (spec.storage_yaml.empty() ? std::string("  mode: memory\n") : spec.storage_yaml) + spec.extra_yaml;
   std::string config_path = dir_.Write("config.yaml", config);
   stderr_path_ = dir_.path() + "/stderr.log";
 

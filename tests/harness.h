@@ -47,6 +47,8 @@ struct ServerSpec {
   std::string network_yaml;
   // More lines for the memory section (e.g. "  prefault: false\n").
   std::string memory_yaml;
+  // More top-level sections, after storage (e.g. "fleet:\n  id: a\n").
+  std::string extra_yaml;
 };
 
 class ServerProcess {

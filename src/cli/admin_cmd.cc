@@ -2,7 +2,7 @@
 // docs/admin.md) how they are, all at once, and prints one row per server or
 // a JSON array (docs/cli.md, "memkv admin status").
 //
-// memkv admin reload: POST /v1/admin/reload, signed with the administrator
+// memkv admin reload, drain, undrain: POST /v1/admin/<action>, signed with the administrator
 // key (server/admin_auth.h), to each server in turn; prints each report.
 //
 // Each server is asked on a thread of its own with HttpGet (src/http), whose
@@ -41,6 +41,8 @@ namespace {
 
 constexpr const char* kAdminUsage = R"(Usage: memkv admin status [--json] [--timeout-ms N] [--insecure | --cacert FILE] [ADDR...]
        memkv admin reload [--key-file FILE] [--timeout-ms N] [--insecure | --cacert FILE] [--server ADDR | ADDR...]
+       memkv admin drain [--key-file FILE] [--timeout-ms N] [--insecure | --cacert FILE] [--server ADDR | ADDR...]
+       memkv admin undrain [--key-file FILE] [--timeout-ms N] [--insecure | --cacert FILE] [--server ADDR | ADDR...]
 
 status
 
@@ -86,6 +88,14 @@ Exit codes: 0 every server reloaded, 2 usage error, 3 configuration error
 5 a server refused the signature (wrong key, clock skew), 6 a server
 answered another error (no config file to reload: 409; the reload failed:
 500), with the server's message on standard error.
+
+drain, undrain
+Asks each server (in turn) to stop taking new keys, or to take them again:
+POST /v1/admin/drain or /v1/admin/undrain, signed as reload is (same
+options). A draining server answers every put Draining (clients place the key
+on the next server), serves gets, deletes and lists, and answers /v1/ready
+503; a restart comes back serving (docs/fleet.md, "Draining a server").
+Prints each server's {"state", "server_id"}. Exit codes as for reload.
 )";
 
 constexpr int kDefaultTimeoutMs = 3000;
@@ -101,7 +111,7 @@ constexpr int kExitSomeUnhealthy = 1;
 constexpr const char* kUnusedAuthKey = "0000000000000000000000000000000000000000000000000000000000000000";
 
 struct AdminFlags {
-  std::string action;  // "status" or "reload"
+  std::string action;  // "status", "reload", "drain" or "undrain"
   std::string key_file;
   bool json = false;
   int timeout_ms = kDefaultTimeoutMs;
@@ -109,6 +119,11 @@ struct AdminFlags {
   std::string ca_file;
   std::vector<std::string> addresses;
 };
+
+// The actions that POST to /v1/admin/<action>, signed with the administrator key.
+bool IsSignedAction(const std::string& action) {
+  return action == "reload" || action == "drain" || action == "undrain";
+}
 
 int Usage(const std::string& what) {
   std::fprintf(stderr, "memkv admin: %s; see 'memkv admin --help'\n", what.c_str());
@@ -122,12 +137,14 @@ std::optional<int> ParseAdminFlags(const std::vector<std::string>& raw_args, Adm
                  .operand = "address"});
   if (!expanded.ok()) return Usage(expanded.status().message());
   const std::vector<std::string>& args = *expanded;
-  if (args.empty()) return Usage("name an action: status, reload");
+  if (args.empty()) return Usage("name an action: status, reload, drain, undrain");
   if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::fputs(kAdminUsage, stdout);
     return kExitOk;
   }
-  if (args[0] != "status" && args[0] != "reload") return Usage("unknown action '" + args[0] + "' (status, reload)");
+  if (args[0] != "status" && !IsSignedAction(args[0])) {
+    return Usage("unknown action '" + args[0] + "' (status, reload, drain, undrain)");
+  }
   flags->action = args[0];
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -139,14 +156,16 @@ std::optional<int> ParseAdminFlags(const std::vector<std::string>& raw_args, Adm
       std::fputs(kAdminUsage, stdout);
       return kExitOk;
     }
-    if (a == "--json" && flags->action == "reload") {
-      return Usage("--json is an option of 'memkv admin status' (reload always prints JSON)");
+    if (a == "--json" && IsSignedAction(flags->action)) {
+      return Usage("--json is an option of 'memkv admin status' (" + flags->action + " always prints JSON)");
     } else if (a == "--json") {
       flags->json = true;
     } else if (a == "--insecure") {
       flags->insecure = true;
     } else if (a == "--key-file") {
-      if (flags->action != "reload") return Usage("--key-file is an option of 'memkv admin reload'");
+      if (!IsSignedAction(flags->action)) {
+        return Usage("--key-file is an option of 'memkv admin reload', 'drain' and 'undrain'");
+      }
       flags->key_file = args[++i];
       if (flags->key_file.empty()) return Usage("--key-file needs a file");
     } else if (a == "--server") {
@@ -382,6 +401,16 @@ std::vector<std::string> Cells(const Answer& a) {
           transport};
 }
 
+// The server's id and state under its row ("" from a server without them).
+std::string FleetLine(const JsonValue& d) {
+  const JsonValue* id = d.Find("server_id");
+  const JsonValue* state = d.Find("state");
+  if (id == nullptr || id->type != JsonValue::Type::kString) return "";
+  std::string line = "  server " + id->string;
+  if (state != nullptr && state->type == JsonValue::Type::kString) line += ": " + state->string;
+  return line + "\n";
+}
+
 // One line per tier under a server's row: capacity consumed beside the value
 // bytes it holds, and how scattered the free room is ("" when the document
 // lacks the tier).
@@ -492,6 +521,7 @@ std::string RenderText(const std::vector<Answer>& answers) {
       out += "  error: " + a.error + "\n";
       continue;
     }
+    out += FleetLine(a.status);
     out += TierLine(a.status, "dram", "memory", "pool_bytes");
     out += TierLine(a.status, "drives", "storage", "usable_bytes");
     out += JournalLine(a.status);
@@ -548,15 +578,16 @@ Result<std::vector<uint8_t>> AdminKey(const AdminFlags& flags, const Environment
   return config->auth_key;
 }
 
-// Signs and sends one reload; the exit code, having printed the report or
-// the error.
-int ReloadOne(const Target& target, std::span<const uint8_t> key, bool several) {
+// Signs and sends one POST /v1/admin/<action> (reload, drain, undrain); the
+// exit code, having printed the server's JSON answer or the error.
+int PostSigned(const std::string& action, const Target& target, std::span<const uint8_t> key, bool several) {
+  const std::string prefix = "memkv admin " + action + ": ";
   http::HttpGetOptions o = target.get;
-  o.path = "/v1/admin/reload";
+  o.path = "/v1/admin/" + action;
   o.method = "POST";
   Result<std::string> nonce = server::NewAdminNonce();
   if (!nonce.ok()) {
-    std::fprintf(stderr, "memkv admin reload: %s\n", nonce.status().ToString().c_str());
+    std::fprintf(stderr, "%s%s\n", prefix.c_str(), nonce.status().ToString().c_str());
     return kExitFailed;
   }
   o.headers.push_back({"Authorization", server::SignAdminRequest(key, o.method, o.path, o.body,
@@ -564,7 +595,7 @@ int ReloadOne(const Target& target, std::span<const uint8_t> key, bool several) 
   const std::string url = http::HttpUrl(o);
   Result<http::HttpClientResponse> r = http::HttpGet(o);
   if (!r.ok()) {
-    std::fprintf(stderr, "memkv admin reload: %s\n", r.status().message().c_str());
+    std::fprintf(stderr, "%s%s\n", prefix.c_str(), r.status().message().c_str());
     return r.status().code() == StatusCode::kInvalidArgument ? kExitConfig : kExitUnavailable;
   }
   std::string body = r->body;
@@ -586,7 +617,7 @@ int ReloadOne(const Target& target, std::span<const uint8_t> key, bool several) 
   if (r->status == 400 && body.find("speaks HTTPS") != std::string::npos) {
     message += " (pass --cacert FILE or --insecure)";
   }
-  std::fprintf(stderr, "memkv admin reload: %s: HTTP %d %s: %s\n", url.c_str(), r->status, r->reason.c_str(),
+  std::fprintf(stderr, "%s%s: HTTP %d %s: %s\n", prefix.c_str(), url.c_str(), r->status, r->reason.c_str(),
                message.c_str());
   return r->status == 401 ? kExitAuth : kExitFailed;
 }
@@ -624,15 +655,15 @@ int RunAdmin(const std::vector<std::string>& args, const Environment& env) {
     return kExitConfig;
   }
 
-  if (flags.action == "reload") {
+  if (IsSignedAction(flags.action)) {
     Result<std::vector<uint8_t>> key = AdminKey(flags, env);
     if (!key.ok()) {
-      std::fprintf(stderr, "memkv admin reload: %s\n", key.status().message().c_str());
+      std::fprintf(stderr, "memkv admin %s: %s\n", flags.action.c_str(), key.status().message().c_str());
       return kExitConfig;
     }
     int code = kExitOk;
     for (const Target& t : targets) {
-      const int one = ReloadOne(t, *key, targets.size() > 1);
+      const int one = PostSigned(flags.action, t, *key, targets.size() > 1);
       if (code == kExitOk) code = one;
     }
     return code;

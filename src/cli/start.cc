@@ -341,6 +341,7 @@ int RunStart(const std::vector<std::string>& args, const Environment& env) {
   server::DaemonOptions options;
   options.config = c;
   options.config_path = ConfigPathOf(flags);
+  options.data_dir = flags.data_dir;
   options.workers = flags.workers;
   options.handshake_timeout_ms = flags.handshake_timeout_ms;
   options.write_stall_timeout_ms = flags.write_stall_timeout_ms;

@@ -191,6 +191,10 @@ void ReadStorage(const YAML::Node& node, Diagnostics* d, StorageConfig* out, boo
   auto encryption = [d, out](const YAML::Node& v, const std::string& p) {
     ReadStorageEncryption(v, p, d, &out->encryption);
   };
+  auto busy_queue = [d, out](const YAML::Node& v, const std::string& p) {
+    uint64_t bytes = 0;
+    if (internal::ReadSize(v, p, d, &bytes)) out->busy_queue_size_bytes = bytes;
+  };
   ReadMap(node, "storage",
           {{"mode", mode},
            SizeField("block_size", d, &out->block_size_bytes),
@@ -200,8 +204,17 @@ void ReadStorage(const YAML::Node& node, Diagnostics* d, StorageConfig* out, boo
            {"sync", sync},
            Uint32Field("sync_interval_ms", kSyncIntervalAllowed, d, &out->sync_interval_ms),
            {"encryption", encryption},
-           StringField("encryption_key_file", d, &out->encryption_key_file)},
+           StringField("encryption_key_file", d, &out->encryption_key_file),
+           {"busy_queue_size", busy_queue}},
           d);
+}
+
+void ReadFleet(const YAML::Node& node, Diagnostics* d, FleetConfig* out) {
+  auto weight = [d, out](const YAML::Node& v, const std::string& p) {
+    uint64_t w = 0;
+    if (internal::ReadUint(v, p, kMaxFleetWeight, "1..1099511627776 (2^40)", d, &w)) out->weight = w;
+  };
+  ReadMap(node, "fleet", {StringField("id", d, &out->id), {"weight", weight}}, d);
 }
 
 // Each section's reader knows its own path, so the one given here is unused.
@@ -221,6 +234,7 @@ void ReadServerConfig(const YAML::Node& root, Diagnostics* d, ServerConfig* out)
               ReadMap(v, "log", {StringField("level", d, &out->log.level)}, d);
             })},
            {"events", section([=](const YAML::Node& v) { internal::ReadEvents(v, d, &out->events); })},
+           {"fleet", section([=](const YAML::Node& v) { ReadFleet(v, d, &out->fleet); })},
            {"tenants", [=](const YAML::Node& v, const std::string& p) { internal::ReadTenants(v, p, d, &out->tenants); }}},
           d);
   // No storage named at all: what the embedded default does, as every field

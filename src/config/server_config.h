@@ -111,6 +111,10 @@ struct StorageConfig {
   StorageEncryption encryption = StorageEncryption::kOff;
   // The master key: 32 raw bytes or 64 hex characters; required with encryption.
   std::string encryption_key_file;
+  // storage.busy_queue_size: puts are answered Busy while the bytes of puts
+  // accepted and waiting for the drives are at or above this (docs/fleet.md,
+  // "Busy"). Unset: half the DRAM pool; 0: never Busy.
+  std::optional<uint64_t> busy_queue_size_bytes;
   // Set when the file names no storage (neither storage.mode nor
   // storage.drives): mode file with the embedded default's one drive file,
   // <data dir>/drive0.memkv, filled in by ResolveDataDir.
@@ -147,6 +151,21 @@ struct EventsConfig {
   bool operator==(const EventsConfig&) const = default;
 };
 
+// fleet.*: this server's identity and placement weight among the servers
+// of a fleet (docs/fleet.md, "Server identity").
+struct FleetConfig {
+  // Memory mode only: the server id (1..64 of [A-Za-z0-9._-]); empty: the
+  // data directory's server-id file. In file and direct mode the id is the
+  // drives' store UUID, kept with the data.
+  std::string id;
+  // The placement weight clients give this server; unset: its capacity in
+  // bytes. 1..2^40 when set.
+  std::optional<uint64_t> weight;
+  bool operator==(const FleetConfig&) const = default;
+};
+inline constexpr size_t kMaxFleetIdBytes = 64;
+inline constexpr uint64_t kMaxFleetWeight = 1ULL << 40;
+
 // tenants[]: a credential bound to a key prefix (docs/tenants.md). Keys
 // given as files are read when the config is loaded.
 struct TenantConfig {
@@ -177,6 +196,7 @@ struct ServerConfig {
   LogConfig log;
   MetricsConfig metrics;
   EventsConfig events;
+  FleetConfig fleet;
   std::vector<TenantConfig> tenants;
 };
 

@@ -394,5 +394,61 @@ TEST(ServerConfigMetricsTest, NamespaceSettingsDefaultAndAreChecked) {
   EXPECT_TRUE(HasLineWith(lines, {"metrics.namespace_separator: '123456789' is 9 bytes long", "0 to 8 bytes"}));
 }
 
+// fleet.*: the server's id (memory mode only) and placement weight;
+// storage.busy_queue_size.
+TEST(ServerConfigFleetTest, IdAndWeightInMemoryMode) {
+  Result<ServerConfig> c = Parse(std::string(kMemoryMode) + "fleet:\n  id: cache-A.7_b\n  weight: 1099511627776\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->fleet.id, "cache-A.7_b");
+  EXPECT_EQ(c->fleet.weight, std::optional<uint64_t>(1ULL << 40));
+  Result<ServerConfig> none = Parse(kMemoryMode);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->fleet.id, "");
+  EXPECT_FALSE(none->fleet.weight.has_value()) << "unset: the capacity";
+  EXPECT_FALSE(none->storage.busy_queue_size_bytes.has_value()) << "unset: half the pool";
+}
+
+TEST(ServerConfigFleetTest, BadIdsAndWeightsAreRefusedNamingTheRule) {
+  const std::string too_long(65, 'a');
+  for (const std::string& id : {std::string("has space"), std::string("a/b"), std::string("caf\u00e9"), too_long}) {
+    EXPECT_TRUE(HasLineWith(ProblemLines(Parse(std::string(kMemoryMode) + "fleet:\n  id: \"" + id + "\"\n")),
+                            {"fleet.id", "1..64 characters of A-Z a-z 0-9 . _ -"}))
+        << id;
+  }
+  EXPECT_TRUE(Parse(std::string(kMemoryMode) + "fleet:\n  id: " + std::string(64, 'a') + "\n").ok());
+  EXPECT_TRUE(HasLineWith(ProblemLines(Parse(std::string(kMemoryMode) + "fleet:\n  weight: 0\n")),
+                          {"fleet.weight", "0 is out of range", "1..1099511627776"}));
+  EXPECT_TRUE(HasLineWith(ProblemLines(Parse(std::string(kMemoryMode) + "fleet:\n  weight: 1099511627777\n")),
+                          {"fleet.weight", "out of range", "1..1099511627776"}));
+  EXPECT_TRUE(HasLineWith(ProblemLines(Parse(std::string(kMemoryMode) + "fleet:\n  weight: heavy\n")),
+                          {"fleet.weight", "'heavy'"}));
+  EXPECT_TRUE(HasLineWith(ProblemLines(Parse(std::string(kMemoryMode) + "fleet:\n  name: x\n")),
+                          {"unknown field 'fleet.name'"}));
+}
+
+TEST(ServerConfigFleetTest, FleetIdWithDrivesIsRefusedTheIdLivesWithTheData) {
+  for (const char* mode : {"file", "direct"}) {
+    const std::string yaml = std::string("storage:\n  mode: ") + mode + "\n  drives:\n    - media: /tmp/d0\n" +
+                             "fleet:\n  id: cache-a\n";
+    EXPECT_TRUE(HasLineWith(ProblemLines(Parse(yaml)),
+                            {"fleet.id", std::string("storage.mode '") + mode + "'",
+                             "the drives' store UUID", "storage.mode memory only"}))
+        << mode;
+  }
+  // The weight is for every mode.
+  EXPECT_TRUE(Parse("storage:\n  mode: file\n  drives:\n    - media: /tmp/d0\nfleet:\n  weight: 5\n").ok());
+}
+
+TEST(ServerConfigFleetTest, BusyQueueSizeIsASize) {
+  Result<ServerConfig> c = Parse(std::string(kMemoryMode) + "  busy_queue_size: 64 MiB\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->storage.busy_queue_size_bytes, std::optional<uint64_t>(64ULL << 20));
+  Result<ServerConfig> never = Parse(std::string(kMemoryMode) + "  busy_queue_size: 0\n");
+  ASSERT_TRUE(never.ok());
+  EXPECT_EQ(never->storage.busy_queue_size_bytes, std::optional<uint64_t>(0));
+  EXPECT_TRUE(HasLineWith(ProblemLines(Parse(std::string(kMemoryMode) + "  busy_queue_size: lots\n")),
+                          {"storage.busy_queue_size", "'lots'"}));
+}
+
 }  // namespace
 }  // namespace memkv::config

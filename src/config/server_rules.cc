@@ -1,5 +1,6 @@
 #include "config/server_rules.h"
 
+#include <algorithm>
 #include <bit>
 #include <map>
 #include <sstream>
@@ -244,6 +245,30 @@ void CheckStorage(const StorageConfig& s, Diagnostics* d) {
   }
 }
 
+void CheckFleet(const ServerConfig& config, Diagnostics* d) {
+  const FleetConfig& f = config.fleet;
+  if (!f.id.empty()) {
+    const bool chars_ok = std::all_of(f.id.begin(), f.id.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+             c == '-';
+    });
+    if (f.id.size() > kMaxFleetIdBytes || !chars_ok) {
+      d->Violation({"fleet.id"}, "fleet.id: '" + f.id + "' is not a server id; allowed: 1..64 characters of "
+                                 "A-Z a-z 0-9 . _ -");
+    }
+    if (config.storage.mode != StorageMode::kMemory) {
+      d->Violation({"fleet.id", "storage.mode"},
+                   "fleet.id: storage.mode '" + std::string(StorageModeName(config.storage.mode)) +
+                       "' keeps the server id with the data (the drives' store UUID, the same wherever the "
+                       "drives move); fleet.id is for storage.mode memory only; remove it");
+    }
+  }
+  if (f.weight && *f.weight == 0) {
+    d->Violation({"fleet.weight"}, "fleet.weight: 0 is out of range; allowed: 1..1099511627776 (2^40); leave it "
+                                   "out to weigh the server by its capacity");
+  }
+}
+
 }  // namespace
 
 void CheckServerRules(const ServerConfig& config, Diagnostics* d) {
@@ -258,6 +283,7 @@ void CheckServerRules(const ServerConfig& config, Diagnostics* d) {
   CheckMetrics(config.metrics, d);
   CheckStorage(config.storage, d);
   CheckEvents(config.events, d);
+  CheckFleet(config, d);
 }
 
 }  // namespace memkv::config::internal

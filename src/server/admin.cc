@@ -74,7 +74,10 @@ Result<std::unique_ptr<AdminService>> AdminService::Start(const AdminOptions& op
   }));
   MEMKV_RETURN_IF_ERROR(admin->http_->Handle("GET", "/v1/ready", [self](const http::HttpRequest&) {
     const bool serving = self->sources_.serving && self->sources_.serving();
-    return http::HttpResponse::Text(serving ? 200 : 503, serving ? "ok\n" : "not serving (starting or draining)\n");
+    if (serving && self->sources_.fleet != nullptr && self->sources_.fleet->draining()) {
+      return http::HttpResponse::Text(503, "draining\n");
+    }
+    return http::HttpResponse::Text(serving ? 200 : 503, serving ? "ok\n" : "not serving (starting or stopping)\n");
   }));
   MEMKV_RETURN_IF_ERROR(admin->http_->Handle(
       "GET", "/v1/status", [self](const http::HttpRequest&) { return Json(200, self->StatusJson()); }));
@@ -98,6 +101,14 @@ Result<std::unique_ptr<AdminService>> AdminService::Start(const AdminOptions& op
         if (!report.ok()) return Json(500, JsonError("reload failed: " + report.status().message()));
         return Json(200, *report);
       })));
+  if (sources.fleet != nullptr) {
+    MEMKV_RETURN_IF_ERROR(admin->http_->Handle(
+        "POST", "/v1/admin/drain",
+        admin->RequireSigned([self](const http::HttpRequest& r) { return self->SetDraining(true, r); })));
+    MEMKV_RETURN_IF_ERROR(admin->http_->Handle(
+        "POST", "/v1/admin/undrain",
+        admin->RequireSigned([self](const http::HttpRequest& r) { return self->SetDraining(false, r); })));
+  }
   MEMKV_RETURN_IF_ERROR(admin->http_->Start());
   admin->Sample();
   admin->sampler_ = std::thread([self] {
@@ -120,6 +131,25 @@ AdminService::~AdminService() {
   cv_.notify_all();
   if (sampler_.joinable()) sampler_.join();
   if (http_ != nullptr) http_->Stop();
+}
+
+http::HttpResponse AdminService::SetDraining(bool draining, const http::HttpRequest& request) {
+  FleetState& fleet = *sources_.fleet;
+  const bool was = fleet.SetDraining(draining);
+  if (was != draining) {
+    LOG_INFO_C("admin") << "server " << fleet.id() << " at " << fleet.address()
+                        << (draining ? ": draining (puts answered Draining; gets, deletes and lists served) by "
+                                     : ": serving again (undrained) by ")
+                        << request.peer;
+  }
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("state");
+  w.String(draining ? "draining" : "serving");
+  w.Key("server_id");
+  w.String(fleet.id());
+  w.EndObject();
+  return Json(200, w.text());
 }
 
 uint64_t AdminService::RequestsTotal() const {
@@ -170,7 +200,7 @@ HealthReport AdminService::Health() const {
     h.reason = "no drive is online: " + join(offline);
   } else if (sources_.serving && !sources_.serving()) {
     h.status = "unhealthy";
-    h.reason = "the server is not serving (starting or draining)";
+    h.reason = "the server is not serving (starting or stopping)";
   } else if (h.drives_offline > 0) {
     h.status = "degraded";
     h.reason = std::to_string(h.drives_offline) + " of " + std::to_string(h.drives_total) +
@@ -210,6 +240,7 @@ ServerSnapshot AdminService::Snapshot() const {
   if (s.rdma_active) s.rdma_path = sources_.rdma->Describe();
   s.requests_total = RequestsTotal();
   s.ops_per_second = OpsPerSecond();
+  s.fleet = sources_.fleet;
   return s;
 }
 

@@ -4,13 +4,18 @@
 //                    drives_offline, drives_total}; status healthy, degraded
 //                    (some drive offline) or unhealthy (no drive left in a
 //                    drive mode, or the server is stopping); 503 when unhealthy
-//   GET /v1/ready    "ok" (200) while serving; 503 while starting or draining
+//   GET /v1/ready    "ok" (200) while serving; 503 while starting or stopping,
+//                    and 503 "draining" while draining (below)
 //   GET /v1/status   JSON: memory, storage and RDMA figures, raw / usable /
 //                    used bytes in total and per device, connections, request
 //                    totals, hit ratio and ops/s (docs/admin.md)
 //   GET /v1/metrics  Prometheus text (docs/metrics.md)
 //   POST /v1/admin/reload  signed (below): AdminSources::reload's JSON report;
 //                    409 without a config file, 500 when the reload failed
+//   POST /v1/admin/drain, /v1/admin/undrain  signed: sets or clears
+//                    draining (FleetState); JSON {state, server_id}. While
+//                    draining /v1/ready answers 503 "draining"; health is
+//                    unchanged (draining is not a failure)
 //
 // Every state-changing route is signed with the administrator key
 // (server/admin_auth.h, docs/admin.md "Authentication"): RequireSigned wraps
@@ -44,6 +49,7 @@
 #include "http/http_server.h"
 #include "memkv/status.h"
 #include "server/admin_auth.h"
+#include "server/fleet.h"
 #include "server/metrics.h"
 #include "server/namespace_stats.h"
 #include "server/tenant_stats.h"
@@ -70,6 +76,9 @@ struct AdminSources {
   // the JSON report on success. Null: reload is not available (no config
   // file), answered 409.
   std::function<Result<std::string>()> reload;
+  // Identity and draining (docs/fleet.md); null: no drain routes, no fleet
+  // fields in /v1/status.
+  FleetState* fleet = nullptr;
 };
 
 struct AdminOptions {
@@ -120,6 +129,9 @@ class AdminService {
   std::string MetricsText() const;
 
  private:
+  // The drain routes' answer: {"state":"draining"|"serving","server_id":...}.
+  http::HttpResponse SetDraining(bool draining, const http::HttpRequest& request);
+
   AdminService(const AdminOptions& options, const AdminSources& sources);
   // Every source read once, for the tables of server/metrics_table.h.
   ServerSnapshot Snapshot() const;

@@ -110,6 +110,7 @@ std::vector<std::string> RestartNeeded(const config::ServerConfig& was, const co
   if (!(was.log == now.log)) out.push_back("log");
   if (!(was.metrics == now.metrics)) out.push_back("metrics");
   if (!(was.events == now.events)) out.push_back("events");
+  if (!(was.fleet == now.fleet)) out.push_back("fleet");
   // Each tenant's events endpoints are bound at start.
   for (const config::TenantConfig& t : now.tenants) {
     auto before = std::find_if(was.tenants.begin(), was.tenants.end(),
@@ -297,6 +298,9 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   tier_->SetTenants(std::make_shared<const TenantMap>(config::TenantMapOf(c.tenants)));
   AnnounceEmptyStore();
 
+  *failed = Step::kDrives;
+  MEMKV_RETURN_IF_ERROR(StartFleet());
+
   // No device is a normal state (TCP only); a configured MTU above the port's
   // active MTU is refused here, before anything listens.
   *failed = Step::kRdma;
@@ -317,6 +321,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   server_options.namespaces = namespaces_.get();
   server_options.credentials = credentials_.get();
   server_options.tenant_stats = tenant_stats_.get();
+  server_options.fleet = fleet_.get();
   Result<std::unique_ptr<Server>> server = Server::Create(server_options, tier_.get());
   if (!server.ok()) {
     *failed = Step::kListen;
@@ -324,6 +329,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
                                               std::to_string(c.network.port) + ": " + server.status().message());
   }
   server_ = std::move(server).value();
+  fleet_->set_address(address());
   sweeper_ = std::make_unique<ExpirySweeper>([tier = tier_.get()](size_t max) { return tier->SweepExpired(max); },
                                              kExpirySweepInterval);
 
@@ -344,6 +350,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   sources.version = kMemkvVersion;
   sources.data_address = address();
   sources.serving = [server = server_.get()] { return server->serving(); };
+  sources.fleet = fleet_.get();
   if (!options_.config_path.empty()) {
     sources.reload = [this]() -> Result<std::string> {
       MEMKV_ASSIGN_OR_RETURN(ReloadReport report, Reload());
@@ -357,6 +364,34 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
                                              std::to_string(admin_options.port) + ": " + admin.status().message());
   }
   admin_ = std::move(admin).value();
+  return Status::Ok();
+}
+
+Status Daemon::StartFleet() {
+  const config::ServerConfig& c = options_.config;
+  FleetIdentity identity;
+  identity.capacity_bytes = tier_->MemoryStats().pool_bytes;
+  if (std::optional<drive::ExtentStoreStats> drives = tier_->DrivesStats()) {
+    identity.capacity_bytes += drives->usable_bytes();
+    // Kept in every drive's superblock: the id moves with the data.
+    identity.id = drives->store_uuid.ToString();
+    identity.source = "the drives' store UUID";
+  } else {
+    Result<std::string> id = MemoryModeServerId(c.fleet, options_.data_dir, &identity.source);
+    if (!id.ok()) return id.status();
+    identity.id = std::move(id).value();
+  }
+  identity.weight = c.fleet.weight.value_or(0);
+  // Unset: half the pool (a put waiting for the drives holds its pool space).
+  const uint64_t busy_queue = c.storage.busy_queue_size_bytes.value_or(tier_->MemoryStats().pool_bytes / 2);
+  fleet_ = std::make_unique<FleetState>(std::move(identity), busy_queue);
+  const FleetIdentity& id = fleet_->identity();
+  LOG_INFO_C("start") << "server id " << id.id << " (" << id.source << ") weight " << fleet_->effective_weight()
+                      << (id.weight == 0 ? " (its capacity, " + FormatSize(id.capacity_bytes) + ")"
+                                         : " (fleet.weight; capacity " + FormatSize(id.capacity_bytes) + ")")
+                      << "; puts answered Busy at "
+                      << (busy_queue == 0 ? std::string("never (storage.busy_queue_size: 0)")
+                                          : FormatSize(busy_queue) + " waiting for the drives");
   return Status::Ok();
 }
 

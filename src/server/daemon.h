@@ -42,6 +42,7 @@
 #include "server/admin.h"
 #include "server/credentials.h"
 #include "server/expiry_sweeper.h"
+#include "server/fleet.h"
 #include "server/rdma_endpoint.h"
 #include "server/server.h"
 #include "server/tenant_stats.h"
@@ -74,6 +75,10 @@ struct DaemonOptions {
   // The config file the server started with; Reload reads it again. Empty:
   // started without one (Reload then fails with FailedPrecondition).
   std::string config_path;
+  // The data directory (memkv start --data-dir): in memory mode without
+  // fleet.id, its `server-id` file keeps the server id. Empty: none (the id
+  // is made at start).
+  std::string data_dir;
   // What the config does not say (memkv start's flags).
   int workers = 0;                      // 0 = one per core, at most 8
   uint32_t handshake_timeout_ms = 10000;
@@ -167,6 +172,8 @@ class Daemon {
   ServerMetrics& metrics() { return server_->metrics(); }
   AdminService& admin() { return *admin_; }
   RdmaEndpoint* rdma() const { return rdma_.get(); }  // null: TCP only
+  // Identity, draining and the put queue's bound (docs/fleet.md).
+  FleetState& fleet() { return *fleet_; }
   // The block events Publisher; null when events.publish is not set. Any
   // thread may Publish to it while the Daemon lives.
   events::Publisher* events() const { return events_.get(); }
@@ -175,6 +182,8 @@ class Daemon {
   explicit Daemon(DaemonOptions options) : options_(std::move(options)) {}
   Status Build(DaemonSeams& seams, Step* failed);
   Status StartEvents(Step* failed);
+  // The server's id, capacity and weight (after the tier is built).
+  Status StartFleet();
   void AnnounceEmptyStore();
   storage::StoreObserver StoreObserver();
   // How often expired values nobody looked up are freed.
@@ -196,6 +205,7 @@ class Daemon {
   config::ServerConfig file_config_;            // the file as last loaded (guarded by reload_mu_ after Create)
   std::unique_ptr<tier::TieredStore> tier_;  // owns the pool and the drives
   std::unique_ptr<RdmaEndpoint> rdma_;       // registers the pool; null: TCP only
+  std::unique_ptr<FleetState> fleet_;        // read by the server and the admin endpoint
   std::unique_ptr<Server> server_;           // uses tier_ and rdma_
   std::unique_ptr<ExpirySweeper> sweeper_;   // frees expired values in tier_
   std::unique_ptr<AdminService> admin_;      // reads server_, tier_ and rdma_

@@ -83,6 +83,21 @@ constexpr ServerMetric kMetrics[] = {
          out.Gauge({{"status", status}}, s.health.status == status ? 1 : 0);
        }
      }},
+    // Fleet (docs/fleet.md).
+    {"memkv_server_info", kGauge, "server_id", "This server's id (docs/fleet.md, \"Server identity\").",
+     [](const S& s, Samples& out) {
+       if (s.fleet != nullptr) out.Gauge({{"server_id", s.fleet->id()}}, 1);
+     }},
+    {"memkv_draining", kGauge, "", "1 while the server is draining (takes no new keys), else 0.",
+     [](const S& s, Samples& out) { out.Gauge({}, s.fleet != nullptr && s.fleet->draining() ? 1 : 0); }},
+    {"memkv_put_queue_bytes", kGauge, "",
+     "Bytes of puts accepted and waiting for the drives (Busy at storage.busy_queue_size).",
+     [](const S& s, Samples& out) { out.Gauge({}, s.fleet != nullptr ? double(s.fleet->queued_bytes()) : 0); }},
+    {"memkv_requests_shed_total", kCounter, "reason", "Puts refused without storing: draining, or busy.",
+     [](const S& s, Samples& out) {
+       out.Counter({{"reason", "draining"}}, s.fleet != nullptr ? s.fleet->shed_draining() : 0);
+       out.Counter({{"reason", "busy"}}, s.fleet != nullptr ? s.fleet->shed_busy() : 0);
+     }},
 
     // Per operation.
     {"memkv_requests_total", kCounter, "op,transport", "Requests answered, by operation and transport.",
@@ -411,6 +426,7 @@ void WriteDevices(const S& s, JsonWriter& w) {
 }
 
 bool HasDrives(const S& s) { return s.drives.has_value(); }
+bool HasFleet(const S& s) { return s.fleet != nullptr; }
 
 void WriteNamespaces(const S& s, JsonWriter& w) {
   w.BeginArray();
@@ -464,6 +480,11 @@ void WriteTenants(const S& s, JsonWriter& w) {
 constexpr StatusField kStatus[] = {
     {"version", [](const S& s, JsonWriter& w) { w.String(s.version); }},
     {"address", [](const S& s, JsonWriter& w) { w.String(s.address); }},
+    {"server_id", [](const S& s, JsonWriter& w) { w.String(s.fleet->id()); }, HasFleet},
+    {"state", [](const S& s, JsonWriter& w) { w.String(s.fleet->draining() ? "draining" : "serving"); }, HasFleet},
+    {"capacity_bytes", [](const S& s, JsonWriter& w) { w.Number(s.fleet->identity().capacity_bytes); }, HasFleet},
+    {"weight", [](const S& s, JsonWriter& w) { w.Number(s.fleet->effective_weight()); }, HasFleet},
+    {"busy", [](const S& s, JsonWriter& w) { w.Bool(s.fleet->busy()); }, HasFleet},
     {"uptime_seconds", [](const S& s, JsonWriter& w) { w.Number(s.uptime_seconds); }},
     {"health", [](const S& s, JsonWriter& w) { WriteHealthJson(w, s.health); }},
     {"devices", WriteDevices},

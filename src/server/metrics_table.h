@@ -27,6 +27,7 @@
 #include "events/publisher.h"
 #include "metrics/table.h"
 #include "server/admin.h"
+#include "server/fleet.h"
 #include "server/metrics.h"
 #include "server/namespace_stats.h"
 #include "server/tenant_stats.h"
@@ -70,6 +71,7 @@ struct ServerSnapshot {
   double ops_per_second = 0;
   std::vector<NamespaceRow> namespaces;     // the reported namespaces, then "other"
   std::vector<TenantRow> tenants;           // every tenant seen or configured; empty without tenants
+  const FleetState* fleet = nullptr;        // live; null: no identity (status leaves the fleet fields out)
 };
 
 using ServerMetric = metrics::MetricDescriptor<ServerSnapshot>;

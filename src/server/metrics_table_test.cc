@@ -34,6 +34,9 @@ TEST(ServerMetricTableTest, EveryRowWritesWhatItDeclares) {
   std::vector<TenantUsage> usage(2);
   usage[0].dram_bytes = 4096;
   s.tenants = JoinTenantRows({TenantCountsRow{.name = "gone", .lookups = 3, .hits = 1}}, map, usage);
+  FleetState fleet(FleetIdentity{.id = "cache-7", .capacity_bytes = 1 << 30, .weight = 0, .source = "fleet.id"}, 0);
+  fleet.SetDraining(true);
+  s.fleet = &fleet;
   for (bool drives : {false, true}) {
     if (drives) {
       s.drives.emplace();
@@ -46,6 +49,8 @@ TEST(ServerMetricTableTest, EveryRowWritesWhatItDeclares) {
     const std::string text = writer.Text();
     EXPECT_EQ(text.find("memkv_drive_state") != std::string::npos, drives) << text;
     EXPECT_NE(text.find("memkv_build_info{version=\"1.2.3\"} 1\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("memkv_server_info{server_id=\"cache-7\"} 1\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("memkv_draining 1\n"), std::string::npos) << text;
     EXPECT_NE(text.find("memkv_tenant_bytes{tenant=\"team-a\",tier=\"dram\"} 4096\n"), std::string::npos) << text;
     EXPECT_NE(text.find("memkv_tenant_misses_total{tenant=\"gone\"} 2\n"), std::string::npos) << text;
     EXPECT_EQ(text.find("memkv_tenant_bytes{tenant=\"gone\""), std::string::npos) << text;

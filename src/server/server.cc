@@ -116,6 +116,7 @@ class Server::Worker {
     ctx_.limits = &limits_;
     ctx_.credentials = server_->credentials_;
     ctx_.tenant_stats = server_->options_.tenant_stats;
+    ctx_.fleet = server_->options_.fleet;
     checked_generation_.store(server_->credentials_->generation(), std::memory_order_release);
     epoll_event ev{};
     ev.events = EPOLLIN;

@@ -26,6 +26,7 @@
 #include "memkv/status.h"
 #include "server/connection_limits.h"
 #include "server/credentials.h"
+#include "server/fleet.h"
 #include "server/metrics.h"
 #include "server/namespace_stats.h"
 #include "server/rdma_endpoint.h"
@@ -66,6 +67,9 @@ struct ServerOptions {
   // auth_key, the administrator's.
   CredentialStore* credentials = nullptr;
   TenantStats* tenant_stats = nullptr;  // the tenants' counters; null: none
+  // Identity, draining and the put queue's bound (fleet.h); null: never
+  // draining nor busy, and ServerInfo is answered "unknown opcode".
+  FleetState* fleet = nullptr;
 };
 
 class Server {

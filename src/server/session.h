@@ -69,6 +69,7 @@
 #include "server/session_buffer.h"
 #include "server/connection_limits.h"
 #include "server/credentials.h"
+#include "server/fleet.h"
 #include "server/metrics.h"
 #include "server/namespace_stats.h"
 #include "server/rdma_endpoint.h"
@@ -98,6 +99,8 @@ struct SessionContext {
   // re-checked when a reload replaces it (RecheckCredential).
   const CredentialStore* credentials = nullptr;
   TenantStats* tenant_stats = nullptr;  // the tenants' counters (also reached through each TenantIdentity)
+  // Identity, draining and the put queue's bound; null: puts always admitted.
+  FleetState* fleet = nullptr;
 };
 
 // Ok, or TooLarge naming `limit` (the server's memory.max_value_size).
@@ -279,6 +282,9 @@ class Session {
   // Ok, or PermissionDenied (counted) for a write (`what`: "put") with a
   // read-only tenant's key.
   Status CheckWritable(std::string_view what);
+  // Ok, or Draining / Busy (FleetState::AdmitPut) for a put.
+  Status AdmitPut();
+  void HandleServerInfo();
   // The tenant's counters, when a tenant's connection.
   void CountTenantLookups(uint64_t lookups, uint64_t hits, uint64_t bytes);
   void CountTenantStored(uint64_t puts, uint64_t bytes);

@@ -145,6 +145,7 @@ void Session::HandleRdmaPut() {
   Status s = proto::DecodeRdmaPutRequest(meta_, &key, &size, &checksum);
   if (s.ok()) s = CheckClientKey(key);
   if (s.ok()) s = CheckWritable("RdmaPut");
+  if (s.ok()) s = AdmitPut();
   if (!s.ok()) {
     RespondError(s);
     return;
@@ -160,6 +161,7 @@ void Session::HandleRdmaPutWith() {
   Status s = proto::DecodeRdmaPutWithRequest(meta_, &key, &size, &checksum, &options);
   if (s.ok()) s = CheckClientKey(key);
   if (s.ok()) s = CheckWritable("RdmaPutWith");
+  if (s.ok()) s = AdmitPut();
   if (s.ok()) s = ScopeOptions(&options);
   if (!s.ok()) {
     RespondError(s);
@@ -222,7 +224,7 @@ void Session::HandleRdmaCommit() {
   }
   const uint64_t size = g.put.size();
   Await(ctx_.store->Commit(std::move(g.put), g.key, g.checksum, g.options, reply_,
-                           [this, size, key = g.key](Status committed) {
+                           [this, size, key = g.key, queued = FleetState::QueuedPut(ctx_.fleet, size)](Status committed) {
     if (committed.ok()) {
       ctx_.metrics->rdma_put_bytes.Add(size);
       ctx_.metrics->op(cur_.opcode).value_bytes.Add(size);
@@ -327,7 +329,10 @@ void Session::DispatchAuthenticated() {
     case proto::Opcode::kRdmaGet: HandleRdmaGet(key); return;
     case proto::Opcode::kRdmaRelease: HandleRdmaRelease(); return;
     case proto::Opcode::kRdmaPutWith: HandleRdmaPutWith(); return;
-    case proto::Opcode::kServerInfo: break;  // not answered yet: "unknown opcode" below
+    case proto::Opcode::kServerInfo:
+      if (ctx_.fleet == nullptr) break;  // a server without an identity: "unknown opcode" below
+      HandleServerInfo();
+      return;
   }
   // Unknown opcode in a well-formed, authenticated frame: answer it and
   // stay in sync by consuming its payload.
@@ -347,6 +352,7 @@ void Session::HandlePut(std::string_view key) {
   item.checksum = cur_.payload_checksum;
   sink.frame_error = CheckClientKey(key);
   if (sink.frame_error.ok()) sink.frame_error = CheckWritable("put");
+  if (sink.frame_error.ok()) sink.frame_error = AdmitPut();
   if (sink.frame_error.ok()) item.key = std::string(StoredKey(key));
   if (sink.frame_error.ok()) sink.frame_error = CheckValueSize(item.size, ctx_.max_value_bytes);
   if (sink.frame_error.ok() && ctx_.store->StreamsPut(item.size)) {
@@ -397,6 +403,7 @@ void Session::ReceiveBatch(PayloadSink sink, const std::vector<proto::PutItem>& 
       item.status = CheckClientKey(in.key);
       if (item.status.ok()) item.status = ScopeOptions(&item.options);
       if (item.status.ok()) item.status = CheckValueSize(in.value_len, ctx_.max_value_bytes);
+      if (item.status.ok()) item.status = AdmitPut();
       Result<storage::PendingPut> put =
           item.status.ok() ? ctx_.store->Reserve(in.value_len, item.key) : Result<storage::PendingPut>(item.status);
       if (put.ok()) {
@@ -409,6 +416,8 @@ void Session::ReceiveBatch(PayloadSink sink, const std::vector<proto::PutItem>& 
   }
   StartPayload(std::move(sink));
 }
+
+void Session::HandleServerInfo() { Respond(StatusCode::kOk, proto::EncodeServerInfo(ctx_.fleet->Info())); }
 
 void Session::HandleExists(std::string_view key) {
   Status s = CheckClientKey(key);

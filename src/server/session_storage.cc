@@ -65,8 +65,9 @@ void Session::CommitPut(PayloadSink::Item& item) {
     return;
   }
   const uint64_t size = item.size;
+  // Counted as waiting for the drives until the completion has run.
   Await(ctx_.store->Commit(std::move(item.put), item.key, item.checksum, item.options, reply_,
-                           [this, size, key = item.key](Status s) {
+                           [this, size, key = item.key, queued = FleetState::QueuedPut(ctx_.fleet, size)](Status s) {
     if (s.ok()) {
       ctx_.metrics->op(cur_.opcode).value_bytes.Add(size);
       CountStored(key, size);
@@ -97,15 +98,18 @@ void Session::SupersedeRepeats(std::vector<PayloadSink::Item>& items) {
 void Session::CommitBatch(std::vector<PayloadSink::Item> items, bool with_messages) {
   std::vector<tier::PutCommit> puts;
   std::vector<size_t> where;  // puts[j] is items[where[j]]
+  uint64_t bytes = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     PayloadSink::Item& item = items[i];
     if (!item.status.ok()) continue;
+    bytes += item.size;
     // The key is copied, not moved: the answer counts it in its namespace.
     puts.push_back({std::move(item.put), item.key, item.checksum, std::move(item.options)});
     where.push_back(i);
   }
   Await(ctx_.store->CommitMany(std::move(puts), reply_,
-                               [this, items = std::move(items), where = std::move(where), with_messages](
+                               [this, items = std::move(items), where = std::move(where), with_messages,
+                                queued = FleetState::QueuedPut(ctx_.fleet, bytes)](
                                    std::vector<Status> statuses) mutable {
                                  for (size_t j = 0; j < where.size(); ++j) items[where[j]].status = std::move(statuses[j]);
                                  RespondBatchPut(items, with_messages);

@@ -64,6 +64,8 @@ Status Session::CheckWritable(std::string_view what) {
   return PermissionDenied(std::string(what) + " refused: this connection's credential is read-only (tenants[].read_only)");
 }
 
+Status Session::AdmitPut() { return ctx_.fleet == nullptr ? Status::Ok() : ctx_.fleet->AdmitPut(); }
+
 void Session::CountTenantLookups(uint64_t lookups, uint64_t hits, uint64_t bytes) {
   if (tenant_ == nullptr) return;
   TenantCounters& c = *tenant_->counters;
