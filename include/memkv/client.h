@@ -57,12 +57,22 @@ using ClientLogCallback =
     std::function<void(ClientLogLevel level, std::string_view component, std::string_view message)>;
 
 struct ClientOptions {
-  std::vector<std::string> servers;  // "host:port" data addresses
+  // Server-list entries: "host:port", "dns:NAME:PORT" (every address NAME
+  // resolves to) or "srv:NAME" (its SRV records); docs/fleet.md.
+  std::vector<std::string> servers;
   std::string auth_key_hex;          // 64 hex characters
   std::string transport = "auto";    // auto | tcp | rdma
   uint32_t num_connections = 4;      // per server
   uint32_t timeout_ms = 5000;        // deadline of every operation
   uint32_t connect_timeout_ms = 2000;
+  // Membership (docs/fleet.md): how often the list is resolved again and
+  // every server asked its state (0: resolved once; servers not reached yet
+  // are still asked on their backoff); the DNS server for dns:/srv: entries
+  // ("IP:PORT"; empty: the system's); how long after a server joins a miss
+  // on it is asked again of the key's previous owner (0: never).
+  uint32_t discovery_interval_ms = 10'000;
+  std::string dns_server;
+  uint32_t rebalance_grace_ms = 300'000;
   // Threads that run AsyncQueue submissions (memkv/async.h): at most this
   // many batches of the client run at once; started as they are needed.
   uint32_t async_threads = 4;
@@ -193,6 +203,14 @@ struct ClientStats {
   // Puts whose PutOptions were dropped because their server predates them
   // (the value was stored as a plain put; logged once per server).
   uint64_t put_options_dropped = 0;
+  // Membership (docs/fleet.md, "What the client shows").
+  uint64_t grace_lookups = 0;      // misses asked again of the key's previous owner (grace window, draining owner)
+  uint64_t grace_hits = 0;         // of grace_lookups: found there
+  uint64_t stores_shed = 0;        // puts a busy server shed (answered Busy; not stored)
+  uint64_t placement_changes = 0;  // new placements published (servers joined, left, changed id or weight)
+  uint64_t fallback_reads = 0;     // reads and deletes asked of the next server because the owner was unreachable
+  uint64_t fallback_writes = 0;    // puts stored on the next server: the owner down or draining
+  uint64_t server_problems = 0;    // duplicate ids and ids that changed behind an address, as logged
 };
 
 // ---- Client statistics, described once ----
@@ -233,7 +251,9 @@ struct ServerView {
 class Client {
  public:
   // InvalidArgument naming the bad option (bad address, key not 64 hex, ...).
-  // Connects lazily: Create does not contact the servers.
+  // Resolves the server list and asks each server its identity (in
+  // parallel, bounded by connect_timeout_ms); a server that cannot be
+  // reached does not fail Create: it is asked again on its backoff.
   static Result<std::unique_ptr<Client>> Create(const ClientOptions& options);
   // Options from MEMKV_CONFIG, then each option's MEMKV_* variable
   // (ClientOptionTable).
@@ -284,7 +304,7 @@ class Client {
   // its index (docs/wire-protocol.md, List).
   virtual Result<KeyListPage> ListKeys(std::string_view prefix, std::string_view cursor, size_t page_size) = 0;
 
-  // Index into options.servers of the server that owns `key`.
+  // Index into Servers() (as it is now) of the server that owns `key`.
   virtual size_t ServerFor(std::string_view key) const = 0;
   virtual ClientStats Stats() const = 0;
   // Every server the client knows (the servers its list names, resolved),

@@ -31,6 +31,7 @@
 #include "base/units.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "client/client_from_config.h"
 #include "config/client_config.h"
 #include "http/http_client.h"
 #include "server/admin_auth.h"
@@ -622,6 +623,29 @@ int PostSigned(const std::string& action, const Target& target, std::span<const 
   return r->status == 401 ? kExitAuth : kExitFailed;
 }
 
+// The "client view" after the server table: the servers as a client built
+// from the same configuration places keys on them (Client::Servers(),
+// docs/fleet.md, "What the client shows"). Nothing when the configuration
+// has no auth key (a client could not be made).
+std::string RenderClientView(const Environment& env) {
+  Result<config::ClientConfig> config = config::LoadClientConfig(ClientLookupWithDefaults(env));
+  if (!config.ok()) return "";
+  Result<std::unique_ptr<Client>> client = client::CreateClient(*config);
+  if (!client.ok()) return "\nclient view: " + client.status().ToString() + "\n";
+  std::string out = "\nclient view:\n";
+  char line[512];
+  std::snprintf(line, sizeof(line), "%-24s %-20s %8s %7s %-9s %s\n", "SERVER", "ID", "WEIGHT", "SHARE", "STATE",
+                "DETAIL");
+  out += line;
+  for (const ServerView& v : (*client)->Servers()) {
+    std::snprintf(line, sizeof(line), "%-24s %-20s %8llu %6.1f%% %-9s %s\n", v.name.c_str(),
+                  v.id.empty() ? "-" : v.id.c_str(), static_cast<unsigned long long>(v.weight), v.share * 100,
+                  v.state.c_str(), v.detail.c_str());
+    out += line;
+  }
+  return out;
+}
+
 }  // namespace
 
 int RunAdmin(const std::vector<std::string>& args, const Environment& env) {
@@ -670,7 +694,9 @@ int RunAdmin(const std::vector<std::string>& args, const Environment& env) {
   }
 
   std::vector<Answer> answers = AskAll(targets, flags.timeout_ms);
-  const std::string out = flags.json ? RenderJson(answers) : RenderText(answers);
+  std::string out = flags.json ? RenderJson(answers) : RenderText(answers);
+  // --json keeps its contract (one array of the servers' answers).
+  if (!flags.json && flags.addresses.empty()) out += RenderClientView(env);
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
   return ExitCodeOf(answers);

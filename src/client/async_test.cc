@@ -199,8 +199,9 @@ TEST(AsyncQueueTest, FdIsReadableExactlyWhileCompletionsWait) {
 }
 
 TEST(AsyncQueueTest, CancelBeforeStartCompletesCancelledAndLeavesBuffersAlone) {
-  auto server = FakeServer::Start(TestKey(), Mode::kSilentAfterHandshake);
+  auto server = FakeServer::Start(TestKey());
   auto client = MakeClient({server->address()}, /*timeout_ms=*/300);
+  server->set_mode(Mode::kSilentAfterHandshake);  // placed, then never answers
   auto q = MakeQueue(*client);
   // Every driver thread is held by a batch to a server that never answers,
   // so the submissions after them wait their turn.
@@ -241,8 +242,9 @@ TEST(AsyncQueueTest, CancelBeforeStartCompletesCancelledAndLeavesBuffersAlone) {
 }
 
 TEST(AsyncQueueTest, DestroyingTheQueueCancelsWaitingAndWaitsForRunning) {
-  auto server = FakeServer::Start(TestKey(), Mode::kSilentAfterHandshake);
+  auto server = FakeServer::Start(TestKey());
   auto client = MakeClient({server->address()}, /*timeout_ms=*/300);
+  server->set_mode(Mode::kSilentAfterHandshake);  // placed, then never answers
   auto q = MakeQueue(*client);
   std::vector<std::unique_ptr<Batch>> batches;
   for (size_t i = 0; i < 20; ++i) {
@@ -263,8 +265,9 @@ TEST(AsyncQueueTest, DestroyingTheQueueCancelsWaitingAndWaitsForRunning) {
 }
 
 TEST(AsyncQueueTest, DestroyingTheClientCompletesEverySubmissionOnce) {
-  auto server = FakeServer::Start(TestKey(), Mode::kSilentAfterHandshake);
+  auto server = FakeServer::Start(TestKey());
   auto client = MakeClient({server->address()}, /*timeout_ms=*/300);
+  server->set_mode(Mode::kSilentAfterHandshake);  // placed, then never answers
   auto q = MakeQueue(*client);
   constexpr size_t kBatches = 20;
   std::vector<std::unique_ptr<Batch>> batches;
@@ -294,13 +297,14 @@ TEST(AsyncQueueTest, MismatchedCountsCompleteWithInvalidArgument) {
   auto server = FakeServer::Start(TestKey());
   auto client = MakeClient({server->address()});
   auto q = MakeQueue(*client);
+  const int seen = server->requests_seen();  // Create asked who it is
   Batch batch(3, "x");
   q->SubmitPut(batch.keys, std::span(batch.values).first(2));
   std::vector<AsyncCompletion> done = Collect(*q, 1);
   ASSERT_EQ(done.size(), 1u);
   ASSERT_EQ(done[0].statuses.size(), 3u);
   for (const Status& s : done[0].statuses) EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(server->requests_seen(), 0);
+  EXPECT_EQ(server->requests_seen(), seen);
 }
 
 TEST(AsyncQueueTest, DriverStartsThreadsOnlyWhenSubmittedTo) {

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "client/connection.h"
 #include "client/ops.h"
+#include "client/membership.h"
 #include "client/placement.h"
 #include "client/pool.h"
 #include "client/rdma.h"
@@ -83,10 +84,22 @@ void CountTransport(ClientCounters& counters, const RdmaExchange& x, uint64_t by
   }
 }
 
+// What item i of `call` adds to its frame's payload: a put's value; for a
+// get, the room the caller gave it (a response carries at most
+// kMaxPayloadBytes, so frames are sized by it).
+uint64_t ItemBytes(const BatchCall& call, size_t i) {
+  if (IsBatchPut(call.opcode)) return call.values[i].size();
+  if (call.opcode == proto::Opcode::kBatchGet) return std::min<uint64_t>(call.buffers[i].size(), proto::kMaxPayloadBytes);
+  return 0;
+}
+
 struct BatchRunner::Impl {
-  Impl(const ClientOptions& options, const Placement& placement, const std::vector<std::unique_ptr<ServerPool>>& pools,
+  // Over `view` (which has a placement), for one call.
+  Impl(const ClientOptions& options, std::shared_ptr<const View> view, Nanos grace,
        const std::unique_ptr<RdmaEngine>& rdma, ClientCounters& counters)
-      : options_(options), placement_(placement), pools_(pools), rdma_(rdma), counters_(counters) {}
+      : options_(options), view_(std::move(view)), router_(*view_, grace),
+        placement_(view_->placement ? &*view_->placement : nullptr), pools_(view_->pools), rdma_(rdma),
+        counters_(counters), unplaced_(placement_ == nullptr ? view_->Unavailable() : Status::Ok()) {}
 
   BatchResult BatchPutImpl(std::span<const std::string_view> keys,
                            std::span<const std::span<const uint8_t>> values, std::span<const PutOptions> options) {
@@ -111,7 +124,7 @@ struct BatchRunner::Impl {
         call.keys = keys;
         call.values = values;
         call.statuses = &result.statuses;
-        RunBatch(&call, [&](size_t i) { return values[i].size(); });
+        RunBatch(&call);
       } else {
         result.statuses.assign(keys.size(), Status());
         RunPutWith(keys, values, options, &result.statuses);
@@ -160,7 +173,7 @@ struct BatchRunner::Impl {
       call.keys = sub_keys;
       call.values = sub_values;
       call.statuses = out;
-      RunBatch(&call, [&](size_t i) { return sub_values[i].size(); });
+      RunBatch(&call);
     });
   }
 
@@ -177,7 +190,8 @@ struct BatchRunner::Impl {
         (*statuses)[i] = valid.WithContext("BatchPutWith item " + std::to_string(i));
         continue;
       }
-      const bool lacks = pools_[placement_.ServerFor(keys[i])]->Lacks(ServerPool::kPutOptions);
+      const bool lacks =
+          unplaced_.ok() && pools_[router_.First(keys[i], Purpose::kWrite)]->Lacks(ServerPool::kPutOptions);
       (lacks ? plain : with).push_back(i);
     }
     std::vector<std::span<const uint8_t>> sub_values;
@@ -193,13 +207,13 @@ struct BatchRunner::Impl {
       call.values = sub_values;
       call.options = sub_options;
       call.statuses = out;
-      RunBatch(&call, [&](size_t i) { return sub_values[i].size(); });
+      RunBatch(&call);
     });
     for (uint32_t i : with) {
       if (!IsUnknownOpcode((*statuses)[i])) continue;
-      const size_t server = placement_.ServerFor(keys[i]);
+      const size_t server = router_.First(keys[i], Purpose::kWrite);
       if (pools_[server]->MarkLacking(ServerPool::kPutOptions)) {
-        LOG_WARN_C("client") << "server " << placement_.name(server)
+        LOG_WARN_C("client") << "server " << placement_->name(server)
                              << " predates put options (it answered BatchPutWith with 'unknown opcode'); puts to "
                                 "it are stored as plain puts, their TTL, retention and parent key dropped";
       }
@@ -222,12 +236,13 @@ struct BatchRunner::Impl {
     for (size_t i = 0; i < keys.size(); ++i) {
       MEMKV_RETURN_IF_ERROR(proto::CheckKey(keys[i]).WithContext("MatchPrefix key " + std::to_string(i)));
     }
+    if (!unplaced_.ok()) return unplaced_;
     std::vector<Status> statuses(keys.size(), Status(StatusCode::kInternal, std::string()));
     ClientCounters::Add(counters_.ops, keys.size());
     std::vector<std::vector<uint32_t>> groups(pools_.size());
     std::vector<uint32_t> by_exists;
     for (uint32_t i = 0; i < keys.size(); ++i) {
-      const size_t server = placement_.ServerFor(keys[i]);
+      const size_t server = router_.First(keys[i], Purpose::kRead);
       if (pools_[server]->Lacks(ServerPool::kMatchPrefix)) {
         by_exists.push_back(i);
       } else {
@@ -244,12 +259,12 @@ struct BatchRunner::Impl {
     call.statuses = &statuses;
     std::vector<std::unique_ptr<client::Exchange>> keep;
     RunGroups(&call, groups, frames, &keep, [&](std::vector<uint32_t> items, size_t server) {
-      return std::make_unique<MatchPrefixExchange>(&call, std::move(items), placement_.name(server));
+      return std::make_unique<MatchPrefixExchange>(&call, std::move(items), placement_->name(server));
     });
     for (size_t server = 0; server < groups.size(); ++server) {
       if (groups[server].empty() || !IsUnknownOpcode(statuses[groups[server].front()])) continue;
       if (pools_[server]->MarkLacking(ServerPool::kMatchPrefix)) {
-        LOG_INFO_C("client") << "server " << placement_.name(server)
+        LOG_INFO_C("client") << "server " << placement_->name(server)
                              << " predates MatchPrefix (it answered 'unknown opcode'); asking it with BatchExists";
       }
       by_exists.insert(by_exists.end(), groups[server].begin(), groups[server].end());
@@ -285,11 +300,7 @@ struct BatchRunner::Impl {
     if (keys.size() != buffers.size()) {
       return Mismatch("BatchGetInto", keys.size(), "buffers", buffers.size());
     }
-    // A response carries at most kMaxPayloadBytes, so frames are sized by the
-    // room the caller gave each value.
-    RunBatch(&call, [&](size_t i) {
-      return std::min<uint64_t>(buffers[i].size(), proto::kMaxPayloadBytes);
-    });
+    RunBatch(&call);
     return Finish(std::move(result));
   }
 
@@ -299,7 +310,7 @@ struct BatchRunner::Impl {
     call.opcode = proto::Opcode::kBatchExists;
     call.keys = keys;
     call.statuses = &result.statuses;
-    RunBatch(&call, [](size_t) { return uint64_t{0}; });
+    RunBatch(&call);
     return Finish(std::move(result));
   }
 
@@ -314,29 +325,64 @@ struct BatchRunner::Impl {
     const size_t n = keys.size();
     result.statuses.assign(n, Status(StatusCode::kInternal, std::string()));
     ClientCounters::Add(counters_.ops, n);
-    std::vector<std::vector<uint32_t>> groups(pools_.size());
-    std::vector<std::vector<std::vector<uint32_t>>> frames(pools_.size());
+    std::vector<size_t> servers(n, kNoServer);
     for (size_t i = 0; i < n; ++i) {
       if (Status valid = proto::CheckKey(keys[i]); !valid.ok()) {
         result.statuses[i] = valid.WithContext("BatchDelete item " + std::to_string(i));
         continue;
       }
-      const size_t server = placement_.ServerFor(keys[i]);
-      groups[server].push_back(static_cast<uint32_t>(i));
-      frames[server].push_back({static_cast<uint32_t>(i)});
+      if (!unplaced_.ok()) {
+        result.statuses[i] = unplaced_;
+        continue;
+      }
+      servers[i] = router_.First(keys[i], Purpose::kDelete);
     }
-    std::vector<SingleExchange*> by_key(n, nullptr);
-    std::vector<std::unique_ptr<client::Exchange>> keep;  // read after the run
-    RunGroups(&call, groups, frames, &keep, [&](std::vector<uint32_t> items, size_t server) {
-      auto x = std::make_unique<SingleExchange>(proto::Opcode::kDelete, keys[items.front()], placement_.name(server));
-      by_key[items.front()] = x.get();
-      return x;
-    });
+    RunDeletes(&call, servers);
+    // Second round: the next server of each key whose answer calls for it.
+    std::vector<Status> first = result.statuses;
+    std::vector<size_t> next(n, kNoServer);
     for (size_t i = 0; i < n; ++i) {
-      if (by_key[i] != nullptr) result.statuses[i] = by_key[i]->status();
+      if (servers[i] == kNoServer) continue;
+      if (router_.AfterFirst(servers[i], Purpose::kDelete, first[i], counters_) == Router::Followup::kNone) continue;
+      next[i] = router_.Next(keys[i], Purpose::kDelete, servers[i]).value_or(kNoServer);
+    }
+    if (std::any_of(next.begin(), next.end(), [](size_t s) { return s != kNoServer; })) {
+      RunDeletes(&call, next);
+      for (size_t i = 0; i < n; ++i) {
+        if (next[i] == kNoServer) {
+          result.statuses[i] = std::move(first[i]);
+          continue;
+        }
+        result.statuses[i] = router_.Combine(
+            router_.AfterFirst(servers[i], Purpose::kDelete, first[i], counters_), Purpose::kDelete, next[i],
+            first[i], result.statuses[i], counters_);
+      }
     }
     NameUnprocessed(&call);
     return Finish(std::move(result));
+  }
+
+  // One delete per key with a server in `servers`, pipelined per server;
+  // their statuses into call->statuses.
+  void RunDeletes(BatchCall* call, const std::vector<size_t>& servers) {
+    std::vector<std::vector<uint32_t>> groups(pools_.size());
+    std::vector<std::vector<std::vector<uint32_t>>> frames(pools_.size());
+    for (size_t i = 0; i < servers.size(); ++i) {
+      if (servers[i] == kNoServer) continue;
+      groups[servers[i]].push_back(static_cast<uint32_t>(i));
+      frames[servers[i]].push_back({static_cast<uint32_t>(i)});
+    }
+    std::vector<SingleExchange*> by_key(servers.size(), nullptr);
+    std::vector<std::unique_ptr<client::Exchange>> keep;  // read after the run
+    RunGroups(call, groups, frames, &keep, [&](std::vector<uint32_t> items, size_t server) {
+      auto x = std::make_unique<SingleExchange>(proto::Opcode::kDelete, call->keys[items.front()],
+                                                placement_->name(server));
+      by_key[items.front()] = x.get();
+      return x;
+    });
+    for (size_t i = 0; i < servers.size(); ++i) {
+      if (by_key[i] != nullptr) (*call->statuses)[i] = by_key[i]->status();
+    }
   }
 
   // One server's share of a batch: the connections checked out for it.
@@ -350,16 +396,21 @@ struct BatchRunner::Impl {
 
   Nanos Deadline() const { return MonotonicNanos() + Nanos{options_.timeout_ms} * 1'000'000; }
 
-  // Validates the keys (and values), groups them by server, splits each
-  // group into frames, and runs them (RunGroups).
-  template <typename BytesOf>
-  void RunBatch(BatchCall* call, BytesOf bytes_of) {
+  static constexpr size_t kNoServer = SIZE_MAX;
+
+  static Purpose PurposeOf(const BatchCall* call) { return IsBatchPut(call->opcode) ? Purpose::kWrite : Purpose::kRead; }
+
+  // Validates the keys (and values), groups them by their first server,
+  // runs them (RunRound), then the second round for the keys whose answer
+  // calls for their next server (Router::AfterFirst).
+  void RunBatch(BatchCall* call) {
     const size_t n = call->keys.size();
     // Every item is answered below; the placeholder carries no message so
     // that filling it costs no allocation per key (NameUnprocessed).
     call->statuses->assign(n, Status(StatusCode::kInternal, std::string()));
     ClientCounters::Add(counters_.ops, n);
-    std::vector<std::vector<uint32_t>> groups(pools_.size());
+    std::vector<size_t> servers(n, kNoServer);
+    const Purpose purpose = PurposeOf(call);
     for (size_t i = 0; i < n; ++i) {
       Status valid = proto::CheckKey(call->keys[i]);
       if (valid.ok() && IsBatchPut(call->opcode)) valid = CheckBatchValueSize(call->values[i].size());
@@ -368,8 +419,77 @@ struct BatchRunner::Impl {
         (*call->statuses)[i] = valid.WithContext(std::string(BatchOpName(call)) + " item " + std::to_string(i));
         continue;
       }
-      groups[placement_.ServerFor(call->keys[i])].push_back(static_cast<uint32_t>(i));
+      if (!unplaced_.ok()) {
+        (*call->statuses)[i] = unplaced_;
+        continue;
+      }
+      servers[i] = router_.First(call->keys[i], purpose);
     }
+    RunRound(call, servers);
+    SecondRound(call, servers);
+    NameUnprocessed(call);
+  }
+
+  // The keys of `call` whose first answer (from servers[i]) calls for their
+  // next server, run there as a sub-batch; each answer combined with the
+  // first (Router::Combine).
+  void SecondRound(BatchCall* call, const std::vector<size_t>& servers) {
+    const Purpose purpose = PurposeOf(call);
+    std::vector<uint32_t> items;
+    std::vector<Router::Followup> followups;
+    std::vector<size_t> next;
+    for (uint32_t i = 0; i < servers.size(); ++i) {
+      if (servers[i] == kNoServer) continue;
+      const Router::Followup f = router_.AfterFirst(servers[i], purpose, (*call->statuses)[i], counters_);
+      if (f == Router::Followup::kNone) continue;
+      const std::optional<size_t> to = router_.Next(call->keys[i], purpose, servers[i]);
+      if (!to) continue;
+      items.push_back(i);
+      followups.push_back(f);
+      next.push_back(*to);
+    }
+    if (items.empty()) return;
+    std::vector<std::string_view> keys;
+    std::vector<std::span<const uint8_t>> values;
+    std::vector<PutOptions> options;
+    std::vector<std::span<uint8_t>> buffers;
+    for (uint32_t i : items) {
+      keys.push_back(call->keys[i]);
+      if (!call->values.empty()) values.push_back(call->values[i]);
+      if (!call->options.empty()) options.push_back(call->options[i]);
+      if (!call->buffers.empty()) buffers.push_back(call->buffers[i]);
+    }
+    std::vector<Status> statuses;
+    std::vector<size_t> sizes(items.size(), 0);
+    BatchCall sub;
+    sub.opcode = call->opcode;
+    sub.keys = keys;
+    sub.values = values;
+    sub.options = options;
+    sub.buffers = buffers;
+    sub.statuses = &statuses;
+    sub.sizes = call->sizes != nullptr ? &sizes : nullptr;
+    statuses.assign(items.size(), Status(StatusCode::kInternal, std::string()));
+    ClientCounters::Add(counters_.ops, items.size());
+    RunRound(&sub, next);
+    for (size_t j = 0; j < items.size(); ++j) {
+      const uint32_t i = items[j];
+      const bool second_ok = statuses[j].ok();
+      Status& out = (*call->statuses)[i];
+      out = router_.Combine(followups[j], purpose, next[j], std::move(out), std::move(statuses[j]), counters_);
+      if (second_ok && out.ok() && call->sizes != nullptr) (*call->sizes)[i] = sizes[j];
+    }
+  }
+
+  // Groups the items with a server in `servers` by it, splits each group
+  // into frames, and runs them (RunGroups).
+  void RunRound(BatchCall* call, const std::vector<size_t>& servers) {
+    const size_t n = call->keys.size();
+    std::vector<std::vector<uint32_t>> groups(pools_.size());
+    for (size_t i = 0; i < n; ++i) {
+      if (servers[i] != kNoServer) groups[servers[i]].push_back(static_cast<uint32_t>(i));
+    }
+    auto bytes_of = [&](uint32_t i) { return ItemBytes(*call, i); };
     std::vector<std::vector<std::vector<uint32_t>>> frames(pools_.size());
     const bool rdma = rdma_ != nullptr && rdma_->active() && call->opcode != proto::Opcode::kBatchExists;
     for (size_t server = 0; server < groups.size(); ++server) {
@@ -388,10 +508,9 @@ struct BatchRunner::Impl {
     if (!rdma) {
       std::vector<std::unique_ptr<client::Exchange>> keep;
       RunGroups(call, groups, frames, &keep, [&](std::vector<uint32_t> items, size_t server) {
-        return std::make_unique<BatchExchange>(call, std::move(items), placement_.name(server));
+        return std::make_unique<BatchExchange>(call, std::move(items), placement_->name(server));
       });
-      if (call->opcode != proto::Opcode::kBatchExists) CountTcpBatch(call);
-      NameUnprocessed(call);
+      if (call->opcode != proto::Opcode::kBatchExists) CountTcpBatch(call, servers);
       return;
     }
     std::vector<RdmaExchange*> by_key(n, nullptr);
@@ -401,11 +520,11 @@ struct BatchRunner::Impl {
       std::unique_ptr<RdmaExchange> x;
       if (IsBatchPut(call->opcode)) {
         x = std::make_unique<RdmaExchange>(rdma_.get(), &counters_, proto::Opcode::kPut, call->keys[i],
-                                           placement_.name(server), call->values[i]);
+                                           placement_->name(server), call->values[i]);
         if (call->opcode == proto::Opcode::kBatchPutWith) x->set_options(&call->options[i]);
       } else {
         x = std::make_unique<RdmaExchange>(rdma_.get(), &counters_, proto::Opcode::kGet, call->keys[i],
-                                           placement_.name(server), std::span<const uint8_t>(), call->buffers[i]);
+                                           placement_->name(server), std::span<const uint8_t>(), call->buffers[i]);
       }
       by_key[i] = x.get();
       return x;
@@ -420,7 +539,6 @@ struct BatchRunner::Impl {
       if (s.ok() && call->sizes != nullptr) (*call->sizes)[i] = static_cast<size_t>(x->value_size());
       CountTransport(*x, bytes);
     }
-    NameUnprocessed(call);
   }
 
   // Items still at RunBatch's placeholder (none, unless the client has a bug).
@@ -430,9 +548,10 @@ struct BatchRunner::Impl {
     }
   }
 
-  void CountTcpBatch(const BatchCall* call) {
+  // The items of this round (those with a server) that were stored or read.
+  void CountTcpBatch(const BatchCall* call, const std::vector<size_t>& servers) {
     for (size_t i = 0; i < call->keys.size(); ++i) {
-      if (!(*call->statuses)[i].ok()) continue;
+      if (servers[i] == kNoServer || !(*call->statuses)[i].ok()) continue;
       CountTcp(IsBatchPut(call->opcode) ? call->values[i].size()
                                                         : (call->sizes != nullptr ? (*call->sizes)[i] : 0));
     }
@@ -547,35 +666,66 @@ struct BatchRunner::Impl {
   }
 
   const ClientOptions& options_;
-  const Placement& placement_;
-  const std::vector<std::unique_ptr<ServerPool>>& pools_;
+  const std::shared_ptr<const View> view_;  // the call's snapshot: one placement throughout
+  const Router router_;
+  const Placement* const placement_;  // null: no server placed (unplaced_ says why)
+  const std::vector<std::shared_ptr<ServerPool>>& pools_;
   const std::unique_ptr<RdmaEngine>& rdma_;  // null: transport tcp; set before any call
   ClientCounters& counters_;
+  // Not Ok when no server is placed: every valid key's answer (a bad key
+  // is still reported as such).
+  const Status unplaced_;
 };
 
-BatchRunner::BatchRunner(const ClientOptions& options, const Placement& placement,
-                         const std::vector<std::unique_ptr<ServerPool>>& pools,
+BatchRunner::BatchRunner(const ClientOptions& options, const std::unique_ptr<Membership>& membership,
                          const std::unique_ptr<RdmaEngine>& rdma, ClientCounters& counters)
-    : impl_(std::make_unique<Impl>(options, placement, pools, rdma, counters)) {}
+    : options_(options), membership_(membership), rdma_(rdma), counters_(counters) {}
 
 BatchRunner::~BatchRunner() = default;
 
+namespace {
+
+// Runs `run(view)` over the current view (asking the pending servers again
+// first when none is placed).
+template <typename Run>
+auto OnView(const std::unique_ptr<Membership>& membership, size_t, Run run) {
+  return run(membership->RefreshIfEmpty());
+}
+
+}  // namespace
+
 BatchResult BatchRunner::Put(std::span<const std::string_view> keys,
                              std::span<const std::span<const uint8_t>> values, std::span<const PutOptions> options) {
-  return impl_->BatchPutImpl(keys, values, options);
+  return OnView(membership_, keys.size(), [&](std::shared_ptr<const View> view) {
+    return Impl(options_, std::move(view), membership_->grace_nanos(), rdma_, counters_)
+        .BatchPutImpl(keys, values, options);
+  });
 }
 
 Result<size_t> BatchRunner::MatchPrefix(std::span<const std::string_view> keys) {
-  return impl_->MatchPrefixImpl(keys);
+  return OnView(membership_, keys.size(), [&](std::shared_ptr<const View> view) {
+    return Impl(options_, std::move(view), membership_->grace_nanos(), rdma_, counters_).MatchPrefixImpl(keys);
+  });
 }
 
 BatchResult BatchRunner::GetInto(std::span<const std::string_view> keys, std::span<const std::span<uint8_t>> buffers,
                                  std::vector<size_t>* sizes) {
-  return impl_->BatchGetIntoImpl(keys, buffers, sizes);
+  return OnView(membership_, keys.size(), [&](std::shared_ptr<const View> view) {
+    return Impl(options_, std::move(view), membership_->grace_nanos(), rdma_, counters_)
+        .BatchGetIntoImpl(keys, buffers, sizes);
+  });
 }
 
-BatchResult BatchRunner::Exists(std::span<const std::string_view> keys) { return impl_->BatchExistsImpl(keys); }
+BatchResult BatchRunner::Exists(std::span<const std::string_view> keys) {
+  return OnView(membership_, keys.size(), [&](std::shared_ptr<const View> view) {
+    return Impl(options_, std::move(view), membership_->grace_nanos(), rdma_, counters_).BatchExistsImpl(keys);
+  });
+}
 
-BatchResult BatchRunner::Delete(std::span<const std::string_view> keys) { return impl_->BatchDeleteImpl(keys); }
+BatchResult BatchRunner::Delete(std::span<const std::string_view> keys) {
+  return OnView(membership_, keys.size(), [&](std::shared_ptr<const View> view) {
+    return Impl(options_, std::move(view), membership_->grace_nanos(), rdma_, counters_).BatchDeleteImpl(keys);
+  });
+}
 
 }  // namespace memkv::client

@@ -4,11 +4,18 @@
 // pipelined exchange per value) and driven over that server's connections,
 // every key answered with its own status.
 //
-// Owned by the client beside what it reads (options, placement, pools, the
-// RDMA engine, the counters), which must outlive it. Thread-safety: any
-// thread, many at once (the blocking Batch* calls run it on the caller's
-// thread, asynchronous submissions on a driver thread); it keeps no state
-// of its own between calls.
+// Each call takes the client's current view of its servers once
+// (membership.h) and routes every key by the rules the single-key calls
+// follow (Router): a first round grouped by each key's first server, then a
+// second round, grouped by their next server, for the keys whose answer
+// calls for one (a put to a draining or unreachable server, a read of an
+// unreachable one, a miss on a new or draining owner).
+//
+// Owned by the client beside what it reads (options, membership, the RDMA
+// engine, the counters), which must outlive it. Thread-safety: any thread,
+// many at once (the blocking Batch* calls run it on the caller's thread,
+// asynchronous submissions on a driver thread); it keeps no state of its
+// own between calls.
 #ifndef MEMKV_CLIENT_BATCH_RUNNER_H_
 #define MEMKV_CLIENT_BATCH_RUNNER_H_
 
@@ -24,16 +31,15 @@
 
 namespace memkv::client {
 
-class Placement;
+class Membership;
 class RdmaEngine;
 class RdmaExchange;
 class ServerPool;
 
 class BatchRunner {
  public:
-  BatchRunner(const ClientOptions& options, const Placement& placement,
-              const std::vector<std::unique_ptr<ServerPool>>& pools, const std::unique_ptr<RdmaEngine>& rdma,
-              ClientCounters& counters);
+  BatchRunner(const ClientOptions& options, const std::unique_ptr<Membership>& membership,
+              const std::unique_ptr<RdmaEngine>& rdma, ClientCounters& counters);
   ~BatchRunner();
   BatchRunner(const BatchRunner&) = delete;
   BatchRunner& operator=(const BatchRunner&) = delete;
@@ -50,8 +56,11 @@ class BatchRunner {
   BatchResult Delete(std::span<const std::string_view> keys);
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  struct Impl;  // one per call, over the view it took
+  const ClientOptions& options_;
+  const std::unique_ptr<Membership>& membership_;
+  const std::unique_ptr<RdmaEngine>& rdma_;
+  ClientCounters& counters_;
 };
 
 // Counts a successful operation's value bytes under the transport that

@@ -18,6 +18,7 @@
 #include "client/driver.h"
 #include "base/key_page.h"
 #include "client/ops.h"
+#include "client/membership.h"
 #include "client/placement.h"
 #include "client/pool.h"
 #include "client/rdma.h"
@@ -48,16 +49,29 @@ Status CheckValueSize(uint64_t size) {
 
 class ClientImpl final : public Client {
  public:
-  ClientImpl(const ClientOptions& options, Placement placement, std::vector<Endpoint> endpoints,
-             const Key32& key, verbs::Provider* provider)
-      : options_(options), placement_(std::move(placement)), log_target_(MakeLogTarget(options)) {
-    for (Endpoint& endpoint : endpoints) {
-      pools_.push_back(std::make_unique<ServerPool>(std::move(endpoint), key, options.num_connections,
-                                                    Nanos{options.connect_timeout_ms} * 1'000'000,
-                                                    &counters_, &clock_));
-    }
+  ClientImpl(const ClientOptions& options, const Key32& key, verbs::Provider* provider)
+      : options_(options), auth_key_(key), log_target_(MakeLogTarget(options)) {
     provider_ = provider;
     driver_ = std::make_shared<Driver>([this](BatchJob* job) { RunJob(job); }, options.async_threads);
+  }
+
+  // After StartRdma (new servers' pools offer RDMA): resolves the list,
+  // asks the servers who they are and starts the refresher (membership.h).
+  Status StartMembership(std::vector<config::ServerSource> entries, std::unique_ptr<Resolver> resolver) {
+    ScopedLogTarget log_scope(&log_target_);
+    Membership::Settings settings;
+    settings.entries = std::move(entries);
+    settings.discovery_interval_ms = options_.discovery_interval_ms;
+    settings.connect_timeout_ms = options_.connect_timeout_ms;
+    settings.rebalance_grace_ms = options_.rebalance_grace_ms;
+    auto make_pool = [this](const ResolvedServer& server) {
+      return std::make_shared<ServerPool>(Endpoint{server.host, server.port, server.name}, auth_key_,
+                                          options_.num_connections, Nanos{options_.connect_timeout_ms} * 1'000'000,
+                                          &counters_, &clock_, rdma_.get());
+    };
+    MEMKV_ASSIGN_OR_RETURN(membership_,
+                           Membership::Start(std::move(settings), std::move(resolver), make_pool, &counters_));
+    return Status::Ok();
   }
 
   // Torn down under the client's log target: closing connections and
@@ -67,7 +81,7 @@ class ClientImpl final : public Client {
     driver_->Shutdown();
     ScopedLogTarget log_scope(&log_target_);
     exporter_.reset();
-    pools_.clear();
+    membership_.reset();
     rdma_.reset();
   }
 
@@ -89,7 +103,6 @@ class ClientImpl final : public Client {
     if (settings.mode == config::TransportMode::kTcp) return Status::Ok();
     ScopedLogTarget log_scope(&log_target_);
     MEMKV_ASSIGN_OR_RETURN(rdma_, RdmaEngine::Create(settings, *provider_, &counters_));
-    for (auto& pool : pools_) pool->set_rdma(rdma_.get());
     return Status::Ok();
   }
 
@@ -224,7 +237,7 @@ class ClientImpl final : public Client {
     auto text = [this](const http::HttpRequest&) {
       http::HttpResponse r;
       r.content_type = std::string(metrics::kPrometheusContentType);
-      r.body = metrics_.Text(Stats());
+      r.body = metrics_.Text(Stats(), Servers());
       return r;
     };
     MEMKV_RETURN_IF_ERROR((*server)->Handle("GET", "/metrics", text));
@@ -234,83 +247,99 @@ class ClientImpl final : public Client {
     return Status::Ok();
   }
 
+  // The single-key calls: each takes the current view once and routes the
+  // key along its rendezvous order (Router::Route, membership.h).
   Status PutImpl(std::string_view key, std::span<const uint8_t> value) {
     MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("Put"));
     if (Status size = CheckValueSize(value.size()); !size.ok()) {
       return size.WithContext("Put " + KeyForMessage(key));  // built only when needed
     }
-    const size_t server = placement_.ServerFor(key);
-    if (rdma_ != nullptr) {
-      RdmaExchange x(rdma_.get(), &counters_, proto::Opcode::kPut, key, placement_.name(server), value);
-      RunSingle(server, &x);
-      CountTransport(x, value.size());
+    return OnRoute(key, Purpose::kWrite, [&](const View& view, size_t server) {
+      if (rdma_ != nullptr) {
+        RdmaExchange x(rdma_.get(), &counters_, proto::Opcode::kPut, key, view.placement->name(server), value);
+        RunSingle(view, server, &x);
+        CountTransport(x, value.size());
+        return x.status();
+      }
+      SingleExchange x(proto::Opcode::kPut, key, view.placement->name(server), value);
+      RunSingle(view, server, &x);
+      if (x.status().ok()) CountTcp(value.size());
       return x.status();
-    }
-    SingleExchange x(proto::Opcode::kPut, key, placement_.name(server), value);
-    RunSingle(server, &x);
-    if (x.status().ok()) CountTcp(value.size());
-    return x.status();
+    });
   }
 
   Result<std::vector<uint8_t>> GetImpl(std::string_view key) {
     MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("Get"));
-    const size_t server = placement_.ServerFor(key);
-    if (rdma_ != nullptr) {
-      RdmaExchange x(rdma_.get(), &counters_, proto::Opcode::kGet, key, placement_.name(server));
-      RunSingle(server, &x);
+    std::vector<uint8_t> value;
+    MEMKV_RETURN_IF_ERROR(OnRoute(key, Purpose::kRead, [&](const View& view, size_t server) {
+      if (rdma_ != nullptr) {
+        RdmaExchange x(rdma_.get(), &counters_, proto::Opcode::kGet, key, view.placement->name(server));
+        RunSingle(view, server, &x);
+        if (!x.status().ok()) return x.status();
+        CountTransport(x, x.value_size());
+        value = std::move(x.value());
+        return Status::Ok();
+      }
+      SingleExchange x(proto::Opcode::kGet, key, view.placement->name(server));
+      RunSingle(view, server, &x);
       if (!x.status().ok()) return x.status();
-      CountTransport(x, x.value_size());
-      return std::move(x.value());
-    }
-    SingleExchange x(proto::Opcode::kGet, key, placement_.name(server));
-    RunSingle(server, &x);
-    if (!x.status().ok()) return x.status();
-    CountTcp(x.value_size());
-    return std::move(x.value());
+      CountTcp(x.value_size());
+      value = std::move(x.value());
+      return Status::Ok();
+    }));
+    return value;
   }
 
   Result<size_t> GetIntoImpl(std::string_view key, std::span<uint8_t> buffer) {
     MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("GetInto"));
-    const size_t server = placement_.ServerFor(key);
-    if (rdma_ != nullptr) {
-      RdmaExchange x(rdma_.get(), &counters_, proto::Opcode::kGet, key, placement_.name(server), {}, buffer);
-      RunSingle(server, &x);
+    uint64_t size = 0;
+    MEMKV_RETURN_IF_ERROR(OnRoute(key, Purpose::kRead, [&](const View& view, size_t server) {
+      if (rdma_ != nullptr) {
+        RdmaExchange x(rdma_.get(), &counters_, proto::Opcode::kGet, key, view.placement->name(server), {}, buffer);
+        RunSingle(view, server, &x);
+        if (!x.status().ok()) return x.status();
+        CountTransport(x, x.value_size());
+        size = x.value_size();
+        return Status::Ok();
+      }
+      SingleExchange x(proto::Opcode::kGet, key, view.placement->name(server), {}, buffer);
+      RunSingle(view, server, &x);
       if (!x.status().ok()) return x.status();
-      CountTransport(x, x.value_size());
-      return static_cast<size_t>(x.value_size());
-    }
-    SingleExchange x(proto::Opcode::kGet, key, placement_.name(server), {}, buffer);
-    RunSingle(server, &x);
-    if (!x.status().ok()) return x.status();
-    CountTcp(x.value_size());
-    return static_cast<size_t>(x.value_size());
+      CountTcp(x.value_size());
+      size = x.value_size();
+      return Status::Ok();
+    }));
+    return static_cast<size_t>(size);
+  }
+
+  // Delete, Exists and Stat carry only the key.
+  Status KeyOnly(proto::Opcode opcode, std::string_view key, Purpose purpose, uint64_t* value_size = nullptr) {
+    return OnRoute(key, purpose, [&](const View& view, size_t server) {
+      SingleExchange x(opcode, key, view.placement->name(server));
+      RunSingle(view, server, &x);
+      if (x.status().ok() && value_size != nullptr) *value_size = x.value_size();
+      return x.status();
+    });
   }
 
   Status DeleteImpl(std::string_view key) {
     MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("Delete"));
-    const size_t server = placement_.ServerFor(key);
-    SingleExchange x(proto::Opcode::kDelete, key, placement_.name(server));
-    RunSingle(server, &x);
-    return x.status();
+    return KeyOnly(proto::Opcode::kDelete, key, Purpose::kDelete);
   }
 
   Result<bool> ExistsImpl(std::string_view key) {
     MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("Exists"));
-    const size_t server = placement_.ServerFor(key);
-    SingleExchange x(proto::Opcode::kExists, key, placement_.name(server));
-    RunSingle(server, &x);
-    if (x.status().ok()) return true;
-    if (x.status().code() == StatusCode::kNotFound) return false;
-    return x.status();
+    Status s = KeyOnly(proto::Opcode::kExists, key, Purpose::kRead);
+    if (s.ok()) return true;
+    if (s.code() == StatusCode::kNotFound) return false;
+    return s;
   }
 
   Result<uint64_t> ValueSizeImpl(std::string_view key) {
     MEMKV_RETURN_IF_ERROR(proto::CheckKey(key).WithContext("ValueSize"));
-    const size_t server = placement_.ServerFor(key);
-    SingleExchange x(proto::Opcode::kStat, key, placement_.name(server));
-    RunSingle(server, &x);
-    if (!x.status().ok()) return x.status();
-    return x.value_size();
+    uint64_t size = 0;
+    MEMKV_RETURN_IF_ERROR(KeyOnly(proto::Opcode::kStat, key, Purpose::kRead, &size));
+    return size;
   }
 
   // Asks every server for a page and merges them: the keys are complete up
@@ -331,9 +360,14 @@ class ClientImpl final : public Client {
     KeyPage merged("", "", page_size);
     std::optional<std::string> bound;  // keys past it may be missing from some server's page
     bool more = false;
-    for (size_t server = 0; server < pools_.size(); ++server) {
-      ListExchange x(request, placement_.name(server));
-      RunSingle(server, &x);
+    std::shared_ptr<const View> view = membership_->RefreshIfEmpty();
+    if (!view->placement) return view->Unavailable();
+    for (size_t server = 0; server < view->pools.size(); ++server) {
+      // A server that is down holds no key a listing could promise; its
+      // keys are misses until it is back.
+      if (view->pools[server]->Down()) continue;
+      ListExchange x(request, view->placement->name(server));
+      RunSingle(*view, server, &x);
       if (!x.status().ok()) return x.status();
       if (x.more()) {
         more = true;
@@ -350,7 +384,12 @@ class ClientImpl final : public Client {
     return page;
   }
 
-  size_t ServerFor(std::string_view key) const override { return placement_.ServerFor(key); }
+  size_t ServerFor(std::string_view key) const override {
+    std::shared_ptr<const View> view = membership_->Current();
+    if (!view->placement) return 0;
+    return view->member_of[view->placement->ServerFor(key)];
+  }
+  std::vector<ServerView> Servers() const override { return membership_->Servers(); }
   Status RegisterMemory(std::span<uint8_t> region) override {
     if (rdma_ == nullptr) return Status::Ok();
     ScopedLogTarget log_scope(&log_target_);
@@ -397,10 +436,21 @@ class ClientImpl final : public Client {
 
   Nanos Deadline() const { return MonotonicNanos() + Nanos{options_.timeout_ms} * 1'000'000; }
 
-  void RunSingle(size_t server, Exchange* x) {
+  // Runs `attempt(view, server)` for `key` along its rendezvous order in
+  // the current view; Unavailable naming every server when none is placed.
+  template <typename Attempt>
+  Status OnRoute(std::string_view key, Purpose purpose, Attempt attempt) {
+    std::shared_ptr<const View> view = membership_->RefreshIfEmpty();
+    if (!view->placement) return view->Unavailable();
+    Router router(*view, membership_->grace_nanos());
+    return router.Route(key, purpose, counters_, [&](size_t server) { return attempt(*view, server); });
+  }
+
+  void RunSingle(const View& view, size_t server, Exchange* x) {
     ClientCounters::Add(counters_.ops, 1);
     const Nanos deadline = Deadline();
-    auto conns = pools_[server]->Acquire(1, deadline, /*wait=*/true);
+    ServerPool& pool = *view.pools[server];
+    auto conns = pool.Acquire(1, deadline, /*wait=*/true);
     if (!conns.ok()) {
       x->OnFailure(conns.status());
       return;
@@ -408,7 +458,7 @@ class ClientImpl final : public Client {
     Connection* c = conns->front().get();
     c->Enqueue(x);
     DriveConnections(std::span<Connection* const>(&c, 1), deadline);
-    pools_[server]->Release(std::move(conns).value());
+    pool.Release(std::move(conns).value());
   }
 
   // The client's own log threshold and sink (ClientOptions::log_level and
@@ -426,14 +476,15 @@ class ClientImpl final : public Client {
   }
 
   const ClientOptions options_;
-  const Placement placement_;
+  const Key32 auth_key_;
   const LogTarget log_target_;
   verbs::Provider* provider_ = nullptr;
   std::unique_ptr<RdmaEngine> rdma_;  // null: MEMKV_TRANSPORT=tcp
   SteadyClock clock_;
   ClientCounters counters_;
-  std::vector<std::unique_ptr<ServerPool>> pools_;  // one per server, in options_.servers order
-  BatchRunner batches_{options_, placement_, pools_, rdma_, counters_};
+  // The servers and their pools (membership.h); made after rdma_.
+  std::unique_ptr<Membership> membership_;
+  BatchRunner batches_{options_, membership_, rdma_, counters_};
   ClientMetrics metrics_;
   // Runs the asynchronous submissions; shut down first by the destructor.
   std::shared_ptr<Driver> driver_;
@@ -453,28 +504,25 @@ Result<Key32> ParseAuthKey(const std::string& hex) {
 
 }  // namespace
 
-Result<std::unique_ptr<Client>> CreateClientWithVerbs(const ClientOptions& options, verbs::Provider& provider) {
+Result<std::unique_ptr<Client>> CreateClientWithVerbs(const ClientOptions& options, verbs::Provider& provider,
+                                                      const ResolverFactory& resolvers) {
   // Every option against its row of the table (memkv/client.h), naming it.
   MEMKV_RETURN_IF_ERROR(CheckClientOptions(options));
-  std::vector<Endpoint> endpoints;
-  std::vector<std::string> names;
-  std::vector<std::string> ids;  // what keys are placed by: the spelling of a server does not move them
+  std::vector<config::ServerSource> entries;
   for (size_t i = 0; i < options.servers.size(); ++i) {
-    Result<config::ServerAddress> address = config::ParseServerAddress(options.servers[i]);
-    if (!address.ok()) {
-      return InvalidArgument("servers[" + std::to_string(i) + "]: " + address.status().message());
+    Result<config::ServerSource> source = config::ParseServerSource(options.servers[i]);
+    if (!source.ok()) {
+      return InvalidArgument("servers[" + std::to_string(i) + "]: " + source.status().message());
     }
-    std::string name = address->ToString();
-    names.push_back(name);
-    ids.push_back(CanonicalServerId(address->host, address->port));
-    endpoints.push_back(Endpoint{address->host, address->port, std::move(name)});
+    entries.push_back(std::move(source).value());
   }
   MEMKV_ASSIGN_OR_RETURN(Key32 key, ParseAuthKey(options.auth_key_hex));
-  Result<Placement> placement = Placement::Create(std::move(names), ids);
-  if (!placement.ok()) return placement.status().WithContext("servers");
-  auto client =
-      std::make_unique<ClientImpl>(options, std::move(placement).value(), std::move(endpoints), key, &provider);
+  Result<std::unique_ptr<Resolver>> resolver =
+      resolvers ? resolvers(options.dns_server) : Resolver::Create(options.dns_server);
+  if (!resolver.ok()) return resolver.status().WithContext("dns_server");
+  auto client = std::make_unique<ClientImpl>(options, key, &provider);
   MEMKV_RETURN_IF_ERROR(client->StartRdma(options));
+  MEMKV_RETURN_IF_ERROR(client->StartMembership(std::move(entries), std::move(resolver).value()));
   if (!options.prometheus_bind.empty()) MEMKV_RETURN_IF_ERROR(client->StartExporter(options.prometheus_bind));
   return std::unique_ptr<Client>(std::move(client));
 }

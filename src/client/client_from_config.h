@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "client/membership.h"
 #include "config/client_config.h"
 #include "memkv/client.h"
 #include "verbs/verbs.h"
@@ -15,8 +16,11 @@ namespace memkv::client {
 Result<std::unique_ptr<Client>> CreateClient(const config::ClientConfig& config);
 
 // Client::Create with the verbs implementation to use (tests pass a
-// verbs::FakeFabric; Client::Create uses verbs::SystemProvider()).
-Result<std::unique_ptr<Client>> CreateClientWithVerbs(const ClientOptions& options, verbs::Provider& provider);
+// verbs::FakeFabric; Client::Create uses verbs::SystemProvider()) and,
+// for tests that add and remove servers, the resolver to use (empty:
+// Resolver::Create(options.dns_server)).
+Result<std::unique_ptr<Client>> CreateClientWithVerbs(const ClientOptions& options, verbs::Provider& provider,
+                                                      const ResolverFactory& resolvers = {});
 
 }  // namespace memkv::client
 

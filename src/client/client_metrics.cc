@@ -17,6 +17,8 @@ constexpr std::string_view kOpNames[kClientOps] = {"put",       "get",       "de
                                                    "stat", "match_prefix"};
 constexpr ClientOp kBatchOps[] = {ClientOp::kBatchPut, ClientOp::kBatchGet, ClientOp::kBatchExists};
 
+constexpr std::string_view kServerStates[] = {"up", "pending", "down", "draining", "busy", "duplicate"};
+
 // 1, 2, 4, ... 4096 keys per batch.
 constexpr uint64_t kBatchBounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
 
@@ -99,6 +101,32 @@ constexpr ClientMetric kMetrics[] = {
      }},
     {"memkv_client_rdma_reissued_total", MetricType::kCounter, "", "Calls re-issued over TCP after an RDMA failure.",
      ReadStat<&ClientStats::rdma_reissued>},
+    {"memkv_client_server_state", MetricType::kGauge, "server,server_id,state",
+     "1 for the state each server is in as the client sees it: up, pending, down, draining, busy, duplicate.",
+     [](const S& s, Samples& out) {
+       if (s.servers == nullptr) return;
+       for (const ServerView& v : *s.servers) {
+         for (std::string_view state : kServerStates) {
+           out.Gauge({{"server", v.name}, {"server_id", v.id}, {"state", state}}, v.state == state ? 1 : 0);
+         }
+       }
+     }},
+    {"memkv_client_server_share", MetricType::kGauge, "server,server_id",
+     "Fraction of the key space each server owns in the client's placement (its weight over the sum).",
+     [](const S& s, Samples& out) {
+       if (s.servers == nullptr) return;
+       for (const ServerView& v : *s.servers) out.Gauge({{"server", v.name}, {"server_id", v.id}}, v.share);
+     }},
+    {"memkv_client_grace_lookups_total", MetricType::kCounter, "",
+     "Misses asked again of the key's previous owner (a new or draining owner).",
+     ReadStat<&ClientStats::grace_lookups>},
+    {"memkv_client_grace_hits_total", MetricType::kCounter, "", "Grace lookups that found the key.",
+     ReadStat<&ClientStats::grace_hits>},
+    {"memkv_client_stores_shed_total", MetricType::kCounter, "", "Puts a busy server shed (not stored).",
+     ReadStat<&ClientStats::stores_shed>},
+    {"memkv_client_placement_changes_total", MetricType::kCounter, "",
+     "Placements published after servers joined, left or changed id or weight.",
+     ReadStat<&ClientStats::placement_changes>},
     {"memkv_client_rdma_completion_errors_total", MetricType::kCounter, "status",
      "RDMA work completions in error, by ibv_wc_status (12 = retry exceeded).",
      [](const S& s, Samples& out) {
@@ -121,9 +149,9 @@ void ClientMetrics::Record(ClientOp op, bool rdma, Nanos latency, bool failed) {
 
 void ClientMetrics::RecordBatch(ClientOp op, size_t keys) { batch_keys_[BatchIndex(op)].Observe(keys); }
 
-std::string ClientMetrics::Text(const ClientStats& stats) const {
+std::string ClientMetrics::Text(const ClientStats& stats, const std::vector<ServerView>& servers) const {
   metrics::PrometheusWriter writer;
-  metrics::WriteTable(ClientMetricTable(), ClientScrape{&cells_, &batch_keys_, &stats}, &writer);
+  metrics::WriteTable(ClientMetricTable(), ClientScrape{&cells_, &batch_keys_, &stats, &servers}, &writer);
   return writer.Text();
 }
 

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "base/clock.h"
 #include "memkv/client.h"
@@ -51,6 +52,7 @@ struct ClientScrape {
   const ClientCallTable* calls = nullptr;
   const ClientBatchKeys* batch_keys = nullptr;
   const ClientStats* stats = nullptr;
+  const std::vector<ServerView>* servers = nullptr;  // Client::Servers()
 };
 using ClientMetric = metrics::MetricDescriptor<ClientScrape>;
 std::span<const ClientMetric> ClientMetricTable();
@@ -65,7 +67,8 @@ class ClientMetrics {
   void RecordBatch(ClientOp op, size_t keys);
   // The exposition, with the counters `stats` carries (timeouts, bytes,
   // fallbacks, completion errors) and the transport in use.
-  std::string Text(const ClientStats& stats) const;
+  // With the servers as Client::Servers() shows them (state and share).
+  std::string Text(const ClientStats& stats, const std::vector<ServerView>& servers = {}) const;
 
  private:
   ClientCallTable cells_;

@@ -33,6 +33,14 @@ struct ClientCounters {
   std::atomic<uint64_t> tcp_bytes{0};
   std::atomic<uint64_t> rdma_reissued{0};
   std::atomic<uint64_t> put_options_dropped{0};
+  // Membership and placement (see ClientStats).
+  std::atomic<uint64_t> grace_lookups{0};
+  std::atomic<uint64_t> grace_hits{0};
+  std::atomic<uint64_t> stores_shed{0};
+  std::atomic<uint64_t> placement_changes{0};
+  std::atomic<uint64_t> fallback_reads{0};
+  std::atomic<uint64_t> fallback_writes{0};
+  std::atomic<uint64_t> server_problems{0};
   std::atomic<uint64_t> fallbacks{0};
   std::array<std::atomic<uint64_t>, 32> completion_errors{};  // by ibv_wc_status (last: 31 and above)
   mutable std::mutex fallback_mu;

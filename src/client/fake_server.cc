@@ -60,12 +60,13 @@ Status ReadFrameHead(int fd, Frame* f) {
 
 }  // namespace
 
-std::unique_ptr<FakeServer> FakeServer::Start(const Key32& key, Mode mode, uint32_t max_inflight) {
+std::unique_ptr<FakeServer> FakeServer::Start(const Key32& key, Mode mode, uint32_t max_inflight, uint16_t port) {
   std::unique_ptr<FakeServer> server(new FakeServer(key, mode, max_inflight));
-  Result<UniqueFd> listener = io::ListenTcp("127.0.0.1", 0, 64);
+  Result<UniqueFd> listener = io::ListenTcp("127.0.0.1", port, 64);
   if (!listener.ok()) return nullptr;
   server->listener_ = std::move(listener).value();
   server->port_ = io::LocalPort(server->listener_.get()).value();
+  server->info_ = proto::ServerInfo{.id = "fake-" + std::to_string(server->port_)};
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return nullptr;
   server->stop_read_.Reset(pipe_fds[0]);
@@ -84,6 +85,21 @@ FakeServer::~FakeServer() {
 size_t FakeServer::stored_keys() {
   std::lock_guard<std::mutex> lock(mu_);
   return store_.size();
+}
+
+bool FakeServer::Has(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return store_.count(key) != 0;
+}
+
+void FakeServer::set_info(const proto::ServerInfo& info) {
+  std::lock_guard<std::mutex> lock(mu_);
+  info_ = info;
+}
+
+void FakeServer::set_no_info() {
+  std::lock_guard<std::mutex> lock(mu_);
+  info_.reset();
 }
 
 void FakeServer::DropConnections() {
@@ -175,7 +191,24 @@ Status FakeServer::ServeFrames(int fd) {
     const auto& req = f.header;
     std::unique_lock<std::mutex> lock(mu_);
     switch (static_cast<proto::Opcode>(req.opcode)) {
+      case proto::Opcode::kServerInfo: {
+        std::optional<proto::ServerInfo> info = info_;
+        lock.unlock();
+        if (!info) {
+          MEMKV_RETURN_IF_ERROR(Respond(fd, auth.get(), req, StatusCode::kProtocolError,
+                                        "unknown opcode " + proto::OpcodeName(req.opcode)));
+        } else {
+          MEMKV_RETURN_IF_ERROR(Respond(fd, auth.get(), req, StatusCode::kOk, proto::EncodeServerInfo(*info)));
+        }
+        break;
+      }
       case proto::Opcode::kPut: {
+        if (const StatusCode answer = put_answer_.load(); answer != StatusCode::kOk) {
+          lock.unlock();
+          MEMKV_RETURN_IF_ERROR(Respond(fd, auth.get(), req, answer,
+                                        answer == StatusCode::kBusy ? "server is busy" : "server is draining"));
+          break;
+        }
         if (Checksum(payload.data(), payload.size()) != req.payload_checksum) {
           lock.unlock();
           return Respond(fd, auth.get(), req, StatusCode::kCorruption, "payload checksum mismatch");
@@ -223,9 +256,12 @@ Status FakeServer::ServeFrames(int fd) {
             lock.unlock();
             return Respond(fd, auth.get(), req, StatusCode::kCorruption, "payload checksum mismatch");
           }
-          store_[std::string(item.key)].assign(payload.begin() + at, payload.begin() + at + item.value_len);
+          const StatusCode answer = put_answer_.load();
+          if (answer == StatusCode::kOk) {
+            store_[std::string(item.key)].assign(payload.begin() + at, payload.begin() + at + item.value_len);
+          }
           at += item.value_len;
-          statuses.push_back(StatusCode::kOk);
+          statuses.push_back(answer);
         }
         lock.unlock();
         MEMKV_RETURN_IF_ERROR(Respond(fd, auth.get(), req, StatusCode::kOk, proto::EncodeStatusList(statuses),

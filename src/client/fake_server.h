@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "base/hmac.h"
 #include "base/unique_fd.h"
 #include "memkv/status.h"
+#include "proto/messages.h"
 
 namespace memkv::client::testing {
 
@@ -35,15 +37,26 @@ class FakeServer {
     kWrongRequestId,        // answers with a request id the client never used
   };
 
+  // `port` 0: any free one; else that one (a restart on the same address).
   static std::unique_ptr<FakeServer> Start(const Key32& key, Mode mode = Mode::kNormal,
-                                           uint32_t max_inflight = 128);
+                                           uint32_t max_inflight = 128, uint16_t port = 0);
   ~FakeServer();
 
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  uint16_t port() const { return port_; }
   void set_mode(Mode mode) { mode_.store(mode); }
   int connections_accepted() const { return accepted_.load(); }
   int requests_seen() const { return requests_.load(); }
   size_t stored_keys();
+  bool Has(const std::string& key);
+  // ServerInfo's answer: by default id "fake-<port>", no weight (capacity
+  // 0); set_info replaces it; set_no_info answers "unknown opcode", as a
+  // server that predates ServerInfo.
+  void set_info(const proto::ServerInfo& info);
+  void set_no_info();
+  // Puts (single and batch) answered with `code` instead of being stored
+  // (kDraining, kBusy); kOk stores them again.
+  void set_put_answer(StatusCode code) { put_answer_.store(code); }
   // Closes every connection and waits for their threads; the listener stays.
   void DropConnections();
 
@@ -62,12 +75,14 @@ class FakeServer {
   std::thread acceptor_;
   std::atomic<int> accepted_{0};
   std::atomic<int> requests_{0};
+  std::atomic<StatusCode> put_answer_{StatusCode::kOk};
 
   std::mutex mu_;
   // Guarded by mu_.
   std::vector<UniqueFd> conns_;
   std::vector<std::thread> threads_;
   std::map<std::string, std::vector<uint8_t>, std::less<>> store_;
+  std::optional<proto::ServerInfo> info_;
 };
 
 }  // namespace memkv::client::testing

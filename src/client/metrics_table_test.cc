@@ -34,12 +34,23 @@ TEST(ClientMetricTableTest, EveryRowWritesWhatItDeclares) {
   cells.RecordBatch(ClientOp::kBatchPut, 3);
   ClientStats stats;
   stats.completion_errors[12] = 2;
-  const std::string text = cells.Text(stats);
+  ServerView server;
+  server.name = "127.0.0.1:9900";
+  server.id = "3f2a";
+  server.state = "draining";
+  server.share = 0.25;
+  const std::string text = cells.Text(stats, {server});
   for (const ClientMetric& row : ClientMetricTable()) {
     EXPECT_NE(text.find("# TYPE " + std::string(row.name) + " "), std::string::npos) << row.name << "\n" << text;
   }
   EXPECT_NE(text.find("memkv_client_rdma_completion_errors_total{status=\"12\"} 2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("memkv_client_requests_total{op=\"get\",transport=\"rdma\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("memkv_client_server_state{server=\"127.0.0.1:9900\",server_id=\"3f2a\",state=\"draining\"} 1\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("memkv_client_server_state{server=\"127.0.0.1:9900\",server_id=\"3f2a\",state=\"up\"} 0\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("memkv_client_server_share{server=\"127.0.0.1:9900\",server_id=\"3f2a\"} 0.25\n"),
+            std::string::npos) << text;
 
   auto calls = std::make_unique<ClientCallTable>();
   ClientBatchKeys batch_keys{metrics::Histogram::ForSizesBytes(), metrics::Histogram::ForSizesBytes(),
@@ -76,7 +87,9 @@ TEST(ClientStatsTableTest, SnapshotReadsEveryCounterIntoItsField) {
       {"ops", 1},      {"bytes_sent", 2},          {"bytes_received", 3}, {"checksum_failures", 4},
       {"timeouts", 5}, {"connections_opened", 6},  {"rdma_ops", 7},       {"rdma_bytes", 8},
       {"rdma_zero_copy_ops", 9}, {"tcp_ops", 10}, {"tcp_bytes", 11},     {"rdma_reissued", 12},
-      {"fallbacks", 13}, {"put_options_dropped", 14}};
+      {"fallbacks", 13}, {"put_options_dropped", 14}, {"grace_lookups", 15}, {"grace_hits", 16},
+      {"stores_shed", 17}, {"placement_changes", 18}, {"fallback_reads", 19}, {"fallback_writes", 20},
+      {"server_problems", 21}};
   c.ops = 1;
   c.bytes_sent = 2;
   c.bytes_received = 3;
@@ -91,6 +104,13 @@ TEST(ClientStatsTableTest, SnapshotReadsEveryCounterIntoItsField) {
   c.rdma_reissued = 12;
   c.fallbacks = 13;
   c.put_options_dropped = 14;
+  c.grace_lookups = 15;
+  c.grace_hits = 16;
+  c.stores_shed = 17;
+  c.placement_changes = 18;
+  c.fallback_reads = 19;
+  c.fallback_writes = 20;
+  c.server_problems = 21;
   c.CountCompletionError(5);
   c.SetFallbackReason("why");
   c.SetRdmaPath("mlx5_0");

@@ -57,7 +57,7 @@ std::string KeyForMessage(std::string_view key) {
 }
 
 Status StatusFromWire(StatusCode code, std::string message) {
-  if (static_cast<uint16_t>(code) > static_cast<uint16_t>(StatusCode::kPermissionDenied)) {
+  if (static_cast<uint16_t>(code) > static_cast<uint16_t>(StatusCode::kDraining)) {
     return Internal(message + " (server answered unknown status code " +
                     std::to_string(static_cast<uint16_t>(code)) + ")");
   }
@@ -354,5 +354,27 @@ Status ListExchange::OnResponse(const proto::FrameHeader& header, std::span<cons
 }
 
 void ListExchange::OnFailure(const Status& status) { status_ = status.WithContext("ListKeys"); }
+
+RequestFrame ServerInfoExchange::BuildRequest() {
+  RequestFrame frame;
+  frame.opcode = proto::Opcode::kServerInfo;
+  return frame;
+}
+
+Status ServerInfoExchange::OnResponse(const proto::FrameHeader& header, std::span<const uint8_t> meta,
+                                      std::vector<PayloadSegment>*) {
+  const std::string context = "ServerInfo of " + std::string(server_);
+  if (header.payload_len != 0) return ProtocolError(context + ": response carries a payload");
+  if (header.status != StatusCode::kOk) {
+    std::string text = MetaText(meta);
+    status_ = StatusFromWire(header.status, context + ": " + (text.empty() ? "server gave no reason" : text));
+    return Status::Ok();
+  }
+  MEMKV_RETURN_IF_ERROR(proto::DecodeServerInfo(meta, &info_).WithContext(context));
+  status_ = Status::Ok();
+  return Status::Ok();
+}
+
+void ServerInfoExchange::OnFailure(const Status& status) { status_ = status.WithContext("ServerInfo"); }
 
 }  // namespace memkv::client

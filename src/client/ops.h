@@ -154,6 +154,28 @@ class ListExchange final : public Exchange {
   Status status_ = Internal("request was never answered (client bug)");
 };
 
+// One ServerInfo request to one server: its id, weight and state
+// (docs/fleet.md). A server that predates it answers "unknown opcode"
+// (IsUnknownOpcode(status())).
+class ServerInfoExchange final : public Exchange {
+ public:
+  explicit ServerInfoExchange(std::string_view server) : server_(server) {}
+
+  const Status& status() const { return status_; }
+  const proto::ServerInfo& info() const { return info_; }
+
+  RequestFrame BuildRequest() override;
+  Status OnResponse(const proto::FrameHeader& header, std::span<const uint8_t> meta,
+                    std::vector<PayloadSegment>* payload) override;
+  void OnSegment(const PayloadSegment&, bool) override {}
+  void OnFailure(const Status& status) override;
+
+ private:
+  std::string_view server_;
+  proto::ServerInfo info_;
+  Status status_ = Internal("request was never answered (client bug)");
+};
+
 }  // namespace memkv::client
 
 #endif  // MEMKV_CLIENT_OPS_H_

@@ -1,6 +1,10 @@
-// Placement: which server owns a key, by rendezvous (highest random weight)
-// hashing. Every server gets a score XXH3(key, seed = XXH3(server name)) and
-// the highest score wins (ties: the lower index).
+// Placement: which server owns a key, by weighted rendezvous (highest random
+// weight) hashing. Every server i gets h_i = XXH3(key, seed = XXH3(id_i));
+// with equal weights the highest h_i wins (ties: the lower index); with
+// weights, u_i = ((h_i >> 11) + 0.5) * 2^-53 in (0,1) and the highest
+// w_i / -ln(u_i) wins, which gives server i the fraction w_i / sum(w) of
+// the keys and keeps rendezvous' minimal movement (a server's score for a
+// key does not depend on the other servers).
 //
 // Why rendezvous: clients place keys on their own (servers never talk to each
 // other), so every client must agree given the same server list, and adding a
@@ -8,7 +12,8 @@
 // them to the new server; removing one moves only the keys it owned. The
 // order of the list does not matter, only the servers' identities.
 //
-// A server's identity is its canonical address (CanonicalServerId): the
+// A server's identity is its id (ServerInfo) or, for a server that predates
+// ServerInfo, its canonical address (CanonicalServerId): the
 // numeric IP the host resolves to (IPv4 preferred) and the port, so
 // "localhost:9900", "127.0.0.1:9900" and "127.000.000.001:9900" place every
 // key alike, and a numeric address's identity is the address as written
@@ -38,22 +43,37 @@ std::string CanonicalServerId(const std::string& host, uint16_t port, bool* reso
 class Placement {
  public:
   // `names` (for messages) and `ids` (what keys are placed by), one per
-  // server. InvalidArgument when empty, or when two servers share an id,
-  // naming both as written.
-  static Result<Placement> Create(std::vector<std::string> names, const std::vector<std::string>& ids);
+  // server, and `weights` (empty: all equal; else one per server, each > 0).
+  // InvalidArgument when empty, when two servers share an id, naming both
+  // as written, or when a weight is 0.
+  static Result<Placement> Create(std::vector<std::string> names, const std::vector<std::string>& ids,
+                                  std::vector<uint64_t> weights = {});
   // Ids equal to the names (tests).
   static Result<Placement> Create(std::vector<std::string> servers) { return Create(servers, servers); }
 
   // Index into the server list of the key's owner.
   size_t ServerFor(std::string_view key) const;
+  // The key's rendezvous order: every server index, the owner first, then
+  // the one that would own the key without it, and so on. A key's fallback
+  // server (its owner down or draining) is the next one here, and it is the
+  // owner the key had before the owner joined.
+  std::vector<size_t> Order(std::string_view key) const;
   size_t size() const { return seeds_.size(); }
   const std::string& name(size_t index) const { return names_[index]; }
+  // The weight in use (1 each when the weights are equal) and the fraction
+  // of the key space it gives server `index`.
+  uint64_t weight(size_t index) const { return weights_.empty() ? 1 : weights_[index]; }
+  double share(size_t index) const { return static_cast<double>(weight(index)) / total_weight_; }
 
  private:
-  Placement(std::vector<std::string> names, std::vector<uint64_t> seeds)
-      : names_(std::move(names)), seeds_(std::move(seeds)) {}
+  Placement(std::vector<std::string> names, std::vector<uint64_t> seeds, std::vector<uint64_t> weights);
+  // Server `index`'s score for the key; higher wins.
+  double Score(std::string_view key, size_t index) const;
+
   std::vector<std::string> names_;
-  std::vector<uint64_t> seeds_;  // XXH3 of each id
+  std::vector<uint64_t> seeds_;    // XXH3 of each id
+  std::vector<uint64_t> weights_;  // empty: all equal (scores are the raw hashes)
+  double total_weight_ = 0;
 };
 
 }  // namespace memkv::client

@@ -120,6 +120,18 @@ Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want
   return got;
 }
 
+bool ServerPool::Down(std::string* why) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!health_.Down(clock_->NowNanos())) return false;
+  if (why != nullptr) *why = health_.cause().ToString();
+  return true;
+}
+
+bool ServerPool::Failing() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return health_.backoff() != 0;
+}
+
 void ServerPool::Release(std::vector<std::unique_ptr<Connection>> connections) {
   std::vector<std::unique_ptr<Connection>> closing;  // closed outside the lock
   bool lost = false;
@@ -146,6 +158,9 @@ void ServerPool::Release(std::vector<std::unique_ptr<Connection>> connections) {
     if (lost) {
       health_.OnFailure(clock_->NowNanos(), cause);
     } else if (reached) {
+      // Back from down: keys placed elsewhere meanwhile may be found on
+      // their fallback server for a while (the grace window).
+      if (health_.backoff() != 0) joined_at_.store(clock_->NowNanos(), std::memory_order_relaxed);
       health_.OnSuccess();
     }
   }

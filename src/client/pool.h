@@ -59,6 +59,9 @@ class ServerHealth {
   void OnFailure(Nanos now, const Status& cause, Nanos cost_nanos = 0);
   void OnSuccess();
   Nanos backoff() const { return backoff_; }
+  // True while a failure's backoff has not run out.
+  bool Down(Nanos now) const { return backoff_ != 0 && now < down_until_; }
+  const Status& cause() const { return cause_; }
 
  private:
   Nanos backoff_ = 0;     // 0: healthy
@@ -89,6 +92,27 @@ class ServerPool {
   // Set once, before the pool is used.
   void set_rdma(RdmaEngine* rdma) { rdma_ = rdma; }
 
+  // What placement needs of the server's health (client/membership.h).
+  // Down: backing off after a failure (Acquire would fail at once); the
+  // reason in `why` when given.
+  bool Down(std::string* why = nullptr) const;
+  // Its last attempt failed and no success since (down, or due to be tried
+  // again): the refresher probes it once its backoff has run out.
+  bool Failing() const;
+  // Draining: it answered a put Draining, or its ServerInfo said so; set
+  // until a ServerInfo says otherwise. Busy: it shed a put, or its
+  // ServerInfo said so; cleared by its next stored put or ServerInfo.
+  bool draining() const { return draining_.load(std::memory_order_relaxed); }
+  void set_draining(bool on) { draining_.store(on, std::memory_order_relaxed); }
+  bool busy() const { return busy_.load(std::memory_order_relaxed); }
+  void set_busy(bool on) { busy_.store(on, std::memory_order_relaxed); }
+  // When the server last joined the placement or came back from down (0:
+  // it was placed from the start and never down): for the client's
+  // rebalance grace window, the keys it owns may still sit on the server
+  // that owned them before.
+  Nanos joined_at() const { return joined_at_.load(std::memory_order_relaxed); }
+  void set_joined_at(Nanos at) { joined_at_.store(at, std::memory_order_relaxed); }
+
   // Between 1 and `want` connections for the caller's exclusive use; new ones
   // may still be establishing (DriveConnections finishes them, by their
   // connect deadline). When every connection is busy: with `wait`, waits for
@@ -105,6 +129,9 @@ class ServerPool {
 
  private:
   std::atomic<uint32_t> lacking_{0};
+  std::atomic<bool> draining_{false};
+  std::atomic<bool> busy_{false};
+  std::atomic<Nanos> joined_at_{0};
   const Endpoint endpoint_;
   const Key32 auth_key_;
   const uint32_t max_connections_;
@@ -113,7 +140,7 @@ class ServerPool {
   const Clock* const clock_;
   RdmaEngine* rdma_;  // new connections offer RDMA while it is active
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable freed_;  // signalled when a connection or slot frees up
   // Guarded by mu_: idle connections, the number open (idle + checked out +
   // establishing), and the server's health.

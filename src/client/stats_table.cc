@@ -60,6 +60,20 @@ constexpr StatRow kRows[] = {
      nullptr},
     Count("put_options_dropped", "puts stored without their options because their server predates them",
           &ClientStats::put_options_dropped, &ClientCounters::put_options_dropped),
+    Count("grace_lookups", "misses asked again of the key's previous owner (grace window or draining owner)",
+          &ClientStats::grace_lookups, &ClientCounters::grace_lookups),
+    Count("grace_hits", "of grace_lookups: found on the previous owner", &ClientStats::grace_hits,
+          &ClientCounters::grace_hits),
+    Count("stores_shed", "puts a busy server shed (answered Busy, not stored)", &ClientStats::stores_shed,
+          &ClientCounters::stores_shed),
+    Count("placement_changes", "placements published after servers joined, left or changed id or weight",
+          &ClientStats::placement_changes, &ClientCounters::placement_changes),
+    Count("fallback_reads", "reads and deletes asked of the next server because the owner was unreachable",
+          &ClientStats::fallback_reads, &ClientCounters::fallback_reads),
+    Count("fallback_writes", "puts stored on the next server because the owner was down or draining",
+          &ClientStats::fallback_writes, &ClientCounters::fallback_writes),
+    Count("server_problems", "duplicate server ids and ids changed behind an address (each logged at WARN)",
+          &ClientStats::server_problems, &ClientCounters::server_problems),
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "config/diagnostics.h"
 #include "config/flat_yaml.h"
 #include "config/host_port.h"
+#include "config/server_source.h"
 
 namespace memkv::config {
 namespace {
@@ -99,9 +100,13 @@ std::vector<std::string> GetList(const ClientOptions& o) {
 Status SetServers(Values v, const std::string& src, ClientOptions* o) {
   std::set<std::string> seen;
   for (const std::string& value : v) {
-    Result<ServerAddress> address = ParseServerAddress(value);
-    if (!address.ok()) return InvalidArgument(src + ": " + address.status().message());
-    if (!seen.insert(address->ToString()).second) {
+    // An address, or a DNS name standing for several (docs/fleet.md).
+    Result<ServerSource> source = ParseServerSource(value);
+    if (!source.ok()) return InvalidArgument(src + ": " + source.status().message());
+    const std::string key = source->kind == ServerSource::Kind::kAddress
+                                ? ServerAddress{source->host, source->port}.ToString()
+                                : source->text;
+    if (!seen.insert(key).second) {
       return InvalidArgument(src + ": '" + value + "' is listed twice; allowed: each server once");
     }
   }
@@ -152,6 +157,22 @@ Status SetRdmaDevices(Values v, const std::string& src, ClientOptions* o) {
   return Status::Ok();
 }
 
+// The DNS server discovery asks: "IP:PORT" (a numeric address: naming it
+// would need DNS already).
+Status SetDnsServer(Values v, const std::string& src, ClientOptions* o) {
+  const std::string& text = v.front();
+  if (!text.empty()) {
+    Result<ServerAddress> address = ParseServerAddress(text);
+    const bool numeric = address.ok() && address->host.find_first_not_of("0123456789.:abcdefABCDEF") == std::string::npos;
+    if (!numeric) {
+      return InvalidArgument(src + ": '" + text + "' is not a numeric address; allowed: IP:PORT or [IPv6]:PORT, or "
+                             "empty for the system's name servers");
+    }
+  }
+  o->dns_server = text;
+  return Status::Ok();
+}
+
 Status SetPrometheusBind(Values v, const std::string& src, ClientOptions* o) {
   const std::string& text = v.front();
   if (!text.empty()) {
@@ -184,8 +205,10 @@ std::vector<std::string> GetLogLevel(const ClientOptions& o) {
 }
 
 const OptionRow kRows[] = {
-    {{"servers", "MEMKV_SERVERS", "list", "", "host:port or [IPv6]:port, port 1..65535, each once",
-      "the MemKV servers' data addresses; keys are placed over them by rendezvous hashing", true, true},
+    {{"servers", "MEMKV_SERVERS", "list", "",
+      "host:port, [IPv6]:port, dns:NAME:PORT or srv:NAME; port 1..65535; each once",
+      "the MemKV servers: addresses, or DNS names resolved to them; keys are placed over them by weighted "
+      "rendezvous hashing", true, true},
      SetServers, GetList<&ClientOptions::servers>},
     {{"auth_key", "MEMKV_AUTH_KEY", "string", "", "64 hex characters",
       "the servers' network.auth_key (32 bytes in hex)", false, true},
@@ -200,6 +223,16 @@ const OptionRow kRows[] = {
     {{"connect_timeout_ms", "MEMKV_CONNECT_TIMEOUT_MS", "integer", "2000", "1..3600000",
       "deadline of one connection attempt (connect and handshake), in ms"},
      SetNumber<&ClientOptions::connect_timeout_ms, 1, kMaxTimeoutMs>, GetNumber<&ClientOptions::connect_timeout_ms>},
+    {{"discovery_interval_ms", "MEMKV_DISCOVERY_INTERVAL_MS", "integer", "10000", "0..3600000",
+      "how often the server list is resolved again and each server asked its state, in ms; 0: resolve once"},
+     SetNumber<&ClientOptions::discovery_interval_ms, 0, kMaxTimeoutMs>,
+     GetNumber<&ClientOptions::discovery_interval_ms>},
+    {{"dns_server", "MEMKV_DNS_SERVER", "host:port", "", "IP:PORT; empty: the system's name servers",
+      "the DNS server that dns: and srv: entries are resolved with"},
+     SetDnsServer, GetText<&ClientOptions::dns_server>},
+    {{"rebalance_grace_ms", "MEMKV_REBALANCE_GRACE_MS", "integer", "300000", "0..3600000",
+      "after a server joins, a miss on it is asked again of the key's previous owner for this long; 0: off"},
+     SetNumber<&ClientOptions::rebalance_grace_ms, 0, kMaxTimeoutMs>, GetNumber<&ClientOptions::rebalance_grace_ms>},
     {{"async_threads", "MEMKV_ASYNC_THREADS", "integer", "4", "1..64",
       "threads that run asynchronous submissions (memkv/async.h), started as they are needed"},
      SetNumber<&ClientOptions::async_threads, 1, 64>, GetNumber<&ClientOptions::async_threads>},
