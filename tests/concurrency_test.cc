@@ -286,8 +286,10 @@ TEST_F(ConcurrencyTest, ThreadsSharingOneClientSeeOnlyWholeValues) {
   for (int t = 0; t < kThreads; ++t) threads.emplace_back([&, t] { w.Run(*client, 1000 + t); });
   for (std::thread& t : threads) t.join();
   ExpectClean(w);
-  // 32 threads share at most num_connections (4) per server.
-  EXPECT_LE(client->Stats().connections_opened, 8u);
+  // 32 threads share at most num_connections (4) per server, plus, for a
+  // server that predates ServerInfo, the connection Create asked it on (it
+  // closes a connection after "unknown opcode").
+  EXPECT_LE(client->Stats().connections_opened, 8u + 2u);
   EXPECT_EQ(client->Stats().checksum_failures, 0u);
 }
 

@@ -1,7 +1,9 @@
 // One of two servers dies (SIGKILL) or stalls (SIGSTOP): calls on its keys
-// fail with Unavailable or DeadlineExceeded within the deadline, never hang,
-// and calls on the other server keep succeeding. A stalled server that
-// resumes is used again.
+// answer within the deadline, never hang: Unavailable or DeadlineExceeded
+// while the client learns of it, then, with the server marked down, as the
+// other server answers them (its keys become misses there; puts are stored
+// there), and calls on the other server keep succeeding. A stalled server
+// that resumes is used again (docs/fleet.md, "Health and back-pressure").
 //
 // Durations are only checked against generous upper bounds: the client's
 // deadline plus kSlackMs for scheduling on a loaded machine.
@@ -10,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +34,11 @@ int64_t MsSince(Clock::time_point start) {
 }
 
 bool IsOutage(StatusCode code) { return code == StatusCode::kUnavailable || code == StatusCode::kDeadlineExceeded; }
+// What a call on a failed server's key may answer: an outage, or the other
+// server's answer (a miss, or a key stored there since).
+bool OutageOrServedElsewhere(StatusCode code) {
+  return IsOutage(code) || code == StatusCode::kOk || code == StatusCode::kNotFound;
+}
 
 class FailureTest : public ::testing::Test {
  protected:
@@ -70,8 +78,10 @@ class FailureTest : public ::testing::Test {
     }
   }
 
-  // Every kind of call on the failed server's keys: an outage error within the bound.
-  void ExpectFailsWithinDeadline(int server, StatusCode first_expected) {
+  // Every kind of call on the failed server's keys, within the bound: the
+  // first answers `first_expected` (if given), every one an outage naming
+  // the server or the other server's answer.
+  void ExpectFailsWithinDeadline(int server, std::optional<StatusCode> first_expected) {
     bool first = true;
     for (const std::string& key : keys_[server]) {
       for (int op = 0; op < 4; ++op) {
@@ -93,13 +103,15 @@ class FailureTest : public ::testing::Test {
         }
         const int64_t ms = MsSince(start);
         EXPECT_LE(ms, kBoundMs) << "op " << op << " on " << key << " took " << ms << " ms: " << s.ToString();
-        if (first) {
-          EXPECT_EQ(s.code(), first_expected) << s.ToString();
-          first = false;
+        if (first && first_expected) {
+          EXPECT_EQ(s.code(), *first_expected) << s.ToString();
         }
-        EXPECT_TRUE(IsOutage(s.code())) << "op " << op << " on " << key << ": " << s.ToString();
-        EXPECT_NE(s.message().find(servers_[server].address()), std::string::npos)
-            << "the error does not name the server: " << s.ToString();
+        first = false;
+        EXPECT_TRUE(OutageOrServedElsewhere(s.code())) << "op " << op << " on " << key << ": " << s.ToString();
+        if (IsOutage(s.code())) {
+          EXPECT_NE(s.message().find(servers_[server].address()), std::string::npos)
+              << "the error does not name the server: " << s.ToString();
+        }
       }
     }
   }
@@ -129,11 +141,11 @@ class FailureTest : public ::testing::Test {
                                   : client_->BatchGetInto(keys, buffer_views, &sizes);
       EXPECT_LE(MsSince(start), kBoundMs);
       ASSERT_EQ(r.statuses.size(), keys.size());
-      EXPECT_EQ(r.present_prefix, 1u);  // the first key is the live server's, the second the dead one's
+      EXPECT_GE(r.present_prefix, 1u);  // the first key is the live server's, the second the dead one's
       for (size_t i = 0; i < keys.size(); ++i) {
         const Status& s = r.statuses[i];
         if (owner[i] == dead) {
-          EXPECT_TRUE(IsOutage(s.code())) << keys[i] << ": " << s.ToString();
+          EXPECT_TRUE(OutageOrServedElsewhere(s.code())) << keys[i] << ": " << s.ToString();
         } else {
           ASSERT_TRUE(s.ok()) << keys[i] << ": " << s.ToString();
           if (call == 2) {
@@ -158,7 +170,7 @@ struct Outcome {
   bool data_ok;
 };
 
-TEST_F(FailureTest, KilledMidRunItsKeysFailFastAndTheOtherServerKeepsServing) {
+TEST_F(FailureTest, KilledMidRunItsKeysAnswerFastAndTheOtherServerKeepsServing) {
   std::atomic<bool> stop{false};
   std::atomic<int> ops{0};
   std::mutex mu;
@@ -193,22 +205,24 @@ TEST_F(FailureTest, KilledMidRunItsKeysFailFastAndTheOtherServerKeepsServing) {
   for (std::thread& w : workers) w.join();
   ASSERT_TRUE(ran_on) << "calls stopped completing after the kill";
 
-  int failed_after_kill = 0;
+  int answered_after_kill = 0;
   for (const Outcome& o : outcomes) {
     EXPECT_LE(o.ms, kBoundMs) << "server " << o.server << ": " << o.status.ToString();
     EXPECT_TRUE(o.data_ok) << "server " << o.server << " returned wrong bytes";
     if (o.server == 1) {
       EXPECT_TRUE(o.status.ok()) << "live server: " << o.status.ToString();
     } else if (o.start > killed) {
-      EXPECT_TRUE(IsOutage(o.status.code())) << "dead server: " << o.status.ToString();
-      ++failed_after_kill;
+      // Marked down, its keys are the other server's: misses, or stored
+      // there by the puts since.
+      EXPECT_TRUE(OutageOrServedElsewhere(o.status.code())) << "dead server: " << o.status.ToString();
+      ++answered_after_kill;
     } else {
-      EXPECT_TRUE(o.status.ok() || IsOutage(o.status.code())) << o.status.ToString();
+      EXPECT_TRUE(OutageOrServedElsewhere(o.status.code())) << o.status.ToString();
     }
   }
-  EXPECT_GT(failed_after_kill, 20);
+  EXPECT_GT(answered_after_kill, 20);
 
-  ExpectFailsWithinDeadline(0, StatusCode::kUnavailable);
+  ExpectFailsWithinDeadline(0, std::nullopt);
   ExpectServes(1);
 }
 
@@ -223,7 +237,9 @@ TEST_F(FailureTest, PausedServerGivesDeadlineExceededAndServesAgainAfterResume) 
   Clock::time_point start = Clock::now();
   Status s = fresh->Get(keys_[0][0]).status();
   EXPECT_LE(MsSince(start), kBoundMs);
-  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
+  // It asked the stalled server who it is when it was made: pending, so
+  // the key is the other server's (a miss), or the stall cut off.
+  EXPECT_TRUE(s.code() == StatusCode::kDeadlineExceeded || s.code() == StatusCode::kNotFound) << s.ToString();
 
   servers_[0].Resume();
   // The client backs off a failed server for a while; it must come back.
@@ -244,12 +260,14 @@ TEST_F(FailureTest, LargeTransfersToAPausedServerStillMeetTheDeadline) {
   Status put = client_->Put(keys_[0][1], big);
   EXPECT_LE(MsSince(start), kBoundMs);
   EXPECT_EQ(put.code(), StatusCode::kDeadlineExceeded) << put.ToString();
-  // A fresh client (the first one backs the server off) reading a large value.
+  // A fresh client (the first one backs the server off) reading a large
+  // value: bounded too. (It asked the stalled server who it is when it was
+  // made, so the server is pending and the key a miss on the other one.)
   auto fresh = ClientFor({&servers_[0], &servers_[1]}, kTimeoutMs);
   start = Clock::now();
   Status get = fresh->Get(keys_[0][0]).status();
   EXPECT_LE(MsSince(start), kBoundMs);
-  EXPECT_EQ(get.code(), StatusCode::kDeadlineExceeded) << get.ToString();
+  EXPECT_TRUE(get.code() == StatusCode::kDeadlineExceeded || get.code() == StatusCode::kNotFound) << get.ToString();
   servers_[0].Resume();
   ASSERT_TRUE(PollUntil([&] { return client_->Get(keys_[0][0]).ok(); }, 30000));
   Result<std::vector<uint8_t>> got = client_->Get(keys_[0][0]);

@@ -120,8 +120,11 @@ TEST_F(PlacementTest, SpellingAServerAsLocalhostInsteadOf127001DoesNotMoveKeys) 
 TEST_F(PlacementTest, AddingAFourthServerMovesAboutAQuarterOfTheKeysAllToIt) {
   ClientOptions three = OptionsFor(All());
   ClientOptions four = three;
-  // Create does not connect, so the fourth server need not exist for placement.
-  four.servers.push_back("127.0.0.1:1");
+  // A server joins the placement once it has answered (a server not
+  // reached is pending, out of placement): the fourth must run.
+  ServerProcess fourth;
+  ASSERT_TRUE(fourth.Start().ok());
+  four.servers.push_back(fourth.address());
   auto before = Client::Create(three);
   auto after = Client::Create(four);
   ASSERT_TRUE(before.ok() && after.ok());

@@ -91,7 +91,9 @@ TEST_F(RoundTripTest, GetIntoTooSmallBufferIsTooLargeAndTheConnectionSurvives) {
   const std::vector<uint8_t> value = Pattern(3 * kMiB + 5, 3);
   ASSERT_TRUE(client.Put(key, value).ok());
   const uint64_t opened = client.Stats().connections_opened;
-  EXPECT_EQ(opened, 1u);
+  // One, plus the one Create asked ServerInfo on when the server predates
+  // it (it closes a connection after "unknown opcode").
+  EXPECT_LE(opened, 2u);
 
   std::vector<uint8_t> small(4096, 0);
   Result<size_t> n = client.GetInto(key, small);

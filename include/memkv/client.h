@@ -1,15 +1,18 @@
 // memkv/client.h: the C++ client library.
 //
 // A Client talks to one or more MemKV servers over the TCP inline-bulk
-// protocol (docs/wire-protocol.md). Keys are placed on servers by rendezvous
-// hashing over the server list, so adding a server to N moves about 1/(N+1)
-// of the keys and no server has to know about the others.
+// protocol (docs/wire-protocol.md). Keys are placed on servers by weighted
+// rendezvous hashing over the servers the list names (re-resolved every
+// discovery_interval_ms), by each server's id, so adding a server moves only
+// the keys it now owns and no server has to know about the others
+// (docs/fleet.md).
 //
 // Every operation has a deadline (ClientOptions::timeout_ms): a dead, stalled
 // or unreachable server yields DeadlineExceeded or Unavailable within it,
 // never a hang, and operations on other servers are unaffected. A server that
-// failed is skipped (fails fast with Unavailable) for a short backoff before
-// it is tried again.
+// failed is skipped for a short backoff before it is tried again: its keys
+// are read from the next server in their rendezvous order (misses there, not
+// errors) and puts go there.
 //
 // Data read back is verified against its checksum; a mismatch is reported as
 // NotFound (a miss), never returned as data.

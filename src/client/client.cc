@@ -4,6 +4,7 @@
 #include "memkv/client.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -515,6 +516,19 @@ Result<std::unique_ptr<Client>> CreateClientWithVerbs(const ClientOptions& optio
       return InvalidArgument("servers[" + std::to_string(i) + "]: " + source.status().message());
     }
     entries.push_back(std::move(source).value());
+  }
+  // Two spellings of one address ("localhost:9900", "127.0.0.1:9900") are
+  // one server listed twice: refused, as a server placed by its address
+  // would otherwise be its own duplicate.
+  std::map<std::string, std::string> spelled;  // canonical address -> entry
+  for (const config::ServerSource& e : entries) {
+    if (e.kind != config::ServerSource::Kind::kAddress) continue;
+    const std::string id = CanonicalServerId(e.host, e.port);
+    auto [at, inserted] = spelled.emplace(id, e.text);
+    if (!inserted) {
+      return InvalidArgument("servers: server '" + e.text + "' is listed twice (as '" + at->second + "', both " +
+                             id + "); list each server once");
+    }
   }
   MEMKV_ASSIGN_OR_RETURN(Key32 key, ParseAuthKey(options.auth_key_hex));
   Result<std::unique_ptr<Resolver>> resolver =

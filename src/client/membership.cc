@@ -29,7 +29,7 @@ Status View::Unavailable() const {
   std::optional<StatusCode> code;
   std::string text;
   for (const Member& m : members) {
-    std::string why = m.detail;
+    std::string why = m.probe.ok() ? m.detail : m.probe.message();
     if (why.empty() && !m.pool->Down(&why)) why = "not reached yet";
     const StatusCode c = m.probe.ok() ? StatusCode::kUnavailable : m.probe.code();
     code = !code || *code == c ? c : StatusCode::kUnavailable;
