@@ -196,7 +196,8 @@ TEST(RollingRestartTest, ThreeFileModeServersRestartInTurnUnderLoadWithNoFailure
   for (int i = 0; i < kServers; ++i) {
     const std::string name = servers[i].address();
     // 1. Drain: clients stop placing new keys on it; it still serves gets.
-    CommandResult drain = RunMemkv({"admin", "drain", name}, admin_env);
+    const std::string admin_url = "http://127.0.0.1:" + std::to_string(servers[i].AdminPort());
+    CommandResult drain = RunMemkv({"admin", "drain", admin_url}, admin_env);
     ASSERT_EQ(drain.exit_code, 0) << drain.out << drain.err;
     EXPECT_TRUE(PollUntil([&] { return StateOf(client, name) == "draining"; }, 5000)) << StateOf(client, name);
     EXPECT_EQ(HttpRequestTo(servers[i].AdminPort(), "GET", "/v1/ready").status, 503);
