@@ -104,16 +104,18 @@ TEST_F(AdminTest, HealthReadyAndStatusDescribeAFileModeServer) {
 
 TEST_F(AdminTest, CountersMoveExactlyAsTheWorkloadPredicts) {
   Start(FileModeSpec(dir_.path(), 1));
+  // A client with the wrong key: made before the counts start, as making
+  // it asks the server who it is (and fails to authenticate).
+  ClientOptions wrong = OptionsFor({&server_});
+  wrong.auth_key_hex = std::string(64, 'f');
+  auto intruder = std::move(Client::Create(wrong)).value();
   std::map<std::string, double> before = Scrape();
   for (int i = 0; i < 7; ++i) ASSERT_TRUE(client_->Put("k" + std::to_string(i), Pattern(1000, i)).ok());
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(client_->Get("k" + std::to_string(i)).ok());
   for (int i = 0; i < 2; ++i) EXPECT_EQ(client_->Get("absent" + std::to_string(i)).status().code(), StatusCode::kNotFound);
   ASSERT_TRUE(client_->Delete("k6").ok());
   EXPECT_EQ(client_->Delete("k6").code(), StatusCode::kNotFound);
-  // A client with the wrong key fails to authenticate.
-  ClientOptions wrong = OptionsFor({&server_});
-  wrong.auth_key_hex = std::string(64, 'f');
-  auto intruder = std::move(Client::Create(wrong)).value();
+  // Its put fails to authenticate.
   EXPECT_EQ(intruder->Put("x", Pattern(10, 1)).code(), StatusCode::kAuthFailed);
 
   std::map<std::string, double> after = Scrape();

@@ -193,9 +193,11 @@ void Membership::Loop() {
 
 void Membership::AskServerInfo(std::vector<Member>& members, bool only_pending) {
   // One connection per server, every request driven in one poll loop, so a
-  // server that does not answer costs connect_timeout_ms once, not once
-  // per server.
-  const Nanos deadline = MonotonicNanos() + Nanos{settings_.connect_timeout_ms} * 1'000'000;
+  // server that does not answer costs one wait, not one per server. The
+  // round is an operation like any other: its connections have
+  // connect_timeout_ms to connect and authenticate, the answer comes within
+  // timeout_ms, and a failure names the knob of the deadline that passed.
+  const Nanos deadline = MonotonicNanos() + Nanos{settings_.timeout_ms} * 1'000'000;
   struct Ask {
     Member* member;
     std::vector<std::unique_ptr<Connection>> conns;
