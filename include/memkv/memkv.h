@@ -203,7 +203,10 @@ typedef struct memkv_client memkv_client_t;
 
 /* Opens a client with every setting of `options` (which the client copies).
  * MEMKV_INVALID_ARGUMENT naming the bad setting; *out is left alone on
- * failure. Clients connect lazily: opening contacts no server. */
+ * failure. Opening asks each server who it is (its id and weight, for
+ * placement; docs/fleet.md), waiting at most connect_timeout_ms for a server
+ * that does not connect, and timeout_ms for an answer; a server not reached
+ * does not fail the open: it is asked again on its backoff. */
 memkv_status_t memkv_client_open_options(const memkv_options_t* options, memkv_client_t** out);
 /* servers: comma list "host:port,..."; auth_key_hex: 64 hex characters;
  * timeout_ms: deadline of every operation (0 = 5000). Other settings are
@@ -498,6 +501,14 @@ typedef struct memkv_stats {
   /* Puts whose options were dropped because their server predates them
    * (stored as plain puts). Filled when struct_size reaches it. */
   uint64_t put_options_dropped;
+  /* A changing fleet (docs/fleet.md); filled when struct_size reaches them. */
+  uint64_t grace_lookups;      /* misses asked again of the key's previous owner */
+  uint64_t grace_hits;         /* of grace_lookups: found there */
+  uint64_t stores_shed;        /* puts a busy server shed (MEMKV_BUSY, not stored) */
+  uint64_t placement_changes;  /* placements made after servers joined, left or changed */
+  uint64_t fallback_reads;     /* reads and deletes asked of the next server (owner unreachable) */
+  uint64_t fallback_writes;    /* puts stored on the next server (owner down or draining) */
+  uint64_t server_problems;    /* duplicate server ids, ids changed behind an address */
 } memkv_stats_t;
 
 /* MEMKV_INVALID_ARGUMENT when struct_size is below MEMKV_STATS_MIN_SIZE, the

@@ -63,6 +63,13 @@ constexpr CStatsField kFields[] = {
     {.name = "fallback_reason", .text = &T::fallback_reason},
     {.name = "rdma_path", .text = &T::rdma_path},
     {.name = "put_options_dropped", .count = &T::put_options_dropped},
+    {.name = "grace_lookups", .count = &T::grace_lookups},
+    {.name = "grace_hits", .count = &T::grace_hits},
+    {.name = "stores_shed", .count = &T::stores_shed},
+    {.name = "placement_changes", .count = &T::placement_changes},
+    {.name = "fallback_reads", .count = &T::fallback_reads},
+    {.name = "fallback_writes", .count = &T::fallback_writes},
+    {.name = "server_problems", .count = &T::server_problems},
 };
 
 const CStatsField* FindField(std::string_view name) {
