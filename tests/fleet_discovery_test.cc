@@ -11,11 +11,6 @@
 // miss.
 #include <gtest/gtest.h>
 
-#include <sys/socket.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -38,26 +33,6 @@ constexpr int kStored = 2000;  // stored for real, for the hit rates
 constexpr size_t kValueBytes = 512;
 
 std::vector<uint8_t> ValueOf(const std::string& key) { return Pattern(kValueBytes, std::hash<std::string>{}(key)); }
-
-// A port free on every loopback address the fleet uses.
-uint16_t FreePortOnAll(const std::vector<std::string>& hosts) {
-  for (uint16_t port = 20000 + static_cast<uint16_t>(::getpid() % 20000); port < 60000; port += 2) {
-    bool free = true;
-    for (const std::string& host : hosts) {
-      for (uint16_t p : {port, static_cast<uint16_t>(port + 1)}) {  // data and admin
-        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(p);
-        ::inet_pton(AF_INET, host.c_str(), &a.sin_addr);
-        free = free && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-        ::close(fd);
-      }
-    }
-    if (free) return port;
-  }
-  return 0;
-}
 
 std::map<std::string, std::string> Owners(const Client& client, const std::vector<std::string>& keys) {
   const std::vector<ServerView> view = client.Servers();
@@ -87,7 +62,7 @@ class FleetDiscoveryTest : public ::testing::Test {
     if (!dns.ok()) GTEST_SKIP() << dns.status().ToString();
     dns_ = std::move(dns).value();
     hosts_ = {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"};
-    port_ = FreePortOnAll(hosts_);
+    port_ = FreeServerPort(hosts_);
     ASSERT_NE(port_, 0);
     for (size_t i = 0; i < hosts_.size(); ++i) {
       ServerSpec spec;

@@ -1,6 +1,8 @@
 #include "tests/harness.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -65,6 +67,32 @@ bool PollUntilImpl(const std::function<bool()>& condition, int timeout_ms) {
 }
 
 std::string MemkvBinary() { return MEMKV_BINARY; }
+
+uint16_t FreeServerPort(const std::vector<std::string>& hosts) {
+  auto free_on = [](const std::string& host, uint16_t port) {
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    const int one = 1;
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    ::inet_pton(AF_INET, host.c_str(), &a.sin_addr);
+    return ::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  };
+  // Start where this process's id points, so tests running side by side try
+  // different ports first.
+  constexpr uint32_t kFirst = 10000, kCount = 22766;
+  const uint32_t start = static_cast<uint32_t>(::getpid()) * 7 % kCount;
+  for (uint32_t i = 0; i < kCount; i += 2) {
+    const auto port = static_cast<uint16_t>(kFirst + (start + i) % kCount);
+    bool free = true;
+    for (const std::string& host : hosts) {
+      free = free && free_on(host, port) && free_on(host, static_cast<uint16_t>(port + 1));
+    }
+    if (free) return port;
+  }
+  return 0;
+}
 
 bool RaiseOpenFilesLimit(uint64_t wanted) {
   rlimit lim{};

@@ -148,6 +148,12 @@ bool PollUntil(F condition, int timeout_ms) {
 
 std::string MemkvBinary();
 
+// A data port whose port and port + 1 (the admin endpoint) are free on each
+// of `hosts` (loopback addresses), from 10000..32767, below the kernel's
+// ephemeral range: no other process's outgoing connection or port-0
+// listener takes it while a server using it restarts. 0 if none is free.
+uint16_t FreeServerPort(const std::vector<std::string>& hosts = {"127.0.0.1"});
+
 // Raises this process's soft open-files limit to at least `wanted` (never
 // past the hard limit, never lowering it): true when it is then at least
 // `wanted`. Tests that hold many sockets call it first; a CI shell's soft

@@ -176,8 +176,11 @@ TEST(RollingRestartTest, ThreeFileModeServersRestartInTurnUnderLoadWithNoFailure
   for (int i = 0; i < kServers; ++i) {
     specs[i] = FileModeSpec(dirs[i].path(), 1, "256 MiB", "32 MiB");
     specs[i].data_dir = dirs[i].path() + "/data";
+    // A fixed port below the ephemeral range, so the restart finds its data
+    // and admin ports free and comes back on the same address.
+    specs[i].port = FreeServerPort();
+    ASSERT_NE(specs[i].port, 0);
     ASSERT_TRUE(servers[i].Start(specs[i]).ok()) << servers[i].Stderr();
-    specs[i].port = servers[i].port();  // restarts come back on the same address
     all.push_back(&servers[i]);
   }
 
