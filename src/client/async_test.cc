@@ -29,11 +29,7 @@ using Mode = FakeServer::Mode;
 
 constexpr Nanos kMs = 1'000'000;
 
-Key32 TestKey() {
-  Key32 key;
-  for (size_t i = 0; i < key.size(); ++i) key[i] = static_cast<uint8_t>(i * 7);
-  return key;
-}
+using client::testing::TestKey;
 
 std::unique_ptr<Client> MakeClient(std::vector<std::string> servers, uint32_t timeout_ms = 3000) {
   ClientOptions o;

@@ -25,6 +25,13 @@
 
 namespace memkv::client::testing {
 
+// The key the client tests' fake servers and clients share.
+inline Key32 TestKey() {
+  Key32 key;
+  for (size_t i = 0; i < key.size(); ++i) key[i] = static_cast<uint8_t>(i * 7);
+  return key;
+}
+
 class FakeServer {
  public:
   enum class Mode {

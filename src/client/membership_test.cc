@@ -23,11 +23,7 @@ namespace {
 
 using client::testing::FakeServer;
 
-Key32 TestKey() {
-  Key32 key;
-  for (size_t i = 0; i < key.size(); ++i) key[i] = static_cast<uint8_t>(i * 7);
-  return key;
-}
+using client::testing::TestKey;
 
 // The servers "dns:fleet.test:9900" resolves to, as the test sets them.
 class FleetDns {
