@@ -34,6 +34,18 @@ run_ctest() {  # dir, extra ctest args...
   return 1
 }
 
+# Runs a stage (a name, then a command) and prints how long it took; the
+# test command's stages add up to the run's time (CI keeps it under 60 min).
+stage() {  # name, command...
+  local name="$1"; shift
+  local start=$SECONDS
+  echo "== stage: $name"
+  local status=0
+  "$@" || status=$?
+  echo "== stage: $name: $((SECONDS - start)) s$([ $status -eq 0 ] || echo ", FAILED ($status)")"
+  return $status
+}
+
 cmd="${1:-}"
 shift || true
 case "$cmd" in
@@ -44,25 +56,29 @@ case "$cmd" in
     exec build/memkv start "$@"
     ;;
   test)
-    bash scripts/install-deps.sh
-    bash scripts/check-layers.sh
-    bash scripts/check-docs.sh
-    configure_and_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    stage "install dependencies" bash scripts/install-deps.sh
+    stage "check layers" bash scripts/check-layers.sh
+    stage "check docs" bash scripts/check-docs.sh
+    stage "build" configure_and_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    # The engines' released packages (tests/engines): a venv each, cached on
+    # this machine; the first build compiles llama.cpp.
+    stage "engine venvs" bash scripts/engine-venv.sh llama_cpp
     # install-deps.sh installed promtool: its checks must run, not skip.
     export MEMKV_REQUIRE_PROMTOOL=1
-    run_ctest build
+    stage "tests" run_ctest build
     if [ "${MEMKV_SKIP_RDMA_STAGE:-0}" != "1" ]; then
       echo "== RDMA on real Soft-RoCE: two QEMU guests joined by a frame switch (tests/rdma/README.md)"
-      bash tests/rdma/stage.sh build
+      stage "RDMA on Soft-RoCE" bash tests/rdma/stage.sh build
     fi
     if [ "${MEMKV_SKIP_SANITIZERS:-0}" != "1" ]; then
       # Not the Python tests: Debian's python3 cannot load an ASan-built module
       # unless the ASan runtime is preloaded into the interpreter; nor the
       # preload shim's end-to-end test, for the same reason with cp and cat.
       echo "== tests again under AddressSanitizer + UndefinedBehaviorSanitizer"
-      configure_and_build build-asan -DCMAKE_BUILD_TYPE=Debug -DMEMKV_SANITIZE=address,undefined
-      run_ctest build-asan -LE 'slow|package|python|preload'
+      stage "sanitizer build" configure_and_build build-asan -DCMAKE_BUILD_TYPE=Debug -DMEMKV_SANITIZE=address,undefined
+      stage "sanitizer tests" run_ctest build-asan -LE 'slow|package|python|preload|engine'
     fi
+    echo "== all stages passed in $SECONDS s"
     ;;
   *)
     echo "usage: scripts/dev.sh start [options] | scripts/dev.sh test" >&2
