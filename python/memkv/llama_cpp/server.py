@@ -1,0 +1,81 @@
+"""llama-cpp-python's OpenAI-compatible server with MemKV as its prompt cache.
+
+    MEMKV_SERVERS=10.0.0.5:9900 MEMKV_AUTH_KEY=... \\
+        python -m memkv.llama_cpp.server --model model.gguf --n_ctx 8192 --port 8000
+
+Every option of `python -m llama_cpp.server` is taken as it is; the MemKV
+client is configured from the environment (MEMKV_CONFIG, MEMKV_SERVERS,
+MEMKV_AUTH_KEY, ...: memkv.Client.from_env). Each model the server loads
+gets a memkv.llama_cpp.PromptCache in place of llama-cpp-python's RAM or disk
+cache, so any number of these servers, on any hosts, share prompt prefixes.
+Options of this launcher:
+
+  --memkv-block-tokens N   tokens per cache block, a multiple of --n_batch (default: n_batch)
+  --memkv-namespace NS     key prefix (default: one per model and context identity)
+
+GET /memkv/stats answers the caches' counters as JSON.
+"""
+
+import argparse
+import logging
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+
+import memkv
+
+from ._cache import PromptCache
+
+log = logging.getLogger("memkv.llama_cpp")
+
+
+def _own_arguments(argv: Sequence[str]):
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--memkv-block-tokens", type=int, default=None)
+    parser.add_argument("--memkv-namespace", default=None)
+    return parser.parse_known_args(list(argv))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "-h" in args or "--help" in args:
+        print(__doc__)
+    ours, rest = _own_arguments(args)
+    try:
+        from llama_cpp.server import app as server_app
+        from llama_cpp.server import model as server_model
+        from llama_cpp.server.__main__ import main as llama_main
+    except ImportError as e:
+        sys.exit(f"memkv.llama_cpp.server: llama-cpp-python's server is not installed here ({e}); "
+                 f"pip install 'llama-cpp-python[server]'")
+    client = memkv.Client.from_env()
+    caches: List[PromptCache] = []
+    load = server_model.LlamaProxy.load_llama_from_model_settings
+
+    def load_with_memkv(settings: Any) -> Any:
+        llm = load(settings)
+        cache = PromptCache(client, llm, block_tokens=ours.memkv_block_tokens, namespace=ours.memkv_namespace)
+        llm.set_cache(cache)
+        caches.append(cache)
+        print(f"memkv.llama_cpp.server: prompt cache on {', '.join(s['name'] for s in client.servers())}, "
+              f"namespace {cache.namespace}, {cache.block_tokens}-token blocks", file=sys.stderr, flush=True)
+        return llm
+
+    server_model.LlamaProxy.load_llama_from_model_settings = staticmethod(load_with_memkv)
+    make_app = server_app.create_app
+
+    def create_app(*a: Any, **kw: Any) -> Any:
+        app = make_app(*a, **kw)
+
+        @app.get("/memkv/stats")
+        def memkv_stats() -> Dict[str, Any]:
+            return {"caches": [{"namespace": c.namespace, **c.stats()} for c in caches]}
+
+        return app
+
+    sys.modules["llama_cpp.server.__main__"].create_app = create_app
+    sys.argv = [sys.argv[0]] + rest
+    llama_main()
+
+
+if __name__ == "__main__":
+    main()
