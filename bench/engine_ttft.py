@@ -16,7 +16,8 @@ measures in turns, one run of each cache after the other:
   llama-ram      llama_cpp.LlamaRAMCache (in this process)
   llama-disk     llama_cpp.LlamaDiskCache (diskcache in a temporary directory)
 
-Before the runs each cache stores the prompt once; each run then starts from
+Before the runs the prompt is computed once and its state handed to every
+cache, as llama-cpp-python does after a completion; each run then starts from
 an empty context (as a new process would) and asks for a greedy completion.
 TTFT is the time from the call to the first streamed token; the table gives
 the median of --runs, the bytes the cache stores per prompt token, the
@@ -33,7 +34,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from typing import Any, Dict, List
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -104,6 +104,30 @@ class Caches:
         return 0
 
 
+def store_everywhere(llm: Any, caches: Caches, names: List[str], tokens: List[int]) -> Dict[str, int]:
+    """Computes tokens once from scratch and hands the state to every cache as
+    the Llama does after a completion (a lookup of the prompt first, then the
+    state under prompt + completion). Returns the bytes each cache stored."""
+    llm.set_cache(None)
+    llm.reset()
+    engine.complete(llm, tokens, max_tokens=MAX_TOKENS)
+    state = llm.save_state()
+    key = llm.input_ids[: llm.n_tokens].tolist()
+    stored = {}
+    for c in names:
+        if c == "recompute":
+            continue
+        cache = caches.by_name[c]
+        before = caches.stored_bytes(c, tokens) if c == "llama-disk" else 0
+        try:
+            cache[tokens]
+        except KeyError:
+            pass
+        cache[key] = state
+        stored[c] = caches.stored_bytes(c, tokens) - before
+    return stored
+
+
 def measure(llm: Any, caches: Caches, name: str, tokens: List[int]) -> Dict[str, Any]:
     llm.set_cache(caches.by_name[name])
     llm.reset()
@@ -118,6 +142,7 @@ def main() -> int:
     parser.add_argument("--block-tokens", type=int, default=None, help="default: the context's n_batch")
     parser.add_argument("--binary", default=os.environ.get("MEMKV_BINARY") or os.path.join(REPO, "build", "memkv"))
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--n-batch", type=int, default=512, help="the context's n_batch (and MemKV's block size)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line instead of the table")
     parser.add_argument("--plot", help="write an SVG of TTFT against prompt length here (needs gnuplot)")
     args = parser.parse_args()
@@ -130,30 +155,27 @@ def main() -> int:
     import llama_cpp
 
     n_ctx = max(lengths) + MAX_TOKENS + 64
-    llm = engine.make_llm(n_ctx=n_ctx, n_threads=args.threads)
+    llm = engine.make_llm(n_ctx=n_ctx, n_threads=args.threads, n_batch=args.n_batch)
     work = tempfile.mkdtemp(prefix="memkv-ttft-")
     caches = Caches(llm, args.binary, work, args.block_tokens)
     header = {"bench": "engine_ttft", "commit": commit(), "cpu": cpu(), "cores": os.cpu_count(),
               "kernel": platform.release(), "model": os.path.basename(engine.model_path()),
               "llama_cpp_python": llama_cpp.__version__, "n_ctx": n_ctx, "threads": args.threads,
-              "runs": args.runs, "block_tokens": args.block_tokens, "transport": "tcp (loopback)"}
+              "runs": args.runs, "n_batch": args.n_batch, "block_tokens": args.block_tokens or args.n_batch,
+              "transport": "tcp (loopback)"}
     if args.json:
         print(json.dumps(header), flush=True)
     else:
         print("# " + ", ".join(f"{k} {v}" for k, v in header.items()), flush=True)
     rows: List[Dict[str, Any]] = []
     try:
-        for n in lengths:
-            tokens = engine.prompt_tokens(llm, n)
+        for i, n in enumerate(lengths):
+            # Each length from its own place in the corpus: no prompt is a prefix of another.
+            tokens = engine.prompt_tokens(llm, n, offset_chars=i * 40000)
             ttft: Dict[str, List[float]] = {c: [] for c in names}
             same: Dict[str, bool] = {c: True for c in names}
             reference = None
-            stored: Dict[str, int] = {}
-            for c in names:  # each cache stores the prompt once
-                if c != "recompute":
-                    before = caches.stored_bytes(c, tokens) if c == "llama-disk" else 0
-                    measure(llm, caches, c, tokens)
-                    stored[c] = caches.stored_bytes(c, tokens) - before
+            stored = store_everywhere(llm, caches, names, tokens)
             for _ in range(args.runs):
                 for c in names:  # in turns, recompute first
                     out = measure(llm, caches, c, tokens)

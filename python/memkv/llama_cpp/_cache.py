@@ -231,7 +231,7 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
         self._warn.warn(f"restore:{why.split(':')[0]}", f"memkv llama.cpp cache: a stored state was not used, "
                                                         f"recomputing: {why}")
 
-    def _fetch(self, block_hash: bytes, tokens: Sequence[int], blocks: int) -> Optional["_Fetched"]:
+    def _fetch(self, block_hash: bytes, tokens: Sequence[int], blocks: int) -> Optional[_state.Record]:
         try:
             raw = self.client.get(_state.block_key(self.namespace, block_hash))
             if raw is None:
@@ -262,7 +262,7 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
                                                               np.asarray(tokens[:want], dtype=np.intc)):
             self._unusable("tokens: the state does not start with the prompt's matched blocks")
             return None
-        return _Fetched(record, size)
+        return record
 
     def _save(self, state: Any) -> None:
         n_tokens = int(state.n_tokens)
@@ -323,18 +323,6 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
 
         load_state._memkv_wrapped = True  # type: ignore[attr-defined]
         llm.load_state = load_state
-
-
-class _Fetched:
-    __slots__ = ("input_ids", "scores", "n_vocab", "seed", "llama_state", "size")
-
-    def __init__(self, record: "_state.Record", size: int) -> None:
-        self.input_ids = record.input_ids
-        self.scores = record.scores
-        self.n_vocab = record.n_vocab
-        self.seed = record.seed
-        self.llama_state = record.llama_state
-        self.size = size
 
 
 def _reset_context(llm: Any) -> None:

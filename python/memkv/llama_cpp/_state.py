@@ -22,7 +22,7 @@ import struct
 import threading
 import zlib
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -199,6 +199,7 @@ class Record:
     n_vocab: int
     seed: int
     llama_state: memoryview
+    size: int  # the whole record's bytes
 
 
 def encode_record(identity: bytes, input_ids: np.ndarray, scores: Optional[np.ndarray], n_vocab: int, seed: int,
@@ -252,4 +253,4 @@ def decode_record(buffer: Any, identity: bytes) -> Record:
     if rows:
         scores = np.frombuffer(body[at:at + rows * n_vocab * 4], dtype="<f4").reshape(rows, n_vocab)
         at += rows * n_vocab * 4
-    return Record(ident, input_ids, scores, n_vocab, seed, body[at:at + state_bytes])
+    return Record(ident, input_ids, scores, n_vocab, seed, body[at:at + state_bytes], len(view))
