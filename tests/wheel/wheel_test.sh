@@ -50,7 +50,8 @@ with zipfile.ZipFile(wheel) as z:
     entry = z.read(f"{dist}/entry_points.txt").decode()
     meta = z.read(f"{dist}/METADATA").decode()
 need = ["memkv/__init__.py", "memkv/libmemkv.so.0", "memkv/adapters/vllm.py", "memkv/adapters/sglang.py",
-        "memkv/adapters/lmcache.py", "memkv/py.typed", f"{dist}/RECORD"]
+        "memkv/adapters/lmcache.py", "memkv/llama_cpp/__init__.py", "memkv/llama_cpp/server.py", "memkv/py.typed",
+        f"{dist}/RECORD"]
 missing = [n for n in need if n not in names]
 assert not missing, f"wheel lacks {missing}"
 assert any(n.startswith("memkv/_memkv.") and n.endswith(".so") for n in names), "wheel lacks the extension"
