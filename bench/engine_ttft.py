@@ -145,7 +145,14 @@ def main() -> int:
     parser.add_argument("--n-batch", type=int, default=512, help="the context's n_batch (and MemKV's block size)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line instead of the table")
     parser.add_argument("--plot", help="write an SVG of TTFT against prompt length here (needs gnuplot)")
+    parser.add_argument("--replot", metavar="JSON", help="only draw --plot from a --json run's output")
     args = parser.parse_args()
+    if args.replot:
+        with open(args.replot) as f:
+            lines = [json.loads(line) for line in f if line.startswith("{")]
+        rows = [r for r in lines if "cache" in r]
+        plot(rows, list(dict.fromkeys(r["cache"] for r in rows)), args.plot or "engine-ttft.svg", lines[0])
+        return 0
     lengths = [int(t) for t in args.tokens.split(",")]
     names = [c for c in args.caches.split(",") if c]
     bad = [c for c in names if c not in CACHES]
@@ -229,7 +236,7 @@ def plot(rows: List[Dict[str, Any]], names: List[str], path: str, header: Dict[s
     script = (f"set terminal svg size 800,480 dynamic font 'sans,12'\nset output '{path}'\n"
               f"set title 'Time to first token, {header['model']} on {header['cores']} CPU cores "
               f"(median of {header['runs']})'\nset xlabel 'prompt tokens'\nset ylabel 'TTFT (ms)'\n"
-              "set logscale y\nset grid\nset key top left\nset datafile missing '-'\n"
+              "set termoption noenhanced\nset logscale y\nset grid\nset key top left\nset datafile missing '-'\n"
               f"plot {lines}\n")
     with open(base + ".gp", "w") as f:
         f.write(script)

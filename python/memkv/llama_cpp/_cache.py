@@ -8,7 +8,7 @@ stats() may be read from any thread.
 
 import logging
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 
@@ -107,10 +107,8 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
         self._warn = RateLimitedLog()
         self._counters: Dict[str, int] = dict.fromkeys(_COUNTERS, 0)
         self._state_type = _state_class()
-        self._wrap_load_state(llm)
+        _ExactRows.watch(llm)
         self._stored_bytes = 0
-        # The prompt of the completion under way (looked up first, saved after).
-        self._prompt: List[int] = []
         # The size of the last state record stored, and what the last lookup restored (blocks, tokens, bytes).
         self.last_save_bytes = 0
         self.last_restore: Dict[str, Any] = {}
@@ -129,7 +127,6 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
         """The stored state that shares the longest block-aligned prefix with
         key; KeyError on a miss (the Llama then computes the prompt)."""
         tokens = list(key)
-        self._prompt = tokens
         self._count(lookups=1)
         started = time.perf_counter()
         self.last_restore = {}
@@ -270,13 +267,9 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
             self._count(saves_short=1)
             return
         input_ids = np.asarray(state.input_ids)[:n_tokens]
-        # Blocks cover the prompt only: generated tokens were computed one at
-        # a time, unlike the batches a prompt holding them would be computed in.
-        covered = n_tokens
-        prompt, self._prompt = self._prompt, []
-        if prompt and len(prompt) <= n_tokens and np.array_equal(input_ids[:len(prompt)],
-                                                                 np.asarray(prompt, dtype=input_ids.dtype)):
-            covered = len(prompt)
+        # Blocks cover only the rows computed as a computation from scratch
+        # computes them (_ExactRows), never generated tokens.
+        covered = min(n_tokens, _ExactRows.of(self._llm))
         chain = _state.chain(self.identity_digest, input_ids[:covered], self.block_tokens)
         if not chain:
             self._count(saves_short=1)
@@ -300,29 +293,61 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
         self.last_save_bytes = len(record)
         self._count(saves=1, saved_bytes=len(record) + len(pointer) * len(keys))
 
-    def _wrap_load_state(self, llm: Any) -> None:
-        """Makes a failed restore of a PromptCache's state a recompute: the
-        Llama's own load_state raises when llama.cpp refuses a state, and the
-        completion that asked for it would fail with it. Done once per Llama;
-        the failure is counted by the cache that made the state."""
-        if getattr(llm.load_state, "_memkv_wrapped", False):
+
+
+class _ExactRows:
+    """How many leading rows (tokens) of a Llama's context hold exactly the
+    keys and values a computation of them from scratch gives.
+
+    llama-cpp-python computes tokens in batches of n_batch from the context's
+    current length, and a row's values differ in their last bits with the
+    size of the batch it was computed in. So a row is exact when it was
+    computed in a whole batch that starts at a multiple of n_batch, after
+    exact rows only (or came from a restore of such rows). The rows of a
+    final partial batch, and tokens generated one at a time, are not: a longer
+    prompt holding them computes them in a fuller batch.
+
+    Kept by wrapping the Llama's eval and load_state (once per Llama). The
+    load_state wrapper also makes a PromptCache state that llama.cpp refuses a
+    recompute: the Llama's own load_state raises then, and the completion
+    that asked for it would fail."""
+
+    @staticmethod
+    def of(llm: Any) -> int:
+        return min(getattr(llm, "_memkv_exact_rows", 0), int(llm.n_tokens))
+
+    @staticmethod
+    def watch(llm: Any) -> None:
+        if getattr(llm, "_memkv_watched", False):
             return
-        original = llm.load_state
+        original_eval, original_load = llm.eval, llm.load_state
+        n_batch = int(llm.n_batch)
+
+        def eval(tokens: Sequence[int]) -> None:
+            start = int(llm.n_tokens)
+            exact = _ExactRows.of(llm)
+            llm._memkv_exact_rows = exact  # rows past the context's length are gone
+            original_eval(tokens)
+            if exact == start and start % n_batch == 0:
+                llm._memkv_exact_rows = start + len(tokens) // n_batch * n_batch
 
         def load_state(state: Any) -> None:
+            llm._memkv_exact_rows = 0  # another cache's state: its history is unknown
             if not isinstance(state, _MemKVState):
-                return original(state)
+                return original_load(state)
             try:
-                return original(state)
+                original_load(state)
             except Exception as e:  # llama.cpp refused the state: start from an empty context
                 _reset_context(llm)
                 cache = state.memkv_cache
                 cache._count(restore_failed=1, hits=-1, misses=1, hit_tokens=-state.memkv_hit_tokens)
                 cache._warn.warn("restore:load", f"memkv llama.cpp cache: llama.cpp refused a stored state, "
                                                  f"recomputing: {e}")
+                return
+            llm._memkv_exact_rows = int(state.n_tokens)  # whole blocks of exact rows
 
-        load_state._memkv_wrapped = True  # type: ignore[attr-defined]
-        llm.load_state = load_state
+        llm.eval, llm.load_state = eval, load_state
+        llm._memkv_watched = True
 
 
 def _reset_context(llm: Any) -> None:

@@ -127,6 +127,31 @@ def test_a_shared_system_prompt_restores_only_the_shared_blocks(llm, prompts, re
     assert cache.last_restore["blocks"] == shared_blocks, cache.last_restore
 
 
+def test_a_continued_chat_stores_no_generated_token_in_a_block(llm, server):
+    """A follow-up whose prompt holds the first answer: the Llama reuses its
+    context, whose generated tokens were computed one at a time. Only the
+    rows a computation from scratch would give are stored as blocks, so a
+    second context restoring the follow-up completes it token for token."""
+    first = engine.prompt_tokens(llm, 1000, offset_chars=160000)
+    cache = attach(llm, server)
+    engine.complete(llm, first)  # 1,000 prompt tokens, then 24 generated ones at 1,000..1,023
+    follow_up = llm.input_ids[: llm.n_tokens].tolist() + llm.tokenize(b"\n\nQuestion: and then?\nAnswer:",
+                                                                      add_bos=False)
+    engine.complete(llm, follow_up)
+    assert cache.stats()["saves"] == 2, cache.stats()
+    # The second block would hold the generated tokens: it was not stored.
+    chain = _state.chain(cache.identity_digest, follow_up, BLOCK)
+    assert len(chain) == 2
+    assert cache.client.match_prefix([_state.block_key(cache.namespace, h) for h in chain]) == 1
+
+    llm.set_cache(None)
+    llm.reset()
+    want = engine.complete(llm, follow_up)["tokens"]
+    again = attach(llm, server)
+    assert engine.complete(llm, follow_up)["tokens"] == want
+    assert again.last_restore["tokens"] == BLOCK, again.last_restore
+
+
 def test_file_mode_keeps_states_across_a_server_restart(llm, prompts, reference, server, tmp_path):
     port = memkv.testing.restartable_port()
     kwargs = dict(drive_size="1 GiB", directory=str(tmp_path / "server"), extra_args=["--port", str(port)])
@@ -268,36 +293,37 @@ def http(method, url, body=None, timeout=600):
         return json.loads(response.read())
 
 
-def start_llama_server(server, port):
+def start_llama_server(server, port, log_path):
     """`python -m memkv.llama_cpp.server` on port, its prompt cache on `server`; returns once it answers."""
     import time
     import urllib.error
 
     env = dict(os.environ, MEMKV_SERVERS=server.address, MEMKV_AUTH_KEY=server.auth_key, MEMKV_TRANSPORT="tcp",
                MEMKV_TIMEOUT_MS="20000")
-    process = subprocess.Popen([sys.executable, "-m", "memkv.llama_cpp.server", "--model", engine.model_path(),
-                                "--n_ctx", "4096", "--n_batch", str(BLOCK), "--host", "127.0.0.1", "--port",
-                                str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 120
+    with open(log_path, "w") as log:  # a file, not a pipe: the server writes more than a pipe holds
+        process = subprocess.Popen([sys.executable, "-m", "memkv.llama_cpp.server", "--model", engine.model_path(),
+                                    "--n_ctx", "4096", "--n_batch", str(BLOCK), "--host", "127.0.0.1", "--port",
+                                    str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise AssertionError(f"memkv.llama_cpp.server exited: {process.stdout.read()[-4000:]}")
+            raise AssertionError(f"memkv.llama_cpp.server exited: {open(log_path).read()[-4000:]}")
         try:
             http("GET", f"http://127.0.0.1:{port}/v1/models", timeout=2)
             return process
         except (urllib.error.URLError, ConnectionError, OSError):
             time.sleep(0.2)  # poll interval while the model loads
     process.kill()
-    raise AssertionError("memkv.llama_cpp.server did not answer within 120 s")
+    raise AssertionError(f"memkv.llama_cpp.server did not answer within 300 s: {open(log_path).read()[-4000:]}")
 
 
-def test_two_openai_servers_share_prompts_through_one_memkv(llm, prompts, reference, server):
+def test_two_openai_servers_share_prompts_through_one_memkv(llm, prompts, reference, server, tmp_path):
     text = llm.detokenize(prompts[0][1:]).decode(errors="ignore")  # the server adds the BOS itself
     servers = []
     try:
         for _ in range(2):
             port = memkv.testing.restartable_port()
-            servers.append((start_llama_server(server, port), port))
+            servers.append((start_llama_server(server, port, tmp_path / f"server-{port}.log"), port))
         answers, stats = [], []
         for _, port in servers:
             answers.append(http("POST", f"http://127.0.0.1:{port}/v1/completions",
