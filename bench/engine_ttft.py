@@ -232,7 +232,9 @@ def plot(rows: List[Dict[str, Any]], names: List[str], path: str, header: Dict[s
         for n in lengths:
             by = {r["cache"]: r["ttft_ms"] for r in rows if r["tokens"] == n}
             f.write(f"{n} " + " ".join(str(by.get(c, "-")) for c in names) + "\n")
-    lines = ", ".join(f"'{base}.dat' using 1:{i + 2} with linespoints lw 2 title '{c}'" for i, c in enumerate(names))
+    inexact = {r["cache"] for r in rows if not r["same_tokens"]}
+    titles = [c + (" (other tokens than recompute in some runs)" if c in inexact else "") for c in names]
+    lines = ", ".join(f"'{base}.dat' using 1:{i + 2} with linespoints lw 2 title '{t}'" for i, t in enumerate(titles))
     script = (f"set terminal svg size 800,480 dynamic font 'sans,12'\nset output '{path}'\n"
               f"set title 'Time to first token, {header['model']} on {header['cores']} CPU cores "
               f"(median of {header['runs']})'\nset xlabel 'prompt tokens'\nset ylabel 'TTFT (ms)'\n"
