@@ -6,7 +6,6 @@ point at the same servers. Calls come from the thread that runs the Llama;
 stats() may be read from any thread.
 """
 
-import logging
 import time
 from typing import Any, Dict, Optional, Sequence
 
@@ -21,8 +20,6 @@ try:  # the base class when llama-cpp-python is installed; the contract is the s
     from llama_cpp.llama_cache import BaseLlamaCache as _Base
 except ImportError:  # pragma: no cover - exercised only without llama-cpp-python
     _Base = object
-
-log = logging.getLogger("memkv.llama_cpp")
 
 _COUNTERS = ("lookups", "hits", "misses", "local_hits", "hit_tokens", "restored_bytes", "restore_failed",
              "saves", "saved_bytes", "saves_short", "saves_failed", "saves_shed", "errors")

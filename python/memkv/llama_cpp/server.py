@@ -17,16 +17,12 @@ GET /memkv/stats answers the caches' counters as JSON.
 """
 
 import argparse
-import logging
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
 import memkv
 
 from ._cache import PromptCache
-
-log = logging.getLogger("memkv.llama_cpp")
-
 
 def _own_arguments(argv: Sequence[str]):
     parser = argparse.ArgumentParser(add_help=False)
