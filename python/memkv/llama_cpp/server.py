@@ -8,6 +8,13 @@ client is configured from the environment (MEMKV_CONFIG, MEMKV_SERVERS,
 MEMKV_AUTH_KEY, ...: memkv.Client.from_env). Each model the server loads
 gets a memkv.llama_cpp.PromptCache in place of llama-cpp-python's RAM or disk
 cache, so any number of these servers, on any hosts, share prompt prefixes.
+Unlike `python -m llama_cpp.server`, models load with `--logits_all false`
+unless the command line says otherwise: with logits kept for every token a
+stored state also carries them (4 bytes x vocabulary per token, about 200 KB
+per token for a 49k vocabulary, where the KV cells of a small model take
+20-30 KB), so restores move ten times the bytes. Pass `--logits_all true`
+for requests that ask for logprobs.
+
 Options of this launcher:
 
   --memkv-block-tokens N   tokens per cache block, a multiple of --n_batch (default: n_batch)
@@ -69,6 +76,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         return app
 
     sys.modules["llama_cpp.server.__main__"].create_app = create_app
+    if not any(a == "--logits_all" or a.startswith("--logits_all=") for a in rest):
+        rest += ["--logits_all", "false"]
     sys.argv = [sys.argv[0]] + rest
     llama_main()
 

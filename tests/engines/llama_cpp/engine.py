@@ -16,8 +16,11 @@ import glob
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from typing import Any, Dict, List, Optional, Sequence
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -81,6 +84,36 @@ def complete(llm: Any, tokens: Sequence[int], max_tokens: int = MAX_TOKENS) -> D
     held = llm.input_ids[: llm.n_tokens].tolist()
     out = held[len(tokens):]
     return {"text": text, "tokens": out, "ttft_s": first, "total_s": time.perf_counter() - started}
+
+
+def http(method: str, url: str, body: Any = None, timeout: float = 600) -> Any:
+    """A JSON request; the decoded JSON answer."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.loads(response.read())
+
+
+def start_llama_server(server: Any, port: int, log_path: Any, n_batch: int = 512) -> subprocess.Popen:
+    """`python -m memkv.llama_cpp.server` on port, its prompt cache on `server`
+    (a memkv.testing.LocalServer); returns the process once it answers."""
+    env = dict(os.environ, MEMKV_SERVERS=server.address, MEMKV_AUTH_KEY=server.auth_key, MEMKV_TRANSPORT="tcp",
+               MEMKV_TIMEOUT_MS="20000")
+    with open(log_path, "w") as log:  # a file, not a pipe: the server writes more than a pipe holds
+        process = subprocess.Popen([sys.executable, "-m", "memkv.llama_cpp.server", "--model", model_path(),
+                                    "--n_ctx", "4096", "--n_batch", str(n_batch), "--host", "127.0.0.1", "--port",
+                                    str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"memkv.llama_cpp.server exited: {open(log_path).read()[-4000:]}")
+        try:
+            http("GET", f"http://127.0.0.1:{port}/v1/models", timeout=2)
+            return process
+        except (urllib.error.URLError, ConnectionError, OSError):
+            time.sleep(0.2)  # poll interval while the model loads
+    process.kill()
+    raise AssertionError(f"memkv.llama_cpp.server did not answer within 300 s: {open(log_path).read()[-4000:]}")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

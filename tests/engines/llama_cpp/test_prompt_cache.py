@@ -284,51 +284,18 @@ def test_short_prompts_are_neither_saved_nor_fetched(llm, server):
     assert stats["saves"] == 0 and stats["saves_short"] == 2 and stats["hits"] == 0, stats
 
 
-def http(method, url, body=None, timeout=600):
-    import urllib.request
-
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return json.loads(response.read())
-
-
-def start_llama_server(server, port, log_path):
-    """`python -m memkv.llama_cpp.server` on port, its prompt cache on `server`; returns once it answers."""
-    import time
-    import urllib.error
-
-    env = dict(os.environ, MEMKV_SERVERS=server.address, MEMKV_AUTH_KEY=server.auth_key, MEMKV_TRANSPORT="tcp",
-               MEMKV_TIMEOUT_MS="20000")
-    with open(log_path, "w") as log:  # a file, not a pipe: the server writes more than a pipe holds
-        process = subprocess.Popen([sys.executable, "-m", "memkv.llama_cpp.server", "--model", engine.model_path(),
-                                    "--n_ctx", "4096", "--n_batch", str(BLOCK), "--host", "127.0.0.1", "--port",
-                                    str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"memkv.llama_cpp.server exited: {open(log_path).read()[-4000:]}")
-        try:
-            http("GET", f"http://127.0.0.1:{port}/v1/models", timeout=2)
-            return process
-        except (urllib.error.URLError, ConnectionError, OSError):
-            time.sleep(0.2)  # poll interval while the model loads
-    process.kill()
-    raise AssertionError(f"memkv.llama_cpp.server did not answer within 300 s: {open(log_path).read()[-4000:]}")
-
-
 def test_two_openai_servers_share_prompts_through_one_memkv(llm, prompts, reference, server, tmp_path):
     text = llm.detokenize(prompts[0][1:]).decode(errors="ignore")  # the server adds the BOS itself
     servers = []
     try:
         for _ in range(2):
             port = memkv.testing.restartable_port()
-            servers.append((start_llama_server(server, port, tmp_path / f"server-{port}.log"), port))
+            servers.append((engine.start_llama_server(server, port, tmp_path / f"server-{port}.log", BLOCK), port))
         answers, stats = [], []
         for _, port in servers:
-            answers.append(http("POST", f"http://127.0.0.1:{port}/v1/completions",
+            answers.append(engine.http("POST", f"http://127.0.0.1:{port}/v1/completions",
                                 {"prompt": text, "max_tokens": 16, "temperature": 0.0}))
-            stats.append(http("GET", f"http://127.0.0.1:{port}/memkv/stats")["caches"][0])
+            stats.append(engine.http("GET", f"http://127.0.0.1:{port}/memkv/stats")["caches"][0])
         assert answers[0]["choices"][0]["text"] == answers[1]["choices"][0]["text"]
         # The first server computes the prompt and stores it (or restores it,
         # if the text tokenizes to a prompt stored before); the second restores it.
