@@ -43,8 +43,8 @@ if [ "$bump" = 1 ]; then
   "$python" -m venv "$work/venv"
   "$work/venv/bin/pip" install -q "${with_deps[@]}" >&2
   [ ${#without_deps[@]} -eq 0 ] || "$work/venv/bin/pip" install -q --no-deps "${without_deps[@]}" >&2
-  { echo "# Written by scripts/engine-venv.sh --bump $name from requirements.in on $(date -u +%F)"
-    echo "# with $("$python" --version); installed with pip --no-deps: every dependency is listed."
+  { echo "# Pinned from requirements.in on $(date -u +%F) with $("$python" --version) (scripts/engine-venv.sh --bump $name"
+    echo "# rewrites this file); installed with pip --no-deps: every dependency is listed."
     "$work/venv/bin/pip" freeze --all | grep -vE '^(pip|setuptools|wheel)=='; } >"$dir/requirements.lock"
   echo "engine-venv: wrote $dir/requirements.lock" >&2
   exit 0
@@ -52,7 +52,8 @@ fi
 
 lock="$dir/requirements.lock"
 [ -f "$lock" ] || { echo "engine-venv: no $lock: run scripts/engine-venv.sh --bump $name" >&2; exit 1; }
-digest="$( (cat "$lock"; "$python" --version; uname -m) | sha256sum | cut -c1-12)"
+# The venv is named by the pins (not the comments), the interpreter and the machine.
+digest="$( (grep -v '^#' "$lock"; "$python" --version; uname -m) | sha256sum | cut -c1-12)"
 venvs="${MEMKV_ENGINE_VENVS:-$HOME/.cache/memkv/engine-venvs}"
 venv="$venvs/$name-$digest"
 if [ -f "$venv/.complete" ]; then echo "$venv"; exit 0; fi
