@@ -6,6 +6,7 @@ point at the same servers. Calls come from the thread that runs the Llama;
 stats() may be read from any thread.
 """
 
+import functools
 import time
 from typing import Any, Dict, Optional, Sequence
 
@@ -13,7 +14,7 @@ import numpy as np
 
 import memkv
 
-from ..adapters._common import RateLimitedLog
+from ..adapters._common import MAX_MATCH_KEYS, RateLimitedLog
 from . import _state
 
 try:  # the base class when llama-cpp-python is installed; the contract is the same without it
@@ -30,6 +31,7 @@ class _MemKVState:
     wrapper turns its failure into a recompute."""
 
 
+@functools.lru_cache(maxsize=None)
 def _state_class() -> type:
     import llama_cpp.llama
 
@@ -105,7 +107,6 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
         self._counters: Dict[str, int] = dict.fromkeys(_COUNTERS, 0)
         self._state_type = _state_class()
         _ExactRows.watch(llm)
-        self._stored_bytes = 0
         # The size of the last state record stored, and what the last lookup restored (blocks, tokens, bytes).
         self.last_save_bytes = 0
         self.last_restore: Dict[str, Any] = {}
@@ -114,8 +115,8 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
 
     @property
     def cache_size(self) -> int:
-        """Bytes this process has stored (the servers' own figures are in /v1/status)."""
-        return self._stored_bytes
+        """Bytes this cache has stored (the servers' own figures are in /v1/status)."""
+        return self._counters["saved_bytes"]
 
     def __contains__(self, key: Sequence[int]) -> bool:
         return self._match(list(key))[0] > 0
@@ -167,7 +168,6 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
             self._save(value)
         except memkv.Error as e:
             self._failed("save", e)
-            self._count(saves_failed=1)
 
     # -- stats ----------------------------------------------------------
 
@@ -187,9 +187,11 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
 
     def _failed(self, op: str, e: Exception) -> None:
         if op == "save" and isinstance(e, memkv.Busy):
-            self._count(saves_shed=1)
+            self._count(saves_shed=1)  # shed, not failed
             return
         self._count(errors=1)
+        if op == "save":
+            self._count(saves_failed=1)
         self._warn.warn(f"{op}:{type(e).__name__}", f"memkv llama.cpp cache: {op} failed, "
                         f"{'recomputing' if op != 'save' else 'state not stored'}: {e}")
 
@@ -210,10 +212,11 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
         keys = [_state.block_key(self.namespace, h) for h in chain]
         try:
             found = 0
-            for i in range(0, len(keys), 1024):
-                n = self.client.match_prefix(keys[i:i + 1024])
+            for i in range(0, len(keys), MAX_MATCH_KEYS):
+                part = keys[i:i + MAX_MATCH_KEYS]
+                n = self.client.match_prefix(part)
                 found += n
-                if n < len(keys[i:i + 1024]):
+                if n < len(part):
                     break
             return found, chain
         except memkv.Error as e:
@@ -286,7 +289,6 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
         if not result.ok:
             first = next(i for i, s in enumerate(result.statuses) if s != 0)
             raise result.error(first)
-        self._stored_bytes += len(record)
         self.last_save_bytes = len(record)
         self._count(saves=1, saved_bytes=len(record) + len(pointer) * len(keys))
 
