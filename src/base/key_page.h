@@ -17,12 +17,14 @@ namespace memkv {
 
 class KeyPage {
  public:
-  KeyPage(std::string_view prefix, std::string_view after, size_t limit)
-      : prefix_(prefix), after_(after), limit_(limit) {}
+  // Keys shorter than `min_size` are left out (a tenant's listing never
+  // shows its bare prefix, which it cannot name).
+  KeyPage(std::string_view prefix, std::string_view after, size_t limit, size_t min_size = 0)
+      : prefix_(prefix), after_(after), limit_(limit), min_size_(min_size) {}
 
   // Keeps `key` when it belongs to the page: O(log limit).
   void Offer(std::string_view key) {
-    if (!key.starts_with(prefix_) || key <= std::string_view(after_)) return;
+    if (key.size() < min_size_ || !key.starts_with(prefix_) || key <= std::string_view(after_)) return;
     if (keys_.size() == limit_) {
       if (limit_ == 0 || key >= std::string_view(*keys_.rbegin())) {
         if (limit_ == 0 || key != std::string_view(*keys_.rbegin())) more_ = true;
@@ -48,6 +50,7 @@ class KeyPage {
   std::string prefix_;
   std::string after_;
   size_t limit_;
+  size_t min_size_;
   std::set<std::string, std::less<>> keys_;
   bool more_ = false;
 };

@@ -73,6 +73,7 @@
 #include "server/metrics.h"
 #include "server/namespace_stats.h"
 #include "server/rdma_endpoint.h"
+#include "server/request.h"
 #include "tier/completion_inbox.h"
 #include "tier/tiered_store.h"
 #include "verbs/verbs.h"
@@ -238,54 +239,38 @@ class Session {
   uint64_t FrameBytesReceived() const;
   uint64_t FrameBytesExpected() const;
 
-  // session_ops.cc: the opcodes.
+  // session_ops.cc: the pipeline (request.h) and the opcodes' handlers,
+  // each named in the rules table (request_rules.cc).
+  friend std::span<const OpRule> AllRules();
   void HandleConnect();
   void DispatchAuthenticated();
-  void HandlePut(std::string_view key);
-  void HandleBatchPut();
-  void HandleBatchPutWith();
-  // Reserves pool space for each decoded batch item (its options, when the
-  // request carried them, in `options`) and starts receiving the payload.
-  void ReceiveBatch(PayloadSink sink, const std::vector<proto::PutItem>& items, std::vector<PutOptions> options);
-  void HandleMatchPrefix();
-  void HandleExists(std::string_view key);
-  void HandleBatchExists();
-  void HandleList();
-  void HandleStat(std::string_view key);
-  void HandleRdmaPut();
-  void HandleRdmaPutWith();
-  void GrantSlot(std::string_view key, uint64_t size, uint64_t checksum, PutOptions options);
-  void HandleRdmaCommit();
-  void HandleRdmaGet(std::string_view key);
+  // An opcode without a rule: answered, its payload read and dropped.
+  void RefuseUnknown();
+  // The rule applied to the frame: the request decoded and scoped into
+  // req_, the credential's right checked, and each put's value checked
+  // against the size limit and the fleet's admission and given its room.
+  // Ok, or why the whole request is refused (a batch item's own refusal
+  // goes in its status).
+  Status Admit(const OpRule& rule);
+  Status ReserveRoom(const OpRule& rule, PutItem& item);
+  PayloadSink::Item SinkItem(PutItem& put);
+  void HandlePing(Request& request);
+  void HandlePut(Request& request);
+  void HandleBatchPut(Request& request);  // BatchPut and BatchPutWith
+  void HandleMatchPrefix(Request& request);
+  void HandleExists(Request& request);
+  void HandleBatchExists(Request& request);
+  void HandleList(Request& request);
+  void HandleStat(Request& request);
+  void HandleServerInfo(Request& request);
+  void HandleRdmaPut(Request& request);  // RdmaPut and RdmaPutWith
+  void GrantSlot(PutItem& item);
+  void HandleRdmaCommit(Request& request);
+  void HandleRdmaGet(Request& request);
   void GrantPin(storage::ReadHandle handle);
-  void HandleRdmaRelease();
-  // An RDMA control op on a connection without accepted QPs.
-  bool RequireRdma();
+  void HandleRdmaRelease(Request& request);
 
-  // session_tenant.cc: a tenant's keys live under its prefix. Each key a
-  // request names is checked (1..the credential's limit) and turned into
-  // its stored form; each key answered is turned back.
-  // The credential's key limit: proto::kMaxKeyBytes less the prefix.
-  uint64_t MaxKeyBytes() const;
-  // Ok, or why the key cannot be named with this credential.
-  Status CheckClientKey(std::string_view key) const;
-  // The stored form of `key`: itself for the administrator; the tenant's
-  // prefix and `key`, kept in key_scratch_ until the next request.
-  std::string_view StoredKey(std::string_view key);
-  // Every key of `keys` in its stored form (in key_scratch_); Ok, or the
-  // first key over the credential's limit.
-  Status StoreKeys(std::vector<std::string_view>* keys);
-  // A put's parent_key is a key too: in its stored form. Ok, or TooLarge.
-  Status ScopeOptions(PutOptions* options);
-  // The key as the client named it (the prefix taken off).
-  std::string_view ClientKey(std::string_view stored) const;
-  // Ok, or PermissionDenied (counted) for a write (`what`: "put") with a
-  // read-only tenant's key.
-  Status CheckWritable(std::string_view what);
-  // Ok, or Draining / Busy (FleetState::AdmitPut) for a put.
-  Status AdmitPut();
-  void HandleServerInfo();
-  // The tenant's counters, when a tenant's connection.
+  // session_tenant.cc: the tenant's counters, when a tenant's connection.
   void CountTenantLookups(uint64_t lookups, uint64_t hits, uint64_t bytes);
   void CountTenantStored(uint64_t puts, uint64_t bytes);
 
@@ -304,14 +289,14 @@ class Session {
   void CommitPut(PayloadSink::Item& item);
   void CommitBatch(std::vector<PayloadSink::Item> items, bool with_messages);
   void RespondBatchPut(std::vector<PayloadSink::Item>& items, bool with_messages);
-  void HandleGet(std::string_view key);
+  void HandleGet(Request& request);
   void RespondGet(std::string_view key, Result<tier::StoredValue> value);
-  void HandleBatchGet();
+  void HandleBatchGet(Request& request);
   void RespondBatchGet(std::span<const std::string_view> keys, std::vector<Result<tier::StoredValue>>& values);
-  void HandleDelete(std::string_view key);
+  void HandleDelete(Request& request);
 
   // session_stream.cc: values in pieces (see above).
-  void BeginStreamPut(std::string key);
+  void BeginStreamPut(std::string key, QuotaHold hold);
   void ReceiveIntoWindow();
   void OnStreamPieceWritten(Status written);
   // The payload's last byte arrived (the put's pieces all written, or the
@@ -340,7 +325,7 @@ class Session {
   Key32 key_{};
   std::shared_ptr<const TenantIdentity> tenant_;
   bool revoked_ = false;            // its key was removed by a reload
-  std::deque<std::string> key_scratch_;  // stored forms of the current request's keys
+  Request req_;                     // the current request, as the pipeline decoded and scoped it
   bool closing_ = false;
   bool logged_error_ = false;
   bool storage_wait_ = false;  // parked until a storage operation completes

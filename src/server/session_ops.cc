@@ -21,10 +21,6 @@ Status GrantRoom(size_t held) {
                            " RDMA slots and pins; commit or release some first");
 }
 
-std::string_view AsView(const std::vector<uint8_t>& bytes) {
-  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
-}
-
 }  // namespace
 
 // Value-size rule shared by Put, BatchPut items and RdmaPut; Ok or the reason.
@@ -121,13 +117,6 @@ void Session::HandleConnect() {
   if (ctx_.limits != nullptr) ctx_.limits->Authenticated();
 }
 
-bool Session::RequireRdma() {
-  if (!qps_.empty()) return true;
-  RespondError(FailedPrecondition(proto::OpcodeName(cur_.opcode) +
-                                  " needs RDMA, which this connection did not set up at Connect"));
-  return false;
-}
-
 namespace {
 
 uint64_t ChecksumOf(std::span<const iovec> iov) {
@@ -138,77 +127,28 @@ uint64_t ChecksumOf(std::span<const iovec> iov) {
 
 }  // namespace
 
-void Session::HandleRdmaPut() {
-  if (!RequireRdma()) return;
-  std::string_view key;
-  uint64_t size = 0, checksum = 0;
-  Status s = proto::DecodeRdmaPutRequest(meta_, &key, &size, &checksum);
-  if (s.ok()) s = CheckClientKey(key);
-  if (s.ok()) s = CheckWritable("RdmaPut");
-  if (s.ok()) s = AdmitPut();
-  if (!s.ok()) {
-    RespondError(s);
-    return;
-  }
-  GrantSlot(StoredKey(key), size, checksum, PutOptions());
-}
+void Session::HandleRdmaPut(Request& request) { GrantSlot(request.puts.front()); }
 
-void Session::HandleRdmaPutWith() {
-  if (!RequireRdma()) return;
-  std::string_view key;
-  uint64_t size = 0, checksum = 0;
-  PutOptions options;
-  Status s = proto::DecodeRdmaPutWithRequest(meta_, &key, &size, &checksum, &options);
-  if (s.ok()) s = CheckClientKey(key);
-  if (s.ok()) s = CheckWritable("RdmaPutWith");
-  if (s.ok()) s = AdmitPut();
-  if (s.ok()) s = ScopeOptions(&options);
-  if (!s.ok()) {
-    RespondError(s);
-    return;
-  }
-  GrantSlot(StoredKey(key), size, checksum, std::move(options));
-}
-
-void Session::GrantSlot(std::string_view key, uint64_t size, uint64_t checksum, PutOptions options) {
-  Status s = CheckValueSize(size, ctx_.max_value_bytes);
-  if (s.ok()) s = GrantRoom(grants_.size());
-  if (s.ok() && ctx_.store->StreamsPut(size)) {
-    // ResourceExhausted: the client sends the same put inline.
-    s = ResourceExhausted("a value of " + std::to_string(size) +
-                          " bytes, over a quarter of the DRAM pool, goes to the drives in pieces over TCP, not "
-                          "through the pool an RDMA WRITE lands in");
-  }
-  Result<storage::PendingPut> put = s.ok() ? ctx_.store->Reserve(size, key) : Result<storage::PendingPut>(s);
-  if (!put.ok()) {
-    RespondError(put.status());
-    return;
-  }
+void Session::GrantSlot(PutItem& item) {
   proto::RdmaGrant grant;
   grant.token = next_token_++;
-  grant.value_len = size;
-  grant.checksum = checksum;
-  grant.segments = GrantSegments(put->iov());
+  grant.value_len = item.size;
+  grant.checksum = item.checksum;
+  grant.segments = GrantSegments(item.room.iov());
   Grant& g = grants_[grant.token];
-  g.put = std::move(put).value();
-  g.key = std::string(key);
-  g.checksum = checksum;
-  g.options = std::move(options);
-  g.lease_ns = RdmaGrantLease(ctx_.rdma_grant_lease_ns, size);
+  g.put = std::move(item.room);
+  g.key = std::string(item.key);
+  g.checksum = item.checksum;
+  g.options = std::move(item.options);
+  g.lease_ns = RdmaGrantLease(ctx_.rdma_grant_lease_ns, item.size);
   g.expires = MonotonicNanos() + g.lease_ns;
   Respond(StatusCode::kOk, proto::EncodeRdmaGrant(grant));
 }
 
-void Session::HandleRdmaCommit() {
-  if (!RequireRdma()) return;
-  uint64_t token = 0;
-  Status s = proto::DecodeToken(meta_, &token);
-  auto it = s.ok() ? grants_.find(token) : grants_.end();
-  if (s.ok() && (it == grants_.end() || it->second.key.empty())) {  // unknown, or a pin
-    s = NotFound("no RDMA slot with token " + std::to_string(token) + " on this connection");
-  }
-  if (!s.ok()) {
-    RespondError(s);
+void Session::HandleRdmaCommit(Request& request) {
+  auto it = grants_.find(request.token);
+  if (it == grants_.end() || it->second.key.empty()) {  // unknown, or a pin
+    RespondError(NotFound("no RDMA slot with token " + std::to_string(request.token) + " on this connection"));
     return;
   }
   Grant g = std::move(it->second);
@@ -234,15 +174,13 @@ void Session::HandleRdmaCommit() {
   }));
 }
 
-void Session::HandleRdmaGet(std::string_view key) {
-  if (!RequireRdma()) return;
-  Status s = CheckClientKey(key);
-  if (s.ok()) s = GrantRoom(grants_.size());
-  if (!s.ok()) {
-    RespondError(s);
+void Session::HandleRdmaGet(Request& request) {
+  Status room = GrantRoom(grants_.size());
+  if (!room.ok()) {
+    RespondError(room);
     return;
   }
-  key = StoredKey(key);
+  const std::string_view key = request.key;
   // The grant's segments are addresses in the registered pool: a value on a
   // drive is staged in DRAM first (ReadNeed::kDramPin).
   Await(ctx_.store->Get(key, tier::ReadNeed::kDramPin, reply_, [this, key](Result<tier::StoredValue> value) {
@@ -272,14 +210,12 @@ void Session::GrantPin(storage::ReadHandle handle) {
   Respond(StatusCode::kOk, proto::EncodeRdmaGrant(grant));
 }
 
-void Session::HandleRdmaRelease() {
-  if (!RequireRdma()) return;
-  uint64_t token = 0;
-  Status s = proto::DecodeToken(meta_, &token);
-  if (s.ok() && grants_.erase(token) == 0) {
-    s = NotFound("no RDMA slot or pin with token " + std::to_string(token) + " on this connection");
+void Session::HandleRdmaRelease(Request& request) {
+  if (grants_.erase(request.token) == 0) {
+    RespondError(NotFound("no RDMA slot or pin with token " + std::to_string(request.token) + " on this connection"));
+    return;
   }
-  RespondError(s);
+  RespondError(Status::Ok());
 }
 
 bool Session::CheckGrantLeases(Nanos now) {
@@ -295,48 +231,46 @@ bool Session::CheckGrantLeases(Nanos now) {
   return true;
 }
 
+// The pipeline (request.h): the rule of the frame's opcode, then the
+// request decoded and scoped, its rule applied, room reserved for its
+// values, and the handler.
 void Session::DispatchAuthenticated() {
-  const auto op = static_cast<proto::Opcode>(cur_.opcode);
-  const bool carries_payload =
-      op == proto::Opcode::kPut || op == proto::Opcode::kBatchPut || op == proto::Opcode::kBatchPutWith;
-  if (cur_.payload_len != 0 && !carries_payload && proto::IsKnownOpcode(cur_.opcode)) {
+  const OpRule* rule = FindRule(cur_.opcode);
+  if (rule != nullptr && rule->fleet && ctx_.fleet == nullptr) rule = nullptr;  // a server without an identity
+  if (rule == nullptr) {
+    RefuseUnknown();
+    return;
+  }
+  if (cur_.payload_len != 0 && !rule->carries_payload()) {
     ctx_.metrics->protocol_errors.Add(1);
     Fail(ProtocolError(proto::OpcodeName(cur_.opcode) + " carries no payload, got payload_len " +
                        std::to_string(cur_.payload_len)));
     return;
   }
-  key_scratch_.clear();
-  std::string_view key = AsView(meta_);
-  switch (op) {
-    case proto::Opcode::kPing: Respond(StatusCode::kOk, ""); return;
-    case proto::Opcode::kConnect:
-      ctx_.metrics->protocol_errors.Add(1);
-      RespondError(ProtocolError("Connect sent twice on one connection"));
-      return;
-    case proto::Opcode::kPut: HandlePut(key); return;
-    case proto::Opcode::kGet: HandleGet(key); return;
-    case proto::Opcode::kDelete: HandleDelete(key); return;
-    case proto::Opcode::kExists: HandleExists(key); return;
-    case proto::Opcode::kBatchPut: HandleBatchPut(); return;
-    case proto::Opcode::kBatchGet: HandleBatchGet(); return;
-    case proto::Opcode::kBatchExists: HandleBatchExists(); return;
-    case proto::Opcode::kList: HandleList(); return;
-    case proto::Opcode::kStat: HandleStat(key); return;
-    case proto::Opcode::kMatchPrefix: HandleMatchPrefix(); return;
-    case proto::Opcode::kBatchPutWith: HandleBatchPutWith(); return;
-    case proto::Opcode::kRdmaPut: HandleRdmaPut(); return;
-    case proto::Opcode::kRdmaCommit: HandleRdmaCommit(); return;
-    case proto::Opcode::kRdmaGet: HandleRdmaGet(key); return;
-    case proto::Opcode::kRdmaRelease: HandleRdmaRelease(); return;
-    case proto::Opcode::kRdmaPutWith: HandleRdmaPutWith(); return;
-    case proto::Opcode::kServerInfo:
-      if (ctx_.fleet == nullptr) break;  // a server without an identity: "unknown opcode" below
-      HandleServerInfo();
-      return;
+  req_.Clear();
+  Status admitted = Admit(*rule);
+  if (!admitted.ok()) {
+    if (rule->carries_payload()) {
+      // The payload is read and dropped, which keeps the stream in sync.
+      PayloadSink sink;
+      sink.frame_error = std::move(admitted);
+      StartPayload(std::move(sink));
+    } else {
+      RespondError(admitted);
+    }
+    return;
+  }
+  (this->*rule->handler)(req_);
+}
+
+void Session::RefuseUnknown() {
+  ctx_.metrics->protocol_errors.Add(1);
+  if (cur_.opcode == static_cast<uint8_t>(proto::Opcode::kConnect)) {
+    RespondError(ProtocolError("Connect sent twice on one connection"));
+    return;
   }
   // Unknown opcode in a well-formed, authenticated frame: answer it and
   // stay in sync by consuming its payload.
-  ctx_.metrics->protocol_errors.Add(1);
   PayloadSink sink;
   sink.frame_error = ProtocolError("unknown opcode " + proto::OpcodeName(cur_.opcode) +
                                    "; this server speaks protocol version " +
@@ -344,101 +278,92 @@ void Session::DispatchAuthenticated() {
   StartPayload(std::move(sink));
 }
 
-void Session::HandlePut(std::string_view key) {
-  PayloadSink sink;
-  PayloadSink::Item item;
-  item.key = std::string(key);
-  item.size = cur_.payload_len;
-  item.checksum = cur_.payload_checksum;
-  sink.frame_error = CheckClientKey(key);
-  if (sink.frame_error.ok()) sink.frame_error = CheckWritable("put");
-  if (sink.frame_error.ok()) sink.frame_error = AdmitPut();
-  if (sink.frame_error.ok()) item.key = std::string(StoredKey(key));
-  if (sink.frame_error.ok()) sink.frame_error = CheckValueSize(item.size, ctx_.max_value_bytes);
-  if (sink.frame_error.ok() && ctx_.store->StreamsPut(item.size)) {
-    BeginStreamPut(std::move(item.key));
+Status Session::Admit(const OpRule& rule) {
+  if (rule.rdma && qps_.empty()) {
+    return FailedPrecondition(proto::OpcodeName(cur_.opcode) +
+                              " needs RDMA, which this connection did not set up at Connect");
+  }
+  MEMKV_RETURN_IF_ERROR(DecodeRequest(rule, meta_, cur_, KeyScope(tenant_.get()), &req_));
+  if (rule.access == Access::kWrite && tenant_ != nullptr && tenant_->read_only) {
+    tenant_->counters->read_only_refusals.fetch_add(1, std::memory_order_relaxed);
+    return PermissionDenied(std::string(rule.verb) +
+                            " refused: this connection's credential is read-only (tenants[].read_only)");
+  }
+  if (!rule.is_put()) return Status::Ok();
+  for (PutItem& item : req_.puts) {
+    if (item.status.ok()) item.status = CheckValueSize(item.size, ctx_.max_value_bytes);
+    if (item.status.ok() && ctx_.fleet != nullptr) item.status = ctx_.fleet->AdmitPut();
+    if (item.status.ok()) item.status = ReserveRoom(rule, item);
+  }
+  // A put of one value is refused whole; a batch answers each item.
+  const bool single = rule.shape == Shape::kPut || rule.shape == Shape::kRdmaPut || rule.shape == Shape::kRdmaPutWith;
+  return single ? req_.puts.front().status : Status::Ok();
+}
+
+// Room before the first byte: the pool space a value lands in, or for a
+// value the drives take in pieces its share of the drive quota (the stream's
+// drive space is allocated when it begins); each holds the owner's quotas.
+Status Session::ReserveRoom(const OpRule& rule, PutItem& item) {
+  if (rule.rdma) {
+    MEMKV_RETURN_IF_ERROR(GrantRoom(grants_.size()));
+    if (ctx_.store->StreamsPut(item.size)) {
+      // ResourceExhausted: the client sends the same put inline.
+      return ResourceExhausted("a value of " + std::to_string(item.size) +
+                               " bytes, over a quarter of the DRAM pool, goes to the drives in pieces over TCP, not "
+                               "through the pool an RDMA WRITE lands in");
+    }
+  } else if (rule.shape == Shape::kPut && ctx_.store->StreamsPut(item.size)) {
+    MEMKV_ASSIGN_OR_RETURN(item.stream_hold, ctx_.store->HoldDriveQuota(item.key, item.size));
+    item.streamed = true;
+    return Status::Ok();
+  }
+  MEMKV_ASSIGN_OR_RETURN(item.room, ctx_.store->Reserve(item.size, item.key));
+  return Status::Ok();
+}
+
+void Session::HandlePing(Request&) { Respond(StatusCode::kOk, ""); }
+
+void Session::HandlePut(Request& request) {
+  PutItem& put = request.puts.front();
+  if (put.streamed) {
+    BeginStreamPut(std::string(put.key), std::move(put.stream_hold));
     return;
   }
-  if (sink.frame_error.ok()) {
-    Result<storage::PendingPut> put = ctx_.store->Reserve(item.size, item.key);
-    if (put.ok()) {
-      item.put = std::move(put).value();
-    } else {
-      sink.frame_error = put.status();
-    }
-  }
-  sink.items.push_back(std::move(item));
+  PayloadSink sink;
+  sink.items.push_back(SinkItem(put));
   StartPayload(std::move(sink));
 }
 
-void Session::HandleBatchPut() {
+void Session::HandleBatchPut(Request& request) {
   PayloadSink sink;
-  std::vector<proto::PutItem> items;
-  sink.frame_error = proto::DecodeBatchPutRequest(meta_, cur_.payload_len, &items);
-  if (sink.frame_error.ok()) sink.frame_error = CheckWritable("batch put");
-  ReceiveBatch(std::move(sink), items, {});
-}
-
-void Session::HandleBatchPutWith() {
-  PayloadSink sink;
-  sink.with_messages = true;
-  std::vector<proto::PutItem> items;
-  std::vector<PutOptions> options;
-  sink.frame_error = proto::DecodeBatchPutWithRequest(meta_, cur_.payload_len, &items, &options);
-  if (sink.frame_error.ok()) sink.frame_error = CheckWritable("batch put");
-  ReceiveBatch(std::move(sink), items, std::move(options));
-}
-
-void Session::ReceiveBatch(PayloadSink sink, const std::vector<proto::PutItem>& items,
-                           std::vector<PutOptions> options) {
   sink.batch = true;
-  if (sink.frame_error.ok()) {
-    for (size_t i = 0; i < items.size(); ++i) {
-      const proto::PutItem& in = items[i];
-      PayloadSink::Item item;
-      item.key = std::string(StoredKey(in.key));
-      item.size = in.value_len;
-      item.checksum = in.checksum;
-      if (i < options.size()) item.options = std::move(options[i]);
-      item.status = CheckClientKey(in.key);
-      if (item.status.ok()) item.status = ScopeOptions(&item.options);
-      if (item.status.ok()) item.status = CheckValueSize(in.value_len, ctx_.max_value_bytes);
-      if (item.status.ok()) item.status = AdmitPut();
-      Result<storage::PendingPut> put =
-          item.status.ok() ? ctx_.store->Reserve(in.value_len, item.key) : Result<storage::PendingPut>(item.status);
-      if (put.ok()) {
-        item.put = std::move(put).value();
-      } else {
-        item.status = put.status();
-      }
-      sink.items.push_back(std::move(item));
-    }
-  }
+  sink.with_messages = request.rule->shape == Shape::kPutItemsWith;
+  sink.items.reserve(request.puts.size());
+  for (PutItem& put : request.puts) sink.items.push_back(SinkItem(put));
   StartPayload(std::move(sink));
 }
 
-void Session::HandleServerInfo() { Respond(StatusCode::kOk, proto::EncodeServerInfo(ctx_.fleet->Info())); }
+Session::PayloadSink::Item Session::SinkItem(PutItem& put) {
+  PayloadSink::Item item;
+  item.key = std::string(put.key);
+  item.size = put.size;
+  item.checksum = put.checksum;
+  item.put = std::move(put.room);
+  item.options = std::move(put.options);
+  item.status = std::move(put.status);
+  return item;
+}
 
-void Session::HandleExists(std::string_view key) {
-  Status s = CheckClientKey(key);
-  if (!s.ok()) {
-    RespondError(s);
-    return;
-  }
-  key = StoredKey(key);
-  const bool found = ctx_.store->Exists(key);
-  CountLookup(key, found);
+void Session::HandleServerInfo(Request&) { Respond(StatusCode::kOk, proto::EncodeServerInfo(ctx_.fleet->Info())); }
+
+void Session::HandleExists(Request& request) {
+  const bool found = ctx_.store->Exists(request.key);
+  CountLookup(request.key, found);
   Respond(found ? StatusCode::kOk : StatusCode::kNotFound, "");
 }
 
-void Session::HandleStat(std::string_view key) {
-  Status s = CheckClientKey(key);
-  if (!s.ok()) {
-    RespondError(s);
-    return;
-  }
-  key = StoredKey(key);
-  std::optional<uint64_t> size = ctx_.store->ValueSize(key);
+void Session::HandleStat(Request& request) {
+  std::optional<uint64_t> size = ctx_.store->ValueSize(request.key);
   if (!size) {
     Respond(StatusCode::kNotFound, "");
     return;
@@ -446,18 +371,11 @@ void Session::HandleStat(std::string_view key) {
   Respond(StatusCode::kOk, proto::EncodeStatResponse(*size));
 }
 
-void Session::HandleBatchExists() {
-  std::vector<std::string_view> keys;
-  Status valid = proto::DecodeKeyList(meta_, &keys);
-  if (valid.ok()) valid = StoreKeys(&keys);
-  if (!valid.ok()) {
-    RespondError(valid);
-    return;
-  }
+void Session::HandleBatchExists(Request& request) {
   std::vector<StatusCode> statuses;
-  statuses.reserve(keys.size());
+  statuses.reserve(request.keys.size());
   std::vector<KeyCounts> counts;
-  for (std::string_view key : keys) {
+  for (std::string_view key : request.keys) {
     const bool found = ctx_.store->Exists(key);
     statuses.push_back(found ? StatusCode::kOk : StatusCode::kNotFound);
     counts.push_back({key, {1, found ? 1u : 0u}});
@@ -467,14 +385,8 @@ void Session::HandleBatchExists() {
   Respond(StatusCode::kOk, proto::EncodeStatusList(statuses));
 }
 
-void Session::HandleMatchPrefix() {
-  std::vector<std::string_view> keys;
-  Status valid = proto::DecodeKeyList(meta_, &keys);
-  if (valid.ok()) valid = StoreKeys(&keys);
-  if (!valid.ok()) {
-    RespondError(valid);
-    return;
-  }
+void Session::HandleMatchPrefix(Request& request) {
+  const std::vector<std::string_view>& keys = request.keys;
   const size_t matched = ctx_.store->MatchPrefix(keys);
   CountTenantLookups(keys.size(), matched, 0);
   // Matched over requested blocks: the leading `matched` keys are hits.
@@ -487,28 +399,14 @@ void Session::HandleMatchPrefix() {
   Respond(StatusCode::kOk, proto::EncodeMatchPrefixResponse(static_cast<uint32_t>(matched)));
 }
 
-void Session::HandleList() {
-  proto::ListRequest request;
-  Status valid = proto::DecodeListRequest(meta_, &request);
-  if (!valid.ok()) {
-    RespondError(valid);
-    return;
-  }
-  if (tenant_ != nullptr && (request.prefix.size() > MaxKeyBytes() || request.after.size() > MaxKeyBytes())) {
-    RespondError(TooLarge("List prefix or cursor of " +
-                          std::to_string(std::max(request.prefix.size(), request.after.size())) +
-                          " bytes exceeds this credential's key limit of " + std::to_string(MaxKeyBytes()) + " bytes"));
-    return;
-  }
-  // A tenant lists under its prefix; an empty cursor stays empty (from the first).
-  const std::string_view prefix = StoredKey(request.prefix);
-  const std::string_view after = request.after.empty() ? request.after : StoredKey(request.after);
-  KeyPage page(prefix, after, request.limit);
+void Session::HandleList(Request& request) {
+  const KeyScope scope(request.owner);
+  KeyPage page(request.list.prefix, request.list.after, request.list.limit, scope.min_stored_key_bytes());
   ctx_.store->OfferKeys(&page);
   const std::vector<std::string> keys = page.Take();
   std::vector<std::string_view> views;
   views.reserve(keys.size());
-  for (const std::string& k : keys) views.push_back(ClientKey(k));
+  for (const std::string& k : keys) views.push_back(scope.ClientKey(k));
   Respond(StatusCode::kOk, proto::EncodeListResponse(views, page.more()));
 }
 

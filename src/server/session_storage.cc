@@ -27,7 +27,7 @@ void Session::FinishPayload() {
     if (!item.status.ok()) continue;
     if (item.received_checksum != item.checksum) {
       ctx_.metrics->payload_checksum_failures.Add(1);
-      Fail(Corruption("payload of key '" + std::string(ClientKey(item.key).substr(0, 64)) +
+      Fail(Corruption("payload of key '" + std::string(KeyScope(tenant_.get()).ClientKey(item.key).substr(0, 64)) +
                       "' does not match its checksum; nothing was stored"));
       return;
     }
@@ -146,16 +146,11 @@ void Session::RespondBatchPut(std::vector<PayloadSink::Item>& items, bool with_m
   Respond(StatusCode::kOk, proto::EncodeStatusList(codes));
 }
 
-void Session::HandleGet(std::string_view key) {
-  Status valid = CheckClientKey(key);
-  if (!valid.ok()) {
-    RespondError(valid);
-    return;
-  }
-  key = StoredKey(key);
+void Session::HandleGet(Request& request) {
+  const std::string_view key = request.key;
   // Checked after the send (Flush): the client checks the bytes against the
   // checksum sent with them, so the server's own check is off the latency path.
-  // `key` points into the request's meta (or, a tenant's, into key_scratch_),
+  // `key` points into the request's meta (or, a tenant's, into req_'s scratch),
   // which stays while the request is parked on its storage operation.
   Await(ctx_.store->Get(
       key, tier::ReadNeed::kBytes, reply_,
@@ -183,14 +178,8 @@ void Session::RespondGet(std::string_view key, Result<tier::StoredValue> value) 
   Respond(StatusCode::kOk, "", std::move(iov), std::move(values), checksum);
 }
 
-void Session::HandleBatchGet() {
-  std::vector<std::string_view> keys;
-  Status valid = proto::DecodeKeyList(meta_, &keys);
-  if (valid.ok()) valid = StoreKeys(&keys);
-  if (!valid.ok()) {
-    RespondError(valid);
-    return;
-  }
+void Session::HandleBatchGet(Request& request) {
+  const std::vector<std::string_view>& keys = request.keys;
   Await(ctx_.store->GetMany(
       keys, reply_,
       [this, keys](std::vector<Result<tier::StoredValue>> values) { RespondBatchGet(keys, values); },
@@ -241,15 +230,8 @@ void Session::RespondBatchGet(std::span<const std::string_view> keys, std::vecto
   Respond(StatusCode::kOk, proto::EncodeBatchGetResponse(items), std::move(iov), std::move(kept), 0);
 }
 
-void Session::HandleDelete(std::string_view key) {
-  Status valid = CheckClientKey(key);
-  if (valid.ok()) valid = CheckWritable("delete");
-  if (!valid.ok()) {
-    RespondError(valid);
-    return;
-  }
-  key = StoredKey(key);
-  Await(ctx_.store->Delete(key, reply_, [this](Status s) {
+void Session::HandleDelete(Request& request) {
+  Await(ctx_.store->Delete(request.key, reply_, [this](Status s) {
     if (s.code() == StatusCode::kNotFound) {
       Respond(StatusCode::kNotFound, "");
     } else {

@@ -11,14 +11,14 @@
 namespace memkv::server {
 
 // The payload waits in the socket while the drives make room for it.
-void Session::BeginStreamPut(std::string key) {
+void Session::BeginStreamPut(std::string key, QuotaHold hold) {
   sink_ = PayloadSink();
   payload_iov_.clear();
   payload_first_ = 0;
   payload_left_ = cur_.payload_len;
   state_ = ReadState::kPayload;
   Await(tier::Completion::kPending);
-  ctx_.store->BeginStreamPut(std::move(key), cur_.payload_len, reply_,
+  ctx_.store->BeginStreamPut(std::move(key), cur_.payload_len, PutOptions{}, std::move(hold), reply_,
                              [this](Result<std::shared_ptr<tier::ValueStream>> stream) {
                                if (!stream.ok()) {
                                  OnStreamPieceWritten(stream.status());

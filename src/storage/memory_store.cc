@@ -382,7 +382,9 @@ struct MemoryStore::Impl {
   // replaces: evicts the tenant's coldest evictable values (expired and
   // evict_first ones first; never `key`'s) when the quota needs it. Ok, or
   // ResourceExhausted naming the quota with nothing evicted.
-  Status TenantRoomLocked(uint32_t t, std::string_view key, uint64_t size, uint64_t replaced);
+  // `others`: what the tenant's other puts in flight hold of the quota
+  // (dram_holds), which the room must leave them.
+  Status TenantRoomLocked(uint32_t t, std::string_view key, uint64_t size, uint64_t replaced, uint64_t others);
   // The bytes of `key`'s linked value when it is tenant `t`'s, else 0.
   uint64_t ReplacedBytesLocked(uint32_t t, std::string_view key) const {
     auto it = index.find(key);
@@ -439,6 +441,8 @@ struct MemoryStore::Impl {
   // Tenants (SetTenants): empty without; tenant_states[i] is tenant_map's i.
   std::shared_ptr<const TenantMap> tenant_map;
   std::vector<std::unique_ptr<TenantState>> tenant_states;
+  // What puts in flight hold of each tenant's DRAM quota (BeginPut to CommitPut).
+  QuotaLedger dram_holds{"tenants[].dram_quota"};
 
   // Mirrors and counters for Stats(); written under mu or not, read lock-free.
   std::atomic<uint64_t> free_units{0};
@@ -781,11 +785,12 @@ bool MemoryStore::Impl::MakeRoomLocked(uint64_t units) {
   return allocator.CanAllocate(units, kMaxPiecesPerValue);
 }
 
-Status MemoryStore::Impl::TenantRoomLocked(uint32_t t, std::string_view key, uint64_t size, uint64_t replaced) {
+Status MemoryStore::Impl::TenantRoomLocked(uint32_t t, std::string_view key, uint64_t size, uint64_t replaced,
+                                           uint64_t others) {
   TenantState& ts = *tenant_states[t];
   const uint64_t quota = ts.limits->dram_quota_bytes;
   if (quota == 0) return Status::Ok();
-  const uint64_t used = ts.bytes - replaced;
+  const uint64_t used = ts.bytes - replaced + others;
   if (used + size <= quota) return Status::Ok();
   const std::string& name = ts.limits->name;
   if (size > quota) {
@@ -808,7 +813,8 @@ Status MemoryStore::Impl::TenantRoomLocked(uint32_t t, std::string_view key, uin
   }
   if (freed < need) {
     return ResourceExhausted("tenant " + name + " is at its DRAM quota (tenants[].dram_quota " +
-                             FormatSizeRounded(quota) + ", " + FormatSizeRounded(ts.bytes) + " used; a put of " +
+                             FormatSizeRounded(quota) + ", " + FormatSizeRounded(ts.bytes) + " used, " +
+                             FormatSizeRounded(others) + " held by puts in flight; a put of " +
                              FormatSizeRounded(size) + " needs " + FormatSizeRounded(need) +
                              " freed and what is left is pinned or being read)");
   }
@@ -844,8 +850,10 @@ std::string MemoryStore::Impl::PinCapMessage(std::string_view key, uint64_t unit
 // PendingPut
 
 PendingPut::PendingPut(PendingPut&& other) noexcept
-    : store_(std::exchange(other.store_, nullptr)),
+    : drive_hold(std::move(other.drive_hold)),
+      store_(std::exchange(other.store_, nullptr)),
       size_(std::exchange(other.size_, 0)),
+      dram_hold_(std::move(other.dram_hold_)),
       runs_(std::move(other.runs_)),
       iov_(std::move(other.iov_)) {
   other.runs_.clear();
@@ -857,6 +865,8 @@ PendingPut& PendingPut::operator=(PendingPut&& other) noexcept {
     if (store_ != nullptr) store_->ReleaseRuns(runs_);
     store_ = std::exchange(other.store_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    dram_hold_ = std::move(other.dram_hold_);
+    drive_hold = std::move(other.drive_hold);
     runs_ = std::move(other.runs_);
     iov_ = std::move(other.iov_);
     other.runs_.clear();
@@ -987,12 +997,19 @@ Result<PendingPut> MemoryStore::BeginPut(uint64_t size, std::string_view key, Qu
     Impl::EventScope scope(s);
     // The tenant's own values first: room in its quota before room in the
     // pool, so a tenant at its quota never pushes out another's values.
+    // The quota is held first (QuotaLedger): puts that run at once never
+    // hold more than it together, and each makes room for the others.
     if (const uint32_t t = s.TenantOfLocked(key); t != TenantMap::kNone) {
-      Status room = s.TenantRoomLocked(t, key, size, s.ReplacedBytesLocked(t, key));
+      const TenantLimits& limits = *s.tenant_states[t]->limits;
+      Result<QuotaHold> hold = s.dram_holds.Hold(t, limits.name, limits.dram_quota_bytes, size);
+      Status room = hold.ok() ? s.TenantRoomLocked(t, key, size, s.ReplacedBytesLocked(t, key),
+                                                   s.dram_holds.Others(t, hold->bytes()))
+                              : hold.status();
       if (!room.ok()) {
         if (use == QuotaUse::kPut) ++s.tenant_states[t]->quota_refusals;
         return room;
       }
+      put.dram_hold_ = std::move(hold).value();
     }
     if (!s.MakeRoomLocked(units)) {
       const uint64_t pinned = s.pinned_linked_units + s.draining_units;
@@ -1055,7 +1072,9 @@ Status MemoryStore::CommitPut(PendingPut put, std::string_view key, uint64_t che
   entry->tenant = s.TenantOfLocked(key);
   if (entry->tenant != TenantMap::kNone) {
     // Evicting other values of the tenant leaves `it` valid (never the key's).
-    Status room = s.TenantRoomLocked(entry->tenant, key, entry->size, s.ReplacedBytesLocked(entry->tenant, key));
+    const uint32_t t = entry->tenant;
+    const uint64_t own = s.dram_holds.Counts(t, put.dram_hold_) ? put.dram_hold_.bytes() : 0;
+    Status room = s.TenantRoomLocked(t, key, entry->size, s.ReplacedBytesLocked(t, key), s.dram_holds.Others(t, own));
     if (!room.ok()) {
       ++s.tenant_states[entry->tenant]->quota_refusals;
       s.FreeLocked(entry->runs);
@@ -1066,6 +1085,7 @@ Status MemoryStore::CommitPut(PendingPut put, std::string_view key, uint64_t che
     s.UnlinkLocked(it, s.ExpiredLocked(*it->second) ? RemovalReason::kExpired : RemovalReason::kReplaced);
   }
   s.LinkLocked(entry);
+  put.dram_hold_.Release();  // the tenant's bytes count it now
   return Status::Ok();
 }
 
@@ -1260,6 +1280,7 @@ void MemoryStore::SetTenants(std::shared_ptr<const TenantMap> tenants) {
     ++ts.keys;
   }
   s.tenant_states = std::move(states);
+  s.dram_holds.Reset(s.tenant_states.size());
   s.tenant_map = std::move(tenants);
 }
 

@@ -95,6 +95,7 @@
 
 #include "base/clock.h"
 #include "base/key_page.h"
+#include "base/quota_ledger.h"
 #include "base/tenant_map.h"
 #include "memkv/put_options.h"
 #include "memkv/status.h"
@@ -216,11 +217,18 @@ class PendingPut {
   uint64_t size() const { return size_; }
   // Where the value's bytes go, in order; total length == size().
   std::span<const iovec> iov() const { return iov_; }
+  // The tenant's DRAM quota the put holds (QuotaLedger), from BeginPut(size,
+  // key) until CommitPut publishes it or the put is dropped.
+  const QuotaHold& dram_hold() const { return dram_hold_; }
+  // The tenant's drive quota the put holds, for a tier that writes it to
+  // its drives (TieredStore::Reserve); given back once they hold it.
+  QuotaHold drive_hold;
 
  private:
   friend class MemoryStore;
   MemoryStore* store_ = nullptr;
   uint64_t size_ = 0;
+  QuotaHold dram_hold_;
   std::vector<PoolRun> runs_;
   std::vector<iovec> iov_;
 };

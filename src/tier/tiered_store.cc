@@ -67,7 +67,22 @@ Result<StoredValue> TieredStore::GetWithoutIo(std::string_view key, storage::Rea
 }
 
 Result<storage::PendingPut> TieredStore::Reserve(uint64_t size, std::string_view key) {
-  return memory_->BeginPut(size, key);
+  // The drive quota first: a put the drives will take holds its share of
+  // the tenant's drive quota before any of its bytes are read.
+  MEMKV_ASSIGN_OR_RETURN(QuotaHold drive_hold, HoldDriveQuota(key, size));
+  MEMKV_ASSIGN_OR_RETURN(storage::PendingPut put, memory_->BeginPut(size, key));
+  put.drive_hold = std::move(drive_hold);
+  return put;
+}
+
+Result<QuotaHold> TieredStore::HoldDriveQuota(std::string_view key, uint64_t size) {
+  if (drives_ == nullptr) return QuotaHold();
+  const std::shared_ptr<const TenantMap> tenants = Tenants();
+  const uint32_t t = tenants->Find(key);
+  if (t == TenantMap::kNone) return QuotaHold();
+  const TenantLimits& limits = (*tenants)[t];
+  Result<QuotaHold> hold = drive_holds_.Hold(t, limits.name, limits.drive_quota_bytes, size);
+  return hold;
 }
 
 void TieredStore::SetTenants(std::shared_ptr<const TenantMap> tenants) {
@@ -76,6 +91,7 @@ void TieredStore::SetTenants(std::shared_ptr<const TenantMap> tenants) {
   std::lock_guard lock(tenants_mu_);
   memory_->SetTenants(tenants);
   if (drives_ != nullptr) drives_->SetTenants(tenants);
+  drive_holds_.Reset(tenants->size());
   tenants_ = std::move(tenants);
 }
 
@@ -95,7 +111,7 @@ std::vector<TenantUsage> TieredStore::TenantUsages() const {
       rows[i].drive_keys = on_drives[i].drive_keys;
       rows[i].evictions += on_drives[i].evictions;
       rows[i].quota_evictions += on_drives[i].quota_evictions;
-      rows[i].quota_refusals += on_drives[i].quota_refusals;
+      rows[i].quota_refusals += on_drives[i].quota_refusals + drive_holds_.Refusals(static_cast<uint32_t>(i));
     }
   }
   return rows;

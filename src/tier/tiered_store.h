@@ -158,7 +158,14 @@ class TieredStore {
   // The same for a put of `key` (the stored key, tenant prefix included):
   // a tenant at its DRAM quota makes room from its own coldest values, never
   // another tenant's; ResourceExhausted naming the quota when it cannot.
+  // With drives, the put also holds its size of the tenant's drive quota
+  // (HoldDriveQuota; PendingPut::drive_hold) until the drives hold it.
   Result<storage::PendingPut> Reserve(uint64_t size, std::string_view key);
+  // Holds `size` bytes of the drive quota of `key`'s tenant for a put in
+  // flight (base/quota_ledger.h): an empty hold without drives, tenant or
+  // quota; ResourceExhausted naming tenants[].drive_quota when the tenant's
+  // puts in flight would together pass it.
+  Result<QuotaHold> HoldDriveQuota(std::string_view key, uint64_t size);
 
   // The tenants whose quotas and usage the store keeps (docs/tenants.md;
   // docs/storage.md, "Tenant quotas"). May be called at any time (a
@@ -241,10 +248,12 @@ class TieredStore {
   // std::shared_ptr<ValueStream>>): ResourceExhausted without room, TooLarge
   // beyond the drives' extent limit.
   // `options` are kept with the value once FinishStreamPut publishes it.
-  void BeginStreamPut(std::string key, uint64_t size, const PutOptions& options, const ReplyTo& reply,
-                      StreamDone done);
+  // `hold`: the put's share of its tenant's drive quota (HoldDriveQuota),
+  // kept until the value is published or dropped.
+  void BeginStreamPut(std::string key, uint64_t size, const PutOptions& options, QuotaHold hold,
+                      const ReplyTo& reply, StreamDone done);
   void BeginStreamPut(std::string key, uint64_t size, const ReplyTo& reply, StreamDone done) {
-    BeginStreamPut(std::move(key), size, PutOptions{}, reply, std::move(done));
+    BeginStreamPut(std::move(key), size, PutOptions{}, QuotaHold(), reply, std::move(done));
   }
   // Moves the stream's next piece (next_piece() bytes): a put's window to the
   // drives, or the drives to a get's window. done(Status): a failed piece
@@ -303,9 +312,17 @@ class TieredStore {
   // tenant's own coldest values (failing with the quota's ResourceExhausted
   // when it cannot), so that drive room is never made from another tenant's
   // values for a tenant at its quota.
-  Status WithDriveRoom(std::string_view key, uint64_t size, const std::function<Status()>& attempt);
-  // The tenant-quota part of WithDriveRoom: evicts for key's tenant quota.
-  Status MakeTenantDriveRoom(std::string_view key, uint64_t size, bool* evicted);
+  // `hold`: what the put holds of the tenant's drive quota (the room left
+  // for the tenant's other puts in flight is what they hold).
+  Status WithDriveRoom(std::string_view key, uint64_t size, const QuotaHold& hold,
+                       const std::function<Status()>& attempt);
+  // The tenant-quota part of WithDriveRoom: evicts for key's tenant quota
+  // room for `size` bytes beside what the tenant's other puts hold (all its
+  // holds less `own_held`).
+  Status MakeTenantDriveRoom(std::string_view key, uint64_t size, uint64_t own_held, bool* evicted);
+  // What `hold` counts of the drive quota of `key`'s tenant now (0 for a
+  // hold from before a reload).
+  uint64_t OwnDriveHold(std::string_view key, const QuotaHold& hold) const;
   Status WriteThrough(PutCommit commit);
   // Publishes in DRAM a put the drives now hold. When DRAM refuses it at
   // the tenant's quota (taken meanwhile), drops any older DRAM copy and
@@ -346,6 +363,9 @@ class TieredStore {
   std::atomic<uint64_t> drive_event_seq_{0};
   mutable std::mutex tenants_mu_;
   std::shared_ptr<const TenantMap> tenants_;  // guarded by tenants_mu_; never null
+  // What puts in flight hold of each tenant's drive quota (Reserve,
+  // HoldDriveQuota), given back once the drives hold the value.
+  QuotaLedger drive_holds_{"tenants[].drive_quota"};
 
   // Last: joined (running what is queued) before the stores go.
   std::unique_ptr<IoThreads> io_;  // null: memory mode

@@ -121,10 +121,20 @@ std::mutex& TieredStore::StripeFor(std::string_view key) {
   return stripes_[std::hash<std::string_view>{}(key) % stripes_.size()];
 }
 
-Status TieredStore::MakeTenantDriveRoom(std::string_view key, uint64_t size, bool* evicted) {
+uint64_t TieredStore::OwnDriveHold(std::string_view key, const QuotaHold& hold) const {
+  const uint32_t t = Tenants()->Find(key);
+  return t != TenantMap::kNone && drive_holds_.Counts(t, hold) ? hold.bytes() : 0;
+}
+
+Status TieredStore::MakeTenantDriveRoom(std::string_view key, uint64_t size, uint64_t own_held, bool* evicted) {
   *evicted = false;
-  Result<std::vector<drive::RemovedValue>> own =
-      drives_->EvictForTenantQuota(key, size, [this](std::string_view k) { return memory_->Exists(k); });
+  const uint32_t t = Tenants()->Find(key);
+  if (t == TenantMap::kNone) return Status::Ok();
+  // Room for this put and for what the tenant's other puts in flight hold:
+  // together they never pass the quota.
+  const uint64_t others = drive_holds_.Others(t, own_held);
+  Result<std::vector<drive::RemovedValue>> own = drives_->EvictForTenantQuota(
+      key, size + others, [this](std::string_view k) { return memory_->Exists(k); });
   if (!own.ok()) return own.status();
   *evicted = !own->empty();
   drive_evictions_.fetch_add(own->size(), std::memory_order_relaxed);
@@ -132,11 +142,13 @@ Status TieredStore::MakeTenantDriveRoom(std::string_view key, uint64_t size, boo
   return Status::Ok();
 }
 
-Status TieredStore::WithDriveRoom(std::string_view key, uint64_t size, const std::function<Status()>& attempt) {
+Status TieredStore::WithDriveRoom(std::string_view key, uint64_t size, const QuotaHold& hold,
+                                  const std::function<Status()>& attempt) {
   const uint64_t block = drives_->block_size_bytes();
   const uint64_t extents = std::max<uint64_t>(1, (size + block - 1) / block);
+  const uint64_t own_held = OwnDriveHold(key, hold);
   bool own_evicted = false;
-  Status s = MakeTenantDriveRoom(key, size, &own_evicted);
+  Status s = MakeTenantDriveRoom(key, size, own_held, &own_evicted);
   if (!s.ok()) {
     write_failures_.fetch_add(1, std::memory_order_relaxed);
     return s;
@@ -146,7 +158,7 @@ Status TieredStore::WithDriveRoom(std::string_view key, uint64_t size, const std
     if (s.code() != StatusCode::kResourceExhausted) break;
     // Another put of the tenant may have taken the quota meanwhile: its
     // own values again, before anyone else's.
-    Status own = MakeTenantDriveRoom(key, size, &own_evicted);
+    Status own = MakeTenantDriveRoom(key, size, own_held, &own_evicted);
     if (!own.ok()) {
       s = own;
       break;
@@ -174,7 +186,9 @@ Status TieredStore::WriteThrough(PutCommit commit) {
   const std::optional<uint64_t> replaced = options_.observer ? drives_->ValueSize(key) : std::nullopt;
   const drive::ValueAttrs attrs = DriveAttrs(commit.options);
   MEMKV_RETURN_IF_ERROR(
-      WithDriveRoom(key, put.size(), [&] { return drives_->PutIov(key, put.iov(), commit.checksum, &attrs); }));
+      WithDriveRoom(key, put.size(), put.drive_hold,
+                    [&] { return drives_->PutIov(key, put.iov(), commit.checksum, &attrs); }));
+  put.drive_hold.Release();  // the tenant's drive bytes count it now
   NoteDrivePut(key, put.size(), commit.options, replaced);
   return PublishWritten(std::move(put), key, commit.checksum, commit.options);
 }
@@ -377,6 +391,10 @@ std::vector<Status> TieredStore::WriteThroughMany(std::vector<PutCommit> puts) {
     // Room in each tenant's drive quota for what the batch adds to it.
     const std::shared_ptr<const TenantMap> tenants = Tenants();
     std::vector<uint64_t> batch_bytes(tenants->size(), 0);
+    std::vector<uint64_t> batch_held(tenants->size(), 0);  // what the batch's puts hold of each quota
+    for (const PutCommit& p : puts) {
+      if (const uint32_t t = tenants->Find(p.key); t != TenantMap::kNone) batch_held[t] += OwnDriveHold(p.key, p.put.drive_hold);
+    }
     for (size_t i = 0; i < puts.size(); ++i) {
       const PutCommit& p = puts[i];
       statuses[i] = memory_->CheckPinRoom(p.key, p.put.size(), p.options);
@@ -384,7 +402,7 @@ std::vector<Status> TieredStore::WriteThroughMany(std::vector<PutCommit> puts) {
       if (const uint32_t t = tenants->Find(p.key); t != TenantMap::kNone) {
         batch_bytes[t] += p.put.size();
         bool evicted = false;
-        statuses[i] = MakeTenantDriveRoom(p.key, batch_bytes[t], &evicted);
+        statuses[i] = MakeTenantDriveRoom(p.key, batch_bytes[t], batch_held[t], &evicted);
         if (!statuses[i].ok()) {
           batch_bytes[t] -= p.put.size();
           write_failures_.fetch_add(1, std::memory_order_relaxed);

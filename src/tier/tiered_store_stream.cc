@@ -13,8 +13,8 @@ bool TieredStore::StreamsPut(uint64_t size) const {
   return drives_ != nullptr && size > memory_->pool_bytes() / 4;
 }
 
-void TieredStore::BeginStreamPut(std::string key, uint64_t size, const PutOptions& options, const ReplyTo& reply,
-                                 StreamDone done) {
+void TieredStore::BeginStreamPut(std::string key, uint64_t size, const PutOptions& options, QuotaHold hold,
+                                 const ReplyTo& reply, StreamDone done) {
   struct Begin {
     std::shared_ptr<ValueStream> stream;
     Status status;
@@ -22,11 +22,12 @@ void TieredStore::BeginStreamPut(std::string key, uint64_t size, const PutOption
   auto begin = std::make_shared<Begin>();
   begin->stream = std::shared_ptr<ValueStream>(new ValueStream(std::move(key), size));
   begin->stream->options_ = options;
+  begin->stream->hold_ = std::move(hold);
   RunOnDrives(
       1,
       [this, begin](size_t) {
         ValueStream& s = *begin->stream;
-        begin->status = WithDriveRoom(s.key_, s.size(), [&]() -> Status {
+        begin->status = WithDriveRoom(s.key_, s.size(), s.hold_, [&]() -> Status {
           const drive::ValueAttrs attrs = DriveAttrs(s.options_);
           MEMKV_ASSIGN_OR_RETURN(s.writer_, drives_->BeginPut(s.key_, s.size(), &attrs));
           return Status::Ok();
@@ -73,6 +74,7 @@ void TieredStore::FinishStreamPut(std::shared_ptr<ValueStream> stream, uint64_t 
         *status = s.writer_->Finish(checksum);
         if (status->ok()) {
           NoteDrivePut(s.key_, s.size(), s.options_, replaced);
+          s.hold_.Release();  // the tenant's drive bytes count it now
           (void)memory_->Delete(s.key_);  // Ok, or NotFound when DRAM had none: no older copy either way
         } else {
           write_failures_.fetch_add(1, std::memory_order_relaxed);

@@ -60,6 +60,7 @@ class ValueStream {
   uint64_t last_piece_ = 0;
   std::unique_ptr<uint8_t[]> window_;
   PutOptions options_;                           // a put's
+  QuotaHold hold_;                               // a put's: its tenant's drive quota, until published
   std::unique_ptr<drive::ExtentWriter> writer_;  // a put
   std::unique_ptr<drive::ExtentReader> reader_;  // a get
 };
