@@ -41,7 +41,8 @@ std::string ConfigYaml(const MemkvServerConfig& config, const std::string& key_h
                        : "storage:\n  mode: memory\n";
   return "network:\n  address: 127.0.0.1:0\n  auth_key: " + key_hex +
          "\nmemory:\n  max_size: " + std::to_string(config.pool_bytes) +
-         "\n  block_size: 2 MiB\n  prefault: " + (config.prefault ? "true" : "false") + "\n" + storage;
+         "\n  block_size: 2 MiB\n  prefault: " + (config.prefault ? "true" : "false") + "\n" + storage +
+         config.extra_yaml;
 }
 
 std::string ReadAll(const std::string& path) { return ReadTail(path, SIZE_MAX); }

@@ -40,6 +40,7 @@ struct MemkvServerConfig {
   bool file_mode = false;
   std::string sync = "interval";
   uint64_t drive_bytes = 4ULL << 30;
+  std::string extra_yaml;  // more top-level sections (tenants:, ...)
 };
 
 // Where the admin endpoint listens.
