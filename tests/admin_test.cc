@@ -5,10 +5,12 @@
 // self-signed certificate, and degraded health when a drive is lost.
 #include <gtest/gtest.h>
 
+#include <iconv.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -309,6 +311,59 @@ TEST_F(AdminTest, PromtoolAcceptsALiveScrape) {
   CommandResult check = RunShell("promtool check metrics < " + file + " 2>&1");
   EXPECT_EQ(check.exit_code, 0) << check.out;
   EXPECT_EQ(check.out, "") << "promtool lint findings:\n" << check.out;
+}
+
+// Whether `text` is valid UTF-8, as glibc's iconv decides (not MemKV's own check).
+bool IsUtf8(const std::string& text) {
+  iconv_t cd = ::iconv_open("UTF-8", "UTF-8");
+  if (cd == reinterpret_cast<iconv_t>(-1)) return false;
+  std::string in = text;
+  std::string out(text.size() + 16, '\0');
+  char* in_p = in.data();
+  char* out_p = out.data();
+  size_t in_left = in.size(), out_left = out.size();
+  const size_t r = ::iconv(cd, &in_p, &in_left, &out_p, &out_left);
+  ::iconv_close(cd);
+  return r != static_cast<size_t>(-1) && in_left == 0;
+}
+
+// A key namespace is any bytes; printed, bytes that are not UTF-8 become the
+// four characters \xNN, in /metrics label values and /v1/status strings
+// alike, so Prometheus accepts the scrape and the status stays JSON.
+TEST_F(AdminTest, NamespacesThatAreNotUtf8ArePrintedWithEscapesInMetricsAndStatus) {
+  Start(ServerSpec{});
+  ASSERT_TRUE(client_->Put("caf\xc3\xa9/0", Pattern(10, 1)).ok());          // UTF-8: printed as is
+  ASSERT_TRUE(client_->Put("bad\xff\xfe\"q/0", Pattern(10, 2)).ok());       // two bad bytes and a quote
+  ASSERT_TRUE(client_->Put("cut\xe2\x82/0", Pattern(10, 3)).ok());          // a sequence cut short
+  ASSERT_TRUE(client_->Put("sur\xed\xa0\x80/0", Pattern(10, 4)).ok());      // an encoded surrogate
+  ASSERT_TRUE(client_->Get("bad\xff\xfe\"q/0").ok());
+
+  HttpResult m = HttpRequestTo(admin_, "GET", "/v1/metrics");
+  ASSERT_EQ(m.status, 200);
+  EXPECT_TRUE(IsUtf8(m.body)) << "the exposition must be UTF-8";
+  EXPECT_NE(m.body.find("memkv_namespace_puts_total{namespace=\"caf\xc3\xa9\"} 1\n"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("memkv_namespace_puts_total{namespace=\"bad\\\\xff\\\\xfe\\\"q\"} 1\n"), std::string::npos)
+      << m.body;
+  EXPECT_NE(m.body.find("memkv_namespace_hits_total{namespace=\"bad\\\\xff\\\\xfe\\\"q\"} 1\n"), std::string::npos);
+  EXPECT_NE(m.body.find("{namespace=\"cut\\\\xe2\\\\x82\"} 1\n"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("{namespace=\"sur\\\\xed\\\\xa0\\\\x80\"} 1\n"), std::string::npos) << m.body;
+  if (RunShell("command -v promtool").exit_code == 0) {
+    const std::string file = dir_.Write("scrape.txt", m.body);
+    CommandResult check = RunShell("promtool check metrics < " + file + " 2>&1");
+    EXPECT_EQ(check.exit_code, 0) << check.out;
+  }
+
+  HttpResult st = HttpRequestTo(admin_, "GET", "/v1/status");
+  ASSERT_EQ(st.status, 200);
+  EXPECT_TRUE(IsUtf8(st.body)) << "JSON text must be UTF-8";
+  JsonValue j = ParseOk(st.body);
+  std::vector<std::string> names;
+  if (const JsonValue* list = j.Find("namespaces")) {
+    for (const JsonValue& ns : list->array) names.push_back(Str(ns, {"name"}));
+  }
+  for (const char* want : {"caf\xc3\xa9", "bad\\xff\\xfe\"q", "cut\\xe2\\x82", "sur\\xed\\xa0\\x80"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want << "\n" << st.body;
+  }
 }
 
 TEST_F(AdminTest, BadRequestsAreRefusedAndTheDataPlaneKeepsServing) {
