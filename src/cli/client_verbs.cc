@@ -39,7 +39,10 @@ constexpr const char* kVerbUsage = R"(Usage:
                              first without a gap, then "first miss KEY" when
                              N < M (exit 1: not all matched)
   memkv ls [PREFIX]          print every key that starts with PREFIX, one per
-                             line in bytewise order (every server is asked)
+                             line in bytewise order (every server is asked;
+                             one that cannot be is named on standard error,
+                             the others' keys are printed, and ls exits 4,
+                             or 5 when each such server refused the key)
 
 put's options:
   --ttl T          lifetime from the put: milliseconds, or a number with ms,
@@ -317,7 +320,21 @@ int MatchPrefix(Client& client, const std::vector<std::string>& positional) {
 
 }  // namespace
 
-// memkv ls: every key under `prefix`, a page at a time, one per line.
+// The servers a listing could not ask: the client has not reached them
+// (pending: down since it started, or refusing its key) or backs off from
+// them (down). Their keys are missing from the list.
+std::vector<ServerView> UnlistedServers(const Client& client) {
+  std::vector<ServerView> out;
+  for (ServerView& v : client.Servers()) {
+    if (v.state == "pending" || v.state == "down") out.push_back(std::move(v));
+  }
+  return out;
+}
+
+// memkv ls: every key under `prefix`, a page at a time, one per line. What
+// could be listed is printed; each server that could not be asked is named
+// on stderr and the command exits 4 (5 when every such server refused the
+// client's key), as for any command that cannot reach a server.
 int ListKeys(const std::string& prefix, const Environment& env) {
   Result<std::unique_ptr<Client>> client = MakeClient(env);
   if (!client.ok()) {
@@ -326,16 +343,33 @@ int ListKeys(const std::string& prefix, const Environment& env) {
   }
   constexpr size_t kPage = 1000;
   std::string cursor;
+  int code = kExitOk;
   do {
     Result<KeyListPage> page = (*client)->ListKeys(prefix, cursor, kPage);
-    if (!page.ok()) return Report("ls", page.status());
+    if (!page.ok()) {
+      code = Report("ls", page.status());
+      break;
+    }
     for (const std::string& key : page->keys) {
       std::fwrite(key.data(), 1, key.size(), stdout);
       std::fputc('\n', stdout);
     }
     cursor = std::move(page->next_cursor);
   } while (!cursor.empty());
-  return std::fflush(stdout) == 0 ? kExitOk : Report("ls", IoError("writing standard output failed"));
+  if (std::fflush(stdout) != 0 && code == kExitOk) code = Report("ls", IoError("writing standard output failed"));
+  if (code != kExitOk) return code;
+  const std::vector<ServerView> unlisted = UnlistedServers(**client);
+  bool all_refused = !unlisted.empty();
+  for (const ServerView& v : unlisted) {
+    const bool refused = v.detail.rfind("AuthFailed", 0) == 0;
+    all_refused = all_refused && refused;
+    std::fprintf(stderr, "memkv ls: server %s could not be listed, its keys are missing above: %s%s\n",
+                 v.name.c_str(), v.detail.c_str(),
+                 refused ? " (MEMKV_AUTH_KEY must equal the server's key; the servers of a fleet share one key)"
+                         : " (is the server running? 'memkv admin status' shows the fleet)");
+  }
+  if (unlisted.empty()) return kExitOk;
+  return all_refused ? kExitAuth : kExitUnavailable;
 }
 
 int RunClientVerb(const std::string& verb, const std::vector<std::string>& args, const Environment& env) {
