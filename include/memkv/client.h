@@ -249,6 +249,9 @@ struct ServerView {
   // failure), "draining", "busy", "duplicate" (its id is another server's)
   std::string state;
   std::string detail;      // why, for any state but "up"
+  // The largest value it takes (its memory.max_value_size), as it announced
+  // at Connect; 0 until the client has been connected to it.
+  uint64_t max_value_bytes = 0;
 };
 
 class Client {

@@ -55,10 +55,12 @@ put's options:
 "--" ends the options: memkv put -- -key file, memkv get -- -key.
 -o FILE and --output=FILE are the same; -o - is standard output. A FILE
 that begins with '-' is written --output=-file (or -o ./-file). put maps
-FILE (no copy) or reads standard input until EOF; a value larger than the
-server's memory.max_value_size (default 16 GiB) is refused before anything
-is sent (exit 6). Standard input stops at 64 GiB, or this host's memory when
-less, and stores nothing (exit 6).
+FILE (no copy) or reads standard input (or a pipe or device) until EOF. A
+value larger than the limit the key's server announces (its
+memory.max_value_size, default 16 GiB) is refused naming that limit, and
+nothing is stored (exit 6): a file by its size before it is read, a stream
+as soon as it passes the limit (memkv put K /dev/zero stops there). A
+stream never takes more than this host's memory.
 
 Servers and key: the YAML named by MEMKV_CONFIG, then MEMKV_SERVERS,
 MEMKV_AUTH_KEY, MEMKV_TRANSPORT, MEMKV_TIMEOUT_MS (each operation's deadline,
@@ -163,8 +165,9 @@ class InputValue {
     for (;;) {
       if (v.size_ == v.mapped_) {
         if (v.size_ >= cap) {
-          return TooLarge(name + " holds more than " + FormatSize(limit) + ", " + why +
-                          "; stopped reading there and stored nothing");
+          return TooLarge(name + " holds more than " + FormatSize(limit) + " (" + std::to_string(limit) +
+                          " bytes), " + why + "; stopped reading after " + std::to_string(v.size_) +
+                          " bytes and stored nothing");
         }
         MEMKV_RETURN_IF_ERROR(v.Grow(std::min(cap, std::max(kFirst, 2 * v.mapped_)), name));
       }
@@ -198,23 +201,46 @@ class InputValue {
   size_t mapped_ = 0;
 };
 
-// How much of a stream put reads: the server's memory.max_value_size is not
-// known to the command (the client applies it, refusing a larger value
-// before sending it), so the protocol's ceiling, or this host's memory when
-// that is less: an endless stream (`yes | memkv put K -`) must fail with a
-// line, not be killed for memory.
-std::pair<uint64_t, std::string> StreamLimit() {
+// How much of a value put reads: the limit the key's server announced at
+// Connect (its memory.max_value_size), so that an endless stream
+// (`memkv put K /dev/zero`, `yes | memkv put K`) stops there with a line
+// naming it; never more than the protocol carries or this host's memory.
+// When the owner does not take the put itself (draining or down: the put
+// goes to its next server), the largest limit any server announced; the
+// client still checks the value against the server that takes it.
+struct ValueLimit {
+  uint64_t bytes = 0;
+  std::string why;  // "the limit that server X announced at Connect (its memory.max_value_size)"
+};
+
+ValueLimit ValueLimitFor(const Client& client, std::string_view key) {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page_size = ::sysconf(_SC_PAGESIZE);
   const uint64_t memory = pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)
                                                      : UINT64_MAX;
-  if (memory < proto::kMaxValueBytesCeiling) return {memory, "this host's memory"};
-  return {proto::kMaxValueBytesCeiling, "the largest value the protocol carries"};
+  ValueLimit limit{proto::kMaxValueBytesCeiling, "the largest value the protocol carries"};
+  if (memory < limit.bytes) limit = {memory, "this host's memory"};
+  const std::vector<ServerView> servers = client.Servers();
+  const size_t owner = client.ServerFor(key);
+  const ServerView* by = nullptr;
+  if (owner < servers.size() && (servers[owner].state == "up" || servers[owner].state == "busy")) {
+    by = &servers[owner];
+  } else {
+    for (const ServerView& v : servers) {
+      if (by == nullptr || v.max_value_bytes > by->max_value_bytes) by = &v;
+    }
+  }
+  if (by != nullptr && by->max_value_bytes != 0 && by->max_value_bytes <= limit.bytes) {
+    limit = {by->max_value_bytes,
+             "the limit that server " + by->name + " announced at Connect (its memory.max_value_size)"};
+  }
+  return limit;
 }
 
-// The value to put from `path` ("-": standard input). Whether the server
-// takes its size is the client's to say (TooLarge, naming the server's limit).
-Result<InputValue> ReadInput(const std::string& path) {
+// The value to put from `path` ("-": standard input), refused (TooLarge,
+// naming `limit`) once it is larger: a regular file by its size before it
+// is mapped, a stream as soon as it has sent one byte more than the limit.
+Result<InputValue> ReadInput(const std::string& path, const ValueLimit& limit) {
   const std::string name = path == "-" ? std::string("standard input") : path;
   UniqueFd owned;
   int fd = STDIN_FILENO;
@@ -226,15 +252,15 @@ Result<InputValue> ReadInput(const std::string& path) {
     if (::fstat(fd, &st) != 0) return IoError("cannot stat " + path + ": " + std::strerror(errno));
     if (S_ISREG(st.st_mode)) {
       const auto size = static_cast<uint64_t>(st.st_size);
-      if (size > proto::kMaxValueBytesCeiling) {
-        return TooLarge(path + " is " + FormatSize(size) + ", more than the largest value the protocol carries (" +
-                        FormatSize(proto::kMaxValueBytesCeiling) + "); stored nothing");
+      if (size > limit.bytes) {
+        return TooLarge(path + " is " + std::to_string(size) + " bytes, more than " +
+                        FormatSize(limit.bytes) + " (" + std::to_string(limit.bytes) + " bytes), " + limit.why +
+                        "; stored nothing");
       }
       return InputValue::MapFile(fd, size, name);
     }
   }
-  const auto [limit, why] = StreamLimit();
-  return InputValue::ReadStream(fd, limit, name, why);
+  return InputValue::ReadStream(fd, limit.bytes, name, limit.why);
 }
 
 // Writes `data` to the file `path`, or to standard output when `path` is
@@ -424,7 +450,7 @@ int RunClientVerb(const std::string& verb, const std::vector<std::string>& args,
   if (verb == "match-prefix") return MatchPrefix(**client, positional);
   const std::string& key = positional[0];
   if (verb == "put") {
-    Result<InputValue> data = ReadInput(positional.size() == 2 ? positional[1] : "-");
+    Result<InputValue> data = ReadInput(positional.size() == 2 ? positional[1] : "-", ValueLimitFor(**client, key));
     if (!data.ok()) return Report(verb, data.status());
     // Without flags a plain put, which every server takes.
     Status s = put_options->empty() ? (*client)->Put(key, data->bytes())
