@@ -389,6 +389,42 @@ TEST_F(AdminTest, BadRequestsAreRefusedAndTheDataPlaneKeepsServing) {
   EXPECT_EQ(HttpRequestTo(admin_, "GET", "/v1/health").status, 200) << "the admin endpoint serves others meanwhile";
 }
 
+// Connections that open the admin port and send nothing (or half a request)
+// held its 64 slots for the whole request timeout, so a probe found none
+// free: /v1/health answered 503 nine times in ten and a liveness probe would
+// restart a healthy server. A new connection now takes the slot of the
+// oldest one without a complete request, so probes answer 200 every time.
+TEST_F(AdminTest, HealthAndReadyAnswerWhileIdleConnectionsCrowdTheAdminPort) {
+  ASSERT_TRUE(RaiseOpenFilesLimit(1024));
+  Start(ServerSpec{});
+  std::vector<UniqueFd> idle;
+  auto open_idle = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      Result<UniqueFd> c = io::ConnectTcp("127.0.0.1", admin_, MonotonicNanos() + 2'000'000'000);
+      ASSERT_TRUE(c.ok()) << c.status().ToString();
+      if (i % 3 == 0) {
+        ASSERT_EQ(::send(c->get(), "GET /v1/st", 10, MSG_NOSIGNAL), 10);  // half a request
+      }
+      idle.push_back(std::move(c).value());
+    }
+  };
+  open_idle(100);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(HttpRequestTo(admin_, "GET", "/v1/health").status, 200) << "probe " << i;
+    EXPECT_EQ(HttpRequestTo(admin_, "GET", "/v1/ready").status, 200) << "probe " << i;
+    open_idle(10);  // the crowd keeps coming back
+  }
+  // The crowd is bounded: at most max_connections of them are held, and the
+  // server says why it closed the others, in one line per 10 s at most.
+  const std::string err = server_.Stderr();
+  const std::string line = "http server on port " + std::to_string(admin_) + ": 64 connections open";
+  size_t lines = 0;
+  for (size_t at = err.find(line); at != std::string::npos; at = err.find(line, at + 1)) ++lines;
+  EXPECT_GE(lines, 1u) << err;
+  EXPECT_LE(lines, 2u) << err;
+  EXPECT_GT(Scrape()["memkv_admin_connections_shed_total"], 100.0);
+}
+
 TEST_F(AdminTest, HttpsWithASelfSignedCertificate) {
   if (RunShell("command -v openssl && command -v curl").exit_code != 0) {
     GTEST_SKIP() << "openssl and curl are needed (scripts/install-deps.sh installs them)";

@@ -158,6 +158,13 @@ constexpr ServerMetric kMetrics[] = {
                      s.metrics->admin_auth_failures[i].Value());
        }
      }},
+    {"memkv_admin_connections_shed_total", kCounter, "",
+     "Admin connections without a complete request closed, oldest first, to admit a newer one while "
+     "the admin endpoint's 64 connections were open.",
+     [](const S& s, Samples& out) { out.Counter({}, s.admin_http.shed); }},
+    {"memkv_admin_connections_refused_total", kCounter, "",
+     "Admin connections answered 503 or closed at once because all 64 were writing responses.",
+     [](const S& s, Samples& out) { out.Counter({}, s.admin_http.rejected_busy); }},
     {"memkv_auth_failures_total", kCounter, "", "Frames or connections refused for failed authentication.",
      ReadCell<&ServerMetrics::auth_failures>},
     {"memkv_protocol_errors_total", kCounter, "", "Malformed frames, unknown opcodes and similar protocol errors.",
