@@ -31,6 +31,7 @@
 #include "base/units.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/commands.h"
 #include "client/client_from_config.h"
 #include "config/client_config.h"
 #include "http/http_client.h"
@@ -139,10 +140,7 @@ int Usage(const std::string& what) {
 }
 
 std::optional<int> ParseAdminFlags(const std::vector<std::string>& raw_args, AdminFlags* flags) {
-  Result<std::vector<std::string>> expanded = ExpandOptions(
-      raw_args, {.switches = {"--json", "--insecure"},
-                 .valued = {"--cacert", "--timeout-ms", "--key-file", "--server"},
-                 .operand = "address"});
+  Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, kAdminOptions);
   if (!expanded.ok()) return Usage(expanded.status().message());
   const std::vector<std::string>& args = *expanded;
   if (args.empty()) return Usage("name an action: status, reload, drain, undrain");

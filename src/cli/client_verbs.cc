@@ -18,6 +18,7 @@
 #include "base/units.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/commands.h"
 #include "client/client_from_config.h"
 #include "config/client_config.h"
 #include "memkv/client.h"
@@ -399,10 +400,9 @@ int ListKeys(const std::string& prefix, const Environment& env) {
 }
 
 int RunClientVerb(const std::string& verb, const std::vector<std::string>& args, const Environment& env) {
-  Result<std::vector<std::string>> expanded = ExpandOptions(
-      args, verb == "get"   ? OptionTable{.valued = {"-o", "--output"}, .operand = "key"}
-            : verb == "put" ? OptionTable{.valued = {"--ttl", "--retention", "--parent"}, .operand = "key"}
-                            : OptionTable{.operand = "key"});
+  const Command* command = FindCommand(verb);
+  Result<std::vector<std::string>> expanded =
+      ExpandOptions(args, command != nullptr ? command->options : kKeyOperandsOnly);
   if (!expanded.ok()) return Usage(verb, expanded.status().message());
   std::vector<std::string> positional;
   std::vector<std::pair<std::string, std::string>> put_flags;
