@@ -376,9 +376,29 @@ constexpr ServerMetric kMetrics[] = {
        if (s.events) out.Counter({}, s.events->replay_requests);
      }},
     {"memkv_events_replay_misses_total", kCounter, "",
-     "Replay requests for a sequence older than the replay buffer holds.",
+     "Replay requests for a sequence older than the replay buffer holds, or replays that fell behind it.",
      [](const S& s, Samples& out) {
        if (s.events) out.Counter({}, s.events->replay_misses);
+     }},
+    {"memkv_events_replay_bad_requests_total", kCounter, "",
+     "Malformed replay requests, not answered (logged once per 10 s).",
+     [](const S& s, Samples& out) {
+       if (s.events) out.Counter({}, s.events->replay_bad_requests);
+     }},
+    {"memkv_events_replays_cut_total", kCounter, "",
+     "Replays ended early (the peer took nothing for 30 s, or too many replays at once); the end marker names "
+     "the first batch not sent.",
+     [](const S& s, Samples& out) {
+       if (s.events) out.Counter({}, s.events->replays_cut);
+     }},
+    {"memkv_events_replays_active", kGauge, "", "Replays in progress, each paced by its peer.",
+     [](const S& s, Samples& out) {
+       if (s.events) out.Gauge({}, double(s.events->replays_active));
+     }},
+    {"memkv_events_replay_queued_bytes", kGauge, "",
+     "Replay payload bytes queued in ZeroMQ and not yet written to the peers' sockets.",
+     [](const S& s, Samples& out) {
+       if (s.events) out.Gauge({}, double(s.events->replay_queued_bytes));
      }},
 };
 
