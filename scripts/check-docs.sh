@@ -16,16 +16,28 @@
 #   - a Prometheus metric (a quoted "memkv_..." name in the server's and the
 #     client's metric code) that docs/metrics.md does not name;
 #   - a copy of scripts/check-layers.sh's rule table in docs/organization.md
-#     (between the "check-layers rules" markers) that differs from the script.
+#     (between the "check-layers rules" markers) that differs from the script;
+#   - a `memkv COMMAND` (or `memkv admin|drive ACTION`) run in a docs code
+#     block or code span that the dispatcher does not know (kCommands of
+#     src/cli/commands.h): a command at the start of a line (after a "$ "
+#     prompt, sudo, VAR=value assignments) or after &&, ||, | or $( ; an
+#     error message ("memkv put: ...") is not a command.
 # Reads git's list of tracked files, so it runs from a checkout.
+#
+#   scripts/check-docs.sh --commands [FILE.md...]
+# runs only the check of memkv commands, on FILEs (default: docs/*.md and
+# README.md); tests/cli_docs_commands_test.sh runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-exec python3 - <<'EOF'
+exec python3 - "$@" <<'EOF'
 import os
 import re
 import subprocess
 import sys
+
+only_commands = len(sys.argv) > 1 and sys.argv[1] == "--commands"
+command_files = sys.argv[2:] if only_commands else None
 
 files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                        check=True, capture_output=True).stdout.decode().split("\0")
@@ -35,136 +47,171 @@ problems = []
 def fail(path, line, what):
     problems.append(f"check-docs: {path}:{line}: {what}")
 
-# --- repository paths -------------------------------------------------------
-TOP = ["src", "include", "tests", "docs", "scripts", "python", "bench", "fuzz", "packaging", "cmake"]
-# A path starts at a word boundary that is not part of a longer path
-# (/usr/src/..., $M/src/..., build/src/...) and runs over path characters.
-PATH_RE = re.compile(r"(?<![\w./$~-])((?:%s)/[\w.*?<>{}\[\]$,/+-]*)" % "|".join(TOP))
-FOREIGN_TOP = {"include", "python", "docs"}
-PLACEHOLDER = re.compile(r"[*?<>{}\[\]$]|\.\.\.|XXX")
+def check_tree():
+    # --- repository paths -------------------------------------------------------
+    TOP = ["src", "include", "tests", "docs", "scripts", "python", "bench", "fuzz", "packaging", "cmake"]
+    # A path starts at a word boundary that is not part of a longer path
+    # (/usr/src/..., $M/src/..., build/src/...) and runs over path characters.
+    PATH_RE = re.compile(r"(?<![\w./$~-])((?:%s)/[\w.*?<>{}\[\]$,/+-]*)" % "|".join(TOP))
+    FOREIGN_TOP = {"include", "python", "docs"}
+    PLACEHOLDER = re.compile(r"[*?<>{}\[\]$]|\.\.\.|XXX")
 
-def check_paths(path, lineno, text):
-    for m in PATH_RE.finditer(text):
-        token = m.group(1)
-        if PLACEHOLDER.search(token):
+    def check_paths(path, lineno, text):
+        for m in PATH_RE.finditer(text):
+            token = m.group(1)
+            if PLACEHOLDER.search(token):
+                continue
+            token = token.rstrip(".,:;'\")`")
+            if os.path.exists(token) or os.path.exists(token.rstrip("/")) or os.path.exists(token + ".cc"):
+                continue
+            parts = token.split("/")
+            if any(re.search(r"[A-Z]{2,}", part) for part in parts[1:-1]):
+                continue  # a placeholder directory: bench/COUNTxSIZE/0
+            if parts[0] in FOREIGN_TOP and len(parts) > 2 and not os.path.exists("/".join(parts[:2])):
+                continue  # another project's include/, python/ or docs/
+            fail(path, lineno, f"names '{token}', which does not exist")
+
+    CODE_EXT = (".h", ".cc", ".c", ".cpp", ".inc", ".py", ".sh", ".cmake", ".txt", ".toml", ".yaml", ".yml", ".map")
+
+    def comment_text(path, line):
+        """The comment part of one source line ('' when there is none)."""
+        stripped = line.lstrip()
+        if path.endswith((".h", ".cc", ".c", ".cpp", ".inc", ".map")):
+            if stripped.startswith(("/*", "*")):
+                return stripped
+            i = line.find("//")
+            return line[i:] if i >= 0 else ""
+        i = line.find("#")
+        if i < 0:
+            return ""
+        if path.endswith(".sh") and i > 0 and line[i - 1] in "${":
+            return ""  # ${#var}, $#
+        return line[i:]
+
+    for path in files:
+        if path.endswith(".md"):
+            if not (path.startswith("docs/") or path == "README.md"):
+                continue
+            for lineno, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
+                check_paths(path, lineno, line)
+        elif path.endswith(CODE_EXT) or os.path.basename(path) == "CMakeLists.txt":
+            if path.startswith(("fuzz/corpus/", "tests/fixtures/")) or "/testdata/" in path or "/fixtures/" in path:
+                continue
+            for lineno, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
+                text = comment_text(path, line)
+                if text:
+                    check_paths(path, lineno, text)
+
+    # --- relative Markdown links ------------------------------------------------
+    LINK_RE = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+    for path in files:
+        if not path.endswith(".md"):
             continue
-        token = token.rstrip(".,:;'\")`")
-        if os.path.exists(token) or os.path.exists(token.rstrip("/")) or os.path.exists(token + ".cc"):
+        in_fence = False
+        for lineno, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
+            if line.lstrip().startswith("```"):
+                in_fence = not in_fence
+                continue
+            if in_fence:
+                continue
+            for m in LINK_RE.finditer(re.sub(r"`[^`]*`", "", line)):
+                target = m.group(1)
+                if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+                    continue  # http:, mailto:, an anchor in this page
+                file_part = target.split("#", 1)[0]
+                resolved = os.path.normpath(os.path.join(os.path.dirname(path), file_part))
+                if not os.path.exists(resolved):
+                    fail(path, lineno, f"links to '{target}', but {resolved} does not exist")
+
+    # --- server config fields ---------------------------------------------------
+    config_doc = open("docs/configuration.md", encoding="utf-8").read()
+    # The sections read in a file of their own (events_config.cc) count too.
+    for config_src in ("src/config/server_config.cc", "src/config/events_config.cc"):
+        text = open(config_src, encoding="utf-8").read()
+        # ReadMap(node, "section", {{"name", reader}, XxxField("name", ...), ...}, d);
+        for m in re.finditer(r'ReadMap\(\s*\w+,\s*"([a-z_]+)",\s*\{(.*?)\},\s*d\);', text, re.S):
+            section, body = m.group(1), m.group(2)
+            line = text.count("\n", 0, m.start()) + 1
+            names = re.findall(r'\{\s*"([a-z_]+)"\s*,', body) + re.findall(r'\w+Field\(\s*"([a-z_]+)"', body)
+            for name in names:
+                field = f"{section}.{name}"
+                if not re.search(r"(?<![\w.])%s(?![\w])" % re.escape(field), config_doc):
+                    fail(config_src, line, f"server config field '{field}' is missing from docs/configuration.md")
+
+    # --- metrics ----------------------------------------------------------------
+    metrics_doc = open("docs/metrics.md", encoding="utf-8").read()
+    seen = set()
+    for path in files:
+        if not path.endswith((".cc", ".h")) or path.endswith("_test.cc"):
             continue
-        parts = token.split("/")
-        if any(re.search(r"[A-Z]{2,}", part) for part in parts[1:-1]):
-            continue  # a placeholder directory: bench/COUNTxSIZE/0
-        if parts[0] in FOREIGN_TOP and len(parts) > 2 and not os.path.exists("/".join(parts[:2])):
-            continue  # another project's include/, python/ or docs/
-        fail(path, lineno, f"names '{token}', which does not exist")
-
-CODE_EXT = (".h", ".cc", ".c", ".cpp", ".inc", ".py", ".sh", ".cmake", ".txt", ".toml", ".yaml", ".yml", ".map")
-
-def comment_text(path, line):
-    """The comment part of one source line ('' when there is none)."""
-    stripped = line.lstrip()
-    if path.endswith((".h", ".cc", ".c", ".cpp", ".inc", ".map")):
-        if stripped.startswith(("/*", "*")):
-            return stripped
-        i = line.find("//")
-        return line[i:] if i >= 0 else ""
-    i = line.find("#")
-    if i < 0:
-        return ""
-    if path.endswith(".sh") and i > 0 and line[i - 1] in "${":
-        return ""  # ${#var}, $#
-    return line[i:]
-
-for path in files:
-    if path.endswith(".md"):
-        if not (path.startswith("docs/") or path == "README.md"):
+        if not (path.startswith("src/server/") or path.startswith("src/client/") or path.startswith("src/metrics/")):
             continue
         for lineno, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
-            check_paths(path, lineno, line)
-    elif path.endswith(CODE_EXT) or os.path.basename(path) == "CMakeLists.txt":
-        if path.startswith(("fuzz/corpus/", "tests/fixtures/")) or "/testdata/" in path or "/fixtures/" in path:
-            continue
-        for lineno, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
-            text = comment_text(path, line)
-            if text:
-                check_paths(path, lineno, text)
+            for name in re.findall(r'"(memkv_[a-z0-9_]+)"', line):
+                if name in seen:
+                    continue
+                seen.add(name)
+                if not re.search(r"(?<![\w])%s(?![\w])" % re.escape(name), metrics_doc):
+                    fail(path, lineno, f"metric '{name}' is missing from docs/metrics.md")
 
-# --- relative Markdown links ------------------------------------------------
-LINK_RE = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
-for path in files:
-    if not path.endswith(".md"):
-        continue
+    # --- the layer rules' copy ---------------------------------------------------
+    rules = re.findall(r'^\s*\[(\w+)\]="([^"]*)"', open("scripts/check-layers.sh", encoding="utf-8").read(), re.M)
+    org = "docs/organization.md"
+    lines = open(org, encoding="utf-8").read().split("\n")
+    try:
+        begin = lines.index("<!-- check-layers rules: begin -->")
+        end = lines.index("<!-- check-layers rules: end -->")
+        copied = []
+        for i in range(begin + 1, end):
+            m = re.match(r"^\|\s*(\w+)\s*\|\s*([\w ]+?)\s*\|$", lines[i])
+            if m and m.group(1) != "layer":
+                copied.append((m.group(1), " ".join(m.group(2).split()), i + 1))
+        script = {layer: " ".join(deps.split()) for layer, deps in rules}
+        doc = {layer: deps for layer, deps, _ in copied}
+        for layer, deps, line in copied:
+            if layer not in script:
+                fail(org, line, f"layer '{layer}' is not in scripts/check-layers.sh")
+            elif script[layer] != deps:
+                fail(org, line, f"layer '{layer}' may include '{deps}' here but '{script[layer]}' in scripts/check-layers.sh")
+        for layer in script:
+            if layer not in doc:
+                fail(org, begin + 1, f"layer '{layer}' of scripts/check-layers.sh is missing from the table")
+    except ValueError:
+        fail(org, 1, "no '<!-- check-layers rules: begin/end -->' table")
+
+
+if not only_commands:
+    check_tree()
+
+# --- memkv commands in examples -----------------------------------------------
+commands_src = open("src/cli/commands.h", encoding="utf-8").read()
+commands = {name: set(re.findall(r'"([\w-]+)"', actions))
+            for name, actions in re.findall(r'\{"([\w-]+)",\s*\{([^}]*)\},\s*k\w+\}', commands_src)}
+if not commands:
+    fail("src/cli/commands.h", 1, "no command found in kCommands")
+# Code spans that begin with these are labels, not commands.
+NOT_COMMANDS = {"memkv key check", "memkv drive value"}  # HKDF/HMAC labels (docs/storage.md)
+RUN_RE = re.compile(r"(?:^|&&|\|\||\||\$\()\s*(?:\$\s+)?(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*"
+                    r"(?:[\w./-]*/)?memkv[ \t]+([a-z][\w-]*)(?![\w-])(?!:| [\w-]+:)(?:[ \t]+([a-z][\w-]*)(?![\w-]))?")
+docs = command_files or [f for f in files if f.endswith(".md") and (f.startswith("docs/") or f == "README.md")]
+for path in docs:
     in_fence = False
     for lineno, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
         if line.lstrip().startswith("```"):
             in_fence = not in_fence
             continue
-        if in_fence:
-            continue
-        for m in LINK_RE.finditer(re.sub(r"`[^`]*`", "", line)):
-            target = m.group(1)
-            if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
-                continue  # http:, mailto:, an anchor in this page
-            file_part = target.split("#", 1)[0]
-            resolved = os.path.normpath(os.path.join(os.path.dirname(path), file_part))
-            if not os.path.exists(resolved):
-                fail(path, lineno, f"links to '{target}', but {resolved} does not exist")
-
-# --- server config fields ---------------------------------------------------
-config_doc = open("docs/configuration.md", encoding="utf-8").read()
-# The sections read in a file of their own (events_config.cc) count too.
-for config_src in ("src/config/server_config.cc", "src/config/events_config.cc"):
-    text = open(config_src, encoding="utf-8").read()
-    # ReadMap(node, "section", {{"name", reader}, XxxField("name", ...), ...}, d);
-    for m in re.finditer(r'ReadMap\(\s*\w+,\s*"([a-z_]+)",\s*\{(.*?)\},\s*d\);', text, re.S):
-        section, body = m.group(1), m.group(2)
-        line = text.count("\n", 0, m.start()) + 1
-        names = re.findall(r'\{\s*"([a-z_]+)"\s*,', body) + re.findall(r'\w+Field\(\s*"([a-z_]+)"', body)
-        for name in names:
-            field = f"{section}.{name}"
-            if not re.search(r"(?<![\w.])%s(?![\w])" % re.escape(field), config_doc):
-                fail(config_src, line, f"server config field '{field}' is missing from docs/configuration.md")
-
-# --- metrics ----------------------------------------------------------------
-metrics_doc = open("docs/metrics.md", encoding="utf-8").read()
-seen = set()
-for path in files:
-    if not path.endswith((".cc", ".h")) or path.endswith("_test.cc"):
-        continue
-    if not (path.startswith("src/server/") or path.startswith("src/client/") or path.startswith("src/metrics/")):
-        continue
-    for lineno, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
-        for name in re.findall(r'"(memkv_[a-z0-9_]+)"', line):
-            if name in seen:
+        texts = [line] if in_fence else re.findall(r"`([^`]+)`", line)
+        for text in texts:
+            if text.strip().startswith(tuple(NOT_COMMANDS)):
                 continue
-            seen.add(name)
-            if not re.search(r"(?<![\w])%s(?![\w])" % re.escape(name), metrics_doc):
-                fail(path, lineno, f"metric '{name}' is missing from docs/metrics.md")
-
-# --- the layer rules' copy ---------------------------------------------------
-rules = re.findall(r'^\s*\[(\w+)\]="([^"]*)"', open("scripts/check-layers.sh", encoding="utf-8").read(), re.M)
-org = "docs/organization.md"
-lines = open(org, encoding="utf-8").read().split("\n")
-try:
-    begin = lines.index("<!-- check-layers rules: begin -->")
-    end = lines.index("<!-- check-layers rules: end -->")
-    copied = []
-    for i in range(begin + 1, end):
-        m = re.match(r"^\|\s*(\w+)\s*\|\s*([\w ]+?)\s*\|$", lines[i])
-        if m and m.group(1) != "layer":
-            copied.append((m.group(1), " ".join(m.group(2).split()), i + 1))
-    script = {layer: " ".join(deps.split()) for layer, deps in rules}
-    doc = {layer: deps for layer, deps, _ in copied}
-    for layer, deps, line in copied:
-        if layer not in script:
-            fail(org, line, f"layer '{layer}' is not in scripts/check-layers.sh")
-        elif script[layer] != deps:
-            fail(org, line, f"layer '{layer}' may include '{deps}' here but '{script[layer]}' in scripts/check-layers.sh")
-    for layer in script:
-        if layer not in doc:
-            fail(org, begin + 1, f"layer '{layer}' of scripts/check-layers.sh is missing from the table")
-except ValueError:
-    fail(org, 1, "no '<!-- check-layers rules: begin/end -->' table")
+            for m in RUN_RE.finditer(text):
+                command, action = m.group(1), m.group(2)
+                if command not in commands:
+                    fail(path, lineno, f"'memkv {command}' is not a memkv command; the commands are: "
+                         + ", ".join(sorted(commands)))
+                elif commands[command] and action is not None and action not in commands[command]:
+                    fail(path, lineno, f"'memkv {command} {action}' is not an action of memkv {command}; "
+                         f"allowed: {', '.join(sorted(commands[command]))}")
 
 for p in problems:
     print(p, file=sys.stderr)

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -147,7 +148,7 @@ class AdminStatusTest : public ::testing::Test {
  protected:
   // A server on a fixed data port, so that its admin endpoint is on PORT+1
   // (on port 0 the admin port is any free one).
-  void StartOnFixedPort(ServerProcess* server) {
+  void StartOnFixedPort(ServerProcess* server, const std::string& auth_key_hex = kTestKeyHex) {
     for (int attempt = 0; attempt < 3; ++attempt) {
       const uint16_t port = FreePortPair();
       ASSERT_NE(port, 0);
@@ -155,6 +156,7 @@ class AdminStatusTest : public ::testing::Test {
       spec.memory_max_size = "32 MiB";
       spec.memory_block_size = "1 MiB";
       spec.port = port;
+      spec.auth_key_hex = auth_key_hex;
       Status s = server->Start(spec);
       if (s.ok()) {
         ASSERT_EQ(server->port(), port) << server->Stderr();
@@ -210,6 +212,45 @@ TEST_F(AdminStatusTest, DataAddressesOfHealthyServersGiveOneRowEachAndExitZero) 
   rows = Rows(r.out);
   EXPECT_EQ(rows.size(), 2u) << r.out;
   EXPECT_NE(rows[b.address()].line.find(" healthy "), std::string::npos) << r.out;
+}
+
+// A fleet whose servers hold different keys: each answers its status (which
+// needs no key) healthy, but one refuses every client. Without ADDR, admin
+// status asks as the client does, shows that server "refused" (auth failed)
+// in its client view, names it on stderr and exits 5, in text and in JSON.
+TEST_F(AdminStatusTest, AServerHoldingAnotherKeyIsNamedAsRefusingAndExitsFive) {
+  ServerProcess a, b;
+  StartOnFixedPort(&a);
+  StartOnFixedPort(&b, std::string(64, 'e'));
+  const std::map<std::string, std::string> env = {{"MEMKV_SERVERS", a.address() + "," + b.address()},
+                                                   {"MEMKV_AUTH_KEY", kTestKeyHex}};
+  CommandResult r = RunMemkv({"admin", "status"}, env);
+  EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
+  ASSERT_NE(r.out.find("\nclient view:\n"), std::string::npos) << r.out;
+  std::map<std::string, Row> rows = Rows(r.out.substr(0, r.out.find("\nclient view:\n")));
+  EXPECT_NE(rows[a.address()].line.find(" healthy "), std::string::npos) << r.out;
+  EXPECT_NE(rows[b.address()].line.find(" healthy "), std::string::npos) << "its status needs no key\n" << r.out;
+  std::string row_a, row_b;
+  std::istringstream lines(r.out.substr(r.out.find("client view:")));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with(a.address() + " ")) row_a = line;
+    if (line.starts_with(b.address() + " ")) row_b = line;
+  }
+  EXPECT_NE(row_a.find(" up"), std::string::npos) << r.out;
+  EXPECT_NE(row_b.find(" refused   auth failed: the client's key differs from the server's"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.err.find("server " + b.address() + " refuses the client's key"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(a.address()), std::string::npos) << r.err;
+
+  r = RunMemkv({"admin", "status", "--json"}, env);
+  EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("[", 0), 0u) << "--json prints only the array\n" << r.out;
+  EXPECT_NE(r.err.find("server " + b.address() + " refuses the client's key"), std::string::npos) << r.err;
+
+  // The servers that share the client's key: exit 0, nothing on stderr.
+  r = RunMemkv({"admin", "status"}, {{"MEMKV_SERVERS", a.address()}, {"MEMKV_AUTH_KEY", kTestKeyHex}});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.err, "");
 }
 
 TEST_F(AdminStatusTest, JsonCarriesEachServersStatusDocument) {

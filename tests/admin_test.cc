@@ -5,10 +5,12 @@
 // self-signed certificate, and degraded health when a drive is lost.
 #include <gtest/gtest.h>
 
+#include <iconv.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -311,6 +313,59 @@ TEST_F(AdminTest, PromtoolAcceptsALiveScrape) {
   EXPECT_EQ(check.out, "") << "promtool lint findings:\n" << check.out;
 }
 
+// Whether `text` is valid UTF-8, as glibc's iconv decides (not MemKV's own check).
+bool IsUtf8(const std::string& text) {
+  iconv_t cd = ::iconv_open("UTF-8", "UTF-8");
+  if (cd == reinterpret_cast<iconv_t>(-1)) return false;
+  std::string in = text;
+  std::string out(text.size() + 16, '\0');
+  char* in_p = in.data();
+  char* out_p = out.data();
+  size_t in_left = in.size(), out_left = out.size();
+  const size_t r = ::iconv(cd, &in_p, &in_left, &out_p, &out_left);
+  ::iconv_close(cd);
+  return r != static_cast<size_t>(-1) && in_left == 0;
+}
+
+// A key namespace is any bytes; printed, bytes that are not UTF-8 become the
+// four characters \xNN, in /metrics label values and /v1/status strings
+// alike, so Prometheus accepts the scrape and the status stays JSON.
+TEST_F(AdminTest, NamespacesThatAreNotUtf8ArePrintedWithEscapesInMetricsAndStatus) {
+  Start(ServerSpec{});
+  ASSERT_TRUE(client_->Put("caf\xc3\xa9/0", Pattern(10, 1)).ok());          // UTF-8: printed as is
+  ASSERT_TRUE(client_->Put("bad\xff\xfe\"q/0", Pattern(10, 2)).ok());       // two bad bytes and a quote
+  ASSERT_TRUE(client_->Put("cut\xe2\x82/0", Pattern(10, 3)).ok());          // a sequence cut short
+  ASSERT_TRUE(client_->Put("sur\xed\xa0\x80/0", Pattern(10, 4)).ok());      // an encoded surrogate
+  ASSERT_TRUE(client_->Get("bad\xff\xfe\"q/0").ok());
+
+  HttpResult m = HttpRequestTo(admin_, "GET", "/v1/metrics");
+  ASSERT_EQ(m.status, 200);
+  EXPECT_TRUE(IsUtf8(m.body)) << "the exposition must be UTF-8";
+  EXPECT_NE(m.body.find("memkv_namespace_puts_total{namespace=\"caf\xc3\xa9\"} 1\n"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("memkv_namespace_puts_total{namespace=\"bad\\\\xff\\\\xfe\\\"q\"} 1\n"), std::string::npos)
+      << m.body;
+  EXPECT_NE(m.body.find("memkv_namespace_hits_total{namespace=\"bad\\\\xff\\\\xfe\\\"q\"} 1\n"), std::string::npos);
+  EXPECT_NE(m.body.find("{namespace=\"cut\\\\xe2\\\\x82\"} 1\n"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("{namespace=\"sur\\\\xed\\\\xa0\\\\x80\"} 1\n"), std::string::npos) << m.body;
+  if (RunShell("command -v promtool").exit_code == 0) {
+    const std::string file = dir_.Write("scrape.txt", m.body);
+    CommandResult check = RunShell("promtool check metrics < " + file + " 2>&1");
+    EXPECT_EQ(check.exit_code, 0) << check.out;
+  }
+
+  HttpResult st = HttpRequestTo(admin_, "GET", "/v1/status");
+  ASSERT_EQ(st.status, 200);
+  EXPECT_TRUE(IsUtf8(st.body)) << "JSON text must be UTF-8";
+  JsonValue j = ParseOk(st.body);
+  std::vector<std::string> names;
+  if (const JsonValue* list = j.Find("namespaces")) {
+    for (const JsonValue& ns : list->array) names.push_back(Str(ns, {"name"}));
+  }
+  for (const char* want : {"caf\xc3\xa9", "bad\\xff\\xfe\"q", "cut\\xe2\\x82", "sur\\xed\\xa0\\x80"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want << "\n" << st.body;
+  }
+}
+
 TEST_F(AdminTest, BadRequestsAreRefusedAndTheDataPlaneKeepsServing) {
   Start(FileModeSpec(dir_.path(), 1));
   EXPECT_EQ(HttpRequestTo(admin_, "GET", "/v1/nope").status, 404);
@@ -332,6 +387,42 @@ TEST_F(AdminTest, BadRequestsAreRefusedAndTheDataPlaneKeepsServing) {
   ASSERT_TRUE(got.ok());
   EXPECT_TRUE(*got == Pattern(2 << 20, 9));
   EXPECT_EQ(HttpRequestTo(admin_, "GET", "/v1/health").status, 200) << "the admin endpoint serves others meanwhile";
+}
+
+// Connections that open the admin port and send nothing (or half a request)
+// held its 64 slots for the whole request timeout, so a probe found none
+// free: /v1/health answered 503 nine times in ten and a liveness probe would
+// restart a healthy server. A new connection now takes the slot of the
+// oldest one without a complete request, so probes answer 200 every time.
+TEST_F(AdminTest, HealthAndReadyAnswerWhileIdleConnectionsCrowdTheAdminPort) {
+  ASSERT_TRUE(RaiseOpenFilesLimit(1024));
+  Start(ServerSpec{});
+  std::vector<UniqueFd> idle;
+  auto open_idle = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      Result<UniqueFd> c = io::ConnectTcp("127.0.0.1", admin_, MonotonicNanos() + 2'000'000'000);
+      ASSERT_TRUE(c.ok()) << c.status().ToString();
+      if (i % 3 == 0) {
+        ASSERT_EQ(::send(c->get(), "GET /v1/st", 10, MSG_NOSIGNAL), 10);  // half a request
+      }
+      idle.push_back(std::move(c).value());
+    }
+  };
+  open_idle(100);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(HttpRequestTo(admin_, "GET", "/v1/health").status, 200) << "probe " << i;
+    EXPECT_EQ(HttpRequestTo(admin_, "GET", "/v1/ready").status, 200) << "probe " << i;
+    open_idle(10);  // the crowd keeps coming back
+  }
+  // The crowd is bounded: at most max_connections of them are held, and the
+  // server says why it closed the others, in one line per 10 s at most.
+  const std::string err = server_.Stderr();
+  const std::string line = "http server on port " + std::to_string(admin_) + ": 64 connections open";
+  size_t lines = 0;
+  for (size_t at = err.find(line); at != std::string::npos; at = err.find(line, at + 1)) ++lines;
+  EXPECT_GE(lines, 1u) << err;
+  EXPECT_LE(lines, 2u) << err;
+  EXPECT_GT(Scrape()["memkv_admin_connections_shed_total"], 100.0);
 }
 
 TEST_F(AdminTest, HttpsWithASelfSignedCertificate) {

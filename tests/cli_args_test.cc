@@ -191,17 +191,20 @@ TEST_F(CliArgsTest, GetToDashIsStandardOutput) {
   EXPECT_EQ(ReadAll(dir_.path() + "/-"), "through stdout");
 }
 
-// `memkv put endless/key -` reading /dev/zero (an endless stream) with its
-// address space capped at 1 GiB (put reads a stream up to 64 GiB or the
-// host's memory, so without the cap it would eat the host): its exit code and
-// peak resident set (-1, 0 when it did not exit within 30 s).
+// `memkv put KEY FILE` (default: `memkv put endless/key -`, standard input)
+// with /dev/zero (an endless stream) as its standard input and its address
+// space capped at 1 GiB (put reads a stream up to the server's value limit,
+// 16 GiB by default, or the host's memory, so without the cap it would eat
+// the host): its exit code and peak resident set (-1, 0 when it did not exit
+// within 30 s).
 struct EndlessPut {
   int exit_code = -1;
   int64_t max_rss_bytes = 0;
 };
 
-EndlessPut PutFromDevZero(const std::map<std::string, std::string>& env, const std::string& stderr_path) {
-  std::vector<std::string> argv_s = {MemkvBinary(), "put", "endless/key", "-"};
+EndlessPut PutFromDevZero(const std::map<std::string, std::string>& env, const std::string& stderr_path,
+                          const std::string& key = "endless/key", const std::string& file = "-") {
+  std::vector<std::string> argv_s = {MemkvBinary(), "put", key, file};
   std::vector<std::string> env_s;
   for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
   const pid_t pid = ::fork();
@@ -249,6 +252,49 @@ TEST_F(CliArgsTest, PutFromAnEndlessStreamFailsWithALineWhenMemoryRunsOut) {
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_NE(err.find("memkv put: "), std::string::npos) << err;
   EXPECT_EQ(RunMemkv({"get", "endless/key"}, Env()).exit_code, 1) << "nothing is stored";
+}
+
+// An endless stream against a server whose memory.max_value_size is 1 MiB:
+// put stops reading one byte past that limit and fails naming it, at once
+// and in little memory, from a device given as FILE (/dev/zero) and from a
+// pipe on standard input, rather than reading until its buffer cannot grow.
+TEST_F(CliArgsTest, PutFromAnEndlessStreamStopsAtTheServersValueLimit) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the put runs under an address-space cap, which AddressSanitizer's shadow memory cannot live in";
+#endif
+  ServerProcess small;
+  ServerSpec spec;
+  spec.memory_max_size = "16 MiB";
+  spec.memory_yaml = "  max_value_size: 1 MiB\n";
+  ASSERT_TRUE(small.Start(spec).ok()) << small.Stderr();
+  const std::map<std::string, std::string> env = {{"MEMKV_SERVERS", small.address()}, {"MEMKV_AUTH_KEY", kTestKeyHex}};
+  for (const std::string file : {"/dev/zero", "-"}) {
+    const std::string err_path = dir_.path() + "/limited.err";
+    const auto start = std::chrono::steady_clock::now();
+    const EndlessPut put = PutFromDevZero(env, err_path, "endless/limited", file);
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+    const std::string err = ReadAll(err_path);
+    const std::string name = file == "-" ? "standard input" : file;
+    EXPECT_EQ(put.exit_code, 6) << name << ": " << err;
+    EXPECT_EQ(err, "memkv put: TooLarge: " + name + " holds more than 1 MiB (1048576 bytes), the limit that server " +
+                       small.address() + " announced at Connect (its memory.max_value_size); stopped reading after "
+                       "1048577 bytes and stored nothing\n");
+    // A whole 1 GiB address space would let it read far more: it stopped at
+    // the limit, holding a few MiB of the stream at most.
+    EXPECT_LT(put.max_rss_bytes, int64_t{128} << 20) << name << ": peak RSS of memkv put";
+    EXPECT_LT(ms, 10000) << name;
+  }
+  EXPECT_EQ(RunMemkv({"get", "endless/limited"}, env).exit_code, 1) << "nothing is stored";
+
+  // A regular file over the limit is refused by its size, before it is read.
+  const std::string big = dir_.path() + "/two-mib.bin";
+  std::ofstream(big) << std::string(2 << 20, 'x');
+  CommandResult r = RunMemkv({"put", "endless/file", big}, env);
+  EXPECT_EQ(r.exit_code, 6) << r.err;
+  EXPECT_NE(r.err.find("is 2097152 bytes, more than 1 MiB (1048576 bytes), the limit that server " + small.address()),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(CliArgsTest, SighupReloadsTheConfigAndTheServerServesOn) {

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "base/unique_fd.h"
+#include "cli/commands.h"
 #include "proto/messages.h"
 #include "tests/harness.h"
 #include "tests/shared_server.h"
@@ -109,6 +110,68 @@ TEST_F(CliTest, VersionAndHelp) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(r.out.empty());
   EXPECT_NE(r.err.find("Usage"), std::string::npos) << r.err;
+}
+
+// Every command the dispatcher knows (cli::kCommands) is named in `memkv
+// --help`, with each of its actions (admin reload, drain, undrain, ...) and
+// each option it takes (its OptionTable, hidden ones aside) within its own
+// entry; and `memkv COMMAND --help` reaches the command (exit 0, a usage).
+TEST_F(CliTest, HelpNamesEveryCommandActionAndOptionTheDispatcherKnows) {
+  const CommandResult help = RunMemkv({"--help"}, {});
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  std::vector<std::string> lines;
+  std::istringstream in(help.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  // A command's entry begins at the first line "  NAME" or "  NAME ..." and
+  // runs to the next command's first line.
+  auto first_line = [&](std::string_view name) {
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const std::string head = "  " + std::string(name);
+      if (lines[i] == head || lines[i].starts_with(head + " ")) return i;
+    }
+    return lines.size();
+  };
+  std::vector<size_t> starts;
+  for (const cli::Command& c : cli::kCommands) starts.push_back(first_line(c.name));
+  for (size_t k = 0; k < std::size(cli::kCommands); ++k) {
+    const cli::Command& c = cli::kCommands[k];
+    const std::string name(c.name);
+    ASSERT_LT(starts[k], lines.size()) << "'" << name << "' has no entry in memkv --help:\n" << help.out;
+    size_t end = lines.size();
+    for (size_t s : starts) {
+      if (s > starts[k] && s < end) end = s;
+    }
+    std::string entry;
+    for (size_t i = starts[k]; i < end; ++i) entry += lines[i] + "\n";
+    for (std::string_view action : c.actions) {
+      bool named = false;
+      for (size_t i = starts[k]; i < end; ++i) {
+        const std::string& l = lines[i];
+        if (!l.starts_with("  " + name + " ")) continue;
+        const std::string words = l.substr(name.size() + 3);
+        const std::string first = words.substr(0, words.find(' '));
+        // "admin reload ..." or "drive list|inspect|verify ..."
+        named |= ("|" + first + "|").find("|" + std::string(action) + "|") != std::string::npos;
+      }
+      EXPECT_TRUE(named) << "memkv " << name << " " << action << " missing from memkv --help:\n" << entry;
+    }
+    for (const auto* list : {&c.options.switches, &c.options.valued, &c.options.lists}) {
+      for (std::string_view option : *list) {
+        // The option as a word: "--port" is not found in "--peer-port".
+        bool found = false;
+        for (size_t at = entry.find(option); at != std::string::npos && !found; at = entry.find(option, at + 1)) {
+          const char before = at == 0 ? ' ' : entry[at - 1];
+          const char after = at + option.size() < entry.size() ? entry[at + option.size()] : ' ';
+          found = (before == ' ' || before == '[' || before == '|') &&
+                  !(std::isalnum(static_cast<unsigned char>(after)) || after == '-' || after == '_');
+        }
+        EXPECT_TRUE(found) << name << "'s option " << option << " missing from its entry in memkv --help:\n" << entry;
+      }
+    }
+    const CommandResult sub = RunMemkv({name, "--help"}, {});
+    EXPECT_EQ(sub.exit_code, 0) << name << ": " << sub.err;
+    EXPECT_NE(sub.out.find("Usage"), std::string::npos) << name << ":\n" << sub.out;
+  }
 }
 
 TEST_F(CliTest, PutFromFileAndStdinGetToStdoutAndFileAreByteExact) {

@@ -172,5 +172,62 @@ TEST(ListKeysCliTest, LsPrintsEveryKeyUnderThePrefixOnePerLine) {
   EXPECT_NE(r.err.find("at most one PREFIX"), std::string::npos) << r.err;
 }
 
+// A fleet of two with one server stopped: ls prints the keys of the server
+// it reached, names the one it could not list on stderr, and exits 4 (not 0
+// with a list that silently lacks a server's keys). A server that holds
+// another key is named too, as refusing the client's key (exit 5).
+TEST(ListKeysCliTest, LsWithAServerOfTheFleetDownPrintsTheRestNamesItAndExitsFour) {
+  ServerSpec spec;
+  spec.memory_block_size = "4 KiB";
+  // A fixed port for the server that stops, so that the same address comes
+  // back later served with another key.
+  ServerSpec down_spec = spec;
+  down_spec.port = FreeServerPort();
+  ASSERT_NE(down_spec.port, 0);
+  ServerProcess up, down;
+  ASSERT_TRUE(up.Start(spec).ok()) << up.Stderr();
+  ASSERT_TRUE(down.Start(down_spec).ok()) << down.Stderr();
+  std::vector<std::string> on_up;
+  {
+    auto client = ClientFor({&up, &down});
+    const std::vector<std::string> keys = PutKeys(*client, "fleet/", 40);
+    for (const std::string& k : keys) {
+      if (client->ServerFor(k) == 0) on_up.push_back(k);
+    }
+    ASSERT_FALSE(on_up.empty());
+    ASSERT_LT(on_up.size(), keys.size()) << "both servers must hold keys";
+  }
+  const std::string down_address = down.address();
+  EXPECT_EQ(down.Stop(), 0);
+  std::map<std::string, std::string> env = {{"MEMKV_SERVERS", up.address() + "," + down_address},
+                                            {"MEMKV_AUTH_KEY", kTestKeyHex},
+                                            {"MEMKV_CONNECT_TIMEOUT_MS", "2000"}};
+  CommandResult r = RunMemkv({"ls", "fleet/"}, env);
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  std::string want;
+  for (const std::string& k : on_up) want += k + "\n";
+  EXPECT_EQ(r.out, want) << "the keys of the server that answered, and only those";
+  EXPECT_NE(r.err.find("server " + down_address + " could not be listed"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(up.address()), std::string::npos) << r.err;
+
+  // The same address now served with another key: refused, exit 5.
+  ServerSpec other_key = down_spec;
+  other_key.auth_key_hex = std::string(64, 'e');
+  ServerProcess refusing;
+  ASSERT_TRUE(refusing.Start(other_key).ok()) << refusing.Stderr();
+  r = RunMemkv({"ls", "fleet/"}, env);
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  EXPECT_EQ(r.out, want);
+  EXPECT_NE(r.err.find("server " + down_address + " could not be listed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("auth key differs from the server's"), std::string::npos) << r.err;
+
+  // Every server up and holding the key: the whole list, exit 0.
+  env["MEMKV_SERVERS"] = up.address();
+  r = RunMemkv({"ls", "fleet/"}, env);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, want);
+  EXPECT_EQ(r.err, "");
+}
+
 }  // namespace
 }  // namespace memkv::testing

@@ -74,6 +74,7 @@ TEST(TierTest, EncryptedDrivesServeValuesAcrossARestartAndRefuseAPlainConfig) {
     ASSERT_NE(f, nullptr);
     std::fputs("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n", f);
     std::fclose(f);
+    ASSERT_EQ(::chmod(key_file.c_str(), 0600), 0);  // a key readable by others is refused
   }
   const ServerSpec spec = FileModeSpec(dir.path(), 2, "256 MiB", "16 MiB",
                                        "  encryption: aes-256-gcm\n  encryption_key_file: " + key_file + "\n");

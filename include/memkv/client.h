@@ -249,6 +249,9 @@ struct ServerView {
   // failure), "draining", "busy", "duplicate" (its id is another server's)
   std::string state;
   std::string detail;      // why, for any state but "up"
+  // The largest value it takes (its memory.max_value_size), as it announced
+  // at Connect; 0 until the client has been connected to it.
+  uint64_t max_value_bytes = 0;
 };
 
 class Client {
@@ -300,8 +303,11 @@ class Client {
   // The keys that start with `prefix` (empty: every key), a page at a time
   // in bytewise order: at most `page_size` (1..1024) keys that sort after
   // `cursor` (empty: from the first; then the last page's next_cursor).
-  // Every server is asked and their pages merged, so a server that cannot be
-  // reached fails the call (Unavailable, naming it) rather than leaving holes.
+  // Every placed server is asked and their pages merged; one that fails the
+  // request fails the call (Unavailable, naming it). A server the client
+  // has not reached (Servers(): "pending", e.g. down since Create or refusing
+  // the key) or backs off from ("down") is not asked, and its keys are not
+  // listed: check Servers() for such holes, as `memkv ls` does.
   // A key present for the whole listing appears exactly once; one put or
   // deleted meanwhile may or may not. Each page costs each server a scan of
   // its index (docs/wire-protocol.md, List).

@@ -17,10 +17,39 @@
 #include "base/log.h"
 #include "base/parse_number.h"
 #include "base/units.h"
+#include "base/utf8.h"
 #include "memkv/status.h"
 
 namespace memkv {
 namespace {
+
+TEST(Utf8Test, WellFormedSequencesOnly) {
+  EXPECT_TRUE(IsValidUtf8(""));
+  EXPECT_TRUE(IsValidUtf8("ascii/llama"));
+  EXPECT_TRUE(IsValidUtf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf"));
+  EXPECT_FALSE(IsValidUtf8("\xff"));
+  EXPECT_FALSE(IsValidUtf8("\x80"));              // a continuation byte alone
+  EXPECT_FALSE(IsValidUtf8("\xc3"));              // cut short
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xe0\x80\xaf"));      // overlong
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // a surrogate
+  EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+}
+
+TEST(Utf8Test, PrintableEscapesEachBadByteAndKeepsTheRest) {
+  EXPECT_EQ(PrintableUtf8("caf\xc3\xa9"), "caf\xc3\xa9");
+  EXPECT_EQ(PrintableUtf8("a\xff\xfe" "b"), "a\\xff\\xfeb");
+  EXPECT_EQ(PrintableUtf8("\xe2\x82" "x\xe2\x82\xac"), "\\xe2\\x82x\xe2\x82\xac");
+  EXPECT_TRUE(IsValidUtf8(PrintableUtf8("\xed\xa0\x80\xc0\xaf\xf5")));
+}
+
+TEST(JsonTest, StringsThatAreNotUtf8AreQuotedWithHexEscapes) {
+  EXPECT_EQ(JsonQuote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");
+  EXPECT_EQ(JsonQuote("a\xff\"b"), "\"a\\\\xff\\\"b\"");
+  Result<JsonValue> j = ParseJson("[" + JsonQuote("a\xff") + "]");
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ(j->array[0].string, "a\\xff");
+}
 
 TEST(StatusTest, OkAndErrorsFormat) {
   EXPECT_TRUE(Status::Ok().ok());

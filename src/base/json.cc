@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/utf8.h"
+
 namespace memkv {
 namespace {
 
@@ -194,7 +196,14 @@ const JsonValue* JsonValue::Path(std::initializer_list<std::string_view> keys) c
 
 Result<JsonValue> ParseJson(std::string_view text) { return Parser(text).Document(); }
 
-std::string JsonQuote(std::string_view text) {
+std::string JsonQuote(std::string_view raw) {
+  // JSON text is UTF-8: bytes that are not become \xNN first (base/utf8.h).
+  std::string printable;
+  std::string_view text = raw;
+  if (!IsValidUtf8(raw)) {
+    printable = PrintableUtf8(raw);
+    text = printable;
+  }
   std::string out = "\"";
   for (char c : text) {
     switch (c) {

@@ -55,7 +55,9 @@ inline constexpr int kMaxJsonDepth = 64;
 Result<JsonValue> ParseJson(std::string_view text);
 
 // `text` as a JSON string literal, quotes included; control characters,
-// quotes and backslashes escaped (bytes >= 0x80 are passed through).
+// quotes and backslashes escaped. UTF-8 is passed through; a byte that is not
+// part of well-formed UTF-8 is written as the characters \xNN (PrintableUtf8
+// of base/utf8.h, so the literal holds "\\xNN"): the document stays valid JSON.
 std::string JsonQuote(std::string_view text);
 
 // Builds one JSON document with commas and nesting handled:

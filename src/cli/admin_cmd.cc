@@ -31,6 +31,7 @@
 #include "base/units.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/commands.h"
 #include "client/client_from_config.h"
 #include "config/client_config.h"
 #include "http/http_client.h"
@@ -67,10 +68,17 @@ Options:
   --insecure        HTTPS without verifying the servers' certificates
 Without --cacert or --insecure, data addresses are asked over plain HTTP.
 
+Without ADDR, a client is also made from the client configuration, and a
+"client view" table follows: each server as that client places keys on it.
+A server that refuses the client's key (auth failed: the client's key
+differs from the server's) is shown "refused" and named on standard error;
+the servers of a fleet share one auth key (docs/fleet.md).
+
 Exit codes: 0 every server answered healthy or degraded, 1 a server answered
 unhealthy, 2 usage error, 3 configuration error (client configuration,
 --cacert file), 4 a server could not be asked (unreachable, timed out, TLS
-or HTTP error, not a MemKV status document).
+or HTTP error, not a MemKV status document), 5 a server refuses the
+client's key. When several apply: 3, then 4, then 5, then 1.
 
 reload
 Asks each server (in turn) to re-read its config file: POST /v1/admin/reload,
@@ -132,10 +140,7 @@ int Usage(const std::string& what) {
 }
 
 std::optional<int> ParseAdminFlags(const std::vector<std::string>& raw_args, AdminFlags* flags) {
-  Result<std::vector<std::string>> expanded = ExpandOptions(
-      raw_args, {.switches = {"--json", "--insecure"},
-                 .valued = {"--cacert", "--timeout-ms", "--key-file", "--server"},
-                 .operand = "address"});
+  Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, kAdminOptions);
   if (!expanded.ok()) return Usage(expanded.status().message());
   const std::vector<std::string>& args = *expanded;
   if (args.empty()) return Usage("name an action: status, reload, drain, undrain");
@@ -623,25 +628,45 @@ int PostSigned(const std::string& action, const Target& target, std::span<const 
   return r->status == 401 ? kExitAuth : kExitFailed;
 }
 
+// A server refused the client's key: its Connect tag did not verify, so it
+// holds another key (Client::Servers() keeps such a server pending, with
+// the AuthFailed status as its detail).
+bool RefusedTheKey(const ServerView& v) { return v.detail.rfind("AuthFailed", 0) == 0; }
+
 // The "client view" after the server table: the servers as a client built
 // from the same configuration places keys on them (Client::Servers(),
-// docs/fleet.md, "What the client shows"). Nothing when the configuration
-// has no auth key (a client could not be made).
-std::string RenderClientView(const Environment& env) {
+// docs/fleet.md, "What the client shows"), and the servers that refused the
+// client's key. Nothing when the configuration has no auth key (a client
+// could not be made).
+struct ClientView {
+  std::string text;
+  std::vector<ServerView> refused;
+};
+
+ClientView ClientViewOf(const Environment& env) {
+  ClientView out;
   Result<config::ClientConfig> config = config::LoadClientConfig(ClientLookupWithDefaults(env));
-  if (!config.ok()) return "";
+  if (!config.ok()) return out;
   Result<std::unique_ptr<Client>> client = client::CreateClient(*config);
-  if (!client.ok()) return "\nclient view: " + client.status().ToString() + "\n";
-  std::string out = "\nclient view:\n";
+  if (!client.ok()) {
+    out.text = "\nclient view: " + client.status().ToString() + "\n";
+    return out;
+  }
+  out.text = "\nclient view:\n";
   char line[512];
   std::snprintf(line, sizeof(line), "%-24s %-20s %8s %7s %-9s %s\n", "SERVER", "ID", "WEIGHT", "SHARE", "STATE",
                 "DETAIL");
-  out += line;
-  for (const ServerView& v : (*client)->Servers()) {
+  out.text += line;
+  for (ServerView& v : (*client)->Servers()) {
+    if (RefusedTheKey(v)) {
+      v.state = "refused";
+      v.detail = "auth failed: the client's key differs from the server's";
+      out.refused.push_back(v);
+    }
     std::snprintf(line, sizeof(line), "%-24s %-20s %8llu %6.1f%% %-9s %s\n", v.name.c_str(),
                   v.id.empty() ? "-" : v.id.c_str(), static_cast<unsigned long long>(v.weight), v.share * 100,
                   v.state.c_str(), v.detail.c_str());
-    out += line;
+    out.text += line;
   }
   return out;
 }
@@ -695,11 +720,24 @@ int RunAdmin(const std::vector<std::string>& args, const Environment& env) {
 
   std::vector<Answer> answers = AskAll(targets, flags.timeout_ms);
   std::string out = flags.json ? RenderJson(answers) : RenderText(answers);
-  // --json keeps its contract (one array of the servers' answers).
-  if (!flags.json && flags.addresses.empty()) out += RenderClientView(env);
+  // The client's servers are also asked with the client's key: a server
+  // that holds another key answers its status (which needs no key) and
+  // refuses every client, so it would look healthy. --json keeps its
+  // contract (one array of the servers' answers); the refusals go to stderr.
+  ClientView view;
+  if (flags.addresses.empty()) view = ClientViewOf(env);
+  if (!flags.json) out += view.text;
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
-  return ExitCodeOf(answers);
+  for (const ServerView& v : view.refused) {
+    std::fprintf(stderr,
+                 "memkv admin status: server %s refuses the client's key (%s): the servers of a fleet share one "
+                 "auth key, and the client needs it (docs/fleet.md)\n",
+                 v.name.c_str(), v.detail.c_str());
+  }
+  const int code = ExitCodeOf(answers);
+  if (code == kExitConfig || code == kExitUnavailable || view.refused.empty()) return code;
+  return kExitAuth;
 }
 
 }  // namespace memkv::cli

@@ -44,7 +44,7 @@ Result<std::vector<std::string>> ExpandOptions(const std::vector<std::string>& a
     const std::string name = a.substr(0, eq);
     const bool is_switch = IsHelp(name) || In(table.switches, name);
     const bool is_list = In(table.lists, name);
-    if (!is_switch && !is_list && !In(table.valued, name)) {
+    if (!is_switch && !is_list && !In(table.valued, name) && !In(table.hidden, name)) {
       std::string m = "unknown option '" + name + "'";
       if (!table.operand.empty()) {
         m += " (a " + std::string(table.operand) + " that begins with '-' goes after '--')";

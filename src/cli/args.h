@@ -26,6 +26,9 @@ struct OptionTable {
   std::initializer_list<std::string_view> switches = {};  // take no value (--json)
   std::initializer_list<std::string_view> valued = {};    // take exactly one (--config PATH)
   std::initializer_list<std::string_view> lists = {};     // take one or more (--drives PATH...)
+  // Take exactly one, as `valued`, but are for tests and left out of the
+  // usage (doctor's --fixture).
+  std::initializer_list<std::string_view> hidden = {};
   // What the command's operands are called ("key", "drive path"), for the
   // hint of an unknown option; empty when it takes none.
   std::string_view operand = {};

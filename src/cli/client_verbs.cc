@@ -18,6 +18,7 @@
 #include "base/units.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/commands.h"
 #include "client/client_from_config.h"
 #include "config/client_config.h"
 #include "memkv/client.h"
@@ -39,7 +40,10 @@ constexpr const char* kVerbUsage = R"(Usage:
                              first without a gap, then "first miss KEY" when
                              N < M (exit 1: not all matched)
   memkv ls [PREFIX]          print every key that starts with PREFIX, one per
-                             line in bytewise order (every server is asked)
+                             line in bytewise order (every server is asked;
+                             one that cannot be is named on standard error,
+                             the others' keys are printed, and ls exits 4,
+                             or 5 when each such server refused the key)
 
 put's options:
   --ttl T          lifetime from the put: milliseconds, or a number with ms,
@@ -52,10 +56,12 @@ put's options:
 "--" ends the options: memkv put -- -key file, memkv get -- -key.
 -o FILE and --output=FILE are the same; -o - is standard output. A FILE
 that begins with '-' is written --output=-file (or -o ./-file). put maps
-FILE (no copy) or reads standard input until EOF; a value larger than the
-server's memory.max_value_size (default 16 GiB) is refused before anything
-is sent (exit 6). Standard input stops at 64 GiB, or this host's memory when
-less, and stores nothing (exit 6).
+FILE (no copy) or reads standard input (or a pipe or device) until EOF. A
+value larger than the limit the key's server announces (its
+memory.max_value_size, default 16 GiB) is refused naming that limit, and
+nothing is stored (exit 6): a file by its size before it is read, a stream
+as soon as it passes the limit (memkv put K /dev/zero stops there). A
+stream never takes more than this host's memory.
 
 Servers and key: the YAML named by MEMKV_CONFIG, then MEMKV_SERVERS,
 MEMKV_AUTH_KEY, MEMKV_TRANSPORT, MEMKV_TIMEOUT_MS (each operation's deadline,
@@ -160,8 +166,9 @@ class InputValue {
     for (;;) {
       if (v.size_ == v.mapped_) {
         if (v.size_ >= cap) {
-          return TooLarge(name + " holds more than " + FormatSize(limit) + ", " + why +
-                          "; stopped reading there and stored nothing");
+          return TooLarge(name + " holds more than " + FormatSize(limit) + " (" + std::to_string(limit) +
+                          " bytes), " + why + "; stopped reading after " + std::to_string(v.size_) +
+                          " bytes and stored nothing");
         }
         MEMKV_RETURN_IF_ERROR(v.Grow(std::min(cap, std::max(kFirst, 2 * v.mapped_)), name));
       }
@@ -195,23 +202,46 @@ class InputValue {
   size_t mapped_ = 0;
 };
 
-// How much of a stream put reads: the server's memory.max_value_size is not
-// known to the command (the client applies it, refusing a larger value
-// before sending it), so the protocol's ceiling, or this host's memory when
-// that is less: an endless stream (`yes | memkv put K -`) must fail with a
-// line, not be killed for memory.
-std::pair<uint64_t, std::string> StreamLimit() {
+// How much of a value put reads: the limit the key's server announced at
+// Connect (its memory.max_value_size), so that an endless stream
+// (`memkv put K /dev/zero`, `yes | memkv put K`) stops there with a line
+// naming it; never more than the protocol carries or this host's memory.
+// When the owner does not take the put itself (draining or down: the put
+// goes to its next server), the largest limit any server announced; the
+// client still checks the value against the server that takes it.
+struct ValueLimit {
+  uint64_t bytes = 0;
+  std::string why;  // "the limit that server X announced at Connect (its memory.max_value_size)"
+};
+
+ValueLimit ValueLimitFor(const Client& client, std::string_view key) {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page_size = ::sysconf(_SC_PAGESIZE);
   const uint64_t memory = pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)
                                                      : UINT64_MAX;
-  if (memory < proto::kMaxValueBytesCeiling) return {memory, "this host's memory"};
-  return {proto::kMaxValueBytesCeiling, "the largest value the protocol carries"};
+  ValueLimit limit{proto::kMaxValueBytesCeiling, "the largest value the protocol carries"};
+  if (memory < limit.bytes) limit = {memory, "this host's memory"};
+  const std::vector<ServerView> servers = client.Servers();
+  const size_t owner = client.ServerFor(key);
+  const ServerView* by = nullptr;
+  if (owner < servers.size() && (servers[owner].state == "up" || servers[owner].state == "busy")) {
+    by = &servers[owner];
+  } else {
+    for (const ServerView& v : servers) {
+      if (by == nullptr || v.max_value_bytes > by->max_value_bytes) by = &v;
+    }
+  }
+  if (by != nullptr && by->max_value_bytes != 0 && by->max_value_bytes <= limit.bytes) {
+    limit = {by->max_value_bytes,
+             "the limit that server " + by->name + " announced at Connect (its memory.max_value_size)"};
+  }
+  return limit;
 }
 
-// The value to put from `path` ("-": standard input). Whether the server
-// takes its size is the client's to say (TooLarge, naming the server's limit).
-Result<InputValue> ReadInput(const std::string& path) {
+// The value to put from `path` ("-": standard input), refused (TooLarge,
+// naming `limit`) once it is larger: a regular file by its size before it
+// is mapped, a stream as soon as it has sent one byte more than the limit.
+Result<InputValue> ReadInput(const std::string& path, const ValueLimit& limit) {
   const std::string name = path == "-" ? std::string("standard input") : path;
   UniqueFd owned;
   int fd = STDIN_FILENO;
@@ -223,15 +253,15 @@ Result<InputValue> ReadInput(const std::string& path) {
     if (::fstat(fd, &st) != 0) return IoError("cannot stat " + path + ": " + std::strerror(errno));
     if (S_ISREG(st.st_mode)) {
       const auto size = static_cast<uint64_t>(st.st_size);
-      if (size > proto::kMaxValueBytesCeiling) {
-        return TooLarge(path + " is " + FormatSize(size) + ", more than the largest value the protocol carries (" +
-                        FormatSize(proto::kMaxValueBytesCeiling) + "); stored nothing");
+      if (size > limit.bytes) {
+        return TooLarge(path + " is " + std::to_string(size) + " bytes, more than " +
+                        FormatSize(limit.bytes) + " (" + std::to_string(limit.bytes) + " bytes), " + limit.why +
+                        "; stored nothing");
       }
       return InputValue::MapFile(fd, size, name);
     }
   }
-  const auto [limit, why] = StreamLimit();
-  return InputValue::ReadStream(fd, limit, name, why);
+  return InputValue::ReadStream(fd, limit.bytes, name, limit.why);
 }
 
 // Writes `data` to the file `path`, or to standard output when `path` is
@@ -317,7 +347,21 @@ int MatchPrefix(Client& client, const std::vector<std::string>& positional) {
 
 }  // namespace
 
-// memkv ls: every key under `prefix`, a page at a time, one per line.
+// The servers a listing could not ask: the client has not reached them
+// (pending: down since it started, or refusing its key) or backs off from
+// them (down). Their keys are missing from the list.
+std::vector<ServerView> UnlistedServers(const Client& client) {
+  std::vector<ServerView> out;
+  for (ServerView& v : client.Servers()) {
+    if (v.state == "pending" || v.state == "down") out.push_back(std::move(v));
+  }
+  return out;
+}
+
+// memkv ls: every key under `prefix`, a page at a time, one per line. What
+// could be listed is printed; each server that could not be asked is named
+// on stderr and the command exits 4 (5 when every such server refused the
+// client's key), as for any command that cannot reach a server.
 int ListKeys(const std::string& prefix, const Environment& env) {
   Result<std::unique_ptr<Client>> client = MakeClient(env);
   if (!client.ok()) {
@@ -326,23 +370,39 @@ int ListKeys(const std::string& prefix, const Environment& env) {
   }
   constexpr size_t kPage = 1000;
   std::string cursor;
+  int code = kExitOk;
   do {
     Result<KeyListPage> page = (*client)->ListKeys(prefix, cursor, kPage);
-    if (!page.ok()) return Report("ls", page.status());
+    if (!page.ok()) {
+      code = Report("ls", page.status());
+      break;
+    }
     for (const std::string& key : page->keys) {
       std::fwrite(key.data(), 1, key.size(), stdout);
       std::fputc('\n', stdout);
     }
     cursor = std::move(page->next_cursor);
   } while (!cursor.empty());
-  return std::fflush(stdout) == 0 ? kExitOk : Report("ls", IoError("writing standard output failed"));
+  if (std::fflush(stdout) != 0 && code == kExitOk) code = Report("ls", IoError("writing standard output failed"));
+  if (code != kExitOk) return code;
+  const std::vector<ServerView> unlisted = UnlistedServers(**client);
+  bool all_refused = !unlisted.empty();
+  for (const ServerView& v : unlisted) {
+    const bool refused = v.detail.rfind("AuthFailed", 0) == 0;
+    all_refused = all_refused && refused;
+    std::fprintf(stderr, "memkv ls: server %s could not be listed, its keys are missing above: %s%s\n",
+                 v.name.c_str(), v.detail.c_str(),
+                 refused ? " (MEMKV_AUTH_KEY must equal the server's key; the servers of a fleet share one key)"
+                         : " (is the server running? 'memkv admin status' shows the fleet)");
+  }
+  if (unlisted.empty()) return kExitOk;
+  return all_refused ? kExitAuth : kExitUnavailable;
 }
 
 int RunClientVerb(const std::string& verb, const std::vector<std::string>& args, const Environment& env) {
-  Result<std::vector<std::string>> expanded = ExpandOptions(
-      args, verb == "get"   ? OptionTable{.valued = {"-o", "--output"}, .operand = "key"}
-            : verb == "put" ? OptionTable{.valued = {"--ttl", "--retention", "--parent"}, .operand = "key"}
-                            : OptionTable{.operand = "key"});
+  const Command* command = FindCommand(verb);
+  Result<std::vector<std::string>> expanded =
+      ExpandOptions(args, command != nullptr ? command->options : kKeyOperandsOnly);
   if (!expanded.ok()) return Usage(verb, expanded.status().message());
   std::vector<std::string> positional;
   std::vector<std::pair<std::string, std::string>> put_flags;
@@ -390,7 +450,7 @@ int RunClientVerb(const std::string& verb, const std::vector<std::string>& args,
   if (verb == "match-prefix") return MatchPrefix(**client, positional);
   const std::string& key = positional[0];
   if (verb == "put") {
-    Result<InputValue> data = ReadInput(positional.size() == 2 ? positional[1] : "-");
+    Result<InputValue> data = ReadInput(positional.size() == 2 ? positional[1] : "-", ValueLimitFor(**client, key));
     if (!data.ok()) return Report(verb, data.status());
     // Without flags a plain put, which every server takes.
     Status s = put_options->empty() ? (*client)->Put(key, data->bytes())

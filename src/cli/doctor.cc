@@ -11,6 +11,7 @@
 #include "base/parse_number.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/commands.h"
 #include "config/client_config.h"
 #include "config/server_config.h"
 #include "doctor/finding.h"
@@ -79,9 +80,7 @@ bool ParseNumber(const std::string& text, uint64_t max, uint64_t* out) {
 
 std::optional<int> ParseFlags(const std::vector<std::string>& raw_args, DoctorFlags* flags) {
   Result<std::vector<std::string>> expanded =
-      ExpandOptions(raw_args, {.switches = {"--json"},
-                               .valued = {"--config", "--device", "--netdev", "--port", "--interval-ms", "--fixture",
-                                          "--peer", "--peer-blocks"}});
+      ExpandOptions(raw_args, kDoctorOptions);
   if (!expanded.ok()) {
     std::fprintf(stderr, "memkv doctor: %s; see 'memkv doctor --help'\n", expanded.status().message().c_str());
     return kExitUsage;

@@ -32,6 +32,7 @@
 #include "base/units.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/commands.h"
 #include "config/server_config.h"
 #include "drive/aligned_buffer.h"
 #include "drive/drive_file.h"
@@ -93,10 +94,7 @@ int Usage(const std::string& what) {
 }
 
 std::optional<int> ParseDriveFlags(const std::vector<std::string>& raw_args, DriveFlags* flags) {
-  Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, {.switches = {"--json", "--allow-degraded"},
-                                                                  .valued = {"--config"},
-                                                                  .lists = {"--drives"},
-                                                                  .operand = "drive path"});
+  Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, kDriveOptions);
   if (!expanded.ok()) return Usage(expanded.status().message());
   const std::vector<std::string>& args = *expanded;
   if (args.empty()) return Usage("name an action: list, inspect or verify");

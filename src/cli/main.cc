@@ -8,6 +8,7 @@
 
 #include "base/version.h"
 #include "cli/cli.h"
+#include "cli/commands.h"
 #include "verbs/verbs.h"
 
 extern char** environ;
@@ -21,28 +22,45 @@ constexpr const char* kUsage = R"(memkv: a store for LLM KV-cache blocks
 Usage: memkv <command> [options]
 
 Server:
-  start [--config PATH] [--address HOST:PORT | --port N] [--check]
+  start [--config PATH] [--data-dir DIR] [--log-level LEVEL] [--workers N]
+        [--handshake-timeout-ms N] [--write-stall-timeout-ms N]
+        [--address HOST:PORT | --port N] [--check]
                               run a server (default config /etc/memkv/config.yaml
                               if present, else the embedded single-node default);
                               SIGINT and SIGTERM drain and stop it; SIGHUP
-                              reloads its credentials (docs/tenants.md)
+                              reloads its config and credentials (docs/tenants.md)
 
 Drives:
-  setup --drives PATH... [--address HOST:PORT] [--rdma DEV]
-        [--block-size SIZE] [--file-size SIZE] [--force] [--idempotent]
+  setup --drives PATH... [--address HOST:PORT] [--rdma DEV] [--block-size SIZE]
+        [--file-size SIZE] [--journal-size SIZE] [--encryption-key-file PATH]
+        [--force] [--idempotent]
                               format drives for MemKV and print a working
                               config.yaml on standard output
   drive list|inspect|verify [--config PATH | --drives PATH...] [--json]
+        [--allow-degraded]
                               examine a stopped server's drives; verify reads
                               every value back and checks its checksums
 
-Diagnostics:
+Fleet administration (ADDR: a server's HOST:PORT, or its admin URL):
   admin status [--json] [--timeout-ms N] [--insecure | --cacert FILE] [ADDR...]
                               health, uptime, capacity, hit ratio, ops/s and
                               transport of running servers, from their admin
-                              endpoints (exit 1 a server unhealthy,
-                              4 a server unreachable)
-  doctor [--config PATH] [--device DEV] [--json]
+                              endpoints; without ADDR, also whether each of the
+                              client's servers takes the client's key (exit 1 a
+                              server unhealthy, 4 a server unreachable, 5 a
+                              server refuses the key)
+  admin reload [--key-file FILE] [--timeout-ms N] [--insecure | --cacert FILE]
+        [--server ADDR | ADDR...]
+                              each server re-reads its config file (signed with
+                              the administrator key)
+  admin drain [same options as reload]
+                              each server stops taking new keys
+  admin undrain [same options as reload]
+                              each server takes new keys again
+
+Diagnostics:
+  doctor [--config PATH] [--device DEV] [--netdev IF] [--port N]
+         [--interval-ms N] [--peer HOST:PORT] [--peer-blocks N] [--json]
                               check this host against the RoCEv2 runbook and
                               name the fix of each problem (exit 0 clean,
                               1 warnings, 2 errors)
@@ -51,13 +69,16 @@ Client (servers from MEMKV_CONFIG / MEMKV_SERVERS, key from MEMKV_AUTH_KEY;
 without them: 127.0.0.1:9900 and the key in ~/.memkv/auth.key):
   put [--ttl T] [--retention R] [--parent KEY] KEY [FILE|-]
                               store FILE (or standard input) under KEY, with a
-                              lifetime, a retention class, a parent key
-  get KEY [-o FILE]           write the value of KEY to standard output or FILE
+                              lifetime, a retention class, a parent key; stops
+                              reading at the server's value limit
+  get KEY [-o FILE | --output FILE]
+                              write the value of KEY to standard output or FILE
   del KEY                     delete KEY
   exists KEY...               print which keys are present
   match-prefix KEY...         print how many keys, from the first, are stored
                               without a gap, and the first missing one
-  ls [PREFIX]                 list the keys that start with PREFIX
+  ls [PREFIX]                 list the keys that start with PREFIX (exit 4 when
+                              a server could not be listed: it is named)
 
   memkv <command> --help      options of one command
   "--name=value" equals "--name value", and is how a value that begins
@@ -95,16 +116,16 @@ int main(int argc, char** argv) {
   }
   const std::string command = args[0];
   args.erase(args.begin());
+  if (FindCommand(command) == nullptr) {
+    std::fprintf(stderr, "memkv: unknown command '%s'; run 'memkv --help' for the list\n", command.c_str());
+    return kExitUsage;
+  }
   Environment env = ReadEnvironment();
   if (command == "start") return RunStart(args, env);
   if (command == "doctor") return RunDoctor(args, env);
   if (command == "setup") return RunSetup(args, env, memkv::verbs::SystemProvider());
   if (command == "drive") return RunDrive(args, env);
   if (command == "admin") return RunAdmin(args, env);
-  if (command == "put" || command == "get" || command == "del" || command == "exists" || command == "ls" ||
-      command == "match-prefix") {
-    return RunClientVerb(command, args, env);
-  }
-  std::fprintf(stderr, "memkv: unknown command '%s'; run 'memkv --help' for the list\n", command.c_str());
-  return kExitUsage;
+  // The client verbs: put, get, del, exists, match-prefix, ls.
+  return RunClientVerb(command, args, env);
 }

@@ -27,6 +27,7 @@
 #include "base/units.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/commands.h"
 #include "config/host_port.h"
 #include "config/server_config.h"
 #include "drive/aligned_buffer.h"
@@ -115,11 +116,7 @@ std::optional<int> ParseSetupFlags(const std::vector<std::string>& raw_args, Set
     std::fprintf(stderr, "memkv setup: %s; see 'memkv setup --help'\n", what.c_str());
     return kExitUsage;
   };
-  Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, {.switches = {"--force", "--idempotent"},
-                                     .valued = {"--address", "--rdma", "--block-size", "--file-size", "--journal-size",
-                                                "--encryption-key-file"},
-                                     .lists = {"--drives"},
-                                     .operand = "drive path"});
+  Result<std::vector<std::string>> expanded = ExpandOptions(raw_args, kSetupOptions);
   if (!expanded.ok()) return usage(expanded.status().message());
   const std::vector<std::string>& args = *expanded;
   for (size_t i = 0; i < args.size(); ++i) {

@@ -17,6 +17,7 @@
 #include "base/units.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/commands.h"
 #include "cli/start_preflight.h"
 #include "config/host_port.h"
 #include "config/server_config.h"
@@ -30,8 +31,9 @@ namespace {
 
 constexpr const char* kStartUsage = R"(Usage: memkv start [options]
 
-Runs a MemKV server in the foreground until SIGINT, SIGTERM or SIGHUP
-(each drains: queued responses are flushed, then it exits 0).
+Runs a MemKV server in the foreground until SIGINT or SIGTERM (each drains:
+queued responses are flushed, then it exits 0). SIGHUP re-reads the config
+file (as 'memkv admin reload' does) and the server serves on.
 
 Options:
   --config PATH          server config (YAML, docs/configuration.md); default
@@ -91,10 +93,7 @@ int BadValue(const std::string& option, const std::string& value, const char* al
 // Returns an exit code when parsing ends the command (help, usage error).
 std::optional<int> ParseFlags(const std::vector<std::string>& raw_args, StartFlags* flags) {
   Result<std::vector<std::string>> expanded =
-      ExpandOptions(raw_args, {.switches = {"--check"},
-                               .valued = {"--config", "--data-dir", "--log-level", "--workers",
-                                          "--handshake-timeout-ms", "--write-stall-timeout-ms", "--address",
-                                          "--port"}});
+      ExpandOptions(raw_args, kStartOptions);
   if (!expanded.ok()) {
     std::fprintf(stderr, "memkv start: %s; see 'memkv start --help'\n", expanded.status().message().c_str());
     return kExitUsage;

@@ -93,6 +93,10 @@ class Connection {
   bool WasReady() const { return was_ready_; }
   // Why the connection failed (Ok while it has not).
   const Status& error() const { return error_; }
+  // The largest value the server takes (its memory.max_value_size), as its
+  // Connect answer said; before the handshake, the limit of servers that
+  // predate that setting.
+  uint64_t max_value_bytes() const { return max_value_bytes_; }
   // The failure says the server is unreachable or unresponsive (connect
   // failure, timeout, connection lost), as opposed to refusing us.
   bool Lost() const { return lost_; }

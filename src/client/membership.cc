@@ -230,8 +230,9 @@ void Membership::AskServerInfo(std::vector<Member>& members, bool only_pending) 
   }
   if (!driven.empty()) DriveConnections(driven, deadline);
   for (Ask& ask : asks) {
-    ask.member->pool->Release(std::move(ask.conns));
     Member& m = *ask.member;
+    if (ask.conns.front()->WasReady()) m.max_value_bytes = ask.conns.front()->max_value_bytes();
+    ask.member->pool->Release(std::move(ask.conns));
     const Status& s = ask.x->status();
     std::string id;
     if (s.ok()) {
@@ -426,6 +427,7 @@ std::vector<ServerView> Membership::Servers() const {
     v.name = m.server.name;
     v.source = m.server.source;
     v.id = m.id;
+    v.max_value_bytes = m.max_value_bytes;
     std::string why;
     if (m.placed != Member::kNotPlaced) {
       v.weight = view->placement->weight(m.placed);

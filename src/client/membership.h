@@ -57,6 +57,7 @@ struct Member {
   std::string id;           // empty: not known yet (pending)
   bool legacy = false;      // predates ServerInfo: id is its canonical address, no weight
   uint64_t announced_weight = 0;  // ServerInfo weight, else capacity_bytes; 0: none
+  uint64_t max_value_bytes = 0;   // the value limit it announced at Connect; 0: not known yet
   bool duplicate = false;   // its id is an earlier member's (in name order)
   std::string detail;       // why it is pending or duplicate
   Status probe;             // pending: why the last ServerInfo got no answer

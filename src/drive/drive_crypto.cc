@@ -10,12 +10,10 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 
 #include "base/bytes.h"
-#include "base/errno_text.h"
+#include "base/secret_file.h"
 
 namespace memkv::drive {
 namespace {
@@ -64,16 +62,8 @@ Result<MasterKey> ParseMasterKey(std::string_view text, const std::string& what)
 
 Result<MasterKey> ReadMasterKeyFile(const std::string& path) {
   const std::string what = "storage.encryption_key_file " + path;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return InvalidArgument(what + ": cannot read it (" + ErrnoText(errno) +
-                           "); allowed: a file of 32 raw bytes or 64 hex characters");
-  }
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (text.size() > 4096) {
-    return InvalidArgument(what + " is " + std::to_string(text.size()) +
-                           " bytes; allowed: a file of 32 raw bytes or 64 hex characters");
-  }
+  // 64 hex characters with whitespace around them fit well within this.
+  MEMKV_ASSIGN_OR_RETURN(std::string text, ReadSecretFile(path, what, 4096, "32 raw bytes or 64 hex characters"));
   return ParseMasterKey(text, what);
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 
 #include "base/errno_text.h"
 #include "base/log.h"
@@ -101,6 +102,14 @@ Status Publisher::Bind() {
   MEMKV_ASSIGN_OR_RETURN(publish_endpoint_, BindSocket(pub_, options_.publish, "PUB"));
   if (!options_.replay.empty()) {
     router_ = zmq_socket(context_, ZMQ_ROUTER);
+    // A full peer answers EAGAIN (and a gone one EHOSTUNREACH) instead of
+    // losing the message silently: replays are paced by the peer.
+    SetInt(router_, ZMQ_ROUTER_MANDATORY, 1);
+    // Kernel buffering per peer, on top of replay_peer_bytes queued in ZeroMQ.
+    SetInt(router_, ZMQ_SNDBUF, 256 << 10);
+    // A request is 8 bytes: a larger frame disconnects its peer unread.
+    const int64_t max_request = kMaxReplayRequestBytes;
+    zmq_setsockopt(router_, ZMQ_MAXMSGSIZE, &max_request, sizeof(max_request));
     MEMKV_ASSIGN_OR_RETURN(replay_endpoint_, BindSocket(router_, options_.replay, "replay (ROUTER)"));
   }
   return Status::Ok();
@@ -152,6 +161,10 @@ PublisherCounters Publisher::counters() const {
   c.events_dropped = dropped_.load(std::memory_order_relaxed);
   c.replay_requests = replay_requests_.load(std::memory_order_relaxed);
   c.replay_misses = replay_misses_.load(std::memory_order_relaxed);
+  c.replay_bad_requests = replay_bad_requests_.load(std::memory_order_relaxed);
+  c.replays_cut = replays_cut_.load(std::memory_order_relaxed);
+  c.replays_active = replays_active_.load(std::memory_order_relaxed);
+  c.replay_queued_bytes = replay_queued_bytes_.load(std::memory_order_relaxed);
   return c;
 }
 
@@ -162,6 +175,7 @@ void Publisher::Wake() {
 }
 
 void Publisher::Loop() {
+  ScopedLogTarget log_scope(options_.log_target);
   for (;;) {
     WaitForEvents();
     if (options_.before_batch) options_.before_batch();
@@ -182,13 +196,16 @@ void Publisher::WaitForEvents() {
       if (stopping_) return;
       if (!queue_.empty()) break;
     }
-    if (zmq_poll(items, n, -1) < 0) continue;  // EINTR
+    // The wake eventfd also fires when libzmq has written a replay payload:
+    // the peer drained, so its replay may go on.
+    if (zmq_poll(items, n, ReplayPollTimeoutMs()) < 0) continue;  // EINTR
     if (items[0].revents & ZMQ_POLLIN) {
       uint64_t count;
       ssize_t r = read(wake_.get(), &count, sizeof(count));
       (void)r;
     }
     if (n == 2 && (items[1].revents & ZMQ_POLLIN)) ServeReplay();
+    if (!replays_.empty()) PumpReplays();
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.batch_window_ms);
   for (;;) {
@@ -224,11 +241,39 @@ void Publisher::SendBatch(std::vector<Event> batch) {
   }
   if (options_.replay_batches == 0) return;
   ring_bytes_ += payload.size();
-  ring_.emplace_back(seq, std::move(payload));
+  ring_.emplace_back(seq, std::make_shared<const std::string>(std::move(payload)));
   while (!ring_.empty() && (ring_.size() > options_.replay_batches || ring_bytes_ > options_.replay_bytes)) {
-    ring_bytes_ -= ring_.front().second.size();
+    ring_bytes_ -= ring_.front().second->size();
     ring_.pop_front();
   }
+}
+
+// One replay in progress. Owned by replays_ and by each of its payloads
+// queued in ZeroMQ (QueuedPayload), so the I/O thread's count never outlives it.
+struct Publisher::ReplayPeer {
+  std::string id;
+  uint64_t next_seq = 0;   // the next batch to send
+  uint64_t end_seq = 0;    // one past the newest batch when the request came
+  Nanos last_sent = 0;     // the request, or the last message the peer took
+  std::atomic<size_t> queued_bytes{0};  // its payloads not yet written by libzmq
+};
+
+// The hint of a zero-copy payload frame: freed by libzmq once written.
+struct Publisher::QueuedPayload {
+  std::shared_ptr<const std::string> payload;
+  std::shared_ptr<ReplayPeer> peer;
+  Publisher* publisher;
+};
+
+// libzmq calls this (on its I/O thread, or on ours when a send fails) when it
+// no longer needs the payload: the peer's socket took it.
+void Publisher::FreeQueuedPayload(void*, void* hint) {
+  auto* q = static_cast<QueuedPayload*>(hint);
+  const size_t n = q->payload->size();
+  q->peer->queued_bytes.fetch_sub(n, std::memory_order_relaxed);
+  q->publisher->replay_queued_bytes_.fetch_sub(n, std::memory_order_relaxed);
+  q->publisher->Wake();
+  delete q;
 }
 
 // A request is [identity, empty, start sequence]: what a REQ socket, or a
@@ -237,8 +282,15 @@ void Publisher::ServeReplay() {
   std::vector<std::string> frames = ReceiveMessage(router_);
   if (frames.empty()) return;
   if (frames.size() != 3 || frames[2].size() != 8) {
-    LOG_WARN_C("events") << "ignoring a replay request of " << frames.size()
-                         << " frames; expected [identity, empty, 8-byte start sequence]";
+    replay_bad_requests_.fetch_add(1, std::memory_order_relaxed);
+    const int64_t suppressed = bad_request_warnings_.Allow(MonotonicNanos(), 10'000'000'000);
+    if (suppressed != LogRateLimiter::kNotAllowed && GetLogLevel() <= LogLevel::kWarn) {
+      internal::LogMessage(LogLevel::kWarn, "events", suppressed).stream()
+          << "ignoring a replay request of " << frames.size() << " frames ("
+          << (frames.size() == 3 ? std::to_string(frames[2].size()) + "-byte start"
+                                 : std::string("not 3"))
+          << "); expected [identity, empty, 8-byte start sequence]";
+    }
     return;
   }
   replay_requests_.fetch_add(1, std::memory_order_relaxed);
@@ -246,17 +298,110 @@ void Publisher::ServeReplay() {
   const uint64_t start = FromBigEndian(frames[2]);
   const uint64_t oldest = ring_.empty() ? next_seq_ : ring_.front().first;
   if (start < oldest) replay_misses_.fetch_add(1, std::memory_order_relaxed);
-  for (const auto& [seq, payload] : ring_) {
-    if (seq < start) continue;
-    SendFrame(router_, id, true);
-    SendFrame(router_, "", true);
-    SendFrame(router_, BigEndian(seq), true);
-    SendFrame(router_, payload, false);
+  auto it = replays_.find(id);
+  if (it == replays_.end() && replays_.size() >= std::max<size_t>(options_.replay_peers, 1)) {
+    // Refused: the end marker names the start, the first batch not sent.
+    replays_cut_.fetch_add(1, std::memory_order_relaxed);
+    LOG_WARN_EVERY_C("events", 10) << "refusing a replay: " << replays_.size()
+                                   << " replays in progress, the most allowed; the peer may ask again";
+    SendReplayEnd(id, start);
+    return;
   }
-  SendFrame(router_, id, true);
+  // A new request from a peer with a replay in progress replaces it.
+  std::shared_ptr<ReplayPeer>& peer = replays_[id];
+  if (peer == nullptr) {
+    peer = std::make_shared<ReplayPeer>();
+    peer->id = id;
+  }
+  peer->next_seq = std::max(start, oldest);  // the first batch answered shows what was missed
+  peer->end_seq = next_seq_;
+  peer->last_sent = MonotonicNanos();
+  replays_active_.store(replays_.size(), std::memory_order_relaxed);
+  PumpReplays();
+}
+
+void Publisher::PumpReplays() {
+  const Nanos now = MonotonicNanos();
+  for (auto it = replays_.begin(); it != replays_.end();) {
+    it = PumpReplay(it->second, now) ? replays_.erase(it) : std::next(it);
+  }
+  replays_active_.store(replays_.size(), std::memory_order_relaxed);
+}
+
+bool Publisher::PumpReplay(const std::shared_ptr<ReplayPeer>& peer, Nanos now) {
+  ReplayPeer& p = *peer;
+  while (p.next_seq < p.end_seq) {
+    const uint64_t oldest = ring_.empty() ? next_seq_ : ring_.front().first;
+    if (p.next_seq < oldest) {
+      // Left the ring while this peer was slow: skipped; the jump in the
+      // sequence numbers it receives is the gap.
+      replay_misses_.fetch_add(1, std::memory_order_relaxed);
+      p.next_seq = oldest;
+      continue;
+    }
+    const auto& [seq, payload] = ring_[p.next_seq - oldest];
+    const size_t queued = p.queued_bytes.load(std::memory_order_relaxed);
+    if (queued > 0 && queued + payload->size() > options_.replay_peer_bytes) break;  // until it drains
+    const Sent sent = SendReplayBatch(p, payload, seq, peer);
+    if (sent == Sent::kGone) return true;
+    if (sent == Sent::kFull) break;
+    p.last_sent = now;
+    ++p.next_seq;
+  }
+  if (p.next_seq >= p.end_seq) {
+    const Sent sent = SendReplayEnd(p.id, uint64_t(-1));
+    if (sent != Sent::kFull) return true;
+  }
+  if (now - p.last_sent >= Nanos(options_.replay_stall_ms) * 1'000'000) {
+    // The peer took nothing for replay_stall_ms: cut, naming the first batch not sent.
+    replays_cut_.fetch_add(1, std::memory_order_relaxed);
+    LOG_WARN_EVERY_C("events", 10) << "cutting a replay at sequence " << p.next_seq << ": the peer took nothing for "
+                                   << options_.replay_stall_ms << " ms";
+    SendReplayEnd(p.id, p.next_seq);
+    return true;
+  }
+  return false;
+}
+
+Publisher::Sent Publisher::SendReplayBatch(ReplayPeer& peer, const std::shared_ptr<const std::string>& payload,
+                                           uint64_t seq, const std::shared_ptr<ReplayPeer>& owner) {
+  // Only the first frame can fail for a full or gone peer; the rest follow it.
+  if (zmq_send(router_, peer.id.data(), peer.id.size(), ZMQ_DONTWAIT | ZMQ_SNDMORE) < 0) {
+    return zmq_errno() == EAGAIN ? Sent::kFull : Sent::kGone;
+  }
   SendFrame(router_, "", true);
-  SendFrame(router_, std::string_view(kEndSeq, 8), true);
+  SendFrame(router_, BigEndian(seq), true);
+  // Zero-copy: the frame points into the ring's payload; FreeQueuedPayload
+  // counts it off when libzmq is done with it.
+  const size_t n = payload->size();
+  peer.queued_bytes.fetch_add(n, std::memory_order_relaxed);
+  replay_queued_bytes_.fetch_add(n, std::memory_order_relaxed);
+  auto* hint = new QueuedPayload{payload, owner, this};
+  zmq_msg_t msg;
+  zmq_msg_init_data(&msg, const_cast<char*>(payload->data()), n, &FreeQueuedPayload, hint);
+  if (zmq_msg_send(&msg, router_, ZMQ_DONTWAIT) < 0) zmq_msg_close(&msg);  // frees (and counts off) at once
+  return Sent::kOk;
+}
+
+Publisher::Sent Publisher::SendReplayEnd(const std::string& id, uint64_t seq) {
+  if (zmq_send(router_, id.data(), id.size(), ZMQ_DONTWAIT | ZMQ_SNDMORE) < 0) {
+    return zmq_errno() == EAGAIN ? Sent::kFull : Sent::kGone;
+  }
+  SendFrame(router_, "", true);
+  SendFrame(router_, seq == uint64_t(-1) ? std::string(kEndSeq, 8) : BigEndian(seq), true);
   SendFrame(router_, "", false);
+  return Sent::kOk;
+}
+
+long Publisher::ReplayPollTimeoutMs() const {
+  if (replays_.empty()) return -1;
+  const Nanos now = MonotonicNanos();
+  Nanos first = INT64_MAX;
+  for (const auto& [id, peer] : replays_) first = std::min(first, peer->last_sent);
+  const Nanos due = first + Nanos(options_.replay_stall_ms) * 1'000'000;
+  // A drained payload wakes the thread; the 100 ms bound is for a peer whose
+  // room shows only once libzmq's pipe bookkeeping has caught up.
+  return due <= now ? 0 : std::min<long>(100, static_cast<long>((due - now + 999'999) / 1'000'000));
 }
 
 }  // namespace memkv::events

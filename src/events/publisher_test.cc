@@ -6,8 +6,12 @@
 #include <msgpack.h>
 #include <zmq.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <future>
+#include <memory>
+#include <thread>
 
 namespace memkv::events {
 namespace {
@@ -49,9 +53,16 @@ std::vector<int64_t> FirstHashes(const std::string& payload) {
 // A ZeroMQ socket of the test's own.
 class Socket {
  public:
-  Socket(void* ctx, int type, const std::string& endpoint) : s_(zmq_socket(ctx, type)) {
+  // `rcvhwm` > 0: at most that many messages wait on this side (and a small
+  // kernel buffer), so a peer that does not read pushes back at once.
+  Socket(void* ctx, int type, const std::string& endpoint, int rcvhwm = 0) : s_(zmq_socket(ctx, type)) {
     int linger = 0;
     zmq_setsockopt(s_, ZMQ_LINGER, &linger, sizeof(linger));
+    if (rcvhwm > 0) {
+      zmq_setsockopt(s_, ZMQ_RCVHWM, &rcvhwm, sizeof(rcvhwm));
+      int rcvbuf = 4096;
+      zmq_setsockopt(s_, ZMQ_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    }
     if (type == ZMQ_SUB) zmq_setsockopt(s_, ZMQ_SUBSCRIBE, "", 0);
     EXPECT_EQ(zmq_connect(s_, endpoint.c_str()), 0) << endpoint;
   }
@@ -79,9 +90,28 @@ class Socket {
     return frames;
   }
 
+  void* raw() const { return s_; }
+
  private:
   void* s_;
 };
+
+// Replays from `start` on `dealer`: each [seq, payload] up to an end marker
+// (an empty payload), and that marker's sequence in *end (-1: complete).
+std::vector<std::pair<int64_t, std::string>> ReadReplay(Socket& dealer, int64_t* end, int wait_ms = 20000) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  *end = -2;  // no end marker
+  for (;;) {
+    std::vector<std::string> frames = dealer.Receive(wait_ms);
+    if (frames.size() != 3) return out;
+    EXPECT_EQ(frames[0], "");  // the delimiter a REQ socket strips
+    if (frames[2].empty()) {
+      *end = FromBigEndian(frames[1]);
+      return out;
+    }
+    out.emplace_back(FromBigEndian(frames[1]), frames[2]);
+  }
+}
 
 class PublisherTest : public ::testing::Test {
  protected:
@@ -223,6 +253,160 @@ TEST_F(PublisherTest, ReplayRingIsBoundedInBytes) {
   PublishOneBatch(*p, 1);
   EXPECT_TRUE(Replay(p->replay_endpoint(), 0).empty());
   EXPECT_EQ(p->counters().replay_misses, 1u);
+}
+
+// A replay from the start of a ring of thousands of batches stopped after
+// about 1,000 (ZeroMQ's high-water mark on the ROUTER dropped the rest,
+// the end marker included). It is now paced by the peer and arrives whole.
+TEST_F(PublisherTest, AReplayOfThousandsOfBatchesArrivesWholeWithItsEndMarker) {
+  PublisherOptions o;
+  o.replay = "tcp://127.0.0.1:0";
+  o.max_batch_events = 1;  // one batch per event
+  constexpr int kBatches = 3000;
+  std::unique_ptr<Publisher> p = Make(o);
+  for (int i = 0; i < kBatches; ++i) p->Publish(Event::Removed(BlockHash::Int64(i), kMediumDram));
+  const auto deadline = Clock::now() + kDeadline;
+  while (p->counters().batches_published < kBatches && Clock::now() < deadline) std::this_thread::yield();
+  ASSERT_EQ(p->counters().batches_published, uint64_t(kBatches));
+
+  Socket dealer(ctx_, ZMQ_DEALER, p->replay_endpoint());
+  dealer.Send({"", BigEndian(0)});
+  int64_t end = 0;
+  std::vector<std::pair<int64_t, std::string>> got = ReadReplay(dealer, &end, 5000);
+  ASSERT_EQ(got.size(), size_t(kBatches)) << "the replay stopped early";
+  for (int i = 0; i < kBatches; ++i) {
+    ASSERT_EQ(got[i].first, i);
+    ASSERT_EQ(FirstHashes(got[i].second), std::vector<int64_t>{i});
+  }
+  EXPECT_EQ(end, -1) << "a complete replay ends with sequence -1";
+}
+
+// 20 peers that asked for a replay and never read grew the server by about
+// 1 GiB: everything was queued in ZeroMQ at once. Each peer's queue is now
+// bounded (replay_peer_bytes) and counted; the replays wait, and a peer that
+// starts reading gets the rest.
+TEST_F(PublisherTest, ReplayPeersThatDoNotReadHoldABoundedCountedQueue) {
+  PublisherOptions o;
+  o.replay = "tcp://127.0.0.1:0";
+  o.max_batch_events = 1;
+  o.replay_peer_bytes = 64 << 10;
+  constexpr int kBatches = 3000;
+  const std::string big(4000, 'h');  // ~4 KB batches: 12 MB per full replay
+  std::unique_ptr<Publisher> p = Make(o);
+  for (int i = 0; i < kBatches; ++i) {
+    p->Publish(Event::Removed(BlockHash::Bytes(big + std::to_string(i)), kMediumDram));
+  }
+  auto deadline = Clock::now() + kDeadline;
+  while (p->counters().batches_published < kBatches && Clock::now() < deadline) std::this_thread::yield();
+  ASSERT_EQ(p->counters().batches_published, uint64_t(kBatches));
+
+  constexpr int kPeers = 20;
+  std::vector<std::unique_ptr<Socket>> peers;
+  for (int i = 0; i < kPeers; ++i) {
+    peers.push_back(std::make_unique<Socket>(ctx_, ZMQ_DEALER, p->replay_endpoint(), /*rcvhwm=*/1));
+    peers.back()->Send({"", BigEndian(0)});
+  }
+  deadline = Clock::now() + kDeadline;
+  while (p->counters().replays_active < kPeers && Clock::now() < deadline) std::this_thread::yield();
+  ASSERT_EQ(p->counters().replays_active, uint64_t(kPeers));
+  // Sampled while the peers stall: never more than each peer's bound (one
+  // batch may go past it) queued in all.
+  const uint64_t bound = kPeers * (o.replay_peer_bytes + 8192);
+  uint64_t most = 0;
+  for (int i = 0; i < 200; ++i) {
+    most = std::max(most, p->counters().replay_queued_bytes);
+    std::this_thread::yield();
+  }
+  EXPECT_LE(most, bound);
+  EXPECT_GT(most, 0u) << "replay bytes queued are counted";
+  EXPECT_EQ(p->counters().replays_active, uint64_t(kPeers)) << "waiting replays are kept, not dropped";
+  EXPECT_EQ(p->counters().replays_cut, 0u);
+
+  // One peer starts reading: it gets every batch and the end marker.
+  int64_t end = 0;
+  std::vector<std::pair<int64_t, std::string>> got = ReadReplay(*peers[0], &end, 5000);
+  EXPECT_EQ(got.size(), size_t(kBatches));
+  EXPECT_EQ(end, -1);
+  EXPECT_LE(p->counters().replay_queued_bytes, bound);
+}
+
+// A replay whose peer takes nothing for replay_stall_ms is cut: the end
+// marker names the first batch not sent, so the peer knows where its gap is.
+TEST_F(PublisherTest, AStalledReplayIsCutWithAnEndMarkerNamingTheFirstBatchNotSent) {
+  PublisherOptions o;
+  o.replay = "tcp://127.0.0.1:0";
+  o.max_batch_events = 1;
+  o.replay_peer_bytes = 16 << 10;
+  o.replay_stall_ms = 200;
+  constexpr int kBatches = 2000;
+  const std::string big(4000, 'h');
+  std::unique_ptr<Publisher> p = Make(o);
+  for (int i = 0; i < kBatches; ++i) {
+    p->Publish(Event::Removed(BlockHash::Bytes(big + std::to_string(i)), kMediumDram));
+  }
+  auto deadline = Clock::now() + kDeadline;
+  while (p->counters().batches_published < kBatches && Clock::now() < deadline) std::this_thread::yield();
+  Socket peer(ctx_, ZMQ_DEALER, p->replay_endpoint(), /*rcvhwm=*/1);
+  peer.Send({"", BigEndian(0)});
+  deadline = Clock::now() + kDeadline;
+  while ((p->counters().replays_cut == 0 || p->counters().replays_active != 0) && Clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  ASSERT_EQ(p->counters().replays_cut, 1u);
+  EXPECT_EQ(p->counters().replays_active, 0u);
+  int64_t end = 0;
+  std::vector<std::pair<int64_t, std::string>> got = ReadReplay(peer, &end, 5000);
+  ASSERT_FALSE(got.empty());
+  ASSERT_LT(got.size(), size_t(kBatches));
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i].first, int64_t(i));
+  EXPECT_EQ(end, int64_t(got.size())) << "the end marker names the first batch not sent";
+}
+
+// A replay request of any size was read and held (512 MiB in one frame). A
+// frame over kMaxReplayRequestBytes now disconnects its peer before it is read.
+TEST_F(PublisherTest, AnOversizedReplayRequestDisconnectsItsPeerUnread) {
+  PublisherOptions o;
+  o.replay = "tcp://127.0.0.1:0";
+  std::unique_ptr<Publisher> p = Make(o);
+  Socket dealer(ctx_, ZMQ_DEALER, p->replay_endpoint());
+  ASSERT_EQ(zmq_socket_monitor(dealer.raw(), "inproc://oversized-monitor", ZMQ_EVENT_DISCONNECTED), 0);
+  Socket monitor(ctx_, ZMQ_PAIR, "inproc://oversized-monitor");
+  dealer.Send({"", std::string(16 << 20, 'x')});
+  std::vector<std::string> event = monitor.Receive(20000);
+  ASSERT_EQ(event.size(), 2u) << "the peer was not disconnected";
+  uint16_t id = 0;
+  std::memcpy(&id, event[0].data(), sizeof(id));
+  EXPECT_EQ(id, ZMQ_EVENT_DISCONNECTED);
+  EXPECT_EQ(p->counters().replay_requests, 0u);
+  EXPECT_EQ(p->counters().replay_bad_requests, 0u) << "never read";
+  // The socket serves others meanwhile.
+  EXPECT_TRUE(Replay(p->replay_endpoint(), 0).empty());
+  EXPECT_EQ(p->counters().replay_requests, 1u);
+}
+
+// Each malformed request logged a WARN line; a peer sending them in a loop
+// filled the log. They are counted, and logged once per 10 s.
+TEST_F(PublisherTest, MalformedReplayRequestsAreCountedAndLoggedOncePer10Seconds) {
+  std::atomic<int> warnings{0};
+  LogTarget target;
+  target.level = LogLevel::kWarn;
+  target.sink = [&](LogLevel level, std::string_view component, std::string_view message) {
+    if (level == LogLevel::kWarn && component == "events" && message.find("replay request") != std::string_view::npos) {
+      ++warnings;
+    }
+  };
+  PublisherOptions o;
+  o.replay = "tcp://127.0.0.1:0";
+  o.log_target = &target;
+  std::unique_ptr<Publisher> p = Make(o);
+  Socket dealer(ctx_, ZMQ_DEALER, p->replay_endpoint());
+  constexpr int kBad = 100;
+  for (int i = 0; i < kBad; ++i) dealer.Send({"", "short"});
+  const auto deadline = Clock::now() + kDeadline;
+  while (p->counters().replay_bad_requests < kBad && Clock::now() < deadline) std::this_thread::yield();
+  EXPECT_EQ(p->counters().replay_bad_requests, uint64_t(kBad));
+  EXPECT_EQ(warnings.load(), 1);
+  EXPECT_EQ(p->counters().replay_requests, 0u);
 }
 
 TEST_F(PublisherTest, ATakenAddressFailsNamingIt) {

@@ -21,7 +21,8 @@ HttpConnection::HttpConnection(UniqueFd fd, std::unique_ptr<TlsSession> tls, std
       limits_(limits),
       state_(tls_ ? State::kHandshake : State::kReading),
       events_(POLLIN),
-      deadline_(now + limits.read_timeout_ns) {}
+      deadline_(now + limits.read_timeout_ns),
+      accepted_at_(now) {}
 
 void HttpConnection::Step(Nanos now, const HttpRouter& router, HttpCounters& counters) {
   Advance(now, router, counters);

@@ -77,6 +77,14 @@ class HttpConnection {
   short events() const { return events_; }  // POLLIN or POLLOUT
   Nanos deadline() const { return deadline_; }
   Mode mode() const { return mode_; }
+  Nanos accepted_at() const { return accepted_at_; }
+  const std::string& peer() const { return peer_; }
+  // No response is being written: the connection still waits for (the rest
+  // of) its request, or was answered and lingers. The server may close such
+  // a connection to make room for a new one (HttpServer::Admit).
+  bool Sheddable() const { return state_ != State::kWriting && state_ != State::kDone; }
+  // Closes the connection now, unanswered; done() is true afterwards.
+  void Shed() { state_ = State::kDone; }
 
  private:
   enum class State { kHandshake, kReading, kReadingBody, kWriting, kLingering, kDone };
@@ -109,6 +117,7 @@ class HttpConnection {
   State state_;
   short events_;
   Nanos deadline_;
+  Nanos accepted_at_;
   std::string in_;   // request head bytes so far
   HttpRequest request_;  // parsed head while its body is read
   std::string out_;  // the serialized response

@@ -229,6 +229,7 @@ void HttpServer::Admit(UniqueFd fd, std::string peer, Nanos now) {
     for (auto& c : connections_) c->Step(now, router_, counters_);
     Reap();
   }
+  if (serving_ >= options_.max_connections) ShedOldest(now, peer);
   if (serving_ >= options_.max_connections) {
     HttpCounters::Bump(counters_.rejected_busy);
     if (rejecting_ >= options_.max_connections) return;  // closed unanswered
@@ -254,6 +255,25 @@ void HttpServer::Admit(UniqueFd fd, std::string peer, Nanos now) {
   // The request is often in already: answer without another trip through poll.
   connection->Step(now, router_, counters_);
   connections_.push_back(std::move(connection));
+}
+
+void HttpServer::ShedOldest(Nanos now, const std::string& for_peer) {
+  HttpConnection* oldest = nullptr;
+  for (auto& c : connections_) {
+    if (c->mode() != HttpConnection::Mode::kServe || !c->Sheddable()) continue;
+    if (oldest == nullptr || c->accepted_at() < oldest->accepted_at()) oldest = c.get();
+  }
+  if (oldest == nullptr) return;  // every slot is writing a response: the newcomer is refused
+  HttpCounters::Bump(counters_.shed);
+  const int64_t suppressed = shed_warnings_.Allow(now, kAcceptWarnIntervalNs);
+  if (suppressed != LogRateLimiter::kNotAllowed && GetLogLevel() <= LogLevel::kWarn) {
+    internal::LogMessage(LogLevel::kWarn, {}, suppressed).stream()
+        << "http server on port " << port_ << ": " << options_.max_connections
+        << " connections open, the most allowed; closing the oldest one without a complete request (from "
+        << oldest->peer() << ", open " << (now - oldest->accepted_at()) / 1'000'000 << " ms) to admit " << for_peer;
+  }
+  oldest->Shed();
+  Reap();
 }
 
 void HttpServer::Reap() {

@@ -21,9 +21,17 @@
 // no body); HEAD is served by the GET handler without the body; unknown path
 // 404; wrong method 405 with Allow; malformed request or a version other than
 // HTTP/1.x 400; head over max_header_bytes 431; a request body over
-// max_body_bytes (by default any) 413 (not read); request head not complete within read_timeout_ms of accept 408;
-// more than max_connections open: 503 (further ones beyond twice that are
-// closed at accept). Every error response closes the connection.
+// max_body_bytes (by default any) 413 (not read); request head not complete within read_timeout_ms of accept 408.
+// Every error response closes the connection.
+//
+// Connections: at most max_connections are served at once. A new one that
+// finds them all taken closes the oldest that has no response in progress
+// (no complete request yet, or answered and lingering), counted in
+// HttpServerStats::shed with one WARN line per 10 s, so clients that open
+// the port and send nothing (or trickle half a request) cannot keep a quick
+// request such as a health probe out. Only when every slot is writing a
+// response is the newcomer answered 503 (further ones beyond twice
+// max_connections are closed at accept).
 //
 // TLS: both tls_cert_path and tls_key_path set = HTTPS (TLS 1.2+, PEM
 // files, loaded by Create). A failed handshake closes that connection only.
@@ -110,6 +118,9 @@ class HttpServer {
   void Run();
   void AcceptSome(Nanos now);
   void Admit(UniqueFd fd, std::string peer, Nanos now);
+  // Closes the connection accepted first among those without a response in
+  // progress (HttpConnection::Sheddable), to admit `for_peer`; none: nothing.
+  void ShedOldest(Nanos now, const std::string& for_peer);
   void Reap();
 
   const HttpServerOptions options_;
@@ -130,6 +141,7 @@ class HttpServer {
   int rejecting_ = 0;          // connections answering 503
   Nanos accept_paused_until_ = 0;  // after EMFILE and the like
   LogRateLimiter accept_warnings_;  // one "pausing accepts" line per 10 s
+  LogRateLimiter shed_warnings_;    // one "closing the oldest" line per 10 s
 };
 
 }  // namespace memkv::http

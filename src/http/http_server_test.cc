@@ -42,6 +42,11 @@ std::unique_ptr<HttpServer> StartServer(const HttpServerOptions& options = {}) {
                       r.body = "{\"query\":\"" + req.query + "\",\"peer\":\"" + req.peer + "\"}";
                       return r;
                     }).ok());
+  // Larger than loopback's socket buffers: a client that does not read keeps
+  // its connection writing until write_timeout_ms.
+  EXPECT_TRUE(server->Handle("GET", "/v1/big", [](const HttpRequest&) {
+                      return HttpResponse::Text(200, std::string(64 << 20, 'b'));
+                    }).ok());
   EXPECT_TRUE(server->Handle("GET", "/v1/throw", [](const HttpRequest&) -> HttpResponse {
                       throw std::runtime_error("handler bug");
                     }).ok());
@@ -217,21 +222,51 @@ TEST(HttpServerTest, IdleConnectionIsClosedAfterReadTimeout) {
   EXPECT_TRUE(WaitUntil([&] { return server->stats().connections_open == 0; }));
 }
 
-TEST(HttpServerTest, ConnectionLimitAnswers503) {
+// Clients that connect and send nothing held every slot until the read
+// timeout, so a health probe got 503. A newcomer now closes the oldest
+// connection that has no complete request.
+TEST(HttpServerTest, ConnectionLimitClosesTheOldestConnectionWithoutARequest) {
   HttpServerOptions options;
   options.max_connections = 2;
   auto server = StartServer(options);
   ASSERT_NE(server, nullptr);
   Result<UniqueFd> a = Connect(server->port());
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(WaitUntil([&] { return server->stats().connections_open == 1; }));
+  Result<UniqueFd> b = Connect(server->port());
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(SendString(b->get(), "GET /v1/hea", DeadlineIn(1000)).ok());  // half a request
+  ASSERT_TRUE(WaitUntil([&] { return server->stats().connections_open == 2; }));
+
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(Get(*server, Request("GET", "/v1/health")).status, 200) << i;
+  EXPECT_EQ(server->stats().rejected_busy, 0u);
+  EXPECT_GE(server->stats().shed, 1u);
+  // The oldest (a) went first, closed unanswered.
+  Result<std::string> gone = ReadToClose(a->get(), DeadlineIn(5000));
+  ASSERT_TRUE(gone.ok()) << gone.status().ToString();
+  EXPECT_EQ(*gone, "");
+}
+
+TEST(HttpServerTest, ConnectionLimitAnswers503WhenEverySlotIsWritingAResponse) {
+  HttpServerOptions options;
+  options.max_connections = 2;
+  options.write_timeout_ms = 20000;
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  // Two clients ask for a large body and do not read it.
+  Result<UniqueFd> a = Connect(server->port());
   Result<UniqueFd> b = Connect(server->port());
   ASSERT_TRUE(a.ok() && b.ok());
-  ASSERT_TRUE(WaitUntil([&] { return server->stats().connections_open == 2; }));
+  ASSERT_TRUE(SendString(a->get(), Request("GET", "/v1/big"), DeadlineIn(1000)).ok());
+  ASSERT_TRUE(SendString(b->get(), Request("GET", "/v1/big"), DeadlineIn(1000)).ok());
+  ASSERT_TRUE(WaitUntil([&] { return server->stats().requests == 2; }));
 
   ParsedResponse busy = Get(*server, Request("GET", "/v1/health"));
   EXPECT_EQ(busy.status, 503) << busy.raw;
   EXPECT_EQ(busy.headers["connection"], "close");
   EXPECT_EQ(busy.headers["retry-after"], "1");
   EXPECT_EQ(server->stats().rejected_busy, 1u);
+  EXPECT_EQ(server->stats().shed, 0u);
 
   a->Reset();  // frees a slot once the server sees the close
   ASSERT_TRUE(WaitUntil([&] { return server->stats().connections_open == 1; }));

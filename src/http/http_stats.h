@@ -14,6 +14,7 @@ struct HttpServerStats {
   uint64_t connections_accepted = 0;
   uint64_t connections_open = 0;        // all sockets the server holds now
   uint64_t rejected_busy = 0;           // answered 503 or closed because max_connections were open
+  uint64_t shed = 0;                    // closed without a complete request to admit a newer connection
   uint64_t requests = 0;                // complete, well-formed requests routed (2xx..5xx incl. 404/405)
   uint64_t bad_requests = 0;            // answered 400, 413 or 431
   uint64_t timeouts = 0;                // handshake, request or response not done in time
@@ -25,6 +26,7 @@ struct HttpCounters {
   std::atomic<uint64_t> connections_accepted{0};
   std::atomic<uint64_t> connections_open{0};
   std::atomic<uint64_t> rejected_busy{0};
+  std::atomic<uint64_t> shed{0};
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> bad_requests{0};
   std::atomic<uint64_t> timeouts{0};
@@ -38,6 +40,7 @@ struct HttpCounters {
     s.connections_accepted = connections_accepted.load(std::memory_order_relaxed);
     s.connections_open = connections_open.load(std::memory_order_relaxed);
     s.rejected_busy = rejected_busy.load(std::memory_order_relaxed);
+    s.shed = shed.load(std::memory_order_relaxed);
     s.requests = requests.load(std::memory_order_relaxed);
     s.bad_requests = bad_requests.load(std::memory_order_relaxed);
     s.timeouts = timeouts.load(std::memory_order_relaxed);

@@ -68,6 +68,11 @@ class HttpTlsTest : public ::testing::Test {
     EXPECT_TRUE(server->Handle("GET", "/v1/health", [](const HttpRequest&) {
                         return HttpResponse::Text(200, "ok\n");
                       }).ok());
+    // Larger than the socket buffers: a client that does not read it keeps
+    // its connection writing.
+    EXPECT_TRUE(server->Handle("GET", "/v1/big", [](const HttpRequest&) {
+                        return HttpResponse::Text(200, std::string(64 << 20, 'b'));
+                      }).ok());
     EXPECT_TRUE(server->Start().ok());
     return server;
   }
@@ -169,17 +174,33 @@ TEST_F(HttpTlsTest, SlowHandshakeTimesOutWhileAnotherClientIsServed) {
   EXPECT_TRUE(WaitUntil([&] { return server->stats().timeouts == 1; }));
 }
 
-TEST_F(HttpTlsTest, ConnectionLimitAnswers503AfterTheHandshake) {
+TEST_F(HttpTlsTest, ConnectionLimitClosesASilentConnectionForANewOne) {
   HttpServerOptions options;
-  options.tls = CreateOpenSslServer;
   options.max_connections = 1;
   auto server = StartTlsServer(options);
   ASSERT_NE(server, nullptr);
-  Result<UniqueFd> holder = Connect(server->port());
-  ASSERT_TRUE(holder.ok());
+  Result<UniqueFd> silent = Connect(server->port());  // never starts its handshake
+  ASSERT_TRUE(silent.ok());
   ASSERT_TRUE(WaitUntil([&] { return server->stats().connections_open == 1; }));
-  EXPECT_EQ(TlsGet(*server, "/v1/health").status, 503);
-  holder->Reset();
+  EXPECT_EQ(TlsGet(*server, "/v1/health").status, 200);
+  EXPECT_EQ(server->stats().shed, 1u);
+  EXPECT_EQ(server->stats().rejected_busy, 0u);
+}
+
+TEST_F(HttpTlsTest, ConnectionLimitAnswers503AfterTheHandshake) {
+  HttpServerOptions options;
+  options.max_connections = 1;
+  options.write_timeout_ms = 20000;
+  auto server = StartTlsServer(options);
+  ASSERT_NE(server, nullptr);
+  {
+    // The one slot writes a large response its client does not read.
+    Result<testing::TlsClient> holder = testing::TlsClient::Connect(server->port(), {}, DeadlineIn(5000));
+    ASSERT_TRUE(holder.ok()) << holder.status().ToString();
+    ASSERT_TRUE(holder->Send(Request("GET", "/v1/big"), DeadlineIn(5000)).ok());
+    ASSERT_TRUE(WaitUntil([&] { return server->stats().requests == 1; }));
+    EXPECT_EQ(TlsGet(*server, "/v1/health").status, 503);
+  }
   ASSERT_TRUE(WaitUntil([&] { return server->stats().connections_open == 0; }));
   EXPECT_EQ(TlsGet(*server, "/v1/health").status, 200);
 }

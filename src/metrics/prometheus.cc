@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/utf8.h"
+
 namespace memkv::metrics {
 namespace {
 
@@ -102,7 +104,14 @@ Status CheckLabels(std::string_view family, MetricType type, const Labels& label
   return Status::Ok();
 }
 
-std::string EscapeLabelValue(std::string_view value) {
+std::string EscapeLabelValue(std::string_view raw) {
+  // Label values must be UTF-8: bytes that are not become \xNN first (base/utf8.h).
+  std::string printable;
+  std::string_view value = raw;
+  if (!IsValidUtf8(raw)) {
+    printable = PrintableUtf8(raw);
+    value = printable;
+  }
   std::string out;
   out.reserve(value.size());
   for (char c : value) {
@@ -114,7 +123,13 @@ std::string EscapeLabelValue(std::string_view value) {
   return out;
 }
 
-std::string EscapeHelp(std::string_view help) {
+std::string EscapeHelp(std::string_view raw) {
+  std::string printable;
+  std::string_view help = raw;
+  if (!IsValidUtf8(raw)) {
+    printable = PrintableUtf8(raw);
+    help = printable;
+  }
   std::string out;
   out.reserve(help.size());
   for (char c : help) {

@@ -23,7 +23,10 @@
 // Prometheus reject the whole scrape.
 //
 // Escaping: label values escape backslash, double quote and newline; HELP
-// text escapes backslash and newline. Numbers: integers (counters, bucket
+// text escapes backslash and newline. Both are UTF-8 in the exposition: a
+// byte of a label value or HELP text that is not part of well-formed UTF-8 is
+// written as the characters \xNN first (PrintableUtf8 of base/utf8.h), so a
+// key namespace of any bytes never makes Prometheus reject the scrape. Numbers: integers (counters, bucket
 // counts, integral gauges) are written without exponent; other doubles in the
 // shortest form that round-trips, with "+Inf", "-Inf" and "NaN".
 //

@@ -61,6 +61,13 @@ TEST(PrometheusWriterTest, ByteHistogramBoundsAreIntegers) {
   EXPECT_NE(text.find("memkv_value_size_bytes_sum 3145792\n"), std::string::npos) << text;
 }
 
+TEST(PrometheusEscapingTest, LabelValueBytesThatAreNotUtf8AreWrittenAsHexEscapes) {
+  EXPECT_EQ(EscapeLabelValue("caf\xc3\xa9"), "caf\xc3\xa9");
+  // \xff becomes the characters \xff, whose backslash the label then escapes.
+  EXPECT_EQ(EscapeLabelValue("a\xff\"b"), "a\\\\xff\\\"b");
+  EXPECT_EQ(EscapeHelp("h\xc0\xafx"), "h\\\\xc0\\\\xafx");
+}
+
 TEST(PrometheusEscapingTest, LabelValuesEscapeBackslashQuoteAndNewline) {
   EXPECT_EQ(EscapeLabelValue("plain /path:1"), "plain /path:1");
   EXPECT_EQ(EscapeLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");

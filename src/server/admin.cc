@@ -66,6 +66,7 @@ Result<std::unique_ptr<AdminService>> AdminService::Start(const AdminOptions& op
   http.tls_key_path = options.tls_key_path;
   http.tls = http::CreateOpenSslServer;
   http.max_body_bytes = kAdminMaxBodyBytes;
+  http.read_timeout_ms = kAdminRequestTimeoutMs;
   MEMKV_ASSIGN_OR_RETURN(admin->http_, http::HttpServer::Create(http));
   AdminService* self = admin.get();
   MEMKV_RETURN_IF_ERROR(admin->http_->Handle("GET", "/v1/health", [self](const http::HttpRequest&) {
@@ -232,6 +233,7 @@ ServerSnapshot AdminService::Snapshot() const {
   s.drives = sources_.tier->DrivesStats();
   if (sources_.events != nullptr) s.events = sources_.events->counters();
   s.health = Health();
+  s.admin_http = http_->stats();
   s.version = sources_.version;
   s.address = sources_.data_address;
   s.storage_mode = sources_.storage_mode;

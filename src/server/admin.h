@@ -24,6 +24,13 @@
 // ServerMetrics::admin_auth_failures. Request bodies over kAdminMaxBodyBytes
 // are answered 413 before they are read. The read-only routes stay open.
 //
+// Connections: at most 64 at once; a request (TLS handshake included) must
+// be complete within kAdminRequestTimeoutMs of accept, else 408. A new
+// connection that finds all 64 taken closes the oldest one without a
+// complete request (src/http/http_server.h), so idle or trickling clients,
+// which need no credentials to connect, cannot keep /v1/health and /v1/ready
+// from answering; counted in memkv_admin_connections_shed_total.
+//
 // HTTPS when network.tls_cert and tls_key are set. The HTTP server runs on its
 // own thread (src/http): a slow or hostile admin client never touches the
 // data plane, whose figures it only reads (relaxed atomics, store stats).
@@ -59,6 +66,10 @@
 namespace memkv::server {
 
 struct ServerSnapshot;  // server/metrics_table.h
+
+// From accept to a complete request head: probes and curl send theirs at
+// once; a client that sends nothing is closed after this.
+inline constexpr uint32_t kAdminRequestTimeoutMs = 2000;
 
 struct AdminSources {
   ServerMetrics* metrics = nullptr;

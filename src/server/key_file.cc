@@ -7,12 +7,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 #include "base/bytes.h"
 #include "base/errno_text.h"
 #include "base/hmac.h"
+#include "base/secret_file.h"
 #include "base/unique_fd.h"
 
 namespace memkv::server {
@@ -39,11 +39,12 @@ Status MakeDirs(const std::string& dir) {
 }  // namespace
 
 Result<std::vector<uint8_t>> ReadAuthKeyFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return IoError("cannot read auth key file " + path + ": " + Errno());
-  std::string text;
-  in >> text;
-  auto key = HexDecode(text);
+  MEMKV_ASSIGN_OR_RETURN(std::string text,
+                         ReadSecretFile(path, "auth key file " + path, 4096, "64 hex characters (a 32-byte key)"));
+  std::istringstream in(text);
+  std::string hex;
+  in >> hex;
+  auto key = HexDecode(hex);
   if (!key || key->size() != 32) {
     return InvalidArgument("auth key file " + path +
                            " must hold 64 hex characters (a 32-byte key); delete it to generate a new one");
@@ -57,12 +58,6 @@ Result<AuthKeyFile> LoadOrCreateAuthKey(const std::string& data_dir) {
   out.path = data_dir + "/auth.key";
   struct stat st{};
   if (::stat(out.path.c_str(), &st) == 0) {
-    if ((st.st_mode & 077) != 0) {
-      char mode[8];
-      std::snprintf(mode, sizeof(mode), "%03o", st.st_mode & 0777);
-      return FailedPrecondition("auth key file " + out.path + " has mode " + mode +
-                                ", readable by group or others; run: chmod 600 " + out.path);
-    }
     MEMKV_ASSIGN_OR_RETURN(out.key, ReadAuthKeyFile(out.path));
     return out;
   }

@@ -158,6 +158,13 @@ constexpr ServerMetric kMetrics[] = {
                      s.metrics->admin_auth_failures[i].Value());
        }
      }},
+    {"memkv_admin_connections_shed_total", kCounter, "",
+     "Admin connections without a complete request closed, oldest first, to admit a newer one while "
+     "the admin endpoint's 64 connections were open.",
+     [](const S& s, Samples& out) { out.Counter({}, s.admin_http.shed); }},
+    {"memkv_admin_connections_refused_total", kCounter, "",
+     "Admin connections answered 503 or closed at once because all 64 were writing responses.",
+     [](const S& s, Samples& out) { out.Counter({}, s.admin_http.rejected_busy); }},
     {"memkv_auth_failures_total", kCounter, "", "Frames or connections refused for failed authentication.",
      ReadCell<&ServerMetrics::auth_failures>},
     {"memkv_protocol_errors_total", kCounter, "", "Malformed frames, unknown opcodes and similar protocol errors.",
@@ -369,9 +376,29 @@ constexpr ServerMetric kMetrics[] = {
        if (s.events) out.Counter({}, s.events->replay_requests);
      }},
     {"memkv_events_replay_misses_total", kCounter, "",
-     "Replay requests for a sequence older than the replay buffer holds.",
+     "Replay requests for a sequence older than the replay buffer holds, or replays that fell behind it.",
      [](const S& s, Samples& out) {
        if (s.events) out.Counter({}, s.events->replay_misses);
+     }},
+    {"memkv_events_replay_bad_requests_total", kCounter, "",
+     "Malformed replay requests, not answered (logged once per 10 s).",
+     [](const S& s, Samples& out) {
+       if (s.events) out.Counter({}, s.events->replay_bad_requests);
+     }},
+    {"memkv_events_replays_cut_total", kCounter, "",
+     "Replays ended early (the peer took nothing for 30 s, or too many replays at once); the end marker names "
+     "the first batch not sent.",
+     [](const S& s, Samples& out) {
+       if (s.events) out.Counter({}, s.events->replays_cut);
+     }},
+    {"memkv_events_replays_active", kGauge, "", "Replays in progress, each paced by its peer.",
+     [](const S& s, Samples& out) {
+       if (s.events) out.Gauge({}, double(s.events->replays_active));
+     }},
+    {"memkv_events_replay_queued_bytes", kGauge, "",
+     "Replay payload bytes queued in ZeroMQ and not yet written to the peers' sockets.",
+     [](const S& s, Samples& out) {
+       if (s.events) out.Gauge({}, double(s.events->replay_queued_bytes));
      }},
 };
 

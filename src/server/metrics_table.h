@@ -61,6 +61,7 @@ struct ServerSnapshot {
   std::optional<drive::ExtentStoreStats> drives;   // file and direct modes only
   std::optional<events::PublisherCounters> events; // events.publish set only
   HealthReport health;
+  http::HttpServerStats admin_http;         // the admin endpoint's own connections
   std::string_view version;
   std::string_view address;                 // the data listener, HOST:PORT
   std::string_view storage_mode;            // "memory", "file", "direct"
