@@ -150,7 +150,7 @@ Status DecodeRequest(const OpRule& rule, std::span<const uint8_t> meta, const pr
     case Shape::kPut: {
       const proto::PutItem in{AsView(meta), header.payload_len, header.payload_checksum};
       request->puts.push_back(ScopedItem(in, PutOptions(), scope, request));
-      return std::move(request->puts.back().status);  // a single put is refused whole
+      return request->puts.back().status;  // a single put is refused whole
     }
     case Shape::kKeyList: {
       MEMKV_RETURN_IF_ERROR(proto::DecodeKeyList(meta, &request->keys));
@@ -183,7 +183,7 @@ Status DecodeRequest(const OpRule& rule, std::span<const uint8_t> meta, const pr
               ? proto::DecodeRdmaPutRequest(meta, &in.key, &in.value_len, &in.checksum)
               : proto::DecodeRdmaPutWithRequest(meta, &in.key, &in.value_len, &in.checksum, &options));
       request->puts.push_back(ScopedItem(in, std::move(options), scope, request));
-      return std::move(request->puts.back().status);
+      return request->puts.back().status;
     }
     case Shape::kList: {
       MEMKV_RETURN_IF_ERROR(proto::DecodeListRequest(meta, &request->list));
