@@ -61,8 +61,10 @@ case "$cmd" in
     stage "check docs" bash scripts/check-docs.sh
     stage "build" configure_and_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
     # The engines' released packages (tests/engines): a venv each, cached on
-    # this machine; the first build compiles llama.cpp.
-    stage "engine venvs" bash scripts/engine-venv.sh llama_cpp
+    # this machine; the first build compiles llama.cpp, LMCache's takes the
+    # CPU build of PyTorch.
+    stage "engine venv llama_cpp" bash scripts/engine-venv.sh llama_cpp
+    stage "engine venv lmcache" bash scripts/engine-venv.sh lmcache
     # install-deps.sh installed promtool: its checks must run, not skip.
     export MEMKV_REQUIRE_PROMTOOL=1
     stage "tests" run_ctest build

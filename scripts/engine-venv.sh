@@ -6,7 +6,7 @@
 #   scripts/engine-venv.sh --bump NAME     re-resolve tests/engines/NAME/requirements.in
 #                                          and rewrite its requirements.lock
 #
-# NAME is a folder of tests/engines (llama_cpp). The venv is made from
+# NAME is a folder of tests/engines (llama_cpp, lmcache). The venv is made from
 # Debian's /usr/bin/python3, the interpreter the build's memkv module is built
 # for, so PYTHONPATH=build/python imports memkv in it. It holds exactly the
 # lock's packages (pip --no-deps) and lives in
@@ -62,7 +62,7 @@ mkdir -p "$venvs"
 exec 9>"$venvs/.$name.lock"
 flock 9  # one build at a time; a second caller waits and finds it done
 if [ ! -f "$venv/.complete" ]; then
-  echo "engine-venv: building $venv from $lock (llama.cpp compiles: minutes on 2 cores)" >&2
+  echo "engine-venv: building $venv from $lock (a package that compiles, as llama.cpp does, takes minutes)" >&2
   start=$SECONDS
   rm -rf "$venv"  # what an interrupted build left
   "$python" -m venv "$venv"

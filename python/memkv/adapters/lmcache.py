@@ -511,7 +511,10 @@ class _Layout:
 
     def allocate(self, backend: Any) -> Any:
         one = len(self.shapes) == 1
-        shapes = self.shapes[0] if one else self.shapes
+        # LMCache tells one shape from a list of them by type: a torch.Size is
+        # one shape, any other sequence a list (0.5 reads a plain tuple of
+        # four dimensions as four shapes).
+        shapes = _torch_size(self.shapes[0]) if one else [_torch_size(s) for s in self.shapes]
         dtypes = self.dtypes[0] if one else self.dtypes
         kwargs: Dict[str, Any] = {"eviction": True, "busy_loop": False}
         if self.fmt is not None:
@@ -520,6 +523,15 @@ class _Layout:
 
     def __repr__(self) -> str:
         return f"{self.nbytes} bytes ({' + '.join(str(tuple(s)) for s in self.shapes)}, {self.dtypes}, {self.fmt})"
+
+
+def _torch_size(shape: Tuple[int, ...]) -> Any:
+    """`shape` as a torch.Size where torch imports (LMCache needs it), else as it is."""
+    try:
+        import torch
+    except ImportError:
+        return shape
+    return torch.Size(shape)
 
 
 def _chunk_format(use_mla: bool) -> Any:
