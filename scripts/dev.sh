@@ -65,6 +65,7 @@ case "$cmd" in
     # CPU build of PyTorch.
     stage "engine venv llama_cpp" bash scripts/engine-venv.sh llama_cpp
     stage "engine venv lmcache" bash scripts/engine-venv.sh lmcache
+    stage "engine venv vllm" bash scripts/engine-venv.sh vllm
     # install-deps.sh installed promtool: its checks must run, not skip.
     export MEMKV_REQUIRE_PROMTOOL=1
     stage "tests" run_ctest build
