@@ -2,7 +2,7 @@
 writes what ran against which releases to $MEMKV_ENGINE_REPORTS/<engine>.json
 (the folder's name), from which scripts/engine-compat.py writes
 docs/engines/compatibility.md. Each test's docstring (its first paragraph) says
-what it exercised. Loaded with `-p report` from tests/engines (see CMakeLists.txt)."""
+what it exercised. Loaded with `-p engine_report` from tests/engines (see CMakeLists.txt)."""
 
 import json
 import os
