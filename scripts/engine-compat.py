@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes docs/engines/compatibility.md from the engine partner tests' last
-run (the JSON reports tests/engines/report.py writes under
+run (the JSON reports tests/engines/engine_report.py writes under
 build/engine-reports): per engine, the releases tested, each test, what it
 exercised and its result.
 
