@@ -92,6 +92,7 @@ Result<std::unique_ptr<Publisher>> Publisher::Create(PublisherOptions options) {
 
 Status Publisher::Bind() {
   wake_ = UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  account_->wake_fd = wake_.get();
   if (wake_.get() < 0) {
     return Status(StatusCode::kInternal, "eventfd for the events publisher: " + ErrnoText(errno));
   }
@@ -133,7 +134,15 @@ Publisher::~Publisher() {
     SetInt(router_, ZMQ_LINGER, 0);
     zmq_close(router_);
   }
-  if (context_ != nullptr) zmq_ctx_term(context_);
+  {
+    std::lock_guard<std::mutex> lock(account_->mu);
+    account_->wake_fd = -1;  // wake_ closes with this object
+  }
+  // zmq_ctx_term waits until libzmq has finished closing every pipe. With
+  // replay peers that stopped reading, that wait has been seen never to end
+  // (libzmq 4.3), so it runs on a thread of its own: destroying the
+  // publisher (stopping the server) never waits on it.
+  if (context_ != nullptr) std::thread([context = context_] { zmq_ctx_term(context); }).detach();
 }
 
 bool Publisher::Publish(Event event) {
@@ -164,7 +173,7 @@ PublisherCounters Publisher::counters() const {
   c.replay_bad_requests = replay_bad_requests_.load(std::memory_order_relaxed);
   c.replays_cut = replays_cut_.load(std::memory_order_relaxed);
   c.replays_active = replays_active_.load(std::memory_order_relaxed);
-  c.replay_queued_bytes = replay_queued_bytes_.load(std::memory_order_relaxed);
+  c.replay_queued_bytes = account_->queued_bytes.load(std::memory_order_relaxed);
   return c;
 }
 
@@ -262,7 +271,7 @@ struct Publisher::ReplayPeer {
 struct Publisher::QueuedPayload {
   std::shared_ptr<const std::string> payload;
   std::shared_ptr<ReplayPeer> peer;
-  Publisher* publisher;
+  std::shared_ptr<ReplayAccount> account;
 };
 
 // libzmq calls this (on its I/O thread, or on ours when a send fails) when it
@@ -271,8 +280,15 @@ void Publisher::FreeQueuedPayload(void*, void* hint) {
   auto* q = static_cast<QueuedPayload*>(hint);
   const size_t n = q->payload->size();
   q->peer->queued_bytes.fetch_sub(n, std::memory_order_relaxed);
-  q->publisher->replay_queued_bytes_.fetch_sub(n, std::memory_order_relaxed);
-  q->publisher->Wake();
+  q->account->queued_bytes.fetch_sub(n, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(q->account->mu);
+    if (q->account->wake_fd >= 0) {
+      uint64_t one = 1;
+      ssize_t written = write(q->account->wake_fd, &one, sizeof(one));
+      (void)written;  // EAGAIN: the counter is already non-zero, the thread wakes anyway
+    }
+  }
   delete q;
 }
 
@@ -375,8 +391,8 @@ Publisher::Sent Publisher::SendReplayBatch(ReplayPeer& peer, const std::shared_p
   // counts it off when libzmq is done with it.
   const size_t n = payload->size();
   peer.queued_bytes.fetch_add(n, std::memory_order_relaxed);
-  replay_queued_bytes_.fetch_add(n, std::memory_order_relaxed);
-  auto* hint = new QueuedPayload{payload, owner, this};
+  account_->queued_bytes.fetch_add(n, std::memory_order_relaxed);
+  auto* hint = new QueuedPayload{payload, owner, account_};
   zmq_msg_t msg;
   zmq_msg_init_data(&msg, const_cast<char*>(payload->data()), n, &FreeQueuedPayload, hint);
   if (zmq_msg_send(&msg, router_, ZMQ_DONTWAIT) < 0) zmq_msg_close(&msg);  // frees (and counts off) at once

@@ -156,7 +156,15 @@ class Publisher {
 
   std::atomic<uint64_t> queued_{0}, published_{0}, batches_{0}, dropped_{0}, replay_requests_{0}, replay_misses_{0};
   std::atomic<uint64_t> replay_bad_requests_{0}, replays_cut_{0}, replays_active_{0};
-  std::atomic<uint64_t> replay_queued_bytes_{0};  // also changed by libzmq's I/O thread
+  // What libzmq's threads touch when they free a replay frame (FreeQueuedPayload):
+  // each frame keeps it alive, so a frame freed after the publisher is gone
+  // (its context ends on a thread of its own, see ~Publisher) touches none of it.
+  struct ReplayAccount {
+    std::atomic<uint64_t> queued_bytes{0};
+    std::mutex mu;
+    int wake_fd = -1;  // guarded by mu; -1 once the publisher is gone
+  };
+  std::shared_ptr<ReplayAccount> account_ = std::make_shared<ReplayAccount>();
   std::thread thread_;
 };
 
