@@ -77,9 +77,13 @@ case "$cmd" in
       # Not the Python tests: Debian's python3 cannot load an ASan-built module
       # unless the ASan runtime is preloaded into the interpreter; nor the
       # preload shim's end-to-end test, for the same reason with cp and cat.
+      # Nor the flood test of the unauthenticated limit: it asserts that a
+      # client answering at once is never shed, and the sanitizers slow the
+      # server's side of that race (it runs in the stage above).
       echo "== tests again under AddressSanitizer + UndefinedBehaviorSanitizer"
       stage "sanitizer build" configure_and_build build-asan -DCMAKE_BUILD_TYPE=Debug -DMEMKV_SANITIZE=address,undefined
-      stage "sanitizer tests" run_ctest build-asan -LE 'slow|package|python|preload|engine'
+      stage "sanitizer tests" run_ctest build-asan -LE 'slow|package|python|preload|engine' \
+        -E 'FloodOfKeylessConnectionsNeverLocksOutAPromptClient'
     fi
     echo "== all stages passed in $SECONDS s"
     ;;
