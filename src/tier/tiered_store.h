@@ -319,10 +319,11 @@ class TieredStore {
   // The tenant-quota part of WithDriveRoom: evicts for key's tenant quota
   // room for `size` bytes beside what the tenant's other puts hold (all its
   // holds less `own_held`).
-  Status MakeTenantDriveRoom(std::string_view key, uint64_t size, uint64_t own_held, bool* evicted);
-  // What `hold` counts of the drive quota of `key`'s tenant now (0 for a
-  // hold from before a reload).
-  uint64_t OwnDriveHold(std::string_view key, const QuotaHold& hold) const;
+  // `t`: key's tenant (TenantMap::kNone: nothing to do).
+  Status MakeTenantDriveRoom(std::string_view key, uint32_t t, uint64_t size, uint64_t own_held, bool* evicted);
+  // What `hold` counts of tenant `t`'s drive quota now (0 for a hold from
+  // before a reload, or no tenant).
+  uint64_t OwnDriveHold(uint32_t t, const QuotaHold& hold) const;
   Status WriteThrough(PutCommit commit);
   // Publishes in DRAM a put the drives now hold. When DRAM refuses it at
   // the tenant's quota (taken meanwhile), drops any older DRAM copy and

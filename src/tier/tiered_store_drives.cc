@@ -121,14 +121,13 @@ std::mutex& TieredStore::StripeFor(std::string_view key) {
   return stripes_[std::hash<std::string_view>{}(key) % stripes_.size()];
 }
 
-uint64_t TieredStore::OwnDriveHold(std::string_view key, const QuotaHold& hold) const {
-  const uint32_t t = Tenants()->Find(key);
+uint64_t TieredStore::OwnDriveHold(uint32_t t, const QuotaHold& hold) const {
   return t != TenantMap::kNone && drive_holds_.Counts(t, hold) ? hold.bytes() : 0;
 }
 
-Status TieredStore::MakeTenantDriveRoom(std::string_view key, uint64_t size, uint64_t own_held, bool* evicted) {
+Status TieredStore::MakeTenantDriveRoom(std::string_view key, uint32_t t, uint64_t size, uint64_t own_held,
+                                        bool* evicted) {
   *evicted = false;
-  const uint32_t t = Tenants()->Find(key);
   if (t == TenantMap::kNone) return Status::Ok();
   // Room for this put and for what the tenant's other puts in flight hold:
   // together they never pass the quota.
@@ -146,9 +145,10 @@ Status TieredStore::WithDriveRoom(std::string_view key, uint64_t size, const Quo
                                   const std::function<Status()>& attempt) {
   const uint64_t block = drives_->block_size_bytes();
   const uint64_t extents = std::max<uint64_t>(1, (size + block - 1) / block);
-  const uint64_t own_held = OwnDriveHold(key, hold);
+  const uint32_t t = Tenants()->Find(key);
+  const uint64_t own_held = OwnDriveHold(t, hold);
   bool own_evicted = false;
-  Status s = MakeTenantDriveRoom(key, size, own_held, &own_evicted);
+  Status s = MakeTenantDriveRoom(key, t, size, own_held, &own_evicted);
   if (!s.ok()) {
     write_failures_.fetch_add(1, std::memory_order_relaxed);
     return s;
@@ -158,7 +158,7 @@ Status TieredStore::WithDriveRoom(std::string_view key, uint64_t size, const Quo
     if (s.code() != StatusCode::kResourceExhausted) break;
     // Another put of the tenant may have taken the quota meanwhile: its
     // own values again, before anyone else's.
-    Status own = MakeTenantDriveRoom(key, size, own_held, &own_evicted);
+    Status own = MakeTenantDriveRoom(key, t, size, own_held, &own_evicted);
     if (!own.ok()) {
       s = own;
       break;
@@ -393,7 +393,8 @@ std::vector<Status> TieredStore::WriteThroughMany(std::vector<PutCommit> puts) {
     std::vector<uint64_t> batch_bytes(tenants->size(), 0);
     std::vector<uint64_t> batch_held(tenants->size(), 0);  // what the batch's puts hold of each quota
     for (const PutCommit& p : puts) {
-      if (const uint32_t t = tenants->Find(p.key); t != TenantMap::kNone) batch_held[t] += OwnDriveHold(p.key, p.put.drive_hold);
+      const uint32_t t = tenants->Find(p.key);
+      if (t != TenantMap::kNone) batch_held[t] += OwnDriveHold(t, p.put.drive_hold);
     }
     for (size_t i = 0; i < puts.size(); ++i) {
       const PutCommit& p = puts[i];
@@ -402,7 +403,7 @@ std::vector<Status> TieredStore::WriteThroughMany(std::vector<PutCommit> puts) {
       if (const uint32_t t = tenants->Find(p.key); t != TenantMap::kNone) {
         batch_bytes[t] += p.put.size();
         bool evicted = false;
-        statuses[i] = MakeTenantDriveRoom(p.key, batch_bytes[t], batch_held[t], &evicted);
+        statuses[i] = MakeTenantDriveRoom(p.key, t, batch_bytes[t], batch_held[t], &evicted);
         if (!statuses[i].ok()) {
           batch_bytes[t] -= p.put.size();
           write_failures_.fetch_add(1, std::memory_order_relaxed);
