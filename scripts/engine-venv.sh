@@ -6,7 +6,7 @@
 #   scripts/engine-venv.sh --bump NAME     re-resolve tests/engines/NAME/requirements.in
 #                                          and rewrite its requirements.lock
 #
-# NAME is a folder of tests/engines (llama_cpp, lmcache, vllm). The venv is made from
+# NAME is a folder of tests/engines (llama_cpp, lmcache, vllm, sglang, nixl). The venv is made from
 # Debian's /usr/bin/python3, the interpreter the build's memkv module is built
 # for, so PYTHONPATH=build/python imports memkv in it. It holds exactly the
 # lock's packages (pip --no-deps) and lives in
