@@ -1,6 +1,6 @@
 """A pytest plugin for the engine partner tests: at the end of a run it
 writes what ran against which releases to $MEMKV_ENGINE_REPORTS/<engine>.json
-(the folder's name), from which scripts/engine-compat.py writes
+($MEMKV_ENGINE_NAME, else the folder's name), from which scripts/engine-compat.py writes
 docs/engines/compatibility.md. Each test's docstring (its first paragraph) says
 what it exercised. Loaded with `-p engine_report` from tests/engines (see CMakeLists.txt)."""
 
@@ -38,7 +38,8 @@ def pytest_sessionfinish(session):
     where = os.environ.get("MEMKV_ENGINE_REPORTS")
     if not where or not _results:
         return
-    engine = os.path.basename(os.path.normpath(str(session.config.args[0]) if session.config.args else "."))
+    folder = str(session.config.args[0]) if session.config.args else "."
+    engine = os.environ.get("MEMKV_ENGINE_NAME") or os.path.basename(os.path.normpath(folder))
     packages = {}
     for name in os.environ.get("MEMKV_ENGINE_PACKAGES", engine).split(","):
         try:
