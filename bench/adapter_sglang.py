@@ -5,9 +5,10 @@ Starts a memkv server on loopback (memkv.testing.LocalServer; the binary from
 MEMKV_BINARY, else build/memkv), then for each shape alternates, round after
 round, call by call:
 
-  adapter  MemKVHiCacheStorage.batch_set_v1 / batch_get_v1 on a numpy host
-           pool (page addresses from the pool's get_page_buffer_meta, as
-           SGLang's HiCache controller drives it)
+  adapter  MemKVHiCacheStorage, made by SGLang's StorageBackendFactory,
+           batch_set_v1 / batch_get_v1 on SGLang's own host KV pool (page
+           addresses from the pool's get_page_buffer_meta, as SGLang's HiCache
+           controller drives it)
   client   memkv.Client.batch_put_ptr / batch_get_into_ptr with the same
            keys, the same addresses and sizes (computed once, outside the
            timing)
@@ -17,7 +18,9 @@ rounds). A shape is POOL:PAGESxBYTES: POOL `mla` keeps a page in one part
 (MLA, page_first), `mha` in a K and a V part of half the page each (MHA,
 page_first); BYTES is the whole page.
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/adapter_sglang.py
+It runs in the SGLang partner venv (tests/engines/sglang, CPU-only):
+
+    PYTHONPATH=build/python $(bash scripts/engine-venv.sh sglang)/bin/python bench/adapter_sglang.py
     ... --shapes mha:64x256KiB,mla:64x256KiB,mha:32x4MiB --rounds 5 --seconds 0.3 --aa --json out.json
 
 --aa adds a control: the plain client timed against a second plain client
@@ -31,10 +34,8 @@ import re
 import statistics
 import sys
 import time
-import types
 from typing import Any, Callable, Dict, List, Tuple
 
-import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 try:
@@ -42,33 +43,51 @@ try:
 except ImportError:
     sys.path.insert(0, os.path.join(REPO, "build", "python"))
     import memkv.testing
-from memkv.adapters.sglang import MemKVHiCacheStorage  # noqa: E402
+sys.path.insert(0, os.path.join(REPO, "tests", "engines", "sglang"))
+import sglang_cpu  # noqa: E402,F401  (lets SGLang import on the CPU build of PyTorch)
+import torch  # noqa: E402
+from sglang.srt.mem_cache.hicache_storage import HiCacheStorageConfig  # noqa: E402
+from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, MLATokenToKVPool  # noqa: E402
+from sglang.srt.mem_cache.pool_host.mha import get_mha_host_pool_cls  # noqa: E402
+from sglang.srt.mem_cache.pool_host.mla import MLATokenToKVPoolHost  # noqa: E402
+from sglang.srt.mem_cache.storage import StorageBackendFactory  # noqa: E402
 import pybench  # noqa: E402  (bench/pybench.py, beside this script)
 
 UNITS = pybench.UNITS
 PAGE_TOKENS = 64
 
 
-class HostPool:
-    """A page_first host pool in numpy that describes its pages as SGLang's do:
-    mla: one entry per page; mha: K then V, the V half at a fixed offset."""
+def host_pool(kind: str, pages: int, page_bytes: int) -> Any:
+    """SGLang's own page_first host KV pool of `pages` pages of `page_bytes`
+    (bfloat16), over its device pool on the CPU: mha, MHATokenToKVPoolHost
+    (4 heads of 32, as many layers as the page needs; a K and a V part per
+    page); mla, MLATokenToKVPoolHost (kv_lora_rank 448 + qk_rope_head_dim 64;
+    one part per page)."""
+    per_layer = PAGE_TOKENS * (2 * 4 * 32 if kind == "mha" else 448 + 64) * 2  # bytes of a page in one layer
+    if page_bytes % per_layer:
+        raise SystemExit(f"a {kind} page of {page_bytes} bytes is not a whole number of {per_layer}-byte layers")
+    layers = page_bytes // per_layer
+    if kind == "mha":
+        dev = MHATokenToKVPool(PAGE_TOKENS, PAGE_TOKENS, torch.bfloat16, 4, 32, layers, "cpu", False,
+                               start_layer=0, end_layer=layers - 1)
+    else:
+        dev = MLATokenToKVPool(PAGE_TOKENS, PAGE_TOKENS, torch.bfloat16, 448, 64, layers, "cpu", False,
+                               start_layer=0, end_layer=layers - 1)
+    info = dev.get_device_pool_infos()[0].buffer_info
+    common = dict(host_to_device_ratio=2.0, host_size=0, page_size=PAGE_TOKENS, layout="page_first",
+                  pin_memory=False, device_capacity_tokens=dev.size if dev.host_capacity_tokens is None
+                  else dev.host_capacity_tokens, start_layer=dev.start_layer, end_layer=dev.end_layer,
+                  host_token_capacity=pages * PAGE_TOKENS)
+    if kind == "mha":
+        return get_mha_host_pool_cls(info)(info, write_back_staging=dev.hicache_write_back_staging, **common)
+    return MLATokenToKVPoolHost(info, target_layer_num=dev.layer_num, override_kv_cache_dim=dev.kv_cache_dim,
+                                **common)
 
-    def __init__(self, kind: str, pages: int, page_bytes: int) -> None:
-        self.kind, self.layout, self.page_size = kind, "page_first", PAGE_TOKENS
-        self.size = pages * PAGE_TOKENS
-        self.token_bytes = page_bytes // PAGE_TOKENS // (2 if kind == "mha" else 1)
-        halves = 2 if kind == "mha" else 1
-        self.kv_buffer = np.zeros(halves * self.size * self.token_bytes, np.uint8)
-        self.v_offset = self.size * self.token_bytes
 
-    def get_page_buffer_meta(self, indices: Any) -> Tuple[List[int], List[int]]:
-        indices = indices.tolist()
-        base, part = self.kv_buffer.ctypes.data, self.page_size * self.token_bytes
-        ptrs = []
-        for i in range(0, len(indices), self.page_size):
-            k = base + indices[i] * self.token_bytes
-            ptrs += [k, k + self.v_offset] if self.kind == "mha" else [k]
-        return ptrs, [part] * len(ptrs)
+def pool_bytes(pool: Any, pages: int) -> torch.Tensor:
+    """The pool's pages, flat, through its own get_data_page."""
+    return torch.cat([pool.get_data_page(p * pool.page_size, flat=True).view(torch.uint8).reshape(-1)
+                      for p in range(pages)])
 
 
 def parse_shape(text: str) -> Tuple[str, int, int]:
@@ -95,21 +114,27 @@ def paired_rates(adapter: Callable[[], None], client: Callable[[], None], second
 
 def bench_shape(server: Any, kind: str, pages: int, page_bytes: int, rounds: int, seconds: float,
                 aa: bool) -> Dict[str, Any]:
-    src, dst = HostPool(kind, pages, page_bytes), HostPool(kind, pages, page_bytes)
-    src.kv_buffer[:] = np.random.default_rng(0).integers(0, 256, src.kv_buffer.size, dtype=np.uint8)
+    src, dst = host_pool(kind, pages, page_bytes), host_pool(kind, pages, page_bytes)
+    gen = torch.Generator().manual_seed(0)
+    shape = src.get_dummy_flat_data_page().shape
+    for p in range(pages):
+        src.set_from_flat_data_page(p * PAGE_TOKENS, torch.randn(shape, generator=gen).to(src.dtype))
     extra = {"backend_name": "memkv", "module_path": "memkv.adapters.sglang", "class_name": "MemKVHiCacheStorage",
              "interface_v1": 1, "servers": [server.address], "auth_key": server.auth_key, "transport": "tcp",
              "timeout_ms": 30000}
 
-    def config() -> Any:
-        return types.SimpleNamespace(tp_rank=0, tp_size=1, pp_rank=0, pp_size=1, attn_cp_rank=0, attn_cp_size=1,
-                                     is_mla_model=kind == "mla", enable_storage_metrics=False,
-                                     model_name="bench/model", extra_config=dict(extra))
-    writer, reader = MemKVHiCacheStorage(config(), {}), MemKVHiCacheStorage(config(), {})
-    writer.register_mem_pool_host(src)
-    reader.register_mem_pool_host(dst)
+    def backend(pool: Any) -> Any:
+        """Made as SGLang attaches a "dynamic" storage backend."""
+        config = HiCacheStorageConfig(tp_rank=0, tp_size=1, pp_rank=0, pp_size=1, attn_cp_rank=0, attn_cp_size=1,
+                                      is_mla_model=kind == "mla", enable_storage_metrics=False,
+                                      is_page_first_layout=True, model_name="bench/model",
+                                      extra_config=dict(extra))
+        storage = StorageBackendFactory.create_backend("dynamic", config, pool)
+        storage.register_mem_pool_host(pool)
+        return storage
+    writer, reader = backend(src), backend(dst)
     hashes = [f"{kind}-{pages}-{page_bytes}-{i:08d}" for i in range(pages)]
-    indices = np.arange(pages * PAGE_TOKENS, dtype=np.int64)
+    indices = torch.arange(pages * PAGE_TOKENS, dtype=torch.int64)
 
     keys = [k for h in hashes for k in writer.memkv_keys(h)]
     put_ptrs, sizes = src.get_page_buffer_meta(indices)
@@ -137,7 +162,7 @@ def bench_shape(server: Any, kind: str, pages: int, page_bytes: int, rounds: int
 
     adapter_store()
     adapter_load()
-    assert np.array_equal(src.kv_buffer, dst.kv_buffer), "the adapter loaded other bytes than it stored"
+    assert torch.equal(pool_bytes(src, pages), pool_bytes(dst, pages)), "the adapter loaded other bytes than it stored"
     samples: Dict[str, List[float]] = {name: [] for name in ("adapter store", "client store", "adapter load",
                                                              "client load")}
     aa_ratios: Dict[str, List[float]] = {"store": [], "load": []}

@@ -5,10 +5,12 @@ Starts a memkv server on loopback (memkv.testing.LocalServer; the binary from
 MEMKV_BINARY, else build/memkv), then for each shape times, call by call in
 turn (so that both run under the same conditions), for several rounds:
 
-  adapter  MemKVTierManager.submit_store / submit_load of one job of all the
-           chunks (chunk_ids into a numpy-backed 2-D primary memoryview, as
-           vLLM's tiering manager hands them), then drain_jobs() and
-           get_finished_jobs() (every job must report success)
+  adapter  MemKVTierManager, made by vLLM's SecondaryTierFactory from a
+           secondary_tiers entry: submit_store / submit_load of one vLLM
+           TransferJob of all the chunks (chunk_ids into a numpy-backed 2-D
+           primary memoryview, as vLLM's tiering manager hands them), then
+           drain_jobs() and get_finished_jobs() (every job must report
+           success)
   client   memkv.Client.batch_put_ptr / batch_get_into_ptr of the same keys
            (the adapter's), the same row addresses and sizes, computed once
            outside the timing
@@ -18,7 +20,9 @@ the rounds). A shape is CHUNKSxBYTES: that many primary rows of BYTES each.
 With CHUNKS <= batch_blocks (64 by default) a job is one MemKV batch, the
 same batch the client sends.
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/adapter_vllm.py
+It runs in the vLLM partner venv (tests/engines/vllm: vLLM's CPU build):
+
+    PYTHONPATH=build/python $(bash scripts/engine-venv.sh vllm)/bin/python bench/adapter_vllm.py
     ... --aa --shapes 64x256KiB,32x2MiB --rounds 5 --seconds 0.3 --json out.json
 
 --aa adds a control, a second plain client timed in the adapter's place:
@@ -33,7 +37,6 @@ import re
 import statistics
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
@@ -45,20 +48,12 @@ except ImportError:
     sys.path.insert(0, os.path.join(REPO, "build", "python"))
     import memkv.testing
 from memkv.adapters.vllm import MemKVTierManager  # noqa: E402
+from vllm.v1.kv_offload.base import ReqContext  # noqa: E402
+from vllm.v1.kv_offload.tiering.base import TransferJob  # noqa: E402
+from vllm.v1.kv_offload.tiering.factory import SecondaryTierFactory  # noqa: E402
 import pybench  # noqa: E402  (bench/pybench.py, beside this script)
 
 UNITS = pybench.UNITS
-
-
-@dataclass
-class TransferJob:
-    """The fields of vLLM's TransferJob the tier reads."""
-
-    job_id: int
-    keys: List[bytes]
-    chunk_ids: np.ndarray
-    is_promotion: bool
-    req_context: Any = None
 
 
 def parse_shape(text: str) -> Tuple[int, int]:
@@ -93,14 +88,17 @@ def bench_shape(server: Any, chunks: int, row_bytes: int, rounds: int, seconds: 
     dst = np.zeros_like(src)
     settings = {"servers": [server.address], "auth_key": server.auth_key, "transport": "tcp",
                 "timeout_ms": 30000, "io_threads": io_threads, "namespace": "bench"}
-    writer = MemKVTierManager(offloading_spec=None, primary_kv_view=memoryview(src), tier_type="memkv", **settings)
-    reader = MemKVTierManager(offloading_spec=None, primary_kv_view=memoryview(dst), tier_type="memkv", **settings)
+    entry = {"type": "MemKVTierManager", "module_path": "memkv.adapters.vllm", **settings}
+    writer = SecondaryTierFactory.create_secondary_tier(entry, memoryview(src), None)
+    reader = SecondaryTierFactory.create_secondary_tier(entry, memoryview(dst), None)
+    assert isinstance(writer, MemKVTierManager) and isinstance(reader, MemKVTierManager)
+    req = ReqContext(req_id="bench")
     offload_keys = [f"{chunks}x{row_bytes}-{i:08d}".encode().ljust(36, b"\0") for i in range(chunks)]
     rows = np.arange(chunks, dtype=np.int64)
     next_id = [0]
 
     def run_job(tier: MemKVTierManager, load: bool) -> None:
-        job = TransferJob(next_id[0], offload_keys, rows, load)
+        job = TransferJob(next_id[0], offload_keys, rows, load, req)
         next_id[0] += 1
         (tier.submit_load if load else tier.submit_store)(job)
         tier.drain_jobs()
