@@ -65,6 +65,7 @@ case "$cmd" in
     # CPU build of PyTorch.
     stage "engine venv llama_cpp" bash scripts/engine-venv.sh llama_cpp
     stage "engine venv lmcache" bash scripts/engine-venv.sh lmcache
+    stage "engine venv lmcache_prev" bash scripts/engine-venv.sh lmcache_prev
     stage "engine venv vllm" bash scripts/engine-venv.sh vllm
     stage "engine venv sglang" bash scripts/engine-venv.sh sglang
     stage "engine venv sglang_prev" bash scripts/engine-venv.sh sglang_prev

@@ -144,12 +144,16 @@ def _object_span(obj: Any) -> Span:
 
 def chunk_hash_of(key: Any) -> Optional[Union[int, bytes]]:
     """LMCache's chunk hash of a key, as a put carries it (and its events
-    publish): a CacheEngineKey's chunk_hash (an int), or the hash field of
-    an L2 adapter's key string (model@kv_rank@group@hash[@salt]), the bytes
-    its hex spells; None when there is none."""
+    publish): a CacheEngineKey's chunk_hash (an int from LMCache's token
+    database, or bytes, which CacheEngineKey also takes and writes as hex),
+    or the hash field of an L2 adapter's key string
+    (model@kv_rank@group@hash[@salt]), the bytes its hex spells; None when
+    there is none."""
     value = getattr(key, "chunk_hash", None)
     if isinstance(value, int) and not isinstance(value, bool):
         return value
+    if isinstance(value, bytes):
+        return value or None
     text = key.decode(errors="replace") if isinstance(key, bytes) else key
     fields = text.split("@") if isinstance(text, str) else []
     if len(fields) >= 4:
@@ -703,7 +707,7 @@ class MemKVStorageBackend(_PluginBase):
         batch: List[Tuple[Any, bytes, Any]] = []
         options: List[Any] = []
         names = set()
-        parent: Optional[Tuple[bytes, Optional[int]]] = None  # the previous chunk of the chain
+        parent: Optional[Tuple[bytes, Optional[Union[int, bytes]]]] = None  # the previous chunk of the chain
         with self._lock:
             if self._closed:
                 return None

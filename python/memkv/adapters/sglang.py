@@ -120,12 +120,6 @@ _METRICS_WINDOW = 4096
 _MODEL_TAG_MAX = 120
 
 
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
-
-
 def model_tag(model_name: Optional[str]) -> str:
     """The model name as one key part: '/' becomes '-', anything outside
     [A-Za-z0-9._-] becomes '_'; longer than 120 bytes, it is cut and a hash of
@@ -283,8 +277,11 @@ class MemKVHiCacheStorage(HiCacheStorage):
         self.model = model_tag(getattr(storage_config, "model_name", None))
         self.enable_metrics = bool(getattr(storage_config, "enable_storage_metrics", False))
         # With interface_v1 SGLang calls batch_get_v1/batch_set_v1; without it,
-        # batch_get/batch_set on flat pages. batch_exists follows the same flag.
-        self.zero_copy = _truthy(extra_config.get("interface_v1", 0))
+        # batch_get/batch_set on flat pages. batch_exists follows the same flag,
+        # read exactly as SGLang's cache controller reads it (the Python truth
+        # of the value: "0" and "false" are non-empty strings, so zero copy),
+        # or it would look up the keys of the path SGLang does not take.
+        self.zero_copy = bool(extra_config.get("interface_v1", 0))
         # MLA pages are the same on every TP rank: rank 0 stores them.
         self.writer = not (self.is_mla and self.tp_rank != 0)
         self.namespace = self.config.namespace or f"sglang/{self.model}"

@@ -185,24 +185,3 @@ def test_the_versions_under_test():
     print(f"lmcache {version}, torch {torch.__version__}, memkv {memkv.__version__}")
     assert os.environ.get("MEMKV_BINARY"), "the tests run against the build's memkv server"
 
-
-def salted(i, salt):
-    configs = {"lmcache.tag.cache_salt": salt} if salt else {}
-    return CacheEngineKey(MODEL, 1, 0, 0x5A170000 + i, DTYPE, request_configs=configs)
-
-
-def test_lmcache_cache_salts_keep_two_requests_apart(manager):
-    """Same tokens, two cache salts: LMCache's keys differ only by their
-    cache_salt tag; what one salt stored is a miss for the other and for an
-    unsalted request, and found again by the same salt."""
-    a = [salted(i, "tenant-a") for i in range(3)]
-    b = [salted(i, "tenant-b") for i in range(3)]
-    plain = [salted(i, None) for i in range(3)]
-    objs = chunks(manager, 3, seed=11)
-    want = [raw(o) for o in objs]
-    manager.batched_put(a, objs, location="memkv")
-    backend = manager.storage_backends["memkv"]
-    assert wait_for(lambda: backend.batched_contains(a) == 3)
-    assert backend.batched_contains(b) == 0 and backend.batched_contains(plain) == 0
-    assert manager.batched_get(b, location="memkv") == [None] * 3
-    assert [raw(o) for o in manager.batched_get([salted(i, "tenant-a") for i in range(3)], location="memkv")] == want
