@@ -67,6 +67,7 @@ case "$cmd" in
     stage "engine venv lmcache" bash scripts/engine-venv.sh lmcache
     stage "engine venv lmcache_prev" bash scripts/engine-venv.sh lmcache_prev
     stage "engine venv vllm" bash scripts/engine-venv.sh vllm
+    stage "engine venv vllm_prev" bash scripts/engine-venv.sh vllm_prev
     stage "engine venv sglang" bash scripts/engine-venv.sh sglang
     stage "engine venv sglang_prev" bash scripts/engine-venv.sh sglang_prev
     stage "engine venv nixl" bash scripts/engine-venv.sh nixl

