@@ -46,6 +46,14 @@ stage() {  # name, command...
   return $status
 }
 
+# Waits for the engine venvs made in the background; prints what they printed.
+wait_for_venvs() {
+  local status=0
+  wait "$venvs_pid" || status=$?
+  cat "$venvs_log"
+  return $status
+}
+
 cmd="${1:-}"
 shift || true
 case "$cmd" in
@@ -59,18 +67,19 @@ case "$cmd" in
     stage "install dependencies" bash scripts/install-deps.sh
     stage "check layers" bash scripts/check-layers.sh
     stage "check docs" bash scripts/check-docs.sh
-    stage "build" configure_and_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
     # The engines' released packages (tests/engines): a venv each, cached on
-    # this machine; the first build compiles llama.cpp, LMCache's takes the
-    # CPU build of PyTorch.
+    # this machine. Those pip only installs (downloads, mostly) are made while
+    # the build compiles; llama-cpp-python's, which compiles llama.cpp, after it.
+    venvs_log="$(mktemp)"
+    (for name in lmcache lmcache_prev vllm vllm_prev sglang sglang_prev nixl; do
+       venv="$(bash scripts/engine-venv.sh "$name")" || exit 1
+       echo "engine venv $name: $venv"
+     done) >"$venvs_log" 2>&1 &
+    venvs_pid=$!
+    trap 'kill "$venvs_pid" 2>/dev/null || true' EXIT
+    stage "build" configure_and_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
     stage "engine venv llama_cpp" bash scripts/engine-venv.sh llama_cpp
-    stage "engine venv lmcache" bash scripts/engine-venv.sh lmcache
-    stage "engine venv lmcache_prev" bash scripts/engine-venv.sh lmcache_prev
-    stage "engine venv vllm" bash scripts/engine-venv.sh vllm
-    stage "engine venv vllm_prev" bash scripts/engine-venv.sh vllm_prev
-    stage "engine venv sglang" bash scripts/engine-venv.sh sglang
-    stage "engine venv sglang_prev" bash scripts/engine-venv.sh sglang_prev
-    stage "engine venv nixl" bash scripts/engine-venv.sh nixl
+    stage "engine venvs of lmcache, vllm, sglang, nixl (made during the build)" wait_for_venvs
     # install-deps.sh installed promtool: its checks must run, not skip.
     export MEMKV_REQUIRE_PROMTOOL=1
     stage "tests" run_ctest build
