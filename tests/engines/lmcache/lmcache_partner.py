@@ -1,14 +1,16 @@
 """What the LMCache partner tests share: MemKV servers on loopback (one per
-test module, one a test may freeze, stop and restart) and polling against a
-deadline. Imported by the test modules of tests/engines/lmcache and, through
-them, of tests/engines/lmcache_prev (each folder's conftest.py puts this
-folder on sys.path and makes the servers its fixtures)."""
+test module, one a test may freeze, stop and restart), polling against a
+deadline, and chunks of random KV from LMCache's allocator. Imported by the
+test modules of tests/engines/lmcache (its conftest.py puts this folder on
+sys.path and makes the servers its fixtures), which run on each LMCache
+release the partners pin."""
 
 import os
 import signal
 import time
 
 import pytest
+import torch
 
 import memkv.testing
 
@@ -81,3 +83,14 @@ class frozen:
 
     def __exit__(self, *exc):
         os.kill(self.pid, signal.SIGCONT)
+
+
+def chunks(manager, count, seed, dtype=torch.bfloat16):
+    """`count` full chunks of random KV, allocated by the StorageManager's
+    allocator (LMCache's; the caller holds each once)."""
+    gen = torch.Generator().manual_seed(seed)
+    shape = manager.metadata.get_shapes()[0]
+    objs = manager.batched_allocate(shape, dtype, count)
+    for obj in objs:
+        obj.tensor.copy_(torch.randn(tuple(shape), generator=gen).to(dtype))
+    return objs

@@ -21,6 +21,7 @@ from lmcache.v1.metadata import LMCacheMetadata
 from lmcache.v1.storage_backend.storage_manager import StorageManager
 
 from memkv.adapters.lmcache import HAVE_LMCACHE, MemKVStorageBackend
+from lmcache_partner import chunks
 
 MODEL = "tiny-kv"
 CHUNK = 16
@@ -74,16 +75,6 @@ def manager(server):
     m = StorageManager(config_for(server), metadata(), EventManager())
     yield m
     m.close()
-
-
-def chunks(manager, count, seed):
-    """`count` full chunks of random KV, allocated by LMCache's allocator."""
-    gen = torch.Generator().manual_seed(seed)
-    shape = manager.metadata.get_shapes()[0]
-    objs = manager.batched_allocate(shape, DTYPE, count)
-    for obj in objs:
-        obj.tensor.copy_(torch.randn(tuple(shape), generator=gen).to(DTYPE))
-    return objs
 
 
 def test_lmcache_loads_the_plugin_through_its_own_launcher(manager, server):

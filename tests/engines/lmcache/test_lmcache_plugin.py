@@ -31,7 +31,7 @@ from lmcache.v1.storage_backend.local_cpu_backend import LocalCPUBackend
 from lmcache.v1.storage_backend.storage_manager import StorageManager
 from lmcache.v1.token_database import ChunkedTokenDatabase
 
-from lmcache_partner import frozen, wait_for
+from lmcache_partner import chunks, frozen, wait_for
 from shedding_client import SheddingClient
 
 MODULE = "memkv.adapters.lmcache"
@@ -98,16 +98,6 @@ def request_keys(manager, tokens, salt=None, **tags):
 
 def tokens(n_chunks, start=0):
     return list(range(start, start + n_chunks * CHUNK))
-
-
-def chunks(manager, count, seed):
-    """`count` full chunks of random KV, allocated by LMCache's allocator (the caller holds each once)."""
-    gen = torch.Generator().manual_seed(seed)
-    shape = manager.metadata.get_shapes()[0]
-    objs = manager.batched_allocate(shape, DTYPE, count)
-    for obj in objs:
-        obj.tensor.copy_(torch.randn(tuple(shape), generator=gen).to(DTYPE))
-    return objs
 
 
 def raw(obj):
