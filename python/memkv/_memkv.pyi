@@ -87,6 +87,13 @@ class PutOptions:
     def parent_hash(self) -> Optional[Hash]: ...
     @property
     def hash_kind(self) -> str: ...  # "bytes" or "int64"
+    @staticmethod
+    def chain(
+        keys: Sequence[Key],
+        block_hashes: Sequence[Optional[Hash]],
+        parent_key: Optional[Key] = None,
+        parent_hash: Optional[Hash] = None,
+    ) -> List["PutOptions"]: ...
 
 class Client:
     """A thread-safe client of one or more MemKV servers."""

@@ -69,6 +69,61 @@ std::optional<HashKind> HashFrom(py::handle value, const char* field, std::strin
   throw py::type_error(std::string(call) + ": " + field + " must be bytes or an int, not " + TypeName(value));
 }
 
+// A hash a chain carries: bytes of 1..kMaxBlockHashBytes, or an int in
+// -2**63..2**64-1 that is not a bool, into *out; anything else (None, too
+// long, out of range, another type) is nullopt: left out, not an error.
+std::optional<HashKind> UsableHash(py::handle value, std::string* out) {
+  PyObject* v = value.ptr();
+  if (PyBytes_Check(v)) {
+    const Py_ssize_t n = PyBytes_GET_SIZE(v);
+    if (n <= 0 || static_cast<size_t>(n) > kMaxBlockHashBytes) return std::nullopt;
+    out->assign(PyBytes_AS_STRING(v), static_cast<size_t>(n));
+    return HashKind::kBytes;
+  }
+  if (!PyLong_Check(v) || PyBool_Check(v)) return std::nullopt;
+  int overflow = 0;
+  uint64_t bits = static_cast<uint64_t>(PyLong_AsLongLongAndOverflow(v, &overflow));
+  if (overflow > 0) bits = PyLong_AsUnsignedLongLong(v);  // 2**63..2**64-1, or past it
+  if (overflow < 0 || PyErr_Occurred()) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  out->resize(8);
+  for (size_t i = 0; i < 8; ++i) (*out)[i] = static_cast<char>((bits >> (8 * i)) & 0xff);
+  return HashKind::kInt64;
+}
+
+// PutOptions.chain: see its docstring in BindPutOptions.
+py::list Chain(py::handle keys, py::handle block_hashes, py::handle parent_key, py::handle parent_hash) {
+  constexpr std::string_view kCall = "memkv.PutOptions.chain";
+  py::object ks = FastSequence(keys, kCall, {"keys"});
+  py::object hs = FastSequence(block_hashes, kCall, {"block_hashes"});
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(ks.ptr());
+  if (PySequence_Fast_GET_SIZE(hs.ptr()) != n) {
+    ThrowInvalidArgument(kCall, std::to_string(n) + " keys but " +
+                                    std::to_string(PySequence_Fast_GET_SIZE(hs.ptr())) + " block hashes");
+  }
+  std::string previous_key = parent_key.is_none() ? "" : std::string(KeyView(parent_key, kCall, {"parent_key"}));
+  std::string previous_hash;
+  std::optional<HashKind> previous_kind = UsableHash(parent_hash, &previous_hash);
+  py::list out(n);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PutOptions o;
+    std::string hash;
+    const std::optional<HashKind> kind = UsableHash(PySequence_Fast_GET_ITEM(hs.ptr(), i), &hash);
+    if (kind && previous_kind && *kind != *previous_kind) previous_kind.reset();
+    o.parent_key = std::move(previous_key);
+    if (previous_kind) o.parent_hash = std::move(previous_hash);
+    o.hash_kind = kind ? *kind : previous_kind ? *previous_kind : HashKind::kBytes;
+    if (kind) o.block_hash = hash;
+    previous_key = std::string(KeyView(PySequence_Fast_GET_ITEM(ks.ptr(), i), kCall, {"keys", i}));
+    previous_hash = std::move(hash);
+    previous_kind = kind;
+    out[static_cast<size_t>(i)] = py::cast(std::move(o));
+  }
+  return out;
+}
+
 py::object HashToPython(const std::string& hash, HashKind kind) {
   if (hash.empty()) return py::none();
   if (kind == HashKind::kBytes) return py::bytes(hash);
@@ -166,6 +221,14 @@ void BindPutOptions(py::module_& m) {
       .def_property_readonly(
           "hash_kind", [](const PutOptions& o) { return o.hash_kind == HashKind::kInt64 ? "int64" : "bytes"; },
           "\"bytes\" or \"int64\": how the hashes are sent.")
+      .def_static("chain", &Chain, py::arg("keys"), py::arg("block_hashes"), py::arg("parent_key") = py::none(),
+                  py::arg("parent_hash") = py::none(),
+                  "chain(keys, block_hashes, parent_key=None, parent_hash=None) -> list[PutOptions]\n\n"
+                  "The options of blocks put in chain order, one per key: block i names block i - 1 as its\n"
+                  "parent (its key and hash), block 0 the given parent (None: unknown, or a chain head).\n"
+                  "A hash that a PutOptions cannot carry (None, bytes empty or over 64, an int past 64 bits,\n"
+                  "another type) is left out, and so is a parent hash of another kind than the block's.\n"
+                  "The same as building each PutOptions in a loop, without a Python call per block.")
       .def("__repr__", &Repr)
       .def("__eq__", [](const PutOptions& a, py::handle b) {
         if (!py::isinstance<PutOptions>(b)) return false;

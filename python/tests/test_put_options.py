@@ -109,6 +109,44 @@ def test_put_options_read_back():
     assert "retention='pinned'" in repr(o)
 
 
+def _chain_one_by_one(keys, hashes, parent_key=None, parent_hash=None):
+    """PutOptions.chain's meaning, one PutOptions at a time."""
+    def usable(h):
+        if isinstance(h, bytes):
+            return 0 < len(h) <= 64
+        return isinstance(h, int) and not isinstance(h, bool) and -(1 << 63) <= h < (1 << 64)
+
+    parent_hash = parent_hash if usable(parent_hash) else None
+    out = []
+    for k, h in zip(keys, hashes):
+        h = h if usable(h) else None
+        if h is not None and parent_hash is not None and type(h) is not type(parent_hash):
+            parent_hash = None
+        out.append(memkv.PutOptions(parent_key=parent_key or None, block_hash=h, parent_hash=parent_hash))
+        parent_key, parent_hash = k, h
+    return out
+
+
+@pytest.mark.parametrize("hashes, parent_key, parent_hash", [
+    ([b"\x01" * 32, b"\x02" * 32, b"\x03" * 32], None, None),
+    ([b"a" * 64, b"b" * 65, b"", b"c"], "head", b"p" * 16),  # over 64 and empty bytes are left out
+    ([7, -(1 << 63), (1 << 64) - 1, 1 << 64, -(1 << 63) - 1], b"head", 3),  # past 64 bits left out
+    ([b"x" * 8, 5, None, True, "text", 2.5, b"y"], None, 9),  # kinds mixed, None, a bool, other types
+    ([], "head", b"p"),
+])
+def test_a_chain_of_options_is_the_same_as_one_put_options_at_a_time(hashes, parent_key, parent_hash):
+    keys = [f"blk/{i}" if i % 2 else f"blk/{i}".encode() for i in range(len(hashes))]
+    assert memkv.PutOptions.chain(keys, hashes, parent_key, parent_hash) == \
+        _chain_one_by_one(keys, hashes, parent_key, parent_hash)
+
+
+def test_a_chain_refuses_lists_of_two_lengths_and_bad_keys():
+    with pytest.raises(memkv.InvalidArgument, match="2 keys but 1 block hashes"):
+        memkv.PutOptions.chain(["a", "b"], [b"h"])
+    with pytest.raises(TypeError, match=r"keys\[1\]"):
+        memkv.PutOptions.chain(["a", 5], [b"h", b"i"])
+
+
 def test_bad_options_are_refused_naming_what_is_allowed(client, key):
     with pytest.raises(memkv.InvalidArgument, match="retention 'forever'.*'normal', 'pinned', 'evict_first'"):
         client.put(f"{key}/a", b"v", retention="forever")

@@ -219,18 +219,9 @@ def chained_options(keys: Sequence[Key], hashes: Sequence[Optional[Union[bytes, 
     names block i - 1 as its parent (key and hash), block 0 the given parent
     (None: unknown, or a chain head). A hash that is None, or does not fit a
     PutOptions (bytes over 64, an int past 64 bits), is left out, and so is
-    a parent hash of another kind than the block's."""
-    make = memkv.PutOptions
-    parent_hash = parent_hash if _usable_hash(parent_hash) else None
-    out = []
-    for key, block_hash in zip(keys, hashes):
-        if not _usable_hash(block_hash):
-            block_hash = None
-        if block_hash is not None and parent_hash is not None and type(block_hash) is not type(parent_hash):
-            parent_hash = None
-        out.append(make(parent_key=parent_key or None, block_hash=block_hash, parent_hash=parent_hash))
-        parent_key, parent_hash = key, block_hash
-    return out
+    a parent hash of another kind than the block's. Built by the client
+    (memkv.PutOptions.chain), without a Python call per block."""
+    return memkv.PutOptions.chain(keys, hashes, parent_key or None, parent_hash)
 
 
 def put_options(block_hash: Optional[Union[bytes, int]] = None, parent_key: Optional[Key] = None,
