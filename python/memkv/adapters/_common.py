@@ -355,6 +355,11 @@ class PageIO:
         """What get makes of its batch's result (also of a submit_get_into_ptr
         completion): True where the value was there and exactly that size."""
         n = len(keys)
+        if result.ok:  # every value there: the common case, without a pass per key when all sizes are right
+            sizes = result.sizes
+            if (sizes.count(lengths) == n) if isinstance(lengths, int) else (sizes == list(lengths)):
+                self._count(get_keys=n, get_hits=n, get_bytes=sum(sizes))
+                return [True] * n
         want = [lengths] * n if isinstance(lengths, int) else list(lengths)
         sizes = result.sizes or [0] * n
         ok = [s == 0 and sizes[i] == want[i] for i, s in enumerate(result.statuses)]
@@ -387,6 +392,9 @@ class PageIO:
                    result: "memkv.BatchResult") -> List[bool]:
         """What put makes of its batch's result: True where stored."""
         n = len(keys)
+        if result.ok:  # all stored: the common case, without a pass per key
+            self._count(put_keys=n, put_ok=n, put_bytes=lengths * n if isinstance(lengths, int) else sum(lengths))
+            return [True] * n
         want = [lengths] * n if isinstance(lengths, int) else list(lengths)
         ok = [s == 0 for s in result.statuses]
         self._per_key("put", result)

@@ -395,28 +395,29 @@ class MemKVHiCacheStorage(HiCacheStorage):
 
     def _part_keys(self, lay: _Layout, keys: Sequence[Any], extra_info: Any = None) -> List[bytes]:
         prefix, tails = self._prefix + namespace_part(extra_info), lay.tails
-        return [prefix + self._hash_bytes(k) + t for k in keys for t in tails]
+        heads = [prefix + (k if isinstance(k, bytes) else str(k).encode()) for k in keys]
+        return [h + t for h in heads for t in tails]
 
     def _flat_keys(self, lay: _Layout, keys: Sequence[Any], extra_info: Any = None) -> List[bytes]:
         prefix = self._prefix + namespace_part(extra_info)
         return [prefix + self._hash_bytes(k) + lay.flat_tail for k in keys]
 
-    def _store_options(self, keys: Sequence[Any], tails: Sequence[bytes], extra_info: Any) -> List[Any]:
+    def _store_options(self, keys: Sequence[Any], part_keys: Sequence[bytes], tails: Sequence[bytes],
+                       extra_info: Any) -> List[Any]:
         """The put options of the pages' values, in the order of their keys
-        (page by page, a page's parts in order): SGLang hands a batch's pages
-        in prefix order, so each part names the same part of the previous
-        page as its parent (the batch's first page: the last prefix page,
-        when SGLang passes the prefix keys), in the same request namespace,
-        and carries the page hashes as SGLang made them."""
+        (part_keys: page by page, a page's parts in order): SGLang hands a
+        batch's pages in prefix order, so each part names the same part of
+        the previous page as its parent (the batch's first page: the last
+        prefix page, when SGLang passes the prefix keys), in the same request
+        namespace, and carries the page hashes as SGLang made them."""
         hashes = [page_hash_value(k) for k in keys]
         prior = _prior_page(extra_info)
-        prefix = self._prefix + namespace_part(extra_info)
-        chains = []
-        for tail in tails:
-            part_keys = [prefix + self._hash_bytes(k) + tail for k in keys]
-            parent = None if prior is None else prefix + self._hash_bytes(prior) + tail
-            chains.append(chained_options(part_keys, hashes, parent, None if prior is None else page_hash_value(prior)))
-        if len(chains) == 1:
+        head = None if prior is None else self._prefix + namespace_part(extra_info) + self._hash_bytes(prior)
+        prior_hash = None if prior is None else page_hash_value(prior)
+        m = len(tails)
+        chains = [chained_options(part_keys[j::m], hashes, None if head is None else head + tails[j], prior_hash)
+                  for j in range(m)]
+        if m == 1:
             return chains[0]
         return [chain[i] for i in range(len(keys)) for chain in chains]
 
@@ -442,6 +443,8 @@ class MemKVHiCacheStorage(HiCacheStorage):
         if len(ptrs) != n * m or len(sizes) != n * m:
             raise ValueError(f"get_page_buffer_meta gave {len(ptrs)} pointer(s) and {len(sizes)} size(s) "
                              f"for {n} page(s) of {m} part(s)")
+        if type(ptrs) is list and type(sizes) is list and type(ptrs[0]) is int and type(sizes[0]) is int:
+            return ptrs, sizes  # SGLang's pools give lists of ints (tolist)
         return [int(p) for p in ptrs], [int(s) for s in sizes]
 
     @staticmethod
@@ -502,7 +505,8 @@ class MemKVHiCacheStorage(HiCacheStorage):
             if op == "get":
                 moved = self._io.get(part_keys, ptrs, sizes)
             else:
-                moved = self._io.put(part_keys, ptrs, sizes, self._store_options(keys, lay.tails, extra_info))
+                options = self._store_options(keys, part_keys, lay.tails, extra_info)
+                moved = self._io.put(part_keys, ptrs, sizes, options)
             ok = self._per_page(moved, len(lay.parts))
             pgs, bandwidth = ((self._prefetch_pgs, self._prefetch_bw) if op == "get"
                               else (self._backup_pgs, self._backup_bw))
@@ -596,8 +600,9 @@ class MemKVHiCacheStorage(HiCacheStorage):
             sizes_in = list(target_sizes) if target_sizes is not None else [None] * n
             buffers = [self._target(src, size, False) for src, size in zip(sources, sizes_in)]
             start = time.perf_counter()
-            ok = self._io.put(self._flat_keys(lay, keys), [b[0] for b in buffers], [b[1] for b in buffers],
-                              self._store_options(keys, (lay.flat_tail,), None))
+            flat_keys = self._flat_keys(lay, keys)
+            ok = self._io.put(flat_keys, [b[0] for b in buffers], [b[1] for b in buffers],
+                              self._store_options(keys, flat_keys, (lay.flat_tail,), None))
             self._record(self._backup_pgs, self._backup_bw, n, sum(b[1] for b, o in zip(buffers, ok) if o), start)
             return all(ok)
         except Exception as e:  # noqa: BLE001 - never raise on the data path
