@@ -18,7 +18,8 @@ build/memkv), then for each shape (by default 64 x 256 KiB and 16 x 4 MiB;
   then pop_completed_store_tasks / query_load_result (LMCache's own thread
   moves each completion from the connector to the adapter);
 - client: memkv.Client.batch_put_ptr / batch_get_into_ptr with the same keys
-  (the connector's namespaced ones) and the same addresses.
+  (the connector's namespaced ones), the same addresses and the same put
+  options (each chunk's hash).
 
 Store and load rounds alternate, and so does which side goes first. Prints
 chunks/s and GiB/s (medians over the rounds) and the ratio adapter / client;
@@ -42,6 +43,8 @@ except ImportError:
     import memkv
 import memkv.testing  # noqa: E402
 import torch  # noqa: E402
+from memkv.adapters._common import put_options  # noqa: E402
+from memkv.adapters.lmcache import chunk_hash_of  # noqa: E402
 from lmcache.v1.distributed.api import ObjectKey  # noqa: E402
 from lmcache.v1.distributed.l2_adapters import create_l2_adapter  # noqa: E402
 from lmcache.v1.distributed.l2_adapters.config import (add_l2_adapters_args,  # noqa: E402
@@ -68,6 +71,8 @@ class Shape:
         self.keys = [ObjectKey(chunk_hash=hashlib.sha256(f"{size}/{i}".encode()).digest(), model_name="bench-model", kv_rank=0,
                                object_group_id=0) for i in range(count)]
         self.memkv_keys = [connector.key_of(_object_key_to_string(k)) for k in self.keys]
+        # The same put options as the connector's stores (each chunk's hash).
+        self.options = [put_options(block_hash=chunk_hash_of(_object_key_to_string(k))) for k in self.keys]
         self.objs = [self.allocator.allocate(torch.Size([size]), torch.uint8) for _ in range(count)]
         assert all(o is not None for o in self.objs), "LMCache's allocator is full"
         self.addresses = [o.tensor.data_ptr() for o in self.objs]
@@ -114,8 +119,10 @@ def adapter_call(adapter, pollers, op, shape):
 
 
 def client_call(client, op, shape):
-    call = client.batch_put_ptr if op == "store" else client.batch_get_into_ptr
-    r = call(shape.memkv_keys, shape.addresses, shape.size)
+    if op == "store":
+        r = client.batch_put_ptr(shape.memkv_keys, shape.addresses, shape.size, options=shape.options)
+    else:
+        r = client.batch_get_into_ptr(shape.memkv_keys, shape.addresses, shape.size)
     if not r.ok:
         raise RuntimeError(f"client {op}: {r.messages[:1]}")
 

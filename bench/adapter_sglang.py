@@ -10,8 +10,9 @@ round, call by call:
            addresses from the pool's get_page_buffer_meta, as SGLang's HiCache
            controller drives it)
   client   memkv.Client.batch_put_ptr / batch_get_into_ptr with the same
-           keys, the same addresses and sizes (computed once, outside the
-           timing)
+           keys, the same addresses and sizes and the same put options (each
+           part chained to the page before, with the page hashes), computed
+           once, outside the timing
 
 and prints pages/s and GiB/s of each, and adapter / client (the median of the
 rounds). A shape is POOL:PAGESxBYTES: POOL `mla` keeps a page in one part
@@ -137,6 +138,9 @@ def bench_shape(server: Any, kind: str, pages: int, page_bytes: int, rounds: int
     indices = torch.arange(pages * PAGE_TOKENS, dtype=torch.int64)
 
     keys = [k for h in hashes for k in writer.memkv_keys(h)]
+    # The same put options as the adapter's stores (each part chained to the
+    # same part of the page before, with the page hashes).
+    options = writer._store_options(hashes, keys, writer._layout.tails, None)
     put_ptrs, sizes = src.get_page_buffer_meta(indices)
     get_ptrs, _ = dst.get_page_buffer_meta(indices)
     client = server.client(timeout_ms=30000)
@@ -149,13 +153,13 @@ def bench_shape(server: Any, kind: str, pages: int, page_bytes: int, rounds: int
         assert all(reader.batch_get_v1(hashes, indices))
 
     def client_store() -> None:
-        assert client.batch_put_ptr(keys, put_ptrs, sizes).ok
+        assert client.batch_put_ptr(keys, put_ptrs, sizes, options=options).ok
 
     def client_load() -> None:
         assert client.batch_get_into_ptr(keys, get_ptrs, sizes).ok
 
     def other_store() -> None:
-        assert other.batch_put_ptr(keys, put_ptrs, sizes).ok
+        assert other.batch_put_ptr(keys, put_ptrs, sizes, options=options).ok
 
     def other_load() -> None:
         assert other.batch_get_into_ptr(keys, get_ptrs, sizes).ok

@@ -12,8 +12,8 @@ turn (so that both run under the same conditions), for several rounds:
            drain_jobs() and get_finished_jobs() (every job must report
            success)
   client   memkv.Client.batch_put_ptr / batch_get_into_ptr of the same keys
-           (the adapter's), the same row addresses and sizes, computed once
-           outside the timing
+           (the adapter's), the same row addresses and sizes and the same put
+           options (each chunk's block hash), computed once outside the timing
 
 and prints chunks/s and GiB/s of each, and adapter / client (the median of
 the rounds). A shape is CHUNKSxBYTES: that many primary rows of BYTES each.
@@ -47,7 +47,8 @@ try:
 except ImportError:
     sys.path.insert(0, os.path.join(REPO, "build", "python"))
     import memkv.testing
-from memkv.adapters.vllm import MemKVTierManager  # noqa: E402
+from memkv.adapters._common import put_options  # noqa: E402
+from memkv.adapters.vllm import MemKVTierManager, block_hash_of  # noqa: E402
 from vllm.v1.kv_offload.base import ReqContext  # noqa: E402
 from vllm.v1.kv_offload.tiering.base import TransferJob  # noqa: E402
 from vllm.v1.kv_offload.tiering.factory import SecondaryTierFactory  # noqa: E402
@@ -110,8 +111,11 @@ def bench_shape(server: Any, chunks: int, row_bytes: int, rounds: int, seconds: 
     get_ptrs = [reader.row_address(i) for i in range(chunks)]
     client, control = server.client(timeout_ms=30000), server.client(timeout_ms=30000)
 
+    # The same put options as the tier's stores (each chunk's block hash).
+    options = [put_options(block_hash=block_hash_of(k)) for k in offload_keys]
+
     def client_store(c: Any = client) -> None:
-        assert c.batch_put_ptr(keys, put_ptrs, row_bytes).ok
+        assert c.batch_put_ptr(keys, put_ptrs, row_bytes, options=options).ok
 
     def client_load(c: Any = client) -> None:
         assert c.batch_get_into_ptr(keys, get_ptrs, row_bytes).ok

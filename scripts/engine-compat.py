@@ -27,8 +27,16 @@ def main(argv):
            "Each test drives MemKV's adapter through the engine's own classes, installed",
            "from PyPI at the versions named (tests/engines/NAME/requirements.lock).",
            ""]
-    for path in reports:
-        report = json.loads(path.read_text())
+    loaded = [json.loads(path.read_text()) for path in reports]
+    out += ["| partner | releases | tests | result |", "|---|---|---|---|"]
+    for report in loaded:
+        outcomes = [t["outcome"] for t in report["tests"]]
+        counts = ", ".join(f"{outcomes.count(o)} {o}" for o in sorted(set(outcomes)))
+        versions = ", ".join(f"{k} {v}" for k, v in report["packages"].items())
+        verdict = "pass" if set(outcomes) <= {"passed"} else "**" + counts + "**"
+        out.append(f"| [{report['engine']}](#{report['engine']}) | {versions} | {counts} | {verdict} |")
+    out.append("")
+    for report in loaded:
         versions = ", ".join(f"{k} {v}" for k, v in report["packages"].items())
         out += [f"## {report['engine']}", "",
                 f"{versions}; Python {report['python']}; run {report['date']}.", "",
