@@ -18,7 +18,7 @@ import pytest
 from nixl._api import nixl_agent, nixl_agent_config
 
 # NIXL_PLUGIN_API_VERSION of the NIXL sources MemKV's plugin is built and
-# verified with (1.4.0; the backend interface, src/api/cpp/backend, is
+# verified with (1.4.0; the backend interface, NIXL's backend headers, is
 # unchanged from there to the sources of 2026-08).
 MEMKV_PLUGIN_API_VERSION = 1
 # Plugins the CPU-only machine cannot load (their libraries come with CUDA or
