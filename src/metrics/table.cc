@@ -59,16 +59,39 @@ bool Samples::Fits(MetricType type, const Labels& labels) {
   return fits;
 }
 
+void Samples::Capture(const Labels& labels, uint64_t count, double value) {
+  CapturedSample& sample = capture_->emplace_back();
+  for (const Label& label : labels) {
+    if (!sample.label_values.empty()) sample.label_values += ',';
+    sample.label_values += label.value;
+  }
+  sample.type = type_;
+  sample.count = count;
+  sample.value = value;
+}
+
 void Samples::Counter(const Labels& labels, uint64_t value) {
-  if (Fits(MetricType::kCounter, labels)) writer_->AddCounter(name_, help_, labels, value);
+  if (!Fits(MetricType::kCounter, labels)) return;
+  if (capture_ != nullptr) {
+    Capture(labels, value, double(value));
+  } else {
+    writer_->AddCounter(name_, help_, labels, value);
+  }
 }
 
 void Samples::Gauge(const Labels& labels, double value) {
-  if (Fits(MetricType::kGauge, labels)) writer_->AddGauge(name_, help_, labels, value);
+  if (!Fits(MetricType::kGauge, labels)) return;
+  if (capture_ != nullptr) {
+    Capture(labels, 0, value);
+  } else {
+    writer_->AddGauge(name_, help_, labels, value);
+  }
 }
 
 void Samples::Histogram(const Labels& labels, const HistogramSnapshot& snapshot, double divisor) {
-  if (Fits(MetricType::kHistogram, labels)) writer_->AddHistogram(name_, help_, labels, snapshot, divisor);
+  if (Fits(MetricType::kHistogram, labels) && capture_ == nullptr) {
+    writer_->AddHistogram(name_, help_, labels, snapshot, divisor);
+  }
 }
 
 std::vector<std::string_view> SplitLabelNames(std::string_view labels) {

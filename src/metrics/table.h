@@ -8,7 +8,8 @@
 // The tables themselves live with their components (the server's in
 // src/server/metrics_table.cc, the client's in src/client/client_metrics.cc);
 // this layer knows only the row shape, the Prometheus writer and the docs
-// format.
+// format. A component that also has a JSON status document (the server)
+// writes its table as Fact rows (facts.h), whose families are these rows.
 //
 // A row's reader emits zero or more samples through Samples. A family whose
 // reader emits nothing (drive metrics in memory mode, no completion errors yet)
@@ -33,15 +34,26 @@
 
 namespace memkv::metrics {
 
+// A sample kept by a capturing Samples: what a status field shows
+// (facts.h). Histograms are not captured.
+struct CapturedSample {
+  std::string label_values;  // comma-separated, in label order ("dram"; "" when unlabelled)
+  MetricType type = MetricType::kCounter;
+  uint64_t count = 0;  // a counter's value
+  double value = 0;    // a gauge's value
+};
+
 // The sink a row's reader writes its samples into: the row's family, on one
-// writer. A sample of the wrong type for the row, or whose label names differ
-// from the row's, breaks the table: debug builds assert, release builds drop
-// the sample (counted by dropped()).
+// writer, or a list of captured samples. A sample of the wrong type for the
+// row, or whose label names differ from the row's, breaks the table: debug
+// builds assert, release builds drop the sample (counted by dropped()).
 class Samples {
  public:
   Samples(PrometheusWriter* writer, std::string_view name, MetricType type, std::string_view help,
           std::string_view labels)
       : writer_(writer), name_(name), type_(type), help_(help), labels_(labels) {}
+  Samples(std::vector<CapturedSample>* capture, MetricType type, std::string_view labels)
+      : capture_(capture), type_(type), labels_(labels) {}
 
   void Counter(const Labels& labels, uint64_t value);
   void Gauge(const Labels& labels, double value);
@@ -51,8 +63,10 @@ class Samples {
 
  private:
   bool Fits(MetricType type, const Labels& labels);
+  void Capture(const Labels& labels, uint64_t count, double value);
 
-  PrometheusWriter* writer_;
+  PrometheusWriter* writer_ = nullptr;
+  std::vector<CapturedSample>* capture_ = nullptr;
   std::string_view name_;
   MetricType type_;
   std::string_view help_;

@@ -1,15 +1,16 @@
 // The server's metrics and status fields, described once.
 //
-// ServerMetricTable(): one row per Prometheus family the admin endpoint
-// serves at /metrics (name, type, labels, HELP, how to read it from a
-// ServerSnapshot); docs/metrics.md's "Server" table lists the same families
-// (server_metrics_test checks both ways). ServerStatusTable(): one row per
-// field of the /v1/status JSON (its path and how to write it). The admin
-// endpoint only takes a snapshot and iterates the tables.
+// ServerFactTable(): one row per fact the server reports (metrics/facts.h):
+// a Prometheus family of /metrics (name, type, labels, HELP, how to read it
+// from a ServerSnapshot), the /v1/status fields it also appears as, or a
+// status field alone. /metrics and /v1/status are both generated from it;
+// docs/metrics.md's "Server" table lists the same families (server_metrics_test
+// checks both ways). The admin endpoint only takes a snapshot.
 //
 // Adding a server metric: a cell in ServerMetrics (metrics.h) or a field of a
-// store's stats, the increment where it happens, one row in
-// ServerMetricTable(), and its line in docs/metrics.md.
+// store's stats, the increment where it happens, one row in the table
+// (metrics_table.cc; `.Status("section.key", "label values")` when
+// /v1/status shows it too), and its line in docs/metrics.md.
 //
 // Thread-safety: the tables are immutable; a snapshot is read on the thread
 // that took it (the admin thread).
@@ -25,6 +26,7 @@
 #include "base/json.h"
 #include "drive/extent_store.h"
 #include "events/publisher.h"
+#include "metrics/facts.h"
 #include "metrics/table.h"
 #include "server/admin.h"
 #include "server/fleet.h"
@@ -75,17 +77,18 @@ struct ServerSnapshot {
   const FleetState* fleet = nullptr;        // live; null: no identity (status leaves the fleet fields out)
 };
 
+// The one table.
+using ServerFact = metrics::Fact<ServerSnapshot>;
+std::span<const ServerFact> ServerFactTable();
+
+// Its Prometheus families, in table order: what /metrics writes.
 using ServerMetric = metrics::MetricDescriptor<ServerSnapshot>;
 std::span<const ServerMetric> ServerMetricTable();
 
-// One field of /v1/status: `path` is "key" at the top level or
-// "section.key" inside that section's object (sections are contiguous in the
-// table); rows whose `present` says no are left out.
-struct StatusField {
-  std::string_view path;
-  void (*write)(const ServerSnapshot& s, JsonWriter& w);
-  bool (*present)(const ServerSnapshot& s) = nullptr;  // nullptr: always
-};
+// Its /v1/status fields in the order the document has them: `path` is
+// "key" at the top level or "section.key" inside that section's object
+// (sections are contiguous); fields whose row says so are left out.
+using StatusField = metrics::StatusField<ServerSnapshot>;
 std::span<const StatusField> ServerStatusTable();
 
 // The /v1/health object (also /v1/status's "health").
