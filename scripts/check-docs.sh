@@ -14,14 +14,26 @@
 #   - a server config field (section.field, from the ReadMap tables of
 #     src/config/server_config.cc) that docs/configuration.md does not name;
 #   - a Prometheus metric (a quoted "memkv_..." name in the server's and the
-#     client's metric code) that docs/metrics.md does not name;
+#     client's metric code) that docs/metrics.md does not name, and a metric
+#     listed in a table of docs/metrics.md that no such code quotes (the
+#     unit tests beside each table compare types and labels too);
 #   - a copy of scripts/check-layers.sh's rule table in docs/organization.md
 #     (between the "check-layers rules" markers) that differs from the script;
 #   - a `memkv COMMAND` (or `memkv admin|drive ACTION`) run in a docs code
 #     block or code span that the dispatcher does not know (kCommands of
 #     src/cli/commands.h): a command at the start of a line (after a "$ "
 #     prompt, sudo, VAR=value assignments) or after &&, ||, | or $( ; an
-#     error message ("memkv put: ...") is not a command.
+#     error message ("memkv put: ...") is not a command;
+#   - the organization map (the first code block of docs/organization.md)
+#     missing a top-level directory of the repository or a directory of src/;
+#   - under deploy/ (the container image and the Kubernetes manifests): the
+#     repository paths of their comments (as above, Containerfile included);
+#     a kustomization's resources, components and patches that do not exist
+#     beside it; and a `memkv` command they run (a shell line, or an exec
+#     array such as ["memkv", "admin", "status", ...] and the Containerfile's
+#     CMD after ENTRYPOINT ["memkv", "start"]) that is not a command, or an
+#     option that is not one of that command's (its OptionTable in
+#     src/cli/commands.h).
 # Reads git's list of tracked files, so it runs from a checkout.
 #
 #   scripts/check-docs.sh --commands [FILE.md...]
@@ -49,7 +61,7 @@ def fail(path, line, what):
 
 def check_tree():
     # --- repository paths -------------------------------------------------------
-    TOP = ["src", "include", "tests", "docs", "scripts", "python", "bench", "fuzz", "packaging", "cmake"]
+    TOP = ["src", "include", "tests", "docs", "scripts", "python", "bench", "fuzz", "packaging", "cmake", "deploy"]
     # A path starts at a word boundary that is not part of a longer path
     # (/usr/src/..., $M/src/..., build/src/...) and runs over path characters.
     PATH_RE = re.compile(r"(?<![\w./$~-])((?:%s)/[\w.*?<>{}\[\]$,/+-]*)" % "|".join(TOP))
@@ -72,6 +84,8 @@ def check_tree():
             fail(path, lineno, f"names '{token}', which does not exist")
 
     CODE_EXT = (".h", ".cc", ".c", ".cpp", ".inc", ".py", ".sh", ".cmake", ".txt", ".toml", ".yaml", ".yml", ".map")
+    # Files without an extension whose comments start with '#'.
+    CODE_NAMES = ("CMakeLists.txt", "Containerfile", "Dockerfile")
 
     def comment_text(path, line):
         """The comment part of one source line ('' when there is none)."""
@@ -94,7 +108,7 @@ def check_tree():
                 continue
             for lineno, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
                 check_paths(path, lineno, line)
-        elif path.endswith(CODE_EXT) or os.path.basename(path) == "CMakeLists.txt":
+        elif path.endswith(CODE_EXT) or os.path.basename(path) in CODE_NAMES:
             if path.startswith(("fuzz/corpus/", "tests/fixtures/")) or "/testdata/" in path or "/fixtures/" in path:
                 continue
             for lineno, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
@@ -153,6 +167,14 @@ def check_tree():
                 seen.add(name)
                 if not re.search(r"(?<![\w])%s(?![\w])" % re.escape(name), metrics_doc):
                     fail(path, lineno, f"metric '{name}' is missing from docs/metrics.md")
+    # ...and the other way: a family listed in a table of docs/metrics.md
+    # (a row whose first cell names `memkv_...`) that no metric code quotes.
+    for lineno, line in enumerate(metrics_doc.split("\n"), 1):
+        if not line.startswith("| `memkv_"):
+            continue
+        for name in re.findall(r"`(memkv_[a-z0-9_]+)`", line.split("|")[1]):
+            if name not in seen:
+                fail("docs/metrics.md", lineno, f"metric '{name}' is listed but no metric code in src/ exports it")
 
     # --- the layer rules' copy ---------------------------------------------------
     rules = re.findall(r'^\s*\[(\w+)\]="([^"]*)"', open("scripts/check-layers.sh", encoding="utf-8").read(), re.M)
@@ -178,6 +200,105 @@ def check_tree():
                 fail(org, begin + 1, f"layer '{layer}' of scripts/check-layers.sh is missing from the table")
     except ValueError:
         fail(org, 1, "no '<!-- check-layers rules: begin/end -->' table")
+
+    # --- the organization map ----------------------------------------------------
+    # Its entries: the first word of each line of the first code block that
+    # ends in '/' ("src/base/", "deploy/").
+    org_text = open(org, encoding="utf-8").read()
+    fence = re.search(r"^```\n(.*?)^```", org_text, re.S | re.M)
+    mapped = set(re.findall(r"^(\S+/)\s", fence.group(1) if fence else "", re.M))
+    tops = sorted({f.split("/", 1)[0] for f in files if "/" in f and not f.startswith(".")})
+    srcs = sorted({"src/" + f.split("/")[1] for f in files if f.startswith("src/") and f.count("/") >= 2})
+    for d in tops + srcs:
+        if not any(m == d + "/" or (d in tops and m.startswith(d + "/")) for m in mapped):
+            fail(org, 1, f"the organization map (the first code block) has no entry '{d}/'")
+
+    check_deploy()
+
+
+def option_tables():
+    """kCommands of src/cli/commands.h: name -> (actions, options)."""
+    text = open("src/cli/commands.h", encoding="utf-8").read()
+    tables = {}
+    for name, body in re.findall(r"inline const OptionTable (\w+)\{(.*?)\};", text, re.S):
+        tables[name] = set(re.findall(r'"(-[\w-]+)"', body))
+    out = {}
+    for name, actions, table in re.findall(r'\{"([\w-]+)",\s*\{([^}]*)\},\s*(k\w+)\}', text):
+        out[name] = (set(re.findall(r'"([\w-]+)"', actions)), tables.get(table, set()) | {"-h", "--help"})
+    return out
+
+
+def check_deploy():
+    deploy = [f for f in files if f.startswith("deploy/")]
+    # A kustomization's resources, components and patches exist beside it.
+    for path in deploy:
+        if os.path.basename(path) != "kustomization.yaml":
+            continue
+        key = None
+        for lineno, line in enumerate(open(path, encoding="utf-8"), 1):
+            m = re.match(r"^(\w+):\s*$", line)
+            if m:
+                key = m.group(1)
+                continue
+            if re.match(r"^\S", line):
+                key = None
+            m = re.match(r"^\s*-\s+(?:path:\s*)?(\S+)\s*$", line)
+            if m and key in ("resources", "components", "patches", "patchesStrategicMerge"):
+                target = os.path.normpath(os.path.join(os.path.dirname(path), m.group(1)))
+                if not os.path.exists(target):
+                    fail(path, lineno, f"{key} names '{m.group(1)}', but {target} does not exist")
+
+    # memkv commands and their options.
+    commands = option_tables()
+
+    def check_run(path, lineno, words):
+        # words: ["memkv", COMMAND, ...] up to the end of that command.
+        if len(words) < 2:
+            return
+        words = [w.strip("'\"") for w in words]
+        command = words[1]
+        if command in ("--version", "-V", "--help", "-h"):
+            return
+        if command not in commands:
+            fail(path, lineno, f"runs 'memkv {command}', which is not a memkv command; the commands are: "
+                 + ", ".join(sorted(commands)))
+            return
+        actions, options = commands[command]
+        rest = words[2:]
+        if actions:
+            if not rest or rest[0] not in actions:
+                fail(path, lineno, f"runs 'memkv {command}' without one of its actions ({', '.join(sorted(actions))})")
+                return
+            rest = rest[1:]
+        for w in rest:
+            if w == "--":
+                break
+            if w.startswith("-") and len(w) > 1 and not re.match(r"^-\d", w):
+                name = w.split("=", 1)[0]
+                if name not in options:
+                    fail(path, lineno, f"runs 'memkv {command}' with '{name}', which is not one of its options: "
+                         + ", ".join(sorted(o for o in options if o.startswith("--"))))
+
+    SHELL_RUN = re.compile(r"(?:^|&&|\|\||\||\$\(|;|^\s*-\s+)\s*(?:[A-Z_][A-Z0-9_]*=\S*\s+)*memkv[ \t]+([^;&|)#]*)")
+    ARRAY = re.compile(r'\[\s*("(?:[^"\\]|\\.)*"(?:\s*,\s*"(?:[^"\\]|\\.)*")*)\s*\]')
+    for path in deploy:
+        entrypoint = None
+        for lineno, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
+            stripped = line.strip()
+            if stripped.startswith("#"):
+                continue
+            for m in ARRAY.finditer(line):
+                words = re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))
+                if words and words[0] == "memkv":
+                    check_run(path, lineno, words)
+                    if re.match(r"^ENTRYPOINT\b", stripped):
+                        entrypoint = words
+                elif entrypoint and re.match(r"^CMD\b", stripped):
+                    check_run(path, lineno, entrypoint + words)
+            if ARRAY.search(line):
+                continue
+            for m in SHELL_RUN.finditer(line):
+                check_run(path, lineno, ["memkv"] + m.group(1).split())
 
 
 if not only_commands:

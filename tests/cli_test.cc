@@ -112,6 +112,52 @@ TEST_F(CliTest, VersionAndHelp) {
   EXPECT_NE(r.err.find("Usage"), std::string::npos) << r.err;
 }
 
+// Every run of blanks and newlines as one space, so a phrase is found
+// however the help text wraps it.
+std::string OneLine(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const bool blank = c == ' ' || c == '\n';
+    if (blank && (out.empty() || out.back() == ' ')) continue;
+    out.push_back(blank ? ' ' : c);
+  }
+  return out;
+}
+
+// `memkv start --help` says what SIGHUP does, in the words start logs: it
+// applies the config file's credentials alone, every other setting waits for
+// a restart, and a reload that fails (or has no file to read) changes
+// nothing. `memkv --help`'s entry for start says the same in short.
+TEST_F(CliTest, StartHelpSaysWhatSighupReloadsAndWhatItCannot) {
+  const CommandResult r = RunMemkv({"start", "--help"}, {});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string help = OneLine(r.out);
+  for (const char* phrase :
+       {"SIGHUP re-reads the config file the server started with (--config, else /etc/memkv/config.yaml)",
+        "applies its credentials alone", "network.auth_key and tenants (keys, prefixes, read_only, rdma, quotas)",
+        "Connections whose key is gone are closed", "applies only on a restart",
+        "\"received SIGHUP: reloaded the config: ...\" names each one that changed",
+        "A file with problems, one that drops network.auth_key, or a server started without a config file changes "
+        "nothing: \"received SIGHUP: reload failed, nothing changed: ...\" says why",
+        "Either way the server serves on", "The options below are read at start only"}) {
+    EXPECT_NE(help.find(phrase), std::string::npos) << "missing: " << phrase << "\nin:\n" << r.out;
+  }
+  // The sections a reload reports as needing a restart (src/server/daemon.cc).
+  const size_t restart = help.find("Every other setting (");
+  ASSERT_NE(restart, std::string::npos) << r.out;
+  const std::string listed = help.substr(restart, help.find(')', restart) - restart);
+  for (const char* section : {"network", "memory", "storage", "rdma", "log", "metrics", "events", "fleet",
+                              "events_publish"}) {
+    EXPECT_NE(listed.find(section), std::string::npos) << section << " missing from: " << listed;
+  }
+  const CommandResult top = RunMemkv({"--help"}, {});
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(OneLine(top.out).find("SIGHUP re-reads the config file and applies only its credentials "
+                                  "(network.auth_key, tenants); other settings need a restart"),
+            std::string::npos)
+      << top.out;
+}
+
 // Every command the dispatcher knows (cli::kCommands) is named in `memkv
 // --help`, with each of its actions (admin reload, drain, undrain, ...) and
 // each option it takes (its OptionTable, hidden ones aside) within its own

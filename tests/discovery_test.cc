@@ -8,12 +8,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "client/discovery.h"
 #include "config/server_source.h"
+#include "memkv/client.h"
 #include "tests/dnsmasq_fixture.h"
 
 namespace memkv::testing {
@@ -254,7 +257,7 @@ TEST(DiscoveryServerTest, DnsServerThatNeverAnswersTimesOut) {
   ASSERT_EQ(errors.size(), 2u) << Messages(errors);
   for (const Status& e : errors) {
     EXPECT_EQ(e.code(), StatusCode::kDeadlineExceeded) << e.ToString();
-    EXPECT_TRUE(Has(e.message(), {"no answer within 1000 ms (timed out)", " from " + server})) << e.message();
+    EXPECT_TRUE(Has(e.message(), {"no answer within resolve_timeout_ms (1000 ms): timed out", " from " + server})) << e.message();
   }
 }
 
@@ -286,6 +289,45 @@ TEST(DiscoveryServerTest, SystemResolverPassesAddressesThroughWithoutAsking) {
   EXPECT_EQ(Names((*resolver)->Resolve(entries, 1000, &errors)),
             (std::vector<std::string>{"[::1]:3", "a.invalid:2", "b.invalid:1"}));
   EXPECT_TRUE(errors.empty()) << Messages(errors);
+}
+
+// A Client's dns: entry against a DNS server that never answers: the lookup
+// gives up after resolve_timeout_ms (libresolv: at least a second), not after
+// connect_timeout_ms (an hour here), and the WARN line names the option.
+TEST(DiscoveryServerTest, ClientLookupThatOverrunsResolveTimeoutFailsNamingIt) {
+  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::string server = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+
+  std::mutex mu;
+  std::string warnings;
+  ClientOptions options;
+  options.servers = {"dns:memkv.test:9900"};
+  options.auth_key_hex = std::string(64, 'a');
+  options.transport = "tcp";
+  options.dns_server = server;
+  options.discovery_interval_ms = 0;
+  options.connect_timeout_ms = 3'600'000;
+  options.resolve_timeout_ms = 300;
+  options.log_callback = [&](ClientLogLevel level, std::string_view, std::string_view message) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (level >= ClientLogLevel::kWarn) warnings += std::string(message) + "\n";
+  };
+  const auto start = std::chrono::steady_clock::now();
+  Result<std::unique_ptr<Client>> client = Client::Create(options);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ::close(fd);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  EXPECT_LT(took, std::chrono::seconds(10));
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_TRUE(Has(warnings, {"server list entry dns:memkv.test:9900", "A memkv.test: no answer within "
+                             "resolve_timeout_ms (300 ms): timed out from " + server}))
+      << warnings;
 }
 
 // Linux's loopback answers all of 127/8: servers on 127.0.0.2..4 at one port

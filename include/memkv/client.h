@@ -75,6 +75,10 @@ struct ClientOptions {
   // on it is asked again of the key's previous owner (0: never).
   uint32_t discovery_interval_ms = 10'000;
   std::string dns_server;
+  // Budget of resolving one dns: or srv: entry of the list (every query it
+  // takes), apart from connect_timeout_ms; host:port entries are resolved
+  // by the system's getaddrinfo when connecting (docs/fleet.md).
+  uint32_t resolve_timeout_ms = 2000;
   uint32_t rebalance_grace_ms = 300'000;
   // Threads that run AsyncQueue submissions (memkv/async.h): at most this
   // many batches of the client run at once; started as they are needed.
@@ -257,8 +261,9 @@ struct ServerView {
 class Client {
  public:
   // InvalidArgument naming the bad option (bad address, key not 64 hex, ...).
-  // Resolves the server list and asks each server its identity (in
-  // parallel, bounded by connect_timeout_ms); a server that cannot be
+  // Resolves the server list (each dns:/srv: entry bounded by
+  // resolve_timeout_ms) and asks each server its identity (in parallel,
+  // bounded by connect_timeout_ms); a server that cannot be
   // reached does not fail Create: it is asked again on its backoff.
   static Result<std::unique_ptr<Client>> Create(const ClientOptions& options);
   // Options from MEMKV_CONFIG, then each option's MEMKV_* variable

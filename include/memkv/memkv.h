@@ -203,7 +203,8 @@ typedef struct memkv_client memkv_client_t;
 
 /* Opens a client with every setting of `options` (which the client copies).
  * MEMKV_INVALID_ARGUMENT naming the bad setting; *out is left alone on
- * failure. Opening asks each server who it is (its id and weight, for
+ * failure. Opening resolves each dns:/srv: entry of the server list (within
+ * resolve_timeout_ms) and asks each server who it is (its id and weight, for
  * placement; docs/fleet.md), waiting at most connect_timeout_ms for a server
  * that does not connect, and timeout_ms for an answer; a server not reached
  * does not fail the open: it is asked again on its backoff. */

@@ -28,7 +28,9 @@ Server:
                               run a server (default config /etc/memkv/config.yaml
                               if present, else the embedded single-node default);
                               SIGINT and SIGTERM drain and stop it; SIGHUP
-                              reloads its config and credentials (docs/tenants.md)
+                              re-reads the config file and applies only its
+                              credentials (network.auth_key, tenants); other
+                              settings need a restart (memkv start --help)
 
 Drives:
   setup --drives PATH... [--address HOST:PORT] [--rdma DEV] [--block-size SIZE]

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/parse_number.h"
+#include "base/thread_name.h"
 #include "base/units.h"
 #include "cli/args.h"
 #include "cli/cli.h"
@@ -32,8 +33,19 @@ namespace {
 constexpr const char* kStartUsage = R"(Usage: memkv start [options]
 
 Runs a MemKV server in the foreground until SIGINT or SIGTERM (each drains:
-queued responses are flushed, then it exits 0). SIGHUP re-reads the config
-file (as 'memkv admin reload' does) and the server serves on.
+queued responses are flushed, then it exits 0).
+
+SIGHUP re-reads the config file the server started with (--config, else
+/etc/memkv/config.yaml) and applies its credentials alone, as 'memkv admin
+reload' does: network.auth_key and tenants (keys, prefixes, read_only, rdma,
+quotas). Connections whose key is gone are closed; the rest serve on. Every
+other setting (the rest of network, memory, storage, rdma, log, metrics,
+events, fleet, a tenant's events_publish) applies only on a restart: the log
+line "received SIGHUP: reloaded the config: ..." names each one that
+changed. A file with problems, one that drops network.auth_key, or a server
+started without a config file changes nothing: "received SIGHUP: reload
+failed, nothing changed: ..." says why. Either way the server serves on.
+The options below are read at start only.
 
 Options:
   --config PATH          server config (YAML, docs/configuration.md); default
@@ -261,6 +273,7 @@ std::optional<int> LoadKeyFile(const std::string& data_dir, std::vector<uint8_t>
 int ServeUntilSignalled(server::Daemon& daemon, const sigset_t& signals) {
   std::atomic<bool> signalled{false};
   std::thread signal_thread([&] {
+    SetThreadName("memkv-signals");
     int sig = 0;
     for (;;) {
       sigwait(&signals, &sig);

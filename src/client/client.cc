@@ -64,6 +64,7 @@ class ClientImpl final : public Client {
     settings.entries = std::move(entries);
     settings.discovery_interval_ms = options_.discovery_interval_ms;
     settings.connect_timeout_ms = options_.connect_timeout_ms;
+    settings.resolve_timeout_ms = options_.resolve_timeout_ms;
     settings.timeout_ms = options_.timeout_ms;
     settings.rebalance_grace_ms = options_.rebalance_grace_ms;
     auto make_pool = [this](const ResolvedServer& server) {

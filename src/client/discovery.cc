@@ -1,7 +1,8 @@
 // The Resolver over libresolv: res_nquery on a resolver state of its own,
 // answers parsed with ns_initparse / ns_parserr.
 //
-// Time: every Resolve call has one budget, `timeout_ms`, shared by all its
+// Time: every Resolve call has one budget, `timeout_ms` (the client option
+// resolve_timeout_ms, never connect_timeout_ms), shared by all its
 // queries; each query gets what is left (libresolv counts in whole seconds,
 // so at least one second per query, one try per name server). A query that
 // would start after the budget is spent fails as timed out without being
@@ -293,12 +294,18 @@ class ResolvResolver final : public Resolver {
     out->push_back({host, port, config::ServerAddress{host, port}.ToString(), e.text});
   }
 
+  // What a query that ran out of the budget says, naming the client option
+  // that sets it.
+  std::string TimedOut() const {
+    return "no answer within resolve_timeout_ms (" + std::to_string(timeout_ms_) + " ms): timed out";
+  }
+
   // One query for `name` of `type`, within what is left of the budget.
   Answer Query(const std::string& name, int type) {
     Answer a;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
     if (left <= 0) {
-      a.cause = "no answer within " + std::to_string(timeout_ms_) + " ms (timed out)";
+      a.cause = TimedOut();
       a.error = DeadlineExceeded(a.cause);
       return a;
     }
@@ -328,7 +335,7 @@ class ResolvResolver final : public Resolver {
       return a;
     }
     if (err == ETIMEDOUT || err == 0 || err == EAGAIN) {
-      a.cause = "no answer within " + std::to_string(timeout_ms_) + " ms (timed out)";
+      a.cause = TimedOut();
       a.error = DeadlineExceeded(a.cause);
     } else {
       a.cause = "no answer (" + ErrnoText(err) + ")";

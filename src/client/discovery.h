@@ -46,7 +46,8 @@ class Resolver {
   // them), kDns each A then AAAA address at the entry's port, kSrv each
   // target's addresses at the record's port. An entry whose lookup fails
   // (no such name, no records, a DNS server that does not answer within
-  // `timeout_ms`) contributes nothing and its error is appended to
+  // `timeout_ms`, the client option resolve_timeout_ms, which the message
+  // names) contributes nothing and its error is appended to
   // `errors` (naming the entry, the record type and the cause), so one bad
   // record does not hide the servers the others name.
   virtual std::vector<ResolvedServer> Resolve(std::span<const config::ServerSource> entries, uint32_t timeout_ms,

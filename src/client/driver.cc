@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "base/errno_text.h"
+#include "base/thread_name.h"
 
 // The public API of memkv/async.h.
 namespace memkv {
@@ -142,6 +143,7 @@ size_t Driver::threads_started() const {
 }
 
 void Driver::Loop() {
+  SetThreadName("memkv-async");
   for (;;) {
     Pending p;
     {

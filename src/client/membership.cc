@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "client/connection.h"
 #include "client/ops.h"
 
@@ -170,6 +171,7 @@ std::shared_ptr<const View> Membership::RefreshIfEmpty() {
 }
 
 void Membership::Loop() {
+  SetThreadName("memkv-discovery");
   const Nanos interval = Nanos{settings_.discovery_interval_ms} * 1'000'000;
   Nanos last_resolve = MonotonicNanos();
   std::unique_lock<std::mutex> lock(mu_);
@@ -380,7 +382,7 @@ void Membership::Refresh(bool resolve) {
     for (size_t e = 0; e < settings_.entries.size(); ++e) {
       std::vector<Status> errors;
       std::vector<ResolvedServer> found =
-          resolver_->Resolve(std::span(&settings_.entries[e], 1), settings_.connect_timeout_ms, &errors);
+          resolver_->Resolve(std::span(&settings_.entries[e], 1), settings_.resolve_timeout_ms, &errors);
       if (!errors.empty()) {
         std::string text;
         for (const Status& s : errors) text += (text.empty() ? "" : "; ") + s.ToString();

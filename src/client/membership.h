@@ -156,11 +156,13 @@ class Membership {
     std::vector<config::ServerSource> entries;
     uint32_t discovery_interval_ms = 10'000;
     uint32_t connect_timeout_ms = 1000;
+    uint32_t resolve_timeout_ms = 2000;  // each entry's DNS lookup (Resolver::Resolve's budget)
     uint32_t timeout_ms = 5000;  // the operation's deadline: bounds each ServerInfo round
     uint32_t rebalance_grace_ms = 300'000;
   };
-  // Resolves the list and asks every server its ServerInfo (each connection
-  // bounded by connect_timeout_ms, the round by timeout_ms), builds the first view and starts the refresher.
+  // Resolves the list (each entry bounded by resolve_timeout_ms) and asks
+  // every server its ServerInfo (each connection bounded by
+  // connect_timeout_ms, the round by timeout_ms), builds the first view and starts the refresher.
   // Fails only when the resolver cannot be made (a bad dns_server).
   static Result<std::unique_ptr<Membership>> Start(Settings settings, std::unique_ptr<Resolver> resolver,
                                                    PoolFactory pools, ClientCounters* counters);

@@ -230,6 +230,10 @@ const OptionRow kRows[] = {
     {{"dns_server", "MEMKV_DNS_SERVER", "host:port", "", "IP:PORT; empty: the system's name servers",
       "the DNS server that dns: and srv: entries are resolved with"},
      SetDnsServer, GetText<&ClientOptions::dns_server>},
+    {{"resolve_timeout_ms", "MEMKV_RESOLVE_TIMEOUT_MS", "integer", "2000", "1..3600000",
+      "deadline of resolving one dns: or srv: entry (all its DNS queries), in ms; libresolv waits whole seconds, "
+      "so a silent DNS server costs at least 1 s"},
+     SetNumber<&ClientOptions::resolve_timeout_ms, 1, kMaxTimeoutMs>, GetNumber<&ClientOptions::resolve_timeout_ms>},
     {{"rebalance_grace_ms", "MEMKV_REBALANCE_GRACE_MS", "integer", "300000", "0..3600000",
       "after a server joins, a miss on it is asked again of the key's previous owner for this long; 0: off"},
      SetNumber<&ClientOptions::rebalance_grace_ms, 0, kMaxTimeoutMs>, GetNumber<&ClientOptions::rebalance_grace_ms>},

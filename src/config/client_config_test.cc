@@ -174,6 +174,38 @@ TEST(ClientConfigLoadTest, FromEnvironmentOnly) {
   EXPECT_EQ(r->options.log_level, ClientLogLevel::kDebug);
 }
 
+// resolve_timeout_ms bounds DNS lookups of dns: and srv: entries apart from
+// connect_timeout_ms: each is read, defaulted and checked on its own.
+TEST(ClientConfigLoadTest, ResolveTimeoutIsItsOwnOption) {
+  Result<ClientConfig> r = ParseClientConfigYaml("resolve_timeout_ms: 500\n", "client.yaml");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->options.resolve_timeout_ms, 500u);
+  EXPECT_EQ(r->options.connect_timeout_ms, 2000u);
+  r = ParseClientConfigYaml("connect_timeout_ms: 100\n", "client.yaml");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->options.resolve_timeout_ms, 2000u);  // the default, whatever connect_timeout_ms says
+
+  r = LoadClientConfig(MapEnv({{"MEMKV_SERVERS", "dns:memkv.test:9900"},
+                               {"MEMKV_AUTH_KEY", kKey},
+                               {"MEMKV_RESOLVE_TIMEOUT_MS", "750"}}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->options.resolve_timeout_ms, 750u);
+
+  for (const char* bad : {"0", "3600001", "soon"}) {
+    std::vector<std::string> lines = ProblemLines(
+        LoadClientConfig(MapEnv({{"MEMKV_SERVERS", "10.0.0.1:9900"}, {"MEMKV_AUTH_KEY", kKey},
+                                 {"MEMKV_RESOLVE_TIMEOUT_MS", bad}})));
+    ASSERT_EQ(lines.size(), 1u) << bad;
+    EXPECT_TRUE(HasLineWith(lines, {"MEMKV_RESOLVE_TIMEOUT_MS", "1..3600000"})) << lines[0];
+  }
+  ClientOptions options;
+  options.servers = {"10.0.0.1:9900"};
+  options.auth_key_hex = kKey;
+  options.resolve_timeout_ms = 0;
+  Status checked = CheckClientOptions(options);
+  EXPECT_EQ(checked.message(), "resolve_timeout_ms: 0 is out of range; allowed: 1..3600000");
+}
+
 TEST(ClientConfigLoadTest, MissingServersAndKeySayWhatToSet) {
   for (const EnvLookup& env : {MapEnv({}), EnvLookup()}) {
     std::vector<std::string> lines = ProblemLines(LoadClientConfig(env));

@@ -11,6 +11,7 @@
 
 #include "base/errno_text.h"
 #include "base/log.h"
+#include "base/thread_name.h"
 
 namespace memkv::events {
 namespace {
@@ -142,7 +143,12 @@ Publisher::~Publisher() {
   // replay peers that stopped reading, that wait has been seen never to end
   // (libzmq 4.3), so it runs on a thread of its own: destroying the
   // publisher (stopping the server) never waits on it.
-  if (context_ != nullptr) std::thread([context = context_] { zmq_ctx_term(context); }).detach();
+  if (context_ != nullptr) {
+    std::thread([context = context_] {
+      SetThreadName("memkv-zmq-term");
+      zmq_ctx_term(context);
+    }).detach();
+  }
 }
 
 bool Publisher::Publish(Event event) {
@@ -184,6 +190,7 @@ void Publisher::Wake() {
 }
 
 void Publisher::Loop() {
+  SetThreadName("memkv-events");
   ScopedLogTarget log_scope(options_.log_target);
   for (;;) {
     WaitForEvents();

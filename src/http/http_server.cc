@@ -16,6 +16,7 @@
 
 #include "base/errno_text.h"
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "http/http_connection.h"
 #include "io/socket.h"
 
@@ -141,6 +142,7 @@ void HttpServer::Stop() {
 }
 
 void HttpServer::Run() {
+  SetThreadName("memkv-http");
   running_here = this;
   ScopedLogTarget log_scope(options_.log_target);
   // Writes to a peer that went away raise SIGPIPE; OpenSSL writes with

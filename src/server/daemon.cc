@@ -5,6 +5,7 @@
 
 #include "base/json.h"
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "base/units.h"
 #include "base/version.h"
 #include "server/open_drives.h"
@@ -59,7 +60,10 @@ Result<std::unique_ptr<storage::MemoryStore>> CreatePool(const DaemonOptions& op
     LOG_INFO_C("start") << "preparing the " << FormatSize(store_options.max_size_bytes)
                         << " DRAM pool: faulting it in (memory.prefault) ...";
   }
-  Result<std::unique_ptr<storage::MemoryStore>> store = storage::MemoryStore::Create(store_options);
+  Result<std::unique_ptr<storage::MemoryStore>> store = [&] {
+    ScopedThreadName name("memkv-prefault");  // the threads that fault the pool in
+    return storage::MemoryStore::Create(store_options);
+  }();
   if (store.ok()) {
     LogPrefault((*store)->backing());
     return store;
@@ -288,13 +292,17 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   std::unique_ptr<drive::ExtentStore> drives;
   if (c.storage.mode != config::StorageMode::kMemory) {
     *failed = Step::kDrives;
+    ScopedThreadName name("memkv-drive");  // the journal readers at open, the flusher
     MEMKV_ASSIGN_OR_RETURN(drives, seams.open_drives(c.storage));
   }
   tier::TieredStoreOptions tier_options;
   tier_options.io_threads = static_cast<int>(c.storage.io_threads);
   tier_options.promote_on_read = c.storage.promote_on_read;
   tier_options.observer = StoreObserver();
-  tier_ = std::make_unique<tier::TieredStore>(std::move(pool), std::move(drives), tier_options);
+  {
+    ScopedThreadName name("memkv-io");  // the tier's I/O threads
+    tier_ = std::make_unique<tier::TieredStore>(std::move(pool), std::move(drives), tier_options);
+  }
   tier_->SetTenants(std::make_shared<const TenantMap>(config::TenantMapOf(c.tenants)));
   AnnounceEmptyStore();
 
@@ -357,7 +365,10 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
       return report.ToJson();
     };
   }
-  Result<std::unique_ptr<AdminService>> admin = AdminService::Start(admin_options, sources);
+  Result<std::unique_ptr<AdminService>> admin = [&] {
+    ScopedThreadName name("memkv-sampler");  // the ops/s sampler; the HTTP thread names itself
+    return AdminService::Start(admin_options, sources);
+  }();
   if (!admin.ok()) {
     *failed = Step::kAdmin;
     return Status(admin.status().code(), "cannot start the admin endpoint on " + c.network.host + ":" +
@@ -405,7 +416,10 @@ std::string Daemon::address() const { return options_.config.network.host + ":" 
 Status Daemon::Run() { return server_->Run(); }
 
 void Daemon::Start() {
-  runner_ = std::thread([this] { run_status_ = server_->Run(); });
+  runner_ = std::thread([this] {
+    SetThreadName("memkv-accept");
+    run_status_ = server_->Run();
+  });
 }
 
 void Daemon::Stop() {

@@ -16,7 +16,11 @@
 // Threads: Create, Start, Shutdown and the destructor belong to the thread
 // that owns the Daemon. Run blocks the calling thread; Stop may be called
 // from any thread, any number of times, before or during Run. The accessors
-// hand out objects whose own headers state their thread rules.
+// hand out objects whose own headers state their thread rules. Every thread
+// the Daemon starts has a name (docs/threads.md): those of the pool, the
+// drives, the tier and the admin sampler inherit it from Create's thread,
+// which carries that name during the step (ScopedThreadName) and then gets
+// its own back.
 //
 // Failures: Create returns the first failure, its message ready to print after
 // "memkv start: " (it names the step and its arguments), and sets `*failed` to

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "base/thread_name.h"
+
 namespace memkv::server {
 
 ExpirySweeper::ExpirySweeper(Sweep sweep, std::chrono::milliseconds interval)
@@ -19,6 +21,7 @@ void ExpirySweeper::Stop() {
 }
 
 void ExpirySweeper::Loop() {
+  SetThreadName("memkv-expiry");
   std::unique_lock lock(mu_);
   while (!stopping_) {
     lock.unlock();

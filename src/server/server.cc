@@ -21,6 +21,7 @@
 #include "base/clock.h"
 #include "base/hmac.h"
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "io/socket.h"
 #include "server/session.h"
 
@@ -124,6 +125,7 @@ class Server::Worker {
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_.get(), &ev);
     running_.store(true, std::memory_order_release);
     thread_ = std::thread([this] {
+      SetThreadName("memkv-worker-" + std::to_string(index_));
       Loop();
       {
         std::lock_guard<std::mutex> lock(server_->recheck_mu_);  // a RecheckCredentials waiter sees it
