@@ -153,7 +153,7 @@ def one_round(side, op, shape, millis, adapter, pollers, client):
 
 def describe(args, server):
     return {**pybench.machine(memkv.__version__), "transport": args.transport, "server": server,
-            "io_threads": args.io_threads, "round_ms": args.round_ms, "rounds": args.rounds}
+            "async_threads": args.async_threads, "round_ms": args.round_ms, "rounds": args.rounds}
 
 
 def main():
@@ -162,7 +162,7 @@ def main():
     p.add_argument("--rounds", type=int, default=5, help="rounds per side, operation and shape (default 5)")
     p.add_argument("--round-ms", type=int, default=500, help="length of one round (default 500)")
     p.add_argument("--transport", default="tcp", choices=["tcp", "auto", "rdma"])
-    p.add_argument("--io-threads", type=int, default=4, help="the connector's io_threads (default 4)")
+    p.add_argument("--async-threads", type=int, default=4, help="the client's async_threads (default 4)")
     p.add_argument("--shapes", default="64x262144,16x4194304",
                    help="COUNTxBYTES,... batches (default 64x262144,16x4194304: 64 x 256 KiB, 16 x 4 MiB)")
     p.add_argument("--json", help="write every round here")
@@ -174,7 +174,7 @@ def main():
     try:
         spec = {"type": "native_plugin", "module_path": "memkv.adapters.lmcache", "class_name": "MemKVL2Connector",
                 "adapter_params": {"servers": [server.address], "auth_key": server.auth_key,
-                                   "transport": args.transport, "io_threads": args.io_threads,
+                                   "transport": args.transport, "async_threads": args.async_threads,
                                    "namespace": "bench"}}
         parser = add_l2_adapters_args(argparse.ArgumentParser())
         config = parse_args_to_l2_adapters_config(parser.parse_args(["--l2-adapter", json.dumps(spec)]))

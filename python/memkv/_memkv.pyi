@@ -96,7 +96,11 @@ class PutOptions:
     ) -> List["PutOptions"]: ...
 
 class Client:
-    """A thread-safe client of one or more MemKV servers."""
+    """A thread-safe client of one or more MemKV servers.
+
+    __init__ takes every option of client_options() by its name, typed by the
+    row's type (test_stubs.py checks the two agree), and log_callback.
+    """
 
     def __init__(
         self,
@@ -107,6 +111,10 @@ class Client:
         num_connections: Optional[int] = ...,
         timeout_ms: Optional[int] = ...,
         connect_timeout_ms: Optional[int] = ...,
+        discovery_interval_ms: Optional[int] = ...,  # 0: resolve the servers once
+        dns_server: Optional[str] = ...,             # "IP:PORT"; "": the system's name servers
+        resolve_timeout_ms: Optional[int] = ...,     # name resolution budget of one dns:/srv: entry
+        rebalance_grace_ms: Optional[int] = ...,
         async_threads: Optional[int] = ...,
         rdma_devices: Union[str, Sequence[str], None] = ...,
         rdma_mtu: Optional[int] = ...,

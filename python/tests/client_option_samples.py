@@ -25,6 +25,7 @@ SAMPLES: Dict[str, Tuple[str, str]] = {
     "connect_timeout_ms": ("100", "0"),
     "discovery_interval_ms": ("500", "3600001"),
     "dns_server": ("127.0.0.1:5353", "dns.example:53"),
+    "resolve_timeout_ms": ("500", "0"),
     "rebalance_grace_ms": ("60000", "soon"),
     "async_threads": ("2", "65"),
     "rdma_devices": ("mlx5_0,mlx5_1", "mlx5_0,mlx5_0"),

@@ -78,7 +78,8 @@ def test_module_imports_without_lmcache():
     """Without LMCache installed the module imports, HAVE_LMCACHE is False, nothing imports lmcache, and
     the storage plugin derives from the module's own stand-in base."""
     code = (f"import sys, {MODULE} as m; assert not m.HAVE_LMCACHE; assert 'lmcache' not in sys.modules; "
-            "b = m.MemKVStorageBackend.__mro__[1]; assert b.__module__ == m.__name__; print('ok')")
+            "b = m.MemKVStorageBackend.__mro__[1]; "
+            "assert b.__name__ == '_PluginBase' and b.__module__.startswith('memkv.adapters.'); print('ok')")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"),
                                                                   os.path.join(REPO, "build", "python")) if p))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60,
@@ -89,7 +90,7 @@ def test_module_imports_without_lmcache():
 def test_l2_completion_fd_is_readable_only_while_completions_wait(server, connectors):
     """The connector's completion fd: not readable while nothing completed, readable once a submission
     completed, reset by drain_completions; an empty batch completes too."""
-    connector = connectors(**params(server, io_threads=2, namespace="l2-fd"))
+    connector = connectors(**params(server, async_threads=2, namespace="l2-fd"))
     fd = connector.event_fd()
     assert isinstance(fd, int) and fd >= 0
     assert connector.drain_completions() == []
@@ -165,6 +166,21 @@ def test_l2_without_servers_names_the_setting(monkeypatch, capsys):
     with pytest.raises(lm.ConfigError, match="no servers: set 'servers' in adapter_params .* or MEMKV_SERVERS"):
         lm.MemKVL2Connector(auth_key="0" * 64)
     assert "no servers" in capsys.readouterr().err
+
+
+def test_io_threads_is_deprecated_and_taken_as_async_threads(server, connectors, caplog):
+    """io_threads (the driver threads before the adapter used the client's asynchronous queue only):
+    still accepted, with a DeprecationWarning and a WARNING naming async_threads; its value becomes
+    async_threads unless that is set."""
+    with caplog.at_level(logging.WARNING, logger="memkv.adapters"), pytest.warns(DeprecationWarning,
+                                                                                 match="'io_threads'.*async_threads"):
+        connector = connectors(**params(server, io_threads=3))
+    assert connector._core.client.options()["async_threads"] == "3"
+    assert any("deprecated" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
+    with pytest.warns(DeprecationWarning, match="ignored"):
+        connector = connectors(**params(server, io_threads=3, async_threads=5))
+    assert connector._core.client.options()["async_threads"] == "5"
+    assert one(connector, connector.submit_batch_exists(["x"])) == (True, "", [False])
 
 
 def _build_l2(settings):

@@ -39,17 +39,16 @@ scheduler step, submitted to the client (RETRY meanwhile); stores and loads
 are MemKV batches submitted to the client and run by its driver threads,
 straight between the primary tier's rows and the network (their addresses;
 no copy in Python). The adapter has no threads of its own.
+
+The parts: _vllm_api (vLLM's classes or stand-ins, the API check),
+_vllm_keys (key layout, the primary view's rows), and here the tier and
+register(); vLLM loads both by this module's name.
 """
 
 from __future__ import annotations
 
 import collections
-import dataclasses
-import enum
-import hashlib
-import inspect
 import logging
-import os
 import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
@@ -58,6 +57,10 @@ import memkv
 
 from ._common import (ConfigError, PageIO, RateLimitedLog, load_config, make_client, namespaced,
                       positive_int, put_options)
+from ._vllm_api import (_LOCALITIES, _REMOTE, _RESULT_FIELDS, _VLLM_PROBLEM, _VLLM_VERSION,  # noqa: F401
+                        IncompatibleVLLMError, JobResult, LookupResult, RequestOffloadingContext, _base_init_params,
+                        _incompatible, _LocalLookupResult, _Locality, _random_hash_seed, _TierBase)
+from ._vllm_keys import _describe_view, block_hash_of, default_namespace, layout_part
 
 log = logging.getLogger("memkv.adapters")
 
@@ -73,15 +76,9 @@ WHERE = "a secondary_tiers entry of kv_connector_extra_config"
 # get_finished_jobs() sends an older batch.
 _PROBE_COALESCE_S = 0.002
 _WARNED_HASH_SEED = False
-_LOCALITIES = ("LOCAL", "REMOTE")
 
 
-class IncompatibleVLLMError(RuntimeError):
-    """The installed vLLM's secondary-tier API is not the one this adapter
-    implements; the message says what differs and what is needed."""
-
-
-# ---------------------------------------------------------------- vLLM types
+# ------------------------------------------------------------------ settings
 
 def _int_in(low: int, high: int) -> Callable[[Any, str], int]:
     def parse(value: Any, what: str) -> int:
@@ -95,240 +92,11 @@ def _int_in(low: int, high: int) -> Callable[[Any, str], int]:
     return parse
 
 
-class _LocalLookupResult(enum.Enum):
-    """Stand-in for vllm.v1.kv_offload.base.LookupResult when vLLM is absent."""
-
-    MISS = enum.auto()
-    HIT = enum.auto()
-    HIT_PENDING = enum.auto()
-    RETRY = enum.auto()
-
-
-@dataclasses.dataclass
-class _LocalRequestOffloadingContext:
-    """Stand-in for vllm.v1.kv_offload.base.RequestOffloadingContext."""
-
-    policy: Any = "chunk_level"
-
-
-@dataclasses.dataclass
-class _LocalJobResult:
-    """Stand-in for vllm.v1.kv_offload.tiering.base.JobResult."""
-
-    job_id: int
-    success: bool
-    successful_keys: Optional[Any] = None
-    transfer_time: Optional[float] = None
-
-
-class _LocalTierBase:
-    """Stand-in for vllm.v1.kv_offload.tiering.base.SecondaryTierManager, so
-    that this module imports (and the tier runs, e.g. in tests and benchmarks)
-    without vLLM."""
-
-    medium = None
-
-    def __init__(self, offloading_spec: Any, primary_kv_view: memoryview, tier_type: str) -> None:
-        self._offloading_spec = offloading_spec
-        self._primary_kv_view = primary_kv_view
-        self.tier_type = tier_type
-        self.locality = None
-
-
 def _locality(value: Any, what: str) -> str:
     text = str(value).upper() if isinstance(value, str) else ""
     if text not in _LOCALITIES:
         raise ValueError(f"{what}: {value!r} is not a locality; allowed: {', '.join(_LOCALITIES)}")
     return text
-
-
-def _random_hash_seed() -> Optional[bool]:
-    """Whether vLLM seeds its block-hash chain at random in this process (so
-    that no other process, nor this one after a restart, asks for the keys
-    it stores): True, False, or None while that is not known yet.
-
-    Never with PYTHONHASHSEED set. vLLM before 0.30 seeds at random whenever
-    it is unset; from 0.30 on only for a hash algorithm that is not
-    collision resistant (prefix_caching_hash_algo xxhash or xxhash_cbor):
-    the default, sha256, seeds with a fixed value. vLLM picks the seed
-    (init_none_hash) after it has built its offloading tiers."""
-    if os.environ.get("PYTHONHASHSEED") is not None or not _VLLM_VERSION:
-        return False  # set, or no vLLM (no block hashes of vLLM's)
-    try:
-        from vllm.v1.core import kv_cache_utils
-    except Exception:
-        return False
-    default = getattr(kv_cache_utils, "DEFAULT_NONE_HASH_SEED", None)
-    seed_of = getattr(kv_cache_utils, "get_none_hash_seed", None)
-    if default is None or not callable(seed_of):
-        return True  # a release that seeds at random without PYTHONHASHSEED
-    if getattr(kv_cache_utils, "_NONE_HASH_SEED", default) is None:
-        return None  # not seeded yet
-    try:
-        return seed_of() != default
-    except Exception:
-        return None
-
-
-def _api_problem(base: Any, lookup_result: Any) -> Optional[str]:
-    """What makes vLLM's tier API differ from the one implemented here, or None."""
-    problems = []
-    try:
-        params = inspect.signature(base.__init__).parameters
-    except (TypeError, ValueError):
-        params = {}
-    missing = [p for p in ("offloading_spec", "primary_kv_view", "tier_type") if p not in params]
-    if missing:
-        problems.append(f"SecondaryTierManager.__init__{tuple(p for p in params if p != 'self')} lacks "
-                        f"{', '.join(missing)}")
-    for method in ("get_finished_jobs", "drain_jobs", "submit_store", "submit_load", "lookup"):
-        if not callable(getattr(base, method, None)):
-            problems.append(f"SecondaryTierManager has no {method}()")
-    if lookup_result is None:
-        problems.append("vllm.v1.kv_offload.base has no LookupResult (lookup() returned bool | None)")
-    else:
-        absent = [m for m in ("HIT", "MISS", "RETRY") if not hasattr(lookup_result, m)]
-        if absent:
-            problems.append(f"LookupResult lacks {', '.join(absent)}")
-    return "; ".join(problems) or None
-
-
-def _import_vllm() -> Tuple[Any, Any, Any, Any, Optional[str], str]:
-    """(tier base, LookupResult, RequestOffloadingContext, JobResult, problem, version)."""
-    local = (_LocalTierBase, _LocalLookupResult, _LocalRequestOffloadingContext, _LocalJobResult)
-    try:
-        from vllm.v1.kv_offload import base as offload_base
-        from vllm.v1.kv_offload.tiering import base as tiering_base
-    except Exception as e:  # ImportError, or a vLLM install that fails on import
-        try:
-            import vllm
-        except ImportError:
-            return (*local, None, "")  # no vLLM: the local stand-ins
-        except Exception:
-            vllm = None
-        version = str(getattr(vllm, "__version__", "unknown"))
-        return (*local, f"vllm.v1.kv_offload.tiering.base does not import ({e!r})", version)
-    import vllm
-    version = str(getattr(vllm, "__version__", "unknown"))
-    base = getattr(tiering_base, "SecondaryTierManager", None)
-    lookup_result = getattr(offload_base, "LookupResult", None)
-    job_result = getattr(tiering_base, "JobResult", None)
-    context = getattr(offload_base, "RequestOffloadingContext", None) or _LocalRequestOffloadingContext
-    problem = "vllm.v1.kv_offload.tiering.base has no SecondaryTierManager" if base is None else \
-        _api_problem(base, lookup_result)
-    if problem is None and job_result is None:
-        problem = "vllm.v1.kv_offload.tiering.base has no JobResult"
-    if problem is not None:
-        # The class still has to be constructible, to raise the clear error
-        # from __init__ rather than "can't instantiate abstract class".
-        return _LocalTierBase, _LocalLookupResult, context, _LocalJobResult, problem, version
-    return base, lookup_result, context, job_result, None, version
-
-
-_TierBase, LookupResult, RequestOffloadingContext, JobResult, _VLLM_PROBLEM, _VLLM_VERSION = _import_vllm()
-
-try:
-    from vllm.v1.kv_offload.base import Locality as _Locality
-    _REMOTE = getattr(_Locality, "REMOTE", None)
-    if _REMOTE is None or not all(hasattr(_Locality, name) for name in _LOCALITIES):
-        _Locality = None
-except Exception:  # vLLM absent, or a release without Locality
-    _Locality = None
-    _REMOTE = None
-
-
-def _result_fields(cls: Any) -> Tuple[str, ...]:
-    if dataclasses.is_dataclass(cls):
-        return tuple(f.name for f in dataclasses.fields(cls))
-    try:
-        return tuple(inspect.signature(cls).parameters)
-    except (TypeError, ValueError):
-        return ("job_id", "success")
-
-
-_RESULT_FIELDS = _result_fields(JobResult)
-
-
-def _incompatible(problem: str) -> IncompatibleVLLMError:
-    return IncompatibleVLLMError(
-        f"memkv vllm adapter: the installed vLLM ({_VLLM_VERSION or 'unknown version'}) has another "
-        f"secondary-tier API than MemKVTierManager implements: {problem}. MemKVTierManager needs "
-        "SecondaryTierManager(offloading_spec, primary_kv_view, tier_type) with lookup() -> LookupResult "
-        "(HIT/MISS/RETRY), submit_store/submit_load(TransferJob), get_finished_jobs() and drain_jobs() "
-        "(vllm/v1/kv_offload/tiering/base.py of vLLM 0.25 and later; docs/engines/vllm.md). Use a vLLM "
-        "with that API.")
-
-
-# ------------------------------------------------------------ key and layout
-
-def _attr(obj: Any, *path: str) -> Any:
-    for name in path:
-        if obj is None:
-            return None
-        obj = getattr(obj, name, None)
-    return obj
-
-
-def _first(obj: Any, *paths: str) -> Any:
-    for path in paths:
-        value = _attr(obj, *path.split("."))
-        if value is not None:
-            return value
-    return None
-
-
-def _token(value: Any) -> str:
-    """One printable, slash-free key part."""
-    text = str(value)
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in text) or "_"
-
-
-def default_namespace(offloading_spec: Any) -> str:
-    """'vllm/<model>': the model the spec describes (OffloadingConfig.model.name,
-    or vllm_config.model_config.model on older specs), '/' turned into '-' and
-    anything outside [A-Za-z0-9._-] into '_', cut to 120 bytes with a hash of
-    the full name; 'vllm' when the spec names no model."""
-    model = _first(offloading_spec, "config.model.name", "vllm_config.model_config.model",
-                   "vllm_config.model_config.served_model_name")
-    if model is None:
-        return "vllm"
-    text = str(model)
-    name = "".join(c if (c.isascii() and c.isalnum()) or c in "._-" else "-" if c == "/" else "_" for c in text)
-    if len(name) > 120:
-        name = f"{name[:100]}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
-    return f"vllm/{name}"
-
-
-def layout_part(offloading_spec: Any, row_bytes: int) -> str:
-    """The parts that make one model's chunk bytes differ from another layout's:
-    parallelism, KV dtype, tokens per chunk and the primary row size."""
-    parts = []
-    for label, paths in (("tp", ("config.parallel.tp_size", "vllm_config.parallel_config.tensor_parallel_size")),
-                         ("pp", ("config.parallel.pp_size", "vllm_config.parallel_config.pipeline_parallel_size")),
-                         ("pcp", ("config.parallel.pcp_size",
-                                  "vllm_config.parallel_config.prefill_context_parallel_size")),
-                         ("dcp", ("config.parallel.dcp_size",
-                                  "vllm_config.parallel_config.decode_context_parallel_size"))):
-        value = _first(offloading_spec, *paths)
-        if value is not None:
-            parts.append(f"{label}{_token(value)}")
-    dtype = _first(offloading_spec, "config.model.dtype", "vllm_config.cache_config.cache_dtype",
-                   "vllm_config.model_config.dtype")
-    if dtype is not None:
-        parts.append(_token(dtype))
-    tokens = _first(offloading_spec, "config.cache.tokens_per_hash", "offloaded_block_size", "block_size")
-    per_chunk = _first(offloading_spec, "config.cache.blocks_per_chunk")
-    if tokens is not None:
-        parts.append(f"t{_token(tokens)}" + (f"x{_token(per_chunk)}" if per_chunk is not None else ""))
-    parts.append(f"r{row_bytes}")
-    return "-".join(parts)
-
-
-def block_hash_of(key: bytes) -> bytes:
-    """The block hash of an OffloadKey (the hash, then the KV cache group
-    index as 4 bytes): what a store's put carries, and its events publish."""
-    return key[:-4] if len(key) > 4 else key
-
 
 # ------------------------------------------------------------------- the tier
 
@@ -860,48 +628,6 @@ def _where(offloading_spec: Any, tier_type: str, settings: Mapping[str, Any]) ->
     except Exception:
         pass
     return WHERE
-
-
-def _base_init_params() -> Tuple[str, ...]:
-    """Constructor parameters of vLLM's base beyond the three every tier gets
-    (forwarded to it when the config carries them, e.g. a store policy)."""
-    try:
-        params = inspect.signature(_TierBase.__init__).parameters
-    except (TypeError, ValueError):
-        return ()
-    return tuple(p for p, v in params.items()
-                 if p not in ("self", "offloading_spec", "primary_kv_view", "tier_type")
-                 and v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY))
-
-
-def _describe_view(view: Any) -> Tuple[int, int, int, int]:
-    """(rows, address of row 0, row stride, row bytes) of the primary view.
-
-    The address is read through a transient numpy view that is dropped at
-    once: the adapter holds no export of the memoryview, so vLLM can
-    release() it at shutdown."""
-    try:
-        mv = view if isinstance(view, memoryview) else memoryview(view)
-    except TypeError:
-        raise TypeError(f"memkv vllm adapter: primary_kv_view must have the buffer protocol "
-                        f"(a memoryview of the CPU chunks), not {type(view).__name__}") from None
-    if mv.ndim < 2 or mv.shape[0] == 0:
-        raise ValueError(f"memkv vllm adapter: primary_kv_view must be 2-D (num_chunks, row_bytes) with at least "
-                         f"one row, not of shape {mv.shape}")
-    if mv.readonly:
-        raise ValueError("memkv vllm adapter: primary_kv_view is read-only; loads write into it")
-    import numpy as np  # vLLM's own dependency; not needed to register the tier
-    arr = np.asarray(mv)
-    try:
-        row = arr[0]
-        if not row.flags.c_contiguous or row.nbytes == 0:
-            raise ValueError(f"memkv vllm adapter: the rows of primary_kv_view must be contiguous and non-empty "
-                             f"(shape {mv.shape}, strides {mv.strides})")
-        rows, base, stride, row_bytes = int(arr.shape[0]), int(arr.ctypes.data), int(arr.strides[0]), int(row.nbytes)
-    finally:
-        del arr
-    return rows, base, stride, row_bytes
-
 
 def register() -> None:
     """vllm.general_plugins entry point: registers MemKVTierManager as the

@@ -150,7 +150,7 @@ def load(adapter, ks, objs, timeout=10.0):
 def test_lmcache_builds_the_connector_from_its_l2_adapter_json(server, adapters):
     """LMCache's --l2-adapter parser and native_plugin factory build MemKVL2Connector from adapter_params and
     wrap it in NativeConnectorL2Adapter, which watches its event fd; closing the adapter closes it."""
-    adapter = adapters(server, namespace="l2-factory", io_threads=2)
+    adapter = adapters(server, namespace="l2-factory", async_threads=2)
     assert isinstance(adapter, NativeConnectorL2Adapter)
     connector = connector_of(adapter)
     assert connector.namespace == "l2-factory"
@@ -352,7 +352,7 @@ def test_cache_salts_keep_two_users_apart(server, adapters, allocator):
 def test_many_batches_in_flight_and_batches_over_1024_keys(server, adapters):
     """1100 chunks stored in one LMCache store task and looked up in one (over MemKV's 1024 keys per call),
     loaded by 8 load tasks submitted before any is waited for, then deleted by one eviction delete."""
-    adapter = adapters(server, namespace="l2-many", io_threads=3)
+    adapter = adapters(server, namespace="l2-many", async_threads=3)
     allocator = HostMemoryAllocator(32 * MiB)
     shape = torch.Size([2, 1, 4, 32])  # 512 bytes
     n = 1100

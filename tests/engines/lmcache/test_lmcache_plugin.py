@@ -174,7 +174,7 @@ extra_config:
   storage_plugin.memkv.servers: {server.address}
   storage_plugin.memkv.auth_key: "{server.auth_key}"
   storage_plugin.memkv.namespace: yaml-ns
-  storage_plugin.memkv.io_threads: "2"
+  storage_plugin.memkv.async_threads: "2"
   storage_plugin.memkv.timeout_ms: "2000"
 """)
     config = LMCacheEngineConfig.from_file(str(path))
@@ -189,7 +189,7 @@ extra_config:
     assert backend.local_cpu_backend is cpu and backend.get_allocator_backend() is cpu
     assert backend.metadata is md and backend.config is config and backend.dst_device == "cpu"
     assert backend.loop is manager.loop
-    assert backend._core.io_threads == 2 and backend._core.config.client_options["timeout_ms"] == 2000
+    assert backend._core.async_threads == 2 and backend._core.config.client_options["timeout_ms"] == 2000
     shape = md.get_shapes()[0]
     assert backend._layout.nbytes == shape.numel() * DTYPE.itemsize
     keys = request_keys(manager, tokens(2))
@@ -248,13 +248,13 @@ def test_a_store_chains_each_chunk_to_the_one_before_it(server, managers):
     client = backend._core.io.client
     seen = []
 
-    class Recording:  # the real client, with the options of its puts and its match_prefix calls kept
+    class Recording:  # the real client, with the options of its submitted puts and its match_prefix calls kept
         def __getattr__(self, name):
             return getattr(client, name)
 
-        def batch_put_ptr(self, *args, **kwargs):
+        def submit_put_ptr(self, *args, **kwargs):
             seen.append(kwargs.get("options"))
-            return client.batch_put_ptr(*args, **kwargs)
+            return client.submit_put_ptr(*args, **kwargs)
 
         def match_prefix(self, names):
             seen.append(("match", len(names)))
@@ -286,9 +286,9 @@ def test_a_key_with_a_bytes_chunk_hash_is_stored_with_that_hash(server, managers
         def __getattr__(self, name):
             return getattr(client, name)
 
-        def batch_put_ptr(self, *args, **kwargs):
+        def submit_put_ptr(self, *args, **kwargs):
             seen.append(kwargs.get("options"))
-            return client.batch_put_ptr(*args, **kwargs)
+            return client.submit_put_ptr(*args, **kwargs)
 
     backend._core.io.client = Recording()
     objs = chunks(manager, 2, seed=23)

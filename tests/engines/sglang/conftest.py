@@ -12,7 +12,8 @@ the import, and keeps them declared for the whole process. One module holds
 them, as a second declaration in the same process would be refused.
 
 python/tests goes on sys.path for the helper modules the adapter tests share
-(client_option_samples, shedding_client).
+(client_option_samples, shedding_client). The fixtures every test here uses
+(a clean MEMKV_* environment, a server per module) are sglang_partner's.
 """
 
 import os
@@ -25,3 +26,4 @@ for _path in (_HERE, os.path.join(_REPO, "python", "tests")):
         sys.path.insert(0, _path)
 
 import sglang_cpu  # noqa: E402,F401  (before anything imports SGLang)
+from sglang_partner import clean_env, server  # noqa: E402,F401  (fixtures)

@@ -21,27 +21,17 @@ memkv server process.
 
 Where a test needs what vLLM's manager never does (jobs naming rows outside
 the primary tier, calls after shutdown), it calls the tier with vLLM's own
-TransferJob and ReqContext, and its docstring says so. To have a promotion
-queued, but not yet submitted, when a fault is injected, two tests first let
-the tier learn that the chunks are present through its own lookup() and
-on_schedule_end(), called as the manager calls them (_queue_promotions).
+TransferJob and ReqContext, and its docstring says so. The Engine and the
+other helpers are in vllm_partner.py; the tests of faults (servers killed,
+stalled, busy or draining; drain and shutdown) in test_vllm_tier_faults.py.
 """
 
-import hashlib
-import itertools
 import logging
-import os
 import resource
-import signal
-import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional
 
 import numpy as np
 import pytest
-
-import memkv
-import memkv.testing
-from shedding_client import SheddingClient
 
 import vllm.plugins
 from vllm.lora.request import LoRARequest
@@ -49,261 +39,17 @@ from vllm.sampling_params import SamplingParams
 from vllm.utils.hashing import sha256, xxhash
 from vllm.v1.core import kv_cache_utils
 from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
-from vllm.v1.kv_offload.base import (Locality, LookupResult, OffloadPolicy, ReqContext, ScheduleEndContext,
-                                     TierFilter, TierMatcher, make_offload_key)
-from vllm.v1.kv_offload.config import (OffloadingCacheConfig, OffloadingConfig, OffloadingGroupConfig,
-                                       OffloadingModelConfig, OffloadingParallelConfig)
-from vllm.v1.kv_offload.factory import OffloadingSpecFactory
+from vllm.v1.kv_offload.base import Locality, LookupResult, ReqContext, TierFilter, TierMatcher, make_offload_key
 from vllm.v1.kv_offload.tiering.backpressure import EMABackpressureDetector
 from vllm.v1.kv_offload.tiering.base import JobResult, SecondaryTierManager, TransferJob
 from vllm.v1.kv_offload.tiering.factory import SecondaryTierFactory
-from vllm.v1.kv_offload.tiering.manager import TieringOffloadingManager
 from vllm.v1.request import Request
 
 import memkv.adapters.vllm as adapter
 
-ADAPTER = "memkv.adapters.vllm"
-ROW = 16 * 1024  # bytes of one primary row (one offloaded chunk) in most tests
+from vllm_partner import (ADAPTER, ROW, chunk_bytes, offload_keys, offloading_spec,
+                          poll, primary, same_rows, tier_entry)
 
-
-@pytest.fixture(scope="module")
-def server():
-    s = memkv.testing.LocalServer(memory="512 MiB", workers=2).start()
-    yield s
-    assert s.stop() == 0, s.stderr()
-
-
-def poll(condition: Callable[[], Any], timeout_s: float, what: str) -> Any:
-    """Polls condition() until it returns something other than None/False, or fails at the deadline."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = condition()
-        if value is not None and value is not False:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no {what} within {timeout_s} s")
-        time.sleep(0.001)
-
-
-def tier_entry(server: Any, **extra: Any) -> Dict[str, Any]:
-    """A secondary_tiers entry naming the tier by module_path."""
-    entry = {"type": "MemKVTierManager", "module_path": ADAPTER, "servers": [server.address],
-             "auth_key": server.auth_key, "transport": "tcp", "timeout_ms": 5000}
-    entry.update(extra)
-    return entry
-
-
-_engine_ids = itertools.count()
-
-
-def offloading_config(tiers: Sequence[Dict[str, Any]], rows: int = 8, row_bytes: int = ROW,
-                      model: str = "org/model-7b", tp: int = 1, dtype: str = "bfloat16") -> OffloadingConfig:
-    """What vLLM hands the offloading spec: a TieringOffloadingSpec of `rows`
-    primary chunks of `row_bytes` (one block of 16 tokens per chunk, split
-    over `tp` workers) with `tiers` as its secondary_tiers."""
-    return OffloadingConfig(
-        groups=(OffloadingGroupConfig(tokens_per_block=16, layer_names=("model.layers.0.self_attn.attn",),
-                                      group_id=0),),
-        worker_kv_bytes_per_block=row_bytes // tp,
-        enable_kv_cache_events=False,
-        extra_config={"spec_name": "TieringOffloadingSpec", "cpu_bytes_to_use": rows * row_bytes,
-                      "secondary_tiers": [dict(t) for t in tiers]},
-        engine_id=f"memkv-test-{os.getpid()}-{next(_engine_ids)}",
-        model=OffloadingModelConfig(name=model, dtype=dtype),
-        cache=OffloadingCacheConfig(tokens_per_hash=16, blocks_per_chunk=1),
-        parallel=OffloadingParallelConfig(rank=0, world_size=tp, tp_size=tp, pp_size=1, pcp_size=1, dcp_size=1,
-                                          data_parallel_index=0, data_parallel_size=1,
-                                          data_parallel_rank_local=None, is_parallelism_agnostic=False))
-
-
-def offloading_spec(tiers: Sequence[Dict[str, Any]] = (), **config: Any) -> Any:
-    """vLLM's TieringOffloadingSpec of offloading_config(tiers, **config), without its manager."""
-    return OffloadingSpecFactory.create_spec(offloading_config(tiers, **config))
-
-
-def offload_keys(tag: bytes, n: int, group: int = 0) -> List[bytes]:
-    """n OffloadKeys: make_offload_key of a 32-byte block hash and the KV cache group index."""
-    return [make_offload_key(hashlib.sha256(tag + i.to_bytes(4, "big")).digest(), group) for i in range(n)]
-
-
-def chunk_bytes(key: bytes, n: int, tag: bytes = b"") -> np.ndarray:
-    """The n bytes the GPU side writes for chunk `key` (per `tag`: another model's chunk differs)."""
-    seed = int.from_bytes(hashlib.sha256(tag + bytes(key)).digest()[:8], "little")
-    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)
-
-
-class Engine:
-    """The scheduler side of one vLLM engine's tiered KV offloading: the
-    TieringOffloadingManager vLLM's TieringOffloadingSpec builds (a CPU
-    primary tier of `rows` chunks and a tier per entry), driven as vLLM's
-    OffloadingConnector scheduler drives it."""
-
-    def __init__(self, *tiers: Dict[str, Any], **config: Any) -> None:
-        self.spec = offloading_spec(tiers, **config)
-        self.manager = self.spec.get_manager()
-        assert isinstance(self.manager, TieringOffloadingManager)
-        self.tier = self.manager.secondary_tiers[0]
-        self.view = self.manager.primary_tier.get_kv_memoryview()
-        self.rows, self.row_bytes = self.view.shape
-        self.submitted: Dict[int, TransferJob] = {}  # as vLLM submitted them to the tier
-        self.results: Dict[int, JobResult] = {}     # as the tier reported them to vLLM
-        for tier in self.manager.secondary_tiers:
-            self._record(tier)
-        self.closed = False
-
-    def _record(self, tier: Any) -> None:
-        submit_store, submit_load, finished = tier.submit_store, tier.submit_load, tier.get_finished_jobs
-
-        def store(job: TransferJob) -> None:
-            self.submitted[job.job_id] = job
-            submit_store(job)
-
-        def load(job: TransferJob) -> None:
-            self.submitted[job.job_id] = job
-            submit_load(job)
-
-        def get_finished_jobs() -> List[JobResult]:
-            done = list(finished())
-            for r in done:
-                assert isinstance(r, JobResult), r
-                assert r.job_id in self.submitted, f"unknown job {r.job_id} reported"
-                self.results[r.job_id] = r
-            return done
-        tier.submit_store, tier.submit_load, tier.get_finished_jobs = store, load, get_finished_jobs
-
-    # ---------------------------------------------------------- the scheduler
-
-    def request(self, req_id: str, **fields: Any) -> ReqContext:
-        ctx = ReqContext(req_id=req_id, **fields)
-        policy = self.manager.on_new_request(ctx)
-        assert policy.policy is OffloadPolicy.CHUNK_LEVEL
-        return ctx
-
-    def step(self) -> None:
-        """The end of a scheduler step."""
-        self.manager.on_schedule_end(ScheduleEndContext(new_req_ids=(), preempted_req_ids=()))
-
-    def lookups(self, keys: Sequence[bytes], ctx: ReqContext) -> List[LookupResult]:
-        """The lookups of one step's prefix scan (no end of the step)."""
-        out = []
-        for key in keys:
-            result = self.manager.lookup(key, ctx)
-            assert isinstance(result, LookupResult), result
-            out.append(result)
-            if result is LookupResult.MISS:
-                break
-        return out
-
-    def scan(self, keys: Sequence[bytes], ctx: ReqContext) -> Optional[int]:
-        """One step's prefix scan, as the connector's _maximal_prefix_lookup:
-        the chunks found, or None when a lookup deferred the request."""
-        results = self.lookups(keys, ctx)
-        self.step()
-        if any(r in (LookupResult.HIT_PENDING, LookupResult.RETRY) for r in results):
-            return None
-        return sum(1 for r in results if r is LookupResult.HIT)
-
-    def matched(self, keys: Sequence[bytes], ctx: ReqContext, timeout_s: float = 10.0) -> int:
-        """Scans step after step until no lookup defers; the matched prefix."""
-        return poll(lambda: self.scan(keys, ctx), timeout_s, "lookup verdict")
-
-    def put(self, keys: Sequence[bytes], ctx: ReqContext, tag: bytes = b"") -> List[int]:
-        """A store from the GPU: prepare_store, the chunks' bytes written into
-        the rows it names, complete_store, whose cascade submits a job to the
-        tier. Returns the ids of the jobs submitted."""
-        out = self.manager.prepare_store(list(keys), ctx)
-        assert out is not None, "the primary tier is full"
-        before = set(self.submitted)
-        if out.keys_to_store:
-            self.write(out.store_spec.chunk_ids, [chunk_bytes(k, self.row_bytes, tag) for k in out.keys_to_store])
-            self.manager.complete_store(out.keys_to_store, ctx)
-        return sorted(set(self.submitted) - before)
-
-    def wait(self, job_ids: Sequence[int], timeout_s: float = 10.0) -> Dict[int, JobResult]:
-        """Steps until every job of job_ids has reported; their results."""
-        want = set(job_ids)
-
-        def reported() -> bool:
-            self.step()
-            return want <= set(self.results)
-        poll(reported, timeout_s, f"result of jobs {sorted(want - set(self.results))}")
-        return {j: self.results[j] for j in want}
-
-    def store(self, keys: Sequence[bytes], ctx: ReqContext, tag: bytes = b"") -> JobResult:
-        """put() and the result of its cascade to the tier."""
-        jobs = self.put(keys, ctx, tag)
-        assert len(jobs) == 1, jobs
-        return self.wait(jobs)[jobs[0]]
-
-    def read(self, keys: Sequence[bytes], ctx: ReqContext) -> np.ndarray:
-        """A load onto the GPU of chunks the scan found: prepare_load, a copy
-        of the rows it names, complete_load."""
-        spec = self.manager.prepare_load(list(keys), ctx)
-        try:
-            return self.copy(spec.chunk_ids)
-        finally:
-            self.manager.complete_load(list(keys), ctx)
-
-    def promotions(self) -> List[TransferJob]:
-        return [j for j in self.submitted.values() if j.is_promotion]
-
-    def promoted(self) -> Tuple[List[bytes], List[bytes]]:
-        """(chunks loaded, chunks not loaded) by the promotions vLLM
-        submitted, as the tier reported them (a scan may promote a prefix in
-        several jobs, as the tier's verdicts come in)."""
-        loaded: List[bytes] = []
-        failed: List[bytes] = []
-        for job in self.promotions():
-            result = self.results[job.job_id]
-            ok = list(job.keys) if result.success else list(result.successful_keys or ())
-            loaded += ok
-            failed += [k for k in job.keys if k not in ok]
-        return loaded, failed
-
-    def idle(self, timeout_s: float = 10.0) -> None:
-        """Steps until the manager has no work pending."""
-        def quiet() -> bool:
-            self.step()
-            return not self.manager.has_pending_work()
-        poll(quiet, timeout_s, "the end of the tiers' work")
-
-    # ---------------------------------------------- the primary rows (the GPU side)
-    # As bytes (vLLM's view is of int8), through a numpy array dropped before
-    # returning: vLLM releases the view at shutdown, which an export still
-    # held would refuse.
-
-    def write(self, chunk_ids: Sequence[int], data: Sequence[np.ndarray]) -> None:
-        rows = np.asarray(self.view).view(np.uint8)
-        for chunk, value in zip(chunk_ids, data):
-            rows[int(chunk)] = value
-
-    def copy(self, chunk_ids: Sequence[int]) -> np.ndarray:
-        return np.asarray(self.view).view(np.uint8)[np.asarray(chunk_ids, dtype=np.int64)]
-
-    def address(self, chunk_id: int) -> int:
-        return int(np.asarray(self.view)[chunk_id].ctypes.data)
-
-    def shutdown(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.manager.shutdown()
-
-
-@pytest.fixture
-def engines():
-    """Makes Engines; shuts them down (tier, then vLLM's primary tier) after the test."""
-    made: List[Engine] = []
-
-    def make(*tiers: Dict[str, Any], **config: Any) -> Engine:
-        engine = Engine(*tiers, **config)
-        made.append(engine)
-        return engine
-    yield make
-    for engine in made:
-        engine.shutdown()
-
-
-# ------------------------------------------------------------------- tests
 
 def test_factory_builds_the_tier_and_a_request_round_trips(server, engines):
     """vLLM's TieringOffloadingSpec builds the tier from a module_path entry
@@ -486,17 +232,6 @@ def test_several_requests_and_prefix_semantics(server, engines):
     assert fresh3.tier.stats()["probes"] == probes
 
 
-def primary(rows: int, row_bytes: int = ROW):
-    """A primary view of zeros, for a tier built without vLLM's manager."""
-    arr = np.zeros((rows, row_bytes), dtype=np.uint8)
-    return arr, memoryview(arr)
-
-
-def _same_rows(a: Engine, a_chunks: Sequence[int], b: Engine, b_chunks: Sequence[int]) -> bool:
-    rows_a, rows_b = np.asarray(a.view), np.asarray(b.view)
-    return all(np.array_equal(rows_a[int(i)], rows_b[int(j)]) for i, j in zip(a_chunks, b_chunks))
-
-
 def test_zero_copy_from_and_into_the_primary_rows(server, engines):
     """The tier moves vLLM's own primary rows (its shared-memory region) to
     and from MemKV by address: the row addresses are vLLM's, peak RSS does
@@ -525,7 +260,7 @@ def test_zero_copy_from_and_into_the_primary_rows(server, engines):
     assert grew_mib < 48, f"peak RSS grew {grew_mib:.0f} MiB moving 2 x 96 MiB: something copied"
     read = [int(c) for c in reader.manager.prepare_load(keys, ctx2).chunk_ids]
     reader.manager.complete_load(keys, ctx2)
-    assert _same_rows(writer, written, reader, read)
+    assert same_rows(writer, written, reader, read)
     reader.shutdown()  # vLLM's primary tier releases its view: BufferError if an export were held
 
 
@@ -739,218 +474,3 @@ def test_hash_seed_warning_only_when_vllm_seeds_at_random(server, monkeypatch, c
         tier_then_seed(xxhash)
         assert len(warnings()) == 1, "warned twice in one process"
     init_none_hash(sha256)
-
-
-def fixed_port_server(auth_key: Optional[str] = None, port: Optional[int] = None) -> "memkv.testing.LocalServer":
-    """A server on a fixed port below the kernel's ephemeral range, so that
-    nothing else takes the port or its admin port (port + 1) while the server
-    is down and it can be restarted at the same address."""
-    last: Optional[Exception] = None
-    for _ in range(20):
-        p = port or memkv.testing.restartable_port()
-        try:
-            return memkv.testing.LocalServer(memory="64 MiB", workers=1, auth_key=auth_key,
-                                             extra_args=["--address", f"127.0.0.1:{p}"]).start()
-        except RuntimeError as e:  # that port or port + 1 is taken: another one (or the same one, later)
-            last = e
-    raise AssertionError(f"no server on a fixed port: {last}")
-
-
-def _queue_promotions(engine: Engine, keys: Sequence[bytes], ctx: ReqContext) -> None:
-    """Waits until the tier knows `keys` are present (its lookup() and
-    on_schedule_end(), called as vLLM's manager calls them, until HIT), then
-    makes one step's scan, in which vLLM queues the promotion of them all;
-    the step is left open (vLLM submits the promotion when it ends)."""
-    def known() -> bool:
-        results = [engine.tier.lookup(k, ctx) for k in keys]
-        engine.tier.on_schedule_end(ScheduleEndContext(new_req_ids=(), preempted_req_ids=()))
-        assert LookupResult.MISS not in results, results
-        return all(r is LookupResult.HIT for r in results)
-    poll(known, 10, "the tier's HIT")
-    assert engine.lookups(keys, ctx) == [LookupResult.HIT_PENDING] * len(keys)
-    assert not engine.promotions()
-
-
-def test_server_down_then_restarted(engines):
-    """The server is killed mid-run: the cascade in flight reports, unknown
-    chunks answer MISS (not RETRY forever), new cascades and a promotion of
-    chunks the tier had found fail within timeout_ms, and the failed
-    promotion's chunks answer MISS; restarted at the same address (empty),
-    cascades succeed again and another engine promotes them."""
-    srv = fixed_port_server()
-    try:
-        entry = dict(timeout_ms=400, connect_timeout_ms=400)
-        writer = engines(tier_entry(srv, **entry), rows=32)
-        reader = engines(tier_entry(srv, **entry), rows=8)
-        ctx = writer.request("f")
-        keys = offload_keys(b"restart", 9)
-        assert writer.store(keys[:3], ctx).success
-        ctx2 = reader.request("f2")
-        _queue_promotions(reader, keys[:3], ctx2)
-        address = srv.address
-        in_flight = writer.put(keys[6:], ctx)
-        srv._process.kill()  # SIGKILL mid-run, maybe with that cascade on the wire
-        srv._process.wait()
-
-        t0 = time.monotonic()
-        assert isinstance(writer.wait(in_flight, timeout_s=5)[in_flight[0]].success, bool)
-        assert writer.matched(keys[3:6], ctx, timeout_s=5) == 0  # unknown chunks: MISS, not RETRY forever
-        store = writer.put(keys[3:6], ctx)
-        reader.step()  # submits the promotion queued before the kill
-        [load] = reader.promotions()
-        assert not writer.wait(store, timeout_s=5)[store[0]].success
-        assert not reader.wait([load.job_id], timeout_s=5)[load.job_id].success
-        assert reader.matched(keys[:3], ctx2, timeout_s=5) == 0  # the failed promotion turned them into misses
-        writer.idle(timeout_s=5)
-        assert time.monotonic() - t0 < 5
-
-        # Restarted at the same address: empty, and the tier works again.
-        srv = fixed_port_server(srv.auth_key, int(address.rsplit(":", 1)[1]))
-        attempts = itertools.count()
-        stored: List[bytes] = []
-
-        def a_cascade_succeeds() -> bool:
-            fresh = offload_keys(b"restart-again-%d" % next(attempts), 3)
-            if writer.store(fresh, ctx).success:
-                stored[:] = fresh
-                return True
-            return False
-        poll(a_cascade_succeeds, 10, "a cascade to the restarted server")
-        again = engines(tier_entry(srv, **entry), rows=4)
-        ctx3 = again.request("f3")
-        assert again.matched(stored, ctx3) == 3
-        got = again.read(stored, ctx3)
-        assert all(np.array_equal(got[i], chunk_bytes(k, ROW)) for i, k in enumerate(stored))
-    finally:
-        srv.stop()
-
-
-def freeze(pid: int) -> None:
-    """SIGSTOP, then waits until every thread of the process is stopped (the
-    signal takes effect asynchronously: a thread on a CPU may still answer)."""
-    os.kill(pid, signal.SIGSTOP)
-
-    def stopped() -> bool:
-        try:
-            states = []
-            for task in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{task}/stat") as f:
-                    states.append(f.read().rsplit(")", 1)[1].split()[0])
-        except OSError:
-            return False
-        return all(st in ("T", "t") for st in states)
-    poll(stopped, 5, f"process {pid} stopped")
-
-
-def test_stalled_server_is_bounded_by_timeout_ms(engines):
-    """A server that stops answering (SIGSTOP): vLLM's calls on the
-    scheduler thread (a cascade, a promotion, a scan of 64 new chunks) return
-    at once, and the jobs and lookups fail within timeout_ms."""
-    srv = memkv.testing.LocalServer(memory="64 MiB", workers=1).start()
-    pid = srv._process.pid
-    try:
-        entry = dict(timeout_ms=300, connect_timeout_ms=300)
-        writer = engines(tier_entry(srv, **entry), rows=8)
-        reader = engines(tier_entry(srv, **entry), rows=8)
-        ctx = writer.request("slow")
-        keys = offload_keys(b"stall", 4)
-        assert writer.store(keys[:2], ctx).success
-        ctx2 = reader.request("slow2")
-        _queue_promotions(reader, keys[:2], ctx2)
-        freeze(pid)  # alive, answering nothing: every call waits for its deadline
-        t0 = time.monotonic()
-        store = writer.put(keys[2:], ctx)
-        reader.step()  # submits the promotion
-        [load] = reader.promotions()
-        scan_start = time.monotonic()
-        assert writer.scan(offload_keys(b"stall-new", 64), ctx) is None  # 64 new chunks: RETRY, without waiting
-        calls = time.monotonic() - t0
-        scan = time.monotonic() - scan_start
-        assert reader.matched(keys[2:], ctx2, timeout_s=5) == 0
-        done = {**writer.wait(store, timeout_s=3), **reader.wait([load.job_id], timeout_s=3)}
-        elapsed = time.monotonic() - t0
-        assert calls < 0.05, f"a cascade, a promotion and a scan took {calls:.3f} s ({scan:.3f} s the scan): " \
-                             "the scheduler thread waited on I/O"
-        assert not any(r.success for r in done.values())
-        assert elapsed < 3, f"faults took {elapsed:.1f} s with timeout_ms=300"
-    finally:
-        os.kill(pid, signal.SIGCONT)
-        srv.stop()
-
-
-def test_drain_and_shutdown(server, engines):
-    """vLLM's reset_cache drains the tier (drain_jobs) and collects every
-    cascade's result; vLLM's shutdown shuts the tier down (twice is fine) and
-    releases its primary view. Calls vLLM no longer makes after that (made
-    here with vLLM's TransferJob) answer MISS and fail without raising."""
-    engine = engines(tier_entry(server, batch_blocks=4, io_threads=2), rows=48)
-    ctx = engine.request("d")
-    jobs = [j for n in range(6) for j in engine.put(offload_keys(b"drain-%d" % n, 8), ctx)]
-    assert len(jobs) == 6
-    assert engine.manager.has_pending_work() and engine.tier.has_pending_work()
-    engine.manager.reset_cache()  # drain_jobs, then every result collected (vLLM asserts none is left)
-    assert not engine.manager.has_pending_work() and not engine.tier.has_pending_work()
-    assert sorted(engine.results) == sorted(jobs) and all(r.success for r in engine.results.values())
-
-    tier = engine.tier
-    engine.shutdown()
-    tier.shutdown()
-    assert tier.lookup(offload_keys(b"drain-0", 1)[0], ctx) is LookupResult.MISS
-    tier.submit_load(TransferJob(job_id=99, keys=offload_keys(b"drain-late", 1), chunk_ids=np.array([0], np.int32),
-                                 is_promotion=True, req_context=ctx))
-    late = poll(lambda: list(tier.get_finished_jobs()), 5, "the late job's result")
-    assert [(r.job_id, r.success) for r in late] == [(99, False)]
-    tier.drain_jobs()
-    assert tier.get_stats() is None and tier.take_events() == ()
-
-
-def test_a_store_a_busy_server_sheds_is_skipped_not_failed(server, engines, caplog):
-    """A cascade whose puts an overloaded server sheds (Busy; injected by a
-    SheddingClient in place of the tier's client) reports success=False (its
-    chunks are not in this tier), counts as shed rather than failed, logs at
-    INFO, and lookups and promotions of what was stored go on."""
-    writer = engines(tier_entry(server), rows=16)
-    ctx = writer.request("busy")
-    stored, shed, shed2 = offload_keys(b"busy-s", 4), offload_keys(b"busy-x", 4), offload_keys(b"busy-x2", 2)
-    taken = offload_keys(b"busy-y", 2)
-    assert writer.store(stored, ctx).success
-    shed_names = {writer.tier.memkv_key(k) for k in shed + shed2}
-    writer.tier._client = SheddingClient(writer.tier._client, lambda key: key in shed_names)
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="memkv.adapters"):
-        result = writer.store(shed, ctx)
-        half = writer.store(shed2 + taken, ctx)
-    assert not result.success and not half.success
-    stats = writer.tier.stats()
-    assert stats["store_jobs_shed"] == 2 and stats["store_jobs_failed"] == 0
-    assert stats["io"]["stores_shed"] == 6 and stats["io"]["errors"] == 0
-    assert writer.tier._client.shed_keys == 6
-    ours = [r for r in caplog.records if r.name.startswith("memkv")]
-    busy_lines = [r for r in ours if "busy" in r.getMessage()]
-    assert busy_lines and all(r.levelno == logging.INFO for r in busy_lines)
-    assert not [r for r in ours if r.levelno >= logging.WARNING]
-    # The shed chunks are not there; the stored ones (and the two chunks of
-    # the half-shed job the server took) are found and load.
-    reader = engines(tier_entry(server), rows=8)
-    ctx2 = reader.request("busy-load")
-    assert reader.matched(shed, ctx2) == 0
-    assert reader.matched(shed2, ctx2) == 0
-    assert reader.matched(taken, ctx2) == 2
-    assert reader.matched(stored, ctx2) == 4
-    got = reader.read(stored, ctx2)
-    assert all(np.array_equal(got[i], chunk_bytes(k, ROW)) for i, k in enumerate(stored))
-
-
-def test_a_store_answered_draining_fails_like_unavailable(server, engines, caplog):
-    """A cascade answered Draining fails as with a server down: counted
-    failed (not shed), logged as a WARNING."""
-    writer = engines(tier_entry(server), rows=2)
-    ctx = writer.request("drain")
-    writer.tier._client = SheddingClient(writer.tier._client, lambda key: True, code=memkv.StatusCode.DRAINING)
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="memkv.adapters"):
-        assert not writer.store(offload_keys(b"draining", 2), ctx).success
-    stats = writer.tier.stats()
-    assert stats["store_jobs_failed"] == 1 and stats["store_jobs_shed"] == 0
-    assert stats["io"]["stores_shed"] == 0 and stats["io"]["errors"] == 1
-    assert any(r.levelno == logging.WARNING and "Draining" in r.getMessage() for r in caplog.records)
