@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/allocation_count.h"
 #include "storage/policy/test_entry.h"
 
 namespace memkv::storage::policy {
@@ -49,6 +50,39 @@ TEST(PoliciesTest, OneCallReachesEveryPolicy) {
   EXPECT_EQ(p.retention().retained_units(), 0u);
   EXPECT_EQ(p.quota().Usages()[0].dram_bytes, 0u);
   EXPECT_EQ(p.quota().Usages()[0].evictions, 1u);
+}
+
+TEST(PoliciesTest, AHitAndAReaderPinAllocateNothingInAnyPolicy) {
+  Policies p(PolicyOptions{
+      .prefix_aware = true,
+      .find_linked = [](std::string_view) -> PolicyEntry* { return nullptr; },
+      .retention = {},
+      .capacity_units = 100,
+      .unit_bytes = 1,
+      .quota = QuotaKind::kDram,
+  });
+  TenantLimits t;
+  t.name = "t";
+  t.prefix = "t/";
+  p.quota().SetTenants(std::make_shared<TenantMap>(std::vector<TenantLimits>{t}), p.eviction().lru());
+  std::vector<std::unique_ptr<testing::TestEntry>> entries;
+  entries.push_back(MakeEntry("t/leaf", 1));
+  entries.push_back(MakeEntry("t/first", 1, Retention::kEvictFirst));
+  entries.push_back(MakeEntry("t/pin", 1, Retention::kPinned));
+  entries.back()->ttl_ms = 1000;
+  entries.back()->expires_at_ms = 1000;
+  for (auto& e : entries) p.OnLink(*e);
+  const uint64_t allocations = AllocationsOf([&] {
+    for (int i = 0; i < 100; ++i) {
+      for (auto& e : entries) {
+        p.PinReader(*e, true);
+        p.OnTouch(*e, i);
+        p.UnpinReader(*e, true);
+      }
+    }
+  });
+  EXPECT_EQ(allocations, 0u) << "the LRU lists are intrusive and the sets re-keyed in place";
+  for (auto& e : entries) p.OnUnlink(*e, Removal::kOther);
 }
 
 }  // namespace

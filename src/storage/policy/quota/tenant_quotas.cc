@@ -94,7 +94,8 @@ Status TenantQuotas::ChooseRoom(uint32_t t, std::string_view key, uint64_t size,
                            FormatSizeRounded(limit) + ", " + FormatSizeRounded(row.bytes) + " used" +
                            (others != 0 ? ", " + FormatSizeRounded(others) + " held by puts in flight" : "") +
                            "; a put of " + FormatSizeRounded(size) + " needs " + FormatSizeRounded(need) +
-                           " freed and what is left is pinned or being read)");
+                           (passes.empty() ? " freed; evict its values first)"
+                                           : " freed and what is left is pinned or being read)"));
 }
 
 void TenantQuotas::CountEviction(uint32_t t, bool for_quota) {

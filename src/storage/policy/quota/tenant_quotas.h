@@ -63,7 +63,8 @@ class TenantQuotas final : public Policy {
   // other puts in flight hold) to them. Ok with nothing chosen when it fits;
   // Ok with `victims` (the tenant's coldest values, never key's, by
   // `passes`; not unlinked) when evicting them makes it fit; else
-  // ResourceExhausted naming the quota, with nothing chosen. Counts nothing.
+  // ResourceExhausted naming the quota, with nothing chosen. No passes: a
+  // check that chooses nothing. Counts nothing.
   Status ChooseRoom(uint32_t t, std::string_view key, uint64_t size, uint64_t replaced, uint64_t others,
                     int64_t now_ms, std::span<const PassMask> passes, const SpareFn* spare,
                     std::vector<PolicyEntry*>* victims) const;

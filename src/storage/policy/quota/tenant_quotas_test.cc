@@ -99,6 +99,19 @@ TEST(TenantQuotasTest, WhatCannotBeFreedRefusesNamingTheQuotaWithNothingChosen) 
       << big.message();
 }
 
+TEST(TenantQuotasTest, WithoutPassesItOnlyChecksAndSaysToEvictFirst) {
+  Fixture f;
+  f.quotas.SetTenants(Tenants(10), f.order.lru());
+  f.Link("a/cold", 10);
+  std::vector<PolicyEntry*> victims;
+  Status s = f.quotas.ChooseRoom(0, "a/new", 5, 0, 0, 0, {}, nullptr, &victims);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(victims.empty());
+  EXPECT_NE(s.message().find("needs 5 B freed; evict its values first"), std::string::npos) << s.message();
+  EXPECT_TRUE(f.quotas.ChooseRoom(0, "a/cold", 10, 10, 0, 0, {}, nullptr, &victims).ok())
+      << "a replace counts the old value as freed";
+}
+
 TEST(TenantQuotasTest, TheDriveKindCountsDriveFieldsAndNamesTheDriveQuota) {
   Fixture f(QuotaKind::kDrive);
   f.quotas.SetTenants(Tenants(10), f.order.lru());
