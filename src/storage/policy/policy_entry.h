@@ -48,6 +48,11 @@ enum class EvictQueue : uint8_t {
 };
 
 struct PolicyEntry {
+  PolicyEntry() = default;
+  // Not copyable: the links point into the entry itself and its neighbours.
+  PolicyEntry(const PolicyEntry&) = delete;
+  PolicyEntry& operator=(const PolicyEntry&) = delete;
+
   // --- Set by the tier before OnLink; unchanged while linked.
   std::string_view stored_key;  // views the tier's own copy of the key
   std::string_view parent_key;  // PutOptions::parent_key (empty: none; never the key itself)
