@@ -12,7 +12,7 @@ declare -A allowed=(
   [io]="base io"
   [http]="base io http"
   [storage]="base storage"
-  [drive]="base drive"
+  [drive]="base storage drive"   # storage: the policy kit (src/storage/policy) only
   [tier]="base storage drive tier"
   [verbs]="base verbs"
   [events]="base events"
@@ -34,6 +34,12 @@ for layer in "${!allowed[@]}"; do
     [ "$dep" = "memkv" ] && continue   # public headers, include/memkv
     # The option samples every integration's test walks (a test helper, no code).
     [[ "$file" == *_test.cc && "$include" == *'"config/client_option_samples.h"'* ]] && continue
+    # The drives use storage's policy kit and nothing else of the DRAM tier.
+    if [ "$layer" = drive ] && [ "$dep" = storage ] && [[ "$include" != *'"storage/policy/'* ]]; then
+      echo "layering: $file:$line: src/drive may include only storage/policy/ of storage" >&2
+      status=1
+      continue
+    fi
     if ! grep -qw "$dep" <<<"${allowed[$layer]}"; then
       echo "layering: $file:$line: src/$layer must not include $dep/ (allowed: ${allowed[$layer]})" >&2
       status=1

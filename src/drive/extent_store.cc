@@ -121,13 +121,6 @@ namespace {
 
 // Adds (sign 1) or takes away (sign -1) what `e` counts in the store's and its drives' figures.
 void CountLocked(ExtentStore::Impl& s, const Entry& e, int sign) {
-  if (e.attrs.expires_at_ms != 0) {
-    if (sign > 0) {
-      s.by_expiry.emplace(e.attrs.expires_at_ms, &e);
-    } else {
-      s.by_expiry.erase({e.attrs.expires_at_ms, &e});
-    }
-  }
   const uint64_t record = PutRecordBytes(e.key.size(), e.extents.size()) + AttrsTailBytes(e.attrs) +
                           SealsBytes(e.seals.size());
   s.journal_live_bytes = sign > 0 ? s.journal_live_bytes + record : s.journal_live_bytes - record;
@@ -140,16 +133,28 @@ void CountLocked(ExtentStore::Impl& s, const Entry& e, int sign) {
   }
 }
 
+// What evicting `e` gives back, in whole units (an empty value frees a
+// journal record: counted as one byte).
+uint64_t FreedBytes(const Entry& e) {
+  uint64_t n = 0;
+  for (const ExtentRef& x : e.extents) n += x.units;
+  return std::max<uint64_t>(n * kDriveUnitBytes, 1);
+}
+
 }  // namespace
 
 void ExtentStore::Impl::LinkLocked(std::shared_ptr<Entry> e) {
-  lru.push_front(e.get());
-  e->lru = lru.begin();
+  // What the policies order and count it by; fixed while it is linked.
+  e->stored_key = e->key;
+  e->cost = FreedBytes(*e);
+  e->retention = e->attrs.retention;
+  e->ttl_ms = e->attrs.ttl_ms;
+  e->expires_at_ms = e->attrs.expires_at_ms;
+  policies.OnLink(*e);
   e->linked = true;
   counters.keys++;
   counters.value_bytes += e->value_bytes;
   CountLocked(*this, *e, 1);
-  CountTenantLocked(*e, 1);
   std::string_view key = e->key;
   index[key] = std::move(e);
 }
@@ -164,12 +169,11 @@ void ExtentStore::Impl::UnlinkLocked(Entry* e) {
     keep = std::move(it->second);
     index.erase(it);
   }
-  lru.erase(e->lru);
+  policies.OnUnlink(*e, storage::policy::Removal::kOther);  // evictions are counted once deleted
   e->linked = false;
   counters.keys--;
   counters.value_bytes -= e->value_bytes;
   CountLocked(*this, *e, -1);
-  CountTenantLocked(*e, -1);
   if (e->pins == 0 && e->units_owned) {
     FreeUnitsLocked(e->extents);
     e->units_owned = false;
@@ -798,8 +802,8 @@ Result<std::shared_ptr<Entry>> PinForRead(ExtentStore::Impl& s, std::string_view
     return NotFound("key " + KeyForLog(key) + " not present");
   }
   std::shared_ptr<Entry> e = it->second;
-  e->pins++;
-  s.lru.splice(s.lru.begin(), s.lru, e->lru);
+  s.policies.PinReader(*e, /*linked=*/true);
+  s.policies.OnTouch(*e, 0);  // the drives' pins keep the expiry they were written with
   return e;
 }
 
@@ -808,7 +812,7 @@ Result<std::shared_ptr<Entry>> PinForRead(ExtentStore::Impl& s, std::string_view
 // when no read was attempted.
 Status FinishRead(ExtentStore::Impl& s, const std::shared_ptr<Entry>& e, const Status& read, bool counted) {
   std::lock_guard<std::mutex> lock(s.mu);
-  e->pins--;
+  s.policies.UnpinReader(*e, e->linked);
   if (!counted) {
     // a refused call, not a hit or a miss
   } else if (read.ok()) {
@@ -923,14 +927,6 @@ Status ExtentStore::Delete(std::string_view key) {
 
 namespace {
 
-// What a victim's extents give back, in whole units (an empty value frees a
-// journal record: counted as one byte).
-uint64_t FreedBytes(const Entry& e) {
-  uint64_t n = 0;
-  for (const ExtentRef& x : e.extents) n += x.units;
-  return std::max<uint64_t>(n * kDriveUnitBytes, 1);
-}
-
 RemovedValue Victim(const Entry& e, bool expired) {
   return RemovedValue{.key = e.key, .size_bytes = e.value_bytes, .attrs = e.attrs, .expired = expired};
 }
@@ -960,26 +956,6 @@ std::vector<RemovedValue> DeleteVictims(ExtentStore::Impl& s, std::vector<Remove
   return removed;
 }
 
-// Eviction's passes over the LRU list, coldest first: expired values,
-// evict_first ones, the others, then those `spare` asked to keep.
-enum EvictPass { kPassExpired, kPassFirst, kPassNormal, kPassSpared };
-
-// Whether `pass` takes `e` (*expired: whether its TTL has run out). Pinned
-// values whose TTL runs, and values being read (evicting frees nothing now),
-// are never taken.
-bool TakenInPass(const Entry& e, int pass, int64_t now, const std::function<bool(std::string_view)>& spare,
-                 bool* expired) {
-  *expired = e.attrs.expired(now);
-  if (e.pins > 0 || (!*expired && e.attrs.retention == Retention::kPinned)) return false;
-  const bool spared = !*expired && spare && spare(e.key);
-  switch (pass) {
-    case kPassExpired: return *expired;
-    case kPassFirst: return !*expired && !spared && e.attrs.retention == Retention::kEvictFirst;
-    case kPassNormal: return !*expired && !spared && e.attrs.retention == Retention::kNormal;
-    default: return spared;
-  }
-}
-
 }  // namespace
 
 Result<std::vector<std::string>> ExtentStore::EvictColdest(uint64_t bytes,
@@ -999,19 +975,18 @@ Result<std::vector<RemovedValue>> ExtentStore::EvictColdestValues(uint64_t bytes
   std::vector<uint64_t> generations;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    const int64_t now = s.clock->NowMillis();
     uint64_t freed = 0;
-    // EvictPass's passes, coldest first.
-    for (int pass = kPassExpired; pass <= kPassSpared && freed < bytes; ++pass) {
-      for (auto it = s.lru.rbegin(); it != s.lru.rend() && freed < bytes; ++it) {
-        const Entry* e = *it;
-        bool expired = false;
-        if (!TakenInPass(*e, pass, now, spare, &expired)) continue;
-        victims.push_back(Victim(*e, expired));
-        generations.push_back(e->generation);
-        freed += FreedBytes(*e);
-      }
-    }
+    // The kit's passes over the LRU list, coldest first: expired values,
+    // evict_first ones, the others, then those `spare` asked to keep; never
+    // a pin whose TTL runs or a value being read.
+    storage::policy::ScanByPass(s.policies.eviction().lru(), storage::policy::kColdestPasses, s.clock->NowMillis(),
+                                &spare, [&](storage::policy::PolicyEntry& p, storage::policy::VictimClass c) {
+                                  const Entry& e = static_cast<const Entry&>(p);
+                                  victims.push_back(Victim(e, c == storage::policy::VictimClass::kExpired));
+                                  generations.push_back(e.generation);
+                                  freed += e.cost;
+                                  return freed < bytes;
+                                });
   }
   if (victims.empty()) {
     return ResourceExhausted("nothing to evict: " + std::to_string(Stats().keys) +
@@ -1037,42 +1012,25 @@ Result<std::vector<RemovedValue>> ExtentStore::EvictForTenantQuota(std::string_v
   std::vector<uint64_t> generations;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (s.tenants == nullptr) return victims;
-    const uint32_t t = s.tenants->Find(key);
+    storage::policy::TenantQuotas& quotas = s.policies.quota();
+    const uint32_t t = quotas.TenantOf(key);
     if (t == TenantMap::kNone) return victims;
-    const uint64_t quota = (*s.tenants)[t].drive_quota_bytes;
-    const TenantUsage& usage = s.tenant_usage[t];
     auto current = s.index.find(key);
     const uint64_t replaced =
-        current != s.index.end() && current->second->tenant == t ? current->second->value_bytes : 0;
-    const uint64_t used = usage.drive_bytes - replaced;
-    if (quota == 0 || used + bytes <= quota) return victims;
-    if (bytes > quota) {
-      s.tenant_usage[t].quota_refusals++;
-      return ResourceExhausted(s.TenantQuotaMessageLocked(t, "a value of " + std::to_string(bytes) +
-                                                                 " bytes is larger than the whole quota"));
-    }
-    const uint64_t need = used + bytes - quota;
-    const int64_t now = s.clock->NowMillis();
-    uint64_t freed = 0;
+        storage::policy::TenantQuotas::ReplacedBytes(t, current != s.index.end() ? current->second.get() : nullptr);
     // As EvictColdestValues, among the tenant's values only (never `key`'s,
     // which the put replaces), counting value bytes as the quota does.
-    for (int pass = kPassExpired; pass <= kPassSpared && freed < need; ++pass) {
-      for (auto it = s.lru.rbegin(); it != s.lru.rend() && freed < need; ++it) {
-        const Entry* e = *it;
-        if (e->tenant != t || e->key == key || e->value_bytes == 0) continue;
-        bool expired = false;
-        if (!TakenInPass(*e, pass, now, spare, &expired)) continue;
-        victims.push_back(Victim(*e, expired));
-        generations.push_back(e->generation);
-        freed += e->value_bytes;
-      }
+    std::vector<storage::policy::PolicyEntry*> chosen;
+    const int64_t now = s.clock->NowMillis();
+    Status room = quotas.ChooseRoom(t, key, bytes, replaced, 0, now, storage::policy::kColdestPasses, &spare, &chosen);
+    if (!room.ok()) {
+      quotas.CountRefusal(t);
+      return room;
     }
-    if (freed < need) {
-      s.tenant_usage[t].quota_refusals++;
-      return ResourceExhausted(s.TenantQuotaMessageLocked(
-          t, "a put of " + std::to_string(bytes) + " bytes needs " + std::to_string(need) +
-                 " bytes freed and what is left is pinned or being read"));
+    for (storage::policy::PolicyEntry* p : chosen) {
+      const Entry& e = static_cast<const Entry&>(*p);
+      victims.push_back(Victim(e, e.expired(now)));
+      generations.push_back(e.generation);
     }
   }
   Status first_error;
@@ -1094,13 +1052,14 @@ std::vector<RemovedValue> ExtentStore::SweepExpired(size_t max_entries) {
   std::vector<uint64_t> generations;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    const int64_t now = s.clock->NowMillis();
-    for (auto it = s.by_expiry.begin(); it != s.by_expiry.end() && victims.size() < max_entries; ++it) {
-      const Entry* e = it->second;
-      if (!e->attrs.expired(now)) break;  // soonest first: the rest run later
-      victims.push_back(Victim(*e, true));
-      generations.push_back(e->generation);
-    }
+    // Soonest expired first; the rest run later.
+    s.policies.ttl().ForEachDue(s.clock->NowMillis(), [&](storage::policy::PolicyEntry& p) {
+      if (victims.size() >= max_entries) return false;
+      const Entry& e = static_cast<const Entry&>(p);
+      victims.push_back(Victim(e, true));
+      generations.push_back(e.generation);
+      return true;
+    });
   }
   Status ignored;  // a failed delete leaves the value a miss; the next sweep tries again
   std::vector<RemovedValue> removed = DeleteVictims(s, std::move(victims), generations, &ignored);

@@ -317,8 +317,8 @@ std::vector<JournalRecord> ExtentStore::Impl::LiveRecordsLocked() {
   // keeps its sequence: a checkpoint taken in the middle of a batch is
   // followed by that batch's records, whose sequences must stay the higher
   // (a Delete of a value the checkpoint still holds must win at replay).
-  for (auto it = lru.rbegin(); it != lru.rend(); ++it) {
-    const Entry& e = **it;
+  policies.eviction().lru().ForEachColdestFirst([&](storage::policy::PolicyEntry& p) {
+    const Entry& e = static_cast<const Entry&>(p);
     JournalRecord r;
     r.type = RecordType::kPut;
     r.sequence = e.sequence;
@@ -330,7 +330,8 @@ std::vector<JournalRecord> ExtentStore::Impl::LiveRecordsLocked() {
     r.attrs = e.attrs;
     r.seals = e.seals;
     out.push_back(std::move(r));
-  }
+    return true;
+  });
   return out;
 }
 

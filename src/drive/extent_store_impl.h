@@ -16,8 +16,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <list>
-#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,25 +34,24 @@
 #include "drive/extent_store.h"
 #include "drive/format.h"
 #include "drive/io_engine.h"
+#include "storage/policy/policies.h"
 
 namespace memkv::drive {
 
-// One value in the index. Immutable once published, except the pin count,
-// the LRU position and `linked`, which change under Impl::mu.
-struct Entry {
+// One value in the index. Immutable once published, except `linked`,
+// `units_owned` and the policies' hooks (storage::policy::PolicyEntry:
+// pins, the readers copying it out right now; value_bytes; the LRU and
+// tenant links), which change under Impl::mu.
+struct Entry : storage::policy::PolicyEntry {
   std::string key;  // the index's string_view key points into this string
   uint64_t sequence = 0;         // of the record that wrote it; kept by checkpoints
   uint64_t generation = 0;
-  uint64_t value_bytes = 0;
   uint64_t value_checksum = 0;
   std::vector<ExtentRef> extents;
   ValueAttrs attrs;              // expiry, retention, chain, hashes (format.h)
   std::vector<SegmentSeal> seals;  // an encrypted store's: one per seal segment
-  uint32_t pins = 0;             // readers copying it out right now
-  bool linked = false;           // in the index and the LRU list
+  bool linked = false;           // in the index and the policies
   bool units_owned = true;       // its units go back to the allocators when unlinked and unpinned
-  std::list<Entry*>::iterator lru;
-  uint32_t tenant = TenantMap::kNone;  // Impl::tenants' index of its key, while linked
 };
 
 struct Drive {
@@ -129,10 +126,22 @@ struct ExtentStore::Impl {
   SystemRealtimeClock system_clock;
   const RealtimeClock* clock = &system_clock;  // options.realtime_clock when given
   bool ExpiredLocked(const Entry& e) const { return e.attrs.expired(clock->NowMillis()); }
-  // Linked entries with an expiry, soonest first: the sweep reads only the
-  // expired ones.
-  std::set<std::pair<int64_t, const Entry*>> by_expiry;
-  std::list<Entry*> lru;          // front: most recently used
+  // The storage policies (src/storage/policy/), guarded by mu: the LRU list
+  // (front: most recently used), the expiry index the sweep reads, and the
+  // tenants' usage, LRU lists and quota choices. The drives evict in plain
+  // LRU passes (kColdestPasses), keep a value's expiry as written, and have
+  // no pin cap.
+  storage::policy::Policies policies{storage::policy::PolicyOptions{
+      .prefix_aware = false,
+      .find_linked = nullptr,
+      .retention = {.pinned_max_fraction = 1.0,
+                    .pin_ttl_ms = 1,
+                    .pin_ttl_max_ms = 1,
+                    .rearm_on_hit = false},
+      .capacity_units = 0,
+      .unit_bytes = 1,
+      .quota = storage::policy::QuotaKind::kDrive,
+  }};
   uint64_t next_sequence = 1;
   uint64_t next_generation = 1;
   uint32_t stripe_cursor = 0;
@@ -142,20 +151,12 @@ struct ExtentStore::Impl {
   uint64_t journal_live_bytes = 0;
   ExtentStoreStats counters;      // the counter fields only
 
-  // Tenants (extent_store_tenants.cc; SetTenants): null without any.
-  // tenant_usage[i] counts tenants' tenant i: drive_bytes, drive_keys and
-  // the eviction and refusal counters.
-  std::shared_ptr<const TenantMap> tenants;
-  std::vector<TenantUsage> tenant_usage;
-  // Adds (sign 1, finding its tenant) or takes away (-1) what a linked
-  // entry counts in its tenant's usage.
-  void CountTenantLocked(Entry& e, int sign);
+  // Tenants (extent_store_tenants.cc; SetTenants): the usage rows are
+  // policies.quota()'s.
   // Ok when a put of `value_bytes` under `key` stays within its tenant's
   // drive quota (the key's current value counts as freed); else counts a
   // refusal and returns ResourceExhausted naming tenants[].drive_quota.
   Status TenantQuotaLocked(std::string_view key, uint64_t value_bytes);
-  // The quota message for tenant `t` (`detail`: what is left).
-  std::string TenantQuotaMessageLocked(uint32_t t, const std::string& detail) const;
   // Counts the eviction of `key`'s value in its tenant's row.
   void CountTenantEvictionLocked(std::string_view key, bool for_quota);
 
@@ -190,7 +191,7 @@ struct ExtentStore::Impl {
   uint8_t* buffer(uint32_t i) const { return staging.data() + uint64_t(i) * block_bytes; }
   std::vector<uint32_t> AcquireBuffers(size_t want);
   void ReleaseBuffers(const std::vector<uint32_t>& bufs);
-  // Unlinks from the index and LRU; frees the units now or at the last unpin.
+  // Unlinks from the index and the policies; frees the units now or at the last unpin.
   void UnlinkLocked(Entry* e);
   void FreeUnitsLocked(const std::vector<ExtentRef>& extents);
   void LinkLocked(std::shared_ptr<Entry> e);

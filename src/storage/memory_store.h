@@ -71,6 +71,9 @@
 // this before any eviction for pool room, and CommitPut checks again (so
 // that a tenant's usage never passes its quota); a refused CommitPut leaves
 // the key's previous value as it was.
+// These policies (expiry, retention, eviction order, tenant usage) are the
+// storage policy kit's (storage/policy/policies.h), which the drive tier
+// composes too; the store places values in the pool and asks the kit.
 // An observer (MemoryStoreOptions::observer, store_event.h) hears of every
 // publish and every removal, after the change, outside the store's lock.
 //

@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "storage/policy/ttl/expiry_index.h"
 #include "tier/tiered_store.h"
 
 namespace memkv::tier {
@@ -207,10 +208,7 @@ Status TieredStore::PublishWritten(storage::PendingPut put, const std::string& k
 drive::ValueAttrs TieredStore::DriveAttrs(const PutOptions& options) const {
   drive::ValueAttrs attrs;
   attrs.ttl_ms = memory_->AppliedTtlMs(options);
-  if (attrs.ttl_ms != 0) {
-    const int64_t now = memory_->realtime_clock().NowMillis();
-    attrs.expires_at_ms = attrs.ttl_ms > uint64_t(INT64_MAX - now) ? INT64_MAX : now + int64_t(attrs.ttl_ms);
-  }
+  attrs.expires_at_ms = storage::policy::ExpiryAfter(memory_->realtime_clock().NowMillis(), attrs.ttl_ms);
   attrs.retention = options.retention;
   attrs.hash_kind = options.hash_kind;
   attrs.parent_key = options.parent_key;

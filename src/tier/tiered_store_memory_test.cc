@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/allocation_count.h"
 #include "drive/test_util.h"
-#include "tier/allocation_count.h"
 #include "tier/tier_test_util.h"
 
 namespace memkv::tier {

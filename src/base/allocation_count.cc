@@ -1,4 +1,4 @@
-#include "tier/allocation_count.h"
+#include "base/allocation_count.h"
 
 #include <cstdlib>
 #include <new>
@@ -32,7 +32,7 @@ void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
-namespace memkv::tier {
+namespace memkv {
 
 uint64_t AllocationsOf(const std::function<void()>& f) {
   allocations = 0;
@@ -42,4 +42,4 @@ uint64_t AllocationsOf(const std::function<void()>& f) {
   return allocations;
 }
 
-}  // namespace memkv::tier
+}  // namespace memkv
