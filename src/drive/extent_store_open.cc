@@ -27,6 +27,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "base/units.h"
 #include "drive/extent_store_impl.h"
 
@@ -326,7 +327,10 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
     std::vector<std::thread> readers;
     for (Drive& d : s.drives) {
       if (d.state != DriveState::kOnline) continue;
-      readers.emplace_back([&s, &d, &results] { results[d.index] = d.journal.Replay(*s.io); });
+      readers.emplace_back([&s, &d, &results] {
+        SetThreadName("memkv-drive");
+        results[d.index] = d.journal.Replay(*s.io);
+      });
     }
     for (std::thread& t : readers) t.join();
   }
@@ -494,7 +498,10 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
            << s.open_nanos / 1000000 << " ms";
   if (options.sync == SyncMode::kInterval && options.sync_interval_ms > 0) {
     ExtentStore::Impl* raw = impl.get();
-    impl->flusher = std::thread([raw] { raw->RunFlusher(); });
+    impl->flusher = std::thread([raw] {
+      SetThreadName("memkv-drive");
+      raw->RunFlusher();
+    });
   }
   auto store = std::unique_ptr<ExtentStore>(new ExtentStore(std::move(impl)));
   // Values whose TTL ran out while the store was closed: their room back now.

@@ -5,6 +5,7 @@
 
 #include "base/json.h"
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "http/tls_context.h"
 #include "metrics/prometheus.h"
 #include "server/metrics_table.h"
@@ -113,6 +114,7 @@ Result<std::unique_ptr<AdminService>> AdminService::Start(const AdminOptions& op
   MEMKV_RETURN_IF_ERROR(admin->http_->Start());
   admin->Sample();
   admin->sampler_ = std::thread([self] {
+    SetThreadName("memkv-sampler");
     std::unique_lock<std::mutex> lock(self->mu_);
     while (!self->cv_.wait_for(lock, std::chrono::milliseconds(self->options_.sample_interval_ms),
                                [self] { return self->stopping_; })) {

@@ -60,10 +60,7 @@ Result<std::unique_ptr<storage::MemoryStore>> CreatePool(const DaemonOptions& op
     LOG_INFO_C("start") << "preparing the " << FormatSize(store_options.max_size_bytes)
                         << " DRAM pool: faulting it in (memory.prefault) ...";
   }
-  Result<std::unique_ptr<storage::MemoryStore>> store = [&] {
-    ScopedThreadName name("memkv-prefault");  // the threads that fault the pool in
-    return storage::MemoryStore::Create(store_options);
-  }();
+  Result<std::unique_ptr<storage::MemoryStore>> store = storage::MemoryStore::Create(store_options);
   if (store.ok()) {
     LogPrefault((*store)->backing());
     return store;
@@ -292,17 +289,13 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   std::unique_ptr<drive::ExtentStore> drives;
   if (c.storage.mode != config::StorageMode::kMemory) {
     *failed = Step::kDrives;
-    ScopedThreadName name("memkv-drive");  // the journal readers at open, the flusher
     MEMKV_ASSIGN_OR_RETURN(drives, seams.open_drives(c.storage));
   }
   tier::TieredStoreOptions tier_options;
   tier_options.io_threads = static_cast<int>(c.storage.io_threads);
   tier_options.promote_on_read = c.storage.promote_on_read;
   tier_options.observer = StoreObserver();
-  {
-    ScopedThreadName name("memkv-io");  // the tier's I/O threads
-    tier_ = std::make_unique<tier::TieredStore>(std::move(pool), std::move(drives), tier_options);
-  }
+  tier_ = std::make_unique<tier::TieredStore>(std::move(pool), std::move(drives), tier_options);
   tier_->SetTenants(std::make_shared<const TenantMap>(config::TenantMapOf(c.tenants)));
   AnnounceEmptyStore();
 
@@ -365,10 +358,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
       return report.ToJson();
     };
   }
-  Result<std::unique_ptr<AdminService>> admin = [&] {
-    ScopedThreadName name("memkv-sampler");  // the ops/s sampler; the HTTP thread names itself
-    return AdminService::Start(admin_options, sources);
-  }();
+  Result<std::unique_ptr<AdminService>> admin = AdminService::Start(admin_options, sources);
   if (!admin.ok()) {
     *failed = Step::kAdmin;
     return Status(admin.status().code(), "cannot start the admin endpoint on " + c.network.host + ":" +

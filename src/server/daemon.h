@@ -17,10 +17,8 @@
 // that owns the Daemon. Run blocks the calling thread; Stop may be called
 // from any thread, any number of times, before or during Run. The accessors
 // hand out objects whose own headers state their thread rules. Every thread
-// the Daemon starts has a name (docs/threads.md): those of the pool, the
-// drives, the tier and the admin sampler inherit it from Create's thread,
-// which carries that name during the step (ScopedThreadName) and then gets
-// its own back.
+// the Daemon starts, and every thread of the layers it composes, names itself
+// first thing (docs/threads.md).
 //
 // Failures: Create returns the first failure, its message ready to print after
 // "memkv start: " (it names the step and its arguments), and sets `*failed` to

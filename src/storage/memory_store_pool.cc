@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "base/units.h"
 #include "storage/memory_store_impl.h"
 
@@ -145,7 +146,12 @@ void Prefault(uint8_t* base, uint64_t bytes, uint64_t page_bytes, const Prefault
     }
   };
   std::vector<std::thread> pool;
-  for (unsigned i = 1; i < threads; ++i) pool.emplace_back(work);
+  for (unsigned i = 1; i < threads; ++i) {
+    pool.emplace_back([&work] {
+      SetThreadName("memkv-prefault");
+      work();
+    });
+  }
   work();
   for (std::thread& t : pool) t.join();
 }

@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/thread_name.h"
+
 namespace memkv::tier {
 
 IoThreads::IoThreads(int threads) {
   const int n = std::max(1, threads);
-  for (int i = 0; i < n; ++i) threads_.emplace_back([this] { Loop(); });
+  for (int i = 0; i < n; ++i) threads_.emplace_back([this] {
+      SetThreadName("memkv-io");
+      Loop();
+    });
 }
 
 IoThreads::~IoThreads() {
