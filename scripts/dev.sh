@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The two quick-start commands (README):
 #   scripts/dev.sh start [memkv start options]   build, then run a server
-#   scripts/dev.sh test                          check the layering and the docs, build,
-#                                                then run every test (unit and
+#   scripts/dev.sh test                          check the layering and the docs, build
+#                                                (and the library again with clang's
+#                                                lock checks), then run every test (unit and
 #                                                integration, the Soft-RoCE stage, then
 #                                                again under ASan+UBSan)
 # Both install missing Debian packages first (scripts/install-deps.sh).
@@ -46,6 +47,18 @@ stage() {  # name, command...
   return $status
 }
 
+# The locks checked by the compiler (docs/threads.md): the library, the
+# memkv executable and the plugins built with clang and -Wthread-safety as
+# errors (MEMKV_THREAD_SAFETY). No tests or benchmarks: the analysis is about
+# the library's own locks, and the stage stays a few minutes. Other warnings
+# are left to GCC's build: -Werror covers only thread-safety here.
+thread_safety_build() {  # dir
+  CC=clang-14 CXX=clang++-14 cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMEMKV_WERROR=OFF \
+    -DMEMKV_THREAD_SAFETY=ON >/dev/null
+  cmake --build "$1" -j "$jobs" --target memkv memkv_shared memkv_kv_store memkv_preload memkv_nixl_core \
+    memkv_verbs_fake
+}
+
 # Waits for the engine venvs made in the background; prints what they printed.
 wait_for_venvs() {
   local status=0
@@ -78,6 +91,7 @@ case "$cmd" in
     venvs_pid=$!
     trap 'kill "$venvs_pid" 2>/dev/null || true' EXIT
     stage "build" configure_and_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    stage "thread-safety build (clang)" thread_safety_build build-clang
     stage "engine venv llama_cpp" bash scripts/engine-venv.sh llama_cpp
     stage "engine venvs of lmcache, vllm, sglang, nixl (made during the build)" wait_for_venvs
     # install-deps.sh installed promtool: its checks must run, not skip.

@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
+  clang-14  # the thread-safety build of scripts/dev.sh (-Wthread-safety; docs/threads.md)
   libssl-dev libxxhash-dev libyaml-cpp-dev liburing-dev
   libgtest-dev libgmock-dev
   libzmq3-dev libmsgpack-dev  # the server's block events (src/events); never the client library

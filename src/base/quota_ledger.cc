@@ -7,12 +7,12 @@ namespace memkv {
 void QuotaLedger::Reset(size_t tenants) {
   std::vector<std::shared_ptr<quota_internal::Account>> fresh(tenants);
   for (auto& counter : fresh) counter = std::make_shared<quota_internal::Account>();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   held_.swap(fresh);
 }
 
 std::shared_ptr<quota_internal::Account> QuotaLedger::CounterOf(uint32_t t) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return t < held_.size() ? held_[t] : nullptr;
 }
 

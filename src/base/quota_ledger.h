@@ -21,10 +21,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "memkv/status.h"
 
 namespace memkv {
@@ -94,8 +94,9 @@ class QuotaLedger {
   std::shared_ptr<quota_internal::Account> CounterOf(uint32_t t) const;
 
   const std::string field_;
-  mutable std::mutex mu_;
-  std::vector<std::shared_ptr<quota_internal::Account>> held_;  // guarded by mu_ (the vector; counters are atomic)
+  mutable Mutex mu_;
+  // The vector; the counters in it are atomic.
+  std::vector<std::shared_ptr<quota_internal::Account>> held_ MEMKV_GUARDED_BY(mu_);
 };
 
 }  // namespace memkv

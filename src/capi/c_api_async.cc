@@ -15,7 +15,7 @@ namespace {
 // The client's queue, made on first use.
 Result<AsyncQueue*> QueueOf(memkv_client_t* c) {
   AsyncState& state = *c->async;
-  std::lock_guard<std::mutex> lock(state.mu);
+  MutexLock lock(state.mu);
   if (state.queue == nullptr) {
     MEMKV_ASSIGN_OR_RETURN(state.queue, c->client->NewAsyncQueue());
   }
@@ -64,7 +64,7 @@ memkv_status_t Submit(memkv_client_t* c, std::unique_ptr<AsyncSubmission> sub, u
   Result<AsyncQueue*> queue = QueueOf(c);
   if (!queue.ok()) return Fail(queue.status());
   AsyncState& state = *c->async;
-  std::lock_guard<std::mutex> lock(state.mu);
+  MutexLock lock(state.mu);
   const AsyncId submitted = submit(**queue, *sub);
   state.submissions.emplace(submitted, std::move(sub));
   if (id != nullptr) *id = submitted;
@@ -76,6 +76,7 @@ memkv_status_t Submit(memkv_client_t* c, std::unique_ptr<AsyncSubmission> sub, u
 
 using memkv::AsyncCompletion;
 using memkv::AsyncQueue;
+using memkv::MutexLock;
 using memkv::capi::AsyncSubmission;
 using memkv::capi::Call;
 using memkv::capi::CopyKeys;
@@ -182,7 +183,7 @@ memkv_status_t memkv_async_poll(memkv_client_t* c, memkv_async_completion_t* out
     if (max == 0) return MEMKV_OK;
     (*queue)->Wait(&done, max, timeout_ms);
     memkv::capi::AsyncState& state = *c->async;
-    std::lock_guard<std::mutex> lock(state.mu);
+    MutexLock lock(state.mu);
     bool failure_recorded = false;
     for (AsyncCompletion& d : done) {
       memkv_async_completion_t& o = out[(*n)++];

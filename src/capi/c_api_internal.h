@@ -8,7 +8,6 @@
 #include <exception>
 #include <initializer_list>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -16,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/mutex.h"
 #include "memkv/client.h"
 #include "memkv/memkv.h"
 #include "memkv/status.h"
@@ -36,11 +36,13 @@ struct AsyncSubmission {
 
 // A client's memkv_async_* state: one queue, made on first use.
 struct AsyncState {
-  std::mutex mu;
-  // Guarded by mu. Declared before the queue, so the queue (which waits for
-  // running submissions) goes first.
-  std::unordered_map<AsyncId, std::unique_ptr<AsyncSubmission>> submissions;
-  std::unique_ptr<AsyncQueue> queue;  // set once under mu, then read freely
+  Mutex mu;
+  // Declared before the queue, so the queue (which waits for running
+  // submissions) goes first.
+  std::unordered_map<AsyncId, std::unique_ptr<AsyncSubmission>> submissions MEMKV_GUARDED_BY(mu);
+  // Set once, on first use; QueueOf hands the pointer out, which callers
+  // then use without the lock (the queue is thread-safe).
+  std::unique_ptr<AsyncQueue> queue MEMKV_GUARDED_BY(mu);
 };
 
 }  // namespace memkv::capi

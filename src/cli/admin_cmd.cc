@@ -18,7 +18,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -27,6 +26,7 @@
 
 #include "base/errno_text.h"
 #include "base/json.h"
+#include "base/mutex.h"
 #include "base/parse_number.h"
 #include "base/units.h"
 #include "cli/args.h"
@@ -302,18 +302,18 @@ Answer Ask(const Target& target) {
 // Asks every target on a thread of its own; waits up to the deadline.
 std::vector<Answer> AskAll(const std::vector<Target>& targets, int timeout_ms) {
   struct Shared {
-    std::mutex mu;
+    explicit Shared(size_t n) : answers(n) {}
+    Mutex mu;
     std::condition_variable cv;
-    std::vector<std::optional<Answer>> answers;  // guarded by mu
-    size_t done = 0;                             // guarded by mu
+    std::vector<std::optional<Answer>> answers MEMKV_GUARDED_BY(mu);
+    size_t done MEMKV_GUARDED_BY(mu) = 0;
   };
-  auto shared = std::make_shared<Shared>();
-  shared->answers.resize(targets.size());
+  auto shared = std::make_shared<Shared>(targets.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < targets.size(); ++i) {
     threads.emplace_back([shared, target = targets[i], i] {
       Answer a = Ask(target);
-      std::lock_guard<std::mutex> lock(shared->mu);
+      MutexLock lock(shared->mu);
       shared->answers[i] = std::move(a);
       ++shared->done;
       shared->cv.notify_all();
@@ -322,9 +322,9 @@ std::vector<Answer> AskAll(const std::vector<Target>& targets, int timeout_ms) {
   std::vector<Answer> out;
   std::vector<bool> finished(targets.size(), false);
   {
-    std::unique_lock<std::mutex> lock(shared->mu);
-    shared->cv.wait_for(lock, std::chrono::milliseconds(timeout_ms + kResolveGraceMs),
-                        [&] { return shared->done == targets.size(); });
+    MutexLock lock(shared->mu);
+    lock.WaitFor(shared->cv, std::chrono::milliseconds(timeout_ms + kResolveGraceMs),
+                 [&]() MEMKV_REQUIRES(shared->mu) { return shared->done == targets.size(); });
     for (size_t i = 0; i < targets.size(); ++i) {
       if (shared->answers[i]) {
         finished[i] = true;

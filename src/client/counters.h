@@ -10,9 +10,9 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
 
+#include "base/mutex.h"
 #include "memkv/client.h"
 
 namespace memkv::client {
@@ -43,20 +43,20 @@ struct ClientCounters {
   std::atomic<uint64_t> server_problems{0};
   std::atomic<uint64_t> fallbacks{0};
   std::array<std::atomic<uint64_t>, 32> completion_errors{};  // by ibv_wc_status (last: 31 and above)
-  mutable std::mutex fallback_mu;
-  std::string fallback_reason;  // guarded by fallback_mu
-  std::string rdma_path;        // guarded by fallback_mu
+  mutable Mutex fallback_mu;
+  std::string fallback_reason MEMKV_GUARDED_BY(fallback_mu);
+  std::string rdma_path MEMKV_GUARDED_BY(fallback_mu);
 
   void CountCompletionError(int status) {
     const size_t i = status < 0 ? 31 : std::min<size_t>(static_cast<size_t>(status), 31);
     completion_errors[i].fetch_add(1, std::memory_order_relaxed);
   }
   void SetFallbackReason(const std::string& reason) {
-    std::lock_guard<std::mutex> lock(fallback_mu);
+    MutexLock lock(fallback_mu);
     fallback_reason = reason;
   }
   void SetRdmaPath(const std::string& path) {
-    std::lock_guard<std::mutex> lock(fallback_mu);
+    MutexLock lock(fallback_mu);
     rdma_path = path;
   }
 

@@ -51,7 +51,7 @@ Driver::~Driver() { Shutdown(); }
 void Driver::Submit(const std::shared_ptr<QueueCore>& queue, std::unique_ptr<BatchJob> job) {
   queue->AddOutstanding();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!stopping_) {
       pending_.push_back(Pending{queue, std::move(job)});
       // A thread more when the idle ones cannot take everything waiting.
@@ -69,7 +69,7 @@ void Driver::Submit(const std::shared_ptr<QueueCore>& queue, std::unique_ptr<Bat
 bool Driver::Cancel(const QueueCore* queue, AsyncId id) {
   Pending taken;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = std::find_if(pending_.begin(), pending_.end(), [&](const Pending& p) {
       return p.queue.get() == queue && p.job->completion.id == id;
     });
@@ -85,7 +85,7 @@ bool Driver::Cancel(const QueueCore* queue, AsyncId id) {
 void Driver::CancelAll(const QueueCore* queue, std::string_view why) {
   std::vector<Pending> taken;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (queue == nullptr || it->queue.get() == queue) {
         taken.push_back(std::move(*it));
@@ -104,7 +104,7 @@ void Driver::CancelAll(const QueueCore* queue, std::string_view why) {
 bool Driver::RunOneOf(const QueueCore* queue) {
   Pending taken;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return false;  // the client is going: nothing may run now
     auto it = std::find_if(pending_.begin(), pending_.end(), [&](const Pending& p) { return p.queue.get() == queue; });
     if (it == pending_.end()) return false;
@@ -115,7 +115,7 @@ bool Driver::RunOneOf(const QueueCore* queue) {
   runner_(taken.job.get());
   taken.queue->Post(std::move(taken.job->completion));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     --callers_running_;
   }
   callers_done_.notify_all();
@@ -125,7 +125,7 @@ bool Driver::RunOneOf(const QueueCore* queue) {
 void Driver::Shutdown() {
   std::vector<std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     threads.swap(threads_);
   }
@@ -133,12 +133,12 @@ void Driver::Shutdown() {
   CancelAll(nullptr, "the client was destroyed before this batch started");
   for (std::thread& t : threads) t.join();
   // And the batches that waiting callers run themselves (RunOneOf).
-  std::unique_lock<std::mutex> lock(mu_);
-  callers_done_.wait(lock, [this] { return callers_running_ == 0; });
+  MutexLock lock(mu_);
+  lock.Wait(callers_done_, [&]() MEMKV_REQUIRES(mu_) { return callers_running_ == 0; });
 }
 
 size_t Driver::threads_started() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return threads_.size();
 }
 
@@ -147,9 +147,9 @@ void Driver::Loop() {
   for (;;) {
     Pending p;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++idle_;
-      cv_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
+      lock.Wait(cv_, [&]() MEMKV_REQUIRES(mu_) { return stopping_ || !pending_.empty(); });
       --idle_;
       if (stopping_) return;
       p = std::move(pending_.front());
@@ -169,12 +169,12 @@ Result<std::shared_ptr<QueueCore>> QueueCore::Create() {
 }
 
 void QueueCore::AddOutstanding() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++running_;
 }
 
 void QueueCore::Post(AsyncCompletion completion) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   --running_;
   if (!closed_) {
     done_.push_back(std::move(completion));
@@ -188,7 +188,7 @@ void QueueCore::Post(AsyncCompletion completion) {
 }
 
 size_t QueueCore::Take(std::vector<AsyncCompletion>* out, size_t max) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   size_t taken = 0;
   while (taken < max && !done_.empty()) {
     out->push_back(std::move(done_.front()));
@@ -203,33 +203,33 @@ size_t QueueCore::Take(std::vector<AsyncCompletion>* out, size_t max) {
 }
 
 void QueueCore::WaitReady(int timeout_ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  auto ready = [this] { return !done_.empty() || closed_; };
+  MutexLock lock(mu_);
+  auto ready = [&]() MEMKV_REQUIRES(mu_) { return !done_.empty() || closed_; };
   if (timeout_ms < 0) {
-    cv_.wait(lock, ready);
+    lock.Wait(cv_, ready);
   } else {
-    cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready);
+    lock.WaitFor(cv_, std::chrono::milliseconds(timeout_ms), ready);
   }
 }
 
 void QueueCore::CloseAndWait() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   closed_ = true;
   if (!done_.empty()) {
     done_.clear();
     uint64_t count = 0;
     [[maybe_unused]] ssize_t n = ::read(fd_.get(), &count, sizeof(count));
   }
-  cv_.wait(lock, [this] { return running_ == 0; });
+  lock.Wait(cv_, [&]() MEMKV_REQUIRES(mu_) { return running_ == 0; });
 }
 
 bool QueueCore::has_completions() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return !done_.empty();
 }
 
 size_t QueueCore::outstanding() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return running_ + done_.size();
 }
 

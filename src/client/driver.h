@@ -27,12 +27,12 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/unique_fd.h"
 #include "memkv/async.h"
 
@@ -91,14 +91,14 @@ class Driver {
   const JobRunner runner_;
   const size_t max_threads_;
   std::atomic<AsyncId> next_id_{1};
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Pending> pending_;        // guarded by mu_
-  size_t idle_ = 0;                    // guarded by mu_: threads waiting for work
-  size_t callers_running_ = 0;         // guarded by mu_: batches RunOneOf runs now
-  std::condition_variable callers_done_;  // callers_running_ dropped
-  bool stopping_ = false;              // guarded by mu_
-  std::vector<std::thread> threads_;   // guarded by mu_ (joined by Shutdown)
+  std::deque<Pending> pending_ MEMKV_GUARDED_BY(mu_);
+  size_t idle_ MEMKV_GUARDED_BY(mu_) = 0;             // threads waiting for work
+  size_t callers_running_ MEMKV_GUARDED_BY(mu_) = 0;  // batches RunOneOf runs now
+  std::condition_variable callers_done_;              // callers_running_ dropped
+  bool stopping_ MEMKV_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_ MEMKV_GUARDED_BY(mu_);  // joined by Shutdown
 };
 
 // A queue's completions and its eventfd, readable while any are waiting.
@@ -125,11 +125,11 @@ class QueueCore {
   // An eventfd whose count is 1 exactly while done_ is not empty (written
   // and read under mu_).
   const UniqueFd fd_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<AsyncCompletion> done_;  // guarded by mu_
-  size_t running_ = 0;                // guarded by mu_: submitted, not yet posted
-  bool closed_ = false;               // guarded by mu_
+  std::deque<AsyncCompletion> done_ MEMKV_GUARDED_BY(mu_);
+  size_t running_ MEMKV_GUARDED_BY(mu_) = 0;  // submitted, not yet posted
+  bool closed_ MEMKV_GUARDED_BY(mu_) = false;
 };
 
 // The AsyncQueue a Client hands out.

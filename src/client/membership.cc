@@ -142,8 +142,6 @@ Status Router::Combine(Followup followup, Purpose purpose, size_t next, Status f
 Result<std::unique_ptr<Membership>> Membership::Start(Settings settings, std::unique_ptr<Resolver> resolver,
                                                       PoolFactory pools, ClientCounters* counters) {
   std::unique_ptr<Membership> m(new Membership(std::move(settings), std::move(resolver), std::move(pools), counters));
-  m->last_resolved_.resize(m->settings_.entries.size());
-  m->last_error_.resize(m->settings_.entries.size());
   m->Refresh(/*resolve=*/true);
   m->thread_ = std::thread([p = m.get()] { p->Loop(); });
   return m;
@@ -151,7 +149,7 @@ Result<std::unique_ptr<Membership>> Membership::Start(Settings settings, std::un
 
 Membership::~Membership() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -159,7 +157,7 @@ Membership::~Membership() {
 }
 
 std::shared_ptr<const View> Membership::Current() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return current_;
 }
 
@@ -174,7 +172,7 @@ void Membership::Loop() {
   SetThreadName("memkv-discovery");
   const Nanos interval = Nanos{settings_.discovery_interval_ms} * 1'000'000;
   Nanos last_resolve = MonotonicNanos();
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
     // Pending or down servers are looked at on their backoff; the whole
     // list every interval.
@@ -183,13 +181,13 @@ void Membership::Loop() {
     Nanos wait = interval > 0 ? interval - (MonotonicNanos() - last_resolve) : kPendingRetryNanos;
     if (waiting) wait = std::min(wait, kPendingRetryNanos);
     if (interval == 0 && !waiting) wait = kPendingRetryNanos * 5;
-    wake_.wait_for(lock, std::chrono::nanoseconds(std::max<Nanos>(wait, 1'000'000)));
+    lock.WaitFor(wake_, std::chrono::nanoseconds(std::max<Nanos>(wait, 1'000'000)));
     if (stopping_) break;
-    lock.unlock();
+    lock.Unlock();
     const bool due = interval > 0 && MonotonicNanos() - last_resolve >= interval;
     if (due) last_resolve = MonotonicNanos();
     Refresh(/*resolve=*/due);
-    lock.lock();
+    lock.Lock();
   }
 }
 
@@ -331,7 +329,7 @@ std::shared_ptr<View> Membership::Build(std::vector<Member> members, const View*
 }
 
 void Membership::Publish(std::shared_ptr<View> view) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // Published only when placement would differ: the members placed, their
   // ids and weights, or who is a duplicate or pending.
   auto key = [](const View& v) {
@@ -344,7 +342,7 @@ void Membership::Publish(std::shared_ptr<View> view) {
   };
   if (current_ != nullptr && key(*current_) == key(*view)) return;
   const bool placement_changed =
-      current_ == nullptr || [&] {
+      current_ == nullptr || [&]() MEMKV_REQUIRES(mu_) {
         std::string a, b;
         for (const Member& m : current_->members) {
           if (m.placed != Member::kNotPlaced) a += m.server.name + m.id + std::to_string(m.announced_weight) + ";";
@@ -371,7 +369,7 @@ void Membership::Publish(std::shared_ptr<View> view) {
 }
 
 void Membership::Refresh(bool resolve) {
-  std::lock_guard<std::mutex> refresh(refresh_mu_);
+  MutexLock refresh(refresh_mu_);
   std::shared_ptr<const View> previous = Current();
   std::vector<Member> members;
   if (previous != nullptr) members = previous->members;

@@ -34,7 +34,6 @@
 #include <functional>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,6 +41,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "client/counters.h"
 #include "client/discovery.h"
 #include "client/placement.h"
@@ -179,12 +179,12 @@ class Membership {
 
   // One refresh now (what the refresher does each interval); tests and the
   // refresher call it. `resolve`: also resolve the list again.
-  void Refresh(bool resolve);
+  void Refresh(bool resolve) MEMKV_EXCLUDES(refresh_mu_, mu_);
 
  private:
   Membership(Settings settings, std::unique_ptr<Resolver> resolver, PoolFactory pools, ClientCounters* counters)
       : settings_(std::move(settings)), resolver_(std::move(resolver)), make_pool_(std::move(pools)),
-        counters_(counters) {}
+        counters_(counters), last_resolved_(settings_.entries.size()), last_error_(settings_.entries.size()) {}
   void Loop();
   // Asks each member its ServerInfo in parallel; fills id, weight, flags.
   void AskServerInfo(std::vector<Member>& members, bool only_pending);
@@ -192,22 +192,22 @@ class Membership {
   std::shared_ptr<View> Build(std::vector<Member> members, const View* previous, Nanos now);
   void Publish(std::shared_ptr<View> view);
 
+  Mutex refresh_mu_;  // one Refresh at a time (the refresher, a call)
   const Settings settings_;
-  std::unique_ptr<Resolver> resolver_;  // refresher only
+  std::unique_ptr<Resolver> resolver_ MEMKV_PT_GUARDED_BY(refresh_mu_);
   const PoolFactory make_pool_;
   ClientCounters* const counters_;
   SteadyClock clock_;
 
-  // Refresher only: the last servers each entry resolved to (a failed
-  // lookup keeps them) and the last error logged per entry.
-  std::vector<std::vector<ResolvedServer>> last_resolved_;
-  std::vector<std::string> last_error_;
-  std::mutex refresh_mu_;  // one refresh at a time (the refresher, a call)
+  // The last servers each entry resolved to (a failed lookup keeps them)
+  // and the last error logged per entry.
+  std::vector<std::vector<ResolvedServer>> last_resolved_ MEMKV_GUARDED_BY(refresh_mu_);
+  std::vector<std::string> last_error_ MEMKV_GUARDED_BY(refresh_mu_);
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;               // guarded by mu_
-  std::shared_ptr<const View> current_;  // guarded by mu_
+  bool stopping_ MEMKV_GUARDED_BY(mu_) = false;
+  std::shared_ptr<const View> current_ MEMKV_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -46,7 +46,7 @@ Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want
   size_t to_open = 0;
   bool waited = false;
   for (bool checked = false; !checked;) {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (;;) {
       MEMKV_RETURN_IF_ERROR(health_.Check(clock_->NowNanos(), endpoint_.name));
       // Checked before taking anything, after a wait too: a connection
@@ -73,10 +73,10 @@ Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want
       // Every connection is busy with another call: wait for one, but only
       // for the first; a call proceeds with what it has rather than queue.
       waited = true;
-      freed_.wait_for(lock, std::chrono::nanoseconds(left));
+      lock.WaitFor(freed_, std::chrono::nanoseconds(left));
     }
     open_ += static_cast<uint32_t>(to_open);
-    lock.unlock();
+    lock.Unlock();
     // A connection the server closed while it sat idle is replaced. The
     // check is a system call: outside the lock, which every call of every
     // thread takes twice.
@@ -90,9 +90,9 @@ Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want
       }
     }
     if (!stale.empty()) {
-      lock.lock();
+      lock.Lock();
       open_ -= static_cast<uint32_t>(stale.size());
-      lock.unlock();
+      lock.Unlock();
       stale.clear();  // closed outside the lock
     }
     // With nothing left in hand, take or open another; otherwise go on with
@@ -110,7 +110,7 @@ Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want
     } else {
       failure = c.status();
       const Nanos now = clock_->NowNanos();
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       --open_;
       health_.OnFailure(now, failure, now - started);
       freed_.notify_one();
@@ -121,14 +121,14 @@ Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want
 }
 
 bool ServerPool::Down(std::string* why) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!health_.Down(clock_->NowNanos())) return false;
   if (why != nullptr) *why = health_.cause().ToString();
   return true;
 }
 
 bool ServerPool::Failing() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return health_.backoff() != 0;
 }
 
@@ -146,7 +146,7 @@ void ServerPool::Release(std::vector<std::unique_ptr<Connection>> connections) {
     }
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (std::unique_ptr<Connection>& c : connections) {
       if (c->Reusable()) {
         idle_.push_back(std::move(c));

@@ -32,11 +32,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "base/clock.h"
 #include "base/hmac.h"
+#include "base/mutex.h"
 #include "client/connection.h"
 #include "client/rdma.h"
 #include "client/counters.h"
@@ -140,13 +140,13 @@ class ServerPool {
   const Clock* const clock_;
   RdmaEngine* rdma_;  // new connections offer RDMA while it is active
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable freed_;  // signalled when a connection or slot frees up
-  // Guarded by mu_: idle connections, the number open (idle + checked out +
-  // establishing), and the server's health.
-  std::vector<std::unique_ptr<Connection>> idle_;
-  uint32_t open_ = 0;
-  ServerHealth health_;
+  // Idle connections, the number open (idle + checked out + establishing),
+  // and the server's health.
+  std::vector<std::unique_ptr<Connection>> idle_ MEMKV_GUARDED_BY(mu_);
+  uint32_t open_ MEMKV_GUARDED_BY(mu_) = 0;
+  ServerHealth health_ MEMKV_GUARDED_BY(mu_);
 };
 
 }  // namespace memkv::client

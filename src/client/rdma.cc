@@ -31,7 +31,7 @@ Result<BounceBuffer> BouncePool::Acquire(uint64_t size) {
                            std::to_string(kMaxBufferBytes) + " (client bug: larger values move in pieces)");
   }
   const int size_class = SizeClass(size);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<BounceBuffer>& free = free_[size_class];
   if (!free.empty()) {
     BounceBuffer b = free.back();
@@ -55,13 +55,13 @@ Result<BounceBuffer> BouncePool::Acquire(uint64_t size) {
 
 void BouncePool::Release(BounceBuffer buffer) {
   if (buffer.data == nullptr) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   free_[buffer.size_class].push_back(buffer);
   --in_use_;
 }
 
 size_t BouncePool::buffers_in_use() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return in_use_;
 }
 
@@ -120,7 +120,7 @@ std::optional<RegistrationCache::Lease> RegistrationCache::Acquire(const void* p
   // A small value with nothing registered: the bounce pool, without the lock.
   if (n < kMinBytes && entry_count_.load(std::memory_order_relaxed) == 0) return std::nullopt;
   const auto addr = reinterpret_cast<uintptr_t>(p);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // Registrations may overlap (two buffers sharing a page each get their
   // own); any valid one that covers the range serves, whatever its size: a
   // small value inside a region the caller registered moves with no copy.
@@ -144,7 +144,7 @@ std::optional<RegistrationCache::Lease> RegistrationCache::Acquire(const void* p
 
 void RegistrationCache::Release(const Lease& lease) {
   if (lease.id == 0) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Entry* e = Find(lease.id);
   if (e == nullptr) return;
   --e->users;
@@ -156,7 +156,7 @@ void RegistrationCache::Release(const Lease& lease) {
 }
 
 void RegistrationCache::Invalidate(const Lease& lease) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Entry* e = Find(lease.id);
   if (e != nullptr) e->invalid = true;
 }
@@ -166,7 +166,7 @@ Status RegistrationCache::Pin(void* p, uint64_t n) {
   const auto addr = reinterpret_cast<uintptr_t>(p);
   const uintptr_t begin = addr & ~(kPage - 1);
   const uintptr_t end = (addr + n + kPage - 1) & ~(kPage - 1);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [id, e] : entries_) {
     if (e->pinned && e->begin == begin) {
       return FailedPrecondition("RegisterMemory: a region starting at this address is already registered");
@@ -177,7 +177,7 @@ Status RegistrationCache::Pin(void* p, uint64_t n) {
 
 Status RegistrationCache::Unpin(void* p) {
   const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(kPage - 1);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [id, e] : entries_) {
     if (!e->pinned || e->begin != begin) continue;
     e->pinned = false;
@@ -189,12 +189,12 @@ Status RegistrationCache::Unpin(void* p) {
 }
 
 uint64_t RegistrationCache::registered_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return bytes_;
 }
 
 size_t RegistrationCache::leases() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   for (const auto& [id, e] : entries_) n += static_cast<size_t>(e->users);
   return n;

@@ -25,12 +25,12 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "client/counters.h"
 #include "config/client_config.h"
 #include "memkv/status.h"
@@ -82,10 +82,10 @@ class BouncePool {
     std::unique_ptr<verbs::Registration> registration;
   };
   verbs::Context* context_;
-  mutable std::mutex mu_;
-  std::vector<std::unique_ptr<Slab>> slabs_;
-  std::map<int, std::vector<BounceBuffer>> free_;  // by size class
-  size_t in_use_ = 0;
+  mutable Mutex mu_;
+  std::vector<std::unique_ptr<Slab>> slabs_ MEMKV_GUARDED_BY(mu_);
+  std::map<int, std::vector<BounceBuffer>> free_ MEMKV_GUARDED_BY(mu_);  // by size class
+  size_t in_use_ MEMKV_GUARDED_BY(mu_) = 0;
 };
 
 // Caller memory registered on first use and cached, so a large value moves
@@ -137,19 +137,19 @@ class RegistrationCache {
     bool invalid = false;
     uint64_t last_use = 0;
   };
-  Result<Entry*> Register(uintptr_t begin, uintptr_t end, bool pinned);  // mu_ held
-  void Trim();                                                          // mu_ held
-  Entry* Find(uint64_t id);                                             // mu_ held
-  void Drop(Entry* e);                                                  // mu_ held
+  Result<Entry*> Register(uintptr_t begin, uintptr_t end, bool pinned) MEMKV_REQUIRES(mu_);
+  void Trim() MEMKV_REQUIRES(mu_);
+  Entry* Find(uint64_t id) MEMKV_REQUIRES(mu_);
+  void Drop(Entry* e) MEMKV_REQUIRES(mu_);
 
   verbs::Context* context_;
   const uint64_t max_bytes_;
-  mutable std::mutex mu_;
-  std::map<uint64_t, std::unique_ptr<Entry>> entries_;  // by id; ranges may overlap
+  mutable Mutex mu_;
+  std::map<uint64_t, std::unique_ptr<Entry>> entries_ MEMKV_GUARDED_BY(mu_);  // by id; ranges may overlap
   std::atomic<size_t> entry_count_{0};  // entries_.size(), read without mu_
-  uint64_t bytes_ = 0;
-  uint64_t next_id_ = 1;
-  uint64_t tick_ = 0;
+  uint64_t bytes_ MEMKV_GUARDED_BY(mu_) = 0;
+  uint64_t next_id_ MEMKV_GUARDED_BY(mu_) = 1;
+  uint64_t tick_ MEMKV_GUARDED_BY(mu_) = 0;
 };
 
 // Told once when every WR of one submitted operation is done.

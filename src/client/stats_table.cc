@@ -87,7 +87,7 @@ ClientStats ClientCounters::Snapshot() const {
     const uint64_t n = completion_errors[i].load(std::memory_order_relaxed);
     if (n != 0) s.completion_errors[static_cast<int>(i)] = n;
   }
-  std::lock_guard<std::mutex> lock(fallback_mu);
+  MutexLock lock(fallback_mu);
   s.fallback_reason = fallback_reason;
   s.rdma_path = rdma_path;
   return s;

@@ -93,7 +93,10 @@ Result<std::unique_ptr<Publisher>> Publisher::Create(PublisherOptions options) {
 
 Status Publisher::Bind() {
   wake_ = UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  account_->wake_fd = wake_.get();
+  {
+    MutexLock lock(account_->mu);
+    account_->wake_fd = wake_.get();
+  }
   if (wake_.get() < 0) {
     return Status(StatusCode::kInternal, "eventfd for the events publisher: " + ErrnoText(errno));
   }
@@ -120,7 +123,7 @@ Status Publisher::Bind() {
 Publisher::~Publisher() {
   if (thread_.joinable()) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stopping_ = true;
     }
     Wake();
@@ -136,7 +139,7 @@ Publisher::~Publisher() {
     zmq_close(router_);
   }
   {
-    std::lock_guard<std::mutex> lock(account_->mu);
+    MutexLock lock(account_->mu);
     account_->wake_fd = -1;  // wake_ closes with this object
   }
   // zmq_ctx_term waits until libzmq has finished closing every pipe. With
@@ -154,7 +157,7 @@ Publisher::~Publisher() {
 bool Publisher::Publish(Event event) {
   bool was_empty;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (queue_.size() >= options_.queue_size) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return false;
@@ -208,7 +211,7 @@ void Publisher::WaitForEvents() {
   const int n = router_ != nullptr ? 2 : 1;
   for (;;) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_) return;
       if (!queue_.empty()) break;
     }
@@ -228,7 +231,7 @@ void Publisher::WaitForEvents() {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_ || queue_.size() >= options_.max_batch_events) return;
     }
     if (zmq_poll(&items[1], n - 1, static_cast<long>(left.count())) > 0) ServeReplay();
@@ -236,7 +239,7 @@ void Publisher::WaitForEvents() {
 }
 
 std::vector<Event> Publisher::TakeBatch() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const size_t n = std::min(queue_.size(), std::max<size_t>(options_.max_batch_events, 1));
   std::vector<Event> batch(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.begin() + n));
   queue_.erase(queue_.begin(), queue_.begin() + n);
@@ -289,7 +292,7 @@ void Publisher::FreeQueuedPayload(void*, void* hint) {
   q->peer->queued_bytes.fetch_sub(n, std::memory_order_relaxed);
   q->account->queued_bytes.fetch_sub(n, std::memory_order_relaxed);
   {
-    std::lock_guard<std::mutex> lock(q->account->mu);
+    MutexLock lock(q->account->mu);
     if (q->account->wake_fd >= 0) {
       uint64_t one = 1;
       ssize_t written = write(q->account->wake_fd, &one, sizeof(one));

@@ -40,13 +40,13 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "base/unique_fd.h"
 #include "events/encoder.h"
 #include "events/event.h"
@@ -141,9 +141,9 @@ class Publisher {
   std::string publish_endpoint_;
   std::string replay_endpoint_;
 
-  std::mutex mu_;
-  std::deque<Event> queue_;  // guarded by mu_
-  bool stopping_ = false;    // guarded by mu_
+  Mutex mu_;
+  std::deque<Event> queue_ MEMKV_GUARDED_BY(mu_);
+  bool stopping_ MEMKV_GUARDED_BY(mu_) = false;
 
   // Only thread_ touches these.
   uint64_t next_seq_ = 0;
@@ -161,8 +161,8 @@ class Publisher {
   // (its context ends on a thread of its own, see ~Publisher) touches none of it.
   struct ReplayAccount {
     std::atomic<uint64_t> queued_bytes{0};
-    std::mutex mu;
-    int wake_fd = -1;  // guarded by mu; -1 once the publisher is gone
+    Mutex mu;
+    int wake_fd MEMKV_GUARDED_BY(mu) = -1;  // -1 once the publisher is gone
   };
   std::shared_ptr<ReplayAccount> account_ = std::make_shared<ReplayAccount>();
   std::thread thread_;

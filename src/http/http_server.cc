@@ -121,7 +121,7 @@ Status HttpServer::Handle(const std::string& method, const std::string& path, Ht
 }
 
 Status HttpServer::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (stopping_.load(std::memory_order_acquire)) return FailedPrecondition("HttpServer::Start after Stop");
   if (started_.exchange(true, std::memory_order_acq_rel)) return FailedPrecondition("HttpServer::Start called twice");
   try {
@@ -137,7 +137,7 @@ void HttpServer::Stop() {
   stopping_.store(true, std::memory_order_release);
   Wake(wake_.get());
   if (running_here == this) return;  // a handler: the loop ends after it returns
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (thread_.joinable()) thread_.join();
 }
 

@@ -47,7 +47,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -55,6 +54,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "base/unique_fd.h"
 #include "http/http_message.h"
 #include "http/http_router.h"
@@ -132,8 +132,8 @@ class HttpServer {
   HttpCounters counters_;
   std::atomic<bool> started_{false};
   std::atomic<bool> stopping_{false};
-  std::mutex mu_;       // guards thread_ (Start's spawn, Stop's join)
-  std::thread thread_;
+  Mutex mu_;
+  std::thread thread_ MEMKV_GUARDED_BY(mu_);  // Start's spawn, Stop's join
 
   // Owned by the server thread.
   std::vector<std::unique_ptr<HttpConnection>> connections_;

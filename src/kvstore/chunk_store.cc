@@ -42,7 +42,7 @@ Status ChunkStore::PutChunk(std::span<const uint8_t> hash, std::span<const uint8
   if (Status s = CheckHash(hash); !s.ok()) return Refuse(s);
   std::string key = ChunkKey(name_space_, hash);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (pending_.chunks.contains(key) || in_flight_.contains(key)) return Status::Ok();  // immutable
   }
   NoteSize(data.size());
@@ -50,7 +50,7 @@ Status ChunkStore::PutChunk(std::span<const uint8_t> hash, std::span<const uint8
   try {
     copy = std::make_shared<const MallocBuffer>(MallocBuffer::CopyOf(data));
   } catch (const std::bad_alloc& e) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!refused_.has_value()) {
       refused_ = ResourceExhausted(std::string("a put_chunk could not copy its bytes: ") + e.what());
       refused_out_of_memory_ = true;
@@ -59,7 +59,7 @@ Status ChunkStore::PutChunk(std::span<const uint8_t> hash, std::span<const uint8
   }
   bool flush = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (pending_.chunks.contains(key) || in_flight_.contains(key)) return Status::Ok();
     pending_.bytes += copy->size();
     pending_.chunks.emplace(std::move(key), std::move(copy));
@@ -72,7 +72,7 @@ Status ChunkStore::PutChunk(std::span<const uint8_t> hash, std::span<const uint8
     // chunks stay buffered for the next flush or put_manifest, as long as
     // the buffer stays within twice its bounds; past that the put reports
     // the server's state, so a saver facing a server that stays busy stops.
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (pending_.chunks.size() < 2 * kFlushChunks && pending_.bytes < 2 * buffer_bytes_) return Status::Ok();
   }
   return status;
@@ -84,10 +84,10 @@ Result<MallocBuffer> ChunkStore::GetChunk(std::span<const uint8_t> hash) {
   if (std::optional<MallocBuffer> cached = cache_.Take(key)) return std::move(*cached);
   ChunkBytes buffered;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     // A chunk a flush is sending is read back once the flush is over (from
     // the buffer again if the flush failed).
-    flush_done_.wait(lock, [&] { return !in_flight_.contains(key); });
+    lock.Wait(flush_done_, [&]() MEMKV_REQUIRES(mu_) { return !in_flight_.contains(key); });
     if (auto it = pending_.chunks.find(key); it != pending_.chunks.end()) buffered = it->second;
   }
   if (buffered) return MallocBuffer::CopyOf(buffered->span());
@@ -127,7 +127,7 @@ Status ChunkStore::PrefetchChunks(std::span<const uint8_t> hashes, size_t hash_l
   std::vector<std::string> keys;
   {
     std::unordered_set<std::string> seen;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (size_t i = 0; i < count; ++i) {
       std::string key = ChunkKey(name_space_, hashes.subspan(i * hash_len, hash_len));
       if (pending_.chunks.contains(key) || in_flight_.contains(key) || !seen.insert(key).second) continue;
@@ -231,7 +231,7 @@ void ChunkStore::NoteSize(size_t size) {
 }
 
 Status ChunkStore::Refuse(Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!refused_.has_value()) refused_ = status;
   return status;
 }
@@ -240,7 +240,7 @@ Status ChunkStore::TakeRefusal() {
   std::optional<Status> refused;
   bool out_of_memory = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     refused = std::exchange(refused_, std::nullopt);
     out_of_memory = std::exchange(refused_out_of_memory_, false);
   }

@@ -22,7 +22,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <span>
@@ -31,6 +30,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/mutex.h"
 #include "kvstore/malloc_buffer.h"
 #include "kvstore/prefetch_cache.h"
 #include "kvstore/settings.h"
@@ -113,18 +113,18 @@ class ChunkStore {
   // The largest chunk seen on this handle: the size reads allocate first.
   std::atomic<size_t> size_hint_{0};
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable flush_done_;
-  Pending pending_;                          // guarded by mu_
-  std::unordered_set<std::string> in_flight_;  // guarded by mu_; keys a flush is sending
-  uint64_t next_flush_id_ = 0;               // guarded by mu_
-  std::set<uint64_t> active_flushes_;        // guarded by mu_
-  uint64_t failed_flushes_ = 0;              // guarded by mu_
-  Status last_flush_error_;                  // guarded by mu_
+  Pending pending_ MEMKV_GUARDED_BY(mu_);
+  std::unordered_set<std::string> in_flight_ MEMKV_GUARDED_BY(mu_);  // keys a flush is sending
+  uint64_t next_flush_id_ MEMKV_GUARDED_BY(mu_) = 0;
+  std::set<uint64_t> active_flushes_ MEMKV_GUARDED_BY(mu_);
+  uint64_t failed_flushes_ MEMKV_GUARDED_BY(mu_) = 0;
+  Status last_flush_error_ MEMKV_GUARDED_BY(mu_);
   // A PutChunk refused since the last PutManifest; out_of_memory_ when for
   // lack of memory (reported as such).
-  std::optional<Status> refused_;            // guarded by mu_
-  bool refused_out_of_memory_ = false;       // guarded by mu_
+  std::optional<Status> refused_ MEMKV_GUARDED_BY(mu_);
+  bool refused_out_of_memory_ MEMKV_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace memkv::kvstore

@@ -12,7 +12,7 @@ Status ChunkStore::FlushOnce(uint64_t* id_out) {
   std::vector<std::string> keys;  // what this flush marked in flight
   uint64_t id = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     id = next_flush_id_++;
     if (id_out != nullptr) *id_out = id;
     if (pending_.chunks.empty()) return Status::Ok();
@@ -26,7 +26,7 @@ Status ChunkStore::FlushOnce(uint64_t* id_out) {
   // buffered again and the waiters hear of it.
   auto finish = [&](const Status& status) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       for (const std::string& key : keys) in_flight_.erase(key);
       for (auto& [key, bytes] : batch.chunks) {
         if (pending_.chunks.emplace(key, bytes).second) pending_.bytes += bytes->size();
@@ -103,15 +103,16 @@ Status ChunkStore::FlushForManifest() {
   for (int round = 0; round < 2; ++round) {
     uint64_t failures_before = 0;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       failures_before = failed_flushes_;
     }
     uint64_t id = 0;
     MEMKV_RETURN_IF_ERROR(FlushOnce(&id));
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     // Flushes that started earlier may hold chunks this manifest names (a
     // put_chunk that found its hash in flight did not copy it again).
-    flush_done_.wait(lock, [&] { return active_flushes_.empty() || *active_flushes_.begin() > id; });
+    lock.Wait(flush_done_,
+              [&]() MEMKV_REQUIRES(mu_) { return active_flushes_.empty() || *active_flushes_.begin() > id; });
     if (failed_flushes_ == failures_before) return Status::Ok();
     // One of them failed and buffered its chunks again: flush them too.
     status = last_flush_error_;

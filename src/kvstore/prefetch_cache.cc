@@ -8,7 +8,7 @@ namespace memkv::kvstore {
 bool PrefetchCache::Insert(const std::string& key, MallocBuffer value) {
   if (value.size() > max_bytes_ || max_entries_ == 0) return false;
   std::vector<MallocBuffer> evicted;  // freed after the lock is released
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (entries_.contains(key)) return false;
   while (!order_.empty() && (bytes_ + value.size() > max_bytes_ || entries_.size() >= max_entries_)) {
     auto it = entries_.find(order_.front());
@@ -24,7 +24,7 @@ bool PrefetchCache::Insert(const std::string& key, MallocBuffer value) {
 }
 
 std::optional<MallocBuffer> PrefetchCache::Take(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = entries_.find(key);
   if (it == entries_.end()) return std::nullopt;
   MallocBuffer value = std::move(it->second.value);
@@ -35,17 +35,17 @@ std::optional<MallocBuffer> PrefetchCache::Take(const std::string& key) {
 }
 
 bool PrefetchCache::Contains(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return entries_.contains(key);
 }
 
 uint64_t PrefetchCache::bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return bytes_;
 }
 
 size_t PrefetchCache::entries() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return entries_.size();
 }
 

@@ -12,11 +12,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 
+#include "base/mutex.h"
 #include "kvstore/malloc_buffer.h"
 
 namespace memkv::kvstore {
@@ -49,10 +49,10 @@ class PrefetchCache {
 
   const uint64_t max_bytes_;
   const size_t max_entries_;
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, Entry> entries_;  // guarded by mu_
-  std::list<std::string> order_;                    // guarded by mu_; oldest first
-  uint64_t bytes_ = 0;                              // guarded by mu_
+  mutable Mutex mu_;
+  std::unordered_map<std::string, Entry> entries_ MEMKV_GUARDED_BY(mu_);
+  std::list<std::string> order_ MEMKV_GUARDED_BY(mu_);  // oldest first
+  uint64_t bytes_ MEMKV_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace memkv::kvstore

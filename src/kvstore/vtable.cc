@@ -12,13 +12,13 @@
 #include <cstring>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "base/mutex.h"
 #include "kvstore/chunk_store.h"
 #include "kvstore/settings.h"
 #include "kvstore/uri.h"
@@ -69,15 +69,15 @@ int CodeOf(const Status& status) {
 struct Handle {
   std::unique_ptr<ChunkStore> store;
   bool log_failures = true;  // MEMKV_LOG_LEVEL at or below warn
-  std::mutex log_mu;
-  std::chrono::steady_clock::time_point last_line;  // guarded by log_mu
-  uint64_t held_back = 0;                           // guarded by log_mu
+  Mutex log_mu;
+  std::chrono::steady_clock::time_point last_line MEMKV_GUARDED_BY(log_mu);
+  uint64_t held_back MEMKV_GUARDED_BY(log_mu) = 0;
 };
 
 void Log(Handle* h, const std::string& line) {
   if (h != nullptr) {
     if (!h->log_failures) return;
-    std::lock_guard<std::mutex> lock(h->log_mu);
+    MutexLock lock(h->log_mu);
     const auto now = std::chrono::steady_clock::now();
     if (h->last_line.time_since_epoch().count() != 0 && now - h->last_line < kLogInterval) {
       ++h->held_back;

@@ -20,8 +20,8 @@ std::string Describe(size_t index, const std::string& key) {
 // while the engine (and its queue) exists: the engine clears `queue` under
 // `mu` before it goes.
 struct TransferEngine::CancelHub {
-  std::mutex mu;
-  AsyncQueue* queue = nullptr;  // guarded by mu
+  Mutex mu;
+  AsyncQueue* queue MEMKV_GUARDED_BY(mu) = nullptr;
 };
 
 // The plan of one prepared transfer and its progress, shared by the caller's
@@ -37,14 +37,14 @@ struct Transfer::Job {
   std::atomic<bool> cancelled{false};
   std::atomic<size_t> batches_left{0};
   std::atomic<TransferState> state{TransferState::kIdle};
-  std::mutex mu;
-  Status error;                     // guarded by mu
-  size_t error_index = SIZE_MAX;    // guarded by mu
-  std::vector<AsyncId> submitted;   // guarded by mu: the batches of the last Post
+  Mutex mu;
+  Status error MEMKV_GUARDED_BY(mu);
+  size_t error_index MEMKV_GUARDED_BY(mu) = SIZE_MAX;
+  std::vector<AsyncId> submitted MEMKV_GUARDED_BY(mu);  // the batches of the last Post
 
   // Keeps the error of the lowest descriptor index.
   void Fail(size_t index, Status status) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     if (index < error_index) {
       error_index = index;
       error = std::move(status);
@@ -57,7 +57,7 @@ struct Transfer::Job {
     if (batches_left.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
     bool failed = false;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       failed = error_index != SIZE_MAX;
     }
     state.store(failed ? TransferState::kFailed : TransferState::kDone, std::memory_order_release);
@@ -73,10 +73,10 @@ Transfer::~Transfer() {
   job_->cancelled.store(true, std::memory_order_release);
   std::vector<AsyncId> ids;
   {
-    std::lock_guard<std::mutex> lock(job_->mu);
+    MutexLock lock(job_->mu);
     ids = job_->submitted;
   }
-  std::lock_guard<std::mutex> lock(job_->hub->mu);
+  MutexLock lock(job_->hub->mu);
   if (job_->hub->queue == nullptr) return;
   for (AsyncId id : ids) job_->hub->queue->Cancel(id);
 }
@@ -96,7 +96,7 @@ class TransferEngine::Batches {
   ~Batches() {
     std::vector<AsyncId> ids;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       for (const auto& [id, batch] : inflight_) ids.push_back(id);
     }
     for (AsyncId id : ids) queue_->Cancel(id);
@@ -108,8 +108,8 @@ class TransferEngine::Batches {
   // Submits the job's batches, counted in batches_left before any can end.
   void Push(const std::shared_ptr<Transfer::Job>& job, size_t batch_size) {
     const size_t n = job->keys.size();
-    std::lock_guard<std::mutex> lock(mu_);  // Drain sees each batch recorded
-    std::lock_guard<std::mutex> job_lock(job->mu);
+    MutexLock lock(mu_);  // Drain sees each batch recorded
+    MutexLock job_lock(job->mu);
     job->submitted.clear();
     job->batches_left.store((n + batch_size - 1) / batch_size, std::memory_order_release);
     for (size_t begin = 0; begin < n; begin += batch_size) {
@@ -139,7 +139,7 @@ class TransferEngine::Batches {
     for (AsyncCompletion& c : done) {
       std::unique_ptr<Batch> b;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         auto node = inflight_.extract(c.id);
         if (node.empty()) continue;
         b = std::move(node.mapped());
@@ -203,8 +203,8 @@ class TransferEngine::Batches {
   }
 
   std::unique_ptr<AsyncQueue> queue_;
-  std::mutex mu_;
-  std::unordered_map<AsyncId, std::unique_ptr<Batch>> inflight_;  // guarded by mu_
+  Mutex mu_;
+  std::unordered_map<AsyncId, std::unique_ptr<Batch>> inflight_ MEMKV_GUARDED_BY(mu_);
 };
 
 namespace {
@@ -251,7 +251,7 @@ TransferEngine::TransferEngine(const EngineSettings& settings, std::unique_ptr<C
 
 TransferEngine::~TransferEngine() {
   {
-    std::lock_guard<std::mutex> lock(hub_->mu);
+    MutexLock lock(hub_->mu);
     hub_->queue = nullptr;  // released Transfers no longer reach the queue
   }
   batches_.reset();  // before the client: settles every batch
@@ -274,13 +274,13 @@ Result<std::string> TransferEngine::RegisterObject(uint64_t dev_id, std::string_
                            " bytes, and an object key may take " + std::to_string(kMaxKeyBytes - 21) +
                            " (key_prefix plus metaInfo)");
   }
-  std::lock_guard<std::mutex> lock(objects_mu_);
+  MutexLock lock(objects_mu_);
   objects_[dev_id] = key;
   return key;
 }
 
 Status TransferEngine::UnregisterObject(uint64_t dev_id) {
-  std::lock_guard<std::mutex> lock(objects_mu_);
+  MutexLock lock(objects_mu_);
   if (objects_.erase(dev_id) == 0) return NotFound("object " + std::to_string(dev_id) + " is not registered");
   return Status::Ok();
 }
@@ -301,7 +301,7 @@ Result<std::unique_ptr<Transfer>> TransferEngine::Prepare(Direction direction, s
   job->keys.reserve(remote.size());
   job->buffers.reserve(local.size());
   {
-    std::lock_guard<std::mutex> lock(objects_mu_);
+    MutexLock lock(objects_mu_);
     for (size_t i = 0; i < remote.size(); ++i) {
       if (local[i].len != remote[i].len) {
         return InvalidArgument("descriptor " + std::to_string(i) + ": the local buffer is " +
@@ -341,7 +341,7 @@ Status TransferEngine::Post(Transfer& transfer) {
     return FailedPrecondition("the transfer is still in progress; poll it until it ends before posting it again");
   }
   {
-    std::lock_guard<std::mutex> lock(job.mu);
+    MutexLock lock(job.mu);
     job.error = Status::Ok();
     job.error_index = SIZE_MAX;
   }
@@ -361,7 +361,7 @@ TransferStatus TransferEngine::Poll(const Transfer& transfer) const {
   TransferStatus out;
   out.state = job.state.load(std::memory_order_acquire);
   if (out.state == TransferState::kFailed) {
-    std::lock_guard<std::mutex> lock(job.mu);
+    MutexLock lock(job.mu);
     out.error = job.error;
   }
   return out;

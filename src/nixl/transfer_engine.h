@@ -34,13 +34,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "memkv/client.h"
 #include "memkv/status.h"
 #include "nixl/settings.h"
@@ -158,8 +158,8 @@ class TransferEngine {
   std::unique_ptr<Client> client_;
   std::shared_ptr<CancelHub> hub_;
   std::unique_ptr<Batches> batches_;  // destroyed before client_ (the destructor resets it first)
-  mutable std::mutex objects_mu_;
-  std::unordered_map<uint64_t, std::string> objects_;  // dev_id -> object key
+  mutable Mutex objects_mu_;
+  std::unordered_map<uint64_t, std::string> objects_ MEMKV_GUARDED_BY(objects_mu_);  // dev_id -> object key
 };
 
 }  // namespace memkv::nixl

@@ -33,11 +33,11 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "preload/paths.h"
 #include "preload/store.h"
 
@@ -64,23 +64,23 @@ struct File {
   bool append = false;
   std::atomic<int> fd_count{1};  // table entries pointing here
 
-  std::mutex mu;
-  bool loaded = false;  // guarded by mu: the memfd holds the value
-  // guarded by mu: the value's size when opened for reading (kUnknownSize
-  // when the server could not tell), a hint for the load.
-  uint64_t open_size = kUnknownSize;
-  // guarded by mu: the value went whole into a caller's buffer by the first
-  // read (ReadWhole) and the memfd was left empty, its offset at the end;
-  // reads there find the end of file, any other use fetches the value.
-  bool read_into_caller = false;
-  bool dirty = false;   // guarded by mu: to be put at fsync / last close
-  // guarded by mu: a writable file's content as MemKV holds it, to find
-  // writes the interposers did not see.
-  bool has_baseline = false;
-  Baseline baseline;
-  std::vector<DirEntry> entries;  // guarded by mu: directories, for getdents64
-  size_t next_entry = 0;          // guarded by mu
-  bool listed = false;            // guarded by mu
+  Mutex mu;
+  bool loaded MEMKV_GUARDED_BY(mu) = false;  // the memfd holds the value
+  // The value's size when opened for reading (kUnknownSize when the server
+  // could not tell), a hint for the load.
+  uint64_t open_size MEMKV_GUARDED_BY(mu) = kUnknownSize;
+  // The value went whole into a caller's buffer by the first read
+  // (ReadWhole) and the memfd was left empty, its offset at the end; reads
+  // there find the end of file, any other use fetches the value.
+  bool read_into_caller MEMKV_GUARDED_BY(mu) = false;
+  bool dirty MEMKV_GUARDED_BY(mu) = false;  // to be put at fsync / last close
+  // A writable file's content as MemKV holds it, to find writes the
+  // interposers did not see.
+  bool has_baseline MEMKV_GUARDED_BY(mu) = false;
+  Baseline baseline MEMKV_GUARDED_BY(mu);
+  std::vector<DirEntry> entries MEMKV_GUARDED_BY(mu);  // directories, for getdents64
+  size_t next_entry MEMKV_GUARDED_BY(mu) = 0;
+  bool listed MEMKV_GUARDED_BY(mu) = false;
 };
 
 // Where a path argument points. Resolve() returns false for paths outside

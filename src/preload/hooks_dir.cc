@@ -28,8 +28,8 @@ struct ShimDir {
 
 struct DirRegistry {
   std::atomic<int> count{0};  // open ShimDirs: readdir of real DIRs skips the lock when 0
-  std::mutex mu;
-  std::set<void*> dirs;  // guarded by mu
+  Mutex mu;
+  std::set<void*> dirs MEMKV_GUARDED_BY(mu);
 };
 
 DirRegistry& Registry() {
@@ -40,7 +40,7 @@ DirRegistry& Registry() {
 ShimDir* FindDir(DIR* dir) {
   DirRegistry& registry = Registry();
   if (registry.count.load(std::memory_order_acquire) == 0) return nullptr;
-  std::lock_guard<std::mutex> lock(registry.mu);
+  memkv::MutexLock lock(registry.mu);
   return registry.dirs.count(dir) > 0 ? reinterpret_cast<ShimDir*>(dir) : nullptr;
 }
 
@@ -72,7 +72,7 @@ DIR* NewDir(int fd, const std::string& key) {
   dir->fd = fd;
   dir->entries = WithDots(std::move(entries));
   DirRegistry& registry = Registry();
-  std::lock_guard<std::mutex> lock(registry.mu);
+  memkv::MutexLock lock(registry.mu);
   registry.dirs.insert(dir);
   registry.count.fetch_add(1, std::memory_order_release);
   return reinterpret_cast<DIR*>(dir);
@@ -137,7 +137,7 @@ MEMKV_PRELOAD_EXPORT int closedir(DIR* dirp) {
   if (dir == nullptr) return Real().closedir(dirp);
   {
     DirRegistry& registry = Registry();
-    std::lock_guard<std::mutex> lock(registry.mu);
+    memkv::MutexLock lock(registry.mu);
     registry.dirs.erase(dir);
     registry.count.fetch_sub(1, std::memory_order_release);
   }
@@ -203,7 +203,7 @@ MEMKV_PRELOAD_EXPORT ssize_t getdents64(int fd, void* buf, size_t len) {
     return Real().getdents64(fd, buf, len);
   }
   if (!file->is_dir) return ErrnoResult(ENOTDIR, -1);
-  std::lock_guard<std::mutex> lock(file->mu);
+  memkv::MutexLock lock(file->mu);
   if (!file->listed) {
     std::vector<DirEntry> entries;
     if (int err = ListDirectory(file->key, &entries)) return ErrnoResult(err, -1);

@@ -65,7 +65,7 @@ FILE* OpenStream(const char* path, const char* mode) {
   if (stream == nullptr) {
     int err = errno;
     if (std::shared_ptr<File> taken = TakeFd(fd)) {
-      std::lock_guard<std::mutex> lock(taken->mu);
+      memkv::MutexLock lock(taken->mu);
       taken->dirty = false;  // nothing was written: leave the value alone
     }
     Real().close(fd);

@@ -70,6 +70,7 @@ std::shared_ptr<File> NewAdoptedFile(int fd, const MemfdName& name, const Prefix
   int flags = Real().fcntl(fd, F_GETFL);
   file->append = flags >= 0 && (flags & O_APPEND) != 0;
   bool stored = IsStored(fd);
+  MutexLock lock(file->mu);  // not shared yet; taken so every access holds it
   if (file->writable) {
     file->loaded = true;
     if (stored) {

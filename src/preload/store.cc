@@ -8,10 +8,10 @@
 
 #include <algorithm>
 #include <limits>
-#include <mutex>
 #include <string_view>
 #include <unordered_set>
 
+#include "base/mutex.h"
 #include "memkv/memkv.h"
 #include "preload/real.h"
 #include "preload/stats.h"
@@ -22,16 +22,19 @@ namespace {
 // The process's client. A preload library has no main() to own it, so it
 // lives here, built on first use.
 struct StoreState {
-  std::mutex mu;
-  memkv_client_t* client = nullptr;  // guarded by mu
-  bool open_failed = false;          // guarded by mu: the failure is logged once
+  Mutex mu;
+  memkv_client_t* client MEMKV_GUARDED_BY(mu) = nullptr;
+  bool open_failed MEMKV_GUARDED_BY(mu) = false;  // the failure is logged once
 };
 
 StoreState& State() {
   static StoreState* state = [] {
     auto* s = new StoreState();  // never freed: used until the process exits
-    pthread_atfork([] { State().mu.lock(); }, [] { State().mu.unlock(); },
-                   [] {
+    // pthread_atfork holds the lock across fork(): taken before, released
+    // after in parent and child, which the analysis cannot follow.
+    pthread_atfork([]() MEMKV_NO_THREAD_SAFETY_ANALYSIS { State().mu.lock(); },
+                   []() MEMKV_NO_THREAD_SAFETY_ANALYSIS { State().mu.unlock(); },
+                   []() MEMKV_NO_THREAD_SAFETY_ANALYSIS {
                      // The parent's client shares its connections with the
                      // parent: leave it, open a fresh one when needed.
                      StoreState& st = State();
@@ -46,7 +49,7 @@ StoreState& State() {
 
 int GetClient(memkv_client_t** out) {
   StoreState& state = State();
-  std::lock_guard<std::mutex> lock(state.mu);
+  MutexLock lock(state.mu);
   if (state.client == nullptr) {
     memkv_client_t* client = nullptr;
     memkv_status_t status = memkv_client_open_env(&client);
@@ -73,8 +76,8 @@ int Failed(const char* what, const std::string& key, memkv_status_t status) {
 
 // Directories known to have their marker (KeepDirectory in store.h).
 struct MarkCache {
-  std::mutex mu;
-  std::unordered_set<std::string> dirs;  // guarded by mu
+  Mutex mu;
+  std::unordered_set<std::string> dirs MEMKV_GUARDED_BY(mu);
 };
 
 // Past this many directories the cache starts again: knowing fewer costs a
@@ -85,8 +88,11 @@ MarkCache& Marks() {
   static MarkCache* marks = [] {
     auto* m = new MarkCache();  // never freed: used until the process exits
     // A child keeps what the parent knew (the markers are the server's),
-    // and never finds the mutex held by a thread it does not have.
-    pthread_atfork([] { Marks().mu.lock(); }, [] { Marks().mu.unlock(); }, [] { Marks().mu.unlock(); });
+    // and never finds the mutex held by a thread it does not have (held
+    // across fork(), which the analysis cannot follow).
+    pthread_atfork([]() MEMKV_NO_THREAD_SAFETY_ANALYSIS { Marks().mu.lock(); },
+                   []() MEMKV_NO_THREAD_SAFETY_ANALYSIS { Marks().mu.unlock(); },
+                   []() MEMKV_NO_THREAD_SAFETY_ANALYSIS { Marks().mu.unlock(); });
     return m;
   }();
   return *marks;
@@ -95,7 +101,7 @@ MarkCache& Marks() {
 void NoteMarked(std::string_view dir_key) {
   if (dir_key.empty()) return;
   MarkCache& marks = Marks();
-  std::lock_guard<std::mutex> lock(marks.mu);
+  MutexLock lock(marks.mu);
   if (marks.dirs.size() >= kMaxKnownMarks) marks.dirs.clear();
   marks.dirs.emplace(dir_key);
 }
@@ -105,13 +111,13 @@ void NoteMarked(std::string_view dir_key) {
 bool KnownKept(const std::string& dir_key) {
   if (dir_key.empty()) return true;
   MarkCache& marks = Marks();
-  std::lock_guard<std::mutex> lock(marks.mu);
+  MutexLock lock(marks.mu);
   return marks.dirs.count(dir_key) > 0;
 }
 
 void NoteUnmarked(std::string_view dir_key) {
   MarkCache& marks = Marks();
-  std::lock_guard<std::mutex> lock(marks.mu);
+  MutexLock lock(marks.mu);
   marks.dirs.erase(std::string(dir_key));
 }
 

@@ -25,13 +25,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "base/hmac.h"
+#include "base/mutex.h"
 #include "memkv/status.h"
 #include "proto/frame.h"
 #include "server/tenant_stats.h"
@@ -102,7 +102,7 @@ class CredentialStore {
   explicit CredentialStore(std::shared_ptr<const Credentials> initial) : current_(std::move(initial)) {}
 
   std::shared_ptr<const Credentials> Current() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return current_;
   }
   // Changes with every Replace; workers compare it with the one they last
@@ -110,14 +110,14 @@ class CredentialStore {
   uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
   // Returns the new generation.
   uint64_t Replace(std::shared_ptr<const Credentials> next) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     current_ = std::move(next);
     return generation_.fetch_add(1, std::memory_order_acq_rel) + 1;
   }
 
  private:
-  mutable std::mutex mu_;
-  std::shared_ptr<const Credentials> current_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::shared_ptr<const Credentials> current_ MEMKV_GUARDED_BY(mu_);
   std::atomic<uint64_t> generation_{1};
 };
 

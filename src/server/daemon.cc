@@ -277,12 +277,15 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   MEMKV_ASSIGN_OR_RETURN(std::shared_ptr<const Credentials> credentials,
                          CredentialsFor(options_.auth_key, c.tenants, tenant_stats_.get()));
   credentials_ = std::make_unique<CredentialStore>(std::move(credentials));
-  file_config_ = c;
-  if (!options_.config_path.empty()) {
-    // The baseline a reload compares with: the file as it reads now (the
-    // caller may have filled in what the file left to the host).
-    if (Result<config::ServerConfig> file = config::LoadServerConfigFile(options_.config_path); file.ok()) {
-      file_config_ = std::move(file).value();
+  {
+    MutexLock lock(reload_mu_);  // no Reload runs yet; taken so every access holds it
+    file_config_ = c;
+    if (!options_.config_path.empty()) {
+      // The baseline a reload compares with: the file as it reads now (the
+      // caller may have filled in what the file left to the host).
+      if (Result<config::ServerConfig> file = config::LoadServerConfigFile(options_.config_path); file.ok()) {
+        file_config_ = std::move(file).value();
+      }
     }
   }
 
@@ -417,7 +420,7 @@ void Daemon::Stop() {
 }
 
 Result<ReloadReport> Daemon::Reload() {
-  std::lock_guard<std::mutex> lock(reload_mu_);
+  MutexLock lock(reload_mu_);
   if (options_.config_path.empty()) {
     return FailedPrecondition("this server was started without a config file (memkv start --config PATH), so a "
                               "reload has nothing to read; nothing changed");

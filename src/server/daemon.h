@@ -30,13 +30,13 @@
 
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "config/server_config.h"
 #include "drive/extent_store.h"
 #include "events/publisher.h"
@@ -203,8 +203,8 @@ class Daemon {
   std::unique_ptr<NamespaceStats> namespaces_;  // counted by the server and by storage, so outlives both
   std::unique_ptr<TenantStats> tenant_stats_;   // the tenants' request counts; outlives the credentials
   std::unique_ptr<CredentialStore> credentials_;  // administrator and tenant keys; outlives the server
-  std::mutex reload_mu_;                        // one Reload at a time
-  config::ServerConfig file_config_;            // the file as last loaded (guarded by reload_mu_ after Create)
+  Mutex reload_mu_;                             // one Reload at a time
+  config::ServerConfig file_config_ MEMKV_GUARDED_BY(reload_mu_);  // the file as last loaded
   std::unique_ptr<tier::TieredStore> tier_;  // owns the pool and the drives
   std::unique_ptr<RdmaEndpoint> rdma_;       // registers the pool; null: TCP only
   std::unique_ptr<FleetState> fleet_;        // read by the server and the admin endpoint

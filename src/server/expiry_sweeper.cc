@@ -13,7 +13,7 @@ ExpirySweeper::~ExpirySweeper() { Stop(); }
 
 void ExpirySweeper::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -22,15 +22,15 @@ void ExpirySweeper::Stop() {
 
 void ExpirySweeper::Loop() {
   SetThreadName("memkv-expiry");
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
-    lock.unlock();
+    lock.Unlock();
     while (sweep_(kBatch) == kBatch) {
-      std::lock_guard check(mu_);
+      MutexLock check(mu_);
       if (stopping_) return;
     }
-    lock.lock();
-    wake_.wait_for(lock, interval_, [this] { return stopping_; });
+    lock.Lock();
+    lock.WaitFor(wake_, interval_, [&]() MEMKV_REQUIRES(mu_) { return stopping_; });
   }
 }
 

@@ -13,8 +13,9 @@
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
-#include <mutex>
 #include <thread>
+
+#include "base/mutex.h"
 
 namespace memkv::server {
 
@@ -36,9 +37,9 @@ class ExpirySweeper {
 
   Sweep sweep_;
   std::chrono::milliseconds interval_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;
+  bool stopping_ MEMKV_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -23,7 +23,7 @@ std::string_view NamespaceStats::NamespaceOf(std::string_view key) const {
 }
 
 void NamespaceStats::Count(std::string_view key, const NamespaceCounts& counts) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CountLocked(NamespaceOf(key), counts);
 }
 
@@ -33,7 +33,7 @@ void NamespaceStats::CountMany(const std::vector<KeyCounts>& items) {
     const std::string_view ns = NamespaceOf(items[i].key);
     NamespaceCounts run;
     for (; i < items.size() && NamespaceOf(items[i].key) == ns; ++i) run.Add(items[i].counts);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     CountLocked(ns, run);
   }
 }
@@ -106,7 +106,7 @@ void NamespaceStats::RebalanceLocked() {
 
 std::vector<NamespaceRow> NamespaceStats::Snapshot() {
   std::vector<NamespaceRow> rows;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   RebalanceLocked();
   NamespaceCounts other = other_;
   for (const auto& [name, entry] : entries_) {

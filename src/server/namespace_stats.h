@@ -27,11 +27,12 @@
 
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace memkv::server {
 
@@ -87,12 +88,12 @@ class NamespaceStats {
     bool reported = false;
   };
 
-  void CountLocked(std::string_view ns, const NamespaceCounts& counts);
+  void CountLocked(std::string_view ns, const NamespaceCounts& counts) MEMKV_REQUIRES(mu_);
   // Space-saving: a new candidate takes the place of the quietest unreported
   // one when the candidates are full, inheriting its traffic (as an upper
   // bound) and folding its counts into other.
-  Entry* AdmitLocked(std::string_view ns);
-  void RebalanceLocked();
+  Entry* AdmitLocked(std::string_view ns) MEMKV_REQUIRES(mu_);
+  void RebalanceLocked() MEMKV_REQUIRES(mu_);
 
   // Looked up by string_view: counting a request allocates nothing.
   struct NameHash {
@@ -101,10 +102,10 @@ class NamespaceStats {
   };
 
   NamespaceStatsOptions options_;
-  std::mutex mu_;
-  std::unordered_map<std::string, Entry, NameHash, std::equal_to<>> entries_;
-  uint32_t reported_ = 0;
-  NamespaceCounts other_;
+  Mutex mu_;
+  std::unordered_map<std::string, Entry, NameHash, std::equal_to<>> entries_ MEMKV_GUARDED_BY(mu_);
+  uint32_t reported_ MEMKV_GUARDED_BY(mu_) = 0;
+  NamespaceCounts other_ MEMKV_GUARDED_BY(mu_);
 };
 
 }  // namespace memkv::server

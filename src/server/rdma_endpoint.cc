@@ -123,7 +123,7 @@ proto::RdmaAnswer RdmaEndpoint::Accept(const proto::RdmaOffer& offer, const std:
   path.traffic_class = path_.traffic_class;
   path.service_level = path_.service_level;
   std::vector<std::unique_ptr<verbs::QueuePair>> made;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const proto::RdmaQp& remote : offer.qps) {
     Result<std::unique_ptr<verbs::QueuePair>> qp = context_->CreateQp(cq_.get(), kServerQpSendWr);
     Status s = qp.status();

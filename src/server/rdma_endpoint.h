@@ -19,12 +19,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "config/server_config.h"
 #include "memkv/status.h"
 #include "proto/messages.h"
@@ -78,7 +78,7 @@ class RdmaEndpoint {
  private:
   RdmaEndpoint() = default;
 
-  std::mutex mu_;  // serializes QP creation on the shared CQ
+  Mutex mu_;  // serializes QP creation on the shared CQ (calls into the provider; no field to guard)
   std::unique_ptr<verbs::Context> context_;
   std::unique_ptr<verbs::Registration> pool_;
   std::unique_ptr<verbs::CompletionQueue> cq_;  // required by QP creation; nothing completes on it

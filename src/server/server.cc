@@ -14,13 +14,13 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 
 #include "base/clock.h"
 #include "base/hmac.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "base/thread_name.h"
 #include "io/socket.h"
 #include "server/session.h"
@@ -96,7 +96,7 @@ class Server::Worker {
  public:
   Worker(Server* server, int index, int workers)
       : server_(server),
-        index_(index),
+        name_("memkv-worker-" + std::to_string(index)),
         limits_(UINT32_MAX,
                 ConnectionLimits::Share(server->options_.max_unauthenticated_connections, workers, index),
                 &server->limits_) {}
@@ -125,10 +125,10 @@ class Server::Worker {
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_.get(), &ev);
     running_.store(true, std::memory_order_release);
     thread_ = std::thread([this] {
-      SetThreadName("memkv-worker-" + std::to_string(index_));
+      SetThreadName(name_);
       Loop();
       {
-        std::lock_guard<std::mutex> lock(server_->recheck_mu_);  // a RecheckCredentials waiter sees it
+        MutexLock lock(server_->recheck_mu_);  // a RecheckCredentials waiter sees it
         running_.store(false, std::memory_order_release);
       }
       server_->recheck_cv_.notify_all();
@@ -143,7 +143,7 @@ class Server::Worker {
   // Called by the acceptor thread.
   void Adopt(UniqueFd fd, std::string peer) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       incoming_.emplace_back(std::move(fd), std::move(peer));
     }
     Wake(wake_.get());
@@ -227,7 +227,7 @@ class Server::Worker {
     for (int fd : to_close) Close(fd);
     server_->credentials_revoked_.fetch_add(revoked, std::memory_order_acq_rel);
     {
-      std::lock_guard<std::mutex> lock(server_->recheck_mu_);
+      MutexLock lock(server_->recheck_mu_);
       checked_generation_.store(generation, std::memory_order_release);
     }
     server_->recheck_cv_.notify_all();
@@ -259,7 +259,7 @@ class Server::Worker {
   void TakeIncoming() {
     std::vector<std::pair<UniqueFd, std::string>> incoming;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       incoming.swap(incoming_);
     }
     for (auto& [fd, peer] : incoming) {
@@ -445,7 +445,7 @@ class Server::Worker {
   }
 
   Server* server_;
-  int index_;
+  const std::string name_;  // the thread's (docs/threads.md)
   ConnectionLimits limits_;  // this worker's share of the Server's
   UniqueFd epoll_;
   UniqueFd wake_;
@@ -453,8 +453,8 @@ class Server::Worker {
   std::atomic<bool> running_{false};
   std::atomic<uint64_t> checked_generation_{0};  // of the credentials its connections were last checked against
   std::thread thread_;
-  std::mutex mu_;
-  std::vector<std::pair<UniqueFd, std::string>> incoming_;  // guarded by mu_
+  Mutex mu_;
+  std::vector<std::pair<UniqueFd, std::string>> incoming_ MEMKV_GUARDED_BY(mu_);
   // Owned by the worker thread only.
   std::unordered_map<int, std::unique_ptr<Session>> conns_;
   std::unordered_map<int, uint32_t> interest_;
@@ -558,8 +558,8 @@ Status Server::Run() {
 bool Server::RecheckCredentials(Nanos timeout_ns) {
   const uint64_t generation = credentials_->generation();
   for (auto& w : workers_) w->WakeUp();
-  std::unique_lock<std::mutex> lock(recheck_mu_);
-  return recheck_cv_.wait_for(lock, std::chrono::nanoseconds(timeout_ns), [&] {
+  MutexLock lock(recheck_mu_);
+  return lock.WaitFor(recheck_cv_, std::chrono::nanoseconds(timeout_ns), [&] {
     for (const auto& w : workers_) {
       if (w->running() && w->checked_generation() < generation) return false;
     }

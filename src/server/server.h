@@ -15,13 +15,13 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <mutex>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/unique_fd.h"
 #include "memkv/status.h"
 #include "server/connection_limits.h"
@@ -115,7 +115,10 @@ class Server {
   std::unique_ptr<CredentialStore> own_credentials_;  // when options_.credentials is null
   CredentialStore* credentials_ = nullptr;
   std::atomic<uint64_t> credentials_revoked_{0};      // connections revoked by reloads, ever
-  std::mutex recheck_mu_;
+  // Guards no field: a worker stores its (atomic) running_ and
+  // checked_generation_ under it, so a RecheckCredentials waiter cannot miss
+  // the notify that follows.
+  Mutex recheck_mu_;
   std::condition_variable recheck_cv_;                // a worker finished a re-check
   std::vector<std::unique_ptr<Worker>> workers_;
 };

@@ -3,7 +3,7 @@
 namespace memkv::server {
 
 TenantCounters* TenantStats::Slot(std::string_view name) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [slot_name, counters] : slots_) {
     if (slot_name == name) return &counters;
   }
@@ -12,7 +12,7 @@ TenantCounters* TenantStats::Slot(std::string_view name) {
 }
 
 std::vector<TenantCountsRow> TenantStats::Snapshot() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<TenantCountsRow> rows;
   rows.reserve(slots_.size());
   for (const auto& [name, c] : slots_) {

@@ -16,10 +16,11 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace memkv::server {
 
@@ -54,8 +55,9 @@ class TenantStats {
   std::vector<TenantCountsRow> Snapshot() const;
 
  private:
-  mutable std::mutex mu_;
-  std::deque<std::pair<std::string, TenantCounters>> slots_;  // guarded by mu_ (the deque; counters are atomics)
+  mutable Mutex mu_;
+  // The deque; the counters in it are atomics.
+  std::deque<std::pair<std::string, TenantCounters>> slots_ MEMKV_GUARDED_BY(mu_);
 };
 
 }  // namespace memkv::server

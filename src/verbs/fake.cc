@@ -39,11 +39,11 @@
 #include <cstring>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <utility>
 
 #include "base/errno_text.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "base/unique_fd.h"
 
 namespace memkv::verbs {
@@ -117,38 +117,37 @@ struct FakeFabric::State {
     Completion completion;
   };
 
-  mutable std::mutex mu;
-  // Everything below is guarded by mu.
-  std::vector<PortInfo> devices;
-  Status open_failure;
-  int fail_posts = 0;
-  int fail_posts_errno = 0;
-  int fail_completions = 0;
-  int fail_completions_status = kWcSuccess;
-  bool hold = false;
-  uint32_t path_max_mtu = 0;
-  std::vector<Held> held;
-  std::map<uint32_t, Mr> by_lkey;
-  std::map<uint32_t, Mr> by_rkey;
-  std::map<uint32_t, std::shared_ptr<Qp>> qps;
-  uint64_t next_pd = 1;
-  uint32_t next_key = kFirstKey;
-  uint32_t next_qpn = kFirstQpn;
-  size_t outstanding = 0;
-  uint64_t writes_completed = 0;
-  uint64_t reads_completed = 0;
-  uint64_t bytes_moved = 0;
-  PathOptions last_path;
+  mutable Mutex mu;
+  std::vector<PortInfo> devices MEMKV_GUARDED_BY(mu);
+  Status open_failure MEMKV_GUARDED_BY(mu);
+  int fail_posts MEMKV_GUARDED_BY(mu) = 0;
+  int fail_posts_errno MEMKV_GUARDED_BY(mu) = 0;
+  int fail_completions MEMKV_GUARDED_BY(mu) = 0;
+  int fail_completions_status MEMKV_GUARDED_BY(mu) = kWcSuccess;
+  bool hold MEMKV_GUARDED_BY(mu) = false;
+  uint32_t path_max_mtu MEMKV_GUARDED_BY(mu) = 0;
+  std::vector<Held> held MEMKV_GUARDED_BY(mu);
+  std::map<uint32_t, Mr> by_lkey MEMKV_GUARDED_BY(mu);
+  std::map<uint32_t, Mr> by_rkey MEMKV_GUARDED_BY(mu);
+  std::map<uint32_t, std::shared_ptr<Qp>> qps MEMKV_GUARDED_BY(mu);
+  uint64_t next_pd MEMKV_GUARDED_BY(mu) = 1;
+  uint32_t next_key MEMKV_GUARDED_BY(mu) = kFirstKey;
+  uint32_t next_qpn MEMKV_GUARDED_BY(mu) = kFirstQpn;
+  size_t outstanding MEMKV_GUARDED_BY(mu) = 0;
+  uint64_t writes_completed MEMKV_GUARDED_BY(mu) = 0;
+  uint64_t reads_completed MEMKV_GUARDED_BY(mu) = 0;
+  uint64_t bytes_moved MEMKV_GUARDED_BY(mu) = 0;
+  PathOptions last_path MEMKV_GUARDED_BY(mu);
 
   // A completion was polled or dropped: its WR no longer counts, and its
   // send-queue slot is free again.
-  void Retire(uint32_t qpn) {
+  void Retire(uint32_t qpn) MEMKV_REQUIRES(mu) {
     --outstanding;
     auto it = qps.find(qpn);
     if (it != qps.end()) --it->second->send_queue_used;
   }
 
-  void Deliver(const std::shared_ptr<Cq>& cq, const Completion& completion) {
+  void Deliver(const std::shared_ptr<Cq>& cq, const Completion& completion) MEMKV_REQUIRES(mu) {
     if (cq->destroyed) {
       Retire(completion.qp_num);
       return;
@@ -162,7 +161,7 @@ struct FakeFabric::State {
     }
   }
 
-  void Complete(const std::shared_ptr<Cq>& cq, const Completion& completion) {
+  void Complete(const std::shared_ptr<Cq>& cq, const Completion& completion) MEMKV_REQUIRES(mu) {
     if (hold) {
       held.push_back({cq, completion});
     } else {
@@ -172,20 +171,20 @@ struct FakeFabric::State {
 
   // Drops the held completions `drop` selects, retiring their WRs.
   template <typename Pred>
-  void DropHeld(Pred drop) {
+  void DropHeld(Pred drop) MEMKV_REQUIRES(mu) {
     auto keep_end = std::stable_partition(held.begin(), held.end(), [&](const Held& h) { return !drop(h); });
     for (auto it = keep_end; it != held.end(); ++it) Retire(it->completion.qp_num);
     held.erase(keep_end, held.end());
   }
 
-  const Mr* FindLocal(uint64_t pd, uint32_t lkey, const uint8_t* local, uint32_t length) const {
+  const Mr* FindLocal(uint64_t pd, uint32_t lkey, const uint8_t* local, uint32_t length) const MEMKV_REQUIRES(mu) {
     auto it = by_lkey.find(lkey);
     if (it == by_lkey.end() || it->second.pd != pd) return nullptr;
     const Mr& mr = it->second;
     return RangeInside(AddrOf(local), length, AddrOf(mr.addr), mr.length) ? &mr : nullptr;
   }
 
-  const Mr* FindRemote(uint64_t pd, uint32_t rkey, uint64_t remote_addr, uint32_t length) const {
+  const Mr* FindRemote(uint64_t pd, uint32_t rkey, uint64_t remote_addr, uint32_t length) const MEMKV_REQUIRES(mu) {
     auto it = by_rkey.find(rkey);
     if (it == by_rkey.end() || it->second.pd != pd || !it->second.remote) return nullptr;
     const Mr& mr = it->second;
@@ -193,7 +192,7 @@ struct FakeFabric::State {
   }
 
   // Runs one WR posted on `qp`; the completion status (and *byte_len).
-  int Execute(Qp& qp, const WorkRequest& wr, uint32_t* byte_len) {
+  int Execute(Qp& qp, const WorkRequest& wr, uint32_t* byte_len) MEMKV_REQUIRES(mu) {
     if (fail_completions > 0) {
       --fail_completions;
       return fail_completions_status;
@@ -234,7 +233,7 @@ class FakeRegistration final : public Registration {
   FakeRegistration(std::shared_ptr<State> state, uint8_t* addr, uint64_t length, uint32_t lkey, uint32_t rkey)
       : state_(std::move(state)), addr_(addr), length_(length), lkey_(lkey), rkey_(rkey) {}
   ~FakeRegistration() override {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     state_->by_lkey.erase(lkey_);
     state_->by_rkey.erase(rkey_);
   }
@@ -259,7 +258,7 @@ class FakeCompletionQueue final : public CompletionQueue {
   FakeCompletionQueue(std::shared_ptr<State> state, std::shared_ptr<State::Cq> cq)
       : state_(std::move(state)), cq_(std::move(cq)), fd_(cq_->event_fd.get()) {}
   ~FakeCompletionQueue() override {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     cq_->destroyed = true;
     for (const Completion& c : cq_->queue) state_->Retire(c.qp_num);
     cq_->queue.clear();
@@ -272,7 +271,7 @@ class FakeCompletionQueue final : public CompletionQueue {
   int fd() const override { return fd_; }
 
   Status Arm() override {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     cq_->armed = true;
     return Status::Ok();
   }
@@ -286,7 +285,7 @@ class FakeCompletionQueue final : public CompletionQueue {
   }
 
   Result<size_t> Poll(std::span<Completion> out) override {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     size_t n = 0;
     while (n < out.size() && !cq_->queue.empty()) {
       out[n] = cq_->queue.front();
@@ -311,7 +310,7 @@ class FakeQueuePair final : public QueuePair {
   FakeQueuePair(std::shared_ptr<State> state, std::shared_ptr<State::Qp> qp, PortInfo port)
       : state_(std::move(state)), qp_(std::move(qp)), port_(std::move(port)) {}
   ~FakeQueuePair() override {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     const uint32_t qpn = qp_->qpn;
     state_->DropHeld([qpn](const State::Held& h) { return h.completion.qp_num == qpn; });
     state_->qps.erase(qpn);
@@ -322,7 +321,7 @@ class FakeQueuePair final : public QueuePair {
   QpAddress local() const override { return {qp_->qpn, qp_->psn, qp_->gid}; }
 
   Status Connect(const QpAddress& remote, const PathOptions& path) override {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     state_->last_path = path;
     const std::string call = "ibv_modify_qp(RTR) on " + port_.device + " qpn " + Hex(qp_->qpn);
     if (qp_->connected || qp_->error) {
@@ -356,8 +355,8 @@ class FakeQueuePair final : public QueuePair {
   }
 
   Status Post(const WorkRequest& wr) override {
-    std::lock_guard lock(state_->mu);
     State& s = *state_;
+    MutexLock lock(s.mu);
     const std::string call = "ibv_post_send on " + port_.device + " qpn " + Hex(qp_->qpn);
     if (s.fail_posts > 0) {
       --s.fail_posts;
@@ -380,7 +379,7 @@ class FakeQueuePair final : public QueuePair {
   }
 
   Status SetError() override {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     qp_->error = true;
     return Status::Ok();
   }
@@ -405,7 +404,7 @@ class FakeContext final : public Context {
       return ErrnoStatus(EINVAL, "ibv_reg_mr on " + port_.device + " (" + Hex(AddrOf(addr)) + ", " +
                                      std::to_string(length) + " bytes)");
     }
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     const uint32_t lkey = state_->next_key++;
     const uint32_t rkey = state_->next_key++;
     State::Mr mr{static_cast<uint8_t*>(addr), length, remote, pd_};
@@ -440,7 +439,7 @@ class FakeContext final : public Context {
         break;
       }
     }
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     qp->qpn = state_->next_qpn++ & kQpnMask;
     qp->psn = (qp->qpn * 2654435761u) & kQpnMask;  // fixed, but not equal across QPs
     state_->qps[qp->qpn] = qp;
@@ -459,7 +458,7 @@ FakeFabric::FakeFabric() : state_(std::make_shared<State>()) {}
 FakeFabric::~FakeFabric() = default;
 
 void FakeFabric::AddDevice(const PortInfo& port) {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   for (PortInfo& existing : state_->devices) {
     if (existing.device == port.device) {
       existing = port;  // later Open()s see the new port; open Contexts keep theirs
@@ -500,14 +499,14 @@ PortInfo FakeFabric::HealthyPort(const std::string& name) {
 }
 
 Result<std::vector<std::string>> FakeFabric::Devices() {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   std::vector<std::string> names;
   for (const PortInfo& p : state_->devices) names.push_back(p.device);
   return names;
 }
 
 Result<std::unique_ptr<Context>> FakeFabric::Open(const std::string& device, uint8_t port) {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   if (!state_->open_failure.ok()) return state_->open_failure;
   std::string present;
   for (const PortInfo& p : state_->devices) {
@@ -523,24 +522,24 @@ Result<std::unique_ptr<Context>> FakeFabric::Open(const std::string& device, uin
 }
 
 void FakeFabric::FailOpen(Status status) {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   state_->open_failure = std::move(status);
 }
 
 void FakeFabric::FailPosts(int n, int err) {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   state_->fail_posts = n;
   state_->fail_posts_errno = err;
 }
 
 void FakeFabric::FailCompletions(int n, int status) {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   state_->fail_completions = n;
   state_->fail_completions_status = status;
 }
 
 void FakeFabric::HoldCompletions(bool hold) {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   state_->hold = hold;
   if (hold) return;
   std::vector<State::Held> held = std::exchange(state_->held, {});
@@ -548,42 +547,42 @@ void FakeFabric::HoldCompletions(bool hold) {
 }
 
 void FakeFabric::SetPathMaxMtu(uint32_t bytes) {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   state_->path_max_mtu = bytes;
 }
 
 size_t FakeFabric::LiveRegistrations() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->by_lkey.size();
 }
 
 size_t FakeFabric::LiveQps() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->qps.size();
 }
 
 size_t FakeFabric::OutstandingWrs() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->outstanding;
 }
 
 uint64_t FakeFabric::WritesCompleted() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->writes_completed;
 }
 
 uint64_t FakeFabric::ReadsCompleted() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->reads_completed;
 }
 
 uint64_t FakeFabric::BytesMoved() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->bytes_moved;
 }
 
 PathOptions FakeFabric::LastPath() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->last_path;
 }
 
