@@ -115,12 +115,12 @@ Result<std::unique_ptr<AdminService>> AdminService::Start(const AdminOptions& op
   admin->Sample();
   admin->sampler_ = std::thread([self] {
     SetThreadName("memkv-sampler");
-    std::unique_lock<std::mutex> lock(self->mu_);
-    while (!self->cv_.wait_for(lock, std::chrono::milliseconds(self->options_.sample_interval_ms),
-                               [self] { return self->stopping_; })) {
-      lock.unlock();
+    MutexLock lock(self->mu_);
+    while (!lock.WaitFor(self->cv_, std::chrono::milliseconds(self->options_.sample_interval_ms),
+                         [&]() MEMKV_REQUIRES(self->mu_) { return self->stopping_; })) {
+      lock.Unlock();
       self->Sample();
-      lock.lock();
+      lock.Lock();
     }
   });
   return admin;
@@ -128,7 +128,7 @@ Result<std::unique_ptr<AdminService>> AdminService::Start(const AdminOptions& op
 
 AdminService::~AdminService() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -163,13 +163,13 @@ uint64_t AdminService::RequestsTotal() const {
 
 void AdminService::Sample() {
   const uint64_t total = RequestsTotal();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   samples_.emplace_back(MonotonicNanos(), total);
   if (samples_.size() > kRateSamples) samples_.erase(samples_.begin());
 }
 
 double AdminService::OpsPerSecond() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (samples_.size() < 2) return 0;
   const auto& [t0, n0] = samples_.front();
   const auto& [t1, n1] = samples_.back();

@@ -45,13 +45,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "events/publisher.h"
 #include "http/http_server.h"
 #include "memkv/status.h"
@@ -156,10 +156,10 @@ class AdminService {
   std::unique_ptr<http::HttpServer> http_;
   AdminAuthenticator auth_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;                              // guarded by mu_
-  std::vector<std::pair<Nanos, uint64_t>> samples_;    // guarded by mu_; (time, requests), oldest first
+  bool stopping_ MEMKV_GUARDED_BY(mu_) = false;
+  std::vector<std::pair<Nanos, uint64_t>> samples_ MEMKV_GUARDED_BY(mu_);  // (time, requests), oldest first
   std::thread sampler_;
 };
 

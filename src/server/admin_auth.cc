@@ -129,17 +129,17 @@ int64_t UnixMillis() {
 void AdminAuthenticator::SetKey(std::span<const uint8_t> admin_key) {
   std::optional<Key32> k;
   if (!admin_key.empty()) k = DeriveAdminKey(admin_key);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   key_ = k;
 }
 
 bool AdminAuthenticator::has_key() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return key_.has_value();
 }
 
 size_t AdminAuthenticator::nonces_held() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return nonces_.size();
 }
 
@@ -174,7 +174,7 @@ AdminAuthenticator::Verdict AdminAuthenticator::Check(std::string_view method, s
   Tag sig{};
   if (sig_bytes && sig_bytes->size() == sig.size()) std::memcpy(sig.data(), sig_bytes->data(), sig.size());
   const std::string to_sign = AdminStringToSign(method, path, fields->ts, fields->nonce, body);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!key_) {
     return refuse(AdminAuthFailure::kNoKey, 401, "the server has no administrator key to check signatures with");
   }

@@ -31,7 +31,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -39,6 +38,7 @@
 #include <unordered_set>
 
 #include "base/hmac.h"
+#include "base/mutex.h"
 #include "memkv/status.h"
 
 namespace memkv::server {
@@ -105,10 +105,10 @@ class AdminAuthenticator {
  private:
   const int64_t window_ms_;
   const size_t max_nonces_;
-  mutable std::mutex mu_;
-  std::optional<Key32> key_;                          // K_admin; guarded by mu_
-  std::unordered_set<std::string> nonces_;            // guarded by mu_
-  std::multimap<int64_t, std::string> expiry_;        // guarded by mu_; forget-at (unix ms) -> nonce
+  mutable Mutex mu_;
+  std::optional<Key32> key_ MEMKV_GUARDED_BY(mu_);  // K_admin
+  std::unordered_set<std::string> nonces_ MEMKV_GUARDED_BY(mu_);
+  std::multimap<int64_t, std::string> expiry_ MEMKV_GUARDED_BY(mu_);  // forget-at (unix ms) -> nonce
 };
 
 }  // namespace memkv::server

@@ -196,13 +196,13 @@ class MEMKV_SCOPED_CAPABILITY MemoryStore::Impl::EventScope {
  public:
   explicit EventScope(Impl& s) MEMKV_ACQUIRE(s.mu) : s_(s), lock_(s.mu) {}
   ~EventScope() MEMKV_RELEASE() {
-    std::vector<StoreEvent> events = std::move(s_.events);
-    std::vector<std::shared_ptr<StoreEntry>> dropped = std::move(s_.dropped);
+    std::vector<StoreEvent> to_observe = std::move(s_.events);
+    std::vector<std::shared_ptr<StoreEntry>> to_drop = std::move(s_.dropped);
     s_.events.clear();
     s_.dropped.clear();
     lock_.Unlock();
-    dropped.clear();
-    for (const StoreEvent& event : events) s_.observer(event);
+    to_drop.clear();
+    for (const StoreEvent& event : to_observe) s_.observer(event);
   }
   EventScope(const EventScope&) = delete;
   EventScope& operator=(const EventScope&) = delete;

@@ -8,11 +8,11 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 #include <thread>
 #include <utility>
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "base/thread_name.h"
 #include "base/units.h"
 #include "storage/memory_store_impl.h"
@@ -126,9 +126,10 @@ void Prefault(uint8_t* base, uint64_t bytes, uint64_t page_bytes, const Prefault
   constexpr uint64_t kSlice = 256ULL << 20;  // progress granule, and each thread's step
   const unsigned threads = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
   std::atomic<uint64_t> next{0};
-  uint64_t done = 0;  // guarded by progress_mu
   std::atomic<bool> populate_works{true};
-  std::mutex progress_mu;  // progress is called from one thread at a time
+  Mutex progress_mu;  // progress is called from one thread at a time
+  // Guarded by progress_mu (a local: MEMKV_GUARDED_BY annotates fields only).
+  uint64_t done = 0;
   auto work = [&] {
     for (;;) {
       const uint64_t begin = next.fetch_add(kSlice);
@@ -140,7 +141,7 @@ void Prefault(uint8_t* base, uint64_t bytes, uint64_t page_bytes, const Prefault
           reinterpret_cast<volatile uint8_t*>(base + begin)[off] = 0;
         }
       }
-      std::lock_guard<std::mutex> lock(progress_mu);
+      MutexLock lock(progress_mu);
       done += len;
       if (progress) progress(done, bytes);
     }

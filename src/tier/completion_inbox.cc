@@ -5,7 +5,7 @@
 namespace memkv::tier {
 
 void CompletionInbox::Post(uint64_t owner, Closure closure) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) return;  // the loop is gone (its eventfd with it); `closure` is destroyed here
   posted_.emplace_back(owner, std::move(closure));
   uint64_t one = 1;
@@ -14,13 +14,13 @@ void CompletionInbox::Post(uint64_t owner, Closure closure) {
 }
 
 std::vector<std::pair<uint64_t, CompletionInbox::Closure>> CompletionInbox::Take() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return std::exchange(posted_, {});
 }
 
 void CompletionInbox::Close() {
   std::vector<std::pair<uint64_t, Closure>> dropped;  // destroyed after the lock is released
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   closed_ = true;
   dropped.swap(posted_);
 }

@@ -18,10 +18,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "tier/callback.h"
 
 namespace memkv::tier {
@@ -43,9 +43,9 @@ class CompletionInbox {
   void Close();
 
  private:
-  std::mutex mu_;
-  std::vector<std::pair<uint64_t, Closure>> posted_;  // guarded by mu_
-  bool closed_ = false;                               // guarded by mu_
+  Mutex mu_;
+  std::vector<std::pair<uint64_t, Closure>> posted_ MEMKV_GUARDED_BY(mu_);
+  bool closed_ MEMKV_GUARDED_BY(mu_) = false;
   int wake_fd_;
 };
 

@@ -17,7 +17,7 @@ IoThreads::IoThreads(int threads) {
 
 IoThreads::~IoThreads() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -26,7 +26,7 @@ IoThreads::~IoThreads() {
 
 void IoThreads::Submit(Job job) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     jobs_.push_back(std::move(job));
   }
   cv_.notify_one();
@@ -36,8 +36,8 @@ void IoThreads::Loop() {
   for (;;) {
     Job job;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      MutexLock lock(mu_);
+      lock.Wait(cv_, [&]() MEMKV_REQUIRES(mu_) { return stopping_ || !jobs_.empty(); });
       if (jobs_.empty()) return;  // stopping, and every queued job has run
       job = std::move(jobs_.front());
       jobs_.pop_front();

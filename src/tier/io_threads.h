@@ -9,10 +9,10 @@
 
 #include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "tier/callback.h"
 
 namespace memkv::tier {
@@ -31,10 +31,10 @@ class IoThreads {
  private:
   void Loop();
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Job> jobs_;   // guarded by mu_
-  bool stopping_ = false;  // guarded by mu_
+  std::deque<Job> jobs_ MEMKV_GUARDED_BY(mu_);
+  bool stopping_ MEMKV_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

@@ -88,7 +88,7 @@ Result<QuotaHold> TieredStore::HoldDriveQuota(std::string_view key, uint64_t siz
 void TieredStore::SetTenants(std::shared_ptr<const TenantMap> tenants) {
   if (tenants == nullptr) tenants = std::make_shared<const TenantMap>();
   // Held while both tiers take the map, so TenantUsages sees them agree.
-  std::lock_guard lock(tenants_mu_);
+  MutexLock lock(tenants_mu_);
   memory_->SetTenants(tenants);
   if (drives_ != nullptr) drives_->SetTenants(tenants);
   drive_holds_.Reset(tenants->size());
@@ -96,12 +96,12 @@ void TieredStore::SetTenants(std::shared_ptr<const TenantMap> tenants) {
 }
 
 std::shared_ptr<const TenantMap> TieredStore::Tenants() const {
-  std::lock_guard lock(tenants_mu_);
+  MutexLock lock(tenants_mu_);
   return tenants_;
 }
 
 std::vector<TenantUsage> TieredStore::TenantUsages() const {
-  std::lock_guard lock(tenants_mu_);
+  MutexLock lock(tenants_mu_);
   std::vector<TenantUsage> rows = memory_->TenantUsages();
   rows.resize(tenants_->size());
   if (drives_ != nullptr) {

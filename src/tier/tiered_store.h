@@ -65,7 +65,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -74,6 +73,7 @@
 #include <vector>
 
 #include "base/key_page.h"
+#include "base/mutex.h"
 #include "base/tenant_map.h"
 #include "drive/extent_store.h"
 #include "memkv/put_options.h"
@@ -350,20 +350,22 @@ class TieredStore {
   Result<StoredValue> ReadFromDrives(const std::string& key, uint64_t size, ReadNeed need);
   Result<StoredValue> ReadOnce(const std::string& key, uint64_t size, ReadNeed need);
   Status DeleteFromBoth(const std::string& key);
-  std::mutex& StripeFor(std::string_view key);
+  Mutex& StripeFor(std::string_view key);
 
   std::unique_ptr<storage::MemoryStore> memory_;
   std::unique_ptr<drive::ExtentStore> drives_;  // null: memory mode
   TieredStoreOptions options_;
-  std::array<std::mutex, 256> stripes_;
+  // A key's stripe serialises the drive operations on the key (see
+  // "Ordering" above); it guards no field.
+  std::array<Mutex, 256> stripes_;
 
   std::atomic<uint64_t> drive_hits_{0};
   std::atomic<uint64_t> promotions_{0};
   std::atomic<uint64_t> drive_evictions_{0};
   std::atomic<uint64_t> write_failures_{0};
   std::atomic<uint64_t> drive_event_seq_{0};
-  mutable std::mutex tenants_mu_;
-  std::shared_ptr<const TenantMap> tenants_;  // guarded by tenants_mu_; never null
+  mutable Mutex tenants_mu_;
+  std::shared_ptr<const TenantMap> tenants_ MEMKV_GUARDED_BY(tenants_mu_);  // never null
   // What puts in flight hold of each tenant's drive quota (Reserve,
   // HoldDriveQuota), given back once the drives hold the value.
   QuotaLedger drive_holds_{"tenants[].drive_quota"};

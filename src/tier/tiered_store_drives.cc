@@ -3,6 +3,7 @@
 // inbox; the functions below them block and run only on the I/O threads.
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <optional>
 #include <utility>
 
@@ -118,7 +119,7 @@ void TieredStore::DeleteLater(std::string key, const ReplyTo& reply, StatusDone 
       [removal, done = std::move(done)]() mutable { done(std::move(removal->status)); });
 }
 
-std::mutex& TieredStore::StripeFor(std::string_view key) {
+Mutex& TieredStore::StripeFor(std::string_view key) {
   return stripes_[std::hash<std::string_view>{}(key) % stripes_.size()];
 }
 
@@ -181,7 +182,7 @@ Status TieredStore::WithDriveRoom(std::string_view key, uint64_t size, const Quo
 Status TieredStore::WriteThrough(PutCommit commit) {
   const std::string& key = commit.key;
   storage::PendingPut& put = commit.put;
-  std::lock_guard<std::mutex> lock(StripeFor(key));
+  MutexLock lock(StripeFor(key));
   // A pin DRAM will refuse must not reach the drives either.
   MEMKV_RETURN_IF_ERROR(memory_->CheckPinRoom(key, put.size(), commit.options));
   const std::optional<uint64_t> replaced = options_.observer ? drives_->ValueSize(key) : std::nullopt;
@@ -282,7 +283,7 @@ bool TieredStore::EvictionCanHelp(uint64_t extents) const {
 }
 
 Result<StoredValue> TieredStore::ReadFromDrives(const std::string& key, uint64_t size, ReadNeed need) {
-  std::lock_guard<std::mutex> lock(StripeFor(key));
+  MutexLock lock(StripeFor(key));
   Result<StoredValue> value = ReadOnce(key, size, need);
   if (value.ok() || value.status().code() != StatusCode::kTooLarge) return value;
   // A put of the key ran between the index lookup and this lock, and its
@@ -355,7 +356,7 @@ Result<StoredValue> TieredStore::ReadOnce(const std::string& key, uint64_t size,
 }
 
 Status TieredStore::DeleteFromBoth(const std::string& key) {
-  std::lock_guard<std::mutex> lock(StripeFor(key));
+  MutexLock lock(StripeFor(key));
   const std::optional<uint64_t> size = options_.observer ? drives_->ValueSize(key) : std::nullopt;
   Status on_drive = drives_->Delete(key);
   if (!on_drive.ok() && on_drive.code() != StatusCode::kNotFound) return on_drive;  // still readable
@@ -372,13 +373,12 @@ std::vector<Status> TieredStore::WriteThroughMany(std::vector<PutCommit> puts) {
   {
     // The keys' stripes, each locked once, in address order (no deadlock
     // with another batch or a single put).
-    std::vector<std::mutex*> stripes;
+    std::vector<Mutex*> stripes;
     for (const PutCommit& p : puts) stripes.push_back(&StripeFor(p.key));
     std::sort(stripes.begin(), stripes.end());
     stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
-    std::vector<std::unique_lock<std::mutex>> locks;
-    locks.reserve(stripes.size());
-    for (std::mutex* m : stripes) locks.emplace_back(*m);
+    std::deque<MutexLock> locks;  // a MutexLock never moves: built in place
+    for (Mutex* m : stripes) locks.emplace_back(*m);
 
     std::vector<drive::ExtentStore::IovPut> writes;
     writes.reserve(puts.size());

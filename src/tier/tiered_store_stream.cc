@@ -69,7 +69,7 @@ void TieredStore::FinishStreamPut(std::shared_ptr<ValueStream> stream, uint64_t 
         ValueStream& s = *stream;
         // Under the key's lock, so that DRAM never keeps a value older than
         // the one the drives now hold.
-        std::lock_guard<std::mutex> lock(StripeFor(s.key_));
+        MutexLock lock(StripeFor(s.key_));
         const std::optional<uint64_t> replaced = options_.observer ? drives_->ValueSize(s.key_) : std::nullopt;
         *status = s.writer_->Finish(checksum);
         if (status->ok()) {
