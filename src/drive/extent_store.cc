@@ -343,8 +343,7 @@ Result<Allocation> AllocateLocked(ExtentStore::Impl& s, uint64_t value_bytes, st
   }
   const uint64_t block_units = s.block_bytes / kDriveUnitBytes;
   const uint64_t extents = (units + block_units - 1) / block_units;
-  const uint64_t record = PutRecordBytes(key.size(), extents) +
-                          (s.encrypted ? SealsBytes(value_bytes / kSealSegmentBytes + extents) : 0);
+  const uint64_t record = PutRecordBytes(key.size(), extents) + s.codec->SealRecordBytes(value_bytes, extents);
   const uint64_t budget = uint64_t(double(s.journal_area_bytes - kDriveHeaderBytes) * kJournalLiveShare);
   if (s.journal_live_bytes + record > budget) {
     return ResourceExhausted("put " + KeyForLog(key) + ": the journal is full: the live index takes " +
@@ -395,19 +394,25 @@ Result<Allocation> AllocateLocked(ExtentStore::Impl& s, uint64_t value_bytes, st
   return a;
 }
 
-// Plaintext hashed, then sealed, in slices of this many bytes (both passes
-// over a slice while it is in the core's cache).
-constexpr uint64_t kCryptSliceBytes = 64 << 10;
-
-// An encrypted value moves in whole seal segments: InvalidArgument unless
-// [from, from + len) starts on one and ends on one or at the value's end.
-Status CheckSegmentRange(const char* what, std::string_view key, uint64_t from, uint64_t len, uint64_t value_bytes) {
-  const uint64_t to = from + len;
-  if (from % kSealSegmentBytes == 0 && (to == value_bytes || to % kSealSegmentBytes == 0)) return Status::Ok();
+// A value moves in the codec's pieces: InvalidArgument unless [from, from +
+// len) starts on one and ends on one or at (or past: a larger read buffer)
+// the value's end.
+Status CheckCodecRange(const ValueCodec& codec, const char* what, std::string_view key, uint64_t from, uint64_t len,
+                       uint64_t value_bytes) {
+  const uint64_t to = std::min(from + len, value_bytes);
+  const uint64_t step = codec.piece_bytes();
+  if (from % step == 0 && (to == value_bytes || to % step == 0)) return Status::Ok();
   return InvalidArgument(std::string(what) + " " + KeyForLog(key) + ": a piece of " + std::to_string(len) +
-                         " bytes at offset " + std::to_string(from) +
-                         " of an encrypted value; pieces start and end on multiples of " +
-                         std::to_string(kSealSegmentBytes) + " bytes (or at the value's end)");
+                         " bytes at offset " + std::to_string(from) + " of a value stored " +
+                         std::string(codec.name()) + "; pieces start and end on multiples of " +
+                         std::to_string(step) + " bytes (or at the value's end)");
+}
+
+// The first of `segments` that ends after value byte `from`.
+size_t FirstSegmentAfter(std::span<const SealSegment> segments, uint64_t from) {
+  size_t i = 0;
+  while (i < segments.size() && segments[i].offset + segments[i].bytes <= from) ++i;
+  return i;
 }
 
 // The parts of a value's extents that hold value bytes [from, from + len):
@@ -451,16 +456,12 @@ Status WriteValueRange(ExtentStore::Impl& s, std::string_view key, std::span<con
   const uint64_t len = IovBytes(src);
   const std::vector<ExtentPiece> pieces = PiecesOf(extents, value_bytes, from, len);
   const bool buffered = value_bytes <= kBufferedValueBytes;  // BuffersPut
-  std::vector<SealSegment> segments;
-  std::shared_ptr<const std::vector<DataKey>> keys;
-  size_t next_segment = 0;  // the first segment of the range, then the next to seal
-  if (s.encrypted) {
-    MEMKV_RETURN_IF_ERROR(CheckSegmentRange("put", key, from, len, value_bytes));
-    segments = SealSegments(extents, value_bytes);
-    seals->resize(segments.size());
-    keys = s.KeysFor(key);
-    while (next_segment < segments.size() && segments[next_segment].offset < from) ++next_segment;
-  }
+  ValueCodec& codec = *s.codec;
+  MEMKV_RETURN_IF_ERROR(CheckCodecRange(codec, "put", key, from, len, value_bytes));
+  const std::vector<SealSegment> segments = codec.Segments(extents, value_bytes);
+  seals->resize(codec.SealCount(extents, value_bytes));
+  const CodedValue v{key, value_bytes};
+  size_t next_segment = FirstSegmentAfter(segments, from);  // the next to encode
   for (size_t start = 0; start < pieces.size();) {
     std::vector<uint32_t> bufs = s.AcquireBuffers(pieces.size() - start);
     std::vector<IoOp> ops;
@@ -470,29 +471,14 @@ Status WriteValueRange(ExtentStore::Impl& s, std::string_view key, std::span<con
       const Drive& d = s.drives[p.extent->drive];
       const uint64_t io_bytes = UnitsFor(p.data_bytes) * kDriveUnitBytes;
       uint8_t* b = s.buffer(bufs[j]);
-      if (s.encrypted) {
-        // Seal each segment of the piece on its copy into the buffer (one
-        // pass; the plaintext is hashed a slice ahead, while it is in cache).
-        const uint64_t piece_end = p.offset + p.data_bytes;
-        for (; next_segment < segments.size() && segments[next_segment].offset < piece_end; ++next_segment) {
-          const SealSegment& g = segments[next_segment];
-          SegmentCipher& cipher = ThreadCipher();
-          SegmentSeal& seal = (*seals)[next_segment];
-          seal.nonce = s.NextNonce(g.drive);
-          cipher.Begin(true, (*keys)[g.drive], seal.nonce, key, value_bytes, g.offset);
-          uint8_t* out = b + (g.offset - p.offset);
-          ForEachIovPiece(src, g.offset - from, g.bytes, [&](const uint8_t* in, uint64_t n, uint64_t done) {
-            for (uint64_t at = 0; at < n; at += kCryptSliceBytes) {
-              const uint64_t k = std::min<uint64_t>(kCryptSliceBytes, n - at);
-              sum->Update(in + at, k);
-              cipher.Update(in + at, out + done + at, k);
-            }
-          });
-          seal.tag = cipher.FinishSeal();
-        }
-      } else {
-        CopyFromIov(src, p.offset - from, b, p.data_bytes);
-        sum->Update(b, p.data_bytes);
+      // Encode each segment of the piece on its copy into the buffer.
+      const uint64_t piece_end = p.offset + p.data_bytes;
+      for (; next_segment < segments.size() && segments[next_segment].offset < piece_end; ++next_segment) {
+        const SealSegment& g = segments[next_segment];
+        const uint64_t lo = std::max(g.offset, p.offset);
+        const uint64_t hi = std::min(g.offset + g.bytes, piece_end);
+        codec.Encode(v, g, next_segment, lo, hi - lo, src, from, b + (lo - p.offset), sum, *seals);
+        if (g.offset + g.bytes > piece_end) break;  // goes on in the next piece
       }
       std::memset(b + p.data_bytes, 0, io_bytes - p.data_bytes);
       ops.push_back(IoOp{.kind = IoKind::kWrite, .drive = p.extent->drive,
@@ -667,20 +653,17 @@ Status ReadValueRange(ExtentStore::Impl& s, const Entry& e, uint64_t from, std::
                       ChecksumStream* sum) {
   const uint64_t len = IovBytes(dst);
   const std::vector<ExtentPiece> pieces = PiecesOf(e.extents, e.value_bytes, from, len);
-  std::vector<SealSegment> segments;
-  std::shared_ptr<const std::vector<DataKey>> keys;
-  size_t next_segment = 0;
-  if (s.encrypted) {
-    MEMKV_RETURN_IF_ERROR(CheckSegmentRange("get", e.key, from, len, e.value_bytes));
-    segments = SealSegments(e.extents, e.value_bytes);
-    if (segments.size() != e.seals.size()) {
-      return Corruption("get " + KeyForLog(e.key) + ": " + std::to_string(e.seals.size()) + " seals for " +
-                        std::to_string(segments.size()) + " segments");
-    }
-    keys = s.KeysFor(e.key);
-    while (next_segment < segments.size() && segments[next_segment].offset < from) ++next_segment;
+  ValueCodec& codec = *s.codec;
+  MEMKV_RETURN_IF_ERROR(CheckCodecRange(codec, "get", e.key, from, len, e.value_bytes));
+  const size_t seal_count = codec.SealCount(e.extents, e.value_bytes);
+  if (e.seals.size() != seal_count) {
+    return Corruption("get " + KeyForLog(e.key) + ": " + std::to_string(e.seals.size()) + " seals where the " +
+                      std::string(codec.name()) + " codec keeps " + std::to_string(seal_count));
   }
-  std::string auth_failure;  // the first segment that failed its tag
+  const std::vector<SealSegment> segments = codec.Segments(e.extents, e.value_bytes);
+  const CodedValue v{e.key, e.value_bytes};
+  size_t next_segment = FirstSegmentAfter(segments, from);
+  Status decode_failure;  // the first segment that failed its seal
   // Each piece is read into a staging buffer (huge pages: a few segments per
   // request, where 4 KiB pages would cut a 4 MiB read into several device
   // requests), then hashed and copied out as soon as it and the pieces
@@ -689,30 +672,33 @@ Status ReadValueRange(ExtentStore::Impl& s, const Entry& e, uint64_t from, std::
   for (size_t start = 0; start < pieces.size();) {
     std::vector<uint32_t> bufs = s.AcquireBuffers(pieces.size() - start);
     std::vector<IoOp> ops;
-    std::vector<size_t> op_segment;  // encrypted: the segment each read holds (one read per segment)
+    // What each read holds: a segment's bytes [lo, lo + bytes) of the value.
+    struct SegmentRead {
+      size_t segment;
+      uint64_t lo;
+      uint64_t bytes;
+    };
+    std::vector<SegmentRead> reads;
     ops.reserve(bufs.size());
+    reads.reserve(bufs.size());
     for (size_t j = 0; j < bufs.size(); ++j) {
       const ExtentPiece& p = pieces[start + j];
       const Drive& d = s.drives[p.extent->drive];
       const uint64_t at = d.sb.unit_offset(p.extent->unit + p.unit);
-      if (!s.encrypted) {
-        ops.push_back(IoOp{.kind = IoKind::kRead, .drive = p.extent->drive, .offset = at, .buf = s.buffer(bufs[j]),
-                           .length = uint32_t(UnitsFor(p.data_bytes) * kDriveUnitBytes),
-                           .fixed_buffer = int32_t(bufs[j])});
-        continue;
-      }
-      // A read per segment: the first is opened while the drive still
-      // reads the others.
+      // A read per segment of the piece: the first is decoded while the
+      // drive still reads the others.
       const uint64_t piece_end = p.offset + p.data_bytes;
-      for (size_t g = next_segment; g < segments.size() && segments[g].offset < piece_end; ++g) {
-        const uint64_t skip = segments[g].offset - p.offset;  // a multiple of the unit
+      for (; next_segment < segments.size() && segments[next_segment].offset < piece_end; ++next_segment) {
+        const SealSegment& g = segments[next_segment];
+        const uint64_t lo = std::max(g.offset, p.offset);
+        const uint64_t hi = std::min(g.offset + g.bytes, piece_end);
+        const uint64_t skip = lo - p.offset;  // a multiple of the unit
         ops.push_back(IoOp{.kind = IoKind::kRead, .drive = p.extent->drive, .offset = at + skip,
-                           .buf = s.buffer(bufs[j]) + skip,
-                           .length = uint32_t(UnitsFor(segments[g].bytes) * kDriveUnitBytes),
+                           .buf = s.buffer(bufs[j]) + skip, .length = uint32_t(UnitsFor(hi - lo) * kDriveUnitBytes),
                            .fixed_buffer = int32_t(bufs[j])});
-        op_segment.push_back(g);
+        reads.push_back({next_segment, lo, hi - lo});
+        if (g.offset + g.bytes > piece_end) break;  // goes on in the next piece
       }
-      while (next_segment < segments.size() && segments[next_segment].offset < piece_end) ++next_segment;
     }
     size_t next = 0;  // the first read not yet hashed and copied
     std::vector<bool> in(ops.size(), false);
@@ -720,38 +706,19 @@ Status ReadValueRange(ExtentStore::Impl& s, const Entry& e, uint64_t from, std::
     s.io->RunEach(ops, [&](size_t i) {
       in[i] = true;
       failed = failed || !ops[i].ok();
+      // Decode each segment on its copy out of the buffer: its seal is
+      // checked before the read returns any of it.
       for (; !failed && next < ops.size() && in[next]; ++next) {
-        if (!s.encrypted) {
-          const ExtentPiece& p = pieces[start + next];
-          sum->Update(ops[next].buf, p.data_bytes);
-          CopyToIov(dst, p.offset - from, ops[next].buf, p.data_bytes);
-          continue;
-        }
-        // Open the segment on its copy out of the buffer; its tag is
-        // checked before the read returns any of it.
-        const size_t gi = op_segment[next];
-        const SealSegment& g = segments[gi];
-        const SegmentSeal& seal = e.seals[gi];
-        SegmentCipher& cipher = ThreadCipher();
-        cipher.Begin(false, (*keys)[g.drive], seal.nonce, e.key, e.value_bytes, g.offset);
-        const uint8_t* sealed = ops[next].buf;
-        ForEachIovPiece(dst, g.offset - from, g.bytes, [&](uint8_t* out, uint64_t n, uint64_t done) {
-          for (uint64_t at = 0; at < n; at += kCryptSliceBytes) {
-            const uint64_t k = std::min<uint64_t>(kCryptSliceBytes, n - at);
-            cipher.Update(sealed + done + at, out + at, k);
-            sum->Update(out + at, k);
-          }
-        });
-        if (!cipher.FinishOpen(seal.tag) && auth_failure.empty()) {
-          auth_failure = "get " + KeyForLog(e.key) + ": segment at offset " + std::to_string(g.offset) + " (" +
-                         std::to_string(g.bytes) + " bytes) on drive " + std::to_string(g.drive) +
-                         " failed its authentication tag: written under another key (its tenant removed "
-                         "from the config, or another master key) or changed on the drive";
+        const SegmentRead& r = reads[next];
+        Status d = codec.Decode(v, segments[r.segment], r.segment, r.lo, r.bytes, ops[next].buf, dst, from, sum,
+                                e.seals);
+        if (!d.ok() && decode_failure.ok()) {
+          decode_failure = Status(d.code(), "get " + KeyForLog(e.key) + ": " + d.message());
         }
       }
     });
     s.ReleaseBuffers(bufs);
-    if (!auth_failure.empty()) return AuthFailed(auth_failure);
+    if (!decode_failure.ok()) return decode_failure;
     if (failed) return Unavailable("get " + KeyForLog(e.key) + ": " + s.HandleFailures(ops, "reading an extent"));
     start += bufs.size();
   }
@@ -1126,7 +1093,7 @@ ExtentStoreStats ExtentStore::Stats() const {
   out.block_size_bytes = s.block_bytes;
   out.io_engine = std::string(s.io->name());
   out.open_nanos = s.open_nanos;
-  out.encrypted = s.encrypted;
+  out.encrypted = s.codec->seals();
   out.unit_bytes = kDriveUnitBytes;
   out.journal_live_bytes = s.journal_live_bytes;
   out.journal_budget_bytes =
@@ -1161,35 +1128,7 @@ ExtentStoreStats ExtentStore::Stats() const {
 
 uint64_t ExtentStore::block_size_bytes() const { return impl_->block_bytes; }
 
-void ExtentStore::Impl::SetSealTenants(std::shared_ptr<const TenantMap> map) {
-  std::lock_guard<std::mutex> lock(keys_mu);
-  seal_tenants = std::move(map);
-}
-
-std::shared_ptr<const std::vector<DataKey>> ExtentStore::Impl::KeysFor(std::string_view key) {
-  std::lock_guard<std::mutex> lock(keys_mu);
-  std::string name;
-  if (seal_tenants != nullptr) {
-    const uint32_t t = seal_tenants->Find(key);
-    if (t != TenantMap::kNone) name = (*seal_tenants)[t].name;
-  }
-  auto it = data_keys.find(name);
-  if (it != data_keys.end()) return it->second;
-  // Derived once per tenant name (an HKDF per drive, microseconds).
-  auto keys = std::make_shared<std::vector<DataKey>>(drives.size());
-  for (const Drive& d : drives) {
-    if (d.present) (*keys)[d.index] = DeriveDataKey(*options.master_key, d.sb.encryption_id, name);
-  }
-  data_keys.emplace(std::move(name), keys);
-  return keys;
-}
-
-std::array<uint8_t, 12> ExtentStore::Impl::NextNonce(uint32_t drive) {
-  std::array<uint8_t, 12> nonce{};
-  StoreLe32(nonce.data(), drives[drive].sb.open_epoch);
-  StoreLe64(nonce.data() + 4, nonce_counters[drive].fetch_add(1, std::memory_order_relaxed));
-  return nonce;
-}
+void ExtentStore::Impl::SetSealTenants(std::shared_ptr<const TenantMap> map) { codec->SetTenants(std::move(map)); }
 
 bool ExtentStore::BuffersPut(uint64_t value_bytes) const { return value_bytes <= kBufferedValueBytes; }
 

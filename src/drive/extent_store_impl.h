@@ -36,6 +36,7 @@
 #include "drive/extent_store.h"
 #include "drive/format.h"
 #include "drive/io_engine.h"
+#include "drive/value_codec.h"
 
 namespace memkv::drive {
 
@@ -167,20 +168,11 @@ struct ExtentStore::Impl {
   bool flusher_stop = false;  // guarded by flusher_mu
   std::thread flusher;
 
-  // Encryption at rest (drive_crypto.h): on when options.master_key is set.
-  bool encrypted = false;
-  // Nonces drawn in this open, per drive (drive index): the low 8 bytes of
-  // each nonce; the drive's open_epoch is the high 4.
-  std::unique_ptr<std::atomic<uint64_t>[]> nonce_counters;
-  std::mutex keys_mu;
-  std::shared_ptr<const TenantMap> seal_tenants;  // guarded by keys_mu; null: every key is the administrator's
-  // Data keys by tenant name, one per drive (by index); guarded by keys_mu.
-  std::unordered_map<std::string, std::shared_ptr<const std::vector<DataKey>>> data_keys;
-  // The tenants whose data keys seal values (SetTenants).
+  // How value bytes are stored (value_codec.h): chosen at Open, plain or
+  // AES-256-GCM (options.master_key set); fixed after.
+  std::unique_ptr<ValueCodec> codec;
+  // The tenants whose keys the codec tells apart (SetTenants).
   void SetSealTenants(std::shared_ptr<const TenantMap> map);
-  // The data keys (per drive) of the tenant `key` belongs to.
-  std::shared_ptr<const std::vector<DataKey>> KeysFor(std::string_view key);
-  std::array<uint8_t, 12> NextNonce(uint32_t drive);
 
   std::mutex commit_mu;
   std::condition_variable commit_cv;
@@ -251,18 +243,19 @@ Status CheckKey(std::string_view key);
 // multiple of the 4 KiB unit; the range ends on one or at the value's end),
 // whole units, zero-padded, hashing the bytes into `sum`. No sync.
 // *drive_failed when a drive refused (it is then offline or full).
-// Encrypted store: each seal segment is sealed on the copy into the staging
-// buffer, its seal stored at its index in *seals (resized to the value's
-// segment count); the range then starts and ends on segments.
+// Each of the codec's segments is encoded on the copy into the staging
+// buffer, its seal (if the codec keeps any) stored at its index in *seals
+// (resized to the value's seal count); the range starts and ends on the
+// codec's pieces (ValueCodec::piece_bytes).
 Status WriteValueRange(ExtentStore::Impl& s, std::string_view key, std::span<const iovec> src, uint64_t from,
                        uint64_t value_bytes, std::span<const ExtentRef> extents, ChecksumStream* sum,
                        bool* drive_failed, std::vector<SegmentSeal>* seals);
 // InvalidArgument, nothing stored, when the hash of the bytes written is not `checksum`.
 Status ChecksumMatches(std::string_view key, uint64_t value_bytes, uint64_t written, uint64_t checksum);
 // Reads value bytes [from, from + IovBytes(dst)) of `e` into dst, hashing
-// them into `sum` (unchecked until CheckValueSum). Encrypted store: the
-// range starts and ends on seal segments, each is opened on the copy out of
-// the staging buffer, and AuthFailed when one fails its tag.
+// them into `sum` (unchecked until CheckValueSum). The range starts and ends
+// on the codec's pieces; each segment is decoded on the copy out of the
+// staging buffer, and AuthFailed when one fails its seal.
 Status ReadValueRange(ExtentStore::Impl& s, const Entry& e, uint64_t from, std::span<const iovec> dst,
                       ChecksumStream* sum);
 // Corruption naming the extents when `digest` is not the value's checksum.

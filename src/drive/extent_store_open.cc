@@ -266,8 +266,6 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
 
   auto impl = std::make_unique<Impl>();
   Impl& s = *impl;
-  s.encrypted = options.master_key.has_value();
-  s.nonce_counters = std::make_unique<std::atomic<uint64_t>[]>(ref.drive_count);
   s.options = options;
   if (options.realtime_clock != nullptr) s.clock = options.realtime_clock;
   s.store_uuid = ref.store_uuid;
@@ -299,6 +297,12 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
     }
     d.file = std::move(o.file);
   }
+  // The codec: AES-256-GCM under the master key, else plain.
+  std::vector<CodecDrive> codec_drives(s.drives.size());
+  for (const Drive& d : s.drives) {
+    codec_drives[d.index] = {.present = d.present, .encryption_id = d.sb.encryption_id, .open_epoch = d.sb.open_epoch};
+  }
+  s.codec = CreateValueCodec(options.master_key, std::move(codec_drives));
 
   // 2. The I/O engine, with the staging buffers registered.
   MEMKV_ASSIGN_OR_RETURN(s.staging, AlignedBuffer::Allocate(size_t(options.io_buffers) * s.block_bytes));
@@ -421,8 +425,8 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
   for (auto& [key, w] : winners) {
     const JournalRecord* rec = w.rec;
     if (rec->type != RecordType::kPut) continue;
-    // An encrypted store's value carries one seal per segment; a plain one's none.
-    const size_t seals = s.encrypted ? SealSegments(rec->extents, rec->value_bytes).size() : 0;
+    // A value carries the seals its codec keeps (an encrypted store's: one per segment).
+    const size_t seals = s.codec->SealCount(rec->extents, rec->value_bytes);
     bool ok = ExtentsCoverValue(rec->extents, rec->value_bytes, s.block_bytes) && rec->seals.size() == seals &&
               std::all_of(rec->extents.begin(), rec->extents.end(), [&](const ExtentRef& e) { return usable(e.drive); });
     if (ok) live.push_back(w);
