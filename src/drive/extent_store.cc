@@ -464,29 +464,41 @@ Status WriteValueRange(ExtentStore::Impl& s, std::string_view key, std::span<con
   size_t next_segment = FirstSegmentAfter(segments, from);  // the next to encode
   for (size_t start = 0; start < pieces.size();) {
     std::vector<uint32_t> bufs = s.AcquireBuffers(pieces.size() - start);
+    // A write per segment of each piece, each encoded just before it is
+    // submitted: the drive writes a segment while the next is encoded.
+    struct SegmentWrite {
+      size_t segment;
+      uint64_t lo;          // value offset of its first byte
+      uint64_t bytes;       // value bytes in it
+      uint64_t pad_bytes;   // zeros after them, to the end of its last unit
+    };
     std::vector<IoOp> ops;
+    std::vector<SegmentWrite> writes;
     ops.reserve(bufs.size());
+    writes.reserve(bufs.size());
     for (size_t j = 0; j < bufs.size(); ++j) {
       const ExtentPiece& p = pieces[start + j];
       const Drive& d = s.drives[p.extent->drive];
-      const uint64_t io_bytes = UnitsFor(p.data_bytes) * kDriveUnitBytes;
+      const uint64_t at = d.sb.unit_offset(p.extent->unit + p.unit);
       uint8_t* b = s.buffer(bufs[j]);
-      // Encode each segment of the piece on its copy into the buffer.
       const uint64_t piece_end = p.offset + p.data_bytes;
       for (; next_segment < segments.size() && segments[next_segment].offset < piece_end; ++next_segment) {
         const SealSegment& g = segments[next_segment];
         const uint64_t lo = std::max(g.offset, p.offset);
         const uint64_t hi = std::min(g.offset + g.bytes, piece_end);
-        codec.Encode(v, g, next_segment, lo, hi - lo, src, from, b + (lo - p.offset), sum, *seals);
+        const uint64_t skip = lo - p.offset;  // a multiple of the unit
+        const uint64_t io_bytes = UnitsFor(hi - lo) * kDriveUnitBytes;
+        ops.push_back(IoOp{.kind = IoKind::kWrite, .drive = p.extent->drive, .offset = at + skip, .buf = b + skip,
+                           .length = uint32_t(io_bytes), .fixed_buffer = int32_t(bufs[j]), .buffered = buffered});
+        writes.push_back({next_segment, lo, hi - lo, io_bytes - (hi - lo)});
         if (g.offset + g.bytes > piece_end) break;  // goes on in the next piece
       }
-      std::memset(b + p.data_bytes, 0, io_bytes - p.data_bytes);
-      ops.push_back(IoOp{.kind = IoKind::kWrite, .drive = p.extent->drive,
-                         .offset = d.sb.unit_offset(p.extent->unit + p.unit), .buf = b,
-                         .length = uint32_t(io_bytes), .fixed_buffer = int32_t(bufs[j]),
-                         .buffered = buffered});
     }
-    s.io->Run(ops);
+    s.io->RunPrepared(ops, [&](size_t i) {
+      const SegmentWrite& w = writes[i];
+      codec.Encode(v, segments[w.segment], w.segment, w.lo, w.bytes, src, from, ops[i].buf, sum, *seals);
+      std::memset(ops[i].buf + w.bytes, 0, w.pad_bytes);
+    });
     s.ReleaseBuffers(bufs);
     if (!std::all_of(ops.begin(), ops.end(), [](const IoOp& op) { return op.ok(); })) {
       *drive_failed = true;
