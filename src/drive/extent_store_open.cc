@@ -316,9 +316,12 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
     }
     io.buffered_fds.push_back(d.present ? d.file.buffered_fd() : -1);
   }
-  for (uint32_t i = 0; i < options.io_buffers; ++i) {
-    io.fixed_buffers.push_back(iovec{s.buffer(i), size_t(s.block_bytes)});
-    s.free_bufs.push_back(options.io_buffers - 1 - i);
+  {
+    MutexLock lock(s.buf_mu);  // no other thread yet; taken for the annotations
+    for (uint32_t i = 0; i < options.io_buffers; ++i) {
+      io.fixed_buffers.push_back(iovec{s.buffer(i), size_t(s.block_bytes)});
+      s.free_bufs.push_back(options.io_buffers - 1 - i);
+    }
   }
   MEMKV_ASSIGN_OR_RETURN(s.io, CreateIoEngine(io));
   if (options.wrap_engine) s.io = options.wrap_engine(std::move(s.io));
