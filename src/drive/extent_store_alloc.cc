@@ -32,7 +32,6 @@ std::string DescribeSpaceLocked(const std::vector<Drive>& drives) {
   return out;
 }
 
-
 // Finds room for a value of `units` units. Extents of up to a block each go
 // round-robin over the drives that take new extents, starting one further
 // along for each value, so consecutive values and the extents of one value
