@@ -2,6 +2,7 @@
 // (drive_crypto.h; docs/storage.md, "Encryption at rest").
 #include "drive/drive_crypto.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/kdf.h>
@@ -117,6 +118,11 @@ std::vector<SealSegment> SealSegments(std::span<const ExtentRef> extents, uint64
 struct SegmentCipher::Ctx {
   EVP_CIPHER_CTX* ctx = nullptr;
   bool encrypt = true;
+  // The key and direction the context was last set up for: a segment under
+  // the same ones (the common case: one tenant, one drive) only sets its
+  // nonce, skipping the cipher fetch and the key schedule.
+  bool keyed = false;
+  DataKey key{};
 };
 
 SegmentCipher::SegmentCipher() : ctx_(std::make_unique<Ctx>()) {
@@ -124,15 +130,26 @@ SegmentCipher::SegmentCipher() : ctx_(std::make_unique<Ctx>()) {
   if (ctx_->ctx == nullptr) CryptoAbort("EVP_CIPHER_CTX_new");
 }
 
-SegmentCipher::~SegmentCipher() { EVP_CIPHER_CTX_free(ctx_->ctx); }
+SegmentCipher::~SegmentCipher() {
+  EVP_CIPHER_CTX_free(ctx_->ctx);
+  OPENSSL_cleanse(ctx_->key.data(), ctx_->key.size());
+}
 
 void SegmentCipher::Begin(bool encrypt, const DataKey& data_key, const std::array<uint8_t, 12>& nonce,
                           std::string_view key, uint64_t value_bytes, uint64_t offset) {
-  ctx_->encrypt = encrypt;
   EVP_CIPHER_CTX* c = ctx_->ctx;
   // The default IV length of GCM is 12 bytes.
-  if (EVP_CipherInit_ex(c, EVP_aes_256_gcm(), nullptr, data_key.data(), nonce.data(), encrypt ? 1 : 0) != 1) {
-    CryptoAbort("AES-256-GCM init");
+  if (ctx_->keyed && ctx_->encrypt == encrypt && ctx_->key == data_key) {
+    if (EVP_CipherInit_ex(c, nullptr, nullptr, nullptr, nonce.data(), encrypt ? 1 : 0) != 1) {
+      CryptoAbort("AES-256-GCM nonce");
+    }
+  } else {
+    if (EVP_CipherInit_ex(c, EVP_aes_256_gcm(), nullptr, data_key.data(), nonce.data(), encrypt ? 1 : 0) != 1) {
+      CryptoAbort("AES-256-GCM init");
+    }
+    ctx_->keyed = true;
+    ctx_->encrypt = encrypt;
+    ctx_->key = data_key;
   }
   uint8_t tail[16];
   StoreLe64(tail, value_bytes);

@@ -35,10 +35,6 @@ namespace {
 constexpr size_t kMaxBatchOps = 256;
 constexpr int kMaxDepth = 4;  // nesting of checkpoint <-> append on failures
 
-std::string DriveName(const Drive& d) {
-  return "drive " + std::to_string(d.index) + (d.path.empty() ? "" : " (" + d.path + ")");
-}
-
 JournalRecord OfflineRecordLocked(ExtentStore::Impl& s, uint32_t drive) {
   JournalRecord r;
   r.type = RecordType::kDriveOffline;

@@ -1,8 +1,13 @@
 // Internals of ExtentStore, shared by its implementation files:
-//   extent_store.cc         Put/Get/Delete/Evict, staging buffers, drive faults
+//   extent_store.cc         Delete/Evict, expiry, drive faults, flushing, stats
+//   extent_store_alloc.cc   staging buffers, extent allocation, the geometry of a range of a value
+//   extent_store_write.cc   the write path: WriteValueRange, Put/PutIov/PutManyIov, Publish
+//   extent_store_read.cc    the read path: ReadValueRange, pins, Get/GetIov/Stat
 //   extent_store_commit.cc  the commit queue (group commit), journal appends, checkpoints
 //   extent_store_open.cc    Format, Open: superblocks, journal replay and merge
+//   extent_store_tenants.cc tenants' usage and quotas
 //   extent_stream.cc        ExtentWriter, ExtentReader: a value in pieces
+//   value_codec.h           how value bytes are stored (plain, AES-256-GCM), chosen at Open
 //
 // Locking: `mu` guards the index, LRU list, allocators, drive states, the
 // sequence/generation counters and the counters. `commit_mu` guards only the
@@ -25,6 +30,7 @@
 #include <vector>
 
 #include "base/checksum.h"
+#include "base/mutex.h"
 #include "base/tenant_map.h"
 #include "drive/aligned_buffer.h"
 #include "drive/drive_crypto.h"
@@ -34,6 +40,7 @@
 #include "drive/extent_store.h"
 #include "drive/format.h"
 #include "drive/io_engine.h"
+#include "drive/value_codec.h"
 #include "storage/policy/policies.h"
 
 namespace memkv::drive {
@@ -117,9 +124,9 @@ struct ExtentStore::Impl {
 
   // Staging buffers: one extent (block_bytes) each, carved from one registered region.
   AlignedBuffer staging;
-  std::mutex buf_mu;
+  Mutex buf_mu;
   std::condition_variable buf_cv;
-  std::vector<uint32_t> free_bufs;  // guarded by buf_mu
+  std::vector<uint32_t> free_bufs MEMKV_GUARDED_BY(buf_mu);
 
   mutable std::mutex mu;
   std::unordered_map<std::string_view, std::shared_ptr<Entry>> index;
@@ -168,37 +175,31 @@ struct ExtentStore::Impl {
   bool flusher_stop = false;  // guarded by flusher_mu
   std::thread flusher;
 
-  // Encryption at rest (drive_crypto.h): on when options.master_key is set.
-  bool encrypted = false;
-  // Nonces drawn in this open, per drive (drive index): the low 8 bytes of
-  // each nonce; the drive's open_epoch is the high 4.
-  std::unique_ptr<std::atomic<uint64_t>[]> nonce_counters;
-  std::mutex keys_mu;
-  std::shared_ptr<const TenantMap> seal_tenants;  // guarded by keys_mu; null: every key is the administrator's
-  // Data keys by tenant name, one per drive (by index); guarded by keys_mu.
-  std::unordered_map<std::string, std::shared_ptr<const std::vector<DataKey>>> data_keys;
-  // The tenants whose data keys seal values (SetTenants).
+  // How value bytes are stored (value_codec.h): chosen at Open, plain or
+  // AES-256-GCM (options.master_key set); fixed after.
+  std::unique_ptr<ValueCodec> codec;
+  // The tenants whose keys the codec tells apart (SetTenants).
   void SetSealTenants(std::shared_ptr<const TenantMap> map);
-  // The data keys (per drive) of the tenant `key` belongs to.
-  std::shared_ptr<const std::vector<DataKey>> KeysFor(std::string_view key);
-  std::array<uint8_t, 12> NextNonce(uint32_t drive);
 
   std::mutex commit_mu;
   std::condition_variable commit_cv;
   std::deque<CommitOp*> commit_queue;  // guarded by commit_mu
 
-  // --- extent_store.cc
+  // --- extent_store_alloc.cc
   uint8_t* buffer(uint32_t i) const { return staging.data() + uint64_t(i) * block_bytes; }
-  std::vector<uint32_t> AcquireBuffers(size_t want);
-  void ReleaseBuffers(const std::vector<uint32_t>& bufs);
+  // Takes up to `want` free staging buffers (at least one: waits for it).
+  std::vector<uint32_t> AcquireBuffers(size_t want) MEMKV_EXCLUDES(buf_mu);
+  void ReleaseBuffers(const std::vector<uint32_t>& bufs) MEMKV_EXCLUDES(buf_mu);
+  // --- extent_store.cc
   // Unlinks from the index and the policies; frees the units now or at the last unpin.
   void UnlinkLocked(Entry* e);
   void FreeUnitsLocked(const std::vector<ExtentRef>& extents);
   void LinkLocked(std::shared_ptr<Entry> e);
-  // Reserves room for a value (AllocateLocked under mu): TooLarge beyond
-  // kMaxExtentsPerValue extents, ResourceExhausted without room.
+  // extent_store_alloc.cc: reserves room for a value (AllocateLocked under
+  // mu): TooLarge beyond kMaxExtentsPerValue extents, ResourceExhausted
+  // without room.
   Result<Allocation> Allocate(std::string_view key, uint64_t value_bytes);
-  // Commits put ops (Commit) and frees the units of each one that failed
+  // extent_store_write.cc: commits put ops (Commit) and frees the units of each one that failed
   // and that the index did not take.
   void CommitPuts(std::span<CommitOp* const> ops);
   // Journals a value whose extents are written and publishes it. Frees `a`'s
@@ -243,27 +244,54 @@ struct ExtentStore::Impl {
   void StopFlusher();
 };
 
-// --- extent_store.cc: the data path, shared with extent_stream.cc.
+// --- extent_store.cc
 
 // InvalidArgument unless the key is 1..kMaxDriveKeyBytes bytes.
 Status CheckKey(std::string_view key);
+// "drive 1 (/path)" for messages.
+std::string DriveName(const Drive& d);
+
+// --- extent_store_alloc.cc: the geometry of a range of a value, shared by
+// the write and read paths.
+
+// The parts of a value's extents that hold value bytes [from, from + len):
+// for each, the extent, the first unit of it that the range touches and the
+// value bytes there. `from` is a multiple of the unit.
+struct ExtentPiece {
+  const ExtentRef* extent = nullptr;
+  uint64_t unit = 0;        // within the extent
+  uint64_t offset = 0;      // value offset of its first byte
+  uint64_t data_bytes = 0;  // value bytes in it (the I/O covers whole units)
+};
+std::vector<ExtentPiece> PiecesOf(std::span<const ExtentRef> extents, uint64_t value_bytes, uint64_t from,
+                                  uint64_t len);
+// A value moves in the codec's pieces: InvalidArgument unless [from, from +
+// len) starts on one and ends on one or at (or past) the value's end.
+Status CheckCodecRange(const ValueCodec& codec, const char* what, std::string_view key, uint64_t from, uint64_t len,
+                       uint64_t value_bytes);
+// The first of `segments` that ends after value byte `from`.
+size_t FirstSegmentAfter(std::span<const SealSegment> segments, uint64_t from);
+
+// --- extent_store_write.cc and extent_store_read.cc: the data path, shared
+// with extent_stream.cc.
 
 // Writes value bytes [from, from + IovBytes(src)) into the extents (`from` a
 // multiple of the 4 KiB unit; the range ends on one or at the value's end),
 // whole units, zero-padded, hashing the bytes into `sum`. No sync.
 // *drive_failed when a drive refused (it is then offline or full).
-// Encrypted store: each seal segment is sealed on the copy into the staging
-// buffer, its seal stored at its index in *seals (resized to the value's
-// segment count); the range then starts and ends on segments.
+// Each of the codec's segments is encoded on the copy into the staging
+// buffer, its seal (if the codec keeps any) stored at its index in *seals
+// (resized to the value's seal count); the range starts and ends on the
+// codec's pieces (ValueCodec::piece_bytes).
 Status WriteValueRange(ExtentStore::Impl& s, std::string_view key, std::span<const iovec> src, uint64_t from,
                        uint64_t value_bytes, std::span<const ExtentRef> extents, ChecksumStream* sum,
                        bool* drive_failed, std::vector<SegmentSeal>* seals);
 // InvalidArgument, nothing stored, when the hash of the bytes written is not `checksum`.
 Status ChecksumMatches(std::string_view key, uint64_t value_bytes, uint64_t written, uint64_t checksum);
 // Reads value bytes [from, from + IovBytes(dst)) of `e` into dst, hashing
-// them into `sum` (unchecked until CheckValueSum). Encrypted store: the
-// range starts and ends on seal segments, each is opened on the copy out of
-// the staging buffer, and AuthFailed when one fails its tag.
+// them into `sum` (unchecked until CheckValueSum). The range starts and ends
+// on the codec's pieces; each segment is decoded on the copy out of the
+// staging buffer, and AuthFailed when one fails its seal.
 Status ReadValueRange(ExtentStore::Impl& s, const Entry& e, uint64_t from, std::span<const iovec> dst,
                       ChecksumStream* sum);
 // Corruption naming the extents when `digest` is not the value's checksum.

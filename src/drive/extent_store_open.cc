@@ -267,8 +267,6 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
 
   auto impl = std::make_unique<Impl>();
   Impl& s = *impl;
-  s.encrypted = options.master_key.has_value();
-  s.nonce_counters = std::make_unique<std::atomic<uint64_t>[]>(ref.drive_count);
   s.options = options;
   if (options.realtime_clock != nullptr) s.clock = options.realtime_clock;
   s.store_uuid = ref.store_uuid;
@@ -300,6 +298,12 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
     }
     d.file = std::move(o.file);
   }
+  // The codec: AES-256-GCM under the master key, else plain.
+  std::vector<CodecDrive> codec_drives(s.drives.size());
+  for (const Drive& d : s.drives) {
+    codec_drives[d.index] = {.present = d.present, .encryption_id = d.sb.encryption_id, .open_epoch = d.sb.open_epoch};
+  }
+  s.codec = CreateValueCodec(options.master_key, std::move(codec_drives));
 
   // 2. The I/O engine, with the staging buffers registered.
   MEMKV_ASSIGN_OR_RETURN(s.staging, AlignedBuffer::Allocate(size_t(options.io_buffers) * s.block_bytes));
@@ -313,9 +317,12 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
     }
     io.buffered_fds.push_back(d.present ? d.file.buffered_fd() : -1);
   }
-  for (uint32_t i = 0; i < options.io_buffers; ++i) {
-    io.fixed_buffers.push_back(iovec{s.buffer(i), size_t(s.block_bytes)});
-    s.free_bufs.push_back(options.io_buffers - 1 - i);
+  {
+    MutexLock lock(s.buf_mu);  // no other thread yet; taken for the annotations
+    for (uint32_t i = 0; i < options.io_buffers; ++i) {
+      io.fixed_buffers.push_back(iovec{s.buffer(i), size_t(s.block_bytes)});
+      s.free_bufs.push_back(options.io_buffers - 1 - i);
+    }
   }
   MEMKV_ASSIGN_OR_RETURN(s.io, CreateIoEngine(io));
   if (options.wrap_engine) s.io = options.wrap_engine(std::move(s.io));
@@ -425,8 +432,8 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
   for (auto& [key, w] : winners) {
     const JournalRecord* rec = w.rec;
     if (rec->type != RecordType::kPut) continue;
-    // An encrypted store's value carries one seal per segment; a plain one's none.
-    const size_t seals = s.encrypted ? SealSegments(rec->extents, rec->value_bytes).size() : 0;
+    // A value carries the seals its codec keeps (an encrypted store's: one per segment).
+    const size_t seals = s.codec->SealCount(rec->extents, rec->value_bytes);
     bool ok = ExtentsCoverValue(rec->extents, rec->value_bytes, s.block_bytes) && rec->seals.size() == seals &&
               std::all_of(rec->extents.begin(), rec->extents.end(), [&](const ExtentRef& e) { return usable(e.drive); });
     if (ok) live.push_back(w);

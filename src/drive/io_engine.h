@@ -80,6 +80,14 @@ class IoEngine {
     Run(ops);
     for (size_t i = 0; i < ops.size(); ++i) done(i);
   }
+  // Run, calling prepare(i) on this thread, in order, just before ops[i] is
+  // submitted: the ops before it may already be in flight while prepare(i)
+  // fills its buffer (a writer encodes the next segment of a value while the
+  // drive writes the ones before). This default prepares all, then Runs.
+  virtual void RunPrepared(std::span<IoOp> ops, const std::function<void(size_t)>& prepare) {
+    for (size_t i = 0; i < ops.size(); ++i) prepare(i);
+    Run(ops);
+  }
 };
 
 enum class IoEngineKind : uint8_t {

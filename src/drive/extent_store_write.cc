@@ -1,0 +1,217 @@
+// ExtentStore: the write path. A value's bytes encoded by the store's codec
+// into staging buffers and written to its extents (WriteValueRange, shared
+// with ExtentWriter), then journaled and published: Put, PutIov, PutManyIov.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/checksum.h"
+#include "base/iov.h"
+#include "drive/extent_store_impl.h"
+
+namespace memkv::drive {
+
+// Writes value bytes [from, from + IovBytes(src)) (in waves of staging
+// buffers), whole units, zero-padded. No sync: the commit leader syncs all
+// drives of a batch at once (kInterval: the flusher does); a small value is
+// written through the page cache. The bytes are hashed into `sum` on the way, so
+// the caller can refuse a value whose bytes do not match the checksum its
+// record will carry: no read could ever take them.
+Status WriteValueRange(ExtentStore::Impl& s, std::string_view key, std::span<const iovec> src, uint64_t from,
+                       uint64_t value_bytes, std::span<const ExtentRef> extents, ChecksumStream* sum,
+                       bool* drive_failed, std::vector<SegmentSeal>* seals) {
+  const uint64_t len = IovBytes(src);
+  const std::vector<ExtentPiece> pieces = PiecesOf(extents, value_bytes, from, len);
+  const bool buffered = value_bytes <= kBufferedValueBytes;  // BuffersPut
+  ValueCodec& codec = *s.codec;
+  MEMKV_RETURN_IF_ERROR(CheckCodecRange(codec, "put", key, from, len, value_bytes));
+  const std::vector<SealSegment> segments = codec.Segments(extents, value_bytes);
+  seals->resize(codec.SealCount(extents, value_bytes));
+  const CodedValue v{key, value_bytes};
+  size_t next_segment = FirstSegmentAfter(segments, from);  // the next to encode
+  for (size_t start = 0; start < pieces.size();) {
+    std::vector<uint32_t> bufs = s.AcquireBuffers(pieces.size() - start);
+    // A write per segment of each piece, each encoded just before it is
+    // submitted: the drive writes a segment while the next is encoded.
+    struct SegmentWrite {
+      size_t segment;
+      uint64_t lo;          // value offset of its first byte
+      uint64_t bytes;       // value bytes in it
+      uint64_t pad_bytes;   // zeros after them, to the end of its last unit
+    };
+    std::vector<IoOp> ops;
+    std::vector<SegmentWrite> writes;
+    ops.reserve(bufs.size());
+    writes.reserve(bufs.size());
+    for (size_t j = 0; j < bufs.size(); ++j) {
+      const ExtentPiece& p = pieces[start + j];
+      const Drive& d = s.drives[p.extent->drive];
+      const uint64_t at = d.sb.unit_offset(p.extent->unit + p.unit);
+      uint8_t* b = s.buffer(bufs[j]);
+      const uint64_t piece_end = p.offset + p.data_bytes;
+      for (; next_segment < segments.size() && segments[next_segment].offset < piece_end; ++next_segment) {
+        const SealSegment& g = segments[next_segment];
+        const uint64_t lo = std::max(g.offset, p.offset);
+        const uint64_t hi = std::min(g.offset + g.bytes, piece_end);
+        const uint64_t skip = lo - p.offset;  // a multiple of the unit
+        const uint64_t io_bytes = UnitsFor(hi - lo) * kDriveUnitBytes;
+        ops.push_back(IoOp{.kind = IoKind::kWrite, .drive = p.extent->drive, .offset = at + skip, .buf = b + skip,
+                           .length = uint32_t(io_bytes), .fixed_buffer = int32_t(bufs[j]), .buffered = buffered});
+        writes.push_back({next_segment, lo, hi - lo, io_bytes - (hi - lo)});
+        if (g.offset + g.bytes > piece_end) break;  // goes on in the next piece
+      }
+    }
+    s.io->RunPrepared(ops, [&](size_t i) {
+      const SegmentWrite& w = writes[i];
+      codec.Encode(v, segments[w.segment], w.segment, w.lo, w.bytes, src, from, ops[i].buf, sum, *seals);
+      std::memset(ops[i].buf + w.bytes, 0, w.pad_bytes);
+    });
+    s.ReleaseBuffers(bufs);
+    if (!std::all_of(ops.begin(), ops.end(), [](const IoOp& op) { return op.ok(); })) {
+      *drive_failed = true;
+      bool full = std::any_of(ops.begin(), ops.end(), [](const IoOp& op) { return op.result == -ENOSPC; });
+      std::string msg = "put " + KeyForLog(key) + ": " + s.HandleFailures(ops, "writing an extent");
+      return full ? ResourceExhausted(msg) : IoError(msg);
+    }
+    start += bufs.size();
+  }
+  return Status::Ok();
+}
+
+Status ChecksumMatches(std::string_view key, uint64_t value_bytes, uint64_t written, uint64_t checksum) {
+  if (written == checksum) return Status::Ok();
+  return InvalidArgument("put " + KeyForLog(key) + ": the " + std::to_string(value_bytes) +
+                         "-byte value does not match the checksum given for it (" + std::to_string(checksum) +
+                         "); nothing was stored");
+}
+
+void ExtentStore::Impl::CommitPuts(std::span<CommitOp* const> ops) {
+  Commit(ops);
+  std::lock_guard<std::mutex> lock(mu);
+  for (const CommitOp* op : ops) {
+    if (!op->status.ok() && !op->adopted) FreeUnitsLocked(op->extents);
+  }
+}
+
+namespace {
+
+// The put record of a value written to `a`'s extents.
+CommitOp PutOp(std::string_view key, Allocation a, uint64_t value_bytes, uint64_t checksum, const ValueAttrs* attrs,
+               std::vector<SegmentSeal> seals) {
+  CommitOp op;
+  op.seals = std::move(seals);
+  if (attrs != nullptr) op.attrs = *attrs;
+  op.kind = CommitOp::Kind::kPut;
+  op.key = key;
+  op.generation = a.generation;
+  op.value_bytes = value_bytes;
+  op.value_checksum = checksum;
+  op.extents = std::move(a.extents);
+  return op;
+}
+
+// Reserves a put's extents and writes its bytes there, checked against its
+// checksum, and makes *op its record (not yet journaled). On failure frees
+// what it reserved; *drive_failed when a drive refused the write (a retry
+// on the other drives may succeed).
+Status StagePut(ExtentStore::Impl& s, const ExtentStore::IovPut& p, CommitOp* op, bool* drive_failed) {
+  const uint64_t value_bytes = IovBytes(p.value);
+  MEMKV_ASSIGN_OR_RETURN(Allocation a, s.Allocate(p.key, value_bytes));
+  ChecksumStream sum;
+  std::vector<SegmentSeal> seals;
+  Status w = WriteValueRange(s, p.key, p.value, 0, value_bytes, a.extents, &sum, drive_failed, &seals);
+  if (w.ok()) w = ChecksumMatches(p.key, value_bytes, sum.Digest(), p.checksum);
+  if (!w.ok()) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.FreeUnitsLocked(a.extents);
+    return w;
+  }
+  *op = PutOp(p.key, std::move(a), value_bytes, p.checksum, p.attrs, std::move(seals));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ExtentStore::Impl::Publish(std::string_view key, const Allocation& a, uint64_t value_bytes,
+                                  uint64_t checksum, const ValueAttrs& attrs, std::vector<SegmentSeal> seals,
+                                  bool* drive_failed) {
+  CommitOp op = PutOp(key, a, value_bytes, checksum, &attrs, std::move(seals));
+  CommitOp* ops[] = {&op};
+  CommitPuts(ops);
+  *drive_failed = op.drive_failed;
+  return op.status;
+}
+
+Status ExtentStore::Put(std::string_view key, std::span<const uint8_t> value) {
+  const iovec one{const_cast<uint8_t*>(value.data()), value.size()};
+  return PutIov(key, std::span<const iovec>(&one, 1), Checksum(value.data(), value.size()));
+}
+
+std::vector<Status> ExtentStore::PutManyIov(std::span<const IovPut> puts) {
+  Impl& s = *impl_;
+  std::vector<Status> statuses(puts.size());
+  std::vector<CommitOp> ops(puts.size());
+  std::vector<CommitOp*> staged;
+  std::vector<bool> retry(puts.size(), false);  // a drive went offline or full under it
+  staged.reserve(puts.size());
+  for (size_t i = 0; i < puts.size(); ++i) {
+    statuses[i] = CheckKey(puts[i].key);
+    if (!statuses[i].ok()) continue;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.counters.puts++;
+    }
+    bool drive_failed = false;
+    statuses[i] = StagePut(s, puts[i], &ops[i], &drive_failed);
+    retry[i] = drive_failed;
+    if (statuses[i].ok()) staged.push_back(&ops[i]);
+  }
+  if (!staged.empty()) s.CommitPuts(staged);
+  for (CommitOp* op : staged) {
+    const size_t i = size_t(op - ops.data());
+    statuses[i] = op->status;
+    retry[i] = op->drive_failed;
+  }
+  for (size_t i = 0; i < puts.size(); ++i) {
+    if (!retry[i]) continue;
+    // PutIov tries the drives that are left; it counts the put itself.
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.counters.puts--;
+    }
+    statuses[i] = PutIov(puts[i].key, puts[i].value, puts[i].checksum, puts[i].attrs);
+  }
+  return statuses;
+}
+
+Status ExtentStore::PutIov(std::string_view key, std::span<const iovec> value, uint64_t checksum,
+                           const ValueAttrs* attrs) {
+  MEMKV_RETURN_IF_ERROR(CheckKey(key));
+  Impl& s = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.counters.puts++;
+  }
+  // A drive failing under this put takes itself offline; the put then tries
+  // the drives that are left, once per drive at most.
+  Status last;
+  for (size_t attempt = 0; attempt <= s.drives.size(); ++attempt) {
+    CommitOp op;
+    bool drive_failed = false;
+    Status w = StagePut(s, IovPut{key, value, checksum, attrs}, &op, &drive_failed);
+    if (w.ok()) {
+      CommitOp* ops[] = {&op};
+      s.CommitPuts(ops);
+      w = op.status;
+      drive_failed = op.drive_failed;
+    }
+    if (w.ok() || !drive_failed) return w;
+    last = w;
+  }
+  return last;
+}
+
+}  // namespace memkv::drive
