@@ -83,7 +83,7 @@ void ExtentStore::Impl::FreeUnitsLocked(const std::vector<ExtentRef>& extents) {
 namespace {
 
 // Adds (sign 1) or takes away (sign -1) what `e` counts in the store's and its drives' figures.
-void CountLocked(ExtentStore::Impl& s, const Entry& e, int sign) {
+void CountLocked(ExtentStore::Impl& s, const Entry& e, int sign) MEMKV_REQUIRES(s.mu) {
   const uint64_t record = PutRecordBytes(e.key.size(), e.extents.size()) + AttrsTailBytes(e.attrs) +
                           SealsBytes(e.seals.size());
   s.journal_live_bytes = sign > 0 ? s.journal_live_bytes + record : s.journal_live_bytes - record;
@@ -178,7 +178,7 @@ void ExtentStore::Impl::MarkFullLocked(uint32_t drive, const std::string& reason
 void ExtentStore::Impl::TakeOffline(uint32_t drive, const std::string& reason) {
   bool journal;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     journal = MarkOfflineLocked(drive, reason);
   }
   if (!journal) return;
@@ -194,7 +194,7 @@ std::string ExtentStore::Impl::HandleFailures(std::span<const IoOp> ops, const c
   std::string first;
   std::vector<std::pair<uint32_t, std::string>> offline;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     for (const IoOp& op : ops) {
       if (op.ok()) continue;
       const Drive& d = drives[op.drive];
@@ -235,14 +235,14 @@ Status ExtentStore::Impl::FlushAll() {
   unflushed.store(false, std::memory_order_release);
   std::vector<uint32_t> online;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     for (const Drive& d : drives) {
       if (d.state != DriveState::kOffline) online.push_back(d.index);
     }
   }
   const std::vector<uint32_t> failed = SyncDrives(online);
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     counters.flushes++;
     counters.io_errors += failed.size();
   }
@@ -254,21 +254,21 @@ Status ExtentStore::Impl::FlushAll() {
 }
 
 void ExtentStore::Impl::RunFlusher() {
-  std::unique_lock<std::mutex> lock(flusher_mu);
+  MutexLock lock(flusher_mu);
   const auto interval = std::chrono::milliseconds(options.sync_interval_ms);
-  while (!flusher_cv.wait_for(lock, interval, [this] { return flusher_stop; })) {
+  while (!lock.WaitFor(flusher_cv, interval, [this]() MEMKV_REQUIRES(flusher_mu) { return flusher_stop; })) {
     if (!unflushed.load(std::memory_order_acquire)) continue;
-    lock.unlock();
+    lock.Unlock();
     Status s = FlushAll();
     if (!s.ok()) LOG_WARN_EVERY_C("drive", 10) << "extent store: " << s.ToString();
-    lock.lock();
+    lock.Lock();
   }
 }
 
 void ExtentStore::Impl::StopFlusher() {
   if (flusher.joinable()) {
     {
-      std::lock_guard<std::mutex> lock(flusher_mu);
+      MutexLock lock(flusher_mu);
       flusher_stop = true;
     }
     flusher_cv.notify_all();
@@ -283,7 +283,7 @@ Status ExtentStore::Flush() {
 }
 
 void ExtentStore::OfferKeys(KeyPage* page) const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   const int64_t now = impl_->clock->NowMillis();
   for (const auto& [key, entry] : impl_->index) {
     if (!entry->attrs.expired(now)) page->Offer(key);
@@ -298,7 +298,7 @@ Status ExtentStore::Delete(std::string_view key) {
   CommitOp* ops[] = {&op};
   impl_->Commit(ops);
   if (op.status.ok()) {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    MutexLock lock(impl_->mu);
     impl_->counters.deletes++;
   }
   return op.status;
@@ -353,7 +353,7 @@ Result<std::vector<RemovedValue>> ExtentStore::EvictColdestValues(uint64_t bytes
   std::vector<RemovedValue> victims;
   std::vector<uint64_t> generations;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(s.mu);
     uint64_t freed = 0;
     // The kit's passes over the LRU list, coldest first: expired values,
     // evict_first ones, the others, then those `spare` asked to keep; never
@@ -374,7 +374,7 @@ Result<std::vector<RemovedValue>> ExtentStore::EvictColdestValues(uint64_t bytes
   Status first_error;
   std::vector<RemovedValue> evicted = DeleteVictims(s, std::move(victims), generations, &first_error);
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(s.mu);
     for (const RemovedValue& r : evicted) {
       (r.expired ? s.counters.expired : s.counters.evictions)++;
       if (!r.expired) s.CountTenantEvictionLocked(r.key, false);
@@ -390,7 +390,7 @@ Result<std::vector<RemovedValue>> ExtentStore::EvictForTenantQuota(std::string_v
   std::vector<RemovedValue> victims;
   std::vector<uint64_t> generations;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(s.mu);
     storage::policy::TenantQuotas& quotas = s.policies.quota();
     const uint32_t t = quotas.TenantOf(key);
     if (t == TenantMap::kNone) return victims;
@@ -415,7 +415,7 @@ Result<std::vector<RemovedValue>> ExtentStore::EvictForTenantQuota(std::string_v
   Status first_error;
   std::vector<RemovedValue> evicted = DeleteVictims(s, std::move(victims), generations, &first_error);
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(s.mu);
     for (const RemovedValue& r : evicted) {
       (r.expired ? s.counters.expired : s.counters.evictions)++;
       if (!r.expired) s.CountTenantEvictionLocked(r.key, true);
@@ -430,7 +430,7 @@ std::vector<RemovedValue> ExtentStore::SweepExpired(size_t max_entries) {
   std::vector<RemovedValue> victims;
   std::vector<uint64_t> generations;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(s.mu);
     // Soonest expired first; the rest run later.
     s.policies.ttl().ForEachDue(s.clock->NowMillis(), [&](storage::policy::PolicyEntry& p) {
       if (victims.size() >= max_entries) return false;
@@ -442,7 +442,7 @@ std::vector<RemovedValue> ExtentStore::SweepExpired(size_t max_entries) {
   }
   Status ignored;  // a failed delete leaves the value a miss; the next sweep tries again
   std::vector<RemovedValue> removed = DeleteVictims(s, std::move(victims), generations, &ignored);
-  std::lock_guard<std::mutex> lock(s.mu);
+  MutexLock lock(s.mu);
   s.counters.expired += removed.size();
   return removed;
 }
@@ -457,7 +457,7 @@ Status ExtentStore::Checkpoint() {
 
 ExtentStoreStats ExtentStore::Stats() const {
   const Impl& s = *impl_;
-  std::lock_guard<std::mutex> lock(s.mu);
+  MutexLock lock(s.mu);
   ExtentStoreStats out = s.counters;
   out.store_uuid = s.store_uuid;
   out.sync = s.options.sync;

@@ -12,6 +12,7 @@ namespace memkv::drive {
 namespace {
 
 // "drive 0 (/a): 0 of 12582912 bytes free; drive 1 (/b): offline (EIO ...)"
+// With Impl::mu held (it guards the drives' states and allocators; a Drive cannot name it).
 std::string DescribeSpaceLocked(const std::vector<Drive>& drives) {
   std::string out;
   for (const Drive& d : drives) {
@@ -40,7 +41,7 @@ std::string DescribeSpaceLocked(const std::vector<Drive>& drives) {
 // that long, the extent is cut: it takes the longest free run anywhere and
 // the rest of the value goes on in further extents. So a value fits whenever
 // enough units are free, however fragmented (up to kMaxExtentsPerValue).
-Result<Allocation> AllocateLocked(ExtentStore::Impl& s, uint64_t value_bytes, std::string_view key) {
+Result<Allocation> AllocateLocked(ExtentStore::Impl& s, uint64_t value_bytes, std::string_view key) MEMKV_REQUIRES(s.mu) {
   const uint64_t units = UnitsFor(value_bytes);
   uint64_t free_total = 0;
   bool any_up = false;
@@ -136,7 +137,7 @@ Result<Allocation> ExtentStore::Impl::Allocate(std::string_view key, uint64_t va
     return TooLarge("put " + KeyForLog(key) + ": value of " + std::to_string(value_bytes) + " bytes needs " +
                     std::to_string(extents) + " extents, more than " + std::to_string(kMaxExtentsPerValue));
   }
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   MEMKV_RETURN_IF_ERROR(TenantQuotaLocked(key, value_bytes));
   return AllocateLocked(*this, value_bytes, key);
 }

@@ -35,7 +35,7 @@ namespace {
 constexpr size_t kMaxBatchOps = 256;
 constexpr int kMaxDepth = 4;  // nesting of checkpoint <-> append on failures
 
-JournalRecord OfflineRecordLocked(ExtentStore::Impl& s, uint32_t drive) {
+JournalRecord OfflineRecordLocked(ExtentStore::Impl& s, uint32_t drive) MEMKV_REQUIRES(s.mu) {
   JournalRecord r;
   r.type = RecordType::kDriveOffline;
   r.sequence = s.next_sequence++;
@@ -49,12 +49,12 @@ bool HasKey(CommitOp::Kind k) { return k == CommitOp::Kind::kPut || k == CommitO
 }  // namespace
 
 void ExtentStore::Impl::Commit(std::span<CommitOp* const> ops) {
-  std::unique_lock<std::mutex> lock(commit_mu);
+  MutexLock lock(commit_mu);
   for (CommitOp* op : ops) commit_queue.push_back(op);
   auto all_done = [&] { return std::all_of(ops.begin(), ops.end(), [](const CommitOp* o) { return o->done; }); };
   auto mine = [&](const CommitOp* o) { return std::find(ops.begin(), ops.end(), o) != ops.end(); };
   for (;;) {
-    commit_cv.wait(lock, [&] { return all_done() || mine(commit_queue.front()); });
+    lock.Wait(commit_cv, [&]() MEMKV_REQUIRES(commit_mu) { return all_done() || mine(commit_queue.front()); });
     if (all_done()) return;
     std::vector<CommitOp*> batch;
     std::set<std::string_view> keys;
@@ -67,9 +67,9 @@ void ExtentStore::Impl::Commit(std::span<CommitOp* const> ops) {
       if (HasKey(op->kind) && !keys.insert(op->key).second) break;
       batch.push_back(op);
     }
-    lock.unlock();
+    lock.Unlock();
     ProcessBatch(batch);
-    lock.lock();
+    lock.Lock();
     for (size_t i = 0; i < batch.size(); ++i) {
       commit_queue.front()->done = true;
       commit_queue.pop_front();
@@ -96,7 +96,7 @@ void ExtentStore::Impl::ProcessBatch(std::span<CommitOp*> batch) {
   std::vector<JournalRecord> records;
   std::vector<bool> has_record(batch.size(), false);
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     for (size_t i = 0; i < batch.size(); ++i) {
       CommitOp& op = *batch[i];
       JournalRecord r;
@@ -151,7 +151,7 @@ void ExtentStore::Impl::ProcessBatch(std::span<CommitOp*> batch) {
   Status journaled = records.empty() ? Status::Ok() : AppendToJournals(std::move(records), 0, data_drives);
 
   // 4. Apply.
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   if (journaled.ok()) counters.journal_commits++;
   for (size_t i = 0; i < batch.size(); ++i) {
     if (!has_record[i]) continue;
@@ -220,7 +220,7 @@ Status ExtentStore::Impl::AppendToJournals(std::vector<JournalRecord> records, i
   for (;;) {
     std::vector<uint32_t> targets;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       for (const Drive& d : drives) {
         if (d.state != DriveState::kOffline && d.journal.appendable()) targets.push_back(d.index);
       }
@@ -280,7 +280,7 @@ Status ExtentStore::Impl::AppendToJournals(std::vector<JournalRecord> records, i
     }
     std::vector<JournalRecord> more;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       for (uint32_t d : durable) drives[d].journal_used = drives[d].journal.used_bytes();
       if (!durable.empty()) {
         for (const JournalRecord& r : records) {
@@ -337,7 +337,7 @@ Status ExtentStore::Impl::CheckpointAll(const std::vector<uint32_t>& first, int 
   uint64_t base_generation = 0;
   std::vector<uint32_t> groups[2];
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     records = LiveRecordsLocked();
     base_sequence = next_sequence;
     base_generation = next_generation;
@@ -386,7 +386,7 @@ Status ExtentStore::Impl::CheckpointAll(const std::vector<uint32_t>& first, int 
     for (uint32_t d : SyncDrives(alive)) drop(d, "checkpoint header fdatasync failed");
     for (uint32_t d : alive) drives[d].journal.FinishCheckpoint();
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       for (uint32_t d : alive) drives[d].journal_used = drives[d].journal.used_bytes();
     }
     done_drives += alive.size();
@@ -394,7 +394,7 @@ Status ExtentStore::Impl::CheckpointAll(const std::vector<uint32_t>& first, int 
 
   std::vector<JournalRecord> more;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     if (done_drives > 0) {
       counters.checkpoints++;
       for (const JournalRecord& r : records) {

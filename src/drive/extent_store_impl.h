@@ -13,7 +13,10 @@
 // sequence/generation counters and the counters. `commit_mu` guards only the
 // commit queue; the thread at its front (the leader) owns every DriveJournal
 // while it writes. Order: commit_mu is never held while taking mu, and mu is
-// never held during I/O.
+// never held during I/O. The Impl's own fields name their lock
+// (MEMKV_GUARDED_BY, checked by clang: docs/threads.md); the fields of Drive
+// and Entry that mu guards say so in comments, as their structs cannot name
+// it.
 #ifndef MEMKV_DRIVE_EXTENT_STORE_IMPL_H_
 #define MEMKV_DRIVE_EXTENT_STORE_IMPL_H_
 
@@ -22,7 +25,6 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -48,7 +50,8 @@ namespace memkv::drive {
 // One value in the index. Immutable once published, except `linked`,
 // `units_owned` and the policies' hooks (storage::policy::PolicyEntry:
 // pins, the readers copying it out right now; value_bytes; the LRU and
-// tenant links), which change under Impl::mu.
+// tenant links), which change under Impl::mu (not annotated: an Entry
+// cannot name the Impl's lock).
 struct Entry : storage::policy::PolicyEntry {
   std::string key;  // the index's string_view key points into this string
   uint64_t sequence = 0;         // of the record that wrote it; kept by checkpoints
@@ -61,6 +64,10 @@ struct Entry : storage::policy::PolicyEntry {
   bool units_owned = true;       // its units go back to the allocators when unlinked and unpinned
 };
 
+// One drive. Fixed after Open: index, path, present, sb, lbs, file (its fd;
+// I/O through it takes no lock). Guarded by Impl::mu (not annotated: a Drive
+// cannot name the Impl's lock): state, reason, marked_offline, orphans,
+// alloc, value_bytes, journal_used. `journal` belongs to the commit leader.
 struct Drive {
   uint32_t index = 0;
   std::string path;              // empty when the drive was not given or did not open
@@ -128,17 +135,17 @@ struct ExtentStore::Impl {
   std::condition_variable buf_cv;
   std::vector<uint32_t> free_bufs MEMKV_GUARDED_BY(buf_mu);
 
-  mutable std::mutex mu;
-  std::unordered_map<std::string_view, std::shared_ptr<Entry>> index;
+  mutable Mutex mu;
+  std::unordered_map<std::string_view, std::shared_ptr<Entry>> index MEMKV_GUARDED_BY(mu);
   SystemRealtimeClock system_clock;
   const RealtimeClock* clock = &system_clock;  // options.realtime_clock when given
-  bool ExpiredLocked(const Entry& e) const { return e.attrs.expired(clock->NowMillis()); }
+  bool ExpiredLocked(const Entry& e) const MEMKV_REQUIRES(mu) { return e.attrs.expired(clock->NowMillis()); }
   // The storage policies (src/storage/policy/), guarded by mu: the LRU list
   // (front: most recently used), the expiry index the sweep reads, and the
   // tenants' usage, LRU lists and quota choices. The drives evict in plain
   // LRU passes (kColdestPasses), keep a value's expiry as written, and have
   // no pin cap.
-  storage::policy::Policies policies{storage::policy::PolicyOptions{
+  storage::policy::Policies policies MEMKV_GUARDED_BY(mu){storage::policy::PolicyOptions{
       .prefix_aware = false,
       .find_linked = nullptr,
       .retention = {.pinned_max_fraction = 1.0,
@@ -149,30 +156,30 @@ struct ExtentStore::Impl {
       .unit_bytes = 1,
       .quota = storage::policy::QuotaKind::kDrive,
   }};
-  uint64_t next_sequence = 1;
-  uint64_t next_generation = 1;
-  uint32_t stripe_cursor = 0;
+  uint64_t next_sequence MEMKV_GUARDED_BY(mu) = 1;
+  uint64_t next_generation MEMKV_GUARDED_BY(mu) = 1;
+  uint32_t stripe_cursor MEMKV_GUARDED_BY(mu) = 0;
   // What a checkpoint of the live index takes in a journal area (its records,
   // encoded). Puts are refused beyond kJournalLiveShare of the area, so that
   // deletes and evictions always find room.
-  uint64_t journal_live_bytes = 0;
-  ExtentStoreStats counters;      // the counter fields only
+  uint64_t journal_live_bytes MEMKV_GUARDED_BY(mu) = 0;
+  ExtentStoreStats counters MEMKV_GUARDED_BY(mu);  // the counter fields only
 
   // Tenants (extent_store_tenants.cc; SetTenants): the usage rows are
   // policies.quota()'s.
   // Ok when a put of `value_bytes` under `key` stays within its tenant's
   // drive quota (the key's current value counts as freed); else counts a
   // refusal and returns ResourceExhausted naming tenants[].drive_quota.
-  Status TenantQuotaLocked(std::string_view key, uint64_t value_bytes);
+  Status TenantQuotaLocked(std::string_view key, uint64_t value_bytes) MEMKV_REQUIRES(mu);
   // Counts the eviction of `key`'s value in its tenant's row.
-  void CountTenantEvictionLocked(std::string_view key, bool for_quota);
+  void CountTenantEvictionLocked(std::string_view key, bool for_quota) MEMKV_REQUIRES(mu);
 
   // SyncMode::kInterval: something was written since the last flush; the
   // flusher thread (sync_interval_ms) and its stop signal.
   std::atomic<bool> unflushed{false};
-  std::mutex flusher_mu;
+  Mutex flusher_mu;
   std::condition_variable flusher_cv;
-  bool flusher_stop = false;  // guarded by flusher_mu
+  bool flusher_stop MEMKV_GUARDED_BY(flusher_mu) = false;
   std::thread flusher;
 
   // How value bytes are stored (value_codec.h): chosen at Open, plain or
@@ -181,9 +188,9 @@ struct ExtentStore::Impl {
   // The tenants whose keys the codec tells apart (SetTenants).
   void SetSealTenants(std::shared_ptr<const TenantMap> map);
 
-  std::mutex commit_mu;
+  Mutex commit_mu;
   std::condition_variable commit_cv;
-  std::deque<CommitOp*> commit_queue;  // guarded by commit_mu
+  std::deque<CommitOp*> commit_queue MEMKV_GUARDED_BY(commit_mu);
 
   // --- extent_store_alloc.cc
   uint8_t* buffer(uint32_t i) const { return staging.data() + uint64_t(i) * block_bytes; }
@@ -192,56 +199,57 @@ struct ExtentStore::Impl {
   void ReleaseBuffers(const std::vector<uint32_t>& bufs) MEMKV_EXCLUDES(buf_mu);
   // --- extent_store.cc
   // Unlinks from the index and the policies; frees the units now or at the last unpin.
-  void UnlinkLocked(Entry* e);
-  void FreeUnitsLocked(const std::vector<ExtentRef>& extents);
-  void LinkLocked(std::shared_ptr<Entry> e);
+  void UnlinkLocked(Entry* e) MEMKV_REQUIRES(mu);
+  void FreeUnitsLocked(const std::vector<ExtentRef>& extents) MEMKV_REQUIRES(mu);
+  void LinkLocked(std::shared_ptr<Entry> e) MEMKV_REQUIRES(mu);
   // extent_store_alloc.cc: reserves room for a value (AllocateLocked under
   // mu): TooLarge beyond kMaxExtentsPerValue extents, ResourceExhausted
   // without room.
-  Result<Allocation> Allocate(std::string_view key, uint64_t value_bytes);
+  Result<Allocation> Allocate(std::string_view key, uint64_t value_bytes) MEMKV_EXCLUDES(mu);
   // extent_store_write.cc: commits put ops (Commit) and frees the units of each one that failed
   // and that the index did not take.
-  void CommitPuts(std::span<CommitOp* const> ops);
+  void CommitPuts(std::span<CommitOp* const> ops) MEMKV_EXCLUDES(mu, commit_mu);
   // Journals a value whose extents are written and publishes it. Frees `a`'s
   // units unless the index took them; *drive_failed: a retry on the other
   // drives may succeed.
   Status Publish(std::string_view key, const Allocation& a, uint64_t value_bytes, uint64_t checksum,
-                 const ValueAttrs& attrs, std::vector<SegmentSeal> seals, bool* drive_failed);
+                 const ValueAttrs& attrs, std::vector<SegmentSeal> seals, bool* drive_failed)
+      MEMKV_EXCLUDES(mu, commit_mu);
   // Takes a drive offline in memory. True when it was online: the caller
   // must then get a kOffline record into the journal.
-  bool MarkOfflineLocked(uint32_t drive, const std::string& reason);
+  bool MarkOfflineLocked(uint32_t drive, const std::string& reason) MEMKV_REQUIRES(mu);
   // MarkOfflineLocked + journal the record (not for the commit leader).
-  void TakeOffline(uint32_t drive, const std::string& reason);
-  void MarkFullLocked(uint32_t drive, const std::string& reason);
+  void TakeOffline(uint32_t drive, const std::string& reason) MEMKV_EXCLUDES(mu, commit_mu);
+  void MarkFullLocked(uint32_t drive, const std::string& reason) MEMKV_REQUIRES(mu);
   // Handles the failed ops of a batch: ENOSPC marks full, others offline.
   // Returns a message describing the first failure.
-  std::string HandleFailures(std::span<const IoOp> ops, const char* what);
+  std::string HandleFailures(std::span<const IoOp> ops, const char* what) MEMKV_EXCLUDES(mu);
 
   // --- extent_store_commit.cc
   // Enqueues the ops and returns when all are done (this thread may lead).
-  void Commit(std::span<CommitOp* const> ops);
-  void ProcessBatch(std::span<CommitOp*> batch);
+  void Commit(std::span<CommitOp* const> ops) MEMKV_EXCLUDES(mu, commit_mu);
+  void ProcessBatch(std::span<CommitOp*> batch) MEMKV_EXCLUDES(mu, commit_mu);
   // Writes records to every online drive's journal and syncs. Handles drive
   // failures by marking them offline and appending their records too.
   // Writes `records` to the journal of every online drive, then fdatasyncs
   // those drives and the `data_drives` (which hold the batch's new extents)
   // in one batch: one flush per drive covers both the extents and the record.
   Status AppendToJournals(std::vector<JournalRecord> records, int depth = 0,
-                          std::span<const uint32_t> data_drives = {});
+                          std::span<const uint32_t> data_drives = {}) MEMKV_EXCLUDES(mu, commit_mu);
   // Checkpoints the live index into every online journal. `first`: drives
   // whose journals must be rewritten before any other (readmitted drives).
-  Status CheckpointAll(const std::vector<uint32_t>& first, int depth = 0);
-  std::vector<JournalRecord> LiveRecordsLocked();
+  Status CheckpointAll(const std::vector<uint32_t>& first, int depth = 0) MEMKV_EXCLUDES(mu, commit_mu);
+  std::vector<JournalRecord> LiveRecordsLocked() MEMKV_REQUIRES(mu);
   // The drive's offline record is durable: mark it and free its orphans.
-  void MarkJournaledLocked(uint32_t drive);
+  void MarkJournaledLocked(uint32_t drive) MEMKV_REQUIRES(mu);
 
   // Sync (fdatasync) each drive in `drives` in one batch; returns those that failed.
   std::vector<uint32_t> SyncDrives(const std::vector<uint32_t>& drives);
   // SyncMode::kInterval: flushes every online drive; a failed one goes offline.
-  Status FlushAll();
-  void RunFlusher();
+  Status FlushAll() MEMKV_EXCLUDES(mu);
+  void RunFlusher() MEMKV_EXCLUDES(flusher_mu, mu);
   // Stops the flusher thread and flushes what is left (a clean close).
-  void StopFlusher();
+  void StopFlusher() MEMKV_EXCLUDES(flusher_mu, mu);
 };
 
 // --- extent_store.cc
@@ -297,10 +305,11 @@ Status ReadValueRange(ExtentStore::Impl& s, const Entry& e, uint64_t from, std::
 // Corruption naming the extents when `digest` is not the value's checksum.
 Status CheckValueSum(const Entry& e, uint64_t digest);
 // Pins the entry of `key` for a read and marks it used; NotFound on a miss.
-Result<std::shared_ptr<Entry>> PinForRead(ExtentStore::Impl& s, std::string_view key);
+Result<std::shared_ptr<Entry>> PinForRead(ExtentStore::Impl& s, std::string_view key) MEMKV_EXCLUDES(s.mu);
 // Drops the pin; a read that failed with Corruption (or AuthFailed) drops the value, and any
 // failure becomes NotFound. `counted`: false when no read was attempted.
-Status FinishRead(ExtentStore::Impl& s, const std::shared_ptr<Entry>& e, const Status& read, bool counted = true);
+Status FinishRead(ExtentStore::Impl& s, const std::shared_ptr<Entry>& e, const Status& read, bool counted = true)
+    MEMKV_EXCLUDES(s.mu);
 
 // Keys may be binary; log them readably and bounded.
 std::string KeyForLog(std::string_view key);

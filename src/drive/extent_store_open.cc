@@ -462,25 +462,31 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
     adopted.push_back(w);
   }
   for (Drive& d : s.drives) d.alloc.Seal();
-  s.index.reserve(adopted.size());
-  // Coldest first to the LRU front: the last written ends up most recently used.
-  std::sort(adopted.begin(), adopted.end(), [](const Winner& a, const Winner& b) { return a.position < b.position; });
-  winners.clear();  // its keys point into the records, whose keys move now
-  for (const Winner& w : adopted) {
-    JournalRecord& rec = *w.rec;
-    auto e = std::make_shared<Entry>();
-    e->key = std::move(rec.key);
-    e->sequence = rec.sequence;
-    e->generation = rec.generation;
-    e->value_bytes = rec.value_bytes;
-    e->value_checksum = rec.value_checksum;
-    e->extents = std::move(rec.extents);
-    e->attrs = std::move(rec.attrs);
-    e->seals = std::move(rec.seals);
-    s.LinkLocked(std::move(e));
+  size_t values = 0;
+  {
+    // Not shared yet: the lock costs nothing and keeps the index's accesses checkable.
+    MutexLock lock(s.mu);
+    s.index.reserve(adopted.size());
+    // Coldest first to the LRU front: the last written ends up most recently used.
+    std::sort(adopted.begin(), adopted.end(), [](const Winner& a, const Winner& b) { return a.position < b.position; });
+    winners.clear();  // its keys point into the records, whose keys move now
+    for (const Winner& w : adopted) {
+      JournalRecord& rec = *w.rec;
+      auto e = std::make_shared<Entry>();
+      e->key = std::move(rec.key);
+      e->sequence = rec.sequence;
+      e->generation = rec.generation;
+      e->value_bytes = rec.value_bytes;
+      e->value_checksum = rec.value_checksum;
+      e->extents = std::move(rec.extents);
+      e->attrs = std::move(rec.attrs);
+      e->seals = std::move(rec.seals);
+      s.LinkLocked(std::move(e));
+    }
+    s.next_sequence = std::max<uint64_t>(max_sequence, 1);
+    s.next_generation = std::max<uint64_t>(max_generation, 1);
+    values = s.index.size();
   }
-  s.next_sequence = std::max<uint64_t>(max_sequence, 1);
-  s.next_generation = std::max<uint64_t>(max_generation, 1);
 
   // 6. Bring the journals back in step when needed.
   bool unmarked = false;
@@ -500,7 +506,7 @@ Result<std::unique_ptr<ExtentStore>> ExtentStore::Open(const ExtentStoreOptions&
   s.open_nanos = uint64_t(MonotonicNanos() - start);
   size_t online = size_t(std::count_if(s.drives.begin(), s.drives.end(),
                                        [](const Drive& d) { return d.state != DriveState::kOffline; }));
-  LOG_INFO_C("drive") << "extent store " << s.store_uuid.ToString() << ": " << s.index.size() << " values on " << online << " of "
+  LOG_INFO_C("drive") << "extent store " << s.store_uuid.ToString() << ": " << values << " values on " << online << " of "
            << s.drives.size() << " drives (" << s.io->name() << "), " << dropped << " dropped, opened in "
            << s.open_nanos / 1000000 << " ms";
   if (options.sync == SyncMode::kInterval && options.sync_interval_ms > 0) {

@@ -126,7 +126,7 @@ Status ReadExtents(ExtentStore::Impl& s, const Entry& e, std::span<const iovec> 
 
 // Pins the entry of `key` and marks it used; NotFound on a miss.
 Result<std::shared_ptr<Entry>> PinForRead(ExtentStore::Impl& s, std::string_view key) {
-  std::lock_guard<std::mutex> lock(s.mu);
+  MutexLock lock(s.mu);
   s.counters.gets++;
   auto it = s.index.find(key);
   if (it == s.index.end() || s.ExpiredLocked(*it->second)) {
@@ -143,7 +143,7 @@ Result<std::shared_ptr<Entry>> PinForRead(ExtentStore::Impl& s, std::string_view
 // corrupt extent stays corrupt) and the miss is counted. `counted`: false
 // when no read was attempted.
 Status FinishRead(ExtentStore::Impl& s, const std::shared_ptr<Entry>& e, const Status& read, bool counted) {
-  std::lock_guard<std::mutex> lock(s.mu);
+  MutexLock lock(s.mu);
   s.policies.UnpinReader(*e, e->linked);
   if (!counted) {
     // a refused call, not a hit or a miss
@@ -205,7 +205,7 @@ Result<ValueInfo> ExtentStore::GetIov(std::string_view key, std::span<const iove
 }
 
 Result<ValueInfo> ExtentStore::Stat(std::string_view key) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   auto it = impl_->index.find(key);
   if (it == impl_->index.end() || impl_->ExpiredLocked(*it->second)) {
     return NotFound("key " + KeyForLog(key) + " not present");
@@ -216,20 +216,20 @@ Result<ValueInfo> ExtentStore::Stat(std::string_view key) {
 }
 
 bool ExtentStore::Exists(std::string_view key) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   auto it = impl_->index.find(key);
   return it != impl_->index.end() && !impl_->ExpiredLocked(*it->second);
 }
 
 std::vector<SegmentSeal> ExtentStore::Seals(std::string_view key) const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   auto it = impl_->index.find(key);
   if (it == impl_->index.end()) return {};
   return it->second->seals;
 }
 
 std::optional<uint64_t> ExtentStore::ValueSize(std::string_view key) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   auto it = impl_->index.find(key);
   if (it == impl_->index.end() || impl_->ExpiredLocked(*it->second)) return std::nullopt;
   return it->second->value_bytes;

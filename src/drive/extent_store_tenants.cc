@@ -32,12 +32,12 @@ void ExtentStore::Impl::CountTenantEvictionLocked(std::string_view key, bool for
 void ExtentStore::SetTenants(std::shared_ptr<const TenantMap> tenants) {
   Impl& s = *impl_;
   s.SetSealTenants(tenants);
-  std::lock_guard<std::mutex> lock(s.mu);
+  MutexLock lock(s.mu);
   s.policies.quota().SetTenants(std::move(tenants), s.policies.eviction().lru());
 }
 
 std::vector<TenantUsage> ExtentStore::TenantUsages() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   return impl_->policies.quota().Usages();
 }
 

@@ -90,7 +90,7 @@ Status ChecksumMatches(std::string_view key, uint64_t value_bytes, uint64_t writ
 
 void ExtentStore::Impl::CommitPuts(std::span<CommitOp* const> ops) {
   Commit(ops);
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   for (const CommitOp* op : ops) {
     if (!op->status.ok() && !op->adopted) FreeUnitsLocked(op->extents);
   }
@@ -125,7 +125,7 @@ Status StagePut(ExtentStore::Impl& s, const ExtentStore::IovPut& p, CommitOp* op
   Status w = WriteValueRange(s, p.key, p.value, 0, value_bytes, a.extents, &sum, drive_failed, &seals);
   if (w.ok()) w = ChecksumMatches(p.key, value_bytes, sum.Digest(), p.checksum);
   if (!w.ok()) {
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(s.mu);
     s.FreeUnitsLocked(a.extents);
     return w;
   }
@@ -161,7 +161,7 @@ std::vector<Status> ExtentStore::PutManyIov(std::span<const IovPut> puts) {
     statuses[i] = CheckKey(puts[i].key);
     if (!statuses[i].ok()) continue;
     {
-      std::lock_guard<std::mutex> lock(s.mu);
+      MutexLock lock(s.mu);
       s.counters.puts++;
     }
     bool drive_failed = false;
@@ -179,7 +179,7 @@ std::vector<Status> ExtentStore::PutManyIov(std::span<const IovPut> puts) {
     if (!retry[i]) continue;
     // PutIov tries the drives that are left; it counts the put itself.
     {
-      std::lock_guard<std::mutex> lock(s.mu);
+      MutexLock lock(s.mu);
       s.counters.puts--;
     }
     statuses[i] = PutIov(puts[i].key, puts[i].value, puts[i].checksum, puts[i].attrs);
@@ -192,7 +192,7 @@ Status ExtentStore::PutIov(std::string_view key, std::span<const iovec> value, u
   MEMKV_RETURN_IF_ERROR(CheckKey(key));
   Impl& s = *impl_;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(s.mu);
     s.counters.puts++;
   }
   // A drive failing under this put takes itself offline; the put then tries

@@ -31,7 +31,7 @@ Result<std::unique_ptr<ExtentWriter>> ExtentStore::BeginPut(std::string_view key
   MEMKV_RETURN_IF_ERROR(CheckKey(key));
   Impl& s = *impl_;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(s.mu);
     s.counters.puts++;
   }
   MEMKV_ASSIGN_OR_RETURN(Allocation a, s.Allocate(key, size));
@@ -46,7 +46,7 @@ ExtentWriter::ExtentWriter(ExtentStore::Impl* store, std::string key, uint64_t s
 
 ExtentWriter::~ExtentWriter() {
   if (allocation_ == nullptr) return;
-  std::lock_guard<std::mutex> lock(store_->mu);
+  MutexLock lock(store_->mu);
   store_->FreeUnitsLocked(allocation_->extents);
 }
 

@@ -18,33 +18,33 @@ FaultInjectingEngine::~FaultInjectingEngine() = default;
 uint64_t& FaultInjectingEngine::Count(uint32_t drive, IoKind kind) { return counts_[{drive, int(kind)}]; }
 
 void FaultInjectingEngine::FailNth(uint32_t drive, IoKind kind, uint64_t n, int err, bool sticky) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   fail_rules_.push_back({drive, kind, Count(drive, kind) + n, err, sticky});
 }
 
 void FaultInjectingEngine::LimitWrites(uint32_t drive, uint64_t limit_bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   write_limits_[drive] = limit_bytes;
 }
 
 void FaultInjectingEngine::TearNthWrite(uint32_t drive, uint64_t n, uint32_t keep_bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   tear_rules_.push_back({drive, Count(drive, IoKind::kWrite) + n, keep_bytes});
 }
 
 void FaultInjectingEngine::EnableVolatileCache(bool pass_syncs) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   volatile_cache_ = true;
   pass_syncs_ = pass_syncs;
 }
 
 void FaultInjectingEngine::PowerCutAt(uint64_t n) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   cut_at_ = writes_and_syncs_ + n;
 }
 
 void FaultInjectingEngine::ClearFaults() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   fail_rules_.clear();
   tear_rules_.clear();
   write_limits_.clear();
@@ -53,17 +53,17 @@ void FaultInjectingEngine::ClearFaults() {
 }
 
 bool FaultInjectingEngine::powered_off() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return powered_off_;
 }
 
 uint64_t FaultInjectingEngine::writes_and_syncs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return writes_and_syncs_;
 }
 
 uint64_t FaultInjectingEngine::ops_seen(uint32_t drive, IoKind kind) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = counts_.find({drive, int(kind)});
   return it == counts_.end() ? 0 : it->second;
 }
@@ -109,7 +109,7 @@ void FaultInjectingEngine::CutPower(IoOp* hit) {
 }
 
 void FaultInjectingEngine::Run(std::span<IoOp> ops) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<IoOp> pass;           // ops for the inner engine, in one batch
   std::vector<size_t> pass_index;   // their positions in `ops`
   for (size_t i = 0; i < ops.size(); ++i) {

@@ -27,11 +27,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "drive/aligned_buffer.h"
 #include "drive/io_engine.h"
 
@@ -78,27 +78,26 @@ class FaultInjectingEngine final : public IoEngine {
     AlignedBuffer bytes;
     uint32_t length;
   };
-  uint64_t& Count(uint32_t drive, IoKind kind);
-  void WriteSomeBlocks(uint32_t drive, const CachedWrite& w);
+  uint64_t& Count(uint32_t drive, IoKind kind) MEMKV_REQUIRES(mu_);
+  void WriteSomeBlocks(uint32_t drive, const CachedWrite& w) MEMKV_REQUIRES(mu_);
   void WriteThrough(uint32_t drive, uint64_t offset, const uint8_t* bytes, uint32_t length);
-  uint32_t RandomPrefix(uint32_t length);
-  void CutPower(IoOp* hit);
+  uint32_t RandomPrefix(uint32_t length) MEMKV_REQUIRES(mu_);
+  void CutPower(IoOp* hit) MEMKV_REQUIRES(mu_);
 
   std::unique_ptr<IoEngine> inner_;
   std::string name_;
-  mutable std::mutex mu_;
-  // All below guarded by mu_.
-  std::mt19937_64 rng_;
-  std::map<std::pair<uint32_t, int>, uint64_t> counts_;
-  uint64_t writes_and_syncs_ = 0;
-  std::vector<FailRule> fail_rules_;
-  std::vector<TearRule> tear_rules_;
-  std::map<uint32_t, uint64_t> write_limits_;
-  bool volatile_cache_ = false;
-  bool pass_syncs_ = false;
-  std::map<uint32_t, std::vector<CachedWrite>> cached_;
-  uint64_t cut_at_ = 0;  // absolute writes_and_syncs_ count; 0: none
-  bool powered_off_ = false;
+  mutable Mutex mu_;
+  std::mt19937_64 rng_ MEMKV_GUARDED_BY(mu_);
+  std::map<std::pair<uint32_t, int>, uint64_t> counts_ MEMKV_GUARDED_BY(mu_);
+  uint64_t writes_and_syncs_ MEMKV_GUARDED_BY(mu_) = 0;
+  std::vector<FailRule> fail_rules_ MEMKV_GUARDED_BY(mu_);
+  std::vector<TearRule> tear_rules_ MEMKV_GUARDED_BY(mu_);
+  std::map<uint32_t, uint64_t> write_limits_ MEMKV_GUARDED_BY(mu_);
+  bool volatile_cache_ MEMKV_GUARDED_BY(mu_) = false;
+  bool pass_syncs_ MEMKV_GUARDED_BY(mu_) = false;
+  std::map<uint32_t, std::vector<CachedWrite>> cached_ MEMKV_GUARDED_BY(mu_);
+  uint64_t cut_at_ MEMKV_GUARDED_BY(mu_) = 0;  // absolute writes_and_syncs_ count; 0: none
+  bool powered_off_ MEMKV_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace memkv::drive

@@ -17,12 +17,12 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/errno_text.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "drive/drive_file.h"
 #include "drive/io_engine.h"
 
@@ -70,6 +70,7 @@ class UringEngine final : public IoEngine {
     if (!ring->fixed_buffers && !options_.fixed_buffers.empty()) {
       LOG_INFO_C("drive") << "io_uring: buffer registration refused; staging buffers are used unregistered";
     }
+    MutexLock lock(mu_);
     idle_.push_back(std::move(ring));
     return Status::Ok();
   }
@@ -131,7 +132,7 @@ class UringEngine final : public IoEngine {
 
   std::unique_ptr<Ring> Acquire() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (!idle_.empty()) {
         auto r = std::move(idle_.back());
         idle_.pop_back();
@@ -148,7 +149,7 @@ class UringEngine final : public IoEngine {
   }
 
   void Release(std::unique_ptr<Ring> r) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     idle_.push_back(std::move(r));
   }
 
@@ -276,8 +277,8 @@ class UringEngine final : public IoEngine {
   }
 
   const IoEngineOptions options_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<Ring>> idle_;  // guarded by mu_
+  Mutex mu_;
+  std::vector<std::unique_ptr<Ring>> idle_ MEMKV_GUARDED_BY(mu_);
   std::atomic<bool> warned_no_ring_{false};
 };
 
