@@ -159,10 +159,28 @@ TEST(AcceptLimitTest, FloodOfKeylessConnectionsNeverLocksOutAPromptClient) {
   };
   EXPECT_TRUE(PollUntil([&] { return shed() >= 1; }, 20000)) << server.Stderr();
 
+  // A client that the scheduler stops between its connect and its Connect
+  // frame (a loaded machine) is not prompt: the flood's connections after it
+  // on its worker can make it the oldest, and it is shed. Such a round is
+  // tried once more; a lockout would fail both tries of every round.
   int served = 0;
+  int second_tries = 0;
   std::string failures;
   for (int i = 0; i < kHonestRounds; ++i) {
     auto conn = RawConnection::Open(server.port());
+    if (conn.ok()) {
+      auto hello = (*conn)->Handshake(kTestKeyHex);
+      if (hello.ok() && hello->header.status == StatusCode::kOk) {
+        Status sent = (*conn)->SendBytes((*conn)->BuildFrame(proto::Opcode::kExists, "absent", {}, 1));
+        auto answer = sent.ok() ? (*conn)->Read(10000) : Result<RawResponse>(sent);
+        if (answer.ok() && answer->header.status == StatusCode::kNotFound) {
+          ++served;
+          continue;
+        }
+      }
+    }
+    ++second_tries;
+    conn = RawConnection::Open(server.port());
     if (!conn.ok()) {
       failures += "round " + std::to_string(i) + ": connect: " + conn.status().ToString() + "\n";
       continue;
@@ -188,6 +206,7 @@ TEST(AcceptLimitTest, FloodOfKeylessConnectionsNeverLocksOutAPromptClient) {
   flood.join();
   HttpResult after = HttpRequestTo(server.AdminPort(), "GET", "/v1/metrics");
   std::map<std::string, double> m = PrometheusSamples(after.body);
+  EXPECT_LE(second_tries, kHonestRounds / 10) << failures;
   EXPECT_EQ(served, kHonestRounds) << failures << "shed " << m["memkv_connections_shed_total"] << ", refused "
                                    << m["memkv_connections_refused_total{reason=\"max_unauthenticated\"}"]
                                    << ", flood connections " << flood_opened.load();
