@@ -9,11 +9,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "client/discovery.h"
 #include "config/server_source.h"
 #include "memkv/client.h"
@@ -206,19 +208,32 @@ TEST_F(DiscoveryTest, AddressEntriesPassThroughDedupedAndSorted) {
   EXPECT_EQ(servers[2].host, "not-resolved.invalid");  // as written: connecting resolves it
 }
 
+// A UDP socket bound on 127.0.0.1 that is never read: a DNS server that
+// takes every query and never answers, so only a timeout ends a lookup.
+class SilentUdpPort {
+ public:
+  SilentUdpPort() : fd_(::socket(AF_INET, SOCK_DGRAM, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    bound_ = ::bind(fd_.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    ::getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+  }
+  bool bound() const { return bound_; }
+  uint16_t port() const { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  UniqueFd fd_;
+  bool bound_ = false;
+  uint16_t port_ = 0;
+};
+
 // A port on 127.0.0.1 where nothing listens (UDP and TCP), found by binding
 // and closing.
-uint16_t ClosedPort() {
-  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+uint16_t ClosedPort() { return SilentUdpPort().port(); }
 
 TEST(DiscoveryServerTest, DnsServerWhereNothingListensIsAnErrorPerEntry) {
   std::string server = "127.0.0.1:" + std::to_string(ClosedPort());
@@ -236,16 +251,9 @@ TEST(DiscoveryServerTest, DnsServerWhereNothingListensIsAnErrorPerEntry) {
 }
 
 TEST(DiscoveryServerTest, DnsServerThatNeverAnswersTimesOut) {
-  // A bound UDP socket that is never read: queries are taken and dropped,
-  // so only the timeout ends the lookup.
-  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  std::string server = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  auto silent = std::make_unique<SilentUdpPort>();
+  ASSERT_TRUE(silent->bound());
+  const std::string server = silent->address();
   Result<std::unique_ptr<Resolver>> resolver = Resolver::Create(server);
   ASSERT_TRUE(resolver.ok()) << resolver.status().ToString();
   std::vector<Status> errors;
@@ -253,7 +261,7 @@ TEST(DiscoveryServerTest, DnsServerThatNeverAnswersTimesOut) {
   // Returns (within about the timeout, one budget for the call): every
   // entry fails as timed out.
   EXPECT_TRUE((*resolver)->Resolve(entries, 1000, &errors).empty());
-  ::close(fd);
+  silent.reset();
   ASSERT_EQ(errors.size(), 2u) << Messages(errors);
   for (const Status& e : errors) {
     EXPECT_EQ(e.code(), StatusCode::kDeadlineExceeded) << e.ToString();
@@ -295,14 +303,9 @@ TEST(DiscoveryServerTest, SystemResolverPassesAddressesThroughWithoutAsking) {
 // gives up after resolve_timeout_ms (libresolv: at least a second), not after
 // connect_timeout_ms (an hour here), and the WARN line names the option.
 TEST(DiscoveryServerTest, ClientLookupThatOverrunsResolveTimeoutFailsNamingIt) {
-  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  const std::string server = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  auto silent = std::make_unique<SilentUdpPort>();
+  ASSERT_TRUE(silent->bound());
+  const std::string server = silent->address();
 
   std::mutex mu;
   std::string warnings;
@@ -321,7 +324,7 @@ TEST(DiscoveryServerTest, ClientLookupThatOverrunsResolveTimeoutFailsNamingIt) {
   const auto start = std::chrono::steady_clock::now();
   Result<std::unique_ptr<Client>> client = Client::Create(options);
   const auto took = std::chrono::steady_clock::now() - start;
-  ::close(fd);
+  silent.reset();
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   EXPECT_LT(took, std::chrono::seconds(10));
   std::lock_guard<std::mutex> lock(mu);
