@@ -21,6 +21,7 @@
 #include "bench/options.h"
 #include "bench/plot.h"
 #include "bench/redis_reference.h"
+#include "bench/replay.h"
 #include "bench/sweep.h"
 #include "io/socket.h"
 
@@ -130,7 +131,7 @@ TEST(Options, FillTakesRedisFlags) {
 TEST(Options, RefusesFlagsThatDoNotApply) {
   std::string error;
   EXPECT_FALSE(Parse({"--fill", "--fresh"}, &error));
-  EXPECT_NE(error.find("--fill and --fresh"), std::string::npos) << error;
+  EXPECT_NE(error.find("--fill, --fresh and --replay are separate runs"), std::string::npos) << error;
   EXPECT_FALSE(Parse({"--fill", "--seconds", "2"}, &error));
   EXPECT_EQ(error, "--seconds does not apply to --fill");
   EXPECT_FALSE(Parse({"--fresh", "--servers", "h:1"}, &error));
@@ -553,6 +554,53 @@ TEST(Plot, ScriptDrawsEveryPanelOnALog2Axis) {
   EXPECT_EQ(script.find("index 4"), std::string::npos) << script;
   const std::string without_redis = PlotScript(rows, files, "t", false);
   EXPECT_EQ(without_redis.find("redis"), std::string::npos) << without_redis;
+}
+
+// --replay: its flags, and the access log's lines grouped back into calls.
+TEST(Options, ReplayTakesItsFileSpeedAndOneConnectionCount) {
+  bool help = false;
+  std::string error;
+  std::optional<BenchOptions> o = ParseOptions({"--replay", "/tmp/a.jsonl", "--replay-speed", "2.5"}, &help, &error);
+  ASSERT_TRUE(o.has_value()) << error;
+  EXPECT_EQ(o->mode, BenchMode::kReplay);
+  EXPECT_EQ(o->replay_path, "/tmp/a.jsonl");
+  EXPECT_EQ(o->replay_speed, 2.5);
+  EXPECT_EQ(o->conns, std::vector<uint32_t>{4});
+  EXPECT_EQ(o->json_path, "bench-replay.json");
+  EXPECT_FALSE(ParseOptions({"--replay", "a", "--conns", "1,2"}, &help, &error).has_value());
+  EXPECT_NE(error.find("--replay takes one --conns count"), std::string::npos) << error;
+  EXPECT_FALSE(ParseOptions({"--replay", "a", "--replay-speed", "-1"}, &help, &error).has_value());
+  EXPECT_NE(error.find("--replay-speed: '-1'"), std::string::npos) << error;
+  EXPECT_FALSE(ParseOptions({"--replay", "a", "--fill"}, &help, &error).has_value());
+  EXPECT_FALSE(ParseOptions({"--replay", "a", "--batch", "4"}, &help, &error).has_value());
+  EXPECT_EQ(error, "--batch does not apply to --replay");
+}
+
+TEST(AccessLogReplay, GroupsLinesIntoCallsInTheOrderTheyBegan) {
+  const std::string text =
+      R"({"time":100.5,"tenant":"","identity":"","op":"batch_get","key_hash":"00000000000000aa","size":10,"outcome":"hit","latency_us":3,"call":2,"keys":2})"
+      "\n"
+      R"({"time":100.5,"tenant":"","identity":"","op":"batch_get","key_hash":"00000000000000bb","size":0,"outcome":"miss","latency_us":3,"call":2,"keys":2})"
+      "\n\n"
+      R"({"time":100.25,"tenant":"t","identity":"x","op":"put","key_hash":"00000000000000aa","size":4096,"outcome":"stored","latency_us":9,"call":1,"keys":1})"
+      "\n";
+  Result<AccessLogFile> log = ParseAccessLog(text);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ASSERT_EQ(log->calls.size(), 2u);
+  EXPECT_EQ(log->calls[0].op, "put");  // it began first, though it was written last
+  EXPECT_EQ(log->calls[1].op, "batch_get");
+  EXPECT_EQ(log->calls[1].key_hashes, (std::vector<std::string>{"00000000000000aa", "00000000000000bb"}));
+  EXPECT_EQ(log->calls[1].outcomes, (std::vector<std::string>{"hit", "miss"}));
+  EXPECT_EQ(log->value_bytes.at("00000000000000aa"), 4096u);
+
+  Result<AccessLogFile> bad = ParseAccessLog("{\"time\":1,\"op\":\"get\"}\n");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("line 1: no string \"key_hash\""), std::string::npos) << bad.status().message();
+  Result<AccessLogFile> op = ParseAccessLog(
+      "\n{\"time\":1,\"op\":\"list\",\"key_hash\":\"ab\",\"size\":0,\"outcome\":\"hit\",\"call\":1}\n");
+  EXPECT_NE(op.status().message().find("line 2: op 'list' is not one the replay issues"), std::string::npos)
+      << op.status().message();
+  EXPECT_NE(ParseAccessLog("not json\n").status().message().find("line 1: not a JSON object"), std::string::npos);
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <optional>
 
@@ -28,6 +30,7 @@
 #include "bench/raw_reference.h"
 #include "bench/redis_cells.h"
 #include "bench/redis_reference.h"
+#include "bench/replay.h"
 #include "bench/report.h"
 #include "bench/sweep.h"
 
@@ -224,8 +227,65 @@ int RunSweepMode(const BenchOptions& o) {
   return sweep.errors == 0 && written.ok() ? 0 : 1;
 }
 
+// --replay: the access log against the target, then the report and its JSON.
+int RunReplayMode(const BenchOptions& o) {
+  ::signal(SIGPIPE, SIG_IGN);
+  std::ifstream in(o.replay_path);
+  if (!in) {
+    std::fprintf(stderr, "memkv-bench: --replay %s: cannot read it\n", o.replay_path.c_str());
+    return 1;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  Result<AccessLogFile> log = ParseAccessLog(text.str());
+  if (!log.ok()) {
+    std::fprintf(stderr, "memkv-bench: --replay %s: %s\n", o.replay_path.c_str(), log.status().message().c_str());
+    return 1;
+  }
+  Result<Target> target = SetUpTarget(o);
+  Result<std::string> tag = RandomAuthKeyHex();
+  if (!target.ok() || !tag.ok()) {
+    std::fprintf(stderr, "memkv-bench: %s\n", (target.ok() ? tag.status() : target.status()).ToString().c_str());
+    return 1;
+  }
+  RunFacts facts = GatherFacts(MEMKV_SOURCE_DIR, MEMKV_BUILD_TYPE);
+  facts.target = target->description;
+  PrintMachine(stdout, "memkv-bench --replay", facts);
+  std::printf("target: %s; pool %s; log %s (%zu calls); speed %g; %u threads\n\n", target->description.c_str(),
+              o.servers.empty() ? FormatSize(o.pool_bytes).c_str() : "of the servers given", o.replay_path.c_str(),
+              log->calls.size(), o.replay_speed, o.conns.front());
+  std::fflush(stdout);
+  const MemkvTarget memkv(target->servers, target->key_hex, tag->substr(0, 8));
+  Result<std::unique_ptr<Client>> client = memkv.Connect(o.conns.front());
+  if (!client.ok()) {
+    std::fprintf(stderr, "memkv-bench: %s\n", client.status().ToString().c_str());
+    return 1;
+  }
+  ReplayPlan plan;
+  plan.speed = o.replay_speed;
+  plan.threads = o.conns.front();
+  plan.key_prefix = "memkv-replay/" + tag->substr(0, 8);
+  const ReplayResult result = RunReplay(**client, *log, plan);
+  client->reset();
+  PrintReplay(stdout, result);
+  uint64_t errors = result.errors + StopServer(target->spawned.get(), "memkv server");
+  JsonWriter w;
+  w.BeginObject();
+  WriteMachineJson(w, facts);
+  w.Key("log").String(o.replay_path).Key("speed").Number(o.replay_speed).Key("threads").Number(uint64_t{o.conns.front()});
+  w.EndObject();
+  std::string json = w.text();
+  json.pop_back();
+  json += "," + ReplayJson(result) + "}\n";
+  Status written = WriteTextFile(o.json_path, json);
+  if (!written.ok()) std::fprintf(stderr, "memkv-bench: %s\n", written.ToString().c_str());
+  std::printf("\n%s; results in %s\n", errors == 0 ? "no errors" : "ERRORS: see stderr", o.json_path.c_str());
+  return errors == 0 && written.ok() ? 0 : 1;
+}
+
 int Run(const BenchOptions& o) {
   if (o.mode == BenchMode::kSweep) return RunSweepMode(o);
+  if (o.mode == BenchMode::kReplay) return RunReplayMode(o);
   const char* path = std::getenv("PATH");
   const SpawnEnv env{ResolveMemkvBinary(o.memkv_path), TempBase(), path != nullptr ? path : ""};
   const RunFacts machine = GatherFacts(MEMKV_SOURCE_DIR, MEMKV_BUILD_TYPE);

@@ -39,8 +39,8 @@ std::string ConfigYaml(const MemkvServerConfig& config, const std::string& key_h
       config.file_mode ? "storage:\n  mode: file\n  sync: " + config.sync + "\n  drives:\n    - {media: " + dir +
                              "/drive0.memkv, size: " + std::to_string(config.drive_bytes) + "}\n"
                        : "storage:\n  mode: memory\n";
-  return "network:\n  address: 127.0.0.1:0\n  auth_key: " + key_hex +
-         "\nmemory:\n  max_size: " + std::to_string(config.pool_bytes) +
+  return "network:\n  address: 127.0.0.1:0\n  auth_key: " + key_hex + "\n" + config.network_yaml +
+         "memory:\n  max_size: " + std::to_string(config.pool_bytes) +
          "\n  block_size: 2 MiB\n  prefault: " + (config.prefault ? "true" : "false") + "\n" + storage +
          config.extra_yaml;
 }
@@ -78,17 +78,18 @@ Result<std::unique_ptr<MemkvServer>> MemkvServer::Start(const std::string& binar
   std::ofstream(config_path, std::ios::binary) << ConfigYaml(config, auth_key_hex, server->dir_);
   ::chmod(config_path.c_str(), 0600);  // it holds the key
   server->stderr_path_ = server->dir_ + "/stderr.log";
-  MEMKV_RETURN_IF_ERROR(server->Spawn(binary, config_path));
+  MEMKV_RETURN_IF_ERROR(server->Spawn(binary, config_path, config.workers));
   return server;
 }
 
-Status MemkvServer::Spawn(const std::string& binary, const std::string& config_path) {
+Status MemkvServer::Spawn(const std::string& binary, const std::string& config_path, int workers) {
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return Internal(ErrnoText("pipe2"));
   UniqueFd read_end(out[0]);
   UniqueFd write_end(out[1]);
-  Result<pid_t> pid = SpawnChild({binary, "start", "--config", config_path, "--data-dir", dir_ + "/data"},
-                                 write_end.get(), stderr_path_);
+  std::vector<std::string> argv = {binary, "start", "--config", config_path, "--data-dir", dir_ + "/data"};
+  if (workers > 0) argv.insert(argv.end(), {"--workers", std::to_string(workers)});
+  Result<pid_t> pid = SpawnChild(argv, write_end.get(), stderr_path_);
   if (!pid.ok()) return pid.status();
   pid_ = *pid;
   write_end.Reset();  // the child holds the only write end now

@@ -41,6 +41,8 @@ struct MemkvServerConfig {
   std::string sync = "interval";
   uint64_t drive_bytes = 4ULL << 30;
   std::string extra_yaml;  // more top-level sections (tenants:, ...)
+  std::string network_yaml;  // more network: fields, each "  field: value\n" (loads_first, ...)
+  int workers = 0;           // memkv start --workers; 0: the server's default
 };
 
 // Where the admin endpoint listens.
@@ -73,7 +75,7 @@ class MemkvServer {
 
  private:
   MemkvServer() = default;
-  Status Spawn(const std::string& binary, const std::string& config_path);
+  Status Spawn(const std::string& binary, const std::string& config_path, int workers);
   Status ReadReadyLine(int stdout_fd);
 
   std::string dir_;

@@ -67,7 +67,8 @@ bool ParsePool(const std::string& text, BenchOptions* o, std::string* error) {
 bool IsKnownFlag(std::string_view flag) {
   for (std::string_view known : {"--sizes", "--conns", "--seconds", "--repeat", "--ops", "--pool", "--json",
                                  "--memkv", "--servers", "--redis", "--peer", "--batch", "--plot",
-                                 "--storage", "--sync", "--drive-size", "--redis-appendfsync"}) {
+                                 "--storage", "--sync", "--drive-size", "--redis-appendfsync", "--replay",
+                                 "--replay-speed"}) {
     if (flag == known) return true;
   }
   return false;
@@ -106,6 +107,21 @@ bool ApplyFlag(const std::string& flag, const std::string& value, BenchOptions* 
     o->drive_bytes = *size;
     return true;
   }
+  if (flag == "--replay-speed") {
+    char* end = nullptr;
+    const double x = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || !std::isfinite(x) || x < 0 || x > 1e6) {
+      *error = "--replay-speed: '" + value + "' is not a speed in [0, 1e6] (0: as fast as possible)";
+      return false;
+    }
+    o->replay_speed = x;
+    return true;
+  }
+  if (flag == "--replay") {
+    o->replay_path = value;
+    if (value.empty()) *error = "--replay: empty path";
+    return !value.empty();
+  }
   if (flag == "--json") {
     o->json_path = value;
   } else if (flag == "--memkv") {
@@ -137,11 +153,13 @@ bool AppliesTo(BenchMode mode, const std::string& flag) {
                                                "--install-peers", "--redis-appendfsync"};
   static const std::set<std::string> kFill = {"--redis", "--install-peers", "--no-redis"};
   static const std::set<std::string> kFresh = {"--seconds", "--repeat"};
+  static const std::set<std::string> kReplay = {"--replay-speed", "--servers"};
   if (kCommon.count(flag) != 0) return true;
   switch (mode) {
     case BenchMode::kSweep: return kSweep.count(flag) != 0;
     case BenchMode::kFill: return kFill.count(flag) != 0;
     case BenchMode::kFresh: return kFresh.count(flag) != 0;
+    case BenchMode::kReplay: return kReplay.count(flag) != 0;
   }
   return false;
 }
@@ -151,6 +169,7 @@ const char* ModeFlag(BenchMode mode) {
     case BenchMode::kSweep: return "the sweep";
     case BenchMode::kFill: return "--fill";
     case BenchMode::kFresh: return "--fresh";
+    case BenchMode::kReplay: return "--replay";
   }
   return "?";
 }
@@ -176,6 +195,11 @@ void ApplyModeDefaults(const std::set<std::string>& given, BenchOptions* o) {
       if (unset("--json")) o->json_path = "bench-fresh.json";
       if (unset("--seconds")) o->seconds = 10;
       if (unset("--repeat")) o->repeat = 3;
+      break;
+    case BenchMode::kReplay:
+      if (unset("--conns")) o->conns = {4};
+      if (unset("--pool")) o->pool_bytes = kGiB;
+      if (unset("--json")) o->json_path = "bench-replay.json";
       break;
   }
 }
@@ -214,13 +238,14 @@ std::optional<BenchOptions> ParseOptions(const std::vector<std::string>& args, b
     return ApplyFlag(flag, value, &o, err);
   };
   if (!WalkFlags(args, toggle, IsKnownFlag, apply, help, error)) return std::nullopt;
-  if (fill && fresh) {
-    *error = "--fill and --fresh are separate runs; give one";
+  const bool replay = given.count("--replay") != 0;
+  if (int(fill) + int(fresh) + int(replay) > 1) {
+    *error = "--fill, --fresh and --replay are separate runs; give one";
     return std::nullopt;
   }
-  o.mode = fill ? BenchMode::kFill : fresh ? BenchMode::kFresh : BenchMode::kSweep;
+  o.mode = fill ? BenchMode::kFill : fresh ? BenchMode::kFresh : replay ? BenchMode::kReplay : BenchMode::kSweep;
   for (const std::string& flag : given) {
-    if (flag == "--fill" || flag == "--fresh" || AppliesTo(o.mode, flag)) continue;
+    if (flag == "--fill" || flag == "--fresh" || flag == "--replay" || AppliesTo(o.mode, flag)) continue;
     *error = flag + " does not apply to " + ModeFlag(o.mode);
     return std::nullopt;
   }
@@ -249,6 +274,10 @@ std::optional<BenchOptions> ParseOptions(const std::vector<std::string>& args, b
   ApplyModeDefaults(given, &o);
   if (o.mode == BenchMode::kFill && o.conns.size() != 1) {
     *error = "--fill takes one --conns count (the connections that fill the pool)";
+    return std::nullopt;
+  }
+  if (o.mode == BenchMode::kReplay && o.conns.size() != 1) {
+    *error = "--replay takes one --conns count (the threads that issue the calls)";
     return std::nullopt;
   }
   return o;

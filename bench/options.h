@@ -19,6 +19,7 @@ enum class BenchMode {
   kSweep,  // sizes x connections, put and get, against a raw TCP stream
   kFill,   // --fill: fill a fresh pool; bytes held per value byte, against Redis
   kFresh,  // --fresh: put on a never-written pool against a warmed one
+  kReplay, // --replay FILE: a client access log re-issued (bench/replay.h)
 };
 
 struct BenchOptions {
@@ -51,6 +52,10 @@ struct BenchOptions {
   bool redis = true;                             // --no-redis: memkv alone (--fill)
   std::string redis_path;                        // empty: redis-server on PATH
   bool install_peers = false;                    // apt-get install the peers that are missing
+  // --replay: the access log to re-issue, and how much faster than logged
+  // (0: as fast as --conns threads go).
+  std::string replay_path;
+  double replay_speed = 1.0;
 };
 
 // The spawned servers' config: --pool, --no-prefault, --storage, --sync,
@@ -60,6 +65,7 @@ MemkvServerConfig SpawnConfigOf(const BenchOptions& o);
 inline constexpr const char* kUsage = R"(Usage: memkv-bench [options]
        memkv-bench --fill [options]
        memkv-bench --fresh [options]
+       memkv-bench --replay FILE [options]
 
 Sweeps value sizes x connection counts for put and get against MemKV over TCP,
 and runs the same sweep against a raw TCP request/response stream (a reference
@@ -81,6 +87,14 @@ warmed (written whole once), alternating; reports both MiB/s and the ratio
 fresh/warm (the median of each repetition's ratio; target >= 0.8). With
 --no-prefault the servers do not fault their pool in at start, which shows
 what the prefault removes.
+
+--replay FILE: re-issues a client access log (access_log_path) against a
+spawned server (or --servers): the same calls, keys (by their hash), value
+sizes and pacing, over --conns threads (one count, default 4); reports
+calls/s, keys/s, MiB/s, the hit rate beside the logged one, sheds, errors
+and latency percentiles per op. Size --pool as the log's sample of the
+fleet's memory (access_log_sample x fleet memory) to estimate the fleet's
+hit rate at that size (docs/benchmarks.md, "Replay").
 
 Options (all modes):
   --sizes LIST      value sizes; a size may add bytes: 2MiB+1 (default: sweep
@@ -153,6 +167,11 @@ Sweep only:
 
 --fill only:
   --no-redis        measure memkv alone
+
+--replay only:
+  --replay-speed X  issue calls X times as fast as logged (default 1; 0: as
+                    fast as the threads go)
+  --servers LIST    as in the sweep
 
 Exit status: 0 when every operation succeeded and every value read back was
 byte-exact, 1 when any failed, 2 on a usage error.

@@ -57,7 +57,7 @@ if(TARGET memkv_preload)
 endif()
 install(FILES ${PROJECT_SOURCE_DIR}/include/memkv/client.h ${PROJECT_SOURCE_DIR}/include/memkv/memkv.h
               ${PROJECT_SOURCE_DIR}/include/memkv/status.h ${PROJECT_SOURCE_DIR}/include/memkv/async.h
-              ${PROJECT_SOURCE_DIR}/include/memkv/put_options.h
+              ${PROJECT_SOURCE_DIR}/include/memkv/put_options.h ${PROJECT_SOURCE_DIR}/include/memkv/identity.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/memkv COMPONENT dev)
 install(EXPORT memkvTargets NAMESPACE memkv:: DESTINATION ${MEMKV_CMAKE_DIR} COMPONENT dev)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/packaging/memkvConfig.cmake.in
@@ -143,7 +143,7 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${MEMKV_DEB_LIB}")
 set(CPACK_DEBIAN_DEV_PACKAGE_SHLIBDEPS OFF)
 memkv_deb_description(DEV "MemKV client library (development files)"
-  "Headers (memkv/client.h, memkv/async.h, memkv/put_options.h, memkv/memkv.h, memkv/status.h, memkv/kv_store.h), pkg-config file"
+  "Headers (memkv/client.h, memkv/async.h, memkv/identity.h, memkv/put_options.h, memkv/memkv.h, memkv/status.h, memkv/kv_store.h), pkg-config file"
   "and CMake package (find_package(memkv), target memkv::memkv) of libmemkv.")
 
 # python3-memkv: the extension links libmemkv.so.0, which dpkg-shlibdeps

@@ -24,7 +24,7 @@ MD
 if out=$(bash "$root/scripts/check-docs.sh" --commands "$rel/bad.md" 2>&1); then
   fail "a doc with 'memkv list' passed: $out"
 fi
-grep -q "$rel/bad.md:1: 'memkv list' is not a memkv command; the commands are: admin, del, doctor, drive, exists, get, ls, match-prefix, put, setup, start" <<<"$out" ||
+grep -q "$rel/bad.md:1: 'memkv list' is not a memkv command; the commands are: admin, del, doctor, drive, exists, get, ls, match-prefix, put, setup, start, stats" <<<"$out" ||
   fail "no line naming 'memkv list': $out"
 grep -q "$rel/bad.md:4: 'memkv admin restart' is not an action of memkv admin; allowed: drain, reload, status, undrain" <<<"$out" ||
   fail "no line naming 'memkv admin restart': $out"

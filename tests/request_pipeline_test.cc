@@ -90,6 +90,13 @@ std::vector<uint8_t> RequestFor(RawConnection& raw, const server::OpRule& rule, 
       break;
     case server::Shape::kList: meta = proto::EncodeListRequest({.prefix = "wa", .after = "", .limit = 10}); break;
     case server::Shape::kToken: meta = proto::EncodeToken(1); break;
+    case server::Shape::kMeta: {
+      CacheIdentity identity;
+      identity.model = "walk-model";
+      meta = rule.opcode == proto::Opcode::kIdentify ? identity.Canonical()
+                                                     : proto::EncodeClientReport({.fetched_in_time = 1});
+      break;
+    }
   }
   std::vector<uint8_t> frame = raw.BuildFrame(rule.opcode, meta, payload, id);
   if (rule.shape == server::Shape::kPut) {

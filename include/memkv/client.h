@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "memkv/async.h"
+#include "memkv/identity.h"
 #include "memkv/put_options.h"
 #include "memkv/status.h"
 
@@ -83,6 +84,14 @@ struct ClientOptions {
   // Threads that run AsyncQueue submissions (memkv/async.h): at most this
   // many batches of the client run at once; started as they are needed.
   uint32_t async_threads = 4;
+  // Loads before stores: stores (puts) are shed, answered Busy for every key
+  // ("... shed by the client ...") and counted in ClientStats::stores_shed,
+  // rather than wait, while the recent average store latency exceeds
+  // store_shed_latency_ms (one store at a time still goes, to tell when the
+  // tier recovers) or store_shed_inflight stores are in flight already.
+  // 0 turns each off (docs/client-library.md, "Loads before stores").
+  uint32_t store_shed_latency_ms = 1000;
+  uint32_t store_shed_inflight = 64;
   // RDMA (transport auto or rdma; docs/rdma.md).
   std::vector<std::string> rdma_devices;  // local HCAs to use; empty = the first one present
   uint32_t rdma_mtu = 4096;               // path MTU; must equal the server's rdma.mtu
@@ -99,12 +108,23 @@ struct ClientOptions {
   // http://host:port/metrics (MEMKV_PROMETHEUS_BIND). Empty: off. Create
   // fails, naming the address, when it cannot bind.
   std::string prometheus_bind;
+  // Access log (docs/client-library.md, "Access log"): JSON lines, one per
+  // operation on a sampled key, that memkv-bench --replay re-issues. Empty
+  // path: off. A key is sampled when its hash falls under
+  // access_log_sample (0 < x <= 1), so every operation on it is logged;
+  // lines past access_log_max_lines_per_sec are dropped and counted.
+  std::string access_log_path;
+  double access_log_sample = 0.01;
+  uint32_t access_log_max_lines_per_sec = 1000;
   // Logging (MEMKV_LOG_LEVEL): lines below log_level are dropped. Without a
   // callback the rest go to stderr, one line each with a timestamp; with one,
   // only to the callback. The default writes nothing below WARN into the
   // host program's stderr.
   ClientLogLevel log_level = ClientLogLevel::kWarn;
   ClientLogCallback log_callback;
+  // What this client's blocks were computed by (memkv/identity.h; the
+  // identity_* options). Empty: none, keys are stored as named.
+  CacheIdentity identity;
 };
 
 // ---- Client options, described once ----
@@ -213,7 +233,13 @@ struct ClientStats {
   // Membership (docs/fleet.md, "What the client shows").
   uint64_t grace_lookups = 0;      // misses asked again of the key's previous owner (grace window, draining owner)
   uint64_t grace_hits = 0;         // of grace_lookups: found there
-  uint64_t stores_shed = 0;        // puts a busy server shed (answered Busy; not stored)
+  uint64_t stores_shed = 0;        // puts shed (answered Busy; not stored) by a busy server or by the client
+  uint64_t lookups = 0;            // keys looked up (get, exists, prefix match; a batch of n counts n)
+  uint64_t found = 0;              // of those, found
+  uint64_t fetched = 0;            // of those found, values fetched (gets)
+  uint64_t fetched_in_time = 0;    // restores the engine used (ReportRestores)
+  uint64_t fetched_late = 0;       // restores that came too late (ReportRestores)
+                                   // (store_shed_latency_ms, store_shed_inflight)
   uint64_t placement_changes = 0;  // new placements published (servers joined, left, changed id or weight)
   uint64_t fallback_reads = 0;     // reads and deletes asked of the next server because the owner was unreachable
   uint64_t fallback_writes = 0;    // puts stored on the next server: the owner down or draining
@@ -361,6 +387,20 @@ class Client {
   // TooLarge over 1024 bytes), as do more than 1024 keys (InvalidArgument).
   // A server that predates the call is asked with BatchExists instead.
   virtual Result<size_t> MatchPrefix(std::span<const std::string_view> keys) = 0;
+
+  // ---- Cache identity and restores (docs/client-library.md) ----
+  // The tag of ClientOptions::identity (CacheIdentity::Tag()); "" without one.
+  virtual std::string IdentityTag() const { return ""; }
+  // The engine used `in_time` blocks it fetched (it did not recompute them)
+  // and got `late` more too late to use. Counted in the client's metrics and
+  // sent to a server (Report) at most once a second and when the client is
+  // destroyed, so the servers' memkv_identity_fetched_in_time_total and
+  // _late_total show them. Never blocks on the network for long: a report
+  // that cannot be sent within timeout_ms is kept for the next one.
+  virtual void ReportRestores(uint64_t in_time, uint64_t late) {
+    (void)in_time;
+    (void)late;
+  }
 };
 
 }  // namespace memkv

@@ -66,14 +66,25 @@
  *   object (KV_STORE_ERR_NOT_FOUND), never as corruption.
  *
  * URI and environment (open)
- * - "memkv://host:port[,host:port...]/namespace": the servers, and the
- *   namespace that prefixes every key (chunks under <namespace>/c/<hex hash>,
- *   manifests under <namespace>/m/<name>). A namespace may hold '/'
- *   ("omlx/Llama-3.2-1B"); a trailing '/' is dropped.
+ * - "memkv://host:port[,host:port...]/namespace[?field=value&...]": the
+ *   servers, and the namespace that prefixes every key (chunks under
+ *   <namespace>/c/<hex hash>, manifests under <namespace>/m/<name>). A
+ *   namespace may hold '/' ("omlx/Llama-3.2-1B"); a trailing '/' is dropped.
+ * - The optional query is the engine's cache identity, from its own
+ *   configuration: "?model=Llama-3.2-1B&kv_dtype=f16&block_tokens=256&
+ *   tp_rank=0&tp_size=1&revision=...&layout=...&engine=llama.cpp&
+ *   engine_version=...&extra.NAME=value", values percent-decoded. Handles
+ *   whose identities differ in any field never read each other's chunks or
+ *   manifests. Each field replaces its MEMKV_IDENTITY_* variable; with a
+ *   model and no engine the engine is "kv_store". The query starts at the
+ *   first '?' followed by a name and '='; any other '?' belongs to the
+ *   namespace. An unknown field is refused by open, naming it and the
+ *   fields allowed (docs/kv-store-abi.md, "URI").
  * - The rest comes from the environment: MEMKV_AUTH_KEY (required, 64 hex
  *   characters), MEMKV_TRANSPORT, MEMKV_TIMEOUT_MS, MEMKV_CONNECT_TIMEOUT_MS,
- *   MEMKV_NUM_CONNECTIONS, MEMKV_RDMA_*, MEMKV_PROMETHEUS_BIND and
- *   MEMKV_LOG_LEVEL (as for the client library, docs/configuration.md;
+ *   MEMKV_NUM_CONNECTIONS, MEMKV_RDMA_*, MEMKV_PROMETHEUS_BIND,
+ *   MEMKV_IDENTITY_* and MEMKV_LOG_LEVEL (every client option's variable,
+ *   as for the client library, docs/configuration.md;
  *   MEMKV_CONFIG and MEMKV_SERVERS are not read), and the handle's bounds
  *   MEMKV_KV_STORE_BUFFER_BYTES and MEMKV_KV_STORE_PREFETCH_BYTES.
  * - open contacts no server; it returns NULL, and writes why to stderr, when

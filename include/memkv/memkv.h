@@ -505,17 +505,34 @@ typedef struct memkv_stats {
   /* A changing fleet (docs/fleet.md); filled when struct_size reaches them. */
   uint64_t grace_lookups;      /* misses asked again of the key's previous owner */
   uint64_t grace_hits;         /* of grace_lookups: found there */
-  uint64_t stores_shed;        /* puts a busy server shed (MEMKV_BUSY, not stored) */
+  uint64_t stores_shed;        /* puts shed (MEMKV_BUSY, not stored) by a busy server or by the client */
   uint64_t placement_changes;  /* placements made after servers joined, left or changed */
   uint64_t fallback_reads;     /* reads and deletes asked of the next server (owner unreachable) */
   uint64_t fallback_writes;    /* puts stored on the next server (owner down or draining) */
   uint64_t server_problems;    /* duplicate server ids, ids changed behind an address */
+  /* The hit-rate split (docs/client-library.md, "Cache identity"); filled
+   * when struct_size reaches them. */
+  uint64_t lookups;            /* keys looked up: each key of a get, an exists or a prefix match */
+  uint64_t found;              /* of lookups: found */
+  uint64_t fetched;            /* of found: values fetched (gets) */
+  uint64_t fetched_in_time;    /* restored blocks the engine used (memkv_report_restores) */
+  uint64_t fetched_late;       /* restored blocks that came too late to use */
 } memkv_stats_t;
 
 /* MEMKV_INVALID_ARGUMENT when struct_size is below MEMKV_STATS_MIN_SIZE, the
  * size of the struct's first version (every header's struct is at least that). */
 #define MEMKV_STATS_MIN_SIZE (offsetof(memkv_stats_t, rdma_path) + MEMKV_STATS_TEXT_BYTES)
 memkv_status_t memkv_client_stats(memkv_client_t* client, memkv_stats_t* stats);
+
+/* Cache identity (the identity_* options of memkv_options_set;
+ * docs/client-library.md, "Cache identity"): the server keeps the client's
+ * keys apart from every other identity's. Its tag, 16 hex digits ("" without one, or
+ * for NULL); valid while the client is open. */
+const char* memkv_identity_tag(memkv_client_t* client);
+/* The engine used `in_time` restored blocks (it did not recompute them) and
+ * got `late` more too late to use: counted in memkv_stats_t and reported to
+ * a server at most once a second and when the client closes. */
+memkv_status_t memkv_report_restores(memkv_client_t* client, uint64_t in_time, uint64_t late);
 /* "rdma" or "tcp": what the client's new operations use now ("" for NULL). */
 const char* memkv_transport(memkv_client_t* client);
 

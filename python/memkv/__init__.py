@@ -43,6 +43,8 @@ try:
 except ImportError as _error:
     raise _extension_error(_error) from None
 
+from ._identity import CacheIdentity  # noqa: E402
+
 
 
 def _iter_keys(self: Client, prefix: "str | bytes" = "", page_size: int = 1000):
@@ -72,7 +74,7 @@ LOG_ERROR = 3
 LOG_OFF = 4
 
 __all__ = [
-    "AuthFailed", "BatchResult", "Busy", "Client", "Completion", "Corruption", "DeadlineExceeded", "Draining", "Error",
+    "AuthFailed", "BatchResult", "Busy", "CacheIdentity", "Client", "Completion", "Corruption", "DeadlineExceeded", "Draining", "Error",
     "FailedPrecondition",
     "Internal", "InvalidArgument", "IoError", "LOG_DEBUG", "LOG_ERROR", "LOG_INFO", "LOG_OFF", "LOG_WARN",
     "NotFound", "PermissionDenied", "ProtocolError", "PutOptions", "ResourceExhausted", "StatusCode", "TooLarge", "Unavailable",

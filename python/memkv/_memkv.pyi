@@ -95,6 +95,9 @@ class PutOptions:
         parent_hash: Optional[Hash] = None,
     ) -> List["PutOptions"]: ...
 
+from ._identity import CacheIdentity
+
+
 class Client:
     """A thread-safe client of one or more MemKV servers.
 
@@ -116,6 +119,8 @@ class Client:
         resolve_timeout_ms: Optional[int] = ...,     # name resolution budget of one dns:/srv: entry
         rebalance_grace_ms: Optional[int] = ...,
         async_threads: Optional[int] = ...,
+        store_shed_latency_ms: Optional[int] = ...,  # 0: never shed for latency (docs/client-library.md)
+        store_shed_inflight: Optional[int] = ...,    # 0: no bound on stores in flight
         rdma_devices: Union[str, Sequence[str], None] = ...,
         rdma_mtu: Optional[int] = ...,
         rdma_retry_count: Optional[int] = ...,
@@ -126,6 +131,20 @@ class Client:
         rdma_service_level: Union[str, int, None] = ...,
         prometheus_bind: Optional[str] = ...,
         log_level: Union[str, int, None] = ...,
+        access_log_path: Optional[str] = ...,        # an absolute path; "": off (docs/client-library.md, "Access log")
+        access_log_sample: Union[str, float, None] = ...,
+        access_log_max_lines_per_sec: Optional[int] = ...,
+        identity_model: Optional[str] = ...,         # cache identity (memkv.CacheIdentity); "": none
+        identity_revision: Optional[str] = ...,
+        identity_kv_dtype: Optional[str] = ...,
+        identity_layout: Optional[str] = ...,
+        identity_block_tokens: Optional[int] = ...,
+        identity_tp_rank: Optional[int] = ...,
+        identity_tp_size: Optional[int] = ...,
+        identity_engine: Optional[str] = ...,
+        identity_engine_version: Optional[str] = ...,
+        identity_extras: Union[str, Sequence[str], None] = ...,  # name=value entries
+        identity: Optional["CacheIdentity"] = ...,   # all identity_* at once
         log_callback: Optional[LogCallback] = ...,
     ) -> None: ...
     @staticmethod
@@ -191,6 +210,9 @@ class Client:
     async def adelete(self, keys: Sequence[Key]) -> BatchResult: ...
 
     def server_for(self, key: Key) -> int: ...
+    @property
+    def identity_tag(self) -> str: ...
+    def report_restores(self, in_time: int, late: int = 0) -> None: ...
     def stats(self) -> Dict[str, Any]: ...
     def servers(self) -> List[Dict[str, Any]]: ...
     def options(self) -> Dict[str, str]: ...

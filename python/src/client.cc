@@ -124,6 +124,20 @@ bool PyClient::Exists(py::handle key) {
   return *present;
 }
 
+std::string PyClient::IdentityTag() {
+  Result<std::string> tag = Call([](Client& c) -> Result<std::string> { return c.IdentityTag(); });
+  Check(tag.status(), "memkv.Client.identity_tag");
+  return *tag;
+}
+
+void PyClient::ReportRestores(uint64_t in_time, uint64_t late) {
+  Check(Call([&](Client& c) {
+          c.ReportRestores(in_time, late);
+          return Status::Ok();
+        }),
+        "memkv.Client.report_restores");
+}
+
 size_t PyClient::ServerFor(py::handle key) {
   constexpr std::string_view kCall = "memkv.Client.server_for";
   const std::string_view k = KeyView(key, kCall, {"key"});

@@ -118,6 +118,8 @@ class PyClient {
 
   // The rest (client.cc).
   size_t ServerFor(py::handle key);
+  std::string IdentityTag();
+  void ReportRestores(uint64_t in_time, uint64_t late);
   py::dict Stats();
   py::list Servers();
   // options: every client option's value as text, by name (ClientOptionText);

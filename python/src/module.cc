@@ -285,6 +285,13 @@ void BindClient(py::module_& m) {
            "its buffers untouched. False when it is running or done (it completes normally).")
       .def("server_for", &PyClient::ServerFor, key,
            "server_for(key: str | bytes) -> int\n\nIndex into servers of the server that owns key.")
+      .def_property_readonly("identity_tag", &PyClient::IdentityTag,
+                             "The tag of the client's cache identity (memkv.CacheIdentity.tag); '' without one.")
+      .def("report_restores", &PyClient::ReportRestores, py::arg("in_time"), py::arg("late") = 0,
+           "report_restores(in_time: int, late: int = 0) -> None\n\n"
+           "The engine used in_time restored blocks (it did not recompute them) and got late more too late\n"
+           "to use. Counted in stats() and reported to a server at most once a second and at close, for\n"
+           "its memkv_identity_fetched_in_time_total and _late_total.")
       .def("stats", &PyClient::Stats,
            "stats() -> dict\n\nThe client's counters: every field of the C++ ClientStats, by name.")
       .def("servers", &PyClient::Servers,

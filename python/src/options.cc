@@ -65,6 +65,13 @@ void SetOption(ClientOptions& options, std::string_view name, py::handle value) 
   if (value.is_none()) return;
   const std::string n(name);
   if (name == "log_callback") return void(options.log_callback = LogCallbackFromPython(value));
+  if (name == "identity") {  // a memkv.CacheIdentity: its identity_* options
+    if (!py::hasattr(value, "options")) throw py::type_error(std::string(kCall) + ": identity must be a memkv.CacheIdentity");
+    for (auto [field, field_value] : py::dict(value.attr("options")())) {
+      SetOption(options, py::str(field).cast<std::string>(), field_value);
+    }
+    return;
+  }
   if (name == "log_level" && PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr())) {
     // An int level (memkv.LOG_*) goes through as is: Client::Create checks it.
     return void(options.log_level = static_cast<ClientLogLevel>(U32Option(value, "log_level")));
@@ -83,6 +90,8 @@ void SetOption(ClientOptions& options, std::string_view name, py::handle value) 
     throw py::type_error(std::string(kCall) + ": " + n + " must be an int");
   } else if (PyUnicode_Check(value.ptr())) {
     s = SetClientOption(&options, name, value.cast<std::string>());
+  } else if (PyFloat_Check(value.ptr()) && info->type == "number") {
+    s = SetClientOption(&options, name, py::str(value).cast<std::string>());  // repr: round-trips
   } else if (PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr())) {
     // In decimal through the row's setter, so that -1 or 2**40 is refused
     // with the option's range, as the same text from MEMKV_* would be.

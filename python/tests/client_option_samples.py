@@ -28,6 +28,8 @@ SAMPLES: Dict[str, Tuple[str, str]] = {
     "resolve_timeout_ms": ("500", "0"),
     "rebalance_grace_ms": ("60000", "soon"),
     "async_threads": ("2", "65"),
+    "store_shed_latency_ms": ("250", "3600001"),
+    "store_shed_inflight": ("8", "65537"),
     "rdma_devices": ("mlx5_0,mlx5_1", "mlx5_0,mlx5_0"),
     "rdma_mtu": ("1024", "1000"),
     "rdma_retry_count": ("3", "8"),
@@ -38,6 +40,19 @@ SAMPLES: Dict[str, Tuple[str, str]] = {
     "rdma_service_level": ("3", "16"),
     "prometheus_bind": ("127.0.0.1:{port}", "nohost"),
     "log_level": ("debug", "loud"),
+    "access_log_path": ("/dev/null", "relative/access.jsonl"),
+    "access_log_sample": ("0.5", "1.5"),
+    "access_log_max_lines_per_sec": ("50", "0"),
+    "identity_model": ("meta-llama/Llama-3.1-8B", "m" * 257),
+    "identity_revision": ("0e9e39f", "r" * 257),
+    "identity_kv_dtype": ("bfloat16", "d" * 257),
+    "identity_layout": ("NHD", "l" * 257),
+    "identity_block_tokens": ("16", "sixteen"),
+    "identity_tp_rank": ("1", "65536"),
+    "identity_tp_size": ("4", "0"),
+    "identity_engine": ("vllm", "e" * 257),
+    "identity_engine_version": ("0.11.0", "v" * 257),
+    "identity_extras": ("lora=a,pp_rank=0", "novalue"),
 }
 
 
@@ -69,6 +84,8 @@ def as_keyword(name: str, text: str) -> Any:
         return [item.strip() for item in text.split(",")]
     if info["type"] in ("integer", "auto or integer") and text.isdigit():
         return int(text)
+    if info["type"] == "number":
+        return float(text)
     return text
 
 
@@ -80,12 +97,19 @@ def bad_text(name: str) -> str:
 
 SOURCES = ("config", "environment")
 
+# Settings an adapter needs beside an option for its sample to make sense:
+# an adapter's cache identity takes the TP size from the engine (1 in these
+# tests), and a TP rank is only valid below it.
+COMPANIONS: Dict[str, Dict[str, str]] = {"identity_tp_rank": {"identity_tp_size": "4"}}
+
 
 def _given(base: Dict[str, Any], name: str, text: str, source: str, monkeypatch: Any) -> Dict[str, Any]:
     """`base` (the adapter's settings) with option `name` given `text`: as
     its keyword's type under `name` ("config"), or in its MEMKV_* variable
     with `name` left out ("environment")."""
     settings = {k: v for k, v in base.items() if k != name}
+    for companion, companion_text in COMPANIONS.get(name, {}).items():
+        settings[companion] = as_keyword(companion, companion_text)
     if source == "config":
         settings[name] = as_keyword(name, text)
     else:

@@ -17,17 +17,18 @@ STUB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 # What memkv.Client takes for an option of each table type (python/src/options.cc):
 # None (the default) always; a list option a list of str or one comma-separated
 # str; an integer option an int (a str is a TypeError); "auto or integer" an int
-# or its text; every other type its text.
+# or its text; a number a float or its text; every other type its text.
 TAKES = {
     "list": {"str", "Sequence[str]"},
     "integer": {"int"},
     "auto or integer": {"str", "int"},
+    "number": {"str", "float"},
 }
 TEXT = {"str"}
 # Beyond its table type: log_level also takes the int levels (memkv.LOG_*).
 ALSO = {"log_level": {"int"}}
 # Client keywords that are not table options.
-NOT_OPTIONS = {"self", "log_callback"}
+NOT_OPTIONS = {"self", "log_callback", "identity"}
 
 
 def _stub_init() -> ast.FunctionDef:

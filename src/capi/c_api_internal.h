@@ -49,6 +49,7 @@ struct AsyncState {
 
 struct memkv_client {
   std::unique_ptr<memkv::Client> client;
+  std::string identity_tag;  // memkv_identity_tag's text, set at open
   // After the client: destroyed first, cancelling and waiting for what was
   // submitted while the client is still there.
   std::unique_ptr<memkv::capi::AsyncState> async = std::make_unique<memkv::capi::AsyncState>();

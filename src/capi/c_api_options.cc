@@ -44,7 +44,8 @@ ClientLogCallback LogBridge(memkv_log_fn fn, void* ctx) {
 
 memkv_status_t Adopt(Result<std::unique_ptr<Client>> client, memkv_client_t** out) {
   if (!client.ok()) return Fail(client.status());
-  *out = new memkv_client{std::move(client).value()};
+  *out = new memkv_client{std::move(client).value(), ""};
+  (*out)->identity_tag = (*out)->client->IdentityTag();
   return MEMKV_OK;
 }
 

@@ -70,6 +70,11 @@ constexpr CStatsField kFields[] = {
     {.name = "fallback_reads", .count = &T::fallback_reads},
     {.name = "fallback_writes", .count = &T::fallback_writes},
     {.name = "server_problems", .count = &T::server_problems},
+    {.name = "lookups", .count = &T::lookups},
+    {.name = "found", .count = &T::found},
+    {.name = "fetched", .count = &T::fetched},
+    {.name = "fetched_in_time", .count = &T::fetched_in_time},
+    {.name = "fetched_late", .count = &T::fetched_late},
 };
 
 const CStatsField* FindField(std::string_view name) {
@@ -138,6 +143,18 @@ memkv_status_t memkv_client_stats(memkv_client_t* c, memkv_stats_t* stats) {
 const char* memkv_transport(memkv_client_t* c) {
   if (c == nullptr) return "";
   return CallOr<const char*>("", [c] { return c->client->Stats().transport == "rdma" ? "rdma" : "tcp"; });
+}
+
+memkv_status_t memkv_report_restores(memkv_client_t* c, uint64_t in_time, uint64_t late) {
+  return Call(__func__, {{"client", c}}, [&] {
+    c->client->ReportRestores(in_time, late);
+    return MEMKV_OK;
+  });
+}
+
+const char* memkv_identity_tag(memkv_client_t* c) {
+  if (c == nullptr) return "";
+  return c->identity_tag.c_str();
 }
 
 const char* memkv_version(void) {

@@ -9,6 +9,7 @@
 // deadline covers connect, TLS and the answer; the command waits for all of
 // them up to that deadline (plus a little grace for name resolution, which
 // poll cannot bound) and reports a server still unanswered then as timed out.
+// AskFleetStatus (cli/fleet_status.h) lends that code to `memkv stats`.
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +33,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/fleet_status.h"
 #include "client/client_from_config.h"
 #include "config/client_config.h"
 #include "http/http_client.h"
@@ -628,6 +630,33 @@ int PostSigned(const std::string& action, const Target& target, std::span<const 
   return r->status == 401 ? kExitAuth : kExitFailed;
 }
 
+// The servers to ask: flags.addresses, else the client's servers; checks
+// that --cacert can be read. InvalidArgument: an address that is not one;
+// FailedPrecondition: the client configuration or the --cacert file.
+Result<std::vector<Target>> TargetsOf(const AdminFlags& flags, const Environment& env) {
+  std::vector<std::string> addresses = flags.addresses;
+  if (addresses.empty()) {
+    config::EnvLookup base = ClientLookupWithDefaults(env);
+    config::EnvLookup lookup = [base](std::string_view name) -> std::optional<std::string> {
+      if (name == "MEMKV_AUTH_KEY") return std::string(kUnusedAuthKey);
+      return base(name);
+    };
+    Result<config::ClientConfig> config = config::LoadClientConfig(lookup);
+    if (!config.ok()) return FailedPrecondition("client configuration: " + config.status().message());
+    for (const config::ServerAddress& s : config->servers) addresses.push_back(s.ToString());
+  }
+  std::vector<Target> targets;
+  for (const std::string& text : addresses) {
+    Result<Target> t = ResolveTarget(text, flags);
+    if (!t.ok()) return t.status();
+    targets.push_back(std::move(t).value());
+  }
+  if (!flags.ca_file.empty() && ::access(flags.ca_file.c_str(), R_OK) != 0) {
+    return FailedPrecondition("--cacert " + flags.ca_file + ": " + ErrnoText(errno));
+  }
+  return targets;
+}
+
 // A server refused the client's key: its Connect tag did not verify, so it
 // holds another key (Client::Servers() keeps such a server pending, with
 // the AuthFailed status as its detail).
@@ -673,36 +702,37 @@ ClientView ClientViewOf(const Environment& env) {
 
 }  // namespace
 
+Result<std::vector<ServerStatus>> AskFleetStatus(const FleetStatusOptions& options, const Environment& env) {
+  AdminFlags flags;
+  flags.action = "status";
+  flags.addresses = options.addresses;
+  flags.timeout_ms = options.timeout_ms;
+  flags.ca_file = options.ca_file;
+  flags.insecure = options.insecure;
+  Result<std::vector<Target>> targets = TargetsOf(flags, env);
+  if (!targets.ok()) return targets.status();
+  std::vector<ServerStatus> out;
+  for (Answer& a : AskAll(*targets, flags.timeout_ms)) {
+    if (a.config_error) return FailedPrecondition(a.error);
+    out.push_back({.address = std::move(a.address), .reachable = a.reachable, .error = std::move(a.error),
+                   .status = std::move(a.status)});
+  }
+  return out;
+}
+
 int RunAdmin(const std::vector<std::string>& args, const Environment& env) {
   AdminFlags flags;
   if (auto code = ParseAdminFlags(args, &flags)) return *code;
 
-  std::vector<std::string> addresses = flags.addresses;
-  if (addresses.empty()) {
-    config::EnvLookup base = ClientLookupWithDefaults(env);
-    config::EnvLookup lookup = [base](std::string_view name) -> std::optional<std::string> {
-      if (name == "MEMKV_AUTH_KEY") return std::string(kUnusedAuthKey);
-      return base(name);
-    };
-    Result<config::ClientConfig> config = config::LoadClientConfig(lookup);
-    if (!config.ok()) {
-      std::fprintf(stderr, "memkv admin %s: client configuration: %s\n", flags.action.c_str(),
-                   config.status().message().c_str());
-      return kExitConfig;
-    }
-    for (const config::ServerAddress& s : config->servers) addresses.push_back(s.ToString());
+  Result<std::vector<Target>> resolved = TargetsOf(flags, env);
+  if (!resolved.ok() && resolved.status().code() == StatusCode::kInvalidArgument) {
+    return Usage(resolved.status().message());
   }
-  std::vector<Target> targets;
-  for (const std::string& text : addresses) {
-    Result<Target> t = ResolveTarget(text, flags);
-    if (!t.ok()) return Usage(t.status().message());
-    targets.push_back(std::move(t).value());
-  }
-  if (!flags.ca_file.empty() && ::access(flags.ca_file.c_str(), R_OK) != 0) {
-    std::fprintf(stderr, "memkv admin %s: --cacert %s: %s\n", flags.action.c_str(), flags.ca_file.c_str(),
-                 ErrnoText(errno).c_str());
+  if (!resolved.ok()) {
+    std::fprintf(stderr, "memkv admin %s: %s\n", flags.action.c_str(), resolved.status().message().c_str());
     return kExitConfig;
   }
+  const std::vector<Target>& targets = *resolved;
 
   if (IsSignedAction(flags.action)) {
     Result<std::vector<uint8_t>> key = AdminKey(flags, env);

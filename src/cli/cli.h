@@ -62,6 +62,9 @@ int RunDrive(const std::vector<std::string>& args, const Environment& env);
 // memkv admin status: running servers' /v1/status over their admin endpoints
 // (admin_cmd.cc; exit codes in docs/cli.md).
 int RunAdmin(const std::vector<std::string>& args, const Environment& env);
+// memkv stats: the per (tenant, cache identity) counts of /v1/status summed
+// over the servers (stats_cmd.cc; exit codes in docs/cli.md).
+int RunStats(const std::vector<std::string>& args, const Environment& env);
 
 }  // namespace memkv::cli
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <span>
 #include <utility>
 
@@ -22,6 +23,7 @@
 #include "client/client_from_config.h"
 #include "config/client_config.h"
 #include "memkv/client.h"
+#include "memkv/identity.h"
 #include "memkv/put_options.h"
 #include "proto/frame.h"
 
@@ -44,6 +46,15 @@ constexpr const char* kVerbUsage = R"(Usage:
                              one that cannot be is named on standard error,
                              the others' keys are printed, and ls exits 4,
                              or 5 when each such server refused the key)
+  memkv ls --by-identity [PREFIX]
+                             instead, one line per identity segment and how
+                             many of the keys are in it: "SEGMENT COUNT",
+                             where SEGMENT is the key up to and including its
+                             first "@<16 hex tag>/" (a tenant's prefix, if
+                             any, then the cache identity's tag, as the server
+                             stores them), and "none" counts the keys
+                             without one. Segments in bytewise order, none
+                             last
 
 put's options:
   --ttl T          lifetime from the put: milliseconds, or a number with ms,
@@ -358,11 +369,27 @@ std::vector<ServerView> UnlistedServers(const Client& client) {
   return out;
 }
 
-// memkv ls: every key under `prefix`, a page at a time, one per line. What
-// could be listed is printed; each server that could not be asked is named
-// on stderr and the command exits 4 (5 when every such server refused the
-// client's key), as for any command that cannot reach a server.
-int ListKeys(const std::string& prefix, const Environment& env) {
+// The identity segment of a stored key: the key up to and including its
+// first "@<tag>/" (tag: 16 lowercase hex characters), so a tenant's prefix
+// stays part of it; "" when it has none (docs/cli.md, "memkv ls").
+std::string_view IdentitySegment(std::string_view key) {
+  constexpr size_t kSegment = CacheIdentity::kTagChars + 2;  // '@', tag, '/'
+  for (size_t at = key.find('@'); at != std::string_view::npos; at = key.find('@', at + 1)) {
+    if (key.size() - at < kSegment || key[at + kSegment - 1] != '/') continue;
+    const std::string_view tag = key.substr(at + 1, CacheIdentity::kTagChars);
+    if (std::all_of(tag.begin(), tag.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); })) {
+      return key.substr(0, at + kSegment);
+    }
+  }
+  return {};
+}
+
+// memkv ls: every key under `prefix`, a page at a time, one per line (or,
+// `by_identity`, one line per identity segment with its key count, at the
+// end). What could be listed is printed; each server that could not be asked
+// is named on stderr and the command exits 4 (5 when every such server
+// refused the client's key), as for any command that cannot reach a server.
+int ListKeys(const std::string& prefix, bool by_identity, const Environment& env) {
   Result<std::unique_ptr<Client>> client = MakeClient(env);
   if (!client.ok()) {
     std::fprintf(stderr, "memkv ls: client configuration: %s\n", client.status().message().c_str());
@@ -371,6 +398,8 @@ int ListKeys(const std::string& prefix, const Environment& env) {
   constexpr size_t kPage = 1000;
   std::string cursor;
   int code = kExitOk;
+  std::map<std::string, uint64_t> segments;  // by_identity: keys per segment
+  uint64_t without_segment = 0;
   do {
     Result<KeyListPage> page = (*client)->ListKeys(prefix, cursor, kPage);
     if (!page.ok()) {
@@ -378,11 +407,27 @@ int ListKeys(const std::string& prefix, const Environment& env) {
       break;
     }
     for (const std::string& key : page->keys) {
+      if (by_identity) {
+        const std::string_view segment = IdentitySegment(key);
+        if (segment.empty()) {
+          ++without_segment;
+        } else {
+          ++segments[std::string(segment)];
+        }
+        continue;
+      }
       std::fwrite(key.data(), 1, key.size(), stdout);
       std::fputc('\n', stdout);
     }
     cursor = std::move(page->next_cursor);
   } while (!cursor.empty());
+  if (by_identity && code == kExitOk) {
+    for (const auto& [segment, count] : segments) {
+      std::fwrite(segment.data(), 1, segment.size(), stdout);
+      std::fprintf(stdout, " %llu\n", static_cast<unsigned long long>(count));
+    }
+    if (without_segment > 0) std::fprintf(stdout, "none %llu\n", static_cast<unsigned long long>(without_segment));
+  }
   if (std::fflush(stdout) != 0 && code == kExitOk) code = Report("ls", IoError("writing standard output failed"));
   if (code != kExitOk) return code;
   const std::vector<ServerView> unlisted = UnlistedServers(**client);
@@ -407,6 +452,7 @@ int RunClientVerb(const std::string& verb, const std::vector<std::string>& args,
   std::vector<std::string> positional;
   std::vector<std::pair<std::string, std::string>> put_flags;
   std::string out_path;
+  bool by_identity = false;
   bool options_done = false;
   for (size_t i = 0; i < expanded->size(); ++i) {
     const std::string& a = (*expanded)[i];
@@ -424,6 +470,10 @@ int RunClientVerb(const std::string& verb, const std::vector<std::string>& args,
         if (out_path.empty()) return Usage(verb, a + " needs a file name");
         continue;
       }
+      if (a == "--by-identity") {  // ls only, as above
+        by_identity = true;
+        continue;
+      }
       if (a == "--ttl" || a == "--retention" || a == "--parent") {  // put only, as above
         put_flags.emplace_back(a, (*expanded)[++i]);
         continue;
@@ -433,7 +483,7 @@ int RunClientVerb(const std::string& verb, const std::vector<std::string>& args,
   }
   if (verb == "ls") {
     if (positional.size() > 1) return Usage(verb, "takes at most one PREFIX");
-    return ListKeys(positional.empty() ? std::string() : positional[0], env);
+    return ListKeys(positional.empty() ? std::string() : positional[0], by_identity, env);
   }
   if (positional.empty()) return Usage(verb, "missing KEY");
   const bool one_key = verb == "get" || verb == "del";

@@ -30,6 +30,9 @@ inline const OptionTable kDriveOptions{.switches = {"--json", "--allow-degraded"
 inline const OptionTable kAdminOptions{.switches = {"--json", "--insecure"},
                                            .valued = {"--cacert", "--timeout-ms", "--key-file", "--server"},
                                            .operand = "address"};
+inline const OptionTable kStatsOptions{.switches = {"--json", "--insecure"},
+                                       .valued = {"--cacert", "--timeout-ms", "--server"},
+                                       .operand = "address"};
 inline const OptionTable kDoctorOptions{
     .switches = {"--json"},
     .valued = {"--config", "--device", "--netdev", "--port", "--interval-ms", "--peer", "--peer-blocks"},
@@ -37,6 +40,7 @@ inline const OptionTable kDoctorOptions{
 inline const OptionTable kPutOptions{.valued = {"--ttl", "--retention", "--parent"}, .operand = "key"};
 inline const OptionTable kGetOptions{.valued = {"-o", "--output"}, .operand = "key"};
 inline const OptionTable kKeyOperandsOnly{.operand = "key"};
+inline const OptionTable kLsOptions{.switches = {"--by-identity"}, .operand = "key"};
 
 // One command: its name, the actions it takes as its first word (admin
 // status, drive list; none for most), and its options.
@@ -51,13 +55,14 @@ inline const Command kCommands[] = {
     {"setup", {}, kSetupOptions},
     {"drive", {"list", "inspect", "verify"}, kDriveOptions},
     {"admin", {"status", "reload", "drain", "undrain"}, kAdminOptions},
+    {"stats", {}, kStatsOptions},
     {"doctor", {}, kDoctorOptions},
     {"put", {}, kPutOptions},
     {"get", {}, kGetOptions},
     {"del", {}, kKeyOperandsOnly},
     {"exists", {}, kKeyOperandsOnly},
     {"match-prefix", {}, kKeyOperandsOnly},
-    {"ls", {}, kKeyOperandsOnly},
+    {"ls", {}, kLsOptions},
 };
 
 // The command named `name`; null when there is none.

@@ -59,6 +59,12 @@ Fleet administration (ADDR: a server's HOST:PORT, or its admin URL):
                               each server stops taking new keys
   admin undrain [same options as reload]
                               each server takes new keys again
+  stats [--json] [--timeout-ms N] [--insecure | --cacert FILE]
+        [--server ADDR | ADDR...]
+                              per tenant and cache identity, summed over the
+                              servers: lookups, found, fetched, restores in
+                              time and late, hit % and in-time %, stores, shed
+                              and evictions (exit 4 a server unreadable)
 
 Diagnostics:
   doctor [--config PATH] [--device DEV] [--netdev IF] [--port N]
@@ -79,8 +85,11 @@ without them: 127.0.0.1:9900 and the key in ~/.memkv/auth.key):
   exists KEY...               print which keys are present
   match-prefix KEY...         print how many keys, from the first, are stored
                               without a gap, and the first missing one
-  ls [PREFIX]                 list the keys that start with PREFIX (exit 4 when
-                              a server could not be listed: it is named)
+  ls [--by-identity] [PREFIX]
+                              list the keys that start with PREFIX (exit 4 when
+                              a server could not be listed: it is named);
+                              --by-identity: one line per identity segment
+                              ("@<tag>/", or "none") with its key count
 
   memkv <command> --help      options of one command
   "--name=value" equals "--name value", and is how a value that begins
@@ -128,6 +137,7 @@ int main(int argc, char** argv) {
   if (command == "setup") return RunSetup(args, env, memkv::verbs::SystemProvider());
   if (command == "drive") return RunDrive(args, env);
   if (command == "admin") return RunAdmin(args, env);
+  if (command == "stats") return RunStats(args, env);
   // The client verbs: put, get, del, exists, match-prefix, ls.
   return RunClientVerb(command, args, env);
 }

@@ -3,6 +3,7 @@
 #include "client/batch_runner.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -389,6 +390,7 @@ struct BatchRunner::Impl {
   struct Lease {
     size_t server;
     std::vector<std::unique_ptr<Connection>> conns;
+    ServerPool::Use use = ServerPool::Use::kLoad;  // kStore for puts, which leave loads a connection
   };
 
   void CountTcp(uint64_t bytes) { client::CountTcp(counters_, bytes); }
@@ -582,10 +584,11 @@ struct BatchRunner::Impl {
     // when its pool is busy (only without `wait`). A failure is final: its
     // keys' statuses say why.
     std::vector<Lease> leases;
+    const ServerPool::Use use = IsBatchPut(call->opcode) ? ServerPool::Use::kStore : ServerPool::Use::kLoad;
     auto take = [&](size_t server, bool wait) {
       std::vector<std::vector<uint32_t>>& server_frames = frames[server];
       auto conns = pools_[server]->Acquire(std::min<size_t>(server_frames.size(), options_.num_connections),
-                                           deadline, wait);
+                                           deadline, wait, use);
       if (!conns.ok()) {
         for (uint32_t i : groups[server]) {
           (*call->statuses)[i] = conns.status().WithContext(std::string(BatchOpName(call)) + " key " +
@@ -598,7 +601,7 @@ struct BatchRunner::Impl {
         exchanges.push_back(make(std::move(server_frames[f]), server));
         (*conns)[f % conns->size()]->Enqueue(exchanges.back().get());
       }
-      leases.push_back(Lease{server, std::move(conns).value()});
+      leases.push_back(Lease{server, std::move(conns).value(), use});
       return true;
     };
     while (!todo.empty()) {
@@ -636,7 +639,7 @@ struct BatchRunner::Impl {
     }
     client::DriveConnections(driven, deadline, [&](size_t i) {
       Lease& lease = leases[lease_of[i]];
-      if (--working[lease_of[i]] == 0) pools_[lease.server]->Release(std::move(lease.conns));
+      if (--working[lease_of[i]] == 0) pools_[lease.server]->Release(std::move(lease.conns), lease.use);
     });
   }
 
@@ -679,7 +682,11 @@ struct BatchRunner::Impl {
 
 BatchRunner::BatchRunner(const ClientOptions& options, const std::unique_ptr<Membership>& membership,
                          const std::unique_ptr<RdmaEngine>& rdma, ClientCounters& counters)
-    : options_(options), membership_(membership), rdma_(rdma), counters_(counters) {}
+    : options_(options),
+      membership_(membership),
+      rdma_(rdma),
+      counters_(counters),
+      stores_(options.store_shed_latency_ms, options.store_shed_inflight, &counters) {}
 
 BatchRunner::~BatchRunner() = default;
 
@@ -696,6 +703,16 @@ auto OnView(const std::unique_ptr<Membership>& membership, size_t, Run run) {
 
 BatchResult BatchRunner::Put(std::span<const std::string_view> keys,
                              std::span<const std::span<const uint8_t>> values, std::span<const PutOptions> options) {
+  // Shed, rather than wait, while the tier is slow (store_shed.h).
+  std::optional<StoreTicket> ticket;
+  if (!keys.empty()) {
+    ticket.emplace(&stores_, options.empty() ? "BatchPut" : "BatchPutWith", keys.size());
+    if (!ticket->status().ok()) {
+      BatchResult shed;
+      shed.statuses.assign(keys.size(), ticket->status());
+      return shed;
+    }
+  }
   return OnView(membership_, keys.size(), [&](std::shared_ptr<const View> view) {
     return Impl(options_, std::move(view), membership_->grace_nanos(), rdma_, counters_)
         .BatchPutImpl(keys, values, options);

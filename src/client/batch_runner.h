@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "client/counters.h"
+#include "client/store_shed.h"
 #include "memkv/client.h"
 
 namespace memkv::client {
@@ -55,12 +56,17 @@ class BatchRunner {
   BatchResult Exists(std::span<const std::string_view> keys);
   BatchResult Delete(std::span<const std::string_view> keys);
 
+  // Admits or sheds every store of the client: Put (the client's single-key
+  // path asks it too) and the batch puts above (store_shed.h).
+  StoreShedder& stores() { return stores_; }
+
  private:
   struct Impl;  // one per call, over the view it took
   const ClientOptions& options_;
   const std::unique_ptr<Membership>& membership_;
   const std::unique_ptr<RdmaEngine>& rdma_;
   ClientCounters& counters_;
+  StoreShedder stores_;
 };
 
 // Counts a successful operation's value bytes under the transport that

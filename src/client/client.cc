@@ -4,15 +4,19 @@
 #include "memkv/client.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <type_traits>
 
 #include "base/bytes.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "base/version.h"
+#include "client/access_log.h"
 #include "client/connection.h"
 #include "client/batch_runner.h"
 #include "client/counters.h"
@@ -68,7 +72,7 @@ class ClientImpl final : public Client {
     settings.timeout_ms = options_.timeout_ms;
     settings.rebalance_grace_ms = options_.rebalance_grace_ms;
     auto make_pool = [this](const ResolvedServer& server) {
-      return std::make_shared<ServerPool>(Endpoint{server.host, server.port, server.name}, auth_key_,
+      return std::make_shared<ServerPool>(Endpoint{server.host, server.port, server.name, identity_text_, OnIdentified()}, auth_key_,
                                           options_.num_connections, Nanos{options_.connect_timeout_ms} * 1'000'000,
                                           &counters_, &clock_, rdma_.get());
     };
@@ -83,6 +87,8 @@ class ClientImpl final : public Client {
     // First: its threads run jobs on everything below.
     driver_->Shutdown();
     ScopedLogTarget log_scope(&log_target_);
+    StopReporter();
+    SendReport();  // what the engine reported since the reporter's last
     exporter_.reset();
     membership_.reset();
     rdma_.reset();
@@ -112,22 +118,22 @@ class ClientImpl final : public Client {
   // The public calls: each is timed and counted (client_metrics.h), then
   // done by its *Impl below.
   Status Put(std::string_view key, std::span<const uint8_t> value) override {
-    return Timed(ClientOp::kPut, [&] { return PutImpl(key, value); });
+    return Timed(ClientOp::kPut, [&] { return PutImpl(key, value); }, {.keys = {&key, 1}, .values = {&value, 1}});
   }
   Result<std::vector<uint8_t>> Get(std::string_view key) override {
-    return Timed(ClientOp::kGet, [&] { return GetImpl(key); });
+    return Timed(ClientOp::kGet, [&] { return GetImpl(key); }, {.keys = {&key, 1}});
   }
   Result<size_t> GetInto(std::string_view key, std::span<uint8_t> buffer) override {
-    return Timed(ClientOp::kGet, [&] { return GetIntoImpl(key, buffer); });
+    return Timed(ClientOp::kGet, [&] { return GetIntoImpl(key, buffer); }, {.keys = {&key, 1}});
   }
   Status Delete(std::string_view key) override {
-    return Timed(ClientOp::kDelete, [&] { return DeleteImpl(key); });
+    return Timed(ClientOp::kDelete, [&] { return DeleteImpl(key); }, {.keys = {&key, 1}});
   }
   Result<bool> Exists(std::string_view key) override {
-    return Timed(ClientOp::kExists, [&] { return ExistsImpl(key); });
+    return Timed(ClientOp::kExists, [&] { return ExistsImpl(key); }, {.keys = {&key, 1}});
   }
   Result<uint64_t> ValueSize(std::string_view key) override {
-    return Timed(ClientOp::kStat, [&] { return ValueSizeImpl(key); });
+    return Timed(ClientOp::kStat, [&] { return ValueSizeImpl(key); }, {.keys = {&key, 1}});
   }
   // The blocking batches are the asynchronous ones run inline: the same
   // job, on the caller's thread, no handoff.
@@ -146,7 +152,7 @@ class ClientImpl final : public Client {
       const std::span<const uint8_t> values[] = {value};
       BatchResult r = batches_.Put(keys, values, std::span<const PutOptions>(&options, 1));
       return r.statuses.front();
-    });
+    }, {.keys = {&key, 1}, .values = {&value, 1}});
   }
   BatchResult BatchPutWith(std::span<const std::string_view> keys, std::span<const std::span<const uint8_t>> values,
                            std::span<const PutOptions> options) override {
@@ -157,7 +163,7 @@ class ClientImpl final : public Client {
     return ResultOf(std::move(job.completion));
   }
   Result<size_t> MatchPrefix(std::span<const std::string_view> keys) override {
-    return Timed(ClientOp::kMatchPrefix, [&] { return batches_.MatchPrefix(keys); });
+    return Timed(ClientOp::kMatchPrefix, [&] { return batches_.MatchPrefix(keys); }, {.keys = keys});
   }
   BatchResult BatchGetInto(std::span<const std::string_view> keys, std::span<const std::span<uint8_t>> buffers,
                            std::vector<size_t>* sizes) override {
@@ -192,18 +198,20 @@ class ClientImpl final : public Client {
     switch (job->op) {
       case AsyncOp::kGet:
         metrics_.RecordBatch(ClientOp::kBatchGet, job->keys.size());
-        result = Timed(ClientOp::kBatchGet, [&] { return batches_.GetInto(job->keys, job->buffers, &c.sizes); });
+        result = Timed(ClientOp::kBatchGet, [&] { return batches_.GetInto(job->keys, job->buffers, &c.sizes); },
+                       {.keys = job->keys, .sizes = &c.sizes});
         break;
       case AsyncOp::kPut:
         metrics_.RecordBatch(ClientOp::kBatchPut, job->keys.size());
-        result = Timed(ClientOp::kBatchPut, [&] { return batches_.Put(job->keys, job->values, job->options); });
+        result = Timed(ClientOp::kBatchPut, [&] { return batches_.Put(job->keys, job->values, job->options); },
+                       {.keys = job->keys, .values = job->values});
         break;
       case AsyncOp::kExists:
         metrics_.RecordBatch(ClientOp::kBatchExists, job->keys.size());
-        result = Timed(ClientOp::kBatchExists, [&] { return batches_.Exists(job->keys); });
+        result = Timed(ClientOp::kBatchExists, [&] { return batches_.Exists(job->keys); }, {.keys = job->keys});
         break;
       case AsyncOp::kDelete:
-        result = Timed(ClientOp::kDelete, [&] { return batches_.Delete(job->keys); });
+        result = Timed(ClientOp::kDelete, [&] { return batches_.Delete(job->keys); }, {.keys = job->keys});
         break;
     }
     c.statuses = std::move(result.statuses);
@@ -228,6 +236,34 @@ class ClientImpl final : public Client {
     return Timed(ClientOp::kList, [&] { return ListKeysImpl(prefix, cursor, page_size); });
   }
 
+  // Opens ClientOptions::access_log_path (docs/client-library.md, "Access
+  // log"). The identity is the client's own; the tenant is the server's
+  // word for the auth key, set with SetAccessLogContext once known.
+  Status StartAccessLog() {
+    AccessLogSettings settings;
+    settings.path = options_.access_log_path;
+    settings.sample = options_.access_log_sample;
+    settings.max_lines_per_sec = options_.access_log_max_lines_per_sec;
+    settings.log_target = &log_target_;
+    MEMKV_ASSIGN_OR_RETURN(access_log_, AccessLog::Open(settings));
+    if (!options_.identity.empty()) access_log_->SetContext("", options_.identity.Tag());
+    return Status::Ok();
+  }
+  // The tenant and identity tag the access log's lines carry from now on.
+  // What a pool's connections call when the server answered the client's
+  // Identify: the access log learns the tenant (once; every server of a
+  // fleet shares the keys, so names the same tenant).
+  std::function<void(const std::string&)> OnIdentified() {
+    if (access_log_ == nullptr || identity_text_.empty()) return nullptr;
+    return [this](const std::string& tenant) {
+      if (!tenant_known_.exchange(true, std::memory_order_acq_rel)) SetAccessLogContext(tenant, identity_tag_);
+    };
+  }
+
+  void SetAccessLogContext(std::string tenant, std::string identity) {
+    if (access_log_ != nullptr) access_log_->SetContext(std::move(tenant), std::move(identity));
+  }
+
   // Serves GET /metrics on `bind` (MEMKV_PROMETHEUS_BIND) until destroyed.
   Status StartExporter(const std::string& bind) {
     MEMKV_ASSIGN_OR_RETURN(config::ServerAddress address, config::ParseServerAddress(bind));
@@ -240,7 +276,7 @@ class ClientImpl final : public Client {
     auto text = [this](const http::HttpRequest&) {
       http::HttpResponse r;
       r.content_type = std::string(metrics::kPrometheusContentType);
-      r.body = metrics_.Text(Stats(), Servers());
+      r.body = metrics_.Text(Stats(), Servers(), access_log_ ? access_log_->Counts() : AccessLogCounts{});
       return r;
     };
     MEMKV_RETURN_IF_ERROR((*server)->Handle("GET", "/metrics", text));
@@ -257,15 +293,17 @@ class ClientImpl final : public Client {
     if (Status size = CheckValueSize(value.size()); !size.ok()) {
       return size.WithContext("Put " + KeyForMessage(key));  // built only when needed
     }
+    StoreTicket ticket(&batches_.stores(), "Put", 1);  // shed, rather than wait, while the tier is slow
+    if (!ticket.status().ok()) return ticket.status();
     return OnRoute(key, Purpose::kWrite, [&](const View& view, size_t server) {
       if (rdma_ != nullptr) {
         RdmaExchange x(rdma_.get(), &counters_, proto::Opcode::kPut, key, view.placement->name(server), value);
-        RunSingle(view, server, &x);
+        RunSingle(view, server, &x, ServerPool::Use::kStore);
         CountTransport(x, value.size());
         return x.status();
       }
       SingleExchange x(proto::Opcode::kPut, key, view.placement->name(server), value);
-      RunSingle(view, server, &x);
+      RunSingle(view, server, &x, ServerPool::Use::kStore);
       if (x.status().ok()) CountTcp(value.size());
       return x.status();
     });
@@ -423,15 +461,132 @@ class ClientImpl final : public Client {
     return std::any_of(r.statuses.begin(), r.statuses.end(), [](const Status& s) { return Failed(s); });
   }
   // Runs `call`, recording its latency and outcome under the transport in
-  // use when it began.
+  // use when it began, and its sampled keys in the access log
+  // (access_log.h) when there is one.
   template <typename F>
-  std::invoke_result_t<F> Timed(ClientOp op, F call) {
+  std::invoke_result_t<F> Timed(ClientOp op, F call, const AccessKeys& access = {}) {
     ScopedLogTarget log_scope(&log_target_);
     const bool rdma = rdma_ != nullptr && rdma_->active();
+    const int64_t wall_us = access_log_ != nullptr ? AccessNowMicros() : 0;
     const Nanos start = MonotonicNanos();
     auto result = call();
-    metrics_.Record(op, rdma, MonotonicNanos() - start, Failed(result));
+    const Nanos latency = MonotonicNanos() - start;
+    metrics_.Record(op, rdma, latency, Failed(result));
+    CountLookups(op, access.keys.size(), result);
+    if (op == ClientOp::kPut || op == ClientOp::kBatchPut) ReportShedStores();
+    if (access_log_ != nullptr) LogCall(*access_log_, ClientOpName(op), access, result, wall_us, latency);
     return result;
+  }
+
+  // The hit-rate split (lookups, found, fetched) of one finished call.
+  template <typename R>
+  void CountLookups(ClientOp op, size_t keys, const R& result) {
+    uint64_t found = 0;
+    bool fetch = false;
+    if constexpr (std::is_same_v<R, BatchResult>) {
+      if (op != ClientOp::kBatchGet && op != ClientOp::kBatchExists) return;
+      for (const Status& s : result.statuses) found += s.ok() ? 1 : 0;
+      fetch = op == ClientOp::kBatchGet;
+    } else if constexpr (!std::is_same_v<R, Status>) {
+      using T = std::decay_t<decltype(*result)>;
+      if (op == ClientOp::kGet) {
+        found = result.ok() ? 1 : 0;
+        fetch = true;
+      } else if (op == ClientOp::kExists) {
+        if constexpr (std::is_same_v<T, bool>) found = result.ok() && *result ? 1 : 0;
+      } else if (op == ClientOp::kMatchPrefix) {
+        if constexpr (std::is_integral_v<T>) found = result.ok() ? static_cast<uint64_t>(*result) : 0;
+      } else {
+        return;
+      }
+    } else {
+      return;
+    }
+    ClientCounters::Add(counters_.lookups, keys);
+    if (found > 0) ClientCounters::Add(counters_.found, found);
+    if (fetch && found > 0) ClientCounters::Add(counters_.fetched, found);
+  }
+
+ public:
+  std::string IdentityTag() const override { return identity_tag_; }
+
+  void ReportRestores(uint64_t in_time, uint64_t late) override {
+    ClientCounters::Add(counters_.fetched_in_time, in_time);
+    ClientCounters::Add(counters_.fetched_late, late);
+    MutexLock lock(report_mu_);
+    unreported_.fetched_in_time += in_time;
+    unreported_.fetched_late += late;
+    StartReporterLocked();
+  }
+
+  // After a put: stores shed since start the reporter too, so that an
+  // engine that restores nothing still reports its shed stores.
+  void ReportShedStores() {
+    const uint64_t shed = counters_.stores_shed.load(std::memory_order_relaxed);
+    if (shed == shed_noted_.exchange(shed, std::memory_order_relaxed)) return;
+    MutexLock lock(report_mu_);
+    StartReporterLocked();
+  }
+
+ private:
+  // The reporter: one thread (memkv-report), started by the first restore
+  // or shed store there is to report, sends what is unreported once a
+  // second, and the destructor sends the rest; the engine's own calls never
+  // wait on a report.
+  void StartReporterLocked() MEMKV_REQUIRES(report_mu_) {
+    if (reporter_.joinable() || reporter_stop_) return;
+    reporter_ = std::thread([this] {
+      SetThreadName("memkv-report");
+      MutexLock lock(report_mu_);
+      while (!reporter_stop_) {
+        lock.WaitFor(report_cv_, std::chrono::seconds(1));
+        if (reporter_stop_) break;
+        lock.Unlock();
+        SendReport();
+        lock.Lock();
+      }
+    });
+  }
+
+  void StopReporter() {
+    {
+      MutexLock lock(report_mu_);
+      reporter_stop_ = true;
+    }
+    report_cv_.notify_all();
+    if (reporter_.joinable()) reporter_.join();
+  }
+
+  // Sends what is unreported (restores, and stores shed since the last
+  // report) to the first server that takes it; kept for the next report
+  // when none does.
+  void SendReport() {
+    proto::ClientReport report;
+    {
+      MutexLock lock(report_mu_);
+      const uint64_t shed = counters_.stores_shed.load(std::memory_order_relaxed);
+      report = unreported_;
+      report.stores_shed = shed - shed_reported_;
+      unreported_ = proto::ClientReport();
+      shed_reported_ = shed;
+    }
+    if (report.empty() || membership_ == nullptr) return;
+    std::shared_ptr<const View> view = membership_->Current();
+    const Nanos deadline = Deadline();
+    for (const std::shared_ptr<ServerPool>& pool : view->pools) {
+      auto conns = pool->Acquire(1, deadline, /*wait=*/false);
+      if (!conns.ok() || conns->empty()) continue;
+      ReportExchange x(report);
+      Connection* c = conns->front().get();
+      c->Enqueue(&x);
+      DriveConnections(std::span<Connection* const>(&c, 1), deadline);
+      pool->Release(std::move(conns).value());
+      if (x.status().ok()) return;
+    }
+    MutexLock lock(report_mu_);
+    unreported_.fetched_in_time += report.fetched_in_time;
+    unreported_.fetched_late += report.fetched_late;
+    shed_reported_ -= report.stores_shed;
   }
 
   void CountTcp(uint64_t bytes) { client::CountTcp(counters_, bytes); }
@@ -449,11 +604,12 @@ class ClientImpl final : public Client {
     return router.Route(key, purpose, counters_, [&](size_t server) { return attempt(*view, server); });
   }
 
-  void RunSingle(const View& view, size_t server, Exchange* x) {
+  // `use`: kStore for a put, which leaves loads a connection (pool.h).
+  void RunSingle(const View& view, size_t server, Exchange* x, ServerPool::Use use = ServerPool::Use::kLoad) {
     ClientCounters::Add(counters_.ops, 1);
     const Nanos deadline = Deadline();
     ServerPool& pool = *view.pools[server];
-    auto conns = pool.Acquire(1, deadline, /*wait=*/true);
+    auto conns = pool.Acquire(1, deadline, /*wait=*/true, use);
     if (!conns.ok()) {
       x->OnFailure(conns.status());
       return;
@@ -461,7 +617,7 @@ class ClientImpl final : public Client {
     Connection* c = conns->front().get();
     c->Enqueue(x);
     DriveConnections(std::span<Connection* const>(&c, 1), deadline);
-    pool.Release(std::move(conns).value());
+    pool.Release(std::move(conns).value(), use);
   }
 
   // The client's own log threshold and sink (ClientOptions::log_level and
@@ -479,6 +635,18 @@ class ClientImpl final : public Client {
   }
 
   const ClientOptions options_;
+  // The cache identity's canonical text (sent on each connection) and tag.
+  const std::string identity_text_ = options_.identity.empty() ? "" : options_.identity.Canonical();
+  const std::string identity_tag_ = options_.identity.empty() ? "" : options_.identity.Tag();
+  // Restores and shed stores not yet reported to a server (ReportRestores).
+  Mutex report_mu_;
+  proto::ClientReport unreported_ MEMKV_GUARDED_BY(report_mu_);
+  uint64_t shed_reported_ MEMKV_GUARDED_BY(report_mu_) = 0;
+  std::condition_variable report_cv_;
+  bool reporter_stop_ MEMKV_GUARDED_BY(report_mu_) = false;
+  std::thread reporter_;  // started and joined under report_mu_'s rules above
+  std::atomic<bool> tenant_known_{false};
+  std::atomic<uint64_t> shed_noted_{0};  // stores_shed when a put last looked (ReportShedStores)  // the access log has its tenant
   const Key32 auth_key_;
   const LogTarget log_target_;
   verbs::Provider* provider_ = nullptr;
@@ -489,6 +657,7 @@ class ClientImpl final : public Client {
   std::unique_ptr<Membership> membership_;
   BatchRunner batches_{options_, membership_, rdma_, counters_};
   ClientMetrics metrics_;
+  std::unique_ptr<AccessLog> access_log_;  // null: access_log_path empty
   // Runs the asynchronous submissions; shut down first by the destructor.
   std::shared_ptr<Driver> driver_;
   // Last: stopped first, as its handler reads the members above.
@@ -538,6 +707,8 @@ Result<std::unique_ptr<Client>> CreateClientWithVerbs(const ClientOptions& optio
   if (!resolver.ok()) return resolver.status().WithContext("dns_server");
   auto client = std::make_unique<ClientImpl>(options, key, &provider);
   MEMKV_RETURN_IF_ERROR(client->StartRdma(options));
+  // The access log first: the pools' connections tell it the tenant.
+  if (!options.access_log_path.empty()) MEMKV_RETURN_IF_ERROR(client->StartAccessLog());
   MEMKV_RETURN_IF_ERROR(client->StartMembership(std::move(entries), std::move(resolver).value()));
   if (!options.prometheus_bind.empty()) MEMKV_RETURN_IF_ERROR(client->StartExporter(options.prometheus_bind));
   return std::unique_ptr<Client>(std::move(client));

@@ -122,8 +122,19 @@ constexpr ClientMetric kMetrics[] = {
      ReadStat<&ClientStats::grace_lookups>},
     {"memkv_client_grace_hits_total", MetricType::kCounter, "", "Grace lookups that found the key.",
      ReadStat<&ClientStats::grace_hits>},
-    {"memkv_client_stores_shed_total", MetricType::kCounter, "", "Puts a busy server shed (not stored).",
+    {"memkv_client_stores_shed_total", MetricType::kCounter, "", "Puts shed (not stored) by a busy server or by the client itself.",
      ReadStat<&ClientStats::stores_shed>},
+    {"memkv_client_lookups_total", MetricType::kCounter, "",
+     "Keys looked up: each key of a get, an exists or a prefix match.", ReadStat<&ClientStats::lookups>},
+    {"memkv_client_found_total", MetricType::kCounter, "", "Keys looked up and found.", ReadStat<&ClientStats::found>},
+    {"memkv_client_fetched_total", MetricType::kCounter, "", "Keys found whose values were fetched (gets).",
+     ReadStat<&ClientStats::fetched>},
+    {"memkv_client_fetched_in_time_total", MetricType::kCounter, "",
+     "Restored blocks the engine used, as the adapter reports them (ReportRestores).",
+     ReadStat<&ClientStats::fetched_in_time>},
+    {"memkv_client_fetched_late_total", MetricType::kCounter, "",
+     "Restored blocks that came too late for the engine to use (ReportRestores).",
+     ReadStat<&ClientStats::fetched_late>},
     {"memkv_client_placement_changes_total", MetricType::kCounter, "",
      "Placements published after servers joined, left or changed id or weight.",
      ReadStat<&ClientStats::placement_changes>},
@@ -132,11 +143,24 @@ constexpr ClientMetric kMetrics[] = {
      [](const S& s, Samples& out) {
        for (const auto& [status, n] : s.stats->completion_errors) out.Counter({{"status", std::to_string(status)}}, n);
      }},
+    {"memkv_client_access_log_lines_total", MetricType::kCounter, "",
+     "Access log lines written (access_log_path; 0 without one).",
+     [](const S& s, Samples& out) { out.Counter({}, s.access_log.lines); }},
+    {"memkv_client_access_log_dropped_total", MetricType::kCounter, "reason",
+     "Access log lines dropped: rate (over access_log_max_lines_per_sec), buffer (the writer fell behind), "
+     "write (the file refused them).",
+     [](const S& s, Samples& out) {
+       out.Counter({{"reason", "rate"}}, s.access_log.dropped_rate);
+       out.Counter({{"reason", "buffer"}}, s.access_log.dropped_buffer);
+       out.Counter({{"reason", "write"}}, s.access_log.dropped_write);
+     }},
 };
 
 }  // namespace
 
 std::span<const ClientMetric> ClientMetricTable() { return kMetrics; }
+
+std::string_view ClientOpName(ClientOp op) { return kOpNames[static_cast<size_t>(op)]; }
 
 ClientMetrics::ClientMetrics() : batch_keys_{BatchHistogram(), BatchHistogram(), BatchHistogram()} {}
 
@@ -149,9 +173,10 @@ void ClientMetrics::Record(ClientOp op, bool rdma, Nanos latency, bool failed) {
 
 void ClientMetrics::RecordBatch(ClientOp op, size_t keys) { batch_keys_[BatchIndex(op)].Observe(keys); }
 
-std::string ClientMetrics::Text(const ClientStats& stats, const std::vector<ServerView>& servers) const {
+std::string ClientMetrics::Text(const ClientStats& stats, const std::vector<ServerView>& servers,
+                                const AccessLogCounts& access_log) const {
   metrics::PrometheusWriter writer;
-  metrics::WriteTable(ClientMetricTable(), ClientScrape{&cells_, &batch_keys_, &stats, &servers}, &writer);
+  metrics::WriteTable(ClientMetricTable(), ClientScrape{&cells_, &batch_keys_, &stats, &servers, access_log}, &writer);
   return writer.Text();
 }
 

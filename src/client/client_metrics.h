@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "client/access_log.h"
 #include "memkv/client.h"
 #include "memkv/status.h"
 #include "metrics/histogram.h"
@@ -37,6 +38,8 @@ namespace memkv::client {
 
 enum class ClientOp : uint8_t { kPut, kGet, kDelete, kExists, kBatchPut, kBatchGet, kBatchExists, kList, kStat, kMatchPrefix };
 inline constexpr size_t kClientOps = 10;
+// "put", "get", ..., "batch_get", "match_prefix": the op label.
+std::string_view ClientOpName(ClientOp op);
 
 // One operation's cells over one transport.
 struct ClientCallCells {
@@ -53,6 +56,7 @@ struct ClientScrape {
   const ClientBatchKeys* batch_keys = nullptr;
   const ClientStats* stats = nullptr;
   const std::vector<ServerView>* servers = nullptr;  // Client::Servers()
+  AccessLogCounts access_log{};                      // zeros without one
 };
 using ClientMetric = metrics::MetricDescriptor<ClientScrape>;
 std::span<const ClientMetric> ClientMetricTable();
@@ -68,7 +72,9 @@ class ClientMetrics {
   // The exposition, with the counters `stats` carries (timeouts, bytes,
   // fallbacks, completion errors) and the transport in use.
   // With the servers as Client::Servers() shows them (state and share).
-  std::string Text(const ClientStats& stats, const std::vector<ServerView>& servers = {}) const;
+  // With the access log's counts (access_log.h), zeros without one.
+  std::string Text(const ClientStats& stats, const std::vector<ServerView>& servers = {},
+                   const AccessLogCounts& access_log = {}) const;
 
  private:
   ClientCallTable cells_;

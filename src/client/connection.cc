@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "base/errno_text.h"
+#include "client/ops.h"
 #include "io/socket.h"
 #include "proto/messages.h"
 
@@ -36,6 +37,8 @@ Result<std::unique_ptr<Connection>> Connection::Start(const Endpoint& endpoint,
   std::unique_ptr<Connection> conn(new Connection(endpoint.name, counters));
   std::copy(master_key.begin(), master_key.end(), conn->master_key_.begin());
   conn->connect_deadline_ = connect_deadline;
+  conn->identity_ = endpoint.identity;
+  conn->on_identified_ = endpoint.on_identified;
   if (rdma != nullptr && rdma->active()) {
     conn->engine_ = rdma;
     Result<std::unique_ptr<RdmaChannel>> channel = rdma->NewChannel();
@@ -175,6 +178,13 @@ Status Connection::OnConnectResponse(const Tag& tag) {
   master_mac_.reset();
   std::fill(master_key_.begin(), master_key_.end(), 0);
   ClientCounters::Add(counters_->connections_opened, 1);
+  if (!identity_.empty()) {
+    // Before anything queued: the server scopes every later key by it, and
+    // closes the connection when it refuses it.
+    identify_ = std::make_unique<IdentifyExchange>(name_, identity_, on_identified_);
+    identify_->connection_ = this;
+    pending_.push_front(identify_.get());
+  }
   return Status::Ok();
 }
 

@@ -52,6 +52,12 @@ struct Endpoint {
   std::string host;  // for getaddrinfo (no brackets)
   uint16_t port = 0;
   std::string name;  // "host:port" as placement and messages use it
+  // The client's cache identity (memkv/identity.h) as its canonical text,
+  // sent as each connection's first request (Identify); empty: none.
+  std::string identity;
+  // Told the tenant the server filed the identity under ("" for the
+  // administrator's key) when an Identify is answered; may be empty.
+  std::function<void(const std::string& tenant)> on_identified;
 };
 
 class Connection {
@@ -229,6 +235,9 @@ class Connection {
 
   // Send side: exchanges not yet started, and the iovecs being written.
   std::deque<Exchange*> pending_;
+  std::string identity_;                // Endpoint::identity
+  std::function<void(const std::string&)> on_identified_;  // Endpoint::on_identified
+  std::unique_ptr<Exchange> identify_;  // the Identify exchange, first after the handshake
   std::vector<iovec> send_iov_;
   size_t send_first_ = 0;
   // Bytes ever put into send_iov_ and ever written: Exchange::stream_offset_

@@ -37,6 +37,11 @@ struct ClientCounters {
   std::atomic<uint64_t> grace_lookups{0};
   std::atomic<uint64_t> grace_hits{0};
   std::atomic<uint64_t> stores_shed{0};
+  std::atomic<uint64_t> lookups{0};
+  std::atomic<uint64_t> found{0};
+  std::atomic<uint64_t> fetched{0};
+  std::atomic<uint64_t> fetched_in_time{0};
+  std::atomic<uint64_t> fetched_late{0};
   std::atomic<uint64_t> placement_changes{0};
   std::atomic<uint64_t> fallback_reads{0};
   std::atomic<uint64_t> fallback_writes{0};

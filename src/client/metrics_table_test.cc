@@ -89,7 +89,8 @@ TEST(ClientStatsTableTest, SnapshotReadsEveryCounterIntoItsField) {
       {"rdma_zero_copy_ops", 9}, {"tcp_ops", 10}, {"tcp_bytes", 11},     {"rdma_reissued", 12},
       {"fallbacks", 13}, {"put_options_dropped", 14}, {"grace_lookups", 15}, {"grace_hits", 16},
       {"stores_shed", 17}, {"placement_changes", 18}, {"fallback_reads", 19}, {"fallback_writes", 20},
-      {"server_problems", 21}};
+      {"server_problems", 21}, {"lookups", 22}, {"found", 23}, {"fetched", 24}, {"fetched_in_time", 25},
+      {"fetched_late", 26}};
   c.ops = 1;
   c.bytes_sent = 2;
   c.bytes_received = 3;
@@ -111,6 +112,11 @@ TEST(ClientStatsTableTest, SnapshotReadsEveryCounterIntoItsField) {
   c.fallback_reads = 19;
   c.fallback_writes = 20;
   c.server_problems = 21;
+  c.lookups = 22;
+  c.found = 23;
+  c.fetched = 24;
+  c.fetched_in_time = 25;
+  c.fetched_late = 26;
   c.CountCompletionError(5);
   c.SetFallbackReason("why");
   c.SetRdmaPath("mlx5_0");

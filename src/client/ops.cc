@@ -355,6 +355,39 @@ Status ListExchange::OnResponse(const proto::FrameHeader& header, std::span<cons
 
 void ListExchange::OnFailure(const Status& status) { status_ = status.WithContext("ListKeys"); }
 
+RequestFrame IdentifyExchange::BuildRequest() {
+  RequestFrame frame;
+  frame.opcode = proto::Opcode::kIdentify;
+  frame.meta = canonical_;
+  return frame;
+}
+
+Status IdentifyExchange::OnResponse(const proto::FrameHeader& header, std::span<const uint8_t> meta,
+                                    std::vector<PayloadSegment>*) {
+  const std::string text(meta.begin(), meta.end());
+  if (header.status != StatusCode::kOk) {
+    return StatusFromWire(header.status, "server " + server_ + " refused this client's cache identity (identity_* "
+                                         "options): " + text);
+  }
+  proto::IdentifyResponse response;
+  MEMKV_RETURN_IF_ERROR(proto::DecodeIdentifyResponse(meta, &response).WithContext("server " + server_));
+  if (on_identified_) on_identified_(response.tenant);
+  return Status::Ok();
+}
+
+RequestFrame ReportExchange::BuildRequest() {
+  RequestFrame frame;
+  frame.opcode = proto::Opcode::kReport;
+  frame.meta = proto::EncodeClientReport(report_);
+  return frame;
+}
+
+Status ReportExchange::OnResponse(const proto::FrameHeader& header, std::span<const uint8_t> meta,
+                                  std::vector<PayloadSegment>*) {
+  if (header.status != StatusCode::kOk) status_ = StatusFromWire(header.status, std::string(meta.begin(), meta.end()));
+  return Status::Ok();
+}
+
 RequestFrame ServerInfoExchange::BuildRequest() {
   RequestFrame frame;
   frame.opcode = proto::Opcode::kServerInfo;

@@ -10,6 +10,7 @@
 #define MEMKV_CLIENT_OPS_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -152,6 +153,42 @@ class ListExchange final : public Exchange {
   std::vector<std::string> keys_;
   bool more_ = false;
   Status status_ = Internal("request was never answered (client bug)");
+};
+
+// A connection's Identify request (sent by the connection itself, first
+// after the handshake): a refusal fails the connection with the server's
+// reason (PermissionDenied: not in its identities.accept).
+class IdentifyExchange final : public Exchange {
+ public:
+  IdentifyExchange(std::string_view server, std::string_view canonical,
+                   std::function<void(const std::string& tenant)> on_identified)
+      : server_(server), canonical_(canonical), on_identified_(std::move(on_identified)) {}
+  RequestFrame BuildRequest() override;
+  Status OnResponse(const proto::FrameHeader& header, std::span<const uint8_t> meta,
+                    std::vector<PayloadSegment>* payload) override;
+  void OnSegment(const PayloadSegment&, bool) override {}
+  void OnFailure(const Status&) override {}
+
+ private:
+  std::string server_;
+  std::string canonical_;
+  std::function<void(const std::string& tenant)> on_identified_;
+};
+
+// One Report request: counts the client adds to the server's.
+class ReportExchange final : public Exchange {
+ public:
+  explicit ReportExchange(const proto::ClientReport& report) : report_(report) {}
+  RequestFrame BuildRequest() override;
+  Status OnResponse(const proto::FrameHeader& header, std::span<const uint8_t> meta,
+                    std::vector<PayloadSegment>* payload) override;
+  void OnSegment(const PayloadSegment&, bool) override {}
+  void OnFailure(const Status& status) override { status_ = status; }
+  const Status& status() const { return status_; }
+
+ private:
+  proto::ClientReport report_;
+  Status status_;
 };
 
 // One ServerInfo request to one server: its id, weight and state

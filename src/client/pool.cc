@@ -40,8 +40,11 @@ ServerPool::ServerPool(Endpoint endpoint, const Key32& auth_key, uint32_t max_co
       rdma_(rdma) {}
 
 Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want, Nanos deadline,
-                                                                     bool wait) {
+                                                                     bool wait, Use use) {
   want = std::max<size_t>(want, 1);
+  const bool store = use == Use::kStore;
+  // Loads keep one connection that stores cannot take (pool.h).
+  const uint32_t store_share = max_connections_ > 1 ? max_connections_ - 1 : 1;
   std::vector<std::unique_ptr<Connection>> got;
   size_t to_open = 0;
   bool waited = false;
@@ -63,11 +66,12 @@ Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want
         return DeadlineExceeded("the operation's deadline (timeout_ms) passed before the call "
                                 "got to " + endpoint_.name);
       }
-      while (got.size() < want && !idle_.empty()) {
+      const size_t may = store ? std::min<size_t>(want, store_share - std::min(stores_out_, store_share)) : want;
+      while (got.size() < may && !idle_.empty()) {
         got.push_back(std::move(idle_.back()));
         idle_.pop_back();
       }
-      to_open = std::min<size_t>(want - got.size(), max_connections_ - open_);
+      to_open = std::min<size_t>(may - got.size(), max_connections_ - open_);
       if (!got.empty() || to_open > 0) break;
       if (!wait) return got;  // none: every connection is busy
       // Every connection is busy with another call: wait for one, but only
@@ -76,6 +80,7 @@ Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want
       lock.WaitFor(freed_, std::chrono::nanoseconds(left));
     }
     open_ += static_cast<uint32_t>(to_open);
+    if (store) stores_out_ += static_cast<uint32_t>(got.size() + to_open);
     lock.Unlock();
     // A connection the server closed while it sat idle is replaced. The
     // check is a system call: outside the lock, which every call of every
@@ -92,6 +97,7 @@ Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want
     if (!stale.empty()) {
       lock.Lock();
       open_ -= static_cast<uint32_t>(stale.size());
+      if (store) stores_out_ -= static_cast<uint32_t>(stale.size());
       lock.Unlock();
       stale.clear();  // closed outside the lock
     }
@@ -112,6 +118,7 @@ Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want
       const Nanos now = clock_->NowNanos();
       MutexLock lock(mu_);
       --open_;
+      if (store) --stores_out_;
       health_.OnFailure(now, failure, now - started);
       freed_.notify_one();
     }
@@ -132,7 +139,7 @@ bool ServerPool::Failing() const {
   return health_.backoff() != 0;
 }
 
-void ServerPool::Release(std::vector<std::unique_ptr<Connection>> connections) {
+void ServerPool::Release(std::vector<std::unique_ptr<Connection>> connections, Use use) {
   std::vector<std::unique_ptr<Connection>> closing;  // closed outside the lock
   bool lost = false;
   bool reached = false;
@@ -147,6 +154,7 @@ void ServerPool::Release(std::vector<std::unique_ptr<Connection>> connections) {
   }
   {
     MutexLock lock(mu_);
+    if (use == Use::kStore) stores_out_ -= std::min(stores_out_, static_cast<uint32_t>(connections.size()));
     for (std::unique_ptr<Connection>& c : connections) {
       if (c->Reusable()) {
         idle_.push_back(std::move(c));

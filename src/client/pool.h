@@ -7,6 +7,13 @@
 // back to the idle list, failed ones are closed. A connection the server
 // closed while it was idle is noticed at checkout and replaced.
 //
+// Loads before stores: calls that store (puts) hold at most
+// max_connections - 1 of the connections at once (all of them when there is
+// only one), so a load never waits for a connection behind stores; a store
+// waits (or, without `wait`, gets none) while stores hold their share.
+// Requests of one call run on the connections it holds alone, so a load
+// never queues behind another call's put on a connection either.
+//
 // Health: a connect failure, a timeout of a request the server was sent, or
 // a lost connection marks the server down for a backoff, reset by the next
 // success. How long depends on what the failure cost: one that came back at
@@ -121,11 +128,15 @@ class ServerPool {
   // Unavailable while the server is down or when it cannot be reached;
   // DeadlineExceeded when `deadline` has passed (on entry or while waiting),
   // which does not count against the server's health.
-  Result<std::vector<std::unique_ptr<Connection>>> Acquire(size_t want, Nanos deadline, bool wait);
+  // `use`: kStore for a call that stores (see "Loads before stores" above).
+  enum class Use { kLoad, kStore };
+  Result<std::vector<std::unique_ptr<Connection>>> Acquire(size_t want, Nanos deadline, bool wait,
+                                                           Use use = Use::kLoad);
 
-  // Returns what Acquire handed out, after DriveConnections. Keeps the
-  // reusable ones and updates the server's health from how they fared.
-  void Release(std::vector<std::unique_ptr<Connection>> connections);
+  // Returns what Acquire handed out, after DriveConnections, with the `use`
+  // it was acquired for. Keeps the reusable ones and updates the server's
+  // health from how they fared.
+  void Release(std::vector<std::unique_ptr<Connection>> connections, Use use = Use::kLoad);
 
  private:
   std::atomic<uint32_t> lacking_{0};
@@ -146,6 +157,7 @@ class ServerPool {
   // and the server's health.
   std::vector<std::unique_ptr<Connection>> idle_ MEMKV_GUARDED_BY(mu_);
   uint32_t open_ MEMKV_GUARDED_BY(mu_) = 0;
+  uint32_t stores_out_ MEMKV_GUARDED_BY(mu_) = 0;  // checked out by storing calls
   ServerHealth health_ MEMKV_GUARDED_BY(mu_);
 };
 

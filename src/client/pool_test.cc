@@ -84,7 +84,7 @@ Endpoint EndpointOf(const testing::FakeServer& server) {
   const std::string address = server.address();  // "127.0.0.1:port"
   const size_t colon = address.rfind(':');
   return Endpoint{address.substr(0, colon), static_cast<uint16_t>(std::stoi(address.substr(colon + 1))),
-                  address};
+                  address, "", nullptr};
 }
 
 // Checks out one connection, completes its handshake, and returns it.
@@ -178,6 +178,39 @@ TEST(ServerPoolTest, ConnectTimeoutRunsFromWhenTheConnectionIsOpened) {
   DriveConnections(std::span<Connection* const>(&c, 1), wait_start + 5000 * kMs);
   EXPECT_TRUE(c->Reusable()) << c->error().ToString();
   pool.Release(std::move(waited).value());
+}
+
+// Loads before stores: stores hold at most all connections but one, so a
+// load never waits for a connection behind them; with one connection,
+// stores may take it.
+TEST(ServerPoolTest, StoresLeaveALoadAConnection) {
+  auto server = testing::FakeServer::Start(PoolKey());
+  ClientCounters counters;
+  SteadyClock clock;
+  ServerPool pool(EndpointOf(*server), PoolKey(), 3, 2000 * kMs, &counters, &clock);
+  const Nanos deadline = MonotonicNanos() + 5000 * kMs;
+  auto stores = pool.Acquire(3, deadline, /*wait=*/false, ServerPool::Use::kStore);
+  ASSERT_TRUE(stores.ok()) << stores.status().ToString();
+  EXPECT_EQ(stores->size(), 2u);
+  auto more_stores = pool.Acquire(1, deadline, /*wait=*/false, ServerPool::Use::kStore);
+  ASSERT_TRUE(more_stores.ok()) << more_stores.status().ToString();
+  EXPECT_TRUE(more_stores->empty());
+  auto load = pool.Acquire(1, deadline, /*wait=*/false);
+  ASSERT_TRUE(load.ok()) << load.status().ToString();
+  EXPECT_EQ(load->size(), 1u);
+  pool.Release(std::move(load).value());
+  pool.Release(std::move(stores).value(), ServerPool::Use::kStore);
+  // Their share given back, stores get connections again.
+  auto again = pool.Acquire(1, deadline, /*wait=*/false, ServerPool::Use::kStore);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->size(), 1u);
+  pool.Release(std::move(again).value(), ServerPool::Use::kStore);
+
+  ServerPool single(EndpointOf(*server), PoolKey(), 1, 2000 * kMs, &counters, &clock);
+  auto only = single.Acquire(1, deadline, /*wait=*/false, ServerPool::Use::kStore);
+  ASSERT_TRUE(only.ok()) << only.status().ToString();
+  EXPECT_EQ(only->size(), 1u);
+  single.Release(std::move(only).value(), ServerPool::Use::kStore);
 }
 
 }  // namespace

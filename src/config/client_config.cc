@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
+#include <cstdlib>
 #include <iterator>
 #include <set>
 #include <span>
@@ -204,6 +206,85 @@ std::vector<std::string> GetLogLevel(const ClientOptions& o) {
   return {std::string(kNames[level])};
 }
 
+// The access log's file: an absolute path (a library does not know the
+// host program's working directory), or empty for off.
+Status SetAccessLogPath(Values v, const std::string& src, ClientOptions* o) {
+  const std::string& text = v.front();
+  if (!text.empty() && text.front() != '/') {
+    return NotA(src, text, "an absolute path", "a path starting with /; empty: off");
+  }
+  o->access_log_path = text;
+  return Status::Ok();
+}
+
+// The access log's sample: a fraction in (0, 1].
+Status SetSample(Values v, const std::string& src, ClientOptions* o) {
+  const std::string& text = v.front();
+  char* end = nullptr;
+  const double x = text.empty() ? 0 : std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(x > 0 && x <= 1)) return NotA(src, text, "a fraction", "0 < x <= 1");
+  o->access_log_sample = x;
+  return Status::Ok();
+}
+
+std::vector<std::string> GetSample(const ClientOptions& o) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", o.access_log_sample);
+  return {text};
+}
+
+// The identity_* rows: a field of ClientOptions::identity each. The whole
+// identity is checked by CheckClientOptions (CacheIdentity::Check).
+template <std::string CacheIdentity::*Field>
+Status SetIdentityText(Values v, const std::string& src, ClientOptions* o) {
+  if (v.front().size() > CacheIdentity::kMaxFieldBytes) {
+    return InvalidArgument(src + ": " + std::to_string(v.front().size()) + " bytes; allowed: at most " +
+                           std::to_string(CacheIdentity::kMaxFieldBytes));
+  }
+  o->identity.*Field = v.front();
+  return Status::Ok();
+}
+
+template <std::string CacheIdentity::*Field>
+std::vector<std::string> GetIdentityText(const ClientOptions& o) {
+  return {o.identity.*Field};
+}
+
+template <uint32_t CacheIdentity::*Field, uint64_t Min, uint64_t Max>
+Status SetIdentityNumber(Values v, const std::string& src, ClientOptions* o) {
+  MEMKV_ASSIGN_OR_RETURN(uint32_t n, ParseInRange(v.front(), src, Min, Max));
+  o->identity.*Field = n;
+  return Status::Ok();
+}
+
+template <uint32_t CacheIdentity::*Field>
+std::vector<std::string> GetIdentityNumber(const ClientOptions& o) {
+  return {std::to_string(o.identity.*Field)};
+}
+
+Status SetIdentityExtras(Values v, const std::string& src, ClientOptions* o) {
+  std::vector<std::pair<std::string, std::string>> extras;
+  for (const std::string& item : v) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return NotA(src, item, "an extra", "name=value entries, names of A-Z a-z 0-9 _ . -");
+    }
+    extras.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+  }
+  CacheIdentity probe;
+  probe.model = "-";
+  probe.extras = extras;
+  if (Status s = probe.Check(); !s.ok()) return InvalidArgument(src + ": " + s.message());
+  o->identity.extras = std::move(extras);
+  return Status::Ok();
+}
+
+std::vector<std::string> GetIdentityExtras(const ClientOptions& o) {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : o.identity.extras) out.push_back(name + "=" + value);
+  return out;
+}
+
 const OptionRow kRows[] = {
     {{"servers", "MEMKV_SERVERS", "list", "",
       "host:port, [IPv6]:port, dns:NAME:PORT or srv:NAME; port 1..65535; each once",
@@ -240,6 +321,15 @@ const OptionRow kRows[] = {
     {{"async_threads", "MEMKV_ASYNC_THREADS", "integer", "4", "1..64",
       "threads that run asynchronous submissions (memkv/async.h), started as they are needed"},
      SetNumber<&ClientOptions::async_threads, 1, 64>, GetNumber<&ClientOptions::async_threads>},
+    {{"store_shed_latency_ms", "MEMKV_STORE_SHED_LATENCY_MS", "integer", "1000", "0..3600000",
+      "stores are shed (answered Busy, counted in stores_shed) while the recent average store latency exceeds "
+      "this many ms; one store at a time still goes; 0: never"},
+     SetNumber<&ClientOptions::store_shed_latency_ms, 0, kMaxTimeoutMs>,
+     GetNumber<&ClientOptions::store_shed_latency_ms>},
+    {{"store_shed_inflight", "MEMKV_STORE_SHED_INFLIGHT", "integer", "64", "0..65536",
+      "a store is shed (answered Busy, counted in stores_shed) while this many stores are in flight from the "
+      "client already; 0: no bound"},
+     SetNumber<&ClientOptions::store_shed_inflight, 0, 65536>, GetNumber<&ClientOptions::store_shed_inflight>},
     {{"rdma_devices", "MEMKV_RDMA_DEVICES", "list", "", "HCA names such as mlx5_0, each once",
       "local RDMA devices to use; empty: the first one present", true},
      SetRdmaDevices, GetList<&ClientOptions::rdma_devices>},
@@ -267,6 +357,46 @@ const OptionRow kRows[] = {
      SetPrometheusBind, GetText<&ClientOptions::prometheus_bind>},
     {{"log_level", "MEMKV_LOG_LEVEL", "choice", "warn", kLogLevels, "client log lines below this level are dropped"},
      SetLogLevel, GetLogLevel},
+    {{"access_log_path", "MEMKV_ACCESS_LOG_PATH", "string", "", "an absolute path; empty: off",
+      "append a sampled access log here, one JSON line per operation on a sampled key (memkv-bench --replay)"},
+     SetAccessLogPath, GetText<&ClientOptions::access_log_path>},
+    {{"access_log_sample", "MEMKV_ACCESS_LOG_SAMPLE", "number", "0.01", "0 < x <= 1",
+      "fraction of the key space the access log samples, by key hash: every operation on a sampled key is logged"},
+     SetSample, GetSample},
+    {{"access_log_max_lines_per_sec", "MEMKV_ACCESS_LOG_MAX_LINES_PER_SEC", "integer", "1000", "1..1000000",
+      "access log lines a second at most; the rest are dropped and counted"},
+     SetNumber<&ClientOptions::access_log_max_lines_per_sec, 1, 1'000'000>,
+     GetNumber<&ClientOptions::access_log_max_lines_per_sec>},
+    {{"identity_model", "MEMKV_IDENTITY_MODEL", "string", "", "UTF-8 text, at most 256 bytes; empty: no identity",
+      "cache identity: the model's name; with it set, the client's keys are kept apart from every other identity's"},
+     SetIdentityText<&CacheIdentity::model>, GetIdentityText<&CacheIdentity::model>},
+    {{"identity_revision", "MEMKV_IDENTITY_REVISION", "string", "", "UTF-8 text, at most 256 bytes",
+      "cache identity: the model's revision (a commit or tag) or a digest of its weights"},
+     SetIdentityText<&CacheIdentity::revision>, GetIdentityText<&CacheIdentity::revision>},
+    {{"identity_kv_dtype", "MEMKV_IDENTITY_KV_DTYPE", "string", "", "UTF-8 text, at most 256 bytes",
+      "cache identity: the KV cache's data type (bfloat16, float8_e4m3fn, ...)"},
+     SetIdentityText<&CacheIdentity::kv_dtype>, GetIdentityText<&CacheIdentity::kv_dtype>},
+    {{"identity_layout", "MEMKV_IDENTITY_LAYOUT", "string", "", "UTF-8 text, at most 256 bytes",
+      "cache identity: the engine's KV page layout (NHD, HND, layer_first, ...)"},
+     SetIdentityText<&CacheIdentity::layout>, GetIdentityText<&CacheIdentity::layout>},
+    {{"identity_block_tokens", "MEMKV_IDENTITY_BLOCK_TOKENS", "integer", "0", "0..1048576",
+      "cache identity: tokens per block"},
+     SetIdentityNumber<&CacheIdentity::block_tokens, 0, 1 << 20>, GetIdentityNumber<&CacheIdentity::block_tokens>},
+    {{"identity_tp_rank", "MEMKV_IDENTITY_TP_RANK", "integer", "0", "0..65535, below identity_tp_size",
+      "cache identity: the tensor-parallel rank"},
+     SetIdentityNumber<&CacheIdentity::tp_rank, 0, 65535>, GetIdentityNumber<&CacheIdentity::tp_rank>},
+    {{"identity_tp_size", "MEMKV_IDENTITY_TP_SIZE", "integer", "1", "1..65536",
+      "cache identity: the tensor-parallel world size"},
+     SetIdentityNumber<&CacheIdentity::tp_size, 1, 65536>, GetIdentityNumber<&CacheIdentity::tp_size>},
+    {{"identity_engine", "MEMKV_IDENTITY_ENGINE", "string", "", "UTF-8 text, at most 256 bytes",
+      "cache identity: the engine's name (vllm, sglang, lmcache, llama.cpp, ...)"},
+     SetIdentityText<&CacheIdentity::engine>, GetIdentityText<&CacheIdentity::engine>},
+    {{"identity_engine_version", "MEMKV_IDENTITY_ENGINE_VERSION", "string", "", "UTF-8 text, at most 256 bytes",
+      "cache identity: the engine's version"},
+     SetIdentityText<&CacheIdentity::engine_version>, GetIdentityText<&CacheIdentity::engine_version>},
+    {{"identity_extras", "MEMKV_IDENTITY_EXTRAS", "list", "", "name=value entries (names of A-Z a-z 0-9 _ . -), at most 16",
+      "cache identity: free-form fields (a pipeline rank, a LoRA adapter, a quantization recipe)", true},
+     SetIdentityExtras, GetIdentityExtras},
 };
 
 const std::vector<ClientOptionInfo>& Infos() {
@@ -491,6 +621,8 @@ Status CheckClientOptions(const ClientOptions& options) {
     const std::vector<std::string> values = row.get(options);
     MEMKV_RETURN_IF_ERROR(row.set(values, std::string(row.info.name), &scratch));
   }
+  // The identity's fields together (its rows check each alone).
+  if (!options.identity.empty()) MEMKV_RETURN_IF_ERROR(options.identity.Check());
   return Status::Ok();
 }
 

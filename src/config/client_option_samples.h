@@ -32,6 +32,8 @@ inline const std::vector<Sample>& Samples() {
       {"resolve_timeout_ms", "500", "0"},
       {"rebalance_grace_ms", "60000", "soon"},
       {"async_threads", "2", "65"},
+      {"store_shed_latency_ms", "250", "3600001"},
+      {"store_shed_inflight", "8", "65537"},
       {"rdma_devices", "mlx5_0,mlx5_1", "mlx5_0,mlx5_0"},
       {"rdma_mtu", "1024", "1000"},
       {"rdma_retry_count", "3", "8"},
@@ -42,6 +44,19 @@ inline const std::vector<Sample>& Samples() {
       {"rdma_service_level", "3", "16"},
       {"prometheus_bind", "127.0.0.1:9100", "nohost"},
       {"log_level", "debug", "loud"},
+      {"access_log_path", "/dev/null", "relative/access.jsonl"},
+      {"access_log_sample", "0.5", "1.5"},
+      {"access_log_max_lines_per_sec", "50", "0"},
+      {"identity_model", "meta-llama/Llama-3.1-8B", std::string(257, 'm')},
+      {"identity_revision", "0e9e39f", std::string(257, 'r')},
+      {"identity_kv_dtype", "bfloat16", std::string(257, 'd')},
+      {"identity_layout", "NHD", std::string(257, 'l')},
+      {"identity_block_tokens", "16", "sixteen"},
+      {"identity_tp_rank", "1", "65536"},
+      {"identity_tp_size", "4", "0"},
+      {"identity_engine", "vllm", std::string(257, 'e')},
+      {"identity_engine_version", "0.11.0", std::string(257, 'v')},
+      {"identity_extras", "lora=a,pp_rank=0", "novalue"},
   };
   return samples;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "base/identity_selector.h"
 #include "base/units.h"
 #include "config/diagnostics.h"
 #include "config/events_config.h"
@@ -74,7 +75,8 @@ void ReadNetwork(const YAML::Node& node, Diagnostics* d, NetworkConfig* out) {
            Uint32Field("max_connections", internal::kMaxConnectionsAllowed, d, &out->max_connections),
            Uint32Field("max_unauthenticated_connections", internal::kMaxUnauthenticatedAllowed, d,
                        &out->max_unauthenticated_connections),
-           Uint32Field("frame_timeout_ms", internal::kFrameTimeoutAllowed, d, &out->frame_timeout_ms)},
+           Uint32Field("frame_timeout_ms", internal::kFrameTimeoutAllowed, d, &out->frame_timeout_ms),
+           BoolField("loads_first", d, &out->loads_first)},
           d);
 }
 
@@ -92,6 +94,22 @@ void ReadMetrics(const YAML::Node& node, Diagnostics* d, MetricsConfig* out) {
   ReadMap(node, "metrics",
           {StringField("namespace_separator", d, &out->namespace_separator),
            Uint32Field("namespace_top", internal::kNamespaceTopAllowed, d, &out->namespace_top)},
+          d);
+}
+
+void ReadIdentities(const YAML::Node& node, Diagnostics* d, IdentitiesConfig* out) {
+  auto accept = [d, out](const YAML::Node& v, const std::string& p) {
+    std::vector<std::string> entries;
+    if (!internal::ReadStringList(v, p, d, &entries)) return;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      Result<IdentitySelector> selector = IdentitySelector::Parse(entries[i]);
+      if (!selector.ok()) d->Fail(p, p + "[" + std::to_string(i) + "]: " + selector.status().message());
+    }
+    out->accept = std::move(entries);
+  };
+  ReadMap(node, "identities",
+          {{"accept", accept}, BoolField("require", d, &out->require),
+           Uint32Field("max", "0..4096", d, &out->max)},
           d);
 }
 
@@ -230,6 +248,7 @@ void ReadServerConfig(const YAML::Node& root, Diagnostics* d, ServerConfig* out)
            {"rdma", section([=](const YAML::Node& v) { ReadRdma(v, d, &out->rdma); })},
            {"storage", section([=](const YAML::Node& v) { ReadStorage(v, d, &out->storage, given); })},
            {"metrics", section([=](const YAML::Node& v) { ReadMetrics(v, d, &out->metrics); })},
+           {"identities", section([=](const YAML::Node& v) { ReadIdentities(v, d, &out->identities); })},
            {"log", section([=](const YAML::Node& v) {
               ReadMap(v, "log", {StringField("level", d, &out->log.level)}, d);
             })},

@@ -39,6 +39,10 @@ struct NetworkConfig {
   // first byte; one stuck mid-frame is closed, and the pool space reserved
   // for its put released.
   uint32_t frame_timeout_ms = 30000;
+  // Loads before stores: each worker serves connections waiting on a load
+  // ahead of those receiving a put's value, and takes at most 256 KiB of a
+  // value per turn (docs/operations.md, "Loads before stores").
+  bool loads_first = true;
   bool operator==(const NetworkConfig&) const = default;
 };
 
@@ -129,6 +133,21 @@ struct MetricsConfig {
   bool operator==(const MetricsConfig&) const = default;
 };
 
+// identities.*: the cache identities (memkv/identity.h) the server serves
+// (docs/client-library.md, "Cache identity").
+struct IdentitiesConfig {
+  // Entries (base/identity_selector.h): a tag, or field=value pairs. Empty:
+  // every identity.
+  std::vector<std::string> accept;
+  // A tenant's connection must send an identity before naming a key
+  // (administrators' keys never have to).
+  bool require = false;
+  // Identities reported under their own tag in /metrics, /v1/status and
+  // memkv stats (with their tenants); the rest are counted under "other".
+  uint32_t max = 64;
+  bool operator==(const IdentitiesConfig&) const = default;
+};
+
 struct LogConfig {
   std::string level = "info";            // debug, info, warn, error; --log-level overrides it
   bool operator==(const LogConfig&) const = default;
@@ -198,6 +217,7 @@ struct ServerConfig {
   EventsConfig events;
   FleetConfig fleet;
   std::vector<TenantConfig> tenants;
+  IdentitiesConfig identities;
 };
 
 // The tenants' storage identities and quotas, for TieredStore::SetTenants.

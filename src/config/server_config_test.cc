@@ -240,6 +240,18 @@ TEST(ServerConfigNetworkTest, TlsCertAndKeyGoTogether) {
   EXPECT_TRUE(Parse(std::string(kMemoryMode) + "network:\n  tls_cert: /c\n  tls_key: /k\n").ok());
 }
 
+TEST(ServerConfigNetworkTest, LoadsFirstIsOnUnlessTurnedOff) {
+  Result<ServerConfig> c = Parse(kMemoryMode);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->network.loads_first);
+  c = Parse(std::string(kMemoryMode) + "network:\n  loads_first: false\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->network.loads_first);
+  std::vector<std::string> lines = ProblemsWith("network:\n  loads_first: sometimes\n");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(HasLineWith(lines, {"network.loads_first", "sometimes"})) << lines[0];
+}
+
 TEST(ServerConfigMemoryTest, BlockSizeIsPowerOfTwoFrom4KiBTo1GiB) {
   for (const char* ok : {"4 KiB", "2 MiB", "1 GiB"}) {
     EXPECT_TRUE(Parse(std::string(kMemoryMode) + "memory:\n  block_size: " + ok + "\n").ok()) << ok;

@@ -130,6 +130,10 @@ void CheckMemory(const MemoryConfig& m, Diagnostics* d) {
   CheckPinning(m, d);
 }
 
+void CheckIdentities(const IdentitiesConfig& c, Diagnostics* d) {
+  if (c.max > 4096) d->Violation({"identities.max"}, OutOfRange("identities.max", c.max, "0..4096"));
+}
+
 void CheckMetrics(const MetricsConfig& m, Diagnostics* d) {
   if (m.namespace_top > kMaxNamespaceTop) {
     d->Violation({"metrics.namespace_top"}, OutOfRange("metrics.namespace_top", m.namespace_top, kNamespaceTopAllowed));
@@ -281,6 +285,7 @@ void CheckServerRules(const ServerConfig& config, Diagnostics* d) {
   CheckMemory(config.memory, d);
   CheckRdma(config.rdma, d);
   CheckMetrics(config.metrics, d);
+  CheckIdentities(config.identities, d);
   CheckStorage(config.storage, d);
   CheckEvents(config.events, d);
   CheckFleet(config, d);

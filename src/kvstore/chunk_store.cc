@@ -33,7 +33,7 @@ Status CheckName(std::string_view name) {
 
 Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(std::string_view uri, const EnvLookup& env) {
   MEMKV_ASSIGN_OR_RETURN(StoreUri parsed, ParseStoreUri(uri));
-  MEMKV_ASSIGN_OR_RETURN(StoreSettings settings, SettingsFromEnvironment(env, parsed.servers));
+  MEMKV_ASSIGN_OR_RETURN(StoreSettings settings, SettingsFromEnvironment(env, parsed.servers, parsed.identity));
   MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(settings.client));
   return std::unique_ptr<ChunkStore>(new ChunkStore(std::move(client), std::move(parsed.name_space), settings));
 }

@@ -6,6 +6,8 @@
 #include <limits>
 #include <utility>
 
+#include "kvstore/uri.h"
+
 namespace memkv::kvstore {
 namespace {
 
@@ -50,6 +52,35 @@ class EnvReader {
   void Client(ClientOptions* out) {
     const Status s = SetClientOptionsFromEnvironment(out, env_);
     if (!s.ok()) problems_.push_back(s.message());
+  }
+
+  // The URI's identity fields over the environment's.
+  void UriIdentity(std::span<const std::pair<std::string, std::string>> fields, ClientOptions* out) {
+    std::vector<std::pair<std::string, std::string>> extras = out->identity.extras;
+    bool extras_given = false;
+    for (const auto& [name, value] : fields) {
+      if (name.starts_with(kExtraPrefix)) {
+        const std::string extra = name.substr(kExtraPrefix.size());
+        std::erase_if(extras, [&](const auto& e) { return e.first == extra; });
+        extras.emplace_back(extra, value);
+        extras_given = true;
+        continue;
+      }
+      const Status s = SetClientOption(out, "identity_" + name, value, "URI field '" + name + "'");
+      if (!s.ok()) problems_.push_back(s.message());
+    }
+    if (extras_given) {
+      std::vector<std::string> items;
+      for (const auto& [name, value] : extras) items.push_back(name + "=" + value);
+      const Status s = SetClientOptionList(out, "identity_extras", items, "URI extra.* fields");
+      if (!s.ok()) problems_.push_back(s.message());
+    }
+    CacheIdentity& id = out->identity;
+    if (!id.model.empty() && id.engine.empty()) id.engine = kDefaultIdentityEngine;
+    if (problems_.empty() && !id.empty()) {
+      const Status s = id.Check();
+      if (!s.ok()) problems_.push_back(s.message() + " (from the URI's query and MEMKV_IDENTITY_*)");
+    }
   }
 
   void Bytes(std::string_view name, uint64_t* out, uint64_t min, uint64_t max) {
@@ -108,7 +139,8 @@ std::optional<ClientLogLevel> LogLevelFromEnvironment(const EnvLookup& env) {
   return std::nullopt;
 }
 
-Result<StoreSettings> SettingsFromEnvironment(const EnvLookup& env, std::vector<std::string> servers) {
+Result<StoreSettings> SettingsFromEnvironment(const EnvLookup& env, std::vector<std::string> servers,
+                                              std::span<const std::pair<std::string, std::string>> identity) {
   StoreSettings settings;
   ClientOptions& c = settings.client;
   EnvReader read(env);
@@ -120,6 +152,7 @@ Result<StoreSettings> SettingsFromEnvironment(const EnvLookup& env, std::vector<
   // servers are the URI's, whatever MEMKV_SERVERS says.
   read.Client(&c);
   c.servers = std::move(servers);
+  read.UriIdentity(identity, &c);
   read.Bytes("MEMKV_KV_STORE_BUFFER_BYTES", &settings.buffer_bytes, kMinBufferBytes, kMaxBoundBytes);
   read.Bytes("MEMKV_KV_STORE_PREFETCH_BYTES", &settings.prefetch_bytes, 0, kMaxBoundBytes);
   MEMKV_RETURN_IF_ERROR(read.Done());

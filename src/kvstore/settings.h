@@ -1,5 +1,7 @@
-// What a kv_store handle is opened with besides its URI: the client options
-// and the handle's own bounds, from the MEMKV_* environment.
+// What a kv_store handle is opened with besides its servers and namespace:
+// the client options and the handle's own bounds, from the MEMKV_*
+// environment, and the cache identity, from the URI's query over the
+// environment's MEMKV_IDENTITY_*.
 //
 // The environment is passed in as a lookup function: the C edge (vtable.cc)
 // hands in getenv, tests a map. Pure otherwise; any thread.
@@ -9,8 +11,10 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "memkv/client.h"
@@ -24,6 +28,8 @@ inline constexpr uint64_t kDefaultBufferBytes = 1ULL << 30;    // MEMKV_KV_STORE
 inline constexpr uint64_t kDefaultPrefetchBytes = 1ULL << 30;  // MEMKV_KV_STORE_PREFETCH_BYTES
 inline constexpr uint64_t kMinBufferBytes = 1ULL << 20;
 inline constexpr uint64_t kMaxBoundBytes = 64ULL << 30;
+// The identity's engine when a model is given and no engine is.
+inline constexpr std::string_view kDefaultIdentityEngine = "kv_store";
 
 struct StoreSettings {
   ClientOptions client;
@@ -37,9 +43,15 @@ struct StoreSettings {
 // (memkv/client.h) from its MEMKV_* variable (unset: the client's default),
 // MEMKV_AUTH_KEY required; and the bounds from MEMKV_KV_STORE_BUFFER_BYTES
 // (1 MiB..64 GiB) and MEMKV_KV_STORE_PREFETCH_BYTES (0..64 GiB), each a byte
-// count with an optional KiB, MiB or GiB suffix. InvalidArgument naming every
-// variable that is wrong and what it allows, in the table's wording.
-Result<StoreSettings> SettingsFromEnvironment(const EnvLookup& env, std::vector<std::string> servers);
+// count with an optional KiB, MiB or GiB suffix. Then the cache identity:
+// each of `identity` (the URI's query, StoreUri::identity) replaces its
+// MEMKV_IDENTITY_* field, an extra.NAME the environment's extra of that
+// name; with a model and no engine the engine is kDefaultIdentityEngine; a
+// set identity must pass CacheIdentity::Check. InvalidArgument naming every
+// variable and URI field that is wrong and what it allows, in the table's
+// wording.
+Result<StoreSettings> SettingsFromEnvironment(const EnvLookup& env, std::vector<std::string> servers,
+                                              std::span<const std::pair<std::string, std::string>> identity = {});
 
 // MEMKV_LOG_LEVEL as a level, or nullopt when it is unset or not a level.
 std::optional<ClientLogLevel> LogLevelFromEnvironment(const EnvLookup& env);

@@ -107,6 +107,96 @@ TEST(StoreSettingsTest, EveryClientOptionComesFromItsVariable) {
   }
 }
 
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+// MEMKV_IDENTITY_* set the handle's identity, as for any client.
+TEST(StoreSettingsTest, IdentityFromTheEnvironment) {
+  Result<StoreSettings> s = SettingsFromEnvironment(EnvOf({{"MEMKV_AUTH_KEY", kKey},
+                                                           {"MEMKV_IDENTITY_MODEL", "Llama-3.2-1B"},
+                                                           {"MEMKV_IDENTITY_KV_DTYPE", "f16"},
+                                                           {"MEMKV_IDENTITY_BLOCK_TOKENS", "256"},
+                                                           {"MEMKV_IDENTITY_ENGINE", "llama.cpp"},
+                                                           {"MEMKV_IDENTITY_EXTRAS", "lora=a"}}),
+                                                    {"h:1"});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  CacheIdentity want;
+  want.model = "Llama-3.2-1B";
+  want.kv_dtype = "f16";
+  want.block_tokens = 256;
+  want.engine = "llama.cpp";
+  want.extras = {{"lora", "a"}};
+  EXPECT_EQ(s->client.identity, want);
+}
+
+// The URI's fields replace the environment's, field by field; an extra of
+// the URI replaces the environment's of that name and keeps the others.
+TEST(StoreSettingsTest, UriFieldsOverrideTheEnvironment) {
+  const EnvLookup env = EnvOf({{"MEMKV_AUTH_KEY", kKey},
+                               {"MEMKV_IDENTITY_MODEL", "from-env"},
+                               {"MEMKV_IDENTITY_REVISION", "r1"},
+                               {"MEMKV_IDENTITY_KV_DTYPE", "bf16"},
+                               {"MEMKV_IDENTITY_ENGINE", "llama.cpp"},
+                               {"MEMKV_IDENTITY_EXTRAS", "lora=a,pp=0"}});
+  const Fields fields = {{"model", "Llama-3.2-1B"}, {"kv_dtype", "f16"},   {"block_tokens", "256"},
+                         {"tp_rank", "1"},          {"tp_size", "2"},      {"layout", "NHD"},
+                         {"engine_version", "b1"},  {"extra.lora", "b"},  {"extra.q", "awq"}};
+  Result<StoreSettings> s = SettingsFromEnvironment(env, {"h:1"}, fields);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const CacheIdentity& id = s->client.identity;
+  EXPECT_EQ(id.model, "Llama-3.2-1B");
+  EXPECT_EQ(id.revision, "r1");  // the environment's, the URI has none
+  EXPECT_EQ(id.kv_dtype, "f16");
+  EXPECT_EQ(id.layout, "NHD");
+  EXPECT_EQ(id.block_tokens, 256u);
+  EXPECT_EQ(id.tp_rank, 1u);
+  EXPECT_EQ(id.tp_size, 2u);
+  EXPECT_EQ(id.engine, "llama.cpp");
+  EXPECT_EQ(id.engine_version, "b1");
+  EXPECT_EQ(id.extras, Fields({{"pp", "0"}, {"lora", "b"}, {"q", "awq"}}));
+}
+
+// A model with no engine names the backend as the engine; an engine given
+// anywhere is kept.
+TEST(StoreSettingsTest, EngineDefaultsToKvStoreWhenAModelIsGiven) {
+  Result<StoreSettings> uri_model =
+      SettingsFromEnvironment(EnvOf({{"MEMKV_AUTH_KEY", kKey}}), {"h:1"}, Fields{{"model", "m"}});
+  ASSERT_TRUE(uri_model.ok()) << uri_model.status().ToString();
+  EXPECT_EQ(uri_model->client.identity.engine, "kv_store");
+  Result<StoreSettings> env_model =
+      SettingsFromEnvironment(EnvOf({{"MEMKV_AUTH_KEY", kKey}, {"MEMKV_IDENTITY_MODEL", "m"}}), {"h:1"});
+  ASSERT_TRUE(env_model.ok()) << env_model.status().ToString();
+  EXPECT_EQ(env_model->client.identity.engine, "kv_store");
+  Result<StoreSettings> engine_given = SettingsFromEnvironment(
+      EnvOf({{"MEMKV_AUTH_KEY", kKey}, {"MEMKV_IDENTITY_ENGINE", "llama.cpp"}}), {"h:1"}, Fields{{"model", "m"}});
+  ASSERT_TRUE(engine_given.ok()) << engine_given.status().ToString();
+  EXPECT_EQ(engine_given->client.identity.engine, "llama.cpp");
+  Result<StoreSettings> none = SettingsFromEnvironment(EnvOf({{"MEMKV_AUTH_KEY", kKey}}), {"h:1"});
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->client.identity.empty());
+}
+
+// Bad URI values are named by their field, with what is allowed; an
+// identity that is wrong as a whole says where it came from.
+TEST(StoreSettingsTest, BadIdentityFieldsAreNamed) {
+  const EnvLookup env = EnvOf({{"MEMKV_AUTH_KEY", kKey}});
+  const std::vector<std::pair<Fields, std::string>> cases = {
+      {{{"model", "m"}, {"block_tokens", "many"}}, "URI field 'block_tokens': 'many'"},
+      {{{"model", "m"}, {"tp_size", "0"}}, "URI field 'tp_size'"},
+      {{{"model", "m"}, {"tp_rank", "2"}, {"tp_size", "2"}},
+       "cache identity: tp_rank 2 with tp_size 2; allowed: tp_size >= 1 and 0 <= tp_rank < tp_size (from the URI's "
+       "query and MEMKV_IDENTITY_*)"},
+      {{{"kv_dtype", "f16"}}, "cache identity: model is empty"},
+      {{{"model", std::string(300, 'm')}}, "URI field 'model': 300 bytes; allowed: at most 256"},
+      {{{"model", "a\x01" "b"}}, "holds a control character"},
+  };
+  for (const auto& [fields, why] : cases) {
+    Result<StoreSettings> s = SettingsFromEnvironment(env, {"h:1"}, fields);
+    ASSERT_FALSE(s.ok()) << why;
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.status().message().find(why), std::string::npos) << why << " not in: " << s.status().message();
+  }
+}
+
 TEST(StoreSettingsTest, ByteCounts) {
   EXPECT_EQ(ParseByteCount("0"), 0u);
   EXPECT_EQ(ParseByteCount("4096"), 4096u);

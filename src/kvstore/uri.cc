@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 
 namespace memkv::kvstore {
 namespace {
 
 constexpr std::string_view kScheme = "memkv://";
-constexpr std::string_view kForm = "expected memkv://host:port[,host:port...]/namespace";
+constexpr std::string_view kForm = "expected memkv://host:port[,host:port...]/namespace[?field=value&...]";
 // Characters the key form of a namespace keeps as they are (besides ASCII
 // letters, digits and '/' between segments).
 constexpr std::string_view kNamespacePunctuation = "-._~:@+=";
@@ -47,6 +48,85 @@ std::string ServerProblem(std::string_view entry) {
   const int value = std::stoi(std::string(port));
   if (value < 1 || value > 65535) return quoted + ": the port must be a decimal number in 1..65535";
   return "";
+}
+
+bool IsFieldNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+         c == '-';
+}
+
+// Where the query's '?' is in `path` (the text after the servers' '/'): the
+// first '?' followed by a field name and '='; npos when there is none.
+size_t QueryStart(std::string_view path) {
+  for (size_t q = path.find('?'); q != std::string_view::npos; q = path.find('?', q + 1)) {
+    size_t end = q + 1;
+    while (end < path.size() && IsFieldNameChar(path[end])) ++end;
+    if (end > q + 1 && end < path.size() && path[end] == '=') return q;
+  }
+  return std::string_view::npos;
+}
+
+std::string AllowedFields() {
+  std::string out;
+  for (std::string_view f : kIdentityFields) out.append(out.empty() ? "" : ", ").append(f);
+  return out + ", " + std::string(kExtraPrefix) + "NAME";
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// %XX -> the byte; '+' stays a plus sign (RFC 3986, not HTML forms).
+// An error text, or "" with `out` set.
+std::string PercentDecode(std::string_view text, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out->push_back(text[i]);
+      continue;
+    }
+    const int hi = i + 1 < text.size() ? HexValue(text[i + 1]) : -1;
+    const int lo = i + 2 < text.size() ? HexValue(text[i + 2]) : -1;
+    if (hi < 0 || lo < 0) return "a '%' not followed by two hex digits (write a '%' as %25)";
+    out->push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return "";
+}
+
+// The query's fields (the text after its '?'), or an error text.
+std::string ParseQuery(std::string_view query, std::vector<std::pair<std::string, std::string>>* fields) {
+  const std::string allowed = "; allowed fields: " + AllowedFields();
+  if (query.find('#') != std::string_view::npos) return "the query holds a '#' (write it as %23)";
+  size_t start = 0;
+  while (true) {
+    const size_t amp = query.find('&', start);
+    std::string_view item = query.substr(start, amp == std::string_view::npos ? amp : amp - start);
+    if (item.empty()) return "an empty query field (two '&' together, or one at an end)" + allowed;
+    const size_t eq = item.find('=');
+    const std::string name(item.substr(0, eq));
+    const bool known = std::find(std::begin(kIdentityFields), std::end(kIdentityFields), name) !=
+                       std::end(kIdentityFields);
+    const bool extra = name.size() > kExtraPrefix.size() && name.starts_with(kExtraPrefix) &&
+                       std::all_of(name.begin() + kExtraPrefix.size(), name.end(), IsFieldNameChar);
+    if (!known && !extra) return "unknown query field '" + name + "'" + allowed;
+    if (eq == std::string_view::npos || eq + 1 == item.size()) {
+      return "query field '" + name + "' has no value; write " + name + "=value";
+    }
+    for (const auto& [seen, value] : *fields) {
+      if (seen == name) return "query field '" + name + "' is given twice; allowed: each field once";
+    }
+    std::string value;
+    if (std::string problem = PercentDecode(item.substr(eq + 1), &value); !problem.empty()) {
+      return "query field '" + name + "': " + problem;
+    }
+    fields->emplace_back(name, std::move(value));
+    if (amp == std::string_view::npos) return "";
+    start = amp + 1;
+  }
 }
 
 // FNV-1a, 64 bits: stable across builds and platforms, which a key needs.
@@ -103,13 +183,20 @@ Result<StoreUri> ParseStoreUri(std::string_view uri) {
   std::string_view rest = uri.substr(kScheme.size());
   const size_t slash = rest.find('/');
   // After the servers' '/' every byte is the namespace's ('?' and '#' too: a
-  // model name may hold them); before it there is no query or fragment.
+  // model name may hold them) up to the query (QueryStart); before it there
+  // is no query or fragment.
   if (size_t at = rest.substr(0, slash).find_first_of("?#"); at != std::string_view::npos) {
-    return Bad(uri, std::string(rest[at] == '?' ? "a query ('?')" : "a fragment ('#')") + " is not allowed");
+    return Bad(uri, std::string(rest[at] == '?' ? "a query ('?') is not allowed before the namespace"
+                                                : "a fragment ('#') is not allowed"));
   }
   if (slash == std::string_view::npos) return Bad(uri, "there is no namespace after the servers");
   std::string_view authority = rest.substr(0, slash);
   std::string_view ns = rest.substr(slash + 1);
+  std::string_view query;
+  if (const size_t q = QueryStart(ns); q != std::string_view::npos) {
+    query = ns.substr(q + 1);
+    ns = ns.substr(0, q);
+  }
   while (!ns.empty() && ns.back() == '/') ns.remove_suffix(1);  // "memkv://h:1/ns/" is "ns"
 
   StoreUri out;
@@ -125,6 +212,9 @@ Result<StoreUri> ParseStoreUri(std::string_view uri) {
   }
   if (ns.empty()) return Bad(uri, "the namespace after the servers is empty");
   out.name_space = NamespaceKeyForm(ns);
+  if (!query.empty()) {
+    if (std::string problem = ParseQuery(query, &out.identity); !problem.empty()) return Bad(uri, problem);
+  }
   return out;
 }
 

@@ -65,7 +65,9 @@ TEST(StoreUriTest, ModelNamesThatArePathsOrHoldSpacesOpen) {
       {"memkv://h:1//abs", "%2Fabs"},
       {"memkv://h:1/a///b/", "a/%2F%2Fb"},
       {"memkv://h:1/100%", "100%25"},
-      {"memkv://h:1/ns?x=1#f", "ns%3Fx=1%23f"},
+      {"memkv://h:1/ns?x#f", "ns%3Fx%23f"},
+      {"memkv://h:1/C:\\models\\qwen#3?", "C:%5Cmodels%5Cqwen%233%3F"},
+      {"memkv://h:1/what?=x/a?b c", "what%3F=x/a%3Fb%20c"},
       {"memkv://h:1/caf\xc3\xa9\t", "caf%C3%A9%09"},
       {"memkv://h:1/omlx/mlx-community/Llama-3.2-1B", "omlx/mlx-community/Llama-3.2-1B"},
   };
@@ -126,6 +128,64 @@ TEST(StoreUriTest, LongNamespacesEndInAHash) {
   Result<StoreUri> u = ParseStoreUri("memkv://h:1/" + std::string(kMaxNamespaceBytes + 1, 'n'));
   ASSERT_TRUE(u.ok()) << u.status().ToString();
   EXPECT_EQ(u->name_space.size(), kMaxNamespaceBytes);
+}
+
+// The query carries the engine's cache identity: each field once, values
+// percent-decoded ('+' is a plus sign), in the URI's order.
+TEST(StoreUriTest, QueryCarriesTheIdentity) {
+  Result<StoreUri> u = ParseStoreUri(
+      "memkv://h:1/omlx/Llama-3.2-1B/?model=meta-llama%2FLlama-3.2-1B&kv_dtype=f16&block_tokens=256&tp_rank=1&"
+      "tp_size=2&revision=4e20de3&layout=NHD&engine=llama.cpp&engine_version=b4500+cu12&extra.lora=my%20adapter"
+      "&extra.pp_rank=0");
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_EQ(u->name_space, "omlx/Llama-3.2-1B");
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"model", "meta-llama/Llama-3.2-1B"}, {"kv_dtype", "f16"},         {"block_tokens", "256"},
+      {"tp_rank", "1"},                     {"tp_size", "2"},            {"revision", "4e20de3"},
+      {"layout", "NHD"},                    {"engine", "llama.cpp"},     {"engine_version", "b4500+cu12"},
+      {"extra.lora", "my adapter"},         {"extra.pp_rank", "0"}};
+  EXPECT_EQ(u->identity, want);
+
+  Result<StoreUri> plain = ParseStoreUri("memkv://h:1/ns");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->identity.empty());
+  // Only a '?' followed by a name and '=' starts the query.
+  Result<StoreUri> odd = ParseStoreUri("memkv://h:1/why?/x?model=a?b");
+  ASSERT_TRUE(odd.ok()) << odd.status().ToString();
+  EXPECT_EQ(odd->name_space, "why%3F/x");
+  EXPECT_EQ(odd->identity, (std::vector<std::pair<std::string, std::string>>{{"model", "a?b"}}));
+}
+
+// A wrong query is refused naming the field and, for an unknown one, every
+// field allowed.
+TEST(StoreUriTest, BadQueriesNameTheField) {
+  const std::string allowed =
+      "allowed fields: model, revision, kv_dtype, layout, block_tokens, tp_rank, tp_size, engine, engine_version, "
+      "extra.NAME";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"memkv://h:1/ns?modle=x", "unknown query field 'modle'; " + allowed},
+      {"memkv://h:1/ns?model=x&dtype=f16", "unknown query field 'dtype'; " + allowed},
+      {"memkv://h:1/ns?extra.=x", "unknown query field 'extra.'"},
+      {"memkv://h:1/ns?model=x&extra.a/b=1", "unknown query field 'extra.a/b'"},
+      {"memkv://h:1/ns?model=x&&engine=e", "an empty query field"},
+      {"memkv://h:1/ns?model=x&", "an empty query field"},
+      {"memkv://h:1/ns?model=x&engine", "query field 'engine' has no value"},
+      {"memkv://h:1/ns?model=", "query field 'model' has no value"},
+      {"memkv://h:1/ns?model=a&model=b", "query field 'model' is given twice"},
+      {"memkv://h:1/ns?model=100%", "query field 'model': a '%' not followed by two hex digits"},
+      {"memkv://h:1/ns?model=%zz", "query field 'model': a '%' not followed by two hex digits"},
+      {"memkv://h:1/ns?model=a#b", "the query holds a '#' (write it as %23)"},
+      {"memkv://h:1/?model=a", "the namespace after the servers is empty"},
+  };
+  for (const auto& [uri, why] : cases) {
+    Result<StoreUri> u = ParseStoreUri(uri);
+    ASSERT_FALSE(u.ok()) << uri;
+    EXPECT_EQ(u.status().code(), StatusCode::kInvalidArgument) << uri;
+    EXPECT_NE(u.status().message().find(why), std::string::npos) << uri << ": " << u.status().message();
+    EXPECT_NE(u.status().message().find("expected memkv://host:port[,host:port...]/namespace[?field=value&...]"),
+              std::string::npos)
+        << u.status().message();
+  }
 }
 
 TEST(StoreUriTest, KeysOfChunksAndManifestsAreApart) {

@@ -117,6 +117,16 @@ Result<EngineSettings> SettingsFrom(const std::map<std::string, std::string>& pa
       problems.push_back(from + " '" + *value + "' is not " + allowed);
     }
   }
+  // The cache identity comes only from the identity_* parameters (their
+  // MEMKV_IDENTITY_* variables): nixlBackendInitParams holds nothing of the
+  // model's (the agent's name names a process, not what its blocks hold).
+  CacheIdentity& id = settings.client.identity;
+  if (!id.model.empty() && id.engine.empty()) id.engine = kDefaultIdentityEngine;
+  if (problems.empty() && !id.empty()) {
+    if (const Status s = id.Check(); !s.ok()) {
+      problems.push_back(s.message() + " (from the identity_* parameters and MEMKV_IDENTITY_*)");
+    }
+  }
   if (!problems.empty()) {
     std::string text;
     for (const std::string& p : problems) text += (text.empty() ? "" : "; ") + p;

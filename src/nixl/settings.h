@@ -26,6 +26,8 @@ inline constexpr uint32_t kDefaultBatchSize = 64;
 inline constexpr uint32_t kMaxBatchSize = 4096;
 inline constexpr uint32_t kDefaultWorkers = 2;
 inline constexpr uint32_t kMaxWorkers = 64;
+// The identity's engine when identity_model is given and identity_engine is not.
+inline constexpr std::string_view kDefaultIdentityEngine = "nixl";
 
 struct EngineSettings {
   ClientOptions client;
@@ -56,7 +58,9 @@ const std::vector<Parameter>& Parameters();
 // what it allows. Client options (every row of ClientOptionTable, by the
 // same name) go through SetClientOption: a bad one reads
 // "transport (NIXL parameter): 'x' is not a transport; allowed: ..." or
-// "MEMKV_TRANSPORT: ...", by where it came from.
+// "MEMKV_TRANSPORT: ...", by where it came from. The cache identity is the
+// identity_* options': with a model and no engine the engine is
+// kDefaultIdentityEngine, and a set identity must pass CacheIdentity::Check.
 Result<EngineSettings> SettingsFrom(const std::map<std::string, std::string>& params, const Lookup& env);
 
 }  // namespace memkv::nixl

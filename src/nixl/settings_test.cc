@@ -89,6 +89,64 @@ TEST(NixlSettings, EveryClientOptionIsAParameterAndAVariable) {
   }
 }
 
+// The identity_* parameters, each falling back to its MEMKV_IDENTITY_*
+// variable, make the client's cache identity; a model with no engine names
+// the backend as the engine.
+TEST(NixlSettings, IdentityParametersMakeTheCacheIdentity) {
+  const Lookup env = EnvOf({{"MEMKV_SERVERS", "127.0.0.1:9900"},
+                            {"MEMKV_AUTH_KEY", kKey},
+                            {"MEMKV_IDENTITY_KV_DTYPE", "bfloat16"},
+                            {"MEMKV_IDENTITY_TP_SIZE", "2"}});
+  Result<EngineSettings> s = SettingsFrom({{"identity_model", "meta-llama/Llama-3.1-8B"},
+                                           {"identity_revision", "0e9e39f"},
+                                           {"identity_layout", "layer_first"},
+                                           {"identity_block_tokens", "32"},
+                                           {"identity_tp_rank", "1"},
+                                           {"identity_engine_version", "0.5.0"},
+                                           {"identity_extras", "pp_rank=0, lora=a"}},
+                                          env);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  CacheIdentity want;
+  want.model = "meta-llama/Llama-3.1-8B";
+  want.revision = "0e9e39f";
+  want.kv_dtype = "bfloat16";
+  want.layout = "layer_first";
+  want.block_tokens = 32;
+  want.tp_rank = 1;
+  want.tp_size = 2;
+  want.engine = "nixl";
+  want.engine_version = "0.5.0";
+  want.extras = {{"pp_rank", "0"}, {"lora", "a"}};
+  EXPECT_EQ(s->client.identity, want);
+
+  Result<EngineSettings> engine_given =
+      SettingsFrom({{"identity_model", "m"}, {"identity_engine", "dynamo"}}, env);
+  ASSERT_TRUE(engine_given.ok()) << engine_given.status().ToString();
+  EXPECT_EQ(engine_given->client.identity.engine, "dynamo");
+  Result<EngineSettings> none =
+      SettingsFrom({}, EnvOf({{"MEMKV_SERVERS", "127.0.0.1:9900"}, {"MEMKV_AUTH_KEY", kKey}}));
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->client.identity.empty());
+}
+
+// A parameter that is wrong alone names itself; an identity wrong as a whole
+// (tp_rank not below tp_size, fields without a model) says where it came from.
+TEST(NixlSettings, BadIdentityParametersAreNamed) {
+  const Lookup env = EnvOf({{"MEMKV_SERVERS", "127.0.0.1:9900"}, {"MEMKV_AUTH_KEY", kKey}});
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
+      {{{"identity_model", "m"}, {"identity_block_tokens", "many"}}, "identity_block_tokens (NIXL parameter): 'many'"},
+      {{{"identity_model", "m"}, {"identity_tp_rank", "2"}, {"identity_tp_size", "2"}},
+       "cache identity: tp_rank 2 with tp_size 2; allowed: tp_size >= 1 and 0 <= tp_rank < tp_size (from the "
+       "identity_* parameters and MEMKV_IDENTITY_*)"},
+      {{{"identity_kv_dtype", "bfloat16"}}, "cache identity: model is empty"},
+  };
+  for (const auto& [params, why] : cases) {
+    Result<EngineSettings> s = SettingsFrom(params, env);
+    ASSERT_FALSE(s.ok()) << why;
+    EXPECT_NE(s.status().message().find(why), std::string::npos) << why << " not in: " << s.status().message();
+  }
+}
+
 TEST(NixlSettings, EveryParameterHasAnEnvironmentVariableAndAMeaning) {
   std::map<std::string, std::string> params;
   for (const Parameter& p : Parameters()) {

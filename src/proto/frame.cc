@@ -23,6 +23,8 @@ std::string OpcodeName(uint8_t opcode) {
     case Opcode::kMatchPrefix: return "MatchPrefix";
     case Opcode::kBatchPutWith: return "BatchPutWith";
     case Opcode::kServerInfo: return "ServerInfo";
+    case Opcode::kIdentify: return "Identify";
+    case Opcode::kReport: return "Report";
     case Opcode::kRdmaPut: return "RdmaPut";
     case Opcode::kRdmaCommit: return "RdmaCommit";
     case Opcode::kRdmaGet: return "RdmaGet";

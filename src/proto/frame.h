@@ -72,6 +72,8 @@ enum class Opcode : uint8_t {
   kMatchPrefix = 0x29,   // how many leading keys of a chain are stored
   kBatchPutWith = 0x2a,  // BatchPut whose items carry put options
   kServerInfo = 0x2b,    // the server's identity, placement weight and state (ServerInfo)
+  kIdentify = 0x2c,      // the connection's cache identity: its keys are kept apart from other identities'
+  kReport = 0x2d,        // what the client counted that the server cannot see (restores in time, shed stores)
   // RDMA control (bulk bytes move by one-sided RDMA; docs/rdma.md).
   kRdmaPut = 0x30,      // allocate a landing slot in the pool
   kRdmaCommit = 0x31,   // publish what landed, after checking its checksum

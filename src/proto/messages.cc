@@ -276,6 +276,43 @@ Status DecodeToken(std::span<const uint8_t> meta, uint64_t* token) {
   return Status::Ok();
 }
 
+std::string EncodeIdentifyResponse(const IdentifyResponse& response) {
+  Writer w;
+  w.U16(static_cast<uint16_t>(response.tag.size()));
+  w.Bytes(response.tag);
+  w.U16(static_cast<uint16_t>(response.tenant.size()));
+  w.Bytes(response.tenant);
+  return w.Take();
+}
+
+Status DecodeIdentifyResponse(std::span<const uint8_t> meta, IdentifyResponse* out) {
+  Reader r(meta);
+  uint16_t len = 0;
+  std::string_view tag, tenant;
+  if (!r.U16(&len) || !r.Bytes(len, &tag) || !r.U16(&len) || !r.Bytes(len, &tenant) || !r.AtEnd()) {
+    return Truncated("Identify response");
+  }
+  out->tag = std::string(tag);
+  out->tenant = std::string(tenant);
+  return Status::Ok();
+}
+
+std::string EncodeClientReport(const ClientReport& report) {
+  Writer w;
+  w.U64(report.fetched_in_time);
+  w.U64(report.fetched_late);
+  w.U64(report.stores_shed);
+  return w.Take();
+}
+
+Status DecodeClientReport(std::span<const uint8_t> meta, ClientReport* out) {
+  Reader r(meta);
+  if (!r.U64(&out->fetched_in_time) || !r.U64(&out->fetched_late) || !r.U64(&out->stores_shed) || !r.AtEnd()) {
+    return Truncated("Report");
+  }
+  return Status::Ok();
+}
+
 Status CheckKey(std::string_view key) {
   if (key.empty()) return InvalidArgument("key is empty; keys are 1.." + std::to_string(kMaxKeyBytes) + " bytes");
   if (key.size() > kMaxKeyBytes) {

@@ -99,6 +99,28 @@ Status DecodeRdmaGrant(std::span<const uint8_t> meta, RdmaGrant* out);
 std::string EncodeToken(uint64_t token);
 Status DecodeToken(std::span<const uint8_t> meta, uint64_t* token);
 
+// Identify: the request's meta is the identity's canonical text (at most
+// kMaxIdentityMeta bytes); the response's, the tag the server files it
+// under and the name of the tenant the connection's key belongs to ("" for
+// an administrator's key).
+inline constexpr size_t kMaxIdentityMeta = 8192;
+struct IdentifyResponse {
+  std::string tag;
+  std::string tenant;
+};
+std::string EncodeIdentifyResponse(const IdentifyResponse& response);
+Status DecodeIdentifyResponse(std::span<const uint8_t> meta, IdentifyResponse* out);
+
+// Report: counts the client adds to the server's, since its last report.
+struct ClientReport {
+  uint64_t fetched_in_time = 0;  // restored blocks the engine used (it did not recompute them)
+  uint64_t fetched_late = 0;     // restored blocks that came too late to be used
+  uint64_t stores_shed = 0;      // stores the client dropped because the tier was slow
+  bool empty() const { return fetched_in_time == 0 && fetched_late == 0 && stores_shed == 0; }
+};
+std::string EncodeClientReport(const ClientReport& report);
+Status DecodeClientReport(std::span<const uint8_t> meta, ClientReport* out);
+
 // Single-key ops carry the key as the whole meta. Checks 1..kMaxKeyBytes.
 Status CheckKey(std::string_view key);
 

@@ -224,6 +224,10 @@ ServerSnapshot AdminService::Snapshot() const {
   ServerSnapshot s;
   s.metrics = sources_.metrics;
   if (sources_.namespaces != nullptr) s.namespaces = sources_.namespaces->Snapshot();
+  if (sources_.identities != nullptr) {
+    s.identities = sources_.identities->Snapshot();
+    s.identity_info = sources_.identities->Known();
+  }
   const std::shared_ptr<const TenantMap> map = sources_.tier->Tenants();
   std::vector<TenantCountsRow> requests;
   if (sources_.tenants != nullptr) requests = sources_.tenants->Snapshot();

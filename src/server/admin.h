@@ -57,6 +57,7 @@
 #include "memkv/status.h"
 #include "server/admin_auth.h"
 #include "server/fleet.h"
+#include "server/identities.h"
 #include "server/metrics.h"
 #include "server/namespace_stats.h"
 #include "server/tenant_stats.h"
@@ -74,6 +75,7 @@ inline constexpr uint32_t kAdminRequestTimeoutMs = 2000;
 struct AdminSources {
   ServerMetrics* metrics = nullptr;
   NamespaceStats* namespaces = nullptr;  // null: no per-namespace counts
+  Identities* identities = nullptr;      // null: no per-identity counts
   TenantStats* tenants = nullptr;        // null: no per-tenant request counts
   tier::TieredStore* tier = nullptr;     // the memory pool, and the drives when it has them
   RdmaEndpoint* rdma = nullptr;          // null: TCP only

@@ -105,6 +105,7 @@ std::vector<std::string> RestartNeeded(const config::ServerConfig& was, const co
     out.push_back("network.max_unauthenticated_connections");
   }
   if (a.frame_timeout_ms != b.frame_timeout_ms) out.push_back("network.frame_timeout_ms");
+  if (a.loads_first != b.loads_first) out.push_back("network.loads_first");
   if (!(was.memory == now.memory)) out.push_back("memory");
   if (!(was.rdma == now.rdma)) out.push_back("rdma");
   if (!(was.storage == now.storage)) out.push_back("storage");
@@ -235,10 +236,12 @@ void Daemon::AnnounceEmptyStore() {
 storage::StoreObserver Daemon::StoreObserver() {
   events::Publisher* publisher = events_.get();
   NamespaceStats* namespaces = namespaces_.get();
+  Identities* identities = identities_.get();
   const TenantMap* tenant_map = &tenant_events_map_;
   const std::vector<std::unique_ptr<events::Publisher>>* tenant_publishers = &tenant_events_;
-  return [publisher, namespaces, tenant_map, tenant_publishers](const storage::StoreEvent& e) {
+  return [publisher, namespaces, identities, tenant_map, tenant_publishers](const storage::StoreEvent& e) {
     const bool stored = e.kind == storage::StoreEventKind::kStored;
+    if (!stored) identities->CountRemoval(e);
     if (!stored && e.reason == storage::RemovalReason::kEvicted) {
       NamespaceCounts evicted;
       evicted.evictions = 1;
@@ -274,6 +277,14 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   namespaces_ = std::make_unique<NamespaceStats>(
       NamespaceStatsOptions{c.metrics.namespace_separator, c.metrics.namespace_top});
   tenant_stats_ = std::make_unique<TenantStats>();
+  {
+    IdentitiesOptions identities{{}, c.identities.require, c.identities.max};
+    for (const std::string& entry : c.identities.accept) {
+      MEMKV_ASSIGN_OR_RETURN(IdentitySelector selector, IdentitySelector::Parse(entry));
+      identities.accept.push_back(std::move(selector));
+    }
+    identities_ = std::make_unique<Identities>(std::move(identities), config::TenantMapOf(c.tenants));
+  }
   MEMKV_ASSIGN_OR_RETURN(std::shared_ptr<const Credentials> credentials,
                          CredentialsFor(options_.auth_key, c.tenants, tenant_stats_.get()));
   credentials_ = std::make_unique<CredentialStore>(std::move(credentials));
@@ -320,9 +331,11 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   server_options.max_connections = c.network.max_connections;
   server_options.max_unauthenticated_connections = c.network.max_unauthenticated_connections;
   server_options.frame_timeout_ms = c.network.frame_timeout_ms;
+  server_options.loads_first = c.network.loads_first;
   server_options.max_value_bytes = c.memory.max_value_size_bytes;
   server_options.rdma = rdma_.get();
   server_options.namespaces = namespaces_.get();
+  server_options.identities = identities_.get();
   server_options.credentials = credentials_.get();
   server_options.tenant_stats = tenant_stats_.get();
   server_options.fleet = fleet_.get();
@@ -346,6 +359,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   AdminSources sources;
   sources.metrics = &server_->metrics();
   sources.namespaces = namespaces_.get();
+  sources.identities = identities_.get();
   sources.tenants = tenant_stats_.get();
   sources.tier = tier_.get();
   sources.rdma = rdma_.get();

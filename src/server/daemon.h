@@ -201,6 +201,7 @@ class Daemon {
   TenantMap tenant_events_map_;
   std::vector<std::unique_ptr<events::Publisher>> tenant_events_;
   std::unique_ptr<NamespaceStats> namespaces_;  // counted by the server and by storage, so outlives both
+  std::unique_ptr<Identities> identities_;      // the same
   std::unique_ptr<TenantStats> tenant_stats_;   // the tenants' request counts; outlives the credentials
   std::unique_ptr<CredentialStore> credentials_;  // administrator and tenant keys; outlives the server
   Mutex reload_mu_;                             // one Reload at a time

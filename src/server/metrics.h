@@ -55,6 +55,12 @@ struct ServerMetrics {
   // An unauthenticated connection closed to admit a newer one while
   // network.max_unauthenticated_connections was reached (oldest first).
   Counter connections_shed;
+  // Turns of a connection receiving a put's value cut at the per-turn bound
+  // (network.loads_first), so that connections waiting on a load go first.
+  Counter store_turns_yielded;
+  // Connections waiting on a load served ahead of ready connections that
+  // were receiving a put's value (network.loads_first).
+  Counter loads_served_first;
   // Admin requests refused for failed authentication, by AdminAuthFailure
   // (server/admin_auth.h).
   std::array<Counter, 7> admin_auth_failures;  // kAdminAuthFailureKinds

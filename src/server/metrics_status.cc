@@ -75,6 +75,43 @@ void WriteNamespacesJson(const ServerSnapshot& s, JsonWriter& w) {
   w.EndArray();
 }
 
+void WriteIdentitiesJson(const ServerSnapshot& s, JsonWriter& w) {
+  auto n = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
+  w.BeginArray();
+  for (const Identities::Row& row : s.identities) {
+    const IdentityCounters& c = *row.counters;
+    const uint64_t lookups = n(c.lookups), found = n(c.found), fetched = n(c.fetched);
+    const uint64_t in_time = n(c.fetched_in_time);
+    w.BeginObject().Key("tenant").String(row.tenant).Key("identity").String(row.identity);
+    auto info = s.identity_info.find(row.identity);
+    if (info != s.identity_info.end()) {
+      const CacheIdentity& id = info->second;
+      w.Key("model").String(id.model).Key("revision").String(id.revision).Key("kv_dtype").String(id.kv_dtype)
+          .Key("layout").String(id.layout).Key("block_tokens").Number(uint64_t{id.block_tokens})
+          .Key("tp_rank").Number(uint64_t{id.tp_rank}).Key("tp_size").Number(uint64_t{id.tp_size})
+          .Key("engine").String(id.engine).Key("engine_version").String(id.engine_version);
+    }
+    uint64_t evictions = 0;
+    for (const auto& tier : c.evictions) {
+      for (const auto& reason : tier) evictions += n(reason);
+    }
+    w.Key("lookups").Number(lookups)
+        .Key("found").Number(found)
+        .Key("fetched").Number(fetched)
+        .Key("fetched_in_time").Number(in_time)
+        .Key("fetched_late").Number(n(c.fetched_late))
+        .Key("hit_ratio").Number(lookups == 0 ? 0.0 : double(found) / double(lookups))
+        .Key("in_time_ratio").Number(lookups == 0 ? 0.0 : double(in_time) / double(lookups))
+        .Key("fetched_bytes").Number(n(c.fetched_bytes))
+        .Key("stores").Number(n(c.stores))
+        .Key("stored_bytes").Number(n(c.stored_bytes))
+        .Key("stores_shed").Number(n(c.stores_shed))
+        .Key("evictions").Number(evictions)
+        .EndObject();
+  }
+  w.EndArray();
+}
+
 void WriteTenantsJson(const ServerSnapshot& s, JsonWriter& w) {
   w.BeginArray();
   for (const TenantRow& row : s.tenants) {

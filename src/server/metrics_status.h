@@ -34,6 +34,8 @@ void WriteDevicesJson(const ServerSnapshot& s, JsonWriter& w);
 void WriteNamespacesJson(const ServerSnapshot& s, JsonWriter& w);
 // "tenants": every tenant seen or configured.
 void WriteTenantsJson(const ServerSnapshot& s, JsonWriter& w);
+// "identities": every (tenant, identity) row, with the identity's fields.
+void WriteIdentitiesJson(const ServerSnapshot& s, JsonWriter& w);
 
 }  // namespace memkv::server
 

@@ -33,6 +33,23 @@ void ReadCell(const S& s, Samples& out) {
   out.Counter({}, ((*s.metrics).*Cell).Value());
 }
 
+// The reader of a per-(tenant, identity) counter.
+template <std::atomic<uint64_t> IdentityCounters::*Count>
+void ReadIdentities(const ServerSnapshot& s, Samples& out) {
+  for (const Identities::Row& row : s.identities) {
+    out.Counter({{"tenant", row.tenant}, {"identity", row.identity}},
+                (row.counters->*Count).load(std::memory_order_relaxed));
+  }
+}
+
+template <metrics::Histogram IdentityCounters::*Latency>
+void ReadIdentityLatency(const ServerSnapshot& s, Samples& out) {
+  for (const Identities::Row& row : s.identities) {
+    out.Histogram({{"tenant", row.tenant}, {"identity", row.identity}}, (row.counters->*Latency).Snapshot(),
+                  metrics::kNanosPerSecond);
+  }
+}
+
 // The reader of a per-namespace counter row: one sample per reported
 // namespace, then "other".
 template <uint64_t NamespaceCounts::*Count>
@@ -190,6 +207,14 @@ constexpr ServerFact kFacts[] = {
      "Unauthenticated connections closed, oldest first, to admit a newer one while "
      "network.max_unauthenticated_connections was reached.",
      ReadCell<&ServerMetrics::connections_shed>),
+    Metric("memkv_store_turns_yielded_total", kCounter, "",
+     "Turns of a connection receiving a put's value cut at 256 KiB so that connections waiting on a load "
+     "go first (network.loads_first).",
+     ReadCell<&ServerMetrics::store_turns_yielded>),
+    Metric("memkv_loads_served_first_total", kCounter, "",
+     "Turns of connections waiting on a load served ahead of ready connections receiving a put's value "
+     "(network.loads_first).",
+     ReadCell<&ServerMetrics::loads_served_first>),
     Metric("memkv_admin_auth_failures_total", kCounter, "reason",
      "State-changing admin requests refused for failed authentication, by reason.",
      [](const S& s, Samples& out) {
@@ -461,6 +486,67 @@ constexpr ServerFact kFacts[] = {
     Metric("memkv_tenant_connections_total", kCounter, "tenant", "Connections authenticated with a tenant's keys.",
      ReadTenantRequests<&TenantCountsRow::connections>),
     Field("tenants", WriteTenantsJson),
+
+    // Cache identities (identities.*; docs/client-library.md, "Cache identity"),
+    // per tenant ("" for the administrator's connections).
+    Metric("memkv_identity_info", kGauge,
+     "identity,model,revision,kv_dtype,layout,block_tokens,tp_rank,tp_size,engine,engine_version",
+     "A cache identity the server has filed under its tag (always 1): its fields.",
+     [](const S& s, Samples& out) {
+       for (const auto& [tag, id] : s.identity_info) {
+         out.Gauge({{"identity", tag}, {"model", id.model}, {"revision", id.revision}, {"kv_dtype", id.kv_dtype},
+                    {"layout", id.layout}, {"block_tokens", std::to_string(id.block_tokens)},
+                    {"tp_rank", std::to_string(id.tp_rank)}, {"tp_size", std::to_string(id.tp_size)},
+                    {"engine", id.engine}, {"engine_version", id.engine_version}},
+                   1.0);
+       }
+     }),
+    Metric("memkv_identity_lookups_total", kCounter, "tenant,identity",
+     "Blocks looked up (each key of a get, an exists or a prefix match), by tenant and cache identity.",
+     ReadIdentities<&IdentityCounters::lookups>),
+    Metric("memkv_identity_found_total", kCounter, "tenant,identity",
+     "Blocks looked up and found, by tenant and cache identity.", ReadIdentities<&IdentityCounters::found>),
+    Metric("memkv_identity_fetched_total", kCounter, "tenant,identity",
+     "Blocks whose bytes were served (gets that found their value), by tenant and cache identity.",
+     ReadIdentities<&IdentityCounters::fetched>),
+    Metric("memkv_identity_fetched_bytes_total", kCounter, "tenant,identity",
+     "Value bytes served, by tenant and cache identity.", ReadIdentities<&IdentityCounters::fetched_bytes>),
+    Metric("memkv_identity_fetched_in_time_total", kCounter, "tenant,identity",
+     "Fetched blocks the engine used, as its clients report (it did not recompute them).",
+     ReadIdentities<&IdentityCounters::fetched_in_time>),
+    Metric("memkv_identity_fetched_late_total", kCounter, "tenant,identity",
+     "Fetched blocks that came too late for the engine to use, as its clients report.",
+     ReadIdentities<&IdentityCounters::fetched_late>),
+    Metric("memkv_identity_stores_total", kCounter, "tenant,identity", "Values stored, by tenant and cache identity.",
+     ReadIdentities<&IdentityCounters::stores>),
+    Metric("memkv_identity_stored_bytes_total", kCounter, "tenant,identity",
+     "Value bytes stored, by tenant and cache identity.", ReadIdentities<&IdentityCounters::stored_bytes>),
+    Metric("memkv_identity_stores_shed_total", kCounter, "tenant,identity",
+     "Stores the clients dropped, not stored: shed by the client while the tier was slow, or answered Busy by a "
+     "server; as the clients report.",
+     ReadIdentities<&IdentityCounters::stores_shed>),
+    Metric("memkv_identity_evictions_total", kCounter, "tenant,identity,tier,reason",
+     "Values that left the store other than by a delete or a replacement: evicted to make room, expired, or "
+     "dropped for a failed checksum; by tier (dram: the drives may still hold it), tenant and cache identity.",
+     [](const S& s, Samples& out) {
+       for (const Identities::Row& row : s.identities) {
+         for (size_t tier = 0; tier < 2; ++tier) {
+           if (tier == 1 && !s.drives) continue;
+           for (size_t r = 0; r < kIdentityEvictionReasons; ++r) {
+             out.Counter({{"tenant", row.tenant}, {"identity", row.identity}, {"tier", tier == 0 ? "dram" : "drive"},
+                          {"reason", IdentityEvictionName(static_cast<IdentityEviction>(r))}},
+                         row.counters->evictions[tier][r].load(std::memory_order_relaxed));
+           }
+         }
+       }
+     }),
+    Metric("memkv_identity_load_seconds", kHistogram, "tenant,identity",
+     "Latency of loads (get, batch get, RDMA get), by tenant and cache identity.",
+     ReadIdentityLatency<&IdentityCounters::load>),
+    Metric("memkv_identity_store_seconds", kHistogram, "tenant,identity",
+     "Latency of stores (put, batch put, RDMA commit), by tenant and cache identity.",
+     ReadIdentityLatency<&IdentityCounters::store>),
+    Field("identities", WriteIdentitiesJson),
     // Block events (events.publish set only: no samples otherwise).
     Metric("memkv_events_published_total", kCounter, "", "Block events sent to subscribers.",
      [](const S& s, Samples& out) {

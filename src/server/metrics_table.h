@@ -18,6 +18,7 @@
 #define MEMKV_SERVER_METRICS_TABLE_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -30,6 +31,7 @@
 #include "metrics/table.h"
 #include "server/admin.h"
 #include "server/fleet.h"
+#include "server/identities.h"
 #include "server/metrics.h"
 #include "server/namespace_stats.h"
 #include "server/tenant_stats.h"
@@ -74,6 +76,8 @@ struct ServerSnapshot {
   double ops_per_second = 0;
   std::vector<NamespaceRow> namespaces;     // the reported namespaces, then "other"
   std::vector<TenantRow> tenants;           // every tenant seen or configured; empty without tenants
+  std::vector<Identities::Row> identities;  // every (tenant, identity) row; counters live
+  std::map<std::string, CacheIdentity> identity_info;  // every identity filed, by tag
   const FleetState* fleet = nullptr;        // live; null: no identity (status leaves the fleet fields out)
 };
 

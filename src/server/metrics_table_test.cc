@@ -37,6 +37,24 @@ TEST(ServerMetricTableTest, EveryRowWritesWhatItDeclares) {
   FleetState fleet(FleetIdentity{.id = "cache-7", .capacity_bytes = 1 << 30, .weight = 0, .source = "fleet.id"}, 0);
   fleet.SetDraining(true);
   s.fleet = &fleet;
+  Identities identities({}, map);
+  CacheIdentity id;
+  id.model = "llama";
+  id.kv_dtype = "bfloat16";
+  const std::string tag = id.Tag();
+  Result<IdentityCounters*> row = identities.Admit("team-a", id, tag);
+  ASSERT_TRUE(row.ok()) << row.status().ToString();
+  (*row)->CountLookups(4, 3, 2, 100);
+  (*row)->load.Observe(1000);
+  storage::StoreEvent evicted;
+  evicted.kind = storage::StoreEventKind::kRemoved;
+  evicted.reason = storage::RemovalReason::kEvicted;
+  evicted.medium = storage::StoreMedium::kDrive;
+  evicted.key = "a/@" + tag + "/block";
+  identities.CountRemoval(evicted);
+  identities.Unidentified("")->CountStored(1, 10);
+  s.identities = identities.Snapshot();
+  s.identity_info = identities.Known();
   for (bool drives : {false, true}) {
     if (drives) {
       s.drives.emplace();
@@ -54,6 +72,17 @@ TEST(ServerMetricTableTest, EveryRowWritesWhatItDeclares) {
     EXPECT_NE(text.find("memkv_tenant_bytes{tenant=\"team-a\",tier=\"dram\"} 4096\n"), std::string::npos) << text;
     EXPECT_NE(text.find("memkv_tenant_misses_total{tenant=\"gone\"} 2\n"), std::string::npos) << text;
     EXPECT_EQ(text.find("memkv_tenant_bytes{tenant=\"gone\""), std::string::npos) << text;
+    const std::string labels = "{tenant=\"team-a\",identity=\"" + tag + "\"}";
+    EXPECT_NE(text.find("memkv_identity_found_total" + labels + " 3\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("memkv_identity_fetched_total" + labels + " 2\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("memkv_identity_load_seconds_count" + labels + " 1\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("memkv_identity_stores_total{tenant=\"\",identity=\"none\"} 1\n"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("memkv_identity_info{identity=\"" + tag + "\",model=\"llama\""), std::string::npos) << text;
+    EXPECT_EQ(text.find("memkv_identity_evictions_total{tenant=\"team-a\",identity=\"" + tag +
+                        "\",tier=\"drive\",reason=\"evicted\"} 1\n") != std::string::npos,
+              drives)
+        << text;
   }
 }
 

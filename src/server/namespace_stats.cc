@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/identity_selector.h"
+
 namespace memkv::server {
 
 void NamespaceCounts::Add(const NamespaceCounts& other) {
@@ -18,6 +20,11 @@ NamespaceStats::NamespaceStats(NamespaceStatsOptions options) : options_(std::mo
 
 std::string_view NamespaceStats::NamespaceOf(std::string_view key) const {
   if (options_.separator.empty()) return {};
+  // A cache identity's segment ("@<tag>/") is not a namespace: the adapter's is behind it.
+  if (key.size() > CacheIdentity::kTagChars + 2 && key[0] == '@' && key[CacheIdentity::kTagChars + 1] == '/' &&
+      IsIdentityTag(key.substr(1, CacheIdentity::kTagChars))) {
+    key.remove_prefix(CacheIdentity::kTagChars + 2);
+  }
   const size_t end = key.find(options_.separator);
   return end == std::string_view::npos ? std::string_view() : key.substr(0, end);
 }

@@ -46,6 +46,7 @@ enum class Shape : uint8_t {
   kRdmaPutWith,   // RdmaPutWith: the same and put options
   kList,          // List: a prefix and a cursor, each a key's beginning
   kToken,         // RdmaCommit / RdmaRelease: a grant's token
+  kMeta,          // the meta is the handler's alone, no key (Identify, Report)
 };
 
 // The right an opcode needs of the connection's credential.
@@ -83,14 +84,18 @@ const OpRule* FindRule(uint8_t opcode);
 std::span<const OpRule> AllRules();
 
 // A connection's view of the key space: the administrator's (every key as
-// stored) or a tenant's (its keys under its prefix). The one place a key is
-// scoped: stored forms are kept in the request's scratch until the next one.
+// stored) or a tenant's (its keys under its prefix), and within either, a
+// cache identity's (its keys under "@<tag>/", docs/client-library.md). The
+// one place a key is scoped: stored forms are kept in the request's scratch
+// until the next one.
 class KeyScope {
  public:
-  explicit KeyScope(const TenantIdentity* tenant = nullptr) : tenant_(tenant) {}
+  // `identity`: the connection's "@<tag>/" segment; empty: none.
+  explicit KeyScope(const TenantIdentity* tenant = nullptr, std::string_view identity = {})
+      : tenant_(tenant), identity_(identity) {}
 
   const TenantIdentity* owner() const { return tenant_; }
-  // proto::kMaxKeyBytes less the tenant's prefix.
+  // proto::kMaxKeyBytes less the tenant's prefix and the identity's segment.
   uint64_t max_key_bytes() const;
   // Ok, or why `key` cannot be named with this credential.
   Status Check(std::string_view key) const;
@@ -100,14 +105,18 @@ class KeyScope {
   Status ScopeBeginning(std::string_view* beginning, std::deque<std::string>* scratch) const;
   // A put's parent_key is a key too: in its stored form.
   Status ScopeOptions(PutOptions* options) const;
-  // The key as the client names it (the prefix taken off).
+  // The key as the client names it (the prefix and segment taken off).
   std::string_view ClientKey(std::string_view stored) const;
   // The shortest stored key the connection may see: a tenant never sees its
   // bare prefix (an administrator's key of that name), which it cannot name.
   size_t min_stored_key_bytes() const;
 
  private:
+  size_t prefix_bytes() const { return (tenant_ == nullptr ? 0 : tenant_->prefix.size()) + identity_.size(); }
+  std::string_view Stored(std::string_view key, std::deque<std::string>* scratch) const;
+
   const TenantIdentity* tenant_;
+  std::string_view identity_;
 };
 
 // One put of a request: a value the client sends inline or by RDMA.
@@ -134,6 +143,7 @@ struct Request {
   std::vector<PutItem> puts;              // kPut (one), kPutItems(With), kRdmaPut(With) (one)
   proto::ListRequest list;                // kList: prefix and cursor scoped
   uint64_t token = 0;                     // kToken
+  std::span<const uint8_t> meta;          // kMeta
   std::deque<std::string> scratch;        // stored forms of the keys above
 
   void Clear();

@@ -15,7 +15,7 @@ using proto::Opcode;
 // Sorted by opcode. Connect is not here: it is the handshake, read before
 // any rule applies (Session::HandleConnect), and refused once authenticated.
 std::span<const OpRule> AllRules() {
-  static constexpr std::array<OpRule, 18> kRules = {{
+  static constexpr std::array<OpRule, 20> kRules = {{
       {Opcode::kPing, "ping", Shape::kNothing, Access::kRead, false, false, &Session::HandlePing},
       {Opcode::kPut, "put", Shape::kPut, Access::kWrite, false, false, &Session::HandlePut},
       {Opcode::kGet, "get", Shape::kKey, Access::kRead, false, false, &Session::HandleGet},
@@ -32,6 +32,8 @@ std::span<const OpRule> AllRules() {
       {Opcode::kBatchPutWith, "batch put", Shape::kPutItemsWith, Access::kWrite, false, false,
        &Session::HandleBatchPut},
       {Opcode::kServerInfo, "server info", Shape::kNothing, Access::kRead, false, true, &Session::HandleServerInfo},
+      {Opcode::kIdentify, "identify", Shape::kMeta, Access::kRead, false, false, &Session::HandleIdentify},
+      {Opcode::kReport, "report", Shape::kMeta, Access::kRead, false, false, &Session::HandleReport},
       {Opcode::kRdmaPut, "RdmaPut", Shape::kRdmaPut, Access::kWrite, true, false, &Session::HandleRdmaPut},
       {Opcode::kRdmaCommit, "RdmaCommit", Shape::kToken, Access::kRead, true, false, &Session::HandleRdmaCommit},
       {Opcode::kRdmaGet, "RdmaGet", Shape::kKey, Access::kRead, true, false, &Session::HandleRdmaGet},
@@ -57,65 +59,71 @@ void Request::Clear() {
   puts.clear();
   list = proto::ListRequest();
   token = 0;
+  meta = {};
   scratch.clear();
 }
 
-uint64_t KeyScope::max_key_bytes() const {
-  return tenant_ == nullptr ? proto::kMaxKeyBytes : proto::kMaxKeyBytes - tenant_->prefix.size();
-}
+uint64_t KeyScope::max_key_bytes() const { return proto::kMaxKeyBytes - prefix_bytes(); }
 
-size_t KeyScope::min_stored_key_bytes() const { return tenant_ == nullptr ? 0 : tenant_->prefix.size() + 1; }
+size_t KeyScope::min_stored_key_bytes() const { return prefix_bytes() == 0 ? 0 : prefix_bytes() + 1; }
 
 Status KeyScope::Check(std::string_view key) const {
   MEMKV_RETURN_IF_ERROR(proto::CheckKey(key));
-  if (tenant_ != nullptr && key.size() > max_key_bytes()) {
-    return TooLarge("key of " + std::to_string(key.size()) + " bytes exceeds this credential's limit of " +
-                    std::to_string(max_key_bytes()) + " bytes (" + std::to_string(proto::kMaxKeyBytes) +
-                    " less its tenant's prefix of " + std::to_string(tenant_->prefix.size()) + " bytes)");
+  if (prefix_bytes() > 0 && key.size() > max_key_bytes()) {
+    std::string less;
+    if (tenant_ != nullptr) less += " less its tenant's prefix of " + std::to_string(tenant_->prefix.size()) + " bytes";
+    if (!identity_.empty()) {
+      less += std::string(tenant_ != nullptr ? " and" : " less") + " its cache identity's " +
+              std::to_string(identity_.size()) + " bytes";
+    }
+    return TooLarge("key of " + std::to_string(key.size()) + " bytes exceeds this connection's limit of " +
+                    std::to_string(max_key_bytes()) + " bytes (" + std::to_string(proto::kMaxKeyBytes) + less + ")");
   }
   return Status::Ok();
 }
 
-namespace {
-
-std::string_view Prefixed(const std::string& prefix, std::string_view key, std::deque<std::string>* scratch) {
+std::string_view KeyScope::Stored(std::string_view key, std::deque<std::string>* scratch) const {
   std::string& stored = scratch->emplace_back();
-  stored.reserve(prefix.size() + key.size());
-  stored.append(prefix).append(key);
+  stored.reserve(prefix_bytes() + key.size());
+  if (tenant_ != nullptr) stored.append(tenant_->prefix);
+  stored.append(identity_).append(key);
   return stored;
 }
 
-}  // namespace
-
 Status KeyScope::Scope(std::string_view* key, std::deque<std::string>* scratch) const {
   MEMKV_RETURN_IF_ERROR(Check(*key));
-  if (tenant_ != nullptr) *key = Prefixed(tenant_->prefix, *key, scratch);
+  if (prefix_bytes() > 0) *key = Stored(*key, scratch);
   return Status::Ok();
 }
 
 Status KeyScope::ScopeBeginning(std::string_view* beginning, std::deque<std::string>* scratch) const {
-  if (tenant_ == nullptr) return Status::Ok();
+  if (prefix_bytes() == 0) return Status::Ok();
   if (beginning->size() > max_key_bytes()) {
     return TooLarge("list prefix or cursor of " + std::to_string(beginning->size()) +
-                    " bytes exceeds this credential's key limit of " + std::to_string(max_key_bytes()) + " bytes");
+                    " bytes exceeds this connection's key limit of " + std::to_string(max_key_bytes()) + " bytes");
   }
-  *beginning = Prefixed(tenant_->prefix, *beginning, scratch);
+  *beginning = Stored(*beginning, scratch);
   return Status::Ok();
 }
 
 Status KeyScope::ScopeOptions(PutOptions* options) const {
-  if (tenant_ == nullptr || options->parent_key.empty()) return Status::Ok();
+  if (prefix_bytes() == 0 || options->parent_key.empty()) return Status::Ok();
   if (options->parent_key.size() > max_key_bytes()) {
     return TooLarge("parent_key of " + std::to_string(options->parent_key.size()) +
-                    " bytes exceeds this credential's key limit of " + std::to_string(max_key_bytes()) + " bytes");
+                    " bytes exceeds this connection's key limit of " + std::to_string(max_key_bytes()) + " bytes");
   }
-  options->parent_key.insert(0, tenant_->prefix);
+  options->parent_key.insert(0, identity_);
+  if (tenant_ != nullptr) options->parent_key.insert(0, tenant_->prefix);
   return Status::Ok();
 }
 
 std::string_view KeyScope::ClientKey(std::string_view stored) const {
-  if (tenant_ == nullptr || !stored.starts_with(tenant_->prefix)) return stored;
-  return stored.substr(tenant_->prefix.size());
+  if (tenant_ != nullptr) {
+    if (!stored.starts_with(tenant_->prefix)) return stored;
+    stored.remove_prefix(tenant_->prefix.size());
+  }
+  if (!identity_.empty() && stored.starts_with(identity_)) stored.remove_prefix(identity_.size());
+  return stored;
 }
 
 namespace {
@@ -193,6 +201,9 @@ Status DecodeRequest(const OpRule& rule, std::span<const uint8_t> meta, const pr
       return scope.ScopeBeginning(&request->list.after, &request->scratch);
     }
     case Shape::kToken: return proto::DecodeToken(meta, &request->token);
+    case Shape::kMeta:
+      request->meta = meta;
+      return Status::Ok();
   }
   return Internal("opcode " + proto::OpcodeName(static_cast<uint8_t>(rule.opcode)) + " has no shape");
 }

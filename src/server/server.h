@@ -28,6 +28,7 @@
 #include "server/credentials.h"
 #include "server/fleet.h"
 #include "server/metrics.h"
+#include "server/identities.h"
 #include "server/namespace_stats.h"
 #include "server/rdma_endpoint.h"
 #include "tier/tiered_store.h"
@@ -52,6 +53,10 @@ struct ServerOptions {
   // whole within this of its first byte; one stuck mid-frame (holding the
   // pool space reserved for a put's value) is closed and the space released.
   uint32_t frame_timeout_ms = 30000;
+  // network.loads_first: connections waiting on a load are served ahead of
+  // those receiving a put's value, which take at most kStoreTurnBytes of it
+  // per turn (server.cc, Worker::Loop).
+  bool loads_first = true;
   // memory.max_value_size: the largest value stored, announced at Connect;
   // at most proto::kMaxValueBytesCeiling.
   uint64_t max_value_bytes = 16ULL << 30;
@@ -62,6 +67,9 @@ struct ServerOptions {
   // Per-namespace counts (metrics.namespace_*); null: not counted. Must
   // outlive the server.
   NamespaceStats* namespaces = nullptr;
+  // The cache identities served and their counts; null: every identity
+  // accepted, nothing counted. Must outlive the server.
+  Identities* identities = nullptr;
   // The keys that may sign a Connect (administrator and tenants), replaced
   // whole on a reload; must outlive the server. Null: the server holds just
   // auth_key, the administrator's.

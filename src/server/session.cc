@@ -124,6 +124,7 @@ bool Session::OnReadable() {
   // and the next one would only be an EAGAIN: the event loop reports what
   // arrives later (level-triggered), so stop there rather than ask.
   socket_drained_ = false;
+  turn_payload_bytes_ = 0;
   for (int i = 0; i < kMaxFramesPerEvent; ++i) {
     // At the in-flight limit, answers that leave now make room for the
     // requests behind them (buffered or still in the socket).
@@ -131,7 +132,7 @@ bool Session::OnReadable() {
     if (!WantsRead()) break;
     if (state_ == ReadState::kPayload) {
       if (!ReceivePayload()) return false;
-      if (state_ == ReadState::kPayload) break;  // socket drained
+      if (state_ == ReadState::kPayload) break;  // socket drained, or the turn's payload budget spent
       continue;
     }
     ParseFrames();
@@ -346,13 +347,25 @@ void Session::AddDiscard(uint64_t bytes) {
   }
 }
 
+uint64_t Session::TurnRoom() const {
+  if (ctx_.store_turn_bytes == 0) return UINT64_MAX;
+  return turn_payload_bytes_ >= ctx_.store_turn_bytes ? 0 : ctx_.store_turn_bytes - turn_payload_bytes_;
+}
+
 // Moves payload bytes (buffered first, then straight from the socket) into
-// their destinations. False on EOF or error.
+// their destinations, at most TurnRoom() of them: with loads first, the
+// worker gets back to connections waiting on a load. False on EOF or error.
 bool Session::ReceivePayload() {
   size_t buffered = in_.size();
   while (buffered > 0 && payload_first_ < payload_iov_.size()) {
+    const uint64_t room = TurnRoom();
+    if (room == 0) {
+      ctx_.metrics->store_turns_yielded.Add(1);
+      return true;  // the rest is buffered: the worker runs this connection again (HasBufferedRequests)
+    }
     iovec& v = payload_iov_[payload_first_];
-    size_t take = std::min(buffered, v.iov_len);
+    size_t take = static_cast<size_t>(std::min<uint64_t>(std::min(buffered, v.iov_len), room));
+    turn_payload_bytes_ += take;
     std::memcpy(v.iov_base, in_.data(), take);
     in_.Consume(take);
     buffered -= take;
@@ -362,10 +375,31 @@ bool Session::ReceivePayload() {
   }
   while (payload_first_ < payload_iov_.size()) {
     if (socket_drained_) return true;
+    const uint64_t room = TurnRoom();
+    if (room == 0) {
+      ctx_.metrics->store_turns_yielded.Add(1);
+      return true;  // the socket stays readable: the next epoll_wait reports it again
+    }
     int count = static_cast<int>(std::min<size_t>(payload_iov_.size() - payload_first_, IOV_MAX));
-    ssize_t n = ::readv(fd_.get(), payload_iov_.data() + payload_first_, count);
+    const iovec* iov = payload_iov_.data() + payload_first_;
+    uint64_t asked = payload_left_;
+    std::array<iovec, 64> clamped;  // the first iovecs, cut at the turn's room
+    if (room < payload_left_) {
+      uint64_t left = room;
+      int used = 0;
+      for (; used < count && used < static_cast<int>(clamped.size()) && left > 0; ++used) {
+        clamped[static_cast<size_t>(used)] = iov[used];
+        clamped[static_cast<size_t>(used)].iov_len = static_cast<size_t>(std::min<uint64_t>(iov[used].iov_len, left));
+        left -= clamped[static_cast<size_t>(used)].iov_len;
+      }
+      iov = clamped.data();
+      count = used;
+      asked = room - left;
+    }
+    ssize_t n = ::readv(fd_.get(), iov, count);
     if (n > 0) {
-      socket_drained_ = static_cast<uint64_t>(n) < payload_left_;
+      socket_drained_ = static_cast<uint64_t>(n) < asked;
+      turn_payload_bytes_ += static_cast<uint64_t>(n);
       ctx_.metrics->bytes_received.Add(static_cast<uint64_t>(n));
       payload_left_ -= static_cast<uint64_t>(n);
       payload_first_ = io::AdvanceIov(payload_iov_, payload_first_, static_cast<size_t>(n));
@@ -494,7 +528,9 @@ void Session::Respond(StatusCode status, std::string meta, std::vector<iovec> pa
   op.requests.Add();
   if (status != StatusCode::kOk && status != StatusCode::kNotFound) op.errors.Add();
   if (payload_len > 0) op.value_bytes.Add(payload_len);  // gets; puts count in RespondPuts
-  op.latency.Observe(static_cast<uint64_t>(MonotonicNanos() - request_start_));
+  const uint64_t latency = static_cast<uint64_t>(MonotonicNanos() - request_start_);
+  op.latency.Observe(latency);
+  ObserveIdentityLatency(latency);
   OutFrame frame;
   frame.head = ResponseHead(cur_, status, meta, payload_len, checksum);
   // Before the handshake there is no session key: errors go out with a zero tag.

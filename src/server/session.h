@@ -70,6 +70,7 @@
 #include "server/connection_limits.h"
 #include "server/credentials.h"
 #include "server/fleet.h"
+#include "server/identities.h"
 #include "server/metrics.h"
 #include "server/namespace_stats.h"
 #include "server/rdma_endpoint.h"
@@ -100,8 +101,15 @@ struct SessionContext {
   // re-checked when a reload replaces it (RecheckCredential).
   const CredentialStore* credentials = nullptr;
   TenantStats* tenant_stats = nullptr;  // the tenants' counters (also reached through each TenantIdentity)
+  // The cache identities served and their counts (identities.*); null: every
+  // identity accepted, nothing counted.
+  Identities* identities = nullptr;
   // Identity, draining and the put queue's bound; null: puts always admitted.
   FleetState* fleet = nullptr;
+  // Loads before stores (network.loads_first): a turn (one OnReadable)
+  // takes at most this many bytes of put payloads, so that the worker comes
+  // back to connections waiting on a load; 0: no bound.
+  uint64_t store_turn_bytes = 0;
 };
 
 // Ok, or TooLarge naming `limit` (the server's memory.max_value_size).
@@ -137,6 +145,10 @@ class Session {
   bool OnStorageDone(tier::CompletionInbox::Closure& done);
 
   bool WantsRead() const;
+  // Store-class: receiving a put's value (its payload). The worker serves
+  // the other, load-class, connections first when network.loads_first is on
+  // (docs/operations.md, "Loads before stores").
+  bool StoreClass() const { return state_ == ReadState::kPayload; }
   // Buffered bytes can be parsed now (room freed up below the in-flight
   // limit, or the per-event budget ran out): the worker calls OnReadable
   // again without waiting for the socket.
@@ -219,6 +231,9 @@ class Session {
   bool OnHeader();
   void OnMeta();
   bool ReceivePayload();
+  // Payload bytes this turn may still take: ctx.store_turn_bytes less what
+  // it took (UINT64_MAX without a bound).
+  uint64_t TurnRoom() const;
   void HashArrived(uint64_t n);
   void StartPayload(PayloadSink sink);
   void AddDiscard(uint64_t bytes);
@@ -263,6 +278,8 @@ class Session {
   void HandleList(Request& request);
   void HandleStat(Request& request);
   void HandleServerInfo(Request& request);
+  void HandleIdentify(Request& request);
+  void HandleReport(Request& request);
   void HandleRdmaPut(Request& request);  // RdmaPut and RdmaPutWith
   void GrantSlot(PutItem& item);
   void HandleRdmaCommit(Request& request);
@@ -271,7 +288,8 @@ class Session {
   void HandleRdmaRelease(Request& request);
 
   // session_tenant.cc: the tenant's counters, when a tenant's connection.
-  void CountTenantLookups(uint64_t lookups, uint64_t hits, uint64_t bytes);
+  // The owner's counts: its tenant's (tenants only) and its identity row's.
+  void CountTenantLookups(uint64_t lookups, uint64_t hits, uint64_t bytes, uint64_t fetched);
   void CountTenantStored(uint64_t puts, uint64_t bytes);
 
   // session_storage.cc: requests whose storage operation may wait on a
@@ -284,7 +302,8 @@ class Session {
   void SupersedeRepeats(std::vector<PayloadSink::Item>& items);
   // Per-namespace counts (NamespaceStats), when the server keeps them: a
   // lookup of `key` (found or not, `bytes` served), a value stored.
-  void CountLookup(std::string_view key, bool hit, uint64_t bytes = 0);
+  // `fetch`: a get (the value's bytes are served), not an existence check.
+  void CountLookup(std::string_view key, bool hit, uint64_t bytes = 0, bool fetch = false);
   void CountStored(std::string_view key, uint64_t bytes);
   void CommitPut(PayloadSink::Item& item);
   void CommitBatch(std::vector<PayloadSink::Item> items, bool with_messages);
@@ -324,6 +343,14 @@ class Session {
   // on reload) and, for a tenant's key, the tenant (null: administrator).
   Key32 key_{};
   std::shared_ptr<const TenantIdentity> tenant_;
+  // The cache identity the connection sent (Identify): its "@<tag>/" segment
+  // in every stored key it names (KeyScope), and its counters (null until
+  // counted; an unidentified connection's are its tenant's "none" row).
+  std::string identity_segment_;
+  IdentityCounters* identity_row_ = nullptr;
+  IdentityCounters* IdentityRow();
+  // A load's or a store's latency into its identity row's histogram.
+  void ObserveIdentityLatency(uint64_t nanos);
   bool revoked_ = false;            // its key was removed by a reload
   Request req_;                     // the current request, as the pipeline decoded and scoped it
   bool closing_ = false;
@@ -335,6 +362,7 @@ class Session {
   InputBuffer in_;
   Nanos last_read_ = 0;            // when bytes last arrived
   bool socket_drained_ = false;    // the last read came back short: nothing more to read until the next event
+  uint64_t turn_payload_bytes_ = 0;  // payload bytes taken in this turn (ctx.store_turn_bytes)
 
   ReadState state_ = ReadState::kHeader;
   Nanos request_start_ = 0;        // when the current request's header arrived

@@ -184,7 +184,7 @@ void Session::HandleRdmaGet(Request& request) {
   // The grant's segments are addresses in the registered pool: a value on a
   // drive is staged in DRAM first (ReadNeed::kDramPin).
   Await(ctx_.store->Get(key, tier::ReadNeed::kDramPin, reply_, [this, key](Result<tier::StoredValue> value) {
-    CountLookup(key, value.ok(), value.ok() ? value->size() : 0);
+    CountLookup(key, value.ok(), value.ok() ? value->size() : 0, /*fetch=*/true);
     if (value.ok()) {
       GrantPin(value->TakePin());
     } else if (value.status().code() == StatusCode::kNotFound) {
@@ -283,7 +283,13 @@ Status Session::Admit(const OpRule& rule) {
     return FailedPrecondition(proto::OpcodeName(cur_.opcode) +
                               " needs RDMA, which this connection did not set up at Connect");
   }
-  MEMKV_RETURN_IF_ERROR(DecodeRequest(rule, meta_, cur_, KeyScope(tenant_.get()), &req_));
+  if (ctx_.identities != nullptr && ctx_.identities->require() && tenant_ != nullptr && identity_segment_.empty() &&
+      rule.shape != Shape::kNothing && rule.shape != Shape::kMeta && rule.shape != Shape::kToken) {
+    return FailedPrecondition(std::string(rule.verb) +
+                              " refused: this server's identities.require asks each tenant connection for its cache "
+                              "identity first (the client's identity_* options)");
+  }
+  MEMKV_RETURN_IF_ERROR(DecodeRequest(rule, meta_, cur_, KeyScope(tenant_.get(), identity_segment_), &req_));
   if (rule.access == Access::kWrite && tenant_ != nullptr && tenant_->read_only) {
     tenant_->counters->read_only_refusals.fetch_add(1, std::memory_order_relaxed);
     return PermissionDenied(std::string(rule.verb) +
@@ -379,7 +385,7 @@ void Session::HandleBatchExists(Request& request) {
     const bool found = ctx_.store->Exists(key);
     statuses.push_back(found ? StatusCode::kOk : StatusCode::kNotFound);
     counts.push_back({key, {1, found ? 1u : 0u}});
-    CountTenantLookups(1, found ? 1 : 0, 0);
+    CountTenantLookups(1, found ? 1 : 0, 0, 0);
   }
   if (ctx_.namespaces != nullptr) ctx_.namespaces->CountMany(counts);
   Respond(StatusCode::kOk, proto::EncodeStatusList(statuses));
@@ -388,7 +394,7 @@ void Session::HandleBatchExists(Request& request) {
 void Session::HandleMatchPrefix(Request& request) {
   const std::vector<std::string_view>& keys = request.keys;
   const size_t matched = ctx_.store->MatchPrefix(keys);
-  CountTenantLookups(keys.size(), matched, 0);
+  CountTenantLookups(keys.size(), matched, 0, 0);
   // Matched over requested blocks: the leading `matched` keys are hits.
   if (ctx_.namespaces != nullptr) {
     std::vector<KeyCounts> counts;
@@ -400,7 +406,7 @@ void Session::HandleMatchPrefix(Request& request) {
 }
 
 void Session::HandleList(Request& request) {
-  const KeyScope scope(request.owner);
+  const KeyScope scope(request.owner, identity_segment_);
   KeyPage page(request.list.prefix, request.list.after, request.list.limit, scope.min_stored_key_bytes());
   ctx_.store->OfferKeys(&page);
   const std::vector<std::string> keys = page.Take();

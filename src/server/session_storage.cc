@@ -27,7 +27,7 @@ void Session::FinishPayload() {
     if (!item.status.ok()) continue;
     if (item.received_checksum != item.checksum) {
       ctx_.metrics->payload_checksum_failures.Add(1);
-      Fail(Corruption("payload of key '" + std::string(KeyScope(tenant_.get()).ClientKey(item.key).substr(0, 64)) +
+      Fail(Corruption("payload of key '" + std::string(KeyScope(tenant_.get(), identity_segment_).ClientKey(item.key).substr(0, 64)) +
                       "' does not match its checksum; nothing was stored"));
       return;
     }
@@ -40,8 +40,8 @@ void Session::FinishPayload() {
   CommitBatch(std::move(sink.items), sink.with_messages);
 }
 
-void Session::CountLookup(std::string_view key, bool hit, uint64_t bytes) {
-  CountTenantLookups(1, hit ? 1 : 0, bytes);
+void Session::CountLookup(std::string_view key, bool hit, uint64_t bytes, bool fetch) {
+  CountTenantLookups(1, hit ? 1 : 0, bytes, fetch && hit ? 1 : 0);
   if (ctx_.namespaces == nullptr) return;
   NamespaceCounts c;
   c.lookups = 1;
@@ -158,7 +158,7 @@ void Session::HandleGet(Request& request) {
 }
 
 void Session::RespondGet(std::string_view key, Result<tier::StoredValue> value) {
-  CountLookup(key, value.ok(), value.ok() ? value->size() : 0);
+  CountLookup(key, value.ok(), value.ok() ? value->size() : 0, /*fetch=*/true);
   if (!value.ok()) {
     if (value.status().code() == StatusCode::kNotFound) {
       Respond(StatusCode::kNotFound, "");
@@ -187,14 +187,14 @@ void Session::HandleBatchGet(Request& request) {
 }
 
 void Session::RespondBatchGet(std::span<const std::string_view> keys, std::vector<Result<tier::StoredValue>>& values) {
-  if (tenant_ != nullptr) {
+  {
     uint64_t hits = 0, bytes = 0;
     for (const Result<tier::StoredValue>& v : values) {
       if (!v.ok()) continue;
       ++hits;
       bytes += v->size();
     }
-    CountTenantLookups(values.size(), hits, bytes);
+    CountTenantLookups(values.size(), hits, bytes, hits);
   }
   if (ctx_.namespaces != nullptr) {
     std::vector<KeyCounts> counts(values.size());

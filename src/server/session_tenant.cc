@@ -5,12 +5,21 @@
 #include <utility>
 
 #include "base/log.h"
+#include "memkv/identity.h"
 #include "proto/messages.h"
 #include "server/session.h"
 
 namespace memkv::server {
 
-void Session::CountTenantLookups(uint64_t lookups, uint64_t hits, uint64_t bytes) {
+IdentityCounters* Session::IdentityRow() {
+  if (identity_row_ == nullptr && ctx_.identities != nullptr) {
+    identity_row_ = ctx_.identities->Unidentified(tenant_ != nullptr ? std::string_view(tenant_->name) : "");
+  }
+  return identity_row_;
+}
+
+void Session::CountTenantLookups(uint64_t lookups, uint64_t hits, uint64_t bytes, uint64_t fetched) {
+  if (IdentityCounters* row = IdentityRow()) row->CountLookups(lookups, hits, fetched, bytes);
   if (tenant_ == nullptr) return;
   TenantCounters& c = *tenant_->counters;
   c.lookups.fetch_add(lookups, std::memory_order_relaxed);
@@ -19,10 +28,83 @@ void Session::CountTenantLookups(uint64_t lookups, uint64_t hits, uint64_t bytes
 }
 
 void Session::CountTenantStored(uint64_t puts, uint64_t bytes) {
+  if (IdentityRow() != nullptr) identity_row_->CountStored(puts, bytes);
   if (tenant_ == nullptr || puts == 0) return;
   TenantCounters& c = *tenant_->counters;
   c.puts.fetch_add(puts, std::memory_order_relaxed);
   c.written_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+// Identify: the connection's cache identity, checked against
+// identities.accept; from here on its keys are stored under "@<tag>/".
+void Session::HandleIdentify(Request& request) {
+  if (request.meta.size() > proto::kMaxIdentityMeta) {
+    RespondError(TooLarge("cache identity of " + std::to_string(request.meta.size()) + " bytes; allowed: at most " +
+                          std::to_string(proto::kMaxIdentityMeta)));
+    return;
+  }
+  Result<CacheIdentity> identity =
+      CacheIdentity::Parse({reinterpret_cast<const char*>(request.meta.data()), request.meta.size()});
+  // A refusal closes the connection: requests pipelined behind it must not
+  // run outside the identity's keys.
+  if (!identity.ok()) {
+    Fail(identity.status());
+    return;
+  }
+  const std::string tag = identity->Tag();
+  const std::string segment = "@" + tag + "/";
+  if (!identity_segment_.empty() && identity_segment_ != segment) {
+    Fail(FailedPrecondition("this connection already sent cache identity " +
+                                    identity_segment_.substr(1, tag.size()) +
+                                    "; allowed: one identity per connection (open another for " + tag + ")"));
+    return;
+  }
+  const std::string_view tenant = tenant_ != nullptr ? std::string_view(tenant_->name) : "";
+  if (ctx_.identities != nullptr) {
+    Result<IdentityCounters*> row = ctx_.identities->Admit(tenant, *identity, tag);
+    if (!row.ok()) {
+      LOG_WARN_EVERY_C("server", 10) << "connection " << peer_ << ": " << row.status().message();
+      Fail(row.status());
+      return;
+    }
+    identity_row_ = *row;
+  }
+  identity_segment_ = segment;
+  Respond(StatusCode::kOk, proto::EncodeIdentifyResponse({tag, std::string(tenant)}));
+}
+
+void Session::ObserveIdentityLatency(uint64_t nanos) {
+  using proto::Opcode;
+  switch (static_cast<Opcode>(cur_.opcode)) {
+    case Opcode::kGet:
+    case Opcode::kBatchGet:
+    case Opcode::kRdmaGet:
+      if (IdentityCounters* row = IdentityRow()) row->load.Observe(nanos);
+      return;
+    case Opcode::kPut:
+    case Opcode::kBatchPut:
+    case Opcode::kBatchPutWith:
+    case Opcode::kRdmaCommit:
+      if (IdentityCounters* row = IdentityRow()) row->store.Observe(nanos);
+      return;
+    default: return;
+  }
+}
+
+// Report: what the client counted that the server cannot see.
+void Session::HandleReport(Request& request) {
+  proto::ClientReport report;
+  Status s = proto::DecodeClientReport(request.meta, &report);
+  if (!s.ok()) {
+    RespondError(s);
+    return;
+  }
+  if (IdentityCounters* row = IdentityRow()) {
+    row->fetched_in_time.fetch_add(report.fetched_in_time, std::memory_order_relaxed);
+    row->fetched_late.fetch_add(report.fetched_late, std::memory_order_relaxed);
+    row->stores_shed.fetch_add(report.stores_shed, std::memory_order_relaxed);
+  }
+  Respond(StatusCode::kOk, "");
 }
 
 bool Session::RecheckCredential(const Credentials& credentials) {

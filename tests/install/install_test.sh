@@ -53,7 +53,7 @@ lib="$libdir/libmemkv.so.0"
 readelf -d "$lib" >"$scratch/dynamic"
 grep -q 'Library soname: \[libmemkv.so.0\]' "$scratch/dynamic" || fail "libmemkv's SONAME is not libmemkv.so.0"
 nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }' | c++filt >"$scratch/exports"
-if grep -Ev '^((memkv_[a-z0-9_]+|memkv::(Client|Status)::.*|memkv::(StatusCodeName|ClientLogLevelName|LibraryVersion)\(.*|typeinfo (name )?for memkv::Client)@@MEMKV_0|(memkv_options_set|memkv::(ClientOptionTable|FindClientOption|SetClientOption|SetClientOptionList|ClientOptionText|CheckClientOptions|SetClientOptionsFromEnvironment|ClientOptionsMarkdown)(\[abi:cxx11\])?\(.*)@@MEMKV_0\.1|(memkv_async_[a-z]+|memkv::(AsyncOpName|ClientStatsTable)\(.*|typeinfo (name )?for memkv::AsyncQueue)@@MEMKV_0\.2|memkv_(put_options_init|put_with|batch_put_with|match_prefix)@@MEMKV_0\.3)$' \
+if grep -Ev '^((memkv_[a-z0-9_]+|memkv::(Client|Status)::.*|memkv::(StatusCodeName|ClientLogLevelName|LibraryVersion)\(.*|typeinfo (name )?for memkv::Client)@@MEMKV_0|(memkv_options_set|memkv::(ClientOptionTable|FindClientOption|SetClientOption|SetClientOptionList|ClientOptionText|CheckClientOptions|SetClientOptionsFromEnvironment|ClientOptionsMarkdown)(\[abi:cxx11\])?\(.*)@@MEMKV_0\.1|(memkv_async_[a-z]+|memkv::(AsyncOpName|ClientStatsTable)\(.*|typeinfo (name )?for memkv::AsyncQueue)@@MEMKV_0\.2|memkv_(put_options_init|put_with|batch_put_with|match_prefix)@@MEMKV_0\.3|(memkv_(report_restores|identity_tag)|memkv::CacheIdentity::.*)@@MEMKV_0\.4)$' \
   "$scratch/exports"; then
   fail "libmemkv.so exports the symbols above, outside the public API"
 fi

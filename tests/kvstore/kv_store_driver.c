@@ -149,6 +149,15 @@ static char* WithNamespace(const char* ns) {
   return out;
 }
 
+/* The URI with `query` ("?model=...") appended. */
+static char* WithQuery(const char* query) {
+  char* out = malloc(strlen(uri) + strlen(query) + 1);
+  CHECK(out != NULL);
+  strcpy(out, uri);
+  strcat(out, query);
+  return out;
+}
+
 /* ---- Scenarios ----------------------------------------------------------- */
 
 /* Save on one handle, restore on fresh ones; manifests replaced, empty and
@@ -346,6 +355,7 @@ static void BadUris(void) {
   static const char* const kBad[] = {
       "http://127.0.0.1:9900/ns", "memkv://127.0.0.1:9900", "memkv://127.0.0.1/ns",
       "memkv://127.0.0.1:9900?x=1/ns", "memkv://127.0.0.1:70000/ns", "memkv://,/ns",
+      "memkv://127.0.0.1:9900/ns?model=m&modle=x", "memkv://127.0.0.1:9900/ns?kv_dtype=f16",
   };
   for (size_t i = 0; i < sizeof(kBad) / sizeof(kBad[0]); ++i) CHECK(vt->open(kBad[i]) == NULL);
   CHECK(vt->open(NULL) == NULL);
@@ -364,6 +374,71 @@ static void BadUris(void) {
   CHECK(h != NULL);
   vt->close(h);
   free(key);
+}
+
+/* Cache identities: handles whose URIs differ only in kv_dtype or
+ * block_tokens put one hash (and one manifest name) with different bytes,
+ * and fresh handles with each URI read back their own; a handle without an
+ * identity sees none of them. MEMKV_IDENTITY_* give a plain URI the same
+ * identity, and a URI field overrides its variable. */
+enum { kIdentities = 3, kIdentityChunkBytes = 4096 };
+static const char* const kIdentityQueries[kIdentities] = {
+    "?model=Llama-3.2-1B&kv_dtype=f16&block_tokens=256",
+    "?model=Llama-3.2-1B&kv_dtype=bf16&block_tokens=256",
+    "?model=Llama-3.2-1B&kv_dtype=f16&block_tokens=128",
+};
+
+/* Opens `query` appended to the URI and checks that the chunk and the
+ * manifest hold the bytes of identity `want`. */
+static void CheckIdentityReads(const char* query, const uint8_t* hash, int want) {
+  char* u = WithQuery(query);
+  void* h = vt->open(u);
+  CHECK(h != NULL);
+  uint8_t* out = NULL;
+  size_t out_len = 0;
+  CHECK_RC(vt->get_chunk(h, hash, HASH_BYTES, &out, &out_len), KV_STORE_OK);
+  CHECK(out_len == kIdentityChunkBytes && out[0] == (uint8_t)(want + 1) && out[out_len - 1] == (uint8_t)(want + 1));
+  free(out);
+  CHECK_RC(vt->get_manifest(h, "slot", &out, &out_len), KV_STORE_OK);
+  CHECK(out_len == 1 && out[0] == (uint8_t)want);
+  free(out);
+  vt->close(h);
+  free(u);
+}
+
+static void Identities(void) {
+  uint8_t hash[HASH_BYTES];
+  ChunkHash(77, 0, hash);
+  uint8_t data[kIdentityChunkBytes];
+  for (int i = 0; i < kIdentities; ++i) {
+    char* u = WithQuery(kIdentityQueries[i]);
+    void* h = vt->open(u);
+    CHECK(h != NULL);
+    memset(data, i + 1, sizeof(data));
+    CHECK_RC(vt->put_chunk(h, hash, HASH_BYTES, data, sizeof(data)), KV_STORE_OK);
+    uint8_t manifest = (uint8_t)i;
+    CHECK_RC(vt->put_manifest(h, "slot", &manifest, 1), KV_STORE_OK);
+    vt->close(h);
+    free(u);
+  }
+  for (int i = 0; i < kIdentities; ++i) CheckIdentityReads(kIdentityQueries[i], hash, i);
+
+  void* plain = Open();
+  uint8_t* out = NULL;
+  size_t out_len = 0;
+  CHECK_RC(vt->get_chunk(plain, hash, HASH_BYTES, &out, &out_len), KV_STORE_ERR_NOT_FOUND);
+  CHECK_RC(vt->get_manifest(plain, "slot", &out, &out_len), KV_STORE_ERR_NOT_FOUND);
+  vt->close(plain);
+
+  setenv("MEMKV_IDENTITY_MODEL", "Llama-3.2-1B", 1);
+  setenv("MEMKV_IDENTITY_KV_DTYPE", "f16", 1);
+  setenv("MEMKV_IDENTITY_BLOCK_TOKENS", "256", 1);
+  CheckIdentityReads("", hash, 0);
+  CheckIdentityReads("?kv_dtype=bf16", hash, 1);
+  CheckIdentityReads("?block_tokens=128", hash, 2);
+  unsetenv("MEMKV_IDENTITY_MODEL");
+  unsetenv("MEMKV_IDENTITY_KV_DTYPE");
+  unsetenv("MEMKV_IDENTITY_BLOCK_TOKENS");
 }
 
 /* ---- Threads -------------------------------------------------------------- */
@@ -521,7 +596,7 @@ int main(int argc, char** argv) {
   if (argc < 4) {
     fprintf(stderr,
             "usage: %s PLUGIN URI SCENARIO [ARGS]\n"
-            "  roundtrip | missing | threads | crash | unstorable | bad-uri | unreachable CLOSED_URI\n"
+            "  roundtrip | missing | threads | crash | unstorable | identities | bad-uri | unreachable CLOSED_URI\n"
             "  save NAME SEED FIRST COUNT SIZE | restore NAME PREFETCH(0|1) EXPECTED_COUNT\n",
             argv[0]);
     return 2;
@@ -551,6 +626,8 @@ int main(int argc, char** argv) {
     Crash();
   } else if (strcmp(scenario, "unstorable") == 0) {
     Unstorable();
+  } else if (strcmp(scenario, "identities") == 0) {
+    Identities();
   } else if (strcmp(scenario, "bad-uri") == 0) {
     BadUris();
   } else if (strcmp(scenario, "unreachable") == 0 && argc == 5) {

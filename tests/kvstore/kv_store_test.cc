@@ -110,13 +110,25 @@ TEST_F(KvStoreTest, BadUriIsRefusedNamingWhatIsWrong) {
                           "server '127.0.0.1' has no port", "a query ('?') is not allowed",
                           "the port must be a decimal number in 1..65535",
                           "an empty server entry", "expected memkv://host:port[,host:port...]/namespace",
-                          "open: the URI is NULL", "MEMKV_AUTH_KEY is not set", "MEMKV_TIMEOUT_MS: 'soon'", "pigeon"}) {
+                          "open: the URI is NULL", "MEMKV_AUTH_KEY is not set", "MEMKV_TIMEOUT_MS: 'soon'", "pigeon",
+                          "unknown query field 'modle'; allowed fields: model, revision, kv_dtype, layout, "
+                          "block_tokens, tp_rank, tp_size, engine, engine_version, extra.NAME",
+                          "cache identity: model is empty"}) {
     EXPECT_NE(r.out.find(why), std::string::npos) << why << " not in:\n" << r.out;
   }
   // MEMKV_LOG_LEVEL=off: the same refusals, silently.
   CommandResult quiet = Drive(Uri("bad"), "bad-uri", "MEMKV_LOG_LEVEL=off");
   EXPECT_EQ(quiet.exit_code, 0) << quiet.out;
   EXPECT_EQ(quiet.out, "ok bad-uri\n");
+}
+
+// Handles whose URIs differ only in kv_dtype or block_tokens never read
+// each other's chunks or manifests, and MEMKV_IDENTITY_* under a URI field
+// give the same identities (kv_store_driver.c, Identities).
+TEST_F(KvStoreTest, UrisThatDifferOnlyInIdentityKeepTheirOwnBytes) {
+  CommandResult r = Drive(Uri("identities"), "identities");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("ok identities"), std::string::npos) << r.out;
 }
 
 TEST_F(KvStoreTest, ThreadsShareOneHandle) {

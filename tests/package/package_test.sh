@@ -112,7 +112,7 @@ libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$build_dir/CMakeCache.txt")
 printf '%s\n' "/usr/$libdir/libmemkv.so.$version" "/usr/$libdir/libmemkv.so.0" "/usr/$libdir/libkv_store_memkv.so" \
   "/usr/$libdir/libmemkv_preload.so" | expect_files "$lib_deb"
 {
-  for h in async.h client.h kv_store.h memkv.h put_options.h status.h; do echo "/usr/include/memkv/$h"; done
+  for h in async.h client.h identity.h kv_store.h memkv.h put_options.h status.h; do echo "/usr/include/memkv/$h"; done
   echo "/usr/$libdir/libmemkv.so"
   echo "/usr/$libdir/pkgconfig/memkv.pc"
   for f in memkvConfig.cmake memkvConfigVersion.cmake memkvTargets.cmake memkvTargets-relwithdebinfo.cmake; do

@@ -13,6 +13,15 @@
   corrupted or wrongly sized value, are misses and failed stores, each
   reported to the caller as False; the reason is logged (rate-limited) on the
   "memkv.adapters" logger.
+- The cache identity (memkv.CacheIdentity): each adapter fills it from the
+  engine's own configuration (cache_identity); the identity_* settings, when
+  given, replace a field each, and identity_extras adds to the extras. The
+  client sends it on each connection and the server keeps every identity's
+  keys apart, so two deployments that differ in model, dtype, layout, block
+  size or TP rank never read each other's blocks, whatever their keys.
+- Restores: after each restore an adapter tells the client how many blocks
+  came in time (the engine used them, it did not recompute them) and how
+  many late (fetched, but recomputed anyway): PageIO.report_restores.
 - Back-pressure: a put an overloaded server sheds (memkv.Busy, per key in a
   batch) is a store skipped, not a failure: it is reported to the caller as
   not stored (False), counted in stores_shed (not in errors) and logged at
@@ -197,11 +206,139 @@ def load_config(engine: str, settings: Optional[Mapping[str, Any]], where: str,
     return AdapterConfig(engine=engine, client_options=options, sources=sources, namespace=namespace, extra=parsed)
 
 
-def make_client(config: AdapterConfig) -> "memkv.Client":
-    """The client of `config`. A client option it refuses is a ConfigError
-    in the client's words, naming where the value came from."""
+IDENTITY_FIELDS = ("model", "revision", "kv_dtype", "layout", "block_tokens", "tp_rank", "tp_size", "engine",
+                   "engine_version")
+_IDENTITY_NUMBERS = ("block_tokens", "tp_rank", "tp_size")
+
+
+def package_version(*modules: str) -> str:
+    """The version of the first of these packages that is installed
+    (its __version__, else its distribution's), "" when none is."""
+    import importlib
+    import importlib.metadata
+    for name in modules:
+        try:
+            version = getattr(importlib.import_module(name), "__version__", None)
+        except Exception:  # noqa: BLE001 - absent, or not importable here
+            version = None
+        if version is None:
+            try:
+                version = importlib.metadata.version(name.replace("_", "-"))
+            except Exception:  # noqa: BLE001
+                continue
+        return str(version)
+    return ""
+
+
+def dtype_name(dtype: Any) -> str:
+    """A dtype as text without its module: torch.bfloat16 -> "bfloat16"."""
+    if dtype is None:
+        return ""
+    text = str(dtype)
+    return text[len("torch."):] if text.startswith("torch.") else text
+
+
+def _extras_of(value: Any, what: str) -> Dict[str, str]:
+    """identity_extras as given: a mapping, a list of name=value, or that list as one comma-separated str."""
+    if isinstance(value, Mapping):
+        return {str(k): str(v) for k, v in value.items()}
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise ValueError(f"{what} must be a list of name=value, not {value!r}; allowed: name=value,...")
+    out: Dict[str, str] = {}
+    for item in items:
+        text = str(item).strip()
+        if not text:
+            continue
+        name, sep, val = text.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"{what}: {text!r} is not name=value; allowed: name=value,...")
+        out[name.strip()] = val.strip()
+    return out
+
+
+def cache_identity(config: AdapterConfig, **fields: Any) -> Optional["memkv.CacheIdentity"]:
+    """The cache identity of an adapter: `fields` (IDENTITY_FIELDS and
+    extras) as the engine's configuration gives them, None or "" where it
+    does not say; each identity_* setting given in `config` replaces its
+    field, and identity_extras adds to (and overrides) the extras. A model
+    nobody names is "unknown". The identity_* settings are taken out of the
+    client options: make_client(config, identity) sends the merged identity.
+    None when this memkv has no CacheIdentity, and when identity_model is
+    given empty (the client's "no identity": keys shared with clients that
+    have none, as before identities). A bad value is a ConfigError naming
+    where it came from."""
+    identity_type = getattr(memkv, "CacheIdentity", None)
+    if identity_type is None:
+        return None
+    values: Dict[str, Any] = {}
+    given: Dict[str, str] = {}
     try:
-        return memkv.Client(**config.client_kwargs())
+        for name in IDENTITY_FIELDS:
+            value = fields.get(name)
+            if value is None or value == "":
+                continue
+            values[name] = int(value) if name in _IDENTITY_NUMBERS else _identity_text(str(value))
+        extras = {str(k): _identity_text(str(v)) for k, v in (fields.get("extras") or {}).items() if v is not None}
+        if config.client_options.get("identity_model") == "":
+            for name in IDENTITY_FIELDS + ("extras",):
+                config.client_options.pop(f"identity_{name}", None)
+            return None
+        for name in IDENTITY_FIELDS + ("extras",):
+            option = f"identity_{name}"
+            if option not in config.client_options:
+                continue
+            value = config.client_options.pop(option)
+            given[name] = config.sources.get(option, f"'{option}'")
+            if name == "extras":
+                extras.update(_extras_of(value, given[name]))
+            elif name in _IDENTITY_NUMBERS:
+                values[name] = _identity_number(value, given[name])
+            else:
+                values[name] = value if isinstance(value, str) else str(value)
+        values.setdefault("model", "unknown")
+        return identity_type(**values, extras=extras)
+    except (TypeError, ValueError) as e:
+        text = str(e)
+        text = text[len("CacheIdentity: "):] if text.startswith("CacheIdentity: ") else text
+        named = [where for name, where in given.items() if name in text and where not in text]
+        where = f"{named[0]}: " if named else ""
+        raise ConfigError(f"memkv {config.engine} adapter: cache identity: {where}{text}") from None
+
+
+MAX_IDENTITY_TEXT_BYTES = 256  # the client's limit on each text field
+
+
+def _identity_text(text: str) -> str:
+    """An engine's value as an identity field: past the client's 256 bytes,
+    cut, with 16 hex digits of the whole value's SHA-256 after a '~', so
+    that two long values stay apart."""
+    raw = text.encode()
+    if len(raw) <= MAX_IDENTITY_TEXT_BYTES:
+        return text
+    import hashlib
+    head = raw[:MAX_IDENTITY_TEXT_BYTES - 17].decode(errors="ignore")
+    return f"{head}~{hashlib.sha256(raw).hexdigest()[:16]}"
+
+
+def _identity_number(value: Any, what: str) -> int:
+    """A non-negative int (or its decimal str)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 0xFFFFFFFF:
+        raise ValueError(f"{what}: {value!r} is not a count; allowed: an integer in 0..4294967295")
+    return value
+
+
+def make_client(config: AdapterConfig, identity: Optional["memkv.CacheIdentity"] = None) -> "memkv.Client":
+    """The client of `config`, with `identity` (cache_identity) when given.
+    A client option it refuses is a ConfigError in the client's words,
+    naming where the value came from."""
+    kwargs = config.client_kwargs()
+    if identity is not None:
+        kwargs.update(identity.options())
+    try:
+        return memkv.Client(**kwargs)
     except (memkv.InvalidArgument, TypeError) as e:
         text = str(e)
         text = text[len(_CLIENT_PREFIX):] if text.startswith(_CLIENT_PREFIX) else text
@@ -240,6 +377,15 @@ def _usable_hash(value: Any) -> bool:
     if isinstance(value, bytes):
         return 0 < len(value) <= MAX_HASH_BYTES
     return isinstance(value, int) and not isinstance(value, bool) and -(1 << 63) <= value < (1 << 64)
+
+
+def prefix_restores(loaded: Sequence[bool]) -> Tuple[int, int]:
+    """(in time, late) of one restore of blocks in prefix order, for an
+    engine that uses only the leading run of loaded blocks and recomputes
+    from its first missing one: the blocks of that run are in time, any
+    block loaded after a gap is late."""
+    run = loaded.index(False) if False in loaded else len(loaded)
+    return run, sum(1 for ok in loaded[run:] if ok)
 
 
 def namespaced(namespace: str, *parts: Union[str, bytes, int]) -> bytes:
@@ -299,7 +445,8 @@ class PageIO:
         self.shed = RateLimitedLog(level=logging.INFO)
         self._lock = threading.Lock()
         self.counters = {"get_keys": 0, "get_hits": 0, "get_bytes": 0, "put_keys": 0, "put_ok": 0, "put_bytes": 0,
-                         "stores_shed": 0, "exists_keys": 0, "exists_hits": 0, "errors": 0}
+                         "stores_shed": 0, "exists_keys": 0, "exists_hits": 0, "errors": 0,
+                         "restored_in_time": 0, "restored_late": 0}
 
     def _count(self, **deltas: int) -> None:
         with self._lock:
@@ -318,7 +465,7 @@ class PageIO:
     def _shed(self, shed: int, keys: int, first: Exception) -> None:
         """Counts and logs (INFO, rate-limited) puts an overloaded server shed."""
         self._count(stores_shed=shed)
-        self.shed.warn("put:Busy", f"memkv {self.engine}: the server is busy: {shed} of {keys} store(s) shed, "
+        self.shed.warn("put:Busy", f"memkv {self.engine}: the tier is busy: {shed} of {keys} store(s) shed, "
                                    f"not stored (loads go on): {first}")
 
     def _per_key(self, op: str, result: "memkv.BatchResult") -> None:
@@ -494,6 +641,22 @@ class PageIO:
                 failed += not ok
             if cursor is None:
                 return deleted, failed
+
+    def report_restores(self, in_time: int, late: int) -> None:
+        """Tells the client (Client.report_restores) how many blocks of a
+        restore came in time (the engine used them instead of recomputing
+        them) and how many late (fetched, but the engine recomputed them);
+        counted in restored_in_time and restored_late too. Never raises."""
+        if in_time <= 0 and late <= 0:
+            return
+        self._count(restored_in_time=max(in_time, 0), restored_late=max(late, 0))
+        report = getattr(self.client, "report_restores", None)
+        if report is None:
+            return
+        try:
+            report(max(in_time, 0), max(late, 0))
+        except Exception as e:  # noqa: BLE001 - closed, or an older client: the data path goes on
+            self.errors.warn(f"report:{type(e).__name__}", f"memkv {self.engine}: reporting restores failed: {e}")
 
     def stats(self) -> Dict[str, Any]:
         with self._lock:

@@ -8,7 +8,8 @@ from typing import Any, List, Mapping, Optional, Sequence, Union
 
 import memkv
 
-from ._common import AdapterConfig, PageIO, load_config, log, make_client, namespaced, positive_int
+from ._common import (AdapterConfig, PageIO, cache_identity, load_config, log, make_client, namespaced,
+                      package_version, positive_int)
 
 ENGINE = "lmcache"
 # The module LMCache loads (module_path of its plugin and L2 adapter configs).
@@ -61,11 +62,16 @@ class Core:
     layout. Blocking batches run on the caller's thread; asynchronous ones
     are each entry point's own (the client's submit_* calls)."""
 
-    def __init__(self, settings: Optional[Mapping[str, Any]], where: str, default_namespace: str) -> None:
+    def __init__(self, settings: Optional[Mapping[str, Any]], where: str, default_namespace: str,
+                 identity: Optional[Mapping[str, Any]] = None) -> None:
+        """`identity`: the cache identity's fields LMCache's metadata gives
+        (memkv.adapters._common.cache_identity); engine and version are added here."""
         self.config = load_config(ENGINE, settings, where, extra=EXTRA_SETTINGS)
         _io_threads_deprecated(self.config, where)
         self.namespace = self.config.namespace or default_namespace
-        self.client = make_client(self.config)
+        self.identity = cache_identity(self.config, **dict(identity or {}), engine=ENGINE,
+                                       engine_version=package_version("lmcache"))
+        self.client = make_client(self.config, self.identity)
         self.io = PageIO(self.client, ENGINE)
 
     @property

@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import memkv
 
-from ._common import put_options
+from ._common import prefix_restores, put_options
 from ._lmcache_core import ENGINE, L2_NAMESPACE, Core, loud
 from ._lmcache_keys import buffer_span, chunk_hash_of, key_text
 
@@ -221,6 +221,11 @@ class MemKVL2Connector:
                     else io.put_result(s.names, s.lengths, result))
             for i, ok in zip(s.index, done):
                 bools[i] = ok
+        if s.kind == "get":
+            # LMCache uses the leading run of chunks a load brings and
+            # recomputes from the first one missing: that run is in time,
+            # chunks loaded after a gap late.
+            io.report_restores(*prefix_restores(bools))
         hits = sum(bools)
         if hits == len(bools):
             return s.fid, True, "", bools

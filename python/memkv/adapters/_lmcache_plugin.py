@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import memkv
 
-from ._common import ConfigError, log, put_options
+from ._common import ConfigError, dtype_name, log, prefix_restores, put_options
 from ._completions import CompletionFutures
 from ._lmcache_core import ENGINE, MODULE, PLUGIN_NAMESPACE, Core, loud
 from ._lmcache_keys import chunk_hash_of, key_text, object_span
@@ -186,7 +186,7 @@ class MemKVStorageBackend(_PluginBase):
             if local_cpu_backend is None and getattr(metadata, "role", None) != "scheduler":
                 raise ConfigError(f"memkv {ENGINE} adapter: the storage plugin '{self.plugin_name}' stages loads "
                                   "in LMCache's LocalCPUBackend, and there is none: set max_local_cpu_size > 0")
-            self._core = Core(settings, where, PLUGIN_NAMESPACE)
+            self._core = Core(settings, where, PLUGIN_NAMESPACE, identity_fields(metadata))
         except Exception as e:
             loud(e)
             raise
@@ -199,8 +199,9 @@ class MemKVStorageBackend(_PluginBase):
         # and logs are of).
         self._futures = CompletionFutures(lambda: self._core.io.client, f"{ENGINE} plugin '{self.plugin_name}'")
         self._closed = False
-        log.info("memkv %s: storage plugin '%s' on %s, namespace '%s', chunk %s", ENGINE, self.plugin_name,
-                 ",".join(self._core.config.servers), self._core.namespace, self._layout)
+        log.info("memkv %s: storage plugin '%s' on %s, namespace '%s', chunk %s, identity %r", ENGINE,
+                 self.plugin_name, ",".join(self._core.config.servers), self._core.namespace, self._layout,
+                 self._core.identity)
 
     def __str__(self) -> str:
         return type(self).__name__
@@ -414,13 +415,24 @@ class MemKVStorageBackend(_PluginBase):
         except Exception as e:
             self._core.failed("get", e)
             loaded = [False] * len(objs)
+        self._report(len(keys), objs, loaded)
         return self._kept(len(keys), objs, loaded)
 
-    def _load_async(self, keys: List[Any], pick: Callable[[Loaded], Any] = lambda objs: objs
-                    ) -> concurrent.futures.Future:
+    def _report(self, count: int, objs: List[Tuple[int, Any]], loaded: Sequence[bool]) -> None:
+        """A load's chunks in time or late (PageIO.report_restores): LMCache
+        uses the leading run of chunks a load brings and recomputes from the
+        first one missing, so the chunks of that run are in time and any
+        loaded after a gap late."""
+        by_key = [False] * count
+        for (i, _), ok in zip(objs, loaded):
+            by_key[i] = bool(ok)
+        self._core.io.report_restores(*prefix_restores(by_key))
+
+    def _load_async(self, keys: List[Any], pick: Callable[[Loaded], Any] = lambda objs: objs,
+                    report: bool = True) -> concurrent.futures.Future:
         """_load as one batch submitted to the client: a Future of pick(its
         result). Raises when the batch cannot be submitted (its objects
-        released)."""
+        released). report=False: the caller reports the restore itself."""
         objs = self._allocate(keys)
         if not objs:
             done: concurrent.futures.Future = concurrent.futures.Future()
@@ -435,6 +447,8 @@ class MemKVStorageBackend(_PluginBase):
                     loaded = self._core.io.get_result(names, nbytes, result)
             except Exception as e:
                 self._core.failed("get", e)
+            if report:
+                self._report(len(keys), objs, loaded)
             return pick(self._kept(len(keys), objs, loaded))
 
         try:
@@ -468,14 +482,15 @@ class MemKVStorageBackend(_PluginBase):
         the client, awaited on the caller's loop; cancelled, the objects
         are released when the batch completes."""
         try:
-            loading = self._load_async(list(keys))
+            loading = self._load_async(list(keys), report=False)
         except Exception as e:
             self._core.failed("get", e)
             return []
         try:
             objs = await asyncio.wrap_future(loading)
         except asyncio.CancelledError:
-            loading.add_done_callback(lambda f: _release(f.result()) if f.exception() is None else None)
+            # LMCache stopped waiting: whatever the batch loads came late.
+            loading.add_done_callback(lambda f: self._late(f.result()) if f.exception() is None else None)
             raise
         except Exception as e:
             self._core.failed("get", e)
@@ -485,8 +500,14 @@ class MemKVStorageBackend(_PluginBase):
             if obj is None:
                 break
             prefix.append(obj)
+        self._core.io.report_restores(*prefix_restores([obj is not None for obj in objs]))
         _release(objs[len(prefix):])
         return prefix
+
+    def _late(self, objs: Sequence[Optional[Any]]) -> None:
+        """The objects of a load LMCache stopped waiting for: reported late, released."""
+        self._core.io.report_restores(0, sum(1 for obj in objs if obj is not None))
+        _release(objs)
 
     def submit_prefetch_task(self, key: Any) -> bool:
         """No prefetching: loads are done on request."""
@@ -536,6 +557,25 @@ class MemKVStorageBackend(_PluginBase):
             self._closed = True
         self._futures.close()
         self._core.close()
+
+
+def identity_fields(metadata: Any) -> Dict[str, Any]:
+    """The cache identity's fields from LMCache's engine metadata: model_name,
+    kv_dtype, chunk_size (the tokens of a chunk), worker_id and world_size
+    (as LMCache keys chunks: one worker's part each), and the layout (the
+    memory format, kv_shape, MLA or not). Empty without metadata."""
+    if metadata is None:
+        return {}
+    shape = getattr(metadata, "kv_shape", None)
+    use_mla = bool(getattr(metadata, "use_mla", False))
+    fmt = getattr(metadata, "fmt", None) or _chunk_format(use_mla)
+    layout = [getattr(fmt, "name", None) or str(fmt or ("mla" if use_mla else "kv"))]
+    if shape is not None:
+        layout.append("x".join(str(d) for d in tuple(shape)))
+    world = getattr(metadata, "world_size", None)
+    return {"model": getattr(metadata, "model_name", None), "kv_dtype": dtype_name(getattr(metadata, "kv_dtype", None)),
+            "layout": "/".join(layout), "block_tokens": getattr(metadata, "chunk_size", None),
+            "tp_rank": getattr(metadata, "worker_id", None) if world else None, "tp_size": world}
 
 
 def _release(objs: Sequence[Optional[Any]]) -> None:

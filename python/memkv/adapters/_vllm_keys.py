@@ -4,7 +4,7 @@ the primary view's rows, read from vLLM's offloading spec and view."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Tuple
+from typing import Any, Dict, Tuple
 
 
 def _attr(obj: Any, *path: str) -> Any:
@@ -45,16 +45,20 @@ def default_namespace(offloading_spec: Any) -> str:
     return f"vllm/{name}"
 
 
+# Where the parallel sizes sit in vLLM's config objects, newest first.
+_TP_PATHS = (("tp", ("config.parallel.tp_size", "vllm_config.parallel_config.tensor_parallel_size")),)
+_OTHER_PARALLEL_PATHS = (
+    ("pp", ("config.parallel.pp_size", "vllm_config.parallel_config.pipeline_parallel_size")),
+    ("pcp", ("config.parallel.pcp_size", "vllm_config.parallel_config.prefill_context_parallel_size")),
+    ("dcp", ("config.parallel.dcp_size", "vllm_config.parallel_config.decode_context_parallel_size")),
+)
+
+
 def layout_part(offloading_spec: Any, row_bytes: int) -> str:
     """The parts that make one model's chunk bytes differ from another layout's:
     parallelism, KV dtype, tokens per chunk and the primary row size."""
     parts = []
-    for label, paths in (("tp", ("config.parallel.tp_size", "vllm_config.parallel_config.tensor_parallel_size")),
-                         ("pp", ("config.parallel.pp_size", "vllm_config.parallel_config.pipeline_parallel_size")),
-                         ("pcp", ("config.parallel.pcp_size",
-                                  "vllm_config.parallel_config.prefill_context_parallel_size")),
-                         ("dcp", ("config.parallel.dcp_size",
-                                  "vllm_config.parallel_config.decode_context_parallel_size"))):
+    for label, paths in _TP_PATHS + _OTHER_PARALLEL_PATHS:
         value = _first(offloading_spec, *paths)
         if value is not None:
             parts.append(f"{label}{_token(value)}")
@@ -102,3 +106,53 @@ def _describe_view(view: Any) -> Tuple[int, int, int, int]:
     finally:
         del arr
     return rows, base, stride, row_bytes
+
+
+def _current_vllm_config() -> Any:
+    """vLLM's current VllmConfig while vLLM builds its engine, else None."""
+    try:
+        from vllm.config import get_current_vllm_config_or_none
+    except Exception:  # noqa: BLE001 - no vLLM, or a release without it
+        return None
+    try:
+        return get_current_vllm_config_or_none()
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def identity_fields(offloading_spec: Any, row_bytes: int) -> Dict[str, Any]:
+    """The cache identity's fields (memkv.adapters._common.cache_identity)
+    from vLLM's offloading spec: the model and its KV dtype
+    (OffloadingConfig.model), the revision (the model config vLLM builds
+    the engine with, when it is at hand), the tokens of one stored chunk
+    (tokens per block hash x blocks per chunk), the parallel rank and
+    tensor-parallel size (OffloadingConfig.parallel: the tier runs beside
+    the scheduler, rank 0, and a chunk row holds every worker's part), and
+    the layout: vLLM's KV cache layout (canonical or not), the other
+    parallel sizes and the bytes of a row."""
+    model_config = _first(offloading_spec, "vllm_config.model_config") or _attr(_current_vllm_config(),
+                                                                               "model_config")
+    tokens = _first(offloading_spec, "config.cache.tokens_per_hash", "offloaded_block_size", "block_size")
+    per_chunk = _first(offloading_spec, "config.cache.blocks_per_chunk")
+    block_tokens = int(tokens) * int(per_chunk or 1) if isinstance(tokens, int) else None
+    layout = [str(_first(offloading_spec, "config.kv_cache_layout") or "default")]
+    if _first(offloading_spec, "config.canonical_layout"):
+        layout.append("canonical")
+    for label, paths in _OTHER_PARALLEL_PATHS:
+        value = _first(offloading_spec, *paths)
+        if value is not None:
+            layout.append(f"{label}{_token(value)}")
+    layout.append(f"r{row_bytes}")
+    tp_size = int(_first(offloading_spec, "config.parallel.tp_size",
+                         "vllm_config.parallel_config.tensor_parallel_size") or 1)
+    return {
+        "model": _first(offloading_spec, "config.model.name", "vllm_config.model_config.model") or
+        _attr(model_config, "model"),
+        "revision": _attr(model_config, "revision") or _attr(model_config, "tokenizer_revision"),
+        "kv_dtype": _first(offloading_spec, "config.model.dtype", "vllm_config.cache_config.cache_dtype",
+                           "vllm_config.model_config.dtype"),
+        "layout": "-".join(layout),
+        "block_tokens": block_tokens,
+        "tp_rank": int(_first(offloading_spec, "config.parallel.rank") or 0) % tp_size,
+        "tp_size": tp_size,
+    }

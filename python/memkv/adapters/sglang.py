@@ -53,7 +53,8 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tup
 
 import memkv
 
-from ._common import AdapterConfig, ConfigError, PageIO, chained_options, load_config, make_client, namespaced
+from ._common import (AdapterConfig, ConfigError, PageIO, cache_identity, chained_options, dtype_name, load_config,
+                      make_client, namespaced, package_version, prefix_restores)
 
 log = logging.getLogger("memkv.adapters.sglang")
 
@@ -115,6 +116,11 @@ SGLANG_KEYS = frozenset({
     "hicache_storage_pass_prefix_keys", "tp_lcm_size",
 })
 
+# SGLang's prefetch timeout when its extra config does not set one (its
+# defaults): base + per_ki_token seconds per 1024 tokens of the prefetch.
+_PREFETCH_TIMEOUT_BASE_S = 1.0
+_PREFETCH_TIMEOUT_PER_KI_TOKEN_S = 0.25
+
 # The most entries the metrics windows keep between two get_stats() calls.
 _METRICS_WINDOW = 4096
 _MODEL_TAG_MAX = 120
@@ -131,6 +137,13 @@ def model_tag(model_name: Optional[str]) -> str:
         digest = hashlib.blake2b(str(model_name).encode(), digest_size=8).hexdigest()
         tag = tag[:_MODEL_TAG_MAX - 17] + "~" + digest
     return tag
+
+
+def _seconds(value: Any, default: Optional[float]) -> Optional[float]:
+    """A timeout SGLang reads from the extra config, in seconds; the default when absent or not a number."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return default
 
 
 def _region(buffer: Any) -> Optional[Tuple[int, int]]:
@@ -274,7 +287,8 @@ class MemKVHiCacheStorage(HiCacheStorage):
         self.cp_rank = int(getattr(storage_config, "attn_cp_rank", 0) or 0)
         self.cp_size = int(getattr(storage_config, "attn_cp_size", 1) or 1)
         self.is_mla = bool(getattr(storage_config, "is_mla_model", False))
-        self.model = model_tag(getattr(storage_config, "model_name", None))
+        self.model_name = getattr(storage_config, "model_name", None)
+        self.model = model_tag(self.model_name)
         self.enable_metrics = bool(getattr(storage_config, "enable_storage_metrics", False))
         # With interface_v1 SGLang calls batch_get_v1/batch_set_v1; without it,
         # batch_get/batch_set on flat pages. batch_exists follows the same flag,
@@ -287,7 +301,15 @@ class MemKVHiCacheStorage(HiCacheStorage):
         self.namespace = self.config.namespace or f"sglang/{self.model}"
         self._prefix = namespaced(self.namespace) + b"/" if self.namespace else b""
 
-        self._client = make_client(self.config)
+        self._prefetch_timeout = tuple(_seconds(extra_config.get(name), default) for name, default in (
+            ("prefetch_timeout_base", _PREFETCH_TIMEOUT_BASE_S),
+            ("prefetch_timeout_per_ki_token", _PREFETCH_TIMEOUT_PER_KI_TOKEN_S),
+            ("prefetch_timeout_max", None)))
+        # The identity's fields SGLang's storage config gives; the host pool
+        # gives the rest (register_mem_pool_host makes the client again then).
+        self._identity_given = {k: v for k, v in self.config.client_options.items() if k.startswith("identity_")}
+        self.identity = self._identity(None)
+        self._client = make_client(self.config, self.identity)
         self._io = PageIO(self._client, ENGINE)
         self._layout: Optional[_Layout] = None
         self._closed = False
@@ -305,6 +327,39 @@ class MemKVHiCacheStorage(HiCacheStorage):
                  f"TP rank {self.tp_rank} of {self.tp_size}", "zero copy" if self.zero_copy else "flat pages")
 
     # ------------------------------------------------------------------ setup
+
+    def _identity(self, lay: Optional["_Layout"], dtype: Any = None) -> Any:
+        """The cache identity: the model and the parallel ranks from SGLang's
+        storage config, the KV dtype, page size and layout from the host pool
+        (once registered). An MLA model's pages are the same on every TP
+        rank, so its identity is TP rank 0's on every rank (all read what
+        rank 0 writes)."""
+        self.config.client_options.update(self._identity_given)  # each identity is made from the settings as given
+        layout = None
+        if lay is not None:
+            parts = [lay.layout or "unknown-layout", "mla" if self.is_mla else "mha",
+                     f"pp{self.pp_rank}of{self.pp_size}"]
+            if self.cp_size > 1:
+                parts.append(f"cp{self.cp_rank}of{self.cp_size}")
+            layout = "/".join(parts + [f"{lay.page_bytes}B"])
+        return cache_identity(self.config, model=self.model_name, kv_dtype=dtype_name(dtype), layout=layout,
+                              block_tokens=None if lay is None else lay.page_size,
+                              tp_rank=0 if self.is_mla else self.tp_rank, tp_size=self.tp_size, engine=ENGINE,
+                              engine_version=package_version("sglang"))
+
+    def _bind_identity(self, lay: "_Layout", pool: Any) -> None:
+        """Makes the client again with the identity the host pool completes
+        (before any page moves: SGLang registers the pool right after
+        construction). A client that cannot be made keeps the first one."""
+        identity = self._identity(lay, getattr(pool, "dtype", None))
+        if identity is None or identity == self.identity:
+            return
+        client = make_client(self.config, identity)
+        old, self._client, self._io, self.identity = self._client, client, PageIO(client, ENGINE), identity
+        try:
+            old.close()
+        except memkv.Error as e:
+            log.warning("memkv %s: closing the client made before the host pool was known: %s", ENGINE, e)
 
     def _scope(self, layout: str, page_bytes: int) -> List[str]:
         parts = [self.model]
@@ -335,17 +390,19 @@ class MemKVHiCacheStorage(HiCacheStorage):
             page_bytes = sum(sizes)
             scope = self._scope(layout, page_bytes)
             tails = tuple(b"/" + namespaced("", *scope, name) for name in names)
-            self._layout = _Layout(page_size, layout, tuple(names), tuple(sizes), page_bytes, tails,
-                                   b"/" + namespaced("", *scope, "page"))
+            lay = _Layout(page_size, layout, tuple(names), tuple(sizes), page_bytes, tails,
+                          b"/" + namespaced("", *scope, "page"))
+            self._bind_identity(lay, mem_pool_host)
+            self._layout = lay
         except Exception as e:  # noqa: BLE001 - see the docstring
             log.error("memkv %s: cannot address the pages of host pool %s (layout %r): %s: %s; L3 storage is off",
                       ENGINE, type(mem_pool_host).__name__, getattr(mem_pool_host, "layout", None),
                       type(e).__name__, e)
             return
         self._register_memory(mem_pool_host)
-        log.info("memkv %s: host pool layout %s, page of %d tokens = %d bytes in %d part(s) %s",
+        log.info("memkv %s: host pool layout %s, page of %d tokens = %d bytes in %d part(s) %s, identity %r",
                  ENGINE, self._layout.layout, self._layout.page_size, self._layout.page_bytes,
-                 len(self._layout.parts), ",".join(self._layout.parts))
+                 len(self._layout.parts), ",".join(self._layout.parts), self.identity)
 
     def _register_memory(self, pool: Any) -> None:
         regions = []
@@ -508,6 +565,8 @@ class MemKVHiCacheStorage(HiCacheStorage):
                 options = self._store_options(keys, part_keys, lay.tails, extra_info)
                 moved = self._io.put(part_keys, ptrs, sizes, options)
             ok = self._per_page(moved, len(lay.parts))
+            if op == "get":
+                self._report_restores(lay, ok, start)
             pgs, bandwidth = ((self._prefetch_pgs, self._prefetch_bw) if op == "get"
                               else (self._backup_pgs, self._backup_bw))
             self._record(pgs, bandwidth, n, lay.page_bytes * sum(ok), start)
@@ -515,6 +574,22 @@ class MemKVHiCacheStorage(HiCacheStorage):
         except Exception as e:  # noqa: BLE001 - never raise on the data path
             self._failed(op, e)
             return [False] * n
+
+    def _report_restores(self, lay: _Layout, ok: List[bool], start: float) -> None:
+        """A prefetch's pages in time or late (PageIO.report_restores). SGLang
+        uses the leading run of pages a prefetch brought and recomputes from
+        its first miss, and gives up waiting on a prefetch after its timeout
+        (base + per_ki_token per 1024 tokens, at most max): the pages of the
+        leading run are in time when the call ended within that timeout, the
+        others it loaded are late."""
+        in_time, late = prefix_restores(ok)
+        base, per_ki_token, most = self._prefetch_timeout
+        timeout = base + per_ki_token * len(ok) * lay.page_size / 1024
+        if most is not None:
+            timeout = min(timeout, most)
+        if time.perf_counter() - start > timeout:
+            in_time, late = 0, in_time + late
+        self._io.report_restores(in_time, late)
 
     # ------------------------------------------------------------------ flat pages (no interface_v1)
 
@@ -566,6 +641,7 @@ class MemKVHiCacheStorage(HiCacheStorage):
             targets = [self._target(loc, size, True) for loc, size in zip(target_locations, sizes_in)]
             start = time.perf_counter()
             ok = self._io.get(self._flat_keys(lay, keys), [t[0] for t in targets], [t[1] for t in targets])
+            self._report_restores(lay, ok, start)
             self._record(self._prefetch_pgs, self._prefetch_bw, n,
                          sum(t[1] for t, o in zip(targets, ok) if o), start)
             return [loc if o else None for loc, o in zip(target_locations, ok)]

@@ -55,12 +55,12 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import memkv
 
-from ._common import (ConfigError, PageIO, RateLimitedLog, load_config, make_client, namespaced,
-                      positive_int, put_options)
+from ._common import (ConfigError, PageIO, RateLimitedLog, cache_identity, dtype_name, load_config, make_client,
+                      namespaced, positive_int, put_options)
 from ._vllm_api import (_LOCALITIES, _REMOTE, _RESULT_FIELDS, _VLLM_PROBLEM, _VLLM_VERSION,  # noqa: F401
                         IncompatibleVLLMError, JobResult, LookupResult, RequestOffloadingContext, _base_init_params,
                         _incompatible, _LocalLookupResult, _Locality, _random_hash_seed, _TierBase)
-from ._vllm_keys import _describe_view, block_hash_of, default_namespace, layout_part
+from ._vllm_keys import _describe_view, block_hash_of, default_namespace, identity_fields, layout_part
 
 log = logging.getLogger("memkv.adapters")
 
@@ -105,11 +105,14 @@ _PENDING = object()
 
 class _Job:
     __slots__ = ("job_id", "load", "keys", "mkeys", "addresses", "options", "ok", "batches", "failed", "start",
-                 "end", "shed")
+                 "end", "shed", "req_id", "abandoned")
     # One per submitted job; its batches are submissions on the client's queue.
 
-    def __init__(self, job_id: Any, load: bool, keys: List[bytes], mkeys: List[bytes], addresses: List[int]):
+    def __init__(self, job_id: Any, load: bool, keys: List[bytes], mkeys: List[bytes], addresses: List[int],
+                 req_id: Any = None):
         self.job_id = job_id
+        self.req_id = req_id        # the request a load was promoted for (vLLM's ReqContext.req_id)
+        self.abandoned = False      # that request finished before the load did: its chunks came late
         self.load = load
         self.keys = keys
         self.mkeys = mkeys
@@ -201,7 +204,10 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
         self._check_hash_seed()
 
         self.config.client_options.setdefault("async_threads", extra["io_threads"])
-        self._client = make_client(self.config)
+        fields = identity_fields(offloading_spec, self._row_bytes)
+        fields["kv_dtype"] = dtype_name(fields["kv_dtype"])
+        self.identity = cache_identity(self.config, **fields, engine=ENGINE, engine_version=_VLLM_VERSION)
+        self._client = make_client(self.config, self.identity)
         self._io = PageIO(self._client, ENGINE)
         self._errors = RateLimitedLog()
         # Guards what follows. Submissions to the client happen under it (so a
@@ -222,8 +228,9 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
         self.counters = {"lookups": 0, "lookup_hits": 0, "lookup_misses": 0, "lookup_retries": 0, "probes": 0,
                          "store_jobs": 0, "store_jobs_failed": 0, "store_jobs_shed": 0, "load_jobs": 0,
                          "load_jobs_failed": 0, "stored_chunks": 0, "loaded_chunks": 0}
-        log.info("memkv vllm: tier %r on %s, namespace %r, layout %r, %d rows of %d bytes",
-                 tier_type, ",".join(self.config.servers), self.namespace, self.layout, self._rows, self._row_bytes)
+        log.info("memkv vllm: tier %r on %s, namespace %r, layout %r, %d rows of %d bytes, identity %r",
+                 tier_type, ",".join(self.config.servers), self.namespace, self.layout, self._rows, self._row_bytes,
+                 self.identity)
 
     def _check_hash_seed(self) -> None:
         """Warns once per process when vLLM seeds its block hashes at random."""
@@ -398,7 +405,7 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
                                      f"reported failed: {e}")
             self._finish_now(job_id, load)
             return
-        work = _Job(job_id, load, keys, mkeys, addresses)
+        work = _Job(job_id, load, keys, mkeys, addresses, getattr(getattr(job, "req_context", None), "req_id", None))
         with self._lock:  # submitted under the lock: recorded before a _pump can take its completion
             if not self._closed:
                 self._inflight += 1
@@ -478,6 +485,10 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
             self.counters["loaded_chunks"] += done
             if not success:
                 self.counters["load_jobs_failed"] += 1
+            # vLLM holds the request (HIT_PENDING) until the promotion ends:
+            # its loaded chunks are in time unless vLLM finished the request
+            # first (on_request_finished), then they came late.
+            self._io.report_restores(0 if job.abandoned else done, done if job.abandoned else 0)
         else:
             self.counters["stored_chunks"] += done
             if not success and job.shed == len(job.ok) - done:
@@ -554,7 +565,18 @@ class MemKVTierManager(_TierBase):  # type: ignore[misc, valid-type]
         return RequestOffloadingContext()
 
     def on_request_finished(self, req_context: Any = None) -> None:
-        """Nothing is kept per request."""
+        """Marks the loads still in flight for this request late: vLLM no
+        longer waits for them (their chunks still land in the primary tier)."""
+        req_id = getattr(req_context, "req_id", None)
+        if req_id is None:
+            return None
+        try:
+            with self._lock:
+                for item in self._submitted.values():
+                    if item[0] == "batch" and item[1].load and item[1].req_id == req_id:
+                        item[1].abandoned = True
+        except Exception as e:  # never out of a scheduler call
+            self._errors.warn("finished", f"memkv vllm: on_request_finished: {e!r}")
         return None
 
     def on_schedule_end(self, context: Any = None) -> None:

@@ -5,13 +5,14 @@ and host that uses the same servers (docs/engines/llama-cpp.md).
     from llama_cpp import Llama
 
     llm = Llama(model_path="model.gguf", n_ctx=8192)
-    llm.set_cache(memkv.llama_cpp.PromptCache(memkv.Client.from_env(), llm))
+    client = memkv.Client(servers=[...], auth_key=KEY, identity=memkv.llama_cpp.cache_identity(llm))
+    llm.set_cache(memkv.llama_cpp.PromptCache(client, llm))
 
 `python -m memkv.llama_cpp.server` is llama-cpp-python's OpenAI-compatible
 server with this cache in place of its RAM or disk cache.
 """
 
-from ._cache import PromptCache
+from ._cache import PromptCache, cache_identity
 from ._state import RecordError, file_digest, identity_digest, identity_of
 
-__all__ = ["PromptCache", "RecordError", "file_digest", "identity_digest", "identity_of"]
+__all__ = ["PromptCache", "cache_identity", "RecordError", "file_digest", "identity_digest", "identity_of"]

@@ -23,7 +23,8 @@ except ImportError:  # pragma: no cover - exercised only without llama-cpp-pytho
     _Base = object
 
 _COUNTERS = ("lookups", "hits", "misses", "local_hits", "hit_tokens", "restored_bytes", "restore_failed",
-             "saves", "saved_bytes", "saves_short", "saves_failed", "saves_shed", "errors")
+             "saves", "saved_bytes", "saves_short", "saves_failed", "saves_shed", "errors", "restored_in_time",
+             "restored_late")
 
 
 class _MemKVState:
@@ -39,6 +40,19 @@ def _state_class() -> type:
         pass
 
     return MemKVLlamaState
+
+
+def cache_identity(llm: Any, block_tokens: Optional[int] = None, model_digest: Optional[str] = None,
+                   extras: Optional[Dict[str, Any]] = None) -> "memkv.CacheIdentity":
+    """The memkv.CacheIdentity of a PromptCache of `llm` with `block_tokens`
+    blocks (default: the context's n_batch): the client the cache uses
+    should be made with it (memkv.Client(..., identity=...)), so that the
+    server keeps its blocks apart from every other model's, context's and
+    block size's. `extras` are added to its extras (docs/engines/llama-cpp.md)."""
+    identity = _state.identity_of(llm, model_digest)
+    fields = _state.cache_identity_fields(llm, identity, block_tokens or int(llm.context_params.n_batch))
+    fields["extras"] = {**fields["extras"], **{str(k): str(v) for k, v in (extras or {}).items()}}
+    return memkv.CacheIdentity(**fields)
 
 
 class PromptCache(_Base):  # type: ignore[misc, valid-type]
@@ -68,8 +82,13 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
     down or slow is the same. Nothing on the cache's path raises into the
     Llama.
 
+    Restores are reported to the client (Client.report_restores): a state
+    llama.cpp loads is in time (the Llama waits for the fetch, and computes
+    only the rest), one it refuses is late (fetched, then recomputed).
+
     Arguments:
-      client: a memkv.Client (its timeout_ms bounds every transfer).
+      client: a memkv.Client (its timeout_ms bounds every transfer), best
+        made with identity=memkv.llama_cpp.cache_identity(llm, block_tokens).
       llm: the llama_cpp.Llama this cache serves; its model file is hashed
         once (the digest is remembered under ~/.cache/memkv) unless
         model_digest is given.
@@ -99,6 +118,9 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
         self.block_tokens = block_tokens
         self.identity = _state.identity_of(llm, model_digest)
         self.identity_digest = _state.identity_digest(self.identity)
+        # What the client should be made with (cache_identity); None for a memkv without CacheIdentity.
+        self.cache_identity = (memkv.CacheIdentity(**_state.cache_identity_fields(llm, self.identity, block_tokens))
+                               if hasattr(memkv, "CacheIdentity") else None)
         self.namespace = namespace or f"llama.cpp/{self.identity_digest.hex()[:32]}"
         self.min_save_tokens = max(min_save_tokens, block_tokens)
         self._put_options = memkv.PutOptions(ttl_ms=ttl_ms, retention=retention)
@@ -157,6 +179,7 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
             seed=record.seed)
         state.memkv_cache = self  # counts a refusal by llama.cpp (the load_state wrapper)
         state.memkv_hit_tokens = restore
+        state.memkv_blocks = blocks
         self._count(hits=1, hit_tokens=restore, restored_bytes=record.size)
         self.last_restore = {"blocks": blocks, "tokens": restore, "state_tokens": len(record.input_ids),
                              "bytes": record.size, "fetch_s": time.perf_counter() - started}
@@ -176,7 +199,9 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
         local_hits (the context already held the prefix), hit_tokens,
         restored_bytes, restore_failed (a state found but unusable), saves,
         saved_bytes, saves_short (too few tokens), saves_failed, saves_shed
-        (a busy server shed the put), errors (server unreachable, timeouts)."""
+        (a busy server shed the put), errors (server unreachable, timeouts),
+        restored_in_time and restored_late (blocks of states llama.cpp
+        loaded, and refused)."""
         return dict(self._counters)
 
     # -- internals ------------------------------------------------------
@@ -184,6 +209,17 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
     def _count(self, **deltas: int) -> None:
         for k, v in deltas.items():
             self._counters[k] += v
+
+    def _report_restores(self, in_time: int, late: int) -> None:
+        """Client.report_restores (blocks), never raising (the Llama's path goes on)."""
+        self._count(restored_in_time=in_time, restored_late=late)
+        report = getattr(self.client, "report_restores", None)
+        if report is None:
+            return
+        try:
+            report(in_time, late)
+        except Exception as e:  # noqa: BLE001 - closed, or an older client
+            self._warn.warn(f"report:{type(e).__name__}", f"memkv llama.cpp cache: reporting a restore failed: {e}")
 
     def _failed(self, op: str, e: Exception) -> None:
         if op == "save" and isinstance(e, memkv.Busy):
@@ -342,8 +378,10 @@ class _ExactRows:
                 cache._count(restore_failed=1, hits=-1, misses=1, hit_tokens=-state.memkv_hit_tokens)
                 cache._warn.warn("restore:load", f"memkv llama.cpp cache: llama.cpp refused a stored state, "
                                                  f"recomputing: {e}")
+                cache._report_restores(0, state.memkv_blocks)  # fetched, then recomputed
                 return
             llm._memkv_exact_rows = int(state.n_tokens)  # whole blocks of exact rows
+            state.memkv_cache._report_restores(state.memkv_blocks, 0)
 
         llm.eval, llm.load_state = eval, load_state
         llm._memkv_watched = True

@@ -123,6 +123,42 @@ def identity_of(llm: Any, model_digest: Optional[str] = None) -> Dict[str, Any]:
     }
 
 
+def _ggml_type(value: Any) -> str:
+    """A ggml type number (llama_context_params.type_k / type_v) by its name: 1 -> "f16"."""
+    import llama_cpp  # the engine's package: imported only when a model is at hand
+
+    low = getattr(llama_cpp, "llama_cpp", llama_cpp)
+    for name in dir(low):
+        if name.startswith("GGML_TYPE_") and getattr(low, name) == value and name != "GGML_TYPE_COUNT":
+            return name[len("GGML_TYPE_"):].lower()
+    return str(value)
+
+
+def cache_identity_fields(llm: Any, identity: Dict[str, Any], block_tokens: int) -> Dict[str, Any]:
+    """The memkv.CacheIdentity fields of a Llama whose identity_of() is
+    `identity`: the model file's name and SHA-256 (revision "sha256:..."),
+    the KV cache types (type_k/type_v), the context's size and batch as the
+    layout, the block size, llama-cpp-python's version, and the digest of
+    the whole identity_of() as the extra "state" (everything else a state
+    depends on: LoRA, RoPE and attention settings, state format)."""
+    context = identity.get("context", {})
+    kv = (_ggml_type(context["type_k"]) if "type_k" in context else "?",
+          _ggml_type(context["type_v"]) if "type_v" in context else "?")
+    params = llm.context_params
+    return {
+        "model": os.path.basename(str(getattr(llm, "model_path", "") or "")) or "unknown",
+        "revision": f"sha256:{identity['model_sha256']}",
+        "kv_dtype": kv[0] if kv[0] == kv[1] else f"k:{kv[0]},v:{kv[1]}",
+        "layout": f"n_ctx{int(params.n_ctx)}-n_batch{int(params.n_batch)}",
+        "block_tokens": block_tokens,
+        "tp_rank": 0,
+        "tp_size": 1,
+        "engine": "llama.cpp",
+        "engine_version": str(identity.get("llama_cpp_python") or ""),
+        "extras": {"state": identity_digest(identity).hex()[:32]},
+    }
+
+
 def identity_digest(identity: Dict[str, Any]) -> bytes:
     """32 bytes naming an identity: SHA-256 of its canonical JSON."""
     return hashlib.sha256(json.dumps(identity, sort_keys=True, separators=(",", ":")).encode()).digest()

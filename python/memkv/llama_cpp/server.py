@@ -4,10 +4,13 @@
         python -m memkv.llama_cpp.server --model model.gguf --n_ctx 8192 --port 8000
 
 Every option of `python -m llama_cpp.server` is taken as it is; the MemKV
-client is configured from the environment (MEMKV_CONFIG, MEMKV_SERVERS,
-MEMKV_AUTH_KEY, ...: memkv.Client.from_env). Each model the server loads
+client is configured from the environment (MEMKV_SERVERS, MEMKV_AUTH_KEY,
+...; or MEMKV_CONFIG: memkv.Client.from_env). Each model the server loads
 gets a memkv.llama_cpp.PromptCache in place of llama-cpp-python's RAM or disk
-cache, so any number of these servers, on any hosts, share prompt prefixes.
+cache, and a client of its own made with the model's cache identity
+(memkv.llama_cpp.cache_identity; MEMKV_IDENTITY_* replace its fields, except
+with MEMKV_CONFIG, whose file then says the identity), so any number of these
+servers, on any hosts, share prompt prefixes.
 Unlike `python -m llama_cpp.server`, models load with `--logits_all false`
 unless the command line says otherwise: with logits kept for every token a
 stored state also carries them (4 bytes x vocabulary per token, about 200 KB
@@ -24,11 +27,14 @@ GET /memkv/stats answers the caches' counters as JSON.
 """
 
 import argparse
+import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
 import memkv
 
+from ..adapters._common import cache_identity as adapter_identity, load_config, make_client
+from . import _state
 from ._cache import PromptCache
 
 def _own_arguments(argv: Sequence[str]):
@@ -36,6 +42,15 @@ def _own_arguments(argv: Sequence[str]):
     parser.add_argument("--memkv-block-tokens", type=int, default=None)
     parser.add_argument("--memkv-namespace", default=None)
     return parser.parse_known_args(list(argv))
+
+
+def _client_for(llm: Any, block_tokens: Optional[int]) -> "memkv.Client":
+    """A client of the environment's settings with the model's cache identity."""
+    if os.environ.get("MEMKV_CONFIG") or not hasattr(memkv, "CacheIdentity"):
+        return memkv.Client.from_env()
+    config = load_config("llama.cpp", {}, "the environment")
+    fields = _state.cache_identity_fields(llm, _state.identity_of(llm), block_tokens or int(llm.context_params.n_batch))
+    return make_client(config, adapter_identity(config, **fields))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
@@ -50,12 +65,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     except ImportError as e:
         sys.exit(f"memkv.llama_cpp.server: llama-cpp-python's server is not installed here ({e}); "
                  f"pip install 'llama-cpp-python[server]'")
-    client = memkv.Client.from_env()
     caches: List[PromptCache] = []
     load = server_model.LlamaProxy.load_llama_from_model_settings
 
     def load_with_memkv(settings: Any) -> Any:
         llm = load(settings)
+        client = _client_for(llm, ours.memkv_block_tokens)
         cache = PromptCache(client, llm, block_tokens=ours.memkv_block_tokens, namespace=ours.memkv_namespace)
         llm.set_cache(cache)
         caches.append(cache)

@@ -110,7 +110,7 @@ def test_chunks_stored_by_lmcache_come_back_byte_for_byte(manager, server):
     assert manager.contains(keys[0], search_range=["memkv"]) == "memkv"
 
     # The value in MemKV is the chunk's bytes, under the adapter's key.
-    with server.client() as client:
+    with server.client(identity=manager.storage_backends["memkv"]._core.identity) as client:
         stored = client.get(manager.storage_backends["memkv"].key_of(keys[2]))
         assert bytes(stored) == want[2]
 

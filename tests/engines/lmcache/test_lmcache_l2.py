@@ -277,7 +277,7 @@ def test_a_value_of_another_size_is_a_miss(server, adapters, allocator):
     ks = keys_of(hashes("size", 3))
     sent = objects(allocator, 3, seed=4)
     assert store(adapter, ks, sent) >= 0
-    with server.client() as plain:
+    with server.client(identity=connector._core.identity) as plain:
         plain.put(connector.key_of(_object_key_to_string(ks[1])), bytes(4096))
     back = objects(allocator, 3)
     assert load(adapter, ks, back) == [True, False, True]
@@ -442,3 +442,28 @@ def test_a_bad_adapter_param_stops_lmcache_with_a_named_error(server, capfd, bad
         adapter_for(server, **bad)
     assert named in str(e.value) and isinstance(e.value, memkv.InvalidArgument)
     assert named in capfd.readouterr().err
+
+
+def test_loads_report_their_chunks_in_time_or_late_and_params_name_the_identity(server, adapters, allocator):
+    """A load's leading run of chunks is reported in time, a chunk loaded
+    after a missing one late. LMCache builds the connector from its params
+    alone: its cache identity is LMCache's engine and version, with what
+    identity_* params say (the model, here)."""
+    with_identity = hasattr(memkv, "CacheIdentity")
+    params = {"identity_model": "tiny-kv", "identity_extras": ["team=x"]} if with_identity else {}
+    adapter = adapters(server, namespace="l2-restores", **params)
+    connector = connector_of(adapter)
+    if with_identity:
+        import lmcache
+        ident = connector._core.identity
+        assert (ident.model, ident.engine, ident.engine_version, ident.extras) == \
+            ("tiny-kv", "lmcache", lmcache.__version__, {"team": "x"})
+    ks = keys_of(hashes("restores", 5))
+    assert store(adapter, ks, objects(allocator, 5, seed=3)) >= 0
+    assert load(adapter, ks[:3], objects(allocator, 3)) == [True] * 3
+    stats = connector.get_stats()
+    assert (stats["restored_in_time"], stats["restored_late"]) == (3, 0)
+    adapter.delete([ks[1]])
+    assert load(adapter, ks, objects(allocator, 5)) == [True, False, True, True, True]
+    stats = connector.get_stats()
+    assert (stats["restored_in_time"], stats["restored_late"]) == (4, 3)

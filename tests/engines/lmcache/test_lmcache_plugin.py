@@ -367,7 +367,7 @@ def test_a_partial_chunk_is_not_stored_and_a_value_of_another_size_is_a_miss(ser
     objs = chunks(manager, 2, seed=26)
     want = raw(objs[0])
     put(manager, keys[1:], objs)
-    with server.client() as plain:
+    with server.client(identity=backend._core.identity) as plain:
         plain.put(backend.key_of(keys[2]), bytes(1000))
     assert hits(manager, keys[1:]) == 2
     handed = handed_out(manager)
@@ -572,3 +572,66 @@ def test_a_plugin_built_outside_lmcache_raises_the_config_error(server):
         MemKVStorageBackend(config=config, dst_device="cpu", metadata=metadata(role="scheduler"),
                             local_cpu_backend=None, loop=None)
     assert isinstance(e.value, memkv.InvalidArgument) and isinstance(e.value, ValueError)
+
+
+# ------------------------------------------------------------ cache identity, restores
+
+needs_identity = pytest.mark.skipif(not hasattr(memkv, "CacheIdentity"), reason="this memkv has no CacheIdentity")
+
+
+@needs_identity
+def test_identity_from_lmcaches_metadata_keeps_dtype_and_ranks_apart(server, managers):
+    """The plugin's cache identity is LMCache's metadata (model_name,
+    kv_dtype, chunk_size, worker_id of world_size, memory format and
+    kv_shape) with LMCache's version; a deployment that differs only in
+    dtype or worker finds nothing of another's on the shared server, and the
+    server keeps them apart by identity: a client of another identity does
+    not find the very key the plugin stored."""
+    import lmcache
+    a = managers(config_for(server, namespace="sp-ident"), metadata())
+    fp16 = managers(config_for(server, namespace="sp-ident"), LMCacheMetadata(
+        model_name=MODEL, world_size=1, local_world_size=1, worker_id=0, local_worker_id=0,
+        kv_dtype=torch.float16, kv_shape=KV_SHAPE, chunk_size=CHUNK))
+    rank1 = managers(config_for(server, namespace="sp-ident"), metadata(world_size=2, worker_id=1))
+    ident = plugin(a)._core.identity
+    assert (ident.model, ident.kv_dtype, ident.block_tokens, ident.tp_rank, ident.tp_size) == \
+        (MODEL, "bfloat16", CHUNK, 0, 1)
+    assert ident.layout == "KV_2LTD/" + "x".join(map(str, KV_SHAPE))
+    assert ident.engine == "lmcache" and ident.engine_version == lmcache.__version__
+    assert plugin(fp16)._core.identity.kv_dtype == "float16"
+    assert (plugin(rank1)._core.identity.tp_rank, plugin(rank1)._core.identity.tp_size) == (1, 2)
+    assert len({ident.tag, plugin(fp16)._core.identity.tag, plugin(rank1)._core.identity.tag}) == 3
+    keys = request_keys(a, tokens(2))
+    put(a, keys, chunks(a, 2, seed=41))
+    assert hits(a, keys) == 2
+    assert hits(fp16, request_keys(fp16, tokens(2))) == 0 and hits(rank1, request_keys(rank1, tokens(2))) == 0
+
+    key = plugin(a).key_of(keys[0])
+    common = {"servers": [server.address], "auth_key": server.auth_key}
+    with memkv.Client(**common, identity=ident) as mine, \
+            memkv.Client(**common, identity=plugin(fp16)._core.identity) as other:
+        assert mine.exists(key) and not other.exists(key)
+
+
+@needs_identity
+def test_identity_settings_replace_and_extend_what_lmcache_says(server, managers):
+    """identity_* plugin settings replace a field each; identity_extras adds extras."""
+    manager = managers(config_for(server, namespace="sp-ident2", identity_revision="v2", identity_extras="team=x"))
+    ident = plugin(manager)._core.identity
+    assert ident.revision == "v2" and ident.extras == {"team": "x"} and ident.model == MODEL
+
+
+def test_loads_report_their_chunks_in_time_or_late(server, managers):
+    """A load's leading run of chunks is in time; chunks loaded after a
+    missing one are late (LMCache recomputes from the first miss)."""
+    manager = managers(config_for(server, namespace="sp-restores"))
+    backend = plugin(manager)
+    keys = request_keys(manager, tokens(5))
+    put(manager, keys, chunks(manager, 5, seed=42))
+    for o in manager.batched_get(keys[:3], location="memkv"):
+        o.ref_count_down()
+    assert (backend.get_stats()["restored_in_time"], backend.get_stats()["restored_late"]) == (3, 0)
+    assert manager.remove(keys[1], locations=["memkv"]) == 1
+    for o in on_lmcache_loop(manager, backend.batched_get_non_blocking("req", keys, None)):
+        o.ref_count_down()
+    assert (backend.get_stats()["restored_in_time"], backend.get_stats()["restored_late"]) == (4, 3)

@@ -162,7 +162,7 @@ def test_a_missing_middle_page_stops_the_prefix(server):
 
     keys = storage.memkv_keys(hashes[2])
     assert [k.rsplit(b"/", 1)[1] for k in keys] == [b"k", b"v"]
-    with server.client() as plain:
+    with server.client(identity=storage.identity) as plain:  # the backend's identity: its keys
         assert plain.delete(keys[1])
         assert storage.batch_exists(hashes) == 2
         assert not storage.exists(hashes[2]) and storage.exists(hashes[3])
@@ -186,7 +186,8 @@ def test_a_missing_middle_page_stops_the_prefix(server):
 def test_one_round_trip_per_call(server):
     """The controller's backup, hit query and prefetch of a 100-page request
     (one batch of STORAGE_BATCH_SIZE): one MemKV batch_put_ptr, one
-    match_prefix (200 keys) and one batch_get_into_ptr."""
+    match_prefix (200 keys) and one batch_get_into_ptr (and the prefetch's
+    report_restores, which the client sends with others later)."""
     assert STORAGE_BATCH_SIZE >= 100
     pool = host_pool(pages=128)
     fill(pool, range(100), seed=4)
@@ -197,7 +198,10 @@ def test_one_round_trip_per_call(server):
     assert backup(ctl, req.hashes, host_indices(range(100))) == 100
     assert query(ctl, req) == 100
     assert load(ctl, req.hashes, host_indices(range(100))) == 100
-    assert spy.calls == {"batch_put_ptr": 1, "match_prefix": 1, "batch_get_into_ptr": 1}
+    # The prefetch's pages are reported to the client (counted there, sent
+    # to the server at most once a second): no round trip of its own.
+    reported = {"report_restores": 1} if hasattr(memkv.Client, "report_restores") else {}
+    assert spy.calls == {"batch_put_ptr": 1, "match_prefix": 1, "batch_get_into_ptr": 1, **reported}
     detach(ctl)
 
 
@@ -252,7 +256,7 @@ def test_wrongly_sized_values_are_misses(server):
     assert backup(ctl, hashes, host_indices(range(4))) == 4
     storage = ctl.storage_backend
     size = storage.memkv_stats()["page_bytes"] // 2
-    with server.client() as plain:
+    with server.client(identity=storage.identity) as plain:
         plain.put(storage.memkv_keys(hashes[1])[0], b"s" * (size - 8))
         plain.put(storage.memkv_keys(hashes[3])[1], b"l" * (size + 8))
     fresh = host_pool()
@@ -328,7 +332,7 @@ def test_mla_only_tp_rank_0_writes(server):
 
     assert rank1.storage_backend.batch_set_v1(hashes, host_indices(range(5)), HiCacheStorageExtraInfo()) == [True] * 5
     assert rank1.storage_backend.batch_set(hashes[:1], [pool1.get_data_page(0)]) is True
-    with server.client() as plain:
+    with server.client(identity=rank0.storage_backend.identity) as plain:
         keys = [k for h in hashes for k in rank0.storage_backend.memkv_keys(h)]
         assert plain.batch_exists(keys).statuses == [1] * 5
     assert rank0.storage_backend.batch_exists(hashes) == 0
@@ -377,7 +381,7 @@ def test_flat_pages_without_interface_v1(server):
     assert torch.equal(raw, pool.get_data_page(2 * PAGE))
     assert storage.get(request(1).hashes[0], pool.get_dummy_flat_data_page()) is None
 
-    with server.client() as plain:
+    with server.client(identity=storage.identity) as plain:
         plain.delete(storage.memkv_flat_key(hashes[1]))
     assert storage.batch_exists(hashes) == 1
     assert storage.batch_get(hashes[:2], [pool.get_dummy_flat_data_page() for _ in range(2)])[1] is None
@@ -557,3 +561,78 @@ def test_request_namespace_in_extra_info_is_part_of_every_key(server):
     assert options[0].block_hash == bytes.fromhex(more[1]) and options[0].parent_hash == bytes.fromhex(more[0])
     storage.close()
     reader.close()
+
+
+# --------------------------------------------------------------------------- cache identity, restores
+
+needs_identity = pytest.mark.skipif(not hasattr(memkv, "CacheIdentity"), reason="this memkv has no CacheIdentity")
+
+
+@needs_identity
+def test_identity_from_sglangs_config_keeps_dtype_and_tp_rank_apart(server):
+    """The backend's cache identity comes from SGLang's storage config
+    (model, TP rank and size) and host pool (KV dtype, page size, layout),
+    with SGLang's version; two ranks or two dtypes sharing one server and
+    one namespace never see each other's pages, and the server keeps them
+    apart by identity: a client of another identity does not find the very
+    key a backend stored. An MLA model's ranks share TP rank 0's identity
+    (every rank reads what rank 0 writes)."""
+    import sglang
+    pool = host_pool()
+    fill(pool, range(4), seed=11)
+    hashes = request(4).hashes
+    a = attach(pool, settings(server, namespace="ident"), model="org/model-id", tp_rank=0, tp_size=2)
+    ident = a.storage_backend.identity
+    assert (ident.kv_dtype, ident.block_tokens, ident.tp_rank, ident.tp_size) == ("bfloat16", PAGE, 0, 2)
+    assert ident.model.startswith("org/model-id") and ident.layout.startswith("page_first/mha/pp0of1/")
+    assert ident.engine == "sglang" and ident.engine_version == sglang.__version__
+    assert backup(a, hashes, host_indices(range(4))) == 4
+    rank1 = attach(host_pool(), settings(server, namespace="ident"), model="org/model-id", tp_rank=1, tp_size=2)
+    fp32 = attach(host_pool(dtype=torch.float32), settings(server, namespace="ident"), model="org/model-id",
+                  tp_rank=0, tp_size=2)
+    assert fp32.storage_backend.identity.kv_dtype == "float32" and rank1.storage_backend.identity.tp_rank == 1
+    assert len({ident.tag, rank1.storage_backend.identity.tag, fp32.storage_backend.identity.tag}) == 3
+    for other in (rank1, fp32):
+        assert other.storage_backend.batch_exists(hashes) == 0
+        assert load(other, hashes, host_indices(range(4))) == 0
+
+    key = a.storage_backend.memkv_keys(hashes[0])[0]
+    common = {"servers": [server.address], "auth_key": server.auth_key, "transport": "tcp"}
+    with memkv.Client(**common, identity=ident) as mine, \
+            memkv.Client(**common, identity=rank1.storage_backend.identity) as other:
+        assert mine.exists(key) and not other.exists(key)
+
+    mla = [attach(host_pool("mla"), settings(server), model="org/model-id", tp_rank=r, tp_size=2) for r in (0, 1)]
+    assert mla[0].storage_backend.identity == mla[1].storage_backend.identity
+    detach(a, rank1, fp32, *mla)
+
+
+@needs_identity
+def test_identity_settings_replace_and_extend_what_sglang_says(server):
+    """identity_* settings in the extra config replace a field each and
+    identity_extras adds to the extras."""
+    ctl = attach(host_pool(), settings(server, identity_revision="r1", identity_extras="team=x,zone=b"))
+    ident = ctl.storage_backend.identity
+    assert ident.revision == "r1" and ident.extras == {"team": "x", "zone": "b"} and ident.block_tokens == PAGE
+    detach(ctl)
+
+
+def test_prefetches_report_restores_in_time_and_late(server):
+    """A prefetch's leading run of pages is reported in time; a page loaded
+    after a missing one is late (SGLang recomputes from the first miss)."""
+    pool = host_pool()
+    fill(pool, range(4), seed=12)
+    hashes = request(4).hashes
+    writer = attach(pool, settings(server, namespace="restores"))
+    assert backup(writer, hashes, host_indices(range(4))) == 4
+    reader = attach(host_pool(), settings(server, namespace="restores"))
+    assert load(reader, hashes, host_indices(range(4))) == 4
+    stats = reader.storage_backend.memkv_stats()
+    assert (stats["restored_in_time"], stats["restored_late"]) == (4, 0)
+    gap = [hashes[0], request(1).hashes[0], hashes[2], hashes[3]]
+    assert reader.storage_backend.batch_get_v1(gap, host_indices(range(4, 8))) == [True, False, True, True]
+    stats = reader.storage_backend.memkv_stats()
+    assert (stats["restored_in_time"], stats["restored_late"]) == (5, 2)
+    if "fetched_in_time" in stats["client"]:  # what the client sends the server
+        assert (stats["client"]["fetched_in_time"], stats["client"]["fetched_late"]) == (5, 2)
+    detach(writer, reader)

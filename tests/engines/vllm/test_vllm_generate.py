@@ -223,8 +223,9 @@ def child(args: Dict[str, Any]) -> Dict[str, Any]:
     from vllm.platforms import current_platform
     report["platform"] = "cpu" if current_platform.is_cpu() else str(current_platform.device_type)
     tier = _tier(llm)
+    identity = getattr(tier, "identity", None)
     report["tier"] = {"type": type(tier).__module__ + "." + type(tier).__name__, "namespace": tier.namespace,
-                      "row_bytes": tier.row_bytes}
+                      "row_bytes": tier.row_bytes, "identity": None if identity is None else identity.options()}
     report["first"] = _generate(llm)
     if args["role"] in ("writer", "stock"):
         # The cascade of the prompt's chunks ends after the request does.
@@ -274,9 +275,10 @@ def run_engine(role: str, model: str, server: Any) -> Dict[str, Any]:
     return json.loads(lines[0][len(RESULT):])
 
 
-def keys_under(server: Any, namespace: str) -> List[bytes]:
-    with server.client() as client:
-        return list(client.iter_keys(prefix=namespace + "/"))
+def keys_under(server: Any, tier: Dict[str, Any]) -> List[bytes]:
+    """The keys under the tier's namespace, as its cache identity sees them."""
+    with server.client(**(tier.get("identity") or {})) as client:
+        return list(client.iter_keys(prefix=tier["namespace"] + "/"))
 
 
 def test_stock_configuration_on_the_cpu_backend(server, model_dir):
@@ -298,7 +300,7 @@ def test_stock_configuration_on_the_cpu_backend(server, model_dir):
     assert report["tier"]["type"] == f"{ADAPTER}.MemKVTierManager"
     assert len(first["tokens"]) == MAX_TOKENS
     assert first["tier_stats"]["stored_chunks"] == PROMPT_BLOCKS, first["tier_stats"]
-    assert len(keys_under(server, report["tier"]["namespace"])) >= PROMPT_BLOCKS
+    assert len(keys_under(server, report["tier"])) >= PROMPT_BLOCKS
 
 
 def test_generation_restores_the_prefix_from_memkv(server, model_dir):
@@ -325,10 +327,19 @@ def test_generation_restores_the_prefix_from_memkv(server, model_dir):
     assert stats["stored_chunks"] == PROMPT_BLOCKS and stats["loaded_chunks"] == 0
     assert stats["io"]["put_ok"] == PROMPT_BLOCKS and stats["io"]["errors"] == 0
     assert stats["io"]["put_bytes"] == PROMPT_BLOCKS * tier["row_bytes"]
-    keys = keys_under(server, tier["namespace"])
+    keys = keys_under(server, tier)
     assert len(keys) == PROMPT_BLOCKS, keys
-    with server.client() as client:
+    with server.client(**(tier["identity"] or {})) as client:
         assert all(len(client.get(k)) == tier["row_bytes"] for k in keys)
+    if tier["identity"] is not None:
+        # The tier's cache identity is the engine's own configuration.
+        assert tier["identity"]["identity_model"] == model_dir
+        assert tier["identity"]["identity_kv_dtype"] == "float32"
+        assert tier["identity"]["identity_block_tokens"] == BLOCK
+        assert (tier["identity"]["identity_tp_rank"], tier["identity"]["identity_tp_size"]) == (0, 1)
+        assert tier["identity"]["identity_engine"] == "vllm" and tier["identity"]["identity_engine_version"]
+        with server.client() as plain:  # another identity (none): the server keeps the tier's keys apart
+            assert not list(plain.iter_keys(prefix=tier["namespace"] + "/"))
 
     # Prefix cache and primary tier reset: the prefix comes back from MemKV.
     stats = again["tier_stats"]
@@ -336,6 +347,8 @@ def test_generation_restores_the_prefix_from_memkv(server, model_dir):
     assert stats["load_jobs"] >= 1 and stats["load_jobs_failed"] == 0
     assert stats["loaded_chunks"] == PROMPT_BLOCKS and stats["io"]["get_hits"] == PROMPT_BLOCKS
     assert stats["stored_chunks"] == PROMPT_BLOCKS  # nothing computed again to store
+    # vLLM waited for the promotions: every chunk came in time.
+    assert (stats["io"]["restored_in_time"], stats["io"]["restored_late"]) == (PROMPT_BLOCKS, 0)
     assert again["num_cached_tokens"] == PROMPT_BLOCKS * BLOCK
     [worker] = writer["worker"]
     assert worker["stored_blocks"] == PROMPT_BLOCKS and worker["loaded_blocks"] == PROMPT_BLOCKS
@@ -345,7 +358,7 @@ def test_generation_restores_the_prefix_from_memkv(server, model_dir):
     # A fresh engine (another process) on the same server.
     reader = run_engine("reader", model_dir, server)
     assert "error" not in reader, reader["error"]
-    assert reader["tier"]["namespace"] == tier["namespace"]
+    assert reader["tier"]["namespace"] == tier["namespace"] and reader["tier"]["identity"] == tier["identity"]
     fresh = reader["first"]
     stats = fresh["tier_stats"]
     assert stats["lookup_hits"] >= PROMPT_BLOCKS and stats["load_jobs_failed"] == 0
@@ -355,7 +368,7 @@ def test_generation_restores_the_prefix_from_memkv(server, model_dir):
     assert reader["worker"] == [{"stored_blocks": 0, "loaded_blocks": PROMPT_BLOCKS}]
     assert fresh["tokens"] == first["tokens"]
     assert fresh["logprobs"] == pytest.approx(first["logprobs"], abs=1e-4)
-    assert len(keys_under(server, tier["namespace"])) == PROMPT_BLOCKS
+    assert len(keys_under(server, tier)) == PROMPT_BLOCKS
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from typing import Dict, List, Optional
 import numpy as np
 import pytest
 
+import vllm
 import vllm.plugins
 from vllm.lora.request import LoRARequest
 from vllm.sampling_params import SamplingParams
@@ -45,6 +46,7 @@ from vllm.v1.kv_offload.tiering.base import JobResult, SecondaryTierManager, Tra
 from vllm.v1.kv_offload.tiering.factory import SecondaryTierFactory
 from vllm.v1.request import Request
 
+import memkv
 import memkv.adapters.vllm as adapter
 
 from vllm_partner import (ADAPTER, ROW, chunk_bytes, offload_keys, offloading_spec,
@@ -337,7 +339,8 @@ def test_wrong_size_value_fails_the_load(server, engines):
     writer = engines(tier_entry(server), rows=4)
     keys = offload_keys(b"wrong-size", 4)
     assert writer.store(keys, writer.request("w")).success
-    with server.client() as plain:  # another writer leaves values of other sizes under keys 2 and 3
+    # Another writer of the tier's identity leaves values of other sizes under keys 2 and 3.
+    with server.client(identity=writer.tier.identity) as plain:
         plain.put(writer.tier.memkv_key(keys[2]), b"short value")
         plain.put(writer.tier.memkv_key(keys[3]), np.zeros(ROW * 2, dtype=np.uint8))
     reader = engines(tier_entry(server), rows=4)
@@ -474,3 +477,80 @@ def test_hash_seed_warning_only_when_vllm_seeds_at_random(server, monkeypatch, c
         tier_then_seed(xxhash)
         assert len(warnings()) == 1, "warned twice in one process"
     init_none_hash(sha256)
+
+
+# ------------------------------------------------------------ cache identity, restores
+
+needs_identity = pytest.mark.skipif(not hasattr(memkv, "CacheIdentity"), reason="this memkv has no CacheIdentity")
+
+
+@needs_identity
+def test_identity_from_vllms_config_keeps_dtype_and_tp_apart(server, engines):
+    """The tier's cache identity is vLLM's OffloadingConfig (model, KV dtype,
+    tokens per chunk, TP rank and size, KV layout and row size) with vLLM's
+    version; two deployments that differ only in dtype or TP size share one
+    server and never see each other's chunks. The server keeps them apart
+    by identity, not only by key: a client of another identity (or of
+    none) does not find the very key a tier stored."""
+    keys = offload_keys(b"identity", 3)
+    a = engines(tier_entry(server), rows=3, model="org/model-id", dtype="bfloat16")
+    half = engines(tier_entry(server), rows=3, model="org/model-id", dtype="float16")
+    tp2 = engines(tier_entry(server), rows=3, model="org/model-id", tp=2)
+    ident = a.tier.identity
+    assert (ident.model, ident.kv_dtype, ident.block_tokens, ident.tp_rank, ident.tp_size) == \
+        ("org/model-id", "bfloat16", 16, 0, 1)
+    assert ident.engine == "vllm" and ident.engine_version == vllm.__version__
+    assert ident.layout.endswith(f"r{ROW}")
+    assert half.tier.identity.kv_dtype == "float16" and tp2.tier.identity.tp_size == 2
+    assert len({ident.tag, half.tier.identity.tag, tp2.tier.identity.tag}) == 3
+    assert a.store(keys, a.request("a"), tag=b"bf16").success
+    assert half.matched(keys, half.request("h")) == 0
+    assert tp2.matched(keys, tp2.request("t")) == 0
+    same = engines(tier_entry(server), rows=3, model="org/model-id", dtype="bfloat16")
+    assert same.tier.identity == ident and same.matched(keys, same.request("s")) == 3
+
+    key = a.tier.memkv_key(keys[0])
+    common = {"servers": [server.address], "auth_key": server.auth_key, "transport": "tcp"}
+    with memkv.Client(**common, identity=ident) as mine, \
+            memkv.Client(**common, identity=half.tier.identity) as other, memkv.Client(**common) as none:
+        assert mine.exists(key)
+        assert not other.exists(key) and not none.exists(key)
+
+
+@needs_identity
+def test_identity_settings_replace_and_extend_what_vllm_says(server, engines):
+    """identity_* settings in the tier's entry replace a field each
+    (identity_revision: a revision vLLM's OffloadingConfig does not carry)
+    and identity_extras adds to the extras; a bad one is a ConfigError
+    naming the setting."""
+    a = engines(tier_entry(server, identity_revision="abc123", identity_extras=["team=x"]), rows=3)
+    assert a.tier.identity.revision == "abc123" and a.tier.identity.extras == {"team": "x"}
+    assert a.tier.identity.kv_dtype == "bfloat16"
+    with pytest.raises(adapter.ConfigError, match="identity_tp_rank"):
+        engines(tier_entry(server, identity_tp_rank=5), rows=3)
+
+
+def test_promotions_are_reported_in_time_or_late(server, engines):
+    """A promotion that ends while vLLM still waits for it is reported in
+    time (every chunk loaded); one whose request vLLM finished first, late."""
+    keys = offload_keys(b"restores", 4)
+    writer = engines(tier_entry(server), rows=4)
+    assert writer.store(keys, writer.request("w")).success
+    reader = engines(tier_entry(server), rows=8)
+    assert reader.matched(keys, reader.request("r")) == 4
+    io = reader.tier.stats()["io"]
+    assert (io["restored_in_time"], io["restored_late"]) == (4, 0)
+
+    # Straight to the tier (vLLM's manager never finishes a request it
+    # promotes for): the request finishes before the load is collected.
+    late_ctx = ReqContext(req_id="gone")
+    reader.tier.submit_load(TransferJob(job_id=10_000, keys=keys, chunk_ids=np.arange(4, 8), is_promotion=True,
+                                        req_context=late_ctx))
+    reader.tier.on_request_finished(late_ctx)
+    done = poll(lambda: [r for r in reader.tier.get_finished_jobs() if r.job_id == 10_000] or None, 10,
+                "the late load")
+    assert done[0].success
+    io = reader.tier.stats()["io"]
+    assert (io["restored_in_time"], io["restored_late"]) == (4, 4)
+    if "fetched_in_time" in io["client"]:  # what the client sends the server
+        assert (io["client"]["fetched_in_time"], io["client"]["fetched_late"]) == (4, 4)
