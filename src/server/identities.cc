@@ -1,17 +1,9 @@
 #include "server/identities.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace memkv::server {
-
-std::string_view IdentityEvictionName(IdentityEviction reason) {
-  switch (reason) {
-    case IdentityEviction::kEvicted: return "evicted";
-    case IdentityEviction::kExpired: return "expired";
-    case IdentityEviction::kChecksum: return "checksum";
-  }
-  return "evicted";
-}
 
 void IdentityCounters::CountLookups(uint64_t n, uint64_t hits, uint64_t served, uint64_t bytes) {
   lookups.fetch_add(n, std::memory_order_relaxed);
@@ -52,8 +44,9 @@ IdentityCounters* Identities::RowLocked(std::string_view tenant, std::string_vie
 
 Result<IdentityCounters*> Identities::Admit(std::string_view tenant, const CacheIdentity& identity,
                                             const std::string& tag) {
-  bool accepted = options_.accept.empty();
-  for (const IdentitySelector& selector : options_.accept) accepted = accepted || selector.Matches(identity, tag);
+  const bool accepted =
+      options_.accept.empty() || std::any_of(options_.accept.begin(), options_.accept.end(),
+                                             [&](const IdentitySelector& s) { return s.Matches(identity, tag); });
   if (!accepted) {
     std::string list;
     for (const IdentitySelector& selector : options_.accept) list += (list.empty() ? "'" : ", '") + selector.text() + "'";
@@ -82,13 +75,9 @@ std::string_view Identities::TagOf(std::string_view key) {
 }
 
 void Identities::CountRemoval(const storage::StoreEvent& e) {
-  IdentityEviction reason;
-  switch (e.reason) {
-    case storage::RemovalReason::kEvicted: reason = IdentityEviction::kEvicted; break;
-    case storage::RemovalReason::kExpired: reason = IdentityEviction::kExpired; break;
-    case storage::RemovalReason::kChecksum: reason = IdentityEviction::kChecksum; break;
-    default: return;
-  }
+  const auto counted = std::find(kCountedRemovals.begin(), kCountedRemovals.end(), e.reason);
+  if (counted == kCountedRemovals.end()) return;
+  const size_t reason = static_cast<size_t>(counted - kCountedRemovals.begin());
   std::string_view key = e.key;
   std::string_view tenant;
   const uint32_t t = tenants_.Find(key);
@@ -108,7 +97,7 @@ void Identities::CountRemoval(const storage::StoreEvent& e) {
     }
   }
   const size_t tier = e.medium == storage::StoreMedium::kDrive ? 1 : 0;
-  row->evictions[tier][static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
+  row->evictions[tier][reason].fetch_add(1, std::memory_order_relaxed);
 }
 
 std::vector<Identities::Row> Identities::Snapshot() const {

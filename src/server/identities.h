@@ -33,10 +33,10 @@
 
 namespace memkv::server {
 
-// Why a value left: what memkv_identity_evictions_total's reason says.
-enum class IdentityEviction : uint8_t { kEvicted, kExpired, kChecksum };
-inline constexpr size_t kIdentityEvictionReasons = 3;
-std::string_view IdentityEvictionName(IdentityEviction reason);  // evicted, expired, checksum
+// The removals memkv_identity_evictions_total counts, by their reason
+// label (storage::RemovalReasonName): deletes and replacements are not.
+inline constexpr std::array<storage::RemovalReason, 3> kCountedRemovals = {
+    storage::RemovalReason::kEvicted, storage::RemovalReason::kExpired, storage::RemovalReason::kChecksum};
 
 struct IdentityCounters {
   std::atomic<uint64_t> lookups{0};          // blocks asked for (gets, exists, prefix-match keys)
@@ -49,7 +49,7 @@ struct IdentityCounters {
   std::atomic<uint64_t> stored_bytes{0};
   std::atomic<uint64_t> stores_shed{0};      // reported by clients: stores they dropped
   // Values that left the store, by tier (0 dram, 1 drive) and reason.
-  std::array<std::array<std::atomic<uint64_t>, kIdentityEvictionReasons>, 2> evictions{};
+  std::array<std::array<std::atomic<uint64_t>, kCountedRemovals.size()>, 2> evictions{};
   metrics::Histogram load = metrics::Histogram::ForLatencyNanos();   // gets
   metrics::Histogram store = metrics::Histogram::ForLatencyNanos();  // puts
 

@@ -532,9 +532,9 @@ constexpr ServerFact kFacts[] = {
        for (const Identities::Row& row : s.identities) {
          for (size_t tier = 0; tier < 2; ++tier) {
            if (tier == 1 && !s.drives) continue;
-           for (size_t r = 0; r < kIdentityEvictionReasons; ++r) {
+           for (size_t r = 0; r < kCountedRemovals.size(); ++r) {
              out.Counter({{"tenant", row.tenant}, {"identity", row.identity}, {"tier", tier == 0 ? "dram" : "drive"},
-                          {"reason", IdentityEvictionName(static_cast<IdentityEviction>(r))}},
+                          {"reason", storage::RemovalReasonName(kCountedRemovals[r])}},
                          row.counters->evictions[tier][r].load(std::memory_order_relaxed));
            }
          }
