@@ -24,6 +24,12 @@
 #     src/cli/commands.h): a command at the start of a line (after a "$ "
 #     prompt, sudo, VAR=value assignments) or after &&, ||, | or $( ; an
 #     error message ("memkv put: ...") is not a command;
+#   - in those same examples, a signal sent by process name (`kill -HUP
+#     $(pidof memkv)`, killall memkv, pkill memkv), which reaches every memkv
+#     server on the host, and an events socket of a config example
+#     (publish, replay, events_publish, events_replay) bound on every
+#     interface (tcp://*, tcp://0.0.0.0, tcp://[::]): those sockets take no
+#     credential;
 #   - the organization map (the first code block of docs/organization.md)
 #     missing a top-level directory of the repository or a directory of src/;
 #   - under deploy/ (the container image and the Kubernetes manifests): the
@@ -314,6 +320,9 @@ if not commands:
 NOT_COMMANDS = {"memkv key check", "memkv drive value"}  # HKDF/HMAC labels (docs/storage.md)
 RUN_RE = re.compile(r"(?:^|&&|\|\||\||\$\()\s*(?:\$\s+)?(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*"
                     r"(?:[\w./-]*/)?memkv[ \t]+([a-z][\w-]*)(?![\w-])(?!:| [\w-]+:)(?:[ \t]+([a-z][\w-]*)(?![\w-]))?")
+SIGNAL_BY_NAME_RE = re.compile(r"\b(?:pidof|killall|pkill)\b[^`]*\bmemkv\b")
+EVENTS_EVERYWHERE_RE = re.compile(r"^\s*(?:-\s+)?(publish|replay|events_publish|events_replay):\s*[\"']?"
+                                  r"(tcp://(?:\*|0\.0\.0\.0|\[::\]):\S*)")
 docs = command_files or [f for f in files if f.endswith(".md") and (f.startswith("docs/") or f == "README.md")]
 for path in docs:
     in_fence = False
@@ -322,7 +331,14 @@ for path in docs:
             in_fence = not in_fence
             continue
         texts = [line] if in_fence else re.findall(r"`([^`]+)`", line)
+        if in_fence and (m := EVENTS_EVERYWHERE_RE.match(line)):
+            fail(path, lineno, f"'{m.group(1)}: {m.group(2).rstrip(chr(34) + chr(39))}' binds an events socket on every "
+                 "interface, and events sockets take no credential; name an address of this host that the routers "
+                 "reach (tcp://10.0.0.5:5557)")
         for text in texts:
+            if SIGNAL_BY_NAME_RE.search(text):
+                fail(path, lineno, "signals memkv by process name, which reaches every memkv server on the host; "
+                     "name one server: 'memkv admin reload --server ADDR', or the pid of that one process")
             if text.strip().startswith(tuple(NOT_COMMANDS)):
                 continue
             for m in RUN_RE.finditer(text):

@@ -137,7 +137,7 @@ struct PutItem {
 // A decoded, scoped request, as the handler receives it.
 struct Request {
   const OpRule* rule = nullptr;
-  const TenantIdentity* owner = nullptr;  // null: the administrator
+  KeyScope scope;                         // the connection's view; scope.owner() null: the administrator
   std::string_view key;                   // kKey
   std::vector<std::string_view> keys;     // kKeyList
   std::vector<PutItem> puts;              // kPut (one), kPutItems(With), kRdmaPut(With) (one)

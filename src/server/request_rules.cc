@@ -53,7 +53,7 @@ const OpRule* FindRule(uint8_t opcode) {
 
 void Request::Clear() {
   rule = nullptr;
-  owner = nullptr;
+  scope = KeyScope();
   key = {};
   keys.clear();
   puts.clear();
@@ -149,7 +149,7 @@ PutItem ScopedItem(const proto::PutItem& in, PutOptions options, const KeyScope&
 Status DecodeRequest(const OpRule& rule, std::span<const uint8_t> meta, const proto::FrameHeader& header,
                      const KeyScope& scope, Request* request) {
   request->rule = &rule;
-  request->owner = scope.owner();
+  request->scope = scope;
   switch (rule.shape) {
     case Shape::kNothing: return Status::Ok();
     case Shape::kKey:

@@ -349,6 +349,8 @@ class Session {
   std::string identity_segment_;
   IdentityCounters* identity_row_ = nullptr;
   IdentityCounters* IdentityRow();
+  // The connection's view of the key space, as the pipeline scopes keys.
+  KeyScope Scope() const { return KeyScope(tenant_.get(), identity_segment_); }
   // A load's or a store's latency into its identity row's histogram.
   void ObserveIdentityLatency(uint64_t nanos);
   bool revoked_ = false;            // its key was removed by a reload

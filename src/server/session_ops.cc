@@ -289,7 +289,7 @@ Status Session::Admit(const OpRule& rule) {
                               " refused: this server's identities.require asks each tenant connection for its cache "
                               "identity first (the client's identity_* options)");
   }
-  MEMKV_RETURN_IF_ERROR(DecodeRequest(rule, meta_, cur_, KeyScope(tenant_.get(), identity_segment_), &req_));
+  MEMKV_RETURN_IF_ERROR(DecodeRequest(rule, meta_, cur_, Scope(), &req_));
   if (rule.access == Access::kWrite && tenant_ != nullptr && tenant_->read_only) {
     tenant_->counters->read_only_refusals.fetch_add(1, std::memory_order_relaxed);
     return PermissionDenied(std::string(rule.verb) +
@@ -406,7 +406,7 @@ void Session::HandleMatchPrefix(Request& request) {
 }
 
 void Session::HandleList(Request& request) {
-  const KeyScope scope(request.owner, identity_segment_);
+  const KeyScope& scope = request.scope;
   KeyPage page(request.list.prefix, request.list.after, request.list.limit, scope.min_stored_key_bytes());
   ctx_.store->OfferKeys(&page);
   const std::vector<std::string> keys = page.Take();

@@ -27,7 +27,7 @@ void Session::FinishPayload() {
     if (!item.status.ok()) continue;
     if (item.received_checksum != item.checksum) {
       ctx_.metrics->payload_checksum_failures.Add(1);
-      Fail(Corruption("payload of key '" + std::string(KeyScope(tenant_.get(), identity_segment_).ClientKey(item.key).substr(0, 64)) +
+      Fail(Corruption("payload of key '" + std::string(Scope().ClientKey(item.key).substr(0, 64)) +
                       "' does not match its checksum; nothing was stored"));
       return;
     }

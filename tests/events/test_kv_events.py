@@ -6,6 +6,8 @@ MEMKV_BINARY (set by ctest); the client package from PYTHONPATH (ctest sets
 build/python).
 """
 
+import ast
+import pathlib
 import re
 import secrets
 import time
@@ -111,10 +113,10 @@ class Subscriber:
 # ---- a server with events on ------------------------------------------------
 
 class EventsServer(LocalServer):
-    def __init__(self):
+    def __init__(self, encoding="map"):
         super().__init__(memory="256 MiB", workers=2,
                          extra_config="events:\n  publish: tcp://127.0.0.1:0\n  replay: tcp://127.0.0.1:0\n"
-                                      f"  topic: {TOPIC.decode()}\n")
+                                      f"  topic: {TOPIC.decode()}\n  encoding: {encoding}\n")
 
     def start(self):
         super().start()
@@ -244,3 +246,41 @@ def test_a_tenants_own_stream_carries_its_keys_alone():
     finally:
         ctx.term()
         assert server.stop() == 0, server.stderr()
+
+
+# ---- the docs' example is what a server sends ----------------------------------
+
+DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs" / "events.md"
+
+
+def docs_example(encoding):
+    """The example batch docs/events.md shows for `encoding`, as Python values."""
+    m = re.search(r"in %s\s+encoding:\s*```\n(.*?)```" % encoding, DOCS.read_text(), re.S)
+    assert m, f"docs/events.md has no example in {encoding} encoding"
+    return ast.literal_eval(re.sub(r"\bnil\b", "None", m.group(1)))
+
+
+@pytest.mark.parametrize("encoding", ["map", "array"])
+def test_the_docs_example_is_what_the_server_publishes_for_its_put(encoding):
+    # docs/events.md: "a put of 4096 bytes with the byte hash 01 02 and the
+    # byte parent hash 03 04". The batch the server publishes for that put
+    # must equal the example, but for the time stamp.
+    ts, events, rank = docs_example(encoding)
+    s = EventsServer(encoding).start()
+    ctx = zmq.Context()
+    try:
+        with s.client() as c:
+            c.put("docs/example", b"x" * 4096, block_hash=b"\x01\x02", parent_hash=b"\x03\x04")
+        replay = Subscriber(ctx, s.publish, s.replay)
+        deadline = time.monotonic() + DEADLINE_S
+        stored = []
+        while not stored:
+            assert time.monotonic() < deadline, "no BlockStored in the replay"
+            for _, payload in replay.replay_from(0):
+                got_ts, got_events, got_rank = msgpack.unpackb(payload, raw=False)
+                stored += [e for e in got_events if decode_event(e)["type"] == "BlockStored"]
+        assert isinstance(ts, float) and isinstance(got_ts, float)
+        assert (stored, got_rank) == (events, rank)
+    finally:
+        ctx.term()
+        assert s.stop() == 0, s.stderr()
