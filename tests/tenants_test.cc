@@ -19,6 +19,7 @@
 #include "memkv/client.h"
 #include "proto/messages.h"
 #include "server/daemon.h"
+#include "tests/harness.h"
 #include "tests/raw_connection.h"
 #include "verbs/fake.h"
 
@@ -343,6 +344,68 @@ TEST(TenantsTest, ANewAdministratorKeyClosesTheOldKeysConnections) {
   EXPECT_EQ(refused.status().code(), StatusCode::kAuthFailed) << refused.status().ToString();
   EXPECT_EQ(Text(*a->Get("x")), "2");
   EXPECT_EQ(Text(*server.ClientWith(next_admin)->Get("team-a/x")), "2");
+}
+
+// tenants[].max_connections: a tenant holding its limit of connections open
+// is refused one more, naming the limit, while another tenant and the
+// administrator still connect; a connection that closes gives its slot back,
+// and /metrics counts what is open and what was refused.
+TEST(TenantsTest, ATenantAtItsConnectionLimitIsRefusedAndCannotLockOthersOut) {
+  TenantServer server(Config("tenants:\n" + Tenant("team-a", "team-a/", kAHex, "    max_connections: 3\n") +
+                             Tenant("team-b", "team-b/", kBHex)));
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  auto open = [&](const std::string& hex) -> std::pair<std::unique_ptr<testing::RawConnection>, StatusCode> {
+    auto raw = testing::RawConnection::Open(server.daemon().port());
+    EXPECT_TRUE(raw.ok()) << raw.status().ToString();
+    if (!raw.ok()) return {nullptr, StatusCode::kUnavailable};
+    Result<testing::RawResponse> hello = (*raw)->Handshake(hex);
+    EXPECT_TRUE(hello.ok()) << hello.status().ToString();
+    if (!hello.ok()) return {nullptr, StatusCode::kUnavailable};
+    if (hello->header.status != StatusCode::kOk) {
+      EXPECT_NE(hello->message().find("tenant 'team-a' has 3 connections open, its limit "
+                                      "(tenants[].max_connections 3)"),
+                std::string::npos)
+          << hello->message();
+      EXPECT_TRUE((*raw)->ClosedByPeer()) << "a refused Connect closes its connection";
+    }
+    return {std::move(raw).value(), hello->header.status};
+  };
+  auto sample = [&](const std::string& name) {
+    return testing::PrometheusSamples(server.daemon().admin().MetricsText())[name];
+  };
+  std::vector<std::unique_ptr<testing::RawConnection>> a;
+  for (int i = 0; i < 3; ++i) {
+    auto [conn, code] = open(kAHex);
+    ASSERT_EQ(code, StatusCode::kOk) << "connection " << i << " is within the limit";
+    a.push_back(std::move(conn));
+  }
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(open(kAHex).second, StatusCode::kResourceExhausted);
+  // The others are not limited by team-a's connections.
+  std::vector<std::unique_ptr<testing::RawConnection>> b;
+  for (int i = 0; i < 5; ++i) {
+    auto [conn, code] = open(kBHex);
+    EXPECT_EQ(code, StatusCode::kOk);
+    b.push_back(std::move(conn));
+  }
+  EXPECT_EQ(open(kAdminHex).second, StatusCode::kOk);
+  EXPECT_EQ(sample("memkv_tenant_connections{tenant=\"team-a\"}"), 3);
+  EXPECT_EQ(sample("memkv_tenant_connections{tenant=\"team-b\"}"), 5);
+  EXPECT_EQ(sample("memkv_tenant_refusals_total{tenant=\"team-a\",reason=\"max_connections\"}"), 2);
+  EXPECT_EQ(sample("memkv_tenant_refusals_total{tenant=\"team-b\",reason=\"max_connections\"}"), 0);
+  EXPECT_NE(server.daemon().admin().StatusJson().find("\"connections_open\":3,\"connections_refused\":2"),
+            std::string::npos);
+
+  // One closes: its slot is free once the server has seen it go.
+  a.pop_back();
+  ASSERT_TRUE(testing::PollUntil([&] { return sample("memkv_tenant_connections{tenant=\"team-a\"}") == 2; }, 5000));
+  auto [again, code] = open(kAHex);
+  EXPECT_EQ(code, StatusCode::kOk) << "a closed connection's slot is free again";
+  // The client library names the limit in the error of the call it could not make.
+  auto client = server.ClientWith(kAHex);
+  ASSERT_TRUE(client);
+  Status refused = client->Put("k", Bytes("v"));
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted) << refused.ToString();
+  EXPECT_NE(refused.message().find("tenants[].max_connections"), std::string::npos) << refused.ToString();
 }
 
 TEST(TenantsTest, AServerWithoutAConfigFileHasNothingToReload) {

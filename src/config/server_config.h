@@ -196,6 +196,7 @@ struct TenantConfig {
   bool rdma = false;                 // its connections may set up RDMA
   uint64_t dram_quota_bytes = 0;     // 0: none
   uint64_t drive_quota_bytes = 0;    // 0: none
+  uint32_t max_connections = 0;      // connections open at once with its keys; 0: no limit
   // Block events of this tenant's keys alone (docs/tenants.md, "Events"):
   // tcp://HOST:PORT of its own PUB and replay sockets; empty: none. Read
   // at start (a reload that changes them says a restart is needed).
@@ -206,6 +207,8 @@ struct TenantConfig {
 inline constexpr size_t kMaxTenants = 1024;
 inline constexpr size_t kMaxTenantNameBytes = 64;
 inline constexpr size_t kMaxTenantPrefixBytes = 256;
+inline constexpr uint64_t kMaxTenantConnections = 1000000;
+inline constexpr std::string_view kTenantConnectionsAllowed = "1..1000000";
 
 struct ServerConfig {
   NetworkConfig network;

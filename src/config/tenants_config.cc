@@ -108,6 +108,15 @@ void ReadTenant(const YAML::Node& item, const std::string& path, Diagnostics* d,
            BoolField("rdma", d, &t->rdma),
            SizeField("dram_quota", d, &t->dram_quota_bytes),
            SizeField("drive_quota", d, &t->drive_quota_bytes),
+           {"max_connections",
+            [&](const YAML::Node& v, const std::string& p) {
+              uint64_t n = 0;
+              if (!ReadUint(v, p, kMaxTenantConnections, kTenantConnectionsAllowed, d, &n)) return;
+              if (n == 0) {
+                d->Fail(p, p + ": 0; allowed: " + std::string(kTenantConnectionsAllowed) + " (leave it out for no limit)");
+              }
+              t->max_connections = static_cast<uint32_t>(n);
+            }},
            {"events_publish", [&](const YAML::Node& v, const std::string& p) { ReadEndpoint(v, p, d, &t->events_publish); }},
            {"events_replay", [&](const YAML::Node& v, const std::string& p) { ReadEndpoint(v, p, d, &t->events_replay); }}},
           d);

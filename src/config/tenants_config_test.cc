@@ -45,7 +45,7 @@ bool NoKeyShown(const std::vector<std::string>& lines) {
 TEST(TenantsConfigTest, EveryFieldIsRead) {
   Result<ServerConfig> c = Parse(Item("team-a", "team-a/", Key(kA)) + "    next_key: \"" + kB +
                                  "\"\n    read_only: true\n    rdma: true\n    dram_quota: 8GiB\n"
-                                 "    drive_quota: 100GiB\n    events_publish: tcp://127.0.0.1:5571\n"
+                                 "    drive_quota: 100GiB\n    max_connections: 64\n    events_publish: tcp://127.0.0.1:5571\n"
                                  "    events_replay: tcp://127.0.0.1:5572\n" +
                                  Item("team_b-2", "b/", Key(kC)));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -59,6 +59,7 @@ TEST(TenantsConfigTest, EveryFieldIsRead) {
   EXPECT_TRUE(a.rdma);
   EXPECT_EQ(a.dram_quota_bytes, 8 * kGiB);
   EXPECT_EQ(a.drive_quota_bytes, 100 * kGiB);
+  EXPECT_EQ(a.max_connections, 64u);
   EXPECT_EQ(a.events_publish, "tcp://127.0.0.1:5571");
   EXPECT_EQ(a.events_replay, "tcp://127.0.0.1:5572");
   const TenantConfig& b = c->tenants[1];
@@ -66,6 +67,7 @@ TEST(TenantsConfigTest, EveryFieldIsRead) {
   EXPECT_FALSE(b.rdma);
   EXPECT_TRUE(b.next_key.empty());
   EXPECT_EQ(b.dram_quota_bytes, 0u);
+  EXPECT_EQ(b.max_connections, 0u) << "no limit unless given";
 
   TenantMap map = TenantMapOf(c->tenants);
   ASSERT_EQ(map.size(), 2u);
@@ -100,7 +102,9 @@ TEST(TenantsConfigTest, EachItemsProblemsAreLinesOfTheirOwn) {
             "  - name: d\n    prefix: \"" + std::string(257, 'p') + "\"\n" + Key(kB) +  // prefix too long
             "    next_key: \"" + std::string(63, '1') + "\"\n    colour: red\n"
             "  - name: e\n    prefix: \"e/\"\n" + Key(kD) + "    events_publish: udp://x:1\n"  // not tcp://
-            "  - name: f\n    prefix: \"f/\"\n" + Key(kE) + "    events_replay: tcp://127.0.0.1:1\n"));  // no publish
+            "  - name: f\n    prefix: \"f/\"\n" + Key(kE) + "    events_replay: tcp://127.0.0.1:1\n"  // no publish
+            "  - name: g\n    prefix: \"g/\"\n" + Key(std::string(64, '1')) + "    max_connections: 0\n"
+            "  - name: h\n    prefix: \"h/\"\n" + Key(std::string(64, '2')) + "    max_connections: many\n"));
   EXPECT_TRUE(HasLineWith(lines, {"tenants[0].name", "'Team A'", "a-z, 0-9"}));
   EXPECT_TRUE(HasLineWith(lines, {"tenants[0].prefix", "0 bytes", "1..256"}));
   EXPECT_TRUE(HasLineWith(lines, {"tenants[0].key", "3 characters", "64 hex"}));
@@ -113,6 +117,8 @@ TEST(TenantsConfigTest, EachItemsProblemsAreLinesOfTheirOwn) {
   EXPECT_TRUE(HasLineWith(lines, {"tenants[3]", "colour"}));
   EXPECT_TRUE(HasLineWith(lines, {"tenants[4].events_publish", "udp://x:1", "tcp://HOST:PORT"}));
   EXPECT_TRUE(HasLineWith(lines, {"tenants[5].events_replay", "without", "events_publish"}));
+  EXPECT_TRUE(HasLineWith(lines, {"tenants[6].max_connections", "0", "1..1000000", "leave it out"}));
+  EXPECT_TRUE(HasLineWith(lines, {"tenants[7].max_connections", "many", "1..1000000"}));
   EXPECT_TRUE(NoKeyShown(lines));
 }
 

@@ -44,6 +44,7 @@ struct TenantIdentity {
   std::string prefix;   // tenants[].prefix: in front of every key its clients name
   bool read_only = false;
   bool rdma = false;    // may its connections set up RDMA at Connect
+  uint32_t max_connections = 0;  // connections open at once with its keys (0: no limit)
   TenantCounters* counters = nullptr;  // its slot in the Daemon's TenantStats; never null once built
 };
 

@@ -85,6 +85,7 @@ Result<std::shared_ptr<const Credentials>> CredentialsFor(std::span<const uint8_
     c.identity.prefix = t.prefix;
     c.identity.read_only = t.read_only;
     c.identity.rdma = t.rdma;
+    c.identity.max_connections = t.max_connections;
     c.keys.push_back(t.key);
     if (!t.next_key.empty()) c.keys.push_back(t.next_key);
   }

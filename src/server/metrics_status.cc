@@ -138,6 +138,8 @@ void WriteTenantsJson(const ServerSnapshot& s, JsonWriter& w) {
         .Key("quota_refusals").Number(u.quota_refusals)
         .Key("read_only_refusals").Number(r.read_only_refusals)
         .Key("connections").Number(r.connections)
+        .Key("connections_open").Number(r.open_connections)
+        .Key("connections_refused").Number(r.connections_refused)
         .EndObject();
   }
   w.EndArray();

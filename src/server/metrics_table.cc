@@ -476,15 +476,23 @@ constexpr ServerFact kFacts[] = {
     Metric("memkv_tenant_quota_evictions_total", kCounter, "tenant",
      "A tenant's values evicted to keep it within its own quota.", ReadTenantUsage<&TenantUsage::quota_evictions>),
     Metric("memkv_tenant_refusals_total", kCounter, "tenant,reason",
-     "A tenant's requests refused: quota (what is left is pinned or being read), read_only.",
+     "A tenant's requests refused: quota (what is left is pinned or being read), read_only, max_connections "
+     "(a Connect while tenants[].max_connections were open).",
      [](const S& s, Samples& out) {
        for (const TenantRow& row : s.tenants) {
          out.Counter({{"tenant", row.name()}, {"reason", "quota"}}, row.usage.quota_refusals);
          out.Counter({{"tenant", row.name()}, {"reason", "read_only"}}, row.requests.read_only_refusals);
+         out.Counter({{"tenant", row.name()}, {"reason", "max_connections"}}, row.requests.connections_refused);
        }
      }),
     Metric("memkv_tenant_connections_total", kCounter, "tenant", "Connections authenticated with a tenant's keys.",
      ReadTenantRequests<&TenantCountsRow::connections>),
+    Metric("memkv_tenant_connections", kGauge, "tenant", "Connections open with a tenant's keys.",
+     [](const S& s, Samples& out) {
+       for (const TenantRow& row : s.tenants) {
+         out.Gauge({{"tenant", row.name()}}, double(row.requests.open_connections));
+       }
+     }),
     Field("tenants", WriteTenantsJson),
 
     // Cache identities (identities.*; docs/client-library.md, "Cache identity"),

@@ -98,6 +98,7 @@ Session::Session(uint64_t id, UniqueFd fd, std::string peer, const SessionContex
 Session::~Session() {
   std::fill(key_.begin(), key_.end(), 0);
   if (ctx_.limits != nullptr) ctx_.limits->Release(authenticated());
+  if (open_of_tenant_ != nullptr) open_of_tenant_->fetch_sub(1, std::memory_order_relaxed);
   ctx_.metrics->connections_active.fetch_sub(1, std::memory_order_relaxed);
 }
 

@@ -54,6 +54,7 @@
 #include <sys/uio.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -351,6 +352,10 @@ class Session {
   IdentityCounters* IdentityRow();
   // The connection's view of the key space, as the pipeline scopes keys.
   KeyScope Scope() const { return KeyScope(tenant_.get(), identity_segment_); }
+  // tenants[].max_connections: takes one of the tenant's open-connection
+  // slots until the session ends, or refuses naming the limit.
+  Status AdmitTenantConnection(const TenantIdentity& tenant);
+  std::atomic<uint64_t>* open_of_tenant_ = nullptr;  // the slot taken, if any
   // A load's or a store's latency into its identity row's histogram.
   void ObserveIdentityLatency(uint64_t nanos);
   bool revoked_ = false;            // its key was removed by a reload

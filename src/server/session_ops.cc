@@ -60,6 +60,13 @@ void Session::HandleConnect() {
                     "its keys: a wrong key, or one a reload removed)"));
     return;
   }
+  if (signer->tenant != nullptr) {
+    Status admitted = AdmitTenantConnection(*signer->tenant);
+    if (!admitted.ok()) {
+      Fail(admitted);
+      return;
+    }
+  }
   proto::ConnectResponse response;
   response.max_value_bytes = ctx_.max_value_bytes;
   if (signer->tenant != nullptr) {

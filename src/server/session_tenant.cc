@@ -107,6 +107,26 @@ void Session::HandleReport(Request& request) {
   Respond(StatusCode::kOk, "");
 }
 
+// A tenant's connections open at once are bounded, so that one tenant cannot
+// take every connection network.max_connections admits and lock the others
+// out. The count is the tenant's slot in TenantStats: a reload that keeps
+// the tenant keeps it, and a lowered limit refuses new connections until
+// enough of the open ones close.
+Status Session::AdmitTenantConnection(const TenantIdentity& tenant) {
+  std::atomic<uint64_t>& open = tenant.counters->open_connections;
+  uint64_t now = open.load(std::memory_order_relaxed);
+  do {
+    if (tenant.max_connections != 0 && now >= tenant.max_connections) {
+      tenant.counters->connections_refused.fetch_add(1, std::memory_order_relaxed);
+      return ResourceExhausted("tenant '" + tenant.name + "' has " + std::to_string(now) +
+                               " connections open, its limit (tenants[].max_connections " +
+                               std::to_string(tenant.max_connections) + "); close one or raise the limit");
+    }
+  } while (!open.compare_exchange_weak(now, now + 1, std::memory_order_relaxed));
+  open_of_tenant_ = &open;
+  return Status::Ok();
+}
+
 bool Session::RecheckCredential(const Credentials& credentials) {
   if (!authenticated() || revoked_) return !revoked_;
   const CredentialKey* now = credentials.Find(key_);

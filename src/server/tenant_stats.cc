@@ -20,7 +20,9 @@ std::vector<TenantCountsRow> TenantStats::Snapshot() const {
                     c.read_bytes.load(std::memory_order_relaxed), c.puts.load(std::memory_order_relaxed),
                     c.written_bytes.load(std::memory_order_relaxed),
                     c.read_only_refusals.load(std::memory_order_relaxed),
-                    c.connections.load(std::memory_order_relaxed)});
+                    c.connections.load(std::memory_order_relaxed),
+                    c.open_connections.load(std::memory_order_relaxed),
+                    c.connections_refused.load(std::memory_order_relaxed)});
   }
   return rows;
 }

@@ -32,6 +32,8 @@ struct TenantCounters {
   std::atomic<uint64_t> written_bytes{0};  // value bytes stored
   std::atomic<uint64_t> read_only_refusals{0};  // writes refused: the tenant is read-only
   std::atomic<uint64_t> connections{0};    // connections authenticated with its keys, ever
+  std::atomic<uint64_t> open_connections{0};     // of those, open now
+  std::atomic<uint64_t> connections_refused{0};  // Connects refused: tenants[].max_connections open
 };
 
 struct TenantCountsRow {
@@ -43,6 +45,8 @@ struct TenantCountsRow {
   uint64_t written_bytes = 0;
   uint64_t read_only_refusals = 0;
   uint64_t connections = 0;
+  uint64_t open_connections = 0;
+  uint64_t connections_refused = 0;
   uint64_t misses() const { return lookups > hits ? lookups - hits : 0; }
 };
 
