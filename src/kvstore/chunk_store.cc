@@ -46,6 +46,7 @@ Status ChunkStore::PutChunk(std::span<const uint8_t> hash, std::span<const uint8
     if (pending_.chunks.contains(key) || in_flight_.contains(key)) return Status::Ok();  // immutable
   }
   NoteSize(data.size());
+  if (data.size() >= kDirectChunkBytes) return Settle(SendDirect(key, data));
   ChunkBytes copy;
   try {
     copy = std::make_shared<const MallocBuffer>(MallocBuffer::CopyOf(data));
@@ -66,7 +67,10 @@ Status ChunkStore::PutChunk(std::span<const uint8_t> hash, std::span<const uint8
     flush = pending_.chunks.size() >= kFlushChunks || pending_.bytes >= buffer_bytes_;
   }
   if (!flush) return Status::Ok();
-  Status status = FlushOnce();
+  return Settle(FlushOnce());
+}
+
+Status ChunkStore::Settle(Status status) {
   if (status.code() == StatusCode::kBusy) {
     // A busy server shed the flush: a skipped store, not a failure. The
     // chunks stay buffered for the next flush or put_manifest, as long as

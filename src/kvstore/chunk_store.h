@@ -1,10 +1,13 @@
 // ChunkStore: one kv_store handle (memkv/kv_store.h) over a memkv::Client.
 //
 // Chunks are content-addressed and immutable; manifests are named and
-// replaced whole. PutChunk only buffers (copying the caller's bytes); a
+// replaced whole. PutChunk buffers a chunk (copying the caller's bytes); a
 // flush (PutManifest, or a PutChunk that fills the buffer) asks the servers
 // which buffered chunks they already hold, in one BatchExists, and sends the
-// rest with BatchPut. PutManifest waits for every flush that started before
+// rest with BatchPut. A chunk of kDirectChunkBytes or more is not copied:
+// PutChunk asks whether the servers hold it and sends it from the caller's
+// bytes before it returns (a copy would cost as much as the send), and only
+// one the servers did not take is buffered for the next flush. PutManifest waits for every flush that started before
 // it, so the chunks a manifest names are stored before the manifest is.
 // PrefetchChunks fills a bounded cache (PrefetchCache) that GetChunk takes
 // from.
@@ -42,6 +45,8 @@ namespace memkv::kvstore {
 // A flush sends at most this many chunks; a PutChunk that makes the buffer
 // hold this many flushes it (a batch's frame limit on the wire).
 inline constexpr size_t kFlushChunks = 1024;
+// Chunks of at least this many bytes are sent by PutChunk itself.
+inline constexpr size_t kDirectChunkBytes = size_t{1} << 20;
 
 class ChunkStore {
  public:
@@ -98,6 +103,13 @@ class ChunkStore {
   // BatchExists, then BatchPut of the absent ones. What is stored leaves
   // `batch`; the first failure is returned.
   Status SendBatch(Pending* batch);
+  // A large chunk sent now from the caller's bytes (Exists, then Put when
+  // absent), in flight meanwhile, as a flush of one chunk. Ok when stored or
+  // held already; otherwise a copy is buffered for the next flush.
+  Status SendDirect(const std::string& key, std::span<const uint8_t> data);
+  // What PutChunk returns for a flush's status: Busy is Ok while the buffer
+  // stays within twice its bounds.
+  Status Settle(Status status);
 
   // Reads one value from the servers into a malloc block; with `use_hint`
   // (chunks) straight into a block of the size hint when the value fits.

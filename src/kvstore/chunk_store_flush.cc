@@ -1,5 +1,8 @@
 // ChunkStore's flush: how buffered chunks become durable, and how a
 // manifest waits for them (chunk_store.h).
+#include <memory>
+#include <new>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -96,6 +99,48 @@ Status ChunkStore::SendBatch(Pending* batch) {
     }
   }
   return first;
+}
+
+Status ChunkStore::SendDirect(const std::string& key, std::span<const uint8_t> data) {
+  uint64_t id = 0;
+  {
+    MutexLock lock(mu_);
+    if (pending_.chunks.contains(key) || !in_flight_.insert(key).second) return Status::Ok();
+    id = next_flush_id_++;  // a flush of one chunk: manifests started later wait for it
+    active_flushes_.insert(id);
+  }
+  const std::string_view keys[] = {key};
+  Status status = client_->BatchExists(keys).statuses[0];
+  if (status.code() == StatusCode::kNotFound) status = client_->Put(key, data);
+  // Not stored: buffered, as a flush that failed buffers its chunks again,
+  // before the manifests waiting for this send hear of it. Without memory
+  // for the copy the handle refuses its next manifest.
+  auto finish = [&](ChunkBytes copy, const char* out_of_memory) {
+    {
+      MutexLock lock(mu_);
+      in_flight_.erase(key);
+      if (!status.ok()) {
+        if (copy != nullptr && pending_.chunks.emplace(key, copy).second) pending_.bytes += copy->size();
+        ++failed_flushes_;
+        last_flush_error_ = status;
+      }
+      if (out_of_memory != nullptr && !refused_.has_value()) {
+        refused_ = ResourceExhausted(std::string("a put_chunk could not copy its bytes: ") + out_of_memory);
+        refused_out_of_memory_ = true;
+      }
+      active_flushes_.erase(id);
+    }
+    flush_done_.notify_all();
+  };
+  ChunkBytes copy;
+  try {
+    if (!status.ok()) copy = std::make_shared<const MallocBuffer>(MallocBuffer::CopyOf(data));
+  } catch (const std::bad_alloc& e) {
+    finish(nullptr, e.what());
+    throw;
+  }
+  finish(std::move(copy), nullptr);
+  return status;
 }
 
 Status ChunkStore::FlushForManifest() {

@@ -29,9 +29,11 @@ class SheddingClient final : public Client {
   explicit SheddingClient(std::unique_ptr<Client> real) : real_(std::move(real)) {}
   std::atomic<bool> shed{false};
   std::atomic<uint64_t> shed_keys{0};
+  std::atomic<uint64_t> puts{0};  // single puts that reached the server
 
   Status Put(std::string_view key, std::span<const uint8_t> value) override {
     if (shed) return Shed(1);
+    ++puts;
     return real_->Put(key, value);
   }
   Result<std::vector<uint8_t>> Get(std::string_view key) override { return real_->Get(key); }
@@ -166,6 +168,41 @@ TEST_F(ChunkStoreBusyTest, PastTwiceItsBoundsTheBufferReportsTheServerBusy) {
   EXPECT_TRUE(store->PutManifest("slot", manifest).ok());
   std::unique_ptr<ChunkStore> reader = Store("busy-bound", nullptr);
   for (int i = 0; i < puts; ++i) EXPECT_TRUE(reader->GetChunk(Hash(i)).ok()) << i;
+}
+
+// A chunk of kDirectChunkBytes or more is stored by PutChunk itself, from
+// the caller's bytes, and not again when the servers hold it; one the server
+// sheds is buffered, so the manifest waits for it as for a shed flush.
+TEST_F(ChunkStoreBusyTest, LargeChunksAreSentByPutChunkAndAShedOneWaitsForTheManifest) {
+  SheddingClient* shedding = nullptr;
+  std::unique_ptr<ChunkStore> store = Store("direct", &shedding);
+  for (int i = 0; i < 2; ++i) {
+    const std::vector<uint8_t> hash = Hash(i), data = Chunk(i, kDirectChunkBytes);
+    ASSERT_TRUE(store->PutChunk(hash, data).ok()) << i;
+  }
+  EXPECT_EQ(shedding->puts.load(), 2u);
+  std::unique_ptr<ChunkStore> reader = Store("direct", nullptr);
+  Result<MallocBuffer> early = reader->GetChunk(Hash(1));
+  ASSERT_TRUE(early.ok()) << "stored before any manifest: " << early.status().ToString();
+  EXPECT_EQ(std::vector<uint8_t>(early->data(), early->data() + early->size()), Chunk(1, kDirectChunkBytes));
+
+  // Held by the servers already: asked, not sent again (another handle too).
+  SheddingClient* again_client = nullptr;
+  std::unique_ptr<ChunkStore> again = Store("direct", &again_client);
+  ASSERT_TRUE(again->PutChunk(Hash(0), Chunk(0, kDirectChunkBytes)).ok());
+  EXPECT_EQ(again_client->puts.load(), 0u);
+
+  shedding->shed = true;
+  EXPECT_TRUE(store->PutChunk(Hash(2), Chunk(2, kDirectChunkBytes)).ok()) << "a shed store is skipped, not failed";
+  EXPECT_EQ(reader->GetChunk(Hash(2)).status().code(), StatusCode::kNotFound);
+  const std::vector<uint8_t> manifest = {'m'};
+  EXPECT_EQ(store->PutManifest("slot", manifest).code(), StatusCode::kBusy);
+  EXPECT_EQ(reader->GetManifest("slot").status().code(), StatusCode::kNotFound);
+  shedding->shed = false;
+  ASSERT_TRUE(store->PutManifest("slot", manifest).ok());
+  Result<MallocBuffer> late = reader->GetChunk(Hash(2));
+  ASSERT_TRUE(late.ok()) << late.status().ToString();
+  EXPECT_EQ(std::vector<uint8_t>(late->data(), late->data() + late->size()), Chunk(2, kDirectChunkBytes));
 }
 
 }  // namespace

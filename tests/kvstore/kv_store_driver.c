@@ -302,14 +302,15 @@ static void Missing(void) {
   CHECK_RC(vt->put_manifest(h, "after-refusal", data, 1), KV_STORE_ERR_INVALID_ARGUMENT);
   CHECK_RC(vt->get_manifest(h, "after-refusal", &out, &out_len), KV_STORE_ERR_NOT_FOUND);
   CHECK_RC(vt->put_manifest(h, "after-refusal", data, 1), KV_STORE_OK);
-  /* Larger than the server takes (its pool): buffered like any chunk, then
-     refused by the server when the next manifest flushes it. */
+  /* Larger than the server takes (its pool): a chunk of 1 MiB or more is
+     sent by put_chunk itself, so the server's refusal comes back from it;
+     the chunk stays buffered, and the next manifest's flush is refused too. */
   static const size_t kTooLarge = ((size_t)256 << 20) + 1;
   uint8_t* big = calloc(1, kTooLarge);
   CHECK(big != NULL);
   uint8_t big_hash[HASH_BYTES];
   ChunkHash(97, 7, big_hash);
-  CHECK_RC(vt->put_chunk(h, big_hash, HASH_BYTES, big, kTooLarge), KV_STORE_OK);
+  CHECK_RC(vt->put_chunk(h, big_hash, HASH_BYTES, big, kTooLarge), KV_STORE_ERR_TOO_LARGE);
   free(big);
   CHECK_RC(vt->put_manifest(h, "after-refusal", data, 1), KV_STORE_ERR_TOO_LARGE);
   vt->close(h);
@@ -338,7 +339,14 @@ static void Unreachable(const char* closed_uri) {
 static void Unstorable(void) {
   void* h = Open();
   CHECK_RC(Save(h, "slot", 21, 0, 2, 1000), KV_STORE_OK);
+  /* Chunks of 1 MiB and more are sent by put_chunk itself: the first is
+     refused at once, and a manifest naming it is refused too (the chunk is
+     buffered again and its flush refused), so "slot" keeps its old chunks. */
   CHECK_RC(Save(h, "slot", 22, 0, 3, 2 * 1024 * 1024), KV_STORE_ERR_TOO_LARGE);
+  uint8_t named[8 + HASH_BYTES] = {0};
+  named[2] = 0x20; /* 2 MiB, little-endian */
+  ChunkHash(22, 0, named + 8);
+  CHECK_RC(vt->put_manifest(h, "slot", named, sizeof(named)), KV_STORE_ERR_TOO_LARGE);
   uint8_t* out = NULL;
   size_t out_len = 0;
   CHECK_RC(vt->get_manifest(h, "slot", &out, &out_len), KV_STORE_OK);
