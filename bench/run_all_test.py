@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""bench/run-all's table logic on canned JSON (bench/testdata/run_all/, cut
+from short real runs): which rows change, what they say, and that every other
+byte of docs/benchmarks.md stays as it was. Runs no benchmark."""
+
+import json
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True
+sys.path.insert(0, HERE)
+
+from run_all import table  # noqa: E402
+from run_all.main import apply, docs_ids  # noqa: E402
+from run_all.registry import NOT_RERUN, REGISTRY  # noqa: E402
+
+DOCS = os.path.join(os.path.dirname(HERE), "docs", "benchmarks.md")
+DATA = os.path.join(HERE, "testdata", "run_all")
+RUN = "abc1234+dirty"
+
+
+def load(*names):
+    data = {}
+    for name in names:
+        with open(os.path.join(DATA, name + ".json")) as f:
+            data[name] = json.load(f)
+    return data
+
+
+def row_cells(text, area, cell):
+    lines = text.splitlines(True)
+    return table.split_row(lines[table.rows_of(lines)[(area, cell)]])
+
+
+class Docs(unittest.TestCase):
+    def setUp(self):
+        with open(DOCS) as f:
+            self.text = f.read()
+        self.lines = self.text.splitlines(True)
+
+    def test_every_registry_row_is_in_the_table_under_its_id(self):
+        index = table.rows_of(self.lines)
+        for i, entry in REGISTRY.items():
+            for key in entry.rows:
+                self.assertIn(key, index, "%s's row %r is not in the summary table" % (i, key))
+                self.assertEqual(table.split_row(self.lines[index[key]])[8], i, key)
+
+    def test_every_id_of_the_list_is_rerun_or_says_why_not(self):
+        ids = [i for i, _ in docs_ids(self.lines)]
+        self.assertIn("T1", ids)
+        for i in ids:
+            self.assertTrue(i in REGISTRY or i in NOT_RERUN, "%s is neither rerun nor in NOT_RERUN" % i)
+
+    def changed(self, new):
+        """Indexes of the lines of the old text that differ in new, and the
+        lines new adds (the machine line and its blank line)."""
+        old_lines, new_lines = self.lines, new.splitlines(True)
+        marked = [i for i, l in enumerate(new_lines) if table.MACHINE_MARK in l]
+        self.assertEqual(len(marked), 1)
+        if any(table.MACHINE_MARK in l for l in old_lines):
+            new_lines[marked[0]] = old_lines[marked[0]]  # a line of an earlier rerun, replaced
+        else:
+            del new_lines[marked[0]:marked[0] + 2]
+        self.assertEqual(len(old_lines), len(new_lines))
+        return {i for i, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b}
+
+    def test_t2_rewrites_its_rows_only(self):
+        new, outcomes = apply(self.text, ["T2"], {"T2": load("t2")}, RUN, "machine words")
+        index = table.rows_of(self.lines)
+        t2_rows = {index[k] for k in REGISTRY["T2"].rows}
+        self.assertEqual(self.changed(new), t2_rows)
+        cells = row_cells(new, "TCP", "batches of 16, 4 KiB put, 16 connections")
+        self.assertEqual(cells[2], "1120.0 MiB/s")
+        self.assertEqual(cells[3], "1027.7 MiB/s (Redis pipelining 16); raw 3239.8")
+        self.assertEqual(cells[4], "1.09 (raw 0.35)")
+        self.assertEqual(cells[5], ">= 1.5x Redis")  # the target is never rewritten
+        self.assertEqual(cells[6], "**not met**")  # 1.09 < 1.5
+        self.assertEqual(cells[7], RUN)
+        self.assertEqual(cells[8], "T2")
+        cells = row_cells(new, "TCP", "batches of 16, 64 KiB put, 16 connections")
+        self.assertEqual((cells[4], cells[6]), ("2.86 (raw 0.46)", "met"))
+        self.assertEqual(len(outcomes["T2"]), 4)
+        self.assertIn("machine words " + table.MACHINE_MARK + "\n", new)
+
+    def test_missing_json_leaves_the_rows_and_adds_no_machine_line(self):
+        new, outcomes = apply(self.text, ["T2", "S1"], {"T2": {}}, RUN, "machine words")
+        self.assertEqual(new, self.text)
+        self.assertEqual(outcomes, {"T2": [], "S1": []})
+
+    def test_the_machine_line_is_replaced_not_repeated(self):
+        once, _ = apply(self.text, ["T2"], {"T2": load("t2")}, RUN, "Machine one.")
+        twice, _ = apply(once, ["T2"], {"T2": load("t2")}, "def5678", "Machine two.")
+        self.assertFalse("Machine one." in twice)
+        self.assertEqual(twice.count(table.MACHINE_MARK), 1)
+        self.assertTrue("\nMachine two. " + table.MACHINE_MARK + "\n" in twice)
+        self.assertEqual(row_cells(twice, "TCP", "batches of 16, 4 KiB get, 16 connections")[7], "def5678")
+
+    def test_a_target_it_cannot_read_keeps_met(self):
+        key = ("TCP", "batches of 16, 64 KiB get, 16 connections")
+        old = row_cells(self.text, *key)
+        edited = self.text.replace(table.join_row(old), table.join_row(old[:5] + ["~1.5x Redis", "as it was"] + old[7:]))
+        self.assertNotEqual(edited, self.text)
+        new, _ = apply(edited, ["T2"], {"T2": load("t2")}, RUN)
+        cells = row_cells(new, *key)
+        self.assertEqual(cells[6], "as it was")
+        self.assertEqual(cells[4], "2.40 (raw 0.75)")
+        self.assertEqual(cells[7], RUN)
+
+    def test_t1_t3_d1_s1_rewrite_every_row_they_feed(self):
+        data = {"T1": load("t1"), "T3": load("t3"), "D1": load("d1"),
+                "S1": load("interval", "interval-batch", "always", "always-batch")}
+        new, outcomes = apply(self.text, list(data), data, RUN, "m")
+        index = table.rows_of(self.lines)
+        fed = {index[k] for i in data for k in REGISTRY[i].rows}
+        self.assertEqual(self.changed(new), fed)
+        for i in data:
+            self.assertEqual(len(outcomes[i]), len(REGISTRY[i].rows), i)
+        tail = row_cells(new, "TCP", "tail at queue depth 1: p99.99 / p50")
+        self.assertTrue(tail[2].startswith("4 KiB put "), tail[2])
+        self.assertTrue(tail[3].startswith("raw stream: "), tail[3])
+        cpu = row_cells(new, "TCP", "CPU per GiB, client + server, 2 MiB, 1 / 4 connections")
+        self.assertEqual(cpu[6], "-")  # "none (reported)": met? stays
+        sweep = row_cells(new, "TCP", "full sweep: 64 KiB to 4 MiB, 4 and 16 connections (20 cells)")
+        self.assertRegex(sweep[4], r"^\d\.\d\d to \d\.\d\d; \d+ of 20 at or above 0\.75$")
+        put = row_cells(new, "drive tier", "put, 64 KiB to 16 MiB x queue depth 1/4/16 (15 cells)")
+        self.assertRegex(put[4], r"^median \d\.\d\d \(\d\.\d\d to \d\.\d\d\); \d+ of 15 at or above 0\.90$")
+        get = row_cells(new, "drive tier", "get, every cell")
+        self.assertIn("8 of 15 at or above 0.90", get[4])  # as memkv-drive-bench counts them
+        self.assertIn("1 MiB qd4 0.897", get[6])  # a miss that prints as 0.90 gets a third decimal
+        s1 = row_cells(new, "file mode", "put, `sync: always`, 4 KiB, 16 connections and batches (3 cells)")
+        self.assertRegex(s1[2], r"^[\d.]+, batches [\d.]+ / [\d.]+ MiB/s$")
+        self.assertTrue(s1[3].endswith("MiB/s (Redis `appendfsync always`)"), s1[3])
+
+    def test_d1_without_fio_leaves_its_rows(self):
+        d1 = load("d1")
+        for c in d1["d1"]["cells"]:
+            c["ratio"] = c["ratio_fdatasync"] = None
+        new, outcomes = apply(self.text, ["D1"], {"D1": d1}, RUN, "m")
+        self.assertEqual((new, outcomes), (self.text, {"D1": []}))
+
+    def test_s1_without_its_batch_runs_rewrites_only_the_rows_they_do_not_feed(self):
+        new, outcomes = apply(self.text, ["S1"], {"S1": load("interval", "always")}, RUN, "m")
+        rewritten = {cell for _, cell, *_ in outcomes["S1"]}
+        self.assertEqual(rewritten, {"put, `sync: interval`, 2 MiB, 1/4/16 connections",
+                                     "put, `sync: always`, 2 MiB, 16 connections"})
+
+
+class Targets(unittest.TestCase):
+    def test_forms_of_the_table(self):
+        self.assertEqual(table.parse_target(">= 0.9x raw"), (">=", 0.9))
+        self.assertEqual(table.parse_target(">= 1.0x Redis"), (">=", 1.0))
+        self.assertEqual(table.parse_target(">= 0.75x raw in every cell"), (">=", 0.75))
+        self.assertEqual(table.parse_target("p99.99 <= 3x p50"), ("<=", 3.0))
+        self.assertEqual(table.parse_target("<= 1.25"), ("<=", 1.25))
+        self.assertEqual(table.parse_target(">= 1.0x `everysec` in every put cell"), (">=", 1.0))
+        for unread in ("none (reported)", "-", "~1.0", ">= 0.9x plain puts, >= 0.8x gets", "every cell"):
+            self.assertIsNone(table.parse_target(unread), unread)
+
+    def test_met_compares_the_figure_of_the_json(self):
+        self.assertTrue(table.meets((">=", 0.9), 0.9))
+        self.assertFalse(table.meets((">=", 0.9), 0.8966))  # memkv-drive-bench counts it a miss too
+        self.assertTrue(table.meets(("<=", 3.0), 2.5))
+
+
+if __name__ == "__main__":
+    unittest.main()
