@@ -14,6 +14,20 @@ fail() {
 }
 rel=$scratch
 
+# The check of FILE (under $scratch) must fail with exactly the problem
+# lines given, each a fixed string its output must contain.
+expect_problems() {
+  local file=$1 out
+  shift
+  if out=$(bash "$root/scripts/check-docs.sh" --commands "$rel/$file" 2>&1); then
+    fail "$file passed the check: $out"
+  fi
+  for line in "$@"; do
+    grep -qF "$rel/$file:$line" <<<"$out" || fail "no line '$file:$line' in: $out"
+  done
+  [ "$(grep -c . <<<"$out")" -eq $# ] || fail "expected $# problems in $file: $out"
+}
+
 cat >"$scratch/bad.md" <<'MD'
 List the keys with `memkv list`.
 
@@ -22,14 +36,10 @@ $ MEMKV_SERVERS=10.0.0.7:9900 memkv admin restart
 memkv put: TooLarge: an error message, not a command
 ```
 MD
-if out=$(bash "$root/scripts/check-docs.sh" --commands "$rel/bad.md" 2>&1); then
-  fail "a doc with 'memkv list' passed: $out"
-fi
-grep -q "$rel/bad.md:1: 'memkv list' is not a memkv command; the commands are: admin, del, doctor, drive, exists, get, ls, match-prefix, put, setup, start, stats" <<<"$out" ||
-  fail "no line naming 'memkv list': $out"
-grep -q "$rel/bad.md:4: 'memkv admin restart' is not an action of memkv admin; allowed: drain, reload, status, undrain" <<<"$out" ||
-  fail "no line naming 'memkv admin restart': $out"
-[ "$(grep -c . <<<"$out")" -eq 2 ] || fail "expected two problems (the error message is not a command): $out"
+# The error message is not a command.
+expect_problems bad.md \
+  "1: 'memkv list' is not a memkv command; the commands are: admin, del, doctor, drive, exists, get, ls, match-prefix, put, setup, start, stats" \
+  "4: 'memkv admin restart' is not an action of memkv admin; allowed: drain, reload, status, undrain"
 
 # A signal by process name reaches every server on the host; an events
 # socket bound on every interface takes no credential.
@@ -46,17 +56,11 @@ events:
 $ sudo pkill -HUP -x memkv
 ```
 MD
-if out=$(bash "$root/scripts/check-docs.sh" --commands "$rel/wide.md" 2>&1); then
-  fail "a doc signalling every memkv and binding events everywhere passed: $out"
-fi
-grep -q "$rel/wide.md:1: signals memkv by process name, which reaches every memkv server on the host" <<<"$out" ||
-  fail "no line naming the pidof signal: $out"
-grep -q "$rel/wide.md:5: 'publish: tcp://\*:5557' binds an events socket on every interface" <<<"$out" ||
-  fail "no line naming publish on tcp://*: $out"
-grep -q "$rel/wide.md:6: 'replay: tcp://0.0.0.0:5558' binds an events socket on every interface" <<<"$out" ||
-  fail "no line naming replay on 0.0.0.0: $out"
-grep -q "$rel/wide.md:10: signals memkv by process name" <<<"$out" || fail "no line naming pkill: $out"
-[ "$(grep -c . <<<"$out")" -eq 4 ] || fail "expected four problems: $out"
+expect_problems wide.md \
+  "1: signals memkv by process name, which reaches every memkv server on the host" \
+  "5: 'publish: tcp://*:5557' binds an events socket on every interface" \
+  "6: 'replay: tcp://0.0.0.0:5558' binds an events socket on every interface" \
+  "10: signals memkv by process name"
 
 cat >"$scratch/good.md" <<'MD'
 List the keys with `memkv ls`, reload with `memkv admin reload`.

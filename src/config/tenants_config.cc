@@ -113,7 +113,8 @@ void ReadTenant(const YAML::Node& item, const std::string& path, Diagnostics* d,
               uint64_t n = 0;
               if (!ReadUint(v, p, kMaxTenantConnections, kTenantConnectionsAllowed, d, &n)) return;
               if (n == 0) {
-                d->Fail(p, p + ": 0; allowed: " + std::string(kTenantConnectionsAllowed) + " (leave it out for no limit)");
+                d->Fail(p, p + ": 0; allowed: " + std::string(kTenantConnectionsAllowed) +
+                               " (leave it out for no limit)");
               }
               t->max_connections = static_cast<uint32_t>(n);
             }},

@@ -45,7 +45,8 @@ bool NoKeyShown(const std::vector<std::string>& lines) {
 TEST(TenantsConfigTest, EveryFieldIsRead) {
   Result<ServerConfig> c = Parse(Item("team-a", "team-a/", Key(kA)) + "    next_key: \"" + kB +
                                  "\"\n    read_only: true\n    rdma: true\n    dram_quota: 8GiB\n"
-                                 "    drive_quota: 100GiB\n    max_connections: 64\n    events_publish: tcp://127.0.0.1:5571\n"
+                                 "    drive_quota: 100GiB\n    max_connections: 64\n"
+                                 "    events_publish: tcp://127.0.0.1:5571\n"
                                  "    events_replay: tcp://127.0.0.1:5572\n" +
                                  Item("team_b-2", "b/", Key(kC)));
   ASSERT_TRUE(c.ok()) << c.status().ToString();

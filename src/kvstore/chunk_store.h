@@ -7,8 +7,9 @@
 // rest with BatchPut. A chunk of kDirectChunkBytes or more is not copied:
 // PutChunk asks whether the servers hold it and sends it from the caller's
 // bytes before it returns (a copy would cost as much as the send), and only
-// one the servers did not take is buffered for the next flush. PutManifest waits for every flush that started before
-// it, so the chunks a manifest names are stored before the manifest is.
+// one the servers did not take is buffered for the next flush. PutManifest
+// waits for every flush that started before it (a direct send counts as
+// one), so the chunks a manifest names are stored before the manifest is.
 // PrefetchChunks fills a bounded cache (PrefetchCache) that GetChunk takes
 // from.
 //
