@@ -20,6 +20,7 @@
 #include "base/json.h"
 #include "io/socket.h"
 #include "tests/harness.h"
+#include "tests/raw_connection.h"
 
 namespace memkv::testing {
 namespace {
@@ -442,6 +443,34 @@ TEST_F(AdminStatusTest, HttpsWithCacert) {
   r = RunMemkv({"admin", "status", "--cacert", junk, AdminUrl(server, "https")}, {});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.out.find("junk.pem: cannot load the PEM certificates"), std::string::npos) << r.out;
+}
+
+// A server with tenants prints a line per tenant: what it holds against its
+// quota, its lookups and evictions, its connections open and its refusals,
+// a Connect past tenants[].max_connections among them (docs/tenants.md).
+TEST_F(AdminStatusTest, EachTenantHasALineWithItsConnectionsAndRefusals) {
+  const std::string tenant_key(64, 'b');
+  ServerSpec spec;
+  spec.extra_yaml = "tenants:\n  - name: team-a\n    prefix: \"team-a/\"\n    key: \"" + tenant_key +
+                    "\"\n    dram_quota: 8MiB\n    max_connections: 1\n";
+  ServerProcess s;
+  ASSERT_TRUE(s.Start(spec).ok()) << s.Stderr();
+  auto held = RawConnection::Open(s.port());
+  ASSERT_TRUE(held.ok());
+  Result<RawResponse> first = (*held)->Handshake(tenant_key);
+  ASSERT_TRUE(first.ok() && first->header.status == StatusCode::kOk);
+  auto extra = RawConnection::Open(s.port());
+  ASSERT_TRUE(extra.ok());
+  Result<RawResponse> second = (*extra)->Handshake(tenant_key);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->header.status, StatusCode::kResourceExhausted) << second->message();
+
+  CommandResult r = RunMemkv({"admin", "status", AdminUrl(s)}, {});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("  tenant team-a: DRAM 0 B of 8 MiB (0 keys), 0 lookups, 0.0% hit, 0 evictions (0 by its "
+                       "quota), 1 connections open, refused: 0 over quota, 0 read-only, 1 at its connection limit\n"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST_F(AdminStatusTest, UsageErrorsExitTwo) {

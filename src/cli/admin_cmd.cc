@@ -472,7 +472,7 @@ std::string NamespaceLines(const JsonValue& d) {
 }
 
 // One line per tenant (docs/tenants.md): what it holds against its quotas,
-// its hit ratio, and what it lost or was refused.
+// its hit ratio, what it lost, its connections open and what it was refused.
 std::string TenantLines(const JsonValue& d) {
   const JsonValue* list = d.Find("tenants");
   if (list == nullptr || list->type != JsonValue::Type::kArray) return "";
@@ -502,8 +502,9 @@ std::string TenantLines(const JsonValue& d) {
     }
     out += std::to_string(number("lookups")) + " lookups, " + Percent(ratio == nullptr ? 0 : ratio->NumberOr(0)) +
            " hit, " + std::to_string(number("evictions")) + " evictions (" + std::to_string(number("quota_evictions")) +
-           " by its quota), refused: " + std::to_string(number("quota_refusals")) + " over quota, " +
-           std::to_string(number("read_only_refusals")) + " read-only\n";
+           " by its quota), " + std::to_string(number("connections_open")) + " connections open, refused: " +
+           std::to_string(number("quota_refusals")) + " over quota, " + std::to_string(number("read_only_refusals")) +
+           " read-only, " + std::to_string(number("connections_refused")) + " at its connection limit\n";
   }
   return out;
 }
