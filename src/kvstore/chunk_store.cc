@@ -52,10 +52,7 @@ Status ChunkStore::PutChunk(std::span<const uint8_t> hash, std::span<const uint8
     copy = std::make_shared<const MallocBuffer>(MallocBuffer::CopyOf(data));
   } catch (const std::bad_alloc& e) {
     MutexLock lock(mu_);
-    if (!refused_.has_value()) {
-      refused_ = ResourceExhausted(std::string("a put_chunk could not copy its bytes: ") + e.what());
-      refused_out_of_memory_ = true;
-    }
+    RefuseCopyLocked(e.what());
     throw;
   }
   bool flush = false;
@@ -68,6 +65,12 @@ Status ChunkStore::PutChunk(std::span<const uint8_t> hash, std::span<const uint8
   }
   if (!flush) return Status::Ok();
   return Settle(FlushOnce());
+}
+
+void ChunkStore::RefuseCopyLocked(const char* why) {
+  if (refused_.has_value()) return;
+  refused_ = ResourceExhausted(std::string("a put_chunk could not copy its bytes: ") + why);
+  refused_out_of_memory_ = true;
 }
 
 Status ChunkStore::Settle(Status status) {

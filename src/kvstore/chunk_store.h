@@ -111,6 +111,9 @@ class ChunkStore {
   // What PutChunk returns for a flush's status: Busy is Ok while the buffer
   // stays within twice its bounds.
   Status Settle(Status status);
+  // A chunk's bytes could not be copied (`why`: the allocation's error): the
+  // next PutManifest is refused, so no manifest names the lost chunk.
+  void RefuseCopyLocked(const char* why) MEMKV_REQUIRES(mu_);
 
   // Reads one value from the servers into a malloc block; with `use_hint`
   // (chunks) straight into a block of the size hint when the value fits.

@@ -124,10 +124,7 @@ Status ChunkStore::SendDirect(const std::string& key, std::span<const uint8_t> d
         ++failed_flushes_;
         last_flush_error_ = status;
       }
-      if (out_of_memory != nullptr && !refused_.has_value()) {
-        refused_ = ResourceExhausted(std::string("a put_chunk could not copy its bytes: ") + out_of_memory);
-        refused_out_of_memory_ = true;
-      }
+      if (out_of_memory != nullptr) RefuseCopyLocked(out_of_memory);
       active_flushes_.erase(id);
     }
     flush_done_.notify_all();
