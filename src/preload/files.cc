@@ -3,12 +3,15 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sys/uio.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <stdio.h>
 #include <string.h>
 
+#include <algorithm>
+#include <new>
 #include <string_view>
 
 #include <unordered_map>
@@ -204,6 +207,206 @@ void SetShimCwd(std::string path) {
   cwd.path = std::move(path);
 }
 
+namespace {
+
+// Staged writes (files.h). A file stages up to this many bytes; past it the
+// staged bytes go to the memfd and the file continues there.
+constexpr size_t kMaxStagedBytes = size_t{1} << 30;
+// Buffers up to this size go back to the pool at close, at most kPoolBuffers
+// of them (a program writing from two threads keeps both warm); bigger ones
+// are unmapped.
+constexpr size_t kKeepBufferBytes = size_t{64} << 20;
+constexpr size_t kPoolBuffers = 2;
+// Buffers are sized in steps of kSmallStep below kHugeStep, of kHugeStep
+// (a huge page) from there; from kHugeFrom up they are madvise(MADV_HUGEPAGE)
+// (2 MiB pages where THP is "madvise": fewer faults and TLB misses for the
+// copy and the put), below it a small file does not fault in a huge page.
+constexpr size_t kSmallStep = size_t{64} << 10;
+constexpr size_t kHugeStep = size_t{2} << 20;
+constexpr size_t kHugeFrom = size_t{4} << 20;
+
+struct StagePool {
+  Mutex mu;
+  std::vector<StageBuffer> free MEMKV_GUARDED_BY(mu);
+};
+
+StagePool& Pool() {
+  static StagePool* pool = [] {
+    auto* p = new StagePool();  // never freed: buffers live until exit
+    pthread_atfork([]() MEMKV_NO_THREAD_SAFETY_ANALYSIS { Pool().mu.lock(); },
+                   []() MEMKV_NO_THREAD_SAFETY_ANALYSIS { Pool().mu.unlock(); },
+                   []() MEMKV_NO_THREAD_SAFETY_ANALYSIS { Pool().mu.unlock(); });
+    return p;
+  }();
+  return *pool;
+}
+
+// Staging is held off from fork()'s UnstageAll until the fork is done: a
+// write staged in between would be missing from the child's memfd.
+pthread_rwlock_t fork_gate = PTHREAD_RWLOCK_INITIALIZER;
+
+size_t RoundUpToStep(size_t n) {
+  size_t step = n < kHugeStep ? kSmallStep : kHugeStep;
+  return (n + step - 1) / step * step;
+}
+
+void FreeBuffer(StageBuffer* buf) {
+  if (buf->data != nullptr) munmap(buf->data, buf->cap);
+  *buf = StageBuffer{};
+}
+
+// Room for `need` bytes in *buf (its first buf->len kept). 0 or an errno.
+int Reserve(StageBuffer* buf, size_t need) {
+  if (need <= buf->cap) return 0;
+  if (buf->data == nullptr) {
+    // The pool's biggest buffer: it has the most pages in place already.
+    StagePool& pool = Pool();
+    {
+      MutexLock lock(pool.mu);
+      if (!pool.free.empty()) {
+        auto best = std::max_element(pool.free.begin(), pool.free.end(),
+                                     [](const StageBuffer& a, const StageBuffer& b) { return a.cap < b.cap; });
+        *buf = *best;
+        pool.free.erase(best);
+        buf->len = 0;
+      }
+    }
+    if (need <= buf->cap) return 0;
+  }
+  size_t cap = RoundUpToStep(std::max(need, buf->cap * 2));
+  void* data = nullptr;
+  if (buf->data == nullptr) {
+    data = Real().mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  } else {
+    data = mremap(buf->data, buf->cap, cap, MREMAP_MAYMOVE);
+  }
+  if (data == MAP_FAILED) return errno;
+  if (cap >= kHugeFrom) madvise(data, cap, MADV_HUGEPAGE);
+  buf->data = static_cast<char*>(data);
+  buf->cap = cap;
+  return 0;
+}
+
+// Gives a file's buffer back to the pool (or unmaps it).
+void ReleaseStage(StageBuffer* buf) {
+  if (buf->data == nullptr) return;
+  if (buf->cap <= kKeepBufferBytes) {
+    StagePool& pool = Pool();
+    MutexLock lock(pool.mu);
+    if (pool.free.size() < kPoolBuffers) {
+      pool.free.push_back(*buf);
+      pool.free.back().len = 0;
+      *buf = StageBuffer{};
+      return;
+    }
+  }
+  FreeBuffer(buf);
+}
+
+// The staged bytes into the memfd, staging ended for the file.
+int UnstageLocked(File& file, int fd) MEMKV_REQUIRES(file.mu) {
+  file.may_stage = false;
+  StageBuffer& stage = file.stage;
+  if (stage.data == nullptr) return 0;
+  size_t done = 0;
+  while (done < stage.len) {
+    ssize_t n = Real().pwrite(fd, stage.data + done, stage.len - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : EIO;
+      file.may_stage = true;  // still staged: the put takes the buffer
+      return err;
+    }
+    done += static_cast<size_t>(n);
+  }
+  ReleaseStage(&stage);
+  if (!file.dirty) {
+    // Put already (fsync): the memfd now holds the value.
+    MarkStored(fd);
+    file.has_baseline = TakeBaseline(fd, &file.baseline) == 0;
+    if (!file.has_baseline) file.dirty = true;
+  }
+  return 0;
+}
+
+// Whether something wrote the memfd of a staged file behind the
+// interposers: data in it (the staged range has no pages) or another size.
+bool StageBypassed(int fd, size_t len) {
+  struct stat st {};
+  if (Real().fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) != len) return true;
+  return Real().lseek(fd, 0, SEEK_DATA) >= 0 || errno != ENXIO;
+}
+
+}  // namespace
+
+bool StageWrite(File& file, int fd, const struct iovec* iov, int count, ssize_t* n, int* err) {
+  pthread_rwlock_rdlock(&fork_gate);
+  bool staged = false;
+  {
+    MutexLock lock(file.mu);
+    size_t total = 0;
+    for (int i = 0; i < count; ++i) total += iov[i].iov_len;
+    if (file.may_stage) {
+      size_t len = file.stage.len;
+      if (total > kMaxStagedBytes - len || total > static_cast<size_t>(SSIZE_MAX)) {
+        // Big files continue in the memfd (the caller's write then).
+        UnstageLocked(file, fd);
+      } else if (Reserve(&file.stage, len + total) != 0) {
+        UnstageLocked(file, fd);
+      } else {
+        for (int i = 0; i < count; ++i) {
+          if (iov[i].iov_len == 0) continue;
+          memcpy(file.stage.data + len, iov[i].iov_base, iov[i].iov_len);
+          len += iov[i].iov_len;
+        }
+        // The memfd keeps the size and offset, without pages.
+        if (Real().ftruncate(fd, static_cast<off_t>(len)) != 0 ||
+            Real().lseek(fd, static_cast<off_t>(len), SEEK_SET) < 0) {
+          *err = errno;
+          Real().ftruncate(fd, static_cast<off_t>(file.stage.len));
+          Real().lseek(fd, static_cast<off_t>(file.stage.len), SEEK_SET);
+        } else {
+          file.stage.len = len;
+          file.dirty = true;
+          *err = 0;
+          *n = static_cast<ssize_t>(total);
+        }
+        staged = true;
+      }
+    }
+  }
+  pthread_rwlock_unlock(&fork_gate);
+  return staged;
+}
+
+int Unstage(File& file, int fd) {
+  if (file.is_dir) return 0;
+  MutexLock lock(file.mu);
+  if (!file.may_stage) return 0;
+  return UnstageLocked(file, fd);
+}
+
+void UnstageAll() {
+  for (auto& [fd, file] : OpenFiles()) {
+    if (int err = Unstage(*file, fd)) {
+      LogLine("writing the staged bytes of '" + file->key + "' into its descriptor " + std::to_string(fd) +
+              " failed: " + strerror(err));
+    }
+  }
+}
+
+void ForkGateClose() { pthread_rwlock_wrlock(&fork_gate); }
+
+void ForkGateOpen(bool in_child) {
+  if (in_child) {
+    // The child's only thread: a fresh lock rather than an unlock by a
+    // thread the lock does not know.
+    new (&fork_gate) pthread_rwlock_t(PTHREAD_RWLOCK_INITIALIZER);
+  } else {
+    pthread_rwlock_unlock(&fork_gate);
+  }
+}
+
 bool Resolve(int dirfd, const char* path, Target* target) {
   const Prefixes& prefixes = GetPrefixes();
   if (prefixes.empty() || path == nullptr) return false;
@@ -352,6 +555,8 @@ int OpenTarget(const Target& target, int flags) {
     file->loaded = true;
     // A new or truncated file exists once put, written or not.
     file->dirty = !file->has_baseline;
+    // Its writes are staged while it is written sequentially (files.h).
+    file->may_stage = file->dirty && access == O_WRONLY && !file->append;
   }
   if (file->append) Real().fcntl(fd, F_SETFL, O_APPEND);
   return InstallFd(fd, std::move(file));
@@ -412,8 +617,30 @@ void MarkDirty(File& file) {
 int CommitIfDirty(File& file, int fd, bool stays_open) {
   if (!file.writable) return 0;
   MutexLock lock(file.mu);
+  if (file.stage.data != nullptr && StageBypassed(fd, file.stage.len)) {
+    // Written behind the interposers: the staged bytes under those writes,
+    // and the memfd is put.
+    if (int err = UnstageLocked(file, fd)) return err;
+    file.dirty = true;
+  }
   if (!file.dirty && file.has_baseline) file.dirty = DiffersFrom(fd, file.baseline);
-  if (!file.dirty) return 0;
+  if (!file.dirty) {
+    if (!stays_open) ReleaseStage(&file.stage);
+    return 0;
+  }
+  if (file.stage.data != nullptr) {
+    int err = CommitBytes(file.key, file.stage.data, file.stage.len);
+    if (!stays_open) {
+      file.may_stage = false;
+      ReleaseStage(&file.stage);
+    }
+    if (err != 0) return err;
+    // The memfd does not hold the bytes: no seal, no baseline (a bypassing
+    // write shows as StageBypassed); Unstage seals it.
+    file.dirty = false;
+    return 0;
+  }
+  if (file.may_stage && !stays_open) file.may_stage = false;
   int err = Commit(file.key, fd);
   if (err != 0) return err;
   file.dirty = false;

@@ -14,6 +14,25 @@
 // found by comparison: a writable File not known to be dirty keeps a Baseline
 // of the bytes MemKV holds and is put when the memfd differs from it.
 //
+// Staged writes: a file opened write-only, new or truncated (O_TRUNC or
+// created), not O_APPEND, keeps the bytes of its sequential write() and
+// writev() calls in a staging buffer instead of its memfd, and is put
+// straight from that buffer at fsync() and at close. The buffers come from a
+// small per-process pool and go back to it at close with their pages still
+// allocated, so a program writing file after file does not allocate, fill
+// and free a memfd's shmem pages per file (docs/preload.md, "Figures"). The
+// memfd keeps the file's size and offset (ftruncate and lseek after each
+// staged write) without its pages: fstat, lseek and writes that bypass the
+// interposers see the right size and offset. Any other use of the
+// descriptor (pwrite, lseek that moves, ftruncate, dup, fcntl, mmap, the copy
+// calls, fdopen) first writes the staged bytes into the memfd and ends
+// staging for the file (Unstage); so do fork(), the exec calls, posix_spawn,
+// system() and popen() for every staged file (UnstageAll), so that a child
+// or a new program sees the bytes in the memfd. A write that bypassed the
+// interposers while the file was staged shows as data in the memfd (the
+// staged range has no pages) or a size other than the staged one; the
+// commit then writes the staged bytes under it and puts the memfd.
+//
 // Each memfd is named "memkv:<prefix index>:<mode>:<key>" (mode: d, r, w, rw;
 // a trailing t when the key was cut to fit the name) so that a program
 // started by exec() can adopt the descriptors it inherits (inherit.cc). The
@@ -29,6 +48,7 @@
 
 #include <errno.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include <atomic>
@@ -52,6 +72,15 @@ struct Baseline {
   struct timespec ctime {};
   bool hashed = false;
   size_t hash = 0;
+};
+
+// A staging buffer (Staged writes above): `len` bytes of the file at `data`,
+// room for `cap`. Only [0, len) is ever read: the pool's buffers keep the
+// bytes of earlier files beyond it.
+struct StageBuffer {
+  char* data = nullptr;
+  size_t cap = 0;
+  size_t len = 0;
 };
 
 // One open file description of the shim (dup'd fds share it).
@@ -81,6 +110,10 @@ struct File {
   std::vector<DirEntry> entries MEMKV_GUARDED_BY(mu);  // directories, for getdents64
   size_t next_entry MEMKV_GUARDED_BY(mu) = 0;
   bool listed MEMKV_GUARDED_BY(mu) = false;
+  // Whether write() may still stage (Staged writes above); false once the
+  // file was unstaged.
+  bool may_stage MEMKV_GUARDED_BY(mu) = false;
+  StageBuffer stage MEMKV_GUARDED_BY(mu);  // data is null while none is held
 };
 
 // Where a path argument points. Resolve() returns false for paths outside
@@ -131,6 +164,21 @@ bool AtEndOfUnloaded(File& file, int fd, off_t offset = -1);
 // baseline; at the last close and at exit no baseline is taken. 0 or an errno.
 int CommitIfDirty(File& file, int fd, bool stays_open = true);
 void MarkDirty(File& file);
+
+// write()/writev() of a file that stages (Staged writes above): the bytes go
+// to its staging buffer. Returns false, having done nothing, where the file
+// does not stage (the caller writes the memfd as usual); true with *n (the
+// bytes taken) or *err set otherwise.
+bool StageWrite(File& file, int fd, const struct iovec* iov, int count, ssize_t* n, int* err);
+// Ends staging for the file: its staged bytes are written into its memfd. 0
+// or an errno (the bytes stay staged then).
+int Unstage(File& file, int fd);
+// Unstage for every file of the process (fork, exec, spawn).
+void UnstageAll();
+// Holds staging off across fork(): from before UnstageAll to after the fork
+// (ForkGateOpen in parent and child).
+void ForkGateClose();
+void ForkGateOpen(bool in_child);
 
 // The baseline of fd's memfd now. 0 or an errno.
 int TakeBaseline(int fd, Baseline* baseline);

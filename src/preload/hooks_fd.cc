@@ -8,6 +8,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <limits.h>
 #include <string.h>
 
 #include <algorithm>
@@ -57,6 +58,7 @@ int BeforeRead(File& file, int fd) {
 int BeforeCopyInto(File& file, int fd, size_t* len, off_t offset = -1) {
   if (file.is_dir) return EISDIR;
   if (!file.writable) return EBADF;
+  if (int err = Unstage(file, fd)) return err;
   if (offset < 0) {
     offset = Real().lseek(fd, 0, SEEK_CUR);
     if (offset < 0) return errno;
@@ -70,9 +72,26 @@ int BeforeCopyInto(File& file, int fd, size_t* len, off_t offset = -1) {
 int BeforeWrite(File& file, int fd, size_t len, off_t offset = -1) {
   if (file.is_dir) return EISDIR;
   if (!file.writable) return EBADF;
+  if (int err = Unstage(file, fd)) return err;
   if (int err = CheckWriteFits(file, fd, len, offset)) return err;
   MarkDirty(file);
   return 0;
+}
+
+// Any use of a staged file's descriptor but write, fstat and close ends its
+// staging first (files.h, "Staged writes"). 0 or an errno.
+int UnstageFd(int fd) {
+  std::shared_ptr<File> file = LookupFd(fd);
+  return file ? Unstage(*file, fd) : 0;
+}
+
+// write()/writev() into the staging buffer where the file stages.
+bool TryStage(File& file, int fd, const struct iovec* iov, int count, ssize_t* result) {
+  ssize_t n = 0;
+  int err = 0;
+  if (!StageWrite(file, fd, iov, count, &n, &err)) return false;
+  *result = err != 0 ? ErrnoResult(err, -1) : n;
+  return true;
 }
 
 int DupResult(int old_fd, int new_fd) {
@@ -102,6 +121,9 @@ void ReleaseReplaced(int new_fd) {
 
 int FcntlCommon(int (*real)(int, int, ...), int fd, int cmd, void* arg) {
   if (real == nullptr) return ErrnoResult(ENOSYS, -1);
+  if (cmd != F_GETFD && cmd != F_SETFD && cmd != F_GETFL) {
+    if (int err = UnstageFd(fd)) return ErrnoResult(err, -1);
+  }
   int result = real(fd, cmd, arg);
   if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && result >= 0) return DupResult(fd, result);
   return result;
@@ -217,6 +239,9 @@ MEMKV_PRELOAD_EXPORT ssize_t preadv64(int fd, const struct iovec* iov, int count
 
 MEMKV_PRELOAD_EXPORT ssize_t write(int fd, const void* buf, size_t len) {
   if (std::shared_ptr<File> file = LookupFd(fd)) {
+    struct iovec one = {const_cast<void*>(buf), len};
+    ssize_t staged = 0;
+    if (TryStage(*file, fd, &one, 1, &staged)) return staged;
     if (int err = BeforeWrite(*file, fd, len)) return ErrnoResult(err, -1);
   }
   return Real().write(fd, buf, len);
@@ -232,6 +257,8 @@ MEMKV_PRELOAD_EXPORT ssize_t pwrite64(int fd, const void* buf, size_t len, off_t
 }
 MEMKV_PRELOAD_EXPORT ssize_t writev(int fd, const struct iovec* iov, int count) {
   if (std::shared_ptr<File> file = LookupFd(fd)) {
+    ssize_t staged = 0;
+    if (count >= 0 && count <= IOV_MAX && TryStage(*file, fd, iov, count, &staged)) return staged;
     if (int err = BeforeWrite(*file, fd, IovecBytes(iov, count))) return ErrnoResult(err, -1);
   }
   return Real().writev(fd, iov, count);
@@ -250,6 +277,12 @@ MEMKV_PRELOAD_EXPORT off_t lseek(int fd, off_t offset, int whence) {
   if (std::shared_ptr<File> file = LookupFd(fd)) {
     if (!file->is_dir) {
       if (int err = EnsureLoaded(*file, fd)) return ErrnoResult(err, -1);
+      // A staged file's memfd has its offset and size: only a move ends
+      // staging.
+      bool query = offset == 0 && (whence == SEEK_CUR || whence == SEEK_END);
+      if (!query) {
+        if (int err = Unstage(*file, fd)) return ErrnoResult(err, -1);
+      }
     }
   }
   return Real().lseek(fd, offset, whence);
@@ -283,6 +316,7 @@ MEMKV_PRELOAD_EXPORT int ftruncate(int fd, off_t length) {
     if (file->is_dir) return ErrnoResult(EISDIR, -1);
     if (!file->writable) return ErrnoResult(EINVAL, -1);
     if (length >= 0 && static_cast<uint64_t>(length) > kMaxValueCeilingBytes) return ErrnoResult(EFBIG, -1);
+    if (int err = Unstage(*file, fd)) return ErrnoResult(err, -1);
     MarkDirty(*file);
   }
   return Real().ftruncate(fd, length);
@@ -297,13 +331,18 @@ MEMKV_PRELOAD_EXPORT int posix_fadvise64(int fd, off_t offset, off_t len, int ad
   return posix_fadvise(fd, offset, len, advice);
 }
 
-MEMKV_PRELOAD_EXPORT int dup(int fd) { return DupResult(fd, Real().dup(fd)); }
+MEMKV_PRELOAD_EXPORT int dup(int fd) {
+  if (int err = UnstageFd(fd)) return ErrnoResult(err, -1);
+  return DupResult(fd, Real().dup(fd));
+}
 MEMKV_PRELOAD_EXPORT int dup2(int fd, int new_fd) {
   if (fd == new_fd) return Real().dup2(fd, new_fd);
+  if (int err = UnstageFd(fd)) return ErrnoResult(err, -1);
   ReleaseReplaced(new_fd);
   return DupResult(fd, Real().dup2(fd, new_fd));
 }
 MEMKV_PRELOAD_EXPORT int dup3(int fd, int new_fd, int flags) {
+  if (int err = UnstageFd(fd)) return ErrnoResult(err, -1);
   if (fd != new_fd) ReleaseReplaced(new_fd);
   return DupResult(fd, Real().dup3(fd, new_fd, flags));
 }
@@ -324,6 +363,10 @@ MEMKV_PRELOAD_EXPORT int fcntl64(int fd, int cmd, ...) {
 
 MEMKV_PRELOAD_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t offset) {
   if (std::shared_ptr<File> file = LookupFd(fd)) {
+    if (int err = Unstage(*file, fd)) {
+      errno = err;
+      return MAP_FAILED;
+    }
     if (int err = BeforeRead(*file, fd)) {
       errno = err;
       return MAP_FAILED;

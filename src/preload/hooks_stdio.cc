@@ -36,6 +36,11 @@ int FlagsForMode(const char* mode) {
 // A FILE over shim fd `fd`: the value fetched first (stdio's reads bypass the
 // interposers) and the file marked to be put at fclose (so are its writes).
 FILE* AttachStdio(int fd, File& file, const char* mode) {
+  // stdio writes the memfd behind the interposers: no staging.
+  if (int err = Unstage(file, fd)) {
+    errno = err;
+    return nullptr;
+  }
   if (file.readable && !file.is_dir) {
     if (int err = EnsureLoaded(file, fd)) {
       errno = err;

@@ -10,6 +10,7 @@
 #define MEMKV_PRELOAD_REAL_H_
 
 #include <dirent.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -110,7 +111,20 @@ namespace memkv::preload {
   X(mkostemps64, int (*)(char*, int, int))                                                \
   X(chdir, int (*)(const char*))                                                          \
   X(fchdir, int (*)(int))                                                                 \
-  X(getcwd, char* (*)(char*, size_t))
+  X(getcwd, char* (*)(char*, size_t))                                                     \
+  X(fork, pid_t (*)())                                                                    \
+  X(execve, int (*)(const char*, char* const[], char* const[]))                          \
+  X(execv, int (*)(const char*, char* const[]))                                           \
+  X(execvp, int (*)(const char*, char* const[]))                                          \
+  X(execvpe, int (*)(const char*, char* const[], char* const[]))                         \
+  X(fexecve, int (*)(int, char* const[], char* const[]))                                  \
+  X(execveat, int (*)(int, const char*, char* const[], char* const[], int))              \
+  X(posix_spawn, int (*)(pid_t*, const char*, const posix_spawn_file_actions_t*,          \
+                         const posix_spawnattr_t*, char* const[], char* const[]))          \
+  X(posix_spawnp, int (*)(pid_t*, const char*, const posix_spawn_file_actions_t*,         \
+                          const posix_spawnattr_t*, char* const[], char* const[]))         \
+  X(system, int (*)(const char*))                                                         \
+  X(popen, FILE* (*)(const char*, const char*))
 
 // Pointers are null only where the next object lacks the symbol (then the
 // interposer fails with ENOSYS).

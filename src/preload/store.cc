@@ -293,6 +293,22 @@ int Commit(const std::string& key, int fd) {
   return err;
 }
 
+int CommitBytes(const std::string& key, const void* data, size_t len) {
+  memkv_client_t* client = nullptr;
+  int err = GetClient(&client);
+  if (err == 0) {
+    memkv_status_t status = memkv_put(client, key.data(), key.size(), data, len);
+    if (status != MEMKV_OK) err = Failed("put", key, status);
+  }
+  CountPut(len, err);
+  if (err == 0) {
+    NoteStored(key);
+  } else {
+    NoteLost(key);
+  }
+  return err;
+}
+
 int Exists(const std::string& key, bool* present) {
   memkv_client_t* client = nullptr;
   if (int err = GetClient(&client)) return err;

@@ -53,6 +53,9 @@ int Probe(const std::string& key, bool* present, uint64_t* size);
 // The whole content of `fd` as the value of `key` (EFBIG when the server's
 // value limit refuses it).
 int Commit(const std::string& key, int fd);
+// The `len` bytes at `data` as the value of `key`: the put of a file whose
+// writes are staged (files.h, "Staged writes"), straight from the buffer.
+int CommitBytes(const std::string& key, const void* data, size_t len);
 // *present: whether `key` has a value.
 int Exists(const std::string& key, bool* present);
 // The size of the value of `key`, without its bytes (memkv_value_size; a
