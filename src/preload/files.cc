@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include <algorithm>
-#include <new>
 #include <string_view>
 
 #include <unordered_map>
@@ -399,7 +398,7 @@ void ForkGateOpen(bool in_child) {
   if (in_child) {
     // The child's only thread: a fresh lock rather than an unlock by a
     // thread the lock does not know.
-    new (&fork_gate) pthread_rwlock_t(PTHREAD_RWLOCK_INITIALIZER);
+    pthread_rwlock_init(&fork_gate, nullptr);
   } else {
     pthread_rwlock_unlock(&fork_gate);
   }
