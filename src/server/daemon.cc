@@ -234,6 +234,15 @@ void Daemon::AnnounceEmptyStore() {
 
 // Storage changes fan out to the block events (when on) and to the
 // per-namespace eviction counts.
+storage::StoreEventSet Daemon::ObservedEvents() const {
+  // A publisher takes every event; without one the observer counts only the
+  // removals the identities (and, for evictions, the namespaces) count.
+  if (events_ != nullptr || !tenant_events_.empty()) return storage::StoreEventSet::All();
+  storage::StoreEventSet set = storage::StoreEventSet::None();
+  for (storage::RemovalReason reason : kCountedRemovals) set = set.WithRemoved(reason);
+  return set.WithRemoved(storage::RemovalReason::kEvicted);
+}
+
 storage::StoreObserver Daemon::StoreObserver() {
   events::Publisher* publisher = events_.get();
   NamespaceStats* namespaces = namespaces_.get();
@@ -310,6 +319,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   tier_options.io_threads = static_cast<int>(c.storage.io_threads);
   tier_options.promote_on_read = c.storage.promote_on_read;
   tier_options.observer = StoreObserver();
+  tier_options.observed = ObservedEvents();
   tier_ = std::make_unique<tier::TieredStore>(std::move(pool), std::move(drives), tier_options);
   tier_->SetTenants(std::make_shared<const TenantMap>(config::TenantMapOf(c.tenants)));
   AnnounceEmptyStore();

@@ -188,6 +188,8 @@ class Daemon {
   Status StartFleet();
   void AnnounceEmptyStore();
   storage::StoreObserver StoreObserver();
+  // The events StoreObserver() acts on, so the stores build no others.
+  storage::StoreEventSet ObservedEvents() const;
   // How often expired values nobody looked up are freed.
   static constexpr std::chrono::milliseconds kExpirySweepInterval{100};
   // How long Reload waits for the workers to re-check their connections.

@@ -269,7 +269,7 @@ class Session {
   // goes in its status).
   Status Admit(const OpRule& rule);
   Status ReserveRoom(const OpRule& rule, PutItem& item);
-  PayloadSink::Item SinkItem(PutItem& put);
+  void SinkItem(PutItem& put, PayloadSink::Item* item);
   void HandlePing(Request& request);
   void HandlePut(Request& request);
   void HandleBatchPut(Request& request);  // BatchPut and BatchPutWith

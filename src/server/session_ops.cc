@@ -343,7 +343,7 @@ void Session::HandlePut(Request& request) {
     return;
   }
   PayloadSink sink;
-  sink.items.push_back(SinkItem(put));
+  SinkItem(put, &sink.items.emplace_back());
   StartPayload(std::move(sink));
 }
 
@@ -352,19 +352,17 @@ void Session::HandleBatchPut(Request& request) {
   sink.batch = true;
   sink.with_messages = request.rule->shape == Shape::kPutItemsWith;
   sink.items.reserve(request.puts.size());
-  for (PutItem& put : request.puts) sink.items.push_back(SinkItem(put));
+  for (PutItem& put : request.puts) SinkItem(put, &sink.items.emplace_back());
   StartPayload(std::move(sink));
 }
 
-Session::PayloadSink::Item Session::SinkItem(PutItem& put) {
-  PayloadSink::Item item;
-  item.key = std::string(put.key);
-  item.size = put.size;
-  item.checksum = put.checksum;
-  item.put = std::move(put.room);
-  item.options = std::move(put.options);
-  item.status = std::move(put.status);
-  return item;
+void Session::SinkItem(PutItem& put, PayloadSink::Item* item) {
+  item->key.assign(put.key);
+  item->size = put.size;
+  item->checksum = put.checksum;
+  item->put = std::move(put.room);
+  item->options = std::move(put.options);
+  item->status = std::move(put.status);
 }
 
 void Session::HandleServerInfo(Request&) { Respond(StatusCode::kOk, proto::EncodeServerInfo(ctx_.fleet->Info())); }

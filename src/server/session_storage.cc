@@ -98,13 +98,19 @@ void Session::SupersedeRepeats(std::vector<PayloadSink::Item>& items) {
 void Session::CommitBatch(std::vector<PayloadSink::Item> items, bool with_messages) {
   std::vector<tier::PutCommit> puts;
   std::vector<size_t> where;  // puts[j] is items[where[j]]
+  puts.reserve(items.size());
+  where.reserve(items.size());
   uint64_t bytes = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     PayloadSink::Item& item = items[i];
     if (!item.status.ok()) continue;
     bytes += item.size;
     // The key is copied, not moved: the answer counts it in its namespace.
-    puts.push_back({std::move(item.put), item.key, item.checksum, std::move(item.options)});
+    tier::PutCommit& put = puts.emplace_back();
+    put.put = std::move(item.put);
+    put.key = item.key;
+    put.checksum = item.checksum;
+    put.options = std::move(item.options);
     where.push_back(i);
   }
   Await(ctx_.store->CommitMany(std::move(puts), reply_,

@@ -151,8 +151,9 @@ struct MemoryStoreOptions {
   uint64_t pin_ttl_ms = 30ULL * 60 * 1000;
   // memory.pin_ttl_max: longer pin TTLs are cut to this.
   uint64_t pin_ttl_max_ms = 24ULL * 60 * 60 * 1000;
-  // Told of every publish and removal (store_event.h); optional.
+  // Told of every publish and removal (store_event.h) in `observed`; optional.
   StoreObserver observer = nullptr;
+  StoreEventSet observed = StoreEventSet::All();
 };
 
 // How the pool is mapped; fixed at Create().
@@ -357,7 +358,7 @@ class MemoryStore {
 
   // Replaces the observer (MemoryStoreOptions::observer). Only before the
   // store is shared between threads: the observer is read without a lock.
-  void SetObserver(StoreObserver observer);
+  void SetObserver(StoreObserver observer, StoreEventSet observed = StoreEventSet::All());
 
   // The TTL CommitPut gives a value put with `options`: a pin's defaulted
   // (pin_ttl) and clamped (pin_ttl_max); others' as given (0: none).

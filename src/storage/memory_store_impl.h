@@ -152,6 +152,7 @@ struct MemoryStore::Impl {
   const SystemRealtimeClock system_realtime;
   const RealtimeClock* const realtime;
   StoreObserver observer;  // set before the store is shared (SetObserver)
+  StoreEventSet observed;  // the events `observer` takes
   const policy::RetentionOptions retention_options;
 
   mutable Mutex mu;
@@ -191,18 +192,30 @@ struct MemoryStore::Impl {
 
 // Holds the store's mutex; on the way out releases it, then drops the
 // entries unlinked meanwhile and hands their events to the observer, so
-// neither runs under the lock.
+// neither runs under the lock. The lists change places with empty ones the
+// thread keeps, so a put that replaces a value allocates no list.
 class MEMKV_SCOPED_CAPABILITY MemoryStore::Impl::EventScope {
  public:
   explicit EventScope(Impl& s) MEMKV_ACQUIRE(s.mu) : s_(s), lock_(s.mu) {}
   ~EventScope() MEMKV_RELEASE() {
-    std::vector<StoreEvent> to_observe = std::move(s_.events);
-    std::vector<std::shared_ptr<StoreEntry>> to_drop = std::move(s_.dropped);
-    s_.events.clear();
-    s_.dropped.clear();
+    if (s_.events.empty() && s_.dropped.empty()) {
+      lock_.Unlock();
+      return;
+    }
+    thread_local std::vector<StoreEvent> spare_events;
+    thread_local std::vector<std::shared_ptr<StoreEntry>> spare_dropped;
+    std::vector<StoreEvent> to_observe;
+    std::vector<std::shared_ptr<StoreEntry>> to_drop;
+    to_observe.swap(spare_events);  // empty, with the capacity kept last time
+    to_drop.swap(spare_dropped);
+    to_observe.swap(s_.events);
+    to_drop.swap(s_.dropped);
     lock_.Unlock();
     to_drop.clear();
     for (const StoreEvent& event : to_observe) s_.observer(event);
+    to_observe.clear();
+    spare_events.swap(to_observe);
+    spare_dropped.swap(to_drop);
   }
   EventScope(const EventScope&) = delete;
   EventScope& operator=(const EventScope&) = delete;

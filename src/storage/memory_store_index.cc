@@ -21,7 +21,7 @@ policy::Removal RemovalFor(RemovalReason reason) {
 }  // namespace
 
 void MemoryStore::Impl::QueueEventLocked(const StoreEntry& e, StoreEventKind kind, RemovalReason reason) {
-  if (!observer) return;
+  if (!observer || !observed.Wants(kind, reason)) return;
   events.push_back(StoreEvent{.kind = kind,
                               .medium = StoreMedium::kDram,
                               .reason = reason,

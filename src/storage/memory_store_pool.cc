@@ -177,6 +177,7 @@ MemoryStore::Impl::Impl(uint8_t* base_in, PoolBacking backing_in, const MemorySt
       clock(options.clock != nullptr ? options.clock : &steady_clock),
       realtime(options.realtime_clock != nullptr ? options.realtime_clock : &system_realtime),
       observer(options.observer),
+      observed(options.observed),
       retention_options(RetentionOf(options)),
       policies(policy::PolicyOptions{
           .prefix_aware = true,
@@ -279,7 +280,10 @@ MemoryStore::~MemoryStore() {
   }
 }
 
-void MemoryStore::SetObserver(StoreObserver observer) { impl_->observer = std::move(observer); }
+void MemoryStore::SetObserver(StoreObserver observer, StoreEventSet observed) {
+  impl_->observer = std::move(observer);
+  impl_->observed = observed;
+}
 
 void* MemoryStore::pool_base() const { return impl_->base; }
 uint64_t MemoryStore::pool_bytes() const { return impl_->pool_bytes; }

@@ -21,13 +21,15 @@ struct Fixture {
   std::vector<StoreEvent> events;
   std::unique_ptr<MemoryStore> store;
 
-  explicit Fixture(uint64_t chunks, double pinned_max_fraction = 0.5) {
+  explicit Fixture(uint64_t chunks, double pinned_max_fraction = 0.5,
+                   StoreEventSet observed = StoreEventSet::All()) {
     MemoryStoreOptions options{.max_size_bytes = chunks * kChunk, .block_size_bytes = kChunk};
     options.realtime_clock = &clock;
     options.pinned_max_fraction = pinned_max_fraction;
     options.pin_ttl_ms = 10'000;
     options.pin_ttl_max_ms = 60'000;
     options.observer = [this](const StoreEvent& e) { events.push_back(e); };
+    options.observed = observed;
     auto created = MemoryStore::Create(options);
     EXPECT_TRUE(created.ok()) << created.status().ToString();
     store = std::move(created).value();
@@ -233,8 +235,9 @@ TEST(MemoryStoreEviction, PinnedValuesAreNeverEvictedSoAFullPoolOfPinsRefuses) {
   EXPECT_TRUE(f.Has("p2"));
 }
 
-TEST(MemoryStoreObserver, HearsEveryPublishAndRemovalWithItsReasonAndAttributes) {
-  Fixture f(2);
+// A store, a replacement, a delete, an expiry, an eviction and a checksum
+// failure, in that order (two chunks of pool).
+void MakeEveryKindOfChange(Fixture& f) {
   PutOptions hashed;
   hashed.block_hash = "h1";
   hashed.parent_hash = "h0";
@@ -250,7 +253,11 @@ TEST(MemoryStoreObserver, HearsEveryPublishAndRemovalWithItsReasonAndAttributes)
   ASSERT_TRUE(f.Put("e3").ok());                  // evicts e1
   ASSERT_TRUE(f.store->CorruptForTesting("e2").ok());
   EXPECT_FALSE(f.store->Get("e2").ok());          // checksum
+}
 
+TEST(MemoryStoreObserver, HearsEveryPublishAndRemovalWithItsReasonAndAttributes) {
+  Fixture f(2);
+  MakeEveryKindOfChange(f);
   using K = StoreEventKind;
   using R = RemovalReason;
   std::vector<std::tuple<K, std::string, R>> got;
@@ -272,6 +279,25 @@ TEST(MemoryStoreObserver, HearsEveryPublishAndRemovalWithItsReasonAndAttributes)
     EXPECT_EQ(f.events[i].seq, i + 1);
     EXPECT_EQ(f.events[i].medium, StoreMedium::kDram);
   }
+}
+
+TEST(MemoryStoreObserver, HearsOnlyTheEventsItTakes) {
+  const StoreEventSet observed =
+      StoreEventSet::None().WithRemoved(RemovalReason::kEvicted).WithRemoved(RemovalReason::kChecksum);
+  Fixture f(2, 0.5, observed);
+  MakeEveryKindOfChange(f);
+  using K = StoreEventKind;
+  using R = RemovalReason;
+  std::vector<std::tuple<K, std::string, R>> got;
+  for (const StoreEvent& e : f.events) got.emplace_back(e.kind, e.key, e.reason);
+  std::vector<std::tuple<K, std::string, R>> want = {{K::kRemoved, "e1", R::kEvicted},
+                                                     {K::kRemoved, "e2", R::kChecksum}};
+  EXPECT_EQ(got, want);
+  ASSERT_EQ(f.events.size(), 2u);
+  EXPECT_LT(f.events[0].seq, f.events[1].seq);  // still in the store's order
+  EXPECT_FALSE(observed.Wants(K::kStored, R::kNone));
+  EXPECT_TRUE(StoreEventSet::All().Wants(K::kRemoved, R::kReplaced));
+  EXPECT_FALSE(StoreEventSet::None().WithStored().Wants(K::kRemoved, R::kReplaced));
 }
 
 TEST(MemoryStoreOptionsCheck, RefusesAFractionOrPinTtlsOutOfRange) {

@@ -69,6 +69,28 @@ struct StoreEvent {
 
 using StoreObserver = std::function<void(const StoreEvent&)>;
 
+// The events an observer takes: stores, and removals by reason. The stores
+// build and deliver no other, so an observer that wants few costs a put
+// nothing for the rest (no key copied, no call made).
+class StoreEventSet {
+ public:
+  static constexpr StoreEventSet All() { return StoreEventSet(~uint32_t{0}); }
+  static constexpr StoreEventSet None() { return StoreEventSet(0); }
+  constexpr StoreEventSet WithStored() const { return StoreEventSet(bits_ | 1u); }
+  constexpr StoreEventSet WithRemoved(RemovalReason reason) const {
+    return StoreEventSet(bits_ | RemovedBit(reason));
+  }
+  constexpr bool Wants(StoreEventKind kind, RemovalReason reason) const {
+    return (bits_ & (kind == StoreEventKind::kStored ? 1u : RemovedBit(reason))) != 0;
+  }
+  constexpr bool operator==(const StoreEventSet&) const = default;
+
+ private:
+  constexpr explicit StoreEventSet(uint32_t bits) : bits_(bits) {}
+  static constexpr uint32_t RemovedBit(RemovalReason reason) { return 2u << static_cast<uint32_t>(reason); }
+  uint32_t bits_;
+};
+
 }  // namespace memkv::storage
 
 #endif  // MEMKV_STORAGE_STORE_EVENT_H_

@@ -10,12 +10,17 @@ TieredStore::TieredStore(std::unique_ptr<storage::MemoryStore> memory, std::uniq
                          const TieredStoreOptions& options)
     : memory_(std::move(memory)), drives_(std::move(drives)), options_(options), tenants_(std::make_shared<const TenantMap>()) {
   if (drives_ != nullptr) io_ = std::make_unique<IoThreads>(options_.io_threads);
-  if (options_.observer) memory_->SetObserver(options_.observer);
+  if (options_.observer) memory_->SetObserver(options_.observer, options_.observed);
 }
 
-void TieredStore::SetObserver(storage::StoreObserver observer) {
+void TieredStore::SetObserver(storage::StoreObserver observer, storage::StoreEventSet observed) {
   options_.observer = std::move(observer);
-  memory_->SetObserver(options_.observer);
+  options_.observed = observed;
+  memory_->SetObserver(options_.observer, observed);
+}
+
+bool TieredStore::Observes(storage::StoreEventKind kind, storage::RemovalReason reason) const {
+  return options_.observer && options_.observed.Wants(kind, reason);
 }
 
 size_t TieredStore::MatchPrefix(std::span<const std::string_view> keys) {

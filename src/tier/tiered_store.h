@@ -93,8 +93,10 @@ struct TieredStoreOptions {
   bool promote_on_read = true;   // copy a value read from the drives back into DRAM
   // Told of every value published in or removed from DRAM and the drives
   // (StoreEvent::medium says which); see storage/store_event.h for when and
-  // on which thread. Optional; SetObserver replaces it.
+  // on which thread. Optional; SetObserver replaces it. Only the events in
+  // `observed` are built and delivered.
   storage::StoreObserver observer = nullptr;
+  storage::StoreEventSet observed = storage::StoreEventSet::All();
 };
 
 // How an operation that may need a drive completed.
@@ -198,7 +200,8 @@ class TieredStore {
   size_t SweepExpired(size_t max_entries);
   // Replaces TieredStoreOptions::observer. Only before the store is shared
   // between threads.
-  void SetObserver(storage::StoreObserver observer);
+  void SetObserver(storage::StoreObserver observer,
+                   storage::StoreEventSet observed = storage::StoreEventSet::All());
 
   // --- May need a drive: `done` runs inline or from `reply` (see above). ---
 
@@ -336,6 +339,11 @@ class TieredStore {
   // (the TTL it has left).
   PutOptions OptionsFromDrive(const drive::ValueAttrs& attrs) const;
   void NoteDriveRemovals(const std::vector<drive::RemovedValue>& removed);
+  // Whether the observer takes this event (TieredStoreOptions::observed).
+  bool Observes(storage::StoreEventKind kind, storage::RemovalReason reason) const;
+  // The size of the value a drive put of `key` replaces, when the observer
+  // takes replacements (a drive index lookup), else nullopt.
+  std::optional<uint64_t> ReplacedOnDrives(std::string_view key) const;
   // A drive change the drives do not report themselves, to the observer
   // (medium drive). `options`: the stored value's, when known.
   void NoteDriveEvent(storage::StoreEventKind kind, storage::RemovalReason reason, std::string_view key,

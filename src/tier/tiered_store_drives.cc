@@ -185,7 +185,7 @@ Status TieredStore::WriteThrough(PutCommit commit) {
   MutexLock lock(StripeFor(key));
   // A pin DRAM will refuse must not reach the drives either.
   MEMKV_RETURN_IF_ERROR(memory_->CheckPinRoom(key, put.size(), commit.options));
-  const std::optional<uint64_t> replaced = options_.observer ? drives_->ValueSize(key) : std::nullopt;
+  const std::optional<uint64_t> replaced = ReplacedOnDrives(key);
   const drive::ValueAttrs attrs = DriveAttrs(commit.options);
   MEMKV_RETURN_IF_ERROR(
       WithDriveRoom(key, put.size(), put.drive_hold,
@@ -234,6 +234,11 @@ PutOptions TieredStore::OptionsFromDrive(const drive::ValueAttrs& attrs) const {
   return options;
 }
 
+std::optional<uint64_t> TieredStore::ReplacedOnDrives(std::string_view key) const {
+  if (!Observes(storage::StoreEventKind::kRemoved, storage::RemovalReason::kReplaced)) return std::nullopt;
+  return drives_->ValueSize(key);
+}
+
 void TieredStore::NoteDriveRemovals(const std::vector<drive::RemovedValue>& removed) {
   if (!options_.observer) return;
   for (const drive::RemovedValue& r : removed) {
@@ -246,7 +251,7 @@ void TieredStore::NoteDriveRemovals(const std::vector<drive::RemovedValue>& remo
 
 void TieredStore::NoteDriveEvent(storage::StoreEventKind kind, storage::RemovalReason reason, std::string_view key,
                                  uint64_t size, const PutOptions* options) {
-  if (!options_.observer) return;
+  if (!Observes(kind, reason)) return;
   storage::StoreEvent event;
   event.kind = kind;
   event.medium = storage::StoreMedium::kDrive;
@@ -357,7 +362,9 @@ Result<StoredValue> TieredStore::ReadOnce(const std::string& key, uint64_t size,
 
 Status TieredStore::DeleteFromBoth(const std::string& key) {
   MutexLock lock(StripeFor(key));
-  const std::optional<uint64_t> size = options_.observer ? drives_->ValueSize(key) : std::nullopt;
+  const std::optional<uint64_t> size = Observes(storage::StoreEventKind::kRemoved, storage::RemovalReason::kDeleted)
+                                            ? drives_->ValueSize(key)
+                                            : std::nullopt;
   Status on_drive = drives_->Delete(key);
   if (!on_drive.ok() && on_drive.code() != StatusCode::kNotFound) return on_drive;  // still readable
   if (on_drive.ok()) {
@@ -411,7 +418,7 @@ std::vector<Status> TieredStore::WriteThroughMany(std::vector<PutCommit> puts) {
       sent.push_back(i);
       attrs.push_back(DriveAttrs(p.options));
       writes.push_back({p.key, p.put.iov(), p.checksum, &attrs.back()});
-      replaced.push_back(options_.observer ? drives_->ValueSize(p.key) : std::nullopt);
+      replaced.push_back(ReplacedOnDrives(p.key));
     }
     std::vector<Status> written = drives_->PutManyIov(writes);
     for (size_t j = 0; j < sent.size(); ++j) {

@@ -1,7 +1,7 @@
 // TieredStore and what a put says about its value (PutOptions): the options
 // reach DRAM through every commit path, prefix matches across both tiers,
 // pins refused before they reach the drives, and the observer hearing of
-// both media.
+// both media (the events it takes, no others).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -167,6 +167,26 @@ TEST(TieredStoreOptionsTest, TheObserverHearsOfBothMedia) {
   EXPECT_EQ(events[0].block_hash, "bh");
   EXPECT_EQ(events[0].parent_hash, "ph");
   EXPECT_EQ(events[0].value_size, kValueBytes);
+}
+
+TEST(TieredStoreOptionsTest, TheObserverHearsOnlyTheEventsItTakesFromBothMedia) {
+  std::vector<storage::StoreEvent> events;
+  TieredStoreOptions options;
+  options.observer = [&](const storage::StoreEvent& e) { events.push_back(e); };
+  options.observed = storage::StoreEventSet::None().WithRemoved(storage::RemovalReason::kDeleted);
+  TierHarness h(kPoolBytes, /*with_drives=*/true, options);
+  TieredStore& store = h.store();
+  ASSERT_TRUE(PutNow(store, h.loop(), "a", ValueOf(0)).ok());
+  ASSERT_TRUE(PutNow(store, h.loop(), "a", ValueOf(1)).ok());  // replaced: not taken
+  ASSERT_TRUE(DeleteNow(store, h.loop(), "a").ok());
+  using K = storage::StoreEventKind;
+  using R = storage::RemovalReason;
+  using M = storage::StoreMedium;
+  std::vector<std::tuple<M, K, R, uint64_t>> got;
+  for (const storage::StoreEvent& e : events) got.emplace_back(e.medium, e.kind, e.reason, e.value_size);
+  const std::vector<std::tuple<M, K, R, uint64_t>> want = {{M::kDrive, K::kRemoved, R::kDeleted, kValueBytes},
+                                                           {M::kDram, K::kRemoved, R::kDeleted, kValueBytes}};
+  EXPECT_EQ(got, want);
 }
 
 }  // namespace

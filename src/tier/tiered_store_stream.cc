@@ -70,7 +70,7 @@ void TieredStore::FinishStreamPut(std::shared_ptr<ValueStream> stream, uint64_t 
         // Under the key's lock, so that DRAM never keeps a value older than
         // the one the drives now hold.
         MutexLock lock(StripeFor(s.key_));
-        const std::optional<uint64_t> replaced = options_.observer ? drives_->ValueSize(s.key_) : std::nullopt;
+        const std::optional<uint64_t> replaced = ReplacedOnDrives(s.key_);
         *status = s.writer_->Finish(checksum);
         if (status->ok()) {
           NoteDrivePut(s.key_, s.size(), s.options_, replaced);
