@@ -13,12 +13,16 @@
 # / perftest MiB/s / ratio (the median over the rounds), then the CPU each
 # cell used.
 # usage: bench-scenarios.sh [--build DIR] [--results DIR] [--sizes LIST]
-#                           [--seconds S] [--rounds N] [--transport T]
+#                           [--flights LIST] [--seconds S] [--rounds N]
+#                           [--transport T]
 #   --build DIR     holds memkv and memkv-rdma-probe (default: build)
 #   --results DIR   default /tmp/memkv-rdma-bench; DIR/bench is the pair's
 #                   --out directory, DIR/bench.txt its output, DIR/table.txt
 #                   what this prints, DIR/host_cpu.txt the host's samples
 #   --sizes LIST    value and message sizes in bytes (default 65536,2097152)
+#   --flights LIST  what is in flight (default d1,d16,b64); a size and flight
+#                   whose keys would take more than 32 MiB of the guest's
+#                   64 MiB pool (2 MiB in batches of 64) is left out
 #   --seconds S     traffic per cell (default 3; perftest runs S+2 with a
 #                   1 s margin at each end)
 #   --rounds N      alternations of the whole sweep (default 2)
@@ -26,17 +30,18 @@
 # Needs setup.sh to have run. Exit 1 when a cell failed.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-BUILD=build; R=/tmp/memkv-rdma-bench; SIZES=65536,2097152; SECS=3; ROUNDS=2; TRANSPORT=rdma
+BUILD=build; R=/tmp/memkv-rdma-bench; SIZES=65536,2097152; FLIGHTS=d1,d16,b64; SECS=3; ROUNDS=2; TRANSPORT=rdma
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD="$2"; shift 2;;
     --results) R="$2"; shift 2;;
     --sizes) SIZES="$2"; shift 2;;
+    --flights) FLIGHTS="$2"; shift 2;;
     --seconds) SECS="$2"; shift 2;;
     --rounds) ROUNDS="$2"; shift 2;;
     --transport) TRANSPORT="$2"; shift 2;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0;;
-    *) echo "bench-scenarios: unknown argument '$1'" >&2; sed -n '2,28p' "$0" >&2; exit 2;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0;;
+    *) echo "bench-scenarios: unknown argument '$1'" >&2; sed -n '2,36p' "$0" >&2; exit 2;;
   esac
 done
 # shellcheck source=host-lib.sh
@@ -44,10 +49,18 @@ done
 stage_for_guests bench-scenarios "$BUILD" memkv memkv-rdma-probe || exit 2
 mkdir -p "$R"; R="$(cd "$R" && pwd)"
 
+for f in ${FLIGHTS//,/ }; do
+  [[ "$f" =~ ^[db][1-9][0-9]*$ ]] || { echo "bench-scenarios: bad flight '$f' (dN or bN, N >= 1)" >&2; exit 2; }
+done
 CELLS=""; n=0
 for _ in $(seq "$ROUNDS"); do
   for s in ${SIZES//,/ }; do
-    for op in put write get read; do CELLS="$CELLS,$op:$s"; n=$((n + 1)); done
+    for f in ${FLIGHTS//,/ }; do
+      # the probe's keys: at least 8 and at least N, a multiple of N
+      k=${f:1}; k=$(( (8 + k - 1) / k * k ))
+      [ $((k * s)) -gt $((32 << 20)) ] && continue
+      for op in put write get read; do CELLS="$CELLS,$op:$s:$f"; n=$((n + 1)); done
+    done
   done
 done
 CELLS="${CELLS#,}"
@@ -144,7 +157,7 @@ def host_cpu(i):  # over the cell, by the host clock: signal files cN-ack .. cN-
 
 res, failed = {}, []
 for i, c in enumerate(cells, 1):
-    op, size = c.split(":"); size = int(size)
+    op, size, flight = c.split(":"); size = int(size)
     out = read(f"{B}/b/c{i}.out")
     mib, note = None, ""
     if op in ("put", "get"):
@@ -166,31 +179,31 @@ for i, c in enumerate(cells, 1):
         else:
             note = "no result: " + (re.findall(r"ib_\w+_bw rc=\d+.*", out) or ["perftest did not report"])[0]
     if mib is None: failed.append(i)
-    res[i] = dict(op=op, size=size, mib=mib, note=note)
+    res[i] = dict(op=op, size=size, flight=flight, mib=mib, note=note)
 
 def fmt_size(s): return f"{s >> 20} MiB" if s % 2**20 == 0 else f"{s >> 10} KiB" if s % 1024 == 0 else f"{s} B"
 pair = {"get": "read", "put": "write"}
-print(f"{'size':>8}  {'op':<4} {'memkv MiB/s':>12} {'perftest MiB/s':>15} {'ratio':>6}   (perftest: ib_read_bw for get, ib_write_bw for put; median of {rounds} rounds)")
-for size in dict.fromkeys(r["size"] for r in res.values()):
+print(f"{'size':>8}  {'flight':<7} {'op':<4} {'memkv MiB/s':>12} {'perftest MiB/s':>15} {'ratio':>6}   (perftest: ib_read_bw for get, ib_write_bw for put, -t N; median of {rounds} rounds)")
+print("flight: dN = N ops in flight (the probe's --depth N), bN = batches of N (--batch N)")
+for size, flight in dict.fromkeys((r["size"], r["flight"]) for r in res.values()):
     for op in ("get", "put"):
-        m = [r["mib"] for r in res.values() if r["size"] == size and r["op"] == op and r["mib"] is not None]
-        p = [r["mib"] for r in res.values() if r["size"] == size and r["op"] == pair[op] and r["mib"] is not None]
-        rs = [x / y for x, y in zip([r["mib"] for r in res.values() if r["size"] == size and r["op"] == op],
-                                    [r["mib"] for r in res.values() if r["size"] == size and r["op"] == pair[op]]) if x and y]
+        mine = [r["mib"] for r in res.values() if (r["size"], r["flight"], r["op"]) == (size, flight, op)]
+        ref = [r["mib"] for r in res.values() if (r["size"], r["flight"], r["op"]) == (size, flight, pair[op])]
+        rs = [x / y for x, y in zip(mine, ref) if x and y]
         f = lambda v, d=1: f"{statistics.median(v):.{d}f}" if v else "-"
-        print(f"{fmt_size(size):>8}  {op:<4} {f(m):>12} {f(p):>15} {f(rs, 2):>6}")
+        print(f"{fmt_size(size):>8}  {flight:<7} {op:<4} {f([x for x in mine if x is not None]):>12} {f([x for x in ref if x is not None]):>15} {f(rs, 2):>6}")
 ping = re.search(r"min/avg/max = ([\d.]+)/([\d.]+)/([\d.]+)", read(f"{B}/b/ping.out"))
 print(f"\nping b -> a (IP round trip, guests' stacks and the switch): " + (f"min/avg/max {ping.group(1)}/{ping.group(2)}/{ping.group(3)} ms" if ping else "no result"))
 print()
 print("per cell (busy % of the guest's one CPU: usr/sys/softirq; host: % of one core, all cores together and the pair's processes)")
-print(f"{'cell':<5} {'op':<5} {'size':>7} {'MiB/s':>7}  {'guest a busy':>20}  {'guest b busy':>20}  {'host':>5} {'qemu-a':>6} {'qemu-b':>6} {'switch':>6}  notes")
+print(f"{'cell':<5} {'op':<5} {'size':>7} {'flight':<6} {'MiB/s':>7}  {'guest a busy':>20}  {'guest b busy':>20}  {'host':>5} {'qemu-a':>6} {'qemu-b':>6} {'switch':>6}  notes")
 for i, r in res.items():
     def g(x): return f"{x['busy']:3.0f} ({x['usr']:2.0f}/{x['sys']:2.0f}/{x['si']:2.0f})" if x else "-"
     h = host_cpu(i)
     hs = f"{h['busy']:5.0f} {h['qemu-a']:6.0f} {h['qemu-b']:6.0f} {h['switch']:6.0f}" if h else f"{'-':>5} {'-':>6} {'-':>6} {'-':>6}"
     mib = f"{r['mib']:7.1f}" if r["mib"] is not None else f"{'-':>7}"
     moved = "; ".join(f"{n} rxe " + " ".join(f"{k}+{v}" for k, v in d.items()) for n, d in (("a", hwa.get(i)), ("b", hwb.get(i))) if d)
-    print(f"c{i:<4} {r['op']:<5} {fmt_size(r['size']):>7} {mib}  {g(ga.get(i)):>20}  {g(gb.get(i)):>20}  {hs}  {r['note']}" + (f"; {moved}" if moved else ""))
+    print(f"c{i:<4} {r['op']:<5} {fmt_size(r['size']):>7} {r['flight']:<6} {mib}  {g(ga.get(i)):>20}  {g(gb.get(i)):>20}  {hs}  {r['note']}" + (f"; {moved}" if moved else ""))
 if failed: print(f"cells without a result: {', '.join('c%d' % i for i in failed)} (see {B}/b/cN.out, .err, {R}/bench.txt)")
 sys.exit(1 if failed else 0)
 PY

@@ -49,12 +49,17 @@ MEMKV_TRANSPORT, MEMKV_RDMA_DEVICES, MEMKV_RDMA_MTU, MEMKV_TIMEOUT_MS, ...):
       and whether any op overran the client deadline (MEMKV_TIMEOUT_MS) by
       more than 1 s. A watchdog exits at once (code 1) when an op is still
       in flight 5 s past the deadline.
-  bench --op put|get --size S --seconds T [--count N] [--prefix P]
-      throughput of one op for T seconds, one at a time, over N keys
-      (default 8) cycled in turn: put writes them (values made before the
-      clock starts), get reads them with GetInto into one buffer (put them
-      first, same --prefix and --size; a get checks 16 bytes at both ends).
-      Reports ops, MiB/s and the process's user/system CPU seconds
+  bench --op put|get --size S --seconds T [--count N] [--depth D]
+        [--batch B] [--prefix P]
+      throughput of one op for T seconds over N keys (default 8, at least
+      D x B) cycled in turn, from D threads (default 1, at most 256) each
+      with one call at a time: a Put / GetInto, or with B > 1 (at most 4096)
+      a BatchPut / BatchGetInto of B keys. Put writes the keys (values made
+      before the clock starts), get reads them into per-thread buffers (put
+      them first, same --prefix, --size, --depth and --batch; a get checks
+      16 bytes at both ends). Reports ops (keys), MiB/s and the process's
+      user/system CPU seconds. With D > MEMKV_NUM_CONNECTIONS (default 4)
+      the threads wait for connections: set it to D
   wait --seconds T
       until a fresh client's Exists gets an answer (present or absent) from
       every server; for scripts that wait for a server to come up
@@ -125,6 +130,8 @@ struct Flags {
   uint64_t size = 0;
   uint64_t seconds = 0;
   uint64_t after_error_s = 3;
+  uint64_t depth = 1;
+  uint64_t batch = 1;
   std::string prefix;
   std::string op;
 };
@@ -158,6 +165,10 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       ok = ParseSize(v, &f->seconds) && f->seconds > 0;
     } else if (a == "--after-error") {
       ok = ParseSize(v, &f->after_error_s);
+    } else if (a == "--depth") {
+      ok = ParseSize(v, &f->depth) && f->depth >= 1 && f->depth <= 256;
+    } else if (a == "--batch") {
+      ok = ParseSize(v, &f->batch) && f->batch >= 1 && f->batch <= 4096;
     } else if (a == "--prefix") {
       f->prefix = v;
     } else if (a == "--op") {
@@ -324,45 +335,93 @@ bool EndsMatch(std::span<const uint8_t> want, std::span<const uint8_t> got) {
          std::memcmp(want.data() + want.size() - n, got.data() + got.size() - n, n) == 0;
 }
 
+// `depth` threads share the client, each with one op in flight at a time;
+// an op is a single Put / GetInto, or with `batch` > 1 a BatchPut /
+// BatchGetInto of that many keys. The keys (at least --count, default 8, and
+// at least depth x batch) are named by index, so a get run finds what a put
+// run with the same --prefix, --size, --depth and --batch wrote; thread t's
+// op i takes the group of `batch` keys numbered (i x depth + t) modulo the
+// groups.
 int Bench(Client& client, const Flags& f) {
-  const uint64_t keys = f.count == 0 ? 8 : f.count;
+  const uint64_t per_op = f.batch, in_flight = f.depth * f.batch;
+  uint64_t keys = std::max<uint64_t>(f.count == 0 ? 8 : f.count, in_flight);
+  keys = (keys + in_flight - 1) / in_flight * in_flight;
+  const uint64_t groups = keys / per_op;
   std::vector<std::string> names;
   std::vector<std::vector<uint8_t>> values;
   for (uint64_t i = 0; i < keys; ++i) {
     names.push_back(f.prefix + "bench-" + std::to_string(f.size) + "-" + std::to_string(i));
     values.push_back(Pattern(i + 1, f.size));
   }
-  std::vector<uint8_t> buffer(f.size);
-  Tally tally;
-  ErrorLog errors;
   const bool put = f.op == "put";
+  std::vector<Tally> tallies(f.depth);
+  std::vector<ErrorLog> logs(f.depth);
   const auto cpu0 = CpuSeconds();
   const auto start = Clock::now();
-  double ms = 0;
-  for (uint64_t i = 0; (ms = MsSince(start)) < static_cast<double>(f.seconds) * 1000; ++i) {
-    const uint64_t k = i % keys;
-    if (put) {
-      Status s = client.Put(names[k], values[k]);
-      if (s.ok()) ++tally.ok;
-      else { ++tally.failed; errors.Add("put " + names[k] + ": " + s.ToString()); }
-      continue;
+  const double budget_ms = static_cast<double>(f.seconds) * 1000;
+  auto worker = [&](uint64_t t) {
+    Tally& tally = tallies[t];
+    ErrorLog& errors = logs[t];
+    std::vector<std::vector<uint8_t>> buffers(per_op, std::vector<uint8_t>(f.size));
+    std::vector<std::string_view> batch_keys(per_op);
+    std::vector<std::span<const uint8_t>> batch_values(per_op);
+    std::vector<std::span<uint8_t>> batch_buffers(per_op);
+    std::vector<size_t> sizes;
+    for (uint64_t j = 0; j < per_op; ++j) batch_buffers[j] = buffers[j];
+    // Counts one key's outcome; `k` is its index, `got` its bytes (gets).
+    auto count = [&](uint64_t k, const Status& s, std::span<const uint8_t> got) {
+      if (!s.ok()) {
+        ++tally.failed;
+        errors.Add(f.op + " " + names[k] + ": " + s.ToString());
+      } else if (!put && !EndsMatch(values[k], got)) {
+        ++tally.mismatched;
+        errors.Add("get " + names[k] + ": " + std::to_string(got.size()) + " bytes, wrong bytes at an end");
+      } else {
+        ++tally.ok;
+      }
+    };
+    for (uint64_t i = 0; MsSince(start) < budget_ms; ++i) {
+      const uint64_t first = (i * f.depth + t) % groups * per_op;
+      if (per_op == 1) {
+        if (put) {
+          count(first, client.Put(names[first], values[first]), {});
+        } else {
+          Result<size_t> n = client.GetInto(names[first], buffers[0]);
+          count(first, n.status(), n.ok() ? std::span<const uint8_t>(buffers[0].data(), *n) : std::span<const uint8_t>());
+        }
+        continue;
+      }
+      for (uint64_t j = 0; j < per_op; ++j) {
+        batch_keys[j] = names[first + j];
+        batch_values[j] = values[first + j];
+      }
+      BatchResult r = put ? client.BatchPut(batch_keys, batch_values)
+                          : client.BatchGetInto(batch_keys, batch_buffers, &sizes);
+      for (uint64_t j = 0; j < per_op; ++j) {
+        count(first + j, r.statuses[j],
+              put || !r.statuses[j].ok() ? std::span<const uint8_t>()
+                                         : std::span<const uint8_t>(buffers[j].data(), sizes[j]));
+      }
     }
-    Result<size_t> n = client.GetInto(names[k], buffer);
-    if (!n.ok()) {
-      ++tally.failed;
-      errors.Add("get " + names[k] + ": " + n.status().ToString());
-    } else if (!EndsMatch(values[k], std::span(buffer.data(), *n))) {
-      ++tally.mismatched;
-      errors.Add("get " + names[k] + ": " + std::to_string(*n) + " bytes, wrong bytes at an end");
-    } else {
-      ++tally.ok;
-    }
+  };
+  std::vector<std::thread> threads;
+  for (uint64_t t = 1; t < f.depth; ++t) threads.emplace_back(worker, t);
+  worker(0);
+  for (std::thread& th : threads) th.join();
+  const double ms = MsSince(start);
+  Tally tally;
+  std::string first_error;
+  for (uint64_t t = 0; t < f.depth; ++t) {
+    tally.ok += tallies[t].ok;
+    tally.failed += tallies[t].failed;
+    tally.mismatched += tallies[t].mismatched;
+    if (first_error.empty()) first_error = logs[t].first();
   }
   const auto cpu1 = CpuSeconds();
   const double mib_s = static_cast<double>(tally.ok) * static_cast<double>(f.size) / (1 << 20) / (ms / 1000);
-  std::printf("bench %s %llu: %llu ops in %.2f s, %.1f MiB/s, %.0f us/op, cpu user %.2f s sys %.2f s\n",
-              f.op.c_str(), static_cast<unsigned long long>(f.size), static_cast<unsigned long long>(tally.ok),
-              ms / 1000, mib_s, tally.ok == 0 ? 0.0 : ms * 1000 / static_cast<double>(tally.ok),
+  std::printf("bench %s %llu, depth %llu, batch %llu: %llu ops in %.2f s, %.1f MiB/s, %.0f us per key, cpu user %.2f s sys %.2f s\n",
+              f.op.c_str(), static_cast<unsigned long long>(f.size), static_cast<unsigned long long>(f.depth),
+              static_cast<unsigned long long>(f.batch), static_cast<unsigned long long>(tally.ok), ms / 1000, mib_s, tally.ok == 0 ? 0.0 : ms * 1000 / static_cast<double>(tally.ok),
               cpu1.first - cpu0.first, cpu1.second - cpu0.second);
   char num[64];
   auto fmt = [&](double v) {
@@ -372,11 +431,13 @@ int Bench(Client& client, const Flags& f) {
   PrintSummary(tally, client.Stats(),
                {{"op", JsonQuote(f.op)},
                 {"size", std::to_string(f.size)},
+                {"depth", std::to_string(f.depth)},
+                {"batch", std::to_string(f.batch)},
                 {"seconds", fmt(ms / 1000)},
                 {"mib_s", fmt(mib_s)},
                 {"cpu_user_s", fmt(cpu1.first - cpu0.first)},
                 {"cpu_sys_s", fmt(cpu1.second - cpu0.second)},
-                {"first_error", JsonQuote(errors.first())}});
+                {"first_error", JsonQuote(first_error)}});
   return tally.failed == 0 && tally.mismatched == 0 ? kExitOk : kExitFailed;
 }
 
