@@ -378,7 +378,8 @@ void RdmaChannel::OnCompletion(const verbs::Completion& wc) {
       error = Unavailable(verbs::WcStatusName(wc.status) +
                           (wc.status == verbs::kWcRetryExcErr
                                ? ": the path dropped the packets (a hop whose MTU is below the RDMA path "
-                                 "MTU, or the peer is gone)"
+                                 "MTU, a path that drops under load: no PFC for the traffic class, or the "
+                                 "peer is gone)"
                                : ""));
       // The failed WR put its QP in error; every QP is retired with it.
       Break(error);
