@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -35,7 +36,8 @@ constexpr size_t kMaxErrorMessageBytes = 1024;
 uint8_t* InputBuffer::Space(bool grow, size_t* room) {
   *room = 0;
   if (start_ == end_) start_ = end_ = 0;
-  if (capacity_ == 0 && !Resize(kInitialBytes)) return nullptr;
+  if (capacity_ == 0 && !Resize(grow ? wanted_ : kInitialBytes)) return nullptr;
+  if (grow && capacity_ < wanted_) Resize(wanted_);  // keeps the smaller buffer on failure
   if (end_ == capacity_ && start_ > 0) {
     std::memmove(data_, data_ + start_, end_ - start_);
     end_ -= start_;
@@ -44,6 +46,11 @@ uint8_t* InputBuffer::Space(bool grow, size_t* room) {
   if (end_ == capacity_ && grow && capacity_ < kMaxBytes) Resize(capacity_ * 2);
   *room = capacity_ - end_;
   return *room == 0 ? nullptr : data_ + end_;
+}
+
+void InputBuffer::FitFrames(size_t bytes) {
+  if (bytes > kSmallFrameBytes) return;
+  wanted_ = std::max(wanted_, std::bit_ceil(2 * bytes));
 }
 
 bool InputBuffer::Release() {
@@ -250,6 +257,7 @@ bool Session::OnHeader() {
     Fail(CheckValueSize(cur_.payload_len, ctx_.max_value_bytes));
     return false;
   }
+  if (authenticated()) in_.FitFrames(proto::kHeaderSize + cur_.meta_len + cur_.payload_len);
   meta_.clear();
   meta_.reserve(cur_.meta_len);
   state_ = ReadState::kMeta;

@@ -29,7 +29,8 @@
 // that all fit in the socket's send buffer are owed as much as large ones.
 //
 // Memory: the input buffer (InputBuffer) starts at a few KiB on the first
-// read, grows only while a busy client keeps it full, and is freed, with the
+// read, grows while a busy client keeps it full or to hold two of the small
+// frames a client sends (InputBuffer::FitFrames), and is freed, with the
 // other per-request scratch, once the connection is idle (TrimIdle).
 //
 // Values in pieces: a put the store takes in pieces (TieredStore::StreamsPut:
