@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The server's instructions per put, by stage of the request path: a memkv
+# server under callgrind (one worker, instrumentation on only while the
+# puts run), driven over TCP by memkv-rdma-probe's bench (docs/benchmarks.md,
+# "Batched 4 KiB puts: the request path's instructions"). Instruction counts
+# do not move with the machine's load, so two builds compare on a shared VM.
+# usage: bench/put_profile.sh [--memkv BIN] [--probe BIN] [--mode memory|file]
+#                             [--size S] [--depth D] [--batch B] [--seconds T]
+#                             [--out DIR]
+#   --memkv BIN   the server (default build/memkv); any build, also an old one
+#   --probe BIN   the client (default build/memkv-rdma-probe)
+#   --mode M      storage.mode (default memory; file: one 512 MiB drive file)
+#   --size S      value size (default 4k); --depth D threads (default 4),
+#   --batch B     keys per BatchPut (default 16; 1: single puts)
+#   --seconds T   puts under callgrind (default 20; a 3 s warm-up runs first)
+#   --out DIR     callgrind's file and the logs (default a temporary directory)
+# Prints puts, Ir per put and the inclusive Ir per put of the request path's
+# stages that the build has (names of older builds differ: Connection:: for
+# Session::). Needs valgrind (apt-get install valgrind).
+set -euo pipefail
+MEMKV=build/memkv; PROBE=build/memkv-rdma-probe; MODE=memory; SIZE=4k; DEPTH=4; BATCH=16; SECS=20; OUT=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --memkv) MEMKV="$2"; shift 2;;
+    --probe) PROBE="$2"; shift 2;;
+    --mode) MODE="$2"; shift 2;;
+    --size) SIZE="$2"; shift 2;;
+    --depth) DEPTH="$2"; shift 2;;
+    --batch) BATCH="$2"; shift 2;;
+    --seconds) SECS="$2"; shift 2;;
+    --out) OUT="$2"; shift 2;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0;;
+    *) echo "put_profile: unknown argument '$1'" >&2; sed -n '2,19p' "$0" >&2; exit 2;;
+  esac
+done
+case "$MODE" in memory|file) ;; *) echo "put_profile: --mode is memory or file, not '$MODE'" >&2; exit 2;; esac
+for tool in valgrind callgrind_control callgrind_annotate; do
+  command -v "$tool" > /dev/null || { echo "put_profile: $tool not found (apt-get install valgrind)" >&2; exit 2; }
+done
+[ -x "$MEMKV" ] && [ -x "$PROBE" ] || { echo "put_profile: $MEMKV or $PROBE is missing (build them first)" >&2; exit 2; }
+MEMKV="$(cd "$(dirname "$MEMKV")" && pwd)/$(basename "$MEMKV")"
+PROBE="$(cd "$(dirname "$PROBE")" && pwd)/$(basename "$PROBE")"
+[ -n "$OUT" ] || OUT="$(mktemp -d)"
+mkdir -p "$OUT"; cd "$OUT"
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+KEY=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+{
+  printf 'network:\n  address: 127.0.0.1:%s\n  auth_key: %s\nmemory:\n  max_size: 256MiB\nstorage:\n  mode: %s\n' \
+    "$PORT" "$KEY" "$MODE"
+  [ "$MODE" = file ] && printf '  drives:\n    - {media: %s/drive0.memkv, size: 512MiB}\n' "$OUT"
+} > config.yaml
+valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/callgrind.out" \
+  "$MEMKV" start --config config.yaml --workers 1 > server.log 2>&1 &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null || true' EXIT
+deadline=$((SECONDS + 300))
+until grep -q '^ready' server.log; do
+  kill -0 $SERVER 2>/dev/null || { echo "put_profile: the server exited:" >&2; tail -5 server.log >&2; exit 1; }
+  [ $SECONDS -lt $deadline ] || { echo "put_profile: the server was not ready in 300 s" >&2; exit 1; }
+  sleep 0.5
+done
+export MEMKV_SERVERS=127.0.0.1:$PORT MEMKV_AUTH_KEY=$KEY MEMKV_NUM_CONNECTIONS=$DEPTH MEMKV_TIMEOUT_MS=60000
+FLAGS=(--op put --size "$SIZE" --depth "$DEPTH" --batch "$BATCH" --prefix profile-)
+"$PROBE" bench "${FLAGS[@]}" --seconds 3 > warm.out
+callgrind_control -i on $SERVER > /dev/null
+"$PROBE" bench "${FLAGS[@]}" --seconds "$SECS" > run.out
+callgrind_control -i off $SERVER > /dev/null
+kill $SERVER; wait $SERVER 2>/dev/null || true
+trap - EXIT
+python3 - "$OUT" <<'PY'
+import glob, json, re, subprocess, sys
+out = sys.argv[1]
+run = json.loads([l for l in open(f"{out}/run.out") if l.startswith("{")][-1])
+puts = run["ok"]
+if run["failed"] or puts == 0:
+    sys.exit(f"put_profile: {run['failed']} puts failed: {run['first_error']}")
+total = int(re.search(r"Collected : (\d+)", open(f"{out}/server.log").read()).group(1))
+files = sorted(glob.glob(f"{out}/callgrind.out*"), key=lambda p: -len(open(p, "rb").read()))
+text = subprocess.run(["callgrind_annotate", "--inclusive=yes", files[0]], capture_output=True, text=True).stdout
+print(f"{puts} puts of {run['size']} B (depth {run['depth']}, batch {run['batch']}), "
+      f"server Ir per put {total // puts}")
+stages = ["::OnMeta()", "FrameAuth::VerifyNext", "Session::Admit(", "DecodeRequest(", "MemoryStore::BeginPut(",
+          "::HandleBatchPut(", "::ReceivePayload()", "::HashArrived(", "::CommitBatch(std", "TieredStore::WriteThrough",
+          "MemoryStore::CommitPut(", "Impl::LinkLocked(std", "Impl::UnlinkLocked(std", "EventScope::~EventScope() [",
+          "::RespondBatchPut(", "FrameAuth::SignNext"]
+for stage in stages:
+    m = re.search(r"^\s*([\d,]+) \([^)]*\)\s+\S*" + re.escape(stage), text, re.M)
+    if m:
+        print(f"  {stage.rstrip('([ ').lstrip(':'):<28} {int(m.group(1).replace(',', '')) // puts:>7}")
+print(f"callgrind's file: {files[0]} (callgrind_annotate --inclusive=yes FILE)")
+PY
