@@ -8,13 +8,16 @@
 // --repeat rounds saves and restores a fresh set of chunks, timing:
 //   open             of save_cold, the open alone (the handle connects)
 //   save_cold        fresh handle (connects), chunks new to the server
+//     _chunks, _manifest  its put_chunk calls, its put_manifest
 //   save_warm        the same save again on that handle: every chunk stored
 //   restore_cold     fresh handle, get_manifest, one get_chunk per chunk
 //   restore_prefetch fresh handle, get_manifest, prefetch_chunks, get_chunk
 //   restore_warm     of restore_prefetch, the get_chunk calls after the prefetch
 //   restore_again    a second prefetched restore on that handle
 // and, as the reference in the same run, the same bytes through the plain
-// C++ client on warm connections: BatchPut of the chunks, BatchGetInto them.
+// C++ client on warm connections: BatchPut of the chunks, BatchGetInto them;
+// and BatchPut on a fresh client (created, then its first batch), as a
+// fresh handle's save starts.
 // Restored bytes are checked against the saved ones after each timing.
 //
 // A program, not a test; single-threaded.
@@ -237,13 +240,24 @@ void Check(int rc, const char* call) {
   if (rc != KV_STORE_OK) Die(std::string(call) + " returned " + kv_store_error_name(rc));
 }
 
-double Save(const Plugin& vt, void* h, const Chunks& c) {
+struct SaveTimes {
+  double total_ms = 0;     // the put_chunk calls and put_manifest
+  double chunks_ms = 0;    // the put_chunk calls alone
+  double manifest_ms = 0;  // put_manifest alone (the flush, then the manifest)
+};
+
+SaveTimes Save(const Plugin& vt, void* h, const Chunks& c) {
   const auto start = Clock::now();
   for (size_t i = 0; i < c.hashes.size(); ++i) {
     Check(vt->put_chunk(h, c.hashes[i].data(), c.hashes[i].size(), c.data[i].data(), c.data[i].size()), "put_chunk");
   }
+  const auto manifest_start = Clock::now();
   Check(vt->put_manifest(h, "slot", c.manifest.data(), c.manifest.size()), "put_manifest");
-  return MsSince(start);
+  SaveTimes t;
+  t.manifest_ms = MsSince(manifest_start);
+  t.total_ms = MsSince(start);
+  t.chunks_ms = t.total_ms - t.manifest_ms;
+  return t;
 }
 
 struct RestoreTimes {
@@ -362,8 +376,11 @@ int main(int argc, char** argv) {
     if (h == nullptr) Die("open " + uri + " failed");
     const double save_open_ms = MsSince(open_start);
     ms["open"].push_back(save_open_ms);
-    ms["save_cold"].push_back(save_open_ms + Save(vt, h, c));
-    ms["save_warm"].push_back(Save(vt, h, c));
+    const SaveTimes cold = Save(vt, h, c);
+    ms["save_cold"].push_back(save_open_ms + cold.total_ms);
+    ms["save_cold_chunks"].push_back(cold.chunks_ms);
+    ms["save_cold_manifest"].push_back(cold.manifest_ms);
+    ms["save_warm"].push_back(Save(vt, h, c).total_ms);
     vt->close(h);
 
     for (bool prefetch : {false, true}) {
@@ -400,6 +417,22 @@ int main(int argc, char** argv) {
     auto start = Clock::now();
     memkv::BatchResult put = client->BatchPut(keys, values);
     ms["raw_batch_put"].push_back(MsSince(start));
+    // The same on a fresh client, as save_cold is on a fresh handle: the
+    // client's creation (it connects), then the batch on new connections.
+    std::vector<std::string> cold_names;
+    std::vector<std::string_view> cold_keys;
+    for (size_t i = 0; i < c.data.size(); ++i) {
+      cold_names.push_back("bench/cold" + std::to_string(round) + "/" + std::to_string(i));
+    }
+    for (const std::string& name : cold_names) cold_keys.push_back(name);
+    {
+      start = Clock::now();
+      auto fresh = memkv::Client::Create(copts);
+      if (!fresh.ok()) Die(fresh.status().ToString());
+      memkv::BatchResult cold_put = (*fresh)->BatchPut(cold_keys, values);
+      ms["raw_cold_put"].push_back(MsSince(start));
+      if (cold_put.present_prefix != cold_keys.size()) Die("reference cold batch failed");
+    }
     std::vector<size_t> sizes(keys.size());
     start = Clock::now();
     memkv::BatchResult get = client->BatchGetInto(keys, buffers, &sizes);
@@ -410,21 +443,25 @@ int main(int argc, char** argv) {
     for (const auto& hash : c.hashes) (void)client->Delete(memkv::kvstore::ChunkKey(ns, hash));
     (void)client->Delete(memkv::kvstore::ManifestKey(ns, "slot"));
     for (std::string_view k : keys) (void)client->Delete(k);
+    for (std::string_view k : cold_keys) (void)client->Delete(k);
     std::fprintf(stderr, "round %u/%u done\n", round + 1, o.repeat);
   }
 
   const std::vector<std::pair<std::string, std::string>> rows = {
       {"open", "of save_cold, the open: the handle's client and its connections"},
       {"save_cold", "fresh handle, chunks new: open, put_chunk x N, put_manifest"},
+      {"save_cold_chunks", "of save_cold, the put_chunk x N (copies into the handle's buffer)"},
+      {"save_cold_manifest", "of save_cold, the put_manifest: exists batch, put batch (new connections), manifest"},
       {"save_warm", "same save again on that handle: one exists batch, manifest"},
       {"restore_cold", "fresh handle: open, get_manifest, get_chunk x N"},
       {"restore_prefetch", "fresh handle: open, get_manifest, prefetch_chunks, get_chunk x N"},
       {"restore_warm", "of restore_prefetch, the get_chunk x N after the prefetch (served locally)"},
       {"restore_again", "a second prefetched restore on that handle (warm connections)"},
       {"raw_batch_put", "reference: Client::BatchPut of the N chunks, warm connections"},
+      {"raw_cold_put", "reference: Client::Create, then BatchPut of the N chunks (new connections)"},
       {"raw_batch_get", "reference: Client::BatchGetInto of the N chunks, warm connections"},
   };
-  std::printf("\n%-17s %10s %10s %10s %10s  %s\n", "op", "median ms", "min ms", "max ms", "MiB/s", "what");
+  std::printf("\n%-18s %10s %10s %10s %10s  %s\n", "op", "median ms", "min ms", "max ms", "MiB/s", "what");
   std::ostringstream json;
   json << "{\"facts\":\"" << std::string(facts.begin(), facts.end() - 1) << "\",\"chunks\":" << o.chunks
        << ",\"chunk_bytes\":" << o.chunk_bytes << ",\"hash_bytes\":" << o.hash_bytes << ",\"rounds\":" << o.repeat
@@ -432,10 +469,11 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const Stat s = Summarize(ms[rows[i].first]);
     // restore_warm moves no bytes over the network, open none at all: no rate for them.
-    const std::string mibs = rows[i].first == "restore_warm" || rows[i].first == "open"
+    const std::string mibs = rows[i].first == "restore_warm" || rows[i].first == "open" ||
+                                     rows[i].first == "save_cold_chunks" || rows[i].first == "save_cold_manifest"
                                  ? "-"
                                  : std::to_string(static_cast<int64_t>((save_bytes / 1048576.0) / (s.median / 1000.0)));
-    std::printf("%-17s %10.2f %10.2f %10.2f %10s  %s\n", rows[i].first.c_str(), s.median, s.min, s.max, mibs.c_str(),
+    std::printf("%-18s %10.2f %10.2f %10.2f %10s  %s\n", rows[i].first.c_str(), s.median, s.min, s.max, mibs.c_str(),
                 rows[i].second.c_str());
     json << (i ? "," : "") << "\"" << rows[i].first << "\":{\"median_ms\":" << s.median << ",\"min_ms\":" << s.min
          << ",\"max_ms\":" << s.max << ",\"all_ms\":[";
@@ -444,9 +482,11 @@ int main(int argc, char** argv) {
   }
   json << "}}\n";
   const Stat save = Summarize(ms["save_cold"]), put = Summarize(ms["raw_batch_put"]);
+  const Stat cold_put = Summarize(ms["raw_cold_put"]);
   const Stat again = Summarize(ms["restore_again"]), get = Summarize(ms["raw_batch_get"]);
-  std::printf("\nsave_cold / raw_batch_put = %.2fx   restore_again / raw_batch_get = %.2fx\n",
-              save.median / put.median, again.median / get.median);
+  std::printf("\nsave_cold / raw_batch_put = %.2fx   save_cold / raw_cold_put = %.2fx   "
+              "restore_again / raw_batch_get = %.2fx\n",
+              save.median / put.median, save.median / cold_put.median, again.median / get.median);
   std::string facts_json = json.str();
   for (size_t p = 0; (p = facts_json.find('\n', p)) != std::string::npos && p + 1 < facts_json.size();) {
     facts_json.replace(p, 1, "\\n");
