@@ -234,15 +234,6 @@ void Daemon::AnnounceEmptyStore() {
 
 // Storage changes fan out to the block events (when on) and to the
 // per-namespace eviction counts.
-storage::StoreEventSet Daemon::ObservedEvents() const {
-  // A publisher takes every event; without one the observer counts only the
-  // removals the identities (and, for evictions, the namespaces) count.
-  if (events_ != nullptr || !tenant_events_.empty()) return storage::StoreEventSet::All();
-  storage::StoreEventSet set = storage::StoreEventSet::None();
-  for (storage::RemovalReason reason : kCountedRemovals) set = set.WithRemoved(reason);
-  return set.WithRemoved(storage::RemovalReason::kEvicted);
-}
-
 storage::StoreObserver Daemon::StoreObserver() {
   events::Publisher* publisher = events_.get();
   NamespaceStats* namespaces = namespaces_.get();
@@ -272,6 +263,15 @@ storage::StoreObserver Daemon::StoreObserver() {
       publish((*tenant_publishers)[t].get(), std::string_view(e.key).substr((*tenant_map)[t].prefix.size()));
     }
   };
+}
+
+storage::StoreEventSet Daemon::ObservedEvents() const {
+  // A publisher takes every event; without one the observer counts only the
+  // removals the identities (and, for evictions, the namespaces) count.
+  if (events_ != nullptr || !tenant_events_.empty()) return storage::StoreEventSet::All();
+  storage::StoreEventSet set = storage::StoreEventSet::None();
+  for (storage::RemovalReason reason : kCountedRemovals) set = set.WithRemoved(reason);
+  return set.WithRemoved(storage::RemovalReason::kEvicted);
 }
 
 Status Daemon::Build(DaemonSeams& seams, Step* failed) {
