@@ -5,8 +5,8 @@
 // ABI lends them only for the call). A flush asks the servers which
 // buffered chunks they already hold, in one BatchExists, and sends the rest
 // with BatchPut. Flushes start three ways: in the background, once the
-// buffer holds kPipelineBytes or kPipelineChunks (a sender thread of the
-// handle takes what is buffered then, so a save's chunks travel while the
+// buffer holds kPipelineBytes or kPipelineChunks (the handle's sender
+// thread takes what is buffered then, so a save's chunks travel while the
 // caller is still putting the next ones); in PutChunk itself when the
 // buffer is full (its bounds); and in PutManifest, for what is left. A chunk
 // of kDirectChunkBytes or more is not copied: PutChunk asks whether the
@@ -67,9 +67,13 @@ inline constexpr size_t kDirectChunkBytes = size_t{1} << 20;
 inline constexpr size_t kPipelineBytes = size_t{1} << 20;
 inline constexpr size_t kPipelineChunks = 256;
 // At most this many background flushes at once (threads of the handle,
-// started as needed): the connections a server's pool lends to stores
-// (num_connections - 1, client/pool.h) bound it too.
-inline constexpr size_t kMaxSenders = 3;
+// started at its first background flush; the connections a server's pool
+// lends to stores, num_connections - 1, bound it too). One: a sender that
+// finds more buffered when it is done takes it all, and its batch spreads
+// over the connections (by the MiB); on the 2-core VM of the figures three
+// senders competed with the caller's copies and won nothing over one
+// (docs/kv-store-abi.md, "Figures").
+inline constexpr size_t kMaxSenders = 1;
 
 class ChunkStore {
  public:
