@@ -62,9 +62,6 @@ Status ChunkStore::PutChunk(std::span<const uint8_t> hash, std::span<const uint8
     pending_.bytes += copy->size();
     pending_.chunks.emplace(std::move(key), std::move(copy));
     flush = pending_.chunks.size() >= kFlushChunks || pending_.bytes >= buffer_bytes_;
-    // Not full, but a frame's worth: sent in the background while the
-    // caller puts the next chunks.
-    if (!flush && PipelineDueLocked()) StartPipelineLocked();
   }
   if (!flush) return Status::Ok();
   return Settle(FlushOnce());
@@ -108,11 +105,6 @@ Status ChunkStore::PutManifest(std::string_view name, std::span<const uint8_t> d
   MEMKV_RETURN_IF_ERROR(CheckName(name));
   MEMKV_RETURN_IF_ERROR(TakeRefusal());
   MEMKV_RETURN_IF_ERROR(FlushForManifest());
-  {
-    // Every chunk the handle had is stored: background flushes may run again.
-    MutexLock lock(mu_);
-    pipeline_paused_ = false;
-  }
   return client_->Put(ManifestKey(name_space_, name), data);
 }
 

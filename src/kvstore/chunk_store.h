@@ -1,37 +1,26 @@
 // ChunkStore: one kv_store handle (memkv/kv_store.h) over a memkv::Client.
 //
 // Chunks are content-addressed and immutable; manifests are named and
-// replaced whole. PutChunk buffers a chunk (copying the caller's bytes: the
-// ABI lends them only for the call). A flush asks the servers which
-// buffered chunks they already hold, in one BatchExists, and sends the rest
-// with BatchPut. Flushes start three ways: in the background, once the
-// buffer holds kPipelineBytes or kPipelineChunks (the handle's sender
-// thread takes what is buffered then, so a save's chunks travel while the
-// caller is still putting the next ones); in PutChunk itself when the
-// buffer is full (its bounds); and in PutManifest, for what is left. A chunk
-// of kDirectChunkBytes or more is not copied: PutChunk asks whether the
-// servers hold it and sends it from the caller's bytes before it returns (a
-// copy would cost as much as the send), and only one the servers did not
-// take is buffered for the next flush. PutManifest waits for every flush
-// that started before it (a direct send counts as one), so the chunks a
-// manifest names are stored before the manifest is. A background flush that
-// fails buffers its chunks again and stops background flushes until a
-// manifest is written, so a failing server is not retried in a loop; the
-// manifest retries them and reports the failure.
+// replaced whole. PutChunk buffers a chunk (copying the caller's bytes); a
+// flush (PutManifest, or a PutChunk that fills the buffer) asks the servers
+// which buffered chunks they already hold, in one BatchExists, and sends the
+// rest with BatchPut. A chunk of kDirectChunkBytes or more is not copied:
+// PutChunk asks whether the servers hold it and sends it from the caller's
+// bytes before it returns (a copy would cost as much as the send), and only
+// one the servers did not take is buffered for the next flush. PutManifest
+// waits for every flush that started before it (a direct send counts as
+// one), so the chunks a manifest names are stored before the manifest is.
 // PrefetchChunks fills a bounded cache (PrefetchCache) that GetChunk takes
 // from.
 //
 // Thread-safety: every method may be called from many threads at once; the
-// destructor must not race with them (it waits for the background flushes
-// running, within the client's deadline, and drops what is buffered). mu_
-// guards the buffer and the flush bookkeeping only: copies of chunk bytes
-// and all network I/O run outside it, so threads' transfers overlap.
-// Allocation failures throw std::bad_alloc (the C edge maps it); nothing
-// else throws.
+// destructor must not race with them. mu_ guards the buffer and the flush
+// bookkeeping only: copies of chunk bytes and all network I/O run outside
+// it, so threads' transfers overlap. Allocation failures throw
+// std::bad_alloc (the C edge maps it); nothing else throws.
 #ifndef MEMKV_KVSTORE_CHUNK_STORE_H_
 #define MEMKV_KVSTORE_CHUNK_STORE_H_
 
-#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -42,10 +31,8 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
-#include <vector>
 
 #include "base/mutex.h"
 #include "kvstore/malloc_buffer.h"
@@ -61,19 +48,6 @@ namespace memkv::kvstore {
 inline constexpr size_t kFlushChunks = 1024;
 // Chunks of at least this many bytes are sent by PutChunk itself.
 inline constexpr size_t kDirectChunkBytes = size_t{1} << 20;
-// A buffer that holds this many bytes or chunks (and is not full) is sent
-// by a background flush: a frame's worth (the client spreads a batch over
-// connections by the MiB), and as many chunks as make small ones worth it.
-inline constexpr size_t kPipelineBytes = size_t{1} << 20;
-inline constexpr size_t kPipelineChunks = 256;
-// At most this many background flushes at once (threads of the handle,
-// started at its first background flush; the connections a server's pool
-// lends to stores, num_connections - 1, bound it too). One: a sender that
-// finds more buffered when it is done takes it all, and its batch spreads
-// over the connections (by the MiB); on the 2-core VM of the figures three
-// senders competed with the caller's copies and won nothing over one
-// (docs/kv-store-abi.md, "Figures").
-inline constexpr size_t kMaxSenders = 1;
 
 class ChunkStore {
  public:
@@ -86,7 +60,7 @@ class ChunkStore {
                                                 const StoreSettings& settings) {
     return std::unique_ptr<ChunkStore>(new ChunkStore(std::move(client), std::move(name_space), settings));
   }
-  ~ChunkStore();
+  ~ChunkStore() = default;
   ChunkStore(const ChunkStore&) = delete;
   ChunkStore& operator=(const ChunkStore&) = delete;
 
@@ -117,35 +91,13 @@ class ChunkStore {
       : client_(std::move(client)),
         name_space_(std::move(name_space)),
         buffer_bytes_(settings.buffer_bytes),
-        max_senders_(std::clamp<size_t>(settings.client.num_connections > 1 ? settings.client.num_connections - 1 : 1,
-                                        1, kMaxSenders)),
         cache_(settings.prefetch_bytes, kMaxPrefetchEntries) {}
-
-  // What one flush took from the buffer.
-  struct Flush {
-    uint64_t id = 0;
-    Pending batch;
-    std::vector<std::string> keys;  // marked in flight
-  };
 
   // chunk_store_flush.cc
   // Sends what is buffered now (one flush), putting back what could not be
   // stored. Does not wait for other threads' flushes. *id: the flush's
   // number (every call takes one, also when nothing is buffered).
   Status FlushOnce(uint64_t* id = nullptr);
-  // Takes a flush number and what is buffered (false: nothing was).
-  bool TakeLocked(Flush* flush) MEMKV_REQUIRES(mu_);
-  // Sends a taken flush, then puts back what was not stored, ends the flush
-  // and wakes its waiters; `background`: a failure stops background
-  // flushes. Rethrows std::bad_alloc after that.
-  Status SendTaken(Flush* flush, bool background);
-  // A background flush is due: enough is buffered and none failed since
-  // the last manifest.
-  bool PipelineDueLocked() const MEMKV_REQUIRES(mu_);
-  // Wakes an idle sender for a due background flush, or starts one.
-  void StartPipelineLocked() MEMKV_REQUIRES(mu_);
-  // A sender thread: runs background flushes while they are due.
-  void SenderLoop();
   // Flushes, then waits for every flush that started earlier; succeeds only
   // when all of them stored their chunks (retrying theirs once if not).
   Status FlushForManifest();
@@ -173,7 +125,6 @@ class ChunkStore {
   const std::unique_ptr<Client> client_;
   const std::string name_space_;
   const uint64_t buffer_bytes_;
-  const size_t max_senders_;
   PrefetchCache cache_;
   // The largest chunk seen on this handle: the size reads allocate first.
   std::atomic<size_t> size_hint_{0};
@@ -190,15 +141,6 @@ class ChunkStore {
   // lack of memory (reported as such).
   std::optional<Status> refused_ MEMKV_GUARDED_BY(mu_);
   bool refused_out_of_memory_ MEMKV_GUARDED_BY(mu_) = false;
-
-  // Background flushes: the sender threads, how many are sending, whether
-  // a failed one stopped them (until a manifest is written), and whether
-  // the handle is closing.
-  std::condition_variable send_wake_;
-  std::vector<std::thread> senders_ MEMKV_GUARDED_BY(mu_);
-  size_t busy_senders_ MEMKV_GUARDED_BY(mu_) = 0;
-  bool pipeline_paused_ MEMKV_GUARDED_BY(mu_) = false;
-  bool stopping_ MEMKV_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace memkv::kvstore

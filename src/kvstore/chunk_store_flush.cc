@@ -3,7 +3,6 @@
 #include <memory>
 #include <new>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -12,108 +11,46 @@
 namespace memkv::kvstore {
 
 Status ChunkStore::FlushOnce(uint64_t* id_out) {
-  Flush flush;
+  Pending batch;
+  std::vector<std::string> keys;  // what this flush marked in flight
+  uint64_t id = 0;
   {
     MutexLock lock(mu_);
-    const bool taken = TakeLocked(&flush);
-    if (id_out != nullptr) *id_out = flush.id;
-    if (!taken) return Status::Ok();
+    id = next_flush_id_++;
+    if (id_out != nullptr) *id_out = id;
+    if (pending_.chunks.empty()) return Status::Ok();
+    keys.reserve(pending_.chunks.size());
+    for (const auto& entry : pending_.chunks) keys.push_back(entry.first);
+    batch = std::exchange(pending_, Pending{});
+    in_flight_.insert(keys.begin(), keys.end());
+    active_flushes_.insert(id);
   }
-  return SendTaken(&flush, /*background=*/false);
-}
-
-bool ChunkStore::TakeLocked(Flush* flush) {
-  flush->id = next_flush_id_++;
-  if (pending_.chunks.empty()) return false;
-  flush->keys.reserve(pending_.chunks.size());
-  for (const auto& entry : pending_.chunks) flush->keys.push_back(entry.first);
-  flush->batch = std::exchange(pending_, Pending{});
-  in_flight_.insert(flush->keys.begin(), flush->keys.end());
-  active_flushes_.insert(flush->id);
-  return true;
-}
-
-Status ChunkStore::SendTaken(Flush* flush, bool background) {
   // Whatever happens, the keys leave in_flight_, what was not stored is
   // buffered again and the waiters hear of it.
   auto finish = [&](const Status& status) {
     {
       MutexLock lock(mu_);
-      for (const std::string& key : flush->keys) in_flight_.erase(key);
-      for (auto& [key, bytes] : flush->batch.chunks) {
+      for (const std::string& key : keys) in_flight_.erase(key);
+      for (auto& [key, bytes] : batch.chunks) {
         if (pending_.chunks.emplace(key, bytes).second) pending_.bytes += bytes->size();
       }
       if (!status.ok()) {
         ++failed_flushes_;
         last_flush_error_ = status;
-        // Set before anyone can take the chunks again: a failing server is
-        // not retried in the background; the manifest retries them.
-        if (background) pipeline_paused_ = true;
       }
-      active_flushes_.erase(flush->id);
+      active_flushes_.erase(id);
     }
     flush_done_.notify_all();
   };
   Status status;
   try {
-    status = SendBatch(&flush->batch);
+    status = SendBatch(&batch);
   } catch (...) {
     finish(Internal("a flush ran out of memory"));
     throw;
   }
   finish(status);
   return status;
-}
-
-bool ChunkStore::PipelineDueLocked() const {
-  return !pipeline_paused_ && !stopping_ &&
-         (pending_.bytes >= kPipelineBytes || pending_.chunks.size() >= kPipelineChunks);
-}
-
-void ChunkStore::StartPipelineLocked() {
-  if (busy_senders_ < senders_.size()) {
-    send_wake_.notify_one();
-    return;
-  }
-  // Every sender is busy: one more, up to the bound; past it, the first
-  // sender that is done takes what is buffered then.
-  if (senders_.size() >= max_senders_) return;
-  try {
-    senders_.emplace_back([this] { SenderLoop(); });
-  } catch (...) {
-    // No thread (std::system_error, std::bad_alloc): the chunks wait for the
-    // next flush or manifest, as they would without background flushes.
-  }
-}
-
-void ChunkStore::SenderLoop() {
-  MutexLock lock(mu_);
-  for (;;) {
-    lock.Wait(send_wake_, [&]() MEMKV_REQUIRES(mu_) { return stopping_ || PipelineDueLocked(); });
-    if (stopping_) return;
-    Flush flush;
-    if (!TakeLocked(&flush)) continue;
-    ++busy_senders_;
-    lock.Unlock();
-    try {
-      (void)SendTaken(&flush, /*background=*/true);  // a failure is the manifest's to report
-    } catch (const std::bad_alloc&) {
-      // Recorded as the flush's failure; its chunks are buffered again.
-    }
-    lock.Lock();
-    --busy_senders_;
-  }
-}
-
-ChunkStore::~ChunkStore() {
-  std::vector<std::thread> senders;
-  {
-    MutexLock lock(mu_);
-    stopping_ = true;
-    senders = std::move(senders_);
-  }
-  send_wake_.notify_all();
-  for (std::thread& t : senders) t.join();
 }
 
 Status ChunkStore::SendBatch(Pending* batch) {

@@ -7,10 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <chrono>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "kvstore/chunk_store.h"
@@ -32,7 +30,6 @@ class SheddingClient final : public Client {
   std::atomic<bool> shed{false};
   std::atomic<uint64_t> shed_keys{0};
   std::atomic<uint64_t> puts{0};  // single puts that reached the server
-  std::atomic<uint64_t> batch_puts{0};  // batch puts that reached the server
 
   Status Put(std::string_view key, std::span<const uint8_t> value) override {
     if (shed) return Shed(1);
@@ -49,7 +46,6 @@ class SheddingClient final : public Client {
   BatchResult BatchPut(std::span<const std::string_view> keys,
                        std::span<const std::span<const uint8_t>> values) override {
     if (shed) return ShedBatch(keys.size());
-    ++batch_puts;
     return real_->BatchPut(keys, values);
   }
   BatchResult BatchGetInto(std::span<const std::string_view> keys, std::span<const std::span<uint8_t>> buffers,
@@ -97,13 +93,11 @@ class ChunkStoreBusyTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(server_.Start(ServerSpec{}).ok()) << server_.Stderr(); }
 
-  // A store over a shedding client (kept in *shedding) with a 1 MiB buffer
-  // (which fills before a background flush is due: none starts).
-  std::unique_ptr<ChunkStore> Store(const std::string& name_space, SheddingClient** shedding,
-                                    uint64_t buffer_bytes = 1 << 20) {
+  // A store over a shedding client (kept in *shedding) with a 1 MiB buffer.
+  std::unique_ptr<ChunkStore> Store(const std::string& name_space, SheddingClient** shedding) {
     StoreSettings settings;
     settings.client = OptionsFor({&server_}, 10000);
-    settings.buffer_bytes = buffer_bytes;
+    settings.buffer_bytes = 1 << 20;
     settings.prefetch_bytes = 0;
     Result<std::unique_ptr<Client>> client = Client::Create(settings.client);
     EXPECT_TRUE(client.ok()) << client.status().ToString();
@@ -209,107 +203,6 @@ TEST_F(ChunkStoreBusyTest, LargeChunksAreSentByPutChunkAndAShedOneWaitsForTheMan
   Result<MallocBuffer> late = reader->GetChunk(Hash(2));
   ASSERT_TRUE(late.ok()) << late.status().ToString();
   EXPECT_EQ(std::vector<uint8_t>(late->data(), late->data() + late->size()), Chunk(2, kDirectChunkBytes));
-}
-
-// With room in the buffer, every kPipelineBytes of small chunks is sent by
-// a background flush while the caller puts the next ones: chunks reach the
-// server before any manifest, and the manifest still names only stored
-// chunks, with their bytes.
-TEST_F(ChunkStoreBusyTest, SmallChunksAreSentInTheBackgroundAsTheyAccumulate) {
-  constexpr size_t kSmall = 64 << 10;
-  constexpr int kChunks = 80;  // 5 MiB: five background flushes' worth
-  SheddingClient* shedding = nullptr;
-  std::unique_ptr<ChunkStore> store = Store("pipelined", &shedding, 64 << 20);
-  for (int i = 0; i < kChunks; ++i) ASSERT_TRUE(store->PutChunk(Hash(i), Chunk(i, kSmall)).ok()) << i;
-  // Stored without a manifest: the first chunks, by a background flush.
-  std::unique_ptr<ChunkStore> reader = Store("pipelined", nullptr);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!reader->GetChunk(Hash(0)).ok() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  Result<MallocBuffer> early = reader->GetChunk(Hash(0));
-  ASSERT_TRUE(early.ok()) << "no background flush stored chunk 0: " << early.status().ToString();
-  EXPECT_GE(shedding->batch_puts.load(), 1u);
-  const std::vector<uint8_t> manifest = {'m', 'p'};
-  ASSERT_TRUE(store->PutManifest("slot", manifest).ok());
-  Result<MallocBuffer> got = reader->GetManifest("slot");
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
-  EXPECT_EQ(std::vector<uint8_t>(got->data(), got->data() + got->size()), manifest);
-  for (int i = 0; i < kChunks; ++i) {
-    Result<MallocBuffer> chunk = reader->GetChunk(Hash(i));
-    ASSERT_TRUE(chunk.ok()) << i << ": " << chunk.status().ToString();
-    EXPECT_EQ(std::vector<uint8_t>(chunk->data(), chunk->data() + chunk->size()), Chunk(i, kSmall)) << i;
-  }
-  // A second save of the same chunks: nothing is sent again.
-  const uint64_t batch_puts = shedding->batch_puts.load();
-  for (int i = 0; i < kChunks; ++i) ASSERT_TRUE(store->PutChunk(Hash(i), Chunk(i, kSmall)).ok()) << i;
-  ASSERT_TRUE(store->PutManifest("slot", manifest).ok());
-  EXPECT_EQ(shedding->batch_puts.load(), batch_puts);
-}
-
-// A background flush the server sheds buffers its chunks again and stops
-// background flushes (no retry loop against a busy server): the puts still
-// succeed, the manifest is refused with Busy and not written, and once the
-// server takes puts the same handle stores everything; after that manifest
-// background flushes run again.
-TEST_F(ChunkStoreBusyTest, AShedBackgroundFlushLeavesTheChunksToTheManifest) {
-  constexpr size_t kSmall = 64 << 10;
-  constexpr int kChunks = 64;  // 4 MiB
-  SheddingClient* shedding = nullptr;
-  std::unique_ptr<ChunkStore> store = Store("pipelined-busy", &shedding, 64 << 20);
-  shedding->shed = true;
-  for (int i = 0; i < kChunks; ++i) ASSERT_TRUE(store->PutChunk(Hash(i), Chunk(i, kSmall)).ok()) << i;
-  // The background flushes stop after the first one shed: the count settles
-  // (each shed flush took at most what was buffered then).
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  const uint64_t shed = shedding->shed_keys.load();
-  EXPECT_GE(shed, 1u);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_EQ(shedding->shed_keys.load(), shed) << "background flushes kept retrying a busy server";
-  const std::vector<uint8_t> manifest = {'m', 'b'};
-  EXPECT_EQ(store->PutManifest("slot", manifest).code(), StatusCode::kBusy);
-  std::unique_ptr<ChunkStore> reader = Store("pipelined-busy", nullptr);
-  EXPECT_EQ(reader->GetManifest("slot").status().code(), StatusCode::kNotFound);
-  // Still buffered, so still readable from the handle.
-  Result<MallocBuffer> buffered = store->GetChunk(Hash(kChunks - 1));
-  ASSERT_TRUE(buffered.ok()) << buffered.status().ToString();
-  EXPECT_EQ(buffered->size(), kSmall);
-
-  shedding->shed = false;
-  ASSERT_TRUE(store->PutManifest("slot", manifest).ok());
-  for (int i = 0; i < kChunks; ++i) {
-    Result<MallocBuffer> chunk = reader->GetChunk(Hash(i));
-    ASSERT_TRUE(chunk.ok()) << i << ": " << chunk.status().ToString();
-    EXPECT_EQ(std::vector<uint8_t>(chunk->data(), chunk->data() + chunk->size()), Chunk(i, kSmall)) << i;
-  }
-  // Background flushes run again after a manifest was written.
-  const uint64_t batch_puts = shedding->batch_puts.load();
-  for (int i = 0; i < 32; ++i) ASSERT_TRUE(store->PutChunk(Hash(1000 + i), Chunk(i, kSmall)).ok()) << i;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (shedding->batch_puts.load() == batch_puts && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  EXPECT_GT(shedding->batch_puts.load(), batch_puts);
-  ASSERT_TRUE(store->PutManifest("slot2", manifest).ok());
-}
-
-// A handle closed while background flushes run waits for them and loses
-// nothing it had stored; what it still buffered is dropped (no manifest
-// names it).
-TEST_F(ChunkStoreBusyTest, ClosingAHandleWithBackgroundFlushesRunning) {
-  constexpr size_t kSmall = 64 << 10;
-  std::unique_ptr<ChunkStore> store = Store("pipelined-close", nullptr, 64 << 20);
-  for (int i = 0; i < 48; ++i) ASSERT_TRUE(store->PutChunk(Hash(i), Chunk(i, kSmall)).ok()) << i;
-  store.reset();
-  std::unique_ptr<ChunkStore> reader = Store("pipelined-close", nullptr);
-  for (int i = 0; i < 48; ++i) {
-    Result<MallocBuffer> chunk = reader->GetChunk(Hash(i));
-    if (!chunk.ok()) {
-      EXPECT_EQ(chunk.status().code(), StatusCode::kNotFound) << i;
-      continue;
-    }
-    EXPECT_EQ(std::vector<uint8_t>(chunk->data(), chunk->data() + chunk->size()), Chunk(i, kSmall)) << i;
-  }
 }
 
 }  // namespace

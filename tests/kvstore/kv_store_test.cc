@@ -160,8 +160,8 @@ TEST(KvStoreFullTest, ManifestIsNotReplacedWhenItsChunksCannotBeStored) {
 }
 
 // Two savers whose saves share half their chunks: the second sends only the
-// chunks the servers do not hold (a batch exists per flush, then the rest),
-// and a third save of the same chunks sends none.
+// chunks the servers do not hold (one batch exists, then the rest), and a
+// third save of the same chunks sends none.
 TEST_F(KvStoreTest, SecondSaverSendsOnlyTheChunksNotStored) {
   constexpr int kChunk = 64 * 1024;
   const std::string uri = Uri("savers");
@@ -176,12 +176,10 @@ TEST_F(KvStoreTest, SecondSaverSendsOnlyTheChunksNotStored) {
   ASSERT_EQ(second.exit_code, 0) << second.out;
   const double after_second = ChunkBytesStored();
   EXPECT_EQ(after_second - after_first, 16.0 * kChunk);  // chunks 32..47 only
-  // One batch exists per flush, never one per chunk (32): the 2 MiB go in
-  // at most three flushes (background ones of 1 MiB, then the manifest's),
-  // each one frame to each of the two servers.
+  // One batch exists for the whole save: one frame to each server, at once.
   const double exists = ExistsRequests() - exists_before;
   EXPECT_GE(exists, 1);
-  EXPECT_LE(exists, 6);
+  EXPECT_LE(exists, 2);
 
   CommandResult again = Drive(uri, "save first 11 0 32 " + std::to_string(kChunk));
   ASSERT_EQ(again.exit_code, 0) << again.out;
