@@ -13,12 +13,14 @@
 #   --size S      value size (default 4k); --depth D threads (default 4),
 #   --batch B     keys per BatchPut (default 16; 1: single puts)
 #   --seconds T   puts under callgrind (default 20; a 3 s warm-up runs first)
+#   --prefix P    the keys' prefix (default w-: keys of 14 to 15 bytes, kept
+#                 inline by std::string; longer keys add their heap copies)
 #   --out DIR     callgrind's file and the logs (default a temporary directory)
 # Prints puts, Ir per put and the inclusive Ir per put of the request path's
 # stages that the build has (names of older builds differ: Connection:: for
 # Session::). Needs valgrind (apt-get install valgrind).
 set -euo pipefail
-MEMKV=build/memkv; PROBE=build/memkv-rdma-probe; MODE=memory; SIZE=4k; DEPTH=4; BATCH=16; SECS=20; OUT=""
+MEMKV=build/memkv; PROBE=build/memkv-rdma-probe; MODE=memory; SIZE=4k; DEPTH=4; BATCH=16; SECS=20; OUT=""; PREFIX=w-
 while [ $# -gt 0 ]; do
   case "$1" in
     --memkv) MEMKV="$2"; shift 2;;
@@ -29,8 +31,9 @@ while [ $# -gt 0 ]; do
     --batch) BATCH="$2"; shift 2;;
     --seconds) SECS="$2"; shift 2;;
     --out) OUT="$2"; shift 2;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0;;
-    *) echo "put_profile: unknown argument '$1'" >&2; sed -n '2,19p' "$0" >&2; exit 2;;
+    --prefix) PREFIX="$2"; shift 2;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0;;
+    *) echo "put_profile: unknown argument '$1'" >&2; sed -n '2,21p' "$0" >&2; exit 2;;
   esac
 done
 case "$MODE" in memory|file) ;; *) echo "put_profile: --mode is memory or file, not '$MODE'" >&2; exit 2;; esac
@@ -42,10 +45,24 @@ MEMKV="$(cd "$(dirname "$MEMKV")" && pwd)/$(basename "$MEMKV")"
 PROBE="$(cd "$(dirname "$PROBE")" && pwd)/$(basename "$PROBE")"
 [ -n "$OUT" ] || OUT="$(mktemp -d)"
 mkdir -p "$OUT"; cd "$OUT"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# A free port whose next one (the admin endpoint's) is free too.
+PORT=$(python3 - <<'PY'
+import socket
+for _ in range(100):
+    a = socket.socket(); a.bind(("127.0.0.1", 0)); port = a.getsockname()[1]
+    b = socket.socket()
+    try:
+        b.bind(("127.0.0.1", port + 1))
+    except OSError:
+        continue
+    finally:
+        a.close(); b.close()
+    print(port); break
+PY
+)
 KEY=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 {
-  printf 'network:\n  address: 127.0.0.1:%s\n  auth_key: %s\nmemory:\n  max_size: 256MiB\nstorage:\n  mode: %s\n' \
+  printf 'network:\n  address: 127.0.0.1:%s\n  auth_key: %s\nmemory:\n  max_size: 64MiB\nstorage:\n  mode: %s\n' \
     "$PORT" "$KEY" "$MODE"
   [ "$MODE" = file ] && printf '  drives:\n    - {media: %s/drive0.memkv, size: 512MiB}\n' "$OUT"
 } > config.yaml
@@ -60,7 +77,7 @@ until grep -q '^ready' server.log; do
   sleep 0.5
 done
 export MEMKV_SERVERS=127.0.0.1:$PORT MEMKV_AUTH_KEY=$KEY MEMKV_NUM_CONNECTIONS=$DEPTH MEMKV_TIMEOUT_MS=60000
-FLAGS=(--op put --size "$SIZE" --depth "$DEPTH" --batch "$BATCH" --prefix profile-)
+FLAGS=(--op put --size "$SIZE" --depth "$DEPTH" --batch "$BATCH" --prefix "$PREFIX")
 "$PROBE" bench "${FLAGS[@]}" --seconds 3 > warm.out
 callgrind_control -i on $SERVER > /dev/null
 "$PROBE" bench "${FLAGS[@]}" --seconds "$SECS" > run.out

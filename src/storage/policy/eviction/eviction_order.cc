@@ -57,12 +57,14 @@ void EvictionOrder::OnReaders(PolicyEntry& e, bool held) {
 
 void EvictionOrder::Enqueue(PolicyEntry& e) {
   assert(e.queue == EvictQueue::kNone);
+  // A value just linked has the newest use: the end is the exact hint, so
+  // the insert does not search the tree (a parent queued again later does).
   if (e.retention == Retention::kEvictFirst) {
     e.queue = EvictQueue::kFirst;
-    e.queue_pos = evict_first_.emplace(e.last_use, &e).first;
+    e.queue_pos = evict_first_.emplace_hint(evict_first_.end(), e.last_use, &e);
   } else if (e.retention == Retention::kNormal && !HasChildren(e.stored_key)) {
     e.queue = EvictQueue::kLeaf;
-    e.queue_pos = leaves_.emplace(e.last_use, &e).first;
+    e.queue_pos = leaves_.emplace_hint(leaves_.end(), e.last_use, &e);
   }
 }
 
