@@ -84,6 +84,22 @@ class Docs(unittest.TestCase):
         self.assertEqual(len(outcomes["T2"]), 4)
         self.assertIn("machine words " + table.MACHINE_MARK + "\n", new)
 
+    def test_k1_rewrites_both_kv_store_rows_with_time_ratios(self):
+        data = {"K1": load("k1-8mib", "k1-64kib")}
+        new, outcomes = apply(self.text, ["K1"], data, RUN, "m")
+        index = table.rows_of(self.lines)
+        self.assertEqual(self.changed(new), {index[k] for k in REGISTRY["K1"].rows})
+        small = row_cells(new, "kv_store plugin", "96 chunks of 64 KiB: `save_cold`, `restore_again` (median ms)")
+        self.assertEqual(small[2], "3.89 ms, 1.31 ms")
+        self.assertTrue(small[3].startswith("2.57 ms, 1.78 ms (`raw_batch_put`, `raw_batch_get`"), small[3])
+        self.assertIn("`raw_cold_put` 3.07 ms", small[3])
+        self.assertEqual(small[4], "1.51x, 0.73x (time); `save_cold` / `raw_cold_put` 1.27x")
+        self.assertEqual(small[6], "**not met** (1 of 2): save_cold 1.51")  # <= 1.1x: lower is better
+        self.assertEqual(small[7], RUN)
+        large = row_cells(new, "kv_store plugin", "96 chunks of 8 MiB: `save_cold`, `restore_again` (median ms)")
+        self.assertEqual((large[4].split(" (time)")[0], large[6]), ("1.06x, 0.72x", "met (2 of 2)"))
+        self.assertEqual(len(outcomes["K1"]), 2)
+
     def test_missing_json_leaves_the_rows_and_adds_no_machine_line(self):
         new, outcomes = apply(self.text, ["T2", "S1"], {"T2": {}}, RUN, "machine words")
         self.assertEqual(new, self.text)

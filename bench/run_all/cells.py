@@ -304,3 +304,29 @@ def drive_row(run, op, key, reference, judge, count_at=None):
             return Fresh("-", reference, "median %s (%s)" % (f2(median), spread), [median])
         return Fresh("-", reference, "median %s (%s)%s" % (f2(median), spread, counted), [])
     return row
+
+
+def kv_store_row(run):
+    """A memkv-kv-store-bench row: save_cold and restore_again against the
+    C++ client's batch put and get of the same bytes on warm connections
+    (times: lower is better), and save_cold against a fresh client's put."""
+    def row(data, target):
+        ops = (data.get(run) or {}).get("ops", {})
+
+        def ms(name):
+            return (ops.get(name) or {}).get("median_ms")
+
+        save, again, put, get, cold = (ms(n) for n in ("save_cold", "restore_again", "raw_batch_put",
+                                                       "raw_batch_get", "raw_cold_put"))
+        if not needed(save, again, put, get):
+            return None
+        r_save, r_again = round(save / put, 2), round(again / get, 2)
+        reference = "%s ms, %s ms (`raw_batch_put`, `raw_batch_get`: the C++ client, warm connections)" % (
+            f2(put), f2(get))
+        ratio = "%sx, %sx (time)" % (f2(r_save), f2(r_again))
+        if cold is not None:
+            reference += "; `raw_cold_put` %s ms (a fresh client: create, first batch)" % f2(cold)
+            ratio += "; `save_cold` / `raw_cold_put` %sx" % f2(save / cold)
+        return Fresh("%s ms, %s ms" % (f2(save), f2(again)), reference, ratio, [r_save, r_again],
+                     misses_of([("save_cold", r_save), ("restore_again", r_again)]))
+    return row

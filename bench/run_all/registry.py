@@ -140,6 +140,18 @@ REGISTRY = {
                 c.file_get("interval"),
         },
         [file_mode_plot]),
+    "K1": Entry(
+        "the kv_store plugin against the C++ client",
+        [Run("k1-8mib", ["{build}/memkv-kv-store-bench", "--hash-bytes", "32", "--repeat", "7",
+                         "--json", "{out}/k1-8mib.json"], quick={"--repeat": "2"}),
+         Run("k1-64kib", ["{build}/memkv-kv-store-bench", "--chunk-bytes", "65536", "--repeat", "21",
+                          "--json", "{out}/k1-64kib.json"], quick={"--repeat": "3"})],
+        {
+            ("kv_store plugin", "96 chunks of 8 MiB: `save_cold`, `restore_again` (median ms)"):
+                c.kv_store_row("k1-8mib"),
+            ("kv_store plugin", "96 chunks of 64 KiB: `save_cold`, `restore_again` (median ms)"):
+                c.kv_store_row("k1-64kib"),
+        }),
 }
 
 # The IDs of the docs' list that run-all does not rerun, and why; their rows
@@ -157,7 +169,6 @@ NOT_RERUN = {
     "M1": "bench/match_prefix_bench.sh prints its figures; not parsed yet",
     "P1": "needs the Python package built (build/python); its output is not parsed yet",
     "S2": "bench/preload_bench.sh prints its figures; not parsed yet",
-    "K1": "its rows are quoted from docs/kv-store-abi.md; the output is not parsed yet",
     "N2": "memkv-nixl-engine-bench prints its figures; not parsed yet",
     "E1": "the eviction bench prints its figures; not parsed",
     "E2": "the TTFT run needs a model and the llama_cpp venv",
