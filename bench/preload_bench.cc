@@ -63,7 +63,7 @@ double Median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) Die("usage: memkv-preload-bench DIR_UNDER_PREFIX [rounds=5] [files=8]");
+  if (argc < 2) Die("usage: memkv-preload-bench DIR_UNDER_PREFIX [rounds=5] [files=8] [JSON_PATH]");
   std::string dir = argv[1];
   int rounds = argc > 2 ? atoi(argv[2]) : 5;
   int files = argc > 3 ? atoi(argv[3]) : 8;
@@ -100,6 +100,18 @@ int main(int argc, char** argv) {
   printf("%-8s %12s %12s %8s\n", "op", "shim", "C client", "ratio");
   printf("%-8s %12.0f %12.0f %8.2f\n", "write", Median(shim_w), Median(c_w), Median(shim_w) / Median(c_w));
   printf("%-8s %12.0f %12.0f %8.2f\n", "read", Median(shim_r), Median(c_r), Median(shim_r) / Median(c_r));
+  if (argc > 4) {
+    // The same medians for bench/run-all (a path outside the shim's prefix).
+    FILE* json = fopen(argv[4], "w");
+    if (json == nullptr) Die(std::string("cannot write ") + argv[4]);
+    fprintf(json,
+            "{\"file_bytes\": %zu, \"files\": %d, \"rounds\": %d, \"transport\": \"%s\",\n"
+            " \"write\": {\"shim_mib_s\": %.1f, \"c_client_mib_s\": %.1f},\n"
+            " \"read\": {\"shim_mib_s\": %.1f, \"c_client_mib_s\": %.1f}}\n",
+            kFileBytes, files, rounds, memkv_transport(client), Median(shim_w), Median(c_w), Median(shim_r),
+            Median(c_r));
+    fclose(json);
+  }
   memkv_client_close(client);
   return 0;
 }

@@ -9,7 +9,8 @@
 #      threads), through the shim and on a local directory (its filesystem,
 #      the same calls), storage MB/s of each phase. Needs python3-numpy;
 #      skipped without it. MLPERF_ENTRIES (default 48) entries of 8 to 64 MiB.
-# Usage: bench/preload_bench.sh BUILD_DIR [rounds] [files]
+# Usage: bench/preload_bench.sh BUILD_DIR [rounds] [files] [JSON_PATH]
+#   JSON_PATH: the 16 MiB medians also as JSON (bench/run-all reads it)
 set -euo pipefail
 build=$(cd "$1" && pwd)
 shift

@@ -100,6 +100,17 @@ class Docs(unittest.TestCase):
         self.assertEqual((large[4].split(" (time)")[0], large[6]), ("1.06x, 0.72x", "met (2 of 2)"))
         self.assertEqual(len(outcomes["K1"]), 2)
 
+    def test_s2_rewrites_the_shims_16_mib_rows(self):
+        new, outcomes = apply(self.text, ["S2"], {"S2": load("s2")}, RUN, "m")
+        index = table.rows_of(self.lines)
+        self.assertEqual(self.changed(new), {index[k] for k in REGISTRY["S2"].rows})
+        write = row_cells(new, "LD_PRELOAD shim", "write of 16 MiB files")
+        self.assertEqual(write[2:5], ["1890 MiB/s", "2242 MiB/s (C client `memkv_put`)", "0.84"])
+        self.assertEqual(write[6], "met")
+        read = row_cells(new, "LD_PRELOAD shim", "read of 16 MiB files")
+        self.assertEqual((read[3], read[4]), ("2374 MiB/s (C client `memkv_get`)", "0.99"))
+        self.assertEqual(len(outcomes["S2"]), 2)
+
     def test_missing_json_leaves_the_rows_and_adds_no_machine_line(self):
         new, outcomes = apply(self.text, ["T2", "S1"], {"T2": {}}, RUN, "machine words")
         self.assertEqual(new, self.text)

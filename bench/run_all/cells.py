@@ -330,3 +330,16 @@ def kv_store_row(run):
         return Fresh("%s ms, %s ms" % (f2(save), f2(again)), reference, ratio, [r_save, r_again],
                      misses_of([("save_cold", r_save), ("restore_again", r_again)]))
     return row
+
+
+def preload_row(run, op, client_call):
+    """A bench/preload_bench.sh row: 16 MiB files through the shim against
+    the C client's call, median MiB/s of the rounds."""
+    def row(data, target):
+        side = (data.get(run) or {}).get(op) or {}
+        shim, client = side.get("shim_mib_s"), side.get("c_client_mib_s")
+        if not needed(shim, client) or client <= 0:
+            return None
+        ratio = round(shim / client, 2)
+        return Fresh("%.0f MiB/s" % shim, "%.0f MiB/s (C client `%s`)" % (client, client_call), f2(ratio), [ratio])
+    return row

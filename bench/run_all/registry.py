@@ -6,11 +6,14 @@ directory) filled in; quick replaces the values of the flags it names
 (--quick). The commands are the docs' list, each given a --json path under
 {out} where the docs' command has none or a path under /tmp."""
 
+import os
+
 from . import cells as c
 from .cells import KIB, MIB
 from .plots import drive_plot, file_mode_plot
 
 QUICK = {"--seconds": "0.2", "--repeat": "1"}
+BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the scripts beside run-all
 
 
 class Run:
@@ -140,6 +143,13 @@ REGISTRY = {
                 c.file_get("interval"),
         },
         [file_mode_plot]),
+    "S2": Entry(
+        "the LD_PRELOAD shim against the C client (its 16 MiB rows; the MLPerf calls are printed, not parsed)",
+        [Run("s2", [os.path.join(BENCH, "preload_bench.sh"), "{build}", "9", "8", "{out}/s2.json"], quick={})],
+        {
+            ("LD_PRELOAD shim", "write of 16 MiB files"): c.preload_row("s2", "write", "memkv_put"),
+            ("LD_PRELOAD shim", "read of 16 MiB files"): c.preload_row("s2", "read", "memkv_get"),
+        }),
     "K1": Entry(
         "the kv_store plugin against the C++ client",
         [Run("k1-8mib", ["{build}/memkv-kv-store-bench", "--hash-bytes", "32", "--repeat", "7",
@@ -168,7 +178,6 @@ NOT_RERUN = {
     "U1": "the tenant bench needs an older server binary (--baseline)",
     "M1": "bench/match_prefix_bench.sh prints its figures; not parsed yet",
     "P1": "needs the Python package built (build/python); its output is not parsed yet",
-    "S2": "bench/preload_bench.sh prints its figures; not parsed yet",
     "N2": "memkv-nixl-engine-bench prints its figures; not parsed yet",
     "E1": "the eviction bench prints its figures; not parsed",
     "E2": "the TTFT run needs a model and the llama_cpp venv",
