@@ -281,16 +281,21 @@ int Probe(const std::string& key, bool* present, uint64_t* size) {
   return Failed("size of", key, status);
 }
 
-int Commit(const std::string& key, int fd) {
-  uint64_t size = 0;
-  int err = PutValue(key, fd, &size);
-  CountPut(size, err);
+// Counts a put of `bytes` under `key` and notes whether it was stored.
+static int Settle(const std::string& key, uint64_t bytes, int err) {
+  CountPut(bytes, err);
   if (err == 0) {
     NoteStored(key);
   } else {
     NoteLost(key);
   }
   return err;
+}
+
+int Commit(const std::string& key, int fd) {
+  uint64_t size = 0;
+  int err = PutValue(key, fd, &size);
+  return Settle(key, size, err);
 }
 
 int CommitBytes(const std::string& key, const void* data, size_t len) {
@@ -300,13 +305,7 @@ int CommitBytes(const std::string& key, const void* data, size_t len) {
     memkv_status_t status = memkv_put(client, key.data(), key.size(), data, len);
     if (status != MEMKV_OK) err = Failed("put", key, status);
   }
-  CountPut(len, err);
-  if (err == 0) {
-    NoteStored(key);
-  } else {
-    NoteLost(key);
-  }
-  return err;
+  return Settle(key, len, err);
 }
 
 int Exists(const std::string& key, bool* present) {
