@@ -131,15 +131,22 @@ void ExtentStore::Impl::ReleaseBuffers(const std::vector<uint32_t>& bufs) {
 
 // ------------------------------------------------------------------ extents
 
-Result<Allocation> ExtentStore::Impl::Allocate(std::string_view key, uint64_t value_bytes) {
+Status ExtentStore::Impl::CheckExtentCount(std::string_view key, uint64_t value_bytes, uint64_t block_bytes) {
   const uint64_t extents = (value_bytes + block_bytes - 1) / block_bytes;
-  if (extents > kMaxExtentsPerValue) {
-    return TooLarge("put " + KeyForLog(key) + ": value of " + std::to_string(value_bytes) + " bytes needs " +
-                    std::to_string(extents) + " extents, more than " + std::to_string(kMaxExtentsPerValue));
-  }
-  MutexLock lock(mu);
+  if (extents <= kMaxExtentsPerValue) return Status::Ok();
+  return TooLarge("put " + KeyForLog(key) + ": value of " + std::to_string(value_bytes) + " bytes needs " +
+                  std::to_string(extents) + " extents, more than " + std::to_string(kMaxExtentsPerValue));
+}
+
+Result<Allocation> ExtentStore::Impl::AllocateLockedFor(std::string_view key, uint64_t value_bytes) {
   MEMKV_RETURN_IF_ERROR(TenantQuotaLocked(key, value_bytes));
   return AllocateLocked(*this, value_bytes, key);
+}
+
+Result<Allocation> ExtentStore::Impl::Allocate(std::string_view key, uint64_t value_bytes) {
+  MEMKV_RETURN_IF_ERROR(CheckExtentCount(key, value_bytes, block_bytes));
+  MutexLock lock(mu);
+  return AllocateLockedFor(key, value_bytes);
 }
 
 // ------------------------------------------------------------ range geometry

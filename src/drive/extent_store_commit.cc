@@ -22,6 +22,7 @@
 // applies before it hands over, a checkpoint (which runs in the leader) sees
 // every record ever journaled in the index.
 #include <algorithm>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -92,6 +93,33 @@ void ExtentStore::Impl::ProcessBatch(std::span<CommitOp*> batch) {
   std::sort(data_drives.begin(), data_drives.end());
   data_drives.erase(std::unique(data_drives.begin(), data_drives.end()), data_drives.end());
 
+  // A put's record and index entry, built before the lock is taken: what
+  // runs under it is only the decisions, the sequence numbers and the links.
+  std::vector<JournalRecord> put_records(batch.size());
+  std::vector<std::shared_ptr<Entry>> entries(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const CommitOp& op = *batch[i];
+    if (op.kind != CommitOp::Kind::kPut) continue;
+    JournalRecord& r = put_records[i];
+    r.type = RecordType::kPut;
+    r.key = std::string(op.key);
+    r.generation = op.generation;
+    r.value_bytes = op.value_bytes;
+    r.value_checksum = op.value_checksum;
+    r.extents = op.extents;
+    r.attrs = op.attrs;
+    r.seals = op.seals;
+    auto e = std::make_shared<Entry>();
+    e->key = r.key;
+    e->generation = op.generation;
+    e->value_bytes = op.value_bytes;
+    e->value_checksum = op.value_checksum;
+    e->extents = op.extents;
+    e->attrs = op.attrs;
+    e->seals = op.seals;
+    entries[i] = std::move(e);
+  }
+
   // 2. Decide, and assign sequence numbers.
   std::vector<JournalRecord> records;
   std::vector<bool> has_record(batch.size(), false);
@@ -111,14 +139,7 @@ void ExtentStore::Impl::ProcessBatch(std::span<CommitOp*> batch) {
             op.drive_failed = true;
             continue;
           }
-          r.type = RecordType::kPut;
-          r.key = std::string(op.key);
-          r.generation = op.generation;
-          r.value_bytes = op.value_bytes;
-          r.value_checksum = op.value_checksum;
-          r.extents = op.extents;
-          r.attrs = op.attrs;
-          r.seals = op.seals;
+          r = std::move(put_records[i]);
           break;
         }
         case CommitOp::Kind::kDelete: {
@@ -174,16 +195,8 @@ void ExtentStore::Impl::ProcessBatch(std::span<CommitOp*> batch) {
         }
         auto old = index.find(op.key);
         if (old != index.end()) UnlinkLocked(old->second.get());
-        auto e = std::make_shared<Entry>();
-        e->key = std::string(op.key);
-        e->sequence = op.sequence;
-        e->generation = op.generation;
-        e->value_bytes = op.value_bytes;
-        e->value_checksum = op.value_checksum;
-        e->extents = op.extents;
-        e->attrs = op.attrs;
-        e->seals = op.seals;
-        LinkLocked(std::move(e));
+        entries[i]->sequence = op.sequence;
+        LinkLocked(std::move(entries[i]));
         op.adopted = true;
         op.status = Status::Ok();
         break;

@@ -206,6 +206,10 @@ struct ExtentStore::Impl {
   // mu): TooLarge beyond kMaxExtentsPerValue extents, ResourceExhausted
   // without room.
   Result<Allocation> Allocate(std::string_view key, uint64_t value_bytes) MEMKV_EXCLUDES(mu);
+  // Allocate's two halves: the extent count (no lock), and the tenant's
+  // quota and the room itself (under mu, which a batch takes once).
+  static Status CheckExtentCount(std::string_view key, uint64_t value_bytes, uint64_t block_bytes);
+  Result<Allocation> AllocateLockedFor(std::string_view key, uint64_t value_bytes) MEMKV_REQUIRES(mu);
   // extent_store_write.cc: commits put ops (Commit) and frees the units of each one that failed
   // and that the index did not take.
   void CommitPuts(std::span<CommitOp* const> ops) MEMKV_EXCLUDES(mu, commit_mu);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,13 +114,12 @@ CommitOp PutOp(std::string_view key, Allocation a, uint64_t value_bytes, uint64_
   return op;
 }
 
-// Reserves a put's extents and writes its bytes there, checked against its
-// checksum, and makes *op its record (not yet journaled). On failure frees
-// what it reserved; *drive_failed when a drive refused the write (a retry
-// on the other drives may succeed).
-Status StagePut(ExtentStore::Impl& s, const ExtentStore::IovPut& p, CommitOp* op, bool* drive_failed) {
+// Writes a put's bytes to its extents `a`, checked against its checksum,
+// and makes *op its record (not yet journaled). On failure frees `a`;
+// *drive_failed when a drive refused the write (a retry on the other drives
+// may succeed).
+Status WritePut(ExtentStore::Impl& s, const ExtentStore::IovPut& p, Allocation a, CommitOp* op, bool* drive_failed) {
   const uint64_t value_bytes = IovBytes(p.value);
-  MEMKV_ASSIGN_OR_RETURN(Allocation a, s.Allocate(p.key, value_bytes));
   ChecksumStream sum;
   std::vector<SegmentSeal> seals;
   Status w = WriteValueRange(s, p.key, p.value, 0, value_bytes, a.extents, &sum, drive_failed, &seals);
@@ -131,6 +131,12 @@ Status StagePut(ExtentStore::Impl& s, const ExtentStore::IovPut& p, CommitOp* op
   }
   *op = PutOp(p.key, std::move(a), value_bytes, p.checksum, p.attrs, std::move(seals));
   return Status::Ok();
+}
+
+// WritePut into extents it reserves first.
+Status StagePut(ExtentStore::Impl& s, const ExtentStore::IovPut& p, CommitOp* op, bool* drive_failed) {
+  MEMKV_ASSIGN_OR_RETURN(Allocation a, s.Allocate(p.key, IovBytes(p.value)));
+  return WritePut(s, p, std::move(a), op, drive_failed);
 }
 
 }  // namespace
@@ -157,15 +163,33 @@ std::vector<Status> ExtentStore::PutManyIov(std::span<const IovPut> puts) {
   std::vector<CommitOp*> staged;
   std::vector<bool> retry(puts.size(), false);  // a drive went offline or full under it
   staged.reserve(puts.size());
+  std::vector<std::optional<Allocation>> room(puts.size());
+  std::vector<bool> counted(puts.size(), false);  // a valid key: counted as a put
   for (size_t i = 0; i < puts.size(); ++i) {
     statuses[i] = CheckKey(puts[i].key);
     if (!statuses[i].ok()) continue;
-    {
-      MutexLock lock(s.mu);
-      s.counters.puts++;
+    counted[i] = true;
+    statuses[i] = Impl::CheckExtentCount(puts[i].key, IovBytes(puts[i].value), s.block_bytes);
+  }
+  {
+    // One hold of the lock for the whole batch's counts and room: the
+    // workers that commit batches side by side meet on it once per batch.
+    MutexLock lock(s.mu);
+    for (size_t i = 0; i < puts.size(); ++i) {
+      if (counted[i]) s.counters.puts++;
+      if (!statuses[i].ok()) continue;
+      Result<Allocation> a = s.AllocateLockedFor(puts[i].key, IovBytes(puts[i].value));
+      if (a.ok()) {
+        room[i] = std::move(a).value();
+      } else {
+        statuses[i] = a.status();
+      }
     }
+  }
+  for (size_t i = 0; i < puts.size(); ++i) {
+    if (!room[i]) continue;
     bool drive_failed = false;
-    statuses[i] = StagePut(s, puts[i], &ops[i], &drive_failed);
+    statuses[i] = WritePut(s, puts[i], std::move(*room[i]), &ops[i], &drive_failed);
     retry[i] = drive_failed;
     if (statuses[i].ok()) staged.push_back(&ops[i]);
   }

@@ -114,6 +114,7 @@ class Server::Worker {
     ctx_.store = server_->store_;
     inbox_ = std::make_shared<tier::CompletionInbox>(wake_.get());
     ctx_.inbox = inbox_;
+    ctx_.turn = &turn_;
     ctx_.rdma = server_->options_.rdma;
     ctx_.rdma_grant_lease_ns = Nanos(server_->options_.rdma_grant_lease_ms) * 1'000'000;
     ctx_.frame_timeout_ns = Nanos(server_->options_.frame_timeout_ms) * 1'000'000;
@@ -192,14 +193,24 @@ class Server::Worker {
       }
       // Connections with parsable requests already buffered run again
       // without waiting: their sockets may have nothing more to say.
-      int n = ::epoll_wait(epoll_.get(), events, 128, buffered_.empty() ? 250 : 0);
+      // So do puts deferred to the end of the last turn by the completions
+      // it delivered.
+      int n = ::epoll_wait(epoll_.get(), events, 128, buffered_.empty() && turn_.empty() ? 250 : 0);
       if (server_->options_.loads_first) {
         ServeLoadsFirst(events, n);
-        continue;
+      } else {
+        RunBuffered();
+        for (int i = 0; i < n; ++i) Serve(events[i]);
       }
-      RunBuffered();
-      for (int i = 0; i < n; ++i) Serve(events[i]);
+      FinishTurn();
     }
+  }
+
+  // The small puts this turn's connections deferred (TieredStore,
+  // "Completion"): one drive commit for all of them, then their answers.
+  void FinishTurn() {
+    if (turn_.empty()) return;
+    Deliver(server_->store_->FinishTurn(turn_));
   }
 
   // One turn of the connection (or the wakeup) an event names.
@@ -349,8 +360,10 @@ class Server::Worker {
   // Storage operations that waited on a drive completed for connections of
   // this worker: answer and resume them. Completions for connections closed
   // meanwhile are dropped (with the pins and reservations they hold).
-  void DeliverCompletions() {
-    for (auto& [id, done] : inbox_->Take()) {
+  void DeliverCompletions() { Deliver(inbox_->Take()); }
+
+  void Deliver(std::vector<std::pair<uint64_t, tier::CompletionInbox::Closure>> completions) {
+    for (auto& [id, done] : completions) {
       auto it = by_id_.find(id);
       if (it == by_id_.end()) continue;
       Session& conn = *it->second;
@@ -426,7 +439,7 @@ class Server::Worker {
   }
 
   void UpdateInterest(Session& conn) {
-    uint32_t want = (conn.WantsRead() ? EPOLLIN : 0u) | (conn.WantsWrite() ? EPOLLOUT : 0u);
+    uint32_t want = (conn.PollsInput() ? EPOLLIN : 0u) | (conn.WantsWrite() ? EPOLLOUT : 0u);
     uint32_t& have = interest_[conn.fd()];
     if (want == have) return;
     epoll_event ev{};
@@ -518,6 +531,7 @@ class Server::Worker {
   std::unordered_map<uint64_t, Session*> by_id_;
   uint64_t next_id_ = 1;
   std::shared_ptr<tier::CompletionInbox> inbox_;
+  tier::TurnCommits turn_;  // FinishTurn
   Nanos next_reap_ = 0;
   std::vector<uint64_t> buffered_;  // connection ids for RunBuffered
   std::vector<epoll_event> store_events_;  // ServeLoadsFirst's scratch

@@ -96,7 +96,7 @@ Session::Session(uint64_t id, UniqueFd fd, std::string peer, const SessionContex
       ctx_(ctx),
       accepted_at_(now),
       last_write_progress_(now),
-      reply_{ctx.inbox, id},
+      reply_{ctx.inbox, id, ctx.turn},
       last_read_(now) {
   ctx_.metrics->connections_accepted.Add(1);
   ctx_.metrics->connections_active.fetch_add(1, std::memory_order_relaxed);
@@ -126,12 +126,12 @@ void Session::TrimIdle(Nanos now) {
   discard_.reset();
 }
 
-bool Session::OnReadable() {
+bool Session::OnReadable(bool socket_ready) {
   // The socket has something to say when this runs from a readiness event;
   // a read that comes back short of the room it was given leaves it empty,
   // and the next one would only be an EAGAIN: the event loop reports what
   // arrives later (level-triggered), so stop there rather than ask.
-  socket_drained_ = false;
+  socket_drained_ = !socket_ready;
   turn_payload_bytes_ = 0;
   for (int i = 0; i < kMaxFramesPerEvent; ++i) {
     // At the in-flight limit, answers that leave now make room for the
@@ -156,9 +156,13 @@ bool Session::OnReadable() {
 bool Session::OnWritable() { return Flush(); }
 
 bool Session::OnStorageDone(tier::CompletionInbox::Closure& done) {
+  // After a wait for the end of the turn the worker still polls the socket
+  // (PollsInput): what arrived meanwhile is reported by its next poll.
+  const bool socket_ready = !turn_wait_;
   storage_wait_ = false;
+  turn_wait_ = false;
   done();
-  return OnReadable();
+  return OnReadable(socket_ready);
 }
 
 // Reads what the socket has into the input buffer. False on EOF or error.

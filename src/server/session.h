@@ -89,6 +89,9 @@ struct SessionContext {
   // The worker's inbox: completions of storage operations that waited on a
   // drive come back through it, tagged with the connection's id.
   std::shared_ptr<tier::CompletionInbox> inbox;
+  // The worker's puts deferred to the end of its turn (ReplyTo::turn); null:
+  // none are.
+  tier::TurnCommits* turn = nullptr;
   RdmaEndpoint* rdma = nullptr;  // null: TCP only
   Nanos rdma_grant_lease_ns = 30'000'000'000;  // a slot or pin held longer closes the connection
   Nanos frame_timeout_ns = 30'000'000'000;     // a frame must arrive whole within this (CheckFrameDeadline)
@@ -139,7 +142,9 @@ class Session {
   bool WriteStalled(Nanos now, Nanos stall_ns);
 
   // Event handlers; false means "close me now".
-  bool OnReadable();
+  // `socket_ready`: the socket may have input (false: only what is buffered
+  // is parsed; the worker's poll reports what arrives).
+  bool OnReadable(bool socket_ready = true);
   bool OnWritable();
   // The storage operation this connection waits for has completed (the
   // worker took `done` from its inbox): runs it, which queues the response,
@@ -147,6 +152,11 @@ class Session {
   bool OnStorageDone(tier::CompletionInbox::Closure& done);
 
   bool WantsRead() const;
+  // Whether the worker polls the socket for input: while the connection
+  // reads, and while it waits only for the end of the worker's turn (which
+  // comes before the next poll returns), so that such a wait changes no
+  // interest.
+  bool PollsInput() const { return WantsRead() || (turn_wait_ && !closing_); }
   // Store-class: receiving a put's value (its payload). The worker serves
   // the other, load-class, connections first when network.loads_first is on
   // (docs/operations.md, "Loads before stores").
@@ -364,6 +374,7 @@ class Session {
   bool closing_ = false;
   bool logged_error_ = false;
   bool storage_wait_ = false;  // parked until a storage operation completes
+  bool turn_wait_ = false;     // ... one deferred to the end of the worker's turn (tier::Completion::kTurn)
   tier::ReplyTo reply_;        // this connection at its worker's inbox
 
   // Input buffer for headers and metas; payloads bypass it when large.

@@ -12,7 +12,10 @@
 
 namespace memkv::server {
 
-void Session::Await(tier::Completion completion) { storage_wait_ = completion == tier::Completion::kPending; }
+void Session::Await(tier::Completion completion) {
+  storage_wait_ = completion != tier::Completion::kInline;
+  turn_wait_ = completion == tier::Completion::kTurn;
+}
 
 void Session::FinishPayload() {
   PayloadSink sink = std::move(sink_);

@@ -134,14 +134,18 @@ Result<PendingPut> MemoryStore::BeginPut(uint64_t size, std::string_view key, Qu
   return put;
 }
 
-Status MemoryStore::CommitPut(PendingPut put, std::string_view key, uint64_t checksum, const PutOptions& options) {
-  if (put.store_ != this) {
-    return InvalidArgument("CommitPut(key " + KeyForLog(key) +
-                           "): the PendingPut was not issued by this store "
-                           "(default-constructed, moved-from or another store's)");
-  }
-  Impl& s = *impl_;
-  // Built outside the lock: the key copy and allocations cost nothing there.
+namespace {
+
+Status ForeignPut(std::string_view key) {
+  return InvalidArgument("CommitPut(key " + KeyForLog(key) +
+                         "): the PendingPut was not issued by this store "
+                         "(default-constructed, moved-from or another store's)");
+}
+
+}  // namespace
+
+std::shared_ptr<StoreEntry> MemoryStore::EntryOf(PendingPut& put, std::string_view key, uint64_t checksum,
+                                                 const PutOptions& options) const {
   auto entry = std::make_shared<StoreEntry>();
   entry->key.assign(key);
   entry->stored_key = entry->key;
@@ -159,35 +163,64 @@ Status MemoryStore::CommitPut(PendingPut put, std::string_view key, uint64_t che
   entry->block_hash = options.block_hash;
   entry->parent_hash = options.parent_hash;
   entry->hash_kind = options.hash_kind;
-  entry->expires_at_ms = policy::ExpiryAfter(s.realtime->NowMillis(), entry->ttl_ms);
+  entry->expires_at_ms = policy::ExpiryAfter(impl_->realtime->NowMillis(), entry->ttl_ms);
+  return entry;
+}
 
-  Impl::EventScope scope(s);
-  auto it = s.index.find(key);
+Status MemoryStore::Impl::CommitLocked(std::shared_ptr<StoreEntry> entry, QuotaHold& dram_hold) {
+  const std::string_view key = entry->key;
+  auto it = index.find(key);
   if (entry->retention_pinned()) {
-    Status room = s.PinRoomLocked(key, entry->units());
+    Status room = PinRoomLocked(key, entry->units());
     if (!room.ok()) {
-      s.pin_refusals.fetch_add(1, std::memory_order_relaxed);
-      s.FreeLocked(entry->runs);
+      pin_refusals.fetch_add(1, std::memory_order_relaxed);
+      FreeLocked(entry->runs);
       return room;
     }
   }
-  if (const uint32_t t = s.policies.quota().TenantOf(key); t != TenantMap::kNone) {
+  if (const uint32_t t = policies.quota().TenantOf(key); t != TenantMap::kNone) {
     // Evicting other values of the tenant leaves `it` valid (never the key's).
-    const uint64_t own = s.dram_holds.Counts(t, put.dram_hold_) ? put.dram_hold_.bytes() : 0;
-    Status room =
-        s.TenantRoomLocked(t, key, entry->size(), s.ReplacedBytesLocked(t, key), s.dram_holds.Others(t, own));
+    const uint64_t own = dram_holds.Counts(t, dram_hold) ? dram_hold.bytes() : 0;
+    Status room = TenantRoomLocked(t, key, entry->size(), ReplacedBytesLocked(t, key), dram_holds.Others(t, own));
     if (!room.ok()) {
-      s.policies.quota().CountRefusal(t);
-      s.FreeLocked(entry->runs);
+      policies.quota().CountRefusal(t);
+      FreeLocked(entry->runs);
       return room;
     }
   }
-  if (it != s.index.end()) {
-    s.UnlinkLocked(it, s.ExpiredLocked(*it->second) ? RemovalReason::kExpired : RemovalReason::kReplaced);
-  }
-  s.LinkLocked(entry);
-  put.dram_hold_.Release();  // the tenant's bytes count it now
+  if (it != index.end()) UnlinkLocked(it, ExpiredLocked(*it->second) ? RemovalReason::kExpired : RemovalReason::kReplaced);
+  LinkLocked(std::move(entry));
+  dram_hold.Release();  // the tenant's bytes count it now
   return Status::Ok();
+}
+
+Status MemoryStore::CommitPut(PendingPut put, std::string_view key, uint64_t checksum, const PutOptions& options) {
+  if (put.store_ != this) return ForeignPut(key);
+  Impl& s = *impl_;
+  std::shared_ptr<StoreEntry> entry = EntryOf(put, key, checksum, options);
+  Impl::EventScope scope(s);
+  return s.CommitLocked(std::move(entry), put.dram_hold_);
+}
+
+std::vector<Status> MemoryStore::CommitPuts(std::span<const Commit> puts) {
+  Impl& s = *impl_;
+  std::vector<Status> statuses(puts.size());
+  std::vector<std::shared_ptr<StoreEntry>> entries(puts.size());
+  for (size_t i = 0; i < puts.size(); ++i) {
+    const Commit& c = puts[i];
+    if (c.put->store_ != this) {
+      statuses[i] = ForeignPut(c.key);
+      continue;
+    }
+    entries[i] = EntryOf(*c.put, c.key, c.checksum, *c.options);
+  }
+  {
+    Impl::EventScope scope(s);
+    for (size_t i = 0; i < puts.size(); ++i) {
+      if (entries[i] != nullptr) statuses[i] = s.CommitLocked(std::move(entries[i]), puts[i].put->dram_hold_);
+    }
+  }
+  return statuses;
 }
 
 Status MemoryStore::CheckPinRoom(std::string_view key, uint64_t size, const PutOptions& options) const {

@@ -306,6 +306,17 @@ class MemoryStore {
   // take the pinned values past their cap: the room goes back to the pool
   // and any previous value of the key stays.
   Status CommitPut(PendingPut put, std::string_view key, uint64_t checksum, const PutOptions& options = {});
+  // CommitPut for several puts under one hold of the store's lock, in order
+  // (a key named twice ends with the later value); a status per put. Each
+  // put's room is taken over (its PendingPut is left empty) unless its
+  // status says it was not this store's.
+  struct Commit {
+    PendingPut* put = nullptr;
+    std::string_view key;
+    uint64_t checksum = 0;
+    const PutOptions* options = nullptr;
+  };
+  std::vector<Status> CommitPuts(std::span<const Commit> puts);
 
   // What CommitPut of a value of `size` bytes under `key` with `options`
   // would say about the pin cap, now: Ok, or its ResourceExhausted. For a
@@ -383,6 +394,10 @@ class MemoryStore {
   friend class ReadHandle;
   struct Impl;
   explicit MemoryStore(std::unique_ptr<Impl> impl);
+  // The entry a put of `key` publishes, built outside the lock (the key copy
+  // and allocations cost nothing there); it takes over the put's room.
+  std::shared_ptr<StoreEntry> EntryOf(PendingPut& put, std::string_view key, uint64_t checksum,
+                                      const PutOptions& options) const;
   // Back to the pool: the room of a PendingPut dropped uncommitted.
   void ReleaseRuns(std::vector<PoolRun>& runs);
   // Hands events collected under the lock to the observer.

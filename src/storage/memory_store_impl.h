@@ -95,6 +95,11 @@ struct MemoryStore::Impl {
   // --- memory_store_index.cc
   // Into the index and the policies; queues the stored event.
   void LinkLocked(const std::shared_ptr<StoreEntry>& e) MEMKV_REQUIRES(mu);
+  // Publishes a put's entry (MemoryStore::EntryOf) in place of the key's
+  // value: CommitPut's checks (the pin cap, the tenant's quota; on a
+  // refusal the entry's room is freed) and links. `dram_hold`: the put's,
+  // released once the tenant's bytes count the entry.
+  Status CommitLocked(std::shared_ptr<StoreEntry> entry, QuotaHold& dram_hold) MEMKV_REQUIRES(mu);
   // Removes the entry at `it` from the index and the policies, and queues
   // its removal event. The entry goes to `dropped`, released after mu.
   void UnlinkLocked(Index::iterator it, RemovalReason reason) MEMKV_REQUIRES(mu);

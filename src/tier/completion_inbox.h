@@ -52,9 +52,14 @@ class CompletionInbox {
 // Where an operation's completion goes when it cannot complete inline: the
 // caller's inbox, tagged with `owner`. A caller builds one and passes it by
 // reference to every operation; the tier copies it only for drive work.
+class TurnCommits;
+
 struct ReplyTo {
   std::shared_ptr<CompletionInbox> inbox;
   uint64_t owner = 0;
+  // The caller's loop's puts deferred to the end of its turn (TieredStore,
+  // "Completion"); null: none are deferred.
+  TurnCommits* turn = nullptr;
 };
 
 }  // namespace memkv::tier

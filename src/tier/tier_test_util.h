@@ -135,11 +135,14 @@ constexpr uint64_t kTestBlockBytes = 64 << 10;
 // destroyed first, so completions it still holds go before the pool.
 class TierHarness {
  public:
+  // `sync`: the drives' storage.sync (kInterval: flushed by nothing here).
   TierHarness(uint64_t pool_bytes, bool with_drives, TieredStoreOptions options = {},
-              uint64_t drive_file_bytes = 8 << 20, const RealtimeClock* clock = nullptr)
+              uint64_t drive_file_bytes = 8 << 20, const RealtimeClock* clock = nullptr,
+              drive::SyncMode sync = drive::SyncMode::kAlways)
       : drives_(2, kTestBlockBytes, drive_file_bytes), options_(options) {
     std::unique_ptr<drive::ExtentStore> drives;
     drives_.clock = clock;
+    drives_.sync = sync;
     if (with_drives) {
       Status formatted = drives_.Format();
       EXPECT_TRUE(formatted.ok()) << formatted.ToString();

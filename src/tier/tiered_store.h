@@ -37,7 +37,14 @@
 //   - or later, after returning Completion::kPending: the drive work runs on
 //     an I/O thread, which posts the completion to `reply.inbox` for
 //     `reply.owner`; the caller's loop runs it from there
-//     (CompletionInbox::Take), or drops it when the owner is gone.
+//     (CompletionInbox::Take), or drops it when the owner is gone;
+//   - or at the end of the caller's turn, after returning kTurn: a put
+//     that would be written inline is deferred to `reply.turn` when the
+//     caller gives one (an event loop's TurnCommits). The loop calls
+//     FinishTurn once it has served its ready connections: every put
+//     deferred meanwhile is written in one drive commit (one journal append
+//     for the turn instead of one per put, as Redis writes its AOF once per
+//     loop turn), and the completions come back to run on the loop.
 // Whatever `done` captures must stay valid until it runs or is dropped.
 //
 // Values in pieces: with drives, a value over a quarter of the DRAM pool
@@ -103,6 +110,7 @@ struct TieredStoreOptions {
 enum class Completion {
   kInline,   // `done` has run, before the call returned
   kPending,  // `done` will run from the caller's inbox
+  kTurn,     // `done` will come back from FinishTurn, at the end of the caller's turn
 };
 
 // What a get must return.
@@ -122,6 +130,27 @@ struct PutCommit {
   std::string key;
   uint64_t checksum = 0;  // Checksum() of the bytes in `put`
   PutOptions options;     // kept with the value (memory_store.h, "Value attributes")
+};
+
+// Puts an event loop deferred to the end of its turn (ReplyTo::turn), for
+// TieredStore::FinishTurn. Belongs to one loop: not thread-safe.
+class TurnCommits {
+ public:
+  bool empty() const { return puts_.empty(); }
+
+ private:
+  friend class TieredStore;
+  // The completion of puts_[first, first + count), for `owner`: `one` for a
+  // single put (count 1), else `many`.
+  struct Waiter {
+    uint64_t owner = 0;
+    size_t first = 0;
+    size_t count = 0;
+    Callback<void(Status)> one;
+    Callback<void(std::vector<Status>)> many;
+  };
+  std::vector<PutCommit> puts_;
+  std::vector<Waiter> waiters_;
 };
 
 struct TierCounters {
@@ -242,6 +271,12 @@ class TieredStore {
   template <std::invocable<Status> Done>
   Completion Delete(std::string_view key, const ReplyTo& reply, Done&& done);
 
+  // Writes the puts deferred to `turn` (see "Completion"), in the order they
+  // came, and empties it. Returns their completions, each with the owner it
+  // was deferred for, in that order, for the loop to run (or drop when the
+  // owner is gone). A key deferred twice is written twice, in order.
+  std::vector<std::pair<uint64_t, CompletionInbox::Closure>> FinishTurn(TurnCommits& turn);
+
   // --- Values in pieces (see above); with drives only. ---
 
   // Whether a put of `size` bytes goes to the drives in pieces.
@@ -333,6 +368,9 @@ class TieredStore {
   // returns Ok: the value is stored, on the drives.
   Status PublishWritten(storage::PendingPut put, const std::string& key, uint64_t checksum,
                         const PutOptions& options);
+  // PublishWritten for puts[i] of each i in `which` (keys differ), under one
+  // hold of DRAM's lock; a status per i, in order.
+  std::vector<Status> PublishWrittenMany(std::vector<PutCommit>& puts, std::span<const size_t> which);
   // What the drives keep of a put's options: the expiry as an instant.
   drive::ValueAttrs DriveAttrs(const PutOptions& options) const;
   // The options a value read back from the drives is published in DRAM with
@@ -391,6 +429,12 @@ Completion TieredStore::Commit(storage::PendingPut put, std::string_view key, ui
   }
   const bool inline_write = drives_->sync_mode() == drive::SyncMode::kInterval && drives_->BuffersPut(put.size());
   PutCommit commit{std::move(put), std::string(key), checksum, options};
+  if (inline_write && reply.turn != nullptr) {
+    TurnCommits& turn = *reply.turn;
+    turn.waiters_.push_back({reply.owner, turn.puts_.size(), 1, StatusDone(std::forward<Done>(done)), {}});
+    turn.puts_.push_back(std::move(commit));
+    return Completion::kTurn;
+  }
   if (inline_write) {
     std::forward<Done>(done)(WriteThrough(std::move(commit)));
     return Completion::kInline;
@@ -402,13 +446,19 @@ Completion TieredStore::Commit(storage::PendingPut put, std::string_view key, ui
 template <std::invocable<std::vector<Status>> Done>
 Completion TieredStore::CommitMany(std::vector<PutCommit> puts, const ReplyTo& reply, Done&& done) {
   if (drives_ == nullptr || puts.empty()) {
-    std::vector<Status> statuses;
-    statuses.reserve(puts.size());
-    for (PutCommit& p : puts) statuses.push_back(memory_->CommitPut(std::move(p.put), p.key, p.checksum, p.options));
-    std::forward<Done>(done)(std::move(statuses));
+    std::vector<storage::MemoryStore::Commit> commits;
+    commits.reserve(puts.size());
+    for (PutCommit& p : puts) commits.push_back({&p.put, p.key, p.checksum, &p.options});
+    std::forward<Done>(done)(memory_->CommitPuts(commits));
     return Completion::kInline;
   }
   const bool small = std::all_of(puts.begin(), puts.end(), [&](const PutCommit& p) { return drives_->BuffersPut(p.put.size()); });
+  if (small && drives_->sync_mode() == drive::SyncMode::kInterval && reply.turn != nullptr) {
+    TurnCommits& turn = *reply.turn;
+    turn.waiters_.push_back({reply.owner, turn.puts_.size(), puts.size(), {}, StatusesDone(std::forward<Done>(done))});
+    for (PutCommit& p : puts) turn.puts_.push_back(std::move(p));
+    return Completion::kTurn;
+  }
   if (small && drives_->sync_mode() == drive::SyncMode::kInterval) {
     std::forward<Done>(done)(WriteThroughMany(std::move(puts)));
     return Completion::kInline;

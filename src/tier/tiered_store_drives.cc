@@ -5,6 +5,7 @@
 #include <atomic>
 #include <deque>
 #include <optional>
+#include <unordered_set>
 #include <utility>
 
 #include "storage/policy/ttl/expiry_index.h"
@@ -204,6 +205,19 @@ Status TieredStore::PublishWritten(storage::PendingPut put, const std::string& k
   // must not keep an older copy.
   (void)memory_->Delete(key);
   return Status::Ok();
+}
+
+std::vector<Status> TieredStore::PublishWrittenMany(std::vector<PutCommit>& puts, std::span<const size_t> which) {
+  std::vector<storage::MemoryStore::Commit> commits;
+  commits.reserve(which.size());
+  for (size_t i : which) commits.push_back({&puts[i].put, puts[i].key, puts[i].checksum, &puts[i].options});
+  std::vector<Status> published = memory_->CommitPuts(commits);
+  for (size_t j = 0; j < which.size(); ++j) {
+    if (published[j].code() != StatusCode::kResourceExhausted) continue;
+    (void)memory_->Delete(puts[which[j]].key);  // as PublishWritten
+    published[j] = Status::Ok();
+  }
+  return published;
 }
 
 drive::ValueAttrs TieredStore::DriveAttrs(const PutOptions& options) const {
@@ -421,11 +435,12 @@ std::vector<Status> TieredStore::WriteThroughMany(std::vector<PutCommit> puts) {
       replaced.push_back(ReplacedOnDrives(p.key));
     }
     std::vector<Status> written = drives_->PutManyIov(writes);
+    std::vector<size_t> publish;  // the puts the drives hold now, published in DRAM together
     for (size_t j = 0; j < sent.size(); ++j) {
       const size_t i = sent[j];
       if (written[j].ok()) {
         NoteDrivePut(puts[i].key, puts[i].put.size(), puts[i].options, replaced[j]);
-        statuses[i] = PublishWritten(std::move(puts[i].put), puts[i].key, puts[i].checksum, puts[i].options);
+        publish.push_back(i);
       } else if (written[j].code() == StatusCode::kResourceExhausted) {
         needs_room[i] = true;  // below, alone, evicting for room as a single put does
       } else {
@@ -433,11 +448,52 @@ std::vector<Status> TieredStore::WriteThroughMany(std::vector<PutCommit> puts) {
         write_failures_.fetch_add(1, std::memory_order_relaxed);
       }
     }
+    std::vector<Status> published = PublishWrittenMany(puts, publish);
+    for (size_t j = 0; j < publish.size(); ++j) statuses[publish[j]] = std::move(published[j]);
   }
   for (size_t i = 0; i < puts.size(); ++i) {
     if (needs_room[i]) statuses[i] = WriteThrough(std::move(puts[i]));
   }
   return statuses;
+}
+
+std::vector<std::pair<uint64_t, CompletionInbox::Closure>> TieredStore::FinishTurn(TurnCommits& turn) {
+  std::vector<PutCommit> puts = std::move(turn.puts_);
+  std::vector<TurnCommits::Waiter> waiters = std::move(turn.waiters_);
+  turn.puts_.clear();
+  turn.waiters_.clear();
+  // Runs of distinct keys, each one drive commit, in order: a key deferred
+  // twice in one turn ends with its later value.
+  std::vector<Status> statuses;
+  statuses.reserve(puts.size());
+  std::unordered_set<std::string_view> keys;
+  size_t begin = 0;
+  for (size_t i = 0; i <= puts.size(); ++i) {
+    if (i < puts.size() && keys.insert(puts[i].key).second) continue;
+    keys.clear();
+    if (i == begin) break;  // nothing deferred
+    std::vector<PutCommit> run(std::make_move_iterator(puts.begin() + ptrdiff_t(begin)),
+                               std::make_move_iterator(puts.begin() + ptrdiff_t(i)));
+    for (Status& s : WriteThroughMany(std::move(run))) statuses.push_back(std::move(s));
+    begin = i;
+    if (i < puts.size()) keys.insert(puts[i].key);
+  }
+  std::vector<std::pair<uint64_t, CompletionInbox::Closure>> done;
+  done.reserve(waiters.size());
+  for (TurnCommits::Waiter& w : waiters) {
+    if (w.one) {
+      done.emplace_back(w.owner, [one = std::move(w.one), s = std::move(statuses[w.first])]() mutable {
+        one(std::move(s));
+      });
+      continue;
+    }
+    std::vector<Status> mine(std::make_move_iterator(statuses.begin() + ptrdiff_t(w.first)),
+                             std::make_move_iterator(statuses.begin() + ptrdiff_t(w.first + w.count)));
+    done.emplace_back(w.owner, [many = std::move(w.many), mine = std::move(mine)]() mutable {
+      many(std::move(mine));
+    });
+  }
+  return done;
 }
 
 }  // namespace memkv::tier
