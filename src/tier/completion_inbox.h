@@ -37,6 +37,8 @@ class CompletionInbox {
   CompletionInbox& operator=(const CompletionInbox&) = delete;
 
   void Post(uint64_t owner, Closure closure);
+  // Post for each, in order, with one wakeup.
+  void PostMany(std::vector<std::pair<uint64_t, Closure>> closures);
   // Everything posted since the last Take, in posting order.
   std::vector<std::pair<uint64_t, Closure>> Take();
   // Drops what is pending and every later post.

@@ -45,6 +45,10 @@
 //     deferred meanwhile is written in one drive commit (one journal append
 //     for the turn instead of one per put, as Redis writes its AOF once per
 //     loop turn), and the completions come back to run on the loop.
+//     With storage.sync always, a small put (BuffersPut) is deferred to
+//     the turn too but returns kPending: FinishTurn hands the turn's puts
+//     to an I/O thread as one job (one commit, one flush) whose
+//     completions come back through the inbox together.
 // Whatever `done` captures must stay valid until it runs or is dropped.
 //
 // Values in pieces: with drives, a value over a quarter of the DRAM pool
@@ -151,6 +155,7 @@ class TurnCommits {
   };
   std::vector<PutCommit> puts_;
   std::vector<Waiter> waiters_;
+  std::shared_ptr<CompletionInbox> inbox_;  // where kPending ones are answered
 };
 
 struct TierCounters {
@@ -274,7 +279,9 @@ class TieredStore {
   // Writes the puts deferred to `turn` (see "Completion"), in the order they
   // came, and empties it. Returns their completions, each with the owner it
   // was deferred for, in that order, for the loop to run (or drop when the
-  // owner is gone). A key deferred twice is written twice, in order.
+  // owner is gone). A key deferred twice is written twice, in order. With
+  // storage.sync always it returns none: an I/O thread writes the puts and
+  // posts the completions to the turn's inbox, in that order.
   std::vector<std::pair<uint64_t, CompletionInbox::Closure>> FinishTurn(TurnCommits& turn);
 
   // --- Values in pieces (see above); with drives only. ---
@@ -391,6 +398,10 @@ class TieredStore {
                     std::optional<uint64_t> replaced_size);
   // WriteThrough for several puts (keys differ) in one drive commit.
   std::vector<Status> WriteThroughMany(std::vector<PutCommit> puts);
+  // FinishTurn's writing: the puts in runs of distinct keys, each one
+  // WriteThroughMany, then each waiter's completion with its owner.
+  std::vector<std::pair<uint64_t, CompletionInbox::Closure>> WriteTurn(std::vector<PutCommit> puts,
+                                                                       std::vector<TurnCommits::Waiter> waiters);
   bool EvictionCanHelp(uint64_t extents) const;
   // `size`: what the drive index said before the key's lock was taken.
   Result<StoredValue> ReadFromDrives(const std::string& key, uint64_t size, ReadNeed need);
@@ -427,13 +438,15 @@ Completion TieredStore::Commit(storage::PendingPut put, std::string_view key, ui
     std::forward<Done>(done)(memory_->CommitPut(std::move(put), key, checksum, options));
     return Completion::kInline;
   }
-  const bool inline_write = drives_->sync_mode() == drive::SyncMode::kInterval && drives_->BuffersPut(put.size());
+  const bool small = drives_->BuffersPut(put.size());
+  const bool inline_write = drives_->sync_mode() == drive::SyncMode::kInterval && small;
   PutCommit commit{std::move(put), std::string(key), checksum, options};
-  if (inline_write && reply.turn != nullptr) {
+  if (small && reply.turn != nullptr) {
     TurnCommits& turn = *reply.turn;
     turn.waiters_.push_back({reply.owner, turn.puts_.size(), 1, StatusDone(std::forward<Done>(done)), {}});
     turn.puts_.push_back(std::move(commit));
-    return Completion::kTurn;
+    turn.inbox_ = reply.inbox;
+    return inline_write ? Completion::kTurn : Completion::kPending;
   }
   if (inline_write) {
     std::forward<Done>(done)(WriteThrough(std::move(commit)));
@@ -453,11 +466,12 @@ Completion TieredStore::CommitMany(std::vector<PutCommit> puts, const ReplyTo& r
     return Completion::kInline;
   }
   const bool small = std::all_of(puts.begin(), puts.end(), [&](const PutCommit& p) { return drives_->BuffersPut(p.put.size()); });
-  if (small && drives_->sync_mode() == drive::SyncMode::kInterval && reply.turn != nullptr) {
+  if (small && reply.turn != nullptr) {
     TurnCommits& turn = *reply.turn;
     turn.waiters_.push_back({reply.owner, turn.puts_.size(), puts.size(), {}, StatusesDone(std::forward<Done>(done))});
     for (PutCommit& p : puts) turn.puts_.push_back(std::move(p));
-    return Completion::kTurn;
+    turn.inbox_ = reply.inbox;
+    return drives_->sync_mode() == drive::SyncMode::kInterval ? Completion::kTurn : Completion::kPending;
   }
   if (small && drives_->sync_mode() == drive::SyncMode::kInterval) {
     std::forward<Done>(done)(WriteThroughMany(std::move(puts)));

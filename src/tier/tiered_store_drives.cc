@@ -460,8 +460,32 @@ std::vector<Status> TieredStore::WriteThroughMany(std::vector<PutCommit> puts) {
 std::vector<std::pair<uint64_t, CompletionInbox::Closure>> TieredStore::FinishTurn(TurnCommits& turn) {
   std::vector<PutCommit> puts = std::move(turn.puts_);
   std::vector<TurnCommits::Waiter> waiters = std::move(turn.waiters_);
+  std::shared_ptr<CompletionInbox> inbox = std::move(turn.inbox_);
   turn.puts_.clear();
   turn.waiters_.clear();
+  if (puts.empty() || drives_->sync_mode() == drive::SyncMode::kInterval) {
+    return WriteTurn(std::move(puts), std::move(waiters));
+  }
+  struct Job {
+    std::vector<PutCommit> puts;
+    std::vector<TurnCommits::Waiter> waiters;
+    std::shared_ptr<CompletionInbox> inbox;
+  };
+  auto job = std::make_shared<Job>(Job{std::move(puts), std::move(waiters), std::move(inbox)});
+  io_->Submit([this, job] { job->inbox->PostMany(WriteTurn(std::move(job->puts), std::move(job->waiters))); });
+  return {};
+}
+
+std::vector<std::pair<uint64_t, CompletionInbox::Closure>> TieredStore::WriteTurn(
+    std::vector<PutCommit> puts, std::vector<TurnCommits::Waiter> waiters) {
+  std::vector<std::pair<uint64_t, CompletionInbox::Closure>> done;
+  if (puts.size() == 1 && waiters.size() == 1 && waiters[0].one) {  // a turn of one put: no batch to build
+    Status status = WriteThrough(std::move(puts[0]));
+    done.emplace_back(waiters[0].owner, [one = std::move(waiters[0].one), s = std::move(status)]() mutable {
+      one(std::move(s));
+    });
+    return done;
+  }
   // Runs of distinct keys, each one drive commit, in order: a key deferred
   // twice in one turn ends with its later value.
   std::vector<Status> statuses;
@@ -478,7 +502,6 @@ std::vector<std::pair<uint64_t, CompletionInbox::Closure>> TieredStore::FinishTu
     begin = i;
     if (i < puts.size()) keys.insert(puts[i].key);
   }
-  std::vector<std::pair<uint64_t, CompletionInbox::Closure>> done;
   done.reserve(waiters.size());
   for (TurnCommits::Waiter& w : waiters) {
     if (w.one) {

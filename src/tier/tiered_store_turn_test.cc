@@ -129,13 +129,24 @@ class TurnAlwaysTest : public TurnTest {
   TurnAlwaysTest() : TurnTest(drive::SyncMode::kAlways) {}
 };
 
-TEST_F(TurnAlwaysTest, PutsThatMustBeFlushedGoToTheIoThreadsNotTheTurn) {
-  const std::vector<uint8_t> bytes = Pattern(4096, 1);
-  std::optional<Status> result;
-  EXPECT_EQ(Put(1, "k", bytes, &result), Completion::kPending);
+TEST_F(TurnAlwaysTest, ATurnsPutsThatMustBeFlushedGoToAnIoThreadAsOneJobAndComeBackThroughTheInbox) {
+  const std::vector<uint8_t> a = Pattern(4096, 1), b = Pattern(20'000, 2), big = Pattern(300'000, 3);
+  std::optional<Status> put_a, put_b, put_big;
+  EXPECT_EQ(Put(1, "a", a, &put_a), Completion::kPending);
+  EXPECT_EQ(Put(1, "b", b, &put_b), Completion::kPending);
+  EXPECT_FALSE(turn_.empty()) << "small puts wait for the end of the turn";
+  // A value the drives do not buffer has an I/O job of its own at once.
+  EXPECT_EQ(Put(1, "big", big, &put_big), Completion::kPending);
+  EXPECT_TRUE(h_.store().FinishTurn(turn_).empty()) << "answered through the inbox, not by FinishTurn";
   EXPECT_TRUE(turn_.empty());
-  ASSERT_TRUE(h_.loop().RunUntil([&] { return result.has_value(); }));
-  EXPECT_TRUE(result->ok()) << result->ToString();
+  ASSERT_TRUE(h_.loop().RunUntil([&] { return put_a && put_b && put_big; }));
+  EXPECT_TRUE(put_a->ok()) << put_a->ToString();
+  EXPECT_TRUE(put_b->ok()) << put_b->ToString();
+  EXPECT_TRUE(put_big->ok()) << put_big->ToString();
+  drive::ExtentStore& drives = h_.ReopenDrives();
+  EXPECT_EQ(drives.Get("a").value(), a);
+  EXPECT_EQ(drives.Get("b").value(), b);
+  EXPECT_EQ(drives.Get("big").value(), big);
 }
 
 }  // namespace
