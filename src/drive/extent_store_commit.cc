@@ -47,6 +47,22 @@ JournalRecord OfflineRecordLocked(ExtentStore::Impl& s, uint32_t drive) MEMKV_RE
 
 bool HasKey(CommitOp::Kind k) { return k == CommitOp::Kind::kPut || k == CommitOp::Kind::kDelete; }
 
+// The put record of an index entry, with its sequence (0 for one not yet
+// assigned).
+JournalRecord PutRecordOf(const Entry& e) {
+  JournalRecord r;
+  r.type = RecordType::kPut;
+  r.sequence = e.sequence;
+  r.key = e.key;
+  r.generation = e.generation;
+  r.value_bytes = e.value_bytes;
+  r.value_checksum = e.value_checksum;
+  r.extents = e.extents;
+  r.attrs = e.attrs;
+  r.seals = e.seals;
+  return r;
+}
+
 }  // namespace
 
 void ExtentStore::Impl::Commit(std::span<CommitOp* const> ops) {
@@ -100,23 +116,15 @@ void ExtentStore::Impl::ProcessBatch(std::span<CommitOp*> batch) {
   for (size_t i = 0; i < batch.size(); ++i) {
     const CommitOp& op = *batch[i];
     if (op.kind != CommitOp::Kind::kPut) continue;
-    JournalRecord& r = put_records[i];
-    r.type = RecordType::kPut;
-    r.key = std::string(op.key);
-    r.generation = op.generation;
-    r.value_bytes = op.value_bytes;
-    r.value_checksum = op.value_checksum;
-    r.extents = op.extents;
-    r.attrs = op.attrs;
-    r.seals = op.seals;
     auto e = std::make_shared<Entry>();
-    e->key = r.key;
+    e->key = std::string(op.key);
     e->generation = op.generation;
     e->value_bytes = op.value_bytes;
     e->value_checksum = op.value_checksum;
     e->extents = op.extents;
     e->attrs = op.attrs;
     e->seals = op.seals;
+    put_records[i] = PutRecordOf(*e);
     entries[i] = std::move(e);
   }
 
@@ -327,18 +335,7 @@ std::vector<JournalRecord> ExtentStore::Impl::LiveRecordsLocked() {
   // followed by that batch's records, whose sequences must stay the higher
   // (a Delete of a value the checkpoint still holds must win at replay).
   policies.eviction().lru().ForEachColdestFirst([&](storage::policy::PolicyEntry& p) {
-    const Entry& e = static_cast<const Entry&>(p);
-    JournalRecord r;
-    r.type = RecordType::kPut;
-    r.sequence = e.sequence;
-    r.key = e.key;
-    r.generation = e.generation;
-    r.value_bytes = e.value_bytes;
-    r.value_checksum = e.value_checksum;
-    r.extents = e.extents;
-    r.attrs = e.attrs;
-    r.seals = e.seals;
-    out.push_back(std::move(r));
+    out.push_back(PutRecordOf(static_cast<const Entry&>(p)));
     return true;
   });
   return out;
