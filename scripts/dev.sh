@@ -35,16 +35,22 @@ run_ctest() {  # dir, extra ctest args...
   return 1
 }
 
-# Runs a stage (a name, then a command) and prints how long it took; the
-# test command's stages add up to the run's time (CI keeps it under 60 min).
+# Runs a stage (a name, then a command) and prints how long it took and the
+# disk left where the builds and the tests' files go; the test command's
+# stages add up to the run's time (CI keeps it under 60 min).
 stage() {  # name, command...
   local name="$1"; shift
   local start=$SECONDS
   echo "== stage: $name"
   local status=0
   "$@" || status=$?
-  echo "== stage: $name: $((SECONDS - start)) s$([ $status -eq 0 ] || echo ", FAILED ($status)")"
+  echo "== stage: $name: $((SECONDS - start)) s$([ $status -eq 0 ] || echo ", FAILED ($status)"); free: $(free_disk)"
   return $status
+}
+
+# "here 40G, /tmp 7.5G": the free space of the checkout's and $TMPDIR's file systems.
+free_disk() {
+  echo "here $(df -h --output=avail . | tail -1 | tr -d ' '), ${TMPDIR:-/tmp} $(df -h --output=avail "${TMPDIR:-/tmp}" | tail -1 | tr -d ' ')"
 }
 
 # The locks checked by the compiler (docs/threads.md): the library, the
