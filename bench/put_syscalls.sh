@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
-# The server's system calls, futex calls, context switches and CPU per put:
-# a memkv server (any build) on loopback, driven by memkv-rdma-probe's bench
-# over TCP, with `perf stat` on the server while the puts run
-# (docs/benchmarks.md, "4 KiB puts in file mode: one commit per turn").
+# The server's system calls, futex calls, context switches and CPU per put,
+# and the client's CPU per put: a memkv server (any build) on loopback,
+# driven by memkv-rdma-probe's bench over TCP, with `perf stat` on the server
+# and on the client while the puts run (docs/benchmarks.md, "4 KiB puts in
+# file mode: one commit per turn"). With --peer redis, the same for
+# redis-server with its append-only file (appendfsync everysec for
+# --sync interval, always for --sync always; --mode memory: no persistence),
+# driven by redis-benchmark (SET, --batch as its pipelining).
 # Counts per put move far less with the machine's load than throughput does,
-# so two builds compare on a shared VM; run them alternating.
-# usage: bench/put_syscalls.sh [--memkv BIN] [--probe BIN] [--mode memory|file]
-#                              [--sync interval|always] [--workers N]
-#                              [--size S] [--depth D] [--batch B] [--seconds T]
+# so two builds, or memkv and Redis, compare on a shared VM; run them
+# alternating.
+# usage: bench/put_syscalls.sh [--peer memkv|redis] [--memkv BIN] [--probe BIN]
+#                              [--mode memory|file] [--sync interval|always]
+#                              [--workers N] [--size S] [--depth D] [--batch B]
+#                              [--seconds T] [--requests N]
+#   --peer P      the server measured: memkv (default) or redis
 #   --memkv BIN   the server (default build/memkv)
 #   --probe BIN   the client (default build/memkv-rdma-probe)
 #   --mode M      storage.mode (default file: one 2 GiB drive file)
@@ -15,15 +22,19 @@
 #   --workers N   the server's --workers (default: its own default)
 #   --size S      value size (default 4k); --depth D threads and connections
 #                 (default 16); --batch B keys per BatchPut (default 1)
-#   --seconds T   the measured run (default 3; a 2 s warm-up runs first)
+#   --seconds T   memkv's measured run (default 3; a 2 s warm-up runs first)
+#   --requests N  Redis's measured run, in SETs (default 60000; 10000 warm up)
 # Prints one line: puts/s, and per put the server's system calls, futex
-# calls, context switches and CPU microseconds. Needs perf
-# (apt-get install linux-perf) and permission to read tracepoints (root).
+# calls, context switches and CPU microseconds, and the client's CPU
+# microseconds. Needs perf (apt-get install linux-perf) and permission to
+# read tracepoints (root); --peer redis needs redis-server and
+# redis-benchmark (apt-get install redis-server redis-tools).
 set -euo pipefail
-MEMKV=build/memkv; PROBE=build/memkv-rdma-probe; MODE=file; SYNC=interval; WORKERS=""
-SIZE=4k; DEPTH=16; BATCH=1; SECS=3
+PEER=memkv; MEMKV=build/memkv; PROBE=build/memkv-rdma-probe; MODE=file; SYNC=interval; WORKERS=""
+SIZE=4k; DEPTH=16; BATCH=1; SECS=3; REQUESTS=60000
 while [ $# -gt 0 ]; do
   case "$1" in
+    --peer) PEER="$2"; shift 2;;
     --memkv) MEMKV="$2"; shift 2;;
     --probe) PROBE="$2"; shift 2;;
     --mode) MODE="$2"; shift 2;;
@@ -33,60 +44,104 @@ while [ $# -gt 0 ]; do
     --depth) DEPTH="$2"; shift 2;;
     --batch) BATCH="$2"; shift 2;;
     --seconds) SECS="$2"; shift 2;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0;;
-    *) echo "put_syscalls: unknown argument '$1'" >&2; sed -n '2,21p' "$0" >&2; exit 2;;
+    --requests) REQUESTS="$2"; shift 2;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0;;
+    *) echo "put_syscalls: unknown argument '$1'" >&2; sed -n '2,31p' "$0" >&2; exit 2;;
   esac
 done
+case "$PEER" in memkv|redis) ;; *) echo "put_syscalls: --peer is memkv or redis, not '$PEER'" >&2; exit 2;; esac
 case "$MODE" in memory|file) ;; *) echo "put_syscalls: --mode is memory or file, not '$MODE'" >&2; exit 2;; esac
 case "$SYNC" in interval|always) ;; *) echo "put_syscalls: --sync is interval or always, not '$SYNC'" >&2; exit 2;; esac
 command -v perf > /dev/null || { echo "put_syscalls: perf not found (apt-get install linux-perf)" >&2; exit 2; }
-[ -x "$MEMKV" ] && [ -x "$PROBE" ] || { echo "put_syscalls: $MEMKV or $PROBE is missing (build them first)" >&2; exit 2; }
+if [ "$PEER" = memkv ]; then
+  [ -x "$MEMKV" ] && [ -x "$PROBE" ] || { echo "put_syscalls: $MEMKV or $PROBE is missing (build them first)" >&2; exit 2; }
+else
+  command -v redis-server > /dev/null && command -v redis-benchmark > /dev/null ||
+    { echo "put_syscalls: redis-server or redis-benchmark not found (apt-get install redis-server redis-tools)" >&2; exit 2; }
+fi
 OUT="$(mktemp -d)"
 trap 'kill $SERVER 2>/dev/null || true; rm -rf "$OUT"' EXIT
 SERVER=""
-KEY=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
-{
-  printf 'network:\n  address: 127.0.0.1:0\n  auth_key: %s\nmemory:\n  max_size: 1GiB\nstorage:\n  mode: %s\n' \
-    "$KEY" "$MODE"
-  [ "$MODE" = file ] && printf '  sync: %s\n  drives:\n    - {media: %s/drive0.memkv, size: 2GiB}\n' "$SYNC" "$OUT"
-} > "$OUT/config.yaml"
-chmod 600 "$OUT/config.yaml"
-ARGS=(start --config "$OUT/config.yaml" --data-dir "$OUT/data")
-[ -n "$WORKERS" ] && ARGS+=(--workers "$WORKERS")
-"$MEMKV" "${ARGS[@]}" > "$OUT/server.log" 2>&1 &
-SERVER=$!
-deadline=$((SECONDS + 120))
-until grep -q '^ready' "$OUT/server.log"; do
-  kill -0 $SERVER 2>/dev/null || { echo "put_syscalls: the server exited:" >&2; tail -5 "$OUT/server.log" >&2; exit 1; }
-  [ $SECONDS -lt $deadline ] || { echo "put_syscalls: the server was not ready in 120 s" >&2; exit 1; }
-  sleep 0.2
-done
-ADDR=$(sed -n 's/^ready //p' "$OUT/server.log" | head -1)
-export MEMKV_SERVERS=$ADDR MEMKV_AUTH_KEY=$KEY MEMKV_NUM_CONNECTIONS=$DEPTH MEMKV_TIMEOUT_MS=60000
-FLAGS=(--op put --size "$SIZE" --depth "$DEPTH" --batch "$BATCH")
-"$PROBE" bench "${FLAGS[@]}" --seconds 2 > "$OUT/warm.out"
-perf stat -x, -e raw_syscalls:sys_enter,syscalls:sys_enter_futex,context-switches,task-clock -p $SERVER \
-  -o "$OUT/perf.csv" &
-PERF=$!
-"$PROBE" bench "${FLAGS[@]}" --seconds "$SECS" > "$OUT/run.out"
-kill -INT $PERF; wait $PERF 2>/dev/null || true
-python3 - "$OUT" "$MODE" "$SYNC" "$BATCH" <<'PY'
+EVENTS=raw_syscalls:sys_enter,syscalls:sys_enter_futex,context-switches,task-clock
+
+# Waits until `ready` (a command) succeeds while the server lives.
+wait_ready() {
+  local deadline=$((SECONDS + 120))
+  until "$@"; do
+    kill -0 $SERVER 2>/dev/null || { echo "put_syscalls: the server exited:" >&2; tail -5 "$OUT/server.log" >&2; exit 1; }
+    [ $SECONDS -lt $deadline ] || { echo "put_syscalls: the server was not ready in 120 s" >&2; exit 1; }
+    sleep 0.2
+  done
+}
+
+# Runs the client command under perf stat (client.csv) with perf stat on the
+# server (perf.csv) for as long as it runs; its stdout goes to run.out.
+measure() {
+  perf stat -x, -e "$EVENTS" -p $SERVER -o "$OUT/perf.csv" &
+  local perf=$!
+  perf stat -x, -e task-clock -o "$OUT/client.csv" "$@" > "$OUT/run.out"
+  kill -INT $perf; wait $perf 2>/dev/null || true
+}
+
+if [ "$PEER" = memkv ]; then
+  KEY=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+  {
+    printf 'network:\n  address: 127.0.0.1:0\n  auth_key: %s\nmemory:\n  max_size: 1GiB\nstorage:\n  mode: %s\n' \
+      "$KEY" "$MODE"
+    [ "$MODE" = file ] && printf '  sync: %s\n  drives:\n    - {media: %s/drive0.memkv, size: 2GiB}\n' "$SYNC" "$OUT"
+  } > "$OUT/config.yaml"
+  chmod 600 "$OUT/config.yaml"
+  ARGS=(start --config "$OUT/config.yaml" --data-dir "$OUT/data")
+  [ -n "$WORKERS" ] && ARGS+=(--workers "$WORKERS")
+  "$MEMKV" "${ARGS[@]}" > "$OUT/server.log" 2>&1 &
+  SERVER=$!
+  wait_ready grep -q '^ready' "$OUT/server.log"
+  ADDR=$(sed -n 's/^ready //p' "$OUT/server.log" | head -1)
+  export MEMKV_SERVERS=$ADDR MEMKV_AUTH_KEY=$KEY MEMKV_NUM_CONNECTIONS=$DEPTH MEMKV_TIMEOUT_MS=60000
+  FLAGS=(--op put --size "$SIZE" --depth "$DEPTH" --batch "$BATCH")
+  "$PROBE" bench "${FLAGS[@]}" --seconds 2 > "$OUT/warm.out"
+  measure "$PROBE" bench "${FLAGS[@]}" --seconds "$SECS"
+else
+  BYTES=$(numfmt --from=iec "$(echo "$SIZE" | tr 'a-z' 'A-Z' | sed 's/IB$//; s/B$//')")
+  PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  PERSIST=(--save '')
+  if [ "$MODE" = file ]; then
+    PERSIST+=(--appendonly yes --appendfsync "$([ "$SYNC" = interval ] && echo everysec || echo always)")
+  fi
+  redis-server --bind 127.0.0.1 --port "$PORT" --dir "$OUT" "${PERSIST[@]}" > "$OUT/server.log" 2>&1 &
+  SERVER=$!
+  wait_ready redis-cli -p "$PORT" ping > /dev/null 2>&1
+  FLAGS=(-p "$PORT" -c "$DEPTH" -d "$BYTES" -P "$BATCH" -t set -r 1000000 -q)
+  redis-benchmark "${FLAGS[@]}" -n 10000 > /dev/null
+  measure redis-benchmark "${FLAGS[@]}" -n "$REQUESTS"
+  # "SET: 10799.14 requests per second, p50=..." after the \r-separated progress.
+  RATE=$(tr '\r' '\n' < "$OUT/run.out" | sed -n 's/^SET: \([0-9.]*\) requests per second.*/\1/p' | tail -1)
+  [ -n "$RATE" ] || { echo "put_syscalls: no rate in redis-benchmark's output:" >&2; cat "$OUT/run.out" >&2; exit 1; }
+  printf '{"ok": %d, "failed": 0, "seconds": %s}\n' "$REQUESTS" "$(python3 -c "print($REQUESTS / $RATE)")" \
+    > "$OUT/run.out"
+fi
+python3 - "$OUT" "$PEER" "$MODE" "$SYNC" "$BATCH" <<'PY'
 import json, sys
-out, mode, sync, batch = sys.argv[1:]
+out, peer, mode, sync, batch = sys.argv[1:]
 run = json.loads([l for l in open(f"{out}/run.out") if l.startswith("{")][-1])
 if run["failed"] or run["ok"] == 0:
     sys.exit(f"put_syscalls: {run['failed']} puts failed: {run['first_error']}")
-counts = {}
-for line in open(f"{out}/perf.csv"):
-    f = line.strip().split(",")
-    if len(f) > 2 and f[0] and f[0][0].isdigit():
-        counts[f[2]] = float(f[0])
-# perf counted from its start until the probe ended; the probe's own rate
-# times its run is the puts of that window (the ramp at either end is small).
+def counts(path):
+    c = {}
+    for line in open(path):
+        f = line.strip().split(",")
+        if len(f) > 2 and f[0] and f[0][0].isdigit():
+            c[f[2]] = float(f[0])
+    return c
+server, client = counts(f"{out}/perf.csv"), counts(f"{out}/client.csv")
+# perf counted from its start until the client ended; the client's own count
+# of puts is the puts of that window (the ramp at either end is small). The
+# client's CPU includes its start (connecting), small beside the run.
 puts = run["ok"]
-print(f"{mode}{'/' + sync if mode == 'file' else ''} batch {batch}: {run['ok'] / run['seconds']:.0f} puts/s; "
-      f"per put: {counts.get('raw_syscalls:sys_enter', 0) / puts:.2f} system calls, "
-      f"{counts.get('syscalls:sys_enter_futex', 0) / puts:.2f} futex, "
-      f"{counts.get('context-switches', 0) / puts:.2f} context switches, "
-      f"{counts.get('task-clock', 0) * 1e3 / puts:.1f} us server CPU")
+print(f"{peer} {mode}{'/' + sync if mode == 'file' else ''} batch {batch}: {run['ok'] / run['seconds']:.0f} puts/s; "
+      f"per put: {server.get('raw_syscalls:sys_enter', 0) / puts:.2f} system calls, "
+      f"{server.get('syscalls:sys_enter_futex', 0) / puts:.2f} futex, "
+      f"{server.get('context-switches', 0) / puts:.2f} context switches, "
+      f"{server.get('task-clock', 0) * 1e3 / puts:.1f} us server CPU, "
+      f"{client.get('task-clock', 0) * 1e3 / puts:.1f} us client CPU")
 PY
