@@ -24,6 +24,9 @@
 #                 (default 16); --batch B keys per BatchPut (default 1)
 #   --seconds T   memkv's measured run (default 3; a 2 s warm-up runs first)
 #   --requests N  Redis's measured run, in SETs (default 60000; 10000 warm up)
+#   --wakeups     also records the scheduler's wakeups for 0.5 s of the run
+#                 (perf record -a) and prints, per server and client thread,
+#                 how long a woken thread waited to run (median, mean)
 # Prints one line: puts/s, and per put the server's system calls, futex
 # calls, context switches and CPU microseconds, and the client's CPU
 # microseconds. Needs perf (apt-get install linux-perf) and permission to
@@ -31,7 +34,7 @@
 # redis-benchmark (apt-get install redis-server redis-tools).
 set -euo pipefail
 PEER=memkv; MEMKV=build/memkv; PROBE=build/memkv-rdma-probe; MODE=file; SYNC=interval; WORKERS=""
-SIZE=4k; DEPTH=16; BATCH=1; SECS=3; REQUESTS=60000
+SIZE=4k; DEPTH=16; BATCH=1; SECS=3; REQUESTS=60000; WAKEUPS=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --peer) PEER="$2"; shift 2;;
@@ -45,8 +48,9 @@ while [ $# -gt 0 ]; do
     --batch) BATCH="$2"; shift 2;;
     --seconds) SECS="$2"; shift 2;;
     --requests) REQUESTS="$2"; shift 2;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0;;
-    *) echo "put_syscalls: unknown argument '$1'" >&2; sed -n '2,31p' "$0" >&2; exit 2;;
+    --wakeups) WAKEUPS=1; shift;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0;;
+    *) echo "put_syscalls: unknown argument '$1'" >&2; sed -n '2,34p' "$0" >&2; exit 2;;
   esac
 done
 case "$PEER" in memkv|redis) ;; *) echo "put_syscalls: --peer is memkv or redis, not '$PEER'" >&2; exit 2;; esac
@@ -79,8 +83,18 @@ wait_ready() {
 measure() {
   perf stat -x, -e "$EVENTS" -p $SERVER -o "$OUT/perf.csv" &
   local perf=$!
+  local sched=""
+  if [ "$WAKEUPS" = 1 ]; then
+    (sleep 1; perf record -q -e sched:sched_switch,sched:sched_wakeup -a -o "$OUT/sched.data" -- sleep 0.5 \
+       > /dev/null 2>&1; ls /proc/$SERVER/task > "$OUT/server.tids") &
+    sched=$!
+  fi
   perf stat -x, -e task-clock -o "$OUT/client.csv" "$@" > "$OUT/run.out"
   kill -INT $perf; wait $perf 2>/dev/null || true
+  if [ -n "$sched" ]; then
+    wait $sched
+    perf script -i "$OUT/sched.data" -F tid,time,event,trace > "$OUT/sched.txt" 2>/dev/null
+  fi
 }
 
 if [ "$PEER" = memkv ]; then
@@ -121,7 +135,7 @@ else
     > "$OUT/run.out"
 fi
 python3 - "$OUT" "$PEER" "$MODE" "$SYNC" "$BATCH" <<'PY'
-import json, sys
+import json, os, re, sys
 out, peer, mode, sync, batch = sys.argv[1:]
 run = json.loads([l for l in open(f"{out}/run.out") if l.startswith("{")][-1])
 if run["failed"] or run["ok"] == 0:
@@ -144,4 +158,28 @@ print(f"{peer} {mode}{'/' + sync if mode == 'file' else ''} batch {batch}: {run[
       f"{server.get('context-switches', 0) / puts:.2f} context switches, "
       f"{server.get('task-clock', 0) * 1e3 / puts:.1f} us server CPU, "
       f"{client.get('task-clock', 0) * 1e3 / puts:.1f} us client CPU")
+if os.path.exists(f"{out}/sched.txt"):
+    # From a thread's sched_wakeup to the sched_switch that runs it.
+    server_tids = set(open(f"{out}/server.tids").read().split())
+    woken, waits, names = {}, {}, {}
+    for line in open(f"{out}/sched.txt"):
+        m = re.match(r"\s*\d+\s+([\d.]+):\s+sched:(\w+):\s+(.*)", line)
+        if not m:
+            continue
+        t, event, trace = float(m.group(1)), m.group(2), m.group(3)
+        if event == "sched_wakeup":
+            w = re.search(r"comm=(\S+) pid=(\d+)", trace)
+            if w:
+                woken[w.group(2)] = t
+                names[w.group(2)] = w.group(1)
+        else:
+            n = re.search(r"next_pid=(\d+)", trace)
+            if n and n.group(1) in woken:
+                waits.setdefault(n.group(1), []).append((t - woken.pop(n.group(1))) * 1e6)
+    for tid, v in sorted(waits.items(), key=lambda kv: -len(kv[1])):
+        side = "server" if tid in server_tids else "client" if names[tid].startswith(("memkv-rdma", "redis-bench")) else ""
+        if side and len(v) >= 100:
+            v.sort()
+            print(f"  {side} thread {names[tid]}: {len(v)} wakeups in 0.5 s, woken to running "
+                  f"median {v[len(v) // 2]:.1f} us, mean {sum(v) / len(v):.1f} us")
 PY
