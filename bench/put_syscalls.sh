@@ -20,6 +20,7 @@
 #   --mode M      storage.mode (default file: one 2 GiB drive file)
 #   --sync P      storage.sync in file mode (default interval)
 #   --workers N   the server's --workers (default: its own default)
+#   --busy-poll-us N  the server's network.busy_poll_us (default: its default)
 #   --size S      value size (default 4k); --depth D threads and connections
 #                 (default 16); --batch B keys per BatchPut (default 1)
 #   --seconds T   memkv's measured run (default 3; a 2 s warm-up runs first)
@@ -34,7 +35,7 @@
 # redis-benchmark (apt-get install redis-server redis-tools).
 set -euo pipefail
 PEER=memkv; MEMKV=build/memkv; PROBE=build/memkv-rdma-probe; MODE=file; SYNC=interval; WORKERS=""
-SIZE=4k; DEPTH=16; BATCH=1; SECS=3; REQUESTS=60000; WAKEUPS=0
+SIZE=4k; DEPTH=16; BATCH=1; SECS=3; REQUESTS=60000; WAKEUPS=0; BUSY_POLL=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --peer) PEER="$2"; shift 2;;
@@ -43,14 +44,15 @@ while [ $# -gt 0 ]; do
     --mode) MODE="$2"; shift 2;;
     --sync) SYNC="$2"; shift 2;;
     --workers) WORKERS="$2"; shift 2;;
+    --busy-poll-us) BUSY_POLL="$2"; shift 2;;
     --size) SIZE="$2"; shift 2;;
     --depth) DEPTH="$2"; shift 2;;
     --batch) BATCH="$2"; shift 2;;
     --seconds) SECS="$2"; shift 2;;
     --requests) REQUESTS="$2"; shift 2;;
     --wakeups) WAKEUPS=1; shift;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0;;
-    *) echo "put_syscalls: unknown argument '$1'" >&2; sed -n '2,34p' "$0" >&2; exit 2;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0;;
+    *) echo "put_syscalls: unknown argument '$1'" >&2; sed -n '2,35p' "$0" >&2; exit 2;;
   esac
 done
 case "$PEER" in memkv|redis) ;; *) echo "put_syscalls: --peer is memkv or redis, not '$PEER'" >&2; exit 2;; esac
@@ -100,8 +102,9 @@ measure() {
 if [ "$PEER" = memkv ]; then
   KEY=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
   {
-    printf 'network:\n  address: 127.0.0.1:0\n  auth_key: %s\nmemory:\n  max_size: 1GiB\nstorage:\n  mode: %s\n' \
-      "$KEY" "$MODE"
+    printf 'network:\n  address: 127.0.0.1:0\n  auth_key: %s\n' "$KEY"
+    [ -n "$BUSY_POLL" ] && printf '  busy_poll_us: %s\n' "$BUSY_POLL"
+    printf 'memory:\n  max_size: 1GiB\nstorage:\n  mode: %s\n' "$MODE"
     [ "$MODE" = file ] && printf '  sync: %s\n  drives:\n    - {media: %s/drive0.memkv, size: 2GiB}\n' "$SYNC" "$OUT"
   } > "$OUT/config.yaml"
   chmod 600 "$OUT/config.yaml"

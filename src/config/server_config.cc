@@ -76,7 +76,8 @@ void ReadNetwork(const YAML::Node& node, Diagnostics* d, NetworkConfig* out) {
            Uint32Field("max_unauthenticated_connections", internal::kMaxUnauthenticatedAllowed, d,
                        &out->max_unauthenticated_connections),
            Uint32Field("frame_timeout_ms", internal::kFrameTimeoutAllowed, d, &out->frame_timeout_ms),
-           BoolField("loads_first", d, &out->loads_first)},
+           BoolField("loads_first", d, &out->loads_first),
+           Uint32Field("busy_poll_us", internal::kBusyPollAllowed, d, &out->busy_poll_us)},
           d);
 }
 

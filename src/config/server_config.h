@@ -43,6 +43,10 @@ struct NetworkConfig {
   // ahead of those receiving a put's value, and takes at most 256 KiB of a
   // value per turn (docs/operations.md, "Loads before stores").
   bool loads_first = true;
+  // After a turn, each worker keeps polling its connections for at most
+  // this long before it sleeps, so that a request following soon is not
+  // delayed by a wakeup; adaptive, 0 = sleep at once (docs/configuration.md).
+  uint32_t busy_poll_us = 100;
   bool operator==(const NetworkConfig&) const = default;
 };
 

@@ -252,6 +252,20 @@ TEST(ServerConfigNetworkTest, LoadsFirstIsOnUnlessTurnedOff) {
   EXPECT_TRUE(HasLineWith(lines, {"network.loads_first", "sometimes"})) << lines[0];
 }
 
+TEST(ServerConfigNetworkTest, BusyPollIs100UsByDefaultAndAtMost1000) {
+  Result<ServerConfig> c = Parse(kMemoryMode);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->network.busy_poll_us, 100u);
+  for (uint32_t us : {0u, 1000u}) {
+    c = Parse(std::string(kMemoryMode) + "network:\n  busy_poll_us: " + std::to_string(us) + "\n");
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c->network.busy_poll_us, us);
+  }
+  std::vector<std::string> lines = ProblemsWith("network:\n  busy_poll_us: 1001\n");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(HasLineWith(lines, {"network.busy_poll_us", "1001", "0..1000"})) << lines[0];
+}
+
 TEST(ServerConfigMemoryTest, BlockSizeIsPowerOfTwoFrom4KiBTo1GiB) {
   for (const char* ok : {"4 KiB", "2 MiB", "1 GiB"}) {
     EXPECT_TRUE(Parse(std::string(kMemoryMode) + "memory:\n  block_size: " + ok + "\n").ok()) << ok;

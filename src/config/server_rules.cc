@@ -74,6 +74,9 @@ void CheckConnectionLimits(const NetworkConfig& n, Diagnostics* d) {
     d->Violation({"network.frame_timeout_ms"},
                  OutOfRange("network.frame_timeout_ms", n.frame_timeout_ms, kFrameTimeoutAllowed));
   }
+  if (n.busy_poll_us > kMaxBusyPollUs) {
+    d->Violation({"network.busy_poll_us"}, OutOfRange("network.busy_poll_us", n.busy_poll_us, kBusyPollAllowed));
+  }
 }
 
 void CheckBlockSize(const std::string& path, uint64_t bytes, Diagnostics* d) {

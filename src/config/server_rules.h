@@ -33,6 +33,8 @@ inline constexpr std::string_view kMaxUnauthenticatedAllowed = "1..network.max_c
 inline constexpr uint32_t kMinFrameTimeoutMs = 100;
 inline constexpr uint32_t kMaxFrameTimeoutMs = 3'600'000;
 inline constexpr std::string_view kFrameTimeoutAllowed = "100..3600000 (milliseconds)";
+inline constexpr uint32_t kMaxBusyPollUs = 1000;
+inline constexpr std::string_view kBusyPollAllowed = "0..1000 (microseconds; 0: sleep at once)";
 inline constexpr uint32_t kMaxReadCheckIntervalMs = 3'600'000;
 inline constexpr std::string_view kReadCheckIntervalAllowed = "0..3600000 (milliseconds; 0 = after every send)";
 inline constexpr uint32_t kMaxNamespaceTop = 256;

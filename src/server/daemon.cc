@@ -107,6 +107,7 @@ std::vector<std::string> RestartNeeded(const config::ServerConfig& was, const co
   }
   if (a.frame_timeout_ms != b.frame_timeout_ms) out.push_back("network.frame_timeout_ms");
   if (a.loads_first != b.loads_first) out.push_back("network.loads_first");
+  if (a.busy_poll_us != b.busy_poll_us) out.push_back("network.busy_poll_us");
   if (!(was.memory == now.memory)) out.push_back("memory");
   if (!(was.rdma == now.rdma)) out.push_back("rdma");
   if (!(was.storage == now.storage)) out.push_back("storage");
@@ -343,6 +344,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   server_options.max_unauthenticated_connections = c.network.max_unauthenticated_connections;
   server_options.frame_timeout_ms = c.network.frame_timeout_ms;
   server_options.loads_first = c.network.loads_first;
+  server_options.busy_poll_us = c.network.busy_poll_us;
   server_options.max_value_bytes = c.memory.max_value_size_bytes;
   server_options.rdma = rdma_.get();
   server_options.namespaces = namespaces_.get();

@@ -5,6 +5,7 @@
 #include <netinet/tcp.h>
 #include <malloc.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/eventfd.h>
@@ -23,6 +24,7 @@
 #include "base/mutex.h"
 #include "base/thread_name.h"
 #include "io/socket.h"
+#include "server/idle_poll.h"
 #include "server/session.h"
 
 namespace memkv::server {
@@ -195,7 +197,8 @@ class Server::Worker {
       // without waiting: their sockets may have nothing more to say.
       // So do puts deferred to the end of the last turn by the completions
       // it delivered.
-      int n = ::epoll_wait(epoll_.get(), events, 128, buffered_.empty() && turn_.empty() ? 250 : 0);
+      const int n = buffered_.empty() && turn_.empty() ? WaitForEvents(events)
+                                                       : ::epoll_wait(epoll_.get(), events, 128, 0);
       if (server_->options_.loads_first) {
         ServeLoadsFirst(events, n);
       } else {
@@ -204,6 +207,26 @@ class Server::Worker {
       }
       FinishTurn();
     }
+  }
+
+  // Nothing to do: polls for up to the IdlePoll window, yielding the core to
+  // any thread ready to run on it between polls, then sleeps (at most 250 ms,
+  // for the timeouts above).
+  int WaitForEvents(epoll_event* events) {
+    const Nanos window = idle_poll_.window_ns();
+    const Nanos start = MonotonicNanos();
+    int n = 0;
+    if (window > 0) {
+      n = ::epoll_wait(epoll_.get(), events, 128, 0);
+      if (n > 0) return n;  // not idle
+      while (n == 0 && MonotonicNanos() - start < window) {
+        ::sched_yield();
+        n = ::epoll_wait(epoll_.get(), events, 128, 0);
+      }
+    }
+    if (n == 0) n = ::epoll_wait(epoll_.get(), events, 128, 250);
+    idle_poll_.OnIdle(MonotonicNanos() - start);
+    return n;
   }
 
   // The small puts this turn's connections deferred (TieredStore,
@@ -532,6 +555,7 @@ class Server::Worker {
   uint64_t next_id_ = 1;
   std::shared_ptr<tier::CompletionInbox> inbox_;
   tier::TurnCommits turn_;  // FinishTurn
+  IdlePoll idle_poll_{Nanos(server_->options_.busy_poll_us) * 1000};  // WaitForEvents
   Nanos next_reap_ = 0;
   std::vector<uint64_t> buffered_;  // connection ids for RunBuffered
   std::vector<epoll_event> store_events_;  // ServeLoadsFirst's scratch

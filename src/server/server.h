@@ -57,6 +57,9 @@ struct ServerOptions {
   // those receiving a put's value, which take at most kStoreTurnBytes of it
   // per turn (server.cc, Worker::Loop).
   bool loads_first = true;
+  // network.busy_poll_us: how long a worker polls after a turn before it
+  // sleeps, at most (IdlePoll); 0: it sleeps at once.
+  uint32_t busy_poll_us = 100;
   // memory.max_value_size: the largest value stored, announced at Connect;
   // at most proto::kMaxValueBytesCeiling.
   uint64_t max_value_bytes = 16ULL << 30;
