@@ -127,7 +127,8 @@ else
   fi
   redis-server --bind 127.0.0.1 --port "$PORT" --dir "$OUT" "${PERSIST[@]}" > "$OUT/server.log" 2>&1 &
   SERVER=$!
-  wait_ready redis-cli -p "$PORT" ping > /dev/null 2>&1
+  redis_up() { redis-cli -p "$PORT" ping > /dev/null 2>&1; }
+  wait_ready redis_up
   FLAGS=(-p "$PORT" -c "$DEPTH" -d "$BYTES" -P "$BATCH" -t set -r 1000000 -q)
   redis-benchmark "${FLAGS[@]}" -n 10000 > /dev/null
   measure redis-benchmark "${FLAGS[@]}" -n "$REQUESTS"

@@ -148,7 +148,8 @@ TEST(ValueMemoryTest, ValueOfGiBsPutAndGetStayWithin256MiBOfIdleMemoryOnBothEnds
   EXPECT_LE(client_peak.load() - client_idle, kAllowance) << "client: idle " << client_idle << ", peak "
                                                           << client_peak.load();
   std::printf("%llu GiB put and get: server peak RSS %+.1f MiB over idle, client peak anonymous RSS %+.1f MiB\n",
-              static_cast<unsigned long long>(size / kGiB), double(server_peak - server_idle) / double(kMiB), double(client_peak.load() - client_idle) / double(kMiB));
+              static_cast<unsigned long long>(size / kGiB), double(server_peak - server_idle) / double(kMiB),
+              double(client_peak.load() - client_idle) / double(kMiB));
 }
 
 }  // namespace
