@@ -182,10 +182,11 @@ PrometheusWriter::Family* PrometheusWriter::Begin(std::string_view name, MetricT
 }
 
 void PrometheusWriter::AddCounter(std::string_view name, std::string_view help, const Labels& labels,
-                                  uint64_t value) {
+                                  uint64_t value, double divisor) {
   Family* family = Begin(name, MetricType::kCounter, help, labels);
   if (family == nullptr) return;
-  AppendSample(&family->samples, name, "", LabelText(labels), std::to_string(value));
+  AppendSample(&family->samples, name, "", LabelText(labels),
+               divisor == 1.0 ? std::to_string(value) : FormatDouble(double(value) / divisor));
 }
 
 void PrometheusWriter::AddGauge(std::string_view name, std::string_view help, const Labels& labels,

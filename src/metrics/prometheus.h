@@ -76,8 +76,11 @@ class PrometheusWriter {
   PrometheusWriter(const PrometheusWriter&) = delete;
   PrometheusWriter& operator=(const PrometheusWriter&) = delete;
 
-  // `help` is the family's; the first call for a family sets it.
-  void AddCounter(std::string_view name, std::string_view help, const Labels& labels, uint64_t value);
+  // `help` is the family's; the first call for a family sets it. The value
+  // is written divided by `divisor` (kNanosPerSecond for a nanosecond
+  // counter exported in seconds); with 1, as the integer it is.
+  void AddCounter(std::string_view name, std::string_view help, const Labels& labels, uint64_t value,
+                  double divisor = 1.0);
   void AddGauge(std::string_view name, std::string_view help, const Labels& labels, double value);
   // Bounds and the sum are divided by `divisor` (kNanosPerSecond for a
   // nanosecond histogram exported in seconds); counts are written as is.

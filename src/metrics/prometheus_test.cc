@@ -61,6 +61,15 @@ TEST(PrometheusWriterTest, ByteHistogramBoundsAreIntegers) {
   EXPECT_NE(text.find("memkv_value_size_bytes_sum 3145792\n"), std::string::npos) << text;
 }
 
+TEST(PrometheusWriterTest, NanosecondCounterIsWrittenInSeconds) {
+  PrometheusWriter w;
+  w.AddCounter("memkv_worker_poll_seconds_total", "Time polled.", {}, 1'500'000, kNanosPerSecond);
+  w.AddCounter("memkv_idle_seconds_total", "Time idle.", {}, 0, kNanosPerSecond);
+  std::string text = w.Text();
+  EXPECT_NE(text.find("memkv_worker_poll_seconds_total 0.0015\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("memkv_idle_seconds_total 0\n"), std::string::npos) << text;
+}
+
 TEST(PrometheusEscapingTest, LabelValueBytesThatAreNotUtf8AreWrittenAsHexEscapes) {
   EXPECT_EQ(EscapeLabelValue("caf\xc3\xa9"), "caf\xc3\xa9");
   // \xff becomes the characters \xff, whose backslash the label then escapes.

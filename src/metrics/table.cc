@@ -70,12 +70,12 @@ void Samples::Capture(const Labels& labels, uint64_t count, double value) {
   sample.value = value;
 }
 
-void Samples::Counter(const Labels& labels, uint64_t value) {
+void Samples::Counter(const Labels& labels, uint64_t value, double divisor) {
   if (!Fits(MetricType::kCounter, labels)) return;
   if (capture_ != nullptr) {
-    Capture(labels, value, double(value));
+    Capture(labels, value, double(value) / divisor);
   } else {
-    writer_->AddCounter(name_, help_, labels, value);
+    writer_->AddCounter(name_, help_, labels, value, divisor);
   }
 }
 

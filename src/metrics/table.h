@@ -55,7 +55,9 @@ class Samples {
   Samples(std::vector<CapturedSample>* capture, MetricType type, std::string_view labels)
       : capture_(capture), type_(type), labels_(labels) {}
 
-  void Counter(const Labels& labels, uint64_t value);
+  // See PrometheusWriter::AddCounter for `divisor`; a captured sample keeps
+  // the count as given and the divided value.
+  void Counter(const Labels& labels, uint64_t value, double divisor = 1.0);
   void Gauge(const Labels& labels, double value);
   // See PrometheusWriter::AddHistogram for `divisor`.
   void Histogram(const Labels& labels, const HistogramSnapshot& snapshot, double divisor = 1.0);

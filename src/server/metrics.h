@@ -61,6 +61,12 @@ struct ServerMetrics {
   // Connections waiting on a load served ahead of ready connections that
   // were receiving a put's value (network.loads_first).
   Counter loads_served_first;
+  // Idle spells of the workers (nothing left to do after a turn), by how
+  // they ended: an event caught while polling (network.busy_poll_us), or a
+  // sleep in epoll_wait (woken, or its timeout). And the time spent polling.
+  Counter idle_spells_polled;
+  Counter idle_spells_slept;
+  Counter idle_poll_ns;
   // Admin requests refused for failed authentication, by AdminAuthFailure
   // (server/admin_auth.h).
   std::array<Counter, 7> admin_auth_failures;  // kAdminAuthFailureKinds

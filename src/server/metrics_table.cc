@@ -215,6 +215,18 @@ constexpr ServerFact kFacts[] = {
      "Turns of connections waiting on a load served ahead of ready connections receiving a put's value "
      "(network.loads_first).",
      ReadCell<&ServerMetrics::loads_served_first>),
+    Metric("memkv_worker_idle_spells_total", kCounter, "outcome",
+     "Times a worker had nothing left to do, by how the spell ended: polled, a request came while it "
+     "polled its connections (network.busy_poll_us) and was served without a wakeup; slept, it slept in "
+     "epoll_wait.",
+     [](const S& s, Samples& out) {
+       out.Counter({{"outcome", "polled"}}, s.metrics->idle_spells_polled.Value());
+       out.Counter({{"outcome", "slept"}}, s.metrics->idle_spells_slept.Value());
+     }),
+    Metric("memkv_worker_poll_seconds_total", kCounter, "",
+     "Wall time the workers spent polling their connections with nothing to do (network.busy_poll_us), "
+     "including the time other threads ran on the core a worker yielded between polls.",
+     [](const S& s, Samples& out) { out.Counter({}, s.metrics->idle_poll_ns.Value(), metrics::kNanosPerSecond); }),
     Metric("memkv_admin_auth_failures_total", kCounter, "reason",
      "State-changing admin requests refused for failed authentication, by reason.",
      [](const S& s, Samples& out) {

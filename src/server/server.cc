@@ -215,16 +215,24 @@ class Server::Worker {
   int WaitForEvents(epoll_event* events) {
     const Nanos window = idle_poll_.window_ns();
     const Nanos start = MonotonicNanos();
+    ServerMetrics& metrics = server_->metrics_;
     int n = 0;
     if (window > 0) {
       n = ::epoll_wait(epoll_.get(), events, 128, 0);
       if (n > 0) return n;  // not idle
-      while (n == 0 && MonotonicNanos() - start < window) {
+      Nanos polled = 0;
+      while (n == 0 && (polled = MonotonicNanos() - start) < window) {
         ::sched_yield();
         n = ::epoll_wait(epoll_.get(), events, 128, 0);
       }
+      metrics.idle_poll_ns.Add(uint64_t(polled));
     }
-    if (n == 0) n = ::epoll_wait(epoll_.get(), events, 128, 250);
+    if (n > 0) {
+      metrics.idle_spells_polled.Add(1);
+    } else {
+      metrics.idle_spells_slept.Add(1);
+      n = ::epoll_wait(epoll_.get(), events, 128, 250);
+    }
     idle_poll_.OnIdle(MonotonicNanos() - start);
     return n;
   }
