@@ -169,7 +169,10 @@ Result<std::unique_ptr<Client>> MemkvTarget::Connect(uint32_t conns) const {
   options.servers = servers_;
   options.auth_key_hex = auth_key_hex_;
   options.transport = "tcp";
-  options.num_connections = conns;
+  // N threads on N connections: stores may hold num_connections - 1 of them,
+  // and N put threads on N - 1 connections would take turns (each release
+  // waking a waiter) where Redis's N threads each have their own.
+  options.num_connections = conns + 1;
   options.timeout_ms = kOpTimeoutMs;
   options.connect_timeout_ms = kConnectTimeoutMs;
   return Client::Create(options);

@@ -1,5 +1,7 @@
-// The memkv side of a cell: one memkv::Client with num_connections = N shared
-// by N threads, each doing synchronous Put, then GetInto into its own
+// The memkv side of a cell: one memkv::Client shared by N threads, with
+// num_connections = N + 1 so that all N can put at once (the client keeps one
+// connection per server that stores cannot take: docs/client-library.md,
+// "Loads before stores"), each doing synchronous Put, then GetInto into its own
 // preallocated buffer; with a batch of B > 1, BatchPut and BatchGetInto of B
 // distinct keys per call instead (thread t's buffers are
 // payloads.Buffer(t * B + j)).

@@ -101,7 +101,8 @@ Options (all modes):
                     4KiB,64KiB,256KiB,1MiB,2MiB,4MiB,16MiB; --fill
                     4KiB,64KiB,2MiB+1; --fresh 4KiB,2MiB)
   --conns LIST      connection counts; N connections = N client threads sharing
-                    one client with num_connections = N (default: sweep
+                    one client with num_connections = N + 1, of which stores
+                    may hold N (default: sweep
                     1,4,16,64; --fill one count, 4; --fresh 1,16)
   --json PATH       results file (default bench-results.json; --fill
                     bench-fill.json; --fresh bench-fresh.json)

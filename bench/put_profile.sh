@@ -76,7 +76,8 @@ until grep -q '^ready' server.log; do
   [ $SECONDS -lt $deadline ] || { echo "put_profile: the server was not ready in 300 s" >&2; exit 1; }
   sleep 0.5
 done
-export MEMKV_SERVERS=127.0.0.1:$PORT MEMKV_AUTH_KEY=$KEY MEMKV_NUM_CONNECTIONS=$DEPTH MEMKV_TIMEOUT_MS=60000
+# DEPTH + 1: stores may hold all but one connection, so each thread has its own.
+export MEMKV_SERVERS=127.0.0.1:$PORT MEMKV_AUTH_KEY=$KEY MEMKV_NUM_CONNECTIONS=$((DEPTH + 1)) MEMKV_TIMEOUT_MS=60000
 FLAGS=(--op put --size "$SIZE" --depth "$DEPTH" --batch "$BATCH" --prefix "$PREFIX")
 "$PROBE" bench "${FLAGS[@]}" --seconds 3 > warm.out
 callgrind_control -i on $SERVER > /dev/null

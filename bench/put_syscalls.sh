@@ -30,9 +30,12 @@
 #                 how long a woken thread waited to run (median, mean)
 # Prints one line: puts/s, and per put the server's system calls, futex
 # calls, context switches and CPU microseconds, and the client's CPU
-# microseconds. Needs perf (apt-get install linux-perf) and permission to
-# read tracepoints (root); --peer redis needs redis-server and
-# redis-benchmark (apt-get install redis-server redis-tools).
+# microseconds; for memkv also the workers' idle spells per put, the share the
+# poll caught a request in (memkv_worker_idle_spells_total) and the time
+# polled per put (memkv_worker_poll_seconds_total). Needs perf (apt-get
+# install linux-perf) and permission to read tracepoints (root); --peer redis
+# needs redis-server and redis-benchmark (apt-get install redis-server
+# redis-tools).
 set -euo pipefail
 PEER=memkv; MEMKV=build/memkv; PROBE=build/memkv-rdma-probe; MODE=file; SYNC=interval; WORKERS=""
 SIZE=4k; DEPTH=16; BATCH=1; SECS=3; REQUESTS=60000; WAKEUPS=0; BUSY_POLL=""
@@ -51,8 +54,8 @@ while [ $# -gt 0 ]; do
     --seconds) SECS="$2"; shift 2;;
     --requests) REQUESTS="$2"; shift 2;;
     --wakeups) WAKEUPS=1; shift;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0;;
-    *) echo "put_syscalls: unknown argument '$1'" >&2; sed -n '2,35p' "$0" >&2; exit 2;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0;;
+    *) echo "put_syscalls: unknown argument '$1'" >&2; sed -n '2,38p' "$0" >&2; exit 2;;
   esac
 done
 case "$PEER" in memkv|redis) ;; *) echo "put_syscalls: --peer is memkv or redis, not '$PEER'" >&2; exit 2;; esac
@@ -114,10 +117,15 @@ if [ "$PEER" = memkv ]; then
   SERVER=$!
   wait_ready grep -q '^ready' "$OUT/server.log"
   ADDR=$(sed -n 's/^ready //p' "$OUT/server.log" | head -1)
-  export MEMKV_SERVERS=$ADDR MEMKV_AUTH_KEY=$KEY MEMKV_NUM_CONNECTIONS=$DEPTH MEMKV_TIMEOUT_MS=60000
+  # DEPTH + 1: stores may hold all but one connection (docs/client-library.md,
+  # "Loads before stores"), so each of the DEPTH threads has one of its own.
+  export MEMKV_SERVERS=$ADDR MEMKV_AUTH_KEY=$KEY MEMKV_NUM_CONNECTIONS=$((DEPTH + 1)) MEMKV_TIMEOUT_MS=60000
   FLAGS=(--op put --size "$SIZE" --depth "$DEPTH" --batch "$BATCH")
+  ADMIN=$(sed -n 's/.*admin endpoint on \(http:[^ ;]*\).*/\1/p' "$OUT/server.log" | head -1)
   "$PROBE" bench "${FLAGS[@]}" --seconds 2 > "$OUT/warm.out"
+  curl -sf "$ADMIN/v1/metrics" > "$OUT/metrics.before" || true
   measure "$PROBE" bench "${FLAGS[@]}" --seconds "$SECS"
+  curl -sf "$ADMIN/v1/metrics" > "$OUT/metrics.after" || true
 else
   BYTES=$(numfmt --from=iec "$(echo "$SIZE" | tr 'a-z' 'A-Z' | sed 's/IB$//; s/B$//')")
   PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -162,6 +170,23 @@ print(f"{peer} {mode}{'/' + sync if mode == 'file' else ''} batch {batch}: {run[
       f"{server.get('context-switches', 0) / puts:.2f} context switches, "
       f"{server.get('task-clock', 0) * 1e3 / puts:.1f} us server CPU, "
       f"{client.get('task-clock', 0) * 1e3 / puts:.1f} us client CPU")
+def poll_counts(path):
+    c = {}
+    if os.path.exists(path):
+        for line in open(path):
+            m = re.match(r'memkv_worker_(idle_spells_total\{outcome="(\w+)"\}|poll_seconds_total) (\S+)', line)
+            if m:
+                c[m.group(2) or "poll_seconds"] = float(m.group(3))
+    return c
+before, after = poll_counts(f"{out}/metrics.before"), poll_counts(f"{out}/metrics.after")
+if "polled" in before and "polled" in after:
+    # The workers' idle spells over the measured run (and the moments around
+    # it): how many the poll caught a request in, and the time polled.
+    polled = after["polled"] - before["polled"]
+    slept = after["slept"] - before["slept"]
+    secs = after["poll_seconds"] - before["poll_seconds"]
+    print(f"  idle spells per put: {(polled + slept) / puts:.2f} ({polled / max(polled + slept, 1) * 100:.0f}% caught "
+          f"by the poll, {slept / puts:.2f} slept); polling {secs * 1e6 / puts:.1f} us per put")
 if os.path.exists(f"{out}/sched.txt"):
     # From a thread's sched_wakeup to the sched_switch that runs it.
     server_tids = set(open(f"{out}/server.tids").read().split())

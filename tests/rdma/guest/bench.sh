@@ -68,7 +68,8 @@ cn=0
 for cell in $(echo "$CELLS" | tr , ' '); do
   cn=$((cn + 1)); parse_cell "$cell"
   FLIGHT="--depth $depth --batch $batch"
-  CONNS="MEMKV_NUM_CONNECTIONS=$((depth > 4 ? depth : 4))"
+  # depth + 1: stores may hold all but one connection, so each put thread has its own
+  CONNS="MEMKV_NUM_CONNECTIONS=$((depth >= 4 ? depth + 1 : 4))"
   # untimed: the keys exist, the values' registrations are cached
   # shellcheck disable=SC2086  # RDMA_ENV is VAR=value words, FLIGHT the probe's flags
   [ "$op" = put ] && step "c$cn-warm" 60 $RDMA_ENV $CONNS -- bench --op put --size "$size" --seconds 1 $FLIGHT --prefix bench-
