@@ -99,6 +99,7 @@
 #include "base/clock.h"
 #include "base/key_page.h"
 #include "base/quota_ledger.h"
+#include "base/small_vector.h"
 #include "base/tenant_map.h"
 #include "memkv/put_options.h"
 #include "memkv/status.h"
@@ -207,6 +208,10 @@ struct MemoryStoreStats {
 class MemoryStore;
 struct StoreEntry;  // internal
 
+// Where a value's bytes are in the pool: one iovec per stretch, nearly always
+// one, kept in place (no allocation).
+using ValueIov = SmallVector<iovec, 1>;
+
 // Room reserved by BeginPut, not yet visible. Move-only; destroying it
 // without CommitPut gives the room back.
 class PendingPut {
@@ -233,8 +238,8 @@ class PendingPut {
   MemoryStore* store_ = nullptr;
   uint64_t size_ = 0;
   QuotaHold dram_hold_;
-  std::vector<PoolRun> runs_;
-  std::vector<iovec> iov_;
+  PoolRuns runs_;
+  ValueIov iov_;
 };
 
 // A pinned, checksum-verified value. Move-only; destroying it releases the pin.
@@ -399,7 +404,7 @@ class MemoryStore {
   std::shared_ptr<StoreEntry> EntryOf(PendingPut& put, std::string_view key, uint64_t checksum,
                                       const PutOptions& options) const;
   // Back to the pool: the room of a PendingPut dropped uncommitted.
-  void ReleaseRuns(std::vector<PoolRun>& runs);
+  void ReleaseRuns(PoolRuns& runs);
   // Hands events collected under the lock to the observer.
   void Emit(std::vector<StoreEvent>& events) const;
   // Drops one ReadHandle pin; frees the room if it was the last pin of an

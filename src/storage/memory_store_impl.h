@@ -56,8 +56,8 @@ struct StoreEntry : policy::PolicyEntry {
   std::string key;     // the index's string_view key points into this string
   std::string parent;  // PutOptions::parent_key; PolicyEntry::parent_key views it
   uint64_t checksum = 0;
-  std::vector<PoolRun> runs;
-  std::vector<iovec> iov;
+  PoolRuns runs;
+  ValueIov iov;
   std::string block_hash;
   std::string parent_hash;
   HashKind hash_kind = HashKind::kBytes;
@@ -90,7 +90,7 @@ struct MemoryStore::Impl {
   uint8_t* UnitAddress(uint64_t unit) const { return base + unit * kPoolUnitBytes; }
   // The iovec list for `size` bytes in `runs`; runs that touch collapse into
   // one iovec so readv/ChecksumIov see few, large segments.
-  std::vector<iovec> BuildIov(const std::vector<PoolRun>& runs, uint64_t size) const;
+  ValueIov BuildIov(const PoolRuns& runs, uint64_t size) const;
 
   // --- memory_store_index.cc
   // Into the index and the policies; queues the stored event.

@@ -201,8 +201,8 @@ MemoryStore::Impl::~Impl() {
   }
 }
 
-std::vector<iovec> MemoryStore::Impl::BuildIov(const std::vector<PoolRun>& runs, uint64_t size) const {
-  std::vector<iovec> iov;
+ValueIov MemoryStore::Impl::BuildIov(const PoolRuns& runs, uint64_t size) const {
+  ValueIov iov;
   iov.reserve(runs.size());
   uint64_t left = size;
   for (const PoolRun& run : runs) {
@@ -305,7 +305,7 @@ Status MemoryStore::CorruptForTesting(std::string_view key) {
   return Status::Ok();
 }
 
-void MemoryStore::ReleaseRuns(std::vector<PoolRun>& runs) {
+void MemoryStore::ReleaseRuns(PoolRuns& runs) {
   if (runs.empty()) return;
   MutexLock lock(impl_->mu);
   impl_->FreeLocked(runs);

@@ -23,11 +23,25 @@ void PoolAllocator::Erase(std::map<uint64_t, uint64_t>::iterator it) {
   by_offset_.erase(it);
 }
 
+void PoolAllocator::Reshape(std::map<uint64_t, uint64_t>::iterator it, uint64_t offset, uint64_t length) {
+  auto by_size = by_size_.extract({it->second, it->first});
+  free_units_ = free_units_ - it->second + length;
+  auto by_offset = by_offset_.extract(it);
+  by_offset.key() = offset;
+  by_offset.mapped() = length;
+  by_size.value() = {length, offset};
+  by_offset_.insert(std::move(by_offset));
+  by_size_.insert(std::move(by_size));
+}
+
 PoolRun PoolAllocator::TakeFront(std::map<uint64_t, uint64_t>::iterator it, uint64_t units) {
   const PoolRun run{it->first, it->second};
   assert(run.length >= units);
-  Erase(it);
-  if (run.length > units) Insert(run.offset + units, run.length - units);
+  if (run.length == units) {
+    Erase(it);
+  } else {
+    Reshape(it, run.offset + units, run.length - units);
+  }
   return PoolRun{run.offset, units};
 }
 
@@ -47,7 +61,7 @@ bool PoolAllocator::CanAllocate(uint64_t units, uint32_t max_pieces) const {
   return false;
 }
 
-bool PoolAllocator::Allocate(uint64_t units, uint32_t max_pieces, std::vector<PoolRun>* out) {
+bool PoolAllocator::Allocate(uint64_t units, uint32_t max_pieces, PoolRuns* out) {
   if (units == 0) return true;
   if (!CanAllocate(units, max_pieces)) return false;
   // One run: the shortest that holds it, lowest offset among equals, so a
@@ -88,22 +102,28 @@ void PoolAllocator::Free(std::span<const PoolRun> runs) {
       assert(false && "PoolAllocator::Free: run overlaps a free run");
       continue;
     }
+    auto prev = by_offset_.end();
     if (next != by_offset_.begin()) {
-      auto prev = std::prev(next);
+      prev = std::prev(next);
       if (prev->first + prev->second > run.offset) {
         assert(false && "PoolAllocator::Free: run overlaps a free run");
         continue;
       }
-      if (prev->first + prev->second == run.offset) {
-        run = PoolRun{prev->first, prev->second + run.length};
-        Erase(prev);
-      }
     }
-    if (next != by_offset_.end() && next->first == run.offset + run.length) {
-      run.length += next->second;
+    // Joined to a free neighbour, the run takes over its nodes.
+    const bool joins_prev = prev != by_offset_.end() && prev->first + prev->second == run.offset;
+    const bool joins_next = next != by_offset_.end() && next->first == run.offset + run.length;
+    if (joins_prev && joins_next) {
+      const uint64_t length = prev->second + run.length + next->second;
       Erase(next);
+      Reshape(prev, prev->first, length);
+    } else if (joins_prev) {
+      Reshape(prev, prev->first, prev->second + run.length);
+    } else if (joins_next) {
+      Reshape(next, run.offset, run.length + next->second);
+    } else {
+      Insert(run.offset, run.length);
     }
-    Insert(run.offset, run.length);
   }
 }
 

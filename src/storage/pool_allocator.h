@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/small_vector.h"
+
 namespace memkv::storage {
 
 // A stretch of the pool, in units.
@@ -30,6 +32,9 @@ struct PoolRun {
   uint64_t length = 0;
   bool operator==(const PoolRun&) const = default;
 };
+
+// A value's runs: nearly always one, kept in place (no allocation).
+using PoolRuns = SmallVector<PoolRun, 1>;
 
 class PoolAllocator {
  public:
@@ -40,7 +45,7 @@ class PoolAllocator {
   // order within each run. False (and nothing changes) when the free units
   // cannot make `units` in `max_pieces` runs. `units` == 0 always succeeds
   // with no run.
-  bool Allocate(uint64_t units, uint32_t max_pieces, std::vector<PoolRun>* out);
+  bool Allocate(uint64_t units, uint32_t max_pieces, PoolRuns* out);
   // Whether Allocate(units, max_pieces) would succeed now.
   bool CanAllocate(uint64_t units, uint32_t max_pieces) const;
   // Returns runs handed out by Allocate (in any grouping). A run that is
@@ -56,6 +61,10 @@ class PoolAllocator {
  private:
   void Insert(uint64_t offset, uint64_t length);
   void Erase(std::map<uint64_t, uint64_t>::iterator it);
+  // Makes the free run at `it` the run [offset, offset + length), reusing
+  // its two nodes (no allocation): a run cut at its front or grown by a
+  // freed neighbour.
+  void Reshape(std::map<uint64_t, uint64_t>::iterator it, uint64_t offset, uint64_t length);
   // Takes `units` from the start of the free run at `it` (which holds at least that many).
   PoolRun TakeFront(std::map<uint64_t, uint64_t>::iterator it, uint64_t units);
 
