@@ -391,6 +391,8 @@ class Session {
   std::vector<uint8_t> meta_;
   PayloadSink sink_;
   std::vector<iovec> payload_iov_;
+  // SupersedeRepeats's (hash of a key, item index) list; its room is kept.
+  std::vector<std::pair<size_t, size_t>> repeat_scratch_;
   size_t payload_first_ = 0;
   uint64_t payload_left_ = 0;
   std::shared_ptr<tier::ValueStream> put_stream_;  // the put being received in pieces

@@ -85,5 +85,43 @@ TEST(PoliciesTest, AHitAndAReaderPinAllocateNothingInAnyPolicy) {
   for (auto& e : entries) p.OnUnlink(*e, Removal::kOther);
 }
 
+// A put that replaces a value unlinks the old entry and links the new one:
+// the new one takes the node the old one left in the eviction order's
+// queues (a leaf, an evict_first value), so the order allocates nothing.
+TEST(PoliciesTest, AValueReplacingAnotherTakesItsQueueNode) {
+  Policies p(PolicyOptions{
+      .prefix_aware = true,
+      .find_linked = [](std::string_view) -> PolicyEntry* { return nullptr; },
+      .retention = {},
+      .capacity_units = 100,
+      .unit_bytes = 1,
+      .quota = QuotaKind::kDram,
+  });
+  std::vector<std::unique_ptr<testing::TestEntry>> old_entries, new_entries;
+  for (Retention r : {Retention::kNormal, Retention::kEvictFirst}) {
+    const std::string n = std::to_string(old_entries.size());
+    old_entries.push_back(MakeEntry("old/" + n, 1, r));
+    new_entries.push_back(MakeEntry("new/" + n, 1, r));
+  }
+  for (auto& e : old_entries) p.OnLink(*e);
+  for (size_t i = 0; i < old_entries.size(); ++i) {
+    EXPECT_EQ(AllocationsOf([&] {
+                p.OnUnlink(*old_entries[i], Removal::kOther);
+                p.OnLink(*new_entries[i]);
+              }),
+              0u)
+        << i;
+  }
+  // Both are queued as before: the evict_first value goes first, then the leaf.
+  std::vector<PolicyEntry*> victims;
+  while (p.eviction().EvictInOrder([&](PolicyEntry& e) {
+    victims.push_back(&e);
+    p.OnUnlink(e, Removal::kEvicted);
+    return true;
+  })) {
+  }
+  EXPECT_EQ(victims, (std::vector<PolicyEntry*>{new_entries[1].get(), new_entries[0].get()}));
+}
+
 }  // namespace
 }  // namespace memkv::storage::policy

@@ -59,18 +59,34 @@ void EvictionOrder::Enqueue(PolicyEntry& e) {
   assert(e.queue == EvictQueue::kNone);
   // A value just linked has the newest use: the end is the exact hint, so
   // the insert does not search the tree (a parent queued again later does).
+  // The node a value dequeued last left behind, if any, so that a put
+  // replacing a value allocates no node here.
+  auto queue_in = [&](UseQueue& queue) {
+    if (spare_.empty()) {
+      e.queue_pos = queue.emplace_hint(queue.end(), e.last_use, &e);
+    } else {
+      spare_.value() = {e.last_use, &e};
+      e.queue_pos = queue.insert(queue.end(), std::move(spare_));
+    }
+  };
   if (e.retention == Retention::kEvictFirst) {
     e.queue = EvictQueue::kFirst;
-    e.queue_pos = evict_first_.emplace_hint(evict_first_.end(), e.last_use, &e);
+    queue_in(evict_first_);
   } else if (e.retention == Retention::kNormal && !HasChildren(e.stored_key)) {
     e.queue = EvictQueue::kLeaf;
-    e.queue_pos = leaves_.emplace_hint(leaves_.end(), e.last_use, &e);
+    queue_in(leaves_);
   }
 }
 
 void EvictionOrder::Dequeue(PolicyEntry& e) {
-  if (e.queue == EvictQueue::kFirst) evict_first_.erase(e.queue_pos);
-  if (e.queue == EvictQueue::kLeaf) leaves_.erase(e.queue_pos);
+  if (e.queue != EvictQueue::kNone) {
+    UseQueue& queue = e.queue == EvictQueue::kFirst ? evict_first_ : leaves_;
+    if (spare_.empty()) {
+      spare_ = queue.extract(e.queue_pos);
+    } else {
+      queue.erase(e.queue_pos);
+    }
+  }
   e.queue = EvictQueue::kNone;
 }
 

@@ -139,6 +139,7 @@ class EvictionOrder final : public Policy {
   uint64_t reader_held_cost_ = 0;
   UseQueue evict_first_;  // linked evict_first entries by last use
   UseQueue leaves_;       // linked normal entries without stored children, by last use
+  UseQueue::node_type spare_;  // one node kept from Dequeue for the next Enqueue
   // Parent key -> how many linked entries name it (the parent itself may be
   // absent: a child can arrive first).
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> children_;
