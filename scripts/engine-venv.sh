@@ -36,7 +36,13 @@ done <"$dir/requirements.in"
 
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 # llama.cpp's multimodal library is not needed: leave it out of the build.
-export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
+# Nor its AMX kernels: built for this machine's CPU (-march=native), a VM
+# whose CPU reports AMX while its hypervisor does not run tile instructions
+# (Sapphire Rapids guests) crashes on the first ldtilecfg, in every decode.
+# The -mno-amx flags stand against -march=native whatever their order.
+no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF '-DCMAKE_C_FLAGS=$no_amx' '-DCMAKE_CXX_FLAGS=$no_amx'}"
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 
 if [ "$bump" = 1 ]; then
   work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
@@ -52,8 +58,9 @@ fi
 
 lock="$dir/requirements.lock"
 [ -f "$lock" ] || { echo "engine-venv: no $lock: run scripts/engine-venv.sh --bump $name" >&2; exit 1; }
-# The venv is named by the pins (not the comments), the interpreter and the machine.
-digest="$( (grep -v '^#' "$lock"; "$python" --version; uname -m) | sha256sum | cut -c1-12)"
+# The venv is named by the pins (not the comments), the interpreter, the
+# machine and the flags that packages which compile are built with.
+digest="$( (grep -v '^#' "$lock"; "$python" --version; uname -m; echo "$CMAKE_ARGS") | sha256sum | cut -c1-12)"
 venvs="${MEMKV_ENGINE_VENVS:-$HOME/.cache/memkv/engine-venvs}"
 venv="$venvs/$name-$digest"
 if [ -f "$venv/.complete" ]; then echo "$venv"; exit 0; fi
