@@ -73,7 +73,9 @@ if [ ! -f "$venv/.complete" ]; then
   start=$SECONDS
   rm -rf "$venv"  # what an interrupted build left
   "$python" -m venv "$venv"
-  if ! "$venv/bin/pip" install -q --no-deps -r "$lock" >"$venvs/$name-build.log" 2>&1; then
+  # --no-cache-dir: pip's cache keeps wheels it built by the sdist alone, so
+  # a wheel built with other CMAKE_ARGS would come back from it.
+  if ! "$venv/bin/pip" install -q --no-cache-dir --no-deps -r "$lock" >"$venvs/$name-build.log" 2>&1; then
     tail -40 "$venvs/$name-build.log" >&2
     echo "engine-venv: pip install -r $lock failed (log: $venvs/$name-build.log)" >&2
     exit 1
