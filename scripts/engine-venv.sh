@@ -40,8 +40,13 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # whose CPU reports AMX while its hypervisor does not run tile instructions
 # (Sapphire Rapids guests) crashes on the first ldtilecfg, in every decode.
 # The -mno-amx flags stand against -march=native whatever their order.
-no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
-export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF '-DCMAKE_C_FLAGS=$no_amx' '-DCMAKE_CXX_FLAGS=$no_amx'}"
+# (x86 flags: other machines get none.)
+build_args="-DLLAVA_BUILD=OFF"
+if [ "$(uname -m)" = x86_64 ]; then
+  no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  build_args="$build_args '-DCMAKE_C_FLAGS=$no_amx' '-DCMAKE_CXX_FLAGS=$no_amx'"
+fi
+export CMAKE_ARGS="${CMAKE_ARGS:-$build_args}"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 
 if [ "$bump" = 1 ]; then
