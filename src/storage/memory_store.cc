@@ -46,10 +46,7 @@ PendingPut::PendingPut(PendingPut&& other) noexcept
       size_(std::exchange(other.size_, 0)),
       dram_hold_(std::move(other.dram_hold_)),
       runs_(std::move(other.runs_)),
-      iov_(std::move(other.iov_)) {
-  other.runs_.clear();
-  other.iov_.clear();
-}
+      iov_(std::move(other.iov_)) {}  // a moved-from SmallVector is empty
 
 PendingPut& PendingPut::operator=(PendingPut&& other) noexcept {
   if (this != &other) {
@@ -60,8 +57,6 @@ PendingPut& PendingPut::operator=(PendingPut&& other) noexcept {
     drive_hold = std::move(other.drive_hold);
     runs_ = std::move(other.runs_);
     iov_ = std::move(other.iov_);
-    other.runs_.clear();
-    other.iov_.clear();
   }
   return *this;
 }

@@ -16,6 +16,18 @@ namespace {
 
 using testing::MakeEntry;
 
+// Every policy on, the eviction order prefix-aware; 100 units of 1 byte.
+PolicyOptions PrefixAwareOptions() {
+  return PolicyOptions{
+      .prefix_aware = true,
+      .find_linked = [](std::string_view) -> PolicyEntry* { return nullptr; },
+      .retention = {},
+      .capacity_units = 100,
+      .unit_bytes = 1,
+      .quota = QuotaKind::kDram,
+  };
+}
+
 TEST(PoliciesTest, OneCallReachesEveryPolicy) {
   PolicyOptions options;
   options.capacity_units = 100;
@@ -53,14 +65,7 @@ TEST(PoliciesTest, OneCallReachesEveryPolicy) {
 }
 
 TEST(PoliciesTest, AHitAndAReaderPinAllocateNothingInAnyPolicy) {
-  Policies p(PolicyOptions{
-      .prefix_aware = true,
-      .find_linked = [](std::string_view) -> PolicyEntry* { return nullptr; },
-      .retention = {},
-      .capacity_units = 100,
-      .unit_bytes = 1,
-      .quota = QuotaKind::kDram,
-  });
+  Policies p(PrefixAwareOptions());
   TenantLimits t;
   t.name = "t";
   t.prefix = "t/";
@@ -89,14 +94,7 @@ TEST(PoliciesTest, AHitAndAReaderPinAllocateNothingInAnyPolicy) {
 // the new one takes the node the old one left in the eviction order's
 // queues (a leaf, an evict_first value), so the order allocates nothing.
 TEST(PoliciesTest, AValueReplacingAnotherTakesItsQueueNode) {
-  Policies p(PolicyOptions{
-      .prefix_aware = true,
-      .find_linked = [](std::string_view) -> PolicyEntry* { return nullptr; },
-      .retention = {},
-      .capacity_units = 100,
-      .unit_bytes = 1,
-      .quota = QuotaKind::kDram,
-  });
+  Policies p(PrefixAwareOptions());
   std::vector<std::unique_ptr<testing::TestEntry>> old_entries, new_entries;
   for (Retention r : {Retention::kNormal, Retention::kEvictFirst}) {
     const std::string n = std::to_string(old_entries.size());
