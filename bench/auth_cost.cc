@@ -121,6 +121,7 @@ std::string AuthCostJson(const std::vector<AuthCostRow>& rows, const AuthCpuCost
     const AuthCostRow& r = rows[i];
     o << (i ? ",\n    " : "\n    ") << "{\"op\": \"" << r.op << "\", \"size_bytes\": " << r.size_bytes
       << ", \"conns\": " << r.conns << ", \"plain_mib_per_s\": " << r.plain.MiBPerSecond()
+      << ", \"plain_p50_us\": " << r.plain.p50_us
       << ", \"tag_mib_per_s\": " << r.tagged.MiBPerSecond() << ", \"tag_cost\": " << r.TagCost()
       << ", \"tag_and_checksum_mib_per_s\": " << r.tagged_summed.MiBPerSecond()
       << ", \"tag_and_checksum_cost\": " << r.TagSumCost() << "}";

@@ -22,7 +22,9 @@ an empty context (as a new process would) and asks for a greedy completion.
 TTFT is the time from the call to the first streamed token; the table gives
 the median of --runs, the bytes the cache stores per prompt token, the
 restore throughput (stored bytes / TTFT), the speed-up over recompute in the
-same run and whether every run's tokens equal recompute's.
+same run and whether every run's tokens equal recompute's. The exit status is
+1 when a MemKV cache's tokens differ from recompute's (llama-cpp-python's own
+caches are reported, not judged).
 """
 
 import argparse
@@ -209,7 +211,9 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     if args.plot:
         plot(rows, names, args.plot, header)
-    return 0 if all(r["same_tokens"] for r in rows) else 1
+    # Exit 1 when a MemKV cache returned other tokens than recompute; the
+    # llama-cpp-python caches' tokens are reported, not judged.
+    return 0 if all(r["same_tokens"] for r in rows if r["cache"].startswith("memkv")) else 1
 
 
 def print_table(rows: List[Dict[str, Any]], header: bool) -> None:

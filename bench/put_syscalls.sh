@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The server's system calls, futex calls, context switches and CPU per put,
-# and the client's CPU per put: a memkv server (any build) on loopback,
+# The server's system calls, futex calls, context switches and CPU per put
+# (or per get, with --op get), and the client's CPU per op: a memkv server (any build) on loopback,
 # driven by memkv-rdma-probe's bench over TCP, with `perf stat` on the server
 # and on the client while the puts run (docs/benchmarks.md, "4 KiB puts in
 # file mode: one commit per turn"). With --peer redis, the same for
@@ -10,11 +10,14 @@
 # Counts per put move far less with the machine's load than throughput does,
 # so two builds, or memkv and Redis, compare on a shared VM; run them
 # alternating.
-# usage: bench/put_syscalls.sh [--peer memkv|redis] [--memkv BIN] [--probe BIN]
+# usage: bench/put_syscalls.sh [--peer memkv|redis] [--op put|get] [--memkv BIN] [--probe BIN]
 #                              [--mode memory|file] [--sync interval|always]
 #                              [--workers N] [--size S] [--depth D] [--batch B]
 #                              [--seconds T] [--requests N]
 #   --peer P      the server measured: memkv (default) or redis
+#   --op O        put (default) or get: gets read the keys the warm-up put
+#                 wrote (memkv-rdma-probe's depth x batch keys, at least 8;
+#                 as many keys for Redis)
 #   --memkv BIN   the server (default build/memkv)
 #   --probe BIN   the client (default build/memkv-rdma-probe)
 #   --mode M      storage.mode (default file: one 2 GiB drive file)
@@ -24,24 +27,26 @@
 #   --size S      value size (default 4k); --depth D threads and connections
 #                 (default 16); --batch B keys per BatchPut (default 1)
 #   --seconds T   memkv's measured run (default 3; a 2 s warm-up runs first)
-#   --requests N  Redis's measured run, in SETs (default 60000; 10000 warm up)
+#   --requests N  Redis's measured run, in requests (default 60000; 10000 SETs
+#                 warm up)
 #   --wakeups     also records the scheduler's wakeups for 0.5 s of the run
 #                 (perf record -a) and prints, per server and client thread,
 #                 how long a woken thread waited to run (median, mean)
-# Prints one line: puts/s, and per put the server's system calls, futex
+# Prints one line: ops/s, and per op the server's system calls, futex
 # calls, context switches and CPU microseconds, and the client's CPU
-# microseconds; for memkv also the workers' idle spells per put, the share the
+# microseconds; for memkv also the workers' idle spells per op, the share the
 # poll caught a request in (memkv_worker_idle_spells_total) and the time
-# polled per put (memkv_worker_poll_seconds_total). Needs perf (apt-get
+# polled per op (memkv_worker_poll_seconds_total). Needs perf (apt-get
 # install linux-perf) and permission to read tracepoints (root); --peer redis
 # needs redis-server and redis-benchmark (apt-get install redis-server
 # redis-tools).
 set -euo pipefail
 PEER=memkv; MEMKV=build/memkv; PROBE=build/memkv-rdma-probe; MODE=file; SYNC=interval; WORKERS=""
-SIZE=4k; DEPTH=16; BATCH=1; SECS=3; REQUESTS=60000; WAKEUPS=0; BUSY_POLL=""
+SIZE=4k; DEPTH=16; BATCH=1; SECS=3; REQUESTS=60000; WAKEUPS=0; BUSY_POLL=""; OP=put
 while [ $# -gt 0 ]; do
   case "$1" in
     --peer) PEER="$2"; shift 2;;
+    --op) OP="$2"; shift 2;;
     --memkv) MEMKV="$2"; shift 2;;
     --probe) PROBE="$2"; shift 2;;
     --mode) MODE="$2"; shift 2;;
@@ -59,6 +64,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$PEER" in memkv|redis) ;; *) echo "put_syscalls: --peer is memkv or redis, not '$PEER'" >&2; exit 2;; esac
+case "$OP" in put|get) ;; *) echo "put_syscalls: --op is put or get, not '$OP'" >&2; exit 2;; esac
 case "$MODE" in memory|file) ;; *) echo "put_syscalls: --mode is memory or file, not '$MODE'" >&2; exit 2;; esac
 case "$SYNC" in interval|always) ;; *) echo "put_syscalls: --sync is interval or always, not '$SYNC'" >&2; exit 2;; esac
 command -v perf > /dev/null || { echo "put_syscalls: perf not found (apt-get install linux-perf)" >&2; exit 2; }
@@ -120,11 +126,11 @@ if [ "$PEER" = memkv ]; then
   # DEPTH + 1: stores may hold all but one connection (docs/client-library.md,
   # "Loads before stores"), so each of the DEPTH threads has one of its own.
   export MEMKV_SERVERS=$ADDR MEMKV_AUTH_KEY=$KEY MEMKV_NUM_CONNECTIONS=$((DEPTH + 1)) MEMKV_TIMEOUT_MS=60000
-  FLAGS=(--op put --size "$SIZE" --depth "$DEPTH" --batch "$BATCH")
+  FLAGS=(--size "$SIZE" --depth "$DEPTH" --batch "$BATCH")
   ADMIN=$(sed -n 's/.*admin endpoint on \(http:[^ ;]*\).*/\1/p' "$OUT/server.log" | head -1)
-  "$PROBE" bench "${FLAGS[@]}" --seconds 2 > "$OUT/warm.out"
+  "$PROBE" bench --op put "${FLAGS[@]}" --seconds 2 > "$OUT/warm.out"
   curl -sf "$ADMIN/v1/metrics" > "$OUT/metrics.before" || true
-  measure "$PROBE" bench "${FLAGS[@]}" --seconds "$SECS"
+  measure "$PROBE" bench --op "$OP" "${FLAGS[@]}" --seconds "$SECS"
   curl -sf "$ADMIN/v1/metrics" > "$OUT/metrics.after" || true
 else
   BYTES=$(numfmt --from=iec "$(echo "$SIZE" | tr 'a-z' 'A-Z' | sed 's/IB$//; s/B$//')")
@@ -137,21 +143,24 @@ else
   SERVER=$!
   redis_up() { redis-cli -p "$PORT" ping > /dev/null 2>&1; }
   wait_ready redis_up
-  FLAGS=(-p "$PORT" -c "$DEPTH" -d "$BYTES" -P "$BATCH" -t set -r 1000000 -q)
-  redis-benchmark "${FLAGS[@]}" -n 10000 > /dev/null
-  measure redis-benchmark "${FLAGS[@]}" -n "$REQUESTS"
+  # Gets read as many keys as the probe's (depth x batch, at least 8), all
+  # written by the warm-up.
+  KEYS=$([ "$OP" = put ] && echo 1000000 || echo $((DEPTH * BATCH > 8 ? DEPTH * BATCH : 8)))
+  FLAGS=(-p "$PORT" -c "$DEPTH" -d "$BYTES" -P "$BATCH" -r "$KEYS" -q)
+  redis-benchmark "${FLAGS[@]}" -t set -n 10000 > /dev/null
+  measure redis-benchmark "${FLAGS[@]}" -t "$OP" -n "$REQUESTS"
   # "SET: 10799.14 requests per second, p50=..." after the \r-separated progress.
-  RATE=$(tr '\r' '\n' < "$OUT/run.out" | sed -n 's/^SET: \([0-9.]*\) requests per second.*/\1/p' | tail -1)
+  RATE=$(tr '\r' '\n' < "$OUT/run.out" | sed -n 's/^[A-Z]*: \([0-9.]*\) requests per second.*/\1/p' | tail -1)
   [ -n "$RATE" ] || { echo "put_syscalls: no rate in redis-benchmark's output:" >&2; cat "$OUT/run.out" >&2; exit 1; }
   printf '{"ok": %d, "failed": 0, "seconds": %s}\n' "$REQUESTS" "$(python3 -c "print($REQUESTS / $RATE)")" \
     > "$OUT/run.out"
 fi
-python3 - "$OUT" "$PEER" "$MODE" "$SYNC" "$BATCH" <<'PY'
+python3 - "$OUT" "$PEER" "$MODE" "$SYNC" "$BATCH" "$OP" <<'PY'
 import json, os, re, sys
-out, peer, mode, sync, batch = sys.argv[1:]
+out, peer, mode, sync, batch, op = sys.argv[1:]
 run = json.loads([l for l in open(f"{out}/run.out") if l.startswith("{")][-1])
 if run["failed"] or run["ok"] == 0:
-    sys.exit(f"put_syscalls: {run['failed']} puts failed: {run['first_error']}")
+    sys.exit(f"put_syscalls: {run['failed']} {op}s failed: {run['first_error']}")
 def counts(path):
     c = {}
     for line in open(path):
@@ -164,8 +173,8 @@ server, client = counts(f"{out}/perf.csv"), counts(f"{out}/client.csv")
 # of puts is the puts of that window (the ramp at either end is small). The
 # client's CPU includes its start (connecting), small beside the run.
 puts = run["ok"]
-print(f"{peer} {mode}{'/' + sync if mode == 'file' else ''} batch {batch}: {run['ok'] / run['seconds']:.0f} puts/s; "
-      f"per put: {server.get('raw_syscalls:sys_enter', 0) / puts:.2f} system calls, "
+print(f"{peer} {mode}{'/' + sync if mode == 'file' else ''} batch {batch}: {run['ok'] / run['seconds']:.0f} {op}s/s; "
+      f"per {op}: {server.get('raw_syscalls:sys_enter', 0) / puts:.2f} system calls, "
       f"{server.get('syscalls:sys_enter_futex', 0) / puts:.2f} futex, "
       f"{server.get('context-switches', 0) / puts:.2f} context switches, "
       f"{server.get('task-clock', 0) * 1e3 / puts:.1f} us server CPU, "
@@ -185,8 +194,8 @@ if "polled" in before and "polled" in after:
     polled = after["polled"] - before["polled"]
     slept = after["slept"] - before["slept"]
     secs = after["poll_seconds"] - before["poll_seconds"]
-    print(f"  idle spells per put: {(polled + slept) / puts:.2f} ({polled / max(polled + slept, 1) * 100:.0f}% caught "
-          f"by the poll, {slept / puts:.2f} slept); polling {secs * 1e6 / puts:.1f} us per put")
+    print(f"  idle spells per {op}: {(polled + slept) / puts:.2f} ({polled / max(polled + slept, 1) * 100:.0f}% caught "
+          f"by the poll, {slept / puts:.2f} slept); polling {secs * 1e6 / puts:.1f} us per {op}")
 if os.path.exists(f"{out}/sched.txt"):
     # From a thread's sched_wakeup to the sched_switch that runs it.
     server_tids = set(open(f"{out}/server.tids").read().split())

@@ -6,6 +6,7 @@ byte of docs/benchmarks.md stays as it was. Runs no benchmark."""
 import json
 import os
 import sys
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -13,7 +14,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 
 from run_all import table  # noqa: E402
-from run_all.main import apply, docs_ids  # noqa: E402
+from run_all.main import apply, docs_ids, load_data  # noqa: E402
 from run_all.registry import NOT_RERUN, REGISTRY  # noqa: E402
 
 DOCS = os.path.join(os.path.dirname(HERE), "docs", "benchmarks.md")
@@ -27,6 +28,12 @@ def load(*names):
         with open(os.path.join(DATA, name + ".json")) as f:
             data[name] = json.load(f)
     return data
+
+
+def load_lines(name):
+    """A program's JSON lines (bench/engine_ttft.py --json), as run-all reads its log."""
+    with open(os.path.join(DATA, name + ".jsonl")) as f:
+        return {name: [json.loads(l) for l in f if l.startswith("{")]}
 
 
 def row_cells(text, area, cell):
@@ -172,6 +179,143 @@ class Docs(unittest.TestCase):
         rewritten = {cell for _, cell, *_ in outcomes["S1"]}
         self.assertEqual(rewritten, {"put, `sync: interval`, 2 MiB, 1/4/16 connections",
                                      "put, `sync: always`, 2 MiB, 16 connections"})
+
+
+    def rewritten_only(self, i, data):
+        """apply() of ID i alone: checks it changed its rows and nothing else,
+        and returns the new text."""
+        new, outcomes = apply(self.text, [i], {i: data}, RUN, "m")
+        index = table.rows_of(self.lines)
+        self.assertEqual(self.changed(new), {index[k] for k in REGISTRY[i].rows}, i)
+        self.assertEqual(len(outcomes[i]), len(REGISTRY[i].rows), i)
+        return new
+
+    def test_f1_rewrites_the_pool_rows(self):
+        new = self.rewritten_only("F1", load("f1"))
+        small = row_cells(new, "DRAM pool", "pool bytes per value byte, 4 KiB")
+        self.assertEqual(small[2], "1.0000")
+        self.assertEqual(small[3], "Redis `used_memory` 1.271 per value byte; RSS memkv / Redis 0.89")
+        self.assertEqual((small[4], small[6], small[7]), ("-", "met", RUN))
+        odd = row_cells(new, "DRAM pool", "pool bytes per value byte, 2 MiB + 1")
+        self.assertEqual(odd[2], "1.00003")  # four decimals would hide the extra page's share
+        self.assertEqual(odd[6], "met")
+
+    def test_f1_a_pool_over_its_target_is_not_met(self):
+        f1 = load("f1")
+        f1["f1"]["sizes"][1]["pool_per_value_byte"] = 1.2
+        cells = row_cells(self.rewritten_only("F1", f1), "DRAM pool", "pool bytes per value byte, 64 KiB")
+        self.assertEqual((cells[2], cells[6]), ("1.2000", "**not met**"))
+
+    def test_f2_rewrites_both_fresh_rows(self):
+        f2 = load("f2")
+        slow = json.loads(json.dumps(f2["f2"]))
+        slow["cells"][2]["ratio"] = 0.48
+        new = self.rewritten_only("F2", {"f2": f2["f2"], "f2-no-prefault": slow})
+        on = row_cells(new, "fresh server", "put on a never-written pool, 4 KiB and 2 MiB x 1 and 16 connections, "
+                                            "prefault on (the default)")
+        self.assertEqual(on[4], "fresh/warm 0.98 to 1.02; 4 of 4 at or above 0.80")
+        self.assertEqual(on[6], "met (4 of 4)")
+        off = row_cells(new, "fresh server", "the same with `--no-prefault` (not the default)")
+        self.assertEqual(off[6], "**not met** (3 of 4): 2 MiB x1 0.48")
+
+    def test_q1_rewrites_the_loads_first_row_from_both_runs(self):
+        new = self.rewritten_only("Q1", load("q1", "q1-w4"))
+        cells = row_cells(new, "loads before stores", "p99 of 64 KiB gets while 8 connections put 2 x 4 MiB "
+                                                       "batches (2 workers; 16 connections, 4 workers)")
+        self.assertEqual(cells[2], "4388-5196 us (13901-15842 us) with `network.loads_first`")
+        self.assertEqual(cells[3], "15432-20995 us (37720-81144 us) with it off, same run")
+        self.assertEqual(cells[4], "4.04x (3.57x) lower, median of 3 rounds")
+        self.assertEqual(cells[6], "met (2 of 2)")
+
+    def test_n2_rewrites_a_row_per_shape(self):
+        new = self.rewritten_only("N2", load("n2"))
+        big = row_cells(new, "NIXL engine (no NIXL)", "64 x 256 KiB, write / read (Post, then Poll until done)")
+        self.assertEqual(big[2], "2.87 / 2.70 GiB/s")
+        self.assertEqual(big[3], "3.43 / 3.02 GiB/s (`BatchPut` / `BatchGetInto`, same keys and buffers); "
+                                 "A/A control / client 1.00 / 1.09")
+        self.assertEqual((big[4], big[6]), ("0.83 / 0.89", "**not met** (0 of 2): write 0.83, read 0.89"))
+        small = row_cells(new, "NIXL engine (no NIXL)", "8 x 256 KiB, write / read")
+        self.assertEqual(small[3], "3.25 / 2.84 GiB/s; A/A 1.02 / 0.97")
+
+    def test_p1_rewrites_both_python_rows(self):
+        new = self.rewritten_only("P1", load("p1"))
+        self.assertEqual(row_cells(new, "Python client", "`batch_get_into`, 64 x 64 KiB")[2:7],
+                         ["2.87 GiB/s", "3.04 GiB/s (C++ `BatchGetInto`)", "0.94", ">= 0.9x C++", "met"])
+
+    def test_a1_rewrites_each_adapters_row(self):
+        new = self.rewritten_only("A1", load("a1-sglang", "a1-vllm", "a1-lmcache"))
+        sglang = row_cells(new, "engine adapters", next(c for a, c in REGISTRY["A1"].rows if c.startswith("sglang")))
+        self.assertEqual(sglang[2], "1.38 to 2.78 GiB/s")
+        self.assertEqual(sglang[3], "1.31 to 3.05 GiB/s (the plain Python client, same batches and put options); "
+                                    "A/A control 0.85 to 1.14")
+        self.assertEqual(sglang[4], "mha 64 x 256 KiB 1.01 / 0.95, mla 64 x 256 KiB 0.98 / 0.91, "
+                                    "mha 32 x 2 MiB 1.03 / 1.13, mha 8 x 256 KiB 1.01 / 1.05 (store / load)")
+        self.assertEqual(sglang[6], "**not met** (7 of 8): mla 64 x 256 KiB load 0.91")
+        lmcache = row_cells(new, "engine adapters", next(c for a, c in REGISTRY["A1"].rows if c.startswith("lmcache")))
+        self.assertNotIn("A/A", lmcache[3])  # its bench has no control client
+        self.assertTrue(lmcache[4].startswith("64 x 256 KiB 1.012 / 0.961, "), lmcache[4])
+
+    def test_e2_rewrites_the_ttft_rows_from_json_lines(self):
+        new = self.rewritten_only("E2", load_lines("e2"))
+        restored = row_cells(new, "engine (llama.cpp)", "TTFT with the prompt restored, SmolLM2-135M, 4,096 tokens, "
+                                                        "memory / file mode")
+        self.assertEqual(restored[2:5], ["769.5 / 688.6 ms", "21,942.5 ms (recompute)", "28.5x / 31.9x faster"])
+        self.assertEqual(restored[6], "met (2 of 2)")
+        ram = row_cells(new, "engine (llama.cpp)", "the same against llama-cpp-python's `LlamaRAMCache`")
+        self.assertEqual((ram[3], ram[4]), ("131.6 ms (`LlamaRAMCache`)", "5.8 / 5.2 (time)"))
+        self.assertEqual(ram[6], "**not met** (0 of 2): memory 5.8, file 5.2")
+        tokens = row_cells(new, "engine (llama.cpp)", "completions token for token equal to recompute in every run "
+                                                      "of a cell, 512 to 8,000 tokens")
+        self.assertEqual((tokens[2], tokens[6]), ("4 of 4 cells (memory and file mode)", "met"))
+
+    def test_e2_a_memkv_cache_with_other_tokens_is_not_met(self):
+        lines = load_lines("e2")
+        for r in lines["e2"]:
+            if r.get("cache") == "memkv-file" and r["tokens"] == 512:
+                r["same_tokens"] = False
+            if r.get("cache") == "llama-ram":
+                r["same_tokens"] = False
+        new, _ = apply(self.text, ["E2"], {"E2": lines}, RUN, "m")
+        tokens = row_cells(new, "engine (llama.cpp)", "completions token for token equal to recompute in every run "
+                                                      "of a cell, 512 to 8,000 tokens")
+        self.assertEqual((tokens[2], tokens[3], tokens[6]),
+                         ("3 of 4 cells (memory and file mode)", "`LlamaRAMCache` / `LlamaDiskCache` 0 of 2 / 2 of 2 cells",
+                          "**not met**"))
+        ram = row_cells(new, "engine (llama.cpp)", "the same against llama-cpp-python's `LlamaRAMCache`")
+        self.assertEqual(ram[3], "131.6 ms (`LlamaRAMCache`, which returned other tokens than recompute)")
+
+    def test_t4_judges_the_tags_and_reports_the_checksums(self):
+        new = self.rewritten_only("T4", load("t4"))
+        tags = row_cells(new, "TCP", "authentication: 4 HMAC-SHA256 tags per 2 MiB request and response")
+        self.assertEqual(tags[2:5], ["0.87 us", "the plain raw stream's p50: put 500 us, get 563 us",
+                                     "0.17% / 0.15% of a request"])
+        self.assertEqual(tags[6], "met")  # "within 10%", judged by the row itself
+        sums = row_cells(new, "TCP", "payload checksums: 2 XXH3 passes per 2 MiB request (AVX2)")
+        self.assertEqual((sums[2], sums[4], sums[6]), ("124.5 us", "24.9% / 22.1% of a request", "-"))
+
+    def test_t5_judges_16_mib_at_4_and_16_connections(self):
+        new = self.rewritten_only("T5", load("t5"))
+        cells = row_cells(new, "TCP", "16 MiB, 1 / 4 / 16 connections")
+        self.assertEqual(cells[4], "put 1.04 / 0.75 / 0.63, get 0.95 / 0.84 / 0.88")
+        self.assertEqual(cells[6], "**not met** (3 of 4): put x16 0.63")  # 1 connection is not judged
+
+
+class Runs(unittest.TestCase):
+    def test_json_lines_are_read_from_the_log_and_a_failed_run_is_not_read(self):
+        with tempfile.TemporaryDirectory() as out:
+            with open(os.path.join(out, "e2.log"), "w") as f:
+                f.write('{"bench": "engine_ttft"}\nllama.cpp noise\n{"tokens": 512, "cache": "recompute"}\n')
+            self.assertEqual(load_data(REGISTRY["E2"], out), {"e2": [{"bench": "engine_ttft"},
+                                                                    {"tokens": 512, "cache": "recompute"}]})
+            self.assertEqual(load_data(REGISTRY["E2"], out, failed={"e2": "exit 1"}), {})
+
+    def test_a_venv_run_names_its_python_and_fills_its_environment(self):
+        run = REGISTRY["E2"].runs[0]
+        self.assertEqual(run.command("/b", "/o", False)[0], "$(bash scripts/engine-venv.sh llama_cpp)/bin/python")
+        argv = run.command("/b", "/o", True, "/v/bin/python")
+        self.assertEqual(argv[0], "/v/bin/python")
+        self.assertEqual(argv[argv.index("--tokens") + 1], "512,4096")  # --quick
+        self.assertEqual(run.environment("/b", "/o"), {"PYTHONPATH": "/b/python"})
 
 
 class Targets(unittest.TestCase):

@@ -343,3 +343,265 @@ def preload_row(run, op, client_call):
         ratio = round(shim / client, 2)
         return Fresh("%.0f MiB/s" % shim, "%.0f MiB/s (C client `%s`)" % (client, client_call), f2(ratio), [ratio])
     return row
+
+
+# The DRAM pool (F1): memkv-bench --fill, one entry per value size.
+
+def per_value_byte(x):
+    """A bytes-per-value-byte figure to four decimals, or five when four
+    would hide that it is above 1 (2 MiB + 1: 1.00003)."""
+    text = "%.4f" % x
+    return text if float(text) != 1.0 or x == 1.0 else "%.5f" % x
+
+
+def fill_row(run, size):
+    """Pool bytes per value byte at one size, Redis's used_memory per value
+    byte and the two servers' RSS per value byte beside it."""
+    def row(data, target):
+        js = data.get(run) or {}
+        s = next((s for s in js.get("sizes", []) if s.get("size_bytes") == size), None)
+        if s is None or (s.get("memory") or {}).get("value_bytes", 0) == 0:
+            return None
+        mine, redis = s.get("pool_per_value_byte"), s.get("redis") or {}
+        if not needed(mine, redis.get("used_per_value_byte"), redis.get("rss_per_value_byte")):
+            return None
+        rss = s["rss_per_value_byte"] / redis["rss_per_value_byte"]
+        return Fresh(per_value_byte(mine), "Redis `used_memory` %.3f per value byte; RSS memkv / Redis %s" % (
+            redis["used_per_value_byte"], f2(rss)), "-", [mine])
+    return row
+
+
+# A fresh server (F2): memkv-bench --fresh, fresh/warm per size x connections.
+
+def fresh_row(run, reference):
+    def row(data, target):
+        js = data.get(run) or {}
+        named = [("%s x%d" % (size_name(c["size_bytes"]), c["conns"]), c.get("ratio")) for c in js.get("cells", [])]
+        if not named or any(q is None for _, q in named):
+            return None
+        values = [q for _, q in named]
+        ratio = "fresh/warm %s to %s%s" % (f2(min(values)), f2(max(values)), count_words(values, target))
+        return Fresh("-", reference, ratio, values, misses_of(named))
+    return row
+
+
+# Loads before stores (Q1): memkv-loads-first-bench, p99 of the loads with
+# network.loads_first on and off, a cell per round and setting.
+
+def loads_first_row(runs):
+    def row(data, target):
+        spans, ratios = {True: [], False: []}, []
+        for run in runs:
+            js = data.get(run) or {}
+            cells = js.get("cells", [])
+            for on in (True, False):
+                p99 = [c["load_p99_us"] for c in cells if c.get("loads_first") is on]
+                if not p99:
+                    return None
+                spans[on].append("%.0f-%.0f us" % (min(p99), max(p99)))
+            if js.get("p99_off_over_on_median") is None:
+                return None
+            ratios.append(js["p99_off_over_on_median"])
+            rounds = len(cells) // 2
+
+        def words(items):
+            return items[0] + "".join(" (%s)" % i for i in items[1:])
+        return Fresh(words(spans[True]) + " with `network.loads_first`", words(spans[False]) + " with it off, same run",
+                     "%s lower, median of %d rounds" % (words(["%.2fx" % q for q in ratios]), rounds), ratios,
+                     misses_of([("run %d" % (i + 1), q) for i, q in enumerate(ratios)]))
+    return row
+
+
+# The NIXL backend's engine without NIXL (N2): memkv-nixl-engine-bench,
+# write and read per shape, the engine against the client and an A/A control.
+
+def nixl_engine_row(run, count, size, long_reference):
+    def row(data, target):
+        js = data.get(run) or {}
+        shape = next((s for s in js.get("shapes", []) if s.get("count") == count and s.get("bytes") == size), None)
+        if shape is None:
+            return None
+        ops = [shape.get("ops", {}).get(op) for op in ("write", "read")]
+        if None in ops:
+            return None
+
+        def both(f, fmt=f2):
+            return " / ".join(fmt(f(o)) for o in ops)
+        ratios = [o["engine_over_client"] for o in ops]
+        control = both(lambda o: o["control_over_client"])
+        reference = "%s GiB/s" % both(lambda o: o["client"]["median_gib_per_s"])
+        reference += (" (`BatchPut` / `BatchGetInto`, same keys and buffers); A/A control / client " if long_reference
+                      else "; A/A ") + control
+        return Fresh("%s GiB/s" % both(lambda o: o["engine"]["median_gib_per_s"]), reference,
+                     " / ".join(f2(q) for q in ratios), ratios, misses_of(list(zip(("write", "read"), ratios))))
+    return row
+
+
+# The Python client (P1): bench/python_batch_get.py, batch_get_into against
+# the C++ BatchGetInto per shape.
+
+def python_row(run, count, size):
+    def row(data, target):
+        js = data.get(run) or {}
+        s = next((s for s in js.get("shapes", []) if s.get("count") == count and s.get("size") == size), None)
+        if s is None or not s.get("cpp_gib_per_s"):
+            return None
+        ratio = round(s["python_gib_per_s"] / s["cpp_gib_per_s"], 2)
+        return Fresh("%s GiB/s" % f2(s["python_gib_per_s"]), "%s GiB/s (C++ `BatchGetInto`)" % f2(s["cpp_gib_per_s"]),
+                     f2(ratio), [ratio])
+    return row
+
+
+# Time to first token on a real model (E2): bench/engine_ttft.py --json, a
+# header line, then a line per prompt length and cache.
+
+def ms(x):
+    return "{:,.1f}".format(x)
+
+
+def ttft_cells(lines, tokens):
+    """{cache: row} of one prompt length, or None when recompute or a MemKV
+    cache is missing."""
+    got = {r["cache"]: r for r in lines or [] if r.get("tokens") == tokens and "cache" in r}
+    if not all(c in got for c in ("recompute", "memkv-memory", "memkv-file")):
+        return None
+    return got
+
+
+def ttft_restored(run, tokens):
+    """MemKV's TTFT (memory / file mode) against recompute: the speed-up."""
+    def row(data, target):
+        got = ttft_cells(data.get(run), tokens)
+        if got is None:
+            return None
+        mine = [got["memkv-memory"], got["memkv-file"]]
+        ups = [r["speedup_vs_recompute"] for r in mine]
+        return Fresh(" / ".join(ms(r["ttft_ms"]) for r in mine) + " ms", "%s ms (recompute)" % ms(got["recompute"]["ttft_ms"]),
+                     " / ".join("%.1fx" % u for u in ups) + " faster", ups,
+                     misses_of(list(zip(("memory", "file"), ups))))
+    return row
+
+
+def ttft_against(run, tokens, cache, name):
+    """MemKV's TTFT over one of llama-cpp-python's caches' (time: lower is better)."""
+    def row(data, target):
+        got = ttft_cells(data.get(run), tokens)
+        if got is None or cache not in got:
+            return None
+        theirs = got[cache]
+        mine = [got["memkv-memory"], got["memkv-file"]]
+        times = [round(r["ttft_ms"] / theirs["ttft_ms"], 1) for r in mine]
+        note = "" if theirs["same_tokens"] else ", which returned other tokens than recompute"
+        return Fresh(" / ".join(ms(r["ttft_ms"]) for r in mine) + " ms", "%s ms (`%s`%s)" % (ms(theirs["ttft_ms"]), name, note),
+                     " / ".join("%.1f" % t for t in times) + " (time)", times,
+                     misses_of(list(zip(("memory", "file"), times)), lambda x: "%.1f" % x))
+    return row
+
+
+def ttft_tokens(run):
+    """Whether every MemKV cell's completions equal recompute's, token for
+    token, beside llama-cpp-python's caches."""
+    def row(data, target):
+        rows = [r for r in data.get(run) or [] if "cache" in r]
+        mine = [r for r in rows if r["cache"].startswith("memkv")]
+        if not mine:
+            return None
+        same = sum(r["same_tokens"] for r in mine)
+        theirs = []
+        for cache in ("llama-ram", "llama-disk"):
+            cells = [r for r in rows if r["cache"] == cache]
+            theirs.append("%d of %d" % (sum(r["same_tokens"] for r in cells), len(cells)) if cells else "-")
+        return Fresh("%d of %d cells (memory and file mode)" % (same, len(mine)),
+                     "`LlamaRAMCache` / `LlamaDiskCache` %s / %s cells" % tuple(theirs), "-", [],
+                     verdict=same == len(mine))
+    return row
+
+
+# The authentication cost (T4): memkv-bench's auth-cost JSON, the CPU of a
+# 2 MiB request's tags and checksums against the plain raw stream's p50.
+
+def auth_cost_row(run, what, key, fmt, target_pct=None):
+    """what: the words of the CPU figure; key: its JSON field; target_pct:
+    the share of a request it must stay within (None: reported only)."""
+    def row(data, target):
+        auth = (data.get(run) or {}).get("auth_cost") or {}
+        cost = auth.get(key)
+        p50 = {}
+        for c in auth.get("cells", []):
+            if c.get("conns") == 1 and c.get("size_bytes") == 2 * MIB and c.get("plain_p50_us"):
+                p50[c["op"]] = c["plain_p50_us"]
+        if cost is None or not all(op in p50 for op in ("put", "get")):
+            return None
+        shares = [100.0 * cost / p50[op] for op in ("put", "get")]
+        reference = "the plain raw stream's p50: put %.0f us, get %.0f us" % (p50["put"], p50["get"])
+        if target_pct is None:
+            reference = "as above"
+        verdict = None if target_pct is None else all(s < target_pct for s in shares)
+        return Fresh(fmt % cost + " us", reference, " / ".join(fmt_pct(s) for s in shares) + " of a request", [],
+                     verdict=verdict)
+    return row
+
+
+def fmt_pct(x):
+    return ("%.2f%%" if x < 10 else "%.1f%%") % x
+
+
+# 16 MiB values (T5): the sweep's 16 MiB cells against the raw stream.
+
+def sweep_16mib(run, judged_conns):
+    def row(data, target):
+        js = data.get(run)
+        conns = (1, 4, 16)
+        memkv = pairs(js, 16 * MIB, conns, lambda c: mibs(c, "memkv"), f1)
+        raw = pairs(js, 16 * MIB, conns, lambda c: mibs(c, "raw"), f1)
+        ratio = pairs(js, 16 * MIB, conns, lambda c: ratio_of(c, "raw"), f2)
+        if not needed(memkv, raw, ratio):
+            return None
+        named = [("%s x%d" % (op, n), ratio_of(cell(js, op, 16 * MIB, n), "raw"))
+                 for op in ("put", "get") for n in judged_conns]
+        return Fresh(memkv + " MiB/s", "raw " + raw + " MiB/s", ratio, [v for _, v in named], misses_of(named))
+    return row
+
+
+# The engine adapters (A1): bench/adapter_{sglang,vllm,lmcache}.py --json,
+# store and load per shape, the adapter against the plain Python client.
+
+def adapter_cells(run, js):
+    """[(shape words, op, adapter GiB/s, client GiB/s, ratio, A/A control
+    ratio or None)] of one adapter's JSON, in its order."""
+    out = []
+    if run.endswith("lmcache"):
+        for r in (js or {}).get("results", []):
+            out.append(("%d x %s" % (r["count"], size_name(r["size"])), r["op"], r["adapter_gib_per_s"],
+                        r["client_gib_per_s"], r["ratio"], None))
+        return out
+    for r in js or []:
+        if "pool" in r:  # sglang: a KV pool kind, pages of page_bytes
+            shape = "%s %d x %s" % (r["pool"], r["pages"], size_name(r["page_bytes"]))
+        else:  # vllm: chunks of row_bytes
+            shape = "%d x %s" % (r["chunks"], size_name(r["row_bytes"]))
+        for op in ("store", "load"):
+            control = r.get("%s_aa_ratio" % op, r.get("%s_control_ratio" % op))
+            out.append((shape, op, r["adapter_%s_gib_s" % op], r["client_%s_gib_s" % op], r["%s_ratio" % op], control))
+    return out
+
+
+def adapter_row(run):
+    def row(data, target):
+        cells = adapter_cells(run, data.get(run))
+        if not cells:
+            return None
+        fmt = f2 if not run.endswith("lmcache") else (lambda x: "%.3f" % x)  # as each bench prints it
+
+        def span(values):
+            return "%s to %s" % (f2(min(values)), f2(max(values)))
+        reference = "%s GiB/s (the plain Python client, same batches and put options)" % span([c[3] for c in cells])
+        controls = [c[5] for c in cells if c[5] is not None]
+        if controls:
+            reference += "; A/A control " + span(controls)
+        shapes = list(dict.fromkeys(c[0] for c in cells))
+        ratio = ", ".join("%s %s" % (s, " / ".join(fmt(c[4]) for c in cells if c[0] == s)) for s in shapes)
+        named = [("%s %s" % (c[0], c[1]), c[4]) for c in cells]
+        return Fresh(span([c[2] for c in cells]) + " GiB/s", reference, ratio + " (store / load)",
+                     [c[4] for c in cells], misses_of(named))
+    return row

@@ -45,12 +45,26 @@ def load_data(entry, out, failed=()):
     did not fail."""
     data = {}
     for run in entry.runs:
-        path = os.path.join(out, run.json)
+        path = os.path.join(out, run.name + ".log" if run.json_lines else run.json)
         if run.name in failed or not os.path.exists(path):
             continue
         with open(path) as f:
-            data[run.name] = json.load(f)
+            if run.json_lines:
+                data[run.name] = [json.loads(l) for l in f if l.startswith("{")]
+            else:
+                data[run.name] = json.load(f)
     return data
+
+
+def venv_python(name):
+    """The python of engine venv `name` (scripts/engine-venv.sh builds it when
+    this machine has none), or raises OSError saying why not."""
+    done = subprocess.run(["bash", os.path.join(ROOT, "scripts", "engine-venv.sh"), name], cwd=ROOT,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise OSError("scripts/engine-venv.sh %s: exit %d: %s" % (name, done.returncode,
+                                                                  " / ".join(done.stderr.splitlines()[-3:])))
+    return os.path.join(done.stdout.strip().splitlines()[-1], "bin", "python")
 
 
 def makers_for(ids, data_by_id):
@@ -159,8 +173,9 @@ def dry_run(args, doc_ids, wanted, lines):
         e = REGISTRY[i]
         print("%s: %s" % (i, e.what))
         for run in e.runs:
-            print("  run:  " + shlex.join(run.command(build, out, args.quick)))
-            print("  json: " + os.path.join(out, run.json))
+            env = " ".join("%s=%s" % kv for kv in run.environment(build, out).items())
+            print("  run:  " + (env + " " if env else "") + shlex.join(run.command(build, out, args.quick)))
+            print("  json: " + os.path.join(out, run.name + ".log (its JSON lines)" if run.json_lines else run.json))
         for area, cell in e.rows:
             print("  row:  %s | %s%s" % (area, cell, "" if (area, cell) in index else "  (NOT IN THE TABLE)"))
 
@@ -175,13 +190,21 @@ def run_id(i, args, out):
         if os.path.exists(json_path):
             os.remove(json_path)  # a failed run must not leave an older JSON to be read
         os.makedirs(os.path.join(out, "db"), exist_ok=True)
-        argv = run.command(build, out, args.quick)
         log = os.path.join(out, run.name + ".log")
-        print("%s: %s  (log %s)" % (i, shlex.join(argv), log), flush=True)
+        try:
+            python = venv_python(run.venv) if run.venv else None
+        except OSError as e:
+            failed[run.name] = str(e)
+            print("%s: %s failed, %s" % (i, run.name, e), flush=True)
+            continue
+        argv = run.command(build, out, args.quick, python)
+        env = " ".join("%s=%s" % kv for kv in run.environment(build, out).items())
+        print("%s: %s%s  (log %s)" % (i, env + " " if env else "", shlex.join(argv), log), flush=True)
         start = time.time()
         with open(log, "w") as f:
             try:
-                rc = subprocess.run(argv, cwd=out, stdout=f, stderr=subprocess.STDOUT).returncode
+                env = dict(os.environ, **run.environment(build, out))
+                rc = subprocess.run(argv, cwd=out, stdout=f, stderr=subprocess.STDOUT, env=env).returncode
             except OSError as e:
                 rc, why = -1, str(e)
         if rc != 0:

@@ -17,18 +17,33 @@ BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the scrip
 
 
 class Run:
-    def __init__(self, name, argv, quick=None, plot=None):
+    """venv: an engine venv (scripts/engine-venv.sh NAME, which builds it
+    when this machine has none) whose python {python} in argv names;
+    json_lines: the program prints its JSON, one object per line, on stdout
+    (its log), rather than writing a file: the run's data is that list."""
+
+    def __init__(self, name, argv, quick=None, plot=None, env=None, venv=None, json_lines=False):
         self.name = name
         self.argv = argv
         self.quick = QUICK if quick is None else quick
         self.plot = plot  # a path under {out} the program itself draws (--plot)
+        self.env = env or {}  # variables added to the environment, {build} and {out} filled in
+        self.venv = venv
+        self.json_lines = json_lines
 
     @property
     def json(self):
         return self.name + ".json"
 
-    def command(self, build, out, quick):
-        args = [a.format(build=build, out=out) for a in self.argv]
+    def environment(self, build, out):
+        return {k: v.format(build=build, out=out) for k, v in self.env.items()}
+
+    def command(self, build, out, quick, python=None):
+        """argv filled in; {python} becomes `python` (the venv's, once it is
+        known) or, for --dry-run, the shell words that find it."""
+        if python is None and self.venv:
+            python = "$(bash scripts/engine-venv.sh %s)/bin/python" % self.venv
+        args = [a.format(build=build, out=out, python=python) for a in self.argv]
         if quick:
             for i in range(len(args) - 1):
                 if args[i] in self.quick:
@@ -106,6 +121,23 @@ REGISTRY = {
             (TCP, "2 MiB get, queue depth 1, 3 s per cell"): c.one_cell("t3", "get", 2 * MIB, 1, "raw", RAW),
             (TCP, "tail at queue depth 1: p99.99 / p50"): c.tail("t3"),
         }),
+    "T4": Entry(
+        "2 MiB with the authentication-cost cells: the CPU of a request's tags and checksums",
+        [Run("t4", _bench("--sizes", "2MiB", "--conns", "1,4", "--seconds", "2", "--repeat", "5",
+                          "--json", "{out}/t4.json"), quick={"--seconds": "0.5", "--repeat": "1"})],
+        {
+            (TCP, "authentication: 4 HMAC-SHA256 tags per 2 MiB request and response"):
+                c.auth_cost_row("t4", "tags", "cpu_tags_us_per_request", "%.2f", target_pct=10),
+            (TCP, "payload checksums: 2 XXH3 passes per 2 MiB request (AVX2)"):
+                c.auth_cost_row("t4", "checksums", "cpu_checksums_us_per_request", "%.1f"),
+        }),
+    "T5": Entry(
+        "16 MiB values against the raw stream",
+        [Run("t5", _bench("--sizes", "16MiB", "--conns", "1,4,16", "--seconds", "0.5", "--repeat", "3",
+                          "--no-auth-cost", "--json", "{out}/t5.json"))],
+        {
+            (TCP, "16 MiB, 1 / 4 / 16 connections"): c.sweep_16mib("t5", (4, 16)),
+        }),
     "D1": Entry(
         "the drive tier against fio",
         [Run("d1", ["{build}/memkv-drive-bench", "--dir", "{out}/db", "--file-size", "2GiB", "--seconds", "1",
@@ -162,26 +194,99 @@ REGISTRY = {
             ("kv_store plugin", "96 chunks of 64 KiB: `save_cold`, `restore_again` (median ms)"):
                 c.kv_store_row("k1-64kib"),
         }),
+    "F1": Entry(
+        "pool bytes per value byte, beside Redis",
+        [Run("f1", _bench("--fill", "--json", "{out}/f1.json"), quick={})],
+        {
+            ("DRAM pool", "pool bytes per value byte, %s" % name): c.fill_row("f1", size)
+            for name, size in (("4 KiB", 4 * KIB), ("64 KiB", 64 * KIB), ("2 MiB + 1", 2 * MIB + 1))
+        }),
+    "F2": Entry(
+        "a fresh server against a warmed one, with and without the prefault",
+        [Run("f2", _bench("--fresh", "--json", "{out}/f2.json"), quick={"--repeat": "1"}),
+         Run("f2-no-prefault", _bench("--fresh", "--no-prefault", "--json", "{out}/f2-no-prefault.json"),
+             quick={"--repeat": "1"})],
+        {
+            ("fresh server", "put on a never-written pool, 4 KiB and 2 MiB x 1 and 16 connections, prefault on "
+                             "(the default)"): c.fresh_row("f2", "the same pass on a warmed server"),
+            ("fresh server", "the same with `--no-prefault` (not the default)"):
+                c.fresh_row("f2-no-prefault", "a warmed server"),
+        }),
+    "Q1": Entry(
+        "loads before stores: 64 KiB get latency under saturating puts, network.loads_first on against off",
+        [Run("q1", ["{build}/memkv-loads-first-bench", "--memkv", "{build}/memkv", "--seconds", "3", "--rounds", "3",
+                    "--json", "{out}/q1.json"], quick={"--seconds": "1", "--rounds": "1"}),
+         Run("q1-w4", ["{build}/memkv-loads-first-bench", "--memkv", "{build}/memkv", "--seconds", "3", "--rounds",
+                       "3", "--workers", "4", "--store-conns", "16", "--json", "{out}/q1-w4.json"],
+             quick={"--seconds": "1", "--rounds": "1"})],
+        {
+            ("loads before stores", "p99 of 64 KiB gets while 8 connections put 2 x 4 MiB batches (2 workers; "
+                                    "16 connections, 4 workers)"): c.loads_first_row(("q1", "q1-w4")),
+        }),
+    "N2": Entry(
+        "the NIXL backend's engine against the C++ client, without NIXL",
+        [Run("n2", ["{build}/memkv-nixl-engine-bench", "--rounds", "5", "--json", "{out}/n2.json"],
+             quick={"--rounds": "1"})],
+        {
+            ("NIXL engine (no NIXL)", "64 x 256 KiB, write / read (Post, then Poll until done)"):
+                c.nixl_engine_row("n2", 64, 256 * KIB, True),
+            ("NIXL engine (no NIXL)", "8 x 256 KiB, write / read"): c.nixl_engine_row("n2", 8, 256 * KIB, False),
+            ("NIXL engine (no NIXL)", "16 x 4 MiB, write / read"): c.nixl_engine_row("n2", 16, 4 * MIB, False),
+        }),
+    "P1": Entry(
+        "the Python client against the C++ client",
+        [Run("p1", ["/usr/bin/python3", os.path.join(BENCH, "python_batch_get.py"), "--build-dir", "{build}",
+                    "--rounds", "7", "--json", "{out}/p1.json"], quick={"--rounds": "2"}, env={"PYTHONPATH": "{build}/python"})],
+        {
+            ("Python client", "`batch_get_into`, 64 x 64 KiB"): c.python_row("p1", 64, 64 * KIB),
+            ("Python client", "`batch_get_into`, 8 x 2 MiB"): c.python_row("p1", 8, 2 * MIB),
+        }),
+    "A1": Entry(
+        "the engine adapters, made by the engines' own released packages, against the plain Python client",
+        [Run("a1-" + name, ["{python}", os.path.join(BENCH, "adapter_%s.py" % name)] + flags +
+             ["--rounds", "7", "--json", "{out}/a1-%s.json" % name], quick={"--rounds": "2"},
+             env={"PYTHONPATH": "{build}/python", "PYTHONHASHSEED": "0", "MEMKV_BINARY": "{build}/memkv"}, venv=name)
+         for name, flags in (("sglang", ["--aa", "--shapes", "mha:64x256KiB,mla:64x256KiB,mha:32x2MiB,mha:8x256KiB"]),
+                             ("vllm", ["--aa", "--shapes", "64x256KiB,32x2MiB,8x256KiB"]),
+                             ("lmcache", ["--shapes", "64x262144,32x2097152,8x262144"]))],
+        {
+            ("engine adapters", "sglang, made by SGLang 0.5.23's StorageBackendFactory over its own host KV pools: mha "
+                                "and mla 64 x 256 KiB, mha 32 x 2 MiB and 8 x 256 KiB; store and load (8 cells)"):
+                c.adapter_row("a1-sglang"),
+            ("engine adapters", "vllm, made by vLLM 0.32's SecondaryTierFactory, jobs of vLLM's TransferJob (client "
+                                "submissions): 64 x 256 KiB, 32 x 2 MiB, 8 x 256 KiB; store and load (6 cells)"):
+                c.adapter_row("a1-vllm"),
+            ("engine adapters", "lmcache L2 connector inside LMCache 0.5.6's NativeConnectorL2Adapter, MemoryObjs of "
+                                "its HostMemoryAllocator: 64 x 256 KiB, 32 x 2 MiB, 8 x 256 KiB; store and load "
+                                "(6 cells)"): c.adapter_row("a1-lmcache"),
+        }),
+    "E2": Entry(
+        "time to first token on a real model (llama.cpp) against recompute and llama-cpp-python's own caches",
+        [Run("e2", ["{python}", os.path.join(BENCH, "engine_ttft.py"), "--binary", "{build}/memkv", "--n-batch", "64",
+                    "--runs", "5", "--tokens", "512,1024,2048,4096,8000", "--json", "--plot", "{out}/engine-ttft.svg"],
+             quick={"--runs": "1", "--tokens": "512,4096"}, plot="engine-ttft.svg",
+             env={"PYTHONPATH": "{build}/python"}, venv="llama_cpp", json_lines=True)],
+        {
+            ("engine (llama.cpp)", "TTFT with the prompt restored, SmolLM2-135M, 4,096 tokens, memory / file mode"):
+                c.ttft_restored("e2", 4096),
+            ("engine (llama.cpp)", "the same against llama-cpp-python's `LlamaRAMCache`"):
+                c.ttft_against("e2", 4096, "llama-ram", "LlamaRAMCache"),
+            ("engine (llama.cpp)", "the same against `LlamaDiskCache`"):
+                c.ttft_against("e2", 4096, "llama-disk", "LlamaDiskCache"),
+            ("engine (llama.cpp)", "completions token for token equal to recompute in every run of a cell, "
+                                   "512 to 8,000 tokens"): c.ttft_tokens("e2"),
+        }),
 }
 
 # The IDs of the docs' list that run-all does not rerun, and why; their rows
 # stay as they are.
 NOT_RERUN = {
-    "T4": "its rows are the history runs at ad44e51 and its auth-cost JSON is not parsed yet",
-    "T5": "its 16 MiB row is the history run at ad44e51 (not in the newest sweep); not parsed yet",
     "D2": "memkv-drive-restart-bench writes no JSON; its printed figures are not parsed yet",
     "D3": "memkv-drive-crypt-bench writes no JSON; its figures are compared on a quiet machine",
     "R1": "needs the two Soft-RoCE QEMU guests of tests/rdma/README.md",
     "L1": "bench/large_value_bench.sh prints its figures; not parsed yet",
-    "A1": "needs the engine venvs (scripts/engine-venv.sh), which download the engines",
     "N1": "the NIXL check needs NIXL under /opt/nixl",
     "U1": "the tenant bench needs an older server binary (--baseline)",
     "M1": "bench/match_prefix_bench.sh prints its figures; not parsed yet",
-    "P1": "needs the Python package built (build/python); its output is not parsed yet",
-    "N2": "memkv-nixl-engine-bench prints its figures; not parsed yet",
     "E1": "the eviction bench prints its figures; not parsed",
-    "E2": "the TTFT run needs a model and the llama_cpp venv",
-    "F1": "its --fill JSON is not parsed yet",
-    "F2": "its --fresh JSON is not parsed yet",
-    "Q1": "its JSON is not parsed yet, and its recorded figures are from a 16-core machine",
 }

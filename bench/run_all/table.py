@@ -75,7 +75,7 @@ class Fresh:
     (ratios, or p99.99/p50 for the tail row); misses: optional words naming
     the cells that miss, for the met? cell and the summary."""
 
-    def __init__(self, memkv, reference, ratio, values, misses=None, judged=None, met_suffix=""):
+    def __init__(self, memkv, reference, ratio, values, misses=None, judged=None, met_suffix="", verdict=None):
         self.memkv = memkv
         self.reference = reference
         self.ratio = ratio
@@ -83,12 +83,17 @@ class Fresh:
         self.misses = misses  # callable(target) -> list of "name value" strings, or None
         self.judged = judged  # words after "met"/"not met", e.g. "(4 of 5)"
         self.met_suffix = met_suffix
+        # For a target with no single comparison ("every cell"): whether the
+        # row judged itself met, or None to leave met? as it is.
+        self.verdict = verdict
 
 
 def met_cell(target_text, fresh, old):
     """The met? cell for fresh figures under target_text; old when the target
     is not one this parser reads or the run gave nothing to judge."""
     target = parse_target(target_text)
+    if target is None and fresh.verdict is not None:
+        return ("met" if fresh.verdict else "**not met**") + fresh.met_suffix, fresh.verdict
     if target is None or not fresh.values:
         return old, None
     ok = [meets(target, v) for v in fresh.values]
