@@ -279,7 +279,8 @@ class Docs(unittest.TestCase):
         tokens = row_cells(new, "engine (llama.cpp)", "completions token for token equal to recompute in every run "
                                                       "of a cell, 512 to 8,000 tokens")
         self.assertEqual((tokens[2], tokens[3], tokens[6]),
-                         ("3 of 4 cells (memory and file mode)", "`LlamaRAMCache` / `LlamaDiskCache` 0 of 2 / 2 of 2 cells",
+                         ("3 of 4 cells (memory and file mode)",
+                          "`LlamaRAMCache` / `LlamaDiskCache` 0 of 2 / 2 of 2 cells",
                           "**not met**"))
         ram = row_cells(new, "engine (llama.cpp)", "the same against llama-cpp-python's `LlamaRAMCache`")
         self.assertEqual(ram[3], "131.6 ms (`LlamaRAMCache`, which returned other tokens than recompute)")

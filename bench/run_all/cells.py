@@ -476,7 +476,8 @@ def ttft_restored(run, tokens):
             return None
         mine = [got["memkv-memory"], got["memkv-file"]]
         ups = [r["speedup_vs_recompute"] for r in mine]
-        return Fresh(" / ".join(ms(r["ttft_ms"]) for r in mine) + " ms", "%s ms (recompute)" % ms(got["recompute"]["ttft_ms"]),
+        return Fresh(" / ".join(ms(r["ttft_ms"]) for r in mine) + " ms",
+                     "%s ms (recompute)" % ms(got["recompute"]["ttft_ms"]),
                      " / ".join("%.1fx" % u for u in ups) + " faster", ups,
                      misses_of(list(zip(("memory", "file"), ups))))
     return row
@@ -492,7 +493,8 @@ def ttft_against(run, tokens, cache, name):
         mine = [got["memkv-memory"], got["memkv-file"]]
         times = [round(r["ttft_ms"] / theirs["ttft_ms"], 1) for r in mine]
         note = "" if theirs["same_tokens"] else ", which returned other tokens than recompute"
-        return Fresh(" / ".join(ms(r["ttft_ms"]) for r in mine) + " ms", "%s ms (`%s`%s)" % (ms(theirs["ttft_ms"]), name, note),
+        return Fresh(" / ".join(ms(r["ttft_ms"]) for r in mine) + " ms",
+                     "%s ms (`%s`%s)" % (ms(theirs["ttft_ms"]), name, note),
                      " / ".join("%.1f" % t for t in times) + " (time)", times,
                      misses_of(list(zip(("memory", "file"), times)), lambda x: "%.1f" % x))
     return row

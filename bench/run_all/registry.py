@@ -236,7 +236,8 @@ REGISTRY = {
     "P1": Entry(
         "the Python client against the C++ client",
         [Run("p1", ["/usr/bin/python3", os.path.join(BENCH, "python_batch_get.py"), "--build-dir", "{build}",
-                    "--rounds", "7", "--json", "{out}/p1.json"], quick={"--rounds": "2"}, env={"PYTHONPATH": "{build}/python"})],
+                    "--rounds", "7", "--json", "{out}/p1.json"],
+             quick={"--rounds": "2"}, env={"PYTHONPATH": "{build}/python"})],
         {
             ("Python client", "`batch_get_into`, 64 x 64 KiB"): c.python_row("p1", 64, 64 * KIB),
             ("Python client", "`batch_get_into`, 8 x 2 MiB"): c.python_row("p1", 8, 2 * MIB),
