@@ -14,7 +14,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 
 from run_all import table  # noqa: E402
-from run_all.main import apply, docs_ids, load_data  # noqa: E402
+from run_all.main import apply, docs_ids, load_data, main, write_record  # noqa: E402
 from run_all.registry import NOT_RERUN, REGISTRY  # noqa: E402
 
 DOCS = os.path.join(os.path.dirname(HERE), "docs", "benchmarks.md")
@@ -300,6 +300,21 @@ class Docs(unittest.TestCase):
         self.assertEqual(cells[4], "put 1.04 / 0.75 / 0.63, get 0.95 / 0.84 / 0.88")
         self.assertEqual(cells[6], "**not met** (3 of 4): put x16 0.63")  # 1 connection is not judged
 
+    def test_r1_rewrites_the_rdma_rows_and_a_cell_without_a_result_misses(self):
+        # r1.json: the figures of the recorded run at f65cd19 (run 1), and
+        # the 2 MiB cells of 16 in flight that gave no result at 28dad7a.
+        new = self.rewritten_only("R1", load("r1"))
+        one = row_cells(new, "RDMA", "64 KiB put / get, one op at a time")
+        self.assertEqual(one[2:5], ["put 10.5, get 10.0 MiB/s",
+                                    "`ib_write_bw` 21.1, `ib_read_bw` 21.2 MiB/s (perftest, same guests, same boot, "
+                                    "`-t 1`)", "put 0.50, get 0.47"])
+        self.assertEqual(one[6], "**not met** (0 of 2): put 0.50, get 0.47")
+        batches = row_cells(new, "RDMA", "64 KiB put / get, batches of 64 (every key its own pipelined RDMA op)")
+        self.assertEqual((batches[4], batches[6]), ("put 0.77, get 0.86", "**not met** (1 of 2): put 0.77"))
+        big = row_cells(new, "RDMA", "2 MiB, 16 threads with one op each")
+        self.assertEqual((big[2], big[4]), ("no result (the run's table.txt says why)", "put no result, get no result"))
+        self.assertEqual(big[6], "**not met** (0 of 2): put no result, get no result")
+
 
 class Runs(unittest.TestCase):
     def test_json_lines_are_read_from_the_log_and_a_failed_run_is_not_read(self):
@@ -309,6 +324,31 @@ class Runs(unittest.TestCase):
             self.assertEqual(load_data(REGISTRY["E2"], out), {"e2": [{"bench": "engine_ttft"},
                                                                     {"tokens": 512, "cache": "recompute"}]})
             self.assertEqual(load_data(REGISTRY["E2"], out, failed={"e2": "exit 1"}), {})
+
+    def test_reuse_rewrites_from_an_earlier_runs_json_and_record(self):
+        with tempfile.TemporaryDirectory() as out:
+            docs = os.path.join(out, "benchmarks.md")
+            with open(DOCS) as f, open(docs, "w") as g:
+                g.write(f.read())
+            with open(os.path.join(DATA, "t2.json")) as f, open(os.path.join(out, "t2.json"), "w") as g:
+                g.write(f.read())
+            write_record(out, "T2", "abc1234", "Machine of the run.", {})
+            with open(os.devnull, "w") as quiet:
+                stdout, sys.stdout = sys.stdout, quiet
+                try:
+                    rc = main(["--reuse", "--only", "T2,T3", "--out", out, "--docs", docs])
+                finally:
+                    sys.stdout = stdout
+            self.assertEqual(rc, 1)  # T3 has no earlier run there
+            with open(docs) as f:
+                new = f.read()
+            cells = row_cells(new, "TCP", "batches of 16, 4 KiB put, 16 connections")
+            self.assertEqual((cells[2], cells[7]), ("1120.0 MiB/s", "abc1234"))
+            self.assertIn("Machine of the run. " + table.MACHINE_MARK, new)
+            with open(DOCS) as f:
+                old = f.read()
+            t3 = ("TCP", "tail at queue depth 1: p99.99 / p50")
+            self.assertEqual(row_cells(new, *t3), row_cells(old, *t3))
 
     def test_a_venv_run_names_its_python_and_fills_its_environment(self):
         run = REGISTRY["E2"].runs[0]

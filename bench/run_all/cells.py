@@ -607,3 +607,36 @@ def adapter_row(run):
         return Fresh(span([c[2] for c in cells]) + " GiB/s", reference, ratio + " (store / load)",
                      [c[4] for c in cells], misses_of(named))
     return row
+
+
+# RDMA against perftest (R1): tests/rdma/bench-scenarios.sh's table.json,
+# per size, flight (dN: N ops in flight, bN: batches of N) and op.
+
+def rdma_row(run, size, flight, in_flight):
+    """put and get of one size and flight against ib_write_bw and ib_read_bw
+    with as many in flight; a cell without a MemKV figure is a miss."""
+    def row(data, target):
+        cells = {c["op"]: c for c in (data.get(run) or {}).get("cells", [])
+                 if c.get("size_bytes") == size and c.get("flight") == flight}
+        if not all(op in cells and cells[op].get("perftest_mib_s") for op in ("put", "get")):
+            return None
+        put, get = cells["put"], cells["get"]
+
+        def mib(c):
+            return "no result" if c.get("memkv_mib_s") is None else f1(c["memkv_mib_s"])
+
+        def words(c):
+            return "no result" if c.get("ratio") is None else f2(c["ratio"])
+        named = [(op, cells[op].get("ratio")) for op in ("put", "get")]
+
+        def misses(target):
+            return ["%s %s" % (op, "no result" if q is None else f2(q)) for op, q in named
+                    if q is None or not meets(target, q)]
+        memkv = "put %s, get %s MiB/s" % (mib(put), mib(get))
+        if put.get("memkv_mib_s") is None and get.get("memkv_mib_s") is None:
+            memkv = "no result (the run's table.txt says why)"
+        return Fresh(memkv,
+                     "`ib_write_bw` %s, `ib_read_bw` %s MiB/s (perftest, same guests, same boot, %s)" % (
+                         f1(put["perftest_mib_s"]), f1(get["perftest_mib_s"]), in_flight),
+                     "put %s, get %s" % (words(put), words(get)), [0.0 if q is None else q for _, q in named], misses)
+    return row

@@ -79,11 +79,12 @@ def makers_for(ids, data_by_id):
 
 def apply(text, ids, data_by_id, run, machine=None):
     """text with the rows of ids rewritten from data_by_id {ID: {run: JSON}};
-    returns (new text, {ID: outcomes}). An ID without data leaves its rows."""
+    returns (new text, {ID: outcomes}). An ID without data leaves its rows.
+    run: the run cell's words, or {ID: words} (--reuse: each ID's own run)."""
     lines = text.splitlines(True)
     outcomes = {}
     for i in ids:
-        lines, got = table.rewrite(lines, makers_for([i], data_by_id), run)
+        lines, got = table.rewrite(lines, makers_for([i], data_by_id), run[i] if isinstance(run, dict) else run)
         outcomes[i] = got
     if machine and any(outcomes.values()):
         lines = table.set_machine_line(lines, machine)
@@ -140,7 +141,29 @@ def parse_args(argv):
     p.add_argument("--docs", default=os.path.join(ROOT, "docs", "benchmarks.md"), help="the page to rewrite")
     p.add_argument("--out", default="/tmp/memkv-run-all", help="JSON, logs and plots (default /tmp/memkv-run-all)")
     p.add_argument("--no-rewrite", action="store_true", help="run and summarize, but leave the docs as they are")
+    p.add_argument("--reuse", action="store_true",
+                   help="run nothing: rewrite the rows from the JSON an earlier run left in --out (its commit, "
+                        "machine and failures as that run recorded them in OUT/run-all.json)")
     return p.parse_args(argv)
+
+
+RECORD = "run-all.json"  # under --out: per ID, the run cell's words, the machine line and the failed runs
+
+
+def read_record(out):
+    try:
+        with open(os.path.join(out, RECORD)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def write_record(out, i, run, machine, failed):
+    """Notes ID i's run in OUT/run-all.json, beside the IDs other runs left there."""
+    record = read_record(out)
+    record[i] = {"run": run, "machine": machine, "failed": failed}
+    with open(os.path.join(out, RECORD), "w") as f:
+        json.dump(record, f, indent=1)
 
 
 def selected(args, doc_ids):
@@ -237,20 +260,30 @@ def main(argv=None):
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
     data_by_id, missing, plots = {}, {}, []
+    run = commit_of(ROOT) + (" (--quick)" if args.quick else "")
+    machine = machine_words(run)
+    runs, record = {}, read_record(out) if args.reuse else {}
     for i in wanted:
         if i not in REGISTRY:
             print("%s: not rerun by run-all (%s)" % (i, NOT_RERUN.get(i, "not in its registry")))
             continue
-        failed, drawn = run_id(i, args, out)
-        plots += drawn
+        if args.reuse:
+            if i not in record:
+                missing[i] = "no earlier run of %s in %s" % (i, out)
+                continue
+            failed, runs[i], machine = record[i]["failed"], record[i]["run"], record[i]["machine"]
+        else:
+            failed, drawn = run_id(i, args, out)
+            plots += drawn
+            runs[i] = run
+            write_record(out, i, run, machine, failed)
         data_by_id[i] = load_data(REGISTRY[i], out, failed)
         if failed:
             missing[i] = "; ".join("%s %s" % kv for kv in failed.items())
         for plot in REGISTRY[i].plots:
             plots += plot(data_by_id[i], out)
-    ids = [i for i in wanted if i in REGISTRY]
-    run = commit_of(ROOT) + (" (--quick)" if args.quick else "")
-    new_text, outcomes = apply(text, ids, data_by_id, run, machine_words(run))
+    ids = [i for i in wanted if i in runs]
+    new_text, outcomes = apply(text, ids, data_by_id, runs, machine)
     if not args.no_rewrite and new_text != text:
         with open(args.docs, "w") as f:
             f.write(new_text)

@@ -14,6 +14,7 @@ from .plots import drive_plot, file_mode_plot
 
 QUICK = {"--seconds": "0.2", "--repeat": "1"}
 BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the scripts beside run-all
+RDMA = os.path.join(os.path.dirname(BENCH), "tests", "rdma")  # the Soft-RoCE test-bed's scripts
 
 
 class Run:
@@ -242,6 +243,19 @@ REGISTRY = {
             ("Python client", "`batch_get_into`, 64 x 64 KiB"): c.python_row("p1", 64, 64 * KIB),
             ("Python client", "`batch_get_into`, 8 x 2 MiB"): c.python_row("p1", 8, 2 * MIB),
         }),
+    "R1": Entry(
+        "RDMA against perftest on the two Soft-RoCE guests, 1, 16 and batches of 64 in flight",
+        [Run("r1", ["bash", "-c", "bash %s/setup.sh && { bash %s/bench-scenarios.sh --build {build} --results "
+                                  "{out}/r1; cp {out}/r1/table.json {out}/r1.json; }" % (RDMA, RDMA)], quick={})],
+        {
+            ("RDMA", "2 MiB put / get, one op at a time, Soft-RoCE between the two QEMU guests"):
+                c.rdma_row("r1", 2 * MIB, "d1", "1 in flight"),
+            ("RDMA", "64 KiB put / get, batches of 64 (every key its own pipelined RDMA op)"):
+                c.rdma_row("r1", 64 * KIB, "b64", "`-t 64`"),
+            ("RDMA", "64 KiB put / get, 16 threads with one op each"): c.rdma_row("r1", 64 * KIB, "d16", "`-t 16`"),
+            ("RDMA", "64 KiB put / get, one op at a time"): c.rdma_row("r1", 64 * KIB, "d1", "`-t 1`"),
+            ("RDMA", "2 MiB, 16 threads with one op each"): c.rdma_row("r1", 2 * MIB, "d16", "`-t 16`"),
+        }),
     "A1": Entry(
         "the engine adapters, made by the engines' own released packages, against the plain Python client",
         [Run("a1-" + name, ["{python}", os.path.join(BENCH, "adapter_%s.py" % name)] + flags +
@@ -284,7 +298,6 @@ REGISTRY = {
 NOT_RERUN = {
     "D2": "memkv-drive-restart-bench writes no JSON; its printed figures are not parsed yet",
     "D3": "memkv-drive-crypt-bench writes no JSON; its figures are compared on a quiet machine",
-    "R1": "needs the two Soft-RoCE QEMU guests of tests/rdma/README.md",
     "L1": "bench/large_value_bench.sh prints its figures; not parsed yet",
     "N1": "the NIXL check needs NIXL under /opt/nixl",
     "U1": "the tenant bench needs an older server binary (--baseline)",

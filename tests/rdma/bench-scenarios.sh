@@ -18,7 +18,10 @@
 #   --build DIR     holds memkv and memkv-rdma-probe (default: build)
 #   --results DIR   default /tmp/memkv-rdma-bench; DIR/bench is the pair's
 #                   --out directory, DIR/bench.txt its output, DIR/table.txt
-#                   what this prints, DIR/host_cpu.txt the host's samples
+#                   what this prints, DIR/table.json its summary (per size,
+#                   flight and op: the medians, the ratio and each round;
+#                   null where no round gave a figure), DIR/host_cpu.txt the
+#                   host's samples
 #   --sizes LIST    value and message sizes in bytes (default 65536,2097152)
 #   --flights LIST  what is in flight (default d1,d16,b64); a size and flight
 #                   whose keys would take more than 32 MiB of the guest's
@@ -40,8 +43,8 @@ while [ $# -gt 0 ]; do
     --seconds) SECS="$2"; shift 2;;
     --rounds) ROUNDS="$2"; shift 2;;
     --transport) TRANSPORT="$2"; shift 2;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0;;
-    *) echo "bench-scenarios: unknown argument '$1'" >&2; sed -n '2,36p' "$0" >&2; exit 2;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0;;
+    *) echo "bench-scenarios: unknown argument '$1'" >&2; sed -n '2,33p' "$0" >&2; exit 2;;
   esac
 done
 # shellcheck source=host-lib.sh
@@ -185,6 +188,7 @@ def fmt_size(s): return f"{s >> 20} MiB" if s % 2**20 == 0 else f"{s >> 10} KiB"
 pair = {"get": "read", "put": "write"}
 print(f"{'size':>8}  {'flight':<7} {'op':<4} {'memkv MiB/s':>12} {'perftest MiB/s':>15} {'ratio':>6}   (perftest: ib_read_bw for get, ib_write_bw for put, -t N; median of {rounds} rounds)")
 print("flight: dN = N ops in flight (the probe's --depth N), bN = batches of N (--batch N)")
+summary = []
 for size, flight in dict.fromkeys((r["size"], r["flight"]) for r in res.values()):
     for op in ("get", "put"):
         mine = [r["mib"] for r in res.values() if (r["size"], r["flight"], r["op"]) == (size, flight, op)]
@@ -192,6 +196,12 @@ for size, flight in dict.fromkeys((r["size"], r["flight"]) for r in res.values()
         rs = [x / y for x, y in zip(mine, ref) if x and y]
         f = lambda v, d=1: f"{statistics.median(v):.{d}f}" if v else "-"
         print(f"{fmt_size(size):>8}  {flight:<7} {op:<4} {f([x for x in mine if x is not None]):>12} {f([x for x in ref if x is not None]):>15} {f(rs, 2):>6}")
+        med = lambda v: statistics.median(v) if v else None
+        summary.append(dict(size_bytes=size, flight=flight, op=op, memkv_mib_s=med([x for x in mine if x is not None]),
+                            perftest_mib_s=med([x for x in ref if x is not None]), ratio=med(rs),
+                            memkv_rounds=mine, perftest_rounds=ref))
+with open(f"{R}/table.json", "w") as out:
+    json.dump({"rounds": int(rounds), "seconds": secs, "cells": summary}, out, indent=1)
 ping = re.search(r"min/avg/max = ([\d.]+)/([\d.]+)/([\d.]+)", read(f"{B}/b/ping.out"))
 print(f"\nping b -> a (IP round trip, guests' stacks and the switch): " + (f"min/avg/max {ping.group(1)}/{ping.group(2)}/{ping.group(3)} ms" if ping else "no result"))
 print()
