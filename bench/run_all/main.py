@@ -175,6 +175,12 @@ def selected(args, doc_ids):
     return wanted
 
 
+def shell_words(run, argv, build, out):
+    """The command as a shell would take it, its added variables first."""
+    env = ["%s=%s" % kv for kv in run.environment(build, out).items()]
+    return " ".join(env + [shlex.join(argv)])
+
+
 def dry_run(args, doc_ids, wanted, lines):
     """Prints, in the order of the docs' list, what each wanted ID would run
     and the rows it feeds, or why run-all does not rerun it."""
@@ -196,8 +202,7 @@ def dry_run(args, doc_ids, wanted, lines):
         e = REGISTRY[i]
         print("%s: %s" % (i, e.what))
         for run in e.runs:
-            env = " ".join("%s=%s" % kv for kv in run.environment(build, out).items())
-            print("  run:  " + (env + " " if env else "") + shlex.join(run.command(build, out, args.quick)))
+            print("  run:  " + shell_words(run, run.command(build, out, args.quick), build, out))
             print("  json: " + os.path.join(out, run.name + ".log (its JSON lines)" if run.json_lines else run.json))
         for area, cell in e.rows:
             print("  row:  %s | %s%s" % (area, cell, "" if (area, cell) in index else "  (NOT IN THE TABLE)"))
@@ -221,8 +226,7 @@ def run_id(i, args, out):
             print("%s: %s failed, %s" % (i, run.name, e), flush=True)
             continue
         argv = run.command(build, out, args.quick, python)
-        env = " ".join("%s=%s" % kv for kv in run.environment(build, out).items())
-        print("%s: %s%s  (log %s)" % (i, env + " " if env else "", shlex.join(argv), log), flush=True)
+        print("%s: %s  (log %s)" % (i, shell_words(run, argv, build, out), log), flush=True)
         start = time.time()
         with open(log, "w") as f:
             try:
