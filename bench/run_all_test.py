@@ -350,6 +350,22 @@ class Runs(unittest.TestCase):
             t3 = ("TCP", "tail at queue depth 1: p99.99 / p50")
             self.assertEqual(row_cells(new, *t3), row_cells(old, *t3))
 
+    def test_dry_run_shows_every_id_with_its_commands_or_why_not(self):
+        import io
+        got = io.StringIO()
+        stdout, sys.stdout = sys.stdout, got
+        try:
+            self.assertEqual(main(["--dry-run", "--build", "/b", "--out", "/o"]), 0)
+        finally:
+            sys.stdout = stdout
+        text = got.getvalue()
+        self.assertIn("PYTHONPATH=/b/python '$(bash scripts/engine-venv.sh llama_cpp)/bin/python'", text)
+        self.assertNotIn("NOT IN THE TABLE", text)
+        for i in REGISTRY:
+            self.assertIn("\n%s: " % i, "\n" + text)
+        for i in NOT_RERUN:
+            self.assertIn("%s: not rerun by run-all" % i, text)
+
     def test_a_venv_run_names_its_python_and_fills_its_environment(self):
         run = REGISTRY["E2"].runs[0]
         self.assertEqual(run.command("/b", "/o", False)[0], "$(bash scripts/engine-venv.sh llama_cpp)/bin/python")
