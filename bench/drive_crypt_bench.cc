@@ -4,11 +4,12 @@
 // puts and gets of --value-bytes values from --threads threads, round after
 // round, alternating which goes first; each round reports both throughputs
 // and their ratio (encrypted / plain), and the end the median ratio of all
-// rounds (docs/storage.md, "Encryption at rest"). A program, not a test: a
-// smoke run keeps it from rotting.
+// rounds (docs/storage.md, "Encryption at rest"). --json PATH also writes
+// every round's figures, their medians and the flags to PATH as one JSON
+// object. A program, not a test: a smoke run keeps it from rotting.
 //
 //   memkv-drive-crypt-bench [--dir DIR] [--value-bytes B] [--values N] [--rounds N]
-//                           [--threads N] [--file-size B] [--block-size B]
+//                           [--threads N] [--file-size B] [--block-size B] [--json PATH]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -22,7 +23,9 @@
 #include <vector>
 
 #include "base/checksum.h"
+#include "base/json.h"
 #include "base/log.h"
+#include "base/text_file.h"
 #include "base/units.h"
 #include "drive/extent_store.h"
 
@@ -37,12 +40,14 @@ struct Args {
   int threads = 4;
   uint64_t file_size = 1ull << 30;
   uint64_t block_size = 4 << 20;
+  std::string json;  // empty: no JSON
 };
 
 [[noreturn]] void Usage(const std::string& why) {
   std::fprintf(stderr,
                "memkv-drive-crypt-bench: %s\nusage: memkv-drive-crypt-bench [--dir DIR] [--value-bytes B] "
-               "[--values N] [--rounds N] [--threads N] [--file-size B] [--block-size B]\n",
+               "[--values N] [--rounds N] [--threads N] [--file-size B] [--block-size B]\n"
+               "                               [--json PATH]\n",
                why.c_str());
   std::exit(2);
 }
@@ -66,6 +71,7 @@ Args Parse(int argc, char** argv) {
     else if (f == "--threads") a.threads = std::atoi(v);
     else if (f == "--file-size") a.file_size = SizeArg(f, v);
     else if (f == "--block-size") a.block_size = SizeArg(f, v);
+    else if (f == "--json") a.json = v;
     else Usage("unknown flag " + f);
   }
   if (a.values == 0 || a.rounds < 1 || a.threads < 1) Usage("--values, --rounds and --threads are at least 1");
@@ -102,6 +108,54 @@ double Timed(uint64_t n, int threads, Op op) {
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// One round's throughputs (MB/s, 1e6 bytes a second), [0] plain and
+// [1] encrypted, as printed.
+struct Round {
+  double put[2] = {0, 0};
+  double get[2] = {0, 0};
+};
+
+// The figures of one round, or their medians, as members of the object `w` is in.
+void WriteFigures(JsonWriter& w, double plain_put, double plain_get, double encrypted_put, double encrypted_get,
+                  double put_ratio, double get_ratio) {
+  w.Key("plain_put_mb_per_s").Number(plain_put)
+      .Key("plain_get_mb_per_s").Number(plain_get)
+      .Key("encrypted_put_mb_per_s").Number(encrypted_put)
+      .Key("encrypted_get_mb_per_s").Number(encrypted_get)
+      .Key("put_encrypted_over_plain_ratio").Number(put_ratio)
+      .Key("get_encrypted_over_plain_ratio").Number(get_ratio);
+}
+
+// The flags, every round and the medians (of each column over the rounds;
+// the ratios' are the medians that the last line prints).
+std::string ResultJson(const Args& a, const std::string& dir, const std::vector<Round>& rounds) {
+  JsonWriter w;
+  w.BeginObject()
+      .Key("value_bytes").Number(a.value_bytes)
+      .Key("values_per_round").Number(a.values)
+      .Key("threads").Number(int64_t{a.threads})
+      .Key("rounds").Number(int64_t{a.rounds})
+      .Key("file_size_bytes").Number(a.file_size)
+      .Key("block_size_bytes").Number(a.block_size)
+      .Key("dir").String(dir);
+  std::vector<double> column[6];
+  w.Key("rows").BeginArray();
+  for (size_t r = 0; r < rounds.size(); ++r) {
+    const Round& x = rounds[r];
+    const double figures[6] = {x.put[0], x.get[0], x.put[1], x.get[1], x.put[1] / x.put[0], x.get[1] / x.get[0]};
+    for (int i = 0; i < 6; ++i) column[i].push_back(figures[i]);
+    w.BeginObject().Key("round").Number(uint64_t{r});
+    WriteFigures(w, figures[0], figures[1], figures[2], figures[3], figures[4], figures[5]);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("median").BeginObject();
+  WriteFigures(w, Median(column[0]), Median(column[1]), Median(column[2]), Median(column[3]), Median(column[4]),
+               Median(column[5]));
+  w.EndObject().EndObject();
+  return w.text() + "\n";
 }
 
 int Main(int argc, char** argv) {
@@ -143,6 +197,7 @@ int Main(int argc, char** argv) {
               FormatSize(a.block_size).c_str(), dir.c_str());
   std::printf("%-6s %-10s %12s %12s\n", "round", "store", "put MB/s", "get MB/s");
   std::vector<double> put_ratio, get_ratio;
+  std::vector<Round> rounds;
   const double mb = double(a.values * a.value_bytes) / 1e6;
   for (int r = 0; r < a.rounds; ++r) {
     double put[2] = {0, 0}, get[2] = {0, 0};
@@ -162,6 +217,7 @@ int Main(int argc, char** argv) {
     }
     put_ratio.push_back(put[1] / put[0]);
     get_ratio.push_back(get[1] / get[0]);
+    rounds.push_back({{put[0], put[1]}, {get[0], get[1]}});
   }
   for (int s = 0; s < 2; ++s) {
     const ExtentStoreStats st = stores[s].store->Stats();
@@ -174,6 +230,12 @@ int Main(int argc, char** argv) {
               Median(get_ratio));
   for (Store& s : stores) s.store.reset();
   if (own_dir) std::filesystem::remove_all(dir);
+  if (!a.json.empty()) {
+    if (Status written = WriteTextFile(a.json, ResultJson(a, dir, rounds)); !written.ok()) {
+      std::fprintf(stderr, "memkv-drive-crypt-bench: %s\n", written.ToString().c_str());
+      return 1;
+    }
+  }
   return 0;
 }
 

@@ -8,7 +8,9 @@
 // same bytes as one value and gets it back (the two in alternating order,
 // after one untimed pass of both). It prints the median MiB/s of each and
 // the ratio large / small. Gets are checked against what was put.
-// The client comes from the environment (MEMKV_SERVERS, MEMKV_AUTH_KEY, ...).
+// --json PATH also writes those figures, every round's and the flags to PATH
+// as one JSON object. The client comes from the environment (MEMKV_SERVERS,
+// MEMKV_AUTH_KEY, ...).
 //
 // A program, not a test; single-threaded.
 #include <sys/mman.h>
@@ -21,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
+#include "base/text_file.h"
 #include "memkv/client.h"
 
 namespace {
@@ -57,12 +61,29 @@ uint8_t* Map(uint64_t size) {
   return static_cast<uint8_t*>(p);
 }
 
+// One op's row of the table: the medians, the ratio and every round's MiB/s.
+void WriteRow(memkv::JsonWriter& w, const char* op, const std::vector<double>& small,
+              const std::vector<double>& large) {
+  w.BeginObject()
+      .Key("op").String(op)
+      .Key("small_values_median_mib_per_s").Number(Median(small))
+      .Key("one_value_median_mib_per_s").Number(Median(large))
+      .Key("one_value_over_small_values_ratio").Number(Median(large) / Median(small));
+  w.Key("small_values_mib_per_s").BeginArray();
+  for (double x : small) w.Number(x);
+  w.EndArray().Key("one_value_mib_per_s").BeginArray();
+  for (double x : large) w.Number(x);
+  w.EndArray().EndObject();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   uint64_t total = uint64_t{4} << 30;
   uint64_t small = uint64_t{2} << 20;
   int rounds = 3;
+  std::string json;
+  if (argc % 2 == 0) Die(std::string("flag ") + argv[argc - 1] + " needs a value");
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--total") {
@@ -71,8 +92,10 @@ int main(int argc, char** argv) {
       small = ParseBytes(argv[i + 1]);
     } else if (flag == "--rounds") {
       rounds = std::atoi(argv[i + 1]);
+    } else if (flag == "--json") {
+      json = argv[i + 1];
     } else {
-      Die("usage: memkv-large-value-bench [--total 4GiB] [--small 2MiB] [--rounds 3]");
+      Die("usage: memkv-large-value-bench [--total 4GiB] [--small 2MiB] [--rounds 3] [--json PATH]");
     }
   }
   if (small == 0 || total % small != 0 || rounds < 1) Die("--total must be a multiple of --small; --rounds >= 1");
@@ -140,5 +163,19 @@ int main(int argc, char** argv) {
               Median(large_put) / Median(small_put));
   std::printf("%-6s %14.0f %14.0f %8.2f\n", "get", Median(small_get), Median(large_get),
               Median(large_get) / Median(small_get));
+  if (!json.empty()) {
+    memkv::JsonWriter w;
+    w.BeginObject()
+        .Key("total_bytes").Number(total)
+        .Key("small_value_bytes").Number(small)
+        .Key("small_values").Number(count)
+        .Key("rounds").Number(int64_t{rounds});
+    w.Key("rows").BeginArray();
+    WriteRow(w, "put", small_put, large_put);
+    WriteRow(w, "get", small_get, large_get);
+    w.EndArray().EndObject();
+    memkv::Status written = memkv::WriteTextFile(json, w.text() + "\n");
+    if (!written.ok()) Die(written.ToString());
+  }
   return 0;
 }

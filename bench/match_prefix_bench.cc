@@ -8,7 +8,8 @@
 // --hole when it is below --keys, then times --calls calls of each, one at a
 // time, the two in alternating order after --warmup untimed calls of both,
 // checks every answer, and prints the median and p99 latency of each in
-// microseconds and the ratios MatchPrefix / BatchExists.
+// microseconds and the ratios MatchPrefix / BatchExists. --json PATH also
+// writes those figures and the flags to PATH as one JSON object.
 // The client comes from the environment (MEMKV_SERVERS, MEMKV_AUTH_KEY, ...).
 //
 // A program, not a test; single-threaded.
@@ -20,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
+#include "base/text_file.h"
 #include "memkv/client.h"
 
 namespace {
@@ -43,6 +46,7 @@ struct Flags {
   size_t hole = SIZE_MAX;  // none
   size_t calls = 5000;
   size_t warmup = 200;
+  std::string json;  // empty: no JSON
 };
 
 Flags ParseFlags(int argc, char** argv) {
@@ -50,6 +54,10 @@ Flags ParseFlags(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string name = argv[i];
     if (i + 1 >= argc) Die("flag " + name + " needs a value");
+    if (name == "--json") {
+      f.json = argv[++i];
+      continue;
+    }
     const size_t value = std::strtoull(argv[++i], nullptr, 10);
     if (name == "--keys") {
       f.keys = value;
@@ -60,7 +68,8 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (name == "--warmup") {
       f.warmup = value;
     } else {
-      Die("unknown flag " + name + "; allowed: --keys N (1..1024), --hole INDEX, --calls N, --warmup N");
+      Die("unknown flag " + name +
+          "; allowed: --keys N (1..1024), --hole INDEX, --calls N, --warmup N, --json PATH");
     }
   }
   if (f.keys == 0 || f.keys > 1024) Die("--keys must be 1..1024");
@@ -118,5 +127,23 @@ int main(int argc, char** argv) {
   std::printf("%-12s %10.1f %10.1f\n", "MatchPrefix", m50, m99);
   std::printf("%-12s %10.1f %10.1f\n", "BatchExists", e50, e99);
   std::printf("%-12s %10.2f %10.2f\n", "ratio", m50 / e50, m99 / e99);
+  if (!flags.json.empty()) {
+    memkv::JsonWriter w;
+    w.BeginObject()
+        .Key("keys").Number(uint64_t{flags.keys})
+        .Key("hole");
+    flags.hole < flags.keys ? w.Number(uint64_t{flags.hole}) : w.Null();
+    w.Key("calls").Number(uint64_t{flags.calls})
+        .Key("warmup_calls").Number(uint64_t{flags.warmup})
+        .Key("match_prefix_median_us").Number(m50)
+        .Key("match_prefix_p99_us").Number(m99)
+        .Key("batch_exists_median_us").Number(e50)
+        .Key("batch_exists_p99_us").Number(e99)
+        .Key("median_match_prefix_over_batch_exists_ratio").Number(m50 / e50)
+        .Key("p99_match_prefix_over_batch_exists_ratio").Number(m99 / e99)
+        .EndObject();
+    memkv::Status written = memkv::WriteTextFile(flags.json, w.text() + "\n");
+    if (!written.ok()) Die(written.ToString());
+  }
   return 0;
 }

@@ -3,6 +3,8 @@
 # by default, alternating in one run) against four memkv servers on free
 # loopback ports, memory mode, 256 MiB pools.
 # Usage: bench/match_prefix_bench.sh BUILD_DIR [memkv-match-prefix-bench flags]
+#   --json PATH (a memkv-match-prefix-bench flag): the flags, the median and
+#   p99 latency of each call and their ratios also as JSON
 set -euo pipefail
 build=$(cd "$1" && pwd)
 shift

@@ -27,6 +27,8 @@
 //     a prefix match can serve now);
 // and over the whole run the blocks the requests took from their engine's
 // own cache, read from MemKV, and computed.
+// --json=PATH also writes the flags, both runs' figures and the ratios to
+// PATH as one JSON object.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -42,6 +44,8 @@
 #include <vector>
 
 #include "base/checksum.h"
+#include "base/json.h"
+#include "base/text_file.h"
 #include "memkv/put_options.h"
 #include "storage/memory_store.h"
 
@@ -66,6 +70,7 @@ struct Params {
   uint64_t engines = 1;
   // Each engine's own prefix cache, in blocks; unset: a quarter of the pool.
   uint64_t local_blocks = UINT64_MAX;
+  std::string json;  // --json=PATH; empty: no JSON
 };
 
 // Sums over the samples (one after each batch of the last round), and
@@ -133,6 +138,18 @@ bool ParseFlag(std::string_view arg, std::string_view name, uint64_t* out) {
   return true;
 }
 
+// --json=PATH; false if `arg` is not --json, exits on an empty path.
+bool ParseJsonPath(std::string_view arg, std::string* out) {
+  constexpr std::string_view kPrefix = "--json=";
+  if (!arg.starts_with(kPrefix)) return false;
+  *out = std::string(arg.substr(kPrefix.size()));
+  if (out->empty()) {
+    std::fprintf(stderr, "--json= needs a path\n");
+    std::exit(2);
+  }
+  return true;
+}
+
 // --lookup=engine|walk; false if `arg` is not --lookup, exits on a bad value.
 bool ParseLookup(std::string_view arg, LookupMode* out) {
   constexpr std::string_view kPrefix = "--lookup=";
@@ -156,12 +173,12 @@ bool ParseArgs(int argc, char** argv, Params* p) {
         ParseFlag(a, "block-bytes", &p->block_bytes) || ParseFlag(a, "pool-blocks", &p->pool_blocks) ||
         ParseFlag(a, "rounds", &p->rounds) || ParseFlag(a, "seed", &p->seed) || ParseFlag(a, "batch", &p->batch) ||
         ParseFlag(a, "engines", &p->engines) || ParseFlag(a, "local-blocks", &p->local_blocks) ||
-        ParseLookup(a, &p->lookup)) {
+        ParseLookup(a, &p->lookup) || ParseJsonPath(a, &p->json)) {
       continue;
     }
     std::fprintf(stderr,
                  "unknown argument '%s'; allowed: --chains=N --blocks=N --block-bytes=N --pool-blocks=N "
-                 "--rounds=N --seed=N --batch=N --lookup=engine|walk --engines=N --local-blocks=N\n",
+                 "--rounds=N --seed=N --batch=N --lookup=engine|walk --engines=N --local-blocks=N --json=PATH\n",
                  argv[i]);
     return false;
   }
@@ -352,6 +369,56 @@ void PrintHeader(const Params& p) {
   }
 }
 
+// One run's figures (PrintRow's columns, each name with its unit) as the
+// next element of the array `w` is in.
+void WriteRunJson(JsonWriter& w, const char* policy, const Outcome& o) {
+  w.BeginObject()
+      .Key("policy").String(policy)
+      .Key("samples").Number(o.samples)
+      .Key("stored_blocks_mean").Number(o.Mean(o.stored))
+      .Key("whole_prefix_blocks_mean").Number(o.Mean(o.whole_prefix))
+      .Key("whole_prefix_fraction").Number(o.fraction())
+      .Key("reachable_blocks_mean").Number(o.Mean(o.reachable))
+      .Key("lookups").Number(o.lookups)
+      .Key("local_hit_blocks").Number(o.local_hits)
+      .Key("memkv_hit_blocks").Number(o.memkv_hits)
+      .Key("computed_blocks").Number(o.computed)
+      .Key("put_blocks").Number(o.puts)
+      .Key("evictions").Number(o.evictions)
+      .EndObject();
+}
+
+// The flags, both runs and the ratios main prints, as one object.
+std::string ResultJson(const Params& p, const Outcome& aware, const Outcome& lru) {
+  JsonWriter w;
+  w.BeginObject()
+      .Key("chains").Number(p.chains)
+      .Key("blocks_per_chain").Number(p.blocks)
+      .Key("block_bytes").Number(p.block_bytes)
+      .Key("pool_blocks").Number(p.pool_blocks)
+      .Key("zipf_s").Number(p.zipf_s)
+      .Key("rounds").Number(p.rounds)
+      .Key("seed").Number(p.seed)
+      .Key("batch").Number(p.batch)
+      .Key("lookup").String(p.lookup == LookupMode::kWalk ? "walk" : "engine")
+      .Key("engines").Number(p.engines)
+      .Key("local_blocks").Number(p.local_blocks);
+  w.Key("runs").BeginArray();
+  WriteRunJson(w, "prefix_aware", aware);
+  WriteRunJson(w, "plain_lru", lru);
+  w.EndArray();
+  const double reach_ratio = Ratio(aware.Mean(aware.reachable), lru.Mean(lru.reachable));
+  const auto count_ratio = [](uint64_t a, uint64_t b) { return Ratio(static_cast<double>(a), static_cast<double>(b)); };
+  w.Key("reachable_aware_over_lru_ratio").Number(reach_ratio)
+      .Key("reachable_target_met").Bool(reach_ratio >= 1.5)
+      .Key("whole_prefix_fraction_target_met").Bool(aware.fraction() >= 0.95)
+      .Key("hits_aware_over_lru_ratio").Number(count_ratio(aware.hits(), lru.hits()))
+      .Key("memkv_hits_aware_over_lru_ratio").Number(count_ratio(aware.memkv_hits, lru.memkv_hits))
+      .Key("computed_aware_over_lru_ratio").Number(count_ratio(aware.computed, lru.computed))
+      .EndObject();
+  return w.text() + "\n";
+}
+
 }  // namespace
 }  // namespace memkv
 
@@ -376,5 +443,12 @@ int main(int argc, char** argv) {
               Ratio(static_cast<double>(aware.hits()), static_cast<double>(lru.hits())),
               Ratio(static_cast<double>(aware.memkv_hits), static_cast<double>(lru.memkv_hits)),
               Ratio(static_cast<double>(aware.computed), static_cast<double>(lru.computed)));
+  if (!p.json.empty()) {
+    const Status written = WriteTextFile(p.json, ResultJson(p, aware, lru));
+    if (!written.ok()) {
+      std::fprintf(stderr, "%s\n", written.ToString().c_str());
+      return 1;
+    }
+  }
   return 0;
 }

@@ -279,15 +279,6 @@ void WriteMachineJson(JsonWriter& w, const RunFacts& f) {
       .Key("started_utc").String(f.started_utc);
 }
 
-Status WriteTextFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return IoError("cannot open '" + path + "' for writing");
-  out << text;
-  out.close();
-  if (!out) return IoError("writing '" + path + "' failed");
-  return Status::Ok();
-}
-
 void PrintFacts(std::FILE* out, const RunFacts& f) {
   PrintMachine(out, "memkv-bench", f);
   std::fprintf(out, "target: %s   storage %s   pool %s (%s%s)   %.2f s per cell, median of %u\n",

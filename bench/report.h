@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/json.h"
+#include "base/text_file.h"
 #include "bench/measure.h"
 #include "memkv/status.h"
 
@@ -73,8 +74,8 @@ void PrintMachine(std::FILE* out, const std::string& program, const RunFacts& fa
 // The machine's facts as members of the object `w` is in (for --fill and
 // --fresh, whose JSON is built with JsonWriter).
 void WriteMachineJson(JsonWriter& w, const RunFacts& facts);
-// Writes `text` to `path` (replacing it); IoError naming the path.
-Status WriteTextFile(const std::string& path, const std::string& text);
+// Writes `text` to `path` (replacing it); IoError naming the path (base/text_file.h).
+using memkv::WriteTextFile;
 // One table per op present in `rows`, in the order of first appearance;
 // `redis` adds Redis's columns.
 void PrintTables(std::FILE* out, const std::vector<Row>& rows, bool redis);

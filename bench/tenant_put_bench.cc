@@ -7,9 +7,10 @@
 // quota, and runs one client thread per tenant, each authenticated with its
 // tenant's key, putting --size values (singly, or in batches of --batch) for
 // --seconds. Prints each round's puts/s and the ratio of the two binaries;
-// the median of the rounds' ratios is the figure.
+// the median of the rounds' ratios is the figure. --json PATH also writes
+// the flags, every round and the medians to PATH as one JSON object.
 //
-//   memkv-tenant-bench --memkv build/memkv --baseline /path/to/other/memkv
+//   memkv-tenant-bench --memkv build/memkv --baseline /path/to/other/memkv [--json PATH]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -20,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/json.h"
+#include "base/text_file.h"
 #include "bench/memkv_server.h"
 #include "memkv/client.h"
 
@@ -37,6 +40,13 @@ struct Options {
   double seconds = 3.0;
   int rounds = 3;
   uint64_t pool = 1ULL << 30;
+  std::string json;  // empty: no JSON
+};
+
+// One round's puts/s of each binary.
+struct Round {
+  double memkv = 0;
+  double baseline = 0;
 };
 
 const std::string kAdminHex(64, 'a');
@@ -131,7 +141,48 @@ double RunOnce(const std::string& binary, const Options& o) {
 void Usage() {
   std::fprintf(stderr,
                "usage: memkv-tenant-bench --memkv PATH --baseline PATH [--tenants N] [--size BYTES] [--batch N]\n"
-               "                          [--seconds S] [--rounds N]\n");
+               "                          [--seconds S] [--rounds N] [--json PATH]\n");
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The flags, every round (numbered from 1, as printed) and the medians of
+// each column over the rounds; the ratio's is the figure the last line prints.
+std::string ResultJson(const Options& o, const std::vector<Round>& rounds) {
+  memkv::JsonWriter w;
+  w.BeginObject()
+      .Key("memkv").String(o.memkv)
+      .Key("baseline").String(o.baseline)
+      .Key("tenants").Number(int64_t{o.tenants})
+      .Key("value_bytes").Number(o.size)
+      .Key("batch").Number(int64_t{o.batch})
+      .Key("seconds_per_cell").Number(o.seconds)
+      .Key("rounds").Number(int64_t{o.rounds})
+      .Key("pool_bytes").Number(o.pool);
+  std::vector<double> memkv, baseline, ratio;
+  w.Key("rows").BeginArray();
+  for (size_t r = 0; r < rounds.size(); ++r) {
+    memkv.push_back(rounds[r].memkv);
+    baseline.push_back(rounds[r].baseline);
+    ratio.push_back(rounds[r].memkv / rounds[r].baseline);
+    w.BeginObject()
+        .Key("round").Number(uint64_t{r + 1})
+        .Key("memkv_puts_per_s").Number(memkv.back())
+        .Key("baseline_puts_per_s").Number(baseline.back())
+        .Key("memkv_over_baseline_ratio").Number(ratio.back())
+        .EndObject();
+  }
+  w.EndArray();
+  w.Key("median").BeginObject()
+      .Key("memkv_puts_per_s").Number(Median(memkv))
+      .Key("baseline_puts_per_s").Number(Median(baseline))
+      .Key("memkv_over_baseline_ratio").Number(Median(ratio))
+      .EndObject();
+  w.EndObject();
+  return w.text() + "\n";
 }
 
 }  // namespace
@@ -161,6 +212,8 @@ int main(int argc, char** argv) {
       o.seconds = std::stod(next());
     } else if (arg == "--rounds") {
       o.rounds = std::stoi(next());
+    } else if (arg == "--json") {
+      o.json = next();
     } else {
       Usage();
       return 2;
@@ -173,6 +226,7 @@ int main(int argc, char** argv) {
   std::printf("%d tenants, one connection each, %llu-byte values, batches of %d, %.1f s a cell, %d rounds\n",
               o.tenants, static_cast<unsigned long long>(o.size), o.batch, o.seconds, o.rounds);
   std::vector<double> ratios;
+  std::vector<Round> rounds;
   for (int r = 0; r < o.rounds; ++r) {
     double memkv = 0, baseline = 0;
     if (r % 2 == 0) {
@@ -183,10 +237,17 @@ int main(int argc, char** argv) {
       memkv = RunOnce(o.memkv, o);
     }
     ratios.push_back(memkv / baseline);
+    rounds.push_back({memkv, baseline});
     std::printf("round %d: memkv %.0f puts/s, baseline %.0f puts/s, ratio %.3f\n", r + 1, memkv, baseline,
                 ratios.back());
   }
   std::sort(ratios.begin(), ratios.end());
   std::printf("memkv / baseline (median of %d rounds): %.3fx\n", o.rounds, ratios[ratios.size() / 2]);
+  if (!o.json.empty()) {
+    if (memkv::Status written = memkv::WriteTextFile(o.json, ResultJson(o, rounds)); !written.ok()) {
+      std::fprintf(stderr, "memkv-tenant-bench: %s\n", written.ToString().c_str());
+      return 1;
+    }
+  }
   return 0;
 }

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -16,6 +18,8 @@
 #include "base/hmac.h"
 #include "base/log.h"
 #include "base/parse_number.h"
+#include "base/temp_dir.h"
+#include "base/text_file.h"
 #include "base/units.h"
 #include "base/utf8.h"
 #include "memkv/status.h"
@@ -385,10 +389,10 @@ class LogCapture {
  public:
   LogCapture() : saved_(GetLogLevel()) {
     SetLogLevel(LogLevel::kInfo);
-    testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStderr();
   }
   ~LogCapture() { SetLogLevel(saved_); }
-  std::string Take() { return testing::internal::GetCapturedStderr(); }
+  std::string Take() { return ::testing::internal::GetCapturedStderr(); }
 
  private:
   LogLevel saved_;
@@ -506,6 +510,18 @@ TEST(JsonWriterTest, NestsCommasAndEscapesAndReadsBack) {
   EXPECT_EQ(back->Find("name")->string, "a\"b\\c\n\x01");
   EXPECT_EQ(back->Find("x")->number, 0.1);
   EXPECT_EQ(back->Find("list")->array.size(), 4u);
+}
+
+TEST(TextFileTest, ReplacesTheFileAndNamesAPathItCannotOpen) {
+  testing::TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const std::string path = dir.Write("out.json", "an older and longer text");
+  ASSERT_TRUE(WriteTextFile(path, "{\"a\":1}\n").ok());
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "{\"a\":1}\n");
+  const Status missing = WriteTextFile(dir.File("no-such-dir/out.json"), "x");
+  EXPECT_EQ(missing.code(), StatusCode::kIoError);
+  EXPECT_NE(missing.message().find("no-such-dir/out.json"), std::string::npos) << missing.ToString();
 }
 
 TEST(KeyPageTest, KeepsTheSmallestKeysUnderThePrefixAfterTheCursorOnce) {

@@ -13,6 +13,7 @@
 // written and then after a checkpoint. The reference, measured in the same
 // run: reading the same journal bytes with plain O_DIRECT pread, i.e. the
 // I/O part of a replay; the ratio shows what parsing and indexing add.
+// --json PATH also writes every printed figure to PATH as one JSON object.
 #include <fcntl.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -31,7 +32,9 @@
 #include <vector>
 
 #include "base/bytes.h"
+#include "base/json.h"
 #include "base/log.h"
+#include "base/text_file.h"
 #include "base/units.h"
 #include "drive/aligned_buffer.h"
 #include "drive/drive_file.h"
@@ -105,6 +108,85 @@ std::vector<uint8_t> Value(uint64_t i, uint64_t size) {
 struct Sample {
   double min_ms = 0, median_ms = 0, max_ms = 0;
 };
+
+// The data area after the writes, from the store's own figures.
+struct Space {
+  uint64_t used = 0, usable = 0, value = 0;
+  double Ratio() const { return value == 0 ? 0.0 : double(used) / double(value); }
+  double UsedPercent() const { return 100.0 * double(used) / double(std::max<uint64_t>(usable, 1)); }
+};
+
+// What the first lines print.
+struct Facts {
+  std::string commit, cpu_model, kernel, fstype;
+  unsigned cores = 0;
+  uint64_t file_bytes = 0;
+};
+
+// The write phase as printed; all zero with --reuse, which writes nothing.
+struct Written {
+  uint64_t values = 0;
+  double seconds = 0;
+  uint64_t journal_commits = 0;
+  Space space;
+};
+
+void WriteSample(JsonWriter& w, const char* name, const Sample& s, uint64_t journal_bytes) {
+  w.BeginObject()
+      .Key("row").String(name)
+      .Key("min_ms").Number(s.min_ms)
+      .Key("median_ms").Number(s.median_ms)
+      .Key("max_ms").Number(s.max_ms)
+      .Key("journal_bytes").Number(journal_bytes)
+      .EndObject();
+}
+
+// Every printed figure as one object; the write phase's are null with --reuse.
+std::string ResultJson(const Args& a, const Facts& f, const std::string& engine, const Written& wr,
+                       const Sample (&samples)[3], const uint64_t (&journal)[3]) {
+  JsonWriter w;
+  w.BeginObject()
+      .Key("bench").String("memkv-drive-restart-bench")
+      .Key("commit").String(f.commit)
+      .Key("build_type").String(MEMKV_BUILD_TYPE)
+      .Key("cpu_model").String(f.cpu_model)
+      .Key("cores").Number(uint64_t{f.cores})
+      .Key("kernel").String(f.kernel)
+      .Key("dir").String(a.dir)
+      .Key("fstype").String(f.fstype)
+      .Key("drives").Number(int64_t{a.drives})
+      .Key("file_bytes").Number(f.file_bytes)
+      .Key("blocks").Number(a.blocks)
+      .Key("value_bytes").Number(a.value_bytes)
+      .Key("block_size_bytes").Number(a.block_size)
+      .Key("threads").Number(int64_t{a.threads})
+      .Key("repeat").Number(int64_t{a.repeat})
+      .Key("reuse").Bool(a.reuse)
+      .Key("io_engine").String(engine);
+  const double puts = double(a.blocks);
+  const std::pair<const char*, double> write_figures[] = {
+      {"values_written", double(wr.values)},
+      {"write_seconds", wr.seconds},
+      {"puts_per_s", puts / wr.seconds},
+      {"puts_per_journal_commit", puts / double(std::max<uint64_t>(wr.journal_commits, 1))},
+      {"data_area_used_bytes", double(wr.space.used)},
+      {"value_bytes_stored", double(wr.space.value)},
+      {"drive_bytes_per_value_byte", wr.space.Ratio()},
+      {"data_area_used_percent", wr.space.UsedPercent()},
+  };
+  for (const auto& [key, value] : write_figures) {
+    w.Key(key);
+    a.reuse ? w.Null() : w.Number(value);
+  }
+  w.Key("rows").BeginArray();
+  WriteSample(w, "journal_as_written", samples[0], journal[0]);
+  WriteSample(w, "after_checkpoint", samples[1], journal[1]);
+  WriteSample(w, "reference_pread_journal", samples[2], journal[2]);
+  w.EndArray();
+  w.Key("reopen_over_reference_median_ratio").Number(samples[1].median_ms / std::max(samples[2].median_ms, 0.001));
+  w.EndObject();
+  return w.text() + "\n";
+}
 
 Sample Summarize(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -191,26 +273,25 @@ int main(int argc, char** argv) {
 
   utsname un{};
   uname(&un);
-  std::printf("memkv-drive-restart-bench  commit %s  build %s\n",
-              Shell("git -C " MEMKV_SOURCE_DIR " rev-parse --short HEAD 2>/dev/null").c_str(), MEMKV_BUILD_TYPE);
-  std::printf("cpu: %s, %u cores   kernel: %s %s\n", CpuModel().c_str(), std::thread::hardware_concurrency(),
-              un.sysname, un.release);
+  Facts facts;
+  facts.commit = Shell("git -C " MEMKV_SOURCE_DIR " rev-parse --short HEAD 2>/dev/null");
+  facts.cpu_model = CpuModel();
+  facts.cores = std::thread::hardware_concurrency();
+  facts.kernel = std::string(un.sysname) + " " + un.release;
+  facts.fstype = Shell("df --output=fstype " + a.dir + " | tail -1");
+  facts.file_bytes = file_bytes;
+  std::printf("memkv-drive-restart-bench  commit %s  build %s\n", facts.commit.c_str(), MEMKV_BUILD_TYPE);
+  std::printf("cpu: %s, %u cores   kernel: %s %s\n", facts.cpu_model.c_str(), facts.cores, un.sysname, un.release);
   std::printf("drives: %d files of %s under %s (%s)\n", a.drives, FormatSize(file_bytes).c_str(), a.dir.c_str(),
-              Shell("df --output=fstype " + a.dir + " | tail -1").c_str());
+              facts.fstype.c_str());
   std::printf("workload: %llu values of %s, block size %s, %d writer threads\n", (unsigned long long)a.blocks,
               FormatSize(a.value_bytes).c_str(), FormatSize(a.block_size).c_str(), a.threads);
 
   ExtentStoreOptions o;
   o.drives = paths;
   o.io_buffers = uint32_t(std::max(a.threads, 8));
-  uint64_t io_engine_ok = 0;
-  struct {
-    uint64_t used = 0, usable = 0, value = 0;
-    double Ratio() const { return value == 0 ? 0.0 : double(used) / double(value); }
-  } space;
+  Written wr;
   std::string engine;
-  double write_s = 0;
-  uint64_t commits = 0;
   if (a.reuse) {
     auto store = ExtentStore::Open(o);
     if (!store.ok()) {
@@ -218,6 +299,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     a.blocks = (*store)->Stats().keys;
+    engine = (*store)->Stats().io_engine;
     own_dir = false;
     std::printf("reusing the store under %s: %llu values\n\n", a.dir.c_str(), (unsigned long long)a.blocks);
   } else {
@@ -256,23 +338,23 @@ int main(int argc, char** argv) {
     }
     for (auto& t : threads) t.join();
     if (failed) return 1;
-    write_s = Ms(std::chrono::steady_clock::now() - t0) / 1000;
+    wr.seconds = Ms(std::chrono::steady_clock::now() - t0) / 1000;
     const ExtentStoreStats st = (*store)->Stats();
-    commits = st.journal_commits;
-    io_engine_ok = st.keys;
+    wr.journal_commits = st.journal_commits;
+    wr.values = st.keys;
     for (const DriveStats& d : st.drives) {
-      space.used += d.used_bytes;
-      space.usable += d.usable_bytes;
+      wr.space.used += d.used_bytes;
+      wr.space.usable += d.usable_bytes;
     }
-    space.value = st.value_bytes;
+    wr.space.value = st.value_bytes;
   }
   std::printf("wrote %llu values in %.1f s (%.0f puts/s, %.1f puts per journal commit, %s)\n",
-              (unsigned long long)io_engine_ok, write_s, double(a.blocks) / write_s,
-              double(a.blocks) / double(std::max<uint64_t>(commits, 1)), engine.c_str());
+              (unsigned long long)wr.values, wr.seconds, double(a.blocks) / wr.seconds,
+              double(a.blocks) / double(std::max<uint64_t>(wr.journal_commits, 1)), engine.c_str());
   std::printf("drive space: %llu bytes of data area hold %llu value bytes: %.4f drive bytes per value byte "
               "(%.1f%% of the data area used)\n\n",
-              (unsigned long long)space.used, (unsigned long long)space.value, space.Ratio(),
-              100.0 * double(space.used) / double(std::max<uint64_t>(space.usable, 1)));
+              (unsigned long long)wr.space.used, (unsigned long long)wr.space.value, wr.space.Ratio(),
+              wr.space.UsedPercent());
   }
 
   uint64_t journal_bytes = 0;
@@ -312,21 +394,17 @@ int main(int argc, char** argv) {
   std::printf("\nratio reopen / reference read (median, after checkpoint): %.1fx\n",
               checkpointed.median_ms / std::max(raw.median_ms, 0.001));
 
-  if (!a.json.empty()) {
-    std::ofstream out(a.json);
-    out << "{\"bench\": \"memkv-drive-restart-bench\", \"blocks\": " << a.blocks << ", \"value_bytes\": " << a.value_bytes
-        << ", \"block_size\": " << a.block_size << ", \"drives\": " << a.drives << ", \"io_engine\": \"" << engine
-        << "\", \"write_seconds\": " << write_s << ", \"reopen_ms_as_written\": {\"min\": " << as_written.min_ms
-        << ", \"median\": " << as_written.median_ms << ", \"max\": " << as_written.max_ms
-        << "}, \"reopen_ms_after_checkpoint\": {\"min\": " << checkpointed.min_ms
-        << ", \"median\": " << checkpointed.median_ms << ", \"max\": " << checkpointed.max_ms
-        << "}, \"reference_pread_ms\": {\"min\": " << raw.min_ms << ", \"median\": " << raw.median_ms
-        << ", \"max\": " << raw.max_ms << "}, \"journal_bytes\": " << journal_bytes
-        << ", \"drive_bytes_per_value_byte\": " << space.Ratio() << "}\n";
-  }
   if (own_dir) {
     std::error_code ec;
     std::filesystem::remove_all(a.dir, ec);
+  }
+  if (!a.json.empty()) {
+    const Sample samples[3] = {as_written, checkpointed, raw};
+    const uint64_t journal[3] = {journal_as_written, journal_bytes, journal_bytes};
+    if (Status written = WriteTextFile(a.json, ResultJson(a, facts, engine, wr, samples, journal)); !written.ok()) {
+      std::fprintf(stderr, "%s\n", written.ToString().c_str());
+      return 1;
+    }
   }
   return 0;
 }
