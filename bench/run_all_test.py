@@ -315,6 +315,45 @@ class Docs(unittest.TestCase):
         self.assertEqual((big[2], big[4]), ("no result (the run's table.txt says why)", "put no result, get no result"))
         self.assertEqual(big[6], "**not met** (0 of 2): put no result, get no result")
 
+    def test_e1_judges_the_fraction_and_reachable_blocks_apart(self):
+        e1, walk = load("e1")["e1"], load("e1-walk")["e1-walk"]
+        data = {"e1": e1, "e1-b64": e1, "e1-e4-b64": e1, "e1-walk": walk, "e1-walk-b64": walk}
+        new = self.rewritten_only("E1", data)
+        first = row_cells(new, "prefix-aware eviction", next(c for _, c in REGISTRY["E1"].rows))
+        self.assertEqual(first[2], "whole-prefix fraction 1.0000, 40 blocks reachable")
+        self.assertEqual(first[3], "plain LRU, same puts without parent keys: 1.0000, 40")
+        self.assertEqual(first[4], "reachable 1.00, MemKV hits 1.00")
+        self.assertEqual(first[6], "fraction met; **reachable not met** (1.00)")
+        walked = row_cells(new, "prefix-aware eviction", "walk lookups (Get from the head, no engine cache), one "
+                                                         "request at a time / 64 per batch")
+        self.assertEqual(walked[2:5], ["1.0000, 200 / 1.0000, 200", "plain LRU: 0.9600, 192 / 0.9600, 192",
+                                       "reachable 1.04 / 1.04"])
+
+    def test_d2_d3_l1_m1_u1_rewrite_their_rows(self):
+        d3 = load("d3-1")["d3-1"]
+        u1 = load("u1")["u1"]
+        data = {"D2": load("d2-4k"), "D3": {"d3-1": d3, "d3-2": d3, "d3-3": d3}, "L1": load("l1"),
+                "M1": load("m1", "m1-hole"), "U1": {"u1": u1, "u1-batch": u1}}
+        new, outcomes = apply(self.text, list(data), data, RUN, "m")
+        small = row_cells(new, "drive tier", "drive bytes per value byte, 20,000 values of 4 KiB")
+        self.assertEqual(small[2:5], ["1.0000", "1025 (format 1: a 4 MiB + 4 KiB slot each)", "-"])
+        self.assertEqual(len(outcomes["D2"]), 1)  # only the 4 KiB run's JSON is there
+        crypt = row_cells(new, "drive tier", next(c for _, c in REGISTRY["D3"].rows))
+        self.assertEqual(crypt[4], "put 0.86 / 0.86 / 0.86, get 0.66 / 0.66 / 0.66")
+        self.assertEqual(crypt[6], "**not met**: put below 0.90 in 3 of 3 runs, get below 0.80 in 3 of 3 runs")
+        big = row_cells(new, "large values", "memory mode, put: one 4 GiB value")
+        self.assertEqual(big[2:7], ["2010 MiB/s", "2401 MiB/s (32 values of 2 MiB, same bytes)", "0.84",
+                                    ">= 0.9x the 2 MiB values", "**not met**"])
+        self.assertEqual(row_cells(new, "large values", "file mode, put")[4], "1.22")
+        match = row_cells(new, "client", "`MatchPrefix`, 128 keys over 4 servers, median latency (p99 noisy)")
+        self.assertEqual(match[2:5], ["88.9 us (hole at 16: 102.5)",
+                                      "87.6 us, 102.5 us (`BatchExists` present prefix, same keys)",
+                                      "1.01, 1.00 (time)"])
+        self.assertEqual(match[6], "met (89 us)")
+        tenants = row_cells(new, "Tenants", next(c for _, c in REGISTRY["U1"].rows))
+        self.assertEqual(tenants[2:5], ["113-203k / 113-203k puts/s", "the server of build/memkv, alternating",
+                                        "1.49 / 1.49 (median of 3)"])
+
 
 class Runs(unittest.TestCase):
     def test_json_lines_are_read_from_the_log_and_a_failed_run_is_not_read(self):
@@ -365,6 +404,23 @@ class Runs(unittest.TestCase):
             self.assertIn("\n%s: " % i, "\n" + text)
         for i in NOT_RERUN:
             self.assertIn("%s: not rerun by run-all" % i, text)
+
+    def test_u1_without_a_baseline_fails_its_runs_and_leaves_its_row(self):
+        with tempfile.TemporaryDirectory() as out:
+            docs = os.path.join(out, "benchmarks.md")
+            with open(DOCS) as f, open(docs, "w") as g:
+                g.write(f.read())
+            with open(os.devnull, "w") as quiet:
+                stdout, sys.stdout = sys.stdout, quiet
+                try:
+                    rc = main(["--only", "U1", "--out", out, "--docs", docs, "--build", "/nonexistent"])
+                finally:
+                    sys.stdout = stdout
+            self.assertEqual(rc, 1)
+            with open(os.path.join(out, "run-all.json")) as f:
+                self.assertIn("needs --baseline PATH", json.load(f)["U1"]["failed"]["u1"])
+            with open(docs) as f, open(DOCS) as g:
+                self.assertEqual(f.read(), g.read())
 
     def test_a_venv_run_names_its_python_and_fills_its_environment(self):
         run = REGISTRY["E2"].runs[0]

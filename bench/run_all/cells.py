@@ -640,3 +640,138 @@ def rdma_row(run, size, flight, in_flight):
                          f1(put["perftest_mib_s"]), f1(get["perftest_mib_s"]), in_flight),
                      "put %s, get %s" % (words(put), words(get)), [0.0 if q is None else q for _, q in named], misses)
     return row
+
+
+# Prefix-aware eviction (E1): memkv-prefix-eviction-bench --json, prefix-aware
+# eviction and plain LRU over the same requests, one run per mode.
+
+def eviction_sides(js):
+    """(prefix-aware run, plain LRU run) of one JSON, or None."""
+    runs = {r.get("policy"): r for r in (js or {}).get("runs", [])}
+    if "prefix_aware" not in runs or "plain_lru" not in runs:
+        return None
+    return runs["prefix_aware"], runs["plain_lru"]
+
+
+def blocks(x):
+    return "{:,.0f}".format(x) if x == int(x) else "{:,.1f}".format(x)
+
+
+def eviction_row(runs, first_row=False):
+    """One or two runs (one request at a time / 64 per batch) of a lookup mode:
+    the whole-prefix fraction and blocks reachable of each policy; judged on
+    the fraction (>= 0.95) and on reachable (>= 1.5x LRU)."""
+    def row(data, target):
+        sides = [eviction_sides(data.get(r)) for r in runs]
+        if None in sides or any(data.get(r, {}).get("reachable_aware_over_lru_ratio") is None for r in runs):
+            return None
+        reach = [data[r]["reachable_aware_over_lru_ratio"] for r in runs]
+        fractions = [a["whole_prefix_fraction"] for a, _ in sides]
+
+        def pair(run):
+            return "%.4f, %s" % (run["whole_prefix_fraction"], blocks(run["reachable_blocks_mean"]))
+        mine = " / ".join(pair(a) for a, _ in sides)
+        lru = " / ".join(pair(b) for _, b in sides)
+        if first_row:
+            a = sides[0][0]
+            mine = "whole-prefix fraction %.4f, %s blocks reachable" % (a["whole_prefix_fraction"],
+                                                                       blocks(a["reachable_blocks_mean"]))
+        ratio = "reachable " + " / ".join(f2(q) for q in reach)
+        if len(runs) == 1:
+            ratio += ", MemKV hits %s" % f2(data[runs[0]]["memkv_hits_aware_over_lru_ratio"])
+        fraction_ok, reach_ok = all(f >= 0.95 for f in fractions), all(q >= 1.5 for q in reach)
+        words = ("fraction met" if fraction_ok else "**fraction not met** (%s)" % " / ".join(
+            "%.4f" % f for f in fractions)) + "; " + (
+            "reachable met" if reach_ok else "**reachable not met** (%s)" % " / ".join(f2(q) for q in reach))
+        return Fresh(mine, ("plain LRU, same puts without parent keys: " if first_row else "plain LRU: ") + lru, ratio,
+                     [], verdict=fraction_ok and reach_ok, met_text=words)
+    return row
+
+
+# Drive bytes per value byte (D2): memkv-drive-restart-bench --json.
+
+def drive_bytes_row(run):
+    def row(data, target):
+        js = data.get(run) or {}
+        mine, size, block = js.get("drive_bytes_per_value_byte"), js.get("value_bytes"), js.get("block_size_bytes")
+        if not needed(mine, size, block):
+            return None
+        # Format 1 gave every value a slot of a whole block and a 4 KiB header.
+        slot = (block + 4 * KIB) / size
+        reference = "%s (format 1: a %s + 4 KiB slot each)" % (("%.0f" if slot >= 100 else "%.2f") % slot,
+                                                               size_name(block))
+        return Fresh("%.4f" % mine, reference, "-", [mine])
+    return row
+
+
+# Encryption at rest (D3): memkv-drive-crypt-bench --json, one entry per run.
+
+def crypt_row(runs):
+    def row(data, target):
+        medians = [(data.get(r) or {}).get("median") for r in runs]
+        if not all(medians):
+            return None
+        put = [m["put_encrypted_over_plain_ratio"] for m in medians]
+        get = [m["get_encrypted_over_plain_ratio"] for m in medians]
+        misses = ["%s below %s in %d of %d runs" % (op, f2(floor), sum(q < floor for q in qs), len(qs))
+                  for op, qs, floor in (("put", put, 0.9), ("get", get, 0.8)) if any(q < floor for q in qs)]
+        words = "met" if not misses else "**not met**: " + ", ".join(misses)
+        return Fresh("-", "the same store unencrypted, alternating in one run",
+                     "put %s, get %s" % (" / ".join(f2(q) for q in put), " / ".join(f2(q) for q in get)), [],
+                     verdict=not misses, met_text=words)
+    return row
+
+
+# Large values (L1): bench/large_value_bench.sh --json, a run per mode.
+
+def large_value_row(run, mode, op, first=False):
+    def row(data, target):
+        runs = {r.get("storage_mode"): r for r in (data.get(run) or {}).get("runs", [])}
+        r = runs.get(mode)
+        cell = next((c for c in (r or {}).get("rows", []) if c.get("op") == op), None)
+        if cell is None:
+            return None
+        ratio = cell["one_value_over_small_values_ratio"]
+        count = "{:,}".format(r["small_values"])
+        small = "%s values of %s%s" % (count, size_name(r["small_value_bytes"]), ", same bytes" if first else "")
+        return Fresh("%.0f MiB/s" % cell["one_value_median_mib_per_s"],
+                     "%.0f MiB/s (%s)" % (cell["small_values_median_mib_per_s"], small), f2(ratio), [ratio])
+    return row
+
+
+# MatchPrefix (M1): memkv-match-prefix-bench --json, without and with a hole.
+
+def match_prefix_row(run, holed):
+    def row(data, target):
+        a, b = data.get(run), data.get(holed)
+        if not a or not b:
+            return None
+        mine = [a["match_prefix_median_us"], b["match_prefix_median_us"]]
+        ok = all(x < 1000 for x in mine)
+        return Fresh("%.1f us (hole at %d: %.1f)" % (mine[0], b["hole"], mine[1]),
+                     "%.1f us, %.1f us (`BatchExists` present prefix, same keys)" % (
+                         a["batch_exists_median_us"], b["batch_exists_median_us"]),
+                     "%s, %s (time)" % (f2(a["median_match_prefix_over_batch_exists_ratio"]),
+                                        f2(b["median_match_prefix_over_batch_exists_ratio"])), [],
+                     verdict=ok, met_text="met (%.0f us)" % mine[0] if ok else "**not met** (%.0f us)" % max(mine))
+    return row
+
+
+# Tenants under load (U1): memkv-tenant-bench --json, this build against the
+# --baseline server, single puts and batches of 16.
+
+def tenant_row(runs):
+    def row(data, target):
+        got = [data.get(r) for r in runs]
+        if not all(g and g.get("rows") for g in got):
+            return None
+
+        def span(g):
+            rates = [x["memkv_puts_per_s"] / 1000 for x in g["rows"]]
+            return "%.0f-%.0fk" % (min(rates), max(rates))
+        ratios = [g["median"]["memkv_over_baseline_ratio"] for g in got]
+        return Fresh(" / ".join(span(g) for g in got) + " puts/s",
+                     "the server of %s, alternating" % got[0]["baseline"],
+                     "%s (median of %d)" % (" / ".join(f2(q) for q in ratios), got[0]["rounds"]), ratios,
+                     misses_of(list(zip(("single", "batches"), ratios))))
+    return row

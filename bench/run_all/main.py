@@ -141,6 +141,7 @@ def parse_args(argv):
     p.add_argument("--docs", default=os.path.join(ROOT, "docs", "benchmarks.md"), help="the page to rewrite")
     p.add_argument("--out", default="/tmp/memkv-run-all", help="JSON, logs and plots (default /tmp/memkv-run-all)")
     p.add_argument("--no-rewrite", action="store_true", help="run and summarize, but leave the docs as they are")
+    p.add_argument("--baseline", help="an older memkv server binary: U1 compares this build's with it")
     p.add_argument("--reuse", action="store_true",
                    help="run nothing: rewrite the rows from the JSON an earlier run left in --out (its commit, "
                         "machine and failures as that run recorded them in OUT/run-all.json)")
@@ -202,7 +203,8 @@ def dry_run(args, doc_ids, wanted, lines):
         e = REGISTRY[i]
         print("%s: %s" % (i, e.what))
         for run in e.runs:
-            print("  run:  " + shell_words(run, run.command(build, out, args.quick), build, out))
+            print("  run:  " + shell_words(run, run.command(build, out, args.quick, baseline=args.baseline), build,
+                                           out))
             print("  json: " + os.path.join(out, run.name + ".log (its JSON lines)" if run.json_lines else run.json))
         for area, cell in e.rows:
             print("  row:  %s | %s%s" % (area, cell, "" if (area, cell) in index else "  (NOT IN THE TABLE)"))
@@ -220,12 +222,14 @@ def run_id(i, args, out):
         os.makedirs(os.path.join(out, "db"), exist_ok=True)
         log = os.path.join(out, run.name + ".log")
         try:
+            if run.needs_baseline() and not args.baseline:
+                raise OSError("needs --baseline PATH: an older memkv server binary to compare with")
             python = venv_python(run.venv) if run.venv else None
         except OSError as e:
             failed[run.name] = str(e)
             print("%s: %s failed, %s" % (i, run.name, e), flush=True)
             continue
-        argv = run.command(build, out, args.quick, python)
+        argv = run.command(build, out, args.quick, python, args.baseline and os.path.abspath(args.baseline))
         print("%s: %s  (log %s)" % (i, shell_words(run, argv, build, out), log), flush=True)
         start = time.time()
         with open(log, "w") as f:

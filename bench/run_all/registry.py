@@ -39,12 +39,17 @@ class Run:
     def environment(self, build, out):
         return {k: v.format(build=build, out=out) for k, v in self.env.items()}
 
-    def command(self, build, out, quick, python=None):
+    def needs_baseline(self):
+        return any("{baseline}" in a for a in self.argv)
+
+    def command(self, build, out, quick, python=None, baseline=None):
         """argv filled in; {python} becomes `python` (the venv's, once it is
-        known) or, for --dry-run, the shell words that find it."""
+        known) or, for --dry-run, the shell words that find it; {baseline}
+        the older server of run-all's --baseline."""
         if python is None and self.venv:
             python = "$(bash scripts/engine-venv.sh %s)/bin/python" % self.venv
-        args = [a.format(build=build, out=out, python=python) for a in self.argv]
+        args = [a.format(build=build, out=out, python=python, baseline=baseline or "BASELINE")
+                for a in self.argv]
         if quick:
             for i in range(len(args) - 1):
                 if args[i] in self.quick:
@@ -243,6 +248,56 @@ REGISTRY = {
             ("Python client", "`batch_get_into`, 64 x 64 KiB"): c.python_row("p1", 64, 64 * KIB),
             ("Python client", "`batch_get_into`, 8 x 2 MiB"): c.python_row("p1", 8, 2 * MIB),
         }),
+    "D2": Entry(
+        "drive bytes per value byte",
+        [Run("d2-" + name, ["{build}/memkv-drive-restart-bench", "--blocks", blocks, "--value-bytes", size,
+                            "--block-size", "4MiB"] + extra + ["--repeat", "1", "--json", "{out}/d2-%s.json" % name],
+             quick={})
+         for name, blocks, size, extra in (("4k", "20000", "4KiB", []), ("64k", "5000", "64KiB", []),
+                                           ("2m", "200", "2097153", ["--threads", "8"]))],
+        {
+            ("drive tier", "drive bytes per value byte, 20,000 values of 4 KiB"): c.drive_bytes_row("d2-4k"),
+            ("drive tier", "drive bytes per value byte, 5,000 values of 64 KiB"): c.drive_bytes_row("d2-64k"),
+            ("drive tier", "drive bytes per value byte, 200 values of 2 MiB + 1"): c.drive_bytes_row("d2-2m"),
+        }),
+    "D3": Entry(
+        "encryption at rest against plain drives, three runs",
+        [Run("d3-%d" % n, ["{build}/memkv-drive-crypt-bench", "--rounds", "6", "--values", "256", "--threads", "4",
+                           "--json", "{out}/d3-%d.json" % n], quick={"--rounds": "2", "--values": "32"})
+         for n in (1, 2, 3)],
+        {
+            ("drive tier", "encrypted (`storage.encryption: aes-256-gcm`) against plain drive files, 2 MiB, 4 threads, "
+                           "3 runs"): c.crypt_row(("d3-1", "d3-2", "d3-3")),
+        }),
+    "L1": Entry(
+        "one 4 GiB value against 2,048 values of 2 MiB, memory and file mode",
+        [Run("l1", ["bash", os.path.join(BENCH, "large_value_bench.sh"), "{build}", "both", "--rounds", "4",
+                    "--json", "{out}/l1.json"], quick={"--rounds": "1"})],
+        {
+            ("large values", "memory mode, put: one 4 GiB value"): c.large_value_row("l1", "memory", "put", True),
+            ("large values", "memory mode, get"): c.large_value_row("l1", "memory", "get"),
+            ("large values", "file mode, put"): c.large_value_row("l1", "file", "put"),
+            ("large values", "file mode, get"): c.large_value_row("l1", "file", "get"),
+        }),
+    "M1": Entry(
+        "MatchPrefix against BatchExists over four servers, without and with a hole at 16",
+        [Run("m1" + name, ["bash", os.path.join(BENCH, "match_prefix_bench.sh"), "{build}", "--calls", "3000"] + hole +
+             ["--json", "{out}/m1%s.json" % name], quick={"--calls": "300"})
+         for name, hole in (("", []), ("-hole", ["--hole", "16"]))],
+        {
+            ("client", "`MatchPrefix`, 128 keys over 4 servers, median latency (p99 noisy)"):
+                c.match_prefix_row("m1", "m1-hole"),
+        }),
+    "U1": Entry(
+        "8 tenants putting at once, this build against the --baseline server (single puts, then batches of 16)",
+        [Run("u1" + name, ["{build}/memkv-tenant-bench", "--memkv", "{build}/memkv", "--baseline", "{baseline}",
+                           "--rounds", "5", "--seconds", "3"] + batch + ["--json", "{out}/u1%s.json" % name],
+             quick={"--rounds": "1", "--seconds": "0.5"})
+         for name, batch in (("", []), ("-batch", ["--batch", "16"]))],
+        {
+            ("Tenants", "8 tenants putting 4 KiB at once, single puts / batches of 16 (request pipeline and quota "
+                        "ledger)"): c.tenant_row(("u1", "u1-batch")),
+        }),
     "R1": Entry(
         "RDMA against perftest on the two Soft-RoCE guests, 1, 16 and batches of 64 in flight",
         [Run("r1", ["bash", "-c", "bash %s/setup.sh && {{ bash %s/bench-scenarios.sh --build {build} --results "
@@ -275,6 +330,22 @@ REGISTRY = {
                                 "its HostMemoryAllocator: 64 x 256 KiB, 32 x 2 MiB, 8 x 256 KiB; store and load "
                                 "(6 cells)"): c.adapter_row("a1-lmcache"),
         }),
+    "E1": Entry(
+        "prefix-aware eviction against plain LRU (DRAM pool, in process)",
+        [Run("e1" + name, ["{build}/memkv-prefix-eviction-bench"] + flags + ["--json={out}/e1%s.json" % name],
+             quick={})
+         for name, flags in (("", []), ("-b64", ["--batch=64"]), ("-e4-b64", ["--engines=4", "--batch=64"]),
+                             ("-walk", ["--lookup=walk"]), ("-walk-b64", ["--lookup=walk", "--batch=64"]))],
+        {
+            ("prefix-aware eviction", "engine lookups (own prefix cache of 800 blocks, prefix match, Get of the rest): "
+                                      "200 chains x 64 blocks, pool of 3,200 blocks, Zipf s=1, one request at a time"):
+                c.eviction_row(("e1",), first_row=True),
+            ("prefix-aware eviction", "engine lookups, 64 requests per batch"): c.eviction_row(("e1-b64",)),
+            ("prefix-aware eviction", "engine lookups, 4 engines, 64 requests per batch"):
+                c.eviction_row(("e1-e4-b64",)),
+            ("prefix-aware eviction", "walk lookups (Get from the head, no engine cache), one request at a time / 64 "
+                                      "per batch"): c.eviction_row(("e1-walk", "e1-walk-b64")),
+        }),
     "E2": Entry(
         "time to first token on a real model (llama.cpp) against recompute and llama-cpp-python's own caches",
         [Run("e2", ["{python}", os.path.join(BENCH, "engine_ttft.py"), "--binary", "{build}/memkv", "--n-batch", "64",
@@ -296,11 +367,5 @@ REGISTRY = {
 # The IDs of the docs' list that run-all does not rerun, and why; their rows
 # stay as they are.
 NOT_RERUN = {
-    "D2": "memkv-drive-restart-bench writes no JSON; its printed figures are not parsed yet",
-    "D3": "memkv-drive-crypt-bench writes no JSON; its figures are compared on a quiet machine",
-    "L1": "bench/large_value_bench.sh prints its figures; not parsed yet",
     "N1": "the NIXL check needs NIXL under /opt/nixl",
-    "U1": "the tenant bench needs an older server binary (--baseline)",
-    "M1": "bench/match_prefix_bench.sh prints its figures; not parsed yet",
-    "E1": "the eviction bench prints its figures; not parsed",
 }

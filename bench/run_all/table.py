@@ -75,7 +75,8 @@ class Fresh:
     (ratios, or p99.99/p50 for the tail row); misses: optional words naming
     the cells that miss, for the met? cell and the summary."""
 
-    def __init__(self, memkv, reference, ratio, values, misses=None, judged=None, met_suffix="", verdict=None):
+    def __init__(self, memkv, reference, ratio, values, misses=None, judged=None, met_suffix="", verdict=None,
+                 met_text=None):
         self.memkv = memkv
         self.reference = reference
         self.ratio = ratio
@@ -86,6 +87,9 @@ class Fresh:
         # For a target with no single comparison ("every cell"): whether the
         # row judged itself met, or None to leave met? as it is.
         self.verdict = verdict
+        # The met? words for such a row, when "met" / "**not met**" says too
+        # little ("fraction met; **reachable not met** (1.28)").
+        self.met_text = met_text
 
 
 def met_cell(target_text, fresh, old):
@@ -93,7 +97,8 @@ def met_cell(target_text, fresh, old):
     is not one this parser reads or the run gave nothing to judge."""
     target = parse_target(target_text)
     if target is None and fresh.verdict is not None:
-        return ("met" if fresh.verdict else "**not met**") + fresh.met_suffix, fresh.verdict
+        words = fresh.met_text or ("met" if fresh.verdict else "**not met**")
+        return words + fresh.met_suffix, fresh.verdict
     if target is None or not fresh.values:
         return old, None
     ok = [meets(target, v) for v in fresh.values]
