@@ -142,10 +142,16 @@ def cell_by_cell(run, sizes, conns_list, who, reference):
                     if q is None:
                         return None
                     named.append(("%s %s x%d" % (size_name(size), op, n), q))
-        values = [v for _, v in named]
-        ratio = "%s to %s%s" % (f2(min(values)), f2(max(values)), count_words(values, target))
-        return Fresh("-", reference, ratio, values, misses_of(named))
+        return spread_of(named, reference, target)
     return row
+
+
+def spread_of(named, reference, target, words=""):
+    """A row judging every [(name, ratio)]: min to max, how many meet the
+    target, and the misses."""
+    values = [v for _, v in named]
+    ratio = "%s%s to %s%s" % (words, f2(min(values)), f2(max(values)), count_words(values, target))
+    return Fresh("-", reference, ratio, values, misses_of(named))
 
 
 def tail(run):
@@ -379,9 +385,7 @@ def fresh_row(run, reference):
         named = [("%s x%d" % (size_name(c["size_bytes"]), c["conns"]), c.get("ratio")) for c in js.get("cells", [])]
         if not named or any(q is None for _, q in named):
             return None
-        values = [q for _, q in named]
-        ratio = "fresh/warm %s to %s%s" % (f2(min(values)), f2(max(values)), count_words(values, target))
-        return Fresh("-", reference, ratio, values, misses_of(named))
+        return spread_of(named, reference, target, "fresh/warm ")
     return row
 
 
