@@ -14,7 +14,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 
 from run_all import table  # noqa: E402
-from run_all.main import apply, docs_ids, load_data, main, write_record  # noqa: E402
+from run_all.main import apply, commit_of, docs_ids, load_data, main, write_record  # noqa: E402
 from run_all.registry import NOT_RERUN, REGISTRY  # noqa: E402
 
 DOCS = os.path.join(os.path.dirname(HERE), "docs", "benchmarks.md")
@@ -421,6 +421,28 @@ class Runs(unittest.TestCase):
                 self.assertIn("needs --baseline PATH", json.load(f)["U1"]["failed"]["u1"])
             with open(docs) as f, open(DOCS) as g:
                 self.assertEqual(f.read(), g.read())
+
+    def test_the_rewritten_page_does_not_make_the_tree_dirty(self):
+        import subprocess
+        with tempfile.TemporaryDirectory() as root:
+            def git(*args):
+                subprocess.run(["git", "-C", root, "-c", "user.name=t", "-c", "user.email=t@t"] + list(args),
+                               check=True, capture_output=True)
+            os.makedirs(os.path.join(root, "docs"))
+            page, other = os.path.join(root, "docs", "benchmarks.md"), os.path.join(root, "code.cc")
+            for path in (page, other):
+                with open(path, "w") as f:
+                    f.write("before\n")
+            git("init", "-q")
+            git("add", ".")
+            git("commit", "-qm", "first")
+            with open(page, "w") as f:
+                f.write("rows of an earlier ID\n")
+            self.assertFalse(commit_of(root, page).endswith("+dirty"))
+            self.assertTrue(commit_of(root).endswith("+dirty"))
+            with open(other, "w") as f:
+                f.write("changed\n")
+            self.assertTrue(commit_of(root, page).endswith("+dirty"))
 
     def test_a_venv_run_names_its_python_and_fills_its_environment(self):
         run = REGISTRY["E2"].runs[0]

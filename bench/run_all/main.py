@@ -91,12 +91,15 @@ def apply(text, ids, data_by_id, run, machine=None):
     return "".join(lines), outcomes
 
 
-def commit_of(root):
+def commit_of(root, docs=None):
+    """The short commit of root, +dirty when a tracked file differs; the
+    docs page run-all rewrites does not count (an earlier ID's rows)."""
     def git(*args):
         done = subprocess.run(["git", "-C", root] + list(args), capture_output=True, text=True)
         return done.stdout.strip() if done.returncode == 0 else ""
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    if git("status", "--porcelain", "--untracked-files=no"):
+    spare = [":(exclude)" + os.path.relpath(os.path.abspath(docs), root)] if docs else []
+    if git("status", "--porcelain", "--untracked-files=no", "--", ".", *spare):
         commit += "+dirty"
     return commit
 
@@ -268,7 +271,7 @@ def main(argv=None):
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
     data_by_id, missing, plots = {}, {}, []
-    run = commit_of(ROOT) + (" (--quick)" if args.quick else "")
+    run = commit_of(ROOT, args.docs) + (" (--quick)" if args.quick else "")
     machine = machine_words(run)
     runs, record = {}, read_record(out) if args.reuse else {}
     for i in wanted:
