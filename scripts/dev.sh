@@ -31,7 +31,12 @@ run_ctest() {  # dir, extra ctest args...
   local dir="$1"; shift
   if (cd "$dir" && ctest --output-on-failure -j "$jobs" "$@"); then return 0; fi
   echo "== failed tests of $dir, again one at a time:"
-  (cd "$dir" && ctest --rerun-failed --output-on-failure -j 1) || true
+  # By name: ctest's --rerun-failed goes by test number, and a rerun has
+  # been seen to number the tests differently and run a test that passed.
+  local names
+  names="$(sed -n 's/^[0-9]*://p' "$dir/Testing/Temporary/LastTestsFailed.log" 2>/dev/null |
+    sed 's/[][\\.^$*+?(){}|]/\\&/g' | paste -sd'|')" || true
+  [ -z "$names" ] || (cd "$dir" && ctest --output-on-failure -j 1 -R "^($names)\$") || true
   return 1
 }
 

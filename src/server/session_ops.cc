@@ -171,7 +171,8 @@ void Session::HandleRdmaCommit(Request& request) {
   }
   const uint64_t size = g.put.size();
   Await(ctx_.store->Commit(std::move(g.put), g.key, g.checksum, g.options, reply_,
-                           [this, size, key = g.key, queued = FleetState::QueuedPut(ctx_.fleet, size)](Status committed) {
+                           [this, size, key = g.key, queued = FleetState::QueuedPut(ctx_.fleet, size)](Status committed) mutable {
+    queued.Release();  // before the answer, as CommitPut does
     if (committed.ok()) {
       ctx_.metrics->rdma_put_bytes.Add(size);
       ctx_.metrics->op(cur_.opcode).value_bytes.Add(size);

@@ -71,7 +71,8 @@ void Session::CommitPut(PayloadSink::Item& item) {
   const uint64_t size = item.size;
   // Counted as waiting for the drives until the completion has run.
   Await(ctx_.store->Commit(std::move(item.put), item.key, item.checksum, item.options, reply_,
-                           [this, size, key = item.key, queued = FleetState::QueuedPut(ctx_.fleet, size)](Status s) {
+                           [this, size, key = item.key, queued = FleetState::QueuedPut(ctx_.fleet, size)](Status s) mutable {
+    queued.Release();  // before the answer: a client that saw it finds the bytes no longer waiting
     if (s.ok()) {
       ctx_.metrics->op(cur_.opcode).value_bytes.Add(size);
       CountStored(key, size);
@@ -133,6 +134,7 @@ void Session::CommitBatch(std::vector<PayloadSink::Item> items, bool with_messag
                                [this, items = std::move(items), where = std::move(where), with_messages,
                                 queued = FleetState::QueuedPut(ctx_.fleet, bytes)](
                                    std::vector<Status> statuses) mutable {
+                                 queued.Release();
                                  for (size_t j = 0; j < where.size(); ++j) items[where[j]].status = std::move(statuses[j]);
                                  RespondBatchPut(items, with_messages);
                                }));
