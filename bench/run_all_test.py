@@ -64,12 +64,12 @@ class Docs(unittest.TestCase):
         """Indexes of the lines of the old text that differ in new, and the
         lines new adds (the machine line and its blank line)."""
         old_lines, new_lines = self.lines, new.splitlines(True)
-        marked = [i for i, l in enumerate(new_lines) if table.MACHINE_MARK in l]
-        self.assertEqual(len(marked), 1)
+        added = [i for i, l in enumerate(new_lines) if table.MACHINE_MARK in l and l not in old_lines]
+        self.assertEqual(len(added), 1)
         if any(table.MACHINE_MARK in l for l in old_lines):
-            new_lines[marked[0]] = old_lines[marked[0]]  # a line of an earlier rerun, replaced
+            del new_lines[added[0]]  # the new run's line, after those of earlier reruns
         else:
-            del new_lines[marked[0]:marked[0] + 2]
+            del new_lines[added[0]:added[0] + 2]
         self.assertEqual(len(old_lines), len(new_lines))
         return {i for i, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b}
 
@@ -89,7 +89,7 @@ class Docs(unittest.TestCase):
         cells = row_cells(new, "TCP", "batches of 16, 64 KiB put, 16 connections")
         self.assertEqual((cells[4], cells[6]), ("2.86 (raw 0.46)", "met"))
         self.assertEqual(len(outcomes["T2"]), 4)
-        self.assertIn("machine words " + table.MACHINE_MARK + "\n", new)
+        self.assertIn("machine words " + table.machine_mark(RUN) + "\n", new)
 
     def test_k1_rewrites_both_kv_store_rows_with_time_ratios(self):
         data = {"K1": load("k1-8mib", "k1-64kib")}
@@ -126,10 +126,25 @@ class Docs(unittest.TestCase):
     def test_the_machine_line_is_replaced_not_repeated(self):
         once, _ = apply(self.text, ["T2"], {"T2": load("t2")}, RUN, "Machine one.")
         twice, _ = apply(once, ["T2"], {"T2": load("t2")}, "def5678", "Machine two.")
-        self.assertFalse("Machine one." in twice)
-        self.assertEqual(twice.count(table.MACHINE_MARK), 1)
-        self.assertTrue("\nMachine two. " + table.MACHINE_MARK + "\n" in twice)
+        self.assertFalse("Machine one." in twice)  # no row names its run any more
+        self.assertEqual(twice.count(table.machine_mark("def5678")), 1)
+        self.assertTrue("\nMachine two. " + table.machine_mark("def5678") + "\n" in twice)
         self.assertEqual(row_cells(twice, "TCP", "batches of 16, 4 KiB get, 16 connections")[7], "def5678")
+
+    def test_each_run_named_by_rows_keeps_its_machine_line(self):
+        t2 = apply(self.text, ["T2"], {"T2": load("t2")}, "aaa1111", "Machine A.")[0]
+        both = apply(t2, ["T5"], {"T5": load("t5")}, "bbb2222", "Machine B.")[0]
+        lines = [l for l in both.splitlines() if table.MACHINE_MARK in l]
+        self.assertEqual(lines[-2:], ["Machine A. " + table.machine_mark("aaa1111"),
+                                      "Machine B. " + table.machine_mark("bbb2222")])
+        # The older format names its run in its text; rows still name it, so it stays.
+        older = [l for l in self.lines if table.MACHINE_MARK in l]
+        self.assertTrue(all(l.rstrip("\n") in both.splitlines() for l in older))
+        # T2 again under B: no row names A's run, and its line goes.
+        again = apply(both, ["T2"], {"T2": load("t2")}, "bbb2222", "Machine B, later.")[0]
+        self.assertNotIn("Machine A.", again)
+        self.assertEqual(again.count(table.machine_mark("bbb2222")), 1)
+        self.assertIn("Machine B, later. " + table.machine_mark("bbb2222"), again)
 
     def test_a_target_it_cannot_read_keeps_met(self):
         key = ("TCP", "batches of 16, 64 KiB get, 16 connections")

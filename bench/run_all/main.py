@@ -80,14 +80,20 @@ def makers_for(ids, data_by_id):
 def apply(text, ids, data_by_id, run, machine=None):
     """text with the rows of ids rewritten from data_by_id {ID: {run: JSON}};
     returns (new text, {ID: outcomes}). An ID without data leaves its rows.
-    run: the run cell's words, or {ID: words} (--reuse: each ID's own run)."""
+    run, machine: the run cell's words and the machine line, or {ID: ...}
+    (--reuse: each ID's own run and machine)."""
     lines = text.splitlines(True)
     outcomes = {}
+    machines = {}
     for i in ids:
-        lines, got = table.rewrite(lines, makers_for([i], data_by_id), run[i] if isinstance(run, dict) else run)
+        words = run[i] if isinstance(run, dict) else run
+        lines, got = table.rewrite(lines, makers_for([i], data_by_id), words)
         outcomes[i] = got
-    if machine and any(outcomes.values()):
-        lines = table.set_machine_line(lines, machine)
+        line = machine[i] if isinstance(machine, dict) else machine
+        if got and line:
+            machines[words] = line
+    if machines:
+        lines = table.set_machine_lines(lines, machines)
     return "".join(lines), outcomes
 
 
@@ -273,7 +279,7 @@ def main(argv=None):
     data_by_id, missing, plots = {}, {}, []
     run = commit_of(ROOT, args.docs) + (" (--quick)" if args.quick else "")
     machine = machine_words(run)
-    runs, record = {}, read_record(out) if args.reuse else {}
+    runs, machines, record = {}, {}, read_record(out) if args.reuse else {}
     for i in wanted:
         if i not in REGISTRY:
             print("%s: not rerun by run-all (%s)" % (i, NOT_RERUN.get(i, "not in its registry")))
@@ -282,11 +288,11 @@ def main(argv=None):
             if i not in record:
                 missing[i] = "no earlier run of %s in %s" % (i, out)
                 continue
-            failed, runs[i], machine = record[i]["failed"], record[i]["run"], record[i]["machine"]
+            failed, runs[i], machines[i] = record[i]["failed"], record[i]["run"], record[i]["machine"]
         else:
             failed, drawn = run_id(i, args, out)
             plots += drawn
-            runs[i] = run
+            runs[i], machines[i] = run, machine
             write_record(out, i, run, machine, failed)
         data_by_id[i] = load_data(REGISTRY[i], out, failed)
         if failed:
@@ -294,7 +300,7 @@ def main(argv=None):
         for plot in REGISTRY[i].plots:
             plots += plot(data_by_id[i], out)
     ids = [i for i in wanted if i in runs]
-    new_text, outcomes = apply(text, ids, data_by_id, runs, machine)
+    new_text, outcomes = apply(text, ids, data_by_id, runs, machines)
     if not args.no_rewrite and new_text != text:
         with open(args.docs, "w") as f:
             f.write(new_text)

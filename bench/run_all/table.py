@@ -5,7 +5,12 @@ import re
 
 SECTION = "## Summary: every figure against its reference and target"
 COLUMNS = ["area", "cell", "MemKV", "reference", "ratio", "target", "met?", "run", "command"]
-MACHINE_MARK = "<!-- run-all: machine -->"
+# A machine line ends with MACHINE_MARK + " RUN -->": one line per run that
+# rows of the table name (a line of an older format, "<!-- run-all: machine
+# -->", counts as the run its text names).
+MACHINE_MARK = "<!-- run-all: machine"
+_MARKED = re.compile(r"<!-- run-all: machine(?: (.+?))? -->\s*$")
+_RUN_IN_TEXT = re.compile(r"\*\*run\*\* is (.+?) were rerun")
 
 _COMPARE = re.compile(r"(>=|<=|<|>)\s*([0-9]+(?:\.[0-9]+)?)")
 
@@ -138,15 +143,48 @@ def rewrite(lines, makers, run):
     return out, outcomes
 
 
-def set_machine_line(lines, text):
-    """Puts text + the marker on the one marked line below the summary table,
-    adding it (after the blank line that ends the table) when there is none."""
+def machine_mark(run):
+    return "%s %s -->" % (MACHINE_MARK, run)
+
+
+def _line_run(line):
+    """The run a machine line describes; None for a line that is not one."""
+    m = _MARKED.search(line)
+    if m is None:
+        return None
+    if m.group(1):
+        return m.group(1)
+    named = _RUN_IN_TEXT.search(line)
+    return named.group(1) if named else ""
+
+
+def set_machine_lines(lines, machines):
+    """One line below the summary table per run of `machines` {run: text}:
+    a run's line is replaced, a new run's added after the other machine lines
+    (after the blank line that ends the table when there are none). Then the
+    lines of runs that no row's run cell names any more go."""
     out = list(lines)
-    line = text + " " + MACHINE_MARK + "\n"
-    for i, l in enumerate(out):
-        if MACHINE_MARK in l:
-            out[i] = line
-            return out
+    for run, text in machines.items():
+        line = text + " " + machine_mark(run) + "\n"
+        marked = [i for i, l in enumerate(out) if _line_run(l) is not None]
+        same = [i for i in marked if _line_run(out[i]) == run]
+        if same:
+            out[same[0]] = line
+        elif marked:
+            out.insert(marked[-1] + 1, line)
+        else:
+            _, end = table_lines(out)
+            if end < len(out) and out[end].strip() == "":
+                out[end + 1:end + 1] = [line, "\n"]
+            else:
+                out[end:end] = ["\n", line, "\n"]
+    named = set()
+    first, end = table_lines(out)
+    for i in range(first, end):
+        cells = split_row(out[i])
+        if cells is not None:
+            named.update(r.strip() for r in cells[7].split(","))
+    return [l for l in out if _line_run(l) is None or _line_run(l) in named]
     _, end = table_lines(out)
     if end < len(out) and out[end].strip() == "":
         out[end + 1:end + 1] = [line, "\n"]
