@@ -185,9 +185,3 @@ def set_machine_lines(lines, machines):
         if cells is not None:
             named.update(r.strip() for r in cells[7].split(","))
     return [l for l in out if _line_run(l) is None or _line_run(l) in named]
-    _, end = table_lines(out)
-    if end < len(out) and out[end].strip() == "":
-        out[end + 1:end + 1] = [line, "\n"]
-    else:
-        out[end:end] = ["\n", line, "\n"]
-    return out

@@ -158,7 +158,7 @@ def host_cpu(i):  # over the cell, by the host clock: signal files cN-ack .. cN-
     per = {k: 100 * (b["procs"].get(k, 0) - a["procs"].get(k, 0)) / HZ / (b["t"] - a["t"]) for k in ("qemu-a", "qemu-b", "switch")}
     return dict(busy=100 * (total - d[3] - d[4]) / total * ncpu, **per)
 
-res, failed, unread = {}, [], {}
+res, failed, unread = {}, [], set()
 for i, c in enumerate(cells, 1):
     op, size, flight = c.split(":"); size = int(size)
     out = read(f"{B}/b/c{i}.out")
@@ -180,7 +180,8 @@ for i, c in enumerate(cells, 1):
             mib = float(m.group(3))
             note = f"{m.group(1)} iterations in the {secs} s window ({int(m.group(1)) * size / 2**20 / secs:.1f} MiB/s by count)"
             if mib == 0 and int(m.group(1)) > 0:  # perftest's average, not the traffic: no figure for this round
-                mib, unread[i] = None, True
+                mib = None
+                unread.add(i)
                 note += "; perftest printed an average of 0.00 MiB/s: left out of the medians and ratios"
         else:
             note = "no result: " + (re.findall(r"ib_\w+_bw rc=\d+.*", out) or ["perftest did not report"])[0]
