@@ -5,6 +5,8 @@ byte of docs/benchmarks.md stays as it was. Runs no benchmark."""
 
 import json
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -14,7 +16,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 
 from run_all import table  # noqa: E402
-from run_all.main import apply, commit_of, docs_ids, load_data, main, write_record  # noqa: E402
+from run_all.main import apply, baseline_words, commit_of, docs_ids, load_data, main, write_record  # noqa: E402
 from run_all.registry import NOT_RERUN, REGISTRY  # noqa: E402
 
 DOCS = os.path.join(os.path.dirname(HERE), "docs", "benchmarks.md")
@@ -370,6 +372,20 @@ class Docs(unittest.TestCase):
                                         "1.49 / 1.49 (median of 3)"])
 
 
+def run_main(out, argv):
+    """main(argv) with --out out, rewriting a copy of the docs page there,
+    its output discarded: (exit status, the copy's path)."""
+    docs = os.path.join(out, "benchmarks.md")
+    with open(DOCS) as f, open(docs, "w") as g:
+        g.write(f.read())
+    with open(os.devnull, "w") as quiet:
+        stdout, sys.stdout = sys.stdout, quiet
+        try:
+            return main(argv + ["--out", out, "--docs", docs]), docs
+        finally:
+            sys.stdout = stdout
+
+
 class Runs(unittest.TestCase):
     def test_json_lines_are_read_from_the_log_and_a_failed_run_is_not_read(self):
         with tempfile.TemporaryDirectory() as out:
@@ -381,18 +397,10 @@ class Runs(unittest.TestCase):
 
     def test_reuse_rewrites_from_an_earlier_runs_json_and_record(self):
         with tempfile.TemporaryDirectory() as out:
-            docs = os.path.join(out, "benchmarks.md")
-            with open(DOCS) as f, open(docs, "w") as g:
-                g.write(f.read())
             with open(os.path.join(DATA, "t2.json")) as f, open(os.path.join(out, "t2.json"), "w") as g:
                 g.write(f.read())
             write_record(out, "T2", "abc1234", "Machine of the run.", {})
-            with open(os.devnull, "w") as quiet:
-                stdout, sys.stdout = sys.stdout, quiet
-                try:
-                    rc = main(["--reuse", "--only", "T2,T3", "--out", out, "--docs", docs])
-                finally:
-                    sys.stdout = stdout
+            rc, docs = run_main(out, ["--reuse", "--only", "T2,T3"])
             self.assertEqual(rc, 1)  # T3 has no earlier run there
             with open(docs) as f:
                 new = f.read()
@@ -403,6 +411,31 @@ class Runs(unittest.TestCase):
                 old = f.read()
             t3 = ("TCP", "tail at queue depth 1: p99.99 / p50")
             self.assertEqual(row_cells(new, *t3), row_cells(old, *t3))
+
+    def test_the_baseline_is_named_by_its_checkouts_commit_and_reuse_keeps_the_name(self):
+        with tempfile.TemporaryDirectory() as out:
+            checkout = os.path.join(out, "older")
+            os.makedirs(os.path.join(checkout, "build"))
+            git = ["git", "-C", checkout, "-c", "user.name=t", "-c", "user.email=t@t"]
+            subprocess.run(git[:3] + ["init", "-q"], check=True)
+            subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", "older"], check=True)
+            head = subprocess.run(git[:3] + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                  check=True).stdout.strip()
+            named = baseline_words(os.path.join(checkout, "build", "memkv"))
+            self.assertEqual(named, "the server built in a checkout of %s" % head)
+            gone = os.path.join(out, "gone", "memkv")
+            self.assertEqual(baseline_words(gone), "the server of %s" % gone)
+            # --reuse, with the checkout gone: the name recorded when U1 ran.
+            for name in ("u1", "u1-batch"):
+                with open(os.path.join(DATA, "u1.json")) as f, open(os.path.join(out, name + ".json"), "w") as g:
+                    g.write(f.read())
+            write_record(out, "U1", "abc1234", "Machine of the run.", {}, named)
+            shutil.rmtree(checkout)
+            rc, docs = run_main(out, ["--reuse", "--only", "U1"])
+            self.assertEqual(rc, 0)
+            with open(docs) as f:
+                tenants = row_cells(f.read(), "Tenants", next(c for _, c in REGISTRY["U1"].rows))
+            self.assertEqual(tenants[3], "the server built in a checkout of %s, alternating" % head)
 
     def test_dry_run_shows_every_id_with_its_commands_or_why_not(self):
         import io
@@ -422,15 +455,7 @@ class Runs(unittest.TestCase):
 
     def test_u1_without_a_baseline_fails_its_runs_and_leaves_its_row(self):
         with tempfile.TemporaryDirectory() as out:
-            docs = os.path.join(out, "benchmarks.md")
-            with open(DOCS) as f, open(docs, "w") as g:
-                g.write(f.read())
-            with open(os.devnull, "w") as quiet:
-                stdout, sys.stdout = sys.stdout, quiet
-                try:
-                    rc = main(["--only", "U1", "--out", out, "--docs", docs, "--build", "/nonexistent"])
-                finally:
-                    sys.stdout = stdout
+            rc, docs = run_main(out, ["--only", "U1", "--build", "/nonexistent"])
             self.assertEqual(rc, 1)
             with open(os.path.join(out, "run-all.json")) as f:
                 self.assertIn("needs --baseline PATH", json.load(f)["U1"]["failed"]["u1"])

@@ -6,9 +6,7 @@ None when the JSON lacks a cell the row needs: that row is then left as it is.
 Figures are formatted as the programs print them: MiB/s to one decimal,
 ratios to two."""
 
-import os
 import statistics
-import subprocess
 
 from .table import Fresh, meets
 
@@ -764,17 +762,9 @@ def match_prefix_row(run, holed):
 
 
 # Tenants under load (U1): memkv-tenant-bench --json, this build against the
-# --baseline server, single puts and batches of 16.
-
-def server_words(path):
-    """An older server binary as a row names it: the commit of the checkout
-    it lies in, when its (absolute) path is in one; else its path."""
-    if os.path.isabs(path) and os.path.isdir(os.path.dirname(path)):
-        done = subprocess.run(["git", "-C", os.path.dirname(path), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True)
-        if done.returncode == 0 and done.stdout.strip():
-            return "the server built in a checkout of %s" % done.stdout.strip()
-    return "the server of %s" % path
+# --baseline server, single puts and batches of 16. data[BASELINE], when
+# there, names that server (run-all's words for it, main.baseline_words).
+BASELINE = "--baseline"
 
 
 def tenant_row(runs):
@@ -788,7 +778,7 @@ def tenant_row(runs):
             return "%.0f-%.0fk" % (min(rates), max(rates))
         ratios = [g["median"]["memkv_over_baseline_ratio"] for g in got]
         return Fresh(" / ".join(span(g) for g in got) + " puts/s",
-                     "%s, alternating" % server_words(got[0]["baseline"]),
+                     "%s, alternating" % (data.get(BASELINE) or "the server of %s" % got[0]["baseline"]),
                      "%s (median of %d)" % (" / ".join(f2(q) for q in ratios), got[0]["rounds"]), ratios,
                      misses_of(list(zip(("single", "batches"), ratios))))
     return row

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from . import table
+from . import cells, table
 from .registry import NOT_RERUN, REGISTRY
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -110,6 +110,18 @@ def commit_of(root, docs=None):
     return commit
 
 
+def baseline_words(path):
+    """The --baseline server as U1's row names it, found when it runs (a later
+    --reuse may not find the binary's checkout): the commit of the checkout
+    the binary lies in, else its path."""
+    path = os.path.abspath(path)
+    done = subprocess.run(["git", "-C", os.path.dirname(path), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True) if os.path.isdir(os.path.dirname(path)) else None
+    if done is not None and done.returncode == 0 and done.stdout.strip():
+        return "the server built in a checkout of %s" % done.stdout.strip()
+    return "the server of %s" % path
+
+
 def machine_words(run):
     cpu = "unknown CPU"
     try:
@@ -168,10 +180,13 @@ def read_record(out):
         return {}
 
 
-def write_record(out, i, run, machine, failed):
-    """Notes ID i's run in OUT/run-all.json, beside the IDs other runs left there."""
+def write_record(out, i, run, machine, failed, baseline=None):
+    """Notes ID i's run in OUT/run-all.json, beside the IDs other runs left
+    there; `baseline`: how its rows name the --baseline server."""
     record = read_record(out)
     record[i] = {"run": run, "machine": machine, "failed": failed}
+    if baseline:
+        record[i]["baseline"] = baseline
     with open(os.path.join(out, RECORD), "w") as f:
         json.dump(record, f, indent=1)
 
@@ -289,12 +304,17 @@ def main(argv=None):
                 missing[i] = "no earlier run of %s in %s" % (i, out)
                 continue
             failed, runs[i], machines[i] = record[i]["failed"], record[i]["run"], record[i]["machine"]
+            baseline = record[i].get("baseline")
         else:
             failed, drawn = run_id(i, args, out)
             plots += drawn
             runs[i], machines[i] = run, machine
-            write_record(out, i, run, machine, failed)
+            needs = args.baseline and any(r.needs_baseline() for r in REGISTRY[i].runs)
+            baseline = baseline_words(args.baseline) if needs else None
+            write_record(out, i, run, machine, failed, baseline)
         data_by_id[i] = load_data(REGISTRY[i], out, failed)
+        if baseline:
+            data_by_id[i][cells.BASELINE] = baseline
         if failed:
             missing[i] = "; ".join("%s %s" % kv for kv in failed.items())
         for plot in REGISTRY[i].plots:

@@ -178,10 +178,5 @@ def set_machine_lines(lines, machines):
                 out[end + 1:end + 1] = [line, "\n"]
             else:
                 out[end:end] = ["\n", line, "\n"]
-    named = set()
-    first, end = table_lines(out)
-    for i in range(first, end):
-        cells = split_row(out[i])
-        if cells is not None:
-            named.update(r.strip() for r in cells[7].split(","))
-    return [l for l in out if _line_run(l) is None or _line_run(l) in named]
+    keep = {None} | {r.strip() for i in rows_of(out).values() for r in split_row(out[i])[7].split(",")}
+    return [l for l in out if _line_run(l) in keep]  # None: not a machine line
