@@ -53,7 +53,45 @@ def test_a_record_with_scores_keeps_them():
     assert np.array_equal(got.scores, scores)
 
 
+def test_a_record_with_a_prompts_logits_keeps_them_and_its_length():
+    logits = np.random.default_rng(2).random(49152, dtype=np.float32)
+    ids = np.arange(600, dtype=np.intc)
+    data = _state.encode_record(IDENTITY, ids, None, 49152, 1, b"state", prompt_tokens=576, logits=logits)
+    assert len(data) == _state.record_size(600, 0, 49152, 5, prompt_logits=True)
+    got = _state.decode_record(data, IDENTITY)
+    assert got.prompt_tokens == 576 and np.array_equal(got.logits, logits) and bytes(got.llama_state) == b"state"
+    plain = _state.decode_record(record(), IDENTITY)
+    assert plain.prompt_tokens == 0 and plain.logits is None
+
+
+@pytest.mark.parametrize("prompt_tokens, logits", [(601, np.zeros(49152, np.float32)), (5, np.zeros(7, np.float32))])
+def test_a_prompts_logits_must_fit_the_record(prompt_tokens, logits):
+    with pytest.raises(ValueError, match="49152 floats"):
+        _state.encode_record(IDENTITY, np.arange(600, dtype=np.intc), None, 49152, 1, b"s", prompt_tokens, logits)
+
+
+def test_a_prompt_hash_names_the_whole_prompt_and_no_block():
+    tokens = list(range(1024))
+    h = _state.prompt_hash(IDENTITY, tokens)
+    assert len(h) == 16 and h == _state.prompt_hash(IDENTITY, np.array(tokens))
+    assert h != _state.prompt_hash(IDENTITY, tokens[:-1]) and h != _state.prompt_hash(IDENTITY, tokens + [0])
+    assert h != _state.prompt_hash(hashlib.sha256(b"other").digest(), tokens)
+    assert h not in _state.chain(IDENTITY, tokens, 512)  # a block's key never names a whole prompt
+    assert _state.prompt_key("ns", h) == b"ns/p/" + h.hex().encode()
+
+
+def prompt_count(b, n):
+    """A record whose header claims a prompt of n tokens (CRC intact: the header is outside it)."""
+    header = bytearray(b)
+    fields = list(_state._HEADER.unpack_from(header))
+    fields[-2] = n
+    _state._HEADER.pack_into(header, 0, *fields)
+    return bytes(header)
+
+
 @pytest.mark.parametrize("damage, word", [
+    (lambda b: prompt_count(b, 601), "format"),
+    (lambda b: prompt_count(b, 5), "truncated"),
     (lambda b: b[:20], "truncated"),
     (lambda b: b[:-1], "truncated"),
     (lambda b: b + b"x", "truncated"),

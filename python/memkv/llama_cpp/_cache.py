@@ -7,6 +7,7 @@ stats() may be read from any thread.
 """
 
 import functools
+import sys
 import time
 from typing import Any, Dict, Optional, Sequence
 
@@ -22,7 +23,7 @@ try:  # the base class when llama-cpp-python is installed; the contract is the s
 except ImportError:  # pragma: no cover - exercised only without llama-cpp-python
     _Base = object
 
-_COUNTERS = ("lookups", "hits", "misses", "local_hits", "hit_tokens", "restored_bytes", "restore_failed",
+_COUNTERS = ("lookups", "hits", "exact_hits", "misses", "local_hits", "hit_tokens", "restored_bytes", "restore_failed",
              "saves", "saved_bytes", "saves_short", "saves_failed", "saves_shed", "errors", "restored_in_time",
              "restored_late")
 
@@ -67,6 +68,11 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
     boundary of that run at it. A new prompt is cut into the same blocks; one
     match_prefix call finds the longest stored run, the state behind it is
     restored, cut to those blocks, and llama.cpp computes only the rest.
+
+    A prompt seen before restores whole, computing nothing: the state is
+    stored with the logits of the prompt's last token (as computing the
+    prompt gave them) and pointed at by the hash of the whole prompt; the
+    Llama samples the first token from them at once.
 
     Restored or recomputed, a completion is the same token for token: blocks
     are whole multiples of the context's n_batch, so every restored token was
@@ -132,6 +138,7 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
         # The size of the last state record stored, and what the last lookup restored (blocks, tokens, bytes).
         self.last_save_bytes = 0
         self.last_restore: Dict[str, Any] = {}
+        self._spare: Optional[np.ndarray] = None  # _receive_buffer
 
     # -- BaseLlamaCache -------------------------------------------------
 
@@ -159,10 +166,22 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
             # The Llama's own context already holds at least as much: nothing to fetch.
             self._count(local_hits=1)
             raise KeyError("memkv: the context already holds this prefix")
-        record = self._fetch(chain[blocks - 1], tokens, blocks)
+        # The whole prompt, stored with its last logits, before its blocks.
+        exact, tried = self._fetch_prompt(tokens)
+        if exact is not None:
+            return self._restored(exact, tokens, len(tokens), blocks, started)
+        record = self._fetch(chain[blocks - 1], tokens, blocks, skip=tried)
         if record is None:
             self._count(misses=1)
             raise KeyError("memkv: the stored prefix could not be restored")
+        return self._restored(record, tokens, restore, blocks, started)
+
+    def _restored(self, record: _state.Record, tokens: Sequence[int], restore: int, blocks: int,
+                  started: float) -> Any:
+        """The LlamaState that makes the Llama hold the first `restore` tokens
+        of record; for a whole prompt (restore == len(tokens)), with the
+        logits its first token is sampled from."""
+        whole = restore == len(tokens)
         # The state holds more tokens than the blocks; the Llama, told it holds
         # just the blocks' tokens, drops the other cells before it computes.
         # input_ids is the Llama's whole n_ctx buffer (load_state adopts it);
@@ -180,9 +199,13 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
         state.memkv_cache = self  # counts a refusal by llama.cpp (the load_state wrapper)
         state.memkv_hit_tokens = restore
         state.memkv_blocks = blocks
-        self._count(hits=1, hit_tokens=restore, restored_bytes=record.size)
+        # For a whole prompt: its logits, and the blocks to fall back to where
+        # llama.cpp gives no buffer to hand them over in.
+        state.memkv_logits = record.logits if whole else None
+        state.memkv_fallback_tokens = blocks * self.block_tokens
+        self._count(hits=1, exact_hits=int(whole), hit_tokens=restore, restored_bytes=record.size)
         self.last_restore = {"blocks": blocks, "tokens": restore, "state_tokens": len(record.input_ids),
-                             "bytes": record.size, "fetch_s": time.perf_counter() - started}
+                             "bytes": record.size, "exact": whole, "fetch_s": time.perf_counter() - started}
         return state
 
     def __setitem__(self, key: Sequence[int], value: Any) -> None:
@@ -195,8 +218,9 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
     # -- stats ----------------------------------------------------------
 
     def stats(self) -> Dict[str, Any]:
-        """Counters since this cache was made: lookups, hits, misses,
-        local_hits (the context already held the prefix), hit_tokens,
+        """Counters since this cache was made: lookups, hits, exact_hits
+        (a whole prompt restored, nothing computed), misses, local_hits (the
+        context already held the prefix), hit_tokens,
         restored_bytes, restore_failed (a state found but unusable), saves,
         saved_bytes, saves_short (too few tokens), saves_failed, saves_shed
         (a busy server shed the put), errors (server unreachable, timeouts),
@@ -264,17 +288,60 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
         self._warn.warn(f"restore:{why.split(':')[0]}", f"memkv llama.cpp cache: a stored state was not used, "
                                                         f"recomputing: {why}")
 
-    def _fetch(self, block_hash: bytes, tokens: Sequence[int], blocks: int) -> Optional[_state.Record]:
+    def _fetch_prompt(self, tokens: Sequence[int]):
+        """The record of this whole prompt with its last logits, or None; and
+        the name of a state found but not usable (not fetched again)."""
+        if len(tokens) < self.block_tokens:
+            return None, None
+        try:
+            raw = self.client.get(_state.prompt_key(self.namespace, _state.prompt_hash(self.identity_digest, tokens)))
+        except memkv.Error as e:
+            self._failed("lookup", e)
+            return None, None
+        pointer = _state.Pointer.decode(raw) if raw is not None else None
+        if pointer is None:
+            if raw is not None:
+                self._unusable("format: a prompt key holds no valid pointer")
+            return None, None
+        record = self._fetch_state(pointer, tokens, len(tokens))
+        if record is None:
+            return None, pointer.state_hash
+        if record.prompt_tokens != len(tokens):
+            return None, None  # the state was stored again for another prompt: the blocks still serve
+        return record, None
+
+    def _fetch(self, block_hash: bytes, tokens: Sequence[int], blocks: int,
+               skip: Optional[bytes] = None) -> Optional[_state.Record]:
         try:
             raw = self.client.get(_state.block_key(self.namespace, block_hash))
-            if raw is None:
-                self._unusable("missing: a matched block's pointer is gone (evicted or deleted)")
-                return None
-            pointer = _state.Pointer.decode(raw)
-            if pointer is None:
-                self._unusable("format: a block key holds no valid pointer")
-                return None
-            buffer = np.empty(pointer.record_bytes, dtype=np.uint8)
+        except memkv.Error as e:
+            self._failed("restore", e)
+            return None
+        if raw is None:
+            self._unusable("missing: a matched block's pointer is gone (evicted or deleted)")
+            return None
+        pointer = _state.Pointer.decode(raw)
+        if pointer is None:
+            self._unusable("format: a block key holds no valid pointer")
+            return None
+        if pointer.state_hash == skip:
+            return None  # the whole prompt's lookup found this state unusable and counted it
+        return self._fetch_state(pointer, tokens, blocks * self.block_tokens)
+
+    def _receive_buffer(self, n: int) -> np.ndarray:
+        """n bytes to read a record into: the buffer of the last restore again
+        when nothing made from it is alive any more (the Llama loads a state
+        and drops it), so that its pages need not be mapped again."""
+        spare = self._spare
+        if spare is None or len(spare) < n or sys.getrefcount(spare) > 3:  # self._spare, spare, the argument
+            spare = self._spare = None  # the old buffer goes before a new one is mapped
+            spare = self._spare = np.empty(n, dtype=np.uint8)
+        return spare[:n]
+
+    def _fetch_state(self, pointer: _state.Pointer, tokens: Sequence[int], want: int) -> Optional[_state.Record]:
+        """The record pointer names, checked to start with tokens[:want]."""
+        try:
+            buffer = self._receive_buffer(pointer.record_bytes)
             size = self.client.get_into(_state.state_key(self.namespace, pointer.state_hash), buffer)
         except memkv.TooLarge:
             self._unusable("truncated: the state changed size since its pointer was written")
@@ -290,10 +357,9 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
         except _state.RecordError as e:
             self._unusable(str(e))
             return None
-        want = blocks * self.block_tokens
         if len(record.input_ids) < want or not np.array_equal(record.input_ids[:want],
                                                               np.asarray(tokens[:want], dtype=np.intc)):
-            self._unusable("tokens: the state does not start with the prompt's matched blocks")
+            self._unusable("tokens: the state does not start with the prompt's matched tokens")
             return None
         return record
 
@@ -313,14 +379,22 @@ class PromptCache(_Base):  # type: ignore[misc, valid-type]
         scores = None
         if self.identity["logits_all"]:
             scores = np.asarray(state.scores)[:n_tokens]
+        # The prompt whose last logits the context still holds (_ExactRows):
+        # stored with them, the state restores that whole prompt.
+        prompt, logits = _ExactRows.prompt(self._llm, n_tokens)
+        if prompt < self.block_tokens:
+            prompt, logits = 0, None
+        name = _state.prompt_hash(self.identity_digest, input_ids[:prompt]) if prompt else chain[-1]
         record = _state.encode_record(self.identity_digest, input_ids, scores, self.identity["n_vocab"],
-                                      int(state.seed), state.llama_state)
+                                      int(state.seed), state.llama_state, prompt, logits)
         # The state first, then the pointers to it: a pointer never names a
         # state that was not stored (though either may be evicted later).
-        self.client.put(_state.state_key(self.namespace, chain[-1]), record, ttl_ms=self._put_options.ttl_ms,
+        self.client.put(_state.state_key(self.namespace, name), record, ttl_ms=self._put_options.ttl_ms,
                         retention=self._put_options.retention)
-        pointer = _state.Pointer(n_tokens, len(record), chain[-1]).encode()
+        pointer = _state.Pointer(n_tokens, len(record), name).encode()
         keys = [_state.block_key(self.namespace, h) for h in chain]
+        if prompt:
+            keys.append(_state.prompt_key(self.namespace, name))
         result = self.client.batch_put(keys, [pointer] * len(keys), options=[self._put_options] * len(keys))
         if not result.ok:
             first = next(i for i, s in enumerate(result.statuses) if s != 0)
@@ -342,14 +416,30 @@ class _ExactRows:
     final partial batch, and tokens generated one at a time, are not: a longer
     prompt holding them computes them in a fuller batch.
 
+    The logits of an eval that starts on exact rows at a multiple of
+    n_batch are, for its last token, what computing the tokens up to it from
+    scratch gives: the first such eval after the context was emptied or cut
+    (a prompt's, not a generated token's) is kept as the prompt's, until the
+    rows before its end change.
+
     Kept by wrapping the Llama's eval and load_state (once per Llama). The
     load_state wrapper also makes a PromptCache state that llama.cpp refuses a
     recompute: the Llama's own load_state raises then, and the completion
-    that asked for it would fail."""
+    that asked for it would fail; and it hands a whole prompt's logits to
+    llama.cpp, from which the Llama samples without computing anything."""
 
     @staticmethod
     def of(llm: Any) -> int:
         return min(getattr(llm, "_memkv_exact_rows", 0), int(llm.n_tokens))
+
+    @staticmethod
+    def prompt(llm: Any, n_tokens: int):
+        """(tokens, logits) of the prompt the context holds with its last
+        logits as a computation from scratch gives them; (0, None) if none."""
+        kept = getattr(llm, "_memkv_prompt", None)
+        if kept is None or kept[0] > min(n_tokens, int(llm.n_tokens)):
+            return 0, None
+        return kept
 
     @staticmethod
     def watch(llm: Any) -> None:
@@ -362,29 +452,100 @@ class _ExactRows:
             start = int(llm.n_tokens)
             exact = _ExactRows.of(llm)
             llm._memkv_exact_rows = exact  # rows past the context's length are gone
+            kept = getattr(llm, "_memkv_prompt", None)
+            if kept is not None and kept[0] > start:
+                kept = llm._memkv_prompt = None  # the prompt's rows are computed again
             original_eval(tokens)
             if exact == start and start % n_batch == 0:
                 llm._memkv_exact_rows = start + len(tokens) // n_batch * n_batch
+                last = _logits(llm) if kept is None and len(tokens) else None
+                if last is not None:
+                    llm._memkv_prompt = (start + len(tokens), last.copy())
 
         def load_state(state: Any) -> None:
             llm._memkv_exact_rows = 0  # another cache's state: its history is unknown
+            llm._memkv_prompt = None
             if not isinstance(state, _MemKVState):
                 return original_load(state)
+            logits = state.memkv_logits
             try:
-                original_load(state)
+                if logits is not None and _logits(llm) is None:
+                    # A context that has computed nothing has no logits buffer
+                    # yet: one token makes it (the load replaces its row).
+                    llm.n_tokens = 0
+                    original_eval([int(state.input_ids[0])])
+                _load_in_place(llm, state)
             except Exception as e:  # llama.cpp refused the state: start from an empty context
                 _reset_context(llm)
                 cache = state.memkv_cache
-                cache._count(restore_failed=1, hits=-1, misses=1, hit_tokens=-state.memkv_hit_tokens)
+                cache._count(restore_failed=1, hits=-1, exact_hits=-int(logits is not None), misses=1,
+                             hit_tokens=-state.memkv_hit_tokens)
                 cache._warn.warn("restore:load", f"memkv llama.cpp cache: llama.cpp refused a stored state, "
                                                  f"recomputing: {e}")
                 cache._report_restores(0, state.memkv_blocks)  # fetched, then recomputed
                 return
-            llm._memkv_exact_rows = int(state.n_tokens)  # whole blocks of exact rows
+            if logits is None:
+                llm._memkv_exact_rows = int(state.n_tokens)  # whole blocks of exact rows
+            elif _hand_logits(llm, logits):
+                llm._requires_eval = False  # the Llama samples from these logits at once
+                llm._memkv_exact_rows = int(state.n_tokens) // n_batch * n_batch
+                llm._memkv_prompt = (int(state.n_tokens), np.array(logits))
+            else:  # no buffer to hand them over in: the blocks, and the rest computed
+                cache = state.memkv_cache
+                cache._count(exact_hits=-1, hit_tokens=state.memkv_fallback_tokens - state.memkv_hit_tokens)
+                cache._warn.warn("restore:logits", "memkv llama.cpp cache: llama.cpp gave no logits buffer to "
+                                                   "restore a whole prompt into; computing the tokens after its "
+                                                   "last whole block")
+                llm.n_tokens = llm._memkv_exact_rows = state.memkv_fallback_tokens
             state.memkv_cache._report_restores(state.memkv_blocks, 0)
 
         llm.eval, llm.load_state = eval, load_state
         llm._memkv_watched = True
+
+
+def _load_in_place(llm: Any, state: Any) -> None:
+    """What Llama.load_state does (llama-cpp-python 0.3), but llama.cpp reads
+    the state from the buffer the record was received into, where
+    load_state would copy it first (94 MB for 4,096 tokens of SmolLM2)."""
+    import ctypes
+
+    import llama_cpp
+
+    n = int(state.n_tokens)
+    llm.scores[:n, :] = state.scores
+    rest = llm.scores[n:, :]
+    rest[rest > 0] = 0.0
+    llm.input_ids = state.input_ids.copy()
+    llm.n_tokens = n
+    llm._requires_eval = True
+    llm._seed = state.seed
+    size = int(state.llama_state_size)
+    source = (ctypes.c_uint8 * size).from_buffer(state.llama_state)
+    if llama_cpp.llama_state_set_data(llm.ctx, source, size) != size:
+        raise RuntimeError("llama_state_set_data did not read the whole state")
+
+
+def _logits(llm: Any) -> Optional[np.ndarray]:
+    """llama.cpp's logits of the context's last output, as an array over its
+    own buffer (what the Llama's sampler reads); None before any output."""
+    import llama_cpp
+
+    pointer = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
+    if not pointer:
+        return None
+    return np.ctypeslib.as_array(pointer, shape=(int(llm.n_vocab()),))
+
+
+def _hand_logits(llm: Any, logits: np.ndarray) -> bool:
+    """Writes logits into llama.cpp's buffer of the last output; whether
+    llama_get_logits_ith, which the Llama's sampler reads through, now
+    returns them."""
+    target = _logits(llm)
+    if target is None or target.shape != logits.shape:
+        return False
+    target[:] = logits
+    again = _logits(llm)
+    return again is not None and np.array_equal(again, logits)
 
 
 def _reset_context(llm: Any) -> None:

@@ -8,11 +8,15 @@ formats are tested without a model.
 Layout of the keys, under the namespace (by default `llama.cpp/<identity>`):
 
     <ns>/b/<H_j>   pointer: the state that holds blocks 1..j (and maybe more)
-    <ns>/s/<H_m>   state record: a llama.cpp context state of m*B+ tokens
+    <ns>/p/<P>     pointer: the state that holds this whole prompt and the
+                   logits of its last token
+    <ns>/s/<name>  state record: a llama.cpp context state of m*B+ tokens,
+                   named H_m, or P when it holds a prompt's logits
 
 H_0 is the identity digest; H_j = BLAKE2b-128(H_{j-1} || tokens of block j as
 little-endian int32). A key therefore names a whole prefix, never one block
-on its own, and two caches with different identities share no key.
+on its own, and two caches with different identities share no key. P is
+BLAKE2b-128 keyed by the identity digest over all of a prompt's tokens.
 """
 
 import hashlib
@@ -177,6 +181,16 @@ def chain(root: bytes, tokens: Sequence[int], block_tokens: int) -> List[bytes]:
     return out
 
 
+def prompt_hash(root: bytes, tokens: Sequence[int]) -> bytes:
+    """P for a whole prompt (see the module's docstring)."""
+    h = hashlib.blake2b(np.asarray(tokens, dtype="<i4").tobytes(), digest_size=16, key=root, person=b"memkv-prompt")
+    return h.digest()
+
+
+def prompt_key(namespace: str, h: bytes) -> bytes:
+    return f"{namespace}/p/{h.hex()}".encode()
+
+
 def block_key(namespace: str, h: bytes) -> bytes:
     return f"{namespace}/b/{h.hex()}".encode()
 
@@ -212,13 +226,14 @@ class Pointer:
 
 
 # A state record: this header, then the token ids (int32), the score rows
-# (float32, only for a model that keeps logits for every token) and the
-# llama.cpp context state as llama_state_get_data wrote it. The CRC covers
-# everything after the header, so a record cut short or written by another
-# version reads as what it is.
-_HEADER = struct.Struct("<8sII32sIIIQQI")
+# (float32, only for a model that keeps logits for every token), the logits
+# of the prompt's last token (float32, n_vocab of them, only when the header's
+# prompt length is not 0) and the llama.cpp context state as
+# llama_state_get_data wrote it. The CRC covers everything after the header,
+# so a record cut short or written by another version reads as what it is.
+_HEADER = struct.Struct("<8sII32sIIIQQII")
 _RECORD_MAGIC = b"MKVLLSTA"
-RECORD_VERSION = 1
+RECORD_VERSION = 2
 
 
 class RecordError(ValueError):
@@ -236,19 +251,30 @@ class Record:
     seed: int
     llama_state: memoryview
     size: int  # the whole record's bytes
+    prompt_tokens: int = 0  # the prompt whose last logits the record holds; 0: none
+    logits: Optional[np.ndarray] = None  # those logits (n_vocab float32)
 
 
 def encode_record(identity: bytes, input_ids: np.ndarray, scores: Optional[np.ndarray], n_vocab: int, seed: int,
-                  llama_state: Any) -> bytearray:
-    """The record as one buffer (the value is sent from it without another copy)."""
+                  llama_state: Any, prompt_tokens: int = 0, logits: Optional[np.ndarray] = None) -> bytearray:
+    """The record as one buffer (the value is sent from it without another
+    copy). With prompt_tokens, logits are the n_vocab logits of token
+    prompt_tokens - 1 as a computation of input_ids[:prompt_tokens] from
+    scratch gives them."""
     ids = np.ascontiguousarray(input_ids, dtype="<i4")
     sc = None if scores is None else np.ascontiguousarray(scores, dtype="<f4")
     rows = 0 if sc is None else sc.shape[0]
+    last = None
+    if prompt_tokens:
+        last = np.ascontiguousarray(logits, dtype="<f4")
+        if last.shape != (n_vocab,) or not 0 < prompt_tokens <= len(ids):
+            raise ValueError(f"a prompt's logits are {n_vocab} floats for 1 to {len(ids)} prompt tokens; got "
+                             f"{last.shape} for {prompt_tokens}")
     state = memoryview(llama_state).cast("B")
-    out = bytearray(record_size(len(ids), rows, n_vocab, len(state)))
+    out = bytearray(record_size(len(ids), rows, n_vocab, len(state), bool(prompt_tokens)))
     view = memoryview(out)
     at = _HEADER.size
-    for part in (ids, sc, state):
+    for part in (ids, sc, last, state):
         if part is None:
             continue
         raw = memoryview(part).cast("B")
@@ -256,12 +282,12 @@ def encode_record(identity: bytes, input_ids: np.ndarray, scores: Optional[np.nd
         at += raw.nbytes
     crc = zlib.crc32(view[_HEADER.size:])
     _HEADER.pack_into(out, 0, _RECORD_MAGIC, RECORD_VERSION, _HEADER.size, identity, len(ids), rows, n_vocab,
-                      seed & 0xFFFFFFFFFFFFFFFF, len(state), crc)
+                      seed & 0xFFFFFFFFFFFFFFFF, len(state), prompt_tokens, crc)
     return out
 
 
-def record_size(n_tokens: int, score_rows: int, n_vocab: int, state_bytes: int) -> int:
-    return _HEADER.size + n_tokens * 4 + score_rows * n_vocab * 4 + state_bytes
+def record_size(n_tokens: int, score_rows: int, n_vocab: int, state_bytes: int, prompt_logits: bool = False) -> int:
+    return _HEADER.size + n_tokens * 4 + (score_rows + int(prompt_logits)) * n_vocab * 4 + state_bytes
 
 
 def decode_record(buffer: Any, identity: bytes) -> Record:
@@ -270,14 +296,17 @@ def decode_record(buffer: Any, identity: bytes) -> Record:
     view = memoryview(buffer).cast("B")
     if len(view) < _HEADER.size:
         raise RecordError(f"truncated: {len(view)} bytes, shorter than the {_HEADER.size}-byte header")
-    magic, version, header_len, ident, n_tokens, rows, n_vocab, seed, state_bytes, crc = _HEADER.unpack_from(view)
+    (magic, version, header_len, ident, n_tokens, rows, n_vocab, seed, state_bytes, prompt_tokens,
+     crc) = _HEADER.unpack_from(view)
     if magic != _RECORD_MAGIC:
         raise RecordError(f"format: not a MemKV llama.cpp state record (magic {magic!r})")
     if version != RECORD_VERSION or header_len != _HEADER.size:
         raise RecordError(f"format: record version {version}, this memkv reads {RECORD_VERSION}")
     if ident != identity:
         raise RecordError("identity: the record was saved by another model or context configuration")
-    want = record_size(n_tokens, rows, n_vocab, state_bytes)
+    if prompt_tokens > n_tokens:
+        raise RecordError(f"format: the record names a prompt of {prompt_tokens} tokens and holds {n_tokens}")
+    want = record_size(n_tokens, rows, n_vocab, state_bytes, bool(prompt_tokens))
     if len(view) != want:
         raise RecordError(f"truncated: {len(view)} bytes where the header promises {want}")
     body = view[_HEADER.size:]
@@ -289,4 +318,8 @@ def decode_record(buffer: Any, identity: bytes) -> Record:
     if rows:
         scores = np.frombuffer(body[at:at + rows * n_vocab * 4], dtype="<f4").reshape(rows, n_vocab)
         at += rows * n_vocab * 4
-    return Record(ident, input_ids, scores, n_vocab, seed, body[at:at + state_bytes], len(view))
+    logits = None
+    if prompt_tokens:
+        logits = np.frombuffer(body[at:at + n_vocab * 4], dtype="<f4")
+        at += n_vocab * 4
+    return Record(ident, input_ids, scores, n_vocab, seed, body[at:at + state_bytes], len(view), prompt_tokens, logits)
