@@ -63,15 +63,17 @@ class Docs(unittest.TestCase):
             self.assertTrue(i in REGISTRY or i in NOT_RERUN, "%s is neither rerun nor in NOT_RERUN" % i)
 
     def changed(self, new):
-        """Indexes of the lines of the old text that differ in new, and the
-        lines new adds (the machine line and its blank line)."""
-        old_lines, new_lines = self.lines, new.splitlines(True)
-        added = [i for i, l in enumerate(new_lines) if table.MACHINE_MARK in l and l not in old_lines]
-        self.assertEqual(len(added), 1)
-        if any(table.MACHINE_MARK in l for l in old_lines):
-            del new_lines[added[0]]  # the new run's line, after those of earlier reruns
-        else:
-            del new_lines[added[0]:added[0] + 2]
+        """Indexes of the lines of the old text that differ in new, the
+        machine lines left out of both (new has one for its run; a run that
+        no row names any more has lost its own); they come after the rows."""
+        self.assertEqual(new.count(table.machine_mark(RUN)), 1)
+        had_machine_lines = any(table.MACHINE_MARK in l for l in self.lines)
+        old_lines = [l for l in self.lines if table.MACHINE_MARK not in l]
+        new_lines = new.splitlines(True)
+        if not had_machine_lines:  # the first machine line comes with a blank line after it
+            first = next(i for i, l in enumerate(new_lines) if table.MACHINE_MARK in l)
+            del new_lines[first + 1]
+        new_lines = [l for l in new_lines if table.MACHINE_MARK not in l]
         self.assertEqual(len(old_lines), len(new_lines))
         return {i for i, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b}
 
