@@ -25,6 +25,12 @@ restore throughput (stored bytes / TTFT), the speed-up over recompute in the
 same run and whether every run's tokens equal recompute's. The exit status is
 1 when a MemKV cache's tokens differ from recompute's (llama-cpp-python's own
 caches are reported, not judged).
+
+By default each run asks for the prompt that was stored, as a repeated
+request does. With --new-tokens N each run asks for the stored prompt's first
+tokens followed by N new ones, another N in every run (a shared system prompt
+or document, then a new question): the caches restore what they share with
+the stored prompt and compute the rest.
 """
 
 import argparse
@@ -130,6 +136,16 @@ def store_everywhere(llm: Any, caches: Caches, names: List[str], tokens: List[in
     return stored
 
 
+def probe(llm: Any, tokens: List[int], new_tokens: int, run: int) -> List[int]:
+    """What run `run` asks for: tokens, or with new_tokens, tokens' first
+    len - new_tokens followed by new_tokens from another part of the docs
+    (another part for every run, so that no run asks what an earlier one stored)."""
+    if not new_tokens:
+        return tokens
+    fresh = engine.prompt_tokens(llm, new_tokens + 1, offset_chars=300000 + run * 4000)[1:]  # without the BOS
+    return tokens[:len(tokens) - new_tokens] + fresh
+
+
 def measure(llm: Any, caches: Caches, name: str, tokens: List[int]) -> Dict[str, Any]:
     llm.set_cache(caches.by_name[name])
     llm.reset()
@@ -145,6 +161,8 @@ def main() -> int:
     parser.add_argument("--binary", default=os.environ.get("MEMKV_BINARY") or os.path.join(REPO, "build", "memkv"))
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--n-batch", type=int, default=512, help="the context's n_batch (and MemKV's block size)")
+    parser.add_argument("--new-tokens", type=int, default=0,
+                        help="each run asks for the stored prompt with its last N tokens replaced by N new ones")
     parser.add_argument("--json", action="store_true", help="one JSON object per line instead of the table")
     parser.add_argument("--plot", help="write an SVG of TTFT against prompt length here (needs gnuplot)")
     parser.add_argument("--replot", metavar="JSON", help="only draw --plot from a --json run's output")
@@ -161,6 +179,9 @@ def main() -> int:
     if bad or "recompute" not in names:
         parser.error(f"--caches: {', '.join(bad) or 'recompute missing'}; allowed: {', '.join(CACHES)} "
                      f"(recompute is the reference and must be there)")
+    if not 0 <= args.new_tokens < min(lengths):
+        parser.error(f"--new-tokens {args.new_tokens}: allowed 0 to {min(lengths) - 1} (below the shortest prompt)")
+    names.sort(key=lambda c: c != "recompute")  # recompute first: each run's reference
     import llama_cpp
 
     n_ctx = max(lengths) + MAX_TOKENS + 64
@@ -171,7 +192,7 @@ def main() -> int:
               "kernel": platform.release(), "model": os.path.basename(engine.model_path()),
               "llama_cpp_python": llama_cpp.__version__, "n_ctx": n_ctx, "threads": args.threads,
               "runs": args.runs, "n_batch": args.n_batch, "block_tokens": args.block_tokens or args.n_batch,
-              "transport": "tcp (loopback)"}
+              "new_tokens": args.new_tokens, "transport": "tcp (loopback)"}
     if args.json:
         print(json.dumps(header), flush=True)
     else:
@@ -183,12 +204,13 @@ def main() -> int:
             tokens = engine.prompt_tokens(llm, n, offset_chars=i * 40000)
             ttft: Dict[str, List[float]] = {c: [] for c in names}
             same: Dict[str, bool] = {c: True for c in names}
-            reference = None
             stored = store_everywhere(llm, caches, names, tokens)
-            for _ in range(args.runs):
+            for run in range(args.runs):
+                asked = probe(llm, tokens, args.new_tokens, run)
+                reference = None
                 for c in names:  # in turns, recompute first
-                    out = measure(llm, caches, c, tokens)
-                    if c == "recompute" and reference is None:
+                    out = measure(llm, caches, c, asked)
+                    if c == "recompute":
                         reference = out["tokens"]
                     ttft[c].append(out["ttft_s"])
                     same[c] = same[c] and out["tokens"] == reference
