@@ -489,6 +489,8 @@ class _ExactRows:
             elif _hand_logits(llm, logits):
                 llm._requires_eval = False  # the Llama samples from these logits at once
                 llm._memkv_exact_rows = int(state.n_tokens) // n_batch * n_batch
+                # A copy: the logits are a view into the receive buffer, which the
+                # next restore reuses only once nothing refers to it.
                 llm._memkv_prompt = (int(state.n_tokens), np.array(logits))
             else:  # no buffer to hand them over in: the blocks, and the rest computed
                 cache = state.memkv_cache
