@@ -20,7 +20,17 @@ namespace memkv::client {
 Connection::Connection(std::string name, ClientCounters* counters)
     : name_(std::move(name)), counters_(counters) {}
 
-Connection::~Connection() { std::fill(master_key_.begin(), master_key_.end(), 0); }
+Connection::~Connection() {
+  std::fill(master_key_.begin(), master_key_.end(), 0);
+  // Callers' exchanges are all done by now (Reusable, or failed); detached
+  // ones may still wait for answers the server sends to a closed socket.
+  for (Exchange* x : inflight_) DropIfDetached(x);
+  for (Exchange* x : pending_) DropIfDetached(x);
+}
+
+void Connection::DropIfDetached(Exchange* x) {
+  if (x->detached_) delete x;
+}
 
 // Not io/socket.h's ConnectTcp: that one waits for the connect, and a
 // call fanning out to several servers must not wait on one server (possibly
@@ -215,11 +225,23 @@ Status Connection::OnRdmaAnswer(std::span<const uint8_t> rest) {
 
 bool Connection::Reusable() const {
   if (rdma_ != nullptr && (rdma_->broken() || rdma_->outstanding() > 0)) return false;
-  return state_ == State::kReady && server_closing_.ok() && pending_.empty() && inflight_.empty() &&
-         send_first_ == send_iov_.size() && phase_ == RecvPhase::kHeader && header_got_ == 0 && rx_pos_ == rx_end_;
+  if (state_ != State::kReady || !server_closing_.ok() || !pending_.empty() || send_first_ != send_iov_.size()) {
+    return false;
+  }
+  // Detached answers still to come are read by the next call, wherever the
+  // receive side stands in them.
+  if (detached_inflight_ > 0) return inflight_.size() == detached_inflight_;
+  return inflight_.empty() && phase_ == RecvPhase::kHeader && header_got_ == 0 && rx_pos_ == rx_end_;
 }
 
-bool Connection::IsStale() const {
+bool Connection::IsStale() {
+  if (state_ == State::kFailed) return true;
+  if (detached_inflight_ > 0) {
+    Status s = Receive();  // every read MSG_DONTWAIT: what has arrived, no more
+    if (!s.ok()) Fail(s);
+    if (state_ == State::kFailed) return true;
+    if (detached_inflight_ > 0) return false;  // answers on their way: the socket is expected to turn readable
+  }
   // An idle connection has nothing to read: readable means EOF, an error, or
   // bytes nobody asked for. Any of them makes the stream useless.
   pollfd p{fd_.get(), POLLIN | POLLRDHUP, 0};
@@ -228,8 +250,8 @@ bool Connection::IsStale() const {
 
 bool Connection::HasWork() const {
   if (state_ == State::kFailed) return false;
-  return Establishing() || !pending_.empty() || !inflight_.empty() || send_first_ < send_iov_.size() ||
-         RdmaBusy();
+  return Establishing() || !pending_.empty() || inflight_.size() > detached_inflight_ ||
+         send_first_ < send_iov_.size() || RdmaBusy();
 }
 
 bool Connection::CanSend() const {
@@ -330,7 +352,10 @@ void Connection::Expire(bool connect_deadline) {
   }
   // Only exchanges that never started: the stream is still in sync, so the
   // connection stays usable.
-  for (Exchange* x : pending_) x->OnFailure(not_sent);
+  for (Exchange* x : pending_) {
+    x->OnFailure(not_sent);
+    DropIfDetached(x);
+  }
   pending_.clear();
 }
 
@@ -366,7 +391,11 @@ void Connection::Fail(const Status& status, bool server_at_fault) {
   segments_.clear();
   // QPs first: once they are destroyed no transfer touches caller memory.
   if (rdma_ != nullptr) rdma_->Abort(error_);
-  for (Exchange* x : failed) x->OnFailure(error_);
+  detached_inflight_ = 0;
+  for (Exchange* x : failed) {
+    x->OnFailure(error_);
+    DropIfDetached(x);
+  }
 }
 
 void DriveConnections(std::span<Connection* const> connections, Nanos given_deadline,

@@ -88,12 +88,22 @@ class Connection {
     exchange->connection_ = this;
     pending_.push_back(exchange);
   }
+  // Queues an exchange whose answer nobody waits for (an RDMA get's release,
+  // once the value is verified). DriveConnections sends it, but a connection
+  // with only such answers outstanding has no work: the call returns, the
+  // connection may go back to its pool, and the answers are read before the
+  // next ones a caller waits for (or dropped with the connection). The
+  // connection owns the exchange and deletes it when answered or failed.
+  void EnqueueDetached(std::unique_ptr<Exchange> exchange) {
+    exchange->detached_ = true;
+    Enqueue(exchange.release());
+  }
   // The RDMA channel when the server accepted RDMA and it still works; null
   // otherwise (exchanges then go inline over TCP).
   RdmaChannel* rdma_channel() const { return rdma_ != nullptr && rdma_->ready() ? rdma_.get() : nullptr; }
 
-  // Handshake done, nothing outstanding, stream in sync, server not closing:
-  // safe to hand to the next call.
+  // Handshake done, nothing outstanding but detached answers, stream in
+  // sync, server not closing: safe to hand to the next call.
   bool Reusable() const;
   // The handshake completed at some point (the server was reachable).
   bool WasReady() const { return was_ready_; }
@@ -106,8 +116,9 @@ class Connection {
   // The failure says the server is unreachable or unresponsive (connect
   // failure, timeout, connection lost), as opposed to refusing us.
   bool Lost() const { return lost_; }
-  // An idle connection the server has closed (or written to unasked).
-  bool IsStale() const;
+  // An idle connection the server has closed (or written to unasked). Reads
+  // the detached answers that have arrived first (non-blocking).
+  bool IsStale();
 
   // ---- Used by DriveConnections() ----
   bool HasWork() const;
@@ -247,6 +258,10 @@ class Connection {
   uint64_t bytes_read_ = 0;
   // Started (some or all bytes written), awaiting their responses in order.
   std::deque<Exchange*> inflight_;
+  // How many of inflight_ are detached (EnqueueDetached).
+  size_t detached_inflight_ = 0;
+  // Deletes `x` when the connection owns it.
+  static void DropIfDetached(Exchange* x);
 
   // Receive side: the response being read.
   RecvPhase phase_ = RecvPhase::kHeader;

@@ -52,6 +52,7 @@ bool Connection::Refill() {
       x->OnFailure(TooLarge("value of " + std::to_string(value_bytes) + " bytes exceeds the limit of " +
                             std::to_string(max_value_bytes_) + " bytes that server " + name_ +
                             " announced at Connect (its memory.max_value_size)"));
+      DropIfDetached(x);
       continue;
     }
     RequestFrame frame = x->BuildRequest();
@@ -79,6 +80,7 @@ bool Connection::Refill() {
     // In flight from its first byte on: the window counts what the server
     // may be holding, and a response (even an early error) may follow.
     inflight_.push_back(x);
+    if (x->detached_) ++detached_inflight_;
   }
   return !send_iov_.empty();
 }
@@ -393,7 +395,12 @@ void Connection::AdvancePayload(uint64_t n) {
 }
 
 void Connection::FinishResponse() {
+  Exchange* answered = inflight_.front();
   inflight_.pop_front();
+  if (answered->detached_) {
+    --detached_inflight_;
+    delete answered;
+  }
   segments_.clear();
   segment_index_ = 0;
   segment_offset_ = 0;

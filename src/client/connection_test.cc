@@ -527,5 +527,106 @@ TEST(ConnectionTest, OnDoneReportsEachConnectionOnceAsSoonAsItFinishes) {
   EXPECT_EQ(unanswered.status().code(), StatusCode::kDeadlineExceeded);
 }
 
+// An exchange that records what became of it (the connection owns it once
+// queued detached).
+class Recorded final : public Exchange {
+ public:
+  struct Log {
+    int answers = 0;
+    int failures = 0;
+    bool deleted = false;
+  };
+  explicit Recorded(Log* log) : log_(log) {}
+  ~Recorded() override { log_->deleted = true; }
+  RequestFrame BuildRequest() override {
+    RequestFrame frame;
+    frame.opcode = proto::Opcode::kExists;
+    frame.meta = "released";
+    return frame;
+  }
+  Status OnResponse(const proto::FrameHeader&, std::span<const uint8_t>, std::vector<PayloadSegment>*) override {
+    ++log_->answers;
+    return Status::Ok();
+  }
+  void OnSegment(const PayloadSegment&, bool) override {}
+  void OnFailure(const Status&) override { ++log_->failures; }
+
+ private:
+  Log* log_;
+};
+
+// A detached request (an RDMA get's release) is sent, but nobody waits for
+// its answer: the call returns with the connection reusable, and the answer
+// is read before the next call's.
+TEST(ConnectionTest, ADetachedRequestIsSentButItsAnswerNotWaitedFor) {
+  ClientCounters counters;
+  Pair p = MakePair(8, &counters);
+  Recorded::Log log;
+  p.conn->EnqueueDetached(std::make_unique<Recorded>(&log));
+  Connection* c = p.conn.get();
+  // Nobody answers yet: waiting for the answer would run into this deadline
+  // and fail the connection.
+  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 10'000 * kMs);
+  EXPECT_FALSE(c->HasWork());
+  EXPECT_TRUE(c->Reusable());
+  EXPECT_FALSE(c->IsStale()) << "an answer on its way is no sign of a closed connection";
+  ReadFrame released;
+  ASSERT_TRUE(ReadSigned(p, &released));
+  EXPECT_EQ(std::string(released.meta.begin(), released.meta.end()), "released");
+  EXPECT_EQ(log.answers, 0);
+
+  // The next call: the peer answers the detached request, then the call's.
+  SingleExchange next(proto::Opcode::kExists, "k", "peer");
+  c->Enqueue(&next);
+  std::thread peer([&] {
+    ASSERT_TRUE(Answer(p.peer.get(), *p.peer_auth, released.header, StatusCode::kOk).ok());
+    ReadFrame f;
+    ASSERT_TRUE(ReadSigned(p, &f));
+    ASSERT_TRUE(Answer(p.peer.get(), *p.peer_auth, f.header, StatusCode::kOk).ok());
+  });
+  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 5000 * kMs);
+  peer.join();
+  EXPECT_TRUE(next.status().ok()) << next.status().ToString();
+  EXPECT_EQ(log.answers, 1);
+  EXPECT_TRUE(log.deleted);
+  EXPECT_TRUE(c->Reusable());
+}
+
+// An idle connection's staleness check reads the detached answers that have
+// arrived, and still tells a closed connection from a live one.
+TEST(ConnectionTest, TheStalenessCheckReadsDetachedAnswersFirst) {
+  for (const bool close_after : {false, true}) {
+    ClientCounters counters;
+    Pair p = MakePair(8, &counters);
+    Recorded::Log log;
+    p.conn->EnqueueDetached(std::make_unique<Recorded>(&log));
+    Connection* c = p.conn.get();
+    DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 5000 * kMs);
+    ReadFrame released;
+    ASSERT_TRUE(ReadSigned(p, &released));
+    ASSERT_TRUE(Answer(p.peer.get(), *p.peer_auth, released.header, StatusCode::kOk).ok());
+    if (close_after) p.peer.Reset();
+    // The answer (and the hang-up) crossed a socketpair: they are there.
+    EXPECT_EQ(c->IsStale(), close_after);
+    EXPECT_EQ(log.answers, 1);
+    EXPECT_TRUE(log.deleted);
+  }
+}
+
+// A connection dropped with detached answers outstanding frees their exchanges.
+TEST(ConnectionTest, ClosingWithDetachedRequestsOutstandingFreesThem) {
+  ClientCounters counters;
+  Pair p = MakePair(8, &counters);
+  Recorded::Log sent, queued;
+  p.conn->EnqueueDetached(std::make_unique<Recorded>(&sent));
+  Connection* c = p.conn.get();
+  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 5000 * kMs);
+  p.conn->EnqueueDetached(std::make_unique<Recorded>(&queued));
+  p.conn.reset();
+  EXPECT_TRUE(sent.deleted);
+  EXPECT_TRUE(queued.deleted);
+  EXPECT_EQ(sent.answers + queued.answers, 0);
+}
+
 }  // namespace
 }  // namespace memkv::client

@@ -82,6 +82,9 @@ class Exchange {
  private:
   friend class Connection;
   Connection* connection_ = nullptr;
+  // Owned by the connection, which deletes it once answered or failed; no
+  // caller waits for it (Connection::EnqueueDetached).
+  bool detached_ = false;
   // Set by the connection: the request's id and opcode, and its
   // fields | tag | meta, which must live until the frame is written.
   uint64_t request_id_ = 0;

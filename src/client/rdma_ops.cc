@@ -69,6 +69,39 @@ void RdmaExchange::DropRegistration() {
   bounce_only_ = true;
 }
 
+namespace {
+
+// An RdmaRelease nobody waits for: the get's outcome is decided, and the
+// server only needs to hear that its pin may go. Its answer (Ok, or NotFound
+// when the server let go first) changes nothing.
+class DetachedRelease final : public Exchange {
+ public:
+  explicit DetachedRelease(uint64_t token) : token_(token) {}
+  RequestFrame BuildRequest() override {
+    RequestFrame frame;
+    frame.opcode = proto::Opcode::kRdmaRelease;
+    frame.meta = proto::EncodeToken(token_);
+    return frame;
+  }
+  Status OnResponse(const proto::FrameHeader& header, std::span<const uint8_t>,
+                    std::vector<PayloadSegment>*) override {
+    if (header.payload_len != 0) return ProtocolError("RdmaRelease answer carries a payload");
+    return Status::Ok();
+  }
+  void OnSegment(const PayloadSegment&, bool) override {}
+  void OnFailure(const Status&) override {}
+
+ private:
+  uint64_t token_;
+};
+
+}  // namespace
+
+void RdmaExchange::ReleaseDetached() {
+  phase_ = Phase::kDone;
+  connection()->EnqueueDetached(std::make_unique<DetachedRelease>(token_));
+}
+
 void RdmaExchange::Then(Phase next) {
   phase_ = next;
   connection()->Enqueue(this);
@@ -101,7 +134,6 @@ RequestFrame RdmaExchange::BuildRequest() {
       frame.opcode = proto::Opcode::kRdmaCommit;
       frame.meta = proto::EncodeToken(token_);
       return frame;
-    case Phase::kRelease:
     case Phase::kReleaseThenTcp:
       frame.opcode = proto::Opcode::kRdmaRelease;
       frame.meta = proto::EncodeToken(token_);
@@ -163,11 +195,6 @@ Status RdmaExchange::OnResponse(const proto::FrameHeader& header, std::span<cons
       phase_ = Phase::kDone;
       return Status::Ok();
     }
-    case Phase::kRelease:
-      // The value (or the error) is already decided; an unknown token only
-      // means the server let go first.
-      phase_ = Phase::kDone;
-      return Status::Ok();
     case Phase::kReleaseThenTcp:
       ClientCounters::Add(counters_->rdma_reissued, 1);
       Then(Phase::kTcp);
@@ -192,7 +219,7 @@ Status RdmaExchange::StartTransfer(std::span<const uint8_t> meta) {
   if (!is_put() && get_buffer_.has_value() && grant_.value_len > get_buffer_->size()) {
     status_ = TooLarge(Context() + ": value of " + std::to_string(grant_.value_len) +
                        " bytes does not fit the buffer of " + std::to_string(get_buffer_->size()) + " bytes");
-    Then(Phase::kRelease);
+    ReleaseDetached();
     return Status::Ok();
   }
   PostTransfer();
@@ -217,7 +244,7 @@ void RdmaExchange::PostTransfer() {
     Result<BounceBuffer> bounce = channel_->bounce().Acquire(std::min(size, BouncePool::kMaxBufferBytes));
     if (!bounce.ok()) {
       status_ = bounce.status().WithContext(Context());
-      Then(Phase::kRelease);
+      ReleaseDetached();
       return;
     }
     bounce_ = *bounce;
@@ -272,7 +299,7 @@ void RdmaExchange::OnRdmaDone(const Status& status, bool connection_lost) {
     }
     if (FinishGet()) {
       ReleaseBuffers();
-      Then(Phase::kRelease);
+      ReleaseDetached();
       return;
     }
     if (lease_.has_value()) {
@@ -285,7 +312,7 @@ void RdmaExchange::OnRdmaDone(const Status& status, bool connection_lost) {
     ReleaseBuffers();
     ClientCounters::Add(counters_->checksum_failures, 1);
     status_ = NotFound(Context() + ": value read by RDMA failed its checksum (XXH3-64 mismatch); treated as a miss");
-    Then(Phase::kRelease);
+    ReleaseDetached();
     return;
   }
   ReleaseBuffers();
@@ -300,7 +327,7 @@ void RdmaExchange::OnRdmaDone(const Status& status, bool connection_lost) {
   }
   status_ = Unavailable(status.message() +
                         " (MEMKV_TRANSPORT=rdma does not fall back to TCP; docs/rdma.md, troubleshooting)");
-  Then(Phase::kRelease);
+  ReleaseDetached();
 }
 
 void RdmaExchange::OnSegment(const PayloadSegment& segment, bool checksum_ok) {
@@ -332,8 +359,7 @@ void RdmaExchange::OnFailure(const Status& status) {
     Tcp().OnFailure(status);
     return;
   }
-  if (phase_ != Phase::kRelease) status_ = status.WithContext(Context());
-  // kRelease: the outcome was decided before the release; only the release was lost.
+  status_ = status.WithContext(Context());
   phase_ = Phase::kDone;
 }
 

@@ -4,7 +4,8 @@
 //   Put  RdmaPut(key, len, checksum) -> slot  |  RDMA WRITE into the slot  |
 //        RdmaCommit(token): the server checks the landed bytes and publishes
 //   Get  RdmaGet(key) -> pinned value  |  RDMA READ  |  verify the checksum  |
-//        RdmaRelease(token)
+//        RdmaRelease(token), sent without waiting for its answer: the get
+//        is done once its bytes verify (one round trip and the READ)
 //
 // Large values move straight between the caller's buffer (registered on
 // first use and cached, RegistrationCache) and the server's pool; small ones,
@@ -84,7 +85,7 @@ class RdmaExchange final : public Exchange, public RdmaSink {
   void OnRdmaDone(const Status& status, bool connection_lost) override;
 
  private:
-  enum class Phase { kStart, kGrant, kTransfer, kCommit, kRelease, kReleaseThenTcp, kTcp, kDone };
+  enum class Phase { kStart, kGrant, kTransfer, kCommit, kReleaseThenTcp, kTcp, kDone };
 
   bool is_put() const { return opcode_ == proto::Opcode::kPut; }
   std::string Context() const;
@@ -101,6 +102,9 @@ class RdmaExchange final : public Exchange, public RdmaSink {
   // A get's bytes arrived: true when they verify (else the caller retries or misses).
   bool FinishGet();
   void Then(Phase next);  // re-enqueue on the connection for the next frame
+  // The outcome is decided: done, and the grant's release goes out on the
+  // connection without anyone waiting for its answer.
+  void ReleaseDetached();
   // Gives back the bounce buffer and the registration lease, if any.
   void ReleaseBuffers();
   // The caller's registration turned out stale: drop it, go through the bounce pool.
