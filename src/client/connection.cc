@@ -343,15 +343,16 @@ void Connection::Expire(bool connect_deadline) {
                           " outstanding request(s) before " + which));
     return;
   }
-  if (!inflight_.empty() || send_first_ < send_iov_.size()) {
+  if (inflight_.size() > detached_inflight_ || send_first_ < send_iov_.size()) {
     // Frames tagged and queued, but not one byte of them written: the server
     // answered everything it was sent, yet the session's tag sequence has
     // moved past these frames, so the stream cannot carry the next call.
     Fail(not_sent, /*server_at_fault=*/false);
     return;
   }
-  // Only exchanges that never started: the stream is still in sync, so the
-  // connection stays usable.
+  // Only exchanges that never started (beside detached ones, whose answers
+  // nobody waits for): the stream is still in sync, so the connection stays
+  // usable.
   for (Exchange* x : pending_) {
     x->OnFailure(not_sent);
     DropIfDetached(x);
@@ -360,11 +361,13 @@ void Connection::Expire(bool connect_deadline) {
 }
 
 size_t Connection::Unanswered() const {
-  // inflight_ is in stream order, so the started ones come first.
+  // inflight_ is in stream order, so the started ones come first. A detached
+  // request's answer is no call's to wait for: a later call's deadline does
+  // not blame the server for it.
   size_t n = 0;
   for (const Exchange* x : inflight_) {
     if (x->stream_offset_ >= bytes_written_) break;
-    ++n;
+    if (!x->detached_) ++n;
   }
   return n;
 }

@@ -204,7 +204,8 @@ class Connection {
   ChecksumStream rx_hash_;  // of the payload segment being received
   void FinishResponse();
   // Requests the server was sent (at least their first byte) and has not
-  // answered; it is to blame for a deadline only when there are some.
+  // answered, detached ones aside; it is to blame for a deadline only when
+  // there are some.
   size_t Unanswered() const;
   // `server_at_fault` false: the failure is no sign that the server is down
   // (Lost() stays false), e.g. the deadline passed before we sent anything.

@@ -592,6 +592,42 @@ TEST(ConnectionTest, ADetachedRequestIsSentButItsAnswerNotWaitedFor) {
   EXPECT_TRUE(c->Reusable());
 }
 
+// A call whose deadline passed before it was sent, on a connection whose
+// detached request is still unanswered: the server is not blamed for the
+// detached answer, and the connection stays in sync for the next call.
+TEST(ConnectionTest, ALateCallDoesNotBlameTheServerForADetachedAnswer) {
+  ClientCounters counters;
+  Pair p = MakePair(8, &counters);
+  Recorded::Log log;
+  p.conn->EnqueueDetached(std::make_unique<Recorded>(&log));
+  Connection* c = p.conn.get();
+  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 5000 * kMs);
+  ReadFrame released;
+  ASSERT_TRUE(ReadSigned(p, &released));
+
+  SingleExchange late(proto::Opcode::kExists, "k", "peer");
+  c->Enqueue(&late);
+  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() - 1);
+  EXPECT_EQ(late.status().code(), StatusCode::kDeadlineExceeded) << late.status().ToString();
+  EXPECT_NE(late.status().message().find("not sent"), std::string::npos) << late.status().ToString();
+  EXPECT_FALSE(c->Lost());
+  EXPECT_EQ(counters.timeouts.load(), 0u);
+  EXPECT_TRUE(c->Reusable());
+
+  SingleExchange next(proto::Opcode::kExists, "k", "peer");
+  c->Enqueue(&next);
+  std::thread peer([&] {
+    ASSERT_TRUE(Answer(p.peer.get(), *p.peer_auth, released.header, StatusCode::kOk).ok());
+    ReadFrame f;
+    ASSERT_TRUE(ReadSigned(p, &f));
+    ASSERT_TRUE(Answer(p.peer.get(), *p.peer_auth, f.header, StatusCode::kOk).ok());
+  });
+  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 5000 * kMs);
+  peer.join();
+  EXPECT_TRUE(next.status().ok()) << next.status().ToString();
+  EXPECT_EQ(log.answers, 1);
+}
+
 // An idle connection's staleness check reads the detached answers that have
 // arrived, and still tells a closed connection from a live one.
 TEST(ConnectionTest, TheStalenessCheckReadsDetachedAnswersFirst) {
