@@ -555,28 +555,23 @@ class Recorded final : public Exchange {
   Log* log_;
 };
 
-// A detached request (an RDMA get's release) is sent, but nobody waits for
-// its answer: the call returns with the connection reusable, and the answer
-// is read before the next call's.
-TEST(ConnectionTest, ADetachedRequestIsSentButItsAnswerNotWaitedFor) {
-  ClientCounters counters;
-  Pair p = MakePair(8, &counters);
-  Recorded::Log log;
-  p.conn->EnqueueDetached(std::make_unique<Recorded>(&log));
+// Queues a Recorded exchange detached on `p`, drives the connection (a
+// deadline far enough that waiting for the answer would show), and reads the
+// request at the peer.
+ReadFrame SendDetached(Pair& p, Recorded::Log* log, Nanos wait = 5000 * kMs) {
+  p.conn->EnqueueDetached(std::make_unique<Recorded>(log));
   Connection* c = p.conn.get();
-  // Nobody answers yet: waiting for the answer would run into this deadline
-  // and fail the connection.
-  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 10'000 * kMs);
-  EXPECT_FALSE(c->HasWork());
-  EXPECT_TRUE(c->Reusable());
-  EXPECT_FALSE(c->IsStale()) << "an answer on its way is no sign of a closed connection";
+  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + wait);
   ReadFrame released;
-  ASSERT_TRUE(ReadSigned(p, &released));
-  EXPECT_EQ(std::string(released.meta.begin(), released.meta.end()), "released");
-  EXPECT_EQ(log.answers, 0);
+  EXPECT_TRUE(ReadSigned(p, &released));
+  return released;
+}
 
-  // The next call: the peer answers the detached request, then the call's.
+// A call after a detached request: the peer answers the detached request,
+// then the call's Exists. Returns the call's status.
+Status AnswerDetachedThenCall(Pair& p, const ReadFrame& released) {
   SingleExchange next(proto::Opcode::kExists, "k", "peer");
+  Connection* c = p.conn.get();
   c->Enqueue(&next);
   std::thread peer([&] {
     ASSERT_TRUE(Answer(p.peer.get(), *p.peer_auth, released.header, StatusCode::kOk).ok());
@@ -586,7 +581,29 @@ TEST(ConnectionTest, ADetachedRequestIsSentButItsAnswerNotWaitedFor) {
   });
   DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 5000 * kMs);
   peer.join();
-  EXPECT_TRUE(next.status().ok()) << next.status().ToString();
+  return next.status();
+}
+
+// A detached request (an RDMA get's release) is sent, but nobody waits for
+// its answer: the call returns with the connection reusable, and the answer
+// is read before the next call's.
+TEST(ConnectionTest, ADetachedRequestIsSentButItsAnswerNotWaitedFor) {
+  ClientCounters counters;
+  Pair p = MakePair(8, &counters);
+  Recorded::Log log;
+  // Nobody answers yet: waiting for the answer would run into this deadline
+  // and fail the connection.
+  const ReadFrame released = SendDetached(p, &log, 10'000 * kMs);
+  Connection* c = p.conn.get();
+  EXPECT_FALSE(c->HasWork());
+  EXPECT_TRUE(c->Reusable());
+  EXPECT_FALSE(c->IsStale()) << "an answer on its way is no sign of a closed connection";
+  EXPECT_EQ(std::string(released.meta.begin(), released.meta.end()), "released");
+  EXPECT_EQ(log.answers, 0);
+
+  // The next call: the peer answers the detached request, then the call's.
+  const Status next = AnswerDetachedThenCall(p, released);
+  EXPECT_TRUE(next.ok()) << next.ToString();
   EXPECT_EQ(log.answers, 1);
   EXPECT_TRUE(log.deleted);
   EXPECT_TRUE(c->Reusable());
@@ -599,11 +616,8 @@ TEST(ConnectionTest, ALateCallDoesNotBlameTheServerForADetachedAnswer) {
   ClientCounters counters;
   Pair p = MakePair(8, &counters);
   Recorded::Log log;
-  p.conn->EnqueueDetached(std::make_unique<Recorded>(&log));
+  const ReadFrame released = SendDetached(p, &log);
   Connection* c = p.conn.get();
-  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 5000 * kMs);
-  ReadFrame released;
-  ASSERT_TRUE(ReadSigned(p, &released));
 
   SingleExchange late(proto::Opcode::kExists, "k", "peer");
   c->Enqueue(&late);
@@ -614,17 +628,8 @@ TEST(ConnectionTest, ALateCallDoesNotBlameTheServerForADetachedAnswer) {
   EXPECT_EQ(counters.timeouts.load(), 0u);
   EXPECT_TRUE(c->Reusable());
 
-  SingleExchange next(proto::Opcode::kExists, "k", "peer");
-  c->Enqueue(&next);
-  std::thread peer([&] {
-    ASSERT_TRUE(Answer(p.peer.get(), *p.peer_auth, released.header, StatusCode::kOk).ok());
-    ReadFrame f;
-    ASSERT_TRUE(ReadSigned(p, &f));
-    ASSERT_TRUE(Answer(p.peer.get(), *p.peer_auth, f.header, StatusCode::kOk).ok());
-  });
-  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 5000 * kMs);
-  peer.join();
-  EXPECT_TRUE(next.status().ok()) << next.status().ToString();
+  const Status next = AnswerDetachedThenCall(p, released);
+  EXPECT_TRUE(next.ok()) << next.ToString();
   EXPECT_EQ(log.answers, 1);
 }
 
@@ -635,11 +640,8 @@ TEST(ConnectionTest, TheStalenessCheckReadsDetachedAnswersFirst) {
     ClientCounters counters;
     Pair p = MakePair(8, &counters);
     Recorded::Log log;
-    p.conn->EnqueueDetached(std::make_unique<Recorded>(&log));
+    const ReadFrame released = SendDetached(p, &log);
     Connection* c = p.conn.get();
-    DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 5000 * kMs);
-    ReadFrame released;
-    ASSERT_TRUE(ReadSigned(p, &released));
     ASSERT_TRUE(Answer(p.peer.get(), *p.peer_auth, released.header, StatusCode::kOk).ok());
     if (close_after) p.peer.Reset();
     // The answer (and the hang-up) crossed a socketpair: they are there.
@@ -654,9 +656,7 @@ TEST(ConnectionTest, ClosingWithDetachedRequestsOutstandingFreesThem) {
   ClientCounters counters;
   Pair p = MakePair(8, &counters);
   Recorded::Log sent, queued;
-  p.conn->EnqueueDetached(std::make_unique<Recorded>(&sent));
-  Connection* c = p.conn.get();
-  DriveConnections(std::span<Connection* const>(&c, 1), MonotonicNanos() + 5000 * kMs);
+  SendDetached(p, &sent);
   p.conn->EnqueueDetached(std::make_unique<Recorded>(&queued));
   p.conn.reset();
   EXPECT_TRUE(sent.deleted);
