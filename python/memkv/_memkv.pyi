@@ -94,6 +94,8 @@ class PutOptions:
         parent_key: Optional[Key] = None,
         parent_hash: Optional[Hash] = None,
     ) -> List["PutOptions"]: ...
+    @staticmethod
+    def of_hashes(block_hashes: Sequence[Optional[Hash]]) -> List["PutOptions"]: ...
 
 from ._identity import CacheIdentity
 

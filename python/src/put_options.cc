@@ -124,6 +124,21 @@ py::list Chain(py::handle keys, py::handle block_hashes, py::handle parent_key, 
   return out;
 }
 
+// PutOptions.of_hashes: see its docstring in BindPutOptions.
+py::list OfHashes(py::handle block_hashes) {
+  py::object hs = FastSequence(block_hashes, "memkv.PutOptions.of_hashes", {"block_hashes"});
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(hs.ptr());
+  py::list out(n);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PutOptions o;
+    if (const std::optional<HashKind> kind = UsableHash(PySequence_Fast_GET_ITEM(hs.ptr(), i), &o.block_hash)) {
+      o.hash_kind = *kind;
+    }
+    out[static_cast<size_t>(i)] = py::cast(std::move(o));
+  }
+  return out;
+}
+
 py::object HashToPython(const std::string& hash, HashKind kind) {
   if (hash.empty()) return py::none();
   if (kind == HashKind::kBytes) return py::bytes(hash);
@@ -229,6 +244,12 @@ void BindPutOptions(py::module_& m) {
                   "A hash that a PutOptions cannot carry (None, bytes empty or over 64, an int past 64 bits,\n"
                   "another type) is left out, and so is a parent hash of another kind than the block's.\n"
                   "The same as building each PutOptions in a loop, without a Python call per block.")
+      .def_static("of_hashes", &OfHashes, py::arg("block_hashes"),
+                  "of_hashes(block_hashes) -> list[PutOptions]\n\n"
+                  "One PutOptions per hash, carrying that block hash alone (no parent): for blocks that are\n"
+                  "not put as one chain. A hash that a PutOptions cannot carry (None, bytes empty or over 64,\n"
+                  "an int past 64 bits, another type) is left out of its PutOptions. The same as\n"
+                  "PutOptions(block_hash=h) for each usable hash, without a Python call per block.")
       .def("__repr__", &Repr)
       .def("__eq__", [](const PutOptions& a, py::handle b) {
         if (!py::isinstance<PutOptions>(b)) return false;

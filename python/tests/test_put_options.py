@@ -140,6 +140,28 @@ def test_a_chain_of_options_is_the_same_as_one_put_options_at_a_time(hashes, par
         _chain_one_by_one(keys, hashes, parent_key, parent_hash)
 
 
+@pytest.mark.parametrize("hashes", [
+    [b"\x01" * 32, b"\x02" * 32],
+    [b"a" * 64, b"b" * 65, b"", b"c"],  # over 64 and empty bytes are left out
+    [7, -(1 << 63), (1 << 64) - 1, 1 << 64, -(1 << 63) - 1],  # past 64 bits left out
+    [b"x" * 8, 5, None, True, "text", 2.5, b"y"],  # kinds mixed, None, a bool, other types
+    [],
+])
+def test_options_of_hashes_are_the_same_as_one_put_options_per_hash(hashes):
+    def usable(h):
+        if isinstance(h, bytes):
+            return 0 < len(h) <= 64
+        return isinstance(h, int) and not isinstance(h, bool) and -(1 << 63) <= h < (1 << 64)
+
+    assert memkv.PutOptions.of_hashes(hashes) == [memkv.PutOptions(block_hash=h if usable(h) else None) for h in hashes]
+    assert memkv.PutOptions.of_hashes(tuple(hashes)) == memkv.PutOptions.of_hashes(hashes)
+
+
+def test_options_of_hashes_refuse_what_is_not_a_sequence():
+    with pytest.raises(TypeError, match="block_hashes"):
+        memkv.PutOptions.of_hashes(5)
+
+
 def test_a_chain_refuses_lists_of_two_lengths_and_bad_keys():
     with pytest.raises(memkv.InvalidArgument, match="2 keys but 1 block hashes"):
         memkv.PutOptions.chain(["a", "b"], [b"h"])

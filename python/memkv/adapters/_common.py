@@ -373,6 +373,13 @@ def put_options(block_hash: Optional[Union[bytes, int]] = None, parent_key: Opti
     return memkv.PutOptions(parent_key=parent_key or None, block_hash=block_hash, parent_hash=parent_hash)
 
 
+def hashed_options(block_hashes: Sequence[Optional[Union[bytes, int]]]) -> List["memkv.PutOptions"]:
+    """put_options(block_hash=h) for each of `block_hashes` (blocks that are
+    not one chain: no parent), built by the client in one call
+    (memkv.PutOptions.of_hashes); a hash it cannot carry is left out."""
+    return memkv.PutOptions.of_hashes(block_hashes)
+
+
 def _usable_hash(value: Any) -> bool:
     if isinstance(value, bytes):
         return 0 < len(value) <= MAX_HASH_BYTES

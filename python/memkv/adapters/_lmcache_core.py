@@ -69,6 +69,7 @@ class Core:
         self.config = load_config(ENGINE, settings, where, extra=EXTRA_SETTINGS)
         _io_threads_deprecated(self.config, where)
         self.namespace = self.config.namespace or default_namespace
+        self._key_prefix = namespaced(self.namespace, "")  # "namespace/": what every key starts with
         self.identity = cache_identity(self.config, **dict(identity or {}), engine=ENGINE,
                                        engine_version=package_version("lmcache"))
         self.client = make_client(self.config, self.identity)
@@ -82,7 +83,7 @@ class Core:
     def key(self, name: Union[str, bytes]) -> bytes:
         """namespace/name; a name that would make the key longer than MemKV's
         1024 bytes becomes namespace/sha256/<hex of its SHA-256>."""
-        out = namespaced(self.namespace, name)
+        out = self._key_prefix + (name if isinstance(name, bytes) else name.encode())
         if len(out) <= MAX_KEY_BYTES:
             return out
         raw = name if isinstance(name, bytes) else name.encode()

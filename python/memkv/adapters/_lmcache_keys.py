@@ -54,12 +54,17 @@ def chunk_hash_of(key: Any) -> Optional[Union[int, bytes]]:
     or the hash field of an L2 adapter's key string
     (model@kv_rank@group@hash[@salt]), the bytes its hex spells; None when
     there is none."""
-    value = getattr(key, "chunk_hash", None)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, bytes):
-        return value or None
-    text = key.decode(errors="replace") if isinstance(key, bytes) else key
+    if isinstance(key, str):  # an L2 key string (str and bytes have no chunk_hash)
+        text: Any = key
+    elif isinstance(key, bytes):
+        text = key.decode(errors="replace")
+    else:
+        value = getattr(key, "chunk_hash", None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, bytes):
+            return value or None
+        text = key
     fields = text.split("@") if isinstance(text, str) else []
     if len(fields) >= 4:
         try:

@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import memkv
 
-from ._common import prefix_restores, put_options
+from ._common import hashed_options, prefix_restores
 from ._lmcache_core import ENGINE, L2_NAMESPACE, Core, loud
 from ._lmcache_keys import buffer_span, chunk_hash_of, key_text
 
@@ -173,7 +173,7 @@ class MemKVL2Connector:
         index, names, addresses, lengths = [], [], [], []
         # A store carries each chunk's hash; no parent: a batch's keys are
         # not said to be one chain, in order.
-        options: Optional[List[Any]] = [] if kind == "set" else None
+        hashes: Optional[List[Any]] = [] if kind == "set" else None
         first_bad = ""
         for i, (k, v) in enumerate(zip(keys, views)):
             try:
@@ -186,11 +186,12 @@ class MemKVL2Connector:
             names.append(self._core.key(text))
             addresses.append(address)
             lengths.append(length)
-            if options is not None:
-                options.append(put_options(block_hash=chunk_hash_of(text)))
+            if hashes is not None:
+                hashes.append(chunk_hash_of(text))
         what = "loaded" if kind == "get" else "stored"
         if first_bad:
             self._core.io.errors.warn(f"{what}:buffer", f"memkv {ENGINE}: {what}: unusable buffer, {first_bad}")
+        options = None if hashes is None else hashed_options(hashes)
         return _Submitted(fid, kind, len(keys), names, index, addresses, lengths, views, first_bad, options)
 
     def _complete_here(self, completion: Completion) -> None:

@@ -55,8 +55,8 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import memkv
 
-from ._common import (ConfigError, PageIO, RateLimitedLog, cache_identity, dtype_name, load_config, make_client,
-                      namespaced, positive_int, put_options)
+from ._common import (ConfigError, PageIO, RateLimitedLog, cache_identity, dtype_name, hashed_options, load_config,
+                      make_client, namespaced, positive_int)
 from ._vllm_api import (_LOCALITIES, _REMOTE, _RESULT_FIELDS, _VLLM_PROBLEM, _VLLM_VERSION,  # noqa: F401
                         IncompatibleVLLMError, JobResult, LookupResult, RequestOffloadingContext, _base_init_params,
                         _incompatible, _LocalLookupResult, _Locality, _random_hash_seed, _TierBase)
@@ -119,7 +119,7 @@ class _Job:
         self.addresses = addresses
         # A store's put options: each chunk's block hash (no parent: a job
         # does not say that its keys are one chain, in order).
-        self.options = None if load else [put_options(block_hash=block_hash_of(k)) for k in keys]
+        self.options = None if load else hashed_options([block_hash_of(k) for k in keys])
         self.ok = [False] * len(keys)
         self.batches = 0
         self.failed = False
