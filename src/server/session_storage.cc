@@ -145,6 +145,7 @@ void Session::RespondBatchPut(std::vector<PayloadSink::Item>& items, bool with_m
   statuses.reserve(items.size());
   uint64_t stored = 0;
   std::vector<KeyCounts> counts;
+  counts.reserve(items.size());
   for (const PayloadSink::Item& item : items) {
     if (item.superseded_by != PayloadSink::kNotSuperseded) {
       statuses.push_back(items[item.superseded_by].status);

@@ -141,8 +141,13 @@ Status ForeignPut(std::string_view key) {
 
 std::shared_ptr<StoreEntry> MemoryStore::EntryOf(PendingPut& put, std::string_view key, uint64_t checksum,
                                                  const PutOptions& options) const {
+  return EntryOf(put, std::string(key), checksum, options);
+}
+
+std::shared_ptr<StoreEntry> MemoryStore::EntryOf(PendingPut& put, std::string&& key, uint64_t checksum,
+                                                 const PutOptions& options) const {
   auto entry = std::make_shared<StoreEntry>();
-  entry->key.assign(key);
+  entry->key = std::move(key);
   entry->stored_key = entry->key;
   entry->value_bytes = put.size_;
   entry->checksum = checksum;
@@ -153,7 +158,7 @@ std::shared_ptr<StoreEntry> MemoryStore::EntryOf(PendingPut& put, std::string_vi
   entry->retention = options.retention;
   entry->ttl_ms = AppliedTtlMs(options);
   // A value naming itself would keep itself forever; it has no parent.
-  if (options.parent_key != key) entry->parent.assign(options.parent_key);
+  if (options.parent_key != entry->key) entry->parent.assign(options.parent_key);
   entry->parent_key = entry->parent;
   entry->block_hash = options.block_hash;
   entry->parent_hash = options.parent_hash;
@@ -207,7 +212,8 @@ std::vector<Status> MemoryStore::CommitPuts(std::span<const Commit> puts) {
       statuses[i] = ForeignPut(c.key);
       continue;
     }
-    entries[i] = EntryOf(*c.put, c.key, c.checksum, *c.options);
+    entries[i] = c.key_owner != nullptr ? EntryOf(*c.put, std::move(*c.key_owner), c.checksum, *c.options)
+                                        : EntryOf(*c.put, c.key, c.checksum, *c.options);
   }
   {
     Impl::EventScope scope(s);

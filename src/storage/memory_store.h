@@ -320,6 +320,9 @@ class MemoryStore {
     std::string_view key;
     uint64_t checksum = 0;
     const PutOptions* options = nullptr;
+    // The caller's string `key` views, when the caller is done with it: the
+    // entry takes it over instead of copying it (null: copied).
+    std::string* key_owner = nullptr;
   };
   std::vector<Status> CommitPuts(std::span<const Commit> puts);
 
@@ -402,6 +405,9 @@ class MemoryStore {
   // The entry a put of `key` publishes, built outside the lock (the key copy
   // and allocations cost nothing there); it takes over the put's room.
   std::shared_ptr<StoreEntry> EntryOf(PendingPut& put, std::string_view key, uint64_t checksum,
+                                      const PutOptions& options) const;
+  // The same, taking `key` over.
+  std::shared_ptr<StoreEntry> EntryOf(PendingPut& put, std::string&& key, uint64_t checksum,
                                       const PutOptions& options) const;
   // Back to the pool: the room of a PendingPut dropped uncommitted.
   void ReleaseRuns(PoolRuns& runs);

@@ -461,7 +461,8 @@ Completion TieredStore::CommitMany(std::vector<PutCommit> puts, const ReplyTo& r
   if (drives_ == nullptr || puts.empty()) {
     std::vector<storage::MemoryStore::Commit> commits;
     commits.reserve(puts.size());
-    for (PutCommit& p : puts) commits.push_back({&p.put, p.key, p.checksum, &p.options});
+    // `puts` ends here: each entry takes its key over.
+    for (PutCommit& p : puts) commits.push_back({&p.put, p.key, p.checksum, &p.options, &p.key});
     std::forward<Done>(done)(memory_->CommitPuts(commits));
     return Completion::kInline;
   }
