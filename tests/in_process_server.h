@@ -5,6 +5,7 @@
 #ifndef MEMKV_TESTS_IN_PROCESS_SERVER_H_
 #define MEMKV_TESTS_IN_PROCESS_SERVER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -18,8 +19,10 @@ namespace memkv {
 class InProcessServer {
  public:
   // `drives`: file mode (the drive tier behind the pool); null: memory mode.
+  // `configure` changes the rest of the configuration (tenants, say).
   InProcessServer(verbs::FakeFabric& fabric, const config::RdmaConfig& rdma, uint64_t pool_bytes = 64 << 20,
-                  std::unique_ptr<drive::ExtentStore> drives = nullptr) {
+                  std::unique_ptr<drive::ExtentStore> drives = nullptr,
+                  const std::function<void(config::ServerConfig&)>& configure = {}) {
     server::DaemonOptions options;
     config::ServerConfig& c = options.config;
     c.network.port = 0;
@@ -30,6 +33,7 @@ class InProcessServer {
     c.rdma = rdma;
     c.storage.mode = drives != nullptr ? config::StorageMode::kFile : config::StorageMode::kMemory;
     options.auth_key.assign(32, 0xaa);
+    if (configure) configure(c);
     options.workers = 2;
     options.hugepages = storage::HugePagePolicy::kAuto;  // registered on a fake device: no need to pin
     server::DaemonSeams seams;

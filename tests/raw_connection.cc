@@ -24,7 +24,8 @@ Result<std::unique_ptr<RawConnection>> RawConnection::Open(uint16_t port) {
   return c;
 }
 
-Result<RawResponse> RawConnection::Handshake(const std::string& key_hex, uint8_t version) {
+Result<RawResponse> RawConnection::Handshake(const std::string& key_hex, uint8_t version,
+                                             const std::string& rdma_offer) {
   auto key = HexDecode(key_hex);
   if (!key) return InvalidArgument("bad hex");
   MEMKV_ASSIGN_OR_RETURN(auto mac, HmacSha256::Create(*key));
@@ -34,11 +35,12 @@ Result<RawResponse> RawConnection::Handshake(const std::string& key_hex, uint8_t
   h.version = version;
   h.opcode = static_cast<uint8_t>(proto::Opcode::kConnect);
   h.request_id = 1;
-  h.meta_len = proto::kNonceSize;
-  std::vector<uint8_t> frame(proto::kHeaderSize + proto::kNonceSize);
+  h.meta_len = static_cast<uint32_t>(proto::kNonceSize + rdma_offer.size());
+  std::vector<uint8_t> frame(proto::kHeaderSize + h.meta_len);
   proto::EncodeFields(h, frame.data());
   std::memcpy(frame.data() + proto::kHeaderSize, nonce.data(), nonce.size());
-  Tag tag = proto::ConnectTag(*mac, frame.data(), nonce, {});
+  std::memcpy(frame.data() + proto::kHeaderSize + proto::kNonceSize, rdma_offer.data(), rdma_offer.size());
+  Tag tag = proto::ConnectTag(*mac, frame.data(), {frame.data() + proto::kHeaderSize, h.meta_len}, {});
   std::memcpy(frame.data() + proto::kFieldsSize, tag.data(), tag.size());
   MEMKV_RETURN_IF_ERROR(SendBytes(frame));
   MEMKV_ASSIGN_OR_RETURN(RawResponse r, Read());

@@ -25,8 +25,10 @@ class RawConnection {
  public:
   static Result<std::unique_ptr<RawConnection>> Open(uint16_t port);
 
-  // Sends Connect signed with `key_hex`; on success installs session keys.
-  Result<RawResponse> Handshake(const std::string& key_hex, uint8_t version = proto::kProtocolVersion);
+  // Sends Connect signed with `key_hex` (carrying `rdma_offer`, an encoded
+  // proto::RdmaOffer, when not empty); on success installs session keys.
+  Result<RawResponse> Handshake(const std::string& key_hex, uint8_t version = proto::kProtocolVersion,
+                                const std::string& rdma_offer = "");
 
   // Builds a signed frame (the next in sequence); the caller may alter the
   // bytes before SendBytes.

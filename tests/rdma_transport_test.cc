@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/checksum.h"
 #include "base/log.h"
 #include "client/client_from_config.h"
 #include "client/rdma.h"
@@ -27,6 +28,7 @@
 #include "server/rdma_endpoint.h"
 #include "tests/harness.h"
 #include "tests/in_process_server.h"
+#include "tests/raw_connection.h"
 #include "verbs/fake.h"
 
 namespace memkv {
@@ -75,7 +77,7 @@ class RdmaTransportTest : public ::testing::Test {
   }
 
   std::unique_ptr<Client> MakeClient(const InProcessServer& server, const std::string& transport,
-                                     uint32_t mtu = 4096, uint32_t timeout_ms = 5000) {
+                                     uint32_t mtu = 4096, uint32_t timeout_ms = 5000, uint32_t connections = 2) {
     ClientOptions o;
     o.servers = {server.address()};
     o.auth_key_hex = kKeyHex;
@@ -83,7 +85,7 @@ class RdmaTransportTest : public ::testing::Test {
     o.rdma_devices = {"cli0"};
     o.rdma_mtu = mtu;
     o.timeout_ms = timeout_ms;
-    o.num_connections = 2;
+    o.num_connections = connections;
     auto c = client::CreateClientWithVerbs(o, fabric_);
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     return c.ok() ? std::move(c).value() : nullptr;
@@ -534,6 +536,152 @@ TEST_F(RdmaTransportTest, ABatchCaughtByAnRdmaFailureCompletesOverTcpInAuto) {
   EXPECT_GE(stats.rdma_reissued, 1u);
   EXPECT_EQ(stats.rdma_ops + stats.tcp_ops, 81u);
   EXPECT_EQ(server.store().Stats().keys, 41u);  // each put applied once
+}
+
+// A put of the size the connection's spare slot has WRITEs into it at once
+// and commits it with RdmaCommitTo, asking for the next spare on the way.
+TEST_F(RdmaTransportTest, SpareSlotsCarryEveryPutOfTheirSizeAfterTheFirst) {
+  InProcessServer server(fabric_, ServerRdma());
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  auto client = MakeClient(server, "rdma", 4096, 5000, /*connections=*/1);
+  ASSERT_NE(client, nullptr);
+  std::vector<std::vector<uint8_t>> values;
+  for (uint32_t i = 0; i < 8; ++i) {
+    values.push_back(Pattern(64 << 10, 100 + i));
+    ASSERT_TRUE(client->Put("s/" + std::to_string(i), values.back()).ok()) << i;
+  }
+  EXPECT_EQ(client->Stats().rdma_spare_puts, 7u);
+  // Options ride RdmaCommitTo; an overwrite through a spare replaces the value.
+  PutOptions pinned;
+  pinned.retention = Retention::kPinned;
+  ASSERT_TRUE(client->PutWith("s/pinned", values[0], pinned).ok());
+  EXPECT_EQ(server.store().Stats().pinned_values, 1u);
+  ASSERT_TRUE(client->Put("s/3", values[5]).ok());
+  values[3] = values[5];
+  EXPECT_EQ(client->Stats().rdma_spare_puts, 9u);
+  // Another size: the spare of 64 KiB goes back, one of 4 KiB is asked for.
+  ASSERT_TRUE(client->Put("small/0", Pattern(4096, 1)).ok());
+  ASSERT_TRUE(client->Put("small/1", Pattern(4096, 2)).ok());
+  EXPECT_EQ(client->Stats().rdma_spare_puts, 10u);
+  for (uint32_t i = 0; i < 8; ++i) {
+    auto got = client->Get("s/" + std::to_string(i));
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, values[i]) << i;
+  }
+  EXPECT_EQ(*client->Get("small/1"), Pattern(4096, 2));
+  EXPECT_EQ(server.store().Stats().keys, 11u);
+  EXPECT_EQ(server.metrics().rdma_commit_checksum_failures.Value(), 0u);
+}
+
+// What the server allows of spare slots, asked for the way no client library
+// would: two per connection, of 1 byte to kMaxRdmaSpareBytes, published only
+// by RdmaCommitTo, and gone after any answer to it.
+TEST_F(RdmaTransportTest, TheServerHoldsOneSpareSlotPerConnectionAndSaysWhatItRefuses) {
+  InProcessServer server(fabric_, ServerRdma());
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  // A Connect that offers one QP of the client's device.
+  auto context = fabric_.Open("cli0", 1);
+  ASSERT_TRUE(context.ok());
+  auto cq = (*context)->CreateCq(8);
+  ASSERT_TRUE(cq.ok());
+  auto qp = (*context)->CreateQp(cq->get(), 4);
+  ASSERT_TRUE(qp.ok());
+  proto::RdmaOffer offer;
+  offer.qps.push_back({(*qp)->local().qpn, (*qp)->local().psn});
+  const std::string address = server.address();
+  auto raw = testing::RawConnection::Open(static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1))));
+  ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+  testing::RawConnection& c = **raw;
+  auto connected = c.Handshake(kKeyHex, proto::kProtocolVersion, proto::EncodeRdmaOffer(offer));
+  ASSERT_TRUE(connected.ok()) << connected.status().ToString();
+  ASSERT_EQ(connected->header.status, StatusCode::kOk) << connected->message();
+  uint64_t id = 2;
+  auto ask = [&](proto::Opcode opcode, const std::string& meta) {
+    EXPECT_TRUE(c.SendBytes(c.BuildFrame(opcode, meta, {}, id++)).ok());
+    auto r = c.Read();
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : testing::RawResponse{};
+  };
+  auto spare = [&](uint64_t size) {
+    return ask(proto::Opcode::kRdmaSpare, proto::EncodeRdmaPutRequest("sp/a", size, 0));
+  };
+  testing::RawResponse r = spare(64 << 10);
+  ASSERT_EQ(r.header.status, StatusCode::kOk) << r.message();
+  proto::RdmaGrant grant;
+  ASSERT_TRUE(proto::DecodeRdmaGrant(r.meta, &grant).ok());
+  EXPECT_EQ(grant.value_len, uint64_t{64} << 10);
+  proto::RdmaGrant second;
+  r = spare(64 << 10);
+  ASSERT_EQ(r.header.status, StatusCode::kOk) << r.message();
+  ASSERT_TRUE(proto::DecodeRdmaGrant(r.meta, &second).ok());
+  r = spare(64 << 10);
+  EXPECT_EQ(r.header.status, StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Contains(r.message(), "holds 2 spare RDMA slots already")) << r.message();
+  EXPECT_EQ(ask(proto::Opcode::kRdmaRelease, proto::EncodeToken(second.token)).header.status, StatusCode::kOk);
+  r = ask(proto::Opcode::kRdmaCommit, proto::EncodeToken(grant.token));
+  EXPECT_EQ(r.header.status, StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Contains(r.message(), "is a spare: RdmaCommitTo names the key")) << r.message();
+  // A value of another size: refused, and the slot is gone.
+  const std::string wrong_size = proto::EncodeRdmaCommitToRequest(grant.token, "sp/b", 4096, 1, PutOptions());
+  r = ask(proto::Opcode::kRdmaCommitTo, wrong_size);
+  EXPECT_EQ(r.header.status, StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(r.message(), "a value of 4096 bytes was committed to spare slot")) << r.message();
+  r = ask(proto::Opcode::kRdmaCommitTo, wrong_size);
+  EXPECT_EQ(r.header.status, StatusCode::kNotFound);
+  EXPECT_TRUE(Contains(r.message(), "no spare RDMA slot with token")) << r.message();
+  for (uint64_t size : {uint64_t{0}, proto::kMaxRdmaSpareBytes + 1}) {
+    r = spare(size);
+    EXPECT_EQ(r.header.status, StatusCode::kInvalidArgument) << size;
+    EXPECT_TRUE(Contains(r.message(), "spares hold 1 to 16777216 bytes")) << r.message();
+  }
+  // Bytes that were never written do not match the checksum the commit names.
+  r = spare(4096);
+  ASSERT_EQ(r.header.status, StatusCode::kOk) << r.message();
+  ASSERT_TRUE(proto::DecodeRdmaGrant(r.meta, &grant).ok());
+  const std::vector<uint8_t> value = Pattern(4096, 9);
+  r = ask(proto::Opcode::kRdmaCommitTo, proto::EncodeRdmaCommitToRequest(grant.token, "sp/c", 4096,
+                                                                          Checksum(value.data(), value.size()),
+                                                                          PutOptions()));
+  EXPECT_EQ(r.header.status, StatusCode::kCorruption) << r.message();
+  EXPECT_FALSE(server.store().Exists("sp/c"));
+  // A released spare makes room for the next.
+  EXPECT_EQ(spare(4096).header.status, StatusCode::kOk);
+  r = spare(4096);
+  ASSERT_EQ(r.header.status, StatusCode::kOk) << r.message();
+  ASSERT_TRUE(proto::DecodeRdmaGrant(r.meta, &grant).ok());
+  EXPECT_EQ(spare(4096).header.status, StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ask(proto::Opcode::kRdmaRelease, proto::EncodeToken(grant.token)).header.status, StatusCode::kOk);
+  EXPECT_EQ(spare(4096).header.status, StatusCode::kOk);
+  EXPECT_EQ(server.metrics().rdma_commit_checksum_failures.Value(), 1u);
+}
+
+// A spare holds the quotas of the tenant whose key it was asked under: a
+// put of another tenant's key is refused into it and goes the usual way.
+TEST_F(RdmaTransportTest, ASpareSlotNeverCarriesAnotherTenantsKey) {
+  auto tenants = [](config::ServerConfig& c) {
+    for (const char* name : {"team-a", "team-b"}) {
+      config::TenantConfig t;
+      t.name = name;
+      t.prefix = std::string(name) + "/";
+      t.key.assign(32, name[5] == 'a' ? 0xbb : 0xcc);
+      t.rdma = true;
+      c.tenants.push_back(t);
+    }
+  };
+  InProcessServer server(fabric_, ServerRdma(), 64 << 20, nullptr, tenants);
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  auto client = MakeClient(server, "rdma", 4096, 5000, /*connections=*/1);
+  ASSERT_NE(client, nullptr);
+  const std::vector<uint8_t> a = Pattern(8192, 1), b = Pattern(8192, 2), c = Pattern(8192, 3);
+  ASSERT_TRUE(client->Put("team-a/x", a).ok());
+  ASSERT_TRUE(client->Put("team-b/x", b).ok());  // the spare was asked under team-a/x
+  EXPECT_EQ(client->Stats().rdma_spare_puts, 0u);
+  ASSERT_TRUE(client->Put("team-b/y", c).ok());  // team-b/x asked for this one
+  EXPECT_EQ(client->Stats().rdma_spare_puts, 1u);
+  EXPECT_EQ(*client->Get("team-a/x"), a);
+  EXPECT_EQ(*client->Get("team-b/x"), b);
+  EXPECT_EQ(*client->Get("team-b/y"), c);
+  EXPECT_EQ(client->Stats().tcp_ops, 0u);
 }
 
 }  // namespace

@@ -88,6 +88,9 @@ std::vector<uint8_t> RequestFor(RawConnection& raw, const server::OpRule& rule, 
     case server::Shape::kRdmaPutWith:
       meta = proto::EncodeRdmaPutWithRequest(key, value.size(), checksum, PutOptions());
       break;
+    case server::Shape::kRdmaCommitTo:
+      meta = proto::EncodeRdmaCommitToRequest(1, key, value.size(), checksum, PutOptions());
+      break;
     case server::Shape::kList: meta = proto::EncodeListRequest({.prefix = "wa", .after = "", .limit = 10}); break;
     case server::Shape::kToken: meta = proto::EncodeToken(1); break;
     case server::Shape::kMeta: {

@@ -244,6 +244,9 @@ struct ClientStats {
   uint64_t fallback_reads = 0;     // reads and deletes asked of the next server because the owner was unreachable
   uint64_t fallback_writes = 0;    // puts stored on the next server: the owner down or draining
   uint64_t server_problems = 0;    // duplicate ids and ids that changed behind an address, as logged
+  // Of rdma_ops: puts written into a spare slot the server granted ahead
+  // (the WRITE and one round trip; docs/rdma.md, "Spare slots").
+  uint64_t rdma_spare_puts = 0;
 };
 
 // ---- Client statistics, described once ----

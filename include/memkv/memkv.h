@@ -517,6 +517,9 @@ typedef struct memkv_stats {
   uint64_t fetched;            /* of found: values fetched (gets) */
   uint64_t fetched_in_time;    /* restored blocks the engine used (memkv_report_restores) */
   uint64_t fetched_late;       /* restored blocks that came too late to use */
+  /* Of rdma_ops: puts written into a spare slot granted ahead (one round
+   * trip); filled when struct_size reaches it. */
+  uint64_t rdma_spare_puts;
 } memkv_stats_t;
 
 /* MEMKV_INVALID_ARGUMENT when struct_size is below MEMKV_STATS_MIN_SIZE, the

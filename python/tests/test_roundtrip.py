@@ -127,7 +127,7 @@ def test_stats_count_operations(client, key):
         "rdma_ops", "rdma_bytes", "rdma_zero_copy_ops", "tcp_ops", "tcp_bytes", "rdma_reissued", "rdma_state",
         "fallbacks", "fallback_reason", "rdma_path", "completion_errors", "put_options_dropped",
         "grace_lookups", "grace_hits", "stores_shed", "placement_changes", "fallback_reads", "fallback_writes",
-        "server_problems", "lookups", "found", "fetched", "fetched_in_time", "fetched_late"}
+        "server_problems", "lookups", "found", "fetched", "fetched_in_time", "fetched_late", "rdma_spare_puts"}
     assert isinstance(after["completion_errors"], dict)
 
 

@@ -75,6 +75,7 @@ constexpr CStatsField kFields[] = {
     {.name = "fetched", .count = &T::fetched},
     {.name = "fetched_in_time", .count = &T::fetched_in_time},
     {.name = "fetched_late", .count = &T::fetched_late},
+    {.name = "rdma_spare_puts", .count = &T::rdma_spare_puts},
 };
 
 const CStatsField* FindField(std::string_view name) {

@@ -55,6 +55,7 @@ bool Connection::Refill() {
       DropIfDetached(x);
       continue;
     }
+    if (x->StartsWithoutFrame()) continue;
     RequestFrame frame = x->BuildRequest();
     proto::FrameHeader header;
     header.opcode = static_cast<uint8_t>(frame.opcode);

@@ -29,6 +29,7 @@ struct ClientCounters {
   std::atomic<uint64_t> rdma_ops{0};
   std::atomic<uint64_t> rdma_bytes{0};
   std::atomic<uint64_t> rdma_zero_copy_ops{0};
+  std::atomic<uint64_t> rdma_spare_puts{0};
   std::atomic<uint64_t> tcp_ops{0};
   std::atomic<uint64_t> tcp_bytes{0};
   std::atomic<uint64_t> rdma_reissued{0};

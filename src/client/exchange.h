@@ -50,6 +50,10 @@ class Exchange {
   // Builds the request. Called by the connection right before the frame is
   // sent, so a long pipeline starts sending before every checksum is computed.
   virtual RequestFrame BuildRequest() = 0;
+  // Called instead, first: true when the exchange started work that needs
+  // no frame now (an RDMA WRITE into a slot the server granted ahead) and
+  // queues itself again for its next frame; the connection sends nothing.
+  virtual bool StartsWithoutFrame() { return false; }
 
   // A verified (tag checked, request id and opcode matched) response arrived.
   // Appends to `payload` where its payload goes; the segments' sizes must add

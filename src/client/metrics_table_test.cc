@@ -90,7 +90,7 @@ TEST(ClientStatsTableTest, SnapshotReadsEveryCounterIntoItsField) {
       {"fallbacks", 13}, {"put_options_dropped", 14}, {"grace_lookups", 15}, {"grace_hits", 16},
       {"stores_shed", 17}, {"placement_changes", 18}, {"fallback_reads", 19}, {"fallback_writes", 20},
       {"server_problems", 21}, {"lookups", 22}, {"found", 23}, {"fetched", 24}, {"fetched_in_time", 25},
-      {"fetched_late", 26}};
+      {"fetched_late", 26}, {"rdma_spare_puts", 27}};
   c.ops = 1;
   c.bytes_sent = 2;
   c.bytes_received = 3;
@@ -117,6 +117,7 @@ TEST(ClientStatsTableTest, SnapshotReadsEveryCounterIntoItsField) {
   c.fetched = 24;
   c.fetched_in_time = 25;
   c.fetched_late = 26;
+  c.rdma_spare_puts = 27;
   c.CountCompletionError(5);
   c.SetFallbackReason("why");
   c.SetRdmaPath("mlx5_0");

@@ -399,7 +399,42 @@ void RdmaChannel::Abort(const Status& status) {
   for (auto& [id, op] : ops) op.sink->OnRdmaDone(status.WithContext(op.what), /*connection_lost=*/true);
 }
 
+std::optional<proto::RdmaGrant> RdmaChannel::TakeSpare(uint64_t size) {
+  if (!spare_.has_value() || spare_->value_len != size) return std::nullopt;
+  std::optional<proto::RdmaGrant> spare = std::move(spare_);
+  spare_.reset();
+  return spare;
+}
+
+bool RdmaChannel::WantsSpare(uint64_t size) const {
+  return !spares_off_ && !spare_asked_ && size > 0 && size <= proto::kMaxRdmaSpareBytes &&
+         !(spare_.has_value() && spare_->value_len == size);
+}
+
+uint64_t RdmaChannel::AskingSpare() {
+  spare_asked_ = true;
+  const uint64_t other = spare_.has_value() ? spare_->token : 0;
+  spare_.reset();
+  return other;
+}
+
+void RdmaChannel::OnSpareAnswer(std::optional<proto::RdmaGrant> spare, bool again) {
+  spare_asked_ = false;
+  spare_ = std::move(spare);
+  if (!spare_.has_value() && !again) spares_off_ = true;
+}
+
 // ---- RdmaEngine ----
+
+void RdmaEngine::MarkLacksSpares(std::string_view server) {
+  MutexLock lock(lacking_mu_);
+  lacks_spares_.emplace(server);
+}
+
+bool RdmaEngine::LacksSpares(std::string_view server) const {
+  MutexLock lock(lacking_mu_);
+  return lacks_spares_.find(server) != lacks_spares_.end();
+}
 
 RdmaEngine::~RdmaEngine() = default;
 

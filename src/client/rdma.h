@@ -26,7 +26,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -200,6 +202,20 @@ class RdmaChannel {
   // this returns) and tells every outstanding sink `status`.
   void Abort(const Status& status);
 
+  // Spare slots (docs/rdma.md, "Spare slots"): the server holds one landing
+  // slot for this connection's next put of its size, which WRITEs into it
+  // at once and commits it in one round trip (RdmaCommitTo).
+  // The spare when it is `size` bytes (it is then the caller's), else none.
+  std::optional<proto::RdmaGrant> TakeSpare(uint64_t size);
+  // A put of `size` bytes should ask for a spare for the next one: spares
+  // are in use on this connection, none of that size is held, none is asked.
+  bool WantsSpare(uint64_t size) const;
+  // An RdmaSpare goes out: returns the token of a spare of another size,
+  // which the caller releases first (0: none).
+  uint64_t AskingSpare();
+  // Its answer: the spare, or none (`again`: asking later may succeed).
+  void OnSpareAnswer(std::optional<proto::RdmaGrant> spare, bool again);
+
  private:
   struct Op {
     RdmaSink* sink = nullptr;
@@ -237,6 +253,9 @@ class RdmaChannel {
   uint64_t next_op_ = 1;
   std::unordered_map<uint64_t, Op> ops_;
   std::deque<Queued> queue_;
+  std::optional<proto::RdmaGrant> spare_;
+  bool spare_asked_ = false;
+  bool spares_off_ = false;  // the server refused one for good
 };
 
 class RdmaEngine {
@@ -262,6 +281,10 @@ class RdmaEngine {
   // A channel for a new connection (null once downgraded). Its QPs are
   // connected when the server's answer arrives.
   Result<std::unique_ptr<RdmaChannel>> NewChannel();
+  // Servers that answered RdmaSpare "unknown opcode" (they predate spare
+  // slots): their connections put without spares from then on.
+  void MarkLacksSpares(std::string_view server);
+  bool LacksSpares(std::string_view server) const;
   // Client::RegisterMemory / UnregisterMemory: on every device in use.
   Status Pin(void* p, uint64_t n);
   Status Unpin(void* p);
@@ -280,6 +303,8 @@ class RdmaEngine {
   std::vector<std::unique_ptr<BouncePool>> bounce_;        // per context
   std::vector<std::unique_ptr<RegistrationCache>> registrations_;  // per context
   std::atomic<size_t> next_context_{0};
+  mutable Mutex lacking_mu_;
+  std::set<std::string, std::less<>> lacks_spares_ MEMKV_GUARDED_BY(lacking_mu_);
 };
 
 }  // namespace memkv::client

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "base/checksum.h"
 #include "client/connection.h"
@@ -95,7 +96,81 @@ class DetachedRelease final : public Exchange {
   uint64_t token_;
 };
 
+// RdmaSpare, answered before the commit of the put that asked for it (the
+// connection reads answers in order), so the next put finds the slot.
+class SpareRequest final : public Exchange {
+ public:
+  SpareRequest(RdmaEngine* engine, RdmaChannel* channel, std::string_view key, uint64_t size,
+               std::string_view server)
+      : engine_(engine), channel_(channel), key_(key), size_(size), server_(server) {}
+  RequestFrame BuildRequest() override {
+    RequestFrame frame;
+    frame.opcode = proto::Opcode::kRdmaSpare;
+    frame.meta = proto::EncodeRdmaPutRequest(key_, size_, 0);
+    return frame;
+  }
+  Status OnResponse(const proto::FrameHeader& header, std::span<const uint8_t> meta,
+                    std::vector<PayloadSegment>*) override {
+    if (header.payload_len != 0) return ProtocolError("RdmaSpare answer carries a payload");
+    if (header.status == StatusCode::kOk) {
+      proto::RdmaGrant spare;
+      MEMKV_RETURN_IF_ERROR(proto::DecodeRdmaGrant(meta, &spare).WithContext("RdmaSpare answer"));
+      if (spare.value_len != size_) {
+        return ProtocolError("spare RDMA slot of " + std::to_string(spare.value_len) + " bytes, asked for " +
+                             std::to_string(size_));
+      }
+      channel_->OnSpareAnswer(std::move(spare), /*again=*/true);
+      return Status::Ok();
+    }
+    // A server that predates spares answers "unknown opcode": its other
+    // connections do not ask either. A full pool may have room later.
+    if (IsUnknownOpcode(StatusFromWire(header.status, std::string(meta.begin(), meta.end())))) {
+      engine_->MarkLacksSpares(server_);
+    }
+    channel_->OnSpareAnswer(std::nullopt, /*again=*/header.status == StatusCode::kResourceExhausted);
+    return Status::Ok();
+  }
+  void OnSegment(const PayloadSegment&, bool) override {}
+  // The connection failed: its channel goes with it.
+  void OnFailure(const Status&) override {}
+
+ private:
+  RdmaEngine* engine_;
+  RdmaChannel* channel_;
+  std::string key_;
+  uint64_t size_;
+  std::string server_;
+};
+
+const PutOptions kNoOptions;
+
 }  // namespace
+
+void RdmaExchange::AskSpare() {
+  const uint64_t size = put_value_.size();
+  if (!channel_->WantsSpare(size) || engine_->LacksSpares(server_)) return;
+  // A connection holds one spare: one of another size goes back first.
+  if (const uint64_t other = channel_->AskingSpare(); other != 0) {
+    connection()->EnqueueDetached(std::make_unique<DetachedRelease>(other));
+  }
+  connection()->EnqueueDetached(std::make_unique<SpareRequest>(engine_, channel_, key_, size, server_));
+}
+
+bool RdmaExchange::StartsWithoutFrame() {
+  if (phase_ != Phase::kStart || !is_put() || no_spare_) return false;
+  channel_ = connection()->rdma_channel();
+  if (channel_ == nullptr || !engine_->active()) return false;
+  std::optional<proto::RdmaGrant> spare = channel_->TakeSpare(put_value_.size());
+  if (!spare.has_value()) return false;
+  grant_ = std::move(*spare);
+  token_ = grant_.token;
+  value_size_ = grant_.value_len;
+  in_spare_ = true;
+  checksum_ = Checksum(put_value_.data(), put_value_.size());
+  AskSpare();
+  PostTransfer();
+  return true;
+}
 
 void RdmaExchange::ReleaseDetached() {
   phase_ = Phase::kDone;
@@ -133,6 +208,11 @@ RequestFrame RdmaExchange::BuildRequest() {
     case Phase::kCommit:
       frame.opcode = proto::Opcode::kRdmaCommit;
       frame.meta = proto::EncodeToken(token_);
+      return frame;
+    case Phase::kCommitTo:
+      frame.opcode = proto::Opcode::kRdmaCommitTo;
+      frame.meta = proto::EncodeRdmaCommitToRequest(token_, key_, put_value_.size(), checksum_,
+                                                    options_ != nullptr ? *options_ : kNoOptions);
       return frame;
     case Phase::kReleaseThenTcp:
       frame.opcode = proto::Opcode::kRdmaRelease;
@@ -175,26 +255,9 @@ Status RdmaExchange::OnResponse(const proto::FrameHeader& header, std::span<cons
       phase_ = Phase::kDone;
       return Status::Ok();
     }
-    case Phase::kCommit: {
-      if (header.status == StatusCode::kCorruption && lease_.has_value()) {
-        // What landed is not what the caller's buffer holds: its cached
-        // registration is stale. The server dropped the slot; start over,
-        // copying through the bounce pool.
-        DropRegistration();
-        Then(Phase::kStart);
-        return Status::Ok();
-      }
-      ReleaseBuffers();
-      if (header.status == StatusCode::kOk) {
-        status_ = Status::Ok();
-        carried_by_rdma_ = true;
-      } else {
-        std::string text(meta.begin(), meta.end());
-        status_ = StatusFromWire(header.status, Context() + ": commit refused: " + text);
-      }
-      phase_ = Phase::kDone;
-      return Status::Ok();
-    }
+    case Phase::kCommit:
+    case Phase::kCommitTo:
+      return OnCommitted(header, meta);
     case Phase::kReleaseThenTcp:
       ClientCounters::Add(counters_->rdma_reissued, 1);
       Then(Phase::kTcp);
@@ -205,6 +268,36 @@ Status RdmaExchange::OnResponse(const proto::FrameHeader& header, std::span<cons
       break;
   }
   return ProtocolError(Context() + ": response to a request that was not sent");
+}
+
+Status RdmaExchange::OnCommitted(const proto::FrameHeader& header, std::span<const uint8_t> meta) {
+  const bool spare = std::exchange(in_spare_, false);  // every answer drops the slot
+  if (header.status == StatusCode::kCorruption && lease_.has_value()) {
+    // What landed is not what the caller's buffer holds: its cached
+    // registration is stale. The server dropped the slot; start over,
+    // copying through the bounce pool.
+    DropRegistration();
+    Then(Phase::kStart);
+    return Status::Ok();
+  }
+  ReleaseBuffers();
+  if (spare && header.status == StatusCode::kFailedPrecondition) {
+    // The spare holds another tenant's quotas than this key's (a
+    // connection putting for several): the usual way, once.
+    no_spare_ = true;
+    Then(Phase::kStart);
+    return Status::Ok();
+  }
+  if (header.status == StatusCode::kOk) {
+    status_ = Status::Ok();
+    carried_by_rdma_ = true;
+    if (spare) ClientCounters::Add(counters_->rdma_spare_puts, 1);
+  } else {
+    std::string text(meta.begin(), meta.end());
+    status_ = StatusFromWire(header.status, Context() + ": commit refused: " + text);
+  }
+  phase_ = Phase::kDone;
+  return Status::Ok();
 }
 
 Status RdmaExchange::StartTransfer(std::span<const uint8_t> meta) {
@@ -294,7 +387,9 @@ void RdmaExchange::OnRdmaDone(const Status& status, bool connection_lost) {
       return;
     }
     if (is_put()) {
-      Then(Phase::kCommit);  // the registration lease is held until the commit's verdict
+      if (!in_spare_) AskSpare();
+      // The registration lease is held until the commit's verdict.
+      Then(in_spare_ ? Phase::kCommitTo : Phase::kCommit);
       return;
     }
     if (FinishGet()) {

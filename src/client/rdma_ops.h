@@ -77,6 +77,9 @@ class RdmaExchange final : public Exchange, public RdmaSink {
   // ... straight from / into the caller's registered memory.
   bool zero_copy() const { return carried_by_rdma() && zero_copy_; }
 
+  // A put whose size matches the connection's spare slot WRITEs into it at
+  // once (no frame) and asks for the next spare.
+  bool StartsWithoutFrame() override;
   RequestFrame BuildRequest() override;
   Status OnResponse(const proto::FrameHeader& header, std::span<const uint8_t> meta,
                     std::vector<PayloadSegment>* payload) override;
@@ -85,7 +88,7 @@ class RdmaExchange final : public Exchange, public RdmaSink {
   void OnRdmaDone(const Status& status, bool connection_lost) override;
 
  private:
-  enum class Phase { kStart, kGrant, kTransfer, kCommit, kReleaseThenTcp, kTcp, kDone };
+  enum class Phase { kStart, kGrant, kTransfer, kCommit, kCommitTo, kReleaseThenTcp, kTcp, kDone };
 
   bool is_put() const { return opcode_ == proto::Opcode::kPut; }
   std::string Context() const;
@@ -105,6 +108,12 @@ class RdmaExchange final : public Exchange, public RdmaSink {
   // The outcome is decided: done, and the grant's release goes out on the
   // connection without anyone waiting for its answer.
   void ReleaseDetached();
+  // Asks the server for a spare slot of this put's size for the connection's
+  // next put, when the channel wants one: pipelined ahead of this put's
+  // commit, so it is granted by the time the put returns.
+  void AskSpare();
+  // The commit's (RdmaCommit or RdmaCommitTo) verdict.
+  Status OnCommitted(const proto::FrameHeader& header, std::span<const uint8_t> meta);
   // Gives back the bounce buffer and the registration lease, if any.
   void ReleaseBuffers();
   // The caller's registration turned out stale: drop it, go through the bounce pool.
@@ -139,6 +148,8 @@ class RdmaExchange final : public Exchange, public RdmaSink {
   BounceBuffer bounce_;
   std::optional<RegistrationCache::Lease> lease_;  // the caller's own buffer, registered
   bool bounce_only_ = false;  // a cached registration was stale once: copy from now on
+  bool in_spare_ = false;     // the bytes go to a spare slot (committed by RdmaCommitTo)
+  bool no_spare_ = false;     // a spare could not take this key: the usual way
   proto::RdmaGrant grant_;
   uint64_t moved_ = 0;  // bytes of the value transferred by the pieces done
   uint64_t piece_ = 0;  // bytes of the piece in flight

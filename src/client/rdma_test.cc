@@ -317,6 +317,39 @@ TEST_F(RdmaChannelTest, AbortTellsOutstandingOperationsAndIgnoresLateCompletions
   bounce_->Release(b);
 }
 
+TEST_F(RdmaChannelTest, HoldsOneSpareSlotAskedForOnceAtATime) {
+  proto::RdmaGrant spare;
+  spare.token = 9;
+  spare.value_len = 64 << 10;
+  spare.segments = {{4096, 64 << 10}};
+  EXPECT_FALSE(channel_->WantsSpare(0));
+  EXPECT_FALSE(channel_->WantsSpare(proto::kMaxRdmaSpareBytes + 1));
+  ASSERT_TRUE(channel_->WantsSpare(64 << 10));
+  EXPECT_EQ(channel_->AskingSpare(), 0u);
+  EXPECT_FALSE(channel_->WantsSpare(64 << 10));  // asked: not again until answered
+  EXPECT_FALSE(channel_->WantsSpare(4096));
+  channel_->OnSpareAnswer(spare, /*again=*/true);
+  EXPECT_FALSE(channel_->WantsSpare(64 << 10));  // held
+  EXPECT_FALSE(channel_->TakeSpare(4096).has_value());
+  // A put of another size asks for its own; the held one is handed back.
+  EXPECT_TRUE(channel_->WantsSpare(4096));
+  EXPECT_EQ(channel_->AskingSpare(), 9u);
+  EXPECT_FALSE(channel_->TakeSpare(64 << 10).has_value());
+  channel_->OnSpareAnswer(spare, /*again=*/true);
+  std::optional<proto::RdmaGrant> taken = channel_->TakeSpare(64 << 10);
+  ASSERT_TRUE(taken.has_value());
+  EXPECT_EQ(taken->token, 9u);
+  EXPECT_FALSE(channel_->TakeSpare(64 << 10).has_value());  // the caller's now
+  // Refused for now (a full pool): asked again later; for good: never.
+  EXPECT_EQ(channel_->AskingSpare(), 0u);
+  channel_->OnSpareAnswer(std::nullopt, /*again=*/true);
+  EXPECT_TRUE(channel_->WantsSpare(64 << 10));
+  channel_->AskingSpare();
+  channel_->OnSpareAnswer(std::nullopt, /*again=*/false);
+  EXPECT_FALSE(channel_->WantsSpare(64 << 10));
+  EXPECT_FALSE(channel_->WantsSpare(4096));
+}
+
 TEST_F(RdmaChannelTest, OfferCarriesEveryQpAndTheMtu) {
   proto::RdmaOffer offer = channel_->Offer();
   EXPECT_EQ(offer.qps.size(), 2u);

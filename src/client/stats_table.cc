@@ -82,6 +82,8 @@ constexpr StatRow kRows[] = {
           &ClientStats::fallback_writes, &ClientCounters::fallback_writes),
     Count("server_problems", "duplicate server ids and ids changed behind an address (each logged at WARN)",
           &ClientStats::server_problems, &ClientCounters::server_problems),
+    Count("rdma_spare_puts", "of rdma_ops: puts written into a slot granted ahead (one round trip)",
+          &ClientStats::rdma_spare_puts, &ClientCounters::rdma_spare_puts),
 };
 
 }  // namespace

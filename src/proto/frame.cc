@@ -30,6 +30,8 @@ std::string OpcodeName(uint8_t opcode) {
     case Opcode::kRdmaGet: return "RdmaGet";
     case Opcode::kRdmaRelease: return "RdmaRelease";
     case Opcode::kRdmaPutWith: return "RdmaPutWith";
+    case Opcode::kRdmaSpare: return "RdmaSpare";
+    case Opcode::kRdmaCommitTo: return "RdmaCommitTo";
   }
   char buf[8];
   std::snprintf(buf, sizeof(buf), "0x%02x", opcode);

@@ -80,6 +80,8 @@ enum class Opcode : uint8_t {
   kRdmaGet = 0x32,      // look up and pin a value for RDMA READ
   kRdmaRelease = 0x33,  // unpin a value or drop an uncommitted slot
   kRdmaPutWith = 0x34,  // RdmaPut carrying put options (committed by RdmaCommit)
+  kRdmaSpare = 0x35,     // a landing slot held for the connection's next put of that size
+  kRdmaCommitTo = 0x36,  // publish what landed in a spare slot under the key (and options) named now
 };
 // Name of a known opcode, or "0x7f" style hex for an unknown one.
 std::string OpcodeName(uint8_t opcode);

@@ -727,6 +727,21 @@ Status DecodeRdmaPutWithRequest(std::span<const uint8_t> meta, std::string_view*
   return Status::Ok();
 }
 
+std::string EncodeRdmaCommitToRequest(uint64_t token, std::string_view key, uint64_t value_len, uint64_t checksum,
+                                      const PutOptions& options) {
+  Writer w;
+  w.U64(token);
+  return w.Take() + EncodeRdmaPutWithRequest(key, value_len, checksum, options);
+}
+
+Status DecodeRdmaCommitToRequest(std::span<const uint8_t> meta, uint64_t* token, std::string_view* key,
+                                 uint64_t* value_len, uint64_t* checksum, PutOptions* options) {
+  Reader r(meta);
+  if (!r.U64(token)) return Truncated("RdmaCommitTo request");
+  return DecodeRdmaPutWithRequest(meta.subspan(8), key, value_len, checksum, options)
+      .WithContext("RdmaCommitTo request");
+}
+
 std::string EncodeMatchPrefixResponse(uint32_t matched) {
   Writer w;
   w.U32(matched);

@@ -209,6 +209,21 @@ std::string EncodeRdmaPutWithRequest(std::string_view key, uint64_t value_len, u
 Status DecodeRdmaPutWithRequest(std::span<const uint8_t> meta, std::string_view* key, uint64_t* value_len,
                                 uint64_t* checksum, PutOptions* options);
 
+// RdmaSpare request: RdmaPut's, under the key of the put it follows (the
+// slot holds that key's quotas), checksum 0 as the bytes are not known yet.
+// Response: a grant (checksum 0).
+inline constexpr uint64_t kMaxRdmaSpareBytes = uint64_t{16} << 20;
+// Spares a connection may hold: the one a put is writing, and the next one,
+// asked for while it writes.
+inline constexpr uint32_t kMaxRdmaSpares = 2;
+
+// RdmaCommitTo request: a spare slot's token, then RdmaPutWith's body (the
+// value's length and checksum, the options, the key it is published under).
+std::string EncodeRdmaCommitToRequest(uint64_t token, std::string_view key, uint64_t value_len, uint64_t checksum,
+                                      const PutOptions& options);
+Status DecodeRdmaCommitToRequest(std::span<const uint8_t> meta, uint64_t* token, std::string_view* key,
+                                 uint64_t* value_len, uint64_t* checksum, PutOptions* options);
+
 // ServerInfo: the request has no meta; the response meta is the server's
 // identity (docs/fleet.md): its id, kept with its data (the drives' store
 // UUID in file and direct mode; fleet.id or one made at start in memory

@@ -106,6 +106,26 @@ TEST(MessagesTest, RdmaPutWithRoundTrip) {
   EXPECT_FALSE(DecodeRdmaPutWithRequest(Bytes(keyless), &key, &len, &checksum, &back).ok());
 }
 
+TEST(MessagesTest, RdmaCommitToRoundTrip) {
+  const PutOptions options = FullOptions();
+  const std::string meta = EncodeRdmaCommitToRequest(42, "the/key", 4096, 77, options);
+  uint64_t token = 0, len = 0, checksum = 0;
+  std::string_view key;
+  PutOptions back;
+  ASSERT_TRUE(DecodeRdmaCommitToRequest(Bytes(meta), &token, &key, &len, &checksum, &back).ok());
+  EXPECT_EQ(token, 42u);
+  EXPECT_EQ(key, "the/key");
+  EXPECT_EQ(len, 4096u);
+  EXPECT_EQ(checksum, 77u);
+  ExpectSameOptions(back, options);
+  EXPECT_EQ(DecodeRdmaCommitToRequest(Bytes(meta.substr(0, 6)), &token, &key, &len, &checksum, &back).code(),
+            StatusCode::kProtocolError);
+  const Status keyless = DecodeRdmaCommitToRequest(Bytes(EncodeRdmaCommitToRequest(1, "", 1, 1, options)), &token,
+                                                   &key, &len, &checksum, &back);
+  EXPECT_FALSE(keyless.ok());
+  EXPECT_NE(keyless.message().find("RdmaCommitTo request"), std::string::npos) << keyless.message();
+}
+
 TEST(MessagesTest, StatusMessageListAndMatchPrefixResponse) {
   const std::vector<Status> statuses = {Status::Ok(), ResourceExhausted("pinned bytes at the cap"),
                                         NotFound(std::string(2000, 'm'))};

@@ -25,6 +25,8 @@ OpSlot OpSlotFor(uint8_t opcode) {
     // Puts with options count with the puts they extend.
     case proto::Opcode::kBatchPutWith: return OpSlot::kBatchPut;
     case proto::Opcode::kRdmaPutWith: return OpSlot::kRdmaPut;
+    case proto::Opcode::kRdmaSpare: return OpSlot::kRdmaPut;
+    case proto::Opcode::kRdmaCommitTo: return OpSlot::kRdmaCommit;
     case proto::Opcode::kServerInfo:
     case proto::Opcode::kIdentify:
     case proto::Opcode::kReport: return OpSlot::kOther;

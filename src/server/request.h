@@ -44,6 +44,7 @@ enum class Shape : uint8_t {
   kPutItemsWith,  // BatchPutWith's items, each with its put options
   kRdmaPut,       // RdmaPut: key, size, checksum
   kRdmaPutWith,   // RdmaPutWith: the same and put options
+  kRdmaCommitTo,  // RdmaCommitTo: a spare slot's token, then RdmaPutWith's fields
   kList,          // List: a prefix and a cursor, each a key's beginning
   kToken,         // RdmaCommit / RdmaRelease: a grant's token
   kMeta,          // the meta is the handler's alone, no key (Identify, Report)
@@ -140,9 +141,9 @@ struct Request {
   KeyScope scope;                         // the connection's view; scope.owner() null: the administrator
   std::string_view key;                   // kKey
   std::vector<std::string_view> keys;     // kKeyList
-  std::vector<PutItem> puts;              // kPut (one), kPutItems(With), kRdmaPut(With) (one)
+  std::vector<PutItem> puts;              // kPut (one), kPutItems(With), kRdmaPut(With), kRdmaCommitTo (one)
   proto::ListRequest list;                // kList: prefix and cursor scoped
-  uint64_t token = 0;                     // kToken
+  uint64_t token = 0;                     // kToken, kRdmaCommitTo
   std::span<const uint8_t> meta;          // kMeta
   std::deque<std::string> scratch;        // stored forms of the keys above
 

@@ -15,7 +15,7 @@ using proto::Opcode;
 // Sorted by opcode. Connect is not here: it is the handshake, read before
 // any rule applies (Session::HandleConnect), and refused once authenticated.
 std::span<const OpRule> AllRules() {
-  static constexpr std::array<OpRule, 20> kRules = {{
+  static constexpr std::array<OpRule, 22> kRules = {{
       {Opcode::kPing, "ping", Shape::kNothing, Access::kRead, false, false, &Session::HandlePing},
       {Opcode::kPut, "put", Shape::kPut, Access::kWrite, false, false, &Session::HandlePut},
       {Opcode::kGet, "get", Shape::kKey, Access::kRead, false, false, &Session::HandleGet},
@@ -40,6 +40,9 @@ std::span<const OpRule> AllRules() {
       {Opcode::kRdmaRelease, "RdmaRelease", Shape::kToken, Access::kRead, true, false, &Session::HandleRdmaRelease},
       {Opcode::kRdmaPutWith, "RdmaPutWith", Shape::kRdmaPutWith, Access::kWrite, true, false,
        &Session::HandleRdmaPut},
+      {Opcode::kRdmaSpare, "RdmaSpare", Shape::kRdmaPut, Access::kWrite, true, false, &Session::HandleRdmaSpare},
+      {Opcode::kRdmaCommitTo, "RdmaCommitTo", Shape::kRdmaCommitTo, Access::kWrite, true, false,
+       &Session::HandleRdmaCommitTo},
   }};
   return kRules;
 }
@@ -192,6 +195,15 @@ Status DecodeRequest(const OpRule& rule, std::span<const uint8_t> meta, const pr
               : proto::DecodeRdmaPutWithRequest(meta, &in.key, &in.value_len, &in.checksum, &options));
       request->puts.push_back(ScopedItem(in, std::move(options), scope, request));
       return request->puts.back().status;
+    }
+    case Shape::kRdmaCommitTo: {
+      proto::PutItem in;
+      PutOptions options;
+      MEMKV_RETURN_IF_ERROR(proto::DecodeRdmaCommitToRequest(meta, &request->token, &in.key, &in.value_len,
+                                                             &in.checksum, &options));
+      // The handler answers a key refused here: the slot goes either way.
+      request->puts.push_back(ScopedItem(in, std::move(options), scope, request));
+      return Status::Ok();
     }
     case Shape::kList: {
       MEMKV_RETURN_IF_ERROR(proto::DecodeListRequest(meta, &request->list));

@@ -293,8 +293,15 @@ class Session {
   void HandleIdentify(Request& request);
   void HandleReport(Request& request);
   void HandleRdmaPut(Request& request);  // RdmaPut and RdmaPutWith
-  void GrantSlot(PutItem& item);
+  // RdmaSpare: a slot held for the connection's next put of its size, which
+  // WRITEs into it at once and publishes it with RdmaCommitTo (docs/rdma.md).
+  void HandleRdmaSpare(Request& request);
+  // Ok, or why this connection may not hold a spare of `size` bytes.
+  Status SpareRoom(uint64_t size) const;
+  void GrantSlot(PutItem& item, bool spare);
   void HandleRdmaCommit(Request& request);
+  // Every answer drops the spare slot: the client sends it once its WRITEs completed.
+  void HandleRdmaCommitTo(Request& request);
   void HandleRdmaGet(Request& request);
   void GrantPin(storage::ReadHandle handle);
   void HandleRdmaRelease(Request& request);
@@ -409,14 +416,18 @@ class Session {
   struct Grant {
     storage::PendingPut put;  // slot (until RdmaCommit)
     storage::ReadHandle pin;  // pinned value (until RdmaRelease)
-    std::string key;          // slot: where it is published
+    std::string key;          // slot: where it is published (a spare: whose quotas it holds)
+    bool spare = false;       // slot: granted by RdmaSpare, published by RdmaCommitTo
     uint64_t checksum = 0;    // slot: what the client says the bytes hash to
     PutOptions options;       // slot: what the put says about its value
     Nanos lease_ns = 0;       // RdmaGrantLease: the base lease plus the value's share
     Nanos expires = 0;
   };
   std::unordered_map<uint64_t, Grant> grants_;
+  // Checks what landed in the slot against its checksum, then publishes it.
+  void CommitSlot(Grant g);
   uint64_t next_token_ = 1;
+  uint32_t spares_ = 0;  // of grants_: spare slots
   // Declared after grants_ so that they are destroyed first: once the QPs
   // are gone, the client can no longer reach the granted memory.
   std::vector<std::unique_ptr<verbs::QueuePair>> qps_;

@@ -1,5 +1,6 @@
 // Session, part two: what each opcode does to the store.
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "base/checksum.h"
@@ -134,9 +135,11 @@ uint64_t ChecksumOf(std::span<const iovec> iov) {
 
 }  // namespace
 
-void Session::HandleRdmaPut(Request& request) { GrantSlot(request.puts.front()); }
+void Session::HandleRdmaPut(Request& request) { GrantSlot(request.puts.front(), /*spare=*/false); }
 
-void Session::GrantSlot(PutItem& item) {
+void Session::HandleRdmaSpare(Request& request) { GrantSlot(request.puts.front(), /*spare=*/true); }
+
+void Session::GrantSlot(PutItem& item, bool spare) {
   proto::RdmaGrant grant;
   grant.token = next_token_++;
   grant.value_len = item.size;
@@ -145,10 +148,19 @@ void Session::GrantSlot(PutItem& item) {
   Grant& g = grants_[grant.token];
   g.put = std::move(item.room);
   g.key = std::string(item.key);
+  g.spare = spare;
   g.checksum = item.checksum;
   g.options = std::move(item.options);
-  g.lease_ns = RdmaGrantLease(ctx_.rdma_grant_lease_ns, item.size);
-  g.expires = MonotonicNanos() + g.lease_ns;
+  if (spare) {
+    // Held while the connection lasts (kMaxRdmaSpares per connection, at
+    // most kMaxRdmaSpareBytes each): a client that stops putting may keep
+    // one, as nothing tells it when to give it back.
+    ++spares_;
+    g.expires = std::numeric_limits<Nanos>::max();
+  } else {
+    g.lease_ns = RdmaGrantLease(ctx_.rdma_grant_lease_ns, item.size);
+    g.expires = MonotonicNanos() + g.lease_ns;
+  }
   Respond(StatusCode::kOk, proto::EncodeRdmaGrant(grant));
 }
 
@@ -158,8 +170,48 @@ void Session::HandleRdmaCommit(Request& request) {
     RespondError(NotFound("no RDMA slot with token " + std::to_string(request.token) + " on this connection"));
     return;
   }
+  if (it->second.spare) {
+    RespondError(FailedPrecondition("RDMA slot " + std::to_string(request.token) +
+                                    " is a spare: RdmaCommitTo names the key it is published under"));
+    return;
+  }
   Grant g = std::move(it->second);
   grants_.erase(it);
+  CommitSlot(std::move(g));
+}
+
+void Session::HandleRdmaCommitTo(Request& request) {
+  auto it = grants_.find(request.token);
+  if (it == grants_.end() || !it->second.spare) {
+    RespondError(NotFound("no spare RDMA slot with token " + std::to_string(request.token) + " on this connection"));
+    return;
+  }
+  Grant g = std::move(it->second);
+  grants_.erase(it);
+  --spares_;
+  PutItem& item = request.puts.front();
+  Status admitted = item.status;
+  if (admitted.ok() && item.size != g.put.size()) {
+    admitted = InvalidArgument("a value of " + std::to_string(item.size) + " bytes was committed to spare slot " +
+                               std::to_string(request.token) + " of " + std::to_string(g.put.size()) + " bytes");
+  }
+  if (admitted.ok() && !ctx_.store->SameTenant(g.key, item.key)) {
+    // The slot holds the quotas of the key it was reserved under.
+    admitted = FailedPrecondition("spare RDMA slot " + std::to_string(request.token) +
+                                  " holds another tenant's quota than this key's; put it with RdmaPut");
+  }
+  if (admitted.ok() && ctx_.fleet != nullptr) admitted = ctx_.fleet->AdmitPut();
+  if (!admitted.ok()) {
+    RespondError(admitted);
+    return;
+  }
+  g.key.assign(item.key);
+  g.checksum = item.checksum;
+  g.options = std::move(item.options);
+  CommitSlot(std::move(g));
+}
+
+void Session::CommitSlot(Grant g) {
   // RC delivered every byte the client's WRITEs carried, but the bytes are
   // checked anyway: a value is stored only if it is what the client hashed.
   const uint64_t landed = ChecksumOf(g.put.iov());
@@ -219,10 +271,13 @@ void Session::GrantPin(storage::ReadHandle handle) {
 }
 
 void Session::HandleRdmaRelease(Request& request) {
-  if (grants_.erase(request.token) == 0) {
+  auto it = grants_.find(request.token);
+  if (it == grants_.end()) {
     RespondError(NotFound("no RDMA slot or pin with token " + std::to_string(request.token) + " on this connection"));
     return;
   }
+  if (it->second.spare) --spares_;
+  grants_.erase(it);
   RespondError(Status::Ok());
 }
 
@@ -306,7 +361,11 @@ Status Session::Admit(const OpRule& rule) {
   if (!rule.is_put()) return Status::Ok();
   for (PutItem& item : req_.puts) {
     if (item.status.ok()) item.status = CheckValueSize(item.size, ctx_.max_value_bytes);
-    if (item.status.ok() && ctx_.fleet != nullptr) item.status = ctx_.fleet->AdmitPut();
+    // A spare is admitted when a put is committed into it (RdmaCommitTo), so
+    // that the fleet's shed counts are puts.
+    if (item.status.ok() && ctx_.fleet != nullptr && rule.opcode != proto::Opcode::kRdmaSpare) {
+      item.status = ctx_.fleet->AdmitPut();
+    }
     if (item.status.ok()) item.status = ReserveRoom(rule, item);
   }
   // A put of one value is refused whole; a batch answers each item.
@@ -320,6 +379,7 @@ Status Session::Admit(const OpRule& rule) {
 Status Session::ReserveRoom(const OpRule& rule, PutItem& item) {
   if (rule.rdma) {
     MEMKV_RETURN_IF_ERROR(GrantRoom(grants_.size()));
+    if (rule.opcode == proto::Opcode::kRdmaSpare) MEMKV_RETURN_IF_ERROR(SpareRoom(item.size));
     if (ctx_.store->StreamsPut(item.size)) {
       // ResourceExhausted: the client sends the same put inline.
       return ResourceExhausted("a value of " + std::to_string(item.size) +
@@ -332,6 +392,18 @@ Status Session::ReserveRoom(const OpRule& rule, PutItem& item) {
     return Status::Ok();
   }
   MEMKV_ASSIGN_OR_RETURN(item.room, ctx_.store->Reserve(item.size, item.key));
+  return Status::Ok();
+}
+
+Status Session::SpareRoom(uint64_t size) const {
+  if (spares_ >= proto::kMaxRdmaSpares) {
+    return FailedPrecondition("this connection holds " + std::to_string(spares_) +
+                              " spare RDMA slots already, the most it may (the one a put writes and the next)");
+  }
+  if (size == 0 || size > proto::kMaxRdmaSpareBytes) {
+    return InvalidArgument("a spare RDMA slot of " + std::to_string(size) + " bytes: spares hold 1 to " +
+                           std::to_string(proto::kMaxRdmaSpareBytes) + " bytes");
+  }
   return Status::Ok();
 }
 

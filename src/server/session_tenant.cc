@@ -85,6 +85,7 @@ void Session::ObserveIdentityLatency(uint64_t nanos) {
     case Opcode::kBatchPut:
     case Opcode::kBatchPutWith:
     case Opcode::kRdmaCommit:
+    case Opcode::kRdmaCommitTo:
       if (IdentityCounters* row = IdentityRow()) row->store.Observe(nanos);
       return;
     default: return;

@@ -90,6 +90,11 @@ Result<QuotaHold> TieredStore::HoldDriveQuota(std::string_view key, uint64_t siz
   return hold;
 }
 
+bool TieredStore::SameTenant(std::string_view a, std::string_view b) const {
+  const std::shared_ptr<const TenantMap> tenants = Tenants();
+  return tenants->Find(a) == tenants->Find(b);
+}
+
 void TieredStore::SetTenants(std::shared_ptr<const TenantMap> tenants) {
   if (tenants == nullptr) tenants = std::make_shared<const TenantMap>();
   // Held while both tiers take the map, so TenantUsages sees them agree.

@@ -202,6 +202,9 @@ class TieredStore {
   // quota; ResourceExhausted naming tenants[].drive_quota when the tenant's
   // puts in flight would together pass it.
   Result<QuotaHold> HoldDriveQuota(std::string_view key, uint64_t size);
+  // Whether two keys (stored forms) count against the same tenant's quotas
+  // (both no tenant's counts as the same).
+  bool SameTenant(std::string_view a, std::string_view b) const;
 
   // The tenants whose quotas and usage the store keeps (docs/tenants.md;
   // docs/storage.md, "Tenant quotas"). May be called at any time (a
