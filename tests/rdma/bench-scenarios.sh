@@ -169,7 +169,7 @@ for i, c in enumerate(cells, 1):
             j = json.loads(js[-1]); st = j["stats"]
             if j["failed"] == 0 and j["mismatched"] == 0 and j["ok"] > 0:
                 mib = j["mib_s"]
-            note = f"{j['ok']} ops, rdma_ops {st['rdma_ops']}, tcp_ops {st['tcp_ops']}, zero-copy {st.get('rdma_zero_copy_ops')}, client cpu usr {j['cpu_user_s']} sys {j['cpu_sys_s']} s"
+            note = f"{j['ok']} ops, rdma_ops {st['rdma_ops']}, tcp_ops {st['tcp_ops']}, zero-copy {st.get('rdma_zero_copy_ops')}, spare-slot puts {st.get('rdma_spare_puts')}, client cpu usr {j['cpu_user_s']} sys {j['cpu_sys_s']} s"
             if st["tcp_ops"] or st["fallbacks"] or st["rdma_reissued"]: note += f" (NOT all RDMA: fallbacks {st['fallbacks']}, reissued {st['rdma_reissued']})"
             if j["failed"] or j["mismatched"]: note += f"; FAILED {j['failed']}, mismatched {j['mismatched']}: {j['first_error'][:200]}"
         else:

@@ -253,6 +253,11 @@ def lossy_hop(boot):
           "rdma_bytes=%s (>= 16 MiB) tcp_bytes=%s fallbacks=%s; rxe0 delta %s"
           % (st.get("rdma_bytes"), st.get("tcp_bytes"), st.get("fallbacks"), d),
           boot.excerpt("b", *step_files("mtu1024")))
+    # Its 16 puts are all 1 MiB: after a connection's first, each WRITEs
+    # into the spare slot the previous one asked for.
+    check(boot, "mtu1024/spare-slots", st.get("rdma_spare_puts", 0) > 0,
+          "rdma_spare_puts=%s of 16 puts of 1 MiB" % st.get("rdma_spare_puts"),
+          boot.excerpt("b", *step_files("mtu1024")))
 
     # b(i) auto at 4096: retries exhaust, one downgrade, nothing lost.
     s, st = check_probe_ok(boot, "auto")

@@ -21,7 +21,7 @@ std::string StatsJson(const ClientStats& s) {
          ",\"tcp_ops\":" + n(s.tcp_ops) + ",\"tcp_bytes\":" + n(s.tcp_bytes) +
          ",\"rdma_reissued\":" + n(s.rdma_reissued) + ",\"fallbacks\":" + n(s.fallbacks) +
          ",\"fallback_reason\":" + JsonQuote(s.fallback_reason) + ",\"rdma_path\":" + JsonQuote(s.rdma_path) +
-         ",\"rdma_zero_copy_ops\":" + n(s.rdma_zero_copy_ops) +
+         ",\"rdma_zero_copy_ops\":" + n(s.rdma_zero_copy_ops) + ",\"rdma_spare_puts\":" + n(s.rdma_spare_puts) +
          ",\"completion_errors\":" + errors + ",\"timeouts\":" + n(s.timeouts) +
          ",\"checksum_failures\":" + n(s.checksum_failures) + ",\"bytes_sent\":" + n(s.bytes_sent) +
          ",\"bytes_received\":" + n(s.bytes_received) +
