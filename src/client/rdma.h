@@ -202,9 +202,10 @@ class RdmaChannel {
   // this returns) and tells every outstanding sink `status`.
   void Abort(const Status& status);
 
-  // Spare slots (docs/rdma.md, "Spare slots"): the server holds one landing
+  // Spare slots (docs/rdma.md, "Data path"): the server holds a landing
   // slot for this connection's next put of its size, which WRITEs into it
-  // at once and commits it in one round trip (RdmaCommitTo).
+  // at once and commits it in one round trip (RdmaCommitTo). The channel
+  // keeps one.
   // The spare when it is `size` bytes (it is then the caller's), else none.
   std::optional<proto::RdmaGrant> TakeSpare(uint64_t size);
   // A put of `size` bytes should ask for a spare for the next one: spares

@@ -149,7 +149,7 @@ const PutOptions kNoOptions;
 void RdmaExchange::AskSpare() {
   const uint64_t size = put_value_.size();
   if (!channel_->WantsSpare(size) || engine_->LacksSpares(server_)) return;
-  // A connection holds one spare: one of another size goes back first.
+  // The channel keeps one spare: one of another size goes back first.
   if (const uint64_t other = channel_->AskingSpare(); other != 0) {
     connection()->EnqueueDetached(std::make_unique<DetachedRelease>(other));
   }

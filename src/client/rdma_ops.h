@@ -2,7 +2,12 @@
 // the same Connection pipeline as every TCP exchange (docs/rdma.md):
 //
 //   Put  RdmaPut(key, len, checksum) -> slot  |  RDMA WRITE into the slot  |
-//        RdmaCommit(token): the server checks the landed bytes and publishes
+//        RdmaCommit(token): the server checks the landed bytes and publishes;
+//        RdmaSpare(key, len) goes out ahead of the commit, for the
+//        connection's next put of that size
+//   Put into a spare (the channel holds one of the put's size): RDMA WRITE
+//        at once, RdmaSpare for the next one, then
+//        RdmaCommitTo(token, key, checksum, options): one round trip
 //   Get  RdmaGet(key) -> pinned value  |  RDMA READ  |  verify the checksum  |
 //        RdmaRelease(token), sent without waiting for its answer: the get
 //        is done once its bytes verify (one round trip and the READ)
