@@ -99,7 +99,8 @@ print(f"{puts} puts of {run['size']} B (depth {run['depth']}, batch {run['batch'
       f"server Ir per put {total // puts}")
 stages = ["::OnMeta()", "FrameAuth::VerifyNext", "Session::Admit(", "DecodeRequest(", "MemoryStore::BeginPut(",
           "::HandleBatchPut(", "::ReceivePayload()", "::HashArrived(", "::CommitBatch(std", "TieredStore::WriteThrough",
-          "MemoryStore::CommitPut(", "Impl::LinkLocked(std", "Impl::UnlinkLocked(std", "EventScope::~EventScope() [",
+          "MemoryStore::CommitPut(", "Impl::LinkLocked(std", "Impl::UnlinkLocked(std",
+          "Impl::ReplaceLocked(", "Impl::AttachLocked(", "Impl::DetachLocked(", "EventScope::~EventScope() [",
           "::RespondBatchPut(", "FrameAuth::SignNext"]
 for stage in stages:
     m = re.search(r"^\s*([\d,]+) \([^)]*\)\s+\S*" + re.escape(stage), text, re.M)

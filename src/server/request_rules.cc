@@ -135,9 +135,11 @@ std::string_view AsView(std::span<const uint8_t> bytes) {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
-// One put item, scoped: its key and parent_key; problems go to its status.
-PutItem ScopedItem(const proto::PutItem& in, PutOptions options, const KeyScope& scope, Request* request) {
-  PutItem item;
+// One put item appended to the request's, scoped: its key and parent_key;
+// problems go to its status. Built where it stays (its room is reserved
+// there later), not moved in.
+PutItem& ScopedItem(const proto::PutItem& in, PutOptions options, const KeyScope& scope, Request* request) {
+  PutItem& item = request->puts.emplace_back();
   item.key = in.key;
   item.size = in.value_len;
   item.checksum = in.checksum;
@@ -160,8 +162,7 @@ Status DecodeRequest(const OpRule& rule, std::span<const uint8_t> meta, const pr
       return scope.Scope(&request->key, &request->scratch);
     case Shape::kPut: {
       const proto::PutItem in{AsView(meta), header.payload_len, header.payload_checksum};
-      request->puts.push_back(ScopedItem(in, PutOptions(), scope, request));
-      return request->puts.back().status;  // a single put is refused whole
+      return ScopedItem(in, PutOptions(), scope, request).status;  // a single put is refused whole
     }
     case Shape::kKeyList: {
       MEMKV_RETURN_IF_ERROR(proto::DecodeKeyList(meta, &request->keys));
@@ -180,8 +181,7 @@ Status DecodeRequest(const OpRule& rule, std::span<const uint8_t> meta, const pr
                                 : proto::DecodeBatchPutWithRequest(meta, header.payload_len, &items, &options));
       request->puts.reserve(items.size());
       for (size_t i = 0; i < items.size(); ++i) {
-        request->puts.push_back(ScopedItem(items[i], i < options.size() ? std::move(options[i]) : PutOptions(),
-                                           scope, request));
+        ScopedItem(items[i], i < options.size() ? std::move(options[i]) : PutOptions(), scope, request);
       }
       return Status::Ok();
     }
@@ -193,8 +193,7 @@ Status DecodeRequest(const OpRule& rule, std::span<const uint8_t> meta, const pr
           rule.shape == Shape::kRdmaPut
               ? proto::DecodeRdmaPutRequest(meta, &in.key, &in.value_len, &in.checksum)
               : proto::DecodeRdmaPutWithRequest(meta, &in.key, &in.value_len, &in.checksum, &options));
-      request->puts.push_back(ScopedItem(in, std::move(options), scope, request));
-      return request->puts.back().status;
+      return ScopedItem(in, std::move(options), scope, request).status;
     }
     case Shape::kRdmaCommitTo: {
       proto::PutItem in;
@@ -202,7 +201,7 @@ Status DecodeRequest(const OpRule& rule, std::span<const uint8_t> meta, const pr
       MEMKV_RETURN_IF_ERROR(proto::DecodeRdmaCommitToRequest(meta, &request->token, &in.key, &in.value_len,
                                                              &in.checksum, &options));
       // The handler answers a key refused here: the slot goes either way.
-      request->puts.push_back(ScopedItem(in, std::move(options), scope, request));
+      ScopedItem(in, std::move(options), scope, request);
       return Status::Ok();
     }
     case Shape::kList: {

@@ -391,8 +391,7 @@ Status Session::ReserveRoom(const OpRule& rule, PutItem& item) {
     item.streamed = true;
     return Status::Ok();
   }
-  MEMKV_ASSIGN_OR_RETURN(item.room, ctx_.store->Reserve(item.size, item.key));
-  return Status::Ok();
+  return ctx_.store->Reserve(item.size, item.key, &item.room);
 }
 
 Status Session::SpareRoom(uint64_t size) const {

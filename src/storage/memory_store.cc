@@ -80,14 +80,20 @@ double MemoryStoreStats::bytes_per_value_byte() const {
 Result<PendingPut> MemoryStore::BeginPut(uint64_t size) { return BeginPut(size, std::string_view(), QuotaUse::kPut); }
 
 Result<PendingPut> MemoryStore::BeginPut(uint64_t size, std::string_view key, QuotaUse use) {
+  PendingPut put;
+  MEMKV_RETURN_IF_ERROR(BeginPut(size, key, use, &put));
+  return put;
+}
+
+Status MemoryStore::BeginPut(uint64_t size, std::string_view key, QuotaUse use, PendingPut* out) {
+  assert(out->store_ == nullptr && out->runs_.empty());
   Impl& s = *impl_;
   if (size > s.pool_bytes) {
     return TooLarge("BeginPut: value of " + FormatSize(size) + " is larger than the whole memory pool of " +
                     FormatSize(s.pool_bytes));
   }
   const uint64_t units = UnitsFor(size);
-  PendingPut put;
-  put.size_ = size;
+  PendingPut& put = *out;
   if (units > 0) {
     Impl::EventScope scope(s);
     // The tenant's own values first: room in its quota before room in the
@@ -107,6 +113,7 @@ Result<PendingPut> MemoryStore::BeginPut(uint64_t size, std::string_view key, Qu
       put.dram_hold_ = std::move(hold).value();
     }
     if (!s.MakeRoomLocked(units)) {
+      put.dram_hold_.Release();
       const uint64_t linked_units = s.policies.eviction().linked_cost();
       const uint64_t pinned = s.policies.eviction().reader_held_cost() + s.draining_units;
       const uint64_t pending = s.allocator.unit_count() - s.allocator.free_units() - linked_units - s.draining_units;
@@ -125,8 +132,9 @@ Result<PendingPut> MemoryStore::BeginPut(uint64_t size, std::string_view key, Qu
     s.PublishFreeLocked();
   }
   put.store_ = this;
-  put.iov_ = s.BuildIov(put.runs_, size);
-  return put;
+  put.size_ = size;
+  s.BuildIov(put.runs_, size, &put.iov_);
+  return Status::Ok();
 }
 
 namespace {
@@ -169,7 +177,8 @@ std::shared_ptr<StoreEntry> MemoryStore::EntryOf(PendingPut& put, std::string&& 
 
 Status MemoryStore::Impl::CommitLocked(std::shared_ptr<StoreEntry> entry, QuotaHold& dram_hold) {
   const std::string_view key = entry->key;
-  auto it = index.find(key);
+  const IndexKey hashed = KeyOf(key);
+  auto it = index.find(hashed);
   if (entry->retention_pinned()) {
     Status room = PinRoomLocked(key, entry->units());
     if (!room.ok()) {
@@ -188,8 +197,11 @@ Status MemoryStore::Impl::CommitLocked(std::shared_ptr<StoreEntry> entry, QuotaH
       return room;
     }
   }
-  if (it != index.end()) UnlinkLocked(it, ExpiredLocked(*it->second) ? RemovalReason::kExpired : RemovalReason::kReplaced);
-  LinkLocked(std::move(entry));
+  if (it != index.end()) {
+    ReplaceLocked(it, std::move(entry), ExpiredLocked(*it->second) ? RemovalReason::kExpired : RemovalReason::kReplaced);
+  } else {
+    LinkLocked(hashed, entry);
+  }
   dram_hold.Release();  // the tenant's bytes count it now
   return Status::Ok();
 }
@@ -260,7 +272,7 @@ void MemoryStore::OfferKeys(KeyPage* page) const {
   MutexLock lock(impl_->mu);
   const int64_t now = impl_->realtime->NowMillis();
   for (const auto& [key, entry] : impl_->index) {
-    if (!entry->expired(now)) page->Offer(key);
+    if (!entry->expired(now)) page->Offer(key.view);
   }
 }
 

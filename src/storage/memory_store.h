@@ -304,6 +304,9 @@ class MemoryStore {
   // when the tenant's evictable values do not free enough. For a key under
   // no tenant (or without tenants) exactly BeginPut(size).
   Result<PendingPut> BeginPut(uint64_t size, std::string_view key, QuotaUse use = QuotaUse::kPut);
+  // The same, into `*put` (empty on entry, and on any error): a put on the
+  // request path is reserved where it stays, not moved through a Result.
+  Status BeginPut(uint64_t size, std::string_view key, QuotaUse use, PendingPut* put);
   // Publishes the value under key. `checksum` is Checksum() of the bytes the
   // caller wrote; it is stored and verified on every read. `options` are
   // kept with the value (see above). ResourceExhausted, naming

@@ -85,16 +85,41 @@ struct MemoryStore::Impl {
   Impl& operator=(const Impl&) = delete;
 
   class EventScope;
-  using Index = std::unordered_map<std::string_view, std::shared_ptr<StoreEntry>>;
+  // The index's key: a view of the entry's key and its hash. A put hashes
+  // its key once, for the lookup and the insert; a put that replaces a
+  // value keeps the node and repoints `view` at the new entry's key (the
+  // same characters, so the same hash and bucket).
+  struct IndexKey {
+    mutable std::string_view view;
+    size_t hash = 0;
+  };
+  struct IndexHash {
+    using is_transparent = void;
+    size_t operator()(const IndexKey& k) const noexcept { return k.hash; }
+    size_t operator()(std::string_view k) const noexcept { return std::hash<std::string_view>{}(k); }
+  };
+  struct IndexEq {
+    using is_transparent = void;
+    static std::string_view View(const IndexKey& k) { return k.view; }
+    static std::string_view View(std::string_view k) { return k; }
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const noexcept {
+      return View(a) == View(b);
+    }
+  };
+  using Index = std::unordered_map<IndexKey, std::shared_ptr<StoreEntry>, IndexHash, IndexEq>;
+  static IndexKey KeyOf(std::string_view key) { return IndexKey{key, IndexHash{}(key)}; }
 
   uint8_t* UnitAddress(uint64_t unit) const { return base + unit * kPoolUnitBytes; }
-  // The iovec list for `size` bytes in `runs`; runs that touch collapse into
-  // one iovec so readv/ChecksumIov see few, large segments.
-  ValueIov BuildIov(const PoolRuns& runs, uint64_t size) const;
+  // Into `*iov`, the iovec list for `size` bytes in `runs`; runs that touch
+  // collapse into one iovec so readv/ChecksumIov see few, large segments.
+  void BuildIov(const PoolRuns& runs, uint64_t size, ValueIov* iov) const;
 
   // --- memory_store_index.cc
   // Into the index and the policies; queues the stored event.
   void LinkLocked(const std::shared_ptr<StoreEntry>& e) MEMKV_REQUIRES(mu);
+  // The same for `e`'s key hashed as `key` (KeyOf(e->key)).
+  void LinkLocked(const IndexKey& key, const std::shared_ptr<StoreEntry>& e) MEMKV_REQUIRES(mu);
   // Publishes a put's entry (MemoryStore::EntryOf) in place of the key's
   // value: CommitPut's checks (the pin cap, the tenant's quota; on a
   // refusal the entry's room is freed) and links. `dram_hold`: the put's,
@@ -103,6 +128,13 @@ struct MemoryStore::Impl {
   // Removes the entry at `it` from the index and the policies, and queues
   // its removal event. The entry goes to `dropped`, released after mu.
   void UnlinkLocked(Index::iterator it, RemovalReason reason) MEMKV_REQUIRES(mu);
+  // UnlinkLocked of the entry at `it` and LinkLocked of `e` (the same key)
+  // in its place, keeping the index's node.
+  void ReplaceLocked(Index::iterator it, std::shared_ptr<StoreEntry> e, RemovalReason reason) MEMKV_REQUIRES(mu);
+  // The index-independent halves of linking and unlinking: the entry's
+  // state, the policies, the counts and the event (and, detached, its room).
+  void AttachLocked(StoreEntry& e) MEMKV_REQUIRES(mu);
+  void DetachLocked(std::shared_ptr<StoreEntry> e, RemovalReason reason) MEMKV_REQUIRES(mu);
   // The linked entry of `key`, or index.end(); an expired one is unlinked
   // on the way (RemovalReason::kExpired).
   Index::iterator FindLiveLocked(std::string_view key) MEMKV_REQUIRES(mu);

@@ -34,18 +34,35 @@ void MemoryStore::Impl::QueueEventLocked(const StoreEntry& e, StoreEventKind kin
                               .seq = ++event_seq});
 }
 
-void MemoryStore::Impl::LinkLocked(const std::shared_ptr<StoreEntry>& e) {
-  index.emplace(std::string_view(e->key), e);
-  e->state = EntryState::kLinked;
-  policies.OnLink(*e);
-  value_bytes.fetch_add(e->size(), std::memory_order_relaxed);
-  keys.fetch_add(1, std::memory_order_relaxed);
-  QueueEventLocked(*e, StoreEventKind::kStored, RemovalReason::kNone);
+void MemoryStore::Impl::LinkLocked(const std::shared_ptr<StoreEntry>& e) { LinkLocked(KeyOf(e->key), e); }
+
+void MemoryStore::Impl::LinkLocked(const IndexKey& key, const std::shared_ptr<StoreEntry>& e) {
+  index.emplace(key, e);
+  AttachLocked(*e);
 }
 
 void MemoryStore::Impl::UnlinkLocked(Index::iterator it, RemovalReason reason) {
   std::shared_ptr<StoreEntry> e = std::move(it->second);
   index.erase(it);
+  DetachLocked(std::move(e), reason);
+}
+
+void MemoryStore::Impl::ReplaceLocked(Index::iterator it, std::shared_ptr<StoreEntry> e, RemovalReason reason) {
+  it->first.view = e->key;
+  std::shared_ptr<StoreEntry> old = std::exchange(it->second, e);
+  DetachLocked(std::move(old), reason);
+  AttachLocked(*e);
+}
+
+void MemoryStore::Impl::AttachLocked(StoreEntry& e) {
+  e.state = EntryState::kLinked;
+  policies.OnLink(e);
+  value_bytes.fetch_add(e.size(), std::memory_order_relaxed);
+  keys.fetch_add(1, std::memory_order_relaxed);
+  QueueEventLocked(e, StoreEventKind::kStored, RemovalReason::kNone);
+}
+
+void MemoryStore::Impl::DetachLocked(std::shared_ptr<StoreEntry> e, RemovalReason reason) {
   policies.OnUnlink(*e, RemovalFor(reason));
   e->state = EntryState::kUnlinked;
   value_bytes.fetch_sub(e->size(), std::memory_order_relaxed);

@@ -201,8 +201,9 @@ MemoryStore::Impl::~Impl() {
   }
 }
 
-ValueIov MemoryStore::Impl::BuildIov(const PoolRuns& runs, uint64_t size) const {
-  ValueIov iov;
+void MemoryStore::Impl::BuildIov(const PoolRuns& runs, uint64_t size, ValueIov* out) const {
+  ValueIov& iov = *out;
+  iov.clear();
   iov.reserve(runs.size());
   uint64_t left = size;
   for (const PoolRun& run : runs) {
@@ -215,7 +216,6 @@ ValueIov MemoryStore::Impl::BuildIov(const PoolRuns& runs, uint64_t size) const 
       iov.push_back(iovec{at, len});
     }
   }
-  return iov;
 }
 
 void MemoryStore::Impl::FreeLocked(std::span<const PoolRun> runs) {

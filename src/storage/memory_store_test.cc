@@ -188,6 +188,24 @@ TEST(MemoryStore, OverwriteReplacesValueAndFreesOldChunks) {
   EXPECT_EQ(s.evictions, 0u);
 }
 
+// A put that replaces a value keeps the index's node and repoints it at the
+// new value's key; the old value's key (on the heap: longer than a string
+// keeps inline) is freed with it, and the key is still found.
+TEST(MemoryStore, OverwrittenKeyIsFoundAfterTheOldValueIsFreed) {
+  auto store = MakeStore(8);
+  const std::string key(64, 'k');
+  for (uint8_t round = 1; round <= 4; ++round) {
+    ASSERT_TRUE(PutBytes(*store, key, Pattern(kChunk, round)).ok());
+    ASSERT_TRUE(PutBytes(*store, "other" + std::to_string(round), Pattern(10, round)).ok());
+  }
+  EXPECT_EQ(GetBytes(*store, key), Pattern(kChunk, 4));
+  EXPECT_EQ(store->ValueSize(key), std::optional<uint64_t>(kChunk));
+  EXPECT_EQ(store->Stats().keys, 5u);
+  ASSERT_TRUE(store->Delete(key).ok());
+  EXPECT_FALSE(store->Exists(key));
+  EXPECT_EQ(store->Stats().keys, 4u);
+}
+
 TEST(MemoryStore, DeleteRemovesValueAndFreesChunks) {
   auto store = MakeStore(8);
   ASSERT_TRUE(PutBytes(*store, "k", Pattern(2 * kChunk, 1)).ok());

@@ -72,12 +72,21 @@ Result<StoredValue> TieredStore::GetWithoutIo(std::string_view key, storage::Rea
 }
 
 Result<storage::PendingPut> TieredStore::Reserve(uint64_t size, std::string_view key) {
+  storage::PendingPut put;
+  MEMKV_RETURN_IF_ERROR(Reserve(size, key, &put));
+  return put;
+}
+
+Status TieredStore::Reserve(uint64_t size, std::string_view key, storage::PendingPut* put) {
   // The drive quota first: a put the drives will take holds its share of
   // the tenant's drive quota before any of its bytes are read.
-  MEMKV_ASSIGN_OR_RETURN(QuotaHold drive_hold, HoldDriveQuota(key, size));
-  MEMKV_ASSIGN_OR_RETURN(storage::PendingPut put, memory_->BeginPut(size, key));
-  put.drive_hold = std::move(drive_hold);
-  return put;
+  QuotaHold drive_hold;
+  if (drives_ != nullptr) {
+    MEMKV_ASSIGN_OR_RETURN(drive_hold, HoldDriveQuota(key, size));
+  }
+  MEMKV_RETURN_IF_ERROR(memory_->BeginPut(size, key, storage::QuotaUse::kPut, put));
+  put->drive_hold = std::move(drive_hold);
+  return Status::Ok();
 }
 
 Result<QuotaHold> TieredStore::HoldDriveQuota(std::string_view key, uint64_t size) {

@@ -197,6 +197,8 @@ class TieredStore {
   // With drives, the put also holds its size of the tenant's drive quota
   // (HoldDriveQuota; PendingPut::drive_hold) until the drives hold it.
   Result<storage::PendingPut> Reserve(uint64_t size, std::string_view key);
+  // The same, into `*put` (empty on entry, and on any error).
+  Status Reserve(uint64_t size, std::string_view key, storage::PendingPut* put);
   // Holds `size` bytes of the drive quota of `key`'s tenant for a put in
   // flight (base/quota_ledger.h): an empty hold without drives, tenant or
   // quota; ResourceExhausted naming tenants[].drive_quota when the tenant's

@@ -119,7 +119,8 @@ class EvictionOrder final : public Policy {
   // Of linked_cost, what readers hold now.
   uint64_t reader_held_cost() const { return reader_held_cost_; }
   // Whether stored values name `key` as their parent (prefix-aware only).
-  bool HasChildren(std::string_view key) const { return children_.contains(key); }
+  // (No values with a parent_key: nothing to hash.)
+  bool HasChildren(std::string_view key) const { return !children_.empty() && children_.contains(key); }
 
  private:
   struct StringHash {
