@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "base/hmac.h"
 #include "base/log.h"
 #include "base/parse_number.h"
+#include "base/repeated_keys.h"
 #include "base/temp_dir.h"
 #include "base/text_file.h"
 #include "base/units.h"
@@ -53,6 +55,22 @@ TEST(JsonTest, StringsThatAreNotUtf8AreQuotedWithHexEscapes) {
   Result<JsonValue> j = ParseJson("[" + JsonQuote("a\xff") + "]");
   ASSERT_TRUE(j.ok());
   EXPECT_EQ(j->array[0].string, "a\\xff");
+}
+
+// Each item whose key a later item names again points at the key's last item.
+TEST(RepeatedKeysTest, EachEarlierItemOfAKeyGetsItsLastItem) {
+  const std::vector<std::string_view> keys = {"a", "b", "a", "c", "b", "a", "d"};
+  std::vector<std::pair<size_t, size_t>> scratch;
+  std::vector<std::pair<size_t, size_t>> repeats;
+  ForEachRepeatedKey(
+      keys.size(), [&](size_t i) { return keys[i]; }, &scratch,
+      [&](size_t i, size_t last) { repeats.emplace_back(i, last); });
+  std::sort(repeats.begin(), repeats.end());
+  EXPECT_EQ(repeats, (std::vector<std::pair<size_t, size_t>>{{0, 5}, {1, 4}, {2, 5}}));
+  repeats.clear();
+  ForEachRepeatedKey(
+      3, [&](size_t i) { return keys[i + 1]; }, &scratch, [&](size_t i, size_t last) { repeats.emplace_back(i, last); });
+  EXPECT_TRUE(repeats.empty());  // b, a, c: no key twice
 }
 
 TEST(StatusTest, OkAndErrorsFormat) {

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 
 #include "base/clock.h"
+#include "base/repeated_keys.h"
 #include "base/log.h"
 #include "client/connection.h"
 #include "client/ops.h"
@@ -280,11 +280,12 @@ struct BatchRunner::Impl {
 
   // For each key, the index of the last item naming the same key.
   static std::vector<size_t> LastOccurrences(std::span<const std::string_view> keys) {
-    std::unordered_map<std::string_view, size_t> last_of;
-    last_of.reserve(keys.size());
-    for (size_t i = 0; i < keys.size(); ++i) last_of[keys[i]] = i;
     std::vector<size_t> last(keys.size());
-    for (size_t i = 0; i < keys.size(); ++i) last[i] = last_of[keys[i]];
+    for (size_t i = 0; i < keys.size(); ++i) last[i] = i;
+    std::vector<std::pair<size_t, size_t>> scratch;
+    scratch.reserve(keys.size());
+    ForEachRepeatedKey(
+        keys.size(), [&](size_t i) { return keys[i]; }, &scratch, [&](size_t i, size_t later) { last[i] = later; });
     return last;
   }
 

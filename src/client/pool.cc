@@ -120,6 +120,7 @@ Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want
       --open_;
       if (store) --stores_out_;
       health_.OnFailure(now, failure, now - started);
+      failing_.store(true, std::memory_order_relaxed);
       freed_.notify_one();
     }
   }
@@ -128,6 +129,8 @@ Result<std::vector<std::unique_ptr<Connection>>> ServerPool::Acquire(size_t want
 }
 
 bool ServerPool::Down(std::string* why) const {
+  // A healthy server (every put and get asks, per key) takes no lock.
+  if (!failing_.load(std::memory_order_relaxed)) return false;
   MutexLock lock(mu_);
   if (!health_.Down(clock_->NowNanos())) return false;
   if (why != nullptr) *why = health_.cause().ToString();
@@ -171,6 +174,7 @@ void ServerPool::Release(std::vector<std::unique_ptr<Connection>> connections, U
       if (health_.backoff() != 0) joined_at_.store(clock_->NowNanos(), std::memory_order_relaxed);
       health_.OnSuccess();
     }
+    failing_.store(health_.backoff() != 0, std::memory_order_relaxed);
   }
   freed_.notify_all();
 }

@@ -159,6 +159,9 @@ class ServerPool {
   uint32_t open_ MEMKV_GUARDED_BY(mu_) = 0;
   uint32_t stores_out_ MEMKV_GUARDED_BY(mu_) = 0;  // checked out by storing calls
   ServerHealth health_ MEMKV_GUARDED_BY(mu_);
+  // health_.backoff() != 0, written under mu_ with each change: Down reads
+  // it without the lock, and looks closer only when it is set.
+  std::atomic<bool> failing_{false};
 };
 
 }  // namespace memkv::client

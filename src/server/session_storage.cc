@@ -3,11 +3,11 @@
 // the response; when the store answers later (TieredStore, "Completion"), the
 // connection is parked meanwhile and the completion runs on this worker from
 // its inbox (OnStorageDone).
-#include <algorithm>
 #include <functional>
 #include <string>
 #include <utility>
 
+#include "base/repeated_keys.h"
 #include "proto/messages.h"
 #include "server/session.h"
 
@@ -86,30 +86,16 @@ void Session::CommitPut(PayloadSink::Item& item) {
 // mode alike (the drive tier writes a batch's items in parallel, so storing
 // each would leave a random one). The earlier items release their pool
 // space now and are answered with the last item's status.
-// Keys are found equal through their hashes, sorted (no allocation once the
-// scratch list has room): only items whose hashes are equal are compared.
+// Keys are found equal as ForEachRepeatedKey finds them (no allocation once
+// the scratch list has room).
 void Session::SupersedeRepeats(std::vector<PayloadSink::Item>& items) {
-  if (items.size() < 2) return;
-  std::vector<std::pair<size_t, size_t>>& by_hash = repeat_scratch_;
-  by_hash.clear();
-  for (size_t i = 0; i < items.size(); ++i) by_hash.emplace_back(std::hash<std::string_view>{}(items[i].key), i);
-  std::sort(by_hash.begin(), by_hash.end());
-  for (size_t first = 0, end = 0; first < by_hash.size(); first = end) {
-    end = first + 1;
-    while (end < by_hash.size() && by_hash[end].first == by_hash[first].first) ++end;
-    // [first, end): one hash, item indices ascending.
-    for (size_t a = first; a < end; ++a) {
-      const size_t i = by_hash[a].second;
-      size_t later = i;
-      for (size_t b = a + 1; b < end; ++b) {
-        if (items[by_hash[b].second].key == items[i].key) later = by_hash[b].second;
-      }
-      if (later == i) continue;
-      items[i].superseded_by = later;
-      items[i].put = storage::PendingPut();
-      items[i].status = FailedPrecondition("superseded by a later item of the batch");  // not stored
-    }
-  }
+  ForEachRepeatedKey(
+      items.size(), [&](size_t i) -> std::string_view { return items[i].key; }, &repeat_scratch_,
+      [&](size_t i, size_t last) {
+        items[i].superseded_by = last;
+        items[i].put = storage::PendingPut();
+        items[i].status = FailedPrecondition("superseded by a later item of the batch");  // not stored
+      });
 }
 
 void Session::CommitBatch(std::vector<PayloadSink::Item> items, bool with_messages) {

@@ -5,8 +5,9 @@
 // DRAM pool, drive::Entry on the drives), so the policies order, count and
 // choose values without a map of their own: linking, touching and unlinking
 // a value moves pointers inside it and never allocates (the expiry index
-// and the evict queues are std::sets whose nodes are re-keyed in place on a
-// touch; a node is allocated only when a value is linked).
+// is a std::set whose nodes are re-keyed in place on a touch, a node
+// allocated only when a value is linked; the evict queues are intrusive
+// lists, UseQueue, with a set only for values queued out of use order).
 //
 // Ownership: the tier owns its entries; a linked entry must stay alive until
 // the tier has called Policies::OnUnlink for it. Threads: every field is
@@ -30,7 +31,7 @@ struct PolicyEntry;
 
 // Entries ordered by a sequence (last use) or an instant (expiry); the
 // pointer breaks ties and makes each pair unique.
-using UseQueue = std::set<std::pair<uint64_t, PolicyEntry*>>;
+using LateQueue = std::set<std::pair<uint64_t, PolicyEntry*>>;
 using ExpiryQueue = std::set<std::pair<int64_t, PolicyEntry*>>;
 
 // One pair of intrusive links; `owner` is null in a list's head.
@@ -72,7 +73,9 @@ struct PolicyEntry {
   ListLinks tenant_lru;         // in its tenant's LRU list (tenant != kNone)
   uint32_t tenant = TenantMap::kNone;
   EvictQueue queue = EvictQueue::kNone;
-  UseQueue::iterator queue_pos;       // valid unless queue == kNone
+  ListLinks queue_links;              // in its evict queue's list (queue != kNone, !queued_late)
+  bool queued_late = false;           // in its evict queue's late set instead, at late_pos
+  LateQueue::iterator late_pos;
   ExpiryQueue::iterator expiry_pos;   // valid while linked with expires_at_ms != 0
 
   bool retention_pinned() const { return retention == Retention::kPinned; }
@@ -122,6 +125,74 @@ class EntryList {
  private:
   ListLinks PolicyEntry::*member_;
   ListLinks head_;
+};
+
+// Entries by last use, oldest first, for the prefix-aware evict queues.
+// Almost every entry joins with the newest use (a put, a hit), so it goes
+// to the end of an intrusive list that stays in use order and never
+// allocates. An entry that joins with an older use (a parent whose last
+// child went, placed by its own last use) waits in a small ordered set
+// beside the list; the oldest entry is the older of the two fronts.
+class UseQueue {
+ public:
+  UseQueue() = default;
+  UseQueue(const UseQueue&) = delete;
+  UseQueue& operator=(const UseQueue&) = delete;
+
+  bool empty() const { return head_.next == &head_ && late_.empty(); }
+  void Push(PolicyEntry& e) {
+    if (head_.prev == &head_ || head_.prev->owner->last_use < e.last_use) {
+      ListLinks& l = e.queue_links;
+      l.owner = &e;
+      l.next = &head_;
+      l.prev = head_.prev;
+      head_.prev->next = &l;
+      head_.prev = &l;
+      e.queued_late = false;
+    } else {
+      e.late_pos = late_.emplace(e.last_use, &e).first;
+      e.queued_late = true;
+    }
+  }
+  void Remove(PolicyEntry& e) {
+    if (e.queued_late) {
+      late_.erase(e.late_pos);
+      e.queued_late = false;
+      return;
+    }
+    ListLinks& l = e.queue_links;
+    l.prev->next = l.next;
+    l.next->prev = l.prev;
+    l.prev = &l;
+    l.next = &l;
+  }
+
+  // A position in use order: the next entry of the list and of the set.
+  struct Cursor {
+    const ListLinks* in_list;
+    LateQueue::const_iterator in_late;
+  };
+  Cursor Begin() const { return Cursor{head_.next, late_.begin()}; }
+  // The entry at `c`, the older of the two; null past the end.
+  PolicyEntry* At(const Cursor& c) const {
+    const bool list_ends = c.in_list == &head_;
+    const bool late_ends = c.in_late == late_.end();
+    if (list_ends) return late_ends ? nullptr : c.in_late->second;
+    if (late_ends || c.in_list->owner->last_use < c.in_late->first) return c.in_list->owner;
+    return c.in_late->second;
+  }
+  // Past At(c), which must not be null.
+  void Advance(Cursor& c) const {
+    if (At(c)->queued_late) {
+      ++c.in_late;
+    } else {
+      c.in_list = c.in_list->next;
+    }
+  }
+
+ private:
+  ListLinks head_;
+  LateQueue late_;
 };
 
 }  // namespace memkv::storage::policy

@@ -38,12 +38,10 @@ void EvictionOrder::OnTouch(PolicyEntry& e, int64_t) {
   lru_.MoveToFront(e);
   e.last_use = ++use_seq_;
   if (e.queue != EvictQueue::kNone) {
-    // Re-keyed in place: extract and insert move the node, allocating
-    // nothing; the newest use goes last, so the end is the exact hint.
+    // To the end: the newest use.
     UseQueue& queue = e.queue == EvictQueue::kFirst ? evict_first_ : leaves_;
-    auto node = queue.extract(e.queue_pos);
-    node.value().first = e.last_use;
-    e.queue_pos = queue.insert(queue.end(), std::move(node));
+    queue.Remove(e);
+    queue.Push(e);
   }
 }
 
@@ -57,36 +55,17 @@ void EvictionOrder::OnReaders(PolicyEntry& e, bool held) {
 
 void EvictionOrder::Enqueue(PolicyEntry& e) {
   assert(e.queue == EvictQueue::kNone);
-  // A value just linked has the newest use: the end is the exact hint, so
-  // the insert does not search the tree (a parent queued again later does).
-  // The node a value dequeued last left behind, if any, so that a put
-  // replacing a value allocates no node here.
-  auto queue_in = [&](UseQueue& queue) {
-    if (spare_.empty()) {
-      e.queue_pos = queue.emplace_hint(queue.end(), e.last_use, &e);
-    } else {
-      spare_.value() = {e.last_use, &e};
-      e.queue_pos = queue.insert(queue.end(), std::move(spare_));
-    }
-  };
   if (e.retention == Retention::kEvictFirst) {
     e.queue = EvictQueue::kFirst;
-    queue_in(evict_first_);
+    evict_first_.Push(e);
   } else if (e.retention == Retention::kNormal && !HasChildren(e.stored_key)) {
     e.queue = EvictQueue::kLeaf;
-    queue_in(leaves_);
+    leaves_.Push(e);
   }
 }
 
 void EvictionOrder::Dequeue(PolicyEntry& e) {
-  if (e.queue != EvictQueue::kNone) {
-    UseQueue& queue = e.queue == EvictQueue::kFirst ? evict_first_ : leaves_;
-    if (spare_.empty()) {
-      spare_ = queue.extract(e.queue_pos);
-    } else {
-      queue.erase(e.queue_pos);
-    }
-  }
+  if (e.queue != EvictQueue::kNone) (e.queue == EvictQueue::kFirst ? evict_first_ : leaves_).Remove(e);
   e.queue = EvictQueue::kNone;
 }
 

@@ -9,7 +9,9 @@
 //     its tail before its head), then as a last resort (parent cycles,
 //     every leaf held by readers) any value not retention-pinned, LRU
 //     first. Expired values go before all of these: the tier sweeps them
-//     first (ttl/expiry_index.h). Finding the next victim is O(log n).
+//     first (ttl/expiry_index.h). The next victim is a queue's front
+//     (UseQueue, policy_entry.h): queuing a value just put or hit moves
+//     pointers only.
 //   - ScanByPass, passes over a list coldest first, each taking the values
 //     of some classes (VictimClass): the drives' order (expired,
 //     evict_first, normal, then values the caller asked to spare) and the
@@ -97,15 +99,14 @@ class EvictionOrder final : public Policy {
   template <class Take>
   bool EvictInOrder(Take&& take) {
     for (UseQueue* queue : {&evict_first_, &leaves_}) {
-      for (auto it = queue->begin(); it != queue->end();) {
-        PolicyEntry& e = *it->second;
-        if (e.pins > 0 || e.cost == 0) {
-          ++it;
+      for (UseQueue::Cursor c = queue->Begin(); PolicyEntry* e = queue->At(c);) {
+        if (e->pins > 0 || e->cost == 0) {
+          queue->Advance(c);
           continue;
         }
-        if (take(e)) return true;
+        if (take(*e)) return true;
         // Evicting a leaf may have made its parent one, older than what follows.
-        it = queue->begin();
+        c = queue->Begin();
       }
     }
     return !lru_.ForEachColdestFirst([&](PolicyEntry& e) {
@@ -140,7 +141,6 @@ class EvictionOrder final : public Policy {
   uint64_t reader_held_cost_ = 0;
   UseQueue evict_first_;  // linked evict_first entries by last use
   UseQueue leaves_;       // linked normal entries without stored children, by last use
-  UseQueue::node_type spare_;  // one node kept from Dequeue for the next Enqueue
   // Parent key -> how many linked entries name it (the parent itself may be
   // absent: a child can arrive first).
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> children_;

@@ -90,6 +90,27 @@ TEST(EvictionOrderTest, TouchingALeafMovesItBehindTheOthers) {
   EXPECT_EQ(tier.Evict(2), (std::vector<std::string>{"b", "a"}));
 }
 
+// A parent that becomes a leaf again joins by its own last use, among
+// leaves older and newer than it; a hit moves it behind them all, and a
+// leaf held by readers is passed over without losing the order after it.
+TEST(EvictionOrderTest, ALeafAgainTakesItsPlaceByItsOwnLastUse) {
+  Tier tier(true);
+  tier.Link("old", 1);
+  tier.Link("p1", 1);
+  TestEntry& p2 = tier.Link("p2", 1);
+  tier.Link("c1", 1, Retention::kNormal, "p1");
+  tier.Link("c2", 1, Retention::kNormal, "p2");
+  TestEntry& mid = tier.Link("mid", 1);
+  tier.Link("new", 1);
+  tier.Unlink("c2");
+  tier.Unlink("c1");  // p1, then p2 again leaves, each older than "mid"
+  tier.order().OnTouch(p2, 0);
+  ++mid.pins;
+  EXPECT_EQ(tier.Evict(4), (std::vector<std::string>{"old", "p1", "new", "p2"}));
+  --mid.pins;
+  EXPECT_EQ(tier.Evict(1), (std::vector<std::string>{"mid"}));
+}
+
 TEST(EvictionOrderTest, ReadersRetentionPinsAndEmptyValuesAreNeverTaken) {
   Tier tier(true);
   TestEntry& read = tier.Link("read", 4);
