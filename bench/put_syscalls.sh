@@ -148,7 +148,8 @@ else
   KEYS=$([ "$OP" = put ] && echo 1000000 || echo $((DEPTH * BATCH > 8 ? DEPTH * BATCH : 8)))
   FLAGS=(-p "$PORT" -c "$DEPTH" -d "$BYTES" -P "$BATCH" -r "$KEYS" -q)
   redis-benchmark "${FLAGS[@]}" -t set -n 10000 > /dev/null
-  measure redis-benchmark "${FLAGS[@]}" -t "$OP" -n "$REQUESTS"
+  # redis-benchmark names its tests by command: SET for a put, GET for a get.
+  measure redis-benchmark "${FLAGS[@]}" -t "$([ "$OP" = put ] && echo set || echo get)" -n "$REQUESTS"
   # "SET: 10799.14 requests per second, p50=..." after the \r-separated progress.
   RATE=$(tr '\r' '\n' < "$OUT/run.out" | sed -n 's/^[A-Z]*: \([0-9.]*\) requests per second.*/\1/p' | tail -1)
   [ -n "$RATE" ] || { echo "put_syscalls: no rate in redis-benchmark's output:" >&2; cat "$OUT/run.out" >&2; exit 1; }

@@ -2,6 +2,7 @@
 #ifndef MEMKV_BASE_BYTES_H_
 #define MEMKV_BASE_BYTES_H_
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -11,24 +12,33 @@
 
 namespace memkv {
 
-inline void StoreLe16(uint8_t* p, uint16_t v) { p[0] = uint8_t(v); p[1] = uint8_t(v >> 8); }
-inline void StoreLe32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
-}
-inline void StoreLe64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = uint8_t(v >> (8 * i));
-}
-inline uint16_t LoadLe16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
-inline uint32_t LoadLe32(const uint8_t* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
+// One unaligned load or store each (a byte swap on a big-endian host).
+template <class T>
+inline T LoadLe(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  if constexpr (std::endian::native == std::endian::big) {
+    if constexpr (sizeof v == 2) v = __builtin_bswap16(v);
+    if constexpr (sizeof v == 4) v = __builtin_bswap32(v);
+    if constexpr (sizeof v == 8) v = __builtin_bswap64(v);
+  }
   return v;
 }
-inline uint64_t LoadLe64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
+template <class T>
+inline void StoreLe(uint8_t* p, T v) {
+  if constexpr (std::endian::native == std::endian::big) {
+    if constexpr (sizeof v == 2) v = __builtin_bswap16(v);
+    if constexpr (sizeof v == 4) v = __builtin_bswap32(v);
+    if constexpr (sizeof v == 8) v = __builtin_bswap64(v);
+  }
+  std::memcpy(p, &v, sizeof v);
 }
+inline void StoreLe16(uint8_t* p, uint16_t v) { StoreLe(p, v); }
+inline void StoreLe32(uint8_t* p, uint32_t v) { StoreLe(p, v); }
+inline void StoreLe64(uint8_t* p, uint64_t v) { StoreLe(p, v); }
+inline uint16_t LoadLe16(const uint8_t* p) { return LoadLe<uint16_t>(p); }
+inline uint32_t LoadLe32(const uint8_t* p) { return LoadLe<uint32_t>(p); }
+inline uint64_t LoadLe64(const uint8_t* p) { return LoadLe<uint64_t>(p); }
 
 // Lower-case hex of bytes.
 std::string HexEncode(const uint8_t* data, size_t size);

@@ -39,14 +39,15 @@ class Writer {
   void U32(uint32_t v) { Put(4, [&](uint8_t* p) { StoreLe32(p, v); }); }
   void U64(uint64_t v) { Put(8, [&](uint8_t* p) { StoreLe64(p, v); }); }
   void Bytes(std::string_view v) { out_.append(v); }
+  void Reserve(size_t n) { out_.reserve(n); }
   std::string Take() { return std::move(out_); }
 
  private:
   template <typename F>
   void Put(size_t n, F f) {
-    size_t at = out_.size();
-    out_.resize(at + n);
-    f(reinterpret_cast<uint8_t*>(out_.data() + at));
+    uint8_t bytes[8];
+    f(bytes);
+    out_.append(reinterpret_cast<const char*>(bytes), n);
   }
   std::string out_;
 };
@@ -324,6 +325,9 @@ Status CheckKey(std::string_view key) {
 
 std::string EncodeBatchPutRequest(std::span<const PutItem> items) {
   Writer w;
+  size_t bytes = 4;
+  for (const PutItem& item : items) bytes += 2 + item.key.size() + 16;
+  w.Reserve(bytes);
   w.U32(static_cast<uint32_t>(items.size()));
   for (const PutItem& item : items) {
     w.U16(static_cast<uint16_t>(item.key.size()));
@@ -350,7 +354,8 @@ Status DecodeBatchPutRequest(std::span<const uint8_t> meta, uint64_t payload_len
         !r.U64(&item.checksum)) {
       return Truncated("BatchPut");
     }
-    MEMKV_RETURN_IF_ERROR(CheckKey(item.key).WithContext("item " + std::to_string(i)));
+    // The context is built only for a refusal: this runs for every key of a batch.
+    if (Status valid = CheckKey(item.key); !valid.ok()) return valid.WithContext("item " + std::to_string(i));
     if (item.value_len > kMaxPayloadBytes) {
       return TooLarge("item " + std::to_string(i) + ": value of " + std::to_string(item.value_len) +
                       " bytes exceeds a batch frame's payload limit of " + std::to_string(kMaxPayloadBytes) +
@@ -369,6 +374,9 @@ Status DecodeBatchPutRequest(std::span<const uint8_t> meta, uint64_t payload_len
 
 std::string EncodeKeyList(std::span<const std::string_view> keys) {
   Writer w;
+  size_t bytes = 4;
+  for (std::string_view key : keys) bytes += 2 + key.size();
+  w.Reserve(bytes);
   w.U32(static_cast<uint32_t>(keys.size()));
   for (std::string_view key : keys) {
     w.U16(static_cast<uint16_t>(key.size()));
@@ -388,7 +396,7 @@ Status DecodeKeyList(std::span<const uint8_t> meta, std::vector<std::string_view
     uint16_t key_len = 0;
     std::string_view key;
     if (!r.U16(&key_len) || !r.Bytes(key_len, &key)) return Truncated("key list");
-    MEMKV_RETURN_IF_ERROR(CheckKey(key).WithContext("item " + std::to_string(i)));
+    if (Status valid = CheckKey(key); !valid.ok()) return valid.WithContext("item " + std::to_string(i));
     out->push_back(key);
   }
   if (!r.AtEnd()) return Truncated("key list");

@@ -167,8 +167,9 @@ Status DecodeRequest(const OpRule& rule, std::span<const uint8_t> meta, const pr
     case Shape::kKeyList: {
       MEMKV_RETURN_IF_ERROR(proto::DecodeKeyList(meta, &request->keys));
       for (size_t i = 0; i < request->keys.size(); ++i) {
-        MEMKV_RETURN_IF_ERROR(
-            scope.Scope(&request->keys[i], &request->scratch).WithContext("item " + std::to_string(i)));
+        if (Status scoped = scope.Scope(&request->keys[i], &request->scratch); !scoped.ok()) {
+          return scoped.WithContext("item " + std::to_string(i));
+        }
       }
       return Status::Ok();
     }

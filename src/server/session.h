@@ -400,6 +400,12 @@ class Session {
   std::vector<iovec> payload_iov_;
   // SupersedeRepeats's (hash of a key, item index) list; its room is kept.
   std::vector<std::pair<size_t, size_t>> repeat_scratch_;
+  // A batch's lists, kept with their room for the next batch (each holds a
+  // few KiB: allocating them anew per batch costs the allocator more than
+  // small lists do): the items of the last batch answered, and the commits
+  // CommitBatch hands the store (left empty and kept without drives).
+  std::vector<PayloadSink::Item> spare_items_;
+  std::vector<tier::PutCommit> commit_scratch_;
   size_t payload_first_ = 0;
   uint64_t payload_left_ = 0;
   std::shared_ptr<tier::ValueStream> put_stream_;  // the put being received in pieces

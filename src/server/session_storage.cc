@@ -99,7 +99,8 @@ void Session::SupersedeRepeats(std::vector<PayloadSink::Item>& items) {
 }
 
 void Session::CommitBatch(std::vector<PayloadSink::Item> items, bool with_messages) {
-  std::vector<tier::PutCommit> puts;
+  std::vector<tier::PutCommit>& puts = commit_scratch_;
+  puts.clear();
   std::vector<size_t> where;  // puts[j] is items[where[j]]
   puts.reserve(items.size());
   where.reserve(items.size());
@@ -123,6 +124,8 @@ void Session::CommitBatch(std::vector<PayloadSink::Item> items, bool with_messag
                                  queued.Release();
                                  for (size_t j = 0; j < where.size(); ++j) items[where[j]].status = std::move(statuses[j]);
                                  RespondBatchPut(items, with_messages);
+                                 items.clear();
+                                 if (items.capacity() > spare_items_.capacity()) spare_items_ = std::move(items);
                                }));
 }
 

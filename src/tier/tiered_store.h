@@ -260,9 +260,11 @@ class TieredStore {
   }
   // Commit for several puts at once (written through in parallel, or in one
   // drive commit, and one flush, when the drives buffer them all); the keys
-  // must differ. done(std::vector<Status>), one per put, in order.
+  // must differ. done(std::vector<Status>), one per put, in order. `puts`
+  // is left empty; without drives it keeps its room, for the caller's next
+  // batch.
   template <std::invocable<std::vector<Status>> Done>
-  Completion CommitMany(std::vector<PutCommit> puts, const ReplyTo& reply, Done&& done);
+  Completion CommitMany(std::vector<PutCommit>&& puts, const ReplyTo& reply, Done&& done);
   // done(Result<StoredValue>): NotFound when in neither tier, or unreadable
   // (a failed checksum or drive).
   template <std::invocable<Result<StoredValue>> Done>
@@ -462,13 +464,14 @@ Completion TieredStore::Commit(storage::PendingPut put, std::string_view key, ui
 }
 
 template <std::invocable<std::vector<Status>> Done>
-Completion TieredStore::CommitMany(std::vector<PutCommit> puts, const ReplyTo& reply, Done&& done) {
+Completion TieredStore::CommitMany(std::vector<PutCommit>&& puts, const ReplyTo& reply, Done&& done) {
   if (drives_ == nullptr || puts.empty()) {
     std::vector<storage::MemoryStore::Commit> commits;
     commits.reserve(puts.size());
-    // `puts` ends here: each entry takes its key over.
+    // The puts end here: each entry takes its key over.
     for (PutCommit& p : puts) commits.push_back({&p.put, p.key, p.checksum, &p.options, &p.key});
     std::forward<Done>(done)(memory_->CommitPuts(commits));
+    puts.clear();
     return Completion::kInline;
   }
   const bool small = std::all_of(puts.begin(), puts.end(), [&](const PutCommit& p) { return drives_->BuffersPut(p.put.size()); });
@@ -476,6 +479,7 @@ Completion TieredStore::CommitMany(std::vector<PutCommit> puts, const ReplyTo& r
     TurnCommits& turn = *reply.turn;
     turn.waiters_.push_back({reply.owner, turn.puts_.size(), puts.size(), {}, StatusesDone(std::forward<Done>(done))});
     for (PutCommit& p : puts) turn.puts_.push_back(std::move(p));
+    puts.clear();
     turn.inbox_ = reply.inbox;
     return drives_->sync_mode() == drive::SyncMode::kInterval ? Completion::kTurn : Completion::kPending;
   }
