@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The server's instructions per put, by stage of the request path: a memkv
+# The server's instructions per put (or per get, with --op get), by stage of the request path: a memkv
 # server under callgrind (one worker, instrumentation on only while the
 # puts run), driven over TCP by memkv-rdma-probe's bench (docs/benchmarks.md,
 # "Batched 4 KiB puts: the request path's instructions"). Instruction counts
 # do not move with the machine's load, so two builds compare on a shared VM.
-# usage: bench/put_profile.sh [--memkv BIN] [--probe BIN] [--mode memory|file]
+# usage: bench/put_profile.sh [--op put|get] [--memkv BIN] [--probe BIN] [--mode memory|file]
 #                             [--size S] [--depth D] [--batch B] [--seconds T]
 #                             [--out DIR]
+#   --op O        put (default) or get: gets read the keys the warm-up put
+#                 wrote (depth x batch keys)
 #   --memkv BIN   the server (default build/memkv); any build, also an old one
 #   --probe BIN   the client (default build/memkv-rdma-probe)
 #   --mode M      storage.mode (default memory; file: one 512 MiB drive file)
@@ -16,13 +18,14 @@
 #   --prefix P    the keys' prefix (default w-: keys of 14 to 15 bytes, kept
 #                 inline by std::string; longer keys add their heap copies)
 #   --out DIR     callgrind's file and the logs (default a temporary directory)
-# Prints puts, Ir per put and the inclusive Ir per put of the request path's
+# Prints puts (gets), Ir per op and the inclusive Ir per op of the request path's
 # stages that the build has (names of older builds differ: Connection:: for
 # Session::). Needs valgrind (apt-get install valgrind).
 set -euo pipefail
-MEMKV=build/memkv; PROBE=build/memkv-rdma-probe; MODE=memory; SIZE=4k; DEPTH=4; BATCH=16; SECS=20; OUT=""; PREFIX=w-
+OP=put; MEMKV=build/memkv; PROBE=build/memkv-rdma-probe; MODE=memory; SIZE=4k; DEPTH=4; BATCH=16; SECS=20; OUT=""; PREFIX=w-
 while [ $# -gt 0 ]; do
   case "$1" in
+    --op) OP="$2"; shift 2;;
     --memkv) MEMKV="$2"; shift 2;;
     --probe) PROBE="$2"; shift 2;;
     --mode) MODE="$2"; shift 2;;
@@ -32,11 +35,12 @@ while [ $# -gt 0 ]; do
     --seconds) SECS="$2"; shift 2;;
     --out) OUT="$2"; shift 2;;
     --prefix) PREFIX="$2"; shift 2;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0;;
-    *) echo "put_profile: unknown argument '$1'" >&2; sed -n '2,21p' "$0" >&2; exit 2;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0;;
+    *) echo "put_profile: unknown argument '$1'" >&2; sed -n '2,23p' "$0" >&2; exit 2;;
   esac
 done
 case "$MODE" in memory|file) ;; *) echo "put_profile: --mode is memory or file, not '$MODE'" >&2; exit 2;; esac
+case "$OP" in put|get) ;; *) echo "put_profile: --op is put or get, not '$OP'" >&2; exit 2;; esac
 for tool in valgrind callgrind_control callgrind_annotate; do
   command -v "$tool" > /dev/null || { echo "put_profile: $tool not found (apt-get install valgrind)" >&2; exit 2; }
 done
@@ -78,10 +82,10 @@ until grep -q '^ready' server.log; do
 done
 # DEPTH + 1: stores may hold all but one connection, so each thread has its own.
 export MEMKV_SERVERS=127.0.0.1:$PORT MEMKV_AUTH_KEY=$KEY MEMKV_NUM_CONNECTIONS=$((DEPTH + 1)) MEMKV_TIMEOUT_MS=60000
-FLAGS=(--op put --size "$SIZE" --depth "$DEPTH" --batch "$BATCH" --prefix "$PREFIX")
-"$PROBE" bench "${FLAGS[@]}" --seconds 3 > warm.out
+FLAGS=(--size "$SIZE" --depth "$DEPTH" --batch "$BATCH" --prefix "$PREFIX")
+"$PROBE" bench --op put "${FLAGS[@]}" --seconds 3 > warm.out
 callgrind_control -i on $SERVER > /dev/null
-"$PROBE" bench "${FLAGS[@]}" --seconds "$SECS" > run.out
+"$PROBE" bench --op "$OP" "${FLAGS[@]}" --seconds "$SECS" > run.out
 callgrind_control -i off $SERVER > /dev/null
 kill $SERVER; wait $SERVER 2>/dev/null || true
 trap - EXIT
@@ -90,18 +94,19 @@ import glob, json, re, subprocess, sys
 out = sys.argv[1]
 run = json.loads([l for l in open(f"{out}/run.out") if l.startswith("{")][-1])
 puts = run["ok"]
+op = run["op"]
 if run["failed"] or puts == 0:
-    sys.exit(f"put_profile: {run['failed']} puts failed: {run['first_error']}")
+    sys.exit(f"put_profile: {run['failed']} {op}s failed: {run['first_error']}")
 total = int(re.search(r"Collected : (\d+)", open(f"{out}/server.log").read()).group(1))
 files = sorted(glob.glob(f"{out}/callgrind.out*"), key=lambda p: -len(open(p, "rb").read()))
 text = subprocess.run(["callgrind_annotate", "--inclusive=yes", files[0]], capture_output=True, text=True).stdout
-print(f"{puts} puts of {run['size']} B (depth {run['depth']}, batch {run['batch']}), "
-      f"server Ir per put {total // puts}")
+print(f"{puts} {op}s of {run['size']} B (depth {run['depth']}, batch {run['batch']}), "
+      f"server Ir per {op} {total // puts}")
 stages = ["::OnMeta()", "FrameAuth::VerifyNext", "Session::Admit(", "DecodeRequest(", "MemoryStore::BeginPut(",
           "::HandleBatchPut(", "::ReceivePayload()", "::HashArrived(", "::CommitBatch(std", "TieredStore::WriteThrough",
           "MemoryStore::CommitPut(", "Impl::LinkLocked(std", "Impl::UnlinkLocked(std",
           "Impl::ReplaceLocked(", "Impl::AttachLocked(", "Impl::DetachLocked(", "EventScope::~EventScope() [",
-          "::RespondBatchPut(", "FrameAuth::SignNext"]
+          "::RespondBatchPut(", "::HandleBatchGet(", "::RespondBatchGet(", "FrameAuth::SignNext"]
 for stage in stages:
     m = re.search(r"^\s*([\d,]+) \([^)]*\)\s+\S*" + re.escape(stage), text, re.M)
     if m:
