@@ -319,6 +319,10 @@ class Session {
   void Await(tier::Completion completion);
   void FinishPayload();
   void SupersedeRepeats(std::vector<PayloadSink::Item>& items);
+  // An empty item list with the room of the last one kept, and keeping a
+  // finished one's (cleared) for the next put.
+  std::vector<PayloadSink::Item> TakeSpareItems();
+  void KeepSpareItems(std::vector<PayloadSink::Item>& items);
   // Per-namespace counts (NamespaceStats), when the server keeps them: a
   // lookup of `key` (found or not, `bytes` served), a value stored.
   // `fetch`: a get (the value's bytes are served), not an existence check.
@@ -404,7 +408,7 @@ class Session {
   // few KiB: allocating them anew per batch costs the allocator more than
   // small lists do): the items of the last batch answered, and the commits
   // CommitBatch hands the store (left empty and kept without drives).
-  std::vector<PayloadSink::Item> spare_items_;
+  std::vector<PayloadSink::Item> spare_items_;  // TakeSpareItems, KeepSpareItems
   std::vector<tier::PutCommit> commit_scratch_;
   size_t payload_first_ = 0;
   uint64_t payload_left_ = 0;

@@ -415,6 +415,7 @@ void Session::HandlePut(Request& request) {
     return;
   }
   PayloadSink sink;
+  sink.items = TakeSpareItems();
   SinkItem(put, &sink.items.emplace_back());
   StartPayload(std::move(sink));
 }
@@ -423,8 +424,7 @@ void Session::HandleBatchPut(Request& request) {
   PayloadSink sink;
   sink.batch = true;
   sink.with_messages = request.rule->shape == Shape::kPutItemsWith;
-  sink.items = std::move(spare_items_);
-  sink.items.clear();
+  sink.items = TakeSpareItems();
   sink.items.reserve(request.puts.size());
   for (PutItem& put : request.puts) SinkItem(put, &sink.items.emplace_back());
   StartPayload(std::move(sink));

@@ -38,10 +38,22 @@ void Session::FinishPayload() {
   }
   if (!sink.batch) {
     CommitPut(sink.items.front());
+    KeepSpareItems(sink.items);
     return;
   }
   SupersedeRepeats(sink.items);
   CommitBatch(std::move(sink.items), sink.with_messages);
+}
+
+std::vector<Session::PayloadSink::Item> Session::TakeSpareItems() {
+  std::vector<PayloadSink::Item> items = std::move(spare_items_);
+  items.clear();
+  return items;
+}
+
+void Session::KeepSpareItems(std::vector<PayloadSink::Item>& items) {
+  items.clear();
+  if (items.capacity() > spare_items_.capacity()) spare_items_ = std::move(items);
 }
 
 void Session::CountLookup(std::string_view key, bool hit, uint64_t bytes, bool fetch) {
@@ -124,8 +136,7 @@ void Session::CommitBatch(std::vector<PayloadSink::Item> items, bool with_messag
                                  queued.Release();
                                  for (size_t j = 0; j < where.size(); ++j) items[where[j]].status = std::move(statuses[j]);
                                  RespondBatchPut(items, with_messages);
-                                 items.clear();
-                                 if (items.capacity() > spare_items_.capacity()) spare_items_ = std::move(items);
+                                 KeepSpareItems(items);
                                }));
 }
 

@@ -12,15 +12,28 @@ PoolAllocator::PoolAllocator(uint64_t unit_count) : unit_count_(unit_count) {
 }
 
 void PoolAllocator::Insert(uint64_t offset, uint64_t length) {
-  by_offset_.emplace(offset, length);
-  by_size_.emplace(length, offset);
+  if (spare_offset_.empty()) {
+    by_offset_.emplace(offset, length);
+    by_size_.emplace(length, offset);
+  } else {
+    spare_offset_.key() = offset;
+    spare_offset_.mapped() = length;
+    spare_size_.value() = {length, offset};
+    by_offset_.insert(std::move(spare_offset_));
+    by_size_.insert(std::move(spare_size_));
+  }
   free_units_ += length;
 }
 
 void PoolAllocator::Erase(std::map<uint64_t, uint64_t>::iterator it) {
-  by_size_.erase({it->second, it->first});
   free_units_ -= it->second;
-  by_offset_.erase(it);
+  if (spare_offset_.empty()) {
+    spare_size_ = by_size_.extract({it->second, it->first});
+    spare_offset_ = by_offset_.extract(it);
+  } else {
+    by_size_.erase({it->second, it->first});
+    by_offset_.erase(it);
+  }
 }
 
 void PoolAllocator::Reshape(std::map<uint64_t, uint64_t>::iterator it, uint64_t offset, uint64_t length) {

@@ -72,6 +72,11 @@ class PoolAllocator {
   uint64_t free_units_ = 0;
   std::map<uint64_t, uint64_t> by_offset_;           // offset -> length
   std::set<std::pair<uint64_t, uint64_t>> by_size_;  // (length, offset)
+  // The two nodes of the run Erase took last, for the next Insert: a value
+  // that takes a whole free run and one freed apart from any free run (puts
+  // and frees interleaved) allocate no node.
+  std::map<uint64_t, uint64_t>::node_type spare_offset_;
+  std::set<std::pair<uint64_t, uint64_t>>::node_type spare_size_;
 };
 
 }  // namespace memkv::storage

@@ -113,6 +113,26 @@ TEST(PoolAllocator, CuttingARunAndFreeingBesideOneAllocateNothing) {
   EXPECT_EQ(a.free_units(), 100u);
 }
 
+// A value that takes a whole free run leaves the run's nodes for the next
+// run freed with no free neighbour (puts and frees interleaved).
+TEST(PoolAllocator, AWholeRunTakenLendsItsNodesToTheNextLoneRun) {
+  PoolAllocator a(30);
+  PoolRuns x, y, z, w;
+  ASSERT_TRUE(a.Allocate(10, 1, &x));
+  ASSERT_TRUE(a.Allocate(10, 1, &y));
+  EXPECT_EQ(AllocationsOf([&] { EXPECT_TRUE(a.Allocate(10, 1, &z)); }), 0u);  // the last run, whole
+  EXPECT_EQ(a.free_runs(), 0u);
+  EXPECT_EQ(AllocationsOf([&] { a.Free(x); }), 0u);  // alone, in the nodes z's run left
+  EXPECT_GT(AllocationsOf([&] { a.Free(z); }), 0u);  // alone, and nothing left to reuse
+  EXPECT_EQ(a.free_runs(), 2u);
+  ASSERT_TRUE(a.Allocate(10, 1, &w));
+  EXPECT_EQ(AllocationsOf([&] { a.Free(w); }), 0u);
+  a.Free(y);
+  EXPECT_EQ(a.free_runs(), 1u);
+  EXPECT_EQ(a.largest_free_run(), 30u);
+  EXPECT_EQ(a.free_units(), 30u);
+}
+
 // Random allocations and frees against a reference bitmap: no unit is ever
 // handed out twice, every free unit is found again, and once everything is
 // returned the pool is one run.
