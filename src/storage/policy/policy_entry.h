@@ -110,6 +110,12 @@ class EntryList {
     Remove(e);
     PushFront(e);
   }
+  // The entry pushed last; null when empty.
+  PolicyEntry* Front() const { return head_.next->owner; }
+  // For a walk coldest first: the coldest links, and the next warmer ones;
+  // links whose owner is null end the walk.
+  const ListLinks* Coldest() const { return head_.prev; }
+  static const ListLinks* Warmer(const ListLinks* l) { return l->prev; }
   // Calls f(entry) coldest first while it returns true; f may remove the
   // entry it is given (nothing else). False when f stopped it.
   template <class F>
@@ -129,42 +135,33 @@ class EntryList {
 
 // Entries by last use, oldest first, for the prefix-aware evict queues.
 // Almost every entry joins with the newest use (a put, a hit), so it goes
-// to the end of an intrusive list that stays in use order and never
-// allocates. An entry that joins with an older use (a parent whose last
-// child went, placed by its own last use) waits in a small ordered set
-// beside the list; the oldest entry is the older of the two fronts.
+// to the front of an intrusive list (EntryList) that stays in use order and
+// never allocates. An entry that joins with an older use (a parent whose
+// last child went, placed by its own last use) waits in a small ordered set
+// beside the list; the oldest entry is the older of the list's coldest and
+// the set's first.
 class UseQueue {
  public:
   UseQueue() = default;
   UseQueue(const UseQueue&) = delete;
   UseQueue& operator=(const UseQueue&) = delete;
 
-  bool empty() const { return head_.next == &head_ && late_.empty(); }
   void Push(PolicyEntry& e) {
-    if (head_.prev == &head_ || head_.prev->owner->last_use < e.last_use) {
-      ListLinks& l = e.queue_links;
-      l.owner = &e;
-      l.next = &head_;
-      l.prev = head_.prev;
-      head_.prev->next = &l;
-      head_.prev = &l;
-      e.queued_late = false;
-    } else {
+    const PolicyEntry* newest = list_.Front();
+    e.queued_late = newest != nullptr && e.last_use < newest->last_use;
+    if (e.queued_late) {
       e.late_pos = late_.emplace(e.last_use, &e).first;
-      e.queued_late = true;
+    } else {
+      list_.PushFront(e);
     }
   }
   void Remove(PolicyEntry& e) {
     if (e.queued_late) {
       late_.erase(e.late_pos);
       e.queued_late = false;
-      return;
+    } else {
+      list_.Remove(e);
     }
-    ListLinks& l = e.queue_links;
-    l.prev->next = l.next;
-    l.next->prev = l.prev;
-    l.prev = &l;
-    l.next = &l;
   }
 
   // A position in use order: the next entry of the list and of the set.
@@ -172,26 +169,25 @@ class UseQueue {
     const ListLinks* in_list;
     LateQueue::const_iterator in_late;
   };
-  Cursor Begin() const { return Cursor{head_.next, late_.begin()}; }
+  Cursor Begin() const { return Cursor{list_.Coldest(), late_.begin()}; }
   // The entry at `c`, the older of the two; null past the end.
   PolicyEntry* At(const Cursor& c) const {
-    const bool list_ends = c.in_list == &head_;
-    const bool late_ends = c.in_late == late_.end();
-    if (list_ends) return late_ends ? nullptr : c.in_late->second;
-    if (late_ends || c.in_list->owner->last_use < c.in_late->first) return c.in_list->owner;
-    return c.in_late->second;
+    PolicyEntry* listed = c.in_list->owner;
+    PolicyEntry* late = c.in_late != late_.end() ? c.in_late->second : nullptr;
+    if (listed == nullptr || late == nullptr) return listed != nullptr ? listed : late;
+    return listed->last_use < late->last_use ? listed : late;
   }
   // Past At(c), which must not be null.
   void Advance(Cursor& c) const {
     if (At(c)->queued_late) {
       ++c.in_late;
     } else {
-      c.in_list = c.in_list->next;
+      c.in_list = EntryList::Warmer(c.in_list);
     }
   }
 
  private:
-  ListLinks head_;
+  EntryList list_{&PolicyEntry::queue_links};  // front: the newest use
   LateQueue late_;
 };
 
