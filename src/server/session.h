@@ -407,7 +407,11 @@ class Session {
   // A batch's lists, kept with their room for the next batch (each holds a
   // few KiB: allocating them anew per batch costs the allocator more than
   // small lists do): the items of the last batch answered, and the commits
-  // CommitBatch hands the store (left empty and kept without drives).
+  // CommitBatch hands the store (left empty and kept without drives). A
+  // list with room for more than kSpareItemsKept items is let go, so an
+  // idle connection holds the room of at most that many items, not of the
+  // largest batch it ever sent.
+  static constexpr size_t kSpareItemsKept = 64;
   std::vector<PayloadSink::Item> spare_items_;  // TakeSpareItems, KeepSpareItems
   std::vector<tier::PutCommit> commit_scratch_;
   size_t payload_first_ = 0;

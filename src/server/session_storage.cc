@@ -53,7 +53,9 @@ std::vector<Session::PayloadSink::Item> Session::TakeSpareItems() {
 
 void Session::KeepSpareItems(std::vector<PayloadSink::Item>& items) {
   items.clear();
-  if (items.capacity() > spare_items_.capacity()) spare_items_ = std::move(items);
+  if (items.capacity() <= kSpareItemsKept && items.capacity() > spare_items_.capacity()) {
+    spare_items_ = std::move(items);
+  }
 }
 
 void Session::CountLookup(std::string_view key, bool hit, uint64_t bytes, bool fetch) {
@@ -138,6 +140,7 @@ void Session::CommitBatch(std::vector<PayloadSink::Item> items, bool with_messag
                                  RespondBatchPut(items, with_messages);
                                  KeepSpareItems(items);
                                }));
+  if (commit_scratch_.capacity() > kSpareItemsKept) commit_scratch_ = std::vector<tier::PutCommit>();
 }
 
 void Session::RespondBatchPut(std::vector<PayloadSink::Item>& items, bool with_messages) {
