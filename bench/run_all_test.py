@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True
@@ -413,6 +414,28 @@ class Runs(unittest.TestCase):
                 old = f.read()
             t3 = ("TCP", "tail at queue depth 1: p99.99 / p50")
             self.assertEqual(row_cells(new, *t3), row_cells(old, *t3))
+
+    def test_edits_made_to_the_page_while_the_runs_go_stay(self):
+        with tempfile.TemporaryDirectory() as out:
+            with open(os.path.join(DATA, "t2.json")) as f, open(os.path.join(out, "t2.json"), "w") as g:
+                g.write(f.read())
+            write_record(out, "T2", "abc1234", "Machine of the run.", {})
+            docs = os.path.join(out, "benchmarks.md")
+            edit = "\nA paragraph written while the benchmarks ran.\n"
+
+            def load_and_edit(*load_args):
+                with open(docs, "a") as f:
+                    f.write(edit)
+                return load_data(*load_args)
+
+            with mock.patch("run_all.main.load_data", load_and_edit):
+                rc, docs = run_main(out, ["--reuse", "--only", "T2"])
+            self.assertEqual(rc, 0)
+            with open(docs) as f:
+                new = f.read()
+            self.assertTrue(new.endswith(edit))
+            cells = row_cells(new, "TCP", "batches of 16, 4 KiB put, 16 connections")
+            self.assertEqual((cells[2], cells[7]), ("1120.0 MiB/s", "abc1234"))
 
     def test_the_baseline_is_named_by_its_checkouts_commit_and_reuse_keeps_the_name(self):
         with tempfile.TemporaryDirectory() as out:
