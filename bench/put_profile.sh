@@ -75,7 +75,7 @@ valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/callgrin
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT
 deadline=$((SECONDS + 300))
-until grep -q '^ready' server.log; do
+until grep -qs '^ready' server.log; do
   kill -0 $SERVER 2>/dev/null || { echo "put_profile: the server exited:" >&2; tail -5 server.log >&2; exit 1; }
   [ $SECONDS -lt $deadline ] || { echo "put_profile: the server was not ready in 300 s" >&2; exit 1; }
   sleep 0.5
