@@ -12,11 +12,10 @@
 
 namespace memkv {
 
-// One unaligned load or store each (a byte swap on a big-endian host).
+// One unaligned load or store each. LittleEndian swaps the bytes on a
+// big-endian host (its own inverse: it converts both ways).
 template <class T>
-inline T LoadLe(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
+inline T LittleEndian(T v) {
   if constexpr (std::endian::native == std::endian::big) {
     if constexpr (sizeof v == 2) v = __builtin_bswap16(v);
     if constexpr (sizeof v == 4) v = __builtin_bswap32(v);
@@ -25,12 +24,14 @@ inline T LoadLe(const uint8_t* p) {
   return v;
 }
 template <class T>
+inline T LoadLe(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return LittleEndian(v);
+}
+template <class T>
 inline void StoreLe(uint8_t* p, T v) {
-  if constexpr (std::endian::native == std::endian::big) {
-    if constexpr (sizeof v == 2) v = __builtin_bswap16(v);
-    if constexpr (sizeof v == 4) v = __builtin_bswap32(v);
-    if constexpr (sizeof v == 8) v = __builtin_bswap64(v);
-  }
+  v = LittleEndian(v);
   std::memcpy(p, &v, sizeof v);
 }
 inline void StoreLe16(uint8_t* p, uint16_t v) { StoreLe(p, v); }

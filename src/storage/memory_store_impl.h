@@ -117,8 +117,7 @@ struct MemoryStore::Impl {
 
   // --- memory_store_index.cc
   // Into the index and the policies; queues the stored event.
-  void LinkLocked(const std::shared_ptr<StoreEntry>& e) MEMKV_REQUIRES(mu);
-  // The same for `e`'s key hashed as `key` (KeyOf(e->key)).
+  // `key`: e's key and its hash, KeyOf(e->key).
   void LinkLocked(const IndexKey& key, const std::shared_ptr<StoreEntry>& e) MEMKV_REQUIRES(mu);
   // Publishes a put's entry (MemoryStore::EntryOf) in place of the key's
   // value: CommitPut's checks (the pin cap, the tenant's quota; on a

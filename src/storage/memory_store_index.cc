@@ -34,8 +34,6 @@ void MemoryStore::Impl::QueueEventLocked(const StoreEntry& e, StoreEventKind kin
                               .seq = ++event_seq});
 }
 
-void MemoryStore::Impl::LinkLocked(const std::shared_ptr<StoreEntry>& e) { LinkLocked(KeyOf(e->key), e); }
-
 void MemoryStore::Impl::LinkLocked(const IndexKey& key, const std::shared_ptr<StoreEntry>& e) {
   index.emplace(key, e);
   AttachLocked(*e);

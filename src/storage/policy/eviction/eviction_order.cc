@@ -38,7 +38,7 @@ void EvictionOrder::OnTouch(PolicyEntry& e, int64_t) {
   lru_.MoveToFront(e);
   e.last_use = ++use_seq_;
   if (e.queue != EvictQueue::kNone) {
-    // To the end: the newest use.
+    // Queued again with the newest use: behind every other entry.
     UseQueue& queue = e.queue == EvictQueue::kFirst ? evict_first_ : leaves_;
     queue.Remove(e);
     queue.Push(e);
