@@ -6,10 +6,14 @@
 //
 // It spawns a memkv server on loopback (or uses --servers), and for each of
 // --repeat rounds saves and restores a fresh set of chunks, timing:
-//   open             of save_cold, the open alone (the handle connects)
-//   save_cold        fresh handle (connects), chunks new to the server
+//   open             of save_cold, the open alone
+//   save_cold        fresh handle, chunks new to the server; the handle
+//                    takes the client the process kept from the handle
+//                    before it (the first round's makes it and connects)
 //     _chunks, _manifest  its put_chunk calls, its put_manifest
 //   save_warm        the same save again on that handle: every chunk stored
+//   save_own_client  a fresh handle with a client of its own
+//                    (MEMKV_KV_STORE_SHARED_CLIENTS=0: it connects), new chunks
 //   restore_cold     fresh handle, get_manifest, one get_chunk per chunk
 //   restore_prefetch fresh handle, get_manifest, prefetch_chunks, get_chunk
 //   restore_warm     of restore_prefetch, the get_chunk calls after the prefetch
@@ -371,17 +375,43 @@ int main(int argc, char** argv) {
     const std::string ns = "bench/r" + std::to_string(round);
     const std::string uri = "memkv://" + servers + "/" + ns;
 
-    const auto open_start = Clock::now();
-    void* h = vt->open(uri.c_str());
-    if (h == nullptr) Die("open " + uri + " failed");
-    const double save_open_ms = MsSince(open_start);
-    ms["open"].push_back(save_open_ms);
-    const SaveTimes cold = Save(vt, h, c);
-    ms["save_cold"].push_back(save_open_ms + cold.total_ms);
-    ms["save_cold_chunks"].push_back(cold.chunks_ms);
-    ms["save_cold_manifest"].push_back(cold.manifest_ms);
-    ms["save_warm"].push_back(Save(vt, h, c).total_ms);
-    vt->close(h);
+    // A fresh handle on the client the process kept, then the same save
+    // again on it.
+    auto save_shared = [&] {
+      const auto open_start = Clock::now();
+      void* h = vt->open(uri.c_str());
+      if (h == nullptr) Die("open " + uri + " failed");
+      const double save_open_ms = MsSince(open_start);
+      ms["open"].push_back(save_open_ms);
+      const SaveTimes cold = Save(vt, h, c);
+      ms["save_cold"].push_back(save_open_ms + cold.total_ms);
+      ms["save_cold_chunks"].push_back(cold.chunks_ms);
+      ms["save_cold_manifest"].push_back(cold.manifest_ms);
+      ms["save_warm"].push_back(Save(vt, h, c).total_ms);
+      vt->close(h);
+    };
+    // The same bytes under another namespace (so new to the server) through
+    // a handle that makes its own client, as every handle did before clients
+    // were shared.
+    const std::string own_ns = ns + "/own";
+    auto save_own = [&] {
+      ::setenv("MEMKV_KV_STORE_SHARED_CLIENTS", "0", 1);
+      const auto start = Clock::now();
+      void* own = vt->open(("memkv://" + servers + "/" + own_ns).c_str());
+      ::unsetenv("MEMKV_KV_STORE_SHARED_CLIENTS");
+      if (own == nullptr) Die("open with a client of its own failed");
+      const double own_open_ms = MsSince(start);
+      ms["save_own_client"].push_back(own_open_ms + Save(vt, own, c).total_ms);
+      vt->close(own);
+    };
+    // Taking turns at going first.
+    if (round % 2 == 0) {
+      save_shared();
+      save_own();
+    } else {
+      save_own();
+      save_shared();
+    }
 
     for (bool prefetch : {false, true}) {
       const auto start = Clock::now();
@@ -440,19 +470,22 @@ int main(int argc, char** argv) {
     if (put.present_prefix != keys.size() || get.present_prefix != keys.size()) Die("reference batch failed");
 
     // Leave the pool as it was: this round's chunks, manifest and keys go.
-    for (const auto& hash : c.hashes) (void)client->Delete(memkv::kvstore::ChunkKey(ns, hash));
-    (void)client->Delete(memkv::kvstore::ManifestKey(ns, "slot"));
+    for (const std::string& name_space : {ns, own_ns}) {
+      for (const auto& hash : c.hashes) (void)client->Delete(memkv::kvstore::ChunkKey(name_space, hash));
+      (void)client->Delete(memkv::kvstore::ManifestKey(name_space, "slot"));
+    }
     for (std::string_view k : keys) (void)client->Delete(k);
     for (std::string_view k : cold_keys) (void)client->Delete(k);
     std::fprintf(stderr, "round %u/%u done\n", round + 1, o.repeat);
   }
 
   const std::vector<std::pair<std::string, std::string>> rows = {
-      {"open", "of save_cold, the open: the handle's client and its connections"},
+      {"open", "of save_cold, the open (the client kept from the handle before)"},
       {"save_cold", "fresh handle, chunks new: open, put_chunk x N, put_manifest"},
       {"save_cold_chunks", "of save_cold, the put_chunk x N (copies into the handle's buffer)"},
-      {"save_cold_manifest", "of save_cold, the put_manifest: exists batch, put batch (new connections), manifest"},
+      {"save_cold_manifest", "of save_cold, the put_manifest: exists batch, put batch, manifest"},
       {"save_warm", "same save again on that handle: one exists batch, manifest"},
+      {"save_own_client", "as save_cold, the handle with a client of its own (it connects)"},
       {"restore_cold", "fresh handle: open, get_manifest, get_chunk x N"},
       {"restore_prefetch", "fresh handle: open, get_manifest, prefetch_chunks, get_chunk x N"},
       {"restore_warm", "of restore_prefetch, the get_chunk x N after the prefetch (served locally)"},
@@ -484,9 +517,10 @@ int main(int argc, char** argv) {
   const Stat save = Summarize(ms["save_cold"]), put = Summarize(ms["raw_batch_put"]);
   const Stat cold_put = Summarize(ms["raw_cold_put"]);
   const Stat again = Summarize(ms["restore_again"]), get = Summarize(ms["raw_batch_get"]);
-  std::printf("\nsave_cold / raw_batch_put = %.2fx   save_cold / raw_cold_put = %.2fx   "
+  const Stat own = Summarize(ms["save_own_client"]);
+  std::printf("\nsave_cold / raw_batch_put = %.2fx   save_own_client / raw_cold_put = %.2fx   "
               "restore_again / raw_batch_get = %.2fx\n",
-              save.median / put.median, save.median / cold_put.median, again.median / get.median);
+              save.median / put.median, own.median / cold_put.median, again.median / get.median);
   std::string facts_json = json.str();
   for (size_t p = 0; (p = facts_json.find('\n', p)) != std::string::npos && p + 1 < facts_json.size();) {
     facts_json.replace(p, 1, "\\n");

@@ -315,25 +315,31 @@ def drive_row(run, op, key, reference, judge, count_at=None):
 def kv_store_row(run):
     """A memkv-kv-store-bench row: save_cold and restore_again against the
     C++ client's batch put and get of the same bytes on warm connections
-    (times: lower is better), and save_cold against a fresh client's put."""
+    (times: lower is better), and a handle with a client of its own
+    (save_own_client; save_cold in runs from before handles shared their
+    client) against a fresh client's put."""
     def row(data, target):
         ops = (data.get(run) or {}).get("ops", {})
 
         def ms(name):
             return (ops.get(name) or {}).get("median_ms")
 
-        save, again, put, get, cold = (ms(n) for n in ("save_cold", "restore_again", "raw_batch_put",
-                                                       "raw_batch_get", "raw_cold_put"))
+        save, again, put, get, cold, own = (ms(n) for n in ("save_cold", "restore_again", "raw_batch_put",
+                                                            "raw_batch_get", "raw_cold_put", "save_own_client"))
         if not needed(save, again, put, get):
             return None
         r_save, r_again = round(save / put, 2), round(again / get, 2)
+        memkv = "%s ms, %s ms" % (f2(save), f2(again))
         reference = "%s ms, %s ms (`raw_batch_put`, `raw_batch_get`: the C++ client, warm connections)" % (
             f2(put), f2(get))
         ratio = "%sx, %sx (time)" % (f2(r_save), f2(r_again))
+        if own is not None:
+            memkv += "; `save_own_client` %s ms (a handle with a client of its own)" % f2(own)
         if cold is not None:
             reference += "; `raw_cold_put` %s ms (a fresh client: create, first batch)" % f2(cold)
-            ratio += "; `save_cold` / `raw_cold_put` %sx" % f2(save / cold)
-        return Fresh("%s ms, %s ms" % (f2(save), f2(again)), reference, ratio, [r_save, r_again],
+            fresh_name, fresh = ("save_own_client", own) if own is not None else ("save_cold", save)
+            ratio += "; `%s` / `raw_cold_put` %sx" % (fresh_name, f2(fresh / cold))
+        return Fresh(memkv, reference, ratio, [r_save, r_again],
                      misses_of([("save_cold", r_save), ("restore_again", r_again)]))
     return row
 

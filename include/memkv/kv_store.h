@@ -85,10 +85,17 @@
  *   MEMKV_NUM_CONNECTIONS, MEMKV_RDMA_*, MEMKV_PROMETHEUS_BIND,
  *   MEMKV_IDENTITY_* and MEMKV_LOG_LEVEL (every client option's variable,
  *   as for the client library, docs/configuration.md;
- *   MEMKV_CONFIG and MEMKV_SERVERS are not read), and the handle's bounds
- *   MEMKV_KV_STORE_BUFFER_BYTES and MEMKV_KV_STORE_PREFETCH_BYTES.
- * - open contacts no server; it returns NULL, and writes why to stderr, when
- *   the URI or a variable is wrong.
+ *   MEMKV_CONFIG and MEMKV_SERVERS are not read), the handle's bounds
+ *   MEMKV_KV_STORE_BUFFER_BYTES and MEMKV_KV_STORE_PREFETCH_BYTES, and
+ *   MEMKV_KV_STORE_SHARED_CLIENTS.
+ * - Handles opened with the same servers and settings share one client and
+ *   its connections, kept after the last of them closes for the next open
+ *   (MEMKV_KV_STORE_SHARED_CLIENTS, default 8 kept; 0: every handle its own
+ *   client). A kept client that lost a server, and one inherited across
+ *   fork, is not shared: open makes a new one.
+ * - open fails on no server: a new client asks the servers their identity,
+ *   and one it cannot reach is asked again later. It returns NULL, and
+ *   writes why to stderr, when the URI or a variable is wrong.
  */
 #ifndef MEMKV_KV_STORE_H_
 #define MEMKV_KV_STORE_H_

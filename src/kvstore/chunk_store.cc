@@ -31,10 +31,13 @@ Status CheckName(std::string_view name) {
 
 }  // namespace
 
-Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(std::string_view uri, const EnvLookup& env) {
+Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(std::string_view uri, const EnvLookup& env,
+                                                     SharedClients& clients) {
   MEMKV_ASSIGN_OR_RETURN(StoreUri parsed, ParseStoreUri(uri));
   MEMKV_ASSIGN_OR_RETURN(StoreSettings settings, SettingsFromEnvironment(env, parsed.servers, parsed.identity));
-  MEMKV_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(settings.client));
+  MEMKV_ASSIGN_OR_RETURN(std::shared_ptr<Client> client,
+                         clients.Get(settings.client_key, settings.shared_clients,
+                                     [&] { return Client::Create(settings.client); }));
   return std::unique_ptr<ChunkStore>(new ChunkStore(std::move(client), std::move(parsed.name_space), settings));
 }
 

@@ -13,6 +13,10 @@
 // PrefetchChunks fills a bounded cache (PrefetchCache) that GetChunk takes
 // from.
 //
+// Handles opened with the same servers and settings share one client
+// (SharedClients), so a handle opened after another finds its connections
+// open.
+//
 // Thread-safety: every method may be called from many threads at once; the
 // destructor must not race with them. mu_ guards the buffer and the flush
 // bookkeeping only: copies of chunk bytes and all network I/O run outside
@@ -38,6 +42,7 @@
 #include "kvstore/malloc_buffer.h"
 #include "kvstore/prefetch_cache.h"
 #include "kvstore/settings.h"
+#include "kvstore/shared_clients.h"
 #include "memkv/client.h"
 #include "memkv/status.h"
 
@@ -51,12 +56,13 @@ inline constexpr size_t kDirectChunkBytes = size_t{1} << 20;
 
 class ChunkStore {
  public:
-  // Parses `uri`, reads the environment, creates the client (which connects
-  // lazily: no server is contacted here).
-  static Result<std::unique_ptr<ChunkStore>> Open(std::string_view uri, const EnvLookup& env);
+  // Parses `uri`, reads the environment, and takes the client of `clients`
+  // kept for these servers and settings, or creates one (SharedClients).
+  static Result<std::unique_ptr<ChunkStore>> Open(std::string_view uri, const EnvLookup& env,
+                                                  SharedClients& clients = SharedClients::OfProcess());
   // A store over a client the caller made (tests: a real client wrapped to
   // inject a fault hard to provoke, such as a server shedding puts).
-  static std::unique_ptr<ChunkStore> WithClient(std::unique_ptr<Client> client, std::string name_space,
+  static std::unique_ptr<ChunkStore> WithClient(std::shared_ptr<Client> client, std::string name_space,
                                                 const StoreSettings& settings) {
     return std::unique_ptr<ChunkStore>(new ChunkStore(std::move(client), std::move(name_space), settings));
   }
@@ -87,7 +93,7 @@ class ChunkStore {
     uint64_t bytes = 0;
   };
 
-  ChunkStore(std::unique_ptr<Client> client, std::string name_space, const StoreSettings& settings)
+  ChunkStore(std::shared_ptr<Client> client, std::string name_space, const StoreSettings& settings)
       : client_(std::move(client)),
         name_space_(std::move(name_space)),
         buffer_bytes_(settings.buffer_bytes),
@@ -122,7 +128,7 @@ class ChunkStore {
   // Reports (and forgets) a refusal since the last PutManifest.
   Status TakeRefusal();
 
-  const std::unique_ptr<Client> client_;
+  const std::shared_ptr<Client> client_;  // shared with other handles opened alike
   const std::string name_space_;
   const uint64_t buffer_bytes_;
   PrefetchCache cache_;

@@ -95,6 +95,17 @@ class EnvReader {
     *out = *n;
   }
 
+  void Count(std::string_view name, uint64_t* out, uint64_t max) {
+    std::optional<std::string> v = env_(name);
+    if (!v.has_value() || v->empty()) return;
+    std::optional<uint64_t> n = ParseDecimal(Trim(*v));
+    if (!n.has_value() || *n > max) {
+      problems_.push_back(std::string(name) + " '" + *v + "' is not a whole number in 0.." + std::to_string(max));
+      return;
+    }
+    *out = *n;
+  }
+
   Status Done() const {
     if (problems_.empty()) return Status::Ok();
     std::string text;
@@ -106,6 +117,13 @@ class EnvReader {
   const EnvLookup& env_;
   std::vector<std::string> problems_;
 };
+
+// Appends `text` to a key so that no two lists of pieces give the same key.
+void AppendPiece(std::string* key, std::string_view text) {
+  *key += std::to_string(text.size());
+  *key += ':';
+  *key += text;
+}
 
 }  // namespace
 
@@ -143,7 +161,27 @@ Result<StoreSettings> SettingsFromEnvironment(const EnvLookup& env, std::vector<
                                               std::span<const std::pair<std::string, std::string>> identity) {
   StoreSettings settings;
   ClientOptions& c = settings.client;
-  EnvReader read(env);
+  // The client key: the servers, the URI's identity fields, then each
+  // variable as it is read (unset apart from empty).
+  std::string& key_text = settings.client_key;
+  for (const std::string& server : servers) AppendPiece(&key_text, server);
+  key_text += '|';
+  for (const auto& [name, value] : identity) {
+    AppendPiece(&key_text, name);
+    AppendPiece(&key_text, value);
+  }
+  key_text += '|';
+  const EnvLookup recorded = [&](std::string_view name) {
+    std::optional<std::string> value = env(name);
+    AppendPiece(&key_text, name);
+    if (value.has_value()) {
+      AppendPiece(&key_text, *value);
+    } else {
+      key_text += '-';
+    }
+    return value;
+  };
+  EnvReader read(recorded);
   std::string key;
   read.Required("MEMKV_AUTH_KEY", &key,
                 "the servers' 64-hex-character key (a kv_store backend reads the MEMKV_* variables, "
@@ -155,6 +193,7 @@ Result<StoreSettings> SettingsFromEnvironment(const EnvLookup& env, std::vector<
   read.UriIdentity(identity, &c);
   read.Bytes("MEMKV_KV_STORE_BUFFER_BYTES", &settings.buffer_bytes, kMinBufferBytes, kMaxBoundBytes);
   read.Bytes("MEMKV_KV_STORE_PREFETCH_BYTES", &settings.prefetch_bytes, 0, kMaxBoundBytes);
+  read.Count("MEMKV_KV_STORE_SHARED_CLIENTS", &settings.shared_clients, kMaxSharedClients);
   MEMKV_RETURN_IF_ERROR(read.Done());
   return settings;
 }

@@ -26,6 +26,8 @@ using EnvLookup = std::function<std::optional<std::string>(std::string_view name
 
 inline constexpr uint64_t kDefaultBufferBytes = 1ULL << 30;    // MEMKV_KV_STORE_BUFFER_BYTES
 inline constexpr uint64_t kDefaultPrefetchBytes = 1ULL << 30;  // MEMKV_KV_STORE_PREFETCH_BYTES
+inline constexpr uint64_t kDefaultSharedClients = 8;  // MEMKV_KV_STORE_SHARED_CLIENTS
+inline constexpr uint64_t kMaxSharedClients = 64;
 inline constexpr uint64_t kMinBufferBytes = 1ULL << 20;
 inline constexpr uint64_t kMaxBoundBytes = 64ULL << 30;
 // The identity's engine when a model is given and no engine is.
@@ -37,13 +39,21 @@ struct StoreSettings {
   uint64_t buffer_bytes = kDefaultBufferBytes;
   // The prefetch cache holds at most this many bytes; 0: prefetch is off.
   uint64_t prefetch_bytes = kDefaultPrefetchBytes;
+  // MEMKV_KV_STORE_SHARED_CLIENTS: how many clients the process keeps for
+  // handles opened alike (SharedClients); 0: every handle its own client.
+  uint64_t shared_clients = kDefaultSharedClients;
+  // Everything `client` was made from (the servers, the URI's identity
+  // fields, each MEMKV_* variable read and its value): handles whose keys
+  // are equal may share a client.
+  std::string client_key;
 };
 
 // The client options for `servers`: every option of the client option table
 // (memkv/client.h) from its MEMKV_* variable (unset: the client's default),
 // MEMKV_AUTH_KEY required; and the bounds from MEMKV_KV_STORE_BUFFER_BYTES
 // (1 MiB..64 GiB) and MEMKV_KV_STORE_PREFETCH_BYTES (0..64 GiB), each a byte
-// count with an optional KiB, MiB or GiB suffix. Then the cache identity:
+// count with an optional KiB, MiB or GiB suffix, and
+// MEMKV_KV_STORE_SHARED_CLIENTS (0..64). Then the cache identity:
 // each of `identity` (the URI's query, StoreUri::identity) replaces its
 // MEMKV_IDENTITY_* field, an extra.NAME the environment's extra of that
 // name; with a model and no engine the engine is kDefaultIdentityEngine; a

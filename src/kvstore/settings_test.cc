@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "config/client_option_samples.h"
 
@@ -28,6 +31,7 @@ TEST(StoreSettingsTest, DefaultsWithOnlyTheKey) {
   EXPECT_EQ(s->client.timeout_ms, 5000u);
   EXPECT_EQ(s->buffer_bytes, kDefaultBufferBytes);
   EXPECT_EQ(s->prefetch_bytes, kDefaultPrefetchBytes);
+  EXPECT_EQ(s->shared_clients, kDefaultSharedClients);
 }
 
 TEST(StoreSettingsTest, EveryVariableIsRead) {
@@ -44,7 +48,8 @@ TEST(StoreSettingsTest, EveryVariableIsRead) {
                                                            {"MEMKV_PROMETHEUS_BIND", "127.0.0.1:9100"},
                                                            {"MEMKV_LOG_LEVEL", "error"},
                                                            {"MEMKV_KV_STORE_BUFFER_BYTES", "64 MiB"},
-                                                           {"MEMKV_KV_STORE_PREFETCH_BYTES", "0"}}),
+                                                           {"MEMKV_KV_STORE_PREFETCH_BYTES", "0"},
+                                                           {"MEMKV_KV_STORE_SHARED_CLIENTS", "0"}}),
                                                     {"h:1"});
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->client.transport, "tcp");
@@ -60,6 +65,7 @@ TEST(StoreSettingsTest, EveryVariableIsRead) {
   EXPECT_EQ(s->client.log_level, ClientLogLevel::kError);
   EXPECT_EQ(s->buffer_bytes, 64u << 20);
   EXPECT_EQ(s->prefetch_bytes, 0u);
+  EXPECT_EQ(s->shared_clients, 0u);
 }
 
 // Every wrong variable is named in one message, with what it allows.
@@ -67,7 +73,8 @@ TEST(StoreSettingsTest, EveryProblemIsNamedAtOnce) {
   Result<StoreSettings> s = SettingsFromEnvironment(EnvOf({{"MEMKV_TIMEOUT_MS", "soon"},
                                                            {"MEMKV_LOG_LEVEL", "loud"},
                                                            {"MEMKV_KV_STORE_BUFFER_BYTES", "1 KiB"},
-                                                           {"MEMKV_KV_STORE_PREFETCH_BYTES", "1 TiB"}}),
+                                                           {"MEMKV_KV_STORE_PREFETCH_BYTES", "1 TiB"},
+                                                           {"MEMKV_KV_STORE_SHARED_CLIENTS", "65"}}),
                                                     {"h:1"});
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
@@ -75,7 +82,8 @@ TEST(StoreSettingsTest, EveryProblemIsNamedAtOnce) {
   for (const char* want : {"MEMKV_AUTH_KEY is not set", "not MEMKV_CONFIG", "MEMKV_TIMEOUT_MS: 'soon'",
                            "MEMKV_LOG_LEVEL: 'loud' is not a log level; allowed: debug, info, warn, error, off",
                            "MEMKV_KV_STORE_BUFFER_BYTES '1 KiB' is not a byte count in 1048576..64 GiB",
-                           "MEMKV_KV_STORE_PREFETCH_BYTES '1 TiB'"}) {
+                           "MEMKV_KV_STORE_PREFETCH_BYTES '1 TiB'",
+                           "MEMKV_KV_STORE_SHARED_CLIENTS '65' is not a whole number in 0..64"}) {
     EXPECT_NE(m.find(want), std::string::npos) << want << " not in: " << m;
   }
 }
@@ -195,6 +203,34 @@ TEST(StoreSettingsTest, BadIdentityFieldsAreNamed) {
     EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(s.status().message().find(why), std::string::npos) << why << " not in: " << s.status().message();
   }
+}
+
+// The client key is equal for equal inputs and differs when the servers,
+// the URI's identity fields or any variable read differ, set or unset.
+TEST(StoreSettingsTest, TheClientKeyNamesEverythingTheClientIsMadeFrom) {
+  const std::map<std::string, std::string> base = {{"MEMKV_AUTH_KEY", kKey}, {"MEMKV_TIMEOUT_MS", "250"}};
+  auto key = [&](std::map<std::string, std::string> vars, std::vector<std::string> servers, Fields identity) {
+    Result<StoreSettings> s = SettingsFromEnvironment(EnvOf(std::move(vars)), std::move(servers), identity);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? s->client_key : std::string();
+  };
+  const std::string first = key(base, {"h:1", "h:2"}, {{"model", "m"}});
+  EXPECT_EQ(key(base, {"h:1", "h:2"}, {{"model", "m"}}), first);
+  EXPECT_NE(key(base, {"h:1"}, {{"model", "m"}}), first);
+  EXPECT_NE(key(base, {"h:2", "h:1"}, {{"model", "m"}}), first);
+  EXPECT_NE(key(base, {"h:1", "h:2"}, {{"model", "n"}}), first);
+  EXPECT_NE(key(base, {"h:1", "h:2"}, {}), first);
+  auto with = [&](const std::string& name, const std::string& value) {
+    std::map<std::string, std::string> vars = base;
+    vars[name] = value;
+    return vars;
+  };
+  EXPECT_NE(key(with("MEMKV_TIMEOUT_MS", "251"), {"h:1", "h:2"}, {{"model", "m"}}), first);
+  EXPECT_NE(key(with("MEMKV_TRANSPORT", "tcp"), {"h:1", "h:2"}, {{"model", "m"}}), first);
+  EXPECT_NE(key(with("MEMKV_TRANSPORT", ""), {"h:1", "h:2"}, {{"model", "m"}}), first);  // set, empty
+  EXPECT_NE(key(with("MEMKV_AUTH_KEY", std::string(64, 'a')), {"h:1", "h:2"}, {{"model", "m"}}), first);
+  // A variable nothing reads does not part handles.
+  EXPECT_EQ(key(with("HOME", "/root"), {"h:1", "h:2"}, {{"model", "m"}}), first);
 }
 
 TEST(StoreSettingsTest, ByteCounts) {
