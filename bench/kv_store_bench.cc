@@ -30,18 +30,21 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <memory>
 #include <span>
 #include <sstream>
@@ -72,6 +75,12 @@ constexpr char kUsage[] =
 constexpr char kBenchKey[] = "6b762d73746f72652d62656e63682d6b65792d30313233343536373839616263";
 
 using Clock = std::chrono::steady_clock;
+
+long MinorFaults() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
 
 double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -370,6 +379,11 @@ int main(int argc, char** argv) {
   std::unique_ptr<memkv::Client> client = std::move(made).value();
 
   std::map<std::string, std::vector<double>> ms;
+  // The process's minor page faults during a restore: the outputs are
+  // malloc blocks the caller frees, and whether malloc hands the next
+  // restore pages it kept or pages it must fault in again sets much of a
+  // restore's time for large chunks.
+  std::map<std::string, std::vector<double>> faults;
   for (uint32_t round = 0; round < o.repeat; ++round) {
     const Chunks c = MakeChunks(o, round);
     const std::string ns = "bench/r" + std::to_string(round);
@@ -395,10 +409,16 @@ int main(int argc, char** argv) {
     // were shared.
     const std::string own_ns = ns + "/own";
     auto save_own = [&] {
+      const char* was = std::getenv("MEMKV_KV_STORE_SHARED_CLIENTS");
+      const std::optional<std::string> saved = was ? std::optional<std::string>(was) : std::nullopt;
       ::setenv("MEMKV_KV_STORE_SHARED_CLIENTS", "0", 1);
       const auto start = Clock::now();
       void* own = vt->open(("memkv://" + servers + "/" + own_ns).c_str());
-      ::unsetenv("MEMKV_KV_STORE_SHARED_CLIENTS");
+      if (saved.has_value()) {
+        ::setenv("MEMKV_KV_STORE_SHARED_CLIENTS", saved->c_str(), 1);
+      } else {
+        ::unsetenv("MEMKV_KV_STORE_SHARED_CLIENTS");
+      }
       if (own == nullptr) Die("open with a client of its own failed");
       const double own_open_ms = MsSince(start);
       ms["save_own_client"].push_back(own_open_ms + Save(vt, own, c).total_ms);
@@ -417,7 +437,9 @@ int main(int argc, char** argv) {
       const auto start = Clock::now();
       void* r = vt->open(uri.c_str());
       if (r == nullptr) Die("open failed");
+      const long before = MinorFaults();
       const RestoreTimes t = Restore(vt, r, c, prefetch, o.hash_bytes);
+      faults[prefetch ? "restore_prefetch" : "restore_cold"].push_back(static_cast<double>(MinorFaults() - before));
       const double open_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count() - t.total_ms;
       if (!prefetch) {
         ms["restore_cold"].push_back(open_ms + t.total_ms);
@@ -426,7 +448,9 @@ int main(int argc, char** argv) {
       }
       ms["restore_prefetch"].push_back(open_ms + t.total_ms);
       ms["restore_warm"].push_back(t.gets_ms);
+      const long before_again = MinorFaults();
       ms["restore_again"].push_back(Restore(vt, r, c, true, o.hash_bytes).total_ms);
+      faults["restore_again"].push_back(static_cast<double>(MinorFaults() - before_again));
       vt->close(r);
     }
 
@@ -513,10 +537,21 @@ int main(int argc, char** argv) {
     for (size_t j = 0; j < ms[rows[i].first].size(); ++j) json << (j ? "," : "") << ms[rows[i].first][j];
     json << "]}";
   }
-  json << "}}\n";
+  json << "}";  // the ops; the faults follow
   const Stat save = Summarize(ms["save_cold"]), put = Summarize(ms["raw_batch_put"]);
   const Stat cold_put = Summarize(ms["raw_cold_put"]);
   const Stat again = Summarize(ms["restore_again"]), get = Summarize(ms["raw_batch_get"]);
+  std::printf("\nminor page faults per restore (median):");
+  json << ",\"faults\":{";
+  const char* sep = "";
+  for (const char* op : {"restore_cold", "restore_prefetch", "restore_again"}) {
+    const double median = Summarize(faults[op]).median;
+    std::printf(" %s %.0f", op, median);
+    json << sep << "\"" << op << "\":" << median;
+    sep = ",";
+  }
+  json << "}}\n";
+  std::printf(" (%.0f pages hold one restore's bytes)\n", std::ceil(static_cast<double>(save_bytes) / 4096.0));
   const Stat own = Summarize(ms["save_own_client"]);
   std::printf("\nsave_cold / raw_batch_put = %.2fx   save_own_client / raw_cold_put = %.2fx   "
               "restore_again / raw_batch_get = %.2fx\n",

@@ -181,7 +181,7 @@ Status ChunkStore::PrefetchChunks(std::span<const uint8_t> hashes, size_t hash_l
     buffers.reserve(n);
     spans.reserve(n);
     for (size_t i = 0; i < n; ++i) {
-      buffers.push_back(MallocBuffer::Allocate(hint));
+      buffers.push_back(MallocBuffer::AllocateForReceive(hint));
       spans.push_back(buffers.back().span());
     }
     std::vector<size_t> sizes(n, 0);
@@ -220,7 +220,7 @@ Status ChunkStore::PrefetchChunks(std::span<const uint8_t> hashes, size_t hash_l
 
 Result<MallocBuffer> ChunkStore::FetchOne(const std::string& key, bool use_hint) {
   if (const size_t hint = size_hint_.load(std::memory_order_relaxed); use_hint && hint > 0) {
-    MallocBuffer buffer = MallocBuffer::Allocate(hint);
+    MallocBuffer buffer = MallocBuffer::AllocateForReceive(hint);
     Result<size_t> n = client_->GetInto(key, buffer.span());
     if (n.ok()) {
       buffer.Shrink(*n);

@@ -8,6 +8,8 @@
 #ifndef MEMKV_KVSTORE_MALLOC_BUFFER_H_
 #define MEMKV_KVSTORE_MALLOC_BUFFER_H_
 
+#include <sys/mman.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -29,6 +31,8 @@ class OutOfMemory : public std::bad_alloc {
   std::string what_;
 };
 
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+
 class MallocBuffer {
  public:
   MallocBuffer() = default;
@@ -37,6 +41,24 @@ class MallocBuffer {
   static MallocBuffer Allocate(size_t capacity) {
     void* p = std::malloc(capacity == 0 ? 1 : capacity);
     if (p == nullptr) throw OutOfMemory("malloc of " + std::to_string(capacity) + " bytes failed");
+    return MallocBuffer(static_cast<uint8_t*>(p), capacity);
+  }
+  // `capacity` bytes that a receive will fill, for a caller that frees them.
+  // From kHugePageBytes up, the block is aligned to a huge page and its
+  // whole huge pages are marked MADV_HUGEPAGE: a restore of large chunks
+  // then takes a page fault per 2 MiB instead of per 4 KiB. The caller
+  // frees such outputs, so whether malloc hands the next restore pages it
+  // kept or fresh ones is not ours to choose, and fresh 4 KiB pages cost
+  // about 1.4 us each here: 280 ms of a 768 MiB restore that took 520 ms.
+  static MallocBuffer AllocateForReceive(size_t capacity) {
+    if (capacity < kHugePageBytes) return Allocate(capacity);
+    void* p = nullptr;
+    if (::posix_memalign(&p, kHugePageBytes, capacity) != 0 || p == nullptr) {
+      throw OutOfMemory("malloc of " + std::to_string(capacity) + " bytes failed");
+    }
+    // Advice only: where the kernel has no transparent huge pages it fails
+    // and the pages stay 4 KiB.
+    (void)::madvise(p, capacity & ~(kHugePageBytes - 1), MADV_HUGEPAGE);
     return MallocBuffer(static_cast<uint8_t*>(p), capacity);
   }
   static MallocBuffer CopyOf(std::span<const uint8_t> bytes) {
