@@ -1,11 +1,11 @@
 // SharedClients: the clients a process's kv_store handles share. An engine
-// opens a handle per save or restore (llama.cpp's slot save does); without
-// sharing, each handle made its own client, which asks every server its
-// identity and opens new connections on its first batch: about 1.5 ms of a
-// 6 MiB save on loopback, paid again on every open. A handle opened with
-// the same servers and settings as one before it takes the client that one
-// used, connections and all, and the client stays kept after the last
-// handle on it closes, for the next open.
+// may open a handle per save or restore; without sharing, each handle made
+// its own client, which asks every server its identity and opens new
+// connections on its first batch: about 1.5 ms of a 6 MiB save on
+// loopback, paid again on every open. A handle opened with the same servers
+// and settings as one before it takes the client that one used,
+// connections and all, and the client stays kept after the last handle on
+// it closes, for the next open.
 //
 // A kept client is handed out only while it sees every server "up" (or
 // "draining" or "busy": it is reaching them). One that sees a server down
