@@ -313,6 +313,13 @@ TEST_F(PublisherTest, ReplayPeersThatDoNotReadHoldABoundedCountedQueue) {
   // batch may go past it) queued in all.
   const uint64_t bound = kPeers * (o.replay_peer_bytes + 8192);
   uint64_t most = 0;
+  // The replays queue their first batches on the publisher's thread, which a
+  // loaded machine may not have run yet: wait for the first bytes queued.
+  deadline = Clock::now() + kDeadline;
+  while (most == 0 && Clock::now() < deadline) {
+    most = p->counters().replay_queued_bytes;
+    std::this_thread::yield();
+  }
   for (int i = 0; i < 200; ++i) {
     most = std::max(most, p->counters().replay_queued_bytes);
     std::this_thread::yield();

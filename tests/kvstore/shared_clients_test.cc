@@ -142,6 +142,13 @@ TEST_F(SharedClientsTest, TheListKeepsItsBound) {
 // next open gets a new client, which connects at once to the server
 // restarted on the same port.
 TEST_F(SharedClientsTest, AKeptClientThatLostItsServerGivesWayToANewOne) {
+  // A fixed port below the ephemeral range, so the restart finds its data
+  // and admin ports free.
+  ServerSpec fixed;
+  fixed.port = ::memkv::testing::FreeServerPort();
+  ASSERT_NE(fixed.port, 0);
+  server_.Stop();
+  ASSERT_TRUE(server_.Start(fixed).ok()) << server_.Stderr();
   SharedClients clients;
   Result<std::shared_ptr<Client>> first = clients.Get("k", 4, Maker());
   ASSERT_TRUE(first.ok()) << first.status().ToString();
@@ -149,14 +156,11 @@ TEST_F(SharedClientsTest, AKeptClientThatLostItsServerGivesWayToANewOne) {
   ASSERT_TRUE((*first)->Put("before", value).ok());
   EXPECT_TRUE(ReachesItsServers(**first));
 
-  const uint16_t port = server_.port();
   server_.Kill();
   EXPECT_FALSE((*first)->Put("during", value).ok());
   EXPECT_FALSE(ReachesItsServers(**first));
 
-  ServerSpec same_port;
-  same_port.port = port;
-  ASSERT_TRUE(server_.Start(same_port).ok()) << server_.Stderr();
+  ASSERT_TRUE(server_.Start(fixed).ok()) << server_.Stderr();
   Result<std::shared_ptr<Client>> second = clients.Get("k", 4, Maker());
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   EXPECT_NE(second->get(), first->get());
