@@ -258,13 +258,16 @@ class Server::Worker {
     auto it = conns_.find(fd);
     if (it == conns_.end()) return;
     Session& conn = *it->second;
+    // Input for a connection that was not reading: its input interest was
+    // kept armed (UpdateInterest) and is dropped now.
+    const bool unread_input = (event.events & EPOLLIN) != 0 && !conn.PollsInput();
     bool keep = true;
     if (event.events & (EPOLLIN | EPOLLHUP | EPOLLERR)) keep = conn.OnReadable();
     if (keep && (event.events & EPOLLOUT)) keep = conn.OnWritable();
     if (!keep || conn.Finished()) {
       Close(fd);
     } else {
-      UpdateInterest(conn);
+      UpdateInterest(conn, /*keep_input=*/!unread_input);
       NoteBuffered(conn);
     }
   }
@@ -469,9 +472,16 @@ class Server::Worker {
     return false;
   }
 
-  void UpdateInterest(Session& conn) {
+  // Input interest is dropped lazily: a connection that stops reading (a put
+  // parked until its drive commit) keeps EPOLLIN armed, so a client with one
+  // request in flight per connection, which sends nothing until the answer,
+  // costs no epoll_ctl to park and none to resume. Only when input arrives
+  // meanwhile (Serve sees it, with keep_input false) is EPOLLIN dropped, and
+  // armed again once the connection reads.
+  void UpdateInterest(Session& conn, bool keep_input = true) {
     uint32_t want = (conn.PollsInput() ? EPOLLIN : 0u) | (conn.WantsWrite() ? EPOLLOUT : 0u);
     uint32_t& have = interest_[conn.fd()];
+    if (keep_input && !conn.closing()) want |= have & EPOLLIN;
     if (want == have) return;
     epoll_event ev{};
     ev.events = want;
