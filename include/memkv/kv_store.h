@@ -93,9 +93,10 @@
  *   (MEMKV_KV_STORE_SHARED_CLIENTS, default 8 kept; 0: every handle its own
  *   client). A kept client that lost a server, and one inherited across
  *   fork, is not shared: open makes a new one.
- * - open fails on no server: a new client asks the servers their identity,
- *   and one it cannot reach is asked again later. It returns NULL, and
- *   writes why to stderr, when the URI or a variable is wrong.
+ * - A server open cannot reach does not fail it: a new client asks the
+ *   servers their identity, and one it cannot reach is asked again later.
+ *   open returns NULL, and writes why to stderr, when the URI or a variable
+ *   is wrong.
  */
 #ifndef MEMKV_KV_STORE_H_
 #define MEMKV_KV_STORE_H_

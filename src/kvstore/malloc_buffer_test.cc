@@ -1,5 +1,7 @@
 #include "kvstore/malloc_buffer.h"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -8,7 +10,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 
 namespace memkv::kvstore {
 namespace {

@@ -41,7 +41,8 @@ Result<std::shared_ptr<Client>> SharedClients::Get(const std::string& key, size_
   return client;
 }
 
-std::shared_ptr<Client> SharedClients::KeepLocked(const std::string& key, const std::shared_ptr<Client>& client, size_t capacity) {
+std::shared_ptr<Client> SharedClients::KeepLocked(const std::string& key, const std::shared_ptr<Client>& client,
+                                                  size_t capacity) {
   // The one kept under `key` (which did not reach its servers, or another
   // thread's made meanwhile) gives way to the newer.
   auto it = std::find_if(kept_.begin(), kept_.end(), [&](const Kept& k) { return k.key == key; });
@@ -83,7 +84,8 @@ SharedClients::~SharedClients() {
 size_t SharedClients::kept() const {
   const pid_t self = ::getpid();
   MutexLock lock(mu_);
-  return static_cast<size_t>(std::count_if(kept_.begin(), kept_.end(), [&](const Kept& k) { return k.made_in == self; }));
+  return static_cast<size_t>(
+      std::count_if(kept_.begin(), kept_.end(), [&](const Kept& k) { return k.made_in == self; }));
 }
 
 SharedClients& SharedClients::OfProcess() {
