@@ -128,5 +128,26 @@ TEST(PipelineSyncAlwaysTest, RequestsPipelinedBehindPutsWaitingForTheirCommitAre
   MixedPipelineIsAnsweredInOrder(c, 3'000);
 }
 
+// The same with storage.flush_on_loop_us: the worker writes and flushes its
+// turns' puts itself while the drive's flushes are fast (an hour is the
+// limit here, so all of them), and the answers still come in order.
+TEST(PipelineSyncAlwaysTest, WithTheFlushOnTheLoopRequestsPipelinedBehindPutsAreAnsweredInOrder) {
+  TempDir dir;
+  ServerProcess server;
+  ASSERT_TRUE(server.Start(FileModeSpec(dir.path(), 1, "256 MiB", "32 MiB",
+                                        "  sync: always\n  flush_on_loop_us: 1000000\n"))
+                  .ok())
+      << server.Stderr();
+  auto opened = RawConnection::Open(server.port());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  RawConnection& c = **opened;
+  auto hello = c.Handshake(kTestKeyHex);
+  ASSERT_TRUE(hello.ok() && hello->header.status == StatusCode::kOk);
+  MixedPipelineIsAnsweredInOrder(c, 3'000);
+  HttpResult r = HttpRequestTo(server.AdminPort(), "GET", "/v1/metrics");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_GE(PrometheusSamples(r.body)["memkv_drive_loop_commits_total"], 1) << "flushed on the loop";
+}
+
 }  // namespace
 }  // namespace memkv::testing

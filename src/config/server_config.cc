@@ -24,6 +24,7 @@ using internal::StringField;
 using internal::Uint32Field;
 
 using internal::kAddressAllowed;
+using internal::kFlushOnLoopAllowed;
 using internal::kGidIndexAllowed;
 using internal::kIoThreadsAllowed;
 using internal::kMtuAllowed;
@@ -222,6 +223,7 @@ void ReadStorage(const YAML::Node& node, Diagnostics* d, StorageConfig* out, boo
            Uint32Field("io_threads", kIoThreadsAllowed, d, &out->io_threads),
            {"sync", sync},
            Uint32Field("sync_interval_ms", kSyncIntervalAllowed, d, &out->sync_interval_ms),
+           Uint32Field("flush_on_loop_us", kFlushOnLoopAllowed, d, &out->flush_on_loop_us),
            {"encryption", encryption},
            StringField("encryption_key_file", d, &out->encryption_key_file),
            {"busy_queue_size", busy_queue}},

@@ -116,6 +116,10 @@ struct StorageConfig {
   uint32_t io_threads = 16;      // drive I/O threads, 1..64
   StorageSync sync = StorageSync::kInterval;
   uint32_t sync_interval_ms = 1000;  // kInterval: the longest a write waits for its flush, 1..60000
+  // kAlways: an event loop writes and flushes its turn's small puts itself
+  // while the drives' recent flushes took at most this long; 0 (the
+  // default): an I/O thread does, so a stalled drive never holds a loop.
+  uint32_t flush_on_loop_us = 0;  // 0..1000000
   StorageEncryption encryption = StorageEncryption::kOff;
   // The master key: 32 raw bytes or 64 hex characters; required with encryption.
   std::string encryption_key_file;

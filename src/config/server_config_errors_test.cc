@@ -182,16 +182,20 @@ TEST(ServerConfigStorageTest, TierFieldsParseAndAreChecked) {
 
 TEST(ServerConfigStorageTest, SyncPolicyParsesAndIsChecked) {
   Result<ServerConfig> ok =
-      Parse("storage:\n  mode: file\n  sync: always\n  sync_interval_ms: 250\n  drives:\n    - media: /a\n");
+      Parse("storage:\n  mode: file\n  sync: always\n  sync_interval_ms: 250\n  flush_on_loop_us: 2000\n"
+            "  drives:\n    - media: /a\n");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ(ok->storage.sync, StorageSync::kAlways);
   EXPECT_EQ(ok->storage.sync_interval_ms, 250u);
+  EXPECT_EQ(ok->storage.flush_on_loop_us, 2000u);
   ok = Parse("storage:\n  mode: file\n  drives:\n    - media: /a\n");
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->storage.sync, StorageSync::kInterval) << "the default";
   std::vector<std::string> lines =
-      ProblemLines(Parse("storage:\n  mode: file\n  sync: sometimes\n  sync_interval_ms: 0\n  drives:\n    - media: /a\n"));
-  ASSERT_EQ(lines.size(), 2u);
+      ProblemLines(Parse("storage:\n  mode: file\n  sync: sometimes\n  sync_interval_ms: 0\n"
+                         "  flush_on_loop_us: 1000001\n  drives:\n    - media: /a\n"));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_TRUE(HasLineWith(lines, {"storage.flush_on_loop_us: 1000001 is out of range", "0..1000000"}));
   EXPECT_TRUE(HasLineWith(lines, {"storage.sync", "'sometimes'", "allowed: always, interval"}));
   EXPECT_TRUE(HasLineWith(lines, {"storage.sync_interval_ms: 0 is out of range", "1..60000"}));
 }

@@ -54,6 +54,7 @@ TEST(ServerConfigDefaultsTest, EmbeddedDefaultIsLoopbackFileModeAndValid) {
   EXPECT_EQ(c.storage.io_threads, 16u);
   EXPECT_EQ(c.storage.sync, StorageSync::kInterval);
   EXPECT_EQ(c.storage.sync_interval_ms, 1000u);
+  EXPECT_EQ(c.storage.flush_on_loop_us, 0u) << "off: no loop waits on a drive's flush";
   EXPECT_EQ(c.memory.max_size_bytes, 0u);
   EXPECT_TRUE(ValidateServerConfig(c).ok()) << ValidateServerConfig(c).ToString();
 }

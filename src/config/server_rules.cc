@@ -217,6 +217,10 @@ void CheckStorage(const StorageConfig& s, Diagnostics* d) {
     d->Violation({"storage.sync_interval_ms"},
                  OutOfRange("storage.sync_interval_ms", s.sync_interval_ms, kSyncIntervalAllowed));
   }
+  if (s.flush_on_loop_us > 1'000'000) {
+    d->Violation({"storage.flush_on_loop_us"},
+                 OutOfRange("storage.flush_on_loop_us", s.flush_on_loop_us, kFlushOnLoopAllowed));
+  }
   for (size_t i = 0; i < s.drives.size(); ++i) {
     const DriveConfig& drive = s.drives[i];
     const std::string path = "storage.drives[" + std::to_string(i) + "].size";

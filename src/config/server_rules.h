@@ -27,6 +27,7 @@ inline constexpr std::string_view kMtuAllowed = "256, 512, 1024, 2048, 4096";
 inline constexpr std::string_view kNumDcisAllowed = "1..1024";
 inline constexpr std::string_view kIoThreadsAllowed = "1..64";
 inline constexpr std::string_view kSyncIntervalAllowed = "1..60000";
+inline constexpr std::string_view kFlushOnLoopAllowed = "0..1000000";
 inline constexpr uint32_t kMaxConnectionsLimit = 1'000'000;
 inline constexpr std::string_view kMaxConnectionsAllowed = "1..1000000";
 inline constexpr std::string_view kMaxUnauthenticatedAllowed = "1..network.max_connections";

@@ -218,7 +218,19 @@ std::string ExtentStore::Impl::HandleFailures(std::span<const IoOp> ops, const c
 std::vector<uint32_t> ExtentStore::Impl::SyncDrives(const std::vector<uint32_t>& which) {
   std::vector<IoOp> ops;
   for (uint32_t d : which) ops.push_back(IoOp{.kind = IoKind::kSync, .drive = d});
+  const Nanos start = MonotonicNanos();
+  std::multiset<Nanos>::iterator running;
+  {
+    MutexLock lock(flush_clock_mu);
+    running = flushes_running.insert(start);
+  }
   io->Run(ops);
+  {
+    MutexLock lock(flush_clock_mu);
+    flushes_running.erase(running);
+    recent_flushes[next_recent_flush] = MonotonicNanos() - start;
+    next_recent_flush = (next_recent_flush + 1) % recent_flushes.size();
+  }
   std::vector<uint32_t> failed;
   for (const IoOp& op : ops) {
     if (!op.ok()) failed.push_back(op.drive);
@@ -504,6 +516,14 @@ void ExtentStore::Impl::SetSealTenants(std::shared_ptr<const TenantMap> map) { c
 bool ExtentStore::BuffersPut(uint64_t value_bytes) const { return value_bytes <= kBufferedValueBytes; }
 
 SyncMode ExtentStore::sync_mode() const { return impl_->options.sync; }
+
+bool ExtentStore::FlushesWithin(int64_t limit_ns) const {
+  const Nanos now = MonotonicNanos();
+  MutexLock lock(impl_->flush_clock_mu);
+  if (!impl_->flushes_running.empty() && now - *impl_->flushes_running.begin() > limit_ns) return false;
+  return std::all_of(impl_->recent_flushes.begin(), impl_->recent_flushes.end(),
+                     [&](Nanos took) { return took <= limit_ns; });
+}
 
 double DriveStats::fragmentation() const {
   return free_bytes == 0 ? 0.0 : 1.0 - double(largest_free_bytes) / double(free_bytes);

@@ -392,6 +392,13 @@ class ExtentStore {
   // must checkpoint); with kAlways its commit's fdatasync writes it back.
   bool BuffersPut(uint64_t value_bytes) const;
   SyncMode sync_mode() const;
+  // True while the drives' flushes have been fast: none of the last
+  // kRecentFlushes flushes (fdatasync rounds: commits, checkpoints, interval
+  // flushes) took longer than `limit_ns`, and none running now has been
+  // running longer. A caller that must not wait on a stalled drive waits on
+  // a flush only while this holds (TieredStore, storage.flush_on_loop_us).
+  bool FlushesWithin(int64_t limit_ns) const;
+  static constexpr size_t kRecentFlushes = 16;
 
   // Opaque outside src/drive (extent_store_impl.h); public only so that the
   // implementation files can define helpers over it.

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <chrono>
+#include <thread>
 
+#include "base/clock.h"
 #include "drive/extent_store.h"
 #include "drive/store_fixture.h"
 
@@ -143,6 +146,50 @@ TEST(ExtentStoreFaults, ADriveThatLiesAboutAWriteIsCaughtOnRead) {
   auto got = t.Get("k");
   EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(t.store->Stats().checksum_failures, 1u);
+}
+
+// Polls `condition` every 2 ms until it holds or 10 s pass.
+template <typename F>
+bool PollFor(F condition) {
+  const Nanos deadline = MonotonicNanos() + Nanos{10'000'000'000};
+  while (!condition()) {
+    if (MonotonicNanos() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+TEST(ExtentStoreFaults, FlushesWithinSeesAFlushThatRunsLongAndRemembersTheLastSlowOnes) {
+  constexpr int64_t kLimit = 1'000'000;  // 1 ms
+  constexpr int64_t kNoLimit = int64_t{3600} * 1'000'000'000;
+  StoreFixture t(2);
+  ASSERT_TRUE(t.Format().ok());
+  ASSERT_TRUE(t.OpenFaulty().ok());
+  ASSERT_EQ(t.store->sync_mode(), SyncMode::kAlways);
+  ASSERT_TRUE(t.store->Put("before", Pattern(5000, 1)).ok());
+  EXPECT_TRUE(t.store->FlushesWithin(kNoLimit));
+
+  // A flush that stalls: the put's commit waits in its fdatasync.
+  t.faults->HoldSyncs(true);
+  Status stalled_put;
+  std::thread putter([&] { stalled_put = t.store->Put("stalled", Pattern(5000, 2)); });
+  ASSERT_TRUE(PollFor([&] { return t.faults->syncs_held() == 1; }));
+  EXPECT_TRUE(PollFor([&] { return !t.store->FlushesWithin(kLimit); }))
+      << "a flush running longer than the limit is seen while it runs";
+  EXPECT_TRUE(t.store->FlushesWithin(kNoLimit)) << "and not against a limit it has not reached";
+  t.faults->HoldSyncs(false);
+  putter.join();
+  ASSERT_TRUE(stalled_put.ok()) << stalled_put.ToString();
+  EXPECT_FALSE(t.store->FlushesWithin(kLimit)) << "the slow flush counts after it ended";
+
+  // It stays among the recent flushes until kRecentFlushes others follow.
+  for (size_t i = 0; i + 1 < ExtentStore::kRecentFlushes; ++i) {
+    ASSERT_TRUE(t.store->Put("after" + std::to_string(i), Pattern(5000, 3 + i)).ok());
+  }
+  EXPECT_FALSE(t.store->FlushesWithin(kLimit)) << "one flush short of pushing it out";
+  ASSERT_TRUE(t.store->Put("last", Pattern(5000, 99)).ok());
+  EXPECT_TRUE(t.store->FlushesWithin(kNoLimit));
+  EXPECT_EQ(*t.Get("stalled"), Pattern(5000, 2));
 }
 
 }  // namespace

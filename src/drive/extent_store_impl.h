@@ -20,11 +20,13 @@
 #ifndef MEMKV_DRIVE_EXTENT_STORE_IMPL_H_
 #define MEMKV_DRIVE_EXTENT_STORE_IMPL_H_
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -32,6 +34,7 @@
 #include <vector>
 
 #include "base/checksum.h"
+#include "base/clock.h"
 #include "base/mutex.h"
 #include "base/tenant_map.h"
 #include "drive/aligned_buffer.h"
@@ -187,6 +190,13 @@ struct ExtentStore::Impl {
   std::unique_ptr<ValueCodec> codec;
   // The tenants whose keys the codec tells apart (SetTenants).
   void SetSealTenants(std::shared_ptr<const TenantMap> map);
+
+  // How long flushes take (FlushesWithin): the start of each flush running
+  // now, and the durations of the last kRecentFlushes, oldest overwritten.
+  mutable Mutex flush_clock_mu;
+  std::multiset<Nanos> flushes_running MEMKV_GUARDED_BY(flush_clock_mu);
+  std::array<Nanos, ExtentStore::kRecentFlushes> recent_flushes MEMKV_GUARDED_BY(flush_clock_mu){};
+  size_t next_recent_flush MEMKV_GUARDED_BY(flush_clock_mu) = 0;
 
   Mutex commit_mu;
   std::condition_variable commit_cv;

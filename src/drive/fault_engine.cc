@@ -108,7 +108,26 @@ void FaultInjectingEngine::CutPower(IoOp* hit) {
   powered_off_ = true;
 }
 
+void FaultInjectingEngine::HoldSyncs(bool hold) {
+  {
+    MutexLock lock(hold_mu_);
+    hold_syncs_ = hold;
+  }
+  hold_cv_.notify_all();
+}
+
+size_t FaultInjectingEngine::syncs_held() const {
+  MutexLock lock(hold_mu_);
+  return syncs_held_;
+}
+
 void FaultInjectingEngine::Run(std::span<IoOp> ops) {
+  if (std::any_of(ops.begin(), ops.end(), [](const IoOp& op) { return op.kind == IoKind::kSync; })) {
+    MutexLock hold(hold_mu_);
+    ++syncs_held_;
+    hold.Wait(hold_cv_, [&]() MEMKV_REQUIRES(hold_mu_) { return !hold_syncs_; });
+    --syncs_held_;
+  }
   MutexLock lock(mu_);
   std::vector<IoOp> pass;           // ops for the inner engine, in one batch
   std::vector<size_t> pass_index;   // their positions in `ops`

@@ -9,6 +9,8 @@
 //                  reports success (a lying drive; checksums must catch it)
 //   volatile cache writes are held in memory, visible to reads, until a sync
 //                  of their drive makes them durable (like a drive's write cache)
+//   HoldSyncs      a batch with a sync in it waits until the hold is lifted
+//                  (a flush that stalls), before anything else of it runs
 //   PowerCutAt     at the nth write-or-sync from now, every write not yet
 //                  synced is dropped, kept, or torn (a random subset of its
 //                  4 KiB blocks: caches destage in no order), at random;
@@ -24,6 +26,7 @@
 #ifndef MEMKV_DRIVE_FAULT_ENGINE_H_
 #define MEMKV_DRIVE_FAULT_ENGINE_H_
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -52,6 +55,11 @@ class FaultInjectingEngine final : public IoEngine {
   // fast: the simulation, not the file, decides what "survives").
   void EnableVolatileCache(bool pass_syncs = false);
   void PowerCutAt(uint64_t n);
+  // true: batches holding a sync wait in Run (outside the engine's lock)
+  // until HoldSyncs(false).
+  void HoldSyncs(bool hold);
+  // Batches waiting in Run for HoldSyncs(false).
+  size_t syncs_held() const;
   void ClearFaults();  // every rule above, and power back on
 
   bool powered_off() const;
@@ -98,6 +106,10 @@ class FaultInjectingEngine final : public IoEngine {
   std::map<uint32_t, std::vector<CachedWrite>> cached_ MEMKV_GUARDED_BY(mu_);
   uint64_t cut_at_ MEMKV_GUARDED_BY(mu_) = 0;  // absolute writes_and_syncs_ count; 0: none
   bool powered_off_ MEMKV_GUARDED_BY(mu_) = false;
+  mutable Mutex hold_mu_;
+  std::condition_variable hold_cv_;
+  bool hold_syncs_ MEMKV_GUARDED_BY(hold_mu_) = false;
+  size_t syncs_held_ MEMKV_GUARDED_BY(hold_mu_) = 0;
 };
 
 }  // namespace memkv::drive

@@ -319,6 +319,7 @@ Status Daemon::Build(DaemonSeams& seams, Step* failed) {
   tier::TieredStoreOptions tier_options;
   tier_options.io_threads = static_cast<int>(c.storage.io_threads);
   tier_options.promote_on_read = c.storage.promote_on_read;
+  tier_options.flush_on_loop_ns = int64_t{c.storage.flush_on_loop_us} * 1000;
   tier_options.observer = StoreObserver();
   tier_options.observed = ObservedEvents();
   tier_ = std::make_unique<tier::TieredStore>(std::move(pool), std::move(drives), tier_options);

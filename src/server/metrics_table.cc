@@ -409,6 +409,12 @@ constexpr ServerFact kFacts[] = {
      [](const S& s, Samples& out) {
        if (s.drives) out.Counter({}, s.drives->journal_commits);
      }),
+    Metric("memkv_drive_loop_commits_total", kCounter, "",
+           "storage.sync always: turns whose puts a worker wrote and flushed itself (storage.flush_on_loop_us) "
+           "instead of handing them to an I/O thread.",
+     [](const S& s, Samples& out) {
+       if (s.drives) out.Counter({}, s.tier.loop_commits);
+     }),
 
     // RDMA.
     Metric("memkv_rdma_active", kGauge, "", "1 when the server accepts RDMA (a device is configured and up).",

@@ -7,7 +7,7 @@
 // what was posted and runs each closure for its owner, or drops it (which
 // destroys what it holds: pins, reserved pool space) when the owner is gone.
 // So completions never run on an I/O thread, and a loop never waits on a
-// drive.
+// drive's reads or slow flushes (TieredStore, "Completion").
 //
 // Thread-safety: Post may be called from any thread; Take and Close belong to
 // the owning loop. After Close, posts are dropped: the closure is destroyed on

@@ -145,7 +145,8 @@ TierCounters TieredStore::Counters() const {
   return TierCounters{.drive_hits = drive_hits_.load(std::memory_order_relaxed),
                       .promotions = promotions_.load(std::memory_order_relaxed),
                       .drive_evictions = drive_evictions_.load(std::memory_order_relaxed),
-                      .write_failures = write_failures_.load(std::memory_order_relaxed)};
+                      .write_failures = write_failures_.load(std::memory_order_relaxed),
+                      .loop_commits = loop_commits_.load(std::memory_order_relaxed)};
 }
 
 }  // namespace memkv::tier

@@ -46,9 +46,15 @@
 //     for the turn instead of one per put, as Redis writes its AOF once per
 //     loop turn), and the completions come back to run on the loop.
 //     With storage.sync always, a small put (BuffersPut) is deferred to
-//     the turn too but returns kPending: FinishTurn hands the turn's puts
+//     the turn too but returns kPending. FinishTurn hands the turn's puts
 //     to an I/O thread as one job (one commit, one flush) whose
-//     completions come back through the inbox together.
+//     completions come back through the inbox together, so that a stalled
+//     drive holds the I/O threads, not the caller. With
+//     TieredStoreOptions::flush_on_loop_ns set and the drives' flushes
+//     faster than that, it writes and flushes them itself instead, in one
+//     commit, and returns their completions as above: the caller's thread
+//     waits for one flush, as Redis's does with appendfsync always, and
+//     saves the hand-off to an I/O thread and back.
 // Whatever `done` captures must stay valid until it runs or is dropped.
 //
 // Values in pieces: with drives, a value over a quarter of the DRAM pool
@@ -102,6 +108,11 @@ namespace memkv::tier {
 struct TieredStoreOptions {
   int io_threads = 16;           // drive I/O threads (storage.io_threads); none without drives
   bool promote_on_read = true;   // copy a value read from the drives back into DRAM
+  // storage.sync always (storage.flush_on_loop_us): FinishTurn writes and
+  // flushes the turn's puts on the caller's thread while the drives'
+  // flushes take at most this long (ExtentStore::FlushesWithin); 0: always
+  // on an I/O thread.
+  int64_t flush_on_loop_ns = 0;
   // Told of every value published in or removed from DRAM and the drives
   // (StoreEvent::medium says which); see storage/store_event.h for when and
   // on which thread. Optional; SetObserver replaces it. Only the events in
@@ -163,6 +174,7 @@ struct TierCounters {
   uint64_t promotions = 0;        // of those, copied back into DRAM
   uint64_t drive_evictions = 0;   // values evicted from the drives to make room
   uint64_t write_failures = 0;    // puts the drives refused (full, offline, I/O error)
+  uint64_t loop_commits = 0;      // turns whose puts FinishTurn flushed on the caller's thread
 };
 
 class TieredStore {
@@ -427,6 +439,7 @@ class TieredStore {
   std::atomic<uint64_t> promotions_{0};
   std::atomic<uint64_t> drive_evictions_{0};
   std::atomic<uint64_t> write_failures_{0};
+  std::atomic<uint64_t> loop_commits_{0};
   std::atomic<uint64_t> drive_event_seq_{0};
   mutable Mutex tenants_mu_;
   std::shared_ptr<const TenantMap> tenants_ MEMKV_GUARDED_BY(tenants_mu_);  // never null

@@ -466,6 +466,14 @@ std::vector<std::pair<uint64_t, CompletionInbox::Closure>> TieredStore::FinishTu
   if (puts.empty() || drives_->sync_mode() == drive::SyncMode::kInterval) {
     return WriteTurn(std::move(puts), std::move(waiters));
   }
+  // The flush on this thread while flushes are fast: no hand-off to an I/O
+  // thread and back, two wake-ups a turn. After a slow one, or while one
+  // runs long, the I/O threads take the turns until flushes are fast again
+  // (their commits' flushes are timed too).
+  if (options_.flush_on_loop_ns > 0 && drives_->FlushesWithin(options_.flush_on_loop_ns)) {
+    loop_commits_.fetch_add(1, std::memory_order_relaxed);
+    return WriteTurn(std::move(puts), std::move(waiters));
+  }
   struct Job {
     std::vector<PutCommit> puts;
     std::vector<TurnCommits::Waiter> waiters;

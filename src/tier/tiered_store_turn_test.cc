@@ -1,6 +1,8 @@
 // TieredStore with drives in storage.sync interval: small puts deferred to
 // the end of an event loop's turn (ReplyTo::turn) and written by FinishTurn
-// in one drive commit, answered in the order they came, each to its owner.
+// in one drive commit, answered in the order they came, each to its owner;
+// and in storage.sync always, where FinishTurn flushes them on the caller's
+// thread while flushes are fast, else on an I/O thread.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -20,8 +22,8 @@ constexpr uint64_t kPoolBytes = 4 << 20;
 
 class TurnTest : public ::testing::Test {
  protected:
-  explicit TurnTest(drive::SyncMode sync = drive::SyncMode::kInterval)
-      : h_(kPoolBytes, /*with_drives=*/true, {}, 8 << 20, nullptr, sync) {
+  explicit TurnTest(drive::SyncMode sync = drive::SyncMode::kInterval, TieredStoreOptions options = {})
+      : h_(kPoolBytes, /*with_drives=*/true, options, 8 << 20, nullptr, sync) {
     reply_ = h_.loop().reply();
     reply_.turn = &turn_;
   }
@@ -124,6 +126,7 @@ TEST_F(TurnTest, WithoutATurnASmallPutIsWrittenInline) {
   EXPECT_TRUE(turn_.empty());
 }
 
+// flush_on_loop_ns 0: every turn goes to an I/O thread.
 class TurnAlwaysTest : public TurnTest {
  protected:
   TurnAlwaysTest() : TurnTest(drive::SyncMode::kAlways) {}
@@ -147,6 +150,64 @@ TEST_F(TurnAlwaysTest, ATurnsPutsThatMustBeFlushedGoToAnIoThreadAsOneJobAndComeB
   EXPECT_EQ(drives.Get("a").value(), a);
   EXPECT_EQ(drives.Get("b").value(), b);
   EXPECT_EQ(drives.Get("big").value(), big);
+}
+
+TieredStoreOptions FlushOnLoop(int64_t limit_ns) {
+  TieredStoreOptions options;
+  options.flush_on_loop_ns = limit_ns;
+  return options;
+}
+
+// Flushes on the loop while they take at most an hour: every one here.
+class TurnOnLoopTest : public TurnTest {
+ protected:
+  TurnOnLoopTest() : TurnTest(drive::SyncMode::kAlways, FlushOnLoop(int64_t{3600} * 1'000'000'000)) {}
+};
+
+TEST_F(TurnOnLoopTest, WhileFlushesAreFastFinishTurnFlushesTheTurnsPutsItselfAndAnswersThem) {
+  TieredStore& store = h_.store();
+  const std::vector<uint8_t> a = Pattern(4096, 1), b = Pattern(20'000, 2);
+  std::optional<Status> put_a, put_b;
+  EXPECT_EQ(Put(1, "a", a, &put_a), Completion::kPending);
+  EXPECT_EQ(Put(2, "b", b, &put_b), Completion::kPending);
+  std::vector<std::pair<uint64_t, CompletionInbox::Closure>> done = store.FinishTurn(turn_);
+  ASSERT_EQ(done.size(), 2u) << "answered by FinishTurn, not through the inbox";
+  EXPECT_EQ(done[0].first, 1u);
+  EXPECT_EQ(done[1].first, 2u);
+  EXPECT_TRUE(store.Exists("a")) << "published before FinishTurn returned";
+  for (auto& [owner, closure] : done) closure();
+  ASSERT_TRUE(put_a && put_b);
+  EXPECT_TRUE(put_a->ok()) << put_a->ToString();
+  EXPECT_TRUE(put_b->ok()) << put_b->ToString();
+  EXPECT_EQ(store.Counters().loop_commits, 1u);
+  drive::ExtentStore& drives = h_.ReopenDrives();
+  EXPECT_EQ(drives.Get("a").value(), a);
+  EXPECT_EQ(drives.Get("b").value(), b);
+}
+
+// Flushes on the loop only while they take at most 1 ns: none does.
+class TurnSlowFlushTest : public TurnTest {
+ protected:
+  TurnSlowFlushTest() : TurnTest(drive::SyncMode::kAlways, FlushOnLoop(1)) {}
+};
+
+TEST_F(TurnSlowFlushTest, AfterAFlushSlowerThanTheLimitTheTurnGoesToAnIoThread) {
+  TieredStore& store = h_.store();
+  // A put on its own (no turn): an I/O thread writes and flushes it.
+  const std::vector<uint8_t> first = Pattern(4096, 1), a = Pattern(4096, 2);
+  std::optional<Status> put_first, put_a;
+  EXPECT_EQ(store.Commit(Filled("first", first), "first", Checksum(first.data(), first.size()), h_.loop().reply(),
+                         [&](Status s) { put_first = std::move(s); }),
+            Completion::kPending);
+  ASSERT_TRUE(h_.loop().RunUntil([&] { return put_first.has_value(); }));
+  ASSERT_TRUE(put_first->ok()) << put_first->ToString();
+
+  EXPECT_EQ(Put(1, "a", a, &put_a), Completion::kPending);
+  EXPECT_TRUE(store.FinishTurn(turn_).empty()) << "the last flush took longer than 1 ns: through the inbox";
+  ASSERT_TRUE(h_.loop().RunUntil([&] { return put_a.has_value(); }));
+  EXPECT_TRUE(put_a->ok()) << put_a->ToString();
+  EXPECT_EQ(store.Counters().loop_commits, 0u);
+  EXPECT_EQ(h_.ReopenDrives().Get("a").value(), a);
 }
 
 }  // namespace
