@@ -301,6 +301,14 @@ TEST(Options, StorageSyncAndRedisPersistence) {
   EXPECT_EQ(c.sync, "always");
   EXPECT_EQ(c.drive_bytes, 2 * kGiB);
   EXPECT_EQ(o->redis_appendfsync, "always");
+  EXPECT_EQ(c.flush_on_loop_us, 0u) << "not given: the server's default";
+  o = Parse({"--storage", "file", "--sync", "always", "--flush-on-loop-us", "2000"}, &error);
+  ASSERT_TRUE(o.has_value()) << error;
+  EXPECT_EQ(SpawnConfigOf(*o).flush_on_loop_us, 2000u);
+  EXPECT_FALSE(Parse({"--storage", "file", "--flush-on-loop-us", "2000"}, &error));
+  EXPECT_EQ(error, "--flush-on-loop-us applies to --storage file --sync always (storage.flush_on_loop_us)");
+  EXPECT_FALSE(Parse({"--storage", "file", "--sync", "always", "--flush-on-loop-us", "0"}, &error));
+  EXPECT_EQ(error, "--flush-on-loop-us: '0' is not a number of microseconds between 1 and 1000000");
   EXPECT_FALSE(Parse({"--storage", "nvme"}, &error));
   EXPECT_EQ(error, "--storage: 'nvme'; allowed: memory, file");
   EXPECT_FALSE(Parse({"--sync", "always"}, &error));

@@ -36,8 +36,12 @@ std::string ReadTail(const std::string& path, size_t max_bytes) {
 
 std::string ConfigYaml(const MemkvServerConfig& config, const std::string& key_hex, const std::string& dir) {
   const std::string storage =
-      config.file_mode ? "storage:\n  mode: file\n  sync: " + config.sync + "\n  drives:\n    - {media: " + dir +
-                             "/drive0.memkv, size: " + std::to_string(config.drive_bytes) + "}\n"
+      config.file_mode ? "storage:\n  mode: file\n  sync: " + config.sync + "\n" +
+                             (config.flush_on_loop_us != 0
+                                  ? "  flush_on_loop_us: " + std::to_string(config.flush_on_loop_us) + "\n"
+                                  : std::string()) +
+                             "  drives:\n    - {media: " + dir + "/drive0.memkv, size: " +
+                             std::to_string(config.drive_bytes) + "}\n"
                        : "storage:\n  mode: memory\n";
   return "network:\n  address: 127.0.0.1:0\n  auth_key: " + key_hex + "\n" + config.network_yaml +
          "memory:\n  max_size: " + std::to_string(config.pool_bytes) +

@@ -39,6 +39,7 @@ struct MemkvServerConfig {
   // directory, storage.sync `sync`; false: storage.mode memory.
   bool file_mode = false;
   std::string sync = "interval";
+  uint32_t flush_on_loop_us = 0;  // storage.flush_on_loop_us; 0: not written (the server's default)
   uint64_t drive_bytes = 4ULL << 30;
   std::string extra_yaml;  // more top-level sections (tenants:, ...)
   std::string network_yaml;  // more network: fields, each "  field: value\n" (loads_first, ...)

@@ -68,7 +68,7 @@ bool IsKnownFlag(std::string_view flag) {
   for (std::string_view known : {"--sizes", "--conns", "--seconds", "--repeat", "--ops", "--pool", "--json",
                                  "--memkv", "--servers", "--redis", "--peer", "--batch", "--plot",
                                  "--storage", "--sync", "--drive-size", "--redis-appendfsync", "--replay",
-                                 "--replay-speed"}) {
+                                 "--replay-speed", "--flush-on-loop-us"}) {
     if (flag == known) return true;
   }
   return false;
@@ -97,6 +97,9 @@ bool ApplyFlag(const std::string& flag, const std::string& value, BenchOptions* 
   };
   if (flag == "--storage") return one_of({"memory", "file"}, &o->storage);
   if (flag == "--sync") return one_of({"interval", "always"}, &o->sync);
+  if (flag == "--flush-on-loop-us") {
+    return ParseCount(flag, value, 1'000'000, "number of microseconds", &o->flush_on_loop_us, error);
+  }
   if (flag == "--redis-appendfsync") return one_of({"everysec", "always"}, &o->redis_appendfsync);
   if (flag == "--drive-size") {
     Result<uint64_t> size = ParseSize(value);
@@ -147,7 +150,8 @@ bool ApplyFlag(const std::string& flag, const std::string& value, BenchOptions* 
 // so that a flag never silently does nothing.
 bool AppliesTo(BenchMode mode, const std::string& flag) {
   static const std::set<std::string> kCommon = {"--sizes", "--conns", "--json", "--pool", "--memkv",
-                                                "--no-prefault", "--storage", "--sync", "--drive-size"};
+                                                "--no-prefault", "--storage", "--sync", "--drive-size",
+                                                "--flush-on-loop-us"};
   static const std::set<std::string> kSweep = {"--seconds", "--repeat", "--ops",   "--cold",  "--servers",
                                                "--no-auth-cost", "--peer", "--batch", "--plot", "--redis",
                                                "--install-peers", "--redis-appendfsync"};
@@ -212,6 +216,7 @@ MemkvServerConfig SpawnConfigOf(const BenchOptions& o) {
   c.prefault = o.prefault;
   c.file_mode = o.storage == "file";
   c.sync = o.sync;
+  c.flush_on_loop_us = o.flush_on_loop_us;
   c.drive_bytes = o.drive_bytes;
   return c;
 }
@@ -265,6 +270,10 @@ std::optional<BenchOptions> ParseOptions(const std::vector<std::string>& args, b
   }
   if (o.storage != "file" && (given.count("--sync") != 0 || given.count("--drive-size") != 0)) {
     *error = "--sync and --drive-size apply to --storage file";
+    return std::nullopt;
+  }
+  if (given.count("--flush-on-loop-us") != 0 && (o.storage != "file" || o.sync != "always")) {
+    *error = "--flush-on-loop-us applies to --storage file --sync always (storage.flush_on_loop_us)";
     return std::nullopt;
   }
   if (!o.redis_appendfsync.empty() && !o.peer_redis) {

@@ -42,6 +42,7 @@ struct BenchOptions {
   // drive file of --drive-size in its directory, storage.sync --sync).
   std::string storage = "memory";
   std::string sync = "interval";
+  uint32_t flush_on_loop_us = 0;                 // --flush-on-loop-us: storage.flush_on_loop_us; 0: unset
   uint64_t drive_bytes = 4ULL << 30;
   // --redis-appendfsync: Redis's AOF with this appendfsync (everysec,
   // always); empty: --appendonly no.
@@ -59,7 +60,7 @@ struct BenchOptions {
 };
 
 // The spawned servers' config: --pool, --no-prefault, --storage, --sync,
-// --drive-size.
+// --flush-on-loop-us, --drive-size.
 MemkvServerConfig SpawnConfigOf(const BenchOptions& o);
 
 inline constexpr const char* kUsage = R"(Usage: memkv-bench [options]
@@ -115,6 +116,9 @@ Options (all modes):
                     4GiB) in its temporary directory ($TMPDIR)
   --sync POLICY     with --storage file: storage.sync, interval (default) or
                     always
+  --flush-on-loop-us N
+                    with --sync always: storage.flush_on_loop_us (the workers
+                    flush their turns' puts while flushes take at most N us)
   --drive-size SIZE with --storage file: the drive file's size
   --no-prefault     spawn servers with memory.prefault: false (pages are
                     faulted in by the first values written there)

@@ -12,7 +12,7 @@
 # alternating.
 # usage: bench/put_syscalls.sh [--peer memkv|redis] [--op put|get] [--memkv BIN] [--probe BIN]
 #                              [--mode memory|file] [--sync interval|always]
-#                              [--workers N] [--size S] [--depth D] [--batch B]
+#                              [--flush-on-loop-us N] [--workers N] [--size S] [--depth D] [--batch B]
 #                              [--seconds T] [--requests N]
 #   --peer P      the server measured: memkv (default) or redis
 #   --op O        put (default) or get: gets read the keys the warm-up put
@@ -24,6 +24,8 @@
 #   --sync P      storage.sync in file mode (default interval)
 #   --workers N   the server's --workers (default: its own default)
 #   --busy-poll-us N  the server's network.busy_poll_us (default: its default)
+#   --flush-on-loop-us N  the server's storage.flush_on_loop_us (with --sync
+#                 always; default: its default, 0)
 #   --size S      value size (default 4k); --depth D threads and connections
 #                 (default 16); --batch B keys per BatchPut (default 1)
 #   --seconds T   memkv's measured run (default 3; a 2 s warm-up runs first)
@@ -42,7 +44,7 @@
 # redis-tools).
 set -euo pipefail
 PEER=memkv; MEMKV=build/memkv; PROBE=build/memkv-rdma-probe; MODE=file; SYNC=interval; WORKERS=""
-SIZE=4k; DEPTH=16; BATCH=1; SECS=3; REQUESTS=60000; WAKEUPS=0; BUSY_POLL=""; OP=put
+SIZE=4k; DEPTH=16; BATCH=1; SECS=3; REQUESTS=60000; WAKEUPS=0; BUSY_POLL=""; FLUSH_ON_LOOP=""; OP=put
 while [ $# -gt 0 ]; do
   case "$1" in
     --peer) PEER="$2"; shift 2;;
@@ -53,14 +55,15 @@ while [ $# -gt 0 ]; do
     --sync) SYNC="$2"; shift 2;;
     --workers) WORKERS="$2"; shift 2;;
     --busy-poll-us) BUSY_POLL="$2"; shift 2;;
+    --flush-on-loop-us) FLUSH_ON_LOOP="$2"; shift 2;;
     --size) SIZE="$2"; shift 2;;
     --depth) DEPTH="$2"; shift 2;;
     --batch) BATCH="$2"; shift 2;;
     --seconds) SECS="$2"; shift 2;;
     --requests) REQUESTS="$2"; shift 2;;
     --wakeups) WAKEUPS=1; shift;;
-    -h|--help) sed -n '2,38p' "$0"; exit 0;;
-    *) echo "put_syscalls: unknown argument '$1'" >&2; sed -n '2,38p' "$0" >&2; exit 2;;
+    -h|--help) sed -n '2,40p' "$0"; exit 0;;
+    *) echo "put_syscalls: unknown argument '$1'" >&2; sed -n '2,40p' "$0" >&2; exit 2;;
   esac
 done
 case "$PEER" in memkv|redis) ;; *) echo "put_syscalls: --peer is memkv or redis, not '$PEER'" >&2; exit 2;; esac
@@ -115,6 +118,7 @@ if [ "$PEER" = memkv ]; then
     [ -n "$BUSY_POLL" ] && printf '  busy_poll_us: %s\n' "$BUSY_POLL"
     printf 'memory:\n  max_size: 1GiB\nstorage:\n  mode: %s\n' "$MODE"
     [ "$MODE" = file ] && printf '  sync: %s\n  drives:\n    - {media: %s/drive0.memkv, size: 2GiB}\n' "$SYNC" "$OUT"
+    [ -n "$FLUSH_ON_LOOP" ] && printf '  flush_on_loop_us: %s\n' "$FLUSH_ON_LOOP"
   } > "$OUT/config.yaml"
   chmod 600 "$OUT/config.yaml"
   ARGS=(start --config "$OUT/config.yaml" --data-dir "$OUT/data")

@@ -169,7 +169,8 @@ class Docs(unittest.TestCase):
 
     def test_t1_t3_d1_s1_rewrite_every_row_they_feed(self):
         data = {"T1": load("t1"), "T3": load("t3"), "D1": load("d1"),
-                "S1": load("interval", "interval-batch", "always", "always-batch")}
+                "S1": load("interval", "interval-batch", "always", "always-batch", "always-loop",
+                             "always-loop-batch")}
         new, outcomes = apply(self.text, list(data), data, RUN, "m")
         index = table.rows_of(self.lines)
         fed = {index[k] for i in data for k in REGISTRY[i].rows}

@@ -76,13 +76,18 @@ RAW = "raw stream"
 
 def _s1_runs():
     runs = []
-    for sync, fsync in (("interval", "everysec"), ("always", "always")):
-        common = ["--storage", "file", "--sync", sync, "--pool", "1GiB", "--drive-size", "4GiB", "--peer", "redis",
-                  "--redis-appendfsync", fsync, "--repeat", "3", "--seconds", "1", "--no-auth-cost"]
-        runs.append(Run(sync, _bench(*common, "--sizes", "4KiB,64KiB,2MiB", "--conns", "1,4,16",
-                                     "--json", "{out}/%s.json" % sync)))
-        runs.append(Run(sync + "-batch", _bench(*common, "--sizes", "4KiB,64KiB", "--conns", "4,16", "--batch", "16",
-                                                "--json", "{out}/%s-batch.json" % sync)))
+    # always-loop: `sync: always` with the workers flushing their turns
+    # (storage.flush_on_loop_us), the puts up to 256 KiB it applies to.
+    for name, sync, fsync, extra, sizes, conns in (
+            ("interval", "interval", "everysec", (), "4KiB,64KiB,2MiB", "1,4,16"),
+            ("always", "always", "always", (), "4KiB,64KiB,2MiB", "1,4,16"),
+            ("always-loop", "always", "always", ("--flush-on-loop-us", "2000"), "4KiB,64KiB", "16")):
+        common = ["--storage", "file", "--sync", sync, *extra, "--pool", "1GiB", "--drive-size", "4GiB",
+                  "--peer", "redis", "--redis-appendfsync", fsync, "--repeat", "3", "--seconds", "1",
+                  "--no-auth-cost"]
+        runs.append(Run(name, _bench(*common, "--sizes", sizes, "--conns", conns, "--json", "{out}/%s.json" % name)))
+        runs.append(Run(name + "-batch", _bench(*common, "--sizes", "4KiB,64KiB", "--conns", "4,16", "--batch", "16",
+                                                "--json", "{out}/%s-batch.json" % name)))
     return runs
 
 
@@ -175,6 +180,12 @@ REGISTRY = {
                 c.file_put("always", 4 * KIB, (16,), (4, 16), "Redis `appendfsync always`"),
             ("file mode", "put, `sync: always`, 64 KiB, 16 connections and batches (3 cells)"):
                 c.file_put("always", 64 * KIB, (16,), (4, 16), "Redis `always`"),
+            ("file mode", "put, `sync: always` and `storage.flush_on_loop_us: 2000`, 4 KiB, 16 connections and "
+                          "batches (3 cells)"):
+                c.file_put("always-loop", 4 * KIB, (16,), (4, 16), "Redis `appendfsync always`"),
+            ("file mode", "put, `sync: always` and `storage.flush_on_loop_us: 2000`, 64 KiB, 16 connections and "
+                          "batches (3 cells)"):
+                c.file_put("always-loop", 64 * KIB, (16,), (4, 16), "Redis `always`"),
             ("file mode", "put, `sync: always`, 2 MiB, 16 connections"):
                 c.file_put("always", 2 * MIB, (16,), (), "Redis `always`"),
             ("file mode", "get (values in the pool), 4 KiB to 2 MiB, 1/4/16 connections and batches"):
