@@ -265,7 +265,12 @@ Result<std::unique_ptr<drive::ExtentStore>> OpenDrives(const config::StorageConf
                       << (stats.sync == drive::SyncMode::kInterval
                               ? " (a put survives kill -9 at once, a power cut once flushed, every " +
                                     std::to_string(storage.sync_interval_ms) + " ms)"
-                              : std::string(" (a put survives a power cut once acknowledged)"));
+                              : std::string(" (a put survives a power cut once acknowledged)") +
+                                    (storage.flush_on_loop_us != 0
+                                         ? "; the workers flush their turns' puts while flushes take at most " +
+                                               std::to_string(storage.flush_on_loop_us) +
+                                               " us (storage.flush_on_loop_us)"
+                                         : std::string()));
   for (const drive::DriveStats& d : stats.drives) {
     if (d.state != drive::DriveState::kOnline) {
       LOG_WARN_C("start") << "drive " << d.index << " (" << (d.path.empty() ? "not given" : d.path) << ") is "

@@ -1,6 +1,7 @@
 // IoThreads: the threads that do the tiered store's drive work, so that no
-// event-loop thread waits on a drive read or a slow flush. Jobs run in submission order (one
-// FIFO queue); each thread blocks on one drive operation at a time.
+// event-loop thread waits on a drive read or a slow flush. Jobs run in
+// submission order (one FIFO queue); each thread blocks on one drive
+// operation at a time.
 //
 // Thread-safety: Submit may be called from any thread, also from a job. The
 // destructor runs every job still queued, then joins.
