@@ -182,12 +182,12 @@ int RunSweepMode(const BenchOptions& o) {
   RunFacts facts = GatherFacts(MEMKV_SOURCE_DIR, MEMKV_BUILD_TYPE);
   facts.target = target->description;
   facts.pool_bytes = o.pool_bytes;
-  facts.storage = o.servers.empty() ? (o.storage == "file" ? "file, sync " + o.sync +
-                                                                  (o.flush_on_loop_us != 0
-                                                                       ? ", flush_on_loop_us " +
-                                                                             std::to_string(o.flush_on_loop_us)
-                                                                       : std::string())
-                                                            : o.storage) : "of the servers given";
+  std::string storage = o.storage;
+  if (o.storage == "file") {
+    storage = "file, sync " + o.sync;
+    if (o.flush_on_loop_us != 0) storage += ", flush_on_loop_us " + std::to_string(o.flush_on_loop_us);
+  }
+  facts.storage = o.servers.empty() ? storage : "of the servers given";
   facts.seconds_per_cell = o.seconds;
   facts.repeat = o.repeat;
   facts.pool_warmed = o.warm_pool && target->spawned != nullptr;
