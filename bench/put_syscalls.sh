@@ -191,6 +191,9 @@ def poll_counts(path):
             m = re.match(r'memkv_worker_(idle_spells_total\{outcome="(\w+)"\}|poll_seconds_total) (\S+)', line)
             if m:
                 c[m.group(2) or "poll_seconds"] = float(m.group(3))
+            m = re.match(r'memkv_drive_(journal_commits|loop_commits)_total (\S+)', line)
+            if m:
+                c[m.group(1)] = float(m.group(2))
     return c
 before, after = poll_counts(f"{out}/metrics.before"), poll_counts(f"{out}/metrics.after")
 if "polled" in before and "polled" in after:
@@ -201,6 +204,13 @@ if "polled" in before and "polled" in after:
     secs = after["poll_seconds"] - before["poll_seconds"]
     print(f"  idle spells per {op}: {(polled + slept) / puts:.2f} ({polled / max(polled + slept, 1) * 100:.0f}% caught "
           f"by the poll, {slept / puts:.2f} slept); polling {secs * 1e6 / puts:.1f} us per {op}")
+if "journal_commits" in before and "journal_commits" in after:
+    # Group commit: the drives' journal writes (each one flush with `sync:
+    # always`), and of the turns, those the workers flushed themselves.
+    commits = after["journal_commits"] - before["journal_commits"]
+    loop = after.get("loop_commits", 0) - before.get("loop_commits", 0)
+    print(f"  journal commits per {op}: {commits / puts:.3f} ({puts / max(commits, 1):.1f} {op}s each); "
+          f"turns flushed on the loop: {loop / puts:.3f} per {op}")
 if os.path.exists(f"{out}/sched.txt"):
     # From a thread's sched_wakeup to the sched_switch that runs it.
     server_tids = set(open(f"{out}/server.tids").read().split())

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/checksum.h"
@@ -128,6 +129,16 @@ inline std::unique_ptr<storage::MemoryStore> NewPool(uint64_t pool_bytes, const 
   return created.ok() ? std::move(created).value() : nullptr;
 }
 
+// Polls `condition` every 2 ms until it holds or 10 s pass.
+inline bool PollFor(const std::function<bool()>& condition) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
 // Drive geometry of the tiered tests: 64 KiB extents on two files.
 constexpr uint64_t kTestBlockBytes = 64 << 10;
 
@@ -136,9 +147,10 @@ constexpr uint64_t kTestBlockBytes = 64 << 10;
 class TierHarness {
  public:
   // `sync`: the drives' storage.sync (kInterval: flushed by nothing here).
+  // `faulty`: the drives run through a FaultInjectingEngine (faults()).
   TierHarness(uint64_t pool_bytes, bool with_drives, TieredStoreOptions options = {},
               uint64_t drive_file_bytes = 8 << 20, const RealtimeClock* clock = nullptr,
-              drive::SyncMode sync = drive::SyncMode::kAlways)
+              drive::SyncMode sync = drive::SyncMode::kAlways, bool faulty = false)
       : drives_(2, kTestBlockBytes, drive_file_bytes), options_(options) {
     std::unique_ptr<drive::ExtentStore> drives;
     drives_.clock = clock;
@@ -146,7 +158,7 @@ class TierHarness {
     if (with_drives) {
       Status formatted = drives_.Format();
       EXPECT_TRUE(formatted.ok()) << formatted.ToString();
-      Status opened = drives_.Open();
+      Status opened = faulty ? drives_.OpenFaulty() : drives_.Open();
       EXPECT_TRUE(opened.ok()) << opened.ToString();
       drives = std::move(drives_.store);
     }
@@ -155,6 +167,8 @@ class TierHarness {
 
   TieredStore& store() { return *store_; }
   TestLoop& loop() { return loop_; }
+  // The fault engine the drives run through (null unless opened faulty).
+  drive::FaultInjectingEngine* faults() { return drives_.faults; }
 
   // Closes the store (drives included) and opens the drive files alone:
   // what an acknowledged operation left on them.

@@ -19,10 +19,11 @@
 // (the read finds its extents itself). A key in neither tier is answered
 // without one.
 //
-// Ordering: operations on one key that touch the drives are serialised (a
-// striped mutex held across the drive I/O and the DRAM update), so DRAM never
-// publishes a value older than what the drives hold. Different keys proceed
-// in parallel on `io_threads` threads.
+// Ordering: operations on one key that touch the drives are serialised (the
+// key's lock, KeyLocks, held across the drive I/O and the DRAM update), so
+// DRAM never publishes a value older than what the drives hold. Different
+// keys never wait on each other: they proceed in parallel on `io_threads`
+// threads, and their commits share the drives' group commit.
 //
 // Completion. The operations that may need a drive (Commit, CommitMany, Get,
 // GetMany, Delete) take a `done` callable and run it exactly once, always on
@@ -100,6 +101,7 @@
 #include "tier/callback.h"
 #include "tier/completion_inbox.h"
 #include "tier/io_threads.h"
+#include "tier/key_locks.h"
 #include "tier/stored_value.h"
 #include "tier/value_stream.h"
 
@@ -412,7 +414,7 @@ class TieredStore {
   // (medium drive). `options`: the stored value's, when known.
   void NoteDriveEvent(storage::StoreEventKind kind, storage::RemovalReason reason, std::string_view key,
                       uint64_t size, const PutOptions* options);
-  // A drive put of `key` (the key's stripe held): what it replaced, then it.
+  // A drive put of `key` (the key's lock held): what it replaced, then it.
   void NoteDrivePut(std::string_view key, uint64_t size, const PutOptions& options,
                     std::optional<uint64_t> replaced_size);
   // WriteThrough for several puts (keys differ) in one drive commit.
@@ -426,14 +428,13 @@ class TieredStore {
   Result<StoredValue> ReadFromDrives(const std::string& key, uint64_t size, ReadNeed need);
   Result<StoredValue> ReadOnce(const std::string& key, uint64_t size, ReadNeed need);
   Status DeleteFromBoth(const std::string& key);
-  Mutex& StripeFor(std::string_view key);
 
   std::unique_ptr<storage::MemoryStore> memory_;
   std::unique_ptr<drive::ExtentStore> drives_;  // null: memory mode
   TieredStoreOptions options_;
-  // A key's stripe serialises the drive operations on the key (see
-  // "Ordering" above); it guards no field.
-  std::array<Mutex, 256> stripes_;
+  // A key's lock serialises the drive operations on the key (see "Ordering"
+  // above); it guards no field.
+  KeyLocks key_locks_;
 
   std::atomic<uint64_t> drive_hits_{0};
   std::atomic<uint64_t> promotions_{0};

@@ -3,7 +3,6 @@
 // inbox; the functions below them block and run only on the I/O threads.
 #include <algorithm>
 #include <atomic>
-#include <deque>
 #include <optional>
 #include <unordered_set>
 #include <utility>
@@ -120,10 +119,6 @@ void TieredStore::DeleteLater(std::string key, const ReplyTo& reply, StatusDone 
       [removal, done = std::move(done)]() mutable { done(std::move(removal->status)); });
 }
 
-Mutex& TieredStore::StripeFor(std::string_view key) {
-  return stripes_[std::hash<std::string_view>{}(key) % stripes_.size()];
-}
-
 uint64_t TieredStore::OwnDriveHold(uint32_t t, const QuotaHold& hold) const {
   return t != TenantMap::kNone && drive_holds_.Counts(t, hold) ? hold.bytes() : 0;
 }
@@ -183,7 +178,7 @@ Status TieredStore::WithDriveRoom(std::string_view key, uint64_t size, const Quo
 Status TieredStore::WriteThrough(PutCommit commit) {
   const std::string& key = commit.key;
   storage::PendingPut& put = commit.put;
-  MutexLock lock(StripeFor(key));
+  const KeyLocks::Held held = key_locks_.Lock(key);
   // A pin DRAM will refuse must not reach the drives either.
   MEMKV_RETURN_IF_ERROR(memory_->CheckPinRoom(key, put.size(), commit.options));
   const std::optional<uint64_t> replaced = ReplacedOnDrives(key);
@@ -302,7 +297,7 @@ bool TieredStore::EvictionCanHelp(uint64_t extents) const {
 }
 
 Result<StoredValue> TieredStore::ReadFromDrives(const std::string& key, uint64_t size, ReadNeed need) {
-  MutexLock lock(StripeFor(key));
+  const KeyLocks::Held held = key_locks_.Lock(key);
   Result<StoredValue> value = ReadOnce(key, size, need);
   if (value.ok() || value.status().code() != StatusCode::kTooLarge) return value;
   // A put of the key ran between the index lookup and this lock, and its
@@ -375,7 +370,7 @@ Result<StoredValue> TieredStore::ReadOnce(const std::string& key, uint64_t size,
 }
 
 Status TieredStore::DeleteFromBoth(const std::string& key) {
-  MutexLock lock(StripeFor(key));
+  const KeyLocks::Held held = key_locks_.Lock(key);
   const std::optional<uint64_t> size = Observes(storage::StoreEventKind::kRemoved, storage::RemovalReason::kDeleted)
                                             ? drives_->ValueSize(key)
                                             : std::nullopt;
@@ -392,14 +387,12 @@ std::vector<Status> TieredStore::WriteThroughMany(std::vector<PutCommit> puts) {
   std::vector<Status> statuses(puts.size());
   std::vector<bool> needs_room(puts.size(), false);
   {
-    // The keys' stripes, each locked once, in address order (no deadlock
-    // with another batch or a single put).
-    std::vector<Mutex*> stripes;
-    for (const PutCommit& p : puts) stripes.push_back(&StripeFor(p.key));
-    std::sort(stripes.begin(), stripes.end());
-    stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
-    std::deque<MutexLock> locks;  // a MutexLock never moves: built in place
-    for (Mutex* m : stripes) locks.emplace_back(*m);
+    // The keys' locks, all at once (no deadlock with another batch or a
+    // single put).
+    std::vector<std::string_view> names;
+    names.reserve(puts.size());
+    for (const PutCommit& p : puts) names.push_back(p.key);
+    const KeyLocks::Held held = key_locks_.LockAll(names);
 
     std::vector<drive::ExtentStore::IovPut> writes;
     writes.reserve(puts.size());

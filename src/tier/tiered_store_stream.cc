@@ -69,7 +69,7 @@ void TieredStore::FinishStreamPut(std::shared_ptr<ValueStream> stream, uint64_t 
         ValueStream& s = *stream;
         // Under the key's lock, so that DRAM never keeps a value older than
         // the one the drives now hold.
-        MutexLock lock(StripeFor(s.key_));
+        const KeyLocks::Held held = key_locks_.Lock(s.key_);
         const std::optional<uint64_t> replaced = ReplacedOnDrives(s.key_);
         *status = s.writer_->Finish(checksum);
         if (status->ok()) {

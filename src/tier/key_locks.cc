@@ -1,0 +1,62 @@
+#include "tier/key_locks.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace memkv::tier {
+
+KeyLocks::Held::Held(Held&& other) noexcept
+    : owner_(std::exchange(other.owner_, nullptr)), keys_(std::move(other.keys_)) {}
+
+KeyLocks::Held::~Held() {
+  if (owner_ != nullptr) owner_->Release(keys_);
+}
+
+KeyLocks::Held KeyLocks::Lock(std::string_view key) {
+  const std::string_view keys[] = {key};
+  return LockAll(keys);
+}
+
+KeyLocks::Held KeyLocks::LockAll(std::span<const std::string_view> keys) {
+  std::vector<std::string_view> wanted(keys.begin(), keys.end());
+  if (wanted.size() > 1) {
+    std::sort(wanted.begin(), wanted.end());
+    wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  }
+  std::vector<const std::string*> taken;
+  taken.reserve(wanted.size());
+  MutexLock lock(mu_);
+  auto none_held = [&]() MEMKV_REQUIRES(mu_) {
+    return std::none_of(wanted.begin(), wanted.end(), [&](std::string_view k) { return held_.contains(k); });
+  };
+  if (!none_held()) {
+    ++waiting_;
+    lock.Wait(released_, none_held);
+    --waiting_;
+  }
+  for (std::string_view k : wanted) taken.push_back(&*held_.emplace(k).first);
+  return Held(this, std::move(taken));
+}
+
+void KeyLocks::Release(std::span<const std::string* const> keys) {
+  bool wake = false;
+  {
+    MutexLock lock(mu_);
+    // Found by the set's own copy, which the erase then frees.
+    for (const std::string* k : keys) held_.erase(held_.find(*k));
+    wake = waiting_ > 0;
+  }
+  if (wake) released_.notify_all();
+}
+
+size_t KeyLocks::held() const {
+  MutexLock lock(mu_);
+  return held_.size();
+}
+
+size_t KeyLocks::waiting() const {
+  MutexLock lock(mu_);
+  return waiting_;
+}
+
+}  // namespace memkv::tier
