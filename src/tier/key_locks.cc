@@ -27,14 +27,22 @@ KeyLocks::Held KeyLocks::LockAll(std::span<const std::string_view> keys) {
   taken.reserve(wanted.size());
   MutexLock lock(mu_);
   auto none_held = [&]() MEMKV_REQUIRES(mu_) {
-    return std::none_of(wanted.begin(), wanted.end(), [&](std::string_view k) { return held_.contains(k); });
+    for (std::string_view k : wanted) {
+      if (held_.contains(k)) return false;
+    }
+    return true;
   };
   if (!none_held()) {
     ++waiting_;
     lock.Wait(released_, none_held);
     --waiting_;
   }
-  for (std::string_view k : wanted) taken.push_back(&*held_.emplace(k).first);
+  try {
+    for (std::string_view k : wanted) taken.push_back(&*held_.emplace(k).first);
+  } catch (...) {  // out of memory: no key stays held by nobody
+    for (const std::string* k : taken) held_.erase(held_.find(*k));
+    throw;
+  }
   return Held(this, std::move(taken));
 }
 
