@@ -3,12 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
-#include <chrono>
 #include <thread>
 
-#include "base/clock.h"
 #include "drive/extent_store.h"
 #include "drive/store_fixture.h"
+#include "drive/test_util.h"
 
 namespace memkv::drive {
 namespace {
@@ -146,17 +145,6 @@ TEST(ExtentStoreFaults, ADriveThatLiesAboutAWriteIsCaughtOnRead) {
   auto got = t.Get("k");
   EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(t.store->Stats().checksum_failures, 1u);
-}
-
-// Polls `condition` every 2 ms until it holds or 10 s pass.
-template <typename F>
-bool PollFor(F condition) {
-  const Nanos deadline = MonotonicNanos() + Nanos{10'000'000'000};
-  while (!condition()) {
-    if (MonotonicNanos() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
 }
 
 TEST(ExtentStoreFaults, FlushesWithinSeesAFlushThatRunsLongAndRemembersTheLastSlowOnes) {

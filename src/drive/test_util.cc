@@ -6,17 +6,28 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
+#include <thread>
 
 #include "base/bytes.h"
 #include "base/checksum.h"
 #include "drive/format.h"
 
 namespace memkv::drive {
+
+bool PollFor(const std::function<bool()>& condition) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
 
 std::vector<uint8_t> ReadRaw(const std::string& path, uint64_t offset, size_t size) {
   std::vector<uint8_t> out(size);

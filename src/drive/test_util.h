@@ -3,6 +3,7 @@
 #define MEMKV_DRIVE_TEST_UTIL_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,9 @@ void WriteRaw(const std::string& path, uint64_t offset, const std::vector<uint8_
 // Bytes that differ per position and per seed, so a value read back from the
 // wrong extent, offset or version does not compare equal by accident.
 std::vector<uint8_t> Pattern(size_t size, uint64_t seed);
+
+// Polls `condition` every 2 ms until it holds (true) or 10 s pass (false).
+bool PollFor(const std::function<bool()>& condition);
 
 // A drive as format version 1 wrote it, byte by byte (docs/storage.md of
 // that format), for tests of the version policy: a superblock of version 1

@@ -18,10 +18,14 @@ KeyLocks::Held KeyLocks::Lock(std::string_view key) {
 }
 
 KeyLocks::Held KeyLocks::LockAll(std::span<const std::string_view> keys) {
-  std::vector<std::string_view> wanted(keys.begin(), keys.end());
-  if (wanted.size() > 1) {
-    std::sort(wanted.begin(), wanted.end());
-    wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  // Each key once (a single key, the common case, is taken as it comes).
+  std::vector<std::string_view> sorted;
+  std::span<const std::string_view> wanted = keys;
+  if (keys.size() > 1) {
+    sorted.assign(keys.begin(), keys.end());
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    wanted = sorted;
   }
   std::vector<const std::string*> taken;
   taken.reserve(wanted.size());

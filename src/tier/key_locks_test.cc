@@ -16,6 +16,8 @@
 namespace memkv::tier {
 namespace {
 
+using drive::PollFor;
+
 TEST(KeyLocks, DifferentKeysDoNotWaitOnEachOther) {
   KeyLocks locks;
   const KeyLocks::Held a = locks.Lock("a");

@@ -14,12 +14,12 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/checksum.h"
 #include "base/unique_fd.h"
 #include "drive/store_fixture.h"
+#include "drive/test_util.h"
 #include "tier/tiered_store.h"
 
 namespace memkv::tier {
@@ -127,16 +127,6 @@ inline std::unique_ptr<storage::MemoryStore> NewPool(uint64_t pool_bytes, const 
   Result<std::unique_ptr<storage::MemoryStore>> created = storage::MemoryStore::Create(o);
   EXPECT_TRUE(created.ok()) << created.status().ToString();
   return created.ok() ? std::move(created).value() : nullptr;
-}
-
-// Polls `condition` every 2 ms until it holds or 10 s pass.
-inline bool PollFor(const std::function<bool()>& condition) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
 }
 
 // Drive geometry of the tiered tests: 64 KiB extents on two files.

@@ -20,6 +20,8 @@
 namespace memkv::tier {
 namespace {
 
+using drive::PollFor;
+
 using drive::Pattern;
 
 constexpr int kThreads = 4;
