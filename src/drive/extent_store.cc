@@ -228,7 +228,9 @@ std::vector<uint32_t> ExtentStore::Impl::SyncDrives(const std::vector<uint32_t>&
   {
     MutexLock lock(flush_clock_mu);
     flushes_running.erase(running);
-    recent_flushes[next_recent_flush] = MonotonicNanos() - start;
+    const Nanos took = MonotonicNanos() - start;
+    last_flush.store(took, std::memory_order_relaxed);
+    recent_flushes[next_recent_flush] = took;
     next_recent_flush = (next_recent_flush + 1) % recent_flushes.size();
   }
   std::vector<uint32_t> failed;
@@ -476,6 +478,7 @@ ExtentStoreStats ExtentStore::Stats() const {
   out.block_size_bytes = s.block_bytes;
   out.io_engine = std::string(s.io->name());
   out.open_nanos = s.open_nanos;
+  out.commit_waits = s.commit_waits.load(std::memory_order_relaxed);
   out.encrypted = s.codec->seals();
   out.unit_bytes = kDriveUnitBytes;
   out.journal_live_bytes = s.journal_live_bytes;

@@ -126,6 +126,12 @@ std::string_view SyncModeName(SyncMode mode);
 // round of its own. Larger values stream to the drive directly, where the
 // copy would cost more than it saves and fill the page cache.
 inline constexpr uint64_t kBufferedValueBytes = 256 << 10;
+// With SyncMode::kAlways, a single put of at least this many bytes (and at
+// most kBufferedValueBytes) that finds other puts staged or committing is
+// written with O_DIRECT instead, while their commit runs, so that its bytes
+// are not written back inside the next commit's fdatasync
+// (docs/storage.md, "How small writes go").
+inline constexpr uint64_t kDirectWhenBusyBytes = 64 << 10;
 
 struct ExtentStoreOptions {
   std::vector<std::string> drives;    // paths, any order; identified by their superblocks
@@ -133,6 +139,10 @@ struct ExtentStoreOptions {
   // kInterval: how often a background thread flushes the drives (when
   // anything was written since the last flush). 0: only Flush() does.
   uint32_t sync_interval_ms = 1000;
+  // kAlways: how long a commit's leader waits for puts still writing their
+  // values to join its batch (docs/storage.md, "How small writes go").
+  // Negative: as long as the last flush took, at most 1 ms. Tests set it.
+  int64_t staged_wait_ns = -1;
   IoEngineKind io = IoEngineKind::kAuto;
   uint32_t queue_depth = 64;
   // Staging buffers of one extent (block size) each, registered with
@@ -205,6 +215,7 @@ struct ExtentStoreStats {
   bool encrypted = false;           // the drives are encrypted at rest
   uint64_t io_errors = 0;
   uint64_t journal_commits = 0;     // journal writes (each may carry several operations)
+  uint64_t commit_waits = 0;        // kAlways: leaders that waited for puts still writing their values
   uint64_t flushes = 0;             // drive cache flushes of SyncMode::kInterval (Flush and the timer)
   uint64_t checkpoints = 0;
   uint64_t open_nanos = 0;          // how long Open took (journal replay included)

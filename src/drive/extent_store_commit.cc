@@ -34,6 +34,9 @@ namespace memkv::drive {
 namespace {
 
 constexpr size_t kMaxBatchOps = 256;
+// The longest a leader waits for staged puts (WaitForStaging), whatever a
+// flush takes.
+constexpr Nanos kMaxStagingWaitNanos = 1'000'000;
 constexpr int kMaxDepth = 4;  // nesting of checkpoint <-> append on failures
 
 JournalRecord OfflineRecordLocked(ExtentStore::Impl& s, uint32_t drive) MEMKV_REQUIRES(s.mu) {
@@ -65,14 +68,54 @@ JournalRecord PutRecordOf(const Entry& e) {
 
 }  // namespace
 
+bool ExtentStore::Impl::BeginStaging(size_t n) {
+  if (n == 0) return false;
+  MutexLock lock(commit_mu);
+  const bool busy = staged_puts > 0 || !commit_queue.empty() || last_batch_ops > 1;
+  staged_puts += n;
+  return busy;
+}
+
+void ExtentStore::Impl::EndStaging(size_t n) {
+  MutexLock lock(commit_mu);
+  staged_puts -= n;
+  if (leader_waiting) staging_cv.notify_one();
+}
+
+void ExtentStore::Impl::WaitForStaging(MutexLock& lock) {
+  if (staged_puts == 0 || commit_queue.front()->kind != CommitOp::Kind::kPut) return;
+  // As long as a flush takes, at most: a put that joins later still waits
+  // less than the flush its own commit would cost.
+  const Nanos budget = options.staged_wait_ns >= 0
+                           ? options.staged_wait_ns
+                           : std::min(last_flush.load(std::memory_order_relaxed), kMaxStagingWaitNanos);
+  if (budget <= 0) return;
+  commit_waits.fetch_add(1, std::memory_order_relaxed);
+  leader_waiting = true;
+  lock.WaitFor(staging_cv, std::chrono::nanoseconds(budget), [&]() MEMKV_REQUIRES(commit_mu) {
+    return staged_puts == 0 || commit_queue.size() >= kMaxBatchOps;
+  });
+  leader_waiting = false;
+}
+
 void ExtentStore::Impl::Commit(std::span<CommitOp* const> ops) {
   MutexLock lock(commit_mu);
-  for (CommitOp* op : ops) commit_queue.push_back(op);
+  bool joined = false;
+  for (CommitOp* op : ops) {
+    commit_queue.push_back(op);
+    if (op->staged) {
+      op->staged = false;
+      --staged_puts;
+      joined = true;
+    }
+  }
+  if (joined && leader_waiting) staging_cv.notify_one();
   auto all_done = [&] { return std::all_of(ops.begin(), ops.end(), [](const CommitOp* o) { return o->done; }); };
   auto mine = [&](const CommitOp* o) { return std::find(ops.begin(), ops.end(), o) != ops.end(); };
   for (;;) {
     lock.Wait(commit_cv, [&]() MEMKV_REQUIRES(commit_mu) { return all_done() || mine(commit_queue.front()); });
     if (all_done()) return;
+    WaitForStaging(lock);
     std::vector<CommitOp*> batch;
     std::set<std::string_view> keys;
     for (CommitOp* op : commit_queue) {
@@ -84,6 +127,7 @@ void ExtentStore::Impl::Commit(std::span<CommitOp* const> ops) {
       if (HasKey(op->kind) && !keys.insert(op->key).second) break;
       batch.push_back(op);
     }
+    last_batch_ops = batch.size();
     lock.Unlock();
     ProcessBatch(batch);
     lock.Lock();

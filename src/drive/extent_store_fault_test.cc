@@ -2,7 +2,11 @@
 // fill up or lie.
 #include <gtest/gtest.h>
 
+#include <sys/uio.h>
+
+#include <atomic>
 #include <cerrno>
+#include <functional>
 #include <thread>
 
 #include "drive/extent_store.h"
@@ -178,6 +182,103 @@ TEST(ExtentStoreFaults, FlushesWithinSeesAFlushThatRunsLongAndRemembersTheLastSl
   ASSERT_TRUE(t.store->Put("last", Pattern(5000, 99)).ok());
   EXPECT_TRUE(t.store->FlushesWithin(kNoLimit));
   EXPECT_EQ(*t.Get("stalled"), Pattern(5000, 2));
+}
+
+// The group commit's wait for puts still writing their values
+// (ExtentStoreOptions::staged_wait_ns; here long enough never to run out).
+class StagedPuts : public ::testing::Test {
+ protected:
+  static constexpr int64_t kForever = int64_t{600} * 1'000'000'000;
+
+  void SetUp() override {
+    t.staged_wait_ns = kForever;
+    ASSERT_TRUE(t.Format().ok());
+    ASSERT_TRUE(t.OpenFaulty().ok());
+    ASSERT_EQ(t.store->sync_mode(), SyncMode::kAlways);
+    ASSERT_TRUE(t.store->Put("warm", Pattern(5000, 1)).ok());
+    data_offset = DecodeSuperblock(ReadRaw(t.paths[0], 0, kDriveHeaderBytes), "d0")->data_offset;
+    before = t.store->Stats();
+  }
+
+  // Starts `put` on a thread of its own with its value write held, then a
+  // put of "a" that finds it staged: "a" leads the next commit and waits.
+  void StartHeldThenA(std::function<Status()> put) {
+    t.faults->HoldNextWrite(0, data_offset);
+    held = std::thread([this, put = std::move(put)] { held_status = put(); });
+    ASSERT_TRUE(PollFor([&] { return t.faults->writes_held() == 1; }));
+    a = std::thread([this] {
+      a_status = t.store->Put("a", Pattern(5000, 2));
+      a_done = true;
+    });
+    ASSERT_TRUE(PollFor([&] { return t.store->Stats().commit_waits == before.commit_waits + 1; }))
+        << "the leader waits for the put whose value is still being written";
+  }
+
+  void TearDown() override {
+    t.faults->ReleaseWrite();
+    if (held.joinable()) held.join();
+    if (a.joinable()) a.join();
+  }
+
+  StoreFixture t{1};
+  uint64_t data_offset = 0;
+  ExtentStoreStats before;
+  std::thread held;
+  std::thread a;
+  Status held_status;
+  Status a_status;
+  std::atomic<bool> a_done{false};
+};
+
+TEST_F(StagedPuts, APutWritingItsValueJoinsTheCommitThatWaitedForIt) {
+  StartHeldThenA([&] { return t.store->Put("b", Pattern(3 * kBlock, 3)); });
+  EXPECT_FALSE(a_done) << "nothing is committed while the leader waits";
+  EXPECT_EQ(t.store->Stats().journal_commits, before.journal_commits);
+  t.faults->ReleaseWrite();
+  held.join();
+  a.join();
+  ASSERT_TRUE(held_status.ok()) << held_status.ToString();
+  ASSERT_TRUE(a_status.ok()) << a_status.ToString();
+  EXPECT_EQ(t.store->Stats().journal_commits, before.journal_commits + 1) << "one commit, one flush, both puts";
+  EXPECT_EQ(*t.Get("a"), Pattern(5000, 2));
+  EXPECT_EQ(*t.Get("b"), Pattern(3 * kBlock, 3));
+}
+
+TEST_F(StagedPuts, AStagedPutThatFailsLetsTheLeaderGoOn) {
+  // A put whose bytes do not match the checksum given for it: refused after
+  // its write, so it never joins the commit queue.
+  const std::vector<uint8_t> value = Pattern(kBlock, 4);
+  const iovec one{const_cast<uint8_t*>(value.data()), value.size()};
+  StartHeldThenA([&] { return t.store->PutIov("b", std::span<const iovec>(&one, 1), /*checksum=*/12345); });
+  t.faults->ReleaseWrite();
+  held.join();
+  EXPECT_EQ(held_status.code(), StatusCode::kInvalidArgument) << held_status.ToString();
+  ASSERT_TRUE(PollFor([&] { return a_done.load(); })) << "the leader stops waiting when the staged put gives up";
+  a.join();
+  ASSERT_TRUE(a_status.ok()) << a_status.ToString();
+  EXPECT_EQ(t.store->Stats().journal_commits, before.journal_commits + 1);
+  EXPECT_EQ(*t.Get("a"), Pattern(5000, 2));
+  EXPECT_FALSE(t.store->Exists("b"));
+}
+
+TEST(ExtentStoreStagedPuts, WithoutAWaitALeaderCommitsAlone) {
+  StoreFixture t(1);
+  t.staged_wait_ns = 0;
+  ASSERT_TRUE(t.Format().ok());
+  ASSERT_TRUE(t.OpenFaulty().ok());
+  const uint64_t data_offset = DecodeSuperblock(ReadRaw(t.paths[0], 0, kDriveHeaderBytes), "d0")->data_offset;
+  const ExtentStoreStats before = t.store->Stats();
+  t.faults->HoldNextWrite(0, data_offset);
+  Status b_status;
+  std::thread b([&] { b_status = t.store->Put("b", Pattern(5000, 3)); });
+  ASSERT_TRUE(PollFor([&] { return t.faults->writes_held() == 1; }));
+  ASSERT_TRUE(t.store->Put("a", Pattern(5000, 2)).ok()) << "returns while b's value is still being written";
+  EXPECT_EQ(t.store->Stats().journal_commits, before.journal_commits + 1);
+  EXPECT_EQ(t.store->Stats().commit_waits, before.commit_waits);
+  t.faults->ReleaseWrite();
+  b.join();
+  ASSERT_TRUE(b_status.ok()) << b_status.ToString();
+  EXPECT_EQ(t.store->Stats().journal_commits, before.journal_commits + 2);
 }
 
 }  // namespace

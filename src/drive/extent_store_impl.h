@@ -121,6 +121,8 @@ struct CommitOp {
   bool adopted = false;          // kPut: the index owns its units now
   bool drive_failed = false;     // failed because a drive went offline or full: retry elsewhere
   bool done = false;
+  // Counted in Impl::staged_puts until Commit enqueues it (BeginStaging).
+  bool staged = false;
 };
 
 struct ExtentStore::Impl {
@@ -198,9 +200,21 @@ struct ExtentStore::Impl {
   std::array<Nanos, ExtentStore::kRecentFlushes> recent_flushes MEMKV_GUARDED_BY(flush_clock_mu){};
   size_t next_recent_flush MEMKV_GUARDED_BY(flush_clock_mu) = 0;
 
+  // The duration of the last flush (SyncDrives), for the leader's wait below.
+  std::atomic<Nanos> last_flush{0};
+
   Mutex commit_mu;
   std::condition_variable commit_cv;
   std::deque<CommitOp*> commit_queue MEMKV_GUARDED_BY(commit_mu);
+  // Puts whose extents are being written and that will join the queue next
+  // (BeginStaging). With SyncMode::kAlways a leader waits for them, up to
+  // the last flush's duration, before it takes its batch: every put that
+  // joins saves a flush of its own (WaitForStaging).
+  size_t staged_puts MEMKV_GUARDED_BY(commit_mu) = 0;
+  bool leader_waiting MEMKV_GUARDED_BY(commit_mu) = false;
+  size_t last_batch_ops MEMKV_GUARDED_BY(commit_mu) = 0;  // in the last batch a leader took
+  std::atomic<uint64_t> commit_waits{0};                    // ExtentStoreStats::commit_waits
+  std::condition_variable staging_cv;  // a staged put joined the queue or gave up
 
   // --- extent_store_alloc.cc
   uint8_t* buffer(uint32_t i) const { return staging.data() + uint64_t(i) * block_bytes; }
@@ -240,6 +254,14 @@ struct ExtentStore::Impl {
   std::string HandleFailures(std::span<const IoOp> ops, const char* what) MEMKV_EXCLUDES(mu);
 
   // --- extent_store_commit.cc
+  // `n` puts start writing their extents: each will either join the commit
+  // queue marked `staged` (Commit counts it there) or give up (EndStaging).
+  // True when other puts are staged or queued: a commit will run before
+  // these join one, and they can overlap their writes with it.
+  bool BeginStaging(size_t n) MEMKV_EXCLUDES(commit_mu);
+  void EndStaging(size_t n) MEMKV_EXCLUDES(commit_mu);
+  // The leader's wait for staged puts, with commit_mu held by `lock`.
+  void WaitForStaging(MutexLock& lock) MEMKV_REQUIRES(commit_mu);
   // Enqueues the ops and returns when all are done (this thread may lead).
   void Commit(std::span<CommitOp* const> ops) MEMKV_EXCLUDES(mu, commit_mu);
   void ProcessBatch(std::span<CommitOp*> batch) MEMKV_EXCLUDES(mu, commit_mu);
@@ -305,8 +327,10 @@ size_t FirstSegmentAfter(std::span<const SealSegment> segments, uint64_t from);
 // buffer, its seal (if the codec keeps any) stored at its index in *seals
 // (resized to the value's seal count); the range starts and ends on the
 // codec's pieces (ValueCodec::piece_bytes).
+// `buffered`: through the page cache (values up to kBufferedValueBytes
+// only), else O_DIRECT.
 Status WriteValueRange(ExtentStore::Impl& s, std::string_view key, std::span<const iovec> src, uint64_t from,
-                       uint64_t value_bytes, std::span<const ExtentRef> extents, ChecksumStream* sum,
+                       uint64_t value_bytes, std::span<const ExtentRef> extents, bool buffered, ChecksumStream* sum,
                        bool* drive_failed, std::vector<SegmentSeal>* seals);
 // InvalidArgument, nothing stored, when the hash of the bytes written is not `checksum`.
 Status ChecksumMatches(std::string_view key, uint64_t value_bytes, uint64_t written, uint64_t checksum);

@@ -22,11 +22,10 @@ namespace memkv::drive {
 // the caller can refuse a value whose bytes do not match the checksum its
 // record will carry: no read could ever take them.
 Status WriteValueRange(ExtentStore::Impl& s, std::string_view key, std::span<const iovec> src, uint64_t from,
-                       uint64_t value_bytes, std::span<const ExtentRef> extents, ChecksumStream* sum,
+                       uint64_t value_bytes, std::span<const ExtentRef> extents, bool buffered, ChecksumStream* sum,
                        bool* drive_failed, std::vector<SegmentSeal>* seals) {
   const uint64_t len = IovBytes(src);
   const std::vector<ExtentPiece> pieces = PiecesOf(extents, value_bytes, from, len);
-  const bool buffered = value_bytes <= kBufferedValueBytes;  // BuffersPut
   ValueCodec& codec = *s.codec;
   MEMKV_RETURN_IF_ERROR(CheckCodecRange(codec, "put", key, from, len, value_bytes));
   const std::vector<SealSegment> segments = codec.Segments(extents, value_bytes);
@@ -114,29 +113,49 @@ CommitOp PutOp(std::string_view key, Allocation a, uint64_t value_bytes, uint64_
   return op;
 }
 
-// Writes a put's bytes to its extents `a`, checked against its checksum,
-// and makes *op its record (not yet journaled). On failure frees `a`;
-// *drive_failed when a drive refused the write (a retry on the other drives
-// may succeed).
-Status WritePut(ExtentStore::Impl& s, const ExtentStore::IovPut& p, Allocation a, CommitOp* op, bool* drive_failed) {
+// Writes a put's bytes to its extents `a` (`buffered`: through the page
+// cache), checked against its checksum, and makes *op its record (not yet
+// journaled). `staged`: the caller counted it (BeginStaging); Commit ends
+// that, and so does a failure here. On failure frees `a`; *drive_failed
+// when a drive refused the write (a retry on the other drives may succeed).
+Status WritePut(ExtentStore::Impl& s, const ExtentStore::IovPut& p, Allocation a, bool staged, bool buffered,
+                CommitOp* op, bool* drive_failed) {
   const uint64_t value_bytes = IovBytes(p.value);
   ChecksumStream sum;
   std::vector<SegmentSeal> seals;
-  Status w = WriteValueRange(s, p.key, p.value, 0, value_bytes, a.extents, &sum, drive_failed, &seals);
+  Status w = WriteValueRange(s, p.key, p.value, 0, value_bytes, a.extents, buffered, &sum, drive_failed, &seals);
   if (w.ok()) w = ChecksumMatches(p.key, value_bytes, sum.Digest(), p.checksum);
   if (!w.ok()) {
+    if (staged) s.EndStaging(1);
     MutexLock lock(s.mu);
     s.FreeUnitsLocked(a.extents);
     return w;
   }
   *op = PutOp(p.key, std::move(a), value_bytes, p.checksum, p.attrs, std::move(seals));
+  op->staged = staged;
   return Status::Ok();
 }
 
-// WritePut into extents it reserves first.
+// Whether a put of `value_bytes` is counted while it writes
+// (BeginStaging): with SyncMode::kAlways, a value the drives buffer,
+// whose write takes less than the flush a leader would wait for.
+bool Stages(const ExtentStore::Impl& s, uint64_t value_bytes) {
+  return s.options.sync == SyncMode::kAlways && value_bytes <= kBufferedValueBytes;
+}
+
+// WritePut into extents it reserves first. A value written through the
+// page cache reaches the drive in the commit's fdatasync, which writes it
+// back before it flushes. When a commit will run before this put joins
+// one anyway (BeginStaging says busy), a value of kDirectWhenBusyBytes or
+// more goes to the drive now, with O_DIRECT, while that commit runs: the
+// next commit then has only its records to write before the flush.
 Status StagePut(ExtentStore::Impl& s, const ExtentStore::IovPut& p, CommitOp* op, bool* drive_failed) {
-  MEMKV_ASSIGN_OR_RETURN(Allocation a, s.Allocate(p.key, IovBytes(p.value)));
-  return WritePut(s, p, std::move(a), op, drive_failed);
+  const uint64_t value_bytes = IovBytes(p.value);
+  MEMKV_ASSIGN_OR_RETURN(Allocation a, s.Allocate(p.key, value_bytes));
+  const bool staged = Stages(s, value_bytes);
+  const bool busy = staged && s.BeginStaging(1);
+  const bool buffered = value_bytes <= kBufferedValueBytes && !(busy && value_bytes >= kDirectWhenBusyBytes);
+  return WritePut(s, p, std::move(a), staged, buffered, op, drive_failed);
 }
 
 }  // namespace
@@ -186,10 +205,17 @@ std::vector<Status> ExtentStore::PutManyIov(std::span<const IovPut> puts) {
       }
     }
   }
+  // One thread writes the batch's values one after another, those the
+  // drives buffer through the page cache whatever runs beside it, so that
+  // they reach the drive together in the commit's one fdatasync.
+  std::vector<bool> stages(puts.size(), false);
+  for (size_t i = 0; i < puts.size(); ++i) stages[i] = room[i] && Stages(s, IovBytes(puts[i].value));
+  (void)s.BeginStaging(size_t(std::count(stages.begin(), stages.end(), true)));
   for (size_t i = 0; i < puts.size(); ++i) {
     if (!room[i]) continue;
     bool drive_failed = false;
-    statuses[i] = WritePut(s, puts[i], std::move(*room[i]), &ops[i], &drive_failed);
+    const bool buffered = IovBytes(puts[i].value) <= kBufferedValueBytes;
+    statuses[i] = WritePut(s, puts[i], std::move(*room[i]), stages[i], buffered, &ops[i], &drive_failed);
     retry[i] = drive_failed;
     if (statuses[i].ok()) staged.push_back(&ops[i]);
   }

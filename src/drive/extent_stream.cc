@@ -56,7 +56,8 @@ Status ExtentWriter::Write(std::span<const iovec> piece) {
   MEMKV_RETURN_IF_ERROR(CheckPiece("put", key_, written_, bytes, size_));
   bool drive_failed = false;
   MEMKV_RETURN_IF_ERROR(
-      WriteValueRange(*store_, key_, piece, written_, size_, allocation_->extents, &sum_, &drive_failed, &seals_));
+      WriteValueRange(*store_, key_, piece, written_, size_, allocation_->extents,
+                      /*buffered=*/size_ <= kBufferedValueBytes, &sum_, &drive_failed, &seals_));
   written_ += bytes;
   return Status::Ok();
 }

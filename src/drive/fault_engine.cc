@@ -121,7 +121,38 @@ size_t FaultInjectingEngine::syncs_held() const {
   return syncs_held_;
 }
 
+void FaultInjectingEngine::HoldNextWrite(uint32_t drive, uint64_t from_offset) {
+  MutexLock lock(hold_mu_);
+  write_hold_ = WriteHold{.armed = true, .released = false, .drive = drive, .from_offset = from_offset};
+}
+
+void FaultInjectingEngine::ReleaseWrite() {
+  {
+    MutexLock lock(hold_mu_);
+    write_hold_.armed = false;
+    write_hold_.released = true;
+  }
+  hold_cv_.notify_all();
+}
+
+size_t FaultInjectingEngine::writes_held() const {
+  MutexLock lock(hold_mu_);
+  return write_hold_.held;
+}
+
 void FaultInjectingEngine::Run(std::span<IoOp> ops) {
+  {
+    MutexLock hold(hold_mu_);
+    WriteHold& w = write_hold_;
+    if (w.armed && std::any_of(ops.begin(), ops.end(), [&](const IoOp& op) {
+          return op.kind == IoKind::kWrite && op.drive == w.drive && op.offset >= w.from_offset;
+        })) {
+      w.armed = false;
+      ++w.held;
+      hold.Wait(hold_cv_, [&]() MEMKV_REQUIRES(hold_mu_) { return write_hold_.released; });
+      --write_hold_.held;
+    }
+  }
   if (std::any_of(ops.begin(), ops.end(), [](const IoOp& op) { return op.kind == IoKind::kSync; })) {
     MutexLock hold(hold_mu_);
     ++syncs_held_;

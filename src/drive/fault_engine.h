@@ -11,6 +11,8 @@
 //                  of their drive makes them durable (like a drive's write cache)
 //   HoldSyncs      a batch with a sync in it waits until the hold is lifted
 //                  (a flush that stalls), before anything else of it runs
+//   HoldNextWrite  the next batch with a write at or past an offset of a
+//                  drive waits until ReleaseWrite (a slow value write)
 //   PowerCutAt     at the nth write-or-sync from now, every write not yet
 //                  synced is dropped, kept, or torn (a random subset of its
 //                  4 KiB blocks: caches destage in no order), at random;
@@ -60,6 +62,13 @@ class FaultInjectingEngine final : public IoEngine {
   void HoldSyncs(bool hold);
   // Batches waiting in Run for HoldSyncs(false).
   size_t syncs_held() const;
+  // The next batch holding a write on `drive` at `from_offset` or past it
+  // waits in Run (outside the engine's lock) until ReleaseWrite; the
+  // batches after it pass.
+  void HoldNextWrite(uint32_t drive, uint64_t from_offset);
+  void ReleaseWrite();
+  // Batches waiting in Run for ReleaseWrite (0 or 1).
+  size_t writes_held() const;
   void ClearFaults();  // every rule above, and power back on
 
   bool powered_off() const;
@@ -110,6 +119,14 @@ class FaultInjectingEngine final : public IoEngine {
   std::condition_variable hold_cv_;
   bool hold_syncs_ MEMKV_GUARDED_BY(hold_mu_) = false;
   size_t syncs_held_ MEMKV_GUARDED_BY(hold_mu_) = 0;
+  struct WriteHold {
+    bool armed = false;     // the next matching batch is held
+    bool released = false;
+    uint32_t drive = 0;
+    uint64_t from_offset = 0;
+    size_t held = 0;
+  };
+  WriteHold write_hold_ MEMKV_GUARDED_BY(hold_mu_);
 };
 
 }  // namespace memkv::drive

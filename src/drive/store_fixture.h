@@ -23,6 +23,7 @@ struct StoreFixture {
   FaultInjectingEngine* faults = nullptr;  // set by OpenFaulty, owned by the store
   SyncMode sync = SyncMode::kAlways;       // kInterval: flushed by Flush() only (no timer)
   const RealtimeClock* clock = nullptr;    // expiry instants; nullptr: the system's
+  int64_t staged_wait_ns = -1;             // ExtentStoreOptions::staged_wait_ns
   std::optional<MasterKey> master_key;     // set: opened with encryption (format.master_key formats so)
 
   explicit StoreFixture(int drives, uint64_t block = 64 << 10, uint64_t file_bytes = 8 << 20,
@@ -44,6 +45,7 @@ struct StoreFixture {
     o.sync = sync;
     o.sync_interval_ms = 0;
     o.realtime_clock = clock;
+    o.staged_wait_ns = staged_wait_ns;
     o.master_key = master_key;
     return o;
   }

@@ -409,6 +409,12 @@ constexpr ServerFact kFacts[] = {
      [](const S& s, Samples& out) {
        if (s.drives) out.Counter({}, s.drives->journal_commits);
      }),
+    Metric("memkv_drive_commit_waits_total", kCounter, "",
+           "storage.sync always: journal commits that waited for puts still writing their values to join them "
+           "(at most as long as the last flush took).",
+     [](const S& s, Samples& out) {
+       if (s.drives) out.Counter({}, s.drives->commit_waits);
+     }),
     Metric("memkv_drive_loop_commits_total", kCounter, "",
            "storage.sync always: turns whose puts a worker wrote and flushed itself (storage.flush_on_loop_us) "
            "instead of handing them to an I/O thread.",
