@@ -143,12 +143,13 @@ size_t FaultInjectingEngine::writes_held() const {
 void FaultInjectingEngine::Run(std::span<IoOp> ops) {
   {
     MutexLock hold(hold_mu_);
-    WriteHold& w = write_hold_;
-    if (w.armed && std::any_of(ops.begin(), ops.end(), [&](const IoOp& op) {
-          return op.kind == IoKind::kWrite && op.drive == w.drive && op.offset >= w.from_offset;
+    const uint32_t drive = write_hold_.drive;
+    const uint64_t from = write_hold_.from_offset;
+    if (write_hold_.armed && std::any_of(ops.begin(), ops.end(), [&](const IoOp& op) {
+          return op.kind == IoKind::kWrite && op.drive == drive && op.offset >= from;
         })) {
-      w.armed = false;
-      ++w.held;
+      write_hold_.armed = false;
+      ++write_hold_.held;
       hold.Wait(hold_cv_, [&]() MEMKV_REQUIRES(hold_mu_) { return write_hold_.released; });
       --write_hold_.held;
     }
