@@ -516,7 +516,6 @@ uint64_t ExtentStore::block_size_bytes() const { return impl_->block_bytes; }
 
 void ExtentStore::Impl::SetSealTenants(std::shared_ptr<const TenantMap> map) { codec->SetTenants(std::move(map)); }
 
-bool ExtentStore::BuffersPut(uint64_t value_bytes) const { return value_bytes <= kBufferedValueBytes; }
 
 SyncMode ExtentStore::sync_mode() const { return impl_->options.sync; }
 

@@ -400,8 +400,10 @@ class ExtentStore {
   // Whether a put of `value_bytes` is written through the page cache (up to
   // kBufferedValueBytes): a copy, microseconds. With SyncMode::kInterval it
   // is then acknowledged without waiting for the device (unless the journal
-  // must checkpoint); with kAlways its commit's fdatasync writes it back.
-  bool BuffersPut(uint64_t value_bytes) const;
+  // must checkpoint); with kAlways its commit's fdatasync writes it back
+  // (a single put under load may go with O_DIRECT instead:
+  // kDirectWhenBusyBytes).
+  static bool BuffersPut(uint64_t value_bytes) { return value_bytes <= kBufferedValueBytes; }
   SyncMode sync_mode() const;
   // True while the drives' flushes have been fast: none of the last
   // kRecentFlushes flushes (fdatasync rounds: commits, checkpoints, interval

@@ -327,7 +327,7 @@ size_t FirstSegmentAfter(std::span<const SealSegment> segments, uint64_t from);
 // buffer, its seal (if the codec keeps any) stored at its index in *seals
 // (resized to the value's seal count); the range starts and ends on the
 // codec's pieces (ValueCodec::piece_bytes).
-// `buffered`: through the page cache (values up to kBufferedValueBytes
+// `buffered`: through the page cache (values that ExtentStore::BuffersPut
 // only), else O_DIRECT.
 Status WriteValueRange(ExtentStore::Impl& s, std::string_view key, std::span<const iovec> src, uint64_t from,
                        uint64_t value_bytes, std::span<const ExtentRef> extents, bool buffered, ChecksumStream* sum,

@@ -140,7 +140,7 @@ Status WritePut(ExtentStore::Impl& s, const ExtentStore::IovPut& p, Allocation a
 // (BeginStaging): with SyncMode::kAlways, a value the drives buffer,
 // whose write takes less than the flush a leader would wait for.
 bool Stages(const ExtentStore::Impl& s, uint64_t value_bytes) {
-  return s.options.sync == SyncMode::kAlways && value_bytes <= kBufferedValueBytes;
+  return s.options.sync == SyncMode::kAlways && ExtentStore::BuffersPut(value_bytes);
 }
 
 // WritePut into extents it reserves first. A value written through the
@@ -154,7 +154,7 @@ Status StagePut(ExtentStore::Impl& s, const ExtentStore::IovPut& p, CommitOp* op
   MEMKV_ASSIGN_OR_RETURN(Allocation a, s.Allocate(p.key, value_bytes));
   const bool staged = Stages(s, value_bytes);
   const bool busy = staged && s.BeginStaging(1);
-  const bool buffered = value_bytes <= kBufferedValueBytes && !(busy && value_bytes >= kDirectWhenBusyBytes);
+  const bool buffered = ExtentStore::BuffersPut(value_bytes) && !(busy && value_bytes >= kDirectWhenBusyBytes);
   return WritePut(s, p, std::move(a), staged, buffered, op, drive_failed);
 }
 
@@ -214,7 +214,7 @@ std::vector<Status> ExtentStore::PutManyIov(std::span<const IovPut> puts) {
   for (size_t i = 0; i < puts.size(); ++i) {
     if (!room[i]) continue;
     bool drive_failed = false;
-    const bool buffered = IovBytes(puts[i].value) <= kBufferedValueBytes;
+    const bool buffered = ExtentStore::BuffersPut(IovBytes(puts[i].value));
     statuses[i] = WritePut(s, puts[i], std::move(*room[i]), stages[i], buffered, &ops[i], &drive_failed);
     retry[i] = drive_failed;
     if (statuses[i].ok()) staged.push_back(&ops[i]);

@@ -57,7 +57,7 @@ Status ExtentWriter::Write(std::span<const iovec> piece) {
   bool drive_failed = false;
   MEMKV_RETURN_IF_ERROR(
       WriteValueRange(*store_, key_, piece, written_, size_, allocation_->extents,
-                      /*buffered=*/size_ <= kBufferedValueBytes, &sum_, &drive_failed, &seals_));
+                      ExtentStore::BuffersPut(size_), &sum_, &drive_failed, &seals_));
   written_ += bytes;
   return Status::Ok();
 }
