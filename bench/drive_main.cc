@@ -100,6 +100,7 @@ void DescribeRun(const DriveBenchOptions& o, const ScratchFile& file, const Scra
   facts->repeat = o.repeat;
   facts->fio_pattern = o.fio_random ? "random" : "sequential";
   facts->fio_registered = o.fio_registered;
+  facts->each_sync = o.each_sync;
 }
 
 int Run(DriveBenchOptions o) {
@@ -115,7 +116,7 @@ int Run(DriveBenchOptions o) {
   const bool progress = ::isatty(STDERR_FILENO);
   if (progress) {
     std::fprintf(stderr, "writing the %s scratch file%s under %s...\n", FormatSize(o.file_size_bytes).c_str(),
-                 o.fio ? "s" : "", o.dir.c_str());
+                 o.fio || o.each_sync ? "s" : "", o.dir.c_str());
   }
   Result<ScratchFile> file = ScratchFile::Create(o.dir, "drive0", o.file_size_bytes);
   if (!file.ok()) {
@@ -123,7 +124,7 @@ int Run(DriveBenchOptions o) {
     return 1;
   }
   std::optional<ScratchFile> fio_file;
-  if (o.fio) {
+  if (o.fio || o.each_sync) {
     Result<ScratchFile> twin = ScratchFile::Create(o.dir, "fio0", o.file_size_bytes);
     if (!twin.ok()) {
       std::fprintf(stderr, "memkv-drive-bench: %s\n", twin.status().ToString().c_str());

@@ -92,6 +92,7 @@ std::optional<DriveBenchOptions> ParseDriveOptions(const std::vector<std::string
     if (flag == "--no-fio") o.fio = false;
     else if (flag == "--fio-random") o.fio_random = true;
     else if (flag == "--fio-unregistered") o.fio_registered = false;
+    else if (flag == "--each-sync") o.each_sync = true;
     else return false;
     return true;
   };

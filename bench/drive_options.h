@@ -26,6 +26,7 @@ struct DriveBenchOptions {
   std::string fio_path = "fio";  // looked up on PATH unless it has a '/'
   bool fio_random = false;       // fio randwrite/randread instead of write/read
   bool fio_registered = true;    // fio --fixedbufs --registerfiles (main may clear it)
+  bool each_sync = false;        // the per-put durable references (bench/each_sync.h)
   bool put = true;               // --ops
   bool get = true;
 };
@@ -66,6 +67,14 @@ Options:
                      registers both, as the store does, when the memlock
                      limit allows it)
   --no-fio           measure memkv alone (no reference, no ratio)
+  --each-sync        also, after each put cell, the per-put durable references
+                     on the twin file: one thread, io_uring, qd puts in flight,
+                     each its value's write then an fdatasync of its own, and
+                     again with a 4 KiB record block of its own written beside
+                     each value (a journal with a lane per put). A put counts
+                     when its own fdatasync returns, where fio --fdatasync=1
+                     counts a write when it completes and queues its syncs
+                     beside the writes in flight
   --help             this text
 
 Exit status: 0 when every operation succeeded, every value read back was

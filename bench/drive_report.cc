@@ -52,6 +52,25 @@ void PrintPutTable(std::FILE* out, const std::vector<DriveRow>& rows) {
   }
 }
 
+// With --each-sync: memkv's puts beside the per-put durable references.
+void PrintEachSyncTable(std::FILE* out, const std::vector<DriveRow>& rows) {
+  std::fprintf(out,
+               "\nput against the per-put durable references (MiB/s; ratio = memkv / reference; each-sync: a "
+               "value's write, then its own fdatasync; +record: with a 4 KiB record block of its own beside it)\n");
+  std::fprintf(out, "%9s %4s %10s %10s %6s %10s %6s %12s\n", "size", "qd", "memkv", "each-sync", "ratio", "+record",
+               "ratio", "each/fdsync");
+  for (const DriveRow& r : rows) {
+    if (r.op != "put") continue;
+    const double each_vs_fio = r.each_sync && r.fio_sync && r.fio_sync->bytes_per_s > 0
+                                   ? r.each_sync->bytes_per_s / r.fio_sync->bytes_per_s
+                                   : -1;
+    std::fprintf(out, "%9s %4u %10s %10s %6s %10s %6s %12s\n", FormatSize(r.size_bytes).c_str(), r.queue_depth,
+                 r.memkv ? Fixed(r.memkv->MiBPerSecond(), 1).c_str() : "-", FioMibs(r.each_sync).c_str(),
+                 Fixed(Ratio(r, &DriveRow::each_sync), 2).c_str(), FioMibs(r.each_sync_record).c_str(),
+                 Fixed(Ratio(r, &DriveRow::each_sync_record), 2).c_str(), Fixed(each_vs_fio, 2).c_str());
+  }
+}
+
 void PrintGetTable(std::FILE* out, const std::vector<DriveRow>& rows) {
   std::fprintf(out, "\nget (MiB/s; ratio = memkv / fio; memkv latency p50 / p99 in us)\n");
   std::fprintf(out, "%9s %4s %10s %9s %17s %10s %6s %6s\n", "size", "qd", "memkv", "ops/s", "latency", "fio read",
@@ -137,6 +156,7 @@ std::string JsonRatio(double r) {
 
 std::string JsonRow(const DriveRow& r) {
   std::ostringstream o;
+  const bool each = r.each_sync || r.each_sync_record;
   o << "    {\"op\": " << JsonString(r.op) << ", \"size_bytes\": " << r.size_bytes
     << ", \"queue_depth\": " << r.queue_depth << ", \"ratio\": " << JsonRatio(Ratio(r, &DriveRow::fio))
     << ", \"ratio_fdatasync\": " << JsonRatio(Ratio(r, &DriveRow::fio_sync)) << ",\n     \"memkv\": " << JsonMemkv(r)
@@ -145,7 +165,15 @@ std::string JsonRow(const DriveRow& r) {
     << ", \"verify_errors\": " << r.verify_errors << ", \"fio_errors\": " << r.fio_errors
     << ",\n     \"memkv_mib_per_s_all\": " << JsonNumbers(r.memkv_mibs)
     << ", \"fio_mib_per_s_all\": " << JsonNumbers(r.fio_mibs)
-    << ", \"fio_fdatasync_mib_per_s_all\": " << JsonNumbers(r.fio_sync_mibs) << "}";
+    << ", \"fio_fdatasync_mib_per_s_all\": " << JsonNumbers(r.fio_sync_mibs);
+  if (each) {
+    o << ",\n     \"ratio_each_sync\": " << JsonRatio(Ratio(r, &DriveRow::each_sync))
+      << ", \"ratio_each_sync_record\": " << JsonRatio(Ratio(r, &DriveRow::each_sync_record))
+      << ",\n     \"each_sync\": " << JsonFio(r.each_sync) << ",\n     \"each_sync_record\": "
+      << JsonFio(r.each_sync_record) << ",\n     \"each_sync_mib_per_s_all\": " << JsonNumbers(r.each_sync_mibs)
+      << ", \"each_sync_record_mib_per_s_all\": " << JsonNumbers(r.each_sync_record_mibs);
+  }
+  o << "}";
   return o.str();
 }
 
@@ -179,6 +207,11 @@ void PrintDriveFacts(std::FILE* out, const DriveFacts& f) {
                  f.fio_version.c_str(), random ? "randwrite|randread" : "write|read",
                  f.fio_registered ? " --fixedbufs=1 --registerfiles=1" : "");
   }
+  if (f.each_sync) {
+    std::fprintf(out,
+                 "per-put durable references (--each-sync): on the twin, one thread, io_uring, <qd> puts in flight, "
+                 "each counted when its own fdatasync returns\n");
+  }
   std::fprintf(out,
                "%.2f s per cell, median of %u; qd = concurrent Put/GetInto callers (threads) for memkv, "
                "--iodepth for fio\n",
@@ -188,11 +221,15 @@ void PrintDriveFacts(std::FILE* out, const DriveFacts& f) {
 void PrintDriveTables(std::FILE* out, const std::vector<DriveRow>& rows) {
   const bool puts = std::any_of(rows.begin(), rows.end(), [](const DriveRow& r) { return r.op == "put"; });
   const bool gets = std::any_of(rows.begin(), rows.end(), [](const DriveRow& r) { return r.op == "get"; });
+  const bool each = std::any_of(rows.begin(), rows.end(), [](const DriveRow& r) { return r.each_sync.has_value(); });
   if (puts) PrintPutTable(out, rows);
+  if (each) PrintEachSyncTable(out, rows);
   if (gets) PrintGetTable(out, rows);
   std::fputs("\n", out);
   PrintRatioRange(out, rows, "put", &DriveRow::fio, "fio write");
   PrintRatioRange(out, rows, "put", &DriveRow::fio_sync, "fio write --fdatasync=1");
+  PrintRatioRange(out, rows, "put", &DriveRow::each_sync, "each-sync");
+  PrintRatioRange(out, rows, "put", &DriveRow::each_sync_record, "each-sync +record");
   PrintRatioRange(out, rows, "get", &DriveRow::fio, "fio read");
 }
 
@@ -224,6 +261,7 @@ Status WriteDriveJson(const std::string& path, const DriveFacts& f, const std::v
       << ",\n  \"fio_version\": " << (f.fio_version.empty() ? "null" : JsonString(f.fio_version))
       << ",\n  \"fio_pattern\": " << JsonString(f.fio_pattern)
       << ",\n  \"fio_registered\": " << (f.fio_registered ? "true" : "false")
+      << ",\n  \"each_sync\": " << (f.each_sync ? "true" : "false")
       << ",\n  \"seconds_per_cell\": " << f.seconds_per_cell << ",\n  \"repeat\": " << f.repeat
       << ",\n  \"total_errors\": " << total_errors << ",\n  \"cells\": [\n";
   for (size_t i = 0; i < rows.size(); ++i) out << JsonRow(rows[i]) << (i + 1 < rows.size() ? ",\n" : "\n");

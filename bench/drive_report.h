@@ -31,6 +31,7 @@ struct DriveFacts {
   uint32_t repeat = 1;
   std::string fio_pattern;        // "sequential" or "random"
   bool fio_registered = false;    // fio ran with --fixedbufs --registerfiles
+  bool each_sync = false;         // --each-sync: the per-put durable references ran
   uint64_t block_size_bytes = 0;  // storage.block_size
   std::string io_engine;          // the store's, as Stats() names it
   StoreTuning tuning;
@@ -49,8 +50,11 @@ struct DriveRow {
   uint64_t journal_commits = 0;                             // put: journal writes during memkv's median repetition
   std::optional<FioResult> fio;                             // put: fio write; get: fio read
   std::optional<FioResult> fio_sync;                        // put: fio write --fdatasync=1
+  // put, with --each-sync: the per-put durable references (bench/each_sync.h).
+  std::optional<FioResult> each_sync, each_sync_record;
   std::vector<double> memkv_mibs, fio_mibs, fio_sync_mibs;  // every repetition's MiB/s
-  uint64_t fio_errors = 0;                                  // fio runs of this row that failed
+  std::vector<double> each_sync_mibs, each_sync_record_mibs;
+  uint64_t fio_errors = 0;                                  // reference runs of this row that failed
   uint64_t working_set_keys = 0;
   uint64_t keys_verified = 0;  // the verify pass of this size (on its first row)
   uint64_t verify_errors = 0;

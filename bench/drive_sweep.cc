@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/units.h"
+#include "bench/each_sync.h"
 #include "bench/fio_reference.h"
 #include "bench/store_cells.h"
 
@@ -49,6 +50,23 @@ std::optional<FioResult> RunFioCell(const DriveBenchOptions& o, const FioFiles& 
   return std::nullopt;
 }
 
+// One per-put durable reference cell on the twin (bench/each_sync.h); a
+// failure is printed and counted in the row as a failed fio run is.
+std::optional<FioResult> RunEachSyncCell(const DriveBenchOptions& o, const ScratchFile& twin, bool record,
+                                         DriveRow* row) {
+  Result<FioResult> r = RunEachSync(EachSyncJob{.path = twin.path(),
+                                                .file_size_bytes = twin.size_bytes(),
+                                                .value_bytes = row->size_bytes,
+                                                .queue_depth = row->queue_depth,
+                                                .seconds = o.seconds,
+                                                .record = record});
+  if (r.ok()) return *r;
+  std::fprintf(stderr, "error: %s qd%u: %s\n", FormatSize(row->size_bytes).c_str(), row->queue_depth,
+               r.status().ToString().c_str());
+  ++row->fio_errors;
+  return std::nullopt;
+}
+
 // fio's median-throughput run (nullopt when none succeeded); every
 // throughput goes to *mibs in run order.
 std::optional<FioResult> Median(std::vector<FioResult> runs, std::vector<double>* mibs) {
@@ -72,24 +90,32 @@ void SetMemkv(std::vector<StoreCell> reps, DriveRow* row) {
   row->journal_commits = median.journal_commits;
 }
 
-// `fio` null: no reference.
-DriveRow PutRow(const DriveBenchOptions& o, StoreBench& store, const FioFiles* fio, uint64_t size, uint32_t qd) {
+// `fio` null: no fio reference; `twin` null: no per-put durable references.
+DriveRow PutRow(const DriveBenchOptions& o, StoreBench& store, const FioFiles* fio, const ScratchFile* twin,
+                uint64_t size, uint32_t qd) {
   DriveRow row;
   row.op = "put";
   row.size_bytes = size;
   row.queue_depth = qd;
   row.working_set_keys = store.working_set_keys();
   std::vector<StoreCell> memkv;
-  std::vector<FioResult> plain, sync;
+  std::vector<FioResult> plain, sync, each, each_record;
   for (uint32_t rep = 0; rep < o.repeat; ++rep) {
     memkv.push_back(store.Put(qd));
-    if (fio == nullptr) continue;
-    if (auto r = RunFioCell(o, *fio, FioKind::kWrite, &row)) plain.push_back(*r);
-    if (auto r = RunFioCell(o, *fio, FioKind::kWriteSync, &row)) sync.push_back(*r);
+    if (fio != nullptr) {
+      if (auto r = RunFioCell(o, *fio, FioKind::kWrite, &row)) plain.push_back(*r);
+      if (auto r = RunFioCell(o, *fio, FioKind::kWriteSync, &row)) sync.push_back(*r);
+    }
+    if (twin != nullptr) {
+      if (auto r = RunEachSyncCell(o, *twin, false, &row)) each.push_back(*r);
+      if (auto r = RunEachSyncCell(o, *twin, true, &row)) each_record.push_back(*r);
+    }
   }
   SetMemkv(std::move(memkv), &row);
   row.fio = Median(std::move(plain), &row.fio_mibs);
   row.fio_sync = Median(std::move(sync), &row.fio_sync_mibs);
+  row.each_sync = Median(std::move(each), &row.each_sync_mibs);
+  row.each_sync_record = Median(std::move(each_record), &row.each_sync_record_mibs);
   return row;
 }
 
@@ -119,10 +145,11 @@ DriveSweep RunDriveSweep(const DriveBenchOptions& o, const ScratchFile& store_fi
                          bool progress) {
   DriveSweep sweep;
   FioFiles files;
-  if (fio_file != nullptr) {
+  if (fio_file != nullptr && o.fio) {
     files = FioFiles{.write = fio_file, .read = &store_file, .report_path = FioReportPath(*fio_file)};
   }
-  const FioFiles* fio = fio_file != nullptr ? &files : nullptr;
+  const FioFiles* fio = files.write != nullptr ? &files : nullptr;
+  const ScratchFile* twin = o.each_sync ? fio_file : nullptr;
   const uint32_t max_qd = *std::max_element(o.queue_depths.begin(), o.queue_depths.end());
   for (uint64_t size : o.sizes_bytes) {
     StoreSpec spec{.path = store_file.path(),
@@ -145,7 +172,7 @@ DriveSweep RunDriveSweep(const DriveBenchOptions& o, const ScratchFile& store_fi
       sweep.rows.push_back(std::move(row));
     };
     if (o.put) {
-      for (uint32_t qd : o.queue_depths) add(PutRow(o, **store, fio, size, qd));
+      for (uint32_t qd : o.queue_depths) add(PutRow(o, **store, fio, twin, size, qd));
     }
     const uint64_t verify_errors = (*store)->Verify();
     sweep.errors += verify_errors;

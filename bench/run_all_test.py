@@ -193,12 +193,24 @@ class Docs(unittest.TestCase):
         self.assertRegex(s1[2], r"^[\d.]+, batches [\d.]+ / [\d.]+ MiB/s$")
         self.assertTrue(s1[3].endswith("MiB/s (Redis `appendfsync always`)"), s1[3])
 
-    def test_d1_without_fio_leaves_its_rows(self):
+    def test_d1_without_references_leaves_its_rows(self):
         d1 = load("d1")
         for c in d1["d1"]["cells"]:
             c["ratio"] = c["ratio_fdatasync"] = None
+            c.pop("ratio_each_sync", None)
+            c.pop("ratio_each_sync_record", None)
         new, outcomes = apply(self.text, ["D1"], {"D1": d1}, RUN, "m")
         self.assertEqual((new, outcomes), (self.text, {"D1": []}))
+
+    def test_d1_without_each_sync_rewrites_the_fio_rows_only(self):
+        d1 = load("d1")
+        for c in d1["d1"]["cells"]:
+            c.pop("ratio_each_sync", None)
+            c.pop("ratio_each_sync_record", None)
+        _, outcomes = apply(self.text, ["D1"], {"D1": d1}, RUN, "m")
+        rewritten = {cell for _, cell, *_ in outcomes["D1"]}
+        self.assertNotIn("put, the same 15 cells, against puts durable when counted", rewritten)
+        self.assertIn("put, 64 KiB to 16 MiB x queue depth 1/4/16 (15 cells)", rewritten)
 
     def test_s1_without_its_batch_runs_rewrites_only_the_rows_they_do_not_feed(self):
         new, outcomes = apply(self.text, ["S1"], {"S1": load("interval", "always")}, RUN, "m")

@@ -152,7 +152,7 @@ REGISTRY = {
     "D1": Entry(
         "the drive tier against fio",
         [Run("d1", ["{build}/memkv-drive-bench", "--dir", "{out}/db", "--file-size", "2GiB", "--seconds", "1",
-                    "--repeat", "3", "--json", "{out}/d1.json"])],
+                    "--repeat", "3", "--each-sync", "--json", "{out}/d1.json"])],
         {
             ("drive tier", "put, 64 KiB to 16 MiB x queue depth 1/4/16 (15 cells)"):
                 c.drive_row("d1", "put", "ratio_fdatasync",
@@ -160,6 +160,14 @@ REGISTRY = {
             ("drive tier", "put, the same 15 cells"):
                 c.drive_row("d1", "put", "ratio", "fio write without fdatasync (not durable)", None,
                             count_at=(">=", 0.9)),
+            ("drive tier", "put, the same 15 cells, against puts durable when counted"):
+                c.drive_row("d1", "put", "ratio_each_sync",
+                            "each value written, then its own fdatasync (`--each-sync`: io_uring, the same depth, "
+                            "no journal)", None, count_at=(">=", 0.9)),
+            ("drive tier", "put, the same 15 cells, against a journal with a lane per put"):
+                c.drive_row("d1", "put", "ratio_each_sync_record",
+                            "as above, with a 4 KiB record block of its own written beside each value",
+                            None, count_at=(">=", 0.9)),
             ("drive tier", "get, median over the 15 cells"):
                 c.drive_row("d1", "get", "ratio", "fio read of the store's own file", "median"),
             ("drive tier", "get, every cell"):
