@@ -75,13 +75,15 @@ def drive_plot(data, out):
                 fio = (c.get("fio") or {}).get("mib_per_s")
                 row = [c["size_bytes"], (c.get("memkv") or {}).get("mib_per_s"), fio]
                 if op == "put":
-                    row.append((c.get("fio_fdatasync") or {}).get("mib_per_s"))
+                    row += [(c.get(k) or {}).get("mib_per_s") for k in ("fio_fdatasync", "each_sync", "each_sync_record")]
                 points.append(tuple(row))
             if points:
                 panels.append(("%s, queue depth %d" % (op, qd), points))
     if not panels:
         return []
-    # Gets have no fdatasync curve: its column is NaN there.
-    panels = [(t, [p if len(p) == 4 else p + (None,) for p in pts]) for t, pts in panels]
-    return _render(out, "d1-drive-tier", "memkv drive tier against fio", panels,
-                   ["memkv", "fio", "fio --fdatasync=1"], ((len(panels) + 2) // 3, 3))
+    # Gets have no fdatasync or per-put durable curves (nor puts of a run
+    # without --each-sync): their columns are NaN there.
+    panels = [(t, [p + (None,) * (6 - len(p)) for p in pts]) for t, pts in panels]
+    return _render(out, "d1-drive-tier", "memkv drive tier against fio and puts durable when counted", panels,
+                   ["memkv", "fio", "fio --fdatasync=1", "each-sync", "each-sync +record"],
+                   ((len(panels) + 2) // 3, 3))
