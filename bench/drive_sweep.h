@@ -4,10 +4,11 @@
 //
 // Per size, the store is formatted afresh and filled (store_cells.h). Then
 // per queue depth, --repeat times: a memkv put cell, at once followed by fio
-// write and fio write --fdatasync=1 cells; the verify pass; then per queue
-// depth, --repeat times: a memkv get cell followed by a fio read cell. memkv
-// and fio thus alternate cell by cell, so the drift of a shared machine hits
-// both alike. A row shows each side's median-throughput repetition.
+// write and fio write --fdatasync=1 cells and, with --each-sync, the two
+// per-put durable reference cells (bench/each_sync.h) on the twin; the
+// verify pass; then per queue depth, --repeat times: a memkv get cell
+// followed by a fio read cell. memkv and its references thus alternate cell
+// by cell, so the drift of a shared machine hits both alike. A row shows each side's median-throughput repetition.
 //
 // Runs on main's thread; the cells start their own threads, fio its process.
 #ifndef MEMKV_BENCH_DRIVE_SWEEP_H_
@@ -32,8 +33,8 @@ struct DriveSweep {
 // Where fio writes its JSON report: beside `fio_file`.
 std::string FioReportPath(const ScratchFile& fio_file);
 
-// `fio_file` (the twin) is null with --no-fio. `progress`: a line per row on
-// stderr.
+// `fio_file` (the twin) is null with --no-fio unless --each-sync asks for it.
+// `progress`: a line per row on stderr.
 DriveSweep RunDriveSweep(const DriveBenchOptions& options, const ScratchFile& store_file, const ScratchFile* fio_file,
                          bool progress);
 
