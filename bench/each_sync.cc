@@ -6,15 +6,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #include "base/errno_text.h"
 #include "base/unique_fd.h"
 #include "base/units.h"
 #include "bench/measure.h"
+#include "drive/aligned_buffer.h"
 
 namespace memkv::bench {
 namespace {
@@ -29,10 +28,6 @@ enum class Part : uint64_t { kValue = 0, kRecord = 1, kSync = 2 };
 uint64_t Tag(uint32_t slot, Part part) { return uint64_t{slot} << 2 | uint64_t(part); }
 uint32_t SlotOf(uint64_t tag) { return uint32_t(tag >> 2); }
 Part PartOf(uint64_t tag) { return Part(tag & 3); }
-
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
 
 class Ring {
  public:
@@ -82,15 +77,14 @@ Result<FioResult> RunEachSync(const EachSyncJob& job) {
   if (int rc = ring.Init(4 * qd + 4); rc < 0) return IoError("each-sync: io_uring_queue_init: " + ErrnoName(-rc));
 
   // Buffers 0..qd-1 hold values, qd..2qd-1 records.
-  std::vector<std::unique_ptr<void, FreeDeleter>> buffers;
+  std::vector<drive::AlignedBuffer> buffers;
   std::vector<iovec> iov;
   for (uint32_t i = 0; i < 2 * qd; ++i) {
-    const size_t bytes = i < qd ? job.value_bytes : kRecordBytes;
-    void* p = nullptr;
-    if (posix_memalign(&p, 4 * kKiB, bytes) != 0) return ResourceExhausted("each-sync: no memory for the buffers");
-    std::memset(p, int(0x5a + i), bytes);
-    buffers.emplace_back(p);
-    iov.push_back(iovec{p, bytes});
+    MEMKV_ASSIGN_OR_RETURN(drive::AlignedBuffer b,
+                           drive::AlignedBuffer::Allocate(i < qd ? job.value_bytes : kRecordBytes));
+    std::memset(b.data(), int(0x5a + i), b.size());
+    iov.push_back(iovec{b.data(), b.size()});
+    buffers.push_back(std::move(b));
   }
   const bool fixed_buffers = io_uring_register_buffers(ring.get(), iov.data(), unsigned(iov.size())) == 0;
   const int file_fd = fd.get();

@@ -516,7 +516,6 @@ uint64_t ExtentStore::block_size_bytes() const { return impl_->block_bytes; }
 
 void ExtentStore::Impl::SetSealTenants(std::shared_ptr<const TenantMap> map) { codec->SetTenants(std::move(map)); }
 
-
 SyncMode ExtentStore::sync_mode() const { return impl_->options.sync; }
 
 bool ExtentStore::FlushesWithin(int64_t limit_ns) const {
