@@ -99,7 +99,9 @@ echo "-- boot bench: $n cells ($CELLS), $SECS s each"
 t=$(date +%s)
 timeout $((n * (SECS + 40) + 180)) "$HERE/run-pair.sh" --out "$R/bench" --timeout $((n * (SECS + 30) + 150)) -- \
   "$GUEST sh $SCRIPTS/bench.sh" "$GUEST sh $SCRIPTS/bench.sh" > "$R/bench.txt" 2>&1
-echo "   (bench: rc=$?, $(( $(date +%s) - t )) s; guest logs in $R/bench.txt, files in $R/bench/{a,b})"
+rc=$?
+echo "   (bench: rc=$rc, $(( $(date +%s) - t )) s; guest logs in $R/bench.txt, files in $R/bench/{a,b})"
+[ "$rc" = 75 ] && echo "   (bench ended early: the emulated NIC of $(cat "$R/bench/nic-stall"); the cells after it did not run, run the bench again)"
 kill $SAMPLER 2>/dev/null; wait $SAMPLER 2>/dev/null
 
 python3 - "$R" "$CELLS" "$SECS" "$ROUNDS" <<'PY' | tee "$R/table.txt"

@@ -95,7 +95,11 @@ def step_files(step):
 
 
 def check_boot(boot):
-    """Both guests ran their script to the end (rc file written)."""
+    """Both guests ran their script to the end (rc file written), and neither
+    guest's emulated NIC stopped transmitting (run-pair.sh ends such a boot)."""
+    stall = read(os.path.join(boot.dir, "nic-stall")).strip()
+    check(boot, "nic", not stall, "the emulated NIC of " + stall if stall else
+          "both guests' NICs kept transmitting (no NETDEV WATCHDOG on either console)")
     for g in "ab":
         rc = boot.text(g, "rc").strip()
         check(boot, "guest-" + g, rc == "0", "guest %s script exit %s" % (g, rc or "missing (guest died or timed out)"),

@@ -10,7 +10,9 @@
 #   --timeout S        total wall-clock limit (default 300)
 # Commands run as root in the host's root filesystem (read-only) inside each
 # guest, cwd /run/out (writable, shared back), with NAME, SELF, PEER exported.
-# Exit status: 0 when both guests ran their command and it returned 0.
+# Exit status: 0 when both guests ran their command and it returned 0; 75 when
+# a guest's emulated NIC stopped transmitting (DIR/nic-stall names it) and the
+# boot was ended early.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 OUT=""; MTU_A=9000; MTU_B=9000; MAXF=0; LOSS=0; DELAY=0; TMO=300
@@ -28,7 +30,7 @@ while [ $# -gt 0 ]; do
     *) break;;
   esac
 done
-[ $# -eq 2 ] || { sed -n '2,15p' "$0"; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,17p' "$0"; exit 2; }
 [ -n "$OUT" ] || OUT="$(mktemp -d /tmp/memkv-rdma-pair.XXXXXX)"
 rm -rf "$OUT"; mkdir -p "$OUT/a" "$OUT/b" "$OUT/pair"
 OUT="$(cd "$OUT" && pwd)"
@@ -50,6 +52,24 @@ for _ in $(seq 100); do [ -f "$OUT/switch.port" ] && break; sleep 0.05; done
 PORT="$(cat "$OUT/switch.port")"
 "$HERE/run-guest.sh" "$OUT/a" a 10.77.0.1/24 "$MTU_A" 52:54:00:77:00:01 "$PORT" "$TMO" & pids+=($!)
 "$HERE/run-guest.sh" "$OUT/b" b 10.77.0.2/24 "$MTU_B" 52:54:00:77:00:02 "$PORT" "$TMO" & pids+=($!)
+# A guest whose emulated NIC stops transmitting (its kernel reports NETDEV
+# WATCHDOG: QEMU's virtio-net transmit queue stalled) can reach no one until
+# the pair powers off: end the boot there, say so, exit 75.
+stall=""
+while [ -z "$stall" ]; do
+  alive=0
+  for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+  [ "$alive" = 1 ] || break
+  for g in a b; do
+    line="$(grep -a -m1 'NETDEV WATCHDOG' "$OUT/$g/console.log" 2>/dev/null | tr -d '\r')" || true
+    [ -n "$line" ] && stall="guest $g: $line" && break
+  done
+  [ -n "$stall" ] || sleep 1
+done
+if [ -n "$stall" ]; then
+  echo "$stall" > "$OUT/nic-stall"
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+fi
 rc=0
 for p in "${pids[@]}"; do wait "$p" || rc=$?; done
 pids=()
@@ -63,7 +83,12 @@ for g in a b; do
   sed 's/^/  | /' "$OUT/$g/log" 2>/dev/null || true
   [ "$grc" = 0 ] || status=1
 done
-[ "$rc" = 0 ] || { echo "== qemu exit status $rc (124 = total timeout)"; status=1; }
+[ "$rc" = 0 ] || [ -n "$stall" ] || { echo "== qemu exit status $rc (124 = total timeout)"; status=1; }
 echo "== switch: $(cat "$OUT/switch.json" 2>/dev/null)"
 echo "== total ${total}s, results in $OUT"
+if [ -n "$stall" ]; then
+  echo "== boot ended: the emulated NIC of $stall"
+  echo "   (QEMU's virtio-net transmit queue stalled; nothing in the guests caused it. Boot the pair again.)"
+  exit 75
+fi
 exit $status
