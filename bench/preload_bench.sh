@@ -10,7 +10,8 @@
 #      the same calls), storage MB/s of each phase. Needs python3-numpy;
 #      skipped without it. MLPERF_ENTRIES (default 48) entries of 8 to 64 MiB.
 # Usage: bench/preload_bench.sh BUILD_DIR [rounds] [files] [JSON_PATH]
-#   JSON_PATH: the 16 MiB medians also as JSON (bench/run-all reads it)
+#   JSON_PATH: the 16 MiB medians also as JSON (bench/run-all reads it), with
+#   the MLPerf phases under "mlperf" (shim, local, local_fs)
 set -euo pipefail
 build=$(cd "$1" && pwd)
 shift
@@ -27,6 +28,7 @@ cat >"$scratch/mlperf.py" <<'PY'
 import os, sys, threading, time
 import numpy as np
 cache_dir, entries = sys.argv[1], int(sys.argv[2])
+json_path = sys.argv[3] if len(sys.argv) > 3 else None  # the phases' figures as JSON
 threads, mib = 4, 1 << 20
 sizes = [8, 16, 32, 64]  # MiB, cycled
 os.makedirs(cache_dir, exist_ok=True)
@@ -45,6 +47,7 @@ def read(items):
 def unlink(items):
     for name, _ in items: os.unlink(path(name))
 total = sum(size for items in plan for _, size in items)
+figures = {"entries": entries, "mib": total}
 for phase in (write, read, unlink):
     start = time.perf_counter()
     ts = [threading.Thread(target=phase, args=(items,)) for items in plan]
@@ -53,6 +56,12 @@ for phase in (write, read, unlink):
     took = time.perf_counter() - start
     rate = f"{total / took:10.0f}" if phase is not unlink else f"{entries / took:10.0f} /s"
     print(f"{phase.__name__:8} {rate}  ({took:.2f} s)")
+    figures[phase.__name__ + "_s"] = took
+    figures[phase.__name__ + ("_mib_per_s" if phase is not unlink else "_per_s")] = (
+        total if phase is not unlink else entries) / took
+if json_path:
+    import json
+    with open(json_path, "w") as f: json.dump(figures, f)
 PY
 entries=${MLPERF_ENTRIES:-48}
 echo
@@ -60,6 +69,18 @@ echo "MLPerf KV-cache storage calls: $entries .npy entries of 8-64 MiB, 4 thread
 echo "through the shim:"
 MEMKV_SERVERS=$address MEMKV_AUTH_KEY=$key MEMKV_TRANSPORT=tcp MEMKV_TIMEOUT_MS=60000 \
   MEMKV_PRELOAD_PREFIX=/memkv-bench LD_PRELOAD="$build/src/preload/libmemkv_preload.so" \
-  /usr/bin/python3 "$scratch/mlperf.py" /memkv-bench/mlperf "$entries"
-echo "on a local directory ($(df --output=source,fstype "$(dirname "$local_dir")" | tail -n 1 | tr -s ' ')):"
-/usr/bin/python3 "$scratch/mlperf.py" "$local_dir/mlperf" "$entries"
+  /usr/bin/python3 "$scratch/mlperf.py" /memkv-bench/mlperf "$entries" "$scratch/mlperf-shim.json"
+local_fs=$(df --output=source,fstype "$(dirname "$local_dir")" | tail -n 1 | tr -s ' ')
+echo "on a local directory ($local_fs):"
+/usr/bin/python3 "$scratch/mlperf.py" "$local_dir/mlperf" "$entries" "$scratch/mlperf-local.json"
+# With a JSON path, its "mlperf" object: both sides' phases and the local
+# directory's device and filesystem.
+if [ $# -ge 3 ]; then
+  /usr/bin/python3 - "$3" "$scratch/mlperf-shim.json" "$scratch/mlperf-local.json" "$local_fs" <<'PY'
+import json, sys
+out, shim, local, fs = sys.argv[1:]
+with open(out) as f: doc = json.load(f)
+doc["mlperf"] = {"shim": json.load(open(shim)), "local": json.load(open(local)), "local_fs": fs}
+with open(out, "w") as f: json.dump(doc, f, indent=1)
+PY
+fi

@@ -23,6 +23,7 @@ from run_all.registry import NOT_RERUN, REGISTRY  # noqa: E402
 DOCS = os.path.join(os.path.dirname(HERE), "docs", "benchmarks.md")
 DATA = os.path.join(HERE, "testdata", "run_all")
 RUN = "abc1234+dirty"
+MLPERF = "MLPerf Storage KV-cache calls, 48 `.npy` of 8 to 64 MiB, 4 threads"
 
 
 def load(*names):
@@ -126,7 +127,18 @@ class Docs(unittest.TestCase):
         self.assertEqual(write[6], "met")
         read = row_cells(new, "LD_PRELOAD shim", "read of 16 MiB files")
         self.assertEqual((read[3], read[4]), ("2374 MiB/s (C client `memkv_get`)", "0.99"))
-        self.assertEqual(len(outcomes["S2"]), 2)
+        mlperf = row_cells(new, "LD_PRELOAD shim", MLPERF)
+        self.assertEqual(mlperf[2:8], ["write 1200, read 686 MiB/s",
+                                       "write 480, read 960 MiB/s (a local ext4 directory)", "-", "none", "-", RUN])
+        self.assertEqual(len(outcomes["S2"]), 3)
+
+    def test_s2_without_the_mlperf_calls_keeps_their_row(self):
+        data = load("s2")
+        del data["s2"]["mlperf"]  # no NumPy: preload_bench.sh skips them
+        new, _ = apply(self.text, ["S2"], {"S2": data}, RUN, "m")
+        index = table.rows_of(self.lines)
+        self.assertEqual(self.changed(new), {index[k] for k in REGISTRY["S2"].rows
+                                             if k != ("LD_PRELOAD shim", MLPERF)})
 
     def test_missing_json_leaves_the_rows_and_adds_no_machine_line(self):
         new, outcomes = apply(self.text, ["T2", "S1"], {"T2": {}}, RUN, "machine words")

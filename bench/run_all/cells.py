@@ -357,6 +357,22 @@ def preload_row(run, op, client_call):
     return row
 
 
+def mlperf_row(run):
+    """bench/preload_bench.sh's MLPerf KV-cache calls: write and read MiB/s
+    through the shim and on the local directory (reported, no ratio)."""
+    def row(data, target):
+        ml = (data.get(run) or {}).get("mlperf") or {}
+        shim, local = ml.get("shim") or {}, ml.get("local") or {}
+        figures = [side.get(k) for side in (shim, local) for k in ("write_mib_per_s", "read_mib_per_s")]
+        if not needed(*figures):
+            return None
+        fs = (ml.get("local_fs") or "").split()
+        where = "a local %s directory" % fs[-1] if fs else "a local directory"
+        return Fresh("write %.0f, read %.0f MiB/s" % tuple(figures[:2]),
+                     "write %.0f, read %.0f MiB/s (%s)" % (figures[2], figures[3], where), "-", [])
+    return row
+
+
 # The DRAM pool (F1): memkv-bench --fill, one entry per value size.
 
 def per_value_byte(x):

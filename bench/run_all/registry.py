@@ -201,11 +201,13 @@ REGISTRY = {
         },
         [file_mode_plot]),
     "S2": Entry(
-        "the LD_PRELOAD shim against the C client (its 16 MiB rows; the MLPerf calls are printed, not parsed)",
+        "the LD_PRELOAD shim against the C client (its 16 MiB rows), then the MLPerf KV-cache calls",
         [Run("s2", [os.path.join(BENCH, "preload_bench.sh"), "{build}", "9", "8", "{out}/s2.json"], quick={})],
         {
             ("LD_PRELOAD shim", "write of 16 MiB files"): c.preload_row("s2", "write", "memkv_put"),
             ("LD_PRELOAD shim", "read of 16 MiB files"): c.preload_row("s2", "read", "memkv_get"),
+            ("LD_PRELOAD shim", "MLPerf Storage KV-cache calls, 48 `.npy` of 8 to 64 MiB, 4 threads"):
+                c.mlperf_row("s2"),
         }),
     "K1": Entry(
         "the kv_store plugin against the C++ client",
