@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # MemKV against real verbs: the scenarios below, two boots of a guest
-# pair (README.md here), after a short one that checks run-pair.sh's watch
-# for a stalled emulated NIC. Guest a runs `memkv start`, guest b the probe.
+# pair (README.md here), after two short ones that check run-pair.sh's
+# watch for a stalled emulated NIC. Guest a runs `memkv start`, guest b the probe.
 #   healthy    switch passes 9000-byte frames: round trips of every block
 #              size over RDMA (per-transport counters, rxe hw_counters, DSCP
 #              at the switch), the same over TCP, start-up refusal at active
@@ -27,9 +27,9 @@ while [ $# -gt 0 ]; do
     --build) BUILD="$2"; shift 2;;
     --results) R="$2"; shift 2;;
     --transport) TRANSPORT="$2"; shift 2;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0;;
     healthy|lossy-hop) BOOTS+=("$1"); shift;;
-    *) echo "memkv-scenarios: unknown argument '$1'" >&2; sed -n '2,22p' "$0" >&2; exit 2;;
+    *) echo "memkv-scenarios: unknown argument '$1'" >&2; sed -n '2,21p' "$0" >&2; exit 2;;
   esac
 done
 [ ${#BOOTS[@]} -gt 0 ] || BOOTS=(healthy lossy-hop)
@@ -63,26 +63,29 @@ boot() { # name, run-pair options...
   done
 }
 
-# The stall watch itself: guest a logs the line a stalled NIC logs, b sleeps;
-# run-pair.sh must end the boot (75, the line in nic-stall) before b is done.
-nic_watch() {
-  local t rc; t=$(date +%s)
-  "$HERE/run-pair.sh" --out "$R/nic-watch" --timeout 120 -- \
-    'echo "<2>virtio_net virtio3 eth0: NETDEV WATCHDOG: CPU: 0: transmit queue 0 timed out (written by memkv-scenarios.sh)" > /dev/kmsg; sleep 100' \
-    'sleep 100' > "$R/nic-watch.txt" 2>&1
+# The stall watch itself (run-pair.sh), both signs: guest a logs the line a
+# full, stalled transmit ring logs, or takes its link down so that not even
+# its heartbeat leaves; b sleeps. The boot must end (75, guest a named in
+# nic-stall) before b is done.
+nic_watch() { # name, what the nic-stall line must hold, guest a's command, run-pair options...
+  local n=$1 want=$2 cmd=$3 t rc stall; shift 3; t=$(date +%s)
+  "$HERE/run-pair.sh" --out "$R/$n" --timeout 120 "$@" -- "$cmd; sleep 100" 'sleep 100' > "$R/$n.txt" 2>&1
   rc=$?
-  echo "   (nic-watch: rc=$rc, $(( $(date +%s) - t )) s; log in $R/nic-watch.txt)"
-  local stall; stall="$(cat "$R/nic-watch/nic-stall" 2>/dev/null)"
-  if [ "$rc" = 75 ] && [[ "$stall" == "guest a: "*"NETDEV WATCHDOG"* ]] && [ ! -e "$R/nic-watch/b/rc" ]; then
-    echo "PASS nic-watch: run-pair.sh ended the boot at guest a's NETDEV WATCHDOG line (exit 75) before guest b was done"
+  echo "   ($n: rc=$rc, $(( $(date +%s) - t )) s; log in $R/$n.txt)"
+  stall="$(cat "$R/$n/nic-stall" 2>/dev/null)"
+  if [ "$rc" = 75 ] && [[ "$stall" == "guest a: "*"$want"* ]] && [ ! -e "$R/$n/b/rc" ]; then
+    echo "PASS $n: run-pair.sh ended the boot (exit 75) before guest b was done: $stall"
   else
-    echo "FAIL nic-watch: run-pair.sh exit $rc (want 75), nic-stall '${stall:-missing}' (want guest a's line), guest b rc file $([ -e "$R/nic-watch/b/rc" ] && echo present || echo absent) (want absent)"
+    echo "FAIL $n: run-pair.sh exit $rc (want 75), nic-stall '${stall:-missing}' (want guest a and '$want'), guest b rc file $([ -e "$R/$n/b/rc" ] && echo present || echo absent) (want absent)"
     return 1
   fi
 }
 
 watch_rc=0
-nic_watch || watch_rc=1
+nic_watch nic-watch-log "NETDEV WATCHDOG" \
+  'echo "<2>virtio_net virtio3 eth0: NETDEV WATCHDOG: CPU: 0: transmit queue 0 timed out (written by memkv-scenarios.sh)" > /dev/kmsg' \
+  || watch_rc=1
+nic_watch nic-watch-silent "sent no frame" 'ip link set eth0 down' --silent-s 5 || watch_rc=1
 for b in "${BOOTS[@]}"; do
   case "$b" in
     healthy) boot healthy --timeout 240;;

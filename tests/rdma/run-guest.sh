@@ -9,10 +9,13 @@ set -euo pipefail
 CACHE="${MEMKV_RDMA_CACHE:-$HOME/.cache/memkv-rdma}"
 OUT="$(cd "$1" && pwd)"; NAME="$2"; IP="$3"; MTU="$4"; MAC="$5"; PORT="$6"; TMO="${7:-240}"
 KREL="$(cat "$CACHE/kernel-release")"
-NET=(-netdev socket,id=n0,connect=127.0.0.1:$PORT -device virtio-net-pci,netdev=n0,mac=$MAC)
+# event_idx=off: with virtio's event-index notification suppression, a busy
+# host stalls a guest's transmit queue for good within a minute or two
+# (tests/rdma/README.md, "When the emulated NIC stalls"); without it, not once.
+NET=(-netdev socket,id=n0,connect=127.0.0.1:$PORT -device virtio-net-pci,netdev=n0,mac=$MAC,event_idx=off)
 PAIR=()
 [ -n "${MEMKV_RDMA_PAIR_DIR:-}" ] && PAIR=(-virtfs "local,path=$MEMKV_RDMA_PAIR_DIR,mount_tag=pair,security_model=none")
-[ "$PORT" = none ] && NET=(-netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0,mac=$MAC)
+[ "$PORT" = none ] && NET=(-netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0,mac=$MAC,event_idx=off)
 exec timeout -k 5 "$TMO" qemu-system-x86_64 \
   -accel tcg,thread=multi -cpu max -m "${MEMKV_RDMA_MEM:-512}" -smp "${MEMKV_RDMA_SMP:-1}" \
   -nodefaults -no-reboot -display none -monitor none \

@@ -8,14 +8,17 @@
 #   --max-frame N      switch drops frames longer than N bytes (1514 = a 1500-MTU hop)
 #   --loss P --delay-ms D   passed to the switch
 #   --timeout S        total wall-clock limit (default 300)
+#   --silent-s S       a guest the switch hears nothing from for S s (not even
+#                      its heartbeat) has a stalled NIC (default 15; 0: off)
 # Commands run as root in the host's root filesystem (read-only) inside each
 # guest, cwd /run/out (writable, shared back), with NAME, SELF, PEER exported.
 # Exit status: 0 when both guests ran their command and it returned 0; 75 when
-# a guest's emulated NIC stopped transmitting (DIR/nic-stall names it) and the
-# boot was ended early.
+# a guest's emulated NIC stopped transmitting (NETDEV WATCHDOG on its console,
+# or silent for --silent-s; DIR/nic-stall names it) and the boot was ended.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-OUT=""; MTU_A=9000; MTU_B=9000; MAXF=0; LOSS=0; DELAY=0; TMO=300
+OUT=""; MTU_A=9000; MTU_B=9000; MAXF=0; LOSS=0; DELAY=0; TMO=300; SILENT=15
+MAC_A=52:54:00:77:00:01; MAC_B=52:54:00:77:00:02
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) OUT="$2"; shift 2;;
@@ -26,6 +29,7 @@ while [ $# -gt 0 ]; do
     --loss) LOSS="$2"; shift 2;;
     --delay-ms) DELAY="$2"; shift 2;;
     --timeout) TMO="$2"; shift 2;;
+    --silent-s) SILENT="$2"; shift 2;;
     --) shift; break;;
     *) break;;
   esac
@@ -41,7 +45,7 @@ for g in a b; do
   { echo "export NAME=$g SELF=$self PEER=$peer PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"; echo "$cmd"; } > "$OUT/$g/cmd.sh"
 done
 python3 "$HERE/switch.py" --port-file "$OUT/switch.port" --stats "$OUT/switch.json" \
-  --max-frame "$MAXF" --loss "$LOSS" --delay-ms "$DELAY" & SW=$!
+  --max-frame "$MAXF" --loss "$LOSS" --delay-ms "$DELAY" --silent-s "$SILENT" --silent-file "$OUT/silent" & SW=$!
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -50,11 +54,12 @@ cleanup() {
 trap cleanup EXIT
 for _ in $(seq 100); do [ -f "$OUT/switch.port" ] && break; sleep 0.05; done
 PORT="$(cat "$OUT/switch.port")"
-"$HERE/run-guest.sh" "$OUT/a" a 10.77.0.1/24 "$MTU_A" 52:54:00:77:00:01 "$PORT" "$TMO" & pids+=($!)
-"$HERE/run-guest.sh" "$OUT/b" b 10.77.0.2/24 "$MTU_B" 52:54:00:77:00:02 "$PORT" "$TMO" & pids+=($!)
-# A guest whose emulated NIC stops transmitting (its kernel reports NETDEV
-# WATCHDOG: QEMU's virtio-net transmit queue stalled) can reach no one until
-# the pair powers off: end the boot there, say so, exit 75.
+"$HERE/run-guest.sh" "$OUT/a" a 10.77.0.1/24 "$MTU_A" "$MAC_A" "$PORT" "$TMO" & pids+=($!)
+"$HERE/run-guest.sh" "$OUT/b" b 10.77.0.2/24 "$MTU_B" "$MAC_B" "$PORT" "$TMO" & pids+=($!)
+# A guest whose emulated NIC stops transmitting (QEMU's virtio-net transmit
+# queue stalled) can reach no one until the pair powers off. Two signs: its
+# kernel logs NETDEV WATCHDOG (a full transmit ring), or the switch hears
+# not even its heartbeat for $SILENT s. End the boot there, say so, exit 75.
 stall=""
 while [ -z "$stall" ]; do
   alive=0
@@ -64,6 +69,11 @@ while [ -z "$stall" ]; do
     line="$(grep -a -m1 'NETDEV WATCHDOG' "$OUT/$g/console.log" 2>/dev/null | tr -d '\r')" || true
     [ -n "$line" ] && stall="guest $g: $line" && break
   done
+  if [ -z "$stall" ] && [ -f "$OUT/silent" ]; then
+    read -r mac secs < "$OUT/silent"
+    g="?"; [ "$mac" = "$MAC_A" ] && g=a; [ "$mac" = "$MAC_B" ] && g=b
+    stall="guest $g: sent no frame for $secs s, not even its heartbeat (one a second)"
+  fi
   [ -n "$stall" ] || sleep 1
 done
 if [ -n "$stall" ]; then

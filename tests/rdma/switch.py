@@ -16,10 +16,14 @@ Options model the fabric:
                   stack, would then obey while a hardware RNIC would not.
   --loss P        drop each frame with probability P (seeded by --seed).
   --delay-ms D    delay every forwarded frame by D ms.
+  --silent-s S --silent-file F
+                  a connected guest that sends no frame for S seconds
+                  (each guest sends one a second, tests/rdma/init) is
+                  written to F, once: "SRC-MAC SECONDS", its NIC stalled.
 Counters (frames, bytes, drops, RoCEv2 packets = UDP dst port 4791 by IP
 DSCP, in total and per source address) are written as JSON on SIGTERM/SIGINT to --stats (default stdout).
 """
-import argparse, asyncio, json, random, signal, struct, sys, time
+import argparse, asyncio, json, os, random, signal, struct, sys, time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--port", type=int, default=0)
@@ -30,6 +34,8 @@ ap.add_argument("--loss", type=float, default=0.0)
 ap.add_argument("--delay-ms", type=float, default=0.0)
 ap.add_argument("--seed", type=int, default=1)
 ap.add_argument("--stats", help="write JSON counters here at exit")
+ap.add_argument("--silent-s", type=float, default=0.0)
+ap.add_argument("--silent-file")
 args = ap.parse_args()
 rng = random.Random(args.seed)
 
@@ -39,6 +45,7 @@ C = {"frames": 0, "bytes": 0, "forwarded": 0, "dropped_size": 0,
      "roce_v2_max_udp_payload": 0, "mss_clamped": 0, "clients": 0,
      "started": time.time()}
 clients = []
+heard = {}  # writer -> [source MAC of its first frame, time of its last frame]
 
 
 def classify(f):
@@ -137,6 +144,10 @@ async def handle(reader, writer):
             (n,) = struct.unpack("!I", hdr)
             frame = await reader.readexactly(n)
             C["frames"] += 1; C["bytes"] += n
+            if writer in heard:
+                heard[writer][1] = time.monotonic()
+            elif n >= 12:
+                heard[writer] = [frame[6:12].hex(":"), time.monotonic()]
             C["max_frame_seen"] = max(C["max_frame_seen"], n)
             r = classify(frame)
             if r is not None:
@@ -165,6 +176,7 @@ async def handle(reader, writer):
         pass
     finally:
         clients.remove(writer)
+        heard.pop(writer, None)
         writer.close()
 
 
@@ -178,13 +190,32 @@ def dump():
         print(s, flush=True)
 
 
+async def watch_silence():
+    """Name, once, the first guest that falls silent for --silent-s."""
+    tick = time.monotonic()
+    while True:
+        await asyncio.sleep(1)
+        now = time.monotonic()
+        late, tick = now - tick > 2, now
+        if late:
+            continue  # the switch itself did not run: let it read what waits first
+        for mac, last in list(heard.values()):
+            if now - last >= args.silent_s:
+                with open(args.silent_file + ".tmp", "w") as fh:
+                    fh.write("%s %.0f\n" % (mac, now - last))
+                os.rename(args.silent_file + ".tmp", args.silent_file)
+                return
+
+
 async def main():
     srv = await asyncio.start_server(handle, "127.0.0.1", args.port)
     port = srv.sockets[0].getsockname()[1]
     if args.port_file:
         with open(args.port_file + ".tmp", "w") as fh:
             fh.write(f"{port}\n")
-        import os; os.rename(args.port_file + ".tmp", args.port_file)
+        os.rename(args.port_file + ".tmp", args.port_file)
+    if args.silent_s and args.silent_file:
+        asyncio.ensure_future(watch_silence())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for s in (signal.SIGTERM, signal.SIGINT):
