@@ -190,6 +190,13 @@ def dump():
         print(s, flush=True)
 
 
+def write_whole(path, text):
+    """Readers see the file complete or not at all."""
+    with open(path + ".tmp", "w") as fh:
+        fh.write(text)
+    os.rename(path + ".tmp", path)
+
+
 async def watch_silence():
     """Name, once, the first guest that falls silent for --silent-s."""
     tick = time.monotonic()
@@ -201,9 +208,7 @@ async def watch_silence():
             continue  # the switch itself did not run: let it read what waits first
         for mac, last in list(heard.values()):
             if now - last >= args.silent_s:
-                with open(args.silent_file + ".tmp", "w") as fh:
-                    fh.write("%s %.0f\n" % (mac, now - last))
-                os.rename(args.silent_file + ".tmp", args.silent_file)
+                write_whole(args.silent_file, "%s %.0f\n" % (mac, now - last))
                 return
 
 
@@ -211,9 +216,7 @@ async def main():
     srv = await asyncio.start_server(handle, "127.0.0.1", args.port)
     port = srv.sockets[0].getsockname()[1]
     if args.port_file:
-        with open(args.port_file + ".tmp", "w") as fh:
-            fh.write(f"{port}\n")
-        os.rename(args.port_file + ".tmp", args.port_file)
+        write_whole(args.port_file, f"{port}\n")
     if args.silent_s and args.silent_file:
         asyncio.ensure_future(watch_silence())
     stop = asyncio.Event()
