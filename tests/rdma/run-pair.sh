@@ -98,7 +98,7 @@ echo "== switch: $(cat "$OUT/switch.json" 2>/dev/null)"
 echo "== total ${total}s, results in $OUT"
 if [ -n "$stall" ]; then
   echo "== boot ended: the emulated NIC of $stall"
-  echo "   (QEMU's virtio-net transmit queue stalled; nothing in the guests caused it. Boot the pair again.)"
+  echo "   (a virtio-net transmit queue that QEMU stopped serving, as tests/rdma/README.md describes, or a guest that stopped running; boot the pair again)"
   exit 75
 fi
 exit $status
