@@ -321,8 +321,8 @@ REGISTRY = {
         }),
     "R1": Entry(
         "RDMA against perftest on the two Soft-RoCE guests, 1, 16 and batches of 64 in flight",
-        [Run("r1", ["bash", "-c", "bash %s/setup.sh && {{ bash %s/bench-scenarios.sh --build {build} --results "
-                                  "{out}/r1; cp {out}/r1/table.json {out}/r1.json; }}" % (RDMA, RDMA)], quick={})],
+        [Run("r1", ["bash", "-c", "bash %s/setup.sh && {{ bash %s/bench-scenarios.sh --build {build} --rdma-timeout 18 "
+                                  "--results {out}/r1; cp {out}/r1/table.json {out}/r1.json; }}" % (RDMA, RDMA)], quick={})],
         {
             ("RDMA", "2 MiB put / get, one op at a time, Soft-RoCE between the two QEMU guests"):
                 c.rdma_row("r1", 2 * MIB, "d1", "1 in flight"),

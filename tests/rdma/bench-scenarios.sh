@@ -30,10 +30,14 @@
 #                   1 s margin at each end)
 #   --rounds N      alternations of the whole sweep (default 2)
 #   --transport T   MEMKV_TRANSPORT of the memkv cells (default rdma)
+#   --rdma-timeout N  the QPs' ACK timeout, 4.096 us x 2^N, on both sides:
+#                   MEMKV_RDMA_TIMEOUT of the memkv cells, perftest's -u
+#                   (default: each one's own, 14)
 # Needs setup.sh to have run. Exit 1 when a cell failed.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BUILD=build; R=/tmp/memkv-rdma-bench; SIZES=65536,2097152; FLIGHTS=d1,d16,b64; SECS=3; ROUNDS=2; TRANSPORT=rdma
+RDMA_TIMEOUT=
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD="$2"; shift 2;;
@@ -43,8 +47,9 @@ while [ $# -gt 0 ]; do
     --seconds) SECS="$2"; shift 2;;
     --rounds) ROUNDS="$2"; shift 2;;
     --transport) TRANSPORT="$2"; shift 2;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0;;
-    *) echo "bench-scenarios: unknown argument '$1'" >&2; sed -n '2,33p' "$0" >&2; exit 2;;
+    --rdma-timeout) RDMA_TIMEOUT="$2"; shift 2;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0;;
+    *) echo "bench-scenarios: unknown argument '$1'" >&2; sed -n '2,36p' "$0" >&2; exit 2;;
   esac
 done
 # shellcheck source=host-lib.sh
@@ -68,7 +73,7 @@ for _ in $(seq "$ROUNDS"); do
 done
 CELLS="${CELLS#,}"
 KEY="$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')"
-GUEST="MEMKV=$BIN/memkv PROBE=$BIN/memkv-rdma-probe AUTH_KEY=$KEY RDMA=$TRANSPORT CELLS=$CELLS SECS=$SECS"
+GUEST="MEMKV=$BIN/memkv PROBE=$BIN/memkv-rdma-probe AUTH_KEY=$KEY RDMA=$TRANSPORT RDMA_TIMEOUT=$RDMA_TIMEOUT CELLS=$CELLS SECS=$SECS"
 export MEMKV_RDMA_MEM="${MEMKV_RDMA_MEM:-1024}"
 
 # The host's CPU (/proc/stat) and that of the pair's processes (the two QEMUs,

@@ -19,7 +19,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 G=$(dirname "$0")
 # perftest measures the middle SECS seconds of SECS + 2
-PT="-m 4096 -D $((SECS + 2)) -f 1 --tclass=104"
+PT="-m 4096 -D $((SECS + 2)) -f 1 --tclass=104${RDMA_TIMEOUT:+ -u $RDMA_TIMEOUT}"
 # cn counts the cells: lib.sh's await and signal use i, n and t.
 # cell OP:BYTES:FLIGHT -> op, size, depth (N of dN, else 1), batch (N of bN, else 1)
 parse_cell() {
@@ -63,7 +63,7 @@ SERVERS=$PEER:9900
 step wait 90 MEMKV_TRANSPORT=tcp -- wait --seconds 60
 # the IP round trip through both guests' stacks and the switch (no RDMA)
 busybox ping -c 20 -i 0.2 "$PEER" > ping.out 2>&1; say "$(tail -n 1 ping.out)"
-RDMA_ENV="MEMKV_TRANSPORT=$RDMA MEMKV_RDMA_MTU=4096"
+RDMA_ENV="MEMKV_TRANSPORT=$RDMA MEMKV_RDMA_MTU=4096${RDMA_TIMEOUT:+ MEMKV_RDMA_TIMEOUT=$RDMA_TIMEOUT}"
 cn=0
 for cell in $(echo "$CELLS" | tr , ' '); do
   cn=$((cn + 1)); parse_cell "$cell"
