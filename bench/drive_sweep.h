@@ -8,7 +8,8 @@
 // per-put durable reference cells (bench/each_sync.h) on the twin; the
 // verify pass; then per queue depth, --repeat times: a memkv get cell
 // followed by a fio read cell. memkv and its references thus alternate cell
-// by cell, so the drift of a shared machine hits both alike. A row shows each side's median-throughput repetition.
+// by cell, so the drift of a shared machine hits both alike. A row shows
+// each side's median-throughput repetition.
 //
 // Runs on main's thread; the cells start their own threads, fio its process.
 #ifndef MEMKV_BENCH_DRIVE_SWEEP_H_
