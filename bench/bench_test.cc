@@ -170,6 +170,20 @@ TEST(Options, RefusesBadSizes) {
   EXPECT_FALSE(Parse({"--sizes", "0"}, &error));
 }
 
+TEST(Flags, SecondsInRange) {
+  double s = 0;
+  std::string error;
+  EXPECT_TRUE(ParseSeconds("--seconds", "0.25", 600, &s, &error));
+  EXPECT_EQ(s, 0.25);
+  EXPECT_TRUE(ParseSeconds("--seconds", "600", 600, &s, &error));
+  EXPECT_EQ(s, 600.0);
+  for (const char* bad : {"", "0", "-1", "601", "2s", "nan", "inf"}) {
+    EXPECT_FALSE(ParseSeconds("--seconds", bad, 600, &s, &error)) << bad;
+    EXPECT_EQ(error, std::string("--seconds: '") + bad + "' is not a number of seconds in (0, 600]");
+  }
+  EXPECT_EQ(s, 600.0);  // untouched by a refusal
+}
+
 TEST(AdminAddressInLog, FoundOnTheServingLine) {
   const std::string log =
       "2026-11-25T10:00:00Z INFO start: memory store: 1 GiB pool\n"

@@ -1,6 +1,9 @@
 #include "bench/flags.h"
 
 #include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 namespace memkv::bench {
 
@@ -26,6 +29,19 @@ bool ParseCount(std::string_view flag, const std::string& text, uint32_t max, st
     return false;
   }
   *out = n;
+  return true;
+}
+
+bool ParseSeconds(std::string_view flag, const std::string& text, double max, double* out, std::string* error) {
+  char* end = nullptr;
+  const double s = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(s) || s <= 0 || s > max) {
+    char range[32];
+    std::snprintf(range, sizeof(range), "(0, %g]", max);
+    *error = std::string(flag) + ": '" + text + "' is not a number of seconds in " + range;
+    return false;
+  }
+  *out = s;
   return true;
 }
 
@@ -82,6 +98,21 @@ bool WalkFlags(const std::vector<std::string>& args, const std::function<bool(co
     if (!apply(flag, value, error)) return false;
   }
   return true;
+}
+
+void WalkFlagsOrExit(const char* program, const char* usage, const std::vector<std::string>& args,
+                     const std::function<bool(std::string_view)>& is_known,
+                     const std::function<bool(const std::string&, const std::string&, std::string*)>& apply) {
+  bool help = false;
+  std::string error;
+  if (!WalkFlags(args, [](const std::string&) { return false; }, is_known, apply, &help, &error)) {
+    std::fprintf(stderr, "%s: %s\n%s", program, error.c_str(), usage);
+    std::exit(2);
+  }
+  if (help) {
+    std::fputs(usage, stdout);
+    std::exit(0);
+  }
 }
 
 }  // namespace memkv::bench

@@ -21,6 +21,9 @@ std::vector<std::string> SplitComma(const std::string& text);
 // the range, calling the number a `what` ("count", "depth").
 bool ParseCount(std::string_view flag, const std::string& text, uint32_t max, std::string_view what, uint32_t* out,
                 std::string* error);
+// A number of seconds in (0, max] ("0.5", "3"). On failure `*error` names
+// `flag`, the text and the range.
+bool ParseSeconds(std::string_view flag, const std::string& text, double max, double* out, std::string* error);
 // A non-empty comma list of such numbers.
 bool ParseCountList(std::string_view flag, const std::string& text, uint32_t max, std::string_view what,
                     std::vector<uint32_t>* out, std::string* error);
@@ -45,6 +48,13 @@ bool WalkFlags(const std::vector<std::string>& args, const std::function<bool(co
                const std::function<bool(std::string_view)>& is_known,
                const std::function<bool(const std::string&, const std::string&, std::string*)>& apply, bool* help,
                std::string* error);
+
+// WalkFlags for a program's options, none of them a switch: on a problem
+// prints "<program>: <error>" and `usage` on standard error and exits 2; on
+// --help prints `usage` on standard output and exits 0.
+void WalkFlagsOrExit(const char* program, const char* usage, const std::vector<std::string>& args,
+                     const std::function<bool(std::string_view)>& is_known,
+                     const std::function<bool(const std::string&, const std::string&, std::string*)>& apply);
 
 }  // namespace memkv::bench
 

@@ -105,8 +105,6 @@ struct Options {
 Options ParseOptions(int argc, char** argv) {
   Options o;
   std::vector<std::string> args(argv + 1, argv + argc);
-  bool help = false;
-  std::string error;
   auto apply = [&](const std::string& flag, const std::string& value, std::string* err) {
     uint32_t n = 0;
     if (flag == "--chunks") return memkv::bench::ParseCount(flag, value, 1 << 20, "count", &o.chunks, err);
@@ -131,14 +129,7 @@ Options ParseOptions(int argc, char** argv) {
     return f == "--chunks" || f == "--chunk-bytes" || f == "--hash-bytes" || f == "--repeat" || f == "--plugin" ||
            f == "--memkv" || f == "--servers" || f == "--json";
   };
-  if (!memkv::bench::WalkFlags(args, [](const std::string&) { return false; }, known, apply, &help, &error)) {
-    std::fprintf(stderr, "memkv-kv-store-bench: %s\n%s", error.c_str(), kUsage);
-    std::exit(2);
-  }
-  if (help) {
-    std::fputs(kUsage, stdout);
-    std::exit(0);
-  }
+  memkv::bench::WalkFlagsOrExit("memkv-kv-store-bench", kUsage, args, known, apply);
   return o;
 }
 

@@ -108,19 +108,10 @@ Options ParseOptions(int argc, char** argv) {
   std::string error;
   ParseShapes("64x256KiB,8x256KiB,16x4MiB", &o.shapes, &error);
   std::vector<std::string> args(argv + 1, argv + argc);
-  bool help = false;
   auto apply = [&](const std::string& flag, const std::string& value, std::string* err) {
     if (flag == "--shapes") return ParseShapes(value, &o.shapes, err);
     if (flag == "--rounds") return memkv::bench::ParseCount(flag, value, 1000, "count", &o.rounds, err);
-    if (flag == "--seconds") {
-      char* end = nullptr;
-      o.seconds = std::strtod(value.c_str(), &end);
-      if (end == value.c_str() || *end != '\0' || !(o.seconds > 0 && o.seconds <= 600)) {
-        *err = "--seconds: '" + value + "' is not a number of seconds in (0, 600]";
-        return false;
-      }
-      return true;
-    }
+    if (flag == "--seconds") return memkv::bench::ParseSeconds(flag, value, 600, &o.seconds, err);
     if (flag == "--json") o.json = value;
     else if (flag == "--memkv") o.memkv = value;
     else {
@@ -132,14 +123,7 @@ Options ParseOptions(int argc, char** argv) {
   auto known = [](std::string_view f) {
     return f == "--shapes" || f == "--rounds" || f == "--seconds" || f == "--json" || f == "--memkv";
   };
-  if (!memkv::bench::WalkFlags(args, [](const std::string&) { return false; }, known, apply, &help, &error)) {
-    std::fprintf(stderr, "memkv-nixl-engine-bench: %s\n%s", error.c_str(), kUsage);
-    std::exit(2);
-  }
-  if (help) {
-    std::fputs(kUsage, stdout);
-    std::exit(0);
-  }
+  memkv::bench::WalkFlagsOrExit("memkv-nixl-engine-bench", kUsage, args, known, apply);
   return o;
 }
 

@@ -43,17 +43,6 @@ bool ParseSizes(const std::string& text, BenchOptions* o, std::string* error) {
   return !o->sizes_bytes.empty();
 }
 
-bool ParseSeconds(const std::string& text, BenchOptions* o, std::string* error) {
-  char* end = nullptr;
-  double s = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(s) || s <= 0 || s > 3600) {
-    *error = "--seconds: '" + text + "' is not a number of seconds in (0, 3600]";
-    return false;
-  }
-  o->seconds = s;
-  return true;
-}
-
 bool ParsePool(const std::string& text, BenchOptions* o, std::string* error) {
   Result<uint64_t> size = ParseSize(text);
   if (!size.ok() || *size < (64ULL << 20)) {
@@ -77,7 +66,7 @@ bool IsKnownFlag(std::string_view flag) {
 bool ApplyFlag(const std::string& flag, const std::string& value, BenchOptions* o, std::string* error) {
   if (flag == "--sizes") return ParseSizes(value, o, error);
   if (flag == "--conns") return ParseCountList(flag, value, kMaxConns, "count", &o->conns, error);
-  if (flag == "--seconds") return ParseSeconds(value, o, error);
+  if (flag == "--seconds") return ParseSeconds(flag, value, 3600, &o->seconds, error);
   if (flag == "--repeat") return ParseCount(flag, value, 100, "count", &o->repeat, error);
   if (flag == "--ops") return ParseOpList(value, &o->put, &o->get, error);
   if (flag == "--pool") return ParsePool(value, o, error);
