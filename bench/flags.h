@@ -21,12 +21,12 @@ std::vector<std::string> SplitComma(const std::string& text);
 // the range, calling the number a `what` ("count", "depth").
 bool ParseCount(std::string_view flag, const std::string& text, uint32_t max, std::string_view what, uint32_t* out,
                 std::string* error);
-// A number of seconds in (0, max] ("0.5", "3"). On failure `*error` names
-// `flag`, the text and the range.
-bool ParseSeconds(std::string_view flag, const std::string& text, double max, double* out, std::string* error);
 // A non-empty comma list of such numbers.
 bool ParseCountList(std::string_view flag, const std::string& text, uint32_t max, std::string_view what,
                     std::vector<uint32_t>* out, std::string* error);
+// A number of seconds in (0, max] ("0.5", "3"). On failure `*error` names
+// `flag`, the text and the range.
+bool ParseSeconds(std::string_view flag, const std::string& text, double max, double* out, std::string* error);
 // A value size: a size as base/units.h reads it ("64KiB", "4096"), optionally
 // plus more sizes ("2MiB+1", "1MiB+4KiB"), so sizes just past a power of two
 // can be named. InvalidArgument naming the text; past 2^64-1 is refused.
