@@ -90,6 +90,7 @@ long TaskField(pid_t tid, const std::string& field) {
 }
 
 // Connected loopback TCP pairs: client ends and server ends, TCP_NODELAY.
+// Blocking sockets, unlike io/socket.h's: the clients must sleep in recv(2).
 void Connect(uint32_t n, std::vector<int>* client, std::vector<int>* server) {
   const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
   if (listener < 0) Die("socket");

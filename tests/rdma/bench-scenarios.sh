@@ -52,6 +52,9 @@ while [ $# -gt 0 ]; do
     *) echo "bench-scenarios: unknown argument '$1'" >&2; sed -n '2,36p' "$0" >&2; exit 2;;
   esac
 done
+if [ -n "$RDMA_TIMEOUT" ] && ! [[ "$RDMA_TIMEOUT" =~ ^[1-9][0-9]?$ && "$RDMA_TIMEOUT" -le 31 ]]; then
+  echo "bench-scenarios: --rdma-timeout '$RDMA_TIMEOUT' is not an exponent in 1..31 (4.096 us x 2^N)" >&2; exit 2
+fi
 # shellcheck source=host-lib.sh
 . "$HERE/host-lib.sh"
 stage_for_guests bench-scenarios "$BUILD" memkv memkv-rdma-probe || exit 2
